@@ -1,0 +1,128 @@
+"""Instance types, their offerings and prices: the `InstanceTypeCatalog` document of DESIGN §4.
+
+A default catalog of real EC2 types with public us-east-1 on-demand prices ships in `api/data/`; a
+catalog given on the command line or inside a snapshot replaces it.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property, lru_cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from api.quantity import QuantityError, parse_cpu, parse_memory
+
+CATALOG_KIND = "InstanceTypeCatalog"
+CATALOG_API_VERSION = "nodeflow.dev/v1alpha1"
+DEFAULT_CATALOG_PATH = Path(__file__).parent / "data" / "catalog.yaml"
+
+
+class Offering(BaseModel):
+    """Where and how an instance type can be bought, and at what hourly price."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    zone: str
+    capacity_type: Literal["on-demand", "spot", "reserved"] = Field(alias="capacityType")
+    price: float = Field(ge=0)
+    available: bool = True
+
+
+class InstanceType(BaseModel):
+    """One instance type: capacity and offerings."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    name: str = Field(min_length=1)
+    cpu: str
+    memory: str
+    pods: int = Field(gt=0)
+    arch: Literal["amd64", "arm64"] = "amd64"
+    ephemeral_storage: str = Field(default="20Gi", alias="ephemeralStorage")
+    offerings: tuple[Offering, ...] = ()
+
+    @field_validator("cpu", "memory", "ephemeral_storage", mode="before")
+    @classmethod
+    def _quantity(cls, v: object) -> str:
+        text = str(v)
+        try:
+            parse_memory(text)
+        except QuantityError as exc:
+            raise ValueError(str(exc)) from exc
+        return text
+
+    @cached_property
+    def cpu_cores(self) -> float:
+        return parse_cpu(self.cpu)
+
+    @cached_property
+    def memory_bytes(self) -> int:
+        return parse_memory(self.memory)
+
+    @cached_property
+    def ephemeral_storage_bytes(self) -> int:
+        return parse_memory(self.ephemeral_storage)
+
+    def offering(self, zone: str, capacity_type: str) -> Offering | None:
+        """The offering for an exact (zone, capacity type), if any."""
+        for o in self.offerings:
+            if o.zone == zone and o.capacity_type == capacity_type:
+                return o
+        return None
+
+    def cheapest(self, zones: set[str] | None = None, capacity_types: set[str] | None = None) -> Offering | None:
+        """The cheapest available offering within the given zones / capacity types (None = any)."""
+        best: Offering | None = None
+        for o in self.offerings:
+            if not o.available:
+                continue
+            if zones is not None and o.zone not in zones:
+                continue
+            if capacity_types is not None and o.capacity_type not in capacity_types:
+                continue
+            if best is None or o.price < best.price:
+                best = o
+        return best
+
+
+class InstanceTypeCatalog(BaseModel):
+    """A set of instance types, as a Kubernetes-style document."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    api_version: str = Field(default=CATALOG_API_VERSION, alias="apiVersion")
+    kind: Literal["InstanceTypeCatalog"] = CATALOG_KIND
+    metadata: dict = Field(default_factory=lambda: {"name": "default"})
+    instance_types: list[InstanceType] = Field(alias="instanceTypes")
+
+    @field_validator("instance_types")
+    @classmethod
+    def _unique(cls, v: list[InstanceType]) -> list[InstanceType]:
+        seen: set[str] = set()
+        for it in v:
+            if it.name in seen:
+                raise ValueError(f"duplicate instance type {it.name!r}")
+            seen.add(it.name)
+        return v
+
+    @cached_property
+    def by_name(self) -> dict[str, InstanceType]:
+        return {it.name: it for it in self.instance_types}
+
+    def get(self, name: str) -> InstanceType | None:
+        return self.by_name.get(name)
+
+
+def load_catalog(path: str | Path) -> InstanceTypeCatalog:
+    """Read a catalog document from a YAML file."""
+    with open(path, encoding="utf-8") as fh:
+        return InstanceTypeCatalog.model_validate(yaml.safe_load(fh))
+
+
+@lru_cache(maxsize=1)
+def load_default_catalog() -> InstanceTypeCatalog:
+    """The catalog that ships with nodeflow (cached: it is read-only)."""
+    return load_catalog(DEFAULT_CATALOG_PATH)

@@ -1,0 +1,47 @@
+"""Well-known Kubernetes label, annotation, taint and finalizer names (Karpenter v1 spelling).
+
+One place for the strings every part shares, so a typo cannot split the system in two.
+"""
+
+GROUP = "karpenter.sh"
+API_VERSION = "karpenter.sh/v1"
+
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+INITIALIZED_LABEL = "karpenter.sh/initialized"
+REGISTERED_LABEL = "karpenter.sh/registered"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+ARCH_LABEL = "kubernetes.io/arch"
+OS_LABEL = "kubernetes.io/os"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+EXCLUDE_LB_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
+
+DO_NOT_DISRUPT_ANNOTATION = "karpenter.sh/do-not-disrupt"
+NODEPOOL_HASH_ANNOTATION = "karpenter.sh/nodepool-hash"
+NODEPOOL_HASH_VERSION_ANNOTATION = "karpenter.sh/nodepool-hash-version"
+NODEPOOL_HASH_VERSION = "v3"
+TERMINATION_TIMESTAMP_ANNOTATION = "karpenter.sh/nodeclaim-termination-timestamp"
+POD_DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
+
+# nodeflow's own annotations
+PAUSED_ANNOTATION = "nodeflow.dev/paused"  # on a NodePool: "true" stops voluntary disruption of its nodes
+REBALANCE_ANNOTATION = "nodeflow.dev/rebalance"  # on a NodePool: ignore | event | drain
+TEMPLATE_HASH_ANNOTATION = "nodeflow.dev/template-hash"  # on a NodeClaim: hash of the template it came from
+
+TERMINATION_FINALIZER = "karpenter.sh/termination"
+DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"
+DISRUPTED_TAINT_EFFECT = "NoSchedule"
+UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
+
+CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+
+REASON_EMPTY = "Empty"
+REASON_DRIFTED = "Drifted"
+REASON_UNDERUTILIZED = "Underutilized"
+REASON_EXPIRED = "Expired"
+BUDGET_REASONS = (REASON_EMPTY, REASON_DRIFTED, REASON_UNDERUTILIZED)
+
+CAPACITY_SPOT = "spot"
+CAPACITY_ON_DEMAND = "on-demand"

@@ -1,0 +1,55 @@
+"""The `nodeflow` command line: one module per subcommand (`starter/cmd_*.py`), each with `register()`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from starter.output import CliError
+
+# Each module defines `register(subparsers) -> None`, adding a parser whose `func(args) -> int` runs it.
+COMMAND_MODULES: tuple[str, ...] = (
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nodeflow",
+        description="Karpenter-style node disruption and graceful termination as durable Temporal workflows.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(func(args) or 0)
+    except CliError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    code = run(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # os._exit avoids the Temporal SDK's interpreter-exit crash (sdk-python#300) in short-lived commands.
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""Printing results the kubectl way (`-o json|yaml|table`) and reporting actionable errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
+
+import yaml
+
+OUTPUT_FORMATS = ("table", "json", "yaml")
+
+
+class CliError(Exception):
+    """An error the user can act on: printed as `error: <message>` with exit code `code`, no traceback."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def add_output_flag(parser: Any, default: str = "table") -> None:
+    parser.add_argument("-o", "--output", choices=OUTPUT_FORMATS, default=default,
+                        help=f"output format (default {default})")
+
+
+def print_output(data: Any, fmt: str, table: Callable[[Any], str] | None = None,
+                 out: TextIO | None = None) -> None:
+    """Print `data` as JSON, YAML, or through `table` (a function returning text) for people."""
+    out = out or sys.stdout
+    if fmt == "json":
+        out.write(json.dumps(data, indent=2, default=str) + "\n")
+    elif fmt == "yaml":
+        out.write(yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
+    elif fmt == "table":
+        if table is None:
+            out.write(json.dumps(data, indent=2, default=str) + "\n")
+        else:
+            text = table(data)
+            out.write(text if text.endswith("\n") else text + "\n")
+    else:
+        raise CliError(f"unknown output format {fmt!r}; use one of {', '.join(OUTPUT_FORMATS)}")
+    out.flush()
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Left-aligned columns separated by three spaces, like `kubectl get`."""
+    cells = [[str(h) for h in headers]] + [["<none>" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ["   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,39 @@
+"""A real `moto_server` process on loopback, standing in for EC2 and SQS."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+
+from starter.binaries import find_binary
+from support.ports import free_port, wait_for_port
+
+AWS_TEST_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+}
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """URL of a moto_server shared by the tests of one process; AWS env vars point boto3 at fake creds."""
+    os.environ.update(AWS_TEST_ENV)
+    port = free_port()
+    proc = subprocess.Popen(
+        [find_binary("moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
