@@ -208,3 +208,57 @@ def _parse_time(value: Any) -> datetime | None:
         except ValueError:
             return None
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+class RebalanceMode(StrEnum):
+    """What a NodePool wants done on a rebalance recommendation (annotation `nodeflow.dev/rebalance`)."""
+
+    IGNORE = "ignore"
+    EVENT = "event"
+    DRAIN = "drain"
+
+
+DEFAULT_REBALANCE_MODE = RebalanceMode.EVENT
+
+
+def rebalance_mode(value: str | None) -> RebalanceMode:
+    """Annotation value -> mode; absent or unrecognised values fall back to emitting an Event (Karpenter's way)."""
+    try:
+        return RebalanceMode((value or "").strip().lower())
+    except ValueError:
+        return DEFAULT_REBALANCE_MODE
+
+
+class Action(StrEnum):
+    """What the intake does for one instance of an event."""
+
+    PRESPIN_AND_TERMINATE = "PrespinAndTerminate"  # spot: launch a replacement now, terminate by the deadline
+    TERMINATE = "Terminate"  # forceful, graceful drain within the node's own grace period
+    EVENT = "Event"  # record a Kubernetes Event on the Node, nothing else
+    IGNORE = "Ignore"
+
+
+def action_for(event: InterruptionEvent, mode: RebalanceMode = DEFAULT_REBALANCE_MODE) -> Action:
+    if event.kind is InterruptionKind.SPOT_INTERRUPTION:
+        return Action.PRESPIN_AND_TERMINATE
+    if event.kind is InterruptionKind.REBALANCE_RECOMMENDATION:
+        return {RebalanceMode.IGNORE: Action.IGNORE, RebalanceMode.EVENT: Action.EVENT,
+                RebalanceMode.DRAIN: Action.TERMINATE}[mode]
+    return Action.TERMINATE
+
+
+TERMINATION_REASONS: dict[InterruptionKind, str] = {
+    InterruptionKind.SPOT_INTERRUPTION: "SpotInterrupted",
+    InterruptionKind.REBALANCE_RECOMMENDATION: "RebalanceRecommendation",
+    InterruptionKind.SCHEDULED_CHANGE: "ScheduledChange",
+    InterruptionKind.STATE_CHANGE: "InstanceStateChange",
+}
+"""The `reason` a termination started by an interruption carries (search attribute, metrics, events)."""
+
+
+def instance_id_from_provider_id(provider_id: str | None) -> str | None:
+    """`aws:///us-east-1a/i-0123` -> `i-0123`; anything else -> None."""
+    if not provider_id or not provider_id.startswith("aws://"):
+        return None
+    candidate = provider_id.rstrip("/").rsplit("/", 1)[-1]
+    return candidate if _INSTANCE_ID.match(candidate) else None

@@ -9,11 +9,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from api.interruption import (
+    Action,
     InterruptionEvent,
     InterruptionKind,
     Malformed,
+    RebalanceMode,
     Unknown,
+    action_for,
+    instance_id_from_provider_id,
     parse_message,
+    rebalance_mode,
 )
 
 T0 = "2026-11-22T19:55:07Z"
@@ -207,3 +212,26 @@ def test_realistic_messages_with_one_field_mangled_never_raise(
     if isinstance(result, InterruptionEvent):
         assert result.instance_ids and all(i.startswith("i-") for i in result.instance_ids)
         assert result.time.tzinfo is not None
+
+
+def test_actions_per_kind_and_rebalance_mode() -> None:
+    def ev(doc: dict) -> InterruptionEvent:
+        res = parse(doc)
+        assert isinstance(res, InterruptionEvent)
+        return res
+
+    assert action_for(ev(spot())) is Action.PRESPIN_AND_TERMINATE
+    assert action_for(ev(state_change("stopping"))) is Action.TERMINATE
+    assert action_for(ev(health(["i-1"]))) is Action.TERMINATE
+    assert action_for(ev(rebalance())) is Action.EVENT
+    assert action_for(ev(rebalance()), rebalance_mode("ignore")) is Action.IGNORE
+    assert action_for(ev(rebalance()), rebalance_mode(" Drain ")) is Action.TERMINATE
+    assert rebalance_mode(None) is RebalanceMode.EVENT
+    assert rebalance_mode("cordon") is RebalanceMode.EVENT
+
+
+def test_instance_id_from_provider_id() -> None:
+    assert instance_id_from_provider_id("aws:///us-east-1a/i-0abc123") == "i-0abc123"
+    assert instance_id_from_provider_id("aws:///us-east-1a/i-0abc123/") == "i-0abc123"
+    assert instance_id_from_provider_id("kind://docker/node-a") is None
+    assert instance_id_from_provider_id(None) is None
