@@ -1,0 +1,125 @@
+"""Kubernetes building blocks shared by NodePool and NodeClaim: object metadata, taints, requirements, conditions.
+
+Every model keeps unknown fields (`extra="allow"`) and remembers which fields were set, so
+`model_dump(by_alias=True, exclude_unset=True)` gives back exactly the YAML that was read.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+from pydantic.alias_generators import to_camel
+
+
+def parse_timestamp(value: Any) -> datetime:
+    """RFC3339 text (or a datetime, as YAML may give) -> aware UTC datetime."""
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.strip())
+        except ValueError as exc:
+            raise ValueError(f"{value!r} is not an RFC3339 timestamp") from exc
+    else:
+        raise ValueError(f"timestamp must be an RFC3339 string, got {type(value).__name__}")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC)
+
+
+def format_timestamp(dt: datetime) -> str:
+    """Aware datetime -> RFC3339 in UTC with `Z`, second precision unless there are fractions (like Kubernetes)."""
+    dt = dt.astimezone(UTC)
+    if dt.microsecond:
+        return dt.strftime("%Y-%m-%dT%H:%M:%S.%f").rstrip("0") + "Z"
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+Timestamp = Annotated[datetime, BeforeValidator(parse_timestamp), PlainSerializer(format_timestamp, return_type=str)]
+
+
+class K8sModel(BaseModel):
+    """Base: camelCase aliases, snake_case attributes, unknown fields kept, dumps by alias."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        serialize_by_alias=True,
+        extra="allow",
+    )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The object as it was given (only fields that were set), JSON-compatible, camelCase keys."""
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+class OwnerReference(K8sModel):
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool | None = None
+    block_owner_deletion: bool | None = None
+
+
+class ObjectMeta(K8sModel):
+    """metadata of a Kubernetes object; only what nodeflow reads is typed, the rest passes through."""
+
+    name: str = ""
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    generation: int | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    finalizers: list[str] | None = None
+    owner_references: list[OwnerReference] | None = None
+    creation_timestamp: Timestamp | None = None
+    deletion_timestamp: Timestamp | None = None
+
+
+class Taint(K8sModel):
+    key: str
+    value: str | None = None
+    effect: str
+    time_added: Timestamp | None = None
+
+
+class NodeSelectorRequirement(K8sModel):
+    """A scheduling requirement; `minValues` is Karpenter's flexibility floor for `In`."""
+
+    key: str
+    operator: str
+    values: list[str] | None = None
+    min_values: int | None = None
+
+
+class NodeClassReference(K8sModel):
+    group: str = ""
+    kind: str = ""
+    name: str = ""
+
+
+class Condition(K8sModel):
+    type: str
+    status: str = "Unknown"
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: Timestamp | None = None
+    observed_generation: int | None = None
+
+
+class TemplateMetadata(K8sModel):
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+
+
+def condition_of(conditions: list[Condition] | None, type_: str) -> Condition | None:
+    """The condition of the given type, if present."""
+    for c in conditions or ():
+        if c.type == type_:
+            return c
+    return None
+
