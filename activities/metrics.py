@@ -4,7 +4,7 @@ A flat list of metric definitions: each area appends its own counters here, so `
 everything from one registry and names cannot collide.
 """
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
@@ -36,5 +36,32 @@ PLANNER_PASSES = Counter(
 PLANNER_ELIGIBLE_NODES = Gauge(
     "nodeflow_planner_cluster_nodes",
     "Nodes seen by the last planner pass.",
+    registry=REGISTRY,
+)
+
+# --- interruption intake (issue 6) ---
+INTERRUPTION_MESSAGES = Counter(
+    "nodeflow_interruption_messages_total",
+    "Interruption queue messages received, by kind (SpotInterruption|RebalanceRecommendation|ScheduledChange|"
+    "StateChange|Unknown|Malformed).",
+    ["kind"],
+    registry=REGISTRY,
+)
+INTERRUPTION_ACTIONS = Counter(
+    "nodeflow_interruption_actions_total",
+    "What the intake did per affected instance (PrespinAndTerminate|Terminate|Event|Ignore|NoNode).",
+    ["action"],
+    registry=REGISTRY,
+)
+INTERRUPTION_FAILURES = Counter(
+    "nodeflow_interruption_failures_total",
+    "Messages whose handling failed, by outcome (retry: left for redelivery; dropped: gave up after max receives).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+INTERRUPTION_MESSAGE_AGE = Histogram(
+    "nodeflow_interruption_message_age_seconds",
+    "Time from a message being sent to the queue to its workflows being started or signalled.",
+    buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300),
     registry=REGISTRY,
 )
