@@ -1,0 +1,88 @@
+"""Kubernetes Events that explain disruption decisions, and the outcome counters.
+
+Events are deduplicated per worker like Karpenter's recorder (Unconsolidatable 15 min, DisruptionBlocked
+1 min, others 2 min), since a planner pass every 10 s would otherwise repeat the same explanation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio import activity
+
+from activities import metrics
+from activities.kube_util import api_status
+from api import labels
+from workflows.disruption_models import EventsInput, EventSpec
+
+DEDUPE_SECONDS = {"Unconsolidatable": 15 * 60, "DisruptionBlocked": 60}
+DEFAULT_DEDUPE_SECONDS = 120
+EVENT_NAMESPACE = "default"
+API_VERSIONS = {"Node": "v1", "NodePool": labels.API_VERSION, "NodeClaim": labels.API_VERSION}
+
+
+def event_body(ev: EventSpec, now: datetime, component: str = "nodeflow") -> dict[str, Any]:
+    digest = hashlib.sha1(f"{ev.kind}/{ev.name}/{ev.reason}/{ev.message}/{now.isoformat()}".encode()).hexdigest()
+    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    involved = {"kind": ev.kind, "name": ev.name, "apiVersion": API_VERSIONS.get(ev.kind, "v1")}
+    if ev.uid:
+        involved["uid"] = ev.uid
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{ev.name}.{digest[:16]}", "namespace": EVENT_NAMESPACE},
+        "involvedObject": involved,
+        "reason": ev.reason,
+        "message": ev.message,
+        "type": ev.type,
+        "source": {"component": component},
+        "reportingComponent": component,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+
+
+class EventActivities:
+    """Records Events through CoreV1Api; counts disruption outcomes in activities.metrics."""
+
+    def __init__(self, core_v1: Any, clock: Any = time.monotonic) -> None:
+        self._core = core_v1
+        self._clock = clock
+        self._last: dict[tuple[str, str, str, str], float] = {}
+
+    def fresh(self, events: list[EventSpec]) -> list[EventSpec]:
+        """Drop events recorded within their dedupe window (and duplicates inside the batch)."""
+        now = self._clock()
+        out = []
+        for ev in events:
+            key = (ev.kind, ev.name, ev.reason, ev.message)
+            window = DEDUPE_SECONDS.get(ev.reason, DEFAULT_DEDUPE_SECONDS)
+            last = self._last.get(key)
+            if last is not None and now - last < window:
+                continue
+            self._last[key] = now
+            out.append(ev)
+        return out
+
+    @activity.defn(name="disruption_record_events")
+    async def record_events(self, inp: EventsInput) -> int:
+        if inp.outcome and inp.reason:
+            metrics.DISRUPTION_OUTCOMES.labels(reason=inp.reason, outcome=inp.outcome).inc()
+        events = self.fresh(inp.events)
+        if events:
+            await asyncio.to_thread(self._create_all, events)
+        return len(events)
+
+    def _create_all(self, events: list[EventSpec]) -> None:
+        now = datetime.now(UTC)
+        for ev in events:
+            try:
+                self._core.create_namespaced_event(EVENT_NAMESPACE, event_body(ev, now))
+            except Exception as exc:
+                if api_status(exc) != 409:
+                    raise

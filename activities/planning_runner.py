@@ -1,0 +1,254 @@
+"""Read the live cluster into a snapshot and run `planning/` on it: the planner pass and re-validation.
+
+Only small results leave the activity (commands with node uids), never the snapshot, so the planner's
+history stays small. Nodes already in flight are excluded: tainted `karpenter.sh/disrupted`, or named by a
+running disrupt-/terminate- workflow (Temporal visibility; a disruption's memo lists all its nodes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime
+from typing import Any
+
+from temporalio import activity
+from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
+
+from activities import metrics
+from activities.events import EventActivities
+from activities.kube_util import KARPENTER_GROUP, KARPENTER_VERSION
+from api import labels
+from api.catalog import InstanceTypeCatalog, load_catalog
+from workflows.disruption_models import (
+    BlockedNode,
+    DisruptionCommand,
+    EventSpec,
+    NodeRef,
+    PlanPassInput,
+    PlanPassResult,
+    Replacement,
+    ValidateInput,
+    ValidationResult,
+)
+
+IN_FLIGHT_QUERY = ("ExecutionStatus = 'Running' AND "
+                   "(WorkflowType = 'DisruptionWorkflow' OR WorkflowType = 'TerminationWorkflow')")
+MEMO_NODES = "nodes"
+
+
+# ---- reading the cluster ------------------------------------------------------------------------------------
+
+def _items(raw: Any, api_version: str, kind: str) -> list[dict[str, Any]]:
+    data = json.loads(raw.data) if hasattr(raw, "data") else raw
+    items = data.get("items") or []
+    for it in items:
+        it.setdefault("apiVersion", api_version)
+        it.setdefault("kind", kind)
+    return items
+
+
+def read_cluster_objects(api_client: Any) -> list[dict[str, Any]]:
+    """NodePools, NodeClaims, Nodes, Pods and PDBs as plain dicts, like `kubectl get -o json` prints them.
+
+    Raw JSON (no typed models) keeps a 5,000-node read cheap and preserves fields the typed client drops.
+    """
+    from kubernetes import client as k8s
+
+    core = k8s.CoreV1Api(api_client)
+    custom = k8s.CustomObjectsApi(api_client)
+    policy = k8s.PolicyV1Api(api_client)
+    objs: list[dict[str, Any]] = []
+    for plural, kind in (("nodepools", "NodePool"), ("nodeclaims", "NodeClaim")):
+        objs += _items(custom.list_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, plural),
+                       labels.API_VERSION, kind)
+    objs += _items(core.list_node(_preload_content=False), "v1", "Node")
+    objs += _items(core.list_pod_for_all_namespaces(_preload_content=False), "v1", "Pod")
+    objs += _items(policy.list_pod_disruption_budget_for_all_namespaces(_preload_content=False),
+                   "policy/v1", "PodDisruptionBudget")
+    return objs
+
+
+# ---- pure helpers (unit-tested without servers) -------------------------------------------------------------
+
+def paused_node_pools(objs: list[dict[str, Any]]) -> set[str]:
+    return {o["metadata"]["name"] for o in objs if o.get("kind") == "NodePool"
+            and ((o["metadata"].get("annotations") or {}).get(labels.PAUSED_ANNOTATION, "").lower() == "true")}
+
+
+def tainted_nodes(objs: list[dict[str, Any]]) -> set[str]:
+    return {o["metadata"]["name"] for o in objs if o.get("kind") == "Node"
+            and any(t.get("key") == labels.DISRUPTED_TAINT_KEY for t in (o.get("spec") or {}).get("taints") or [])}
+
+
+def node_index(objs: list[dict[str, Any]]) -> dict[str, NodeRef]:
+    """Node name -> NodeRef (uid, NodeClaim, providerID, pool), joining NodeClaims by nodeName/providerID."""
+    claims_by_node: dict[str, str] = {}
+    claims_by_pid: dict[str, str] = {}
+    for o in objs:
+        if o.get("kind") == "NodeClaim":
+            st = o.get("status") or {}
+            if st.get("nodeName"):
+                claims_by_node[st["nodeName"]] = o["metadata"]["name"]
+            if st.get("providerID"):
+                claims_by_pid[st["providerID"]] = o["metadata"]["name"]
+    out: dict[str, NodeRef] = {}
+    for o in objs:
+        if o.get("kind") != "Node":
+            continue
+        meta = o["metadata"]
+        pid = (o.get("spec") or {}).get("providerID")
+        out[meta["name"]] = NodeRef(
+            name=meta["name"], uid=meta.get("uid") or meta["name"], provider_id=pid,
+            node_claim=claims_by_node.get(meta["name"]) or (claims_by_pid.get(pid) if pid else None),
+            node_pool=(meta.get("labels") or {}).get(labels.NODEPOOL_LABEL))
+    return out
+
+
+def to_command(cmd: Any, index: dict[str, NodeRef]) -> DisruptionCommand:
+    """planning.commands.Command -> the workflow's DisruptionCommand (uids from the command or the index)."""
+    refs = []
+    for i, name in enumerate(cmd.nodes):
+        ref = index.get(name, NodeRef(name=name, uid=name)).model_copy()
+        if i < len(cmd.node_uids) and cmd.node_uids[i]:
+            ref.uid = cmd.node_uids[i]
+        if i < len(cmd.node_claims) and cmd.node_claims[i]:
+            ref.node_claim = cmd.node_claims[i]
+        if i < len(cmd.provider_ids) and cmd.provider_ids[i]:
+            ref.provider_id = cmd.provider_ids[i]
+        ref.node_pool = ref.node_pool or cmd.node_pool
+        refs.append(ref)
+    reps = [Replacement(instance_types=list(r.instance_types), capacity_type=r.capacity_type, price=r.price,
+                        zone=r.zone, requirements=[q.model_dump() for q in (r.requirements or [])])
+            for r in cmd.replacements]
+    return DisruptionCommand(method=cmd.method, reason=cmd.reason, node_pool=cmd.node_pool, nodes=refs,
+                             replacements=reps, savings_per_hour=cmd.savings_per_hour, pods=len(cmd.pods))
+
+
+def same_decision(ours: DisruptionCommand, new: DisruptionCommand) -> str | None:
+    """None when `new` (from re-planning) still supports `ours`; else why not (Karpenter's validators)."""
+    if {n.name for n in ours.nodes} - {n.name for n in new.nodes}:
+        return "candidates changed"
+    if ours.method != "Emptiness" and ours.method != "Drift" and \
+            {n.name for n in ours.nodes} != {n.name for n in new.nodes}:
+        return "candidates changed"
+    if len(ours.replacements) != len(new.replacements):
+        return "scheduling simulation produced new results"
+    for a, b in zip(ours.replacements, new.replacements, strict=True):
+        if a.capacity_type != b.capacity_type or not set(a.instance_types) & set(b.instance_types):
+            return "scheduling simulation produced new results"
+    return None
+
+
+class PlanningActivities:
+    """Clients come in: a kubernetes ApiClient, the Temporal client (visibility), the catalog, events."""
+
+    def __init__(self, api_client: Any, temporal_client: Client | None = None,
+                 catalog: InstanceTypeCatalog | None = None, events: EventActivities | None = None) -> None:
+        self._api = api_client
+        self._client = temporal_client
+        self._catalog = catalog
+        self._events = events
+
+    def _catalog_for(self, path: str | None) -> InstanceTypeCatalog | None:
+        return load_catalog(path) if path else self._catalog
+
+    async def _in_flight(self, own_workflow_id: str | None) -> tuple[set[str], set[str]]:
+        """(node names, node uids) named by running disruption/termination workflows other than ours."""
+        client = self._client or activity.client()
+        names: set[str] = set()
+        uids: set[str] = set()
+        async for wf in client.list_workflows(IN_FLIGHT_QUERY):
+            if wf.id == own_workflow_id:
+                continue
+            for prefix in ("disrupt-", "terminate-"):
+                if wf.id.startswith(prefix):
+                    uids.add(wf.id[len(prefix):])
+            memo = await wf.memo()
+            names.update(memo.get(MEMO_NODES) or [])
+        return names, uids
+
+    async def _snapshot(self, own_workflow_id: str | None) -> tuple[list[dict[str, Any]], set[str], set[str]]:
+        objs = await asyncio.to_thread(read_cluster_objects, self._api)
+        names, uids = await self._in_flight(own_workflow_id)
+        index = node_index(objs)
+        excluded = tainted_nodes(objs) | {n for n in names if n in index} | \
+            {ref.name for ref in index.values() if ref.uid in uids}
+        paused = paused_node_pools(objs)
+        excluded |= {ref.name for ref in index.values() if ref.node_pool in paused}
+        return objs, excluded, paused
+
+    def _plan(self, objs: list[dict[str, Any]], at: datetime, excluded: set[str], catalog_path: str | None) -> Any:
+        from api.snapshot import Snapshot
+        from planning.plan import plan
+
+        snapshot = Snapshot.from_objects(objs)
+        return plan(snapshot, at, catalog=self._catalog_for(catalog_path), exclude_nodes=excluded)
+
+    @activity.defn(name="planner_pass")
+    async def plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
+        objs, excluded, paused = await self._snapshot(None)
+        result = await asyncio.to_thread(self._plan, objs, inp.at, excluded, inp.catalog_path)
+        index = node_index(objs)
+        out = PlanPassResult(excluded_nodes=sorted(excluded), paused_node_pools=sorted(paused), nodes=len(index),
+                             blocked=[BlockedNode(node=b.node, reason=b.reason) for b in result.blocked])
+        for c in result.commands:
+            if c.node_pool in paused or any(n in excluded for n in c.nodes):
+                continue
+            cmd = to_command(c, index)
+            metrics.DISRUPTION_DECISIONS.labels(method=c.method, reason=c.reason, decision=cmd.decision).inc()
+            if c.method == "Expiration":
+                out.expirations += cmd.nodes
+            else:
+                out.commands.append(cmd)
+        for b in result.blocked:
+            metrics.DISRUPTION_BLOCKED.labels(nodepool=b.node_pool or "").inc()
+        metrics.PLANNER_ELIGIBLE_NODES.set(len(index))
+        outcome = "paused" if paused and not (out.commands or out.expirations) else \
+            ("commands" if out.commands or out.expirations else "idle")
+        metrics.PLANNER_PASSES.labels(result=outcome).inc()
+        await self._publish(result, index)
+        return out
+
+    async def _publish(self, result: Any, index: dict[str, NodeRef]) -> None:
+        if self._events is None or not result.events:
+            return
+        specs = [EventSpec(kind=e.kind, name=e.name, reason=e.reason, message=e.message, type=e.type,
+                           uid=index[e.name].uid if e.kind == "Node" and e.name in index else None)
+                 for e in result.events]
+        events = self._events.fresh(specs)
+        if events:
+            try:
+                await asyncio.to_thread(self._events._create_all, events)
+            except Exception as exc:  # explanations are best effort; never fail a pass over them
+                activity.logger.warning("could not record planner events: %s", exc)
+
+    @activity.defn(name="disruption_validate")
+    async def validate_command(self, inp: ValidateInput) -> ValidationResult:
+        """Karpenter's validation: after the delay, re-plan and require the same decision for these nodes."""
+        objs, excluded, paused = await self._snapshot(inp.own_workflow_id)
+        ours = inp.command
+        index = node_index(objs)
+        if ours.node_pool in paused:
+            return ValidationResult(valid=False, reason=f"NodePool {ours.node_pool} is paused")
+        for n in ours.nodes:
+            ref = index.get(n.name)
+            if ref is None or ref.uid != n.uid:
+                return ValidationResult(valid=False, reason=f"candidate {n.name} is gone")
+            if n.name in excluded:
+                return ValidationResult(valid=False, reason=f"candidate {n.name} is already being disrupted")
+        try:
+            result = await asyncio.to_thread(self._plan, objs, inp.at, excluded, inp.catalog_path)
+        except Exception as exc:
+            raise ApplicationError(f"planning failed: {exc}") from exc
+        names = {n.name for n in ours.nodes}
+        why = "candidates are no longer chosen"
+        for c in result.commands:
+            if c.method != ours.method or not names & set(c.nodes):
+                continue
+            problem = same_decision(ours, to_command(c, index))
+            if problem is None:
+                return ValidationResult(valid=True)
+            why = problem
+        return ValidationResult(valid=False, reason=why)

@@ -1,0 +1,293 @@
+"""Launching and removing replacement nodes: a NodeClaim owned by its NodePool plus an EC2 instance.
+
+Idempotent by construction: the NodeClaim name derives from the launch key (workflow id, run, index),
+and RunInstances uses a ClientToken derived from the NodeClaim uid, so an activity retry finds the
+NodeClaim and the instance it already made instead of launching twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import hashlib
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.kube_util import KARPENTER_GROUP, KARPENTER_VERSION, api_status, node_ready, to_dict
+from api import labels
+from api.catalog import InstanceTypeCatalog, Offering
+from workflows.disruption_models import LaunchedReplacement, LaunchInput, Replacement, ReplacementStatus
+
+NODECLAIM_TAG = "karpenter.sh/nodeclaim"
+NODEPOOL_TAG = labels.NODEPOOL_LABEL
+# EC2 errors that another attempt will not fix: roll the disruption back instead.
+FATAL_EC2_ERRORS = {"InsufficientInstanceCapacity", "InvalidParameterValue", "Unsupported", "InvalidAMIID.NotFound",
+                    "InvalidAMIID.Malformed", "UnfulfillableCapacity", "MaxSpotInstanceCountExceeded"}
+
+
+def nodeclaim_name(node_pool: str, key: str) -> str:
+    """Deterministic `<pool>-<hash>` (Karpenter uses generateName `<pool>-`; we need retries to agree)."""
+    return f"{node_pool}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
+
+
+def client_token(nodeclaim_uid: str) -> str:
+    return f"nodeflow-{nodeclaim_uid}"[:64]
+
+
+def narrowed_requirements(template_reqs: list[dict[str, Any]], r: Replacement) -> list[dict[str, Any]]:
+    """The NodePool's requirements with instance type, capacity type (and zone) narrowed to the choice."""
+    narrowed = {labels.INSTANCE_TYPE_LABEL: list(r.instance_types), labels.CAPACITY_TYPE_LABEL: [r.capacity_type]}
+    if r.zone:
+        narrowed[labels.ZONE_LABEL] = [r.zone]
+    out = [copy.deepcopy(q) for q in template_reqs if q.get("key") not in narrowed]
+    out += [copy.deepcopy(q) for q in r.requirements if q.get("key") not in narrowed]
+    out += [{"key": k, "operator": "In", "values": v} for k, v in narrowed.items()]
+    return out
+
+
+def allowed_zones(reqs: list[dict[str, Any]]) -> set[str] | None:
+    for q in reqs:
+        if q.get("key") == labels.ZONE_LABEL and q.get("operator") == "In":
+            return set(q.get("values") or [])
+    return None
+
+
+def cheapest_offering(catalog: InstanceTypeCatalog, r: Replacement,
+                      zones: set[str] | None) -> tuple[str, Offering] | None:
+    """The cheapest available (type, offering) among the allowed types for the chosen capacity type."""
+    best: tuple[str, Offering] | None = None
+    for name in r.instance_types:
+        it = catalog.get(name)
+        if it is None:
+            continue
+        off = it.cheapest(zones, {r.capacity_type})
+        if off is not None and (best is None or (off.price, name) < (best[1].price, best[0])):
+            best = (name, off)
+    return best
+
+
+class ProvisioningActivities:
+    """Clients come in: CustomObjectsApi and CoreV1Api (kubernetes), an EC2 client (boto3), the catalog."""
+
+    def __init__(self, custom: Any, core_v1: Any, ec2: Any, catalog: InstanceTypeCatalog,
+                 ami_id: str | None = None) -> None:
+        self._custom = custom
+        self._core = core_v1
+        self._ec2 = ec2
+        self._catalog = catalog
+        self._ami_id = ami_id
+
+    # ---- launch ---------------------------------------------------------------------------------------------
+
+    @activity.defn(name="disruption_launch_replacement")
+    async def launch_replacement(self, inp: LaunchInput) -> LaunchedReplacement:
+        return await asyncio.to_thread(self._launch, inp)
+
+    def _launch(self, inp: LaunchInput) -> LaunchedReplacement:
+        pool = self._get_nodepool(inp.node_pool)
+        claim = self._ensure_nodeclaim(pool, inp)
+        meta = claim["metadata"]
+        zones = allowed_zones(claim["spec"]["requirements"])
+        choice = cheapest_offering(self._catalog, inp.replacement, zones)
+        if choice is None:
+            self._delete_claim(meta["name"])
+            raise ApplicationError(
+                f"no available offering for {inp.replacement.capacity_type} {inp.replacement.instance_types}",
+                type="LaunchFailed", non_retryable=True)
+        itype, off = choice
+        instance = self._existing_instance(meta["name"]) or self._run_instance(meta, inp, itype, off.zone)
+        return LaunchedReplacement(node_claim=meta["name"], uid=meta["uid"], instance_id=instance["InstanceId"],
+                                   instance_type=itype, zone=off.zone, capacity_type=inp.replacement.capacity_type,
+                                   price=off.price)
+
+    def _get_nodepool(self, name: str) -> dict[str, Any]:
+        try:
+            return self._custom.get_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodepools", name)
+        except Exception as exc:
+            if api_status(exc) == 404:
+                raise ApplicationError(f"NodePool {name} not found", type="LaunchFailed", non_retryable=True) from exc
+            raise
+
+    def _ensure_nodeclaim(self, pool: dict[str, Any], inp: LaunchInput) -> dict[str, Any]:
+        name = nodeclaim_name(inp.node_pool, inp.key)
+        try:
+            return self._custom.get_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims", name)
+        except Exception as exc:
+            if api_status(exc) != 404:
+                raise
+        body = build_nodeclaim(pool, name, inp)
+        try:
+            return self._custom.create_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims", body)
+        except Exception as exc:
+            if api_status(exc) == 409:  # a concurrent attempt created it first
+                return self._custom.get_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims", name)
+            raise
+
+    def _existing_instance(self, claim_name: str) -> dict[str, Any] | None:
+        resp = self._ec2.describe_instances(Filters=[
+            {"Name": f"tag:{NODECLAIM_TAG}", "Values": [claim_name]},
+            {"Name": "instance-state-name", "Values": ["pending", "running"]},
+        ])
+        for res in resp.get("Reservations", []):
+            for inst in res.get("Instances", []):
+                return inst
+        return None
+
+    def _image_id(self) -> str:
+        if self._ami_id is None:
+            images = self._ec2.describe_images(Owners=["amazon"]).get("Images", [])
+            if not images:
+                images = self._ec2.describe_images().get("Images", [])
+            if not images:
+                raise ApplicationError("no AMI found for replacement instances", type="LaunchFailed",
+                                       non_retryable=True)
+            self._ami_id = sorted(i["ImageId"] for i in images)[0]
+        return self._ami_id
+
+    def _run_instance(self, meta: dict[str, Any], inp: LaunchInput, itype: str, zone: str) -> dict[str, Any]:
+        tags = [{"Key": NODECLAIM_TAG, "Value": meta["name"]}, {"Key": NODEPOOL_TAG, "Value": inp.node_pool},
+                {"Key": "Name", "Value": meta["name"]}]
+        params: dict[str, Any] = {
+            "ImageId": self._image_id(), "InstanceType": itype, "MinCount": 1, "MaxCount": 1,
+            "ClientToken": client_token(meta["uid"]), "Placement": {"AvailabilityZone": zone},
+            "TagSpecifications": [{"ResourceType": "instance", "Tags": tags}],
+        }
+        if inp.replacement.capacity_type == labels.CAPACITY_SPOT:
+            params["InstanceMarketOptions"] = {"MarketType": "spot",
+                                               "SpotOptions": {"SpotInstanceType": "one-time"}}
+        try:
+            return self._ec2.run_instances(**params)["Instances"][0]
+        except Exception as exc:
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            if code in FATAL_EC2_ERRORS:
+                raise ApplicationError(f"RunInstances {itype} in {zone}: {code}", type="LaunchFailed",
+                                       non_retryable=True) from exc
+            raise
+
+    # ---- status ---------------------------------------------------------------------------------------------
+
+    @activity.defn(name="disruption_replacement_status")
+    async def replacement_status(self, replacements: list[LaunchedReplacement]) -> list[ReplacementStatus]:
+        return await asyncio.to_thread(lambda: [self._status(r) for r in replacements])
+
+    def _status(self, r: LaunchedReplacement) -> ReplacementStatus:
+        try:
+            claim = self._custom.get_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims",
+                                                           r.node_claim)
+        except Exception as exc:
+            if api_status(exc) == 404:
+                return ReplacementStatus(node_claim=r.node_claim, gone=True)
+            raise
+        if (claim.get("metadata") or {}).get("deletionTimestamp"):
+            return ReplacementStatus(node_claim=r.node_claim, gone=True)
+        node = self._find_node(claim, r)
+        if node is None:
+            return ReplacementStatus(node_claim=r.node_claim)
+        return ReplacementStatus(node_claim=r.node_claim, node=node["metadata"]["name"], ready=node_ready(node))
+
+    def _find_node(self, claim: dict[str, Any], r: LaunchedReplacement) -> dict[str, Any] | None:
+        status = claim.get("status") or {}
+        if status.get("nodeName"):
+            try:
+                return to_dict(self._core.api_client, self._core.read_node(status["nodeName"]))
+            except Exception as exc:
+                if api_status(exc) != 404:
+                    raise
+        nodes = self._core.list_node(label_selector=f"{NODECLAIM_TAG}={r.node_claim}").items
+        if not nodes and r.instance_id:
+            nodes = [n for n in self._core.list_node().items
+                     if ((n.spec and n.spec.provider_id) or "").endswith("/" + r.instance_id)]
+        return to_dict(self._core.api_client, nodes[0]) if nodes else None
+
+    # ---- delete ---------------------------------------------------------------------------------------------
+
+    @activity.defn(name="disruption_delete_replacement")
+    async def delete_replacement(self, r: LaunchedReplacement) -> str:
+        """Remove a replacement that never became Ready: terminate its instance, delete Node and NodeClaim."""
+        return await asyncio.to_thread(self._delete, r)
+
+    def _delete(self, r: LaunchedReplacement) -> str:
+        claim: dict[str, Any] | None
+        try:
+            claim = self._custom.get_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims",
+                                                           r.node_claim)
+        except Exception as exc:
+            if api_status(exc) != 404:
+                raise
+            claim = None
+        node = self._find_node(claim, r) if claim else None
+        instance_ids = [r.instance_id] if r.instance_id else []
+        existing = self._existing_instance(r.node_claim)
+        if existing and existing["InstanceId"] not in instance_ids:
+            instance_ids.append(existing["InstanceId"])
+        if instance_ids:
+            try:
+                self._ec2.terminate_instances(InstanceIds=instance_ids)
+            except Exception as exc:
+                if getattr(exc, "response", {}).get("Error", {}).get("Code") != "InvalidInstanceID.NotFound":
+                    raise
+        # Nothing ever ran on a node that never became Ready, so no drain is owed: drop finalizers and delete.
+        if node is not None:
+            self._drop(lambda: self._core.patch_node(node["metadata"]["name"], {"metadata": {"finalizers": None}}))
+            self._drop(lambda: self._core.delete_node(node["metadata"]["name"]))
+        if claim is not None:
+            self._delete_claim(r.node_claim)
+        return r.node_claim
+
+    def _delete_claim(self, name: str) -> None:
+        self._drop(lambda: self._custom.patch_cluster_custom_object(
+            KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims", name, {"metadata": {"finalizers": None}}))
+        self._drop(lambda: self._custom.delete_cluster_custom_object(
+            KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims", name))
+
+    @staticmethod
+    def _drop(call: Any) -> None:
+        try:
+            call()
+        except Exception as exc:
+            if api_status(exc) != 404:
+                raise
+
+
+def build_nodeclaim(pool: dict[str, Any], name: str, inp: LaunchInput) -> dict[str, Any]:
+    """A NodeClaim from the NodePool's template, owned by the NodePool, narrowed to the chosen types."""
+    pmeta = pool.get("metadata") or {}
+    template = (pool.get("spec") or {}).get("template") or {}
+    tmeta = template.get("metadata") or {}
+    tspec = template.get("spec") or {}
+    claim_labels = dict(tmeta.get("labels") or {})
+    claim_labels[labels.NODEPOOL_LABEL] = inp.node_pool
+    annotations = dict(tmeta.get("annotations") or {})
+    for key in (labels.NODEPOOL_HASH_ANNOTATION, labels.NODEPOOL_HASH_VERSION_ANNOTATION,
+                labels.TEMPLATE_HASH_ANNOTATION):
+        if key in (pmeta.get("annotations") or {}):
+            annotations[key] = pmeta["annotations"][key]
+    template_hash = _template_hash(pool)
+    if template_hash:
+        annotations[labels.TEMPLATE_HASH_ANNOTATION] = template_hash
+    annotations["nodeflow.dev/disruption"] = inp.key
+    spec = {k: copy.deepcopy(v) for k, v in tspec.items() if k != "requirements"}
+    spec["requirements"] = narrowed_requirements(tspec.get("requirements") or [], inp.replacement)
+    return {
+        "apiVersion": labels.API_VERSION,
+        "kind": "NodeClaim",
+        "metadata": {
+            "name": name,
+            "labels": claim_labels,
+            "annotations": annotations,
+            "ownerReferences": [{"apiVersion": labels.API_VERSION, "kind": "NodePool", "name": pmeta.get("name"),
+                                 "uid": pmeta.get("uid"), "blockOwnerDeletion": True}],
+        },
+        "spec": spec,
+    }
+
+
+def _template_hash(pool: dict[str, Any]) -> str | None:
+    """The drift hash planning compares against, so a fresh replacement is never itself drifted."""
+    try:
+        from planning.drift import template_hash
+    except ImportError:
+        return None
+    return template_hash(pool)

@@ -1,0 +1,244 @@
+"""DisruptionWorkflow: carry out one planner command durably (DESIGN §5).
+
+validate after a delay -> taint candidates -> launch replacements -> wait until Ready (timeout)
+-> on failure, timeout or cancel: untaint and delete replacements that never became Ready
+-> otherwise delete the candidates (one TerminationWorkflow each) and wait for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.candidates import CandidateActivities
+    from activities.events import EventActivities
+    from activities.planning_runner import PlanningActivities
+    from activities.provisioning import ProvisioningActivities
+    from workflows import search_attributes as sa
+    from workflows.disruption_models import (
+        NO_RETURN_PHASES,
+        AwaitTerminationsInput,
+        DisruptionInput,
+        DisruptionProgress,
+        DisruptionResult,
+        EventsInput,
+        EventSpec,
+        LaunchedReplacement,
+        LaunchInput,
+        Phase,
+        ReplacementStatus,
+        TaintInput,
+        TerminationsInput,
+        ValidateInput,
+        ValidationResult,
+    )
+
+SHORT = timedelta(seconds=30)
+LAUNCH = timedelta(minutes=2)
+RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=10)
+# Launch failures that retrying cannot fix (no capacity, bad request) roll back at once.
+LAUNCH_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
+                           maximum_attempts=5, non_retryable_error_types=["LaunchFailed"])
+
+
+class _Rollback(Exception):
+    """Internal: the command cannot complete; undo what was done."""
+
+
+@workflow.defn
+class DisruptionWorkflow:
+    def __init__(self) -> None:
+        self._input: DisruptionInput | None = None
+        self._phase = Phase.PENDING
+        self._replacements: list[LaunchedReplacement] = []
+        self._ready: set[str] = set()
+        self._deadline = None
+        self._cancel_reason: str | None = None
+        self._error: str | None = None
+
+    # ---- messages -------------------------------------------------------------------------------------------
+
+    @workflow.query
+    def progress(self) -> DisruptionProgress:
+        cmd = self._input.command if self._input else None
+        return DisruptionProgress(
+            phase=self._phase,
+            method=cmd.method if cmd else "",
+            reason=cmd.reason if cmd else "",
+            node_pool=cmd.node_pool if cmd else "",
+            nodes=[n.name for n in cmd.nodes] if cmd else [],
+            replacements=list(self._replacements),
+            ready=sorted(self._ready),
+            ready_deadline=self._deadline,
+            cancel_requested=self._cancel_reason is not None,
+            error=self._error,
+        )
+
+    @workflow.update
+    def cancel(self, reason: str) -> str:
+        """Stop the command and roll back; answers the phase at which it was cancelled."""
+        self._cancel_reason = reason or "cancelled"
+        return self._phase.value
+
+    @cancel.validator
+    def _validate_cancel(self, reason: str) -> None:
+        if self._phase in NO_RETURN_PHASES:
+            raise ApplicationError(f"cannot cancel: disruption is {self._phase.value}; candidates are being deleted")
+
+    @workflow.signal
+    def request_cancel(self, reason: str) -> None:
+        """Fire-and-forget cancel; ignored once the candidates are being deleted."""
+        if self._phase not in NO_RETURN_PHASES:
+            self._cancel_reason = reason or "cancelled"
+
+    # ---- run ------------------------------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, inp: DisruptionInput) -> DisruptionResult:
+        self._input = inp
+        cmd = inp.command
+        s = inp.settings
+        workflow.upsert_search_attributes([
+            sa.NODE.value_set(cmd.nodes[0].name),
+            sa.NODE_POOL.value_set(cmd.node_pool),
+            sa.REASON.value_set(cmd.reason),
+        ])
+
+        self._set_phase(Phase.VALIDATING)
+        await workflow.wait_condition(lambda: self._cancel_reason is not None,
+                                      timeout=timedelta(seconds=s.validation_delay_seconds),
+                                      timeout_summary="validation delay")
+        if self._cancel_reason is not None:
+            return await self._finish(Phase.CANCELLED, f"cancelled before tainting: {self._cancel_reason}")
+        verdict: ValidationResult = await workflow.execute_activity_method(
+            PlanningActivities.validate_command,
+            ValidateInput(command=cmd, at=workflow.now(), own_workflow_id=workflow.info().workflow_id,
+                          catalog_path=s.catalog_path),
+            start_to_close_timeout=timedelta(minutes=2), retry_policy=RETRY)
+        if not verdict.valid:
+            return await self._finish(Phase.INVALID, f"validation failed: {verdict.reason}")
+
+        self._set_phase(Phase.TAINTING)
+        await workflow.execute_activity_method(
+            CandidateActivities.taint_candidates, TaintInput(nodes=cmd.nodes, reason=cmd.reason),
+            start_to_close_timeout=SHORT, retry_policy=RETRY)
+
+        try:
+            await self._launch_and_wait(inp)
+        except _Rollback as exc:
+            self._error = str(exc)
+            return await self._rollback(str(exc))
+
+        return await self._terminate_candidates(inp)
+
+    async def _launch_and_wait(self, inp: DisruptionInput) -> None:
+        cmd, s = inp.command, inp.settings
+        if not cmd.replacements:
+            self._check_cancel()
+            return
+        self._set_phase(Phase.LAUNCHING)
+        wf_id = workflow.info().workflow_id
+        launches = [
+            workflow.execute_activity_method(
+                ProvisioningActivities.launch_replacement,
+                LaunchInput(key=f"{wf_id}-{i}", node_pool=cmd.node_pool, replacement=r, reason=cmd.reason),
+                start_to_close_timeout=LAUNCH, retry_policy=LAUNCH_RETRY, summary=f"launch {r.instance_types[:3]}")
+            for i, r in enumerate(cmd.replacements)
+        ]
+        results = await asyncio.gather(*launches, return_exceptions=True)
+        self._replacements = [r for r in results if isinstance(r, LaunchedReplacement)]
+        failures = [r for r in results if isinstance(r, BaseException)]
+        if failures:
+            raise _Rollback(f"launch failed: {_cause(failures[0])}")
+        self._check_cancel()
+
+        self._set_phase(Phase.WAITING_READY)
+        self._deadline = workflow.now() + timedelta(seconds=s.ready_timeout_seconds)
+        while True:
+            statuses: list[ReplacementStatus] = await workflow.execute_activity_method(
+                ProvisioningActivities.replacement_status, self._replacements,
+                start_to_close_timeout=SHORT, retry_policy=RETRY)
+            self._ready = {st.node_claim for st in statuses if st.ready}
+            gone = [st.node_claim for st in statuses if st.gone]
+            if gone:
+                raise _Rollback(f"replacement deleted before it became ready: {', '.join(gone)}")
+            self._check_cancel()
+            if len(self._ready) == len(self._replacements):
+                return
+            left = (self._deadline - workflow.now()).total_seconds()
+            if left <= 0:
+                waiting = sorted({r.node_claim for r in self._replacements} - self._ready)
+                raise _Rollback(f"replacement not ready within {s.ready_timeout_seconds:g}s: {', '.join(waiting)}")
+            await workflow.wait_condition(lambda: self._cancel_reason is not None,
+                                          timeout=timedelta(seconds=min(s.ready_poll_seconds, left)),
+                                          timeout_summary="poll replacements")
+
+    def _check_cancel(self) -> None:
+        if self._cancel_reason is not None:
+            raise _Rollback(f"cancelled: {self._cancel_reason}")
+
+    async def _rollback(self, why: str) -> DisruptionResult:
+        cmd = self._input.command
+        self._set_phase(Phase.ROLLING_BACK)
+        unready = [r for r in self._replacements if r.node_claim not in self._ready]
+        for r in unready:
+            await workflow.execute_activity_method(
+                ProvisioningActivities.delete_replacement, r, start_to_close_timeout=LAUNCH, retry_policy=RETRY)
+        await workflow.execute_activity_method(
+            CandidateActivities.untaint_candidates, TaintInput(nodes=cmd.nodes, reason=cmd.reason),
+            start_to_close_timeout=SHORT, retry_policy=RETRY)
+        outcome = Phase.CANCELLED if self._cancel_reason is not None and why.startswith("cancelled") \
+            else Phase.ROLLED_BACK
+        return await self._finish(outcome, why)
+
+    async def _terminate_candidates(self, inp: DisruptionInput) -> DisruptionResult:
+        cmd, s = inp.command, inp.settings
+        self._set_phase(Phase.TERMINATING)
+        await self._record([EventSpec(kind="Node", name=n.name, uid=n.uid, reason="Disrupting",
+                                      message=f"Disrupting Node: {cmd.reason}") for n in cmd.nodes], None)
+        ids: list[str] = await workflow.execute_activity_method(
+            CandidateActivities.start_terminations,
+            TerminationsInput(nodes=cmd.nodes, reason=cmd.reason, task_queue=workflow.info().task_queue,
+                              requested_by=workflow.info().workflow_id),
+            start_to_close_timeout=SHORT, retry_policy=RETRY)
+        await workflow.execute_activity_method(
+            CandidateActivities.await_terminations, AwaitTerminationsInput(workflow_ids=ids),
+            start_to_close_timeout=timedelta(seconds=s.termination_timeout_seconds),
+            heartbeat_timeout=timedelta(seconds=30), retry_policy=RETRY)
+        return await self._finish(Phase.SUCCEEDED, f"{len(cmd.nodes)} node(s) disrupted: {cmd.reason}", ids)
+
+    async def _finish(self, outcome: Phase, message: str, terminations: list[str] | None = None) -> DisruptionResult:
+        cmd = self._input.command
+        events = []
+        if outcome in (Phase.ROLLED_BACK, Phase.INVALID):
+            events = [EventSpec(kind="NodePool", name=cmd.node_pool, reason="DisruptionBlocked", type="Warning",
+                                message=f"{cmd.method} of {', '.join(n.name for n in cmd.nodes)} stopped: {message}")]
+        self._set_phase(outcome)
+        await self._record(events, outcome.value)
+        return DisruptionResult(outcome=outcome, message=message, replacements=self._replacements,
+                                terminations=terminations or [])
+
+    async def _record(self, events: list[EventSpec], outcome: str | None) -> None:
+        """Events and outcome metrics are best effort: failing to record must not fail the disruption."""
+        try:
+            await workflow.execute_activity_method(
+                EventActivities.record_events,
+                EventsInput(events=events, outcome=outcome, reason=self._input.command.reason),
+                start_to_close_timeout=SHORT, retry_policy=RetryPolicy(maximum_attempts=3))
+        except ActivityError as exc:
+            workflow.logger.warning("could not record events: %s", _cause(exc))
+
+    def _set_phase(self, phase: Phase) -> None:
+        self._phase = phase
+        workflow.upsert_search_attributes([sa.PHASE.value_set(phase.value)])
+
+
+def _cause(exc: BaseException) -> str:
+    while isinstance(exc, ActivityError) and exc.cause is not None:
+        exc = exc.cause
+    return str(exc)

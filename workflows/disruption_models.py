@@ -1,0 +1,214 @@
+"""Inputs, outputs and progress of the planner and disruption workflows (small, so histories stay small).
+
+Shared by workflows/ and activities/: plain pydantic models, no I/O, safe to pass through the sandbox.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, frozen=False)
+
+
+class NodeRef(_Model):
+    """One node as the workflows need it: enough to taint it, name its workflow and terminate it."""
+
+    name: str
+    uid: str
+    node_claim: str | None = None
+    provider_id: str | None = None
+    node_pool: str | None = None
+
+
+class Replacement(_Model):
+    """A node to launch before the candidates go: the allowed instance types, cheapest first."""
+
+    instance_types: list[str]
+    capacity_type: str = "on-demand"
+    price: float = 0.0
+    zone: str | None = None
+    requirements: list[dict] = Field(default_factory=list)
+
+
+class DisruptionCommand(_Model):
+    """One command of a planner pass (`planning.commands.Command`, with node uids resolved)."""
+
+    method: str
+    reason: str
+    node_pool: str
+    nodes: list[NodeRef]
+    replacements: list[Replacement] = Field(default_factory=list)
+    savings_per_hour: float = 0.0
+    pods: int = 0
+
+    @property
+    def workflow_id(self) -> str:
+        return f"disrupt-{self.nodes[0].uid}"
+
+    @property
+    def decision(self) -> str:
+        return "replace" if self.replacements else "delete"
+
+
+class DisruptionSettings(_Model):
+    """Timing knobs of a disruption; tests shrink them, production keeps Karpenter's values."""
+
+    validation_delay_seconds: float = 15.0
+    ready_timeout_seconds: float = 600.0
+    ready_poll_seconds: float = 5.0
+    termination_timeout_seconds: float = 24 * 3600.0
+    catalog_path: str | None = None
+
+
+class PlannerInput(_Model):
+    settings: DisruptionSettings = Field(default_factory=DisruptionSettings)
+
+
+class PlanPassInput(_Model):
+    at: datetime
+    catalog_path: str | None = None
+
+
+class BlockedNode(_Model):
+    node: str
+    reason: str
+
+
+class PlanPassResult(_Model):
+    """What the planner workflow acts on; the snapshot itself stays in the activity."""
+
+    commands: list[DisruptionCommand] = Field(default_factory=list)
+    expirations: list[NodeRef] = Field(default_factory=list)
+    blocked: list[BlockedNode] = Field(default_factory=list)
+    paused_node_pools: list[str] = Field(default_factory=list)
+    excluded_nodes: list[str] = Field(default_factory=list)
+    nodes: int = 0
+
+
+class PlannerResult(_Model):
+    started: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+    terminations: list[str] = Field(default_factory=list)
+    blocked: int = 0
+    paused_node_pools: list[str] = Field(default_factory=list)
+
+
+class ValidateInput(_Model):
+    command: DisruptionCommand
+    at: datetime
+    own_workflow_id: str
+    catalog_path: str | None = None
+
+
+class ValidationResult(_Model):
+    valid: bool
+    reason: str = ""
+
+
+class TaintInput(_Model):
+    nodes: list[NodeRef]
+    reason: str
+
+
+class LaunchInput(_Model):
+    """`key` is stable across retries (workflow id + index), so the NodeClaim name is too."""
+
+    key: str
+    node_pool: str
+    replacement: Replacement
+    reason: str
+
+
+class LaunchedReplacement(_Model):
+    node_claim: str
+    uid: str
+    instance_id: str | None = None
+    instance_type: str | None = None
+    zone: str | None = None
+    capacity_type: str | None = None
+    price: float | None = None
+
+
+class ReplacementStatus(_Model):
+    node_claim: str
+    node: str | None = None
+    ready: bool = False
+    gone: bool = False
+
+
+class TerminationsInput(_Model):
+    nodes: list[NodeRef]
+    reason: str
+    task_queue: str
+    requested_by: str = ""
+
+
+class AwaitTerminationsInput(_Model):
+    workflow_ids: list[str]
+    poll_seconds: float = 1.0
+
+
+class EventSpec(_Model):
+    """A Kubernetes Event to record on a Node or NodePool."""
+
+    kind: str  # Node | NodePool | NodeClaim
+    name: str
+    reason: str
+    message: str
+    type: str = "Normal"
+    uid: str | None = None
+
+
+class EventsInput(_Model):
+    events: list[EventSpec] = Field(default_factory=list)
+    outcome: str | None = None
+    reason: str | None = None
+
+
+class Phase(StrEnum):
+    PENDING = "Pending"
+    VALIDATING = "Validating"
+    TAINTING = "Tainting"
+    LAUNCHING = "Launching"
+    WAITING_READY = "WaitingReady"
+    ROLLING_BACK = "RollingBack"
+    TERMINATING = "Terminating"
+    SUCCEEDED = "Succeeded"
+    ROLLED_BACK = "RolledBack"
+    INVALID = "Invalid"
+    CANCELLED = "Cancelled"
+
+
+TERMINAL_PHASES = frozenset({Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.INVALID, Phase.CANCELLED})
+# From here on the candidates are being deleted: a cancel can no longer undo the command.
+NO_RETURN_PHASES = frozenset({Phase.TERMINATING}) | TERMINAL_PHASES
+
+
+class DisruptionInput(_Model):
+    command: DisruptionCommand
+    settings: DisruptionSettings = Field(default_factory=DisruptionSettings)
+
+
+class DisruptionProgress(_Model):
+    phase: Phase
+    method: str
+    reason: str
+    node_pool: str
+    nodes: list[str]
+    replacements: list[LaunchedReplacement] = Field(default_factory=list)
+    ready: list[str] = Field(default_factory=list)
+    ready_deadline: datetime | None = None
+    cancel_requested: bool = False
+    error: str | None = None
+
+
+class DisruptionResult(_Model):
+    outcome: Phase
+    message: str = ""
+    replacements: list[LaunchedReplacement] = Field(default_factory=list)
+    terminations: list[str] = Field(default_factory=list)

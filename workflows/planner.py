@@ -1,0 +1,61 @@
+"""PlannerWorkflow: one planner pass (the `nodeflow-planner` Schedule starts one every 10 s, overlap SKIP).
+
+Reads the cluster and plans in an activity, then starts one DisruptionWorkflow per command as an abandoned
+child (`disrupt-<first node uid>`, so it outlives the pass) and hands expired nodes straight to termination.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.candidates import CandidateActivities
+    from activities.planning_runner import MEMO_NODES, PlanningActivities
+    from workflows.disruption import DisruptionWorkflow
+    from workflows.disruption_models import (
+        DisruptionInput,
+        PlannerInput,
+        PlannerResult,
+        PlanPassInput,
+        PlanPassResult,
+        TerminationsInput,
+    )
+
+RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=5)
+
+
+@workflow.defn
+class PlannerWorkflow:
+    @workflow.run
+    async def run(self, inp: PlannerInput) -> PlannerResult:
+        s = inp.settings
+        plan: PlanPassResult = await workflow.execute_activity_method(
+            PlanningActivities.plan_pass, PlanPassInput(at=workflow.now(), catalog_path=s.catalog_path),
+            start_to_close_timeout=timedelta(minutes=5), retry_policy=RETRY, summary="read cluster and plan")
+        out = PlannerResult(blocked=len(plan.blocked), paused_node_pools=plan.paused_node_pools)
+        task_queue = workflow.info().task_queue
+
+        for cmd in plan.commands:
+            try:
+                await workflow.start_child_workflow(
+                    DisruptionWorkflow.run, DisruptionInput(command=cmd, settings=s),
+                    id=cmd.workflow_id, task_queue=task_queue,
+                    parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                    memo={MEMO_NODES: [n.name for n in cmd.nodes]},
+                    static_summary=f"{cmd.method} {', '.join(n.name for n in cmd.nodes)}"[:200],
+                )
+                out.started.append(cmd.workflow_id)
+            except WorkflowAlreadyStartedError:
+                out.skipped.append(cmd.workflow_id)
+
+        if plan.expirations:
+            out.terminations = await workflow.execute_activity_method(
+                CandidateActivities.start_terminations,
+                TerminationsInput(nodes=plan.expirations, reason="Expired", task_queue=task_queue,
+                                  requested_by=workflow.info().workflow_id),
+                start_to_close_timeout=timedelta(seconds=30), retry_policy=RETRY)
+        return out
