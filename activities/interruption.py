@@ -1,0 +1,230 @@
+"""Turning a parsed interruption event into workflows: instance -> Node, then start or signal its workflows.
+
+Used by the SQS poller activity (activities/queue.py). Every step is idempotent, so a redelivered or
+duplicated message is harmless: terminations use the id `terminate-<node uid>` with USE_EXISTING, pre-spins
+`prespin-<node uid>` with USE_EXISTING, and Events get a name derived from the message id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from activities.events import EVENT_NAMESPACE, event_body
+from activities.kube_util import KARPENTER_GROUP, KARPENTER_VERSION, api_status
+from api import labels
+from api.catalog import InstanceTypeCatalog
+from api.interruption import (
+    TERMINATION_REASONS,
+    Action,
+    InterruptionEvent,
+    InterruptionKind,
+    action_for,
+    instance_id_from_provider_id,
+    rebalance_mode,
+)
+from workflows.disruption_models import EventSpec, Replacement
+from workflows.interruption_models import PrespinInput
+from workflows.models import TerminationInput
+
+log = logging.getLogger(__name__)
+
+NO_NODE = "NoNode"
+MAX_REPLACEMENT_TYPES = 15
+
+EVENT_REASONS: dict[InterruptionKind, str] = {
+    InterruptionKind.SPOT_INTERRUPTION: "SpotInterrupted",
+    InterruptionKind.REBALANCE_RECOMMENDATION: "SpotRebalanceRecommendation",
+    InterruptionKind.SCHEDULED_CHANGE: "InstanceScheduledChange",
+    InterruptionKind.STATE_CHANGE: "InstanceStateChange",
+}
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """What the intake needs to know about the Node an instance backs."""
+
+    name: str
+    uid: str
+    provider_id: str
+    node_pool: str | None
+    node_claim: str | None
+    instance_type: str | None
+    capacity_type: str | None
+    arch: str | None
+
+
+def index_nodes(nodes: list[dict[str, Any]], node_claims: list[dict[str, Any]]) -> dict[str, NodeInfo]:
+    """instance id -> NodeInfo, from plain Node and NodeClaim dicts (matched by providerID, then node name)."""
+    claim_by_provider: dict[str, str] = {}
+    claim_by_node: dict[str, str] = {}
+    for claim in node_claims:
+        status = claim.get("status") or {}
+        name = (claim.get("metadata") or {}).get("name")
+        if not name:
+            continue
+        if status.get("providerID"):
+            claim_by_provider[status["providerID"]] = name
+        if status.get("nodeName"):
+            claim_by_node[status["nodeName"]] = name
+    out: dict[str, NodeInfo] = {}
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        provider_id = (node.get("spec") or {}).get("providerID") or ""
+        instance_id = instance_id_from_provider_id(provider_id)
+        if not instance_id or not meta.get("name") or not meta.get("uid"):
+            continue
+        node_labels = meta.get("labels") or {}
+        out[instance_id] = NodeInfo(
+            name=meta["name"], uid=meta["uid"], provider_id=provider_id,
+            node_pool=node_labels.get(labels.NODEPOOL_LABEL),
+            node_claim=claim_by_provider.get(provider_id) or claim_by_node.get(meta["name"]),
+            instance_type=node_labels.get(labels.INSTANCE_TYPE_LABEL),
+            capacity_type=node_labels.get(labels.CAPACITY_TYPE_LABEL),
+            arch=node_labels.get(labels.ARCH_LABEL),
+        )
+    return out
+
+
+def _requirement_allows(requirements: list[dict[str, Any]], key: str, value: str) -> bool:
+    for req in requirements:
+        if req.get("key") != key:
+            continue
+        values = set(req.get("values") or [])
+        op = req.get("operator")
+        if (op == "In" and value not in values) or (op == "NotIn" and value in values) or op == "DoesNotExist":
+            return False
+    return True
+
+
+def spot_replacement(node: NodeInfo, catalog: InstanceTypeCatalog, pool: dict[str, Any] | None) -> Replacement | None:
+    """Instance types at least as large as the interrupted one, cheapest first, not the reclaimed type itself.
+
+    Karpenter marks the interrupted spot offering unavailable and lets the scheduler choose; without the
+    pods at hand we ask for the same shape, which always fits what ran on the node.
+    """
+    current = catalog.get(node.instance_type) if node.instance_type else None
+    if current is None:
+        return None
+    reqs = (((pool or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("requirements") or []
+    capacity = node.capacity_type or labels.CAPACITY_SPOT
+    if not _requirement_allows(reqs, labels.CAPACITY_TYPE_LABEL, capacity):
+        capacity = labels.CAPACITY_ON_DEMAND
+    priced: list[tuple[float, str]] = []
+    for it in catalog.instance_types:
+        if it.arch != current.arch or it.cpu_cores < current.cpu_cores or it.memory_bytes < current.memory_bytes:
+            continue
+        if not _requirement_allows(reqs, labels.INSTANCE_TYPE_LABEL, it.name):
+            continue
+        offering = it.cheapest(None, {capacity})
+        if offering is not None:
+            priced.append((offering.price, it.name))
+    priced.sort()
+    names = [n for _, n in priced if n != current.name] or [n for _, n in priced]
+    if not names:
+        return None
+    best = priced[[n for _, n in priced].index(names[0])][0]
+    return Replacement(instance_types=names[:MAX_REPLACEMENT_TYPES], capacity_type=capacity, price=best)
+
+
+StartTermination = Callable[[TerminationInput], Awaitable[Any]]
+StartPrespin = Callable[[PrespinInput], Awaitable[Any]]
+
+
+class InterruptionDispatcher:
+    """Clients come in: CoreV1Api and CustomObjectsApi (blocking, used in threads) and two starters.
+
+    `start_termination` signals-with-start `terminate-<uid>`; `start_prespin` starts `prespin-<uid>`.
+    Both are thin wrappers over a Temporal client (see `temporal_starters`), injectable for tests.
+    """
+
+    def __init__(self, core_v1: Any, custom: Any, catalog: InstanceTypeCatalog,
+                 start_termination: StartTermination, start_prespin: StartPrespin) -> None:
+        self._core = core_v1
+        self._custom = custom
+        self._catalog = catalog
+        self._start_termination = start_termination
+        self._start_prespin = start_prespin
+
+    async def load_nodes(self) -> dict[str, NodeInfo]:
+        return await asyncio.to_thread(self._load_nodes)
+
+    def _load_nodes(self) -> dict[str, NodeInfo]:
+        # Plain JSON instead of V1Node models: the intake is on the spot warning's two-minute clock.
+        nodes = json.loads(self._core.list_node(_preload_content=False).data or b"{}")
+        claims = json.loads(self._custom.list_cluster_custom_object(
+            KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims", _preload_content=False).data or b"{}")
+        return index_nodes(nodes.get("items") or [], claims.get("items") or [])
+
+    async def dispatch(self, event: InterruptionEvent, nodes: dict[str, NodeInfo]) -> list[str]:
+        """Act on every instance of the event; returns one action name per instance. Raises to ask for a retry."""
+        return list(await asyncio.gather(*(self._one(event, iid, nodes.get(iid)) for iid in event.instance_ids)))
+
+    async def _one(self, event: InterruptionEvent, instance_id: str, node: NodeInfo | None) -> str:
+        if node is None:
+            log.info("interruption %s for instance %s: no Node has that providerID; nothing to do",
+                     event.kind, instance_id, extra={"message_id": event.message_id})
+            return NO_NODE
+        pool = await asyncio.to_thread(self._get_pool, node.node_pool) if node.node_pool else None
+        annotations = ((pool or {}).get("metadata") or {}).get("annotations") or {}
+        action = action_for(event, rebalance_mode(annotations.get(labels.REBALANCE_ANNOTATION)))
+        log.info("interruption %s for %s (%s): %s", event.kind, node.name, instance_id, action,
+                 extra={"message_id": event.message_id, "node": node.name})
+        steps: list[Awaitable[Any]] = []
+        if action is Action.PRESPIN_AND_TERMINATE and node.node_pool and pool is not None:
+            replacement = spot_replacement(node, self._catalog, pool)
+            if replacement is not None:
+                steps.append(self._start_prespin(PrespinInput(
+                    node_name=node.name, node_uid=node.uid, node_pool=node.node_pool, replacement=replacement,
+                    reason=TERMINATION_REASONS[event.kind])))
+            else:
+                log.warning("no replacement type for %s (%s); terminating without pre-spin", node.name,
+                            node.instance_type)
+        if action in (Action.PRESPIN_AND_TERMINATE, Action.TERMINATE):
+            steps.append(self._start_termination(TerminationInput(
+                node_name=node.name, node_uid=node.uid, node_claim_name=node.node_claim, node_pool=node.node_pool,
+                provider_id=node.provider_id, reason=TERMINATION_REASONS[event.kind], deadline=event.deadline,
+                requested_by="interruption")))
+        if action is not Action.IGNORE:
+            steps.append(asyncio.to_thread(self._record_event, event, node))
+        await asyncio.gather(*steps)
+        return str(action)
+
+    def _get_pool(self, name: str) -> dict[str, Any] | None:
+        try:
+            return self._custom.get_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodepools", name)
+        except Exception as exc:
+            if api_status(exc) == 404:
+                return None
+            raise
+
+    def _record_event(self, event: InterruptionEvent, node: NodeInfo) -> None:
+        """One Event per (message, node): a redelivered message hits 409 instead of repeating it."""
+        spec = EventSpec(kind="Node", name=node.name, uid=node.uid, reason=EVENT_REASONS[event.kind],
+                         type="Normal" if event.kind is InterruptionKind.REBALANCE_RECOMMENDATION else "Warning",
+                         message=_event_message(event))
+        body = event_body(spec, datetime.now(UTC))
+        key = hashlib.sha1(f"{event.message_id}/{event.kind}/{node.uid}".encode()).hexdigest()[:16]
+        body["metadata"]["name"] = f"{node.name}.{key}"
+        try:
+            self._core.create_namespaced_event(EVENT_NAMESPACE, body)
+        except Exception as exc:
+            if api_status(exc) != 409:
+                raise
+
+
+def _event_message(event: InterruptionEvent) -> str:
+    if event.kind is InterruptionKind.SPOT_INTERRUPTION:
+        deadline = event.deadline.strftime("%H:%M:%SZ") if event.deadline else "?"
+        return f"Spot interruption warning: instance reclaimed at {deadline}; replacing and draining"
+    if event.kind is InterruptionKind.REBALANCE_RECOMMENDATION:
+        return "EC2 rebalance recommendation: this spot instance is at elevated risk of interruption"
+    if event.kind is InterruptionKind.SCHEDULED_CHANGE:
+        return f"AWS Health scheduled change {event.event_type_code or ''}: draining".replace("  ", " ")
+    return f"Instance is {event.state}: draining"

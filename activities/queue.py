@@ -1,0 +1,160 @@
+"""The SQS interruption queue: a long-polling, heartbeating activity that hands messages to the dispatcher.
+
+A message is deleted only after its workflows were started or signalled (or it was understood to need
+nothing). If handling raises, the message is left alone and SQS redelivers it after the visibility timeout;
+after `max_receives` deliveries it is logged, counted and deleted, so nothing is retried forever.
+Malformed and unknown messages are logged, counted and deleted at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from temporalio import activity
+
+from activities import metrics
+from activities.interruption import NodeInfo
+from api.interruption import InterruptionEvent, Malformed, Unknown, parse_message
+from workflows.interruption_models import PollCounts, PollInput
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_EVERY = 2.0  # seconds; heartbeats run beside the blocking long poll
+
+
+@dataclass(frozen=True)
+class QueueMessage:
+    message_id: str
+    receipt_handle: str
+    body: str
+    receive_count: int = 1
+    sent_at: float | None = None  # epoch seconds
+
+
+class Dispatcher(Protocol):
+    async def load_nodes(self) -> dict[str, NodeInfo]: ...
+
+    async def dispatch(self, event: InterruptionEvent, nodes: dict[str, NodeInfo]) -> list[str]: ...
+
+
+class SqsQueue:
+    """Blocking calls on one queue through a boto3 SQS client (called from threads)."""
+
+    def __init__(self, sqs: Any, queue_url: str) -> None:
+        self._sqs = sqs
+        self.url = queue_url
+
+    def receive(self, wait_seconds: int, max_messages: int, visibility_timeout: int) -> list[QueueMessage]:
+        resp = self._sqs.receive_message(
+            QueueUrl=self.url, MaxNumberOfMessages=max(1, min(max_messages, 10)),
+            WaitTimeSeconds=max(0, min(wait_seconds, 20)), VisibilityTimeout=visibility_timeout,
+            MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
+        )
+        out = []
+        for m in resp.get("Messages", []):
+            attrs = m.get("Attributes") or {}
+            sent = attrs.get("SentTimestamp")
+            out.append(QueueMessage(
+                message_id=m["MessageId"], receipt_handle=m["ReceiptHandle"], body=m.get("Body", ""),
+                receive_count=int(attrs.get("ApproximateReceiveCount", "1")),
+                sent_at=int(sent) / 1000.0 if sent else None,
+            ))
+        return out
+
+    def delete(self, receipt_handle: str) -> None:
+        self._sqs.delete_message(QueueUrl=self.url, ReceiptHandle=receipt_handle)
+
+
+class InterruptionQueueActivities:
+    """Clients come in: the queue (boto3 SQS) and the dispatcher (Kubernetes + Temporal starters)."""
+
+    def __init__(self, queue: SqsQueue, dispatcher: Dispatcher) -> None:
+        self._queue = queue
+        self._dispatcher = dispatcher
+
+    @activity.defn(name="interruption_poll_queue")
+    async def poll_interruption_queue(self, inp: PollInput) -> PollCounts:
+        """Long-poll for `inp.run_seconds`, handling each batch as it arrives; heartbeats all along."""
+        counts = _Tally()
+        ticker = asyncio.create_task(_heartbeat_forever(counts))
+        try:
+            end = time.monotonic() + inp.run_seconds
+            while time.monotonic() < end and not activity.is_worker_shutdown():
+                wait = int(max(0, min(inp.wait_seconds, end - time.monotonic())))
+                batch = await asyncio.to_thread(self._queue.receive, wait, inp.max_messages,
+                                                inp.visibility_timeout_seconds)
+                if batch:
+                    await self.handle_batch(batch, inp, counts)
+        finally:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+        return counts.result()
+
+    async def handle_batch(self, batch: list[QueueMessage], inp: PollInput, counts: _Tally | None = None) -> PollCounts:
+        """Parse, dispatch and delete one batch; messages are handled concurrently."""
+        counts = counts or _Tally()
+        parsed = [(m, parse_message(m.body)) for m in batch]
+        nodes: dict[str, NodeInfo] = {}
+        if any(isinstance(p, InterruptionEvent) for _, p in parsed):
+            nodes = await self._dispatcher.load_nodes()
+        await asyncio.gather(*(self._handle(m, p, nodes, inp, counts) for m, p in parsed))
+        return counts.result()
+
+    async def _handle(self, msg: QueueMessage, parsed: InterruptionEvent | Unknown | Malformed,
+                      nodes: dict[str, NodeInfo], inp: PollInput, counts: _Tally) -> None:
+        kind = parsed.kind.value if isinstance(parsed, InterruptionEvent) else parsed.outcome.capitalize()
+        counts.received += 1
+        counts.by_kind[kind] += 1
+        metrics.INTERRUPTION_MESSAGES.labels(kind=kind).inc()
+        extra = {"sqs_message_id": msg.message_id, "kind": kind}
+        if isinstance(parsed, Malformed):
+            log.warning("dropping malformed interruption message %s: %s", msg.message_id, parsed.reason, extra=extra)
+        elif isinstance(parsed, Unknown):
+            log.info("dropping interruption message %s that needs no action: %s", msg.message_id, parsed.reason,
+                     extra=extra)
+        else:
+            try:
+                actions = await self._dispatcher.dispatch(parsed, nodes)
+            except Exception as exc:
+                if msg.receive_count < inp.max_receives:
+                    counts.failed += 1
+                    metrics.INTERRUPTION_FAILURES.labels(outcome="retry").inc()
+                    log.warning("interruption message %s failed (delivery %d of %d), left for redelivery: %s",
+                                msg.message_id, msg.receive_count, inp.max_receives, exc, extra=extra)
+                    return
+                counts.dropped += 1
+                metrics.INTERRUPTION_FAILURES.labels(outcome="dropped").inc()
+                log.error("dropping interruption message %s after %d deliveries: %s", msg.message_id,
+                          msg.receive_count, exc, extra=extra)
+            else:
+                for action in actions:
+                    counts.by_action[action] += 1
+                    metrics.INTERRUPTION_ACTIONS.labels(action=action).inc()
+                if msg.sent_at is not None:
+                    metrics.INTERRUPTION_MESSAGE_AGE.observe(max(0.0, time.time() - msg.sent_at))
+        await asyncio.to_thread(self._queue.delete, msg.receipt_handle)
+        counts.deleted += 1
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.received = self.deleted = self.failed = self.dropped = 0
+        self.by_kind: Counter[str] = Counter()
+        self.by_action: Counter[str] = Counter()
+
+    def result(self) -> PollCounts:
+        return PollCounts(received=self.received, deleted=self.deleted, failed=self.failed, dropped=self.dropped,
+                          by_kind=dict(self.by_kind), by_action=dict(self.by_action))
+
+
+async def _heartbeat_forever(counts: _Tally) -> None:
+    while True:
+        activity.heartbeat(counts.result().model_dump())
+        await asyncio.sleep(HEARTBEAT_EVERY)
