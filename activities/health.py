@@ -1,0 +1,94 @@
+"""The worker's HTTP endpoint: `/healthz` (liveness), `/readyz` (readiness) and Prometheus `/metrics`.
+
+Liveness only says the event loop answers, so a slow Temporal server never gets pods restarted;
+readiness runs the worker's checks (e.g. "the Temporal worker is polling"), so a pod that lost its
+connection stops counting as available during a rollout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from activities.metrics import REGISTRY
+
+log = logging.getLogger(__name__)
+
+ReadinessCheck = Callable[[], bool | Awaitable[bool]]
+CHECK_TIMEOUT = 2.0
+
+
+class HealthServer:
+    """Serve health and metrics on `host:port` until `stop()`; checks are named so `/readyz` can say which failed."""
+
+    def __init__(self, port: int, host: str = "0.0.0.0", registry: CollectorRegistry = REGISTRY,
+                 checks: dict[str, ReadinessCheck] | None = None) -> None:
+        self.host = host
+        self.port = port
+        self._registry = registry
+        self._checks: dict[str, ReadinessCheck] = dict(checks or {})
+        self._runner: web.AppRunner | None = None
+
+    def add_check(self, name: str, check: ReadinessCheck) -> None:
+        self._checks[name] = check
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/livez", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics)
+        return app
+
+    async def start(self) -> HealthServer:
+        self._runner = web.AppRunner(self.app(), access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        if self.port == 0:  # an ephemeral port was asked for: report the real one
+            server = site._server  # aiohttp exposes no public accessor for the bound socket
+            if server is not None and getattr(server, "sockets", None):
+                self.port = server.sockets[0].getsockname()[1]
+        log.info("health and metrics on http://%s:%d (/healthz /readyz /metrics)", self.host, self.port)
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def _readyz(self, _: web.Request) -> web.Response:
+        failed = [name for name, ok in zip(self._checks, await asyncio.gather(
+            *(self._run_check(c) for c in self._checks.values())), strict=True) if not ok]
+        if failed:
+            return web.Response(status=503, text="not ready: " + ", ".join(failed) + "\n")
+        return web.Response(text="ok\n")
+
+    @staticmethod
+    async def _run_check(check: ReadinessCheck) -> bool:
+        try:
+            result = check()
+            if inspect.isawaitable(result):
+                result = await asyncio.wait_for(result, CHECK_TIMEOUT)
+            return bool(result)
+        except Exception as exc:
+            log.warning("readiness check failed: %s", exc)
+            return False
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        body = generate_latest(self._registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def start_health_server(port: int, checks: dict[str, ReadinessCheck] | None = None,
+                              host: str = "0.0.0.0") -> HealthServer:
+    """What worker.py calls for `--metrics-port`; 0 picks a free port (tests)."""
+    return await HealthServer(port, host=host, checks=checks).start()

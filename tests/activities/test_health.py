@@ -1,0 +1,51 @@
+"""The worker's health/metrics endpoint, served for real on a free loopback port."""
+
+from __future__ import annotations
+
+import aiohttp
+
+from activities import metrics
+from activities.health import start_health_server
+
+
+async def _get(session: aiohttp.ClientSession, url: str) -> tuple[int, str, str]:
+    async with session.get(url) as resp:
+        return resp.status, await resp.text(), resp.headers.get("Content-Type", "")
+
+
+async def test_health_ready_and_metrics() -> None:
+    state = {"polling": False}
+
+    async def temporal_ok() -> bool:
+        return True
+
+    server = await start_health_server(0, checks={"worker": lambda: state["polling"], "temporal": temporal_ok},
+                                       host="127.0.0.1")
+    base = f"http://127.0.0.1:{server.port}"
+    metrics.INTERRUPTION_MESSAGES.labels(kind="Malformed").inc()
+    try:
+        async with aiohttp.ClientSession() as session:
+            assert (await _get(session, f"{base}/healthz"))[0] == 200
+            status, text, _ = await _get(session, f"{base}/readyz")
+            assert status == 503 and "worker" in text and "temporal" not in text
+            state["polling"] = True
+            assert (await _get(session, f"{base}/readyz"))[0] == 200
+            status, text, ctype = await _get(session, f"{base}/metrics")
+            assert status == 200 and ctype.startswith("text/plain")
+            assert 'nodeflow_interruption_messages_total{kind="Malformed"}' in text
+            assert "nodeflow_interruption_message_age_seconds_bucket" in text
+    finally:
+        await server.stop()
+
+
+async def test_a_raising_check_means_not_ready() -> None:
+    def boom() -> bool:
+        raise RuntimeError("no connection")
+
+    server = await start_health_server(0, checks={"temporal": boom}, host="127.0.0.1")
+    try:
+        async with aiohttp.ClientSession() as session:
+            status, text, _ = await _get(session, f"http://127.0.0.1:{server.port}/readyz")
+            assert status == 503 and "temporal" in text
+    finally:
+        await server.stop()
