@@ -1,0 +1,310 @@
+"""Disruption budgets exactly as Karpenter v1 computes them (reference §1.2-1.5), plus an optional timeZone.
+
+- A budget is active iff some schedule hit H satisfies H <= now < H + duration; without schedule it is
+  always active; a schedule that never hits within five years makes it always active (robfig quirk).
+- Its value is the integer as written (not capped) or ceil(pct * total / 100); inactive means no limit.
+- Per NodePool and reason the most restrictive applicable active budget wins; a budget without reasons
+  applies to all, `reasons: []` to none. One invalid budget makes the limit 0 for every reason.
+- Nodes counted: managed and initialized, not InstanceTerminating; disrupting: NotReady or deleting.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from api import labels
+from api.cron import CronError, CronSchedule, load_zone, parse_schedule
+from api.duration import check_duration, parse_duration
+from api.nodeclaim import INITIALIZED, INSTANCE_TERMINATING, NodeClaim
+from api.nodepool import Budget, NodePool
+
+MAX_INT32 = 2**31 - 1
+NODES_PATTERN = r"^((100|[0-9]{1,2})%|[0-9]+)$"
+SCHEDULE_PATTERN = r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
+REASONS = labels.BUDGET_REASONS  # Empty, Drifted, Underutilized: also the row order
+
+
+class BudgetError(ValueError):
+    """A budget Karpenter could not evaluate: it blocks every reason of its NodePool."""
+
+
+def budget_problems(budget: Budget) -> list[str]:
+    """Every rule of reference §1.1 a budget breaks, plus schedule parsing and timeZone (nodeflow's addition)."""
+    problems: list[str] = []
+    if re.search(NODES_PATTERN, budget.nodes) is None:
+        problems.append(f"'nodes' {budget.nodes!r} must be a count or a percentage 0%-100% (pattern {NODES_PATTERN})")
+    if budget.reasons is not None:
+        if len(budget.reasons) > 50:
+            problems.append(f"'reasons' has {len(budget.reasons)} items, at most 50 allowed")
+        for r in budget.reasons:
+            if r not in REASONS:
+                problems.append(f"'reasons' value {r!r} is not one of {', '.join(REASONS)}")
+        if len(set(budget.reasons)) != len(budget.reasons):
+            problems.append("'reasons' must not repeat a value (it is a set)")
+    if (budget.schedule is None) != (budget.duration is None):
+        problems.append("'schedule' must be set with 'duration'")
+    if budget.duration is not None:
+        bad = check_duration("duration", budget.duration)
+        if bad:
+            problems.append(f"'duration' {bad} (only h and m units)")
+    zone_ok = True
+    if budget.time_zone is not None:
+        if budget.schedule is None:
+            problems.append("'timeZone' requires 'schedule'")
+        try:
+            load_zone(budget.time_zone)
+        except CronError as exc:
+            zone_ok = False
+            problems.append(f"'timeZone': {exc}")
+    if budget.schedule is not None:
+        if re.search(SCHEDULE_PATTERN, budget.schedule) is None:
+            problems.append(
+                f"'schedule' {budget.schedule!r} must be a 5-field cron expression or one of @yearly, @annually, "
+                "@monthly, @weekly, @daily, @midnight, @hourly"
+            )
+        else:
+            try:
+                parse_schedule(budget.schedule, budget.time_zone if zone_ok else None)
+            except CronError as exc:
+                problems.append(f"'schedule' {budget.schedule!r} cannot be parsed: {exc}")
+    return problems
+
+
+def _schedule(budget: Budget) -> CronSchedule:
+    try:
+        return parse_schedule(budget.schedule or "", budget.time_zone)
+    except CronError as exc:
+        raise BudgetError(f"schedule {budget.schedule!r}: {exc}") from exc
+
+
+def _window(budget: Budget) -> timedelta:
+    try:
+        return parse_duration(budget.duration or "")
+    except ValueError as exc:
+        raise BudgetError(f"duration {budget.duration!r}: {exc}") from exc
+
+
+def _utc(at: datetime) -> datetime:
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
+def is_active(budget: Budget, at: datetime) -> bool:
+    """Budget.IsActive: active iff the first hit after `at - duration` is not after `at`."""
+    if budget.schedule is None and budget.duration is None:
+        return True
+    if budget.schedule is None or budget.duration is None:
+        raise BudgetError("'schedule' must be set with 'duration'")
+    at = _utc(at)
+    hit = _schedule(budget).next_after(at - _window(budget))
+    return hit is None or hit <= at  # no hit within five years: robfig's zero time, always active
+
+
+def budget_value(budget: Budget, total: int) -> int:
+    """The budget's node count for a pool of `total` nodes: integers as written, percentages rounded up."""
+    text = budget.nodes
+    if re.fullmatch(r"[0-9]+", text):
+        return int(text)
+    if text.endswith("%") and re.fullmatch(r"[0-9]+", text[:-1]):
+        return math.ceil(int(text[:-1]) * total / 100)
+    raise BudgetError(f"invalid value for nodes {text!r}: not a count or a percentage")
+
+
+def allowed_disruptions(budget: Budget, at: datetime, total: int) -> int:
+    """Budget.GetAllowedDisruptions: MaxInt32 when inactive, else the value; raises BudgetError (fail closed)."""
+    problems = budget_problems(budget)
+    if problems:
+        raise BudgetError("; ".join(problems))
+    if not is_active(budget, at):
+        return MAX_INT32
+    return budget_value(budget, total)
+
+
+def applies_to(budget: Budget, reason: str) -> bool:
+    """No reasons (None) means every reason; an explicit empty list means none."""
+    return budget.reasons is None or reason in budget.reasons
+
+
+def pool_limit(pool: NodePool, at: datetime, total: int, reason: str) -> tuple[int | None, list[str]]:
+    """Most restrictive active budget value for `reason` (None: no active budget), and the invalid budgets.
+
+    Every budget is evaluated, whatever its reasons; any error makes the limit 0 (MustGetAllowedDisruptions).
+    """
+    limit: int | None = None
+    errors: list[str] = []
+    for i, budget in enumerate(pool.budgets):
+        try:
+            value = allowed_disruptions(budget, at, total)
+        except BudgetError as exc:
+            errors.append(f"spec.disruption.budgets[{i}]: {exc}")
+            continue
+        if value != MAX_INT32 and applies_to(budget, reason):
+            limit = value if limit is None else min(limit, value)
+    if errors:
+        return 0, errors
+    return limit, errors
+
+
+class PoolCount(NamedTuple):
+    total: int
+    disrupting: int
+
+
+def _get(obj: dict[str, Any], *path: str) -> Any:
+    for key in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)  # type: ignore[assignment]
+    return obj
+
+
+def _claims(node_claims: Iterable[NodeClaim | dict[str, Any]]) -> list[NodeClaim]:
+    return [c if isinstance(c, NodeClaim) else NodeClaim.model_validate(c) for c in node_claims]
+
+
+def _node_ready(node: dict[str, Any]) -> bool:
+    for c in _get(node, "status", "conditions") or ():
+        if isinstance(c, dict) and c.get("type") == "Ready":
+            return c.get("status") == "True"
+    return False
+
+
+def _has_disrupted_taint(node: dict[str, Any]) -> bool:
+    return any(
+        isinstance(t, dict) and t.get("key") == labels.DISRUPTED_TAINT_KEY
+        for t in _get(node, "spec", "taints") or ()
+    )
+
+
+def count_nodes(
+    nodes: Iterable[dict[str, Any]], node_claims: Iterable[NodeClaim | dict[str, Any]]
+) -> dict[str, PoolCount]:
+    """BuildDisruptionBudgetMapping's counting (reference §1.5), per NodePool name.
+
+    A Node is managed when a NodeClaim links to it (status.nodeName or providerID) or, for snapshots written
+    without NodeClaims, when it carries the karpenter.sh/nodepool label. Initialized: the Node label
+    karpenter.sh/initialized=true or the NodeClaim's Initialized condition. Disrupting: Ready is not True,
+    or the NodeClaim or Node is deleting, or the Node carries the karpenter.sh/disrupted taint (nodeflow's
+    durable form of Karpenter's in-memory MarkedForDeletion).
+    """
+    claims = _claims(node_claims)
+    by_node = {c.node_name: c for c in claims if c.node_name}
+    by_provider = {c.provider_id: c for c in claims if c.provider_id}
+    totals: dict[str, int] = {}
+    disrupting: dict[str, int] = {}
+    for node in nodes:
+        node_labels = _get(node, "metadata", "labels") or {}
+        claim = by_node.get(_get(node, "metadata", "name")) or by_provider.get(_get(node, "spec", "providerID"))
+        pool = node_labels.get(labels.NODEPOOL_LABEL) or (claim.node_pool if claim else None)
+        if claim is None and pool is None:
+            continue  # not managed
+        initialized = node_labels.get(labels.INITIALIZED_LABEL) == "true" or (
+            claim is not None and claim.is_true(INITIALIZED)
+        )
+        if not initialized or pool is None:
+            continue
+        if claim is not None and claim.is_true(INSTANCE_TERMINATING):
+            continue
+        totals[pool] = totals.get(pool, 0) + 1
+        deleting = (claim is not None and claim.deleting) or _get(node, "metadata", "deletionTimestamp") is not None
+        if not _node_ready(node) or deleting or _has_disrupted_taint(node):
+            disrupting[pool] = disrupting.get(pool, 0) + 1
+    return {p: PoolCount(t, disrupting.get(p, 0)) for p, t in totals.items()}
+
+
+class BudgetRow(BaseModel):
+    """One row of `nodeflow budgets -o json` (DESIGN §4)."""
+
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+    node_pool: str = Field(alias="nodePool")
+    reason: str
+    limit: int | None
+    total: int
+    disrupting: int
+    allowed: int
+    errors: list[str] = Field(default_factory=list)
+
+
+def _pools(node_pools: Iterable[NodePool | dict[str, Any]]) -> list[NodePool]:
+    return [p if isinstance(p, NodePool) else NodePool.model_validate(p) for p in node_pools]
+
+
+def compute_budget_rows(
+    node_pools: Iterable[NodePool | dict[str, Any]],
+    nodes: Iterable[dict[str, Any]],
+    node_claims: Iterable[NodeClaim | dict[str, Any]],
+    at: datetime,
+) -> list[BudgetRow]:
+    """One row per NodePool (by name) and reason (Empty, Drifted, Underutilized).
+
+    allowed = max(min(limit ?? total, total) - disrupting, 0).
+    """
+    counts = count_nodes(nodes, node_claims)
+    rows: list[BudgetRow] = []
+    for pool in sorted(_pools(node_pools), key=lambda p: p.name):
+        total, disrupting = counts.get(pool.name, PoolCount(0, 0))
+        for reason in REASONS:
+            limit, errors = pool_limit(pool, at, total, reason)
+            cap = total if limit is None else min(limit, total)
+            rows.append(
+                BudgetRow(
+                    node_pool=pool.name,
+                    reason=reason,
+                    limit=limit,
+                    total=total,
+                    disrupting=disrupting,
+                    allowed=max(cap - disrupting, 0),
+                    errors=errors,
+                )
+            )
+    return rows
+
+
+def allowed(rows: Sequence[BudgetRow], pool: str, reason: str) -> int:
+    """Nodes of `pool` that may still be disrupted for `reason`; 0 for a pool or reason without a row."""
+    for row in rows:
+        if row.node_pool == pool and row.reason == reason:
+            return row.allowed
+    return 0
+
+
+class Transition(NamedTuple):
+    """When a budget's window next changes: `opens` True means it becomes active at `at`."""
+
+    at: datetime
+    opens: bool
+
+
+MAX_CHAINED_WINDOWS = 1000
+
+
+def next_transition(budget: Budget, at: datetime) -> Transition | None:
+    """The next instant the budget turns active (window opens) or inactive (closes); None if it never changes.
+
+    Windows that overlap or touch are chained, as IsActive sees them. A budget without schedule, one whose
+    schedule never hits, or one whose windows chain for more than MAX_CHAINED_WINDOWS hits gives None.
+    """
+    if budget.schedule is None or budget.duration is None:
+        return None
+    at = _utc(at)
+    sched, window = _schedule(budget), _window(budget)
+    if window <= timedelta(0):
+        return None
+    hit = sched.next_after(at - window)
+    if hit is None:
+        return None
+    if hit > at:
+        return Transition(hit, True)
+    end = hit + window
+    for _ in range(MAX_CHAINED_WINDOWS):
+        nxt = sched.next_after(hit)
+        if nxt is None or nxt > end:
+            return Transition(end, False)
+        hit, end = nxt, max(end, nxt + window)
+    return None
