@@ -8,6 +8,7 @@ validate after a delay -> taint candidates -> launch replacements -> wait until 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import timedelta
 
 from temporalio import workflow
@@ -110,9 +111,7 @@ class DisruptionWorkflow:
         ])
 
         self._set_phase(Phase.VALIDATING)
-        await workflow.wait_condition(lambda: self._cancel_reason is not None,
-                                      timeout=timedelta(seconds=s.validation_delay_seconds),
-                                      timeout_summary="validation delay")
+        await self._wait_for_cancel(s.validation_delay_seconds, "validation delay")
         if self._cancel_reason is not None:
             return await self._finish(Phase.CANCELLED, f"cancelled before tainting: {self._cancel_reason}")
         verdict: ValidationResult = await workflow.execute_activity_method(
@@ -174,9 +173,13 @@ class DisruptionWorkflow:
             if left <= 0:
                 waiting = sorted({r.node_claim for r in self._replacements} - self._ready)
                 raise _Rollback(f"replacement not ready within {s.ready_timeout_seconds:g}s: {', '.join(waiting)}")
+            await self._wait_for_cancel(min(s.ready_poll_seconds, left), "poll replacements")
+
+    async def _wait_for_cancel(self, seconds: float, why: str) -> None:
+        """Sleep `seconds` of workflow time, waking early when a cancel arrives."""
+        with contextlib.suppress(TimeoutError):
             await workflow.wait_condition(lambda: self._cancel_reason is not None,
-                                          timeout=timedelta(seconds=min(s.ready_poll_seconds, left)),
-                                          timeout_summary="poll replacements")
+                                          timeout=timedelta(seconds=seconds), timeout_summary=why)
 
     def _check_cancel(self) -> None:
         if self._cancel_reason is not None:

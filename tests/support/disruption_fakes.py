@@ -1,0 +1,117 @@
+"""Test-only activity implementations registered under the real activity names (no servers behind them)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from workflows.disruption_models import (
+    AwaitTerminationsInput,
+    DisruptionCommand,
+    EventsInput,
+    LaunchedReplacement,
+    LaunchInput,
+    NodeRef,
+    PlanPassInput,
+    PlanPassResult,
+    Replacement,
+    ReplacementStatus,
+    TaintInput,
+    TerminationsInput,
+    ValidateInput,
+    ValidationResult,
+)
+
+
+def command(n: int = 1, replacements: int = 1, reason: str = "Drifted", method: str = "Drift",
+            pool: str = "default") -> DisruptionCommand:
+    return DisruptionCommand(
+        method=method, reason=reason, node_pool=pool,
+        nodes=[NodeRef(name=f"node-{i}", uid=f"uid-{i}", node_claim=f"claim-{i}") for i in range(n)],
+        replacements=[Replacement(instance_types=["m5.large"], capacity_type="on-demand", price=0.096)
+                      for _ in range(replacements)])
+
+
+@dataclass
+class Fakes:
+    """Records every call in order; knobs decide what the fake cluster answers."""
+
+    valid: bool = True
+    ready_after_polls: int | None = 1  # None: never ready
+    launch_error: str | None = None
+    block_terminations: asyncio.Event | None = None
+    calls: list[str] = field(default_factory=list)
+    validate_scheduled: list[datetime] = field(default_factory=list)
+    polls: int = 0
+    deleted: list[str] = field(default_factory=list)
+    termination_reasons: list[str] = field(default_factory=list)
+    outcomes: list[str] = field(default_factory=list)
+    plan: PlanPassResult = field(default_factory=PlanPassResult)
+
+    def activities(self) -> list:
+        f = self
+
+        @activity.defn(name="disruption_validate")
+        async def validate(inp: ValidateInput) -> ValidationResult:
+            f.calls.append("validate")
+            f.validate_scheduled.append(activity.info().scheduled_time)
+            return ValidationResult(valid=f.valid, reason="" if f.valid else "candidates changed")
+
+        @activity.defn(name="disruption_taint_candidates")
+        async def taint(inp: TaintInput) -> list[str]:
+            f.calls.append("taint")
+            return [n.name for n in inp.nodes]
+
+        @activity.defn(name="disruption_untaint_candidates")
+        async def untaint(inp: TaintInput) -> list[str]:
+            f.calls.append("untaint")
+            return [n.name for n in inp.nodes]
+
+        @activity.defn(name="disruption_launch_replacement")
+        async def launch(inp: LaunchInput) -> LaunchedReplacement:
+            f.calls.append("launch")
+            if f.launch_error:
+                raise ApplicationError(f.launch_error, type="LaunchFailed", non_retryable=True)
+            return LaunchedReplacement(node_claim=f"repl-{inp.key}", uid=f"u-{inp.key}", instance_id="i-1",
+                                       instance_type=inp.replacement.instance_types[0])
+
+        @activity.defn(name="disruption_replacement_status")
+        async def status(reps: list[LaunchedReplacement]) -> list[ReplacementStatus]:
+            f.polls += 1
+            ready = f.ready_after_polls is not None and f.polls >= f.ready_after_polls
+            return [ReplacementStatus(node_claim=r.node_claim, ready=ready) for r in reps]
+
+        @activity.defn(name="disruption_delete_replacement")
+        async def delete(r: LaunchedReplacement) -> str:
+            f.calls.append("delete_replacement")
+            f.deleted.append(r.node_claim)
+            return r.node_claim
+
+        @activity.defn(name="disruption_start_terminations")
+        async def start_terms(inp: TerminationsInput) -> list[str]:
+            f.calls.append("terminate")
+            f.termination_reasons += [inp.reason] * len(inp.nodes)
+            return [f"terminate-{n.uid}" for n in inp.nodes]
+
+        @activity.defn(name="disruption_await_terminations")
+        async def await_terms(inp: AwaitTerminationsInput) -> list[str]:
+            if f.block_terminations is not None:
+                await f.block_terminations.wait()
+            return inp.workflow_ids
+
+        @activity.defn(name="disruption_record_events")
+        async def events(inp: EventsInput) -> int:
+            if inp.outcome:
+                f.outcomes.append(inp.outcome)
+            return len(inp.events)
+
+        @activity.defn(name="planner_pass")
+        async def plan_pass(inp: PlanPassInput) -> PlanPassResult:
+            f.calls.append("plan")
+            return f.plan
+
+        return [validate, taint, untaint, launch, status, delete, start_terms, await_terms, events, plan_pass]

@@ -1,0 +1,119 @@
+"""DisruptionWorkflow on the time-skipping server with fake activities: ordering, delays, timeouts, rollback."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from support.disruption_fakes import Fakes, command
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from workflows.disruption import DisruptionWorkflow
+from workflows.disruption_models import DisruptionInput, DisruptionSettings, Phase
+
+
+async def _run(env: WorkflowEnvironment, fakes: Fakes, inp: DisruptionInput):
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
+        handle = await env.client.start_workflow(DisruptionWorkflow.run, inp, id=f"disrupt-{uuid.uuid4()}",
+                                                 task_queue=tq)
+        start = await env.get_current_time()
+        result = await handle.result()
+        progress = await handle.query(DisruptionWorkflow.progress)
+        return result, start, await env.get_current_time(), progress
+
+
+async def test_validates_after_delay_then_replaces_and_terminates(ts_env: WorkflowEnvironment) -> None:
+    fakes = Fakes(ready_after_polls=3)
+    inp = DisruptionInput(command=command(n=2), settings=DisruptionSettings(validation_delay_seconds=15,
+                                                                           ready_poll_seconds=5))
+    result, start, _, progress = await _run(ts_env, fakes, inp)
+    assert result.outcome == Phase.SUCCEEDED
+    assert fakes.calls == ["validate", "taint", "launch", "terminate"]
+    # validation happened only after the 15 s delay (virtual time)
+    assert (fakes.validate_scheduled[0] - start).total_seconds() >= 15
+    assert fakes.polls == 3
+    assert fakes.termination_reasons == ["Drifted", "Drifted"]
+    assert fakes.outcomes == ["Succeeded"]
+    assert len(result.replacements) == 1 and result.terminations == ["terminate-uid-0", "terminate-uid-1"]
+    assert progress.phase == Phase.SUCCEEDED and progress.nodes == ["node-0", "node-1"]
+
+
+async def test_ready_timeout_rolls_back(ts_env: WorkflowEnvironment) -> None:
+    fakes = Fakes(ready_after_polls=None)
+    inp = DisruptionInput(command=command(), settings=DisruptionSettings(ready_timeout_seconds=600,
+                                                                        ready_poll_seconds=5))
+    result, start, end, _ = await _run(ts_env, fakes, inp)
+    assert result.outcome == Phase.ROLLED_BACK
+    assert "not ready within 600s" in result.message
+    assert fakes.calls == ["validate", "taint", "launch", "delete_replacement", "untaint"]
+    assert fakes.deleted == [result.replacements[0].node_claim]
+    assert (end - start).total_seconds() >= 600 + 15
+    assert "terminate" not in fakes.calls
+
+
+async def test_invalid_command_touches_nothing(ts_env: WorkflowEnvironment) -> None:
+    fakes = Fakes(valid=False)
+    result, *_ = await _run(ts_env, fakes, DisruptionInput(command=command()))
+    assert result.outcome == Phase.INVALID and "candidates changed" in result.message
+    assert fakes.calls == ["validate"]
+
+
+async def test_launch_failure_untaints_without_terminating(ts_env: WorkflowEnvironment) -> None:
+    fakes = Fakes(launch_error="InsufficientInstanceCapacity")
+    result, *_ = await _run(ts_env, fakes, DisruptionInput(command=command()))
+    assert result.outcome == Phase.ROLLED_BACK and "InsufficientInstanceCapacity" in result.message
+    assert fakes.calls == ["validate", "taint", "launch", "untaint"]
+
+
+async def test_delete_command_needs_no_replacement(ts_env: WorkflowEnvironment) -> None:
+    fakes = Fakes()
+    inp = DisruptionInput(command=command(n=3, replacements=0, reason="Empty", method="Emptiness"))
+    result, *_ = await _run(ts_env, fakes, inp)
+    assert result.outcome == Phase.SUCCEEDED
+    assert fakes.calls == ["validate", "taint", "terminate"] and fakes.polls == 0
+
+
+async def _wait_phase(handle, phase: Phase, timeout: float = 10.0) -> None:
+    async def poll() -> None:
+        while (await handle.query(DisruptionWorkflow.progress)).phase != phase:
+            await asyncio.sleep(0.05)
+    await asyncio.wait_for(poll(), timeout)
+
+
+async def test_cancel_while_waiting_ready_rolls_back(ts_env: WorkflowEnvironment) -> None:
+    fakes = Fakes(ready_after_polls=None)
+    settings = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=3600, ready_timeout_seconds=7200)
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(ts_env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
+        handle = await ts_env.client.start_workflow(
+            DisruptionWorkflow.run, DisruptionInput(command=command(), settings=settings),
+            id=f"disrupt-{uuid.uuid4()}", task_queue=tq)
+        with ts_env.auto_time_skipping_disabled():
+            await _wait_phase(handle, Phase.WAITING_READY)
+            assert await handle.execute_update(DisruptionWorkflow.cancel, "operator said so") == "WaitingReady"
+        result = await handle.result()
+    assert result.outcome == Phase.CANCELLED and "operator said so" in result.message
+    assert fakes.calls[-2:] == ["delete_replacement", "untaint"]
+
+
+async def test_cancel_rejected_once_terminating(ts_env: WorkflowEnvironment) -> None:
+    gate = asyncio.Event()
+    fakes = Fakes(block_terminations=gate)
+    settings = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=0.01)
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(ts_env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
+        handle = await ts_env.client.start_workflow(
+            DisruptionWorkflow.run, DisruptionInput(command=command(), settings=settings),
+            id=f"disrupt-{uuid.uuid4()}", task_queue=tq)
+        with ts_env.auto_time_skipping_disabled():
+            await _wait_phase(handle, Phase.TERMINATING)
+            with pytest.raises(WorkflowUpdateFailedError) as err:
+                await handle.execute_update(DisruptionWorkflow.cancel, "too late")
+            assert "cannot cancel" in str(err.value.cause)
+        gate.set()
+        result = await handle.result()
+    assert result.outcome == Phase.SUCCEEDED
