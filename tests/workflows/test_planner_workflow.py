@@ -1,0 +1,64 @@
+"""PlannerWorkflow on the time-skipping server: one child per command, in-flight ids skipped, expirations."""
+
+from __future__ import annotations
+
+import uuid
+
+from support.disruption_fakes import Fakes, command
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from workflows.disruption import DisruptionWorkflow
+from workflows.disruption_models import (
+    DisruptionSettings,
+    NodeRef,
+    Phase,
+    PlannerInput,
+    PlanPassResult,
+)
+from workflows.planner import PlannerWorkflow
+
+
+def _cmd(i: int):
+    c = command(n=1, replacements=1)
+    c.nodes[0].name, c.nodes[0].uid = f"node-{i}-{uuid.uuid4().hex[:6]}", f"uid-{uuid.uuid4()}"
+    return c
+
+
+async def test_pass_starts_one_disruption_per_command_and_terminates_expired(ts_env: WorkflowEnvironment) -> None:
+    a, b = _cmd(1), _cmd(2)
+    expired = NodeRef(name="old-node", uid=f"uid-{uuid.uuid4()}")
+    fakes = Fakes(plan=PlanPassResult(commands=[a, b], expirations=[expired], nodes=3))
+    tq = f"tq-{uuid.uuid4()}"
+    settings = DisruptionSettings(validation_delay_seconds=15, ready_poll_seconds=5)
+    async with Worker(ts_env.client, task_queue=tq, workflows=[PlannerWorkflow, DisruptionWorkflow],
+                      activities=fakes.activities()):
+        result = await ts_env.client.execute_workflow(PlannerWorkflow.run, PlannerInput(settings=settings),
+                                                      id=f"planner-{uuid.uuid4()}", task_queue=tq)
+        assert result.started == [a.workflow_id, b.workflow_id]
+        assert result.terminations == [f"terminate-{expired.uid}"]
+        assert fakes.termination_reasons == ["Expired"]
+
+        # the same commands again while the first disruptions are still running: nothing new starts
+        again = await ts_env.client.execute_workflow(PlannerWorkflow.run, PlannerInput(settings=settings),
+                                                     id=f"planner-{uuid.uuid4()}", task_queue=tq)
+        assert again.started == [] and again.skipped == [a.workflow_id, b.workflow_id]
+
+        # the children outlive the pass (ABANDON) and finish on their own
+        for wid in result.started:
+            child = ts_env.client.get_workflow_handle_for(DisruptionWorkflow.run, wid)
+            outcome = await child.result()
+            assert outcome.outcome == Phase.SUCCEEDED
+        desc = await ts_env.client.get_workflow_handle(a.workflow_id).describe()
+        assert (await desc.memo())["nodes"] == [a.nodes[0].name]
+
+
+async def test_idle_pass_starts_nothing(ts_env: WorkflowEnvironment) -> None:
+    fakes = Fakes(plan=PlanPassResult(nodes=5, paused_node_pools=["gpu"]))
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(ts_env.client, task_queue=tq, workflows=[PlannerWorkflow, DisruptionWorkflow],
+                      activities=fakes.activities()):
+        result = await ts_env.client.execute_workflow(PlannerWorkflow.run, PlannerInput(),
+                                                      id=f"planner-{uuid.uuid4()}", task_queue=tq)
+    assert result.started == [] and result.terminations == [] and result.paused_node_pools == ["gpu"]
+    assert fakes.calls == ["plan"]
