@@ -1,0 +1,85 @@
+"""EC2 activities of the termination workflow: terminate an instance idempotently and wait until it goes.
+
+Describe first and call TerminateInstances only for an instance that is still alive, so a retried or
+replayed termination never terminates twice; an instance that is already gone counts as done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from botocore.exceptions import ClientError
+from temporalio import activity
+
+from workflows.models import InstanceInput, InstanceResult
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+DONE_STATES = ("shutting-down", "terminated")
+
+
+def instance_id_from_provider_id(provider_id: str) -> str:
+    """`aws:///us-east-1a/i-0123456789abcdef0` -> `i-0123456789abcdef0`."""
+    tail = provider_id.rstrip("/").rsplit("/", 1)[-1]
+    if not tail.startswith("i-"):
+        raise ValueError(f"not an EC2 providerID: {provider_id!r}")
+    return tail
+
+
+class CloudActivities:
+    """Activities over a boto3 EC2 client (blocking calls in a private thread pool)."""
+
+    def __init__(self, ec2: Any, max_threads: int = 16, poll: float = 0.5) -> None:
+        self.ec2 = ec2
+        self.poll = poll
+        self._pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="ec2")
+
+    async def _io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+
+    def _state(self, instance_id: str) -> str:
+        """The instance state name, or "gone" when EC2 no longer knows it."""
+        try:
+            resp = self.ec2.describe_instances(InstanceIds=[instance_id])
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code")
+            if code in ("InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed"):
+                return "gone"
+            raise
+        for reservation in resp.get("Reservations") or []:
+            for inst in reservation.get("Instances") or []:
+                if inst.get("InstanceId") == instance_id:
+                    return str(inst.get("State", {}).get("Name", "unknown"))
+        return "gone"
+
+    def _terminate(self, instance_id: str) -> None:
+        try:
+            self.ec2.terminate_instances(InstanceIds=[instance_id])
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "InvalidInstanceID.NotFound":
+                raise
+
+    @activity.defn(name="termination.terminate_instance")
+    async def terminate_instance(self, inp: InstanceInput) -> InstanceResult:
+        instance_id = instance_id_from_provider_id(inp.provider_id)
+        state = await self._io(self._state, instance_id)
+        called = False
+        if state not in (*DONE_STATES, "gone"):
+            log.info("terminating instance", extra={"instance": instance_id, "node": inp.node_name})
+            await self._io(self._terminate, instance_id)
+            called = True
+        while state not in (*DONE_STATES, "gone"):
+            activity.heartbeat({"instance": instance_id, "state": state})
+            await asyncio.sleep(self.poll)
+            state = await self._io(self._state, instance_id)
+        return InstanceResult(instance_id=instance_id, state=state, terminate_called=called)
+
+    def all(self) -> list[Callable[..., Any]]:
+        return [self.terminate_instance]

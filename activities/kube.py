@@ -1,0 +1,398 @@
+"""Kubernetes activities of the termination workflow: taint, tiered drain, deadline deletes, volumes, finalizers.
+
+The drain is one long heartbeating activity: eviction retries (429/500, backoff 100 ms doubling to 10 s)
+happen here and cost no workflow history; the workflow only hears when the node is drained, when its
+`return_by` instant arrives (a deadline step), or (by signal) when the set of blocking PDBs changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import re
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from temporalio import activity
+
+from activities import drain_rules as rules
+from activities.kube_client import Conflict, KubeClient, Obj
+from api import labels
+from workflows.models import (
+    DeletePodsInput,
+    DeletePodsResult,
+    DrainInput,
+    DrainResult,
+    DrainSignal,
+    FinalizeInput,
+    FinalizeResult,
+    PodState,
+    PrepareInput,
+    PrepareResult,
+    UntaintInput,
+    VolumesInput,
+    VolumesResult,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+BACKOFF_START = 0.1
+BACKOFF_MAX = 10.0
+MULTIPLE_PDBS = "more than one PodDisruptionBudget"
+EXCLUDE_LB_VALUE = "karpenter"
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_go_duration(text: str | None) -> timedelta | None:
+    """`terminationGracePeriod` is a Go duration ("48h", "1h30m", "300s"); None/"" means unset."""
+    if not text:
+        return None
+    parts = _DURATION.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f"not a duration: {text!r}")
+    return timedelta(seconds=sum(float(n) * _UNIT_SECONDS[u] for n, u in parts))
+
+
+@dataclass
+class _EvictState:
+    next_at: float = 0.0
+    backoff: float = 0.0
+    attempts: int = 0
+    status: str = "Waiting"
+    pdb: str | None = None
+
+
+class KubeActivities:
+    """Activities over one KubeClient; blocking calls go to a private thread pool."""
+
+    def __init__(self, kube: KubeClient, max_threads: int = 32, poll_min: float = 0.2, poll_max: float = 2.0,
+                 volume_poll: float = 1.0) -> None:
+        self.kube = kube
+        self._pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="kube")
+        self.poll_min = poll_min
+        self.poll_max = poll_max
+        self.volume_poll = volume_poll
+
+    async def _io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+
+    # ---- prepare -------------------------------------------------------------------------------------
+
+    @activity.defn(name="termination.prepare")
+    async def prepare(self, inp: PrepareInput) -> PrepareResult:
+        """Find the NodeClaim, mirror a deletion onto its counterpart, taint the node, list its pods."""
+        node = await self._io(self.kube.get_node, inp.node_name)
+        claim = await self._find_claim(inp, node)
+        node_del = rules.deletion_time(node) if node else None
+        claim_del = rules.deletion_time(claim) if claim else None
+        if inp.cascade:
+            if node_del and claim and not claim_del:
+                await self._io(self.kube.delete_node_claim, claim["metadata"]["name"])
+            if claim_del and node and not node_del:
+                await self._io(self.kube.delete_node, inp.node_name)
+        pods: list[PodState] = []
+        if node is not None:
+            await self._io(self._taint, inp.node_name)
+            await self._io(self.kube.event, "Node", node, inp.node_name, "Terminating",
+                           f"Terminating node ({inp.reason or 'Deleted'}): tainted {labels.DISRUPTED_TAINT_KEY}")
+            now = datetime.now(UTC)
+            raw = await self._io(self.kube.list_node_pods, inp.node_name)
+            pods = [_pod_state(p) for p in raw if rules.is_waiting_eviction(p, now)]
+        claim_spec = (claim or {}).get("spec") or {}
+        claim_ann = ((claim or {}).get("metadata") or {}).get("annotations") or {}
+        deletions = [d for d in (node_del, claim_del) if d is not None]
+        node_labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+        claim_labels = ((claim or {}).get("metadata") or {}).get("labels") or {}
+        return PrepareResult(
+            node_exists=node is not None,
+            node_claim_name=claim["metadata"]["name"] if claim else inp.node_claim_name,
+            node_claim_exists=claim is not None,
+            provider_id=(((node or {}).get("spec") or {}).get("providerID")
+                         or ((claim or {}).get("status") or {}).get("providerID") or inp.provider_id),
+            node_pool=node_labels.get(labels.NODEPOOL_LABEL) or claim_labels.get(labels.NODEPOOL_LABEL),
+            deleting_since=min(deletions) if deletions else None,
+            grace_period=parse_go_duration(claim_spec.get("terminationGracePeriod")),
+            termination_timestamp=rules.parse_time(claim_ann.get(labels.TERMINATION_TIMESTAMP_ANNOTATION)),
+            pods=pods,
+        )
+
+    async def _find_claim(self, inp: PrepareInput, node: Obj | None) -> Obj | None:
+        if inp.node_claim_name:
+            return await self._io(self.kube.get_node_claim, inp.node_claim_name)
+        provider = ((node or {}).get("spec") or {}).get("providerID") or inp.provider_id
+        for claim in await self._io(self.kube.list_node_claims):
+            status = claim.get("status") or {}
+            if status.get("nodeName") == inp.node_name or (provider and status.get("providerID") == provider):
+                return claim
+        return None
+
+    def _taint(self, name: str) -> None:
+        """Ensure karpenter.sh/disrupted:NoSchedule (replacing other effects of the key) and the LB exclusion."""
+        for _ in range(10):
+            node = self.kube.get_node(name)
+            if node is None:
+                return
+            spec = node.get("spec") or {}
+            taints = [t for t in spec.get("taints") or [] if t.get("key") != labels.DISRUPTED_TAINT_KEY]
+            have = any(t.get("key") == labels.DISRUPTED_TAINT_KEY and t.get("effect") == labels.DISRUPTED_TAINT_EFFECT
+                       for t in spec.get("taints") or [])
+            node_labels = node["metadata"].get("labels") or {}
+            if have and len(taints) + 1 == len(spec.get("taints") or []) and labels.EXCLUDE_LB_LABEL in node_labels:
+                return
+            taints.append({"key": labels.DISRUPTED_TAINT_KEY, "effect": labels.DISRUPTED_TAINT_EFFECT})
+            body = {"metadata": {"resourceVersion": node["metadata"].get("resourceVersion"),
+                                 "labels": {labels.EXCLUDE_LB_LABEL: EXCLUDE_LB_VALUE}},
+                    "spec": {"taints": taints}}
+            if labels.EXCLUDE_LB_LABEL in node_labels:
+                del body["metadata"]["labels"]
+            try:
+                self.kube.patch_node(name, body)
+                return
+            except Conflict:
+                continue
+        raise Conflict(f"could not taint node {name}: too many conflicts")
+
+    # ---- drain ---------------------------------------------------------------------------------------
+
+    @activity.defn(name="termination.drain")
+    async def drain(self, inp: DrainInput) -> DrainResult:
+        """Evict tier by tier until the node is drained or `return_by` passes; heartbeats each round."""
+        states: dict[tuple[str, str], _EvictState] = {}
+        pdb_cache: dict[str, list[Obj]] = {}
+        reported: set[tuple[str, str]] = set()
+        last_blocking: frozenset[tuple[str, str | None]] = frozenset()
+        evicted = 0
+        poll = self.poll_min
+        node_obj: Obj | None = {"metadata": {"name": inp.node_name}}
+        while True:
+            now = datetime.now(UTC)
+            pods = await self._io(self.kube.list_node_pods, inp.node_name)
+            waiting = [p for p in pods if rules.is_waiting_eviction(p, now)]
+            if not waiting:
+                return DrainResult(drained=True, evicted=evicted)
+            changed = False
+            mono = time.monotonic()
+            for pod in rules.first_tier(waiting):
+                meta = pod["metadata"]
+                key = (f"{meta['namespace']}/{meta['name']}", meta.get("uid", ""))
+                st = states.setdefault(key, _EvictState())
+                if meta.get("deletionTimestamp"):
+                    changed |= st.status != "Terminating"
+                    st.status, st.pdb = "Terminating", None
+                    continue
+                if mono < st.next_at:
+                    continue
+                if rules.has_do_not_disrupt(pod):
+                    st.status = "DoNotDisrupt"
+                    self._back_off(st, mono)
+                    continue
+                code, message = await self._io(self.kube.evict, pod)
+                st.attempts += 1
+                if code in (200, 201):
+                    evicted += 1
+                    changed = True
+                    st.status, st.pdb, st.next_at = "Evicting", None, mono + 1.0
+                    await self._io(self.kube.event, "Node", node_obj, inp.node_name, "Evicted",
+                                   f"Evicted pod {key[0]}: {inp.reason or 'Deleted'}")
+                elif code in (404, 409):
+                    changed = True
+                    st.status = "Gone"
+                elif code == 429 or (code == 500 and MULTIPLE_PDBS in message):
+                    st.status = "Blocked"
+                    st.pdb = await self._blocking_pdb(pod, pdb_cache, code)
+                    self._back_off(st, mono)
+                    if (key[0], st.pdb or "") not in reported:
+                        reported.add((key[0], st.pdb or ""))
+                        why = ("evicting pod violates a PDB" if code == 429
+                               else "eviction does not support multiple PDBs")
+                        await self._io(self.kube.event, "Node", node_obj, inp.node_name, "FailedDraining",
+                                       f"Failed to drain node, {why} (Pod={key[0]}, PDB={st.pdb or 'unknown'})",
+                                       "Warning")
+                else:
+                    raise RuntimeError(f"eviction of {key[0]} failed: HTTP {code}: {message}")
+            pdb_cache.clear()
+            pod_states = [self._pod_progress(p, states) for p in waiting]
+            blocking = frozenset((p.key, p.blocking_pdb) for p in pod_states if p.status in ("Blocked", "DoNotDisrupt"))
+            activity.heartbeat({"pods_left": len(waiting), "evicted": evicted,
+                                "blocking": sorted({b or "do-not-disrupt" for _, b in blocking})})
+            if blocking != last_blocking:
+                last_blocking = blocking
+                await self._signal_progress(inp, pod_states)
+            now = datetime.now(UTC)
+            if inp.return_by is not None and now >= inp.return_by:
+                return DrainResult(drained=False, evicted=evicted, pods=pod_states)
+            poll = self.poll_min if changed else min(poll * 1.5, self.poll_max)
+            due = [s.next_at - time.monotonic() for s in states.values() if s.status in ("Blocked", "DoNotDisrupt")]
+            wait = min([poll, *[max(d, 0.0) for d in due]])
+            if inp.return_by is not None:
+                wait = min(wait, max((inp.return_by - now).total_seconds(), 0.0))
+            await asyncio.sleep(wait)
+
+    @staticmethod
+    def _back_off(st: _EvictState, mono: float) -> None:
+        st.backoff = BACKOFF_START if st.backoff == 0 else min(st.backoff * 2, BACKOFF_MAX)
+        st.next_at = mono + st.backoff
+
+    async def _blocking_pdb(self, pod: Obj, cache: dict[str, list[Obj]], code: int) -> str | None:
+        ns = pod["metadata"]["namespace"]
+        if ns not in cache:
+            cache[ns] = await self._io(self.kube.list_pdbs, ns)
+        pod_labels = pod["metadata"].get("labels") or {}
+        names = [f"{ns}/{p['metadata']['name']}" for p in cache[ns]
+                 if rules.selector_matches((p.get("spec") or {}).get("selector"), pod_labels)]
+        return ",".join(sorted(names)) or None
+
+    @staticmethod
+    def _pod_progress(pod: Obj, states: dict[tuple[str, str], _EvictState]) -> PodState:
+        ps = _pod_state(pod)
+        st = states.get((ps.key, ps.uid))
+        if pod["metadata"].get("deletionTimestamp"):
+            ps.status = "Terminating"
+        elif st is not None:
+            ps.status, ps.blocking_pdb, ps.attempts = st.status, st.pdb, st.attempts
+        return ps
+
+    async def _signal_progress(self, inp: DrainInput, pods: list[PodState]) -> None:
+        if not inp.workflow_id:
+            return
+        try:
+            handle = activity.client().get_workflow_handle(inp.workflow_id)
+            await handle.signal("drain_progress", DrainSignal(pods=pods))
+        except Exception as exc:
+            log.warning("drain progress for %s not signalled: %s", inp.node_name, exc)
+
+    # ---- deadline / force deletes -------------------------------------------------------------------
+
+    @activity.defn(name="termination.delete_pods")
+    async def delete_pods(self, inp: DeletePodsInput) -> DeletePodsResult:
+        """Delete pods bypassing PDBs and do-not-disrupt: all now (force) or those due at the deadline."""
+        now = datetime.now(UTC)
+        pods = await self._io(self.kube.list_node_pods, inp.node_name)
+        deleted: list[str] = []
+        for pod in pods:
+            if not rules.is_waiting_eviction(pod, now):
+                continue
+            grace: int | None
+            if inp.force:
+                if pod["metadata"].get("deletionTimestamp"):
+                    continue
+                grace = rules.grace_seconds(pod)
+                if inp.deadline is not None:
+                    grace = min(grace, rules.deadline_grace(inp.deadline, inp.at))
+            elif inp.deadline is not None and rules.needs_deadline_delete(pod, inp.deadline, inp.at):
+                grace = rules.deadline_grace(inp.deadline, inp.at)
+            else:
+                continue
+            if await self._io(self.kube.delete_pod, pod, grace):
+                key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+                deleted.append(f"{key} (grace {grace}s)")
+                why = (f"forced: {inp.reason}" if inp.force else
+                       f"to accommodate the terminationTime {inp.deadline.isoformat() if inp.deadline else ''} "
+                       "of the node")
+                await self._io(self.kube.event, "Pod", pod, pod["metadata"]["name"], "Disrupted",
+                               f"Deleting the pod {why}. The pod was granted {grace} seconds of grace-period of its "
+                               f"{rules.grace_seconds(pod)} terminationGracePeriodSeconds. This bypasses the PDB of "
+                               "the pod and the do-not-disrupt annotation.", "Normal", pod["metadata"]["namespace"])
+        return DeletePodsResult(deleted=deleted)
+
+    # ---- volumes -------------------------------------------------------------------------------------
+
+    @activity.defn(name="termination.wait_volumes")
+    async def wait_volumes(self, inp: VolumesInput) -> VolumesResult:
+        """Wait until the node's VolumeAttachments are gone, but not past the deadline (§3.2)."""
+        while True:
+            pending = await self._io(self._pending_attachments, inp.node_name)
+            if not pending:
+                return VolumesResult(detached=True)
+            if inp.deadline is not None and datetime.now(UTC) > inp.deadline:
+                return VolumesResult(detached=False, pending=pending)
+            activity.heartbeat({"pending": pending})
+            await asyncio.sleep(self.volume_poll)
+
+    def _pending_attachments(self, node: str) -> list[str]:
+        attachments = [va for va in self.kube.list_volume_attachments()
+                       if (va.get("spec") or {}).get("nodeName") == node
+                       and ((va.get("spec") or {}).get("source") or {}).get("persistentVolumeName")]
+        if not attachments:
+            return []
+        now = datetime.now(UTC)
+        excluded: set[str] = set()
+        for pod in self.kube.list_node_pods(node):
+            if rules.is_terminal(pod) or rules.is_waiting_eviction(pod, now):
+                continue
+            for vol in (pod.get("spec") or {}).get("volumes") or []:
+                claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+                if claim:
+                    pv = self.kube.get_pvc_volume(pod["metadata"]["namespace"], claim)
+                    if pv:
+                        excluded.add(pv)
+        return [va["metadata"]["name"] for va in attachments
+                if va["spec"]["source"]["persistentVolumeName"] not in excluded]
+
+    # ---- finish --------------------------------------------------------------------------------------
+
+    @activity.defn(name="termination.finalize")
+    async def finalize(self, inp: FinalizeInput) -> FinalizeResult:
+        """Delete the objects if no one did yet, then remove the Node finalizer, then the NodeClaim's."""
+        node = await self._io(self.kube.get_node, inp.node_name)
+        if node is not None:
+            await self._io(self.kube.event, "Node", node, inp.node_name, "Terminated",
+                           f"Instance terminated; removing finalizer {labels.TERMINATION_FINALIZER}")
+            if inp.delete_objects and not rules.deletion_time(node):
+                await self._io(self.kube.delete_node, inp.node_name)
+        node_removed = await self._io(self.kube.remove_finalizer, "Node", inp.node_name)
+        claim_removed = False
+        if inp.node_claim_name:
+            claim = await self._io(self.kube.get_node_claim, inp.node_claim_name)
+            if claim is not None and inp.delete_objects and not rules.deletion_time(claim):
+                await self._io(self.kube.delete_node_claim, inp.node_claim_name)
+            claim_removed = await self._io(self.kube.remove_finalizer, "NodeClaim", inp.node_claim_name)
+        return FinalizeResult(node_finalizer_removed=node_removed, node_claim_finalizer_removed=claim_removed)
+
+    @activity.defn(name="termination.untaint")
+    async def untaint(self, inp: UntaintInput) -> None:
+        """Undo `prepare`'s taint and label after a cancel, so the node takes pods again."""
+        await self._io(self._untaint, inp.node_name)
+        node = await self._io(self.kube.get_node, inp.node_name)
+        await self._io(self.kube.event, "Node", node, inp.node_name, "TerminationCancelled",
+                       f"Termination cancelled: {inp.reason or 'no reason given'}")
+
+    def _untaint(self, name: str) -> None:
+        for _ in range(10):
+            node = self.kube.get_node(name)
+            if node is None:
+                return
+            taints = (node.get("spec") or {}).get("taints") or []
+            keep = [t for t in taints if t.get("key") != labels.DISRUPTED_TAINT_KEY]
+            node_labels = node["metadata"].get("labels") or {}
+            drop_label = node_labels.get(labels.EXCLUDE_LB_LABEL) == EXCLUDE_LB_VALUE
+            if len(keep) == len(taints) and not drop_label:
+                return
+            body: Obj = {"metadata": {"resourceVersion": node["metadata"].get("resourceVersion")},
+                         "spec": {"taints": keep or None}}
+            if drop_label:
+                body["metadata"]["labels"] = {labels.EXCLUDE_LB_LABEL: None}
+            try:
+                self.kube.patch_node(name, body)
+                return
+            except Conflict:
+                continue
+        raise Conflict(f"could not untaint node {name}: too many conflicts")
+
+    def all(self) -> list[Callable[..., Any]]:
+        return [self.prepare, self.drain, self.delete_pods, self.wait_volumes, self.finalize, self.untaint]
+
+
+def _pod_state(pod: Obj) -> PodState:
+    meta = pod["metadata"]
+    return PodState(namespace=meta.get("namespace", ""), name=meta.get("name", ""), uid=meta.get("uid", ""),
+                    tier=rules.tier_of(pod), grace_seconds=rules.grace_seconds(pod),
+                    status="Terminating" if meta.get("deletionTimestamp") else "Waiting")

@@ -1,0 +1,230 @@
+"""The deletion watcher: turns `kubectl delete node/nodeclaim/nodepool` into TerminationWorkflows.
+
+Watch streams (one thread per kind) only mark the state dirty; a reconcile pass then lists Nodes,
+NodeClaims and NodePools and acts on what it sees, and a periodic resync runs the same pass, so a missed
+or dropped watch event is never fatal. Every action is idempotent: finalizers are added when missing,
+workflows start with USE_EXISTING on `terminate-<uid>`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes import watch
+
+from activities.kube_client import KARPENTER, Conflict, KubeClient, Obj, _json
+from api import labels
+from workflows.models import TerminationInput
+from workflows.search_attributes import TASK_QUEUE
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WatcherSettings:
+    task_queue: str = TASK_QUEUE
+    resync_seconds: float = 30.0
+    debounce_seconds: float = 0.1
+    start_concurrency: int = 32
+    use_watch: bool = True
+
+
+def _meta(obj: Obj) -> dict[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _deleting(obj: Obj) -> bool:
+    return bool(_meta(obj).get("deletionTimestamp"))
+
+
+def _has_finalizer(obj: Obj) -> bool:
+    return labels.TERMINATION_FINALIZER in (_meta(obj).get("finalizers") or [])
+
+
+class DeletionWatcher:
+    def __init__(self, kube: KubeClient, client: Any, settings: WatcherSettings | None = None,
+                 start: Callable[[TerminationInput], Any] | None = None) -> None:
+        self.kube = kube
+        self.client = client
+        self.settings = settings or WatcherSettings()
+        self._start_fn = start
+        self._dirty = asyncio.Event()
+        self._stopping = threading.Event()
+        self._started: set[str] = set()  # node/claim uids started since the last resync
+        self._known_pools: set[str] = set()
+        self._watches: list[watch.Watch] = []
+        self.passes = 0
+
+    def stop(self) -> None:
+        self._stopping.set()
+        for w in self._watches:
+            w.stop()
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self.settings.use_watch:
+            for kind in ("nodes", "nodeclaims", "nodepools"):
+                threading.Thread(target=self._watch_loop, args=(kind, loop), daemon=True,
+                                 name=f"watch-{kind}").start()
+        last_resync = 0.0
+        while not self._stopping.is_set():
+            try:
+                resync = time.monotonic() - last_resync >= self.settings.resync_seconds
+                if resync:
+                    self._started.clear()
+                    last_resync = time.monotonic()
+                await self.reconcile()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("watcher pass failed: %s", exc)
+                await asyncio.sleep(1.0)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._dirty.wait(), timeout=self.settings.resync_seconds)
+            self._dirty.clear()
+            await asyncio.sleep(self.settings.debounce_seconds)
+
+    def _watch_loop(self, kind: str, loop: asyncio.AbstractEventLoop) -> None:
+        while not self._stopping.is_set():
+            w = watch.Watch()
+            self._watches.append(w)
+            try:
+                if kind == "nodes":
+                    stream = w.stream(self.kube.core.list_node, timeout_seconds=30, _request_timeout=60)
+                else:
+                    stream = w.stream(self.kube.custom.list_cluster_custom_object, *KARPENTER, kind,
+                                      timeout_seconds=30, _request_timeout=60)
+                for _event in stream:
+                    if self._stopping.is_set():
+                        return
+                    loop.call_soon_threadsafe(self._dirty.set)
+            except Exception as exc:
+                if self._stopping.is_set():
+                    return
+                log.debug("watch %s ended: %s", kind, exc)
+                time.sleep(1.0)
+            finally:
+                self._watches.remove(w)
+
+    # ---- one pass ------------------------------------------------------------------------------------
+
+    async def reconcile(self) -> int:
+        """One idempotent pass; returns how many terminations it (re)started."""
+        nodes, claims, pools = await asyncio.gather(
+            asyncio.to_thread(self._list, "nodes"), asyncio.to_thread(self._list, "nodeclaims"),
+            asyncio.to_thread(self._list, "nodepools"))
+        self.passes += 1
+        claim_by_node: dict[str, Obj] = {}
+        claim_by_provider: dict[str, Obj] = {}
+        for c in claims:
+            status = c.get("status") or {}
+            if status.get("nodeName"):
+                claim_by_node[status["nodeName"]] = c
+            if status.get("providerID"):
+                claim_by_provider[status["providerID"]] = c
+
+        def claim_of(node: Obj) -> Obj | None:
+            return claim_by_node.get(_meta(node)["name"]) or claim_by_provider.get(
+                (node.get("spec") or {}).get("providerID") or "")
+
+        managed = [n for n in nodes if labels.NODEPOOL_LABEL in (_meta(n).get("labels") or {}) or claim_of(n)]
+        await self._cascade_pools(pools, claims)
+        fixes = [asyncio.to_thread(self._add_finalizer, "Node", _meta(n)["name"])
+                 for n in managed if not _deleting(n) and not _has_finalizer(n)]
+        fixes += [asyncio.to_thread(self._add_finalizer, "NodeClaim", _meta(c)["name"])
+                  for c in claims if not _deleting(c) and not _has_finalizer(c)]
+        if fixes:
+            await asyncio.gather(*fixes, return_exceptions=True)
+
+        todo: list[TerminationInput] = []
+        covered: set[str] = set()
+        for n in managed:
+            claim = claim_of(n)
+            if not (_deleting(n) or (claim is not None and _deleting(claim))):
+                continue
+            covered.add(_meta(claim)["uid"] if claim else "")
+            todo.append(self._input_for(n, claim))
+        node_names = {_meta(n)["name"] for n in nodes}
+        for c in claims:
+            if _deleting(c) and _meta(c)["uid"] not in covered:
+                node_name = (c.get("status") or {}).get("nodeName")
+                if node_name in node_names:
+                    continue  # its Node is in the list above (and not managed? then the claim alone is enough)
+                todo.append(self._input_for(None, c))
+        todo = [t for t in todo if t.node_uid not in self._started]
+        if todo:
+            await self._start_all(todo)
+        return len(todo)
+
+    def _list(self, kind: str) -> list[Obj]:
+        if kind == "nodes":
+            return list(_json(self.kube.core.list_node(_preload_content=False)).get("items") or [])
+        return list(_json(self.kube.custom.list_cluster_custom_object(*KARPENTER, kind, _preload_content=False))
+                    .get("items") or [])
+
+    @staticmethod
+    def _input_for(node: Obj | None, claim: Obj | None) -> TerminationInput:
+        claim_meta = _meta(claim) if claim else {}
+        status = (claim or {}).get("status") or {}
+        if node is not None:
+            meta = _meta(node)
+            name, uid = meta["name"], meta["uid"]
+            pool = (meta.get("labels") or {}).get(labels.NODEPOOL_LABEL)
+            provider = (node.get("spec") or {}).get("providerID") or status.get("providerID")
+        else:  # a NodeClaim without a Node (never registered): the workflow is keyed by the claim's uid
+            name, uid, pool, provider = "", claim_meta["uid"], None, status.get("providerID")
+        pool = pool or (claim_meta.get("labels") or {}).get(labels.NODEPOOL_LABEL)
+        return TerminationInput(node_name=name, node_uid=uid, node_claim_name=claim_meta.get("name"), node_pool=pool,
+                                provider_id=provider, reason="Deleted", requested_by="watcher")
+
+    async def _start_all(self, todo: list[TerminationInput]) -> None:
+        sem = asyncio.Semaphore(self.settings.start_concurrency)
+
+        async def one(inp: TerminationInput) -> None:
+            async with sem:
+                try:
+                    if self._start_fn is not None:
+                        await self._start_fn(inp)
+                    else:
+                        from starter.temporal import start_termination
+
+                        await start_termination(self.client, inp, task_queue=self.settings.task_queue)
+                    self._started.add(inp.node_uid)
+                    log.info("termination started", extra={"node": inp.node_name, "uid": inp.node_uid})
+                except Exception as exc:
+                    log.warning("could not start termination of %s: %s", inp.node_name or inp.node_claim_name, exc)
+
+        await asyncio.gather(*(one(t) for t in todo))
+
+    async def _cascade_pools(self, pools: list[Obj], claims: list[Obj]) -> None:
+        """A deleted (or deleting) NodePool takes its NodeClaims with it; each then gets a termination."""
+        present = {_meta(p)["name"] for p in pools if not _deleting(p)}
+        gone = {_meta(p)["name"] for p in pools if _deleting(p)} | (self._known_pools - present)
+        self._known_pools = present
+        victims = [c for c in claims if not _deleting(c)
+                   and (_meta(c).get("labels") or {}).get(labels.NODEPOOL_LABEL) in gone]
+        if victims:
+            log.info("nodepool deletion: deleting %d nodeclaims", len(victims), extra={"pools": sorted(gone)})
+            await asyncio.gather(*(asyncio.to_thread(self.kube.delete_node_claim, _meta(c)["name"])
+                                   for c in victims), return_exceptions=True)
+
+    def _add_finalizer(self, kind: str, name: str) -> None:
+        get = self.kube.get_node if kind == "Node" else self.kube.get_node_claim
+        patch = self.kube.patch_node if kind == "Node" else self.kube.patch_node_claim
+        for _ in range(5):
+            obj = get(name)
+            if obj is None or _deleting(obj) or _has_finalizer(obj):
+                return
+            fins = [*(_meta(obj).get("finalizers") or []), labels.TERMINATION_FINALIZER]
+            try:
+                patch(name, {"metadata": {"finalizers": fins, "resourceVersion": _meta(obj).get("resourceVersion")}})
+                return
+            except Conflict:
+                continue

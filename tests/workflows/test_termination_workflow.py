@@ -1,0 +1,190 @@
+"""TerminationWorkflow against a real Temporal server with test-only activities under the real names.
+
+Time-skipping (`ts_env`) covers the durable deadline; the dev server covers updates (force/cancel),
+whose results the time-skipping server cannot wait for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import pytest
+from temporalio import activity
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.worker import Worker
+
+from workflows.models import (
+    CancelRequest,
+    DeletePodsInput,
+    DeletePodsResult,
+    DrainInput,
+    DrainResult,
+    FinalizeInput,
+    FinalizeResult,
+    ForceRequest,
+    InstanceInput,
+    InstanceResult,
+    Phase,
+    PodState,
+    PrepareInput,
+    PrepareResult,
+    TerminationInput,
+    UntaintInput,
+    VolumesInput,
+    VolumesResult,
+)
+from workflows.termination import TerminationWorkflow, workflow_id
+
+
+@dataclass
+class FakeCluster:
+    """What the fake activities see and record."""
+
+    pods: list[PodState] = field(default_factory=list)
+    block_drain: bool = True  # drain returns "not drained" (a PDB blocks) until pods are deleted
+    hang_drain: bool = False  # drain heartbeats until cancelled (like a real PDB wait)
+    deleting: bool = False
+    calls: list[str] = field(default_factory=list)
+    deletes: list[DeletePodsInput] = field(default_factory=list)
+
+    def activities(self) -> list:
+        cluster = self
+
+        @activity.defn(name="termination.prepare")
+        async def prepare(inp: PrepareInput) -> PrepareResult:
+            cluster.calls.append("prepare")
+            return PrepareResult(node_exists=True, node_claim_name="claim-1", node_claim_exists=True,
+                                 provider_id="aws:///us-east-1a/i-0abc", node_pool="default",
+                                 pods=list(cluster.pods), deleting_since=None)
+
+        @activity.defn(name="termination.drain")
+        async def drain(inp: DrainInput) -> DrainResult:
+            cluster.calls.append("drain")
+            if cluster.hang_drain and cluster.pods:
+                while True:
+                    activity.heartbeat()
+                    await asyncio.sleep(0.2)
+            if cluster.block_drain and cluster.pods:
+                blocked = [p.model_copy(update={"status": "Blocked", "blocking_pdb": "default/web"})
+                           for p in cluster.pods]
+                return DrainResult(drained=False, pods=blocked)
+            evicted = len(cluster.pods)
+            cluster.pods = []
+            return DrainResult(drained=True, evicted=evicted)
+
+        @activity.defn(name="termination.delete_pods")
+        async def delete_pods(inp: DeletePodsInput) -> DeletePodsResult:
+            cluster.calls.append("delete_pods")
+            cluster.deletes.append(inp)
+            gone = [p.key for p in cluster.pods]
+            cluster.pods = []
+            return DeletePodsResult(deleted=gone)
+
+        @activity.defn(name="termination.wait_volumes")
+        async def wait_volumes(inp: VolumesInput) -> VolumesResult:
+            cluster.calls.append("wait_volumes")
+            return VolumesResult(detached=True)
+
+        @activity.defn(name="termination.terminate_instance")
+        async def terminate_instance(inp: InstanceInput) -> InstanceResult:
+            cluster.calls.append("terminate_instance")
+            return InstanceResult(instance_id="i-0abc", state="terminated", terminate_called=True)
+
+        @activity.defn(name="termination.finalize")
+        async def finalize(inp: FinalizeInput) -> FinalizeResult:
+            cluster.calls.append("finalize")
+            return FinalizeResult(node_finalizer_removed=True, node_claim_finalizer_removed=True)
+
+        @activity.defn(name="termination.untaint")
+        async def untaint(inp: UntaintInput) -> None:
+            cluster.calls.append("untaint")
+
+        return [prepare, drain, delete_pods, wait_volumes, terminate_instance, finalize, untaint]
+
+
+def _input(**kw) -> TerminationInput:
+    uid = str(uuid.uuid4())
+    return TerminationInput(node_name=f"node-{uid[:6]}", node_uid=uid, node_claim_name="claim-1",
+                            node_pool="default", provider_id="aws:///us-east-1a/i-0abc", **kw)
+
+
+async def _start(client: Client, tq: str, inp: TerminationInput):
+    return await client.start_workflow(TerminationWorkflow.run, inp, id=workflow_id(inp.node_uid), task_queue=tq)
+
+
+async def test_deadline_deletes_pod_at_deadline_minus_its_grace(ts_env) -> None:
+    """Node grace 300 s, pod grace 60 s, PDB blocking: the pod is deleted at 240 s, not before."""
+    cluster = FakeCluster(pods=[PodState(namespace="default", name="web-0", grace_seconds=60)])
+    tq = f"tq-{uuid.uuid4()}"
+    inp = _input(grace_period=timedelta(seconds=300))
+    async with Worker(ts_env.client, task_queue=tq, workflows=[TerminationWorkflow],
+                      activities=cluster.activities()):
+        handle = await _start(ts_env.client, tq, inp)
+        result = await handle.result()
+        progress = await handle.query(TerminationWorkflow.progress)
+    assert result.phase == Phase.TERMINATED
+    assert len(cluster.deletes) == 1
+    started = progress.deadline - timedelta(seconds=300)
+    waited = cluster.deletes[0].at - started
+    assert timedelta(seconds=240) <= waited < timedelta(seconds=241), waited
+    assert cluster.deletes[0].force is False
+    assert cluster.calls[-2:] == ["terminate_instance", "finalize"]
+
+
+async def test_plain_drain_order_and_history_size(ts_env) -> None:
+    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], block_drain=False)
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(ts_env.client, task_queue=tq, workflows=[TerminationWorkflow],
+                      activities=cluster.activities()):
+        handle = await _start(ts_env.client, tq, _input())
+        result = await handle.result()
+        history = await handle.fetch_history()
+    assert result.phase == Phase.TERMINATED and result.pods_evicted == 1 and result.instance_terminated
+    assert cluster.calls == ["prepare", "drain", "wait_volumes", "terminate_instance", "finalize"]
+    assert len(history.events) <= 80
+
+
+async def test_force_deletes_pods_now(temporal_client: Client) -> None:
+    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True)
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(temporal_client, task_queue=tq, workflows=[TerminationWorkflow],
+                      activities=cluster.activities()):
+        handle = await _start(temporal_client, tq, _input())
+        with pytest.raises(WorkflowUpdateFailedError) as err:
+            await handle.execute_update(TerminationWorkflow.force, ForceRequest(reason=""))
+        assert "reason is required" in str(err.value.cause)
+        res = await handle.execute_update(TerminationWorkflow.force, ForceRequest(reason="stuck PDB"))
+        assert res.accepted
+        result = await handle.result()
+    assert result.phase == Phase.TERMINATED
+    assert [d.force for d in cluster.deletes] == [True]
+
+
+async def test_cancel_accepted_untaints(temporal_client: Client) -> None:
+    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True)
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(temporal_client, task_queue=tq, workflows=[TerminationWorkflow],
+                      activities=cluster.activities()):
+        handle = await _start(temporal_client, tq, _input(requested_by="disruption"))
+        res = await handle.execute_update(TerminationWorkflow.cancel, CancelRequest(reason="changed my mind"))
+        assert res.phase == Phase.CANCELLED
+        result = await handle.result()
+    assert result.phase == Phase.CANCELLED
+    assert "untaint" in cluster.calls and "terminate_instance" not in cluster.calls
+
+
+async def test_cancel_rejected_for_user_deletion(temporal_client: Client) -> None:
+    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True)
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(temporal_client, task_queue=tq, workflows=[TerminationWorkflow],
+                      activities=cluster.activities()):
+        handle = await _start(temporal_client, tq, _input(requested_by="watcher"))
+        with pytest.raises(WorkflowUpdateFailedError) as err:
+            await handle.execute_update(TerminationWorkflow.cancel, CancelRequest(reason="oops"))
+        assert "cannot be undone" in str(err.value.cause)
+        await handle.execute_update(TerminationWorkflow.force, ForceRequest(reason="finish the test"))
+        result = await handle.result()
+    assert result.phase == Phase.TERMINATED

@@ -1,0 +1,209 @@
+"""Pydantic I/O models of the termination workflow and its activities.
+
+Shared by the workflow (deterministic), the activities (side effects), the starters and the CLI, so they
+live apart from all three. One model per workflow/activity/update parameter, so fields can be added later
+with defaults without breaking recorded histories.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from enum import StrEnum
+
+from pydantic import AwareDatetime, BaseModel, Field
+
+
+class Phase(StrEnum):
+    """Where a termination is. Everything from TERMINATING_INSTANCE on is past the point of no return."""
+
+    PENDING = "Pending"
+    DRAINING = "Draining"
+    AWAITING_VOLUMES = "AwaitingVolumeDetachment"
+    TERMINATING_INSTANCE = "TerminatingInstance"
+    FINALIZING = "Finalizing"
+    TERMINATED = "Terminated"
+    CANCELLED = "Cancelled"
+
+
+POINT_OF_NO_RETURN = (Phase.TERMINATING_INSTANCE, Phase.FINALIZING, Phase.TERMINATED)
+
+
+class Tier(StrEnum):
+    """Drain order (Karpenter terminator.go): later tiers wait until earlier ones have left the node."""
+
+    PLAIN = "plain"
+    DAEMONSET = "daemonset"
+    CRITICAL = "critical"
+    CRITICAL_DAEMONSET = "critical-daemonset"
+
+
+TIER_ORDER = (Tier.PLAIN, Tier.DAEMONSET, Tier.CRITICAL, Tier.CRITICAL_DAEMONSET)
+
+
+class TerminationInput(BaseModel):
+    """What a starter (watcher, disruption, interruption) knows about the node to terminate."""
+
+    node_name: str
+    node_uid: str
+    node_claim_name: str | None = None
+    node_pool: str | None = None
+    provider_id: str | None = None
+    reason: str = "Deleted"
+    deadline: AwareDatetime | None = None  # absolute override, e.g. a spot interruption's time
+    grace_period: timedelta | None = None  # NodeClaim terminationGracePeriod; deadline = deletion time + grace
+    requested_by: str = ""  # "watcher" when a user/cascade deleted the object; else the starting workflow
+
+
+class ForceRequest(BaseModel):
+    reason: str = ""
+
+
+class CancelRequest(BaseModel):
+    reason: str = ""
+
+
+class PodState(BaseModel):
+    """One pod that still keeps the node from draining."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    tier: Tier = Tier.PLAIN
+    grace_seconds: int = 30  # spec.terminationGracePeriodSeconds (API default 30)
+    status: str = "Waiting"  # Waiting | Evicting | Terminating | Blocked | DoNotDisrupt
+    blocking_pdb: str | None = None  # "namespace/name" of the PDB that refused the eviction
+    attempts: int = 0
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+class TerminationProgress(BaseModel):
+    """Answer of the `progress` query: what the operator needs to see why a node is not gone yet."""
+
+    node_name: str
+    node_pool: str | None = None
+    reason: str = ""
+    phase: Phase = Phase.PENDING
+    started_at: AwareDatetime | None = None
+    deadline: AwareDatetime | None = None
+    pods: list[PodState] = Field(default_factory=list)
+    blocking_pdbs: list[str] = Field(default_factory=list)
+    forced: str | None = None  # the force reason once forced
+    cancelled: str | None = None  # the cancel reason once cancelled
+    user_deleting: bool = False  # the Node/NodeClaim has a deletionTimestamp: cancel is impossible
+    message: str = ""
+
+
+class TerminationResult(BaseModel):
+    node_name: str
+    phase: Phase
+    instance_terminated: bool = False
+    pods_evicted: int = 0
+    pods_deleted: int = 0
+    message: str = ""
+
+
+class ControlResult(BaseModel):
+    """What an accepted force/cancel update returns to its caller."""
+
+    accepted: bool = True
+    phase: Phase
+    message: str = ""
+
+
+# ---- activity I/O ----
+
+
+class PrepareInput(BaseModel):
+    node_name: str
+    node_claim_name: str | None = None
+    provider_id: str | None = None
+    reason: str = ""
+    cascade: bool = True  # mirror a user's deletion onto the Node/NodeClaim counterpart
+
+
+class PrepareResult(BaseModel):
+    node_exists: bool
+    node_claim_name: str | None = None
+    node_claim_exists: bool = False
+    provider_id: str | None = None
+    node_pool: str | None = None
+    deleting_since: AwareDatetime | None = None  # earliest deletionTimestamp of the Node / NodeClaim
+    grace_period: timedelta | None = None  # NodeClaim spec.terminationGracePeriod
+    termination_timestamp: AwareDatetime | None = None  # NodeClaim annotation, when present
+    pods: list[PodState] = Field(default_factory=list)
+
+
+class DrainInput(BaseModel):
+    node_name: str
+    reason: str = ""
+    return_by: AwareDatetime | None = None  # give control back to the workflow at this wall-clock instant
+    deadline: AwareDatetime | None = None
+    workflow_id: str | None = None  # where to signal blocking changes (progress query)
+
+
+class DrainResult(BaseModel):
+    drained: bool
+    node_exists: bool = True
+    evicted: int = 0
+    pods: list[PodState] = Field(default_factory=list)
+
+
+class DeletePodsInput(BaseModel):
+    """Delete pods bypassing PDBs: at the deadline formula (`force=False`) or all now (`force=True`)."""
+
+    node_name: str
+    at: AwareDatetime  # workflow time of the decision (virtual under time skipping)
+    deadline: AwareDatetime | None = None
+    force: bool = False
+    reason: str = ""
+
+
+class DeletePodsResult(BaseModel):
+    deleted: list[str] = Field(default_factory=list)  # "namespace/name (grace Ns)"
+
+
+class VolumesInput(BaseModel):
+    node_name: str
+    deadline: AwareDatetime | None = None
+
+
+class VolumesResult(BaseModel):
+    detached: bool
+    pending: list[str] = Field(default_factory=list)
+
+
+class InstanceInput(BaseModel):
+    provider_id: str
+    node_name: str = ""
+
+
+class InstanceResult(BaseModel):
+    instance_id: str | None = None
+    state: str = "unknown"  # shutting-down | terminated | gone
+    terminate_called: bool = False
+
+
+class FinalizeInput(BaseModel):
+    node_name: str
+    node_claim_name: str | None = None
+    reason: str = ""
+    delete_objects: bool = True  # DELETE Node/NodeClaim first when no one did (disruption-started runs)
+
+
+class FinalizeResult(BaseModel):
+    node_finalizer_removed: bool = False
+    node_claim_finalizer_removed: bool = False
+
+
+class UntaintInput(BaseModel):
+    node_name: str
+    reason: str = ""
+
+
+class DrainSignal(BaseModel):
+    """Sent by the drain activity when which pods block (and by which PDB) changes."""
+
+    pods: list[PodState] = Field(default_factory=list)

@@ -1,0 +1,357 @@
+"""TerminationWorkflow: the durable, steerable termination of one node (DESIGN §5, Karpenter v1.9.1 §3).
+
+taint -> drain in tiers through the Eviction API (inside one heartbeating activity, so retries cost no
+history) -> at `deadline - pod grace` delete the remaining pods (workflow timers, so the deadline survives
+crashes and time-skips in tests) -> wait for VolumeAttachments -> terminate the instance -> remove the
+Node finalizer, then the NodeClaim's. `force` and `cancel` are updates (with validators) and signals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.cloud import CloudActivities
+    from activities.kube import KubeActivities
+    from workflows import search_attributes as sa
+    from workflows.models import (
+        POINT_OF_NO_RETURN,
+        CancelRequest,
+        ControlResult,
+        DeletePodsInput,
+        DrainInput,
+        DrainResult,
+        DrainSignal,
+        FinalizeInput,
+        ForceRequest,
+        InstanceInput,
+        Phase,
+        PodState,
+        PrepareInput,
+        PrepareResult,
+        TerminationInput,
+        TerminationProgress,
+        TerminationResult,
+        UntaintInput,
+        VolumesInput,
+    )
+
+SHORT = timedelta(seconds=30)
+DRAIN_WINDOW = timedelta(minutes=10)  # longest single drain activity before control returns to the workflow
+HEARTBEAT = timedelta(seconds=10)
+RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=10))
+
+
+def workflow_id(node_uid: str) -> str:
+    return f"terminate-{node_uid}"
+
+
+class _Interrupted(Exception):
+    """Internal: force or cancel arrived while an activity or timer was pending."""
+
+
+@workflow.defn
+class TerminationWorkflow:
+    @workflow.init
+    def __init__(self, inp: TerminationInput) -> None:
+        self._inp = inp
+        self._phase = Phase.PENDING
+        self._started_at: datetime | None = None
+        self._deadline: datetime | None = inp.deadline
+        self._pods: list[PodState] = []
+        self._user_deleting = inp.requested_by == "watcher"
+        self._force_reason: str | None = None
+        self._force_pending = False
+        self._cancel_reason: str | None = None
+        self._node_pool = inp.node_pool
+        self._message = ""
+        self._evicted = 0
+        self._deleted = 0
+
+    # ---- messages ----------------------------------------------------------------------------------------
+
+    @workflow.query
+    def progress(self) -> TerminationProgress:
+        return TerminationProgress(
+            node_name=self._inp.node_name, node_pool=self._node_pool, reason=self._inp.reason, phase=self._phase,
+            started_at=self._started_at, deadline=self._deadline, pods=list(self._pods),
+            blocking_pdbs=sorted({p.blocking_pdb for p in self._pods if p.blocking_pdb}),
+            forced=self._force_reason, cancelled=self._cancel_reason, user_deleting=self._user_deleting,
+            message=self._message,
+        )
+
+    @workflow.update
+    def force(self, req: ForceRequest) -> ControlResult:
+        self._accept_force(req)
+        return ControlResult(phase=self._phase, message=f"forcing termination of {self._inp.node_name}")
+
+    @force.validator
+    def _validate_force(self, req: ForceRequest) -> None:
+        problem = self._force_problem(req)
+        if problem:
+            raise ValueError(problem)
+
+    @workflow.update
+    async def cancel(self, req: CancelRequest) -> ControlResult:
+        self._cancel_reason = req.reason or "cancelled"
+        self._refresh_details()
+        await workflow.wait_condition(lambda: self._phase == Phase.CANCELLED)
+        return ControlResult(phase=self._phase, message=f"termination of {self._inp.node_name} cancelled; untainted")
+
+    @cancel.validator
+    def _validate_cancel(self, req: CancelRequest) -> None:
+        problem = self._cancel_problem()
+        if problem:
+            raise ValueError(problem)
+
+    @workflow.signal
+    def force_signal(self, req: ForceRequest) -> None:
+        """Same as the `force` update, for the Web UI (a signal cannot be rejected, so a bad one is logged)."""
+        problem = self._force_problem(req)
+        if problem:
+            workflow.logger.warning("force signal ignored: %s", problem)
+            return
+        self._accept_force(req)
+
+    @workflow.signal
+    def cancel_signal(self, req: CancelRequest) -> None:
+        """Same as the `cancel` update, for the Web UI."""
+        problem = self._cancel_problem()
+        if problem:
+            workflow.logger.warning("cancel signal ignored: %s", problem)
+            self._message = f"cancel rejected: {problem}"
+            return
+        self._cancel_reason = req.reason or "cancelled"
+
+    @workflow.signal
+    def drain_progress(self, sig: DrainSignal) -> None:
+        """From the drain activity: which pods are left and which PDB blocks them (for `progress`)."""
+        if self._phase == Phase.DRAINING:
+            self._pods = list(sig.pods)
+            self._refresh_details()
+
+    def _force_problem(self, req: ForceRequest) -> str | None:
+        if not req.reason.strip():
+            return "a reason is required to force a termination"
+        if self._phase in POINT_OF_NO_RETURN:
+            return f"nothing to force: {self._inp.node_name} is already in phase {self._phase}"
+        if self._phase == Phase.CANCELLED or self._cancel_reason is not None:
+            return f"termination of {self._inp.node_name} was cancelled"
+        if self._force_reason is not None:
+            return f"{self._inp.node_name} is already being forced ({self._force_reason})"
+        return None
+
+    def _accept_force(self, req: ForceRequest) -> None:
+        self._force_reason = req.reason
+        self._force_pending = True
+        workflow.logger.info("force accepted", extra={"node": self._inp.node_name, "reason": req.reason})
+        self._refresh_details()
+
+    def _cancel_problem(self) -> str | None:
+        name = self._inp.node_name
+        if self._user_deleting:
+            return (f"{name} is being deleted (it has a deletionTimestamp); a deletion cannot be undone, "
+                    "only sped up with force")
+        if self._phase in POINT_OF_NO_RETURN:
+            return f"past the point of no return: {name} is in phase {self._phase} (instance termination started)"
+        if self._phase == Phase.CANCELLED or self._cancel_reason is not None:
+            return f"termination of {name} is already cancelled"
+        return None
+
+    # ---- main --------------------------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, inp: TerminationInput) -> TerminationResult:
+        self._started_at = workflow.now()
+        log = {"node": inp.node_name, "reason": inp.reason, "workflow_id": workflow.info().workflow_id}
+        workflow.logger.info("termination started", extra=log)
+        prep = await workflow.execute_activity_method(
+            KubeActivities.prepare,
+            PrepareInput(node_name=inp.node_name, node_claim_name=inp.node_claim_name, provider_id=inp.provider_id,
+                         reason=inp.reason, cascade=inp.requested_by == "watcher"),
+            start_to_close_timeout=SHORT, retry_policy=RETRY, summary=f"taint {inp.node_name}, read pods and claim",
+        )
+        self._node_pool = self._node_pool or prep.node_pool
+        self._user_deleting = self._user_deleting or prep.deleting_since is not None
+        self._deadline = self._compute_deadline(inp, prep)
+        self._pods = list(prep.pods)
+        provider_id = inp.provider_id or prep.provider_id
+        self._set_phase(Phase.DRAINING)
+        try:
+            if prep.node_exists:
+                await self._drain()
+                await self._await_volumes()
+        except _Interrupted:
+            pass
+        if self._cancel_reason is not None:
+            return await self._cancelled(inp)
+
+        # Point of no return: from here on cancel is rejected.
+        self._set_phase(Phase.TERMINATING_INSTANCE)
+        instance_terminated = False
+        if provider_id:
+            res = await workflow.execute_activity_method(
+                CloudActivities.terminate_instance, InstanceInput(provider_id=provider_id, node_name=inp.node_name),
+                start_to_close_timeout=timedelta(minutes=10), heartbeat_timeout=HEARTBEAT, retry_policy=RETRY,
+                summary=f"terminate {provider_id}",
+            )
+            instance_terminated = res.state in ("shutting-down", "terminated", "gone")
+        self._set_phase(Phase.FINALIZING)
+        await workflow.execute_activity_method(
+            KubeActivities.finalize,
+            FinalizeInput(node_name=inp.node_name, node_claim_name=prep.node_claim_name, reason=inp.reason),
+            start_to_close_timeout=SHORT, retry_policy=RETRY, summary=f"remove finalizers of {inp.node_name}",
+        )
+        self._pods = []
+        self._set_phase(Phase.TERMINATED)
+        workflow.logger.info("termination finished", extra=log)
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return TerminationResult(node_name=inp.node_name, phase=self._phase, instance_terminated=instance_terminated,
+                                 pods_evicted=self._evicted, pods_deleted=self._deleted)
+
+    def _compute_deadline(self, inp: TerminationInput, prep: PrepareResult) -> datetime | None:
+        """Explicit deadline, else the NodeClaim's annotation, else deletion time + terminationGracePeriod."""
+        if inp.deadline is not None:
+            return inp.deadline
+        if prep.termination_timestamp is not None:
+            return prep.termination_timestamp
+        grace = inp.grace_period if inp.grace_period is not None else prep.grace_period
+        if grace is None:
+            return None
+        return (prep.deleting_since or self._started_at or workflow.now()) + grace
+
+    # ---- drain -------------------------------------------------------------------------------------------
+
+    async def _drain(self) -> None:
+        inp = self._inp
+        last_delete: datetime | None = None
+        while True:
+            if self._cancel_reason is not None:
+                return
+            now = workflow.now()
+            if self._force_pending:
+                self._force_pending = False
+                await self._delete_pods(now, force=True)
+            elif self._deadline is not None:
+                due = [t for t in self._instants(last_delete) if t <= now]
+                if due:
+                    last_delete = max(due)
+                    await self._delete_pods(now, force=False)
+            upcoming = self._instants(last_delete)
+            window_end = min([now + DRAIN_WINDOW, *upcoming])
+            res = await self._interruptible(
+                KubeActivities.drain,
+                DrainInput(node_name=inp.node_name, reason=inp.reason, return_by=window_end, deadline=self._deadline,
+                           workflow_id=workflow.info().workflow_id),
+                start_to_close_timeout=DRAIN_WINDOW + timedelta(minutes=1), heartbeat_timeout=HEARTBEAT,
+                summary=f"drain {inp.node_name}",
+            )
+            if res is None:
+                continue
+            assert isinstance(res, DrainResult)
+            self._evicted += res.evicted
+            self._pods = list(res.pods)
+            self._refresh_details()
+            if res.drained or not res.node_exists:
+                return
+            remaining = window_end - workflow.now()
+            if remaining > timedelta(0):
+                await self._sleep(remaining, f"drain of {inp.node_name} blocked; retry at next deadline step")
+
+    def _instants(self, after: datetime | None) -> list[datetime]:
+        """When pods must be deleted so each still gets its full grace before the deadline (§3.4)."""
+        if self._deadline is None:
+            return []
+        times = {self._deadline - timedelta(seconds=max(p.grace_seconds, 0)) for p in self._pods}
+        times.add(self._deadline)
+        return sorted(t for t in times if after is None or t > after)
+
+    async def _delete_pods(self, now: datetime, force: bool) -> None:
+        res = await workflow.execute_activity_method(
+            KubeActivities.delete_pods,
+            DeletePodsInput(node_name=self._inp.node_name, at=now, deadline=self._deadline, force=force,
+                            reason=self._force_reason if force else self._inp.reason),
+            start_to_close_timeout=SHORT, retry_policy=RETRY,
+            summary=("force-delete" if force else "deadline-delete") + f" pods on {self._inp.node_name}",
+        )
+        self._deleted += len(res.deleted)
+
+    async def _await_volumes(self) -> None:
+        if self._force_reason is not None:
+            return
+        self._set_phase(Phase.AWAITING_VOLUMES)
+        while True:
+            res = await self._interruptible(
+                KubeActivities.wait_volumes, VolumesInput(node_name=self._inp.node_name, deadline=self._deadline),
+                start_to_close_timeout=DRAIN_WINDOW + timedelta(minutes=1), heartbeat_timeout=HEARTBEAT,
+                summary=f"wait for volume detachment from {self._inp.node_name}",
+            )
+            if res is not None or self._cancel_reason is not None or self._force_reason is not None:
+                return
+
+    # ---- helpers -----------------------------------------------------------------------------------------
+
+    def _interrupted(self) -> bool:
+        return self._force_pending or self._cancel_reason is not None
+
+    async def _interruptible(self, fn: Callable[..., Any], arg: Any, **opts: Any) -> Any:
+        """Run an activity; on force/cancel, cancel it and return None (the caller re-plans)."""
+        handle = workflow.start_activity_method(fn, arg, retry_policy=RETRY, **opts)
+        await workflow.wait_condition(lambda: handle.done() or self._interrupted())
+        if handle.done():
+            return handle.result()
+        handle.cancel()
+        with contextlib.suppress(ActivityError, asyncio.CancelledError):
+            await handle
+        return None
+
+    async def _sleep(self, duration: timedelta, summary: str) -> None:
+        with contextlib.suppress(TimeoutError):
+            await workflow.wait_condition(self._interrupted, timeout=duration, timeout_summary=summary)
+
+    async def _cancelled(self, inp: TerminationInput) -> TerminationResult:
+        await workflow.execute_activity_method(
+            KubeActivities.untaint, UntaintInput(node_name=inp.node_name, reason=self._cancel_reason or ""),
+            start_to_close_timeout=SHORT, retry_policy=RETRY, summary=f"untaint {inp.node_name}",
+        )
+        self._pods = []
+        self._set_phase(Phase.CANCELLED)
+        workflow.logger.info("termination cancelled", extra={"node": inp.node_name, "reason": self._cancel_reason})
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return TerminationResult(node_name=inp.node_name, phase=self._phase, pods_evicted=self._evicted,
+                                 pods_deleted=self._deleted, message=self._cancel_reason or "")
+
+    def _set_phase(self, phase: Phase) -> None:
+        first = self._phase == Phase.PENDING
+        self._phase = phase
+        updates = [sa.PHASE.value_set(phase.value)]
+        if first:
+            updates.append(sa.NODE.value_set(self._inp.node_name))
+            updates.append(sa.REASON.value_set(self._inp.reason))
+            if self._node_pool:
+                updates.append(sa.NODE_POOL.value_set(self._node_pool))
+        workflow.upsert_search_attributes(updates)
+        self._refresh_details()
+
+    def _refresh_details(self) -> None:
+        parts = [f"{self._phase.value} {self._inp.node_name} ({self._inp.reason})"]
+        if self._phase == Phase.DRAINING:
+            parts.append(f"{len(self._pods)} pods left")
+            pdbs = sorted({p.blocking_pdb for p in self._pods if p.blocking_pdb})
+            if pdbs:
+                parts.append("blocked by PDB " + ", ".join(pdbs))
+        if self._deadline is not None:
+            parts.append(f"deadline {self._deadline.isoformat()}")
+        if self._force_reason is not None:
+            parts.append(f"forced: {self._force_reason}")
+        if self._cancel_reason is not None:
+            parts.append(f"cancel: {self._cancel_reason}")
+        workflow.set_current_details(" · ".join(parts))
