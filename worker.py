@@ -25,6 +25,7 @@ from activities.cloud import CloudActivities
 from activities.kube import KubeActivities
 from activities.kube_client import KubeClient
 from activities.watcher import DeletionWatcher, WatcherSettings
+from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkflow
 from workflows.search_attributes import TASK_QUEUE
 from workflows.termination import TerminationWorkflow
 
@@ -39,6 +40,9 @@ class Settings:
     max_concurrent_activities: int = 500
     max_concurrent_workflow_tasks: int = 100
     activity_threads: int = 16  # for sync activities; async ones offload to their own pools
+    interruption_queue_url: str | None = None  # SQS queue of EventBridge interruption events; None: no intake
+    interruption_poll: Any = None  # workflows.interruption_models.PollInput; None: production defaults
+    catalog_path: str | None = None  # instance type catalog for spot pre-spin; None: the bundled one
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -64,9 +68,20 @@ def _termination_activities(deps: Deps) -> list[Callable[..., Any]]:
     return [*KubeActivities(deps.kube).all(), *CloudActivities(deps.ec2).all()]
 
 
+def _interruption_activities(deps: Deps) -> list[Callable[..., Any]]:
+    if not deps.settings.interruption_queue_url or deps.temporal is None:
+        return []
+    from starter.interruption import catalog_from, interruption_activities
+
+    kube = deps.kube
+    return interruption_activities(kube.core, kube.custom, deps.sqs, deps.settings.interruption_queue_url,
+                                   deps.temporal, deps.settings.task_queue, catalog_from(deps.settings.catalog_path))
+
+
 # Other areas append their workflow classes and activity factories (deps -> bound activity methods) here.
-WORKFLOWS: list[type] = [TerminationWorkflow]
-ACTIVITY_FACTORIES: list[Callable[[Deps], Sequence[Callable[..., Any]]]] = [_termination_activities]
+WORKFLOWS: list[type] = [TerminationWorkflow, InterruptionPollerWorkflow, SpotPrespinWorkflow]
+ACTIVITY_FACTORIES: list[Callable[[Deps], Sequence[Callable[..., Any]]]] = [_termination_activities,
+                                                                             _interruption_activities]
 
 
 def workflows() -> list[type]:
@@ -99,6 +114,11 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
                                                                      resync_seconds=deps.settings.resync_seconds))
         watcher_task = asyncio.create_task(watcher.run(), name="deletion-watcher")
     worker_task = asyncio.create_task(worker.run(), name="temporal-worker")
+    if deps.settings.interruption_queue_url:
+        from starter.interruption import ensure_interruption_poller
+
+        await ensure_interruption_poller(client, task_queue or deps.settings.task_queue,
+                                         deps.settings.interruption_poll)
     stop_task = asyncio.create_task(stop.wait())
     try:
         done, _ = await asyncio.wait({worker_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
@@ -164,6 +184,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-watch", action="store_true", help="do not run the deletion watcher")
     p.add_argument("--resync-seconds", type=float, default=float(env("NODEFLOW_RESYNC_SECONDS", "30")))
     p.add_argument("--log-level", default=env("NODEFLOW_LOG_LEVEL", "INFO"))
+    p.add_argument("--interruption-queue", default=env("NODEFLOW_INTERRUPTION_QUEUE"),
+                   help="SQS queue URL of EventBridge interruption events (unset: no interruption handling)")
+    p.add_argument("--catalog", default=env("NODEFLOW_CATALOG"), help="instance type catalog YAML (default: bundled)")
+    p.add_argument("--metrics-port", type=int, default=int(env("NODEFLOW_METRICS_PORT", "0")),
+                   help="serve /healthz, /readyz and /metrics on this port (0: off)")
     return p.parse_args(argv)
 
 
@@ -172,7 +197,8 @@ async def amain(args: argparse.Namespace) -> int:
 
     client = await connect(args.address, args.namespace, api_key=args.api_key, tls_cert=args.tls_cert,
                            tls_key=args.tls_key, tls_ca=args.tls_ca)
-    settings = Settings(task_queue=args.task_queue, watch=not args.no_watch, resync_seconds=args.resync_seconds)
+    settings = Settings(task_queue=args.task_queue, watch=not args.no_watch, resync_seconds=args.resync_seconds,
+                        interruption_queue_url=args.interruption_queue, catalog_path=args.catalog)
     deps = Deps(kube_api=kube_api_client(args.kubeconfig), ec2=ec2_client(args.region, args.ec2_endpoint),
                 sqs=sqs_client(args.region, args.sqs_endpoint or args.ec2_endpoint), temporal=client,
                 settings=settings)
@@ -180,8 +206,17 @@ async def amain(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    health = None
+    if args.metrics_port:
+        from activities.health import start_health_server
+
+        health = await start_health_server(args.metrics_port, checks={"temporal": client.service_client.check_health})
     log.info("worker started", extra={"task_queue": settings.task_queue, "watch": settings.watch})
-    await run_worker(client, deps, stop)
+    try:
+        await run_worker(client, deps, stop)
+    finally:
+        if health is not None:
+            await health.stop()
     log.info("worker stopped")
     return 0
 

@@ -1,0 +1,75 @@
+"""Wiring of the interruption intake into a worker: its activities, and the poller workflow's bootstrap.
+
+The poller has one fixed workflow id per task queue, started with USE_EXISTING by every worker replica at
+start-up, so exactly one poll loop runs however many workers there are; its activity runs on any of them.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from activities.interruption import InterruptionDispatcher, StartPrespin, StartTermination
+from activities.queue import InterruptionQueueActivities, SqsQueue
+from api.catalog import InstanceTypeCatalog, load_catalog, load_default_catalog
+from workflows import search_attributes as sa
+from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkflow
+from workflows.interruption_models import POLLER_WORKFLOW_ID, PollerInput, PollInput, PrespinInput
+from workflows.models import TerminationInput
+
+log = logging.getLogger(__name__)
+
+
+def poller_workflow_id(task_queue: str) -> str:
+    """`nodeflow-interruption-poller` on the production queue; suffixed elsewhere so tests never share one."""
+    return POLLER_WORKFLOW_ID if task_queue == sa.TASK_QUEUE else f"{POLLER_WORKFLOW_ID}-{task_queue}"
+
+
+def temporal_starters(client: Client, task_queue: str) -> tuple[StartTermination, StartPrespin]:
+    """The two idempotent starts the dispatcher makes, bound to a client and task queue."""
+    from starter.temporal import start_termination
+
+    async def terminate(inp: TerminationInput) -> None:
+        await start_termination(client, inp, task_queue=task_queue)
+
+    async def prespin(inp: PrespinInput) -> None:
+        try:
+            await client.start_workflow(
+                SpotPrespinWorkflow.run, inp, id=inp.workflow_id, task_queue=task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                # A replacement was already launched for this node: a redelivered warning must not launch again.
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                static_summary=f"pre-spin a replacement for {inp.node_name} ({inp.reason})"[:200],
+            )
+        except WorkflowAlreadyStartedError:
+            log.info("pre-spin for %s already ran", inp.node_name)
+
+    return terminate, prespin
+
+
+def interruption_activities(core_v1: Any, custom: Any, sqs: Any, queue_url: str, client: Client, task_queue: str,
+                            catalog: InstanceTypeCatalog | None = None) -> list[Callable[..., Any]]:
+    terminate, prespin = temporal_starters(client, task_queue)
+    dispatcher = InterruptionDispatcher(core_v1, custom, catalog or load_default_catalog(), terminate, prespin)
+    return [InterruptionQueueActivities(SqsQueue(sqs, queue_url), dispatcher).poll_interruption_queue]
+
+
+def catalog_from(path: str | None) -> InstanceTypeCatalog:
+    return load_catalog(path) if path else load_default_catalog()
+
+
+async def ensure_interruption_poller(client: Client, task_queue: str, poll: PollInput | None = None
+                                     ) -> WorkflowHandle[Any, Any]:
+    """Start the poller, or join the one already running. A running poller keeps the settings it was started
+    with (across continue-as-new); terminate it to apply new ones, and the next worker start restarts it."""
+    return await client.start_workflow(
+        InterruptionPollerWorkflow.run, PollerInput(poll=poll or PollInput()), id=poller_workflow_id(task_queue),
+        task_queue=task_queue, id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        static_summary="long-polls the SQS interruption queue and starts terminations",
+    )
