@@ -260,8 +260,7 @@ def build_nodeclaim(pool: dict[str, Any], name: str, inp: LaunchInput) -> dict[s
     claim_labels = dict(tmeta.get("labels") or {})
     claim_labels[labels.NODEPOOL_LABEL] = inp.node_pool
     annotations = dict(tmeta.get("annotations") or {})
-    for key in (labels.NODEPOOL_HASH_ANNOTATION, labels.NODEPOOL_HASH_VERSION_ANNOTATION,
-                labels.TEMPLATE_HASH_ANNOTATION):
+    for key in (labels.NODEPOOL_HASH_ANNOTATION, labels.NODEPOOL_HASH_VERSION_ANNOTATION):
         if key in (pmeta.get("annotations") or {}):
             annotations[key] = pmeta["annotations"][key]
     template_hash = _template_hash(pool)
@@ -286,8 +285,9 @@ def build_nodeclaim(pool: dict[str, Any], name: str, inp: LaunchInput) -> dict[s
 
 def _template_hash(pool: dict[str, Any]) -> str | None:
     """The drift hash planning compares against, so a fresh replacement is never itself drifted."""
+    from api.nodepool import load_nodepool
+
     try:
-        from planning.drift import template_hash
-    except ImportError:
+        return load_nodepool(pool).template_hash()
+    except ValueError:  # an invalid NodePool still gets its replacement; drift falls back to requirements
         return None
-    return template_hash(pool)
