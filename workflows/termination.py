@@ -16,7 +16,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from activities.cloud import CloudActivities
@@ -71,6 +71,7 @@ class TerminationWorkflow:
         self._force_reason: str | None = None
         self._force_pending = False
         self._cancel_reason: str | None = None
+        self._cancel_rejected: str | None = None  # a cancel accepted before we learnt the node is being deleted
         self._node_pool = inp.node_pool
         self._message = ""
         self._evicted = 0
@@ -103,7 +104,9 @@ class TerminationWorkflow:
     async def cancel(self, req: CancelRequest) -> ControlResult:
         self._cancel_reason = req.reason or "cancelled"
         self._refresh_details()
-        await workflow.wait_condition(lambda: self._phase == Phase.CANCELLED)
+        await workflow.wait_condition(lambda: self._phase == Phase.CANCELLED or self._cancel_rejected is not None)
+        if self._cancel_rejected is not None:
+            raise ApplicationError(self._cancel_rejected, type="CancelRejected", non_retryable=True)
         return ControlResult(phase=self._phase, message=f"termination of {self._inp.node_name} cancelled; untainted")
 
     @cancel.validator
@@ -181,6 +184,9 @@ class TerminationWorkflow:
         )
         self._node_pool = self._node_pool or prep.node_pool
         self._user_deleting = self._user_deleting or prep.deleting_since is not None
+        if self._user_deleting and self._cancel_reason is not None:
+            self._cancel_rejected = self._cancel_problem() or "the node is being deleted"
+            self._cancel_reason = None
         self._deadline = self._compute_deadline(inp, prep)
         self._pods = list(prep.pods)
         provider_id = inp.provider_id or prep.provider_id
