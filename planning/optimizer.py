@@ -1,0 +1,383 @@
+"""Optimizing consolidation: one CP-SAT model picks which candidates to remove and which replacements to launch.
+
+Karpenter's multi-node consolidation only tries prefixes of its sorted candidate list and at most one
+replacement, so it stops short of the cheapest cluster. This method, opted into with the NodePool
+annotation `nodeflow.dev/consolidation-mode: optimize` or `plan(..., optimize=True)`, searches every subset
+of the allowed candidates at once and up to `max_replacements` new nodes, maximizing savings per hour.
+
+It never loosens a safety rule: only candidates the normal candidate filter admits (do-not-disrupt and
+PDB-blocked nodes are not candidates), at most the pool's `Underutilized` budget per NodePool, no pod whose
+PDB would have to give more evictions than it allows, moved pods placed by nodeSelector / affinity /
+taints on nodes with room for them, pool limits kept, and a command only when it saves money. Nodes whose
+pods carry anti-affinity or topology spread are left to the ordinary methods, whose simulation models them.
+
+OR-Tools is imported only when the method runs; without it a clear error names the `solver` extra.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from api import labels as L
+from api.quantity import parse_cpu, parse_memory
+from planning.candidates import GRACEFUL, Candidate, consolidatable, sort_for_consolidation
+from planning.cluster import NodeInfo, PodInfo, PoolInfo
+from planning.commands import Command, Replacement, Requirement
+from planning.method import PassContext, make_command
+from planning.scheduling import SimResult, TypeOption
+from planning.selectors import match_label_selector, match_node_selector_terms, tolerates_all
+
+CONSOLIDATION_MODE_ANNOTATION = getattr(L, "CONSOLIDATION_MODE_ANNOTATION", "nodeflow.dev/consolidation-mode")
+OPTIMIZE_MODE = "optimize"
+PRICE_SCALE = 1_000_000  # micro-dollars per hour inside the model
+
+
+class SolverMissingError(RuntimeError):
+    """OR-Tools is not installed."""
+
+
+def import_cp_model():
+    """The CP-SAT module, or an error telling how to install it."""
+    try:
+        from ortools.sat.python import cp_model
+    except ImportError as exc:
+        raise SolverMissingError(
+            "consolidation mode 'optimize' needs OR-Tools; install the solver extra: pip install 'nodeflow[solver]'"
+        ) from exc
+    return cp_model
+
+
+def pool_opted_in(pool: PoolInfo) -> bool:
+    """The NodePool asks for optimizing consolidation through its annotation."""
+    return pool.annotations.get(CONSOLIDATION_MODE_ANNOTATION, "").strip().lower() == OPTIMIZE_MODE
+
+
+@dataclass
+class OptimizerSettings:
+    """Bounds that keep one solve quick: wall time, replacements per command, candidates considered."""
+
+    time_limit: float = 5.0
+    max_replacements: int = 3
+    max_candidates: int = 60
+    workers: int = 2
+
+
+@dataclass
+class _Group:
+    """Pods of one candidate with equal requests and placement constraints."""
+
+    cand: int
+    pods: list[PodInfo]
+    cpu: int
+    mem: int
+    eph: int
+
+    @property
+    def count(self) -> int:
+        return len(self.pods)
+
+
+@dataclass
+class _NewType:
+    """A node the move may launch: pool, instance type, one offering; capacity after DaemonSet overhead."""
+
+    pool: PoolInfo
+    option: TypeOption
+    zone: str
+    capacity_type: str
+    price: float
+    cpu: int
+    mem: int
+    pods: int
+    groups: set[int] = field(default_factory=set)
+
+
+def _milli(cores: float) -> int:
+    return math.ceil(cores * 1000 - 1e-6)
+
+
+class OptimizingConsolidation:
+    """A consolidation method (reason Underutilized) that solves for the best multi-node move with CP-SAT."""
+
+    name = "MultiNodeConsolidation"
+    reason = L.REASON_UNDERUTILIZED
+    disruption_class = GRACEFUL
+
+    def __init__(self, ctx: PassContext, settings: OptimizerSettings | None = None,
+                 pools: Iterable[str] | None = None) -> None:
+        self.ctx = ctx
+        self.settings = settings or OptimizerSettings()
+        self.pools = None if pools is None else set(pools)  # None: every pool
+        self.last_stats: dict[str, float] = {}
+
+    # ---- candidate filter (the multi-node one, reference §2.6) ---------------------------------
+
+    def should_disrupt(self, c: Candidate) -> bool:
+        if self.pools is not None and c.pool.name not in self.pools:
+            return False
+        node = c.node
+        if c.pool.static or node.itype is None or not node.capacity_type or not node.zone:
+            return False
+        if c.pool.consolidate_after is None or c.empty:
+            return False
+        if c.pool.consolidation_policy not in ("WhenEmptyOrUnderutilized", "Balanced"):
+            return False
+        return consolidatable(c, self.ctx.at)
+
+    @staticmethod
+    def _movable(c: Candidate) -> bool:
+        """Pods the model places exactly: no hostname anti-affinity, no topology spread."""
+        return all(not p.anti_affinity and not p.spread for p in c.reschedulable)
+
+    # ---- the move --------------------------------------------------------------------------------
+
+    def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
+        """At most one command: the removal set and replacements with the largest savings, if any saves."""
+        cands = [c for c in sort_for_consolidation(candidates)
+                 if budgets.get(c.pool.name, 0) > 0 and c.price > 0 and self._movable(c)]
+        cands = cands[: self.settings.max_candidates]
+        if not cands:
+            return []
+        cp_model = import_cp_model()
+        started = time.monotonic()
+        cluster = self.ctx.cluster
+        scheduler = self.ctx.scheduler
+        cand_index = {c.name: i for i, c in enumerate(cands)}
+
+        groups: list[_Group] = []
+        for i, c in enumerate(cands):
+            by_key: dict[tuple, list[PodInfo]] = {}
+            for p in c.reschedulable:
+                by_key.setdefault((_milli(p.cpu), p.mem, p.eph, p.sig), []).append(p)
+            for (cpu, mem, eph, _), pods in sorted(by_key.items(), key=lambda kv: (-kv[0][0], -kv[0][1])):
+                groups.append(_Group(i, sorted(pods, key=lambda p: p.key), cpu, mem, eph))
+
+        dests = scheduler.dest
+        free = {n.name: (_milli(n.cpu) - _milli(n.used_cpu), n.mem - n.used_mem, n.max_pods - n.used_pods,
+                         (n.eph - n.used_eph) if n.eph else None) for n in dests}
+        dest_ok: dict[int, list[NodeInfo]] = {}
+        for gi, g in enumerate(groups):
+            pod = g.pods[0]
+            ok = []
+            for n in dests:
+                if n.name == cands[g.cand].name:
+                    continue
+                fcpu, fmem, fpods, feph = free[n.name]
+                if g.cpu > fcpu or g.mem > fmem or fpods < 1 or (feph is not None and g.eph > feph):
+                    continue
+                if self._static_ok(pod, n):
+                    ok.append(n)
+            dest_ok[gi] = ok
+
+        new_types = self._new_types(groups)
+
+        model = cp_model.CpModel()
+        remove = [model.NewBoolVar(f"r_{i}") for i in range(len(cands))]
+        for pool, allowed in budgets.items():
+            members = [remove[i] for i, c in enumerate(cands) if c.pool.name == pool]
+            if members:
+                model.Add(sum(members) <= max(0, allowed))
+
+        # PDBs: never plan more simultaneous evictions than a PDB allows
+        pdb_load: dict[str, tuple[int, dict[int, int]]] = {}
+        for i, c in enumerate(cands):
+            for p in c.reschedulable:
+                for pdb in cluster.pdbs_for(p):
+                    allowed, per = pdb_load.setdefault(pdb.key, (pdb.disruptions_allowed, {}))
+                    per[i] = per.get(i, 0) + 1
+        for allowed, per in pdb_load.values():
+            model.Add(sum(n * remove[i] for i, n in per.items()) <= max(0, allowed))
+
+        # existing destinations
+        flows: dict[tuple[int, str], object] = {}
+        into: dict[str, list[tuple[int, object]]] = {}
+        for gi, g in enumerate(groups):
+            for n in dest_ok[gi]:
+                v = model.NewIntVar(0, g.count, f"y_{gi}_{n.index}")
+                flows[gi, n.name] = v
+                into.setdefault(n.name, []).append((gi, v))
+        for name, items in into.items():
+            fcpu, fmem, fpods, feph = free[name]
+            ci = cand_index.get(name)
+            keep = 1 if ci is None else (1 - remove[ci])
+            model.Add(sum(v * groups[gi].cpu for gi, v in items) <= fcpu * keep)
+            model.Add(sum(v * groups[gi].mem for gi, v in items) <= fmem * keep)
+            model.Add(sum(v for _, v in items) <= fpods * keep)
+            if feph is not None and any(groups[gi].eph for gi, _ in items):
+                model.Add(sum(v * groups[gi].eph for gi, v in items) <= feph * keep)
+
+        # new nodes: up to max_replacements copies of each type, used in order
+        bins: list[tuple[int, object, dict[int, object]]] = []
+        for ti, nt in enumerate(new_types):
+            prev = None
+            for k in range(self.settings.max_replacements):
+                use = model.NewBoolVar(f"u_{ti}_{k}")
+                counts = {gi: model.NewIntVar(0, groups[gi].count, f"z_{gi}_{ti}_{k}") for gi in nt.groups}
+                model.Add(sum(v * groups[gi].cpu for gi, v in counts.items()) <= nt.cpu * use)
+                model.Add(sum(v * groups[gi].mem for gi, v in counts.items()) <= nt.mem * use)
+                model.Add(sum(counts.values()) <= nt.pods * use)
+                if prev is not None:
+                    model.AddImplication(use, prev)
+                prev = use
+                bins.append((ti, use, counts))
+        if bins:
+            model.Add(sum(u for _, u, _ in bins) <= self.settings.max_replacements)
+
+        # every pod of a removed candidate lands somewhere
+        for gi, g in enumerate(groups):
+            terms = [flows[gi, n.name] for n in dest_ok[gi]] + [c[gi] for _, _, c in bins if gi in c]
+            model.Add(sum(terms) == g.count * remove[g.cand])
+
+        self._pool_limits(model, cands, remove, new_types, bins)
+
+        price_c = [round(c.price * PRICE_SCALE) for c in cands]
+        price_n = [round(nt.price * PRICE_SCALE) for nt in new_types]
+        savings = sum(price_c[i] * r for i, r in enumerate(remove)) - sum(price_n[ti] * u for ti, u, _ in bins)
+        moved = sum(g.count * remove[g.cand] for g in groups)
+        model.Add(savings >= 0)
+        weight = sum(g.count for g in groups) + 1
+        model.Maximize(savings * weight - moved)  # most savings, then fewest evictions
+
+        solver = cp_model.CpSolver()
+        solver.parameters.max_time_in_seconds = max(0.1, self.settings.time_limit)
+        solver.parameters.num_workers = max(1, self.settings.workers)
+        status = solver.Solve(model)
+        self.last_stats = {"seconds": round(time.monotonic() - started, 3), "candidates": len(cands),
+                           "groups": len(groups), "newTypes": len(new_types),
+                           "optimal": float(status == cp_model.OPTIMAL)}
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return []
+        chosen = [c for i, c in enumerate(cands) if solver.Value(remove[i])]
+        saved = solver.Value(savings) / PRICE_SCALE
+        if not chosen or saved <= 0:
+            return []
+        return [self._command(solver, chosen, cand_index, groups, dest_ok, flows, new_types, bins, saved)]
+
+    # ---- pieces ----------------------------------------------------------------------------------
+
+    def _static_ok(self, pod: PodInfo, node: NodeInfo) -> bool:
+        """nodeSelector, required node affinity, taints, and anti-affinity of the pods already there."""
+        if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
+            return False
+        if not match_node_selector_terms(pod.affinity_terms, node.labels):
+            return False
+        if not tolerates_all(pod.tolerations, node.taints):
+            return False
+        if self.ctx.cluster.has_anti_affinity:
+            for other in node.pods:
+                for sel, namespaces in other.anti_affinity:
+                    if other.active and pod.namespace in namespaces and match_label_selector(sel, pod.labels):
+                        return False
+        return True
+
+    def _new_types(self, groups: list[_Group]) -> list[_NewType]:
+        """Offerings of every pool each group may use; dominated ones (dearer, smaller, fewer groups) dropped."""
+        scheduler = self.ctx.scheduler
+        cluster = self.ctx.cluster
+        out: list[_NewType] = []
+        for pool in scheduler.pools_by_weight:
+            dcpu, dmem, dpods = cluster.daemon_overhead(pool.name)
+            tolerating = [gi for gi, g in enumerate(groups) if tolerates_all(g.pods[0].tolerations, pool.taints)]
+            if not tolerating:
+                continue
+            allowed = {gi: scheduler._pod_allowed(groups[gi].pods[0], pool) for gi in tolerating}
+            for opt in scheduler._options(pool):
+                cpu, mem, pods = _milli(opt.cpu) - _milli(dcpu), opt.mem - dmem, opt.pods - dpods
+                if cpu <= 0 or mem <= 0 or pods <= 0:
+                    continue
+                for off in opt.offerings:
+                    key = (opt.itype.name, off.zone, off.capacity_type)
+                    fits = {gi for gi in tolerating
+                            if (allowed[gi] is None or key in allowed[gi])
+                            and groups[gi].cpu <= cpu and groups[gi].mem <= mem
+                            and (not groups[gi].eph or groups[gi].eph <= opt.itype.ephemeral_storage_bytes)}
+                    if fits:
+                        out.append(_NewType(pool, opt, off.zone, off.capacity_type, off.price, cpu, mem, pods, fits))
+        kept = []
+        for i, a in enumerate(out):
+            dominated = False
+            for j, b in enumerate(out):
+                if i == j or b.pool.name != a.pool.name:
+                    continue
+                if (b.price <= a.price and b.cpu >= a.cpu and b.mem >= a.mem and b.pods >= a.pods
+                        and b.groups >= a.groups):
+                    same = (b.price == a.price and b.cpu == a.cpu and b.mem == a.mem and b.pods == a.pods
+                            and b.groups == a.groups)
+                    if not same or j < i:
+                        dominated = True
+                        break
+            if not dominated:
+                kept.append(a)
+        return kept
+
+    def _pool_limits(self, model, cands: list[Candidate], remove, new_types: list[_NewType], bins) -> None:
+        """New nodes may not take a pool past its `limits`, counting the capacity the move removes."""
+        cluster = self.ctx.cluster
+        for pool in cluster.pools.values():
+            if not pool.limits:
+                continue
+            members = [n for n in cluster.nodes if n.pool == pool.name and not n.marked_for_deletion]
+
+            def total(n: NodeInfo, dim: str) -> int:
+                if dim == "cpu":
+                    return _milli(n.itype.cpu_cores if n.itype else n.cpu)
+                if dim == "memory":
+                    return (n.itype.memory_bytes if n.itype else n.mem) // 1024
+                return 1
+
+            for dim in ("cpu", "memory", "nodes"):
+                if dim not in pool.limits:
+                    continue
+                raw = pool.limits[dim]
+                limit = (_milli(parse_cpu(raw)) if dim == "cpu" else parse_memory(raw) // 1024 if dim == "memory"
+                         else int(raw))
+                used = sum(total(n, dim) for n in members)
+                added = []
+                for ti, use, _ in bins:
+                    nt = new_types[ti]
+                    if nt.pool.name != pool.name:
+                        continue
+                    size = (_milli(nt.option.itype.cpu_cores) if dim == "cpu"
+                            else nt.option.itype.memory_bytes // 1024 if dim == "memory" else 1)
+                    added.append(size * use)
+                if not added:
+                    continue
+                freed = [total(c.node, dim) * remove[i] for i, c in enumerate(cands) if c.pool.name == pool.name]
+                model.Add(used + sum(added) - sum(freed) <= max(limit, used))
+
+    def _command(self, solver, chosen: list[Candidate], cand_index: dict[str, int], groups: list[_Group],
+                 dest_ok, flows, new_types: list[_NewType], bins, saved: float) -> Command:
+        """Turn the solution into a Command: removed nodes, replacements (new-<i>), and where each pod goes."""
+        replacements: list[Replacement] = []
+        bin_names: dict[int, str] = {}
+        for b, (ti, use, _) in enumerate(bins):
+            if solver.Value(use):
+                nt = new_types[ti]
+                bin_names[b] = f"new-{len(replacements)}"
+                replacements.append(Replacement(
+                    instance_types=[nt.option.itype.name], capacity_type=nt.capacity_type, price=round(nt.price, 6),
+                    zone=nt.zone, node_pool=nt.pool.name,
+                    requirements=[
+                        Requirement(key=L.INSTANCE_TYPE_LABEL, operator="In", values=[nt.option.itype.name]),
+                        Requirement(key=L.CAPACITY_TYPE_LABEL, operator="In", values=[nt.capacity_type]),
+                        Requirement(key=L.ZONE_LABEL, operator="In", values=[nt.zone]),
+                    ],
+                ))
+        chosen_idx = {cand_index[c.name] for c in chosen}
+        placements: list[tuple[PodInfo, str]] = []
+        for gi, g in enumerate(groups):
+            if g.cand not in chosen_idx:
+                continue
+            pods = iter(g.pods)
+            for n in dest_ok[gi]:
+                for _ in range(solver.Value(flows[gi, n.name])):
+                    placements.append((next(pods), n.name))
+            for b, (_, _, counts) in enumerate(bins):
+                if gi in counts:
+                    for _ in range(solver.Value(counts[gi])):
+                        placements.append((next(pods), bin_names[b]))
+        ordered = sorted(chosen, key=lambda c: cand_index[c.name])
+        return make_command(self, ordered, SimResult(placements=placements), replacements, saved)  # type: ignore[arg-type]
