@@ -22,10 +22,13 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.cloud import CloudActivities
+from activities.disruption_wiring import disruption_activities
 from activities.kube import KubeActivities
 from activities.kube_client import KubeClient
 from activities.watcher import DeletionWatcher, WatcherSettings
+from workflows.disruption import DisruptionWorkflow
 from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkflow
+from workflows.planner import PlannerWorkflow
 from workflows.search_attributes import TASK_QUEUE
 from workflows.termination import TerminationWorkflow
 
@@ -79,9 +82,11 @@ def _interruption_activities(deps: Deps) -> list[Callable[..., Any]]:
 
 
 # Other areas append their workflow classes and activity factories (deps -> bound activity methods) here.
-WORKFLOWS: list[type] = [TerminationWorkflow, InterruptionPollerWorkflow, SpotPrespinWorkflow]
+WORKFLOWS: list[type] = [TerminationWorkflow, InterruptionPollerWorkflow, SpotPrespinWorkflow, PlannerWorkflow,
+                         DisruptionWorkflow]
 ACTIVITY_FACTORIES: list[Callable[[Deps], Sequence[Callable[..., Any]]]] = [_termination_activities,
-                                                                             _interruption_activities]
+                                                                             _interruption_activities,
+                                                                             disruption_activities]
 
 
 def workflows() -> list[type]:
@@ -211,6 +216,9 @@ async def amain(args: argparse.Namespace) -> int:
         from activities.health import start_health_server
 
         health = await start_health_server(args.metrics_port, checks={"temporal": client.service_client.check_health})
+    from starter.schedule import ensure_planner_schedule
+
+    await ensure_planner_schedule(client, task_queue=settings.task_queue)  # idempotent; keeps a pause
     log.info("worker started", extra={"task_queue": settings.task_queue, "watch": settings.watch})
     try:
         await run_worker(client, deps, stop)

@@ -13,11 +13,12 @@ from api.catalog import load_catalog, load_default_catalog
 
 
 def disruption_activities(deps: Any) -> list[Callable[..., Any]]:
-    """`deps` is worker.Deps; settings.extra may carry `catalog_path` and `ami_id`."""
+    """`deps` is worker.Deps: settings.catalog_path picks the catalog, settings.extra["ami_id"] the AMI."""
     from kubernetes import client as k8s
 
     extra = deps.settings.extra
-    catalog = load_catalog(extra["catalog_path"]) if extra.get("catalog_path") else load_default_catalog()
+    path = getattr(deps.settings, "catalog_path", None)
+    catalog = load_catalog(path) if path else load_default_catalog()
     core = k8s.CoreV1Api(deps.kube_api)
     custom = k8s.CustomObjectsApi(deps.kube_api)
     events = EventActivities(core)
