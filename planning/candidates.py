@@ -1,0 +1,208 @@
+"""Which nodes may be disrupted at all (reference §2.2), in Karpenter's order and with its messages.
+
+A node that fails a check gets the message Karpenter would put in its `DisruptionBlocked` event; the
+planner lists the blocking ones (do-not-disrupt, PDBs, pool paused) as `blocked`. Also: eviction and
+disruption cost (the v1.9.1 sort), and consolidateAfter from the NodeClaim.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from api import labels as L
+from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo
+from planning.selectors import tolerates
+
+GRACEFUL = "graceful"
+EVENTUAL = "eventual"
+DISRUPTED_TAINT = {"key": L.DISRUPTED_TAINT_KEY, "effect": L.DISRUPTED_TAINT_EFFECT}
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A node that passed every candidacy check of a disruption class."""
+
+    node: NodeInfo
+    pool: PoolInfo
+    reschedulable: list[PodInfo]
+    disruption_cost: float
+    price: float
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    @property
+    def empty(self) -> bool:
+        """v1.9.1 emptiness: no reschedulable pods."""
+        return not self.reschedulable
+
+
+@dataclass(slots=True)
+class NotCandidate:
+    """Why a node is not a candidate; `blocking` marks reasons worth listing as `blocked`."""
+
+    node: NodeInfo
+    message: str
+    blocking: bool
+    event: bool = True
+
+
+@dataclass
+class CandidateSet:
+    candidates: list[Candidate] = field(default_factory=list)
+    rejected: list[NotCandidate] = field(default_factory=list)
+
+
+def eviction_cost(pod: PodInfo) -> float:
+    """1 + pod-deletion-cost/2^27 + priority/2^25, clamped to [-10, 10] (Karpenter EvictionCost)."""
+    cost = 1.0
+    raw = pod.annotations.get(L.POD_DELETION_COST_ANNOTATION)
+    if raw is not None:
+        try:
+            value = float(raw)
+            if math.isfinite(value):
+                cost += value / 2**27
+        except ValueError:
+            pass
+    if pod.priority is not None:
+        cost += pod.priority / 2**25
+    return max(-10.0, min(10.0, cost))
+
+
+def lifetime_remaining(node: NodeInfo, pool: PoolInfo, at: datetime) -> float:
+    """Share of the node's expireAfter still ahead of it, in [0, 1]; 1 when it never expires."""
+    claim = node.claim
+    expire = claim.expire_after if claim is not None and claim.has_expire_after else pool.expire_after
+    created = claim.created if claim is not None else node.created
+    if expire is None or created is None or expire.total_seconds() <= 0:
+        return 1.0
+    age = (at - created).total_seconds()
+    return max(0.0, min(1.0, (expire.total_seconds() - age) / expire.total_seconds()))
+
+
+def disruption_cost(node: NodeInfo, pool: PoolInfo, at: datetime) -> float:
+    """v1.9.1 sort key: sum of eviction costs of all pods times lifetime remaining."""
+    return sum(eviction_cost(p) for p in node.pods) * lifetime_remaining(node, pool, at)
+
+
+def do_not_disrupt_active(pod: PodInfo, at: datetime) -> bool:
+    """`"true"`, or a positive Go duration still running since the pod started (nil start: active)."""
+    from api.duration import DurationError, parse_duration
+
+    value = pod.annotations.get(L.DO_NOT_DISRUPT_ANNOTATION)
+    if value is None:
+        return False
+    if value == "true":
+        return True
+    try:
+        d = parse_duration(value)
+    except DurationError:
+        return False
+    if d <= timedelta(0):
+        return False
+    if pod.start_time is None:
+        return True
+    return at - pod.start_time < d
+
+
+def _evictable(pod: PodInfo, at: datetime) -> bool:
+    return (pod.active and not pod.is_mirror and not tolerates(pod.tolerations, DISRUPTED_TAINT)
+            and not do_not_disrupt_active(pod, at))
+
+
+def pod_block(cluster: Cluster, node: NodeInfo, at: datetime) -> str | None:
+    """Pod-level blocks: an active do-not-disrupt pod, or a PDB that allows no eviction."""
+    for pod in node.pods:
+        if pod.active and do_not_disrupt_active(pod, at):
+            return f'pod has "{L.DO_NOT_DISRUPT_ANNOTATION}" annotation (Pod={pod.key})'
+    for pod in node.pods:
+        if not _evictable(pod, at):
+            continue
+        pdbs = cluster.pdbs_for(pod)
+        if len(pdbs) > 1:
+            names = " ".join(sorted(p.key for p in pdbs))
+            return f"eviction does not support multiple PDBs (PodDisruptionBudget(s)=[{names}])"
+        if len(pdbs) == 1:
+            pdb = pdbs[0]
+            if pdb.always_allow_unhealthy and not pod.ready:
+                continue
+            if pdb.disruptions_allowed <= 0:
+                return f"pdb {pdb.key} prevents pod evictions"
+    return None
+
+
+def node_check(node: NodeInfo, cluster: Cluster, exclude: set[str]) -> NotCandidate | None:
+    """ValidateNodeDisruptable and the NodePool lookup (checks 1-3 of reference §2.2)."""
+    if node.name in exclude:
+        return NotCandidate(node, "candidate is already being disrupted", blocking=False, event=False)
+    if node.claim is None:
+        return NotCandidate(node, "node isn't managed by karpenter", blocking=False, event=False)
+    if not node.initialized and not node.claim.condition_true("Initialized"):
+        return NotCandidate(node, "node isn't initialized", blocking=False)
+    if node.marked_for_deletion or node.tainted_disrupted:
+        return NotCandidate(node, "node is deleting or marked for deletion", blocking=False)
+    key = L.DO_NOT_DISRUPT_ANNOTATION
+    value = node.annotations[key] if key in node.annotations else node.claim.annotations.get(key)
+    if value == "true":
+        return NotCandidate(node, f'disruption is blocked through the "{L.DO_NOT_DISRUPT_ANNOTATION}" annotation',
+                            blocking=True)
+    if not node.labels.get(L.NODEPOOL_LABEL):
+        return NotCandidate(node, f"node doesn't have required label (label={L.NODEPOOL_LABEL})", blocking=True)
+    pool = cluster.pools.get(node.pool)
+    if pool is None:
+        return NotCandidate(node, f"nodepool not found (NodePool={node.pool})", blocking=True)
+    if pool.paused:
+        return NotCandidate(node, f"nodepool {pool.name} is paused ({L.PAUSED_ANNOTATION})", blocking=True)
+    return None
+
+
+def build_candidates(cluster: Cluster, at: datetime, exclude: set[str], disruption_class: str) -> CandidateSet:
+    """Candidates of one disruption class; pod blocks are ignored for `eventual` with a NodeClaim TGP."""
+    out = CandidateSet()
+    for node in cluster.nodes:
+        problem = node_check(node, cluster, exclude)
+        if problem is None:
+            assert node.claim is not None
+            ignore_pods = disruption_class == EVENTUAL and node.claim.termination_grace_period is not None
+            message = None if ignore_pods else pod_block(cluster, node, at)
+            if message is not None:
+                problem = NotCandidate(node, message, blocking=True)
+        if problem is not None:
+            out.rejected.append(problem)
+            continue
+        pool = cluster.pools[node.pool]
+        out.candidates.append(Candidate(
+            node=node, pool=pool, reschedulable=[p for p in node.pods if p.reschedulable],
+            disruption_cost=disruption_cost(node, pool, at), price=node.price,
+        ))
+    return out
+
+
+def consolidatable(c: Candidate, at: datetime) -> bool:
+    """consolidateAfter has passed since the last pod event (or since the NodeClaim initialized)."""
+    after = c.pool.consolidate_after
+    if after is None:
+        return False
+    claim = c.node.claim
+    if claim is not None and claim.condition_true("Consolidatable"):
+        return True
+    t = claim.last_pod_event if claim is not None else None
+    if t is None and claim is not None:
+        t = claim.condition_time("Initialized") or claim.created
+    t = t or c.node.created
+    if t is None:
+        return True
+    return at - t >= after
+
+
+def sort_for_consolidation(cands: list[Candidate]) -> list[Candidate]:
+    """v1.9.1 order: DisruptionCost ascending (ties by name, for a stable answer)."""
+    return sorted(cands, key=lambda c: (c.disruption_cost, c.name))
+
+
+def sentence(message: str) -> str:
+    """pretty.Sentence: first letter upper-cased, as Karpenter's event messages."""
+    return message[:1].upper() + message[1:]

@@ -1,0 +1,505 @@
+"""An indexed, read-only view of a snapshot, built once per pass.
+
+Raw Kubernetes JSON is parsed here exactly once (quantities, owners, selectors), pods are indexed by
+node, and NodePools are reduced to the fields decisions need, so that the methods and the scheduling
+simulation never touch dicts or pydantic models in their inner loops.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from api import labels as L
+from api.catalog import InstanceType, InstanceTypeCatalog
+from api.quantity import QuantityError, parse_cpu, parse_memory
+from planning.selectors import match_label_selector, selector_key
+
+DEFAULT_EXPIRE_AFTER = timedelta(hours=720)
+DISRUPTED_TAINT = {"key": L.DISRUPTED_TAINT_KEY, "effect": L.DISRUPTED_TAINT_EFFECT}
+
+
+def parse_time(value: Any) -> datetime | None:
+    """RFC3339 text or datetime -> aware datetime (None when absent or unparsable)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def as_duration(value: Any, default: timedelta | None) -> timedelta | None:
+    """A NillableDuration as the NodePool model or raw JSON gives it: timedelta, "Never", "30s", absent."""
+    from api.duration import DurationError, parse_nillable_duration
+
+    if isinstance(value, timedelta):
+        return value
+    if value is None or value == "":
+        return default
+    try:
+        return parse_nillable_duration(str(value))
+    except DurationError:
+        return default
+
+
+def as_dict(obj: Any) -> dict[str, Any]:
+    """A model (only the fields that were set, camelCase) or a dict, as a plain Kubernetes-JSON dict."""
+    if isinstance(obj, dict):
+        return obj
+    to_dict = getattr(obj, "to_dict", None)
+    if to_dict is not None:
+        return to_dict()
+    dump = getattr(obj, "model_dump", None)
+    if dump is not None:
+        return dump(mode="json", by_alias=True, exclude_unset=True)
+    raise TypeError(f"cannot read {type(obj).__name__} as a Kubernetes object")
+
+
+def _q_cpu(v: Any) -> float:
+    try:
+        return parse_cpu(v)
+    except (QuantityError, TypeError):
+        return 0.0
+
+
+def _q_mem(v: Any) -> int:
+    try:
+        return parse_memory(v)
+    except (QuantityError, TypeError):
+        return 0
+
+
+def _conditions(status: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c.get("type", ""): c for c in status.get("conditions") or ()}
+
+
+def type_labels(it: InstanceType) -> dict[str, str]:
+    """Labels a node of this instance type carries (the well-known ones requirements may name)."""
+    family, _, size = it.name.partition(".")
+    return {
+        L.INSTANCE_TYPE_LABEL: it.name,
+        L.ARCH_LABEL: it.arch,
+        L.OS_LABEL: "linux",
+        "karpenter.k8s.aws/instance-family": family,
+        "karpenter.k8s.aws/instance-size": size,
+        "karpenter.k8s.aws/instance-cpu": str(int(it.cpu_cores)),
+        "karpenter.k8s.aws/instance-memory": str(it.memory_bytes // 2**20),
+    }
+
+
+@dataclass(slots=True)
+class PodInfo:
+    """One pod, parsed once."""
+
+    key: str
+    namespace: str
+    name: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    node_name: str
+    phase: str
+    terminating: bool
+    owner_kind: str
+    owner_uid: str
+    cpu: float
+    mem: int
+    eph: int
+    priority: int | None
+    tolerations: list[dict[str, Any]]
+    node_selector: dict[str, str]
+    affinity_terms: list[dict[str, Any]]
+    anti_affinity: list[tuple[dict[str, Any], frozenset[str]]]
+    spread: list[tuple[str, int, dict[str, Any]]]
+    start_time: datetime | None
+    ready: bool
+    sig: str
+    raw: dict[str, Any]
+
+    @property
+    def active(self) -> bool:
+        return self.phase not in ("Succeeded", "Failed") and not self.terminating
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def is_daemonset(self) -> bool:
+        return self.owner_kind == "DaemonSet"
+
+    @property
+    def is_mirror(self) -> bool:
+        return self.owner_kind == "Node"
+
+    @property
+    def reschedulable(self) -> bool:
+        """Karpenter IsReschedulable: active (or a terminating StatefulSet pod), not DaemonSet, not mirror."""
+        if self.is_daemonset or self.is_mirror:
+            return False
+        return self.active or (self.terminating and self.owner_kind == "StatefulSet" and not self.terminal)
+
+
+def parse_pod(raw: dict[str, Any]) -> PodInfo:
+    meta = raw.get("metadata") or {}
+    spec = raw.get("spec") or {}
+    status = raw.get("status") or {}
+    ns = meta.get("namespace") or "default"
+    name = meta.get("name", "")
+    owners = meta.get("ownerReferences") or ()
+    owner = next((o for o in owners if o.get("controller")), owners[0] if owners else {})
+    cpu = mem = eph = 0.0
+    for c in spec.get("containers") or ():
+        req = (c.get("resources") or {}).get("requests") or {}
+        cpu += _q_cpu(req.get("cpu", 0))
+        mem += _q_mem(req.get("memory", 0))
+        eph += _q_mem(req.get("ephemeral-storage", 0))
+    for c in spec.get("initContainers") or ():
+        req = (c.get("resources") or {}).get("requests") or {}
+        cpu = max(cpu, _q_cpu(req.get("cpu", 0)))
+        mem = max(mem, _q_mem(req.get("memory", 0)))
+        eph = max(eph, _q_mem(req.get("ephemeral-storage", 0)))
+    for k, v in (spec.get("overhead") or {}).items():
+        if k == "cpu":
+            cpu += _q_cpu(v)
+        elif k == "memory":
+            mem += _q_mem(v)
+    affinity = spec.get("affinity") or {}
+    node_aff = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    terms = list(node_aff.get("nodeSelectorTerms") or ())
+    anti: list[tuple[dict[str, Any], frozenset[str]]] = []
+    for term in (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or ():
+        if term.get("topologyKey") == L.HOSTNAME_LABEL:
+            anti.append((term.get("labelSelector") or {}, frozenset(term.get("namespaces") or (ns,))))
+    spread = [
+        (c.get("topologyKey", ""), int(c.get("maxSkew", 1)), c.get("labelSelector") or {})
+        for c in spec.get("topologySpreadConstraints") or ()
+        if c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
+        and c.get("topologyKey") in (L.ZONE_LABEL, L.HOSTNAME_LABEL)
+    ]
+    tolerations = list(spec.get("tolerations") or ())
+    node_selector = dict(spec.get("nodeSelector") or {})
+    sig = json.dumps([node_selector, terms, tolerations], sort_keys=True) if (node_selector or terms or tolerations) \
+        else ""
+    ready = _conditions(status).get("Ready", {}).get("status") == "True"
+    return PodInfo(
+        key=f"{ns}/{name}", namespace=ns, name=name, uid=meta.get("uid", ""),
+        labels=dict(meta.get("labels") or {}), annotations=dict(meta.get("annotations") or {}),
+        node_name=spec.get("nodeName") or "", phase=status.get("phase") or "Running",
+        terminating=bool(meta.get("deletionTimestamp")), owner_kind=owner.get("kind", ""),
+        owner_uid=owner.get("uid") or owner.get("name", ""), cpu=cpu, mem=int(mem), eph=int(eph),
+        priority=spec.get("priority"), tolerations=tolerations, node_selector=node_selector,
+        affinity_terms=terms, anti_affinity=anti, spread=spread,
+        start_time=parse_time(status.get("startTime")), ready=ready, sig=sig, raw=raw,
+    )
+
+
+@dataclass(slots=True)
+class ClaimInfo:
+    """The NodeClaim fields decisions read."""
+
+    name: str
+    uid: str
+    created: datetime | None
+    deleting: bool
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    conditions: dict[str, dict[str, Any]]
+    last_pod_event: datetime | None
+    termination_grace_period: str | None
+    expire_after: timedelta | None
+    has_expire_after: bool
+    node_name: str
+    provider_id: str
+    node_pool: str
+
+    def condition_true(self, kind: str) -> bool:
+        return self.conditions.get(kind, {}).get("status") == "True"
+
+    def condition_time(self, kind: str) -> datetime | None:
+        return parse_time(self.conditions.get(kind, {}).get("lastTransitionTime"))
+
+
+def parse_claim(obj: Any) -> ClaimInfo:
+    raw = as_dict(obj)
+    meta = raw.get("metadata") or {}
+    spec = raw.get("spec") or {}
+    status = raw.get("status") or {}
+    labels = dict(meta.get("labels") or {})
+    owner_pool = next((o.get("name", "") for o in meta.get("ownerReferences") or () if o.get("kind") == "NodePool"), "")
+    has_expire = "expireAfter" in spec and spec.get("expireAfter") is not None
+    return ClaimInfo(
+        name=meta.get("name", ""), uid=meta.get("uid", ""), created=parse_time(meta.get("creationTimestamp")),
+        deleting=bool(meta.get("deletionTimestamp")), labels=labels, annotations=dict(meta.get("annotations") or {}),
+        conditions=_conditions(status), last_pod_event=parse_time(status.get("lastPodEventTime")),
+        termination_grace_period=spec.get("terminationGracePeriod"),
+        expire_after=as_duration(spec.get("expireAfter"), None) if has_expire else None,
+        has_expire_after=has_expire, node_name=status.get("nodeName") or "",
+        provider_id=status.get("providerID") or "", node_pool=labels.get(L.NODEPOOL_LABEL) or owner_pool,
+    )
+
+
+@dataclass(slots=True)
+class PoolInfo:
+    """The NodePool fields decisions read, with defaults applied."""
+
+    name: str
+    consolidate_after: timedelta | None
+    consolidation_policy: str
+    expire_after: timedelta | None
+    requirements: list[dict[str, Any]]
+    template_labels: dict[str, str]
+    taints: list[dict[str, Any]]
+    limits: dict[str, str]
+    weight: int
+    template_hash: str | None
+    annotations: dict[str, str]
+    static: bool
+
+    @property
+    def paused(self) -> bool:
+        return self.annotations.get(L.PAUSED_ANNOTATION, "").lower() == "true"
+
+
+def parse_pool(obj: Any) -> PoolInfo:
+    raw = as_dict(obj)
+    meta = raw.get("metadata") or {}
+    spec = raw.get("spec") or {}
+    disruption = spec.get("disruption") or {}
+    tmpl = spec.get("template") or {}
+    tspec = tmpl.get("spec") or {}
+
+    def attr(name: str, fallback: Any) -> Any:
+        value = getattr(obj, name, None) if not isinstance(obj, dict) else None
+        if callable(value):
+            value = value()
+        return fallback if value is None else value
+
+    consolidate_raw = attr("consolidate_after", disruption.get("consolidateAfter", "0s"))
+    expire_raw = attr("expire_after", tspec.get("expireAfter", disruption.get("expireAfter", "720h")))
+    # An accessor returning None means "Never" when the raw field says so, else "not set".
+    consolidate_after = as_duration(consolidate_raw, timedelta(0))
+    if disruption.get("consolidateAfter") == "Never":
+        consolidate_after = None
+    expire_after = as_duration(expire_raw, DEFAULT_EXPIRE_AFTER)
+    if (tspec.get("expireAfter") or disruption.get("expireAfter")) == "Never":
+        expire_after = None
+    try:
+        template_hash = attr("template_hash", None)
+    except Exception:  # a model that cannot hash itself simply gives no hash drift
+        template_hash = None
+    policy = attr("consolidation_policy", disruption.get("consolidationPolicy") or "WhenEmptyOrUnderutilized")
+    return PoolInfo(
+        name=meta.get("name", "") or str(attr("name", "")),
+        consolidate_after=consolidate_after,
+        consolidation_policy=str(getattr(policy, "value", policy)),
+        expire_after=expire_after,
+        requirements=[dict(r) for r in tspec.get("requirements") or ()],
+        template_labels=dict((tmpl.get("metadata") or {}).get("labels") or {}),
+        taints=list(tspec.get("taints") or ()),
+        limits={k: str(v) for k, v in (spec.get("limits") or {}).items()},
+        weight=int(spec.get("weight") or 0),
+        template_hash=str(template_hash) if template_hash is not None else None,
+        annotations=dict(meta.get("annotations") or {}),
+        static=spec.get("replicas") is not None,
+    )
+
+
+@dataclass(slots=True)
+class NodeInfo:
+    """One node with its NodeClaim, pool, instance type, price and the pods bound to it."""
+
+    index: int
+    name: str
+    uid: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    taints: list[dict[str, Any]]
+    unschedulable: bool
+    ready: bool
+    deleting: bool
+    created: datetime | None
+    cpu: float
+    mem: int
+    max_pods: int
+    eph: int
+    used_cpu: float = 0.0
+    used_mem: int = 0
+    used_pods: int = 0
+    used_eph: int = 0
+    pods: list[PodInfo] = field(default_factory=list)
+    claim: ClaimInfo | None = None
+    pool: str = ""
+    itype: InstanceType | None = None
+    price: float = 0.0
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def zone(self) -> str:
+        return self.labels.get(L.ZONE_LABEL, "")
+
+    @property
+    def capacity_type(self) -> str:
+        return self.labels.get(L.CAPACITY_TYPE_LABEL, "")
+
+    @property
+    def initialized(self) -> bool:
+        return self.labels.get(L.INITIALIZED_LABEL) == "true"
+
+    @property
+    def marked_for_deletion(self) -> bool:
+        """Karpenter MarkedForDeletion: NodeClaim deleting or instance terminating, or Node deleting alone."""
+        if self.claim is not None:
+            return self.claim.deleting or self.claim.condition_true("InstanceTerminating") or self.deleting
+        return self.deleting
+
+    @property
+    def tainted_disrupted(self) -> bool:
+        return any(t.get("key") == L.DISRUPTED_TAINT_KEY for t in self.taints)
+
+
+def parse_node(index: int, raw: dict[str, Any]) -> NodeInfo:
+    meta = raw.get("metadata") or {}
+    spec = raw.get("spec") or {}
+    status = raw.get("status") or {}
+    alloc = status.get("allocatable") or status.get("capacity") or {}
+    conds = _conditions(status)
+    return NodeInfo(
+        index=index, name=meta.get("name", ""), uid=meta.get("uid", ""), labels=dict(meta.get("labels") or {}),
+        annotations=dict(meta.get("annotations") or {}), taints=list(spec.get("taints") or ()),
+        unschedulable=bool(spec.get("unschedulable")), ready=conds.get("Ready", {}).get("status") == "True",
+        deleting=bool(meta.get("deletionTimestamp")), created=parse_time(meta.get("creationTimestamp")),
+        cpu=_q_cpu(alloc.get("cpu", 0)), mem=_q_mem(alloc.get("memory", 0)),
+        max_pods=int(_q_cpu(alloc.get("pods", 110)) or 110), eph=_q_mem(alloc.get("ephemeral-storage", 0)),
+        raw=raw,
+    )
+
+
+@dataclass(slots=True)
+class PdbInfo:
+    namespace: str
+    name: str
+    selector: dict[str, Any]
+    disruptions_allowed: int
+    always_allow_unhealthy: bool
+    fully_blocking: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def parse_pdb(raw: dict[str, Any]) -> PdbInfo:
+    meta = raw.get("metadata") or {}
+    spec = raw.get("spec") or {}
+    status = raw.get("status") or {}
+    max_unavailable = spec.get("maxUnavailable")
+    min_available = spec.get("minAvailable")
+    fully = max_unavailable in (0, "0", "0%") or min_available == "100%"
+    return PdbInfo(
+        namespace=meta.get("namespace") or "default", name=meta.get("name", ""),
+        selector=spec.get("selector") or {}, disruptions_allowed=int(status.get("disruptionsAllowed", 0) or 0),
+        always_allow_unhealthy=spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow", fully_blocking=fully,
+    )
+
+
+class Cluster:
+    """Nodes (with claims, pools, prices and pods), pending pods, PDBs and the catalog of one snapshot."""
+
+    def __init__(self, nodes: list[NodeInfo], pools: dict[str, PoolInfo], claims: list[ClaimInfo],
+                 pending: list[PodInfo], pdbs: list[PdbInfo], catalog: InstanceTypeCatalog) -> None:
+        self.nodes = nodes
+        self.by_name = {n.name: n for n in nodes}
+        self.pools = pools
+        self.claims = claims
+        self.pending = pending
+        self.pdbs_by_ns: dict[str, list[PdbInfo]] = {}
+        for p in pdbs:
+            self.pdbs_by_ns.setdefault(p.namespace, []).append(p)
+        self.catalog = catalog
+        self.has_anti_affinity = any(p.anti_affinity for n in nodes for p in n.pods)
+        self._match_counts: dict[tuple[str, str], dict[str, int]] = {}
+        self._daemon_overhead: dict[str, tuple[float, int, int]] | None = None
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Any, catalog: InstanceTypeCatalog | None = None) -> Cluster:
+        from api.catalog import load_default_catalog
+
+        catalog = catalog or getattr(snapshot, "catalog", None) or load_default_catalog()
+        pools = {p.name: p for p in (parse_pool(np) for np in snapshot.node_pools)}
+        claims = [parse_claim(c) for c in snapshot.node_claims]
+        nodes = [parse_node(i, raw) for i, raw in enumerate(snapshot.nodes)]
+        by_name = {n.name: n for n in nodes}
+        by_provider = {pid: n for n in nodes if (pid := (n.raw.get("spec") or {}).get("providerID"))}
+        for c in claims:
+            node = by_name.get(c.node_name) if c.node_name else None
+            if node is None and c.provider_id:
+                node = by_provider.get(c.provider_id)
+            if node is not None:
+                node.claim = c
+        pending: list[PodInfo] = []
+        for raw in snapshot.pods:
+            pod = parse_pod(raw)
+            node = by_name.get(pod.node_name) if pod.node_name else None
+            if node is None:
+                if not pod.node_name and pod.active:
+                    pending.append(pod)
+                continue
+            node.pods.append(pod)
+            if not pod.terminal:
+                node.used_cpu += pod.cpu
+                node.used_mem += pod.mem
+                node.used_pods += 1
+                node.used_eph += pod.eph
+        for n in nodes:
+            n.pool = n.labels.get(L.NODEPOOL_LABEL, "") or (n.claim.node_pool if n.claim else "")
+            n.itype = catalog.get(n.labels.get(L.INSTANCE_TYPE_LABEL, ""))
+            if n.itype is not None:
+                off = n.itype.offering(n.zone, n.capacity_type)
+                n.price = off.price if off is not None else 0.0
+                if n.cpu == 0 and n.mem == 0:
+                    n.cpu, n.mem, n.max_pods = n.itype.cpu_cores, n.itype.memory_bytes, n.itype.pods
+                if n.eph == 0:
+                    n.eph = n.itype.ephemeral_storage_bytes
+        pdbs = [parse_pdb(p) for p in snapshot.pdbs]
+        return cls(nodes, pools, claims, pending, pdbs, catalog)
+
+    def pdbs_for(self, pod: PodInfo) -> list[PdbInfo]:
+        return [p for p in self.pdbs_by_ns.get(pod.namespace, ()) if match_label_selector(p.selector, pod.labels)]
+
+    def match_counts(self, namespace: str, selector: dict[str, Any]) -> dict[str, int]:
+        """Active pods per node name matching a selector in a namespace (cached: topology spread counts)."""
+        key = (namespace, selector_key(selector))
+        counts = self._match_counts.get(key)
+        if counts is None:
+            counts = {}
+            for n in self.nodes:
+                c = sum(1 for p in n.pods if p.active and p.namespace == namespace
+                        and match_label_selector(selector, p.labels))
+                if c:
+                    counts[n.name] = c
+            self._match_counts[key] = counts
+        return counts
+
+    def daemon_overhead(self, pool: str) -> tuple[float, int, int]:
+        """cpu, memory, pod count of the DaemonSet pods a new node of `pool` would run (one per DaemonSet)."""
+        if self._daemon_overhead is None:
+            per_pool: dict[str, dict[str, PodInfo]] = {}
+            for n in self.nodes:
+                for p in n.pods:
+                    if p.is_daemonset and p.active:
+                        per_pool.setdefault(n.pool, {}).setdefault(p.owner_uid, p)
+            self._daemon_overhead = {
+                name: (sum(p.cpu for p in ds.values()), sum(p.mem for p in ds.values()), len(ds))
+                for name, ds in per_pool.items()
+            }
+        return self._daemon_overhead.get(pool, (0.0, 0, 0))
+
+    def cost_per_hour(self, nodes: Iterable[NodeInfo] | None = None) -> float:
+        return round(sum(n.price for n in (self.nodes if nodes is None else nodes)), 6)

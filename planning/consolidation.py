@@ -1,0 +1,72 @@
+"""What multi- and single-node consolidation share (reference §2.6): the filter and one what-if.
+
+`compute_consolidation` asks: if these candidates went, would every pod fit on the other nodes plus at
+most one new node, and is that node strictly cheaper? It answers with a command or with the
+`Unconsolidatable` message Karpenter would emit.
+"""
+
+from __future__ import annotations
+
+from api import labels as L
+from planning.candidates import GRACEFUL, Candidate, consolidatable
+from planning.commands import Command
+from planning.method import Method, PassContext, make_command
+from planning.pricing import consolidation_replacement
+
+WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
+
+
+class Consolidation:
+    """Base of MultiNodeConsolidation and SingleNodeConsolidation."""
+
+    name = "Consolidation"
+    reason = L.REASON_UNDERUTILIZED
+    disruption_class = GRACEFUL
+
+    def __init__(self, ctx: PassContext) -> None:
+        self.ctx = ctx
+
+    def should_disrupt(self, c: Candidate) -> bool:
+        """ShouldDisrupt of §2.6 in order; each refusal but emptiness emits `Unconsolidatable`."""
+        node, pool = c.node, c.pool
+        if pool.static:
+            return False
+        message = None
+        if node.itype is None:
+            message = f'Instance Type "{node.labels.get(L.INSTANCE_TYPE_LABEL, "")}" not found'
+        elif not node.capacity_type:
+            message = f'Node does not have label "{L.CAPACITY_TYPE_LABEL}"'
+        elif not node.zone:
+            message = f'Node does not have label "{L.ZONE_LABEL}"'
+        elif pool.consolidate_after is None:
+            message = f'NodePool "{pool.name}" has consolidation disabled'
+        elif c.empty:
+            return False
+        elif pool.consolidation_policy != WHEN_EMPTY_OR_UNDERUTILIZED:
+            message = f'NodePool "{pool.name}" has non-empty consolidation disabled'
+        if message is not None:
+            self.ctx.node_event(node, "Unconsolidatable", message)
+            return False
+        return consolidatable(c, self.ctx.at)
+
+    def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
+        raise NotImplementedError
+
+    def compute_consolidation(self, method: Method, cands: list[Candidate], single: bool) -> tuple[Command | None, str]:
+        """A delete or replace command for removing `cands`, or None and why not."""
+        ctx = self.ctx
+        pods = [p for c in cands for p in c.reschedulable]
+        sim = ctx.scheduler.simulate([c.node for c in cands], pods, max_new=1, pending=ctx.cluster.pending)
+        if sim.failures:
+            return None, f"Not all pods would schedule, {sim.failure_text()}"
+        if sim.too_many_new:
+            return None, "Can't remove without creating more than 1 candidates"
+        price = sum(c.price for c in cands)
+        if not sim.new_nodes:
+            return make_command(method, cands, sim, [], price), ""
+        nn = sim.new_nodes[0]
+        priced, why = consolidation_replacement(nn, cands, ctx.scheduler._options(nn.pool), single=single,
+                                                same_type_filter=not single)
+        if priced is None:
+            return None, why
+        return make_command(method, cands, sim, [priced.replacement], price - priced.price), ""

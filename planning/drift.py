@@ -1,0 +1,96 @@
+"""Drift (reference §2.5, §4.1): replace nodes whose NodeClaim no longer matches its NodePool.
+
+A node is drifted when its NodeClaim says so (condition Drifted=True), when the template hash it was
+launched from (`nodeflow.dev/template-hash`, or Karpenter's nodepool-hash with a matching hash version)
+differs from the NodePool's, or when its labels no longer satisfy the NodePool requirements. Widening a
+requirement that still admits the labels is not drift; behavioural fields never are (they are not hashed).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from api import labels as L
+from planning.candidates import EVENTUAL, Candidate
+from planning.cluster import NodeInfo, PoolInfo
+from planning.commands import Command
+from planning.emptiness import budget_message
+from planning.method import PassContext, make_command
+from planning.pricing import launch_replacement
+from planning.selectors import match_requirement
+
+MAX_DRIFT_REPLACEMENTS = 10
+
+
+def drift_reason(node: NodeInfo, pool: PoolInfo) -> str | None:
+    """Why the node is drifted (Karpenter's condition reasons), or None."""
+    claim = node.claim
+    if claim is None:
+        return None
+    if claim.condition_true("Drifted"):
+        return claim.conditions["Drifted"].get("reason") or "Drifted"
+    ours = claim.annotations.get(L.TEMPLATE_HASH_ANNOTATION)
+    if ours and pool.template_hash and ours != pool.template_hash:
+        return "NodePoolDrifted"
+    pool_hash = pool.annotations.get(L.NODEPOOL_HASH_ANNOTATION)
+    pool_version = pool.annotations.get(L.NODEPOOL_HASH_VERSION_ANNOTATION)
+    claim_hash = claim.annotations.get(L.NODEPOOL_HASH_ANNOTATION)
+    claim_version = claim.annotations.get(L.NODEPOOL_HASH_VERSION_ANNOTATION)
+    if pool_hash and pool_version and claim_hash and claim_version and pool_version == claim_version \
+            and pool_hash != claim_hash:
+        return "NodePoolDrifted"
+    node_labels = claim.labels | node.labels
+    for req in pool.requirements:
+        key, op = req.get("key", ""), req.get("operator", "")
+        if key not in node_labels:
+            if op in ("NotIn", "DoesNotExist"):
+                continue
+            return "RequirementsDrifted"
+        if not match_requirement(key, op, req.get("values") or (), node_labels):
+            return "RequirementsDrifted"
+    return None
+
+
+def drifted_since(node: NodeInfo) -> datetime | None:
+    claim = node.claim
+    if claim is not None and claim.condition_true("Drifted"):
+        return claim.condition_time("Drifted") or claim.created
+    return claim.created if claim is not None else node.created
+
+
+class Drift:
+    """One drifted node per pass (oldest drift first, empty nodes before the rest), within `Drifted` budget."""
+
+    name = "Drift"
+    reason = L.REASON_DRIFTED
+    disruption_class = EVENTUAL
+
+    def __init__(self, ctx: PassContext) -> None:
+        self.ctx = ctx
+
+    def should_disrupt(self, c: Candidate) -> bool:
+        return not c.pool.static and drift_reason(c.node, c.pool) is not None
+
+    def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
+        floor = datetime.min.replace(tzinfo=self.ctx.at.tzinfo)
+        ordered = sorted(candidates, key=lambda c: (not c.empty, drifted_since(c.node) or floor, c.name))
+        for c in ordered:
+            if budgets.get(c.pool.name, 0) <= 0:
+                self.ctx.block(c.node, budget_message(self.reason, c.pool.name))
+                continue
+            sim = self.ctx.scheduler.simulate([c.node], c.reschedulable, max_new=MAX_DRIFT_REPLACEMENTS,
+                                              pending=self.ctx.cluster.pending)
+            if not sim.all_scheduled:
+                why = f"Not all pods would schedule, {sim.failure_text()}" if sim.failures else \
+                    f"would need more than {MAX_DRIFT_REPLACEMENTS} replacement nodes"
+                self.ctx.block(c.node, why)
+                continue
+            replacements = []
+            cost = 0.0
+            for nn in sim.new_nodes:
+                priced = launch_replacement(nn, self.ctx.scheduler._options(nn.pool))
+                if priced is not None:
+                    replacements.append(priced.replacement)
+                    cost += priced.price
+            return [make_command(self, [c], sim, replacements, c.price - cost)]
+        return []

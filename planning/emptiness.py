@@ -1,0 +1,42 @@
+"""Emptiness (reference §2.4): delete every empty, consolidatable candidate the `Empty` budget allows."""
+
+from __future__ import annotations
+
+from api import labels as L
+from planning.candidates import GRACEFUL, Candidate, consolidatable, sort_for_consolidation
+from planning.commands import Command
+from planning.method import PassContext, make_command
+
+
+class Emptiness:
+    """Empty (no reschedulable pods, the v1.9.1 meaning) and past consolidateAfter: delete, no replacement."""
+
+    name = "Emptiness"
+    reason = L.REASON_EMPTY
+    disruption_class = GRACEFUL
+
+    def __init__(self, ctx: PassContext) -> None:
+        self.ctx = ctx
+
+    def should_disrupt(self, c: Candidate) -> bool:
+        if c.pool.static:
+            return False
+        if c.pool.consolidate_after is None:
+            self.ctx.node_event(c.node, "Unconsolidatable", f'NodePool "{c.pool.name}" has consolidation disabled')
+            return False
+        return c.empty and consolidatable(c, self.ctx.at)
+
+    def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
+        """One delete command per NodePool holding every empty candidate within its budget."""
+        chosen: dict[str, list[Candidate]] = {}
+        for c in sort_for_consolidation(candidates):
+            if budgets.get(c.pool.name, 0) <= 0:
+                self.ctx.block(c.node, budget_message(self.reason, c.pool.name))
+                continue
+            budgets[c.pool.name] -= 1
+            chosen.setdefault(c.pool.name, []).append(c)
+        return [make_command(self, cands, None, [], sum(c.price for c in cands)) for cands in chosen.values()]
+
+
+def budget_message(reason: str, pool: str) -> str:
+    return f"disruption budget of nodepool {pool} allows no more {reason} disruptions"

@@ -1,0 +1,73 @@
+"""Expiration (reference §4.2): a NodeClaim older than its expireAfter is deleted. Forceful: no budget,
+no do-not-disrupt or PDB check at this stage, no pre-spun replacement. The pods' simulated destinations
+(and the nodes the provisioner would add for them) are still reported so the dry run explains the move.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from api import labels as L
+from planning.candidates import Candidate, disruption_cost
+from planning.cluster import NodeInfo
+from planning.commands import Command
+from planning.method import PassContext, make_command
+from planning.pricing import launch_replacement
+
+MAX_PROVISIONED = 50
+
+
+def expires_at(node: NodeInfo, ctx: PassContext) -> datetime | None:
+    """creationTimestamp of the NodeClaim + expireAfter (the claim's own, else its NodePool's)."""
+    claim = node.claim
+    if claim is None or claim.created is None:
+        return None
+    pool = ctx.cluster.pools.get(node.pool)
+    expire = claim.expire_after if claim.has_expire_after else (pool.expire_after if pool else None)
+    if expire is None:
+        return None
+    return claim.created + expire
+
+
+class Expiration:
+    """Every managed, not-deleting node past its expiry, one delete command each."""
+
+    name = "Expiration"
+    reason = L.REASON_EXPIRED
+    disruption_class = "forceful"
+
+    def __init__(self, ctx: PassContext, exclude: set[str]) -> None:
+        self.ctx = ctx
+        self.exclude = exclude
+
+    def should_disrupt(self, c: Candidate) -> bool:
+        when = expires_at(c.node, self.ctx)
+        return when is not None and when <= self.ctx.at
+
+    def candidates(self) -> list[Candidate]:
+        out = []
+        for node in self.ctx.cluster.nodes:
+            if node.claim is None or node.marked_for_deletion or node.name in self.exclude:
+                continue
+            pool = self.ctx.cluster.pools.get(node.pool)
+            if pool is None:
+                continue
+            c = Candidate(node, pool, [p for p in node.pods if p.reschedulable],
+                          disruption_cost(node, pool, self.ctx.at), node.price)
+            if self.should_disrupt(c):
+                out.append(c)
+        return out
+
+    def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
+        """Budgets are ignored. Each node's pods are placed away from every expiring node."""
+        commands = []
+        going = [c.node for c in candidates]
+        for c in sorted(candidates, key=lambda c: (expires_at(c.node, self.ctx), c.name)):
+            sim = self.ctx.scheduler.simulate(going, c.reschedulable, max_new=MAX_PROVISIONED)
+            provisioning = []
+            for nn in sim.new_nodes:
+                priced = launch_replacement(nn, self.ctx.scheduler._options(nn.pool))
+                if priced is not None:
+                    provisioning.append(priced.replacement)
+            commands.append(make_command(self, [c], sim, [], 0.0, provisioning=provisioning))
+        return commands

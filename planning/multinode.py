@@ -1,0 +1,51 @@
+"""Multi-node consolidation (reference §2.7): the largest prefix of candidates that can go together.
+
+Up to 100 candidates (after the budget), binary search over prefixes: a prefix is valid when its pods fit
+on the rest plus at most one new node strictly cheaper than all removed nodes, and never a type they
+already run unless cheaper (filterOutSameInstanceType). A time budget returns the best found so far.
+"""
+
+from __future__ import annotations
+
+from planning.candidates import Candidate, sort_for_consolidation
+from planning.commands import Command
+from planning.consolidation import Consolidation
+from planning.emptiness import budget_message
+from planning.method import Deadline
+
+
+class MultiNodeConsolidation(Consolidation):
+    name = "MultiNodeConsolidation"
+
+    def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
+        within: list[Candidate] = []
+        for c in sort_for_consolidation(candidates):
+            if budgets.get(c.pool.name, 0) <= 0:
+                self.ctx.block(c.node, budget_message(self.reason, c.pool.name))
+                continue
+            budgets[c.pool.name] -= 1
+            within.append(c)
+        cmd = self.first_n_option(within)
+        return [cmd] if cmd is not None else []
+
+    def first_n_option(self, cands: list[Candidate]) -> Command | None:
+        """Binary search for the longest valid prefix (at least 2 nodes), Karpenter's bounds."""
+        if len(cands) < 2:
+            return None
+        max_parallel = min(len(cands), self.ctx.limits.multi_node_max_candidates)
+        lo, hi = 1, max_parallel
+        if len(cands) <= max_parallel:
+            hi = len(cands) - 1
+        deadline = Deadline(self.ctx.limits.multi_node_seconds)
+        best: Command | None = None
+        while lo <= hi:
+            if deadline.passed():
+                break
+            mid = (lo + hi) // 2
+            cmd, _ = self.compute_consolidation(self, cands[: mid + 1], single=False)
+            if cmd is not None:
+                best = cmd
+                lo = mid + 1
+            else:
+                hi = mid - 1
+        return best

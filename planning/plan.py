@@ -1,0 +1,275 @@
+"""One planner pass over a snapshot, and the dry run until the cluster stops changing.
+
+A pass: Expiration on its own, then Emptiness, Drift, Multi-node and Single-node consolidation in that
+order; the first method that yields a command wins the pass (DESIGN §1). `until_stable` applies each
+pass's commands to an in-memory copy (pods move, nodes go, replacements arrive) and plans again, with the
+clock held at `at`, until a pass yields nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from api import labels as L
+from api.catalog import InstanceTypeCatalog
+from planning.candidates import EVENTUAL, GRACEFUL, CandidateSet, build_candidates
+from planning.cluster import Cluster, parse_pool
+from planning.commands import Blocked, Command, FinalState, PlanEvent, PlanResult, Replacement
+from planning.drift import Drift
+from planning.emptiness import Emptiness
+from planning.expiration import Expiration
+from planning.method import Limits, Method, PassContext
+from planning.multinode import MultiNodeConsolidation
+from planning.scheduling import Scheduler
+from planning.singlenode import SingleNodeConsolidation
+
+MAX_PASSES = 200
+
+
+@dataclass
+class PassOutcome:
+    """Everything one pass decided, plus the cluster view it decided on."""
+
+    cluster: Cluster
+    budgets: list[dict[str, Any]]
+    commands: list[Command] = field(default_factory=list)
+    blocked: list[Blocked] = field(default_factory=list)
+    events: list[PlanEvent] = field(default_factory=list)
+    computed: dict[str, int] = field(default_factory=dict)
+
+
+def _utc(at: datetime) -> datetime:
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
+def budget_rows(snapshot: Any, at: datetime, cluster: Cluster, exclude: set[str]) -> list[dict[str, Any]]:
+    """api.budgets rows, with in-flight nodes the rows do not already count taken off `allowed`."""
+    from api.budgets import compute_budget_rows
+
+    rows = [r.model_dump(mode="json", by_alias=True)
+            for r in compute_budget_rows(snapshot.node_pools, snapshot.nodes, snapshot.node_claims, at)]
+    extra: dict[str, int] = {}
+    for name in exclude:
+        node = cluster.by_name.get(name)
+        if node is None or not node.pool or node.claim is None:
+            continue
+        if node.ready and not node.marked_for_deletion and not node.tainted_disrupted:
+            extra[node.pool] = extra.get(node.pool, 0) + 1
+    for row in rows:
+        n = extra.get(row["nodePool"], 0)
+        if n:
+            row["disrupting"] += n
+            row["allowed"] = max(row["allowed"] - n, 0)
+    return rows
+
+
+def run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None,
+             exclude_nodes: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
+             compute_all: bool = False) -> PassOutcome:
+    """One planner pass. With `compute_all` every method computes its commands (for benchmarks and
+    explanations), but only the first method with commands contributes them, as in a real pass."""
+    at = _utc(at)
+    exclude = set(exclude_nodes)
+    cluster = Cluster.from_snapshot(snapshot, catalog)
+    rows = budget_rows(snapshot, at, cluster, exclude)
+    allowed: dict[str, dict[str, int]] = {}
+    for row in rows:
+        allowed.setdefault(row["reason"], {})[row["nodePool"]] = row["allowed"]
+    expiration_ctx = PassContext(cluster, Scheduler(cluster, exclude), at, limits or Limits())
+    expiration = Expiration(expiration_ctx, exclude)
+    expiring = expiration.candidates()
+    expiring_names = {c.name for c in expiring}
+    commands = expiration.compute_commands({}, expiring)
+
+    busy = exclude | expiring_names
+    ctx = PassContext(cluster, Scheduler(cluster, busy), at, limits or Limits())
+    ctx.events = expiration_ctx.events
+    for row in rows:
+        if row["total"] > 0 and row["limit"] == 0:
+            ctx.event("NodePool", row["nodePool"], "DisruptionBlocked",
+                      f"No allowed disruptions for disruption reason {row['reason']} due to blocking budget")
+    sets = {GRACEFUL: build_candidates(cluster, at, busy, GRACEFUL),
+            EVENTUAL: build_candidates(cluster, at, busy, EVENTUAL)}
+    _report_rejections(ctx, sets[GRACEFUL])
+
+    methods: list[Method] = [Emptiness(ctx), Drift(ctx), MultiNodeConsolidation(ctx), SingleNodeConsolidation(ctx)]
+    computed: dict[str, int] = {}
+    winner: list[Command] = []
+    for method in methods:
+        if winner and not compute_all:
+            break
+        cands = [c for c in sets[method.disruption_class].candidates if method.should_disrupt(c)]
+        if not cands:
+            continue
+        budgets = dict(allowed.get(method.reason, {}))
+        found = method.compute_commands(budgets, cands)
+        computed[method.name] = len(found)
+        if found and not winner:
+            winner = found
+    commands += winner
+    in_commands = {n for c in commands for n in c.nodes}
+    blocked = [b for name, b in ctx.blocked.items() if name not in in_commands]
+    return PassOutcome(cluster, rows, commands, blocked, ctx.events, computed)
+
+
+def _report_rejections(ctx: PassContext, rejected: CandidateSet) -> None:
+    for r in rejected.rejected:
+        if r.blocking:
+            ctx.block(r.node, r.message)
+        elif r.event:
+            ctx.node_event(r.node, "DisruptionBlocked", r.message)
+
+
+def _live(cluster: Cluster) -> list[Any]:
+    return [n for n in cluster.nodes if not n.marked_for_deletion]
+
+
+def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None, until_stable: bool = False,
+         exclude_nodes: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
+         max_passes: int = MAX_PASSES) -> PlanResult:
+    """The planner's decision for `snapshot` at `at` (DESIGN §4). Pure: no I/O, the snapshot is not changed."""
+    at = _utc(at)
+    first = run_pass(snapshot, at, catalog, exclude_nodes, limits)
+    if not until_stable:
+        removed = {n for c in first.commands for n in c.nodes}
+        live = [n for n in _live(first.cluster) if n.name not in removed]
+        added = [r for c in first.commands for r in c.replacements]
+        final = FinalState(nodes=len(live) + len(added), passes=1,
+                           cost_per_hour=round(sum(n.price for n in live) + sum(r.price for r in added), 6))
+        return PlanResult(at=at, budgets=first.budgets, commands=first.commands, blocked=first.blocked,
+                          final=final, events=first.events)
+    commands: list[Command] = []
+    outcome, snap, passes = first, snapshot, 1
+    while outcome.commands and passes < max_passes:
+        commands += outcome.commands
+        snap = apply_commands(snap, outcome.commands, at=at, catalog=catalog, tag=f"p{passes}")
+        outcome = run_pass(snap, at, catalog, exclude_nodes, limits)
+        passes += 1
+    live = _live(outcome.cluster)
+    final = FinalState(nodes=len(live), cost_per_hour=outcome.cluster.cost_per_hour(live), passes=passes)
+    return PlanResult(at=at, budgets=first.budgets, commands=commands, blocked=outcome.blocked, final=final,
+                      events=outcome.events)
+
+
+def run_plan(snapshot: Any, at: datetime | None = None, until_stable: bool = False,
+             catalog: InstanceTypeCatalog | None = None,
+             exclude_nodes: set[str] | frozenset[str] = frozenset()) -> PlanResult:
+    """`nodeflow plan`'s entry point, for a snapshot file or a live cluster read into a snapshot."""
+    return plan(snapshot, at or datetime.now(UTC), catalog=catalog, until_stable=until_stable,
+                exclude_nodes=exclude_nodes)
+
+
+# ---- applying commands to a copy of the snapshot -----------------------------------------------------
+
+def _replace(snapshot: Any, **fields: Any) -> Any:
+    if dataclasses.is_dataclass(snapshot):
+        return dataclasses.replace(snapshot, **fields)
+    if hasattr(snapshot, "model_copy"):
+        return snapshot.model_copy(update=fields)
+    clone = copy.copy(snapshot)
+    for k, v in fields.items():
+        setattr(clone, k, v)
+    return clone
+
+
+def _new_node_objects(rep: Replacement, name: str, pool: Any, catalog: InstanceTypeCatalog,
+                      at: datetime) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A Ready, initialized Node and its NodeClaim for a launched replacement (cheapest allowed offering)."""
+    from api.quantity import format_cpu
+
+    best = None
+    zones = set()
+    for req in rep.requirements or ():
+        if req.key == L.ZONE_LABEL:
+            zones = set(req.values)
+    for type_name in rep.instance_types:
+        it = catalog.get(type_name)
+        if it is None:
+            continue
+        off = it.cheapest({rep.zone} if rep.zone else (zones or None), {rep.capacity_type})
+        if off is not None and (best is None or off.price < best[1].price):
+            best = (it, off)
+    if best is None:
+        raise ValueError(f"replacement {rep.instance_types} has no available offering")
+    it, off = best
+    node_labels = dict(pool.template_labels) if pool is not None else {}
+    node_labels.update({
+        L.NODEPOOL_LABEL: rep.node_pool or "", L.INSTANCE_TYPE_LABEL: it.name, L.CAPACITY_TYPE_LABEL: off.capacity_type,
+        L.ZONE_LABEL: off.zone, L.INITIALIZED_LABEL: "true", L.REGISTERED_LABEL: "true", L.HOSTNAME_LABEL: name,
+        L.ARCH_LABEL: it.arch, L.OS_LABEL: "linux",
+    })
+    ts = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    resources = {"cpu": format_cpu(it.cpu_cores), "memory": it.memory, "pods": str(it.pods),
+                 "ephemeral-storage": it.ephemeral_storage}
+    provider_id = f"aws:///{off.zone}/i-{hashlib.sha1(name.encode()).hexdigest()[:17]}"
+    node = {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "uid": f"uid-{name}", "labels": node_labels, "creationTimestamp": ts},
+        "spec": {"providerID": provider_id, "taints": list(pool.taints) if pool is not None else []},
+        "status": {"capacity": resources, "allocatable": resources,
+                   "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": ts}]},
+    }
+    claim_meta: dict[str, Any] = {"name": name, "uid": f"uid-claim-{name}", "labels": dict(node_labels),
+                                  "creationTimestamp": ts}
+    if pool is not None and pool.template_hash:
+        claim_meta["annotations"] = {L.TEMPLATE_HASH_ANNOTATION: pool.template_hash}
+    claim = {
+        "apiVersion": L.API_VERSION, "kind": "NodeClaim", "metadata": claim_meta,
+        "spec": {"requirements": [r.model_dump(mode="json") for r in rep.requirements or ()]},
+        "status": {"nodeName": name, "providerID": provider_id, "conditions": [
+            {"type": t, "status": "True", "lastTransitionTime": ts, "reason": t}
+            for t in ("Launched", "Registered", "Initialized")]},
+    }
+    return node, claim
+
+
+def apply_commands(snapshot: Any, commands: list[Command], at: datetime | None = None,
+                   catalog: InstanceTypeCatalog | None = None, tag: str = "r") -> Any:
+    """A copy of `snapshot` as if `commands` completed: replacements joined, pods moved, nodes gone."""
+    from api.catalog import load_default_catalog
+    from api.nodeclaim import NodeClaim
+
+    at = _utc(at or datetime.now(UTC))
+    catalog = catalog or getattr(snapshot, "catalog", None) or load_default_catalog()
+    cluster_pools = {p.name: p for p in (parse_pool(np) for np in snapshot.node_pools)}
+    removed = {n for c in commands for n in c.nodes}
+    new_nodes: list[dict[str, Any]] = []
+    new_claims: list[Any] = []
+    moves: dict[str, str] = {}
+    for ci, cmd in enumerate(commands):
+        names: dict[str, str] = {}
+        for ri, rep in enumerate([*cmd.replacements, *cmd.provisioning]):
+            digest = hashlib.sha1(f"{tag}/{ci}/{ri}/{','.join(cmd.nodes)}".encode()).hexdigest()[:6]
+            name = f"{rep.node_pool or cmd.node_pool}-{tag}-{digest}"
+            node, claim = _new_node_objects(rep, name, cluster_pools.get(rep.node_pool or cmd.node_pool), catalog, at)
+            new_nodes.append(node)
+            new_claims.append(NodeClaim.model_validate(claim))
+            names[f"new-{ri}"] = name
+        for mv in cmd.pods:
+            moves[mv.pod] = names.get(mv.to, mv.to)
+    pods = []
+    for raw in snapshot.pods:
+        meta = raw.get("metadata") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}"
+        node_name = (raw.get("spec") or {}).get("nodeName")
+        if key in moves:
+            moved = copy.deepcopy(raw)
+            moved.setdefault("spec", {})["nodeName"] = moves[key]
+            pods.append(moved)
+        elif node_name not in removed:
+            pods.append(raw)
+    nodes = [n for n in snapshot.nodes if (n.get("metadata") or {}).get("name") not in removed] + new_nodes
+    claims = [c for c in snapshot.node_claims if _claim_node(c) not in removed] + new_claims
+    return _replace(snapshot, nodes=nodes, pods=pods, node_claims=claims)
+
+
+def _claim_node(claim: Any) -> str:
+    status = getattr(claim, "status", None)
+    if status is not None and not isinstance(claim, dict):
+        return status.node_name or ""
+    return ((claim.get("status") or {}).get("nodeName")) or ""

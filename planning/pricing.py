@@ -1,0 +1,125 @@
+"""Prices: what a replacement may cost (reference §2.6), and the Replacement a command launches.
+
+Consolidation only replaces with a strictly cheaper node: an instance type stays an option only when its
+worst launch price is below the candidates' price. Spot-to-spot single-node replacement needs 15 cheaper
+types and launches with the 15 cheapest. When a replacement could be spot or on-demand, it is narrowed to
+spot so a launch never falls back to a dearer on-demand node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from api import labels as L
+from planning.candidates import Candidate
+from planning.commands import Replacement, Requirement
+from planning.scheduling import NewNode, TypeOption, worst_launch_price
+
+SPOT_TO_SPOT_MIN_TYPES = 15
+MAX_INSTANCE_TYPES = 60
+
+
+@dataclass(slots=True)
+class PricedReplacement:
+    """A replacement and the hourly price it launches at (its cheapest offering)."""
+
+    replacement: Replacement
+    price: float
+
+
+def _capacity_types(options: Sequence[TypeOption]) -> set[str]:
+    return {o.capacity_type for opt in options for o in opt.offerings}
+
+
+def _only(options: Sequence[TypeOption], capacity_type: str) -> list[TypeOption]:
+    out = []
+    for opt in options:
+        offs = tuple(o for o in opt.offerings if o.capacity_type == capacity_type)
+        if offs:
+            out.append(TypeOption(opt.itype, offs, opt.cpu, opt.mem, opt.pods))
+    return out
+
+
+def _cheapest_first(options: Sequence[TypeOption]) -> list[TypeOption]:
+    return sorted(options, key=lambda t: (min(o.price for o in t.offerings), t.itype.name))
+
+
+def to_replacement(nn: NewNode, options: Sequence[TypeOption], capacity_type: str,
+                   pool_zones: set[str] | None = None) -> PricedReplacement:
+    """The Replacement of DESIGN §4 for a new node restricted to `options` and one capacity type."""
+    options = _cheapest_first(_only(options, capacity_type))[:MAX_INSTANCE_TYPES]
+    zones = sorted({o.zone for opt in options for o in opt.offerings})
+    price = min(o.price for opt in options for o in opt.offerings)
+    requirements = [
+        Requirement(key=L.INSTANCE_TYPE_LABEL, operator="In", values=[o.itype.name for o in options]),
+        Requirement(key=L.CAPACITY_TYPE_LABEL, operator="In", values=[capacity_type]),
+    ]
+    constrained = pool_zones is None or set(zones) != pool_zones
+    if constrained:
+        requirements.append(Requirement(key=L.ZONE_LABEL, operator="In", values=zones))
+    rep = Replacement(
+        instance_types=[o.itype.name for o in options], capacity_type=capacity_type, price=round(price, 6),
+        zone=zones[0] if len(zones) == 1 else None, node_pool=nn.pool.name, requirements=requirements,
+    )
+    return PricedReplacement(rep, price)
+
+
+def pool_zones(nn: NewNode, all_options: Sequence[TypeOption]) -> set[str]:
+    return {o.zone for opt in all_options for o in opt.offerings}
+
+
+def launch_replacement(nn: NewNode, all_options: Sequence[TypeOption]) -> PricedReplacement | None:
+    """Drift / provisioning: the cheapest options, spot when the pool allows it (Karpenter's launch choice)."""
+    if not nn.options:
+        return None
+    cts = _capacity_types(nn.options)
+    ct = "spot" if "spot" in cts else ("on-demand" if "on-demand" in cts else sorted(cts)[0])
+    return to_replacement(nn, nn.options, ct, pool_zones(nn, all_options))
+
+
+def consolidation_replacement(
+    nn: NewNode, candidates: Sequence[Candidate], all_options: Sequence[TypeOption], single: bool,
+    same_type_filter: bool,
+) -> tuple[PricedReplacement | None, str]:
+    """A strictly cheaper replacement for `candidates`, or None and the Unconsolidatable message why not."""
+    candidate_price = sum(c.price for c in candidates)
+    cts = _capacity_types(nn.options)
+    all_spot = all(c.node.capacity_type == L.CAPACITY_SPOT for c in candidates)
+    if all_spot and L.CAPACITY_SPOT in cts:
+        options = [o for o in _only(nn.options, L.CAPACITY_SPOT)
+                   if worst_launch_price(o, {L.CAPACITY_SPOT}) < candidate_price]
+        if same_type_filter:
+            options = filter_out_same_instance_type(options, candidates)
+        if not options:
+            return None, "Can't replace with a cheaper node"
+        if single and len(options) < SPOT_TO_SPOT_MIN_TYPES:
+            return None, ("SpotToSpotConsolidation requires 15 cheaper instance type options than the current "
+                          f"candidate to consolidate, got {len(options)}")
+        options = _cheapest_first(options)[:SPOT_TO_SPOT_MIN_TYPES] if single else options
+        priced = to_replacement(nn, options, L.CAPACITY_SPOT, pool_zones(nn, all_options))
+        return priced, ""
+    options = [o for o in nn.options if worst_launch_price(o, cts) < candidate_price]
+    if same_type_filter:
+        options = filter_out_same_instance_type(options, candidates)
+    if not options:
+        return None, "Can't replace with a cheaper node"
+    remaining = _capacity_types(options)
+    ct = L.CAPACITY_SPOT if L.CAPACITY_SPOT in remaining else (
+        L.CAPACITY_ON_DEMAND if L.CAPACITY_ON_DEMAND in remaining else sorted(remaining)[0])
+    return to_replacement(nn, options, ct, pool_zones(nn, all_options)), ""
+
+
+def filter_out_same_instance_type(options: Sequence[TypeOption], candidates: Sequence[Candidate]) -> list[TypeOption]:
+    """Multi-node: never replace N nodes with one of a type they already run unless it is cheaper (§2.7)."""
+    candidate_types: dict[str, float] = {}
+    for c in candidates:
+        if c.node.itype is not None:
+            name = c.node.itype.name
+            candidate_types[name] = min(c.price, candidate_types.get(name, c.price))
+    shared = [candidate_types[o.itype.name] for o in options if o.itype.name in candidate_types]
+    if not shared:
+        return list(options)
+    max_price = min(shared)
+    cts = _capacity_types(options)
+    return [o for o in options if worst_launch_price(o, cts) < max_price]

@@ -1,0 +1,537 @@
+"""Scheduling simulation: can these pods run on the other nodes' free capacity, plus new nodes from the catalog?
+
+Pods are placed largest first (cpu, then memory), first-fit over the existing nodes, then onto new nodes
+from a NodePool. Existing nodes are grouped into blocks with the largest free capacity of each block
+precomputed, so a pod skips whole blocks that cannot fit it: a pass over thousands of nodes stays cheap.
+Constraints: cpu, memory, pods, ephemeral-storage, nodeSelector, required node affinity, taints and
+tolerations, required pod anti-affinity on hostname, DoNotSchedule topology spread on zone and hostname,
+NodePool requirements, taints and limits for new nodes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from api import labels as L
+from api.catalog import InstanceType, Offering
+from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
+from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo, type_labels
+from planning.selectors import (
+    match_label_selector,
+    match_node_selector_terms,
+    match_requirement,
+    selector_key,
+    tolerates_all,
+)
+
+BLOCK = 32
+OFFERING_KEYS = (L.ZONE_LABEL, L.CAPACITY_TYPE_LABEL)
+CAPACITY_ORDER = ("reserved", "spot", "on-demand")
+
+
+@dataclass(slots=True)
+class TypeOption:
+    """An instance type a new node may be, with the offerings still allowed."""
+
+    itype: InstanceType
+    offerings: tuple[Offering, ...]
+    cpu: float
+    mem: int
+    pods: int
+
+    def cheapest(self) -> Offering | None:
+        return min(self.offerings, key=lambda o: o.price, default=None)
+
+
+@dataclass
+class NewNode:
+    """A node the simulation had to add: its pool, pods, summed requests and remaining type options."""
+
+    index: int
+    pool: PoolInfo
+    options: list[TypeOption]
+    labels: dict[str, str]
+    pods: list[PodInfo] = field(default_factory=list)
+    cpu: float = 0.0
+    mem: int = 0
+    npods: int = 0
+    eph: int = 0
+
+    @property
+    def name(self) -> str:
+        return f"new-{self.index}"
+
+    def cheapest_price(self) -> float:
+        prices = [o.price for opt in self.options for o in opt.offerings]
+        return min(prices) if prices else math.inf
+
+
+@dataclass
+class SimResult:
+    """Where every pod went, the new nodes needed, and the pods that fit nowhere (with why)."""
+
+    placements: list[tuple[PodInfo, str]] = field(default_factory=list)
+    new_nodes: list[NewNode] = field(default_factory=list)
+    failures: list[tuple[PodInfo, str]] = field(default_factory=list)
+    too_many_new: bool = False
+
+    @property
+    def all_scheduled(self) -> bool:
+        return not self.failures and not self.too_many_new
+
+    def failure_text(self, limit: int = 5) -> str:
+        parts = [f"{p.key} => {why}" for p, why in self.failures[:limit]]
+        more = len(self.failures) - limit
+        return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
+
+
+class SimState:
+    """Copy-on-write changes of one simulation (or of several that must not double-book capacity)."""
+
+    def __init__(self) -> None:
+        self.used: dict[int, list[float]] = {}
+        self.placed: dict[str, list[PodInfo]] = {}
+        self.removed: set[str] = set()
+        self.spread_delta: dict[tuple[str, str], dict[str, int]] = {}
+        self.new_nodes: list[NewNode] = []
+
+
+class Scheduler:
+    """Built once per pass over a Cluster; `simulate` answers one what-if at a time."""
+
+    def __init__(self, cluster: Cluster, exclude: Iterable[str] = ()) -> None:
+        self.cluster = cluster
+        excluded = set(exclude)
+        self.dest: list[NodeInfo] = [
+            n for n in cluster.nodes
+            if n.ready and not n.marked_for_deletion and not n.unschedulable and not n.tainted_disrupted
+            and n.name not in excluded and (n.claim is None or n.initialized)
+        ]
+        self.dest_pos = {n.name: i for i, n in enumerate(self.dest)}
+        self.block_max: list[tuple[float, int, int]] = []
+        for start in range(0, len(self.dest), BLOCK):
+            chunk = self.dest[start:start + BLOCK]
+            self.block_max.append((
+                max(n.cpu - n.used_cpu for n in chunk),
+                max(n.mem - n.used_mem for n in chunk),
+                max(n.max_pods - n.used_pods for n in chunk),
+            ))
+        self._static: dict[tuple[str, int], bool] = {}
+        self._pool_options: dict[str, list[TypeOption]] = {}
+        self._pool_labels: dict[str, dict[str, str]] = {}
+        self._sig_allowed: dict[tuple[str, str], set[tuple[str, str, str]] | None] = {}
+        self._zone_domains: dict[str, set[str]] = {}
+        self._pool_usage: dict[str, tuple[float, int, int]] = {}
+        self._type_alloc = self._observed_allocatable()
+        self.pools_by_weight = sorted(cluster.pools.values(), key=lambda p: (-p.weight, p.name))
+
+    # ---- existing nodes -------------------------------------------------------------------------
+
+    def _observed_allocatable(self) -> dict[str, tuple[float, int, int]]:
+        """Allocatable of each instance type as existing nodes report it (kubelet reservations included)."""
+        seen: dict[str, tuple[float, int, int]] = {}
+        for n in self.cluster.nodes:
+            if n.itype is not None and n.cpu > 0 and n.itype.name not in seen:
+                seen[n.itype.name] = (n.cpu, n.mem, n.max_pods)
+        return seen
+
+    def _static_ok(self, pod: PodInfo, node: NodeInfo) -> bool:
+        """nodeSelector, required node affinity and taints (cached per pod signature and node)."""
+        if not pod.sig:
+            return not any(t.get("effect") in ("NoSchedule", "NoExecute") for t in node.taints)
+        key = (pod.sig, node.index)
+        ok = self._static.get(key)
+        if ok is None:
+            ok = (all(node.labels.get(k) == v for k, v in pod.node_selector.items())
+                  and match_node_selector_terms(pod.affinity_terms, node.labels)
+                  and tolerates_all(pod.tolerations, node.taints))
+            self._static[key] = ok
+        return ok
+
+    def _anti_ok(self, pod: PodInfo, others: Iterable[PodInfo]) -> bool:
+        """Required anti-affinity on hostname, both ways: pod vs the pods already on the node."""
+        for other in others:
+            if not other.active or other.uid == pod.uid:
+                continue
+            for sel, namespaces in pod.anti_affinity:
+                if other.namespace in namespaces and match_label_selector(sel, other.labels):
+                    return False
+            for sel, namespaces in other.anti_affinity:
+                if pod.namespace in namespaces and match_label_selector(sel, pod.labels):
+                    return False
+        return True
+
+    def _node_pods(self, node_name: str, state: SimState) -> list[PodInfo]:
+        node = self.cluster.by_name.get(node_name)
+        base = node.pods if node is not None else []
+        return base + state.placed.get(node_name, [])
+
+    def _spread_count(self, pod: PodInfo, selector: dict[str, Any], node_name: str, state: SimState) -> int:
+        key = (pod.namespace, selector_key(selector))
+        base = self.cluster.match_counts(pod.namespace, selector).get(node_name, 0)
+        if node_name in state.removed:
+            base = 0
+        return base + state.spread_delta.get(key, {}).get(node_name, 0)
+
+    def _zone_counts(self, pod: PodInfo, selector: dict[str, Any], state: SimState) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        key = (pod.namespace, selector_key(selector))
+        base = self.cluster.match_counts(pod.namespace, selector)
+        delta = state.spread_delta.get(key, {})
+        for name in set(base) | set(delta):
+            if name in state.removed:
+                continue
+            node = self.cluster.by_name.get(name)
+            zone = node.zone if node is not None else next(
+                (nn.labels.get(L.ZONE_LABEL, "") for nn in state.new_nodes if nn.name == name), "")
+            counts[zone] = counts.get(zone, 0) + (base.get(name, 0) if node is not None else 0) + delta.get(name, 0)
+        return counts
+
+    def _zone_domains(self, pod: PodInfo) -> set[str]:
+        domains = self._zone_domains.get(pod.sig)
+        if domains is None:
+            domains = {n.zone for n in self.dest if n.zone and self._static_ok(pod, n)}
+            for pool in self.cluster.pools.values():
+                if tolerates_all(pod.tolerations, pool.taints):
+                    allowed = self._pod_allowed(pod, pool)
+                    for opt in self._options(pool):
+                        for o in opt.offerings:
+                            if allowed is None or (opt.itype.name, o.zone, o.capacity_type) in allowed:
+                                domains.add(o.zone)
+            self._zone_domains[pod.sig] = domains
+        return domains
+
+    def _spread_ok(self, pod: PodInfo, node_name: str, zone: str, state: SimState) -> bool:
+        for topology_key, max_skew, selector in pod.spread:
+            if not match_label_selector(selector, pod.labels):
+                continue
+            if topology_key == L.HOSTNAME_LABEL:
+                # a new node is always a possible domain with 0 pods, so the global minimum is 0
+                if self._spread_count(pod, selector, node_name, state) + 1 > max_skew:
+                    return False
+            else:
+                counts = self._zone_counts(pod, selector, state)
+                domains = self._zone_domains(pod) | {zone}
+                low = min(counts.get(z, 0) for z in domains)
+                if counts.get(zone, 0) + 1 - low > max_skew:
+                    return False
+        return True
+
+    def _fits_existing(self, pod: PodInfo, node: NodeInfo, state: SimState) -> bool:
+        used = state.used.get(node.index)
+        ucpu, umem, upods, ueph = (used if used is not None else (0.0, 0, 0, 0))
+        if (pod.cpu > node.cpu - node.used_cpu - ucpu + 1e-9 or pod.mem > node.mem - node.used_mem - umem
+                or node.used_pods + upods + 1 > node.max_pods
+                or (pod.eph and node.eph and pod.eph > node.eph - node.used_eph - ueph)):
+            return False
+        if not self._static_ok(pod, node):
+            return False
+        if (pod.anti_affinity or self.cluster.has_anti_affinity) and not self._anti_ok(
+                pod, self._node_pods(node.name, state)):
+            return False
+        return not pod.spread or self._spread_ok(pod, node.name, node.zone, state)
+
+    def _place_existing(self, pod: PodInfo, node: NodeInfo, state: SimState) -> None:
+        used = state.used.setdefault(node.index, [0.0, 0, 0, 0])
+        used[0] += pod.cpu
+        used[1] += pod.mem
+        used[2] += 1
+        used[3] += pod.eph
+        state.placed.setdefault(node.name, []).append(pod)
+        self._count_spread(pod, node.name, state)
+
+    def _count_spread(self, pod: PodInfo, node_name: str, state: SimState) -> None:
+        for _, _, selector in pod.spread:
+            if match_label_selector(selector, pod.labels):
+                delta = state.spread_delta.setdefault((pod.namespace, selector_key(selector)), {})
+                delta[node_name] = delta.get(node_name, 0) + 1
+
+    # ---- new nodes ------------------------------------------------------------------------------
+
+    def _options(self, pool: PoolInfo) -> list[TypeOption]:
+        """Catalog types and offerings the pool's requirements allow, cheapest first."""
+        opts = self._pool_options.get(pool.name)
+        if opts is None:
+            opts = []
+            fixed = self.pool_labels(pool)
+            for it in self.cluster.catalog.instance_types:
+                tl = type_labels(it) | fixed
+                allowed = []
+                for o in it.offerings:
+                    if not o.available:
+                        continue
+                    labels = tl | {L.ZONE_LABEL: o.zone, L.CAPACITY_TYPE_LABEL: o.capacity_type}
+                    if all(self._pool_req_ok(r, labels) for r in pool.requirements):
+                        allowed.append(o)
+                if allowed:
+                    cpu, mem, pods = self._type_alloc.get(it.name, (it.cpu_cores, it.memory_bytes, it.pods))
+                    opts.append(TypeOption(it, tuple(allowed), cpu, mem, pods))
+            opts.sort(key=lambda t: (t.cheapest().price, t.itype.name))  # type: ignore[union-attr]
+            self._pool_options[pool.name] = opts
+        return opts
+
+    @staticmethod
+    def _pool_req_ok(req: dict[str, Any], labels: dict[str, str]) -> bool:
+        key = req.get("key", "")
+        if key not in labels and key not in (L.ZONE_LABEL, L.CAPACITY_TYPE_LABEL) and req.get("operator") == "In":
+            return True  # a custom label the pool itself sets on its nodes
+        return match_requirement(key, req.get("operator", ""), req.get("values") or (), labels)
+
+    def pool_labels(self, pool: PoolInfo) -> dict[str, str]:
+        """Labels every node of the pool gets: template labels, single-valued In requirements, the pool name."""
+        labels = self._pool_labels.get(pool.name)
+        if labels is None:
+            labels = dict(pool.template_labels)
+            for r in pool.requirements:
+                values = r.get("values") or ()
+                if r.get("operator") == "In" and len(values) == 1 and r.get("key") not in OFFERING_KEYS:
+                    labels.setdefault(r["key"], values[0])
+            labels[L.NODEPOOL_LABEL] = pool.name
+            self._pool_labels[pool.name] = labels
+        return labels
+
+    def _pod_allowed(self, pod: PodInfo, pool: PoolInfo) -> set[tuple[str, str, str]] | None:
+        """(type, zone, capacity type) triples a pod's selector/affinity allow in a pool; None = all."""
+        if not pod.node_selector and not pod.affinity_terms:
+            return None
+        key = (pod.sig, pool.name)
+        if key in self._sig_allowed:
+            return self._sig_allowed[key]
+        fixed = self.pool_labels(pool)
+        pool_keys = {r.get("key") for r in pool.requirements}
+        allowed: set[tuple[str, str, str]] = set()
+        for opt in self._options(pool):
+            tl = type_labels(opt.itype) | fixed
+            for o in opt.offerings:
+                labels = tl | {L.ZONE_LABEL: o.zone, L.CAPACITY_TYPE_LABEL: o.capacity_type,
+                               L.HOSTNAME_LABEL: f"<new:{pool.name}>"}
+                if self._pod_matches_new(pod, labels, pool_keys):
+                    allowed.add((opt.itype.name, o.zone, o.capacity_type))
+        self._sig_allowed[key] = allowed
+        return allowed
+
+    @staticmethod
+    def _pod_matches_new(pod: PodInfo, labels: dict[str, str], pool_keys: set[Any]) -> bool:
+        for k, v in pod.node_selector.items():
+            if labels.get(k) != v and not (k not in labels and k in pool_keys):
+                return False
+        if not pod.affinity_terms:
+            return True
+        for term in pod.affinity_terms:
+            ok = True
+            for e in term.get("matchExpressions") or ():
+                k = e.get("key", "")
+                if k == L.HOSTNAME_LABEL and e.get("operator") == "In":
+                    ok = False
+                elif k not in labels and k in pool_keys:
+                    continue
+                elif not match_requirement(k, e.get("operator", ""), e.get("values") or (), labels):
+                    ok = False
+                if not ok:
+                    break
+            if ok:
+                return True
+        return False
+
+    def _pool_usage(self, pool: PoolInfo) -> tuple[float, int, int]:
+        usage = self._pool_usage.get(pool.name)
+        if usage is None:
+            members = [n for n in self.cluster.nodes if n.pool == pool.name and not n.marked_for_deletion]
+            usage = (
+                sum(n.itype.cpu_cores if n.itype else n.cpu for n in members),
+                sum(n.itype.memory_bytes if n.itype else n.mem for n in members),
+                len(members),
+            )
+            self._pool_usage[pool.name] = usage
+        return usage
+
+    def _limit_filter(self, pool: PoolInfo, options: list[TypeOption], state: SimState) -> list[TypeOption]:
+        """Drop types that would take the pool over its `limits` (cpu, memory, nodes)."""
+        if not pool.limits:
+            return options
+        cpu, mem, count = self._pool_usage(pool)
+        for name in state.removed:
+            n = self.cluster.by_name.get(name)
+            if n is not None and n.pool == pool.name:
+                cpu -= n.itype.cpu_cores if n.itype else n.cpu
+                mem -= n.itype.memory_bytes if n.itype else n.mem
+                count -= 1
+        for nn in state.new_nodes:
+            if nn.pool.name == pool.name and nn.options:
+                cpu += nn.options[0].itype.cpu_cores
+                mem += nn.options[0].itype.memory_bytes
+                count += 1
+        lim_cpu = parse_cpu(pool.limits["cpu"]) if "cpu" in pool.limits else math.inf
+        lim_mem = parse_memory(pool.limits["memory"]) if "memory" in pool.limits else math.inf
+        lim_nodes = int(pool.limits["nodes"]) if "nodes" in pool.limits else math.inf
+        if count + 1 > lim_nodes:
+            return []
+        return [o for o in options if cpu + o.itype.cpu_cores <= lim_cpu and mem + o.itype.memory_bytes <= lim_mem]
+
+    def _narrow(self, options: list[TypeOption], allowed: set[tuple[str, str, str]] | None,
+                cpu: float, mem: int, npods: int, eph: int) -> list[TypeOption]:
+        out: list[TypeOption] = []
+        for opt in options:
+            if opt.cpu + 1e-9 < cpu or opt.mem < mem or opt.pods < npods or opt.itype.ephemeral_storage_bytes < eph:
+                continue
+            offs = opt.offerings if allowed is None else tuple(
+                o for o in opt.offerings if (opt.itype.name, o.zone, o.capacity_type) in allowed)
+            if offs:
+                out.append(opt if offs is opt.offerings else TypeOption(opt.itype, offs, opt.cpu, opt.mem, opt.pods))
+        return out
+
+    def _zone_allowed_for_spread(self, pod: PodInfo, state: SimState) -> set[str] | None:
+        zones: set[str] | None = None
+        for topology_key, max_skew, selector in pod.spread:
+            if topology_key != L.ZONE_LABEL or not match_label_selector(selector, pod.labels):
+                continue
+            counts = self._zone_counts(pod, selector, state)
+            domains = self._zone_domains(pod)
+            if not domains:
+                continue
+            low = min(counts.get(z, 0) for z in domains)
+            ok = {z for z in domains if counts.get(z, 0) + 1 - low <= max_skew}
+            zones = ok if zones is None else zones & ok
+        return zones
+
+    def _try_new(self, pod: PodInfo, nn: NewNode, state: SimState) -> list[TypeOption] | None:
+        """Remaining options if `pod` joins new node `nn`, else None."""
+        if not tolerates_all(pod.tolerations, nn.pool.taints):
+            return None
+        if (pod.anti_affinity or self.cluster.has_anti_affinity) and not self._anti_ok(pod, nn.pods):
+            return None
+        for topology_key, max_skew, selector in pod.spread:
+            if topology_key == L.HOSTNAME_LABEL and match_label_selector(selector, pod.labels):
+                same = sum(1 for p in nn.pods
+                           if p.namespace == pod.namespace and match_label_selector(selector, p.labels))
+                if same + 1 > max_skew:
+                    return None
+        allowed = self._pod_allowed(pod, nn.pool)
+        zones = self._zone_allowed_for_spread(pod, state) if pod.spread else None
+        if zones is not None:
+            base = allowed if allowed is not None else {
+                (o.itype.name, off.zone, off.capacity_type) for o in nn.options for off in o.offerings}
+            allowed = {t for t in base if t[1] in zones}
+        options = self._narrow(nn.options, allowed, nn.cpu + pod.cpu, nn.mem + pod.mem, nn.npods + 1, nn.eph + pod.eph)
+        return options or None
+
+    def _open_new(self, pod: PodInfo, state: SimState) -> tuple[NewNode | None, str]:
+        """A fresh node from the first pool (by weight) that can run `pod`, or why none can."""
+        why = "no nodepool can run it"
+        for pool in self.pools_by_weight:
+            if not tolerates_all(pod.tolerations, pool.taints):
+                why = f"taints of nodepool {pool.name} are not tolerated"
+                continue
+            options = self._limit_filter(pool, self._options(pool), state)
+            if not options:
+                why = f"nodepool {pool.name} has no instance type within its limits"
+                continue
+            dcpu, dmem, dpods = self.cluster.daemon_overhead(pool.name)
+            nn = NewNode(len(state.new_nodes), pool, options, self.pool_labels(pool),
+                         cpu=dcpu, mem=dmem, npods=dpods)
+            remaining = self._try_new(pod, nn, state)
+            if remaining is None:
+                why = (f"no instance type of nodepool {pool.name} fits it "
+                       f"(cpu {format_cpu(pod.cpu)}, memory {format_memory(pod.mem)}, its selectors and spread)")
+                continue
+            return nn, ""
+        return None, why
+
+    # ---- the simulation -------------------------------------------------------------------------
+
+    def simulate(self, remove: Sequence[NodeInfo], pods: Sequence[PodInfo], max_new: int = 1,
+                 state: SimState | None = None, pending: Sequence[PodInfo] = ()) -> SimResult:
+        """Place `pods` (from the `remove`d nodes) and `pending` pods; at most `max_new` new nodes."""
+        state = state or SimState()
+        for n in remove:
+            state.removed.add(n.name)  # spread counts of its pods drop with it
+        removed_idx = {n.index for n in remove} | {
+            self.cluster.by_name[name].index for name in state.removed if name in self.cluster.by_name}
+        result = SimResult()
+        pending_keys = {p.key for p in pending}
+        ordered = sorted([*pods, *pending], key=lambda p: (-p.cpu, -p.mem, p.key))
+        for pod in ordered:
+            target = self._first_fit(pod, removed_idx, state)
+            if target is not None:
+                self._place_existing(pod, target, state)
+                result.placements.append((pod, target.name))
+                continue
+            placed = False
+            for nn in state.new_nodes:
+                remaining = self._try_new(pod, nn, state)
+                if remaining is not None:
+                    self._join(pod, nn, remaining, state)
+                    result.placements.append((pod, nn.name))
+                    placed = True
+                    break
+            if placed:
+                continue
+            nn, why = self._open_new(pod, state)
+            if nn is None:
+                if pod.key not in pending_keys:
+                    result.failures.append((pod, self._why_not(pod, why)))
+                continue
+            if len(state.new_nodes) >= max_new:
+                if pod.key not in pending_keys:
+                    result.too_many_new = True
+                    break
+                continue
+            remaining = self._try_new(pod, nn, state)
+            state.new_nodes.append(nn)
+            self._join(pod, nn, remaining or nn.options, state)
+            result.placements.append((pod, nn.name))
+        result.new_nodes = list(state.new_nodes)
+        return result
+
+    def _join(self, pod: PodInfo, nn: NewNode, options: list[TypeOption], state: SimState) -> None:
+        nn.options = options
+        nn.pods.append(pod)
+        nn.cpu += pod.cpu
+        nn.mem += pod.mem
+        nn.npods += 1
+        nn.eph += pod.eph
+        self._count_spread(pod, nn.name, state)
+
+    def _first_fit(self, pod: PodInfo, removed_idx: set[int], state: SimState) -> NodeInfo | None:
+        dest = self.dest
+        for b, (bcpu, bmem, bpods) in enumerate(self.block_max):
+            if pod.cpu > bcpu + 1e-9 or pod.mem > bmem or bpods < 1:
+                continue
+            for node in dest[b * BLOCK:(b + 1) * BLOCK]:
+                if node.index in removed_idx:
+                    continue
+                if self._fits_existing(pod, node, state):
+                    return node
+        return None
+
+    def _why_not(self, pod: PodInfo, new_why: str) -> str:
+        compatible = [n for n in self.dest if self._static_ok(pod, n)]
+        if not compatible:
+            existing = "no node matches its nodeSelector, affinity and tolerations"
+        else:
+            existing = (f"insufficient free capacity on {len(compatible)} compatible node(s) "
+                        f"(needs cpu {format_cpu(pod.cpu)}, memory {format_memory(pod.mem)})")
+            if pod.anti_affinity or pod.spread:
+                existing += " or its anti-affinity / topology spread"
+        return f"{existing}; {new_why}"
+
+
+def replacement_offerings(nn: NewNode) -> list[tuple[TypeOption, Offering]]:
+    """Every (type, offering) a new node could launch as, cheapest first."""
+    pairs = [(opt, o) for opt in nn.options for o in opt.offerings]
+    pairs.sort(key=lambda t: (t[1].price, t[0].itype.name, t[1].zone))
+    return pairs
+
+
+def worst_launch_price(opt: TypeOption, capacity_types: set[str]) -> float:
+    """Karpenter WorstLaunchPrice: the dearest offering of the first capacity type (reserved, spot, on-demand)."""
+    for ct in CAPACITY_ORDER:
+        if ct not in capacity_types:
+            continue
+        prices = [o.price for o in opt.offerings if o.capacity_type == ct]
+        if prices:
+            return max(prices)
+    return math.inf

@@ -1,0 +1,47 @@
+"""Single-node consolidation (reference §2.7): the first candidate that can be deleted or replaced cheaper.
+
+Candidates are sorted, then interleaved round-robin across NodePools so one big pool cannot starve the
+others; a time budget bounds the loop. Nodes whose pods fit nowhere are reported as blocked.
+"""
+
+from __future__ import annotations
+
+from itertools import zip_longest
+
+from planning.candidates import Candidate, sort_for_consolidation
+from planning.commands import Command
+from planning.consolidation import Consolidation
+from planning.emptiness import budget_message
+from planning.method import Deadline
+
+
+class SingleNodeConsolidation(Consolidation):
+    name = "SingleNodeConsolidation"
+
+    def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
+        deadline = Deadline(self.ctx.limits.single_node_seconds)
+        for c in interleave_by_pool(sort_for_consolidation(candidates)):
+            if deadline.passed():
+                break
+            if budgets.get(c.pool.name, 0) <= 0:
+                self.ctx.block(c.node, budget_message(self.reason, c.pool.name))
+                continue
+            cmd, why = self.compute_consolidation(self, [c], single=True)
+            if cmd is not None:
+                return [cmd]
+            if why.startswith("Not all pods would schedule"):
+                self.ctx.block(c.node, why, "Unconsolidatable")
+            else:
+                self.ctx.node_event(c.node, "Unconsolidatable", why)
+        return []
+
+
+def interleave_by_pool(cands: list[Candidate]) -> list[Candidate]:
+    """Round-robin across NodePools (pools in name order), keeping each pool's sorted order."""
+    groups: dict[str, list[Candidate]] = {}
+    for c in cands:
+        groups.setdefault(c.pool.name, []).append(c)
+    out: list[Candidate] = []
+    for row in zip_longest(*(groups[k] for k in sorted(groups))):
+        out.extend(c for c in row if c is not None)
+    return out
