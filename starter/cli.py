@@ -15,6 +15,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "starter.cmd_status", "starter.cmd_force", "starter.cmd_cancel",
     "starter.cmd_pause",
     "starter.cmd_resume",
+    "starter.cmd_plan",
 )
 
 

@@ -1,0 +1,102 @@
+"""`nodeflow plan`: the dry run of the planner on a snapshot — what it would disrupt, why, and what it blocks."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from typing import Any
+
+from starter.output import CliError, add_output_flag, print_output, render_table
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "plan", help="dry run: the commands the planner would start for a cluster snapshot",
+        description="Run the planner's decision code on a snapshot (no side effects) and explain the result.")
+    p.add_argument("-f", "--filename", required=True, metavar="SNAPSHOT",
+                   help="snapshot YAML (multi-document or kind: List); '-' reads stdin")
+    p.add_argument("--at", metavar="RFC3339", help="evaluate at this time (default: now)")
+    p.add_argument("--until-stable", action="store_true",
+                   help="apply each pass's commands to a copy of the snapshot until nothing changes")
+    p.add_argument("--catalog", metavar="FILE", help="InstanceTypeCatalog YAML replacing the default catalog")
+    add_output_flag(p)
+    p.set_defaults(func=handle)
+
+
+def parse_at(text: str | None) -> datetime:
+    """RFC3339 (a `Z` suffix is fine) -> aware UTC datetime; now when absent."""
+    if not text:
+        return datetime.now(UTC)
+    try:
+        at = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise CliError(f"--at {text!r} is not an RFC3339 time (e.g. 2026-01-02T03:04:05Z)", 2) from exc
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
+def load_inputs(path: str, catalog_path: str | None) -> tuple[Any, Any]:
+    """The snapshot and the catalog override, with errors the user can act on."""
+    import sys
+
+    from api.catalog import load_catalog
+    from api.snapshot import SnapshotError, load_snapshot, parse_snapshot
+
+    try:
+        snapshot = parse_snapshot(sys.stdin.read(), "<stdin>") if path == "-" else load_snapshot(path)
+    except FileNotFoundError as exc:
+        raise CliError(f"snapshot file {path!r} not found") from exc
+    except SnapshotError as exc:
+        raise CliError(str(exc)) from exc
+    catalog = None
+    if catalog_path:
+        try:
+            catalog = load_catalog(catalog_path)
+        except FileNotFoundError as exc:
+            raise CliError(f"catalog file {catalog_path!r} not found") from exc
+        except Exception as exc:
+            raise CliError(f"catalog {catalog_path}: {exc}") from exc
+    return snapshot, catalog
+
+
+def handle(args: argparse.Namespace) -> int:
+    from planning.plan import run_plan
+
+    at = parse_at(args.at)
+    snapshot, catalog = load_inputs(args.filename, args.catalog)
+    result = run_plan(snapshot, at, until_stable=args.until_stable, catalog=catalog)
+    print_output(result.to_public(), args.output, table=render_plan)
+    return 0
+
+
+def render_plan(data: dict[str, Any]) -> str:
+    """People's view: budgets, each command with its pod moves and savings, each blocked node and why."""
+    out = [f"Plan at {data['at']}", ""]
+    out.append("BUDGETS")
+    out.append(render_table(
+        ["NODEPOOL", "REASON", "LIMIT", "TOTAL", "DISRUPTING", "ALLOWED"],
+        [[b["nodePool"], b["reason"], "-" if b["limit"] is None else b["limit"], b["total"], b["disrupting"],
+          b["allowed"]] for b in data["budgets"]]).rstrip())
+    out.append("")
+    commands = data["commands"]
+    out.append(f"COMMANDS ({len(commands)})" if commands else "COMMANDS: none")
+    for i, cmd in enumerate(commands, start=1):
+        decision = "replace" if cmd["replacements"] else "delete"
+        out.append(f"{i}. {cmd['method']} ({cmd['reason']}, nodepool {cmd['nodePool']}): {decision} "
+                   f"{', '.join(cmd['nodes'])}; saves ${cmd['savingsPerHour']:.4f}/h")
+        for j, rep in enumerate(cmd["replacements"]):
+            types = ", ".join(rep["instanceTypes"][:5]) + (" ..." if len(rep["instanceTypes"]) > 5 else "")
+            where = f" in {rep['zone']}" if rep.get("zone") else ""
+            out.append(f"   new-{j}: {rep['capacityType']} {types}{where} at ${rep['price']:.4f}/h")
+        for mv in cmd["pods"]:
+            out.append(f"   pod {mv['pod']} -> {mv['to']}")
+        if not cmd["pods"]:
+            out.append("   no pods to move")
+    out.append("")
+    blocked = data["blocked"]
+    out.append(f"BLOCKED ({len(blocked)})" if blocked else "BLOCKED: none")
+    if blocked:
+        out.append(render_table(["NODE", "REASON"], [[b["node"], b["reason"]] for b in blocked]).rstrip())
+    out.append("")
+    final = data["final"]
+    out.append(f"FINAL: {final['nodes']} nodes, ${final['costPerHour']:.4f}/h after {final['passes']} pass(es)")
+    return "\n".join(out) + "\n"
