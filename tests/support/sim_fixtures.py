@@ -1,1 +1,36 @@
-"""Simulator fixtures (owned by the simulator area): an in-process Kubernetes API emulator per test."""
+"""Simulator fixtures (owned by the simulator area): an in-process Kubernetes API emulator per test.
+
+`sim`: a fresh Simulator (no EC2, time_scale 0.01, ready_delay 2.0) on a free port.
+`sim_ec2`: the same, wired to the session `moto_endpoint` (EC2 instances register Nodes).
+`k8s`: a kubernetes ApiClient for `sim`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from simulator.server import Simulator
+
+
+@pytest.fixture
+def sim() -> Iterator[Simulator]:
+    with Simulator(time_scale=0.01, ready_delay=2.0) as s:
+        yield s
+
+
+@pytest.fixture
+def sim_ec2(moto_endpoint: str) -> Iterator[Simulator]:
+    with Simulator(time_scale=0.01, ready_delay=2.0, ec2_endpoint=moto_endpoint, ec2_poll_seconds=0.05) as s:
+        yield s
+
+
+@pytest.fixture
+def k8s(sim: Simulator) -> Iterator[Any]:
+    api = sim.api_client()
+    try:
+        yield api
+    finally:
+        api.close()

@@ -1,0 +1,168 @@
+"""ReplicaSet, StatefulSet and DaemonSet controllers: evicted or deleted pods come back, daemons follow nodes."""
+
+from __future__ import annotations
+
+import random
+import string
+from typing import TYPE_CHECKING, Any
+
+from simulator.patch import deep_copy
+from simulator.pods import controller_ref, is_deleting, labels, meta, pod_terminal
+from simulator.resources import BY_KIND, ResourceType
+from simulator.scheduling import DAEMONSET_TOLERATIONS, schedulable_on
+
+if TYPE_CHECKING:
+    from simulator.world import World
+
+PODS = BY_KIND["Pod"]
+NODES = BY_KIND["Node"]
+CONTROLLER_KINDS = ("ReplicaSet", "StatefulSet", "DaemonSet")
+
+
+def _suffix(rng: random.Random, n: int = 5) -> str:
+    return "".join(rng.choice(string.ascii_lowercase + string.digits) for _ in range(n))
+
+
+class Controllers:
+    """Keeps owned pods at their controllers' desired counts (reconciled on the world's tick)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.by_uid: dict[str, tuple[ResourceType, tuple[str, str]]] = {}
+        self.daemonsets: set[str] = set()
+        self.dirty: set[str] = set()
+        self.rng = random.Random(7)
+
+    # ---- bookkeeping -------------------------------------------------------------------------------------
+    def on_change(self, rt: ResourceType, kind: str, old: dict | None, new: dict | None) -> None:
+        if rt.kind in CONTROLLER_KINDS:
+            obj = new or old or {}
+            uid = meta(obj).get("uid")
+            if new is None:
+                self.by_uid.pop(uid, None)
+                self.daemonsets.discard(uid)
+                self.dirty.discard(uid)
+                return
+            self.by_uid[uid] = (rt, (meta(new).get("namespace") or "", meta(new)["name"]))
+            if rt.kind == "DaemonSet":
+                self.daemonsets.add(uid)
+            if old is None or old.get("spec") != new.get("spec"):
+                self.dirty.add(uid)
+        elif rt is PODS:
+            gone = new is None or (is_deleting(new) and not is_deleting(old or {})) or (
+                pod_terminal(new) and not pod_terminal(old or {}))
+            if gone:
+                ref = controller_ref(new or old or {})
+                if ref and ref.get("uid") in self.by_uid:
+                    self.dirty.add(ref["uid"])
+        elif rt is NODES:
+            if new is None or old is None or labels(old) != labels(new) or old.get("spec") != new.get("spec") or is_deleting(new):
+                self.dirty |= self.daemonsets
+
+    def _get(self, uid: str) -> tuple[ResourceType, dict[str, Any]] | None:
+        entry = self.by_uid.get(uid)
+        if entry is None:
+            return None
+        obj = self.world.store.get(entry[0], *entry[1])
+        return (entry[0], obj) if obj is not None else None
+
+    def scale_of(self, namespace: str, ref: dict[str, Any] | None) -> int | None:
+        """Desired replicas of a scalable controller (None for DaemonSets and unknown owners)."""
+        if not ref:
+            return None
+        found = self._get(ref.get("uid") or "")
+        if found is None or found[0].kind == "DaemonSet":
+            return None
+        replicas = (found[1].get("spec") or {}).get("replicas")
+        return 1 if replicas is None else int(replicas)
+
+    @staticmethod
+    def is_daemon_pod(pod: dict[str, Any]) -> bool:
+        ref = controller_ref(pod)
+        return bool(ref and ref.get("kind") == "DaemonSet")
+
+    # ---- reconcile ---------------------------------------------------------------------------------------
+    def reconcile(self) -> None:
+        while self.dirty:
+            uid = self.dirty.pop()
+            found = self._get(uid)
+            if found is None or is_deleting(found[1]):
+                continue
+            rt, obj = found
+            if rt.kind == "ReplicaSet":
+                self._replicaset(obj)
+            elif rt.kind == "StatefulSet":
+                self._statefulset(obj)
+            else:
+                self._daemonset(obj)
+
+    def _active_pods(self, uid: str) -> list[dict[str, Any]]:
+        return [p for p in self.world.store.pods_owned_by(uid) if not is_deleting(p) and not pod_terminal(p)]
+
+    def _replicaset(self, rs: dict[str, Any]) -> None:
+        replicas = int((rs.get("spec") or {}).get("replicas", 1))
+        active = self._active_pods(meta(rs)["uid"])
+        for _ in range(replicas - len(active)):
+            self._create_pod(rs, f"{meta(rs)['name']}-{_suffix(self.rng)}")
+        if len(active) > replicas:
+            active.sort(key=lambda p: (bool((p.get("spec") or {}).get("nodeName")), meta(p).get("creationTimestamp")))
+            for pod in active[: len(active) - replicas]:
+                self.world.delete_pod(pod, None, "delete")
+
+    def _statefulset(self, sts: dict[str, Any]) -> None:
+        replicas = int((sts.get("spec") or {}).get("replicas", 1))
+        name, ns = meta(sts)["name"], meta(sts).get("namespace") or ""
+        for i in range(replicas):
+            if self.world.store.get(PODS, ns, f"{name}-{i}") is None:
+                self._create_pod(sts, f"{name}-{i}", extra_labels={
+                    "statefulset.kubernetes.io/pod-name": f"{name}-{i}", "apps.kubernetes.io/pod-index": str(i)})
+        for pod in self._active_pods(meta(sts)["uid"]):
+            try:
+                ordinal = int(meta(pod)["name"].rsplit("-", 1)[1])
+            except (IndexError, ValueError):
+                continue
+            if ordinal >= replicas:
+                self.world.delete_pod(pod, None, "delete")
+
+    def _daemonset(self, ds: dict[str, Any]) -> None:
+        template_spec = deep_copy(((ds.get("spec") or {}).get("template") or {}).get("spec") or {})
+        template_spec["tolerations"] = list(template_spec.get("tolerations") or []) + DAEMONSET_TOLERATIONS
+        covered = {(p.get("spec") or {}).get("nodeName") for p in self._active_pods(meta(ds)["uid"])}
+        for node in list(self.world.store.list(NODES)):
+            name = meta(node)["name"]
+            if name in covered or is_deleting(node):
+                continue
+            if schedulable_on(template_spec, node, ignore_unschedulable=True):
+                self._create_pod(ds, f"{meta(ds)['name']}-{_suffix(self.rng)}", node_name=name,
+                                 tolerations=template_spec["tolerations"])
+
+    def _create_pod(self, owner: dict[str, Any], name: str, node_name: str | None = None,
+                    tolerations: list | None = None, extra_labels: dict[str, str] | None = None) -> None:
+        template = (owner.get("spec") or {}).get("template") or {}
+        tmeta = template.get("metadata") or {}
+        spec = deep_copy(template.get("spec") or {})
+        spec.setdefault("containers", [{"name": "main", "image": "registry.k8s.io/pause:3.9"}])
+        spec.setdefault("terminationGracePeriodSeconds", 30)
+        spec.setdefault("schedulerName", "default-scheduler")
+        if tolerations is not None:
+            spec["tolerations"] = tolerations
+        if node_name:
+            spec["nodeName"] = node_name
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": meta(owner).get("namespace") or "default",
+                "labels": dict(tmeta.get("labels") or {}, **(extra_labels or {})),
+                "annotations": dict(tmeta.get("annotations") or {}),
+                "ownerReferences": [{
+                    "apiVersion": owner.get("apiVersion", "apps/v1"), "kind": owner.get("kind"),
+                    "name": meta(owner)["name"], "uid": meta(owner)["uid"],
+                    "controller": True, "blockOwnerDeletion": True}],
+            },
+            "spec": spec,
+            "status": {"phase": "Pending"},
+        }
+        if self.world.store.get(PODS, pod["metadata"]["namespace"], name) is None:
+            self.world.store.create(PODS, pod)

@@ -1,0 +1,86 @@
+"""The resource types the simulator serves: group, version, plural, kind, scope and subresources.
+
+One table drives routing, discovery and storage, so adding a type is one line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+    singular: str
+    short_names: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    custom: bool = False  # a CRD: no strategic merge patch, like a real API server
+    categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = field(
+        default=("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"))
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def has_status(self) -> bool:
+        return "status" in self.subresources
+
+
+RESOURCE_TYPES: tuple[ResourceType, ...] = (
+    ResourceType("", "v1", "namespaces", "Namespace", False, "namespace", ("ns",), ("status",)),
+    ResourceType("", "v1", "nodes", "Node", False, "node", ("no",), ("status",)),
+    ResourceType("", "v1", "pods", "Pod", True, "pod", ("po",), ("status", "eviction", "binding"), categories=("all",)),
+    ResourceType("", "v1", "events", "Event", True, "event", ("ev",)),
+    ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, "persistentvolumeclaim",
+                 ("pvc",), ("status",)),
+    ResourceType("", "v1", "persistentvolumes", "PersistentVolume", False, "persistentvolume", ("pv",), ("status",)),
+    ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, "poddisruptionbudget",
+                 ("pdb",), ("status",)),
+    ResourceType("karpenter.sh", "v1", "nodepools", "NodePool", False, "nodepool", (), ("status",), custom=True,
+                 categories=("karpenter",)),
+    ResourceType("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False, "nodeclaim", (), ("status",), custom=True,
+                 categories=("karpenter",)),
+    ResourceType("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, "volumeattachment", (),
+                 ("status",)),
+    ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),
+    ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, "replicaset", ("rs",), ("status",),
+                 categories=("all",)),
+    ResourceType("apps", "v1", "statefulsets", "StatefulSet", True, "statefulset", ("sts",), ("status",),
+                 categories=("all",)),
+    ResourceType("apps", "v1", "daemonsets", "DaemonSet", True, "daemonset", ("ds",), ("status",),
+                 categories=("all",)),
+    ResourceType("apps", "v1", "deployments", "Deployment", True, "deployment", ("deploy",), ("status",),
+                 categories=("all",)),
+)
+
+BY_GROUP_VERSION_PLURAL: dict[tuple[str, str, str], ResourceType] = {
+    (r.group, r.version, r.plural): r for r in RESOURCE_TYPES
+}
+BY_KIND: dict[str, ResourceType] = {r.kind: r for r in RESOURCE_TYPES}
+
+
+def group_versions() -> dict[str, list[str]]:
+    """Named groups (not the core group) and their versions, in table order."""
+    out: dict[str, list[str]] = {}
+    for r in RESOURCE_TYPES:
+        if r.group and r.version not in out.setdefault(r.group, []):
+            out[r.group].append(r.version)
+    return out
+
+
+def lookup(group: str, version: str, plural: str) -> ResourceType | None:
+    return BY_GROUP_VERSION_PLURAL.get((group, version, plural))
+
+
+def for_object(obj: dict) -> ResourceType | None:
+    """The resource type of an object by its apiVersion and kind (None when not served)."""
+    rt = BY_KIND.get(obj.get("kind", ""))
+    if rt is None or obj.get("apiVersion") != rt.api_version:
+        return None
+    return rt

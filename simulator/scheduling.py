@@ -1,0 +1,100 @@
+"""Whether a pod may run on a node: taints and tolerations, nodeSelector, required node affinity, cordon.
+
+The simulator's scheduler and DaemonSet controller share these rules, which mirror kube-scheduler's
+filter plugins for the fields nodeflow's workloads use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.pods import labels
+
+
+def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
+    for t in tolerations:
+        effect = t.get("effect")
+        if effect and effect != taint.get("effect"):
+            continue
+        op = t.get("operator") or "Equal"
+        key = t.get("key")
+        if not key:
+            if op == "Exists":
+                return True
+            continue
+        if key != taint.get("key"):
+            continue
+        if op == "Exists" or (t.get("value") or "") == (taint.get("value") or ""):
+            return True
+    return False
+
+
+def taints_tolerated(pod_spec: dict[str, Any], node: dict[str, Any]) -> bool:
+    tolerations = pod_spec.get("tolerations") or []
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue
+        if not tolerates(tolerations, taint):
+            return False
+    return True
+
+
+def _match_expression(expr: dict[str, Any], node_labels: dict[str, str]) -> bool:
+    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+    value = node_labels.get(key)
+    if op == "In":
+        return value in values
+    if op == "NotIn":
+        return value not in values
+    if op == "Exists":
+        return key in node_labels
+    if op == "DoesNotExist":
+        return key not in node_labels
+    if op in ("Gt", "Lt"):
+        try:
+            lhs, rhs = int(value or ""), int(values[0])
+        except (ValueError, IndexError):
+            return False
+        return lhs > rhs if op == "Gt" else lhs < rhs
+    return False
+
+
+def node_affinity_matches(pod_spec: dict[str, Any], node: dict[str, Any]) -> bool:
+    node_labels = labels(node)
+    for k, v in (pod_spec.get("nodeSelector") or {}).items():
+        if node_labels.get(k) != v:
+            return False
+    required = (((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = required.get("nodeSelectorTerms") or []
+    if not terms:
+        return True
+    for term in terms:
+        exprs = term.get("matchExpressions") or []
+        fields = term.get("matchFields") or []
+        name = (node.get("metadata") or {}).get("name")
+        if all(_match_expression(e, node_labels) for e in exprs) and all(
+                _match_expression(f, {"metadata.name": name}) for f in fields):
+            return True
+    return False
+
+
+def schedulable_on(pod_spec: dict[str, Any], node: dict[str, Any], ignore_unschedulable: bool = False) -> bool:
+    """Filters except resources: cordon, taints, selectors and affinity."""
+    spec = node.get("spec") or {}
+    if spec.get("unschedulable") and not ignore_unschedulable and not tolerates(
+            pod_spec.get("tolerations") or [],
+            {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}):
+        return False
+    return taints_tolerated(pod_spec, node) and node_affinity_matches(pod_spec, node)
+
+
+# Tolerations the DaemonSet controller adds to every daemon pod (kubernetes/pkg/controller/daemon/util).
+DAEMONSET_TOLERATIONS: list[dict[str, Any]] = [
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
+    {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+]

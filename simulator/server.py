@@ -1,0 +1,230 @@
+"""`Simulator`: the API server and the world loop in a background thread with its own event loop, so that
+synchronous `kubernetes` client code and async Temporal tests can both use it.
+
+    with Simulator(scenario="cluster.yaml", time_scale=0.01) as sim:
+        v1 = kubernetes.client.CoreV1Api(sim.api_client())
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from simulator.api import ApiServer
+from simulator.faults import Faults
+from simulator.scenario import prepare, read_snapshot
+from simulator.store import Store
+from simulator.world import World
+
+log = logging.getLogger(__name__)
+
+
+def kubeconfig_document(server: str, name: str = "nodeflow-sim") -> dict[str, Any]:
+    """A kubeconfig that the kubernetes client and kubectl accept as is (plain HTTP on loopback)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": server}}],
+        "users": [{"name": name, "user": {"token": "nodeflow-sim"}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name, "namespace": "default"}}],
+        "current-context": name,
+        "preferences": {},
+    }
+
+
+class Simulator:
+    """A running simulated cluster. Use as a context manager, or call start() / stop()."""
+
+    def __init__(self, scenario: str | Path | None = None, ec2_endpoint: str | None = None,
+                 time_scale: float = 1.0, ready_delay: float = 2.0, port: int = 0,
+                 kubeconfig_path: str | Path | None = None, host: str = "127.0.0.1",
+                 objects: list[dict[str, Any]] | None = None, tick_seconds: float = 0.01,
+                 ec2_poll_seconds: float = 0.25, region: str = "us-east-1") -> None:
+        if time_scale <= 0:
+            raise ValueError("time_scale must be positive")
+        self.store = Store()
+        self.world = World(self.store, time_scale=time_scale, ready_delay=ready_delay)
+        self.faults = Faults()
+        self.server = ApiServer(self.world, self.faults)
+        self.host = host
+        self.port = port
+        self.tick_seconds = tick_seconds
+        self.ec2_poll_seconds = ec2_poll_seconds
+        self.ec2_endpoint = ec2_endpoint
+        self.region = region
+        self._scenario = scenario
+        self._initial_objects = objects
+        self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
+        self._tmpdir: tempfile.TemporaryDirectory | None = None
+        self.kubeconfig_path: str = ""
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    # ---- lifecycle ---------------------------------------------------------------------------------------
+    def __enter__(self) -> Simulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> Simulator:
+        if self.ec2_endpoint:
+            from simulator.ec2 import Ec2World
+
+            self.world.ec2 = Ec2World(self.world, self.ec2_endpoint, region=self.region)
+        objects: list[dict[str, Any]] = []
+        if self._scenario:
+            objects.extend(read_snapshot(self._scenario))
+        if self._initial_objects:
+            objects.extend(self._initial_objects)
+        self.load_objects(objects, initial=True)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        self._write_kubeconfig()
+        self._thread = threading.Thread(target=self._run, args=(sock,), name=f"simulator-{self.port}", daemon=True)
+        self._thread.start()
+        self._ready.wait(30)
+        if self._error is not None:
+            raise RuntimeError(f"simulator failed to start: {self._error}") from self._error
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None and self._thread is not None:
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._stop.set)
+            self._thread.join(15)
+        self._thread = None
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+            self._tmpdir = None
+
+    def wait(self) -> None:
+        """Block until the server thread ends (for the foreground CLI)."""
+        if self._thread is not None:
+            while self._thread.is_alive():
+                self._thread.join(0.5)
+
+    def _run(self, sock: socket.socket) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._serve(sock))
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            log.exception("simulator stopped with an error")
+        finally:
+            loop.close()
+
+    async def _serve(self, sock: socket.socket) -> None:
+        self._stop = asyncio.Event()
+        runner = web.AppRunner(self.server.app(), access_log=None, handle_signals=False,
+                               shutdown_timeout=0.5)
+        await runner.setup()
+        site = web.SockSite(runner, sock)
+        await site.start()
+        tasks = [asyncio.create_task(self._world_loop())]
+        if self.world.ec2 is not None:
+            tasks.append(asyncio.create_task(self._ec2_loop()))
+        self._ready.set()
+        try:
+            await self._stop.wait()
+        finally:
+            await self.server.close_watches()
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await runner.cleanup()
+
+    async def _world_loop(self) -> None:
+        while True:
+            try:
+                self.world.tick()
+            except Exception:
+                log.exception("world tick failed")
+            await asyncio.sleep(self.tick_seconds)
+
+    async def _ec2_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        ec2 = self.world.ec2
+        while True:
+            try:
+                instances = await loop.run_in_executor(None, ec2.describe)
+                ec2.apply(instances)
+            except Exception:
+                log.exception("EC2 sync failed")
+            await asyncio.sleep(self.ec2_poll_seconds)
+
+    def _write_kubeconfig(self) -> None:
+        if self._kubeconfig_arg is not None:
+            path = self._kubeconfig_arg
+            path.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            self._tmpdir = tempfile.TemporaryDirectory(prefix="nodeflow-sim-")
+            path = Path(self._tmpdir.name) / "kubeconfig"
+        path.write_text(yaml.safe_dump(kubeconfig_document(self.base_url), sort_keys=False), encoding="utf-8")
+        os.chmod(path, 0o600)
+        self.kubeconfig_path = str(path)
+
+    # ---- access ------------------------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def api_client(self) -> Any:
+        """A fresh kubernetes.client.ApiClient talking to this simulator."""
+        from kubernetes import client
+
+        cfg = client.Configuration()
+        cfg.host = self.base_url
+        cfg.verify_ssl = False
+        cfg.api_key = {"authorization": "nodeflow-sim"}
+        cfg.api_key_prefix = {"authorization": "Bearer"}
+        return client.ApiClient(cfg)
+
+    def stats(self) -> dict[str, Any]:
+        out = self.world.stats()
+        out["requests"] = self.server.requests
+        out["faultsInjected"] = dict(self.faults.injected)
+        return out
+
+    def ledger(self) -> list[dict[str, Any]]:
+        return self.world.ledger.entries()
+
+    def inject_faults(self, rate: float = 0.0, codes: tuple[int, ...] = (429, 500, 409), latency: float = 0.0,
+                      methods: tuple[str, ...] | None = None, resources: tuple[str, ...] | None = None) -> None:
+        """Answer `rate` of resource requests with one of `codes`, and delay every one by `latency` seconds."""
+        self.faults.set(rate=rate, codes=codes, latency=latency, methods=methods, resources=resources)
+
+    def load_objects(self, objects: list[dict[str, Any]], initial: bool = False) -> int:
+        """Add snapshot objects (Nodes, Pods, NodeClaims, ...) to the running cluster; returns how many."""
+        items, catalog = prepare(objects)
+        if catalog is not None:
+            self.world.catalog = catalog
+        if self.world.ec2 is not None:
+            self.world.ec2.adopt(items)
+        with self.store.lock:
+            fresh = [(rt, obj) for rt, obj in items
+                     if self.store.get(rt, obj["metadata"].get("namespace") or "", obj["metadata"]["name"]) is None]
+            if initial:
+                return self.store.bulk_load(fresh)
+            for rt, obj in fresh:
+                self.store.create(rt, obj)
+            return len(fresh)

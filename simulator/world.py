@@ -1,0 +1,467 @@
+"""The simulated cluster behind the API: deletion with finalizers and grace periods, ownerReference cascade,
+PDB status, the Eviction API, the kubelet's pod start and stop, node readiness, and the fault knobs tests use.
+
+Everything here runs under `store.lock`; delayed work (grace periods, ready delays) goes on a timer heap
+that the server loop drains every few milliseconds. Durations are multiplied by `time_scale`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from api.catalog import InstanceTypeCatalog, load_default_catalog
+from simulator.controllers import Controllers
+from simulator.errors import ApiError, success_status
+from simulator.ledger import Ledger, Removal
+from simulator.patch import deep_copy
+from simulator.pdb import compute_status, pdb_matches
+from simulator.pods import (
+    condition_true,
+    grace_seconds,
+    is_deleting,
+    meta,
+    node_ready,
+    pod_healthy,
+    pod_phase,
+    pod_terminal,
+)
+from simulator.resources import BY_KIND, ResourceType
+from simulator.scheduler import Scheduler
+from simulator.store import Store, now_rfc3339
+
+PODS = BY_KIND["Pod"]
+NODES = BY_KIND["Node"]
+PDBS = BY_KIND["PodDisruptionBudget"]
+NODECLAIMS = BY_KIND["NodeClaim"]
+NAMESPACES = BY_KIND["Namespace"]
+VOLUME_ATTACHMENTS = BY_KIND["VolumeAttachment"]
+
+PDB_MESSAGE = "Cannot evict pod as it would violate the pod's disruption budget."
+MULTI_PDB_MESSAGE = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+
+
+def rfc3339_in(seconds: float) -> str:
+    return (datetime.now(UTC) + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def set_condition(obj: dict[str, Any], ctype: str, status: str, reason: str = "", message: str = "") -> bool:
+    """Set a status condition in place (on a copy the caller owns); True when something changed."""
+    conds = obj.setdefault("status", {}).setdefault("conditions", [])
+    for c in conds:
+        if c.get("type") == ctype:
+            if c.get("status") == status and c.get("reason", "") == reason:
+                return False
+            c.update(status=status, reason=reason, message=message, lastTransitionTime=now_rfc3339())
+            return True
+    conds.append({"type": ctype, "status": status, "reason": reason, "message": message,
+                  "lastTransitionTime": now_rfc3339()})
+    return True
+
+
+class World:
+    """The simulated control plane and nodes. Public methods are safe to call from any thread."""
+
+    def __init__(self, store: Store, time_scale: float = 1.0, ready_delay: float = 2.0,
+                 catalog: InstanceTypeCatalog | None = None, ledger: Ledger | None = None) -> None:
+        self.store = store
+        self.time_scale = time_scale
+        self.ready_delay = ready_delay
+        self.catalog = catalog or load_default_catalog()
+        self.ledger = ledger or Ledger()
+        self.never_ready_types: set[str] = set()
+        self._timers: list[tuple[float, int, Callable[[], None]]] = []
+        self._seq = itertools.count()
+        self._dirty_pdb_namespaces: set[str] = set()
+        self._orphan_uids: set[str] = set()
+        self._starting: set[tuple[str, str]] = set()
+        self._ready_changed: set[str] = set()
+        self._detaching: set[str] = set()
+        self.controllers = Controllers(self)
+        self.scheduler = Scheduler(self)
+        self.ec2: Any = None  # simulator.ec2.Ec2World when an EC2 endpoint is wired
+        store.listeners.append(self._on_change)
+
+    # ---- time --------------------------------------------------------------------------------------------
+    def after(self, seconds: float, fn: Callable[[], None]) -> None:
+        """Run `fn` (under the store lock) once `seconds` of simulated time have passed."""
+        with self.store.lock:
+            heapq.heappush(self._timers, (time.monotonic() + seconds * self.time_scale, next(self._seq), fn))
+
+    def tick(self) -> None:
+        """One round of background work: due timers, kubelets, controllers, scheduler, PDB status."""
+        with self.store.lock:
+            now = time.monotonic()
+            while self._timers and self._timers[0][0] <= now:
+                _, _, fn = heapq.heappop(self._timers)
+                fn()
+            self._kubelets()
+            self.controllers.reconcile()
+            self.scheduler.schedule()
+            self._kubelets()
+            self.refresh_pdbs()
+            self._detach_volumes()
+
+    # ---- change tracking ---------------------------------------------------------------------------------
+    def _on_change(self, rt: ResourceType, kind: str, old: dict | None, new: dict | None) -> None:
+        plural = rt.plural
+        if plural == "pods":
+            pod = new or old or {}
+            key = (meta(pod).get("namespace") or "", meta(pod).get("name") or "")
+            self._dirty_pdb_namespaces.add(key[0])
+            if new is not None and (new.get("spec") or {}).get("nodeName") and not is_deleting(new) \
+                    and pod_phase(new) == "Pending":
+                self._starting.add(key)
+            else:
+                self._starting.discard(key)
+        elif plural == "nodes":
+            was = old is not None and node_ready(old)
+            now_ready = new is not None and node_ready(new)
+            if was != now_ready and new is not None:
+                self._ready_changed.add(meta(new)["name"])
+        elif plural == "poddisruptionbudgets":
+            self._dirty_pdb_namespaces.add(meta(new or old or {}).get("namespace") or "")
+        self.controllers.on_change(rt, kind, old, new)
+        self.scheduler.on_change(rt, kind, old, new)
+
+    # ---- deletion ----------------------------------------------------------------------------------------
+    def delete(self, rt: ResourceType, namespace: str, name: str, grace: int | None = None,
+               propagation: str | None = None, preconditions: dict | None = None,
+               cause: str = "delete") -> tuple[dict[str, Any], bool]:
+        """DELETE semantics: returns (the object as it now is, whether it is gone)."""
+        with self.store.lock:
+            obj = self.store.must_get(rt, namespace, name)
+            self._check_preconditions(rt, obj, preconditions)
+            if propagation == "Orphan":
+                self._orphan_uids.add(meta(obj)["uid"])
+            if rt is PODS:
+                return self.delete_pod(obj, grace, cause)
+            if is_deleting(obj):
+                return obj, False
+            if meta(obj).get("finalizers"):
+                new = deep_copy(obj)
+                new["metadata"]["deletionTimestamp"] = now_rfc3339()
+                new["metadata"]["deletionGracePeriodSeconds"] = 0
+                return self.store.replace(rt, new), False
+            return self.remove(rt, obj), True
+
+    def _check_preconditions(self, rt: ResourceType, obj: dict, pre: dict | None) -> None:
+        if not pre:
+            return
+        uid, rv = pre.get("uid"), pre.get("resourceVersion")
+        if uid and uid != meta(obj).get("uid"):
+            raise ApiError(409, f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                                f"{meta(obj).get('uid')}", details={"name": meta(obj).get("name"),
+                                                                    "kind": rt.plural})
+        if rv and rv != meta(obj).get("resourceVersion"):
+            raise ApiError(409, f"Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in "
+                                f"object meta: {meta(obj).get('resourceVersion')}",
+                           details={"name": meta(obj).get("name"), "kind": rt.plural})
+
+    def delete_pod(self, pod: dict[str, Any], grace: int | None, cause: str) -> tuple[dict[str, Any], bool]:
+        own_grace = grace_seconds(pod)
+        g = own_grace if grace is None else max(int(grace), 0)
+        if is_deleting(pod):
+            current = meta(pod).get("deletionGracePeriodSeconds")
+            if current is not None and g < current:
+                return self._begin_pod_termination(pod, g), False
+            return pod, False
+        if cause == "delete" and grace is not None and g < own_grace:
+            cause = "grace-deadline"
+        self._record_removal(pod, cause)
+        immediate = g == 0 or not (pod.get("spec") or {}).get("nodeName") or pod_terminal(pod)
+        if immediate and not meta(pod).get("finalizers"):
+            return self.remove(PODS, pod), True
+        return self._begin_pod_termination(pod, 0 if immediate else g), False
+
+    def _begin_pod_termination(self, pod: dict[str, Any], g: int) -> dict[str, Any]:
+        new = deep_copy(pod)
+        new["metadata"]["deletionTimestamp"] = rfc3339_in(g)
+        new["metadata"]["deletionGracePeriodSeconds"] = g
+        new = self.store.replace(PODS, new)
+        uid, ns, name = meta(new)["uid"], meta(new).get("namespace") or "", meta(new)["name"]
+        if g > 0:
+            self.after(g, lambda: self._kubelet_stopped(ns, name, uid, g))
+        return new
+
+    def _kubelet_stopped(self, ns: str, name: str, uid: str, g: int) -> None:
+        """The grace period ran out: the kubelet killed the containers and confirmed with a zero-grace delete."""
+        pod = self.store.get(PODS, ns, name)
+        if pod is None or meta(pod).get("uid") != uid or meta(pod).get("deletionGracePeriodSeconds") != g:
+            return
+        if meta(pod).get("finalizers"):
+            new = deep_copy(pod)
+            new["metadata"]["deletionGracePeriodSeconds"] = 0
+            self.store.replace(PODS, new)
+        else:
+            self.remove(PODS, pod)
+
+    def finalize_if_done(self, rt: ResourceType, obj: dict[str, Any]) -> bool:
+        """After an update: an object being deleted whose last finalizer went is removed (True when gone)."""
+        m = meta(obj)
+        if not m.get("deletionTimestamp") or m.get("finalizers"):
+            return False
+        if rt is PODS and m.get("deletionGracePeriodSeconds") and (obj.get("spec") or {}).get("nodeName") \
+                and not pod_terminal(obj):
+            return False  # still inside its grace period: the kubelet removes it when that ends
+        self.remove(rt, obj)
+        return True
+
+    def remove(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """Take an object out of the store and run the garbage collector's cascade for it."""
+        gone = self.store.remove(rt, meta(obj).get("namespace") or "", meta(obj)["name"])
+        if gone is None:
+            return obj
+        self._cascade(rt, gone)
+        return gone
+
+    def _cascade(self, rt: ResourceType, gone: dict[str, Any]) -> None:
+        uid = meta(gone).get("uid")
+        name = meta(gone)["name"]
+        if rt is NODES:
+            for pod in self.store.pods_on_node(name):
+                self._record_removal(pod, "node-gone")
+                self._force_remove_pod(pod)
+        if rt is NAMESPACES:
+            for other in BY_KIND.values():
+                if other.namespaced:
+                    for obj in list(self.store.list(other, name)):
+                        self._quiet_remove(other, obj)
+        if uid in self._orphan_uids:
+            self._orphan_uids.discard(uid)
+            return
+        for dep_rt, dep in self._dependents(rt, gone):
+            if not is_deleting(dep):
+                cause = "delete"
+                with contextlib.suppress(ApiError):
+                    self.delete(dep_rt, meta(dep).get("namespace") or "", meta(dep)["name"], cause=cause)
+
+    def _quiet_remove(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        if rt is PODS and not is_deleting(obj):
+            self._record_removal(obj, "delete")
+        self.remove(rt, obj)
+
+    def _force_remove_pod(self, pod: dict[str, Any]) -> None:
+        """The pod garbage collector removes pods of a vanished node at once (finalizers still hold them)."""
+        if meta(pod).get("finalizers"):
+            if not is_deleting(pod):
+                new = deep_copy(pod)
+                new["metadata"]["deletionTimestamp"] = now_rfc3339()
+                new["metadata"]["deletionGracePeriodSeconds"] = 0
+                self.store.replace(PODS, new)
+            return
+        self.remove(PODS, pod)
+
+    def _dependents(self, rt: ResourceType, owner: dict[str, Any]) -> list[tuple[ResourceType, dict[str, Any]]]:
+        uid = meta(owner).get("uid")
+        ns = meta(owner).get("namespace") or ""
+        out: list[tuple[ResourceType, dict[str, Any]]] = []
+        out.extend((PODS, p) for p in self.store.pods_owned_by(uid))
+        for dep_rt in BY_KIND.values():
+            if dep_rt is PODS or dep_rt.plural in ("events", "namespaces"):
+                continue
+            if rt.namespaced and not dep_rt.namespaced:
+                continue  # namespaced owners cannot own cluster-scoped objects
+            scope = ns if (rt.namespaced and dep_rt.namespaced) else None
+            for obj in self.store.list(dep_rt, scope):
+                if any(ref.get("uid") == uid for ref in meta(obj).get("ownerReferences") or []):
+                    out.append((dep_rt, obj))
+        return out
+
+    # ---- ledger ------------------------------------------------------------------------------------------
+    def _record_removal(self, pod: dict[str, Any], cause: str) -> None:
+        if is_deleting(pod):
+            return
+        healthy = pod_healthy(pod)
+        violated: list[str] = []
+        ns = meta(pod).get("namespace") or ""
+        if healthy:
+            pods = list(self.store.list(PODS, ns))
+            for pdb in self.store.list(PDBS, ns):
+                if pdb_matches(pdb, pod):
+                    status = compute_status(pdb, pods, self.controllers.scale_of, exclude_uid=meta(pod)["uid"])
+                    if status["currentHealthy"] < status["desiredHealthy"]:
+                        violated.append(f"{ns}/{meta(pdb)['name']}")
+        self.ledger.record_removal(Removal(pod=f"{ns}/{meta(pod)['name']}",
+                                           node=(pod.get("spec") or {}).get("nodeName"),
+                                           cause=cause, healthy=healthy, violated=violated))
+
+    # ---- PDBs and eviction -------------------------------------------------------------------------------
+    def refresh_pdbs(self) -> None:
+        with self.store.lock:
+            while self._dirty_pdb_namespaces:
+                ns = self._dirty_pdb_namespaces.pop()
+                pdbs = list(self.store.list(PDBS, ns))
+                if not pdbs:
+                    continue
+                pods = list(self.store.list(PODS, ns))
+                for pdb in pdbs:
+                    status = compute_status(pdb, pods, self.controllers.scale_of)
+                    if status != pdb.get("status"):
+                        new = dict(pdb, status=status)
+                        new["metadata"] = dict(pdb["metadata"])
+                        self.store.replace(PDBS, new)
+                self._dirty_pdb_namespaces.discard(ns)
+
+    def evict(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        """The Eviction subresource: 201, 429 (budget), 500 (several budgets), 404 (no pod)."""
+        with self.store.lock:
+            try:
+                return self._evict(namespace, name, body)
+            except ApiError as exc:
+                self.ledger.record_eviction(exc.code)
+                raise
+
+    def _evict(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        pod = self.store.must_get(PODS, namespace, name)
+        body_name = meta(body).get("name")
+        if body_name and body_name != name:
+            raise ApiError(400, "name in URL does not match name in Eviction object")
+        options = body.get("deleteOptions") or {}
+        grace = options.get("gracePeriodSeconds")
+        self._check_preconditions(PODS, pod, options.get("preconditions"))
+        if not (pod_terminal(pod) or pod_phase(pod) == "Pending" or is_deleting(pod)):
+            pdbs = [p for p in self.store.list(PDBS, namespace) if pdb_matches(p, pod)]
+            if len(pdbs) > 1:
+                raise ApiError(500, MULTI_PDB_MESSAGE)
+            if pdbs:
+                pdb = pdbs[0]
+                status = compute_status(pdb, self.store.list(PODS, namespace), self.controllers.scale_of)
+                policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy") or "IfHealthyBudget"
+                unhealthy_ok = not pod_healthy(pod) and (
+                    policy == "AlwaysAllow" or status["currentHealthy"] >= status["desiredHealthy"])
+                if not unhealthy_ok and status["disruptionsAllowed"] <= 0:
+                    pdb_name = meta(pdb)["name"]
+                    raise ApiError(429, PDB_MESSAGE, details={"causes": [{
+                        "reason": "DisruptionBudget",
+                        "message": f"The disruption budget {pdb_name} needs {status['desiredHealthy']} healthy "
+                                   f"pods and has {status['currentHealthy']} currently"}]})
+        self.delete_pod(pod, grace, "eviction")
+        self.ledger.record_eviction(201)
+        result = success_status(name, "pods", uid=meta(pod).get("uid"))
+        result["code"] = 201
+        return result
+
+    # ---- kubelets ----------------------------------------------------------------------------------------
+    def _kubelets(self) -> None:
+        """Bound pods on Ready nodes start running; pods on nodes whose readiness flipped follow it."""
+        while self._starting:
+            key = self._starting.pop()
+            pod = self.store.get(PODS, *key)
+            if pod is None or is_deleting(pod) or pod_phase(pod) != "Pending":
+                continue
+            node = self.store.get(NODES, "", (pod.get("spec") or {}).get("nodeName") or "")
+            if node is None or not node_ready(node):
+                continue
+            self.store.replace(PODS, self._running(pod, node))
+        while self._ready_changed:
+            name = self._ready_changed.pop()
+            node = self.store.get(NODES, "", name)
+            if node is None:
+                continue
+            ready = node_ready(node)
+            for pod in self.store.pods_on_node(name):
+                if is_deleting(pod) or pod_terminal(pod):
+                    continue
+                if pod_phase(pod) == "Pending":
+                    if ready:
+                        self.store.replace(PODS, self._running(pod, node))
+                    continue
+                if condition_true(pod, "Ready") != ready:
+                    new = deep_copy(pod)
+                    set_condition(new, "Ready", "True" if ready else "False", "" if ready else "NodeNotReady")
+                    set_condition(new, "ContainersReady", "True" if ready else "False")
+                    self.store.replace(PODS, new)
+
+    def _running(self, pod: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+        new = deep_copy(pod)
+        status = new.setdefault("status", {})
+        status["phase"] = "Running"
+        status.setdefault("startTime", now_rfc3339())
+        addresses = (node.get("status") or {}).get("addresses") or []
+        host_ip = next((a.get("address") for a in addresses if a.get("type") == "InternalIP"), None)
+        if host_ip:
+            status["hostIP"] = host_ip
+        for ctype in ("Initialized", "PodScheduled", "ContainersReady", "Ready"):
+            set_condition(new, ctype, "True")
+        status["containerStatuses"] = [
+            {"name": c.get("name", "main"), "ready": True, "restartCount": 0, "started": True,
+             "image": c.get("image", ""), "imageID": "", "state": {"running": {"startedAt": now_rfc3339()}}}
+            for c in (new.get("spec") or {}).get("containers") or []]
+        return new
+
+    def _detach_volumes(self) -> None:
+        """The attach/detach controller: a VolumeAttachment goes once no pod is left on its node."""
+        if not self.store.count(VOLUME_ATTACHMENTS):
+            return
+        for va in list(self.store.list(VOLUME_ATTACHMENTS)):
+            node = (va.get("spec") or {}).get("nodeName")
+            if is_deleting(va) or not node:
+                continue
+            pods = [p for p in self.store.pods_on_node(node) if not pod_terminal(p)
+                    and not self.controllers.is_daemon_pod(p)]
+            name = meta(va)["name"]
+            if not pods and name not in self._detaching:
+                self._detaching.add(name)
+                self.after(1.0, lambda v=name: self._detach(v))
+
+    def _detach(self, name: str) -> None:
+        self._detaching.discard(name)
+        va = self.store.get(VOLUME_ATTACHMENTS, "", name)
+        if va is None:
+            return
+        node = (va.get("spec") or {}).get("nodeName")
+        if node and any(not pod_terminal(p) and not self.controllers.is_daemon_pod(p)
+                        for p in self.store.pods_on_node(node)):
+            return
+        self.delete(VOLUME_ATTACHMENTS, "", name)
+
+    # ---- test hooks --------------------------------------------------------------------------------------
+    def set_node_ready(self, name: str, ready: bool, reason: str = "KubeletNotReady") -> None:
+        """Make a node Ready or NotReady (as its kubelet stopping or resuming heartbeats would)."""
+        with self.store.lock:
+            node = deep_copy(self.store.must_get(NODES, "", name))
+            changed = set_condition(node, "Ready", "True" if ready else ("Unknown" if reason == "NodeStatusUnknown"
+                                                                         else "False"),
+                                    "KubeletReady" if ready else reason)
+            if changed:
+                self.store.replace(NODES, node)
+
+    def mark_never_ready(self, instance_type: str) -> None:
+        """Nodes of this instance type register but never become Ready."""
+        with self.store.lock:
+            self.never_ready_types.add(instance_type)
+
+    def stats(self) -> dict[str, Any]:
+        with self.store.lock:
+            self.refresh_pdbs()
+            nodes: dict[str, int] = {"Ready": 0, "NotReady": 0, "Deleting": 0}
+            for node in self.store.list(NODES):
+                if is_deleting(node):
+                    nodes["Deleting"] += 1
+                nodes["Ready" if node_ready(node) else "NotReady"] += 1
+            pods = {"total": 0, "pending": 0, "running": 0, "terminating": 0}
+            for pod in self.store.objects["pods"].values():
+                pods["total"] += 1
+                if is_deleting(pod):
+                    pods["terminating"] += 1
+                elif pod_phase(pod) == "Pending":
+                    pods["pending"] += 1
+                elif pod_phase(pod) == "Running":
+                    pods["running"] += 1
+            out = self.ledger.summary()
+            out.update({
+                "podsPending": pods["pending"],
+                "pods": pods,
+                "nodes": nodes,
+                "nodeClaims": self.store.count(NODECLAIMS),
+                "resourceVersion": self.store.rv,
+            })
+            if self.ec2 is not None:
+                out["instances"] = self.ec2.instance_counts()
+            return out
