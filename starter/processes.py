@@ -1,0 +1,134 @@
+"""External servers nodeflow runs for the demo, benchmarks and chaos tests: the Temporal dev server
+and moto_server. Each can be stopped and restarted on the same port and state (the chaos suite does).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from starter.binaries import find_binary
+from workflows.search_attributes import ALL as SEARCH_ATTRIBUTES
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, timeout: float = 30.0, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with code {proc.returncode} before listening on :{port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout:.0f}s")
+
+
+class ManagedProcess:
+    """A child process bound to a fixed loopback port, restartable on the same port."""
+
+    name = "process"
+
+    def __init__(self, port: int | None = None, log_path: Path | None = None) -> None:
+        self.port = port or free_port()
+        self.log_path = log_path
+        self.proc: subprocess.Popen | None = None
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self, timeout: float = 30.0) -> None:
+        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True, env=self.environment())
+        wait_for_port(self.port, timeout, self.proc)
+
+    def environment(self) -> dict[str, str]:
+        return dict(os.environ)
+
+    def stop(self, kill: bool = False) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def __enter__(self) -> ManagedProcess:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class TemporalDevServer(ManagedProcess):
+    """`temporal server start-dev` with nodeflow's search attributes and an optional Web UI.
+
+    With a db file the state survives a restart, which is what a durability demo needs.
+    """
+
+    name = "temporal"
+
+    def __init__(self, port: int | None = None, ui_port: int | None = None, db_path: Path | None = None,
+                 headless: bool = False, log_path: Path | None = None) -> None:
+        super().__init__(port, log_path)
+        self.ui_port = None if headless else (ui_port or free_port())
+        self.db_path = db_path
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def ui_url(self) -> str | None:
+        return f"http://127.0.0.1:{self.ui_port}" if self.ui_port else None
+
+    def command(self) -> list[str]:
+        cmd = [find_binary("temporal") or "temporal", "server", "start-dev", "--ip", "127.0.0.1",
+               "--port", str(self.port), "--log-level", "warn", "--log-format", "json"]
+        cmd += ["--ui-port", str(self.ui_port)] if self.ui_port else ["--headless"]
+        if self.db_path:
+            cmd += ["--db-filename", str(self.db_path)]
+        for key in SEARCH_ATTRIBUTES:
+            cmd += ["--search-attribute", f"{key.name}=Keyword"]
+        return cmd
+
+
+class MotoServer(ManagedProcess):
+    """moto in server mode (EC2 + SQS) on loopback. State is in memory: a restart forgets it."""
+
+    name = "moto"
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        return [find_binary("moto_server") or "moto_server", "-H", "127.0.0.1", "-p", str(self.port)]
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.setdefault("AWS_ACCESS_KEY_ID", "testing")
+        env.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+        env.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+        return env
