@@ -55,9 +55,9 @@ class Controllers:
                 ref = controller_ref(new or old or {})
                 if ref and ref.get("uid") in self.by_uid:
                     self.dirty.add(ref["uid"])
-        elif rt is NODES:
-            if new is None or old is None or labels(old) != labels(new) or old.get("spec") != new.get("spec") or is_deleting(new):
-                self.dirty |= self.daemonsets
+        elif rt is NODES and (new is None or old is None or labels(old) != labels(new)
+                              or old.get("spec") != new.get("spec") or is_deleting(new)):
+            self.dirty |= self.daemonsets
 
     def _get(self, uid: str) -> tuple[ResourceType, dict[str, Any]] | None:
         entry = self.by_uid.get(uid)
