@@ -65,9 +65,11 @@ class Expiration:
         for c in sorted(candidates, key=lambda c: (expires_at(c.node, self.ctx), c.name)):
             sim = self.ctx.scheduler.simulate(going, c.reschedulable, max_new=MAX_PROVISIONED)
             provisioning = []
+            cost = 0.0
             for nn in sim.new_nodes:
                 priced = launch_replacement(nn, self.ctx.scheduler._options(nn.pool))
                 if priced is not None:
                     provisioning.append(priced.replacement)
-            commands.append(make_command(self, [c], sim, [], 0.0, provisioning=provisioning))
+                    cost += priced.price
+            commands.append(make_command(self, [c], sim, [], c.price - cost, provisioning=provisioning))
         return commands

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 
 from api import labels as L
 from api.quantity import parse_cpu, parse_memory
-from planning.candidates import GRACEFUL, Candidate, consolidatable, sort_for_consolidation
+from planning.candidates import GRACEFUL, Candidate, sort_for_consolidation
 from planning.cluster import NodeInfo, PodInfo, PoolInfo
 from planning.commands import Command, Replacement, Requirement
+from planning.consolidation import Consolidation
 from planning.method import PassContext, make_command
 from planning.scheduling import SimResult, TypeOption
 from planning.selectors import match_label_selector, match_node_selector_terms, tolerates_all
@@ -63,6 +64,15 @@ class OptimizerSettings:
     max_replacements: int = 3
     max_candidates: int = 60
     workers: int = 2
+
+
+def optimizer_method(ctx: PassContext, optimize: bool = False,
+                     settings: OptimizerSettings | None = None) -> OptimizingConsolidation | None:
+    """The method for this pass: every pool with `optimize`, else the annotated pools, else None (off)."""
+    if optimize:
+        return OptimizingConsolidation(ctx, settings)
+    pools = {p.name for p in ctx.cluster.pools.values() if pool_opted_in(p)}
+    return OptimizingConsolidation(ctx, settings, pools) if pools else None
 
 
 @dataclass
@@ -112,20 +122,15 @@ class OptimizingConsolidation:
         self.settings = settings or OptimizerSettings()
         self.pools = None if pools is None else set(pools)  # None: every pool
         self.last_stats: dict[str, float] = {}
+        self._filter = Consolidation(ctx)
 
     # ---- candidate filter (the multi-node one, reference §2.6) ---------------------------------
 
     def should_disrupt(self, c: Candidate) -> bool:
+        """Only opted-in pools; otherwise exactly the multi-node filter (and its Unconsolidatable events)."""
         if self.pools is not None and c.pool.name not in self.pools:
             return False
-        node = c.node
-        if c.pool.static or node.itype is None or not node.capacity_type or not node.zone:
-            return False
-        if c.pool.consolidate_after is None or c.empty:
-            return False
-        if c.pool.consolidation_policy not in ("WhenEmptyOrUnderutilized", "Balanced"):
-            return False
-        return consolidatable(c, self.ctx.at)
+        return self._filter.should_disrupt(c)
 
     @staticmethod
     def _movable(c: Candidate) -> bool:
@@ -241,13 +246,21 @@ class OptimizingConsolidation:
         weight = sum(g.count for g in groups) + 1
         model.Maximize(savings * weight - moved)  # most savings, then fewest evictions
 
+        for v in remove:  # "change nothing" is always feasible: start there
+            model.AddHint(v, 0)
+        for _, u, _ in bins:
+            model.AddHint(u, 0)
+        built = time.monotonic() - started
         solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = max(0.1, self.settings.time_limit)
+        solver.parameters.max_time_in_seconds = max(0.1, self.settings.time_limit - built)
         solver.parameters.num_workers = max(1, self.settings.workers)
+        solver.parameters.log_search_progress = bool(__import__("os").environ.get("CPLOG"))
+        solver.parameters.cp_model_probing_level = 0  # probing big assignment models costs seconds, buys little
         status = solver.Solve(model)
         self.last_stats = {"seconds": round(time.monotonic() - started, 3), "candidates": len(cands),
                            "groups": len(groups), "newTypes": len(new_types),
-                           "optimal": float(status == cp_model.OPTIMAL)}
+                           "optimal": float(status == cp_model.OPTIMAL), "status": solver.StatusName(status),
+                           "buildSeconds": round(built, 3)}
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return []
         chosen = [c for i, c in enumerate(cands) if solver.Value(remove[i])]

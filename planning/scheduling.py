@@ -29,6 +29,9 @@ from planning.selectors import (
 
 BLOCK = 32
 OFFERING_KEYS = (L.ZONE_LABEL, L.CAPACITY_TYPE_LABEL)
+TYPE_KEYS = frozenset({*OFFERING_KEYS, L.INSTANCE_TYPE_LABEL, L.ARCH_LABEL, L.OS_LABEL,
+                       "karpenter.k8s.aws/instance-family", "karpenter.k8s.aws/instance-size",
+                       "karpenter.k8s.aws/instance-cpu", "karpenter.k8s.aws/instance-memory"})
 CAPACITY_ORDER = ("reserved", "spot", "on-demand")
 
 
@@ -258,7 +261,7 @@ class Scheduler:
             opts = []
             fixed = self.pool_labels(pool)
             for it in self.cluster.catalog.instance_types:
-                tl = type_labels(it) | fixed
+                tl = fixed | type_labels(it)
                 allowed = []
                 for o in it.offerings:
                     if not o.available:
@@ -287,7 +290,7 @@ class Scheduler:
             labels = dict(pool.template_labels)
             for r in pool.requirements:
                 values = r.get("values") or ()
-                if r.get("operator") == "In" and len(values) == 1 and r.get("key") not in OFFERING_KEYS:
+                if r.get("operator") == "In" and len(values) == 1 and r.get("key") not in TYPE_KEYS:
                     labels.setdefault(r["key"], values[0])
             labels[L.NODEPOOL_LABEL] = pool.name
             self._pool_labels[pool.name] = labels
@@ -304,7 +307,7 @@ class Scheduler:
         pool_keys = {r.get("key") for r in pool.requirements}
         allowed: set[tuple[str, str, str]] = set()
         for opt in self._options(pool):
-            tl = type_labels(opt.itype) | fixed
+            tl = fixed | type_labels(opt.itype)
             for o in opt.offerings:
                 labels = tl | {L.ZONE_LABEL: o.zone, L.CAPACITY_TYPE_LABEL: o.capacity_type,
                                L.HOSTNAME_LABEL: f"<new:{pool.name}>"}
