@@ -175,9 +175,8 @@ class PlanningActivities:
         index = node_index(objs)
         excluded = tainted_nodes(objs) | {n for n in names if n in index} | \
             {ref.name for ref in index.values() if ref.uid in uids}
-        paused = paused_node_pools(objs)
-        excluded |= {ref.name for ref in index.values() if ref.node_pool in paused}
-        return objs, excluded, paused
+        # Paused NodePools are not excluded here: planning blocks their nodes itself and says why.
+        return objs, excluded, paused_node_pools(objs)
 
     def _plan(self, objs: list[dict[str, Any]], at: datetime, excluded: set[str], catalog_path: str | None) -> Any:
         from api.snapshot import Snapshot
@@ -194,7 +193,7 @@ class PlanningActivities:
         out = PlanPassResult(excluded_nodes=sorted(excluded), paused_node_pools=sorted(paused), nodes=len(index),
                              blocked=[BlockedNode(node=b.node, reason=b.reason) for b in result.blocked])
         for c in result.commands:
-            if c.node_pool in paused or any(n in excluded for n in c.nodes):
+            if any(n in excluded for n in c.nodes):
                 continue
             cmd = to_command(c, index)
             metrics.DISRUPTION_DECISIONS.labels(method=c.method, reason=c.reason, decision=cmd.decision).inc()

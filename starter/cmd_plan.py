@@ -13,8 +13,11 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "plan", help="dry run: the commands the planner would start for a cluster snapshot",
         description="Run the planner's decision code on a snapshot (no side effects) and explain the result.")
-    p.add_argument("-f", "--filename", required=True, metavar="SNAPSHOT",
-                   help="snapshot YAML (multi-document or kind: List); '-' reads stdin")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("-f", "--filename", metavar="SNAPSHOT",
+                     help="snapshot YAML (multi-document or kind: List); '-' reads stdin")
+    src.add_argument("--kubeconfig", metavar="FILE", help="plan against the live cluster of this kubeconfig")
+    p.add_argument("--context", help="kubeconfig context (with --kubeconfig)")
     p.add_argument("--at", metavar="RFC3339", help="evaluate at this time (default: now)")
     p.add_argument("--until-stable", action="store_true",
                    help="apply each pass's commands to a copy of the snapshot until nothing changes")
@@ -62,8 +65,15 @@ def handle(args: argparse.Namespace) -> int:
     from planning.plan import run_plan
 
     at = parse_at(args.at)
-    snapshot, catalog = load_inputs(args.filename, args.catalog)
-    result = run_plan(snapshot, at, until_stable=args.until_stable, catalog=catalog)
+    exclude: set[str] = set()
+    if args.kubeconfig:
+        from starter.live_cluster import load_catalog_arg, load_live_snapshot
+
+        snapshot, exclude = load_live_snapshot(args.kubeconfig, args.context)
+        catalog = load_catalog_arg(args.catalog)
+    else:
+        snapshot, catalog = load_inputs(args.filename, args.catalog)
+    result = run_plan(snapshot, at, until_stable=args.until_stable, catalog=catalog, exclude_nodes=exclude)
     print_output(result.to_public(), args.output, table=render_plan)
     return 0
 

@@ -1,0 +1,51 @@
+"""`nodeflow plan --kubeconfig`: read a live cluster into the same snapshot the planner workflow plans on.
+
+Nodes already tainted `karpenter.sh/disrupted` are excluded, as in a real planner pass (in-flight
+workflows are not consulted: the dry run needs no Temporal). Paused NodePools are blocked by planning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starter.output import CliError
+
+
+def load_live_snapshot(kubeconfig: str | None, context: str | None = None) -> tuple[Any, set[str]]:
+    """(Snapshot, excluded node names) from the cluster the kubeconfig points at."""
+    from kubernetes import config as k8s_config
+
+    from activities.planning_runner import read_cluster_objects, tainted_nodes
+    from api.snapshot import Snapshot, SnapshotError
+
+    try:
+        api = k8s_config.new_client_from_config(config_file=kubeconfig, context=context)
+    except Exception as exc:
+        raise CliError(f"cannot load kubeconfig {kubeconfig or '(default)'}: {exc}") from exc
+    try:
+        objs = read_cluster_objects(api)
+    except Exception as exc:
+        status = getattr(exc, "status", None)
+        raise CliError(f"cannot read the cluster at {api.configuration.host}: "
+                       f"{status or ''} {getattr(exc, 'reason', None) or exc}".strip()) from exc
+    finally:
+        api.close()
+    excluded = tainted_nodes(objs)
+    try:
+        return Snapshot.from_objects(objs, source=f"cluster {api.configuration.host}"), excluded
+    except SnapshotError as exc:
+        raise CliError(str(exc)) from exc
+
+
+def load_catalog_arg(path: str | None) -> Any:
+    """The --catalog override for live mode (None: the planner's default catalog)."""
+    if not path:
+        return None
+    from api.catalog import load_catalog
+
+    try:
+        return load_catalog(path)
+    except FileNotFoundError as exc:
+        raise CliError(f"catalog file {path!r} not found") from exc
+    except Exception as exc:
+        raise CliError(f"catalog {path}: {exc}") from exc
