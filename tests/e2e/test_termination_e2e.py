@@ -1,0 +1,157 @@
+"""End-to-end terminations: Temporal dev server + simulator (Kubernetes API) + moto (EC2) + in-process worker.
+
+Everything goes through real clients: `kubectl delete`-equivalents through the kubernetes client, the
+watcher starts the workflow, activities evict through the Eviction API and terminate through boto3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from e2e.termination_helpers import (
+    PodSpec,
+    cluster_objects,
+    ec2_client,
+    eventually,
+    instance_state,
+    launch_instances,
+    running_worker,
+)
+from kubernetes import client as k8s
+from temporalio.client import Client
+
+from workflows.models import Phase
+from workflows.termination import TerminationWorkflow, workflow_id
+
+pytestmark = pytest.mark.e2e
+
+
+def _gone(api: Any, kind: str, name: str) -> bool:
+    try:
+        if kind == "Node":
+            k8s.CoreV1Api(api).read_node(name)
+        else:
+            k8s.CustomObjectsApi(api).get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", name)
+        return False
+    except k8s.ApiException as exc:
+        return exc.status == 404
+
+
+def _node_uid(api: Any, name: str) -> str:
+    return k8s.CoreV1Api(api).read_node(name).metadata.uid
+
+
+def _events(api: Any, node: str) -> list[tuple[str, str]]:
+    evs = k8s.CoreV1Api(api).list_namespaced_event("default").items
+    return [(e.reason, e.message) for e in evs if e.involved_object.name == node]
+
+
+async def test_plain_drain_terminates_instance_and_removes_finalizers(
+        temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
+    ec2 = ec2_client(moto_endpoint)
+    i1, i2 = launch_instances(ec2, 2)
+    sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, [PodSpec("web", "n1", count=3, grace=5)]))
+    api = sim.api_client()
+    uid = _node_uid(api, "n1")
+    async with running_worker(temporal_client, sim, moto_endpoint):
+        k8s.CoreV1Api(api).delete_node("n1")
+        await eventually(lambda: _gone(api, "Node", "n1") and _gone(api, "NodeClaim", "n1-claim"),
+                         what="n1 and its claim gone")
+        handle = temporal_client.get_workflow_handle_for(TerminationWorkflow.run, workflow_id(uid))
+        result = await handle.result()
+        history = await handle.fetch_history()
+    assert result.phase == Phase.TERMINATED and result.instance_terminated
+    assert result.pods_evicted == 3
+    assert instance_state(ec2, i1) in ("shutting-down", "terminated")
+    assert instance_state(ec2, i2) == "running"
+    assert len(history.events) <= 80, len(history.events)
+    stats = sim.stats()
+    assert stats["pdbViolationsTotal"] == 0
+    pods = k8s.CoreV1Api(api).list_namespaced_pod("default").items
+    assert {p.spec.node_name for p in pods} == {"n2"} and len(pods) == 3
+    reasons = [r for r, _ in _events(api, "n1")]
+    assert "Terminating" in reasons and reasons.count("Evicted") == 3 and "Terminated" in reasons
+    api.close()
+
+
+async def test_pdb_blocks_until_replacement_is_healthy(temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
+    """minAvailable 2 of 2: the first eviction waits (429) until a replacement runs on n2; never violated."""
+    ec2 = ec2_client(moto_endpoint)
+    i1, i2 = launch_instances(ec2, 2)
+    sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, [PodSpec("web", "n1", count=2, grace=5)],
+                                     pdbs={"web": 1}))
+    api = sim.api_client()
+    async with running_worker(temporal_client, sim, moto_endpoint):
+        k8s.CoreV1Api(api).delete_node("n1")
+        await eventually(lambda: _gone(api, "Node", "n1"), what="n1 gone")
+    stats = sim.stats()
+    assert stats["pdbViolationsTotal"] == 0
+    assert stats["evictions"].get("429", 0) >= 1, stats["evictions"]
+    assert stats["evictions"].get("201", 0) == 2
+    failed = [m for r, m in _events(api, "n1") if r == "FailedDraining"]
+    assert failed and "default/web" in failed[0]
+    api.close()
+
+
+async def test_drain_goes_tier_by_tier(temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
+    ec2 = ec2_client(moto_endpoint)
+    i1, i2 = launch_instances(ec2, 2)
+    sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, [
+        PodSpec("crit-ds", "n1", daemonset=True, critical=True, grace=3),
+        PodSpec("crit", "n1", critical=True, grace=3),
+        PodSpec("ds", "n1", daemonset=True, grace=3),
+        PodSpec("plain", "n1", count=2, grace=3),
+    ]))
+    api = sim.api_client()
+    async with running_worker(temporal_client, sim, moto_endpoint):
+        k8s.CoreV1Api(api).delete_node("n1")
+        await eventually(lambda: _gone(api, "Node", "n1"), what="n1 gone")
+    removals = [r for r in sim.ledger() if r["node"] == "n1" and r["cause"] == "eviction"]
+    order = [r["pod"].split("/")[1].rsplit("-", 1)[0] for r in removals]
+    rank = {"plain": 0, "ds": 1, "crit": 2, "crit-ds": 3}
+    assert [rank[o] for o in order] == sorted(rank[o] for o in order), order
+    assert set(order) == set(rank)
+    api.close()
+
+
+async def test_nodeclaim_vanishing_mid_drain(temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
+    ec2 = ec2_client(moto_endpoint)
+    i1, i2 = launch_instances(ec2, 2)
+    sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, [PodSpec("web", "n1", count=2, grace=5)],
+                                     pdbs={"web": 2}))  # blocks: nothing may be evicted
+    api = sim.api_client()
+    custom = k8s.CustomObjectsApi(api)
+    uid = _node_uid(api, "n1")
+    async with running_worker(temporal_client, sim, moto_endpoint):
+        k8s.CoreV1Api(api).delete_node("n1")
+        handle = temporal_client.get_workflow_handle_for(TerminationWorkflow.run, workflow_id(uid))
+
+        async def blocked() -> bool:
+            try:
+                p = await handle.query(TerminationWorkflow.progress)
+            except Exception:
+                return False
+            return bool(p.blocking_pdbs)
+
+        for _ in range(100):
+            if await blocked():
+                break
+            await asyncio.sleep(0.1)
+        # someone strips the claim's finalizer: the claim disappears while the node is still draining
+        custom.patch_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "n1-claim",
+                                           {"metadata": {"finalizers": None}})
+        await eventually(lambda: _gone(api, "NodeClaim", "n1-claim"), what="claim gone")
+        await handle.execute_update(TerminationWorkflow.force, _force("test: unblock"))
+        result = await asyncio.wait_for(handle.result(), timeout=30)
+    assert result.phase == Phase.TERMINATED
+    assert _gone(api, "Node", "n1")
+    assert instance_state(ec2, i1) in ("shutting-down", "terminated")
+    api.close()
+
+
+def _force(reason: str) -> Any:
+    from workflows.models import ForceRequest
+
+    return ForceRequest(reason=reason)
