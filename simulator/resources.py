@@ -57,6 +57,16 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
                  categories=("all",)),
     ResourceType("apps", "v1", "deployments", "Deployment", True, "deployment", ("deploy",), ("status",),
                  categories=("all",)),
+    # Stored only (no controllers), so `kubectl apply -k deploy/` works against the simulator (issue 6).
+    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, "serviceaccount", ("sa",)),
+    ResourceType("", "v1", "configmaps", "ConfigMap", True, "configmap", ("cm",)),
+    ResourceType("", "v1", "services", "Service", True, "service", ("svc",), ("status",), categories=("all",)),
+    ResourceType("batch", "v1", "jobs", "Job", True, "job", (), ("status",), categories=("all",)),
+    ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, "clusterrole"),
+    ResourceType("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False,
+                 "clusterrolebinding"),
+    ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
+                 "customresourcedefinition", ("crd", "crds"), ("status",)),
 )
 
 BY_GROUP_VERSION_PLURAL: dict[tuple[str, str, str], ResourceType] = {

@@ -1,0 +1,297 @@
+"""The EC2 side of the world (boto3 against moto_server): kubelets that register Nodes for running instances,
+Karpenter's NodeClaim lifecycle (Launched, Registered, Initialized), and the cloud-controller-manager that
+takes a Node away when its instance is shutting down or terminated.
+
+boto3 calls run outside the store lock (`describe` in an executor thread); `apply` then updates the cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING, Any
+
+from api import labels as L
+from simulator.patch import deep_copy
+from simulator.pods import is_deleting, meta, node_ready
+from simulator.resources import BY_KIND, ResourceType
+
+if TYPE_CHECKING:
+    from simulator.world import World
+
+NODES = BY_KIND["Node"]
+NODECLAIMS = BY_KIND["NodeClaim"]
+NODECLAIM_TAG = "karpenter.sh/nodeclaim"
+NODEPOOL_TAG = "karpenter.sh/nodepool"
+GONE_STATES = frozenset({"shutting-down", "terminated", "stopping", "stopped"})
+KUBELET_VERSION = "v1.32.0"
+DEFAULT_AMI = "ami-0a1b2c3d4e5f60718"
+
+
+def provider_id(zone: str, instance_id: str) -> str:
+    return f"aws:///{zone}/{instance_id}"
+
+
+def instance_id_of(pid: str | None) -> str | None:
+    if not pid or not pid.startswith("aws://"):
+        return None
+    return pid.rsplit("/", 1)[-1] or None
+
+
+class Ec2World:
+    """Follows EC2 instances tagged `karpenter.sh/nodeclaim` and plays kubelet + CCM + NodeClaim lifecycle."""
+
+    def __init__(self, world: World, endpoint: str, region: str = "us-east-1", client: Any = None) -> None:
+        if client is None:
+            import boto3
+
+            client = boto3.client(
+                "ec2", endpoint_url=endpoint, region_name=region,
+                aws_access_key_id=os.environ.get("AWS_ACCESS_KEY_ID", "testing"),
+                aws_secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY", "testing"))
+        self.client = client
+        self.world = world
+        self.first_running: dict[str, float] = {}
+        self.registered: set[str] = set()  # instances that have (or had) a Node
+        self.gone_handled: set[str] = set()
+        self.counts: Counter[str] = Counter()
+        self._image_id: str | None = None
+
+    # ---- boto3 side --------------------------------------------------------------------------------------
+    def describe(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for page in self.client.get_paginator("describe_instances").paginate():
+            for res in page.get("Reservations", []):
+                out.extend(res.get("Instances", []))
+        return out
+
+    def image_id(self) -> str:
+        """The AMI scenario instances launch from (moto accepts any id; listing its images takes seconds)."""
+        if self._image_id is None:
+            self._image_id = os.environ.get("NODEFLOW_SIM_AMI", DEFAULT_AMI)
+        return self._image_id
+
+    def adopt(self, items: list[tuple[ResourceType, dict[str, Any]]]) -> None:
+        """Give every scenario Node (and Node-less NodeClaim) a real instance and rewrite providerIDs to it."""
+        claims_by_node: dict[str, dict[str, Any]] = {}
+        claims_by_pid: dict[str, dict[str, Any]] = {}
+        claims: list[dict[str, Any]] = []
+        for rt, obj in items:
+            if rt is NODECLAIMS:
+                claims.append(obj)
+                status = obj.get("status") or {}
+                if status.get("nodeName"):
+                    claims_by_node[status["nodeName"]] = obj
+                if status.get("providerID"):
+                    claims_by_pid[status["providerID"]] = obj
+        groups: dict[tuple[str, str, str], list[tuple[dict[str, Any] | None, dict[str, Any] | None]]] = defaultdict(
+            list)
+        claimed: set[int] = set()
+        for rt, obj in items:
+            if rt is not NODES:
+                continue
+            labels = meta(obj).get("labels") or {}
+            claim = claims_by_node.get(meta(obj)["name"]) or claims_by_pid.get((obj.get("spec") or {}).get(
+                "providerID", ""))
+            if claim is not None:
+                claimed.add(id(claim))
+            key = (labels.get(L.INSTANCE_TYPE_LABEL, "m5.large"), labels.get(L.ZONE_LABEL, "us-east-1a"),
+                   labels.get(L.CAPACITY_TYPE_LABEL, L.CAPACITY_ON_DEMAND))
+            groups[key].append((obj, claim))
+        for claim in claims:
+            if id(claim) not in claimed:
+                labels = meta(claim).get("labels") or {}
+                key = (labels.get(L.INSTANCE_TYPE_LABEL, "m5.large"), labels.get(L.ZONE_LABEL, "us-east-1a"),
+                       labels.get(L.CAPACITY_TYPE_LABEL, L.CAPACITY_ON_DEMAND))
+                groups[key].append((None, claim))
+        for (itype, zone, cap), members in groups.items():
+            for start in range(0, len(members), 500):
+                batch = members[start:start + 500]
+                ids = self._launch(itype, zone, cap, len(batch))
+                for (node, claim), iid in zip(batch, ids, strict=True):
+                    pid = provider_id(zone, iid)
+                    pool = ((node or claim or {}).get("metadata", {}).get("labels") or {}).get(L.NODEPOOL_LABEL, "")
+                    tags = [{"Key": NODEPOOL_TAG, "Value": pool}, {"Key": L.CAPACITY_TYPE_LABEL, "Value": cap}]
+                    if claim is not None:
+                        tags.append({"Key": NODECLAIM_TAG, "Value": meta(claim)["name"]})
+                        claim.setdefault("status", {})["providerID"] = pid
+                    if node is not None:
+                        tags.append({"Key": "Name", "Value": meta(node)["name"]})
+                        node.setdefault("spec", {})["providerID"] = pid
+                        self.registered.add(iid)
+                    self.client.create_tags(Resources=[iid], Tags=tags)
+
+    def _launch(self, itype: str, zone: str, cap: str, count: int) -> list[str]:
+        kwargs: dict[str, Any] = dict(ImageId=self.image_id(), InstanceType=itype, MinCount=count, MaxCount=count,
+                                      Placement={"AvailabilityZone": zone})
+        if cap == L.CAPACITY_SPOT:
+            kwargs["InstanceMarketOptions"] = {"MarketType": "spot"}
+        resp = self.client.run_instances(**kwargs)
+        return [i["InstanceId"] for i in resp["Instances"]]
+
+    # ---- cluster side ------------------------------------------------------------------------------------
+    def instance_counts(self) -> dict[str, int]:
+        return dict(self.counts)
+
+    def apply(self, instances: list[dict[str, Any]]) -> None:
+        world = self.world
+        with world.store.lock:
+            self.counts = Counter(i.get("State", {}).get("Name", "unknown") for i in instances)
+            nodes_by_iid: dict[str, dict[str, Any]] = {}
+            for node in world.store.list(NODES):
+                iid = instance_id_of((node.get("spec") or {}).get("providerID"))
+                if iid:
+                    nodes_by_iid[iid] = node
+            now = time.monotonic()
+            for inst in instances:
+                iid = inst["InstanceId"]
+                state = inst.get("State", {}).get("Name", "")
+                tags = {t["Key"]: t["Value"] for t in inst.get("Tags", []) or []}
+                node = nodes_by_iid.get(iid)
+                if state == "running":
+                    if NODECLAIM_TAG not in tags:
+                        continue
+                    claim = world.store.get(NODECLAIMS, "", tags[NODECLAIM_TAG])
+                    if claim is not None and not (claim.get("status") or {}).get("providerID"):
+                        self._launched(claim, inst)
+                    if node is None and iid not in self.registered:
+                        started = self.first_running.setdefault(iid, now)
+                        if now - started >= world.ready_delay * world.time_scale:
+                            self._register(inst, tags)
+                elif state in GONE_STATES and node is not None and iid not in self.gone_handled:
+                    self.gone_handled.add(iid)
+                    self._instance_gone(meta(node)["name"])
+
+    def _zone(self, inst: dict[str, Any]) -> str:
+        return (inst.get("Placement") or {}).get("AvailabilityZone", "us-east-1a")
+
+    def _capacity_type(self, inst: dict[str, Any], tags: dict[str, str]) -> str:
+        if inst.get("InstanceLifecycle") == "spot":
+            return L.CAPACITY_SPOT
+        return tags.get(L.CAPACITY_TYPE_LABEL, L.CAPACITY_ON_DEMAND)
+
+    def _resources(self, itype: str) -> dict[str, str]:
+        it = self.world.catalog.get(itype)
+        if it is None:
+            return {"cpu": "2", "memory": "8Gi", "pods": "110", "ephemeral-storage": "20Gi"}
+        return {"cpu": it.cpu, "memory": it.memory, "pods": str(it.pods), "ephemeral-storage": it.ephemeral_storage}
+
+    def _launched(self, claim: dict[str, Any], inst: dict[str, Any]) -> None:
+        from simulator.world import set_condition
+
+        new = deep_copy(claim)
+        status = new.setdefault("status", {})
+        status["providerID"] = provider_id(self._zone(inst), inst["InstanceId"])
+        status["imageID"] = inst.get("ImageId", "")
+        res = self._resources(inst.get("InstanceType", ""))
+        status["capacity"] = dict(res)
+        status["allocatable"] = dict(res)
+        set_condition(new, "Launched", "True", "Launched")
+        self.world.store.replace(NODECLAIMS, new)
+
+    def _register(self, inst: dict[str, Any], tags: dict[str, str]) -> None:
+        """The kubelet joins: a NotReady Node for the instance; it turns Ready after a further ready delay."""
+        from simulator.world import set_condition
+
+        world = self.world
+        iid, itype, zone = inst["InstanceId"], inst.get("InstanceType", ""), self._zone(inst)
+        name = inst.get("PrivateDnsName") or f"ip-{iid}.ec2.internal"
+        self.registered.add(iid)
+        claim = world.store.get(NODECLAIMS, "", tags[NODECLAIM_TAG])
+        it = world.catalog.get(itype)
+        labels = dict((meta(claim).get("labels") or {}) if claim else {})
+        labels.update({
+            L.INSTANCE_TYPE_LABEL: itype, "beta.kubernetes.io/instance-type": itype,
+            L.ZONE_LABEL: zone, "topology.kubernetes.io/region": zone[:-1],
+            L.CAPACITY_TYPE_LABEL: self._capacity_type(inst, tags),
+            L.ARCH_LABEL: it.arch if it else "amd64", L.OS_LABEL: "linux",
+            L.HOSTNAME_LABEL: name, L.REGISTERED_LABEL: "true",
+        })
+        pool = tags.get(NODEPOOL_TAG) or labels.get(L.NODEPOOL_LABEL)
+        if pool:
+            labels[L.NODEPOOL_LABEL] = pool
+        res = self._resources(itype)
+        node: dict[str, Any] = {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": labels, "finalizers": [L.TERMINATION_FINALIZER],
+                         "annotations": {"alpha.kubernetes.io/provided-node-ip": inst.get("PrivateIpAddress", "")}},
+            "spec": {"providerID": provider_id(zone, iid)},
+            "status": {
+                "capacity": dict(res), "allocatable": dict(res),
+                "addresses": [{"type": "InternalIP", "address": inst.get("PrivateIpAddress", "")},
+                              {"type": "Hostname", "address": name}, {"type": "InternalDNS", "address": name}],
+                "nodeInfo": {"kubeletVersion": KUBELET_VERSION, "architecture": labels[L.ARCH_LABEL],
+                             "operatingSystem": "linux", "containerRuntimeVersion": "containerd://1.7.0",
+                             "osImage": "Amazon Linux 2023", "kernelVersion": "6.1.0", "machineID": iid,
+                             "systemUUID": iid, "bootID": iid, "kubeProxyVersion": KUBELET_VERSION},
+            },
+        }
+        set_condition(node, "Ready", "False", "KubeletNotReady", "container runtime network not ready")
+        if claim is not None:
+            node["metadata"]["ownerReferences"] = [{
+                "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": meta(claim)["name"],
+                "uid": meta(claim)["uid"], "blockOwnerDeletion": True}]
+            taints = [deep_copy(t) for t in (claim.get("spec") or {}).get("taints") or []]
+            if taints:
+                node["spec"]["taints"] = taints
+        if world.store.get(NODES, "", name) is not None:
+            return
+        world.store.create(NODES, node)
+        if claim is not None:
+            new = deep_copy(claim)
+            status = new.setdefault("status", {})
+            status.update(nodeName=name, providerID=provider_id(zone, iid))
+            status.setdefault("capacity", dict(res))
+            status.setdefault("allocatable", dict(res))
+            set_condition(new, "Launched", "True", "Launched")
+            set_condition(new, "Registered", "True", "Registered")
+            world.store.replace(NODECLAIMS, new)
+        if itype not in world.never_ready_types:
+            world.after(world.ready_delay, lambda: self._ready(name))
+
+    def _ready(self, name: str) -> None:
+        from simulator.world import set_condition
+
+        world = self.world
+        node = world.store.get(NODES, "", name)
+        if node is None or is_deleting(node) or node_ready(node):
+            return
+        itype = (meta(node).get("labels") or {}).get(L.INSTANCE_TYPE_LABEL, "")
+        if itype in world.never_ready_types:
+            return
+        new = deep_copy(node)
+        set_condition(new, "Ready", "True", "KubeletReady", "kubelet is posting ready status")
+        new["metadata"]["labels"][L.INITIALIZED_LABEL] = "true"
+        world.store.replace(NODES, new)
+        for ref in meta(node).get("ownerReferences") or []:
+            if ref.get("kind") != "NodeClaim":
+                continue
+            claim = world.store.get(NODECLAIMS, "", ref.get("name", ""))
+            if claim is None:
+                continue
+            updated = deep_copy(claim)
+            set_condition(updated, "Initialized", "True", "Initialized")
+            set_condition(updated, "Ready", "True", "Ready")
+            world.store.replace(NODECLAIMS, updated)
+
+    def _instance_gone(self, node_name: str) -> None:
+        """Instance stopping / terminated: the Node goes NotReady, then the CCM deletes it (finalizers hold it)."""
+        from simulator.world import set_condition
+
+        world = self.world
+        node = world.store.get(NODES, "", node_name)
+        if node is None:
+            return
+        if node_ready(node):
+            new = deep_copy(node)
+            set_condition(new, "Ready", "Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status.")
+            world.store.replace(NODES, new)
+
+        def delete_node() -> None:
+            current = world.store.get(NODES, "", node_name)
+            if current is not None and not is_deleting(current):
+                world.delete(NODES, "", node_name)
+
+        world.after(world.ready_delay, delete_node)
+
