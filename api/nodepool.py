@@ -30,8 +30,9 @@ DEFAULT_EXPIRE_AFTER = "720h"
 DEFAULT_CONSOLIDATE_AFTER = "0s"
 DEFAULT_CONSOLIDATION_POLICY = "WhenEmptyOrUnderutilized"
 DEFAULT_BUDGET_NODES = "10%"
-CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced")
-ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"]
+# v1.9.1 policies (DESIGN §1: match v1.9.1 where HEAD differs; HEAD's "Balanced" is not supported).
+CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
+ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized"]
 
 DEPRECATED_EXPIRE_AFTER_WARNING = (
     "spec.disruption.expireAfter is deprecated (AKS NAP spelling); Karpenter v1 reads "
