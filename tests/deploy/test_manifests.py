@@ -1,0 +1,122 @@
+"""The kustomize base: what the worker Deployment promises, and that it applies to the simulator."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from api.nodepool import NodePool
+from simulator.server import Simulator
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBECTL = shutil.which("kubectl")
+needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed (scripts/setup.sh installs it)")
+
+
+@cache
+def render(path: str = "deploy") -> tuple[dict[str, Any], ...]:
+    out = subprocess.run([KUBECTL or "kubectl", "kustomize", str(ROOT / path)], check=True, capture_output=True,
+                         text=True, timeout=60).stdout
+    return tuple(d for d in yaml.safe_load_all(out) if d)
+
+
+def one(docs: tuple[dict[str, Any], ...], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+def kubectl(sim: Simulator, *args: str) -> subprocess.CompletedProcess[str]:
+    # The simulator serves no OpenAPI document, so client-side schema validation is off; the server still
+    # parses every object.
+    extra = ["--validate=false"] if args[0] == "apply" else []
+    return subprocess.run([KUBECTL or "kubectl", "--kubeconfig", sim.kubeconfig_path, *args, *extra],
+                          capture_output=True, text=True, timeout=60)
+
+
+@needs_kubectl
+def test_worker_deployment_is_hardened_and_probed() -> None:
+    docs = render()
+    dep = one(docs, "Deployment", "nodeflow-worker")
+    assert dep["spec"]["replicas"] == 2
+    pod = dep["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] != 0
+    (container,) = pod["containers"]
+    sc = container["securityContext"]
+    assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"]["drop"] == ["ALL"]
+    for kind in ("requests", "limits"):
+        assert set(container["resources"][kind]) == {"cpu", "memory"}
+    args = container["args"]
+    port = int(args[args.index("--metrics-port") + 1])
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    for probe in ("livenessProbe", "readinessProbe"):
+        assert ports[container[probe]["httpGet"]["port"]] == port
+    # Every writable path is a volume; the worker never runs on nodes nodeflow may drain.
+    assert {m["mountPath"] for m in container["volumeMounts"]} == {"/tmp"}
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"} in terms[0]["matchExpressions"]
+
+
+@needs_kubectl
+def test_config_only_sets_variables_the_worker_reads() -> None:
+    sources = (ROOT / "worker.py").read_text() + (ROOT / "starter" / "temporal.py").read_text()
+    read = set(re.findall(r"""env\(\s*["']([A-Z0-9_]+)["']""", sources))
+    config = one(render(), "ConfigMap", "nodeflow-config")
+    unknown = sorted(k for k in config["data"] if k not in read)
+    assert not unknown, f"ConfigMap sets variables nothing reads: {unknown}"
+
+
+@needs_kubectl
+def test_search_attribute_job_runs_the_registration_script() -> None:
+    docs = render()
+    job = one(docs, "Job", "nodeflow-search-attributes")
+    volume = next(v for v in job["spec"]["template"]["spec"]["volumes"] if v["name"] == "scripts")
+    script_cm = one(docs, "ConfigMap", volume["configMap"]["name"])  # kustomize rewrote the hashed name
+    script = script_cm["data"]["register-search-attributes.sh"]
+    for name in ("NodeflowNode", "NodeflowNodePool", "NodeflowReason", "NodeflowPhase"):
+        assert name in script
+
+
+@needs_kubectl
+def test_example_nodepools_are_valid() -> None:
+    pools = [d for d in render("deploy/examples") if d["kind"] == "NodePool"]
+    assert len(pools) >= 2
+    for doc in pools:
+        NodePool.model_validate(doc)
+
+
+@needs_kubectl
+def test_base_and_examples_apply_to_the_simulator(sim: Simulator) -> None:
+    # A real API server rejects a dry run of namespaced objects whose namespace does not exist yet, so the
+    # namespace is applied first, then the whole base is dry-run on the server, then applied.
+    ns = kubectl(sim, "apply", "-f", str(ROOT / "deploy" / "namespace.yaml"))
+    assert ns.returncode == 0, ns.stderr
+    dry = kubectl(sim, "apply", "--dry-run=server", "-k", str(ROOT / "deploy"))
+    assert dry.returncode == 0, dry.stderr
+    assert "(server dry run)" in dry.stdout
+    got = kubectl(sim, "get", "deployments", "-n", "nodeflow", "-o", "name")
+    assert got.returncode == 0 and got.stdout.strip() == "", "a dry run must not persist anything"
+    real = kubectl(sim, "apply", "-k", str(ROOT / "deploy"))
+    assert real.returncode == 0, real.stderr
+    examples = kubectl(sim, "apply", "-k", str(ROOT / "deploy" / "examples"))
+    assert examples.returncode == 0, examples.stderr
+    for kind, expected in (("deployment", "nodeflow-worker"), ("job", "nodeflow-search-attributes"),
+                           ("serviceaccount", "nodeflow")):
+        out = kubectl(sim, "get", kind, "-n", "nodeflow", "-o", "name").stdout
+        assert expected in out, (kind, out)
+    rendered = {(d["kind"], d["metadata"]["name"]) for d in render()}
+    cluster_scoped = kubectl(sim, "get", "clusterroles,clusterrolebindings,nodepools", "-o", "name").stdout
+    for kind, name in rendered:
+        if kind in ("ClusterRole", "ClusterRoleBinding"):
+            assert f"/{name}" in cluster_scoped
+    assert "nodepool.karpenter.sh/general" in cluster_scoped
