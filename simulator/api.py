@@ -245,7 +245,7 @@ class ApiServer:
                 return await self._watch(request, route, field_name=route.name)
         elif route.sub is None:
             if m == "GET":
-                return self._get(route)
+                return self._get(route, request)
             if m == "PUT":
                 return self._update(route, await self._body(request), request)
             if m == "PATCH":
@@ -272,14 +272,16 @@ class ApiServer:
         if rt.namespaced and namespace and self.store.get(NAMESPACES, "", namespace) is None:
             raise not_found("namespaces", namespace)
 
-    def _get(self, route: Route) -> web.Response:
+    def _get(self, route: Route, request: web.Request | None = None) -> web.Response:
         with self.store.lock:
             if route.rt is PDBS:
                 self.world.refresh_pdbs()
             obj = self.store.must_get(route.rt, route.namespace or "", route.name or "")
-            return json_response(obj)
+        if request is not None and "as=Table" in request.headers.get("Accept", ""):
+            return json_response(discovery.to_table(route.rt, [obj], {"resourceVersion": meta(obj)["resourceVersion"]}))
+        return json_response(obj)
 
-    def _select(self, request: web.Request, route: Route) -> list[dict[str, Any]]:
+    def _select(self, request: web.Request, route: Route) -> tuple[list[dict[str, Any]], int]:
         label_pred = parse_label_selector(request.query.get("labelSelector"))
         fsel = request.query.get("fieldSelector")
         field_pred = parse_field_selector(fsel)
@@ -299,12 +301,10 @@ class ApiServer:
             objs = [o for o in objs if label_pred(meta(o).get("labels") or {})]
         if field_pred is not None:
             objs = [o for o in objs if field_pred(o)]
-        request["list_rv"] = rv
-        return objs
+        return objs, rv
 
     def _list(self, request: web.Request, route: Route) -> web.Response:
-        objs = self._select(request, route)
-        rv = request["list_rv"]
+        objs, rv = self._select(request, route)
         list_meta: dict[str, Any] = {"resourceVersion": str(rv)}
         limit = self._int_query(request, "limit")
         token = request.query.get("continue")
@@ -538,7 +538,7 @@ class ApiServer:
 
     def _delete_collection(self, request: web.Request, route: Route) -> web.Response:
         grace, propagation, _ = self._delete_options(request, {})
-        objs = self._select(request, route)
+        objs, _ = self._select(request, route)
         out = []
         for obj in objs:
             try:

@@ -72,7 +72,9 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
 BY_GROUP_VERSION_PLURAL: dict[tuple[str, str, str], ResourceType] = {
     (r.group, r.version, r.plural): r for r in RESOURCE_TYPES
 }
-BY_KIND: dict[str, ResourceType] = {r.kind: r for r in RESOURCE_TYPES}
+BY_KIND: dict[str, ResourceType] = {}
+for _r in RESOURCE_TYPES:
+    BY_KIND.setdefault(_r.kind, _r)  # the first table entry of a kind is its preferred group
 
 
 def group_versions() -> dict[str, list[str]]:
@@ -90,7 +92,8 @@ def lookup(group: str, version: str, plural: str) -> ResourceType | None:
 
 def for_object(obj: dict) -> ResourceType | None:
     """The resource type of an object by its apiVersion and kind (None when not served)."""
-    rt = BY_KIND.get(obj.get("kind", ""))
-    if rt is None or obj.get("apiVersion") != rt.api_version:
-        return None
-    return rt
+    kind, api_version = obj.get("kind", ""), obj.get("apiVersion")
+    for rt in RESOURCE_TYPES:
+        if rt.kind == kind and rt.api_version == api_version:
+            return rt
+    return None
