@@ -58,7 +58,8 @@ def _loader_class() -> type:
 _LOADER = _loader_class()
 
 
-def _where(source: str, doc: int, item: int | None, obj: Any = None) -> str:
+def location(source: str, doc: int, item: int | None, obj: Any = None) -> str:
+    """`FILE: document N[ item M] (kind/name)`: where an object sits in its file, for messages."""
     place = f"{source}: document {doc}" + ("" if item is None else f" item {item}")
     if isinstance(obj, dict):
         kind = obj.get("kind") or "?"
@@ -136,18 +137,17 @@ class _Builder:
     def add_document(self, obj: Any, doc: int) -> None:
         if obj is None:
             return
-        if isinstance(obj, dict) and isinstance(obj.get("kind"), str) and obj["kind"].endswith("List") \
-                and "items" in obj:
+        if is_list(obj):
             items = obj["items"] or []
             if not isinstance(items, list):
-                raise SnapshotError(f"{_where(self.snap.source, doc, None, obj)}: 'items' must be a list")
+                raise SnapshotError(f"{location(self.snap.source, doc, None, obj)}: 'items' must be a list")
             for i, item in enumerate(items, start=1):
                 self.add(item, doc, i)
             return
         self.add(obj, doc, None)
 
     def add(self, obj: Any, doc: int, item: int | None) -> None:
-        where = _where(self.snap.source, doc, item, obj)
+        where = location(self.snap.source, doc, item, obj)
         if not isinstance(obj, dict):
             raise SnapshotError(f"{where}: expected a Kubernetes object (a mapping), got {type(obj).__name__}")
         kind, api_version, meta = obj.get("kind"), obj.get("apiVersion"), obj.get("metadata")
@@ -282,6 +282,39 @@ def _plain(loader: Any, node: Node) -> Any:
     return loader.construct_object(node, deep=True)
 
 
+def is_list(obj: Any) -> bool:
+    """A `kind: List` (or `NodeList`, ...) wrapper whose `items` are the objects."""
+    return isinstance(obj, dict) and isinstance(obj.get("kind"), str) and obj["kind"].endswith("List") \
+        and "items" in obj
+
+
+def read_text(path: str | Path) -> str:
+    """File text (`-` is standard input), with read problems as SnapshotError."""
+    source = str(path)
+    try:
+        if source == "-":
+            import sys
+
+            return sys.stdin.read()
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SnapshotError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SnapshotError(f"{source}: not UTF-8 text: {exc.reason}") from None
+
+
+def located_objects(text: str, source: str) -> Iterator[tuple[int, int | None, Any]]:
+    """(document number, item number in a List or None, object) for every object of a YAML/JSON stream."""
+    for n, doc in enumerate(_documents(text, source), start=1):
+        if doc is None:
+            continue
+        if is_list(doc) and isinstance(doc["items"], list):
+            for i, item in enumerate(doc["items"], start=1):
+                yield n, i, item
+        else:
+            yield n, None, doc
+
+
 def parse_snapshot(text: str, source: str = "<string>") -> Snapshot:
     """Parse snapshot text (YAML stream, `kind: List`, or JSON)."""
     return Snapshot.from_objects(_documents(text, source), source=source)
@@ -289,16 +322,4 @@ def parse_snapshot(text: str, source: str = "<string>") -> Snapshot:
 
 def load_snapshot(path: str | Path) -> Snapshot:
     """Read a snapshot file; `-` reads standard input."""
-    source = str(path)
-    try:
-        if source == "-":
-            import sys
-
-            text = sys.stdin.read()
-        else:
-            text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SnapshotError(f"{source}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise SnapshotError(f"{source}: not UTF-8 text: {exc.reason}") from None
-    return parse_snapshot(text, source)
+    return parse_snapshot(read_text(path), str(path))

@@ -1,0 +1,84 @@
+"""`nodeflow validate -f FILE`: every problem of the NodePools and NodeClaims in a file, before a cluster sees them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from starter.output import CliError
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "validate",
+        help="check NodePool / NodeClaim manifests against Karpenter v1's rules",
+        description="Print every problem (field path and rule) of the NodePool and NodeClaim documents in the "
+        "files; other objects are checked for kind, apiVersion and metadata.name. Exit 1 when any problem.",
+    )
+    p.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
+                   help="YAML/JSON file (a stream or a kind: List); repeatable; '-' reads standard input")
+    p.set_defaults(func=run)
+
+
+def problems_of(obj: Any) -> tuple[list[str], list[str]]:
+    """(problems, warnings) of one object."""
+    from pydantic import ValidationError
+
+    from api.catalog import CATALOG_KIND, InstanceTypeCatalog
+    from api.validation import nodepool_warnings, validate_nodeclaim, validate_nodepool
+
+    if not isinstance(obj, dict):
+        return [f"expected a Kubernetes object (a mapping), got {type(obj).__name__}"], []
+    kind = obj.get("kind")
+    if kind == "NodePool":
+        return validate_nodepool(obj), nodepool_warnings(obj)
+    if kind == "NodeClaim":
+        return validate_nodeclaim(obj), []
+    problems = []
+    if not isinstance(kind, str) or not kind:
+        problems.append("kind: required field is missing")
+    if not isinstance(obj.get("apiVersion"), str) or not obj.get("apiVersion"):
+        problems.append("apiVersion: required field is missing")
+    if kind == CATALOG_KIND:
+        try:
+            InstanceTypeCatalog.model_validate(obj)
+        except ValidationError as exc:
+            problems += [f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        return problems, []
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta.get("name"):
+        problems.append("metadata.name: required field is missing")
+    return problems, []
+
+
+def run(args: argparse.Namespace) -> int:
+    from api.snapshot import SnapshotError, located_objects, location, read_text
+
+    total_problems = 0
+    for path in args.filename:
+        count = 0
+        try:
+            text = read_text(path)
+            objects = list(located_objects(text, str(path)))
+        except SnapshotError as exc:
+            print(str(exc))
+            total_problems += 1
+            continue
+        if not objects:
+            raise CliError(f"{path}: no objects found")
+        for doc, item, obj in objects:
+            count += 1
+            where = location(str(path), doc, item, obj)
+            problems, warnings = problems_of(obj)
+            for w in warnings:
+                print(f"warning: {where}: {w}", file=sys.stderr)
+            for problem in problems:
+                print(f"{where}: {problem}")
+            total_problems += len(problems)
+        print(f"{path}: {count} object(s) checked", file=sys.stderr)
+    if total_problems:
+        print(f"{total_problems} problem(s) found", file=sys.stderr)
+        return 1
+    print("valid")
+    return 0
