@@ -105,7 +105,8 @@ class _Problems:
 
 
 def _domain(key: str) -> str:
-    return key.split("/", 1)[0] if "/" in key else ""
+    """What the CRD's CEL calls the domain: `key.find("^([^/]+)")`, the whole key when it has no prefix."""
+    return key.split("/", 1)[0]
 
 
 def label_key_problem(key: str) -> str | None:
