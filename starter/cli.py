@@ -16,6 +16,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "starter.cmd_pause",
     "starter.cmd_resume",
     "starter.cmd_plan",
+    "starter.cmd_demo",
     "starter.cmd_validate",
     "starter.cmd_budgets",
 )

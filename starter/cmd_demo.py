@@ -1,0 +1,235 @@
+"""`nodeflow demo`: the whole system on one machine — Temporal (with its Web UI), moto, the simulated cluster,
+the worker and the planner — on a 30-node cluster where every kind of disruption has work to do, plus a spot
+interruption after 30 s. `--headless --duration S --report FILE` runs it unattended and writes a JSON summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+import uuid
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from starter.output import CliError
+
+INTERRUPT_AFTER = 30.0
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("demo", help="run the embedded stack on a simulated cluster",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--headless", action="store_true", help="no live view and no Web UI; stop after --duration")
+    p.add_argument("--duration", type=float, default=None,
+                   help="seconds to run (default: until Ctrl-C; 180 when --headless)")
+    p.add_argument("--report", type=Path, help="write the JSON summary here")
+    p.add_argument("--workdir", type=Path, default=Path("out/demo"), help="logs, kubeconfig, Temporal db")
+    p.add_argument("-f", "--scenario", type=Path, help="cluster snapshot to run on (default: the bundled one)")
+    p.add_argument("--no-interruption", action="store_true", help="do not inject the spot interruption")
+    p.add_argument("--settle", type=float, default=90.0,
+                   help="seconds to let in-flight work finish before the report (planner paused)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    duration = args.duration if args.duration is not None else (180.0 if args.headless else None)
+    if duration is not None and duration <= 0:
+        raise CliError("--duration must be positive")
+    try:
+        return asyncio.run(_demo(args, duration))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _write_scenario(workdir: Path) -> Path:
+    import yaml
+
+    from starter.demo_scenario import demo_cluster
+
+    path = workdir / "demo-cluster.yaml"
+    path.write_text(yaml.safe_dump_all(demo_cluster(), sort_keys=False))
+    return path
+
+
+async def _demo(args: argparse.Namespace, duration: float | None) -> int:
+    from api.catalog import load_default_catalog
+    from starter.demo_report import cost_per_hour, render_live
+    from starter.stack import Stack, StackOptions
+
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    scenario = args.scenario or _write_scenario(args.workdir)
+    if not scenario.exists():
+        raise CliError(f"{scenario}: no such file")
+    stack = Stack(StackOptions(workdir=args.workdir, scenario=scenario, headless_ui=args.headless,
+                               interruption=not args.no_interruption))
+    say = (lambda *a: print(*a, file=sys.stderr)) if args.headless else print
+    say("starting Temporal dev server, moto (EC2 + SQS), the simulated cluster and the worker ...")
+    t0 = time.monotonic()
+    try:
+        await stack.start()
+    except Exception as exc:  # any part that cannot start makes the demo fail loudly
+        await stack.stop()
+        raise CliError(f"the stack could not start: {exc} (logs in {args.workdir})") from exc
+    catalog = load_default_catalog()
+    core = _core(stack)
+    initial = _nodes(core)
+    cost_before, nodes_before = cost_per_hour(initial, catalog), len(initial)
+    say(f"up in {time.monotonic() - t0:.1f}s")
+    say(f"  kubectl:      export KUBECONFIG={Path(stack.kubeconfig).resolve()}; kubectl get nodes")
+    say("  delete one:   kubectl delete node general-02   (then watch its TerminationWorkflow)")
+    if stack.temporal.ui_url:
+        say(f"  Temporal UI:  {stack.temporal.ui_url}  (try the query NodeflowPhase=\"Draining\")")
+    say(f"  status:       nodeflow status --address {stack.temporal.address}")
+    interrupted_node = None
+    start = time.monotonic()
+    exit_code = 0
+    try:
+        while duration is None or time.monotonic() - start < duration:
+            await asyncio.sleep(2.0)
+            failure = stack.worker_failed()
+            if failure is not None:
+                raise CliError(f"the worker stopped: {failure}")
+            elapsed = time.monotonic() - start
+            if stack.queue_url and interrupted_node is None and elapsed >= INTERRUPT_AFTER:
+                interrupted_node = _inject_spot_interruption(stack, core)
+                say(f"injected a spot interruption warning for node {interrupted_node}")
+            if not args.headless:
+                nodes = _nodes(core)
+                flying = await _in_flight(stack.client)
+                print(render_live(elapsed, _states(nodes), flying, cost_per_hour(nodes, catalog), cost_before,
+                                  stack.temporal.ui_url), flush=True)
+        report = await _final_report(stack, core, catalog, cost_before, nodes_before, args.settle, say)
+        if args.report:
+            args.report.parent.mkdir(parents=True, exist_ok=True)
+            args.report.write_text(json.dumps(report, indent=2) + "\n")
+            say(f"report written to {args.report}")
+        print(json.dumps(report, indent=2))
+        if report["pdbViolations"] or report["leakedInstances"] or report["stuckFinalizers"]:
+            exit_code = 1
+    finally:
+        await stack.stop()
+    return exit_code
+
+
+def _core(stack: Any) -> Any:
+    from kubernetes import client as k8s
+
+    return k8s.CoreV1Api(stack.sim.api_client())
+
+
+def _nodes(core: Any) -> list[dict[str, Any]]:
+    resp = core.list_node(_preload_content=False)
+    return json.loads(resp.data).get("items") or []
+
+
+def _claims(core: Any) -> list[dict[str, Any]]:
+    from kubernetes import client as k8s
+
+    return k8s.CustomObjectsApi(core.api_client).list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
+
+
+def _states(nodes: list[dict[str, Any]]) -> Counter[str]:
+    from starter.demo_report import node_states
+
+    return node_states(nodes)
+
+
+async def _in_flight(client: Any) -> Counter[str]:
+    out: Counter[str] = Counter()
+    async for wf in client.list_workflows("ExecutionStatus = 'Running'"):
+        out[wf.workflow_type] += 1
+    return out
+
+
+def _inject_spot_interruption(stack: Any, core: Any) -> str | None:
+    """Send an EventBridge 'EC2 Spot Instance Interruption Warning' for one spot node to the SQS queue."""
+    from api import labels as L
+    from api.interruption import instance_id_from_provider_id
+
+    for node in _nodes(core):
+        meta = node.get("metadata") or {}
+        if (meta.get("labels") or {}).get(L.CAPACITY_TYPE_LABEL) != "spot" or meta.get("deletionTimestamp"):
+            continue
+        iid = instance_id_from_provider_id((node.get("spec") or {}).get("providerID"))
+        if not iid:
+            continue
+        body = {"version": "0", "id": str(uuid.uuid4()), "detail-type": "EC2 Spot Instance Interruption Warning",
+                "source": "aws.ec2", "account": "123456789012",
+                "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "region": "us-east-1",
+                "resources": [f"arn:aws:ec2:us-east-1:123456789012:instance/{iid}"],
+                "detail": {"instance-id": iid, "instance-action": "terminate"}}
+        stack.sqs.send_message(QueueUrl=stack.queue_url, MessageBody=json.dumps(body))
+        return meta.get("name")
+    return None
+
+
+async def _final_report(stack: Any, core: Any, catalog: Any, cost_before: float, nodes_before: int,
+                        settle: float, say: Any) -> dict[str, Any]:
+    """Pause the planner, let in-flight work finish (bounded), then count what happened."""
+    from starter.demo_report import leaked_instances, stuck_finalizers
+    from starter.schedule import set_planner_paused
+
+    await set_planner_paused(stack.client, True, note="demo finished")
+    deadline = time.monotonic() + settle
+    while time.monotonic() < deadline:
+        busy = await _in_flight(stack.client)
+        busy.pop("InterruptionPollerWorkflow", None)
+        if not busy:
+            break
+        say(f"settling: waiting for {sum(busy.values())} workflow(s) to finish ...")
+        await asyncio.sleep(3)
+    by_method, terminated = await _commands_by_method(stack.client)
+    nodes, claims = _nodes(core), _claims(core)
+    instances = [i for r in stack.ec2.describe_instances()["Reservations"] for i in r["Instances"]]
+    stats = stack.sim.stats()
+    return {
+        "commandsByMethod": {m: by_method.get(m, 0) for m in ("Emptiness", "Drift", "MultiNodeConsolidation",
+                                                                 "SingleNodeConsolidation", "Expiration",
+                                                                 "Interruption")},
+        "nodesTerminated": terminated,
+        "costPerHourBefore": cost_before,
+        "costPerHourAfter": _cost(nodes, catalog),
+        "pdbViolations": int(stats.get("pdbViolationsTotal", 0)),
+        "leakedInstances": len(leaked_instances(instances, nodes, claims)),
+        "stuckFinalizers": len(stuck_finalizers(nodes, claims)),
+        "nodesBefore": nodes_before,
+        "nodesAfter": len(nodes),
+        "evictions": stats.get("evictions", {}),
+        "generatedAt": datetime.now(UTC).isoformat(timespec="seconds"),
+        "settleSeconds": settle,
+    }
+
+
+async def _commands_by_method(client: Any) -> tuple[Counter[str], int]:
+    """Started DisruptionWorkflows by method (their summary names it), expirations and interruptions by the
+    reason of their TerminationWorkflows, and how many terminations completed."""
+    from api.interruption import TERMINATION_REASONS
+    from workflows.search_attributes import REASON
+
+    interruption_reasons = set(TERMINATION_REASONS.values())
+    by_method: Counter[str] = Counter()
+    async for wf in client.list_workflows("WorkflowType = 'DisruptionWorkflow'"):
+        summary = await client.get_workflow_handle(wf.id, run_id=wf.run_id).describe()
+        method = ((await summary.static_summary()) or "").split(" ")[0]
+        by_method[method or "unknown"] += 1
+    terminated = 0
+    async for wf in client.list_workflows("WorkflowType = 'TerminationWorkflow'"):
+        reason = wf.typed_search_attributes.get(REASON) or ""
+        if wf.status is not None and wf.status.name == "COMPLETED":
+            terminated += 1
+        if reason == "Expired":
+            by_method["Expiration"] += 1
+        elif reason in interruption_reasons:
+            by_method["Interruption"] += 1
+    return by_method, terminated
+
+
+def _cost(nodes: list[dict[str, Any]], catalog: Any) -> float:
+    from starter.demo_report import cost_per_hour
+
+    return cost_per_hour(nodes, catalog)

@@ -1,0 +1,87 @@
+"""What the demo measures: cluster cost, the live view, and the final safety report (DESIGN §4)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from api import labels as L
+from api.catalog import InstanceTypeCatalog
+from api.interruption import instance_id_from_provider_id
+
+
+def node_price(node: dict[str, Any], catalog: InstanceTypeCatalog) -> float:
+    lab = (node.get("metadata") or {}).get("labels") or {}
+    it = catalog.get(lab.get(L.INSTANCE_TYPE_LABEL, ""))
+    if it is None:
+        return 0.0
+    off = it.offering(lab.get(L.ZONE_LABEL, ""), lab.get(L.CAPACITY_TYPE_LABEL, "on-demand"))
+    return off.price if off else 0.0
+
+
+def cost_per_hour(nodes: list[dict[str, Any]], catalog: InstanceTypeCatalog) -> float:
+    return round(sum(node_price(n, catalog) for n in nodes), 4)
+
+
+def node_states(nodes: list[dict[str, Any]]) -> Counter[str]:
+    """Ready / NotReady / Deleting / Disrupting (tainted karpenter.sh/disrupted)."""
+    out: Counter[str] = Counter()
+    for n in nodes:
+        meta = n.get("metadata") or {}
+        taints = (n.get("spec") or {}).get("taints") or []
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                    for c in (n.get("status") or {}).get("conditions") or [])
+        if meta.get("deletionTimestamp"):
+            out["Deleting"] += 1
+        elif any(t.get("key") == L.DISRUPTED_TAINT_KEY for t in taints):
+            out["Disrupting"] += 1
+        else:
+            out["Ready" if ready else "NotReady"] += 1
+    return out
+
+
+def leaked_instances(instances: list[dict[str, Any]], nodes: list[dict[str, Any]],
+                     claims: list[dict[str, Any]]) -> list[str]:
+    """Running or pending instances that no NodeClaim and no Node accounts for: money spent on nothing."""
+    known: set[str] = set()
+    for obj in [*nodes, *claims]:
+        pid = (obj.get("spec") or {}).get("providerID") or (obj.get("status") or {}).get("providerID")
+        iid = instance_id_from_provider_id(pid)
+        if iid:
+            known.add(iid)
+    claim_names = {(c.get("metadata") or {}).get("name") for c in claims}
+    leaked = []
+    for inst in instances:
+        if inst["State"]["Name"] not in ("pending", "running"):
+            continue
+        tags = {t["Key"]: t["Value"] for t in inst.get("Tags") or []}
+        owner = tags.get("karpenter.sh/nodeclaim")
+        if inst["InstanceId"] in known or (owner and owner in claim_names):
+            continue
+        leaked.append(inst["InstanceId"])
+    return leaked
+
+
+def stuck_finalizers(nodes: list[dict[str, Any]], claims: list[dict[str, Any]]) -> list[str]:
+    """Objects still deleting (finalizer not removed) when the run has settled."""
+    return [f"{kind}/{(o.get('metadata') or {}).get('name')}" for kind, objs in (("node", nodes), ("nodeclaim", claims))
+            for o in objs if (o.get("metadata") or {}).get("deletionTimestamp")]
+
+
+def render_live(elapsed: float, states: Counter[str], workflows: Counter[str], cost: float, cost_before: float,
+                ui_url: str | None, note: str = "") -> str:
+    ns = "  ".join(f"{k} {states.get(k, 0)}" for k in ("Ready", "Disrupting", "Deleting", "NotReady"))
+    wf = "  ".join(f"{k} {v}" for k, v in sorted(workflows.items())) or "none"
+    lines = [f"[{elapsed:5.0f}s] nodes: {ns}",
+             f"         workflows in flight: {wf}",
+             f"         cost/hour: ${cost:.3f} (was ${cost_before:.3f})"]
+    if ui_url:
+        lines.append(f"         Temporal UI: {ui_url}")
+    if note:
+        lines.append(f"         {note}")
+    return "\n".join(lines)
+
+
+def report_json(report: dict[str, Any]) -> str:
+    return json.dumps(report, indent=2, sort_keys=False) + "\n"

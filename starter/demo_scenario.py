@@ -1,0 +1,159 @@
+"""The bundled 30-node demo cluster: every kind of disruption has something to do in it.
+
+- pool `general` (on-demand): drifted nodes, empty nodes, underutilized nodes (multi-node consolidation)
+  and well-used nodes that stay;
+- pool `memory` (r-family): one oversized node that a cheaper one can replace (single-node consolidation);
+- pool `batch` (expireAfter 24h): nodes launched three days ago (expiration);
+- pool `spot`: spot nodes, one of which receives an interruption warning during the demo.
+Timestamps are relative to `now`, so the scenario is fresh whenever the demo starts.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from api import labels as L
+from api.catalog import load_default_catalog
+
+ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+
+
+def _ts(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _pool(name: str, requirements: list[dict[str, Any]], budgets: list[dict[str, Any]], expire: str = "720h",
+          consolidate_after: str = "30s") -> dict[str, Any]:
+    return {"apiVersion": L.API_VERSION, "kind": "NodePool", "metadata": {"name": name},
+            "spec": {"template": {"metadata": {"labels": {"team": "platform"}}, "spec": {
+                "requirements": requirements, "expireAfter": expire, "terminationGracePeriod": "10m",
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}},
+                "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized",
+                               "consolidateAfter": consolidate_after, "budgets": budgets}}}
+
+
+def _req(key: str, *values: str) -> dict[str, Any]:
+    return {"key": key, "operator": "In", "values": list(values)}
+
+
+class _Builder:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+        self.objects: list[dict[str, Any]] = []
+        self.catalog = load_default_catalog()
+        self.n = 0
+
+    def node(self, pool: str, itype: str, capacity: str = "on-demand", age: timedelta = timedelta(hours=6),
+             drifted: bool = False) -> str:
+        self.n += 1
+        name = f"{pool}-{self.n:02d}"
+        zone = ZONES[self.n % 3]
+        it = self.catalog.get(itype)
+        assert it is not None, itype
+        created = _ts(self.now - age)
+        node_labels = {L.NODEPOOL_LABEL: pool, L.INSTANCE_TYPE_LABEL: itype, L.CAPACITY_TYPE_LABEL: capacity,
+                       L.ZONE_LABEL: zone, L.INITIALIZED_LABEL: "true", L.REGISTERED_LABEL: "true",
+                       L.HOSTNAME_LABEL: name, L.ARCH_LABEL: it.arch, L.OS_LABEL: "linux", "team": "platform"}
+        alloc = {"cpu": it.cpu, "memory": it.memory, "pods": str(it.pods), "ephemeral-storage": "20Gi"}
+        provider = f"aws:///{zone}/i-{self.n:017x}"
+        conditions = [{"type": "Launched", "status": "True", "lastTransitionTime": created},
+                      {"type": "Registered", "status": "True", "lastTransitionTime": created},
+                      {"type": "Initialized", "status": "True", "lastTransitionTime": created}]
+        if drifted:
+            conditions.append({"type": "Drifted", "status": "True", "reason": "NodePoolDrifted",
+                               "lastTransitionTime": _ts(self.now - timedelta(minutes=30))})
+        self.objects.append({"apiVersion": L.API_VERSION, "kind": "NodeClaim", "metadata": {
+            "name": name, "labels": dict(node_labels), "creationTimestamp": created,
+            "finalizers": [L.TERMINATION_FINALIZER]},
+            "spec": {"requirements": [_req(L.INSTANCE_TYPE_LABEL, itype), _req(L.CAPACITY_TYPE_LABEL, capacity)],
+                     "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                     "terminationGracePeriod": "10m"},
+            "status": {"nodeName": name, "providerID": provider, "capacity": alloc, "allocatable": alloc,
+                       "conditions": conditions, "lastPodEventTime": _ts(self.now - timedelta(hours=1))}})
+        self.objects.append({"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": name, "labels": node_labels, "creationTimestamp": created,
+            "finalizers": [L.TERMINATION_FINALIZER]},
+            "spec": {"providerID": provider},
+            "status": {"capacity": alloc, "allocatable": alloc,
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                       "lastTransitionTime": created}]}})
+        self.daemon_pod(name)
+        return name
+
+    def daemon_pod(self, node: str) -> None:
+        self.objects.append(self._pod(f"node-agent-{node}", "kube-system", node, "50m", "64Mi",
+                                      owner=("apps/v1", "DaemonSet", "node-agent"), labels={"app": "node-agent"},
+                                      tolerate_all=True))
+
+    def app(self, name: str, nodes: list[str], cpu: str, memory: str, per_node: int = 1, pdb: str | None = None,
+            annotations: dict[str, str] | None = None, grace: int = 30) -> None:
+        self.objects.append({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {
+            "name": name, "namespace": "default", "labels": {"app": name}},
+            "spec": {"replicas": len(nodes) * per_node, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": self._spec(cpu, memory, grace)}}})
+        i = 0
+        for node in nodes:
+            for _ in range(per_node):
+                i += 1
+                self.objects.append(self._pod(f"{name}-{i}", "default", node, cpu, memory,
+                                              owner=("apps/v1", "ReplicaSet", name), labels={"app": name},
+                                              annotations=annotations, grace=grace))
+        if pdb:
+            self.objects.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {
+                "name": name, "namespace": "default"},
+                "spec": {"maxUnavailable": int(pdb) if pdb.isdigit() else pdb,
+                         "selector": {"matchLabels": {"app": name}}}})
+
+    @staticmethod
+    def _spec(cpu: str, memory: str, grace: int) -> dict[str, Any]:
+        return {"terminationGracePeriodSeconds": grace,
+                "containers": [{"name": "main", "image": "registry.example/app:1",
+                                "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
+
+    def _pod(self, name: str, ns: str, node: str, cpu: str, memory: str, owner: tuple[str, str, str],
+             labels: dict[str, str], annotations: dict[str, str] | None = None, grace: int = 30,
+             tolerate_all: bool = False) -> dict[str, Any]:
+        spec = self._spec(cpu, memory, grace)
+        spec["nodeName"] = node
+        if tolerate_all:
+            spec["tolerations"] = [{"operator": "Exists"}]
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": name, "namespace": ns, "labels": labels, "annotations": annotations or {},
+            "creationTimestamp": _ts(self.now - timedelta(hours=2)),
+            "ownerReferences": [{"apiVersion": owner[0], "kind": owner[1], "name": owner[2], "controller": True,
+                                 "uid": f"uid-{owner[1].lower()}-{owner[2]}"}]}, "spec": spec}
+
+
+def demo_cluster(now: datetime | None = None) -> list[dict[str, Any]]:
+    """The demo's objects: 30 nodes in four NodePools, with workloads, PDBs and one do-not-disrupt pod."""
+    now = now or datetime.now(UTC)
+    b = _Builder(now)
+    od = [_req(L.CAPACITY_TYPE_LABEL, "on-demand"), _req(L.ARCH_LABEL, "amd64")]
+    b.objects += [
+        _pool("general", [*od, {"key": "karpenter.k8s.aws/instance-family", "operator": "Exists"}][:2],
+              [{"nodes": "20%"}]),
+        _pool("memory", [*od, _req(L.INSTANCE_TYPE_LABEL, "r5.large", "r5.xlarge", "r5.2xlarge", "r6i.large",
+                                   "r6i.xlarge", "r6i.2xlarge")], [{"nodes": "1"}]),
+        _pool("batch", od, [{"nodes": "50%"}], expire="24h", consolidate_after="Never"),
+        _pool("spot", [_req(L.CAPACITY_TYPE_LABEL, "spot"), _req(L.ARCH_LABEL, "amd64")], [{"nodes": "10%"}],
+              consolidate_after="Never"),
+    ]
+    steady = [b.node("general", "m5.xlarge") for _ in range(8)]
+    drifted = [b.node("general", "m5.xlarge", drifted=True) for _ in range(4)]
+    empty = [b.node("general", "m5.large") for _ in range(3)]
+    under = [b.node("general", "m5.2xlarge") for _ in range(5)]
+    memory = [b.node("memory", "r5.2xlarge")]
+    memory_steady = [b.node("memory", "r5.xlarge") for _ in range(2)]
+    batch = [b.node("batch", "c5.xlarge", age=timedelta(days=3)) for _ in range(3)]
+    spot = [b.node("spot", "c5.xlarge", capacity="spot") for _ in range(4)]
+    assert len(b.objects) and b.n == 30, b.n
+    del empty  # only their DaemonSet pods run there
+    b.app("web", steady + drifted, "1500m", "3Gi", per_node=2, pdb="1")
+    b.app("api", under, "500m", "1Gi", per_node=2, pdb="1")
+    b.app("cache", memory, "1", "12Gi", per_node=1)
+    b.app("sessions", memory_steady, "1", "20Gi", per_node=1)
+    b.app("reports", batch, "1", "2Gi", per_node=2)
+    b.app("crawler", spot, "1500m", "2Gi", per_node=2)
+    b.app("ledger", steady[:1], "250m", "512Mi", annotations={L.DO_NOT_DISRUPT_ANNOTATION: "true"})
+    return b.objects
