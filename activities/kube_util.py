@@ -14,8 +14,9 @@ KARPENTER_VERSION = "v1"
 
 
 def api_status(exc: BaseException) -> int | None:
-    """HTTP status of a kubernetes ApiException, None for anything else."""
-    return getattr(exc, "status", None) if type(exc).__name__ == "ApiException" else None
+    """HTTP status of a kubernetes ApiException (or its subclasses, e.g. NotFoundException), None otherwise."""
+    is_api = any(cls.__name__ == "ApiException" for cls in type(exc).__mro__)
+    return getattr(exc, "status", None) if is_api else None
 
 
 def node_ready(node: dict[str, Any]) -> bool:
