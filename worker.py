@@ -42,7 +42,7 @@ class Settings:
     resync_seconds: float = 30.0
     max_concurrent_activities: int = 500
     max_concurrent_workflow_tasks: int = 100
-    activity_threads: int = 16  # for sync activities; async ones offload to their own pools
+    activity_threads: int = 32  # for sync activities; async ones offload to their own pools
     interruption_queue_url: str | None = None  # SQS queue of EventBridge interruption events; None: no intake
     interruption_poll: Any = None  # workflows.interruption_models.PollInput; None: production defaults
     catalog_path: str | None = None  # instance type catalog for spot pre-spin; None: the bundled one
@@ -105,6 +105,8 @@ def build_worker(client: Client, deps: Deps, task_queue: str | None = None) -> W
         max_concurrent_activities=s.max_concurrent_activities,
         max_concurrent_workflow_tasks=s.max_concurrent_workflow_tasks,
         graceful_shutdown_timeout=timedelta(seconds=5),
+        # cancellation reaches an activity only with a heartbeat: keep force/cancel of a drain within ~2 s
+        max_heartbeat_throttle_interval=timedelta(seconds=2),
     )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from activities.cloud import CloudActivities
@@ -46,7 +47,7 @@ with workflow.unsafe.imports_passed_through():
 
 SHORT = timedelta(seconds=30)
 DRAIN_WINDOW = timedelta(minutes=10)  # longest single drain activity before control returns to the workflow
-HEARTBEAT = timedelta(seconds=10)
+HEARTBEAT = timedelta(seconds=5)
 RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=10))
 
 
@@ -309,8 +310,11 @@ class TerminationWorkflow:
         return self._force_pending or self._cancel_reason is not None
 
     async def _interruptible(self, fn: Callable[..., Any], arg: Any, **opts: Any) -> Any:
-        """Run an activity; on force/cancel, cancel it and return None (the caller re-plans)."""
-        handle = workflow.start_activity_method(fn, arg, retry_policy=RETRY, **opts)
+        """Run an activity; on force/cancel, cancel it, wait until it stopped, and return None (the caller
+        re-plans). Waiting matters: a drain still evicting after a cancel untainted the node would be wrong."""
+        handle = workflow.start_activity_method(fn, arg, retry_policy=RETRY,
+                                                cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+                                                **opts)
         await workflow.wait_condition(lambda: handle.done() or self._interrupted())
         if handle.done():
             return handle.result()

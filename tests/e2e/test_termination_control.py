@@ -1,0 +1,146 @@
+"""Steering terminations end to end through the `nodeflow` CLI: status, cancel (accepted and rejected), force;
+and the NodePool deletion cascade."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import uuid
+from typing import Any
+
+import pytest
+from e2e.termination_helpers import (
+    PodSpec,
+    cluster_objects,
+    ec2_client,
+    eventually,
+    instance_state,
+    launch_instances,
+    running_worker,
+)
+from kubernetes import client as k8s
+from temporalio.client import Client
+
+from starter import cli
+from starter.temporal import start_termination
+from workflows.models import Phase, TerminationInput
+from workflows.termination import TerminationWorkflow
+
+pytestmark = pytest.mark.e2e
+
+
+async def nodeflow(client: Client, *argv: str) -> tuple[int, str, str]:
+    """Run the real CLI (in a thread: it runs its own event loop) against the test's Temporal server."""
+    address = client.service_client.config.target_host
+    out, err = io.StringIO(), io.StringIO()
+
+    def run() -> int:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                return cli.run([*argv, "--address", address])
+            except SystemExit as exc:  # argparse usage errors
+                return int(exc.code or 0)
+
+    code = await asyncio.to_thread(run)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _taints(api: Any, node: str) -> list[str]:
+    return [t.key for t in (k8s.CoreV1Api(api).read_node(node).spec.taints or [])]
+
+
+async def _wait_blocked(handle: Any) -> None:
+    for _ in range(150):
+        with contextlib.suppress(Exception):
+            if (await handle.query(TerminationWorkflow.progress)).blocking_pdbs:
+                return
+        await asyncio.sleep(0.1)
+    raise AssertionError("drain never reported a blocking PDB")
+
+
+async def test_cancel_accepted_untaints_and_keeps_instance(
+        temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
+    ec2 = ec2_client(moto_endpoint)
+    i1, i2 = launch_instances(ec2, 2)
+    sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, [PodSpec("web", "n1", count=2, grace=5)],
+                                     pdbs={"web": 2}))
+    api = sim.api_client()
+    node = k8s.CoreV1Api(api).read_node("n1")
+    async with running_worker(temporal_client, sim, moto_endpoint) as tq:
+        handle = await start_termination(temporal_client, TerminationInput(
+            node_name="n1", node_uid=node.metadata.uid, node_claim_name="n1-claim", node_pool="default",
+            provider_id=node.spec.provider_id, reason="Underutilized", requested_by="disruption-test"),
+            task_queue=tq)
+        await _wait_blocked(handle)
+        assert "karpenter.sh/disrupted" in _taints(api, "n1")
+        code, out, err = await nodeflow(temporal_client, "status", "n1", "-o", "json")
+        assert code == 0, err
+        rows = json.loads(out)
+        assert rows[0]["phase"] == "Draining" and rows[0]["blockingPDBs"] == ["default/web"]
+        assert rows[0]["podsLeft"] == 2
+        code, out, err = await nodeflow(temporal_client, "cancel", "n1", "--reason", "planner changed its mind")
+        assert code == 0, err
+        result = await handle.result()
+    assert result.phase == Phase.CANCELLED
+    assert "karpenter.sh/disrupted" not in _taints(api, "n1")
+    assert instance_state(ec2, i1) == "running"
+    assert k8s.CoreV1Api(api).read_node("n1").metadata.deletion_timestamp is None
+    api.close()
+
+
+async def test_cancel_rejected_for_deleted_node_then_force(
+        temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
+    ec2 = ec2_client(moto_endpoint)
+    i1, i2 = launch_instances(ec2, 2)
+    sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, [PodSpec("web", "n1", count=2, grace=5)],
+                                     pdbs={"web": 2}))
+    api = sim.api_client()
+    uid = k8s.CoreV1Api(api).read_node("n1").metadata.uid
+    async with running_worker(temporal_client, sim, moto_endpoint):
+        k8s.CoreV1Api(api).delete_node("n1")
+        handle = temporal_client.get_workflow_handle_for(TerminationWorkflow.run, f"terminate-{uid}")
+        await _wait_blocked(handle)
+        code, out, err = await nodeflow(temporal_client, "cancel", "n1", "--kubeconfig", sim.kubeconfig_path)
+        assert code == 1 and "being deleted" in err, (code, out, err)
+        code, out, err = await nodeflow(temporal_client, "force", "n1")
+        assert code == 2  # --reason is required by the parser
+        code, out, err = await nodeflow(temporal_client, "force", "n1", "--reason", "PDB misconfigured")
+        assert code == 0, err
+        result = await asyncio.wait_for(handle.result(), timeout=30)
+        await eventually(lambda: _node_gone(api, "n1"), what="n1 gone")
+    assert result.phase == Phase.TERMINATED and result.pods_deleted == 2
+    assert instance_state(ec2, i1) in ("shutting-down", "terminated")
+    removals = [r for r in sim.ledger() if r["node"] == "n1"]
+    assert {r["cause"] for r in removals} <= {"delete", "grace-deadline"}
+    api.close()
+
+
+async def test_cancel_rejected_past_point_of_no_return(temporal_client: Client) -> None:
+    """A finished termination cannot be cancelled; the CLI says why and exits non-zero."""
+    code, _out, err = await nodeflow(temporal_client, "cancel", f"no-such-node-{uuid.uuid4().hex[:6]}")
+    assert code == 1 and "no termination in flight" in err
+
+
+def _node_gone(api: Any, name: str) -> bool:
+    try:
+        k8s.CoreV1Api(api).read_node(name)
+        return False
+    except k8s.ApiException as exc:
+        return exc.status == 404
+
+
+async def test_nodepool_deletion_terminates_its_nodes(temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
+    ec2 = ec2_client(moto_endpoint)
+    i1, i2 = launch_instances(ec2, 2)
+    sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, [PodSpec("web", "n1", count=1, grace=2)]))
+    api = sim.api_client()
+    async with running_worker(temporal_client, sim, moto_endpoint, resync=0.5):
+        await asyncio.sleep(1.0)  # the watcher has seen the pool
+        k8s.CustomObjectsApi(api).delete_cluster_custom_object("karpenter.sh", "v1", "nodepools", "default")
+        await eventually(lambda: _node_gone(api, "n1") and _node_gone(api, "n2"), timeout=30, what="nodes gone")
+        claims = k8s.CustomObjectsApi(api).list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
+    assert claims == []
+    assert {instance_state(ec2, i) for i in (i1, i2)} <= {"shutting-down", "terminated"}
+    api.close()
