@@ -159,15 +159,23 @@ def node_check(node: NodeInfo, cluster: Cluster, exclude: set[str]) -> NotCandid
     return None
 
 
-def build_candidates(cluster: Cluster, at: datetime, exclude: set[str], disruption_class: str) -> CandidateSet:
-    """Candidates of one disruption class; pod blocks are ignored for `eventual` with a NodeClaim TGP."""
+def build_candidates(cluster: Cluster, at: datetime, exclude: set[str], disruption_class: str,
+                     pod_blocks: dict[str, str | None] | None = None) -> CandidateSet:
+    """Candidates of one disruption class; pod blocks are ignored for `eventual` with a NodeClaim TGP.
+    `pod_blocks` caches pod-level answers across the classes of one pass."""
     out = CandidateSet()
+    pod_blocks = {} if pod_blocks is None else pod_blocks
     for node in cluster.nodes:
         problem = node_check(node, cluster, exclude)
         if problem is None:
             assert node.claim is not None
             ignore_pods = disruption_class == EVENTUAL and node.claim.termination_grace_period is not None
-            message = None if ignore_pods else pod_block(cluster, node, at)
+            if ignore_pods:
+                message = None
+            else:
+                if node.name not in pod_blocks:
+                    pod_blocks[node.name] = pod_block(cluster, node, at)
+                message = pod_blocks[node.name]
             if message is not None:
                 problem = NotCandidate(node, message, blocking=True)
         if problem is not None:

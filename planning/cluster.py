@@ -7,10 +7,10 @@ simulation never touch dicts or pydantic models in their inner loops.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Any
 
 from api import labels as L
@@ -61,18 +61,29 @@ def as_dict(obj: Any) -> dict[str, Any]:
     raise TypeError(f"cannot read {type(obj).__name__} as a Kubernetes object")
 
 
-def _q_cpu(v: Any) -> float:
+@lru_cache(maxsize=8192)
+def _q_cpu_text(v: str) -> float:
     try:
         return parse_cpu(v)
     except (QuantityError, TypeError):
         return 0.0
 
 
-def _q_mem(v: Any) -> int:
+@lru_cache(maxsize=8192)
+def _q_mem_text(v: str) -> int:
     try:
         return parse_memory(v)
     except (QuantityError, TypeError):
         return 0
+
+
+def _q_cpu(v: Any) -> float:
+    """CPU cores; unparsable counts as 0 (a snapshot is read, not validated, here). Cached: values repeat."""
+    return _q_cpu_text(str(v))
+
+
+def _q_mem(v: Any) -> int:
+    return _q_mem_text(str(v))
 
 
 def _conditions(status: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -185,8 +196,7 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
     ]
     tolerations = list(spec.get("tolerations") or ())
     node_selector = dict(spec.get("nodeSelector") or {})
-    sig = json.dumps([node_selector, terms, tolerations], sort_keys=True) if (node_selector or terms or tolerations) \
-        else ""
+    sig = repr((sorted(node_selector.items()), terms, tolerations)) if (node_selector or terms or tolerations) else ""
     ready = _conditions(status).get("Ready", {}).get("status") == "True"
     return PodInfo(
         key=f"{ns}/{name}", namespace=ns, name=name, uid=meta.get("uid", ""),
@@ -420,11 +430,22 @@ class Cluster:
         self.claims = claims
         self.pending = pending
         self.pdbs_by_ns: dict[str, list[PdbInfo]] = {}
+        # PDBs indexed by one (namespace, key, value) of their matchLabels; others are checked for every pod
+        self._pdb_by_label: dict[tuple[str, str, str], list[PdbInfo]] = {}
+        self._pdb_other: dict[str, list[PdbInfo]] = {}
         for p in pdbs:
             self.pdbs_by_ns.setdefault(p.namespace, []).append(p)
+            first = next(iter(sorted((p.selector.get("matchLabels") or {}).items())), None)
+            if first is not None:
+                self._pdb_by_label.setdefault((p.namespace, *first), []).append(p)
+            else:
+                self._pdb_other.setdefault(p.namespace, []).append(p)
         self.catalog = catalog
         self.has_anti_affinity = any(p.anti_affinity for n in nodes for p in n.pods)
         self._match_counts: dict[tuple[str, str], dict[str, int]] = {}
+        self._zone_counts: dict[tuple[str, str], dict[str, int]] = {}
+        self._pdb_cache: dict[tuple[str, frozenset[tuple[str, str]]], list[PdbInfo]] = {}
+        self._label_index: dict[tuple[str, str, str], list[PodInfo]] | None = None
         self._daemon_overhead: dict[str, tuple[float, int, int]] | None = None
 
     @classmethod
@@ -471,7 +492,30 @@ class Cluster:
         return cls(nodes, pools, claims, pending, pdbs, catalog)
 
     def pdbs_for(self, pod: PodInfo) -> list[PdbInfo]:
-        return [p for p in self.pdbs_by_ns.get(pod.namespace, ()) if match_label_selector(p.selector, pod.labels)]
+        """PDBs whose selector matches the pod (cached per namespace and label set: replicas share it)."""
+        pdbs = self.pdbs_by_ns.get(pod.namespace)
+        if not pdbs:
+            return []
+        key = (pod.namespace, frozenset(pod.labels.items()))
+        found = self._pdb_cache.get(key)
+        if found is None:
+            maybe = list(self._pdb_other.get(pod.namespace, ()))
+            for k, v in pod.labels.items():
+                maybe.extend(self._pdb_by_label.get((pod.namespace, k, v), ()))
+            found = [p for p in maybe if match_label_selector(p.selector, pod.labels)]
+            self._pdb_cache[key] = found
+        return found
+
+    def _pods_with_label(self, namespace: str, key: str, value: str) -> list[PodInfo]:
+        if self._label_index is None:
+            index: dict[tuple[str, str, str], list[PodInfo]] = {}
+            for n in self.nodes:
+                for p in n.pods:
+                    if p.active:
+                        for k, v in p.labels.items():
+                            index.setdefault((p.namespace, k, v), []).append(p)
+            self._label_index = index
+        return self._label_index.get((namespace, key, value), [])
 
     def match_counts(self, namespace: str, selector: dict[str, Any]) -> dict[str, int]:
         """Active pods per node name matching a selector in a namespace (cached: topology spread counts)."""
@@ -479,12 +523,28 @@ class Cluster:
         counts = self._match_counts.get(key)
         if counts is None:
             counts = {}
-            for n in self.nodes:
-                c = sum(1 for p in n.pods if p.active and p.namespace == namespace
-                        and match_label_selector(selector, p.labels))
-                if c:
-                    counts[n.name] = c
+            match_labels = selector.get("matchLabels") or {}
+            if match_labels:
+                pools = [self._pods_with_label(namespace, k, v) for k, v in match_labels.items()]
+                pods: Iterable[PodInfo] = min(pools, key=len)
+            else:
+                pods = (p for n in self.nodes for p in n.pods if p.active and p.namespace == namespace)
+            for p in pods:
+                if match_label_selector(selector, p.labels):
+                    counts[p.node_name] = counts.get(p.node_name, 0) + 1
             self._match_counts[key] = counts
+        return counts
+
+    def zone_counts(self, namespace: str, selector: dict[str, Any]) -> dict[str, int]:
+        """match_counts summed per zone (cached)."""
+        key = (namespace, selector_key(selector))
+        counts = self._zone_counts.get(key)
+        if counts is None:
+            counts = {}
+            for name, c in self.match_counts(namespace, selector).items():
+                zone = self.by_name[name].zone
+                counts[zone] = counts.get(zone, 0) + c
+            self._zone_counts[key] = counts
         return counts
 
     def daemon_overhead(self, pool: str) -> tuple[float, int, int]:

@@ -25,6 +25,7 @@ from planning.emptiness import Emptiness
 from planning.expiration import Expiration
 from planning.method import Limits, Method, PassContext
 from planning.multinode import MultiNodeConsolidation
+from planning.optimizer import optimizer_method
 from planning.scheduling import Scheduler
 from planning.singlenode import SingleNodeConsolidation
 
@@ -70,7 +71,7 @@ def budget_rows(snapshot: Any, at: datetime, cluster: Cluster, exclude: set[str]
 
 def run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None,
              exclude_nodes: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
-             compute_all: bool = False) -> PassOutcome:
+             compute_all: bool = False, optimize: bool = False) -> PassOutcome:
     """One planner pass. With `compute_all` every method computes its commands (for benchmarks and
     explanations), but only the first method with commands contributes them, as in a real pass."""
     at = _utc(at)
@@ -93,11 +94,15 @@ def run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = 
         if row["total"] > 0 and row["limit"] == 0:
             ctx.event("NodePool", row["nodePool"], "DisruptionBlocked",
                       f"No allowed disruptions for disruption reason {row['reason']} due to blocking budget")
-    sets = {GRACEFUL: build_candidates(cluster, at, busy, GRACEFUL),
-            EVENTUAL: build_candidates(cluster, at, busy, EVENTUAL)}
+    pod_blocks: dict[str, str | None] = {}
+    sets = {GRACEFUL: build_candidates(cluster, at, busy, GRACEFUL, pod_blocks),
+            EVENTUAL: build_candidates(cluster, at, busy, EVENTUAL, pod_blocks)}
     _report_rejections(ctx, sets[GRACEFUL])
 
     methods: list[Method] = [Emptiness(ctx), Drift(ctx), MultiNodeConsolidation(ctx), SingleNodeConsolidation(ctx)]
+    optimizing = optimizer_method(ctx, optimize)  # planning/optimizer.py: opt-in CP-SAT consolidation
+    if optimizing is not None:
+        methods.insert(2, optimizing)
     computed: dict[str, int] = {}
     winner: list[Command] = []
     for method in methods:
@@ -131,10 +136,10 @@ def _live(cluster: Cluster) -> list[Any]:
 
 def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None, until_stable: bool = False,
          exclude_nodes: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
-         max_passes: int = MAX_PASSES) -> PlanResult:
+         max_passes: int = MAX_PASSES, optimize: bool = False) -> PlanResult:
     """The planner's decision for `snapshot` at `at` (DESIGN §4). Pure: no I/O, the snapshot is not changed."""
     at = _utc(at)
-    first = run_pass(snapshot, at, catalog, exclude_nodes, limits)
+    first = run_pass(snapshot, at, catalog, exclude_nodes, limits, optimize=optimize)
     if not until_stable:
         removed = {n for c in first.commands for n in c.nodes}
         live = [n for n in _live(first.cluster) if n.name not in removed]
@@ -148,7 +153,7 @@ def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None
     while outcome.commands and passes < max_passes:
         commands += outcome.commands
         snap = apply_commands(snap, outcome.commands, at=at, catalog=catalog, tag=f"p{passes}")
-        outcome = run_pass(snap, at, catalog, exclude_nodes, limits)
+        outcome = run_pass(snap, at, catalog, exclude_nodes, limits, optimize=optimize)
         passes += 1
     live = _live(outcome.cluster)
     final = FinalState(nodes=len(live), cost_per_hour=outcome.cluster.cost_per_hour(live), passes=passes)

@@ -27,7 +27,8 @@ from planning.selectors import (
     tolerates_all,
 )
 
-BLOCK = 32
+BLOCK = 16
+SUPER = 16  # blocks per super-block
 OFFERING_KEYS = (L.ZONE_LABEL, L.CAPACITY_TYPE_LABEL)
 TYPE_KEYS = frozenset({*OFFERING_KEYS, L.INSTANCE_TYPE_LABEL, L.ARCH_LABEL, L.OS_LABEL,
                        "karpenter.k8s.aws/instance-family", "karpenter.k8s.aws/instance-size",
@@ -91,6 +92,10 @@ class SimResult:
         return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
 
 
+def _max3(items: Sequence[tuple[float, int, int]]) -> tuple[float, int, int]:
+    return (max(t[0] for t in items), max(t[1] for t in items), max(t[2] for t in items))
+
+
 class SimState:
     """Copy-on-write changes of one simulation (or of several that must not double-book capacity)."""
 
@@ -100,6 +105,11 @@ class SimState:
         self.removed: set[str] = set()
         self.spread_delta: dict[tuple[str, str], dict[str, int]] = {}
         self.new_nodes: list[NewNode] = []
+        self.block_max: dict[int, tuple[float, int, int]] = {}
+        self.super_max: dict[int, tuple[float, int, int]] = {}
+        # (cpu, memory) of unconstrained pods -> first block where such a pod last fit; capacity only
+        # shrinks during a simulation, so a pod at least as big never fits in an earlier block.
+        self.frontier: dict[tuple[float, int], int] = {}
 
 
 class Scheduler:
@@ -113,6 +123,9 @@ class Scheduler:
             if n.ready and not n.marked_for_deletion and not n.unschedulable and not n.tainted_disrupted
             and n.name not in excluded and (n.claim is None or n.initialized)
         ]
+        # Emptiest first: most pods fit in the first blocks, and filled blocks are skipped by their maxima.
+        self.dest.sort(key=lambda n: (-((n.cpu - n.used_cpu) / (n.cpu or 1) + (n.mem - n.used_mem) / (n.mem or 1)),
+                                      n.name))
         self.dest_pos = {n.name: i for i, n in enumerate(self.dest)}
         self.block_max: list[tuple[float, int, int]] = []
         for start in range(0, len(self.dest), BLOCK):
@@ -122,12 +135,13 @@ class Scheduler:
                 max(n.mem - n.used_mem for n in chunk),
                 max(n.max_pods - n.used_pods for n in chunk),
             ))
+        self.super_max = [_max3(self.block_max[i:i + SUPER]) for i in range(0, len(self.block_max), SUPER)]
         self._static: dict[tuple[str, int], bool] = {}
         self._pool_options: dict[str, list[TypeOption]] = {}
         self._pool_labels: dict[str, dict[str, str]] = {}
         self._sig_allowed: dict[tuple[str, str], set[tuple[str, str, str]] | None] = {}
-        self._zone_domains: dict[str, set[str]] = {}
-        self._pool_usage: dict[str, tuple[float, int, int]] = {}
+        self._zone_domain_cache: dict[str, set[str]] = {}
+        self._pool_usage_cache: dict[str, tuple[float, int, int]] = {}
         self._type_alloc = self._observed_allocatable()
         self.pools_by_weight = sorted(cluster.pools.values(), key=lambda p: (-p.weight, p.name))
 
@@ -180,21 +194,24 @@ class Scheduler:
         return base + state.spread_delta.get(key, {}).get(node_name, 0)
 
     def _zone_counts(self, pod: PodInfo, selector: dict[str, Any], state: SimState) -> dict[str, int]:
-        counts: dict[str, int] = {}
+        """Matching pods per zone: the cluster's, minus removed nodes', plus this simulation's placements.
+        Pods placed on new nodes count in no zone yet (the launch picks the zone)."""
         key = (pod.namespace, selector_key(selector))
+        counts = dict(self.cluster.zone_counts(pod.namespace, selector))
         base = self.cluster.match_counts(pod.namespace, selector)
-        delta = state.spread_delta.get(key, {})
-        for name in set(base) | set(delta):
-            if name in state.removed:
-                continue
+        for name in state.removed:
+            c = base.get(name)
+            if c:
+                zone = self.cluster.by_name[name].zone
+                counts[zone] = counts.get(zone, 0) - c
+        for name, c in state.spread_delta.get(key, {}).items():
             node = self.cluster.by_name.get(name)
-            zone = node.zone if node is not None else next(
-                (nn.labels.get(L.ZONE_LABEL, "") for nn in state.new_nodes if nn.name == name), "")
-            counts[zone] = counts.get(zone, 0) + (base.get(name, 0) if node is not None else 0) + delta.get(name, 0)
+            if node is not None and name not in state.removed:
+                counts[node.zone] = counts.get(node.zone, 0) + c
         return counts
 
     def _zone_domains(self, pod: PodInfo) -> set[str]:
-        domains = self._zone_domains.get(pod.sig)
+        domains = self._zone_domain_cache.get(pod.sig)
         if domains is None:
             domains = {n.zone for n in self.dest if n.zone and self._static_ok(pod, n)}
             for pool in self.cluster.pools.values():
@@ -204,7 +221,7 @@ class Scheduler:
                         for o in opt.offerings:
                             if allowed is None or (opt.itype.name, o.zone, o.capacity_type) in allowed:
                                 domains.add(o.zone)
-            self._zone_domains[pod.sig] = domains
+            self._zone_domain_cache[pod.sig] = domains
         return domains
 
     def _spread_ok(self, pod: PodInfo, node_name: str, zone: str, state: SimState) -> bool:
@@ -245,6 +262,27 @@ class Scheduler:
         used[3] += pod.eph
         state.placed.setdefault(node.name, []).append(pod)
         self._count_spread(pod, node.name, state)
+        b = self.dest_pos[node.name] // BLOCK
+        bcpu, bmem, bpods = state.block_max.get(b) or self.block_max[b]
+        u = state.used[node.index]
+        before = (node.cpu - node.used_cpu - u[0] + pod.cpu, node.mem - node.used_mem - u[1] + pod.mem,
+                  node.max_pods - node.used_pods - u[2] + 1)
+        if before[0] >= bcpu - 1e-9 or before[1] >= bmem or before[2] >= bpods:
+            state.block_max[b] = self._block_free(b, state)
+            sb = b // SUPER
+            state.super_max[sb] = _max3([state.block_max.get(i) or self.block_max[i]
+                                         for i in range(sb * SUPER, min((sb + 1) * SUPER, len(self.block_max)))])
+
+    def _block_free(self, b: int, state: SimState) -> tuple[float, int, int]:
+        """Largest free cpu, memory and pod slots in block `b` after this simulation's placements."""
+        cpu, mem, pods = 0.0, 0, 0
+        zero = (0.0, 0, 0, 0)
+        for n in self.dest[b * BLOCK:(b + 1) * BLOCK]:
+            u = state.used.get(n.index, zero)
+            cpu = max(cpu, n.cpu - n.used_cpu - u[0])
+            mem = max(mem, n.mem - n.used_mem - u[1])
+            pods = max(pods, n.max_pods - n.used_pods - u[2])
+        return cpu, int(mem), int(pods)
 
     def _count_spread(self, pod: PodInfo, node_name: str, state: SimState) -> None:
         for _, _, selector in pod.spread:
@@ -340,7 +378,7 @@ class Scheduler:
         return False
 
     def _pool_usage(self, pool: PoolInfo) -> tuple[float, int, int]:
-        usage = self._pool_usage.get(pool.name)
+        usage = self._pool_usage_cache.get(pool.name)
         if usage is None:
             members = [n for n in self.cluster.nodes if n.pool == pool.name and not n.marked_for_deletion]
             usage = (
@@ -348,7 +386,7 @@ class Scheduler:
                 sum(n.itype.memory_bytes if n.itype else n.mem for n in members),
                 len(members),
             )
-            self._pool_usage[pool.name] = usage
+            self._pool_usage_cache[pool.name] = usage
         return usage
 
     def _limit_filter(self, pool: PoolInfo, options: list[TypeOption], state: SimState) -> list[TypeOption]:
@@ -500,14 +538,32 @@ class Scheduler:
 
     def _first_fit(self, pod: PodInfo, removed_idx: set[int], state: SimState) -> NodeInfo | None:
         dest = self.dest
-        for b, (bcpu, bmem, bpods) in enumerate(self.block_max):
-            if pod.cpu > bcpu + 1e-9 or pod.mem > bmem or bpods < 1:
+        overrides = state.block_max
+        plain = not pod.sig and not pod.spread and not pod.anti_affinity and not self.cluster.has_anti_affinity
+        start = 0
+        if plain:
+            for (c, m), b in state.frontier.items():
+                if b > start and c <= pod.cpu + 1e-9 and m <= pod.mem:
+                    start = b
+        cpu, mem = pod.cpu - 1e-9, pod.mem
+        supers, n_blocks = state.super_max, len(self.block_max)
+        for sb in range(start // SUPER, len(self.super_max)):
+            scpu, smem, spods = supers.get(sb) or self.super_max[sb]
+            if cpu > scpu or mem > smem or spods < 1:
                 continue
-            for node in dest[b * BLOCK:(b + 1) * BLOCK]:
-                if node.index in removed_idx:
+            for b in range(max(start, sb * SUPER), min((sb + 1) * SUPER, n_blocks)):
+                bcpu, bmem, bpods = overrides.get(b) or self.block_max[b]
+                if cpu > bcpu or mem > bmem or bpods < 1:
                     continue
-                if self._fits_existing(pod, node, state):
-                    return node
+                for node in dest[b * BLOCK:(b + 1) * BLOCK]:
+                    if node.index in removed_idx:
+                        continue
+                    if self._fits_existing(pod, node, state):
+                        if plain:
+                            state.frontier[(pod.cpu, pod.mem)] = b
+                        return node
+        if plain:
+            state.frontier[(pod.cpu, pod.mem)] = len(self.block_max)
         return None
 
     def _why_not(self, pod: PodInfo, new_why: str) -> str:
