@@ -72,7 +72,8 @@ class CloudActivities:
         state = await self._io(self._state, instance_id)
         called = False
         if state not in (*DONE_STATES, "gone"):
-            log.info("terminating instance", extra={"instance": instance_id, "node": inp.node_name})
+            log.info("TerminateInstances %s (node %s)", instance_id, inp.node_name,
+                     extra={"instance": instance_id, "node": inp.node_name})
             await self._io(self._terminate, instance_id)
             called = True
         while state not in (*DONE_STATES, "gone"):
