@@ -25,7 +25,7 @@ from workflows.interruption_models import PollCounts, PollInput
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_EVERY = 2.0  # seconds; heartbeats run beside the blocking long poll
+HEARTBEAT_EVERY = 1.0  # seconds (the SDK throttles sends); heartbeats run beside the blocking long poll
 
 
 @dataclass(frozen=True)

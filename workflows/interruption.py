@@ -26,7 +26,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.interruption_models import PollCounts, PollerInput, PrespinInput, PrespinResult
 
 POLL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
-POLL_HEARTBEAT = timedelta(seconds=20)
 LAUNCH_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=5),
                            maximum_attempts=6, non_retryable_error_types=["LaunchFailed"])
 SPOT_WARNING = timedelta(minutes=2)
@@ -45,7 +44,7 @@ class InterruptionPollerWorkflow:
             counts: PollCounts = await workflow.execute_activity_method(
                 InterruptionQueueActivities.poll_interruption_queue, poll,
                 start_to_close_timeout=timedelta(seconds=poll.run_seconds + poll.wait_seconds + 60),
-                heartbeat_timeout=POLL_HEARTBEAT, retry_policy=POLL_RETRY,
+                heartbeat_timeout=timedelta(seconds=poll.heartbeat_seconds), retry_policy=POLL_RETRY,
                 summary=f"poll interruption queue for {poll.run_seconds:.0f}s",
             )
             self._totals = self._totals.add(counts)

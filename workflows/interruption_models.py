@@ -17,6 +17,7 @@ class PollInput(BaseModel):
     max_messages: int = 10  # per ReceiveMessage (1-10)
     visibility_timeout_seconds: int = 60  # how long a received message stays hidden before redelivery
     max_receives: int = 10  # a message whose handling failed this often is logged, counted and dropped
+    heartbeat_seconds: float = 20.0  # a worker that died mid-poll is noticed (and the poll retried) this fast
 
 
 class PollCounts(BaseModel):

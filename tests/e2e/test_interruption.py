@@ -1,0 +1,192 @@
+"""Interruption intake end to end: moto SQS -> poller workflow/activity -> the right workflow per message kind.
+
+Real servers throughout: the Temporal dev server, moto_server (SQS and EC2) and the Kubernetes simulator
+whose Nodes are backed by moto instances; the worker runs in-process (except the one that gets killed).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import boto3
+import pytest
+from e2e.interruption_helpers import (
+    FAST_POLL,
+    NodeSpec,
+    eventually,
+    intake_worker,
+    load_cluster,
+    new_queue,
+    nodepool,
+    queue_depth,
+    rebalance,
+    scheduled_change,
+    spot_warning,
+    state_change,
+    stop_workflows,
+    workflow_exists,
+)
+from kubernetes import client as k8s
+from temporalio.client import Client
+
+from api import labels
+from simulator.server import Simulator
+from starter.interruption import ensure_interruption_poller
+from workflows.interruption import SpotPrespinWorkflow
+from workflows.interruption_models import prespin_workflow_id
+from workflows.models import TerminationProgress
+from workflows.termination import TerminationWorkflow
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def progress(client: Client, node_uid: str) -> TerminationProgress:
+    return await client.get_workflow_handle_for(TerminationWorkflow.run, f"terminate-{node_uid}").query(
+        TerminationWorkflow.progress)
+
+
+def node_events(sim: Simulator, node: str) -> list[str]:
+    api = sim.api_client()
+    try:
+        events = k8s.CoreV1Api(api).list_namespaced_event("default").items
+        return [e.reason for e in events if e.involved_object.name == node]
+    finally:
+        api.close()
+
+
+async def test_spot_warning_prespins_a_replacement_and_terminates_by_the_deadline(
+        temporal_client: Client, sim_ec2: Simulator, moto_endpoint: str) -> None:
+    nodes = load_cluster(sim_ec2, [nodepool("spot")], [NodeSpec("spot-a", "spot", labels.CAPACITY_SPOT)])
+    node = nodes["spot-a"]
+    sqs, url = new_queue(moto_endpoint)
+    warned_at = datetime.now(UTC).replace(microsecond=0)
+    async with intake_worker(temporal_client, sim_ec2, moto_endpoint, sqs, url):
+        sqs.send_message(QueueUrl=url, MessageBody=spot_warning(node["instance"], time_=warned_at))
+        prespin = temporal_client.get_workflow_handle_for(SpotPrespinWorkflow.run, prespin_workflow_id(node["uid"]))
+        result = await eventually(lambda: workflow_exists(temporal_client, prespin.id)) and await prespin.result()
+        assert result.launched is not None, result.error
+        assert result.launched.capacity_type == labels.CAPACITY_SPOT
+        assert result.launched.instance_type != "m5.large"  # the reclaimed spot pool is avoided
+        ec2 = boto3.client("ec2", endpoint_url=moto_endpoint, region_name="us-east-1")
+        state = ec2.describe_instances(InstanceIds=[result.launched.instance_id])
+        assert state["Reservations"][0]["Instances"][0]["State"]["Name"] in ("pending", "running")
+        prog = await eventually(lambda: progress(temporal_client, node["uid"]))
+        assert prog.reason == "SpotInterrupted"
+        assert prog.deadline == warned_at + timedelta(minutes=2)
+        assert await eventually(lambda: queue_depth(sqs, url) == (0, 0))
+        assert "SpotInterrupted" in node_events(sim_ec2, "spot-a")
+
+
+async def test_state_changes_and_scheduled_changes_terminate(
+        temporal_client: Client, sim_ec2: Simulator, moto_endpoint: str) -> None:
+    specs = [NodeSpec(f"od-{i}", "default") for i in range(3)]
+    nodes = load_cluster(sim_ec2, [nodepool("default")], specs)
+    sqs, url = new_queue(moto_endpoint)
+    async with intake_worker(temporal_client, sim_ec2, moto_endpoint, sqs, url):
+        sqs.send_message(QueueUrl=url, MessageBody=state_change(nodes["od-0"]["instance"], "stopping"))
+        sqs.send_message(QueueUrl=url, MessageBody=state_change(nodes["od-1"]["instance"], "terminated"))
+        sqs.send_message(QueueUrl=url, MessageBody=scheduled_change(nodes["od-2"]["instance"]))
+        reasons = {}
+        for name in ("od-0", "od-1", "od-2"):
+            prog = await eventually(lambda n=name: progress(temporal_client, nodes[n]["uid"]))
+            reasons[name] = prog.reason
+            assert prog.deadline is None or prog.deadline > datetime.now(UTC)  # graceful: the node's own period
+        assert reasons == {"od-0": "InstanceStateChange", "od-1": "InstanceStateChange", "od-2": "ScheduledChange"}
+        assert not await workflow_exists(temporal_client, prespin_workflow_id(nodes["od-0"]["uid"]))
+        assert await eventually(lambda: queue_depth(sqs, url) == (0, 0))
+
+
+async def test_rebalance_follows_the_nodepool_annotation(
+        temporal_client: Client, sim_ec2: Simulator, moto_endpoint: str) -> None:
+    pools = [nodepool("plain"), nodepool("drainer", rebalance="drain"), nodepool("quiet", rebalance="ignore")]
+    specs = [NodeSpec("r-plain", "plain", labels.CAPACITY_SPOT), NodeSpec("r-drain", "drainer", labels.CAPACITY_SPOT),
+             NodeSpec("r-quiet", "quiet", labels.CAPACITY_SPOT)]
+    nodes = load_cluster(sim_ec2, pools, specs)
+    sqs, url = new_queue(moto_endpoint)
+    async with intake_worker(temporal_client, sim_ec2, moto_endpoint, sqs, url):
+        for name in ("r-plain", "r-drain", "r-quiet"):
+            sqs.send_message(QueueUrl=url, MessageBody=rebalance(nodes[name]["instance"]))
+        prog = await eventually(lambda: progress(temporal_client, nodes["r-drain"]["uid"]))
+        assert prog.reason == "RebalanceRecommendation"
+        assert await eventually(lambda: queue_depth(sqs, url) == (0, 0))
+        assert await eventually(lambda: "SpotRebalanceRecommendation" in node_events(sim_ec2, "r-plain"))
+        assert not await workflow_exists(temporal_client, f"terminate-{nodes['r-plain']['uid']}")
+        assert not await workflow_exists(temporal_client, f"terminate-{nodes['r-quiet']['uid']}")
+        assert node_events(sim_ec2, "r-quiet") == []
+
+
+async def test_malformed_and_unknown_messages_are_logged_counted_and_deleted(
+        temporal_client: Client, sim_ec2: Simulator, moto_endpoint: str, caplog: pytest.LogCaptureFixture) -> None:
+    nodes = load_cluster(sim_ec2, [nodepool("default")], [NodeSpec("m-0", "default")])
+    sqs, url = new_queue(moto_endpoint)
+    caplog.set_level(logging.INFO, logger="activities.queue")
+    sqs.send_message(QueueUrl=url, MessageBody="{this is not json")
+    sqs.send_message(QueueUrl=url, MessageBody=state_change(nodes["m-0"]["instance"], "running"))
+    sqs.send_message(QueueUrl=url, MessageBody=spot_warning("i-0000000000000dead"))  # no such node
+    async with intake_worker(temporal_client, sim_ec2, moto_endpoint, sqs, url):
+        assert await eventually(lambda: queue_depth(sqs, url) == (0, 0))
+    messages = [r.getMessage() for r in caplog.records if r.name == "activities.queue"]
+    assert any("dropping malformed interruption message" in m and "not JSON" in m for m in messages), messages
+    assert any("needs no action" in m and "'running'" in m for m in messages), messages
+    assert not await workflow_exists(temporal_client, f"terminate-{nodes['m-0']['uid']}")
+
+
+async def test_the_same_message_twice_starts_one_workflow(
+        temporal_client: Client, sim_ec2: Simulator, moto_endpoint: str) -> None:
+    nodes = load_cluster(sim_ec2, [nodepool("default")], [NodeSpec("d-0", "default")])
+    sqs, url = new_queue(moto_endpoint)
+    body = state_change(nodes["d-0"]["instance"], "stopping", message_id=str(uuid.uuid4()))
+    sqs.send_message(QueueUrl=url, MessageBody=body)
+    sqs.send_message(QueueUrl=url, MessageBody=body)
+    wf_id = f"terminate-{nodes['d-0']['uid']}"
+    async with intake_worker(temporal_client, sim_ec2, moto_endpoint, sqs, url):
+        assert await eventually(lambda: queue_depth(sqs, url) == (0, 0))
+        runs = await eventually(lambda: _runs(temporal_client, wf_id))
+        assert len(runs) == 1, runs
+        assert node_events(sim_ec2, "d-0").count("InstanceStateChange") == 1
+
+
+async def _runs(client: Client, workflow_id: str) -> list[str]:
+    return [wf.run_id async for wf in client.list_workflows(f'WorkflowId = "{workflow_id}"')]
+
+
+async def test_a_worker_killed_between_receive_and_delete_loses_nothing(
+        temporal_client: Client, sim_ec2: Simulator, moto_endpoint: str) -> None:
+    """Worker A (a real process) receives the message, hangs on the Kubernetes API, and is SIGKILLed before
+    it could start anything or delete the message; worker B then takes over the poll and handles it."""
+    nodes = load_cluster(sim_ec2, [nodepool("default")], [NodeSpec("k-0", "default")])
+    sqs, url = new_queue(moto_endpoint)
+    tq = f"interruption-{uuid.uuid4().hex[:10]}"
+    await ensure_interruption_poller(temporal_client, tq, FAST_POLL)
+    env = {**os.environ, "NODEFLOW_TEMPORAL_ADDRESS": temporal_client.service_client.config.target_host,
+           "NODEFLOW_TEMPORAL_NAMESPACE": temporal_client.namespace, "NODEFLOW_LOG_LEVEL": "WARNING"}
+    worker_a = subprocess.Popen(
+        [sys.executable, str(ROOT / "worker.py"), "--kubeconfig", sim_ec2.kubeconfig_path, "--task-queue", tq,
+         "--ec2-endpoint", moto_endpoint, "--interruption-queue", url, "--no-watch"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        sim_ec2.inject_faults(latency=30.0, resources=("nodes",))  # A's node lookup hangs after the receive
+        sqs.send_message(QueueUrl=url, MessageBody=state_change(nodes["k-0"]["instance"], "stopping"))
+        assert await eventually(lambda: queue_depth(sqs, url) == (0, 1), timeout=30)
+        worker_a.send_signal(signal.SIGKILL)
+        worker_a.wait(10)
+        sim_ec2.inject_faults()
+        assert not await workflow_exists(temporal_client, f"terminate-{nodes['k-0']['uid']}")
+        async with intake_worker(temporal_client, sim_ec2, moto_endpoint, sqs, url, task_queue=tq,
+                                 start_poller=False):
+            prog = await eventually(lambda: progress(temporal_client, nodes["k-0"]["uid"]), timeout=30)
+            assert prog.reason == "InstanceStateChange"
+            assert await eventually(lambda: queue_depth(sqs, url) == (0, 0))
+    finally:
+        if worker_a.poll() is None:
+            worker_a.kill()
+            worker_a.wait(10)
+        await stop_workflows(temporal_client, tq)
