@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from api import interruption_events as events
 from api.interruption import (
     Action,
     InterruptionEvent,
@@ -235,3 +236,14 @@ def test_instance_id_from_provider_id() -> None:
     assert instance_id_from_provider_id("aws:///us-east-1a/i-0abc123/") == "i-0abc123"
     assert instance_id_from_provider_id("kind://docker/node-a") is None
     assert instance_id_from_provider_id(None) is None
+
+
+def test_message_builders_round_trip_through_the_parser() -> None:
+    at = datetime(2026, 11, 22, 20, 0, tzinfo=UTC)
+    spot_ev = parse_message(events.spot_warning("i-0abc", at=at, message_id="m-1"))
+    assert isinstance(spot_ev, InterruptionEvent) and spot_ev.deadline == at + timedelta(minutes=2)
+    assert spot_ev.message_id == "m-1"
+    kinds = [parse_message(b) for b in (events.rebalance_recommendation("i-1"), events.state_change("i-1", "stopped"),
+                                        events.scheduled_change(["i-1", "i-2"]))]
+    assert [k.kind for k in kinds if isinstance(k, InterruptionEvent)] == [
+        InterruptionKind.REBALANCE_RECOMMENDATION, InterruptionKind.STATE_CHANGE, InterruptionKind.SCHEDULED_CHANGE]

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import boto3
@@ -18,6 +17,7 @@ from kubernetes import client as k8s
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowQueryFailedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from api import interruption_events as events
 from api import labels
 from simulator.server import Simulator
 from starter.interruption import ensure_interruption_poller, poller_workflow_id
@@ -86,39 +86,20 @@ def load_cluster(sim: Simulator, pools: list[dict[str, Any]], nodes: list[NodeSp
         api.close()
 
 
-def eventbridge(detail_type: str, instance: str, *, source: str = "aws.ec2", detail: dict[str, Any] | None = None,
-                message_id: str | None = None, time_: datetime | None = None) -> str:
-    t = (time_ or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return json.dumps({
-        "version": "0", "id": message_id or str(uuid.uuid4()), "detail-type": detail_type, "source": source,
-        "account": "123456789012", "time": t, "region": "us-east-1",
-        "resources": [f"arn:aws:ec2:us-east-1:123456789012:instance/{instance}"],
-        "detail": {"instance-id": instance, **(detail or {})},
-    })
+def spot_warning(instance: str, time_: datetime | None = None) -> str:
+    return events.spot_warning(instance, at=time_)
 
 
-def spot_warning(instance: str, **kw: Any) -> str:
-    return eventbridge("EC2 Spot Instance Interruption Warning", instance,
-                       detail={"instance-action": "terminate"}, **kw)
+def rebalance(instance: str) -> str:
+    return events.rebalance_recommendation(instance)
 
 
-def rebalance(instance: str, **kw: Any) -> str:
-    return eventbridge("EC2 Instance Rebalance Recommendation", instance, **kw)
-
-
-def state_change(instance: str, state: str, **kw: Any) -> str:
-    return eventbridge("EC2 Instance State-change Notification", instance, detail={"state": state}, **kw)
+def state_change(instance: str, state: str, message_id: str | None = None) -> str:
+    return events.state_change(instance, state, message_id=message_id)
 
 
 def scheduled_change(instance: str) -> str:
-    return json.dumps({
-        "version": "0", "id": str(uuid.uuid4()), "detail-type": "AWS Health Event", "source": "aws.health",
-        "account": "123456789012", "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "region": "us-east-1", "resources": [instance],
-        "detail": {"eventArn": "arn:aws:health:us-east-1::event/EC2/AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED/x",
-                   "service": "EC2", "eventTypeCode": "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED",
-                   "eventTypeCategory": "scheduledChange", "affectedEntities": [{"entityValue": instance}]},
-    })
+    return events.scheduled_change([instance])
 
 
 def new_queue(moto_endpoint: str) -> tuple[Any, str]:
