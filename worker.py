@@ -196,6 +196,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--catalog", default=env("NODEFLOW_CATALOG"), help="instance type catalog YAML (default: bundled)")
     p.add_argument("--metrics-port", type=int, default=int(env("NODEFLOW_METRICS_PORT", "0")),
                    help="serve /healthz, /readyz and /metrics on this port (0: off)")
+    p.add_argument("--ami-id", default=env("NODEFLOW_AMI_ID"),
+                   help="AMI for replacement instances (default: discovered with DescribeImages)")
     return p.parse_args(argv)
 
 
@@ -206,6 +208,8 @@ async def amain(args: argparse.Namespace) -> int:
                            tls_key=args.tls_key, tls_ca=args.tls_ca)
     settings = Settings(task_queue=args.task_queue, watch=not args.no_watch, resync_seconds=args.resync_seconds,
                         interruption_queue_url=args.interruption_queue, catalog_path=args.catalog)
+    if args.ami_id:
+        settings.extra["ami_id"] = args.ami_id
     deps = Deps(kube_api=kube_api_client(args.kubeconfig), ec2=ec2_client(args.region, args.ec2_endpoint),
                 sqs=sqs_client(args.region, args.sqs_endpoint or args.ec2_endpoint), temporal=client,
                 settings=settings)
