@@ -52,7 +52,7 @@ def node_and_claim(name: str, itype: str = "m5.xlarge", *, pool: str = "default"
     assert it is not None, itype
     labels = {L.NODEPOOL_LABEL: pool, L.INSTANCE_TYPE_LABEL: itype, L.CAPACITY_TYPE_LABEL: capacity_type,
               L.ZONE_LABEL: zone, L.INITIALIZED_LABEL: "true", L.HOSTNAME_LABEL: name, L.ARCH_LABEL: it.arch,
-              **(extra_labels or {})}
+              "karpenter.k8s.aws/instance-family": itype.split(".")[0], **(extra_labels or {})}
     alloc = {"cpu": format_cpu(it.cpu_cores), "memory": it.memory, "pods": str(it.pods)}
     pid = f"aws:///{zone}/i-{name}"
     node = {"apiVersion": "v1", "kind": "Node",
