@@ -195,7 +195,8 @@ def test_emptiness_wins_the_pass_before_drift():
 
 def test_expiration_is_forceful_and_evaluated_with_other_methods():
     np = nodepool(expire_after="24h", budgets=[{"nodes": "0"}])
-    old = node_and_claim("old", created=AT - timedelta(hours=25), node_annotations={L.DO_NOT_DISRUPT_ANNOTATION: "true"})
+    old = node_and_claim("old", created=AT - timedelta(hours=25),
+                         node_annotations={L.DO_NOT_DISRUPT_ANNOTATION: "true"})
     result = plan(snapshot(np, old, node_and_claim("b"), pod("x-1", "old"), pod("y-1", "b")), AT)
     (cmd,) = result.commands
     assert cmd.method == "Expiration" and cmd.reason == "Expired" and cmd.nodes == ["old"]

@@ -44,8 +44,8 @@ def test_cpu_memory_and_pod_count_limits_force_a_new_node():
 
 def test_more_than_one_new_node_is_refused_for_consolidation():
     pods = [pod(f"x-{i}", "a", "3", "10Gi") for i in range(3)]
-    sim = _simulate(node_and_claim("a", "m5.4xlarge"), *pods, pool=nodepool(requirements=REQ + [
-        {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.xlarge"]}]))
+    sim = _simulate(node_and_claim("a", "m5.4xlarge"), *pods, pool=nodepool(requirements=[
+        *REQ, {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.xlarge"]}]))
     assert sim.too_many_new and not sim.all_scheduled
 
 
@@ -126,7 +126,7 @@ def test_topology_spread_on_hostname():
 
 
 def test_pool_requirements_restrict_new_node_types():
-    pool = nodepool(requirements=REQ + [{"key": "karpenter.k8s.aws/instance-family", "operator": "In",
+    pool = nodepool(requirements=[*REQ, {"key": "karpenter.k8s.aws/instance-family", "operator": "In",
                                          "values": ["r5"]}])
     sim = _simulate(node_and_claim("a"), pod("x-1", "a"), pool=pool)
     assert {o.itype.name.split(".")[0] for o in sim.new_nodes[0].options} == {"r5"}
