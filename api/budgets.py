@@ -281,7 +281,7 @@ class Transition(NamedTuple):
     opens: bool
 
 
-MAX_CHAINED_WINDOWS = 1000
+MAX_CHAINED_WINDOWS = 500
 
 
 def next_transition(budget: Budget, at: datetime) -> Transition | None:
@@ -301,10 +301,10 @@ def next_transition(budget: Budget, at: datetime) -> Transition | None:
         return None
     if hit > at:
         return Transition(hit, True)
-    end = hit + window
+    end = (sched.last_at_or_before(at) or hit) + window
     for _ in range(MAX_CHAINED_WINDOWS):
-        nxt = sched.next_after(hit)
-        if nxt is None or nxt > end:
+        last = sched.last_at_or_before(end)  # a hit in (end - window, end] keeps the window open at `end`
+        if last is None or last <= end - window:
             return Transition(end, False)
-        hit, end = nxt, max(end, nxt + window)
+        end = last + window
     return None

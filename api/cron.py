@@ -12,6 +12,7 @@ hits; a wall time that occurs twice (clocks going back) hits twice.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -154,8 +155,28 @@ class CronSchedule:
             and self.day_matches(wall.date())
         )
 
+    def _day_offset(self, d: date) -> timedelta | None:
+        """The zone's UTC offset on local day `d` when it is the same all day (no DST change), else None."""
+        first = datetime(d.year, d.month, d.day, tzinfo=self.zone).utcoffset()
+        last = datetime(d.year, d.month, d.day, 23, 59, tzinfo=self.zone, fold=1).utcoffset()
+        return first if first == last else None
+
+    def _walls(self, d: date, reverse: bool = False) -> Iterator[datetime]:
+        for h in sorted(self.hours, reverse=reverse):
+            for m in sorted(self.minutes, reverse=reverse):
+                yield datetime(d.year, d.month, d.day, h, m)
+
     def _first_hit_on(self, d: date, after: datetime) -> datetime | None:
         """The earliest instant (UTC) after `after` on local day `d` whose wall time matches."""
+        offset = self._day_offset(d)
+        if offset is not None:  # fast path: wall time = instant + offset all day
+            target = after.replace(tzinfo=None) + offset
+            if datetime(d.year, d.month, d.day, 23, 59) <= target:
+                return None
+            for wall in self._walls(d):
+                if wall > target:
+                    return (wall - offset).replace(tzinfo=UTC)
+            return None
         best: datetime | None = None
         best_wall = 0
         floor = after.astimezone(self.zone).replace(tzinfo=None) - timedelta(hours=3)
@@ -194,6 +215,55 @@ class CronSchedule:
                 if hit is not None:
                     return hit
             d += timedelta(days=1)
+        return None
+
+    def _last_hit_on(self, d: date, before: datetime) -> datetime | None:
+        """The latest instant (UTC) at or before `before` on local day `d` whose wall time matches."""
+        offset = self._day_offset(d)
+        if offset is not None:  # fast path: wall time = instant + offset all day
+            target = before.replace(tzinfo=None) + offset
+            if datetime(d.year, d.month, d.day) > target:
+                return None
+            for wall in self._walls(d, reverse=True):
+                if wall <= target:
+                    return (wall - offset).replace(tzinfo=UTC)
+            return None
+        best: datetime | None = None
+        best_wall = 0
+        ceiling = before.astimezone(self.zone).replace(tzinfo=None) + timedelta(hours=3)
+        for h in sorted(self.hours, reverse=True):
+            if datetime(d.year, d.month, d.day, h, 0) > ceiling:
+                continue
+            for m in sorted(self.minutes, reverse=True):
+                wall = h * 60 + m
+                if best is not None and wall < best_wall - 180:
+                    return best
+                for fold in (0, 1):
+                    local = datetime(d.year, d.month, d.day, h, m, tzinfo=self.zone, fold=fold)
+                    instant = local.astimezone(UTC)
+                    if instant > before or (best is not None and instant <= best):
+                        continue
+                    back = instant.astimezone(self.zone)
+                    if (back.year, back.month, back.day, back.hour, back.minute) == (d.year, d.month, d.day, h, m):
+                        best, best_wall = instant, wall
+        return best
+
+    def last_at_or_before(self, before: datetime) -> datetime | None:
+        """The latest hit at or before `before` (aware), in UTC; None when none within five years back."""
+        if before.tzinfo is None:
+            before = before.replace(tzinfo=UTC)
+        before = before.astimezone(UTC)
+        d = before.astimezone(self.zone).date() + timedelta(days=1)
+        limit_year = d.year - SEARCH_YEARS - 1
+        while d.year >= limit_year:
+            if d.month not in self.months:
+                d = date(d.year, d.month, 1) - timedelta(days=1)
+                continue
+            if self.day_matches(d):
+                hit = self._last_hit_on(d, before)
+                if hit is not None:
+                    return hit
+            d -= timedelta(days=1)
         return None
 
 
