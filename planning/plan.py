@@ -18,7 +18,7 @@ from typing import Any
 from api import labels as L
 from api.catalog import InstanceTypeCatalog
 from planning.candidates import EVENTUAL, GRACEFUL, CandidateSet, build_candidates
-from planning.cluster import Cluster, parse_pool
+from planning.cluster import Cluster, parse_pool, type_labels
 from planning.commands import Blocked, Command, FinalState, PlanEvent, PlanResult, Replacement
 from planning.drift import Drift
 from planning.emptiness import Emptiness
@@ -203,6 +203,7 @@ def _new_node_objects(rep: Replacement, name: str, pool: Any, catalog: InstanceT
         raise ValueError(f"replacement {rep.instance_types} has no available offering")
     it, off = best
     node_labels = dict(pool.template_labels) if pool is not None else {}
+    node_labels.update(type_labels(it))
     node_labels.update({
         L.NODEPOOL_LABEL: rep.node_pool or "", L.INSTANCE_TYPE_LABEL: it.name, L.CAPACITY_TYPE_LABEL: off.capacity_type,
         L.ZONE_LABEL: off.zone, L.INITIALIZED_LABEL: "true", L.REGISTERED_LABEL: "true", L.HOSTNAME_LABEL: name,

@@ -1,0 +1,113 @@
+"""`nodeflow plan` on the seed examples, through the real CLI entry point (starter.cli.run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from starter.cli import run
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+AT = "2026-11-22T20:00:00Z"
+
+
+def _plan(capsys, name, *extra):
+    code = run(["plan", "-f", str(EXAMPLES / name), "--at", AT, "-o", "json", *extra])
+    out = capsys.readouterr().out
+    assert code == 0
+    return json.loads(out)
+
+
+def test_consolidate_example_replaces_the_pair_with_one_cheaper_node(capsys):
+    data = _plan(capsys, "plan-consolidate.yaml")
+    (cmd,) = data["commands"]
+    assert cmd["method"] == "MultiNodeConsolidation" and cmd["reason"] == "Underutilized"
+    assert sorted(cmd["nodes"]) == ["node-a", "node-b"]
+    (rep,) = cmd["replacements"]
+    assert rep["capacityType"] == "on-demand" and rep["price"] < 2 * 0.384
+    assert cmd["savingsPerHour"] == pytest.approx(2 * 0.384 - rep["price"])
+    assert {m["to"] for m in cmd["pods"]} == {"new-0"} and len(cmd["pods"]) == 3
+    assert data["final"] == {"nodes": 1, "costPerHour": rep["price"], "passes": 1}
+
+
+def test_empty_example_deletes_the_empty_node(capsys):
+    (cmd,) = _plan(capsys, "plan-empty.yaml")["commands"]
+    assert (cmd["method"], cmd["nodes"], cmd["replacements"]) == ("Emptiness", ["node-b"], [])
+
+
+def test_drift_example_replaces_the_drifted_node(capsys):
+    (cmd,) = _plan(capsys, "plan-drift.yaml")["commands"]
+    assert (cmd["method"], cmd["reason"], cmd["nodes"]) == ("Drift", "Drifted", ["node-a"])
+    assert len(cmd["replacements"]) == 1 and cmd["pods"] == [{"pod": "default/web-1", "to": "new-0"}]
+
+
+def test_do_not_disrupt_example_blocks_the_annotated_node(capsys):
+    data = _plan(capsys, "plan-do-not-disrupt.yaml")
+    assert [c["nodes"] for c in data["commands"]] == [["node-c"]]
+    assert data["blocked"] == [{"node": "node-b", "reason":
+                                'disruption is blocked through the "karpenter.sh/do-not-disrupt" annotation'}]
+
+
+def test_pdb_example_blocks_the_node(capsys):
+    data = _plan(capsys, "plan-pdb.yaml")
+    assert data["commands"] == []
+    assert data["blocked"] == [{"node": "node-b", "reason": "pdb default/web prevents pod evictions"}]
+
+
+def test_expired_example_deletes_without_budget_or_replacement(capsys):
+    (cmd,) = _plan(capsys, "plan-expired.yaml")["commands"]
+    assert (cmd["method"], cmd["reason"], cmd["nodes"], cmd["replacements"]) == \
+        ("Expiration", "Expired", ["node-old"], [])
+    assert cmd["pods"] == [{"pod": "default/web-1", "to": "node-new"}]
+
+
+def test_json_shape_is_exactly_the_contract(capsys):
+    data = _plan(capsys, "plan-consolidate.yaml")
+    assert list(data) == ["at", "budgets", "commands", "blocked", "final"]
+    assert data["at"] == AT
+    assert set(data["budgets"][0]) == {"nodePool", "reason", "limit", "total", "disrupting", "allowed", "errors"}
+    assert list(data["commands"][0]) == ["method", "reason", "nodePool", "nodes", "replacements", "savingsPerHour",
+                                         "pods"]
+    assert set(data["commands"][0]["replacements"][0]) <= {"instanceTypes", "capacityType", "price", "zone",
+                                                           "nodePool", "requirements"}
+
+
+def test_until_stable_and_yaml_output(capsys):
+    code = run(["plan", "-f", str(EXAMPLES / "plan-consolidate.yaml"), "--at", AT, "--until-stable", "-o", "yaml"])
+    data = yaml.safe_load(capsys.readouterr().out)
+    assert code == 0 and data["final"]["passes"] >= 2 and data["final"]["nodes"] == 1
+
+
+def test_table_explains_commands_and_blocked_nodes(capsys):
+    assert run(["plan", "-f", str(EXAMPLES / "plan-consolidate.yaml"), "--at", AT]) == 0
+    out = capsys.readouterr().out
+    assert "MultiNodeConsolidation (Underutilized, nodepool default): replace" in out
+    assert "pod default/web-1 -> new-0" in out and "saves $" in out and "FINAL: 1 nodes" in out
+    assert run(["plan", "-f", str(EXAMPLES / "plan-pdb.yaml"), "--at", AT, "-o", "table"]) == 0
+    out = capsys.readouterr().out
+    assert "BLOCKED (1)" in out and "node-b   pdb default/web prevents pod evictions" in out
+
+
+def test_catalog_flag_replaces_the_default_catalog(tmp_path, capsys):
+    catalog = {"apiVersion": "nodeflow.dev/v1alpha1", "kind": "InstanceTypeCatalog", "metadata": {"name": "x"},
+               "instanceTypes": [{"name": "m5.large", "cpu": "2", "memory": "8Gi", "pods": 29, "offerings": [
+                   {"zone": "us-east-1a", "capacityType": "on-demand", "price": 1.0}]}]}
+    path = tmp_path / "catalog.yaml"
+    path.write_text(yaml.safe_dump(catalog))
+    data = _plan(capsys, "plan-empty.yaml", "--catalog", str(path))
+    assert data["commands"][0]["savingsPerHour"] == 1.0
+
+
+def test_errors_are_actionable(tmp_path, capsys):
+    assert run(["plan", "-f", str(tmp_path / "missing.yaml")]) == 1
+    assert "No such file" in capsys.readouterr().err
+    assert run(["plan", "-f", str(EXAMPLES / "plan-empty.yaml"), "--at", "yesterday"]) == 2
+    assert "RFC3339" in capsys.readouterr().err
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: Pod\napiVersion: v1\nmetadata: {}\n")
+    assert run(["plan", "-f", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err
