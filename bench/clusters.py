@@ -78,7 +78,8 @@ def node_objects(name: str, instance_type: str, *, zone: str = "us-east-1a", cap
 
 def pod(name: str, node: str | None, cpu: float, memory_gib: float, *, namespace: str = "default",
         labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
-        owner_kind: str = "ReplicaSet", node_selector: dict[str, str] | None = None) -> dict[str, Any]:
+        owner_kind: str = "ReplicaSet", owner: str | None = None,
+        node_selector: dict[str, str] | None = None) -> dict[str, Any]:
     """A running pod with one container's requests, owned by a controller so it is reschedulable."""
     spec: dict[str, Any] = {"containers": [{"name": "app", "image": "app", "resources": {"requests": {
         "cpu": format_cpu(cpu), "memory": format_memory(int(memory_gib * 2**30))}}}]}
@@ -90,8 +91,8 @@ def pod(name: str, node: str | None, cpu: float, memory_gib: float, *, namespace
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "uid": f"uid-pod-{namespace}-{name}",
                      "labels": dict(labels or {"app": name.rsplit("-", 1)[0]}), "annotations": dict(annotations or {}),
-                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": owner_kind, "name": f"{name}-owner",
-                                          "uid": f"uid-owner-{name}", "controller": True}]},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": owner_kind, "name": owner or f"{name}-owner",
+                                          "uid": f"uid-owner-{owner or name}", "controller": True}]},
         "spec": spec,
         "status": {"phase": "Running" if node else "Pending", "startTime": CREATED if node else None,
                    "conditions": [{"type": "Ready", "status": "True"}] if node else []},
@@ -121,7 +122,7 @@ def random_cluster(nodes: int, seed: int, *, min_util: float = 0.15, max_util: f
         objs += node_objects(name, itype.name, zone=rng.choice(ZONES), catalog=catalog)
         ds_cpu, ds_mem = daemonset
         objs.append(pod(f"agent-{name}", name, ds_cpu, ds_mem, namespace="kube-system", owner_kind="DaemonSet",
-                        labels={"app": "agent"}))
+                        owner="agent", labels={"app": "agent"}))
         target = rng.uniform(min_util, max_util)
         cpu_left = itype.cpu_cores * target - ds_cpu
         mem_left = itype.memory_bytes / 2**30 * target - ds_mem

@@ -152,6 +152,7 @@ def aggregate_bound(problem: PackingProblem, time_limit: float, workers: int, co
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.1, time_limit)
     solver.parameters.num_workers = max(1, workers)
+    solver.parameters.cp_model_probing_level = 0  # probing these models costs seconds and buys little
     status = solver.Solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return solver.BestObjectiveBound() / PRICE_SCALE, {}, False
@@ -199,6 +200,7 @@ def pack(problem: PackingProblem, copies_per_type: dict[int, int], time_limit: f
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = max(0.1, time_limit)
     solver.parameters.num_workers = max(1, workers)
+    solver.parameters.cp_model_probing_level = 0  # probing these models costs seconds and buys little
     status = solver.Solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None, solver.BestObjectiveBound() / PRICE_SCALE
