@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import hashlib
+import time
 from typing import Any
 
 from temporalio import activity
@@ -18,10 +19,17 @@ from temporalio.exceptions import ApplicationError
 from activities.kube_util import KARPENTER_GROUP, KARPENTER_VERSION, api_status, node_ready, to_dict
 from api import labels
 from api.catalog import InstanceTypeCatalog, Offering
-from workflows.disruption_models import LaunchedReplacement, LaunchInput, Replacement, ReplacementStatus
+from workflows.disruption_models import (
+    LaunchedReplacement,
+    LaunchInput,
+    Replacement,
+    ReplacementStatus,
+    StatusInput,
+)
 
 NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 NODEPOOL_TAG = labels.NODEPOOL_LABEL
+NODECLAIM_UID_TAG = "nodeflow.dev/nodeclaim-uid"
 # EC2 errors that another attempt will not fix: roll the disruption back instead.
 FATAL_EC2_ERRORS = {"InsufficientInstanceCapacity", "InvalidParameterValue", "Unsupported", "InvalidAMIID.NotFound",
                     "InvalidAMIID.Malformed", "UnfulfillableCapacity", "MaxSpotInstanceCountExceeded"}
@@ -97,7 +105,7 @@ class ProvisioningActivities:
                 f"no available offering for {inp.replacement.capacity_type} {inp.replacement.instance_types}",
                 type="LaunchFailed", non_retryable=True)
         itype, off = choice
-        instance = self._existing_instance(meta["name"]) or self._run_instance(meta, inp, itype, off.zone)
+        instance = self._existing_instance(meta["name"], meta["uid"]) or self._run_instance(meta, inp, itype, off.zone)
         return LaunchedReplacement(node_claim=meta["name"], uid=meta["uid"], instance_id=instance["InstanceId"],
                                    instance_type=itype, zone=off.zone, capacity_type=inp.replacement.capacity_type,
                                    price=off.price)
@@ -125,9 +133,11 @@ class ProvisioningActivities:
                 return self._custom.get_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims", name)
             raise
 
-    def _existing_instance(self, claim_name: str) -> dict[str, Any] | None:
+    def _existing_instance(self, claim_name: str, claim_uid: str) -> dict[str, Any] | None:
+        """The live instance launched for this very NodeClaim (its uid tag tells apart a same-named one)."""
         resp = self._ec2.describe_instances(Filters=[
             {"Name": f"tag:{NODECLAIM_TAG}", "Values": [claim_name]},
+            {"Name": f"tag:{NODECLAIM_UID_TAG}", "Values": [claim_uid]},
             {"Name": "instance-state-name", "Values": ["pending", "running"]},
         ])
         for res in resp.get("Reservations", []):
@@ -148,7 +158,7 @@ class ProvisioningActivities:
 
     def _run_instance(self, meta: dict[str, Any], inp: LaunchInput, itype: str, zone: str) -> dict[str, Any]:
         tags = [{"Key": NODECLAIM_TAG, "Value": meta["name"]}, {"Key": NODEPOOL_TAG, "Value": inp.node_pool},
-                {"Key": "Name", "Value": meta["name"]}]
+                {"Key": NODECLAIM_UID_TAG, "Value": meta["uid"]}, {"Key": "Name", "Value": meta["name"]}]
         params: dict[str, Any] = {
             "ImageId": self._image_id(), "InstanceType": itype, "MinCount": 1, "MaxCount": 1,
             "ClientToken": client_token(meta["uid"]), "Placement": {"AvailabilityZone": zone},
@@ -169,8 +179,17 @@ class ProvisioningActivities:
     # ---- status ---------------------------------------------------------------------------------------------
 
     @activity.defn(name="disruption_replacement_status")
-    async def replacement_status(self, replacements: list[LaunchedReplacement]) -> list[ReplacementStatus]:
-        return await asyncio.to_thread(lambda: [self._status(r) for r in replacements])
+    async def replacement_status(self, inp: StatusInput) -> list[ReplacementStatus]:
+        """Waiting here (heartbeating) instead of on workflow timers keeps the history short and reacts fast."""
+        deadline = time.monotonic() + inp.wait_seconds
+        interval = min(1.0, max(inp.wait_seconds / 10, 0.1))
+        while True:
+            statuses = await asyncio.to_thread(lambda: [self._status(r) for r in inp.replacements])
+            done = all(s.ready for s in statuses) or any(s.gone for s in statuses)
+            if done or time.monotonic() + interval > deadline:
+                return statuses
+            activity.heartbeat([s.node_claim for s in statuses if s.ready])
+            await asyncio.sleep(interval)
 
     def _status(self, r: LaunchedReplacement) -> ReplacementStatus:
         try:
@@ -219,7 +238,7 @@ class ProvisioningActivities:
             claim = None
         node = self._find_node(claim, r) if claim else None
         instance_ids = [r.instance_id] if r.instance_id else []
-        existing = self._existing_instance(r.node_claim)
+        existing = self._existing_instance(r.node_claim, r.uid)
         if existing and existing["InstanceId"] not in instance_ids:
             instance_ids.append(existing["InstanceId"])
         if instance_ids:

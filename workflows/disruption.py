@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
         LaunchInput,
         Phase,
         ReplacementStatus,
+        StatusInput,
         TaintInput,
         TerminationsInput,
         ValidateInput,
@@ -141,11 +142,12 @@ class DisruptionWorkflow:
             self._check_cancel()
             return
         self._set_phase(Phase.LAUNCHING)
-        wf_id = workflow.info().workflow_id
+        info = workflow.info()
         launches = [
             workflow.execute_activity_method(
                 ProvisioningActivities.launch_replacement,
-                LaunchInput(key=f"{wf_id}-{i}", node_pool=cmd.node_pool, replacement=r, reason=cmd.reason),
+                LaunchInput(key=f"{info.workflow_id}/{info.run_id}/{i}", node_pool=cmd.node_pool, replacement=r,
+                            reason=cmd.reason),
                 start_to_close_timeout=LAUNCH, retry_policy=LAUNCH_RETRY, summary=f"launch {r.instance_types[:3]}")
             for i, r in enumerate(cmd.replacements)
         ]
@@ -159,9 +161,13 @@ class DisruptionWorkflow:
         self._set_phase(Phase.WAITING_READY)
         self._deadline = workflow.now() + timedelta(seconds=s.ready_timeout_seconds)
         while True:
+            started = workflow.now()
+            wait = max(min(s.ready_poll_seconds, (self._deadline - started).total_seconds()), 0.0)
             statuses: list[ReplacementStatus] = await workflow.execute_activity_method(
-                ProvisioningActivities.replacement_status, self._replacements,
-                start_to_close_timeout=SHORT, retry_policy=RETRY)
+                ProvisioningActivities.replacement_status,
+                StatusInput(replacements=self._replacements, wait_seconds=wait),
+                start_to_close_timeout=timedelta(seconds=wait) + SHORT, heartbeat_timeout=SHORT,
+                retry_policy=RETRY, summary="wait for replacements to be Ready")
             self._ready = {st.node_claim for st in statuses if st.ready}
             gone = [st.node_claim for st in statuses if st.gone]
             if gone:
@@ -173,10 +179,15 @@ class DisruptionWorkflow:
             if left <= 0:
                 waiting = sorted({r.node_claim for r in self._replacements} - self._ready)
                 raise _Rollback(f"replacement not ready within {s.ready_timeout_seconds:g}s: {', '.join(waiting)}")
-            await self._wait_for_cancel(min(s.ready_poll_seconds, left), "poll replacements")
+            # the activity normally waited already; sleep only what it did not (e.g. it answered at once)
+            rest = min(wait - (workflow.now() - started).total_seconds(), left)
+            if rest > 0:
+                await self._wait_for_cancel(rest, "poll replacements")
 
     async def _wait_for_cancel(self, seconds: float, why: str) -> None:
         """Sleep `seconds` of workflow time, waking early when a cancel arrives."""
+        if seconds <= 0:
+            return
         with contextlib.suppress(TimeoutError):
             await workflow.wait_condition(lambda: self._cancel_reason is not None,
                                           timeout=timedelta(seconds=seconds), timeout_summary=why)
@@ -210,7 +221,8 @@ class DisruptionWorkflow:
                               requested_by=workflow.info().workflow_id),
             start_to_close_timeout=SHORT, retry_policy=RETRY)
         await workflow.execute_activity_method(
-            CandidateActivities.await_terminations, AwaitTerminationsInput(workflow_ids=ids),
+            CandidateActivities.await_terminations,
+            AwaitTerminationsInput(workflow_ids=ids, poll_seconds=s.termination_poll_seconds),
             start_to_close_timeout=timedelta(seconds=s.termination_timeout_seconds),
             heartbeat_timeout=timedelta(seconds=30), retry_policy=RETRY)
         return await self._finish(Phase.SUCCEEDED, f"{len(cmd.nodes)} node(s) disrupted: {cmd.reason}", ids)

@@ -62,6 +62,7 @@ class DisruptionSettings(_Model):
     ready_timeout_seconds: float = 600.0
     ready_poll_seconds: float = 5.0
     termination_timeout_seconds: float = 24 * 3600.0
+    termination_poll_seconds: float = 2.0
     catalog_path: str | None = None
 
 
@@ -132,6 +133,13 @@ class LaunchedReplacement(_Model):
     zone: str | None = None
     capacity_type: str | None = None
     price: float | None = None
+
+
+class StatusInput(_Model):
+    """Check the replacements; the activity keeps checking for up to `wait_seconds` until all are Ready."""
+
+    replacements: list[LaunchedReplacement]
+    wait_seconds: float = 0.0
 
 
 class ReplacementStatus(_Model):

@@ -20,6 +20,7 @@ from workflows.disruption_models import (
     PlanPassResult,
     Replacement,
     ReplacementStatus,
+    StatusInput,
     TaintInput,
     TerminationsInput,
     ValidateInput,
@@ -80,10 +81,10 @@ class Fakes:
                                        instance_type=inp.replacement.instance_types[0])
 
         @activity.defn(name="disruption_replacement_status")
-        async def status(reps: list[LaunchedReplacement]) -> list[ReplacementStatus]:
-            f.polls += 1
+        async def status(inp: StatusInput) -> list[ReplacementStatus]:
+            f.polls += 1  # answers at once: the workflow sleeps the rest of the poll interval on a timer
             ready = f.ready_after_polls is not None and f.polls >= f.ready_after_polls
-            return [ReplacementStatus(node_claim=r.node_claim, ready=ready) for r in reps]
+            return [ReplacementStatus(node_claim=r.node_claim, ready=ready) for r in inp.replacements]
 
         @activity.defn(name="disruption_delete_replacement")
         async def delete(r: LaunchedReplacement) -> str:

@@ -1,0 +1,159 @@
+"""Disruption end to end: dev server + simulator (wired to moto) + the real worker; planner passes driven directly.
+
+- a drift rollout of 10 nodes under budget `1`: one node at a time, each replaced by a pre-spun node;
+- a replacement whose instance type never becomes Ready is rolled back (taint removed, replacement gone);
+- underutilized nodes are consolidated and the cluster's cost per hour falls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import pytest
+from support.disruption_stack import FAST, disruption_stack, wait_for
+
+from api import labels
+from bench.clusters import node_objects, node_pool
+from workflows.disruption_models import Phase
+
+pytestmark = pytest.mark.e2e
+ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+
+
+def replica_set(name: str, replicas: int, cpu: str, memory: str = "1Gi") -> dict:
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-rs-{name}"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"terminationGracePeriodSeconds": 1, "containers": [{
+                                      "name": "app", "image": "app",
+                                      "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}}}
+
+
+def fresh(objs: list[dict]) -> list[dict]:
+    """Created now, so expireAfter (720h) does not turn the test into an expiration test."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for o in objs:
+        if o["kind"] in ("Node", "NodeClaim"):
+            o["metadata"]["creationTimestamp"] = now
+    return objs
+
+
+def _tainted_or_deleting(node: dict) -> bool:
+    taints = (node.get("spec") or {}).get("taints") or []
+    return bool(node["metadata"].get("deletionTimestamp")) or any(
+        t.get("key") == labels.DISRUPTED_TAINT_KEY for t in taints)
+
+
+def _running_pods(stack, app: str) -> list[dict]:
+    from kubernetes import client as k8s
+
+    pods = k8s.CoreV1Api(stack.api).list_namespaced_pod("default", label_selector=f"app={app}").items
+    return [p for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp]
+
+
+async def _drive(stack, done, timeout: float, pause: float = 0.3) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await asyncio.to_thread(done):
+        if loop.time() > deadline:
+            why = [await stack.failures(wid) for wid in stack.started[-3:]]
+            raise AssertionError(f"planner passes did not finish in time; last failures: {why}")
+        await stack.planner_pass()
+        await asyncio.sleep(pause)
+
+
+async def test_drift_rollout_one_at_a_time_with_prespun_nodes(temporal_client, sim_ec2, moto_endpoint) -> None:
+    objs = [node_pool("default", budgets=[{"nodes": "1"}], consolidate_after="Never")]
+    for i in range(10):
+        objs += node_objects(f"old-{i}", "m5.large", zone=ZONES[i % 3],
+                             annotations={labels.TEMPLATE_HASH_ANNOTATION: "stale-template"})
+    objs.append(replica_set("web", 10, "1500m"))
+    sim_ec2.load_objects(fresh(objs))
+
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        await wait_for(lambda: len(_running_pods(stack, "web")) == 10, what="10 web pods running")
+        in_flight: list[int] = []
+        stop = asyncio.Event()
+
+        async def monitor() -> None:
+            while not stop.is_set():
+                nodes = await asyncio.to_thread(stack.nodes)
+                in_flight.append(sum(1 for n in nodes if _tainted_or_deleting(n)))
+                await asyncio.sleep(0.05)
+
+        mon = asyncio.create_task(monitor())
+        try:
+            await _drive(stack, lambda: not any(n["metadata"]["name"].startswith("old-") for n in stack.nodes()),
+                         timeout=120)
+        finally:
+            stop.set()
+            await mon
+
+        results = [await stack.outcome(wid) for wid in stack.started]
+        assert len(results) == 10
+        assert all(r.outcome == Phase.SUCCEEDED for r in results), [r.message for r in results]
+        assert all(len(r.replacements) == 1 and len(r.terminations) == 1 for r in results)
+        assert max(in_flight) == 1, "budget 1 allows one node in disruption at a time"
+
+        nodes = stack.nodes()
+        assert len(nodes) == 10 and all(not _tainted_or_deleting(n) for n in nodes)
+        claims = {c["metadata"]["name"] for c in stack.node_claims()}
+        assert claims == {r.replacements[0].node_claim for r in results}
+        await wait_for(lambda: len(_running_pods(stack, "web")) == 10, what="pods rescheduled")
+        assert len(stack.instances()) == 10  # old instances terminated, nothing leaked
+
+
+async def test_never_ready_replacement_is_rolled_back(temporal_client, sim_ec2, moto_endpoint) -> None:
+    sim_ec2.world.mark_never_ready("c5.large")
+    sim_ec2.world.mark_never_ready("c6i.large")
+    objs = [node_pool("default", budgets=[{"nodes": "1"}], consolidate_after="Never", requirements=[
+        {"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
+        {"key": labels.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["c5.large", "m5.large"]}])]
+    objs += node_objects("old-0", "m5.large", annotations={labels.TEMPLATE_HASH_ANNOTATION: "stale-template"})
+    objs.append(replica_set("api", 1, "1500m"))
+    sim_ec2.load_objects(fresh(objs))
+
+    settings = FAST.model_copy(update={"ready_timeout_seconds": 2.0})
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, settings) as stack:
+        await wait_for(lambda: len(_running_pods(stack, "api")) == 1, what="api pod running")
+        result = await stack.planner_pass()
+        assert len(result.started) == 1
+        outcome = await stack.outcome(result.started[0])
+        assert outcome.outcome == Phase.ROLLED_BACK and "not ready within" in outcome.message
+        assert outcome.replacements[0].instance_type == "c5.large"
+
+        # the candidate is untainted and keeps its pod; the replacement's NodeClaim, Node and instance are gone
+        nodes = {n["metadata"]["name"]: n for n in stack.nodes()}
+        assert "old-0" in nodes and not _tainted_or_deleting(nodes["old-0"])
+        await wait_for(lambda: outcome.replacements[0].node_claim not in
+                       {c["metadata"]["name"] for c in stack.node_claims()}, what="replacement NodeClaim deleted")
+        await wait_for(lambda: len(stack.nodes()) == 1, what="replacement Node deleted")
+        ids = {i["InstanceId"] for i in stack.instances()}
+        assert outcome.replacements[0].instance_id not in ids
+        assert len(_running_pods(stack, "api")) == 1
+
+
+async def test_underutilized_nodes_are_consolidated_and_cost_falls(temporal_client, sim_ec2, moto_endpoint) -> None:
+    objs = [node_pool("default", budgets=[{"nodes": "100%"}])]
+    for i in range(4):
+        objs += node_objects(f"big-{i}", "m5.2xlarge", zone=ZONES[i % 3])
+    objs.append(replica_set("small", 4, "250m", "512Mi"))
+    sim_ec2.load_objects(fresh(objs))
+
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        await wait_for(lambda: len(_running_pods(stack, "small")) == 4, what="small pods running")
+        before = stack.cost_per_hour()
+
+        def settled() -> bool:
+            big = [n for n in stack.nodes() if n["metadata"]["name"].startswith("big-")]
+            return not big
+
+        await _drive(stack, settled, timeout=90, pause=0.5)
+        outcomes = [await stack.outcome(wid) for wid in stack.started]
+        assert outcomes and all(o.outcome == Phase.SUCCEEDED for o in outcomes), [o.message for o in outcomes]
+        await wait_for(lambda: len(_running_pods(stack, "small")) == 4, what="pods rescheduled")
+        after = stack.cost_per_hour()
+        assert after < before, (before, after)
+        assert all(not _tainted_or_deleting(n) for n in stack.nodes())

@@ -1,0 +1,111 @@
+"""The embedded stack for disruption e2e tests: the real worker (all workflows and activities) on a unique
+task queue, against the simulator (wired to moto) and the dev server; planner passes are driven directly."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio.client import Client
+
+import worker
+from api import labels
+from workflows.disruption import DisruptionWorkflow
+from workflows.disruption_models import DisruptionResult, DisruptionSettings, PlannerInput, PlannerResult
+from workflows.planner import PlannerWorkflow
+
+FAST = DisruptionSettings(validation_delay_seconds=0, ready_timeout_seconds=20, ready_poll_seconds=2,
+                          termination_poll_seconds=0.2)
+
+
+@dataclass
+class Stack:
+    client: Client
+    sim: Any
+    task_queue: str
+    api: Any
+    ec2: Any
+    settings: DisruptionSettings = field(default_factory=lambda: FAST.model_copy())
+    started: list[str] = field(default_factory=list)
+
+    async def planner_pass(self) -> PlannerResult:
+        result = await self.client.execute_workflow(
+            PlannerWorkflow.run, PlannerInput(settings=self.settings), id=f"planner-{uuid.uuid4()}",
+            task_queue=self.task_queue)
+        self.started += result.started
+        return result
+
+    async def outcome(self, workflow_id: str, timeout: float = 60) -> DisruptionResult:
+        handle = self.client.get_workflow_handle_for(DisruptionWorkflow.run, workflow_id)
+        return await asyncio.wait_for(handle.result(), timeout)
+
+    async def failures(self, workflow_id: str) -> list[str]:
+        """Activity failure messages in a workflow's history (to explain a failing test)."""
+        hist = await self.client.get_workflow_handle(workflow_id).fetch_history()
+        return [e.activity_task_failed_event_attributes.failure.message for e in hist.events
+                if e.HasField("activity_task_failed_event_attributes")]
+
+    def nodes(self) -> list[dict[str, Any]]:
+        from kubernetes import client as k8s
+
+        return self.api.sanitize_for_serialization(k8s.CoreV1Api(self.api).list_node().items)
+
+    def node_claims(self) -> list[dict[str, Any]]:
+        from kubernetes import client as k8s
+
+        return k8s.CustomObjectsApi(self.api).list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
+
+    def cost_per_hour(self) -> float:
+        """Sum of on-demand/spot prices of the live (not deleting) nodes, from the default catalog."""
+        from api.catalog import load_default_catalog
+
+        catalog = load_default_catalog()
+        total = 0.0
+        for n in self.nodes():
+            if n["metadata"].get("deletionTimestamp"):
+                continue
+            lab = n["metadata"].get("labels") or {}
+            it = catalog.get(lab.get(labels.INSTANCE_TYPE_LABEL, ""))
+            off = it.offering(lab.get(labels.ZONE_LABEL, ""), lab.get(labels.CAPACITY_TYPE_LABEL, "on-demand")) \
+                if it else None
+            total += off.price if off else 0.0
+        return round(total, 6)
+
+    def instances(self, states: tuple[str, ...] = ("pending", "running")) -> list[dict[str, Any]]:
+        resp = self.ec2.describe_instances(Filters=[{"Name": "instance-state-name", "Values": list(states)}])
+        return [i for r in resp["Reservations"] for i in r["Instances"]]
+
+
+@asynccontextmanager
+async def disruption_stack(client: Client, sim: Any, moto_endpoint: str,
+                           settings: DisruptionSettings = FAST) -> AsyncIterator[Stack]:
+    tq = f"e2e-disrupt-{uuid.uuid4()}"
+    api = sim.api_client()
+    ec2 = worker.ec2_client("us-east-1", moto_endpoint)
+    ws = worker.Settings(task_queue=tq, watch=False, activity_threads=8, max_concurrent_activities=50)
+    ws.extra["ami_id"] = sim.world.ec2.image_id()
+    deps = worker.Deps(kube_api=api, ec2=ec2, temporal=client, settings=ws)
+    stop = asyncio.Event()
+    task = asyncio.create_task(worker.run_worker(client, deps, stop, tq))
+    try:
+        yield Stack(client=client, sim=sim, task_queue=tq, api=api, ec2=ec2, settings=settings)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+        api.close()
+
+
+async def wait_for(predicate: Any, timeout: float = 30, interval: float = 0.1, what: str = "condition") -> Any:
+    """Poll `predicate` (sync, run in a thread) until it returns something truthy."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = await asyncio.to_thread(predicate)
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        await asyncio.sleep(interval)
