@@ -9,7 +9,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    PlainSerializer,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidatorFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 
@@ -49,6 +59,26 @@ class K8sModel(BaseModel):
         serialize_by_alias=True,
         extra="allow",
     )
+
+    _key_order: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_key_order(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        model = handler(data)
+        if isinstance(data, dict) and isinstance(model, K8sModel):
+            model._key_order = tuple(data)
+        return model
+
+    @model_serializer(mode="wrap")
+    def _keep_key_order(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Dump keys in the order they were read, so YAML in gives the same YAML out."""
+        out = handler(self)
+        if not self._key_order or not isinstance(out, dict):
+            return out
+        ordered = {k: out[k] for k in self._key_order if k in out}
+        ordered.update((k, v) for k, v in out.items() if k not in ordered)
+        return ordered
 
     def to_dict(self) -> dict[str, Any]:
         """The object as it was given (only fields that were set), JSON-compatible, camelCase keys."""
