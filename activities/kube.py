@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from temporalio import activity
 
 from activities import drain_rules as rules
+from activities import metrics
 from activities.kube_client import Conflict, KubeClient, Obj
 from api import labels
 from workflows.models import (
@@ -177,6 +178,8 @@ class KubeActivities:
             pods = await self._io(self.kube.list_node_pods, inp.node_name)
             waiting = [p for p in pods if rules.is_waiting_eviction(p, now)]
             if not waiting:
+                if inp.started_at is not None:
+                    metrics.DRAIN_DURATION.observe(max(0.0, (now - inp.started_at).total_seconds()))
                 return DrainResult(drained=True, evicted=evicted)
             changed = False
             mono = time.monotonic()
@@ -355,6 +358,7 @@ class KubeActivities:
             if claim is not None and inp.delete_objects and not rules.deletion_time(claim):
                 await self._io(self.kube.delete_node_claim, inp.node_claim_name)
             claim_removed = await self._io(self.kube.remove_finalizer, "NodeClaim", inp.node_claim_name)
+        metrics.NODES_TERMINATED.labels(reason=inp.reason or "Unknown").inc()
         return FinalizeResult(node_finalizer_removed=node_removed, node_claim_finalizer_removed=claim_removed)
 
     @activity.defn(name="termination.untaint")

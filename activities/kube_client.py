@@ -17,6 +17,7 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
+from activities import metrics
 from api import labels
 
 log = logging.getLogger(__name__)
@@ -151,11 +152,13 @@ class KubeClient:
         }
         try:
             self.core.create_namespaced_pod_eviction(meta["name"], meta["namespace"], body, _preload_content=False)
+            metrics.EVICTIONS.labels(code="201").inc()
             return 201, ""
         except ApiException as exc:
             message = str(exc.reason or "")
             with contextlib.suppress(ValueError, AttributeError):
                 message = json.loads(exc.body or "{}").get("message") or message
+            metrics.EVICTIONS.labels(code=str(exc.status or 0)).inc()
             return int(exc.status or 0), message
 
     def delete_pod(self, pod: Obj, grace_seconds: int | None) -> bool:

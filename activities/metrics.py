@@ -65,3 +65,29 @@ INTERRUPTION_MESSAGE_AGE = Histogram(
     buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300),
     registry=REGISTRY,
 )
+
+# --- termination and budgets (issue 6 metrics list; set by activities/kube*.py and the planner pass) ---
+EVICTIONS = Counter(
+    "nodeflow_evictions_total",
+    "Eviction API calls by HTTP response code (201 evicted, 429 PDB refused, 500 several PDBs, 404 gone).",
+    ["code"],
+    registry=REGISTRY,
+)
+DRAIN_DURATION = Histogram(
+    "nodeflow_drain_duration_seconds",
+    "Time from a termination's start until its node had no pods left to evict.",
+    buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600),
+    registry=REGISTRY,
+)
+NODES_TERMINATED = Counter(
+    "nodeflow_nodes_terminated_total",
+    "Nodes whose termination finished (finalizers removed), by termination reason.",
+    ["reason"],
+    registry=REGISTRY,
+)
+ALLOWED_DISRUPTIONS = Gauge(
+    "nodeflow_allowed_disruptions",
+    "Nodes the disruption budgets allow to disrupt now, per NodePool and reason (last planner pass).",
+    ["nodepool", "reason"],
+    registry=REGISTRY,
+)

@@ -204,6 +204,9 @@ class PlanningActivities:
         for b in result.blocked:
             metrics.DISRUPTION_BLOCKED.labels(nodepool=b.node_pool or "").inc()
         metrics.PLANNER_ELIGIBLE_NODES.set(len(index))
+        for row in result.budgets:
+            metrics.ALLOWED_DISRUPTIONS.labels(nodepool=row.get("nodePool", ""), reason=row.get("reason", "")).set(
+                row.get("allowed", 0))
         outcome = "paused" if paused and not (out.commands or out.expirations) else \
             ("commands" if out.commands or out.expirations else "idle")
         metrics.PLANNER_PASSES.labels(result=outcome).inc()

@@ -142,6 +142,7 @@ class DrainInput(BaseModel):
     return_by: AwareDatetime | None = None  # give control back to the workflow at this wall-clock instant
     deadline: AwareDatetime | None = None
     workflow_id: str | None = None  # where to signal blocking changes (progress query)
+    started_at: AwareDatetime | None = None  # when the termination began (drain duration metric)
 
 
 class DrainResult(BaseModel):

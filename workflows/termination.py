@@ -257,7 +257,7 @@ class TerminationWorkflow:
             res = await self._interruptible(
                 KubeActivities.drain,
                 DrainInput(node_name=inp.node_name, reason=inp.reason, return_by=window_end, deadline=self._deadline,
-                           workflow_id=workflow.info().workflow_id),
+                           workflow_id=workflow.info().workflow_id, started_at=self._started_at),
                 start_to_close_timeout=DRAIN_WINDOW + timedelta(minutes=1), heartbeat_timeout=HEARTBEAT,
                 summary=f"drain {inp.node_name}",
             )

@@ -36,6 +36,7 @@ from e2e.interruption_helpers import (
 from kubernetes import client as k8s
 from temporalio.client import Client
 
+from activities import metrics
 from api import labels
 from simulator.server import Simulator
 from starter.interruption import ensure_interruption_poller
@@ -100,6 +101,14 @@ async def test_state_changes_and_scheduled_changes_terminate(
             reasons[name] = prog.reason
             assert prog.deadline is None or prog.deadline > datetime.now(UTC)  # graceful: the node's own period
         assert reasons == {"od-0": "InstanceStateChange", "od-1": "InstanceStateChange", "od-2": "ScheduledChange"}
+        before = _sample("nodeflow_nodes_terminated_total", reason="InstanceStateChange")
+        drains = _sample("nodeflow_drain_duration_seconds_count")
+        result = await temporal_client.get_workflow_handle_for(
+            TerminationWorkflow.run, f"terminate-{nodes['od-0']['uid']}").result()
+        assert result.instance_terminated
+        assert await eventually(lambda: _sample("nodeflow_nodes_terminated_total", reason="InstanceStateChange")
+                                 >= max(before, 1))
+        assert _sample("nodeflow_drain_duration_seconds_count") >= max(drains, 1)
         assert not await workflow_exists(temporal_client, prespin_workflow_id(nodes["od-0"]["uid"]))
         assert await eventually(lambda: queue_depth(sqs, url) == (0, 0))
 
@@ -152,6 +161,10 @@ async def test_the_same_message_twice_starts_one_workflow(
         runs = await eventually(lambda: _runs(temporal_client, wf_id))
         assert len(runs) == 1, runs
         assert node_events(sim_ec2, "d-0").count("InstanceStateChange") == 1
+
+
+def _sample(name: str, **label_values: str) -> float:
+    return metrics.REGISTRY.get_sample_value(name, label_values) or 0.0
 
 
 async def _runs(client: Client, workflow_id: str) -> list[str]:
