@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -42,6 +45,7 @@ class PassOutcome:
     blocked: list[Blocked] = field(default_factory=list)
     events: list[PlanEvent] = field(default_factory=list)
     computed: dict[str, int] = field(default_factory=dict)
+    eligible: dict[str, int] = field(default_factory=dict)
 
 
 def _utc(at: datetime) -> datetime:
@@ -69,11 +73,31 @@ def budget_rows(snapshot: Any, at: datetime, cluster: Cluster, exclude: set[str]
     return rows
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """A pass allocates ~10 objects per pod and frees none until it ends; the cyclic collector would walk
+    the growing heap again and again (a third of the pass at 5,000 nodes), so it waits until the pass is done."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None,
              exclude_nodes: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
              compute_all: bool = False, optimize: bool = False) -> PassOutcome:
     """One planner pass. With `compute_all` every method computes its commands (for benchmarks and
     explanations), but only the first method with commands contributes them, as in a real pass."""
+    with _gc_paused():
+        return _run_pass(snapshot, at, catalog, exclude_nodes, limits, compute_all, optimize)
+
+
+def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
+              exclude_nodes: set[str] | frozenset[str], limits: Limits | None, compute_all: bool,
+              optimize: bool) -> PassOutcome:
     at = _utc(at)
     exclude = set(exclude_nodes)
     cluster = Cluster.from_snapshot(snapshot, catalog)
@@ -104,11 +128,13 @@ def run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = 
     if optimizing is not None:
         methods.insert(2, optimizing)
     computed: dict[str, int] = {}
+    eligible: dict[str, int] = {"Expiration": len(expiring)}
     winner: list[Command] = []
     for method in methods:
         if winner and not compute_all:
             break
         cands = [c for c in sets[method.disruption_class].candidates if method.should_disrupt(c)]
+        eligible[method.name] = len(cands)
         if not cands:
             continue
         budgets = dict(allowed.get(method.reason, {}))
@@ -119,7 +145,7 @@ def run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = 
     commands += winner
     in_commands = {n for c in commands for n in c.nodes}
     blocked = [b for name, b in ctx.blocked.items() if name not in in_commands]
-    return PassOutcome(cluster, rows, commands, blocked, ctx.events, computed)
+    return PassOutcome(cluster, rows, commands, blocked, ctx.events, computed, eligible)
 
 
 def _report_rejections(ctx: PassContext, rejected: CandidateSet) -> None:
