@@ -285,6 +285,13 @@ def _check_metadata(p: _Problems, obj: dict[str, Any], max_name: int) -> None:
     if name is not None and (re.search(DNS_SUBDOMAIN_PATTERN, name) is None or len(name) > max_name):
         p.add("metadata.name", f"{name!r} must be a lowercase DNS name of at most {max_name} characters "
                                "([a-z0-9-.], starting and ending with a letter or digit)")
+    for field in ("labels", "annotations"):  # ObjectMeta: maps of string to string
+        for key, value in (p.mapping(f"metadata.{field}", meta.get(field)) or {}).items():
+            if not isinstance(value, str):
+                p.add(f"metadata.{field}[{key}]", f"value must be a string, got {type(value).__name__}")
+    finalizers = p.listing("metadata.finalizers", meta.get("finalizers"))
+    if not all(isinstance(f, str) for f in finalizers):
+        p.add("metadata.finalizers", "must be a list of strings")
 
 
 def _check_header(p: _Problems, obj: dict[str, Any], kind: str) -> None:
