@@ -6,6 +6,7 @@ Ready, nodes without conditions come up Ready, and every namespace mentioned is 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,6 @@ from typing import Any
 import yaml
 
 from api.catalog import CATALOG_KIND, InstanceTypeCatalog
-from simulator.patch import deep_copy
 from simulator.pods import meta
 from simulator.resources import BY_KIND, for_object
 from simulator.store import now_rfc3339
@@ -28,11 +28,25 @@ class ScenarioError(ValueError):
     """A snapshot that cannot be loaded."""
 
 
+class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
+    """Safe YAML without implicit timestamps: Kubernetes keeps times as RFC 3339 strings."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def load_yaml_stream(text: str) -> list[Any]:
+    return list(yaml.load_all(text, Loader=_Loader))
+
+
 def read_snapshot(path: str | Path) -> list[dict[str, Any]]:
     """The objects of a snapshot file (multi-document YAML or a `kind: List`)."""
     try:
         with open(path, encoding="utf-8") as fh:
-            docs = list(yaml.safe_load_all(fh))
+            docs = load_yaml_stream(fh.read())
     except OSError as exc:
         raise ScenarioError(f"cannot read snapshot {path}: {exc.strerror}") from exc
     except yaml.YAMLError as exc:
@@ -75,8 +89,12 @@ def _ready_node_status(node: dict[str, Any]) -> None:
                                  "lastHeartbeatTime": now_rfc3339()}]
 
 
-def prepare(objects: list[dict[str, Any]]) -> tuple[list[tuple[Any, dict[str, Any]]], InstanceTypeCatalog | None]:
-    """Order and normalise snapshot objects for bulk loading; returns (resource type, object) pairs."""
+def prepare(objects: list[dict[str, Any]], copy: bool = True,
+            ) -> tuple[list[tuple[Any, dict[str, Any]]], InstanceTypeCatalog | None]:
+    """Order and normalise snapshot objects for bulk loading; returns (resource type, object) pairs.
+
+    With copy=False the objects themselves are stored (for freshly parsed files the caller never touches).
+    """
     catalog: InstanceTypeCatalog | None = None
     namespaces: set[str] = set(DEFAULT_NAMESPACES)
     items: list[tuple[Any, dict[str, Any]]] = []
@@ -88,7 +106,8 @@ def prepare(objects: list[dict[str, Any]]) -> tuple[list[tuple[Any, dict[str, An
         if rt is None:
             raise ScenarioError(f"unsupported object {raw.get('apiVersion')}/{raw.get('kind')} "
                                 f"{meta(raw).get('name')!r} in snapshot")
-        obj = deep_copy(raw)
+        # a private copy, and any YAML dates become strings
+        obj = json.loads(json.dumps(raw, default=str)) if copy else raw
         m = obj.setdefault("metadata", {})
         if not m.get("name"):
             raise ScenarioError(f"{rt.kind} without metadata.name in snapshot")

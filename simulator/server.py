@@ -86,12 +86,10 @@ class Simulator:
             from simulator.ec2 import Ec2World
 
             self.world.ec2 = Ec2World(self.world, self.ec2_endpoint, region=self.region)
-        objects: list[dict[str, Any]] = []
         if self._scenario:
-            objects.extend(read_snapshot(self._scenario))
+            self.load_objects(read_snapshot(self._scenario), initial=True, copy=False)
         if self._initial_objects:
-            objects.extend(self._initial_objects)
-        self.load_objects(objects, initial=True)
+            self.load_objects(self._initial_objects, initial=True)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
@@ -213,9 +211,13 @@ class Simulator:
         """Answer `rate` of resource requests with one of `codes`, and delay every one by `latency` seconds."""
         self.faults.set(rate=rate, codes=codes, latency=latency, methods=methods, resources=resources)
 
-    def load_objects(self, objects: list[dict[str, Any]], initial: bool = False) -> int:
-        """Add snapshot objects (Nodes, Pods, NodeClaims, ...) to the running cluster; returns how many."""
-        items, catalog = prepare(objects)
+    def load_objects(self, objects: list[dict[str, Any]], initial: bool = False, copy: bool = True) -> int:
+        """Add snapshot objects (Nodes, Pods, NodeClaims, ...) to the running cluster; returns how many.
+
+        Objects already present (same kind, namespace and name) are skipped. copy=False stores the given
+        dicts themselves (faster for big generated clusters the caller hands over).
+        """
+        items, catalog = prepare(objects, copy=copy)
         if catalog is not None:
             self.world.catalog = catalog
         if self.world.ec2 is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -25,8 +26,16 @@ Key = tuple[str, str]  # (namespace or "", name)
 ChangeListener = Callable[[ResourceType, str, dict | None, dict | None], None]
 
 
+_last_stamp: tuple[int, str] = (0, "")
+
+
 def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The current time as the API server writes it (second precision; cached per second)."""
+    global _last_stamp
+    second = int(time.time())
+    if _last_stamp[0] != second:
+        _last_stamp = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return _last_stamp[1]
 
 
 def key_of(obj: dict[str, Any]) -> Key:
@@ -63,6 +72,7 @@ class Store:
         self.by_namespace: dict[str, dict[str, set[Key]]] = {r.plural: {} for r in RESOURCE_TYPES if r.namespaced}
         self.pods_by_node: dict[str, set[Key]] = {}
         self.pods_by_owner: dict[str, set[Key]] = {}  # controller ownerReference uid -> pods
+        self.pods_by_label: dict[tuple[str, str, str], set[Key]] = {}  # (namespace, key, value) -> pods
         self.log: deque[WatchEvent] = deque(maxlen=log_size)
         self.watchers: dict[str, list[Watcher]] = {r.plural: [] for r in RESOURCE_TYPES}
         self.listeners: list[ChangeListener] = []
@@ -91,6 +101,13 @@ class Store:
     def pods_owned_by(self, uid: str) -> list[dict[str, Any]]:
         table = self.objects["pods"]
         return [table[k] for k in list(self.pods_by_owner.get(uid, ())) if k in table]
+
+    def pods_with_labels(self, namespace: str, match_labels: dict[str, str]) -> list[dict[str, Any]]:
+        """Pods of a namespace carrying all of `match_labels` (non-empty), through the label index."""
+        sets = [self.pods_by_label.get((namespace, k, v), set()) for k, v in match_labels.items()]
+        smallest = min(sets, key=len)
+        table = self.objects["pods"]
+        return [table[k] for k in list(smallest) if k in table and all(k in s for s in sets)]
 
     def count(self, rt: ResourceType) -> int:
         return len(self.objects[rt.plural])
@@ -174,6 +191,13 @@ class Store:
             elif new is None and old is not None:
                 idx.get(key[0], set()).discard(key)
         if rt.plural == "pods":
+            old_labels = ((old or {}).get("metadata") or {}).get("labels") or {}
+            new_labels = ((new or {}).get("metadata") or {}).get("labels") or {} if new is not None else {}
+            if old_labels is not new_labels and old_labels != new_labels:
+                for k, v in old_labels.items():
+                    self.pods_by_label.get((key[0], k, v), set()).discard(key)
+                for k, v in new_labels.items():
+                    self.pods_by_label.setdefault((key[0], k, v), set()).add(key)
             old_owner, new_owner = _owner_uid(old), _owner_uid(new)
             if old_owner != new_owner or new is None:
                 if old_owner:

@@ -281,10 +281,10 @@ class World:
         violated: list[str] = []
         ns = meta(pod).get("namespace") or ""
         if healthy:
-            pods = list(self.store.list(PODS, ns))
             for pdb in self.store.list(PDBS, ns):
                 if pdb_matches(pdb, pod):
-                    status = compute_status(pdb, pods, self.controllers.scale_of, exclude_uid=meta(pod)["uid"])
+                    status = compute_status(pdb, self.pdb_pods(pdb), self.controllers.scale_of,
+                                            exclude_uid=meta(pod)["uid"])
                     if status["currentHealthy"] < status["desiredHealthy"]:
                         violated.append(f"{ns}/{meta(pdb)['name']}")
         self.ledger.record_removal(Removal(pod=f"{ns}/{meta(pod)['name']}",
@@ -292,16 +292,20 @@ class World:
                                            cause=cause, healthy=healthy, violated=violated))
 
     # ---- PDBs and eviction -------------------------------------------------------------------------------
+    def pdb_pods(self, pdb: dict[str, Any]) -> list[dict[str, Any]]:
+        """Candidate pods of a PDB (a superset of the matching ones: compute_status filters exactly)."""
+        ns = meta(pdb).get("namespace") or ""
+        match_labels = ((pdb.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        if match_labels:
+            return self.store.pods_with_labels(ns, match_labels)
+        return list(self.store.list(PODS, ns))
+
     def refresh_pdbs(self) -> None:
         with self.store.lock:
             while self._dirty_pdb_namespaces:
                 ns = self._dirty_pdb_namespaces.pop()
-                pdbs = list(self.store.list(PDBS, ns))
-                if not pdbs:
-                    continue
-                pods = list(self.store.list(PODS, ns))
-                for pdb in pdbs:
-                    status = compute_status(pdb, pods, self.controllers.scale_of)
+                for pdb in list(self.store.list(PDBS, ns)):
+                    status = compute_status(pdb, self.pdb_pods(pdb), self.controllers.scale_of)
                     if status != pdb.get("status"):
                         new = dict(pdb, status=status)
                         new["metadata"] = dict(pdb["metadata"])
@@ -331,7 +335,7 @@ class World:
                 raise ApiError(500, MULTI_PDB_MESSAGE)
             if pdbs:
                 pdb = pdbs[0]
-                status = compute_status(pdb, self.store.list(PODS, namespace), self.controllers.scale_of)
+                status = compute_status(pdb, self.pdb_pods(pdb), self.controllers.scale_of)
                 policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy") or "IfHealthyBudget"
                 unhealthy_ok = not pod_healthy(pod) and (
                     policy == "AlwaysAllow" or status["currentHealthy"] >= status["desiredHealthy"])
