@@ -295,9 +295,35 @@ def apply_commands(snapshot: Any, commands: list[Command], at: datetime | None =
             pods.append(moved)
         elif node_name not in removed:
             pods.append(raw)
+    pods += _daemon_pods_for(snapshot, new_nodes)
     nodes = [n for n in snapshot.nodes if (n.get("metadata") or {}).get("name") not in removed] + new_nodes
     claims = [c for c in snapshot.node_claims if _claim_node(c) not in removed] + new_claims
     return _replace(snapshot, nodes=nodes, pods=pods, node_claims=claims)
+
+
+def _daemon_pods_for(snapshot: Any, new_nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pool's DaemonSet pods (one per DaemonSet) on each new node, so later passes count their overhead."""
+    pool_of = {(n.get("metadata") or {}).get("name"): ((n.get("metadata") or {}).get("labels") or {}).get(
+        L.NODEPOOL_LABEL, "") for n in snapshot.nodes}
+    per_pool: dict[str, dict[str, dict[str, Any]]] = {}
+    for raw in snapshot.pods:
+        meta = raw.get("metadata") or {}
+        owner = next((o for o in meta.get("ownerReferences") or () if o.get("kind") == "DaemonSet"), None)
+        node_name = (raw.get("spec") or {}).get("nodeName")
+        if owner is not None and node_name in pool_of and not meta.get("deletionTimestamp"):
+            per_pool.setdefault(pool_of[node_name], {}).setdefault(owner.get("uid") or owner.get("name", ""), raw)
+    out = []
+    for node in new_nodes:
+        meta = node["metadata"]
+        for ds in per_pool.get(meta["labels"].get(L.NODEPOOL_LABEL, ""), {}).values():
+            clone = copy.deepcopy(ds)
+            owner_name = next(o.get("name", "") for o in clone["metadata"]["ownerReferences"]
+                              if o.get("kind") == "DaemonSet")
+            clone["metadata"]["name"] = f"{owner_name}-{meta['name']}"
+            clone["metadata"]["uid"] = f"uid-{owner_name}-{meta['name']}"
+            clone["spec"]["nodeName"] = meta["name"]
+            out.append(clone)
+    return out
 
 
 def _claim_node(claim: Any) -> str:
