@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -150,3 +152,15 @@ async def eventually(check: Callable[[], Any], timeout: float = 30.0, interval: 
             return last
         await asyncio.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+HISTORIES = Path(__file__).resolve().parents[1] / "histories"
+
+
+async def record_history(handle: Any, scenario: str) -> None:
+    """With RECORD_HISTORIES=1, keep this run's history for tests/test_replay.py (replayed against new code)."""
+    if os.environ.get("RECORD_HISTORIES") != "1":
+        return
+    history = await handle.fetch_history()
+    HISTORIES.mkdir(parents=True, exist_ok=True)
+    (HISTORIES / f"TerminationWorkflow__{scenario}.json").write_text(history.to_json(), encoding="utf-8")

@@ -18,6 +18,7 @@ from e2e.termination_helpers import (
     eventually,
     instance_state,
     launch_instances,
+    record_history,
     running_worker,
 )
 from kubernetes import client as k8s
@@ -83,6 +84,7 @@ async def test_cancel_accepted_untaints_and_keeps_instance(
         code, out, err = await nodeflow(temporal_client, "cancel", "n1", "--reason", "planner changed its mind")
         assert code == 0, err
         result = await handle.result()
+        await record_history(handle, "cancelled")
     assert result.phase == Phase.CANCELLED
     assert "karpenter.sh/disrupted" not in _taints(api, "n1")
     assert instance_state(ec2, i1) == "running"
@@ -110,6 +112,7 @@ async def test_cancel_rejected_for_deleted_node_then_force(
         assert code == 0, err
         result = await asyncio.wait_for(handle.result(), timeout=30)
         await eventually(lambda: _node_gone(api, "n1"), what="n1 gone")
+        await record_history(handle, "cancel_rejected_forced")
     assert result.phase == Phase.TERMINATED and result.pods_deleted == 2
     assert instance_state(ec2, i1) in ("shutting-down", "terminated")
     removals = [r for r in sim.ledger() if r["node"] == "n1"]

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e.termination_helpers import PodSpec, cluster_objects, ec2_client, eventually, instance_state, launch_instances
+from e2e.termination_helpers import (
+    PodSpec,
+    cluster_objects,
+    ec2_client,
+    eventually,
+    instance_state,
+    launch_instances,
+    record_history,
+)
 from kubernetes import client as k8s
 from temporalio.client import Client
 
@@ -67,6 +75,7 @@ async def test_worker_sigkill_mid_drain(temporal_client: Client, sim: Any, moto_
         policy.patch_namespaced_pod_disruption_budget("web", "default", {"spec": {"minAvailable": 2}})
         second = _spawn(temporal_client, sim, moto_endpoint, tq, logs[1])
         result = await asyncio.wait_for(handle.result(), timeout=60)
+        await record_history(handle, "worker_killed_mid_drain")
         await eventually(lambda: _gone(core, "n1"), what="n1 gone")
     finally:
         for proc in (first, second):

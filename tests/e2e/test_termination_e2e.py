@@ -17,6 +17,7 @@ from e2e.termination_helpers import (
     eventually,
     instance_state,
     launch_instances,
+    record_history,
     running_worker,
 )
 from kubernetes import client as k8s
@@ -62,6 +63,7 @@ async def test_plain_drain_terminates_instance_and_removes_finalizers(
         handle = temporal_client.get_workflow_handle_for(TerminationWorkflow.run, workflow_id(uid))
         result = await handle.result()
         history = await handle.fetch_history()
+        await record_history(handle, "plain_drain")
     assert result.phase == Phase.TERMINATED and result.instance_terminated
     assert result.pods_evicted == 3
     assert instance_state(ec2, i1) in ("shutting-down", "terminated")
@@ -77,15 +79,17 @@ async def test_plain_drain_terminates_instance_and_removes_finalizers(
 
 
 async def test_pdb_blocks_until_replacement_is_healthy(temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
-    """minAvailable 2 of 2: the first eviction waits (429) until a replacement runs on n2; never violated."""
+    """minAvailable 1 of 2: the second eviction waits (429) until a replacement runs on n2; never violated."""
     ec2 = ec2_client(moto_endpoint)
     i1, i2 = launch_instances(ec2, 2)
     sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, [PodSpec("web", "n1", count=2, grace=5)],
                                      pdbs={"web": 1}))
     api = sim.api_client()
+    uid = _node_uid(api, "n1")
     async with running_worker(temporal_client, sim, moto_endpoint):
         k8s.CoreV1Api(api).delete_node("n1")
         await eventually(lambda: _gone(api, "Node", "n1"), what="n1 gone")
+        await record_history(temporal_client.get_workflow_handle(workflow_id(uid)), "pdb_blocked")
     stats = sim.stats()
     assert stats["pdbViolationsTotal"] == 0
     assert stats["evictions"].get("429", 0) >= 1, stats["evictions"]
@@ -145,6 +149,7 @@ async def test_nodeclaim_vanishing_mid_drain(temporal_client: Client, sim: Any, 
         await eventually(lambda: _gone(api, "NodeClaim", "n1-claim"), what="claim gone")
         await handle.execute_update(TerminationWorkflow.force, _force("test: unblock"))
         result = await asyncio.wait_for(handle.result(), timeout=30)
+        await record_history(handle, "claim_vanished_forced")
     assert result.phase == Phase.TERMINATED
     assert _gone(api, "Node", "n1")
     assert instance_state(ec2, i1) in ("shutting-down", "terminated")

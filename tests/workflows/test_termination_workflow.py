@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 import pytest
+from e2e.termination_helpers import record_history
 from temporalio import activity
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.worker import Worker
@@ -125,6 +126,7 @@ async def test_deadline_deletes_pod_at_deadline_minus_its_grace(ts_env) -> None:
         handle = await _start(ts_env.client, tq, inp)
         result = await handle.result()
         progress = await handle.query(TerminationWorkflow.progress)
+        await record_history(handle, "deadline_path")
     assert result.phase == Phase.TERMINATED
     assert len(cluster.deletes) == 1
     started = progress.deadline - timedelta(seconds=300)
