@@ -288,10 +288,13 @@ def _fill_node(g: _Gen, node: dict[str, Any], workloads: list[_Workload], smalle
                 return
         cpu_left -= w.cpu
         mem_left -= w.mem_mi
-        pods.append(_app_pod(g, w, node["metadata"]["name"], arch, dnd_fraction))
+        pods.append(_app_pod(g, w, node, arch, dnd_fraction))
 
 
-def _app_pod(g: _Gen, w: _Workload, node: str, arch: str, dnd_fraction: float) -> dict[str, Any]:
+def _app_pod(g: _Gen, w: _Workload, node_obj: dict[str, Any], arch: str, dnd_fraction: float) -> dict[str, Any]:
+    node = node_obj["metadata"]["name"]
+    node_created = datetime.strptime(node_obj["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ")
+    node_age_hours = (g.now.replace(tzinfo=None) - node_created).total_seconds() / 3600
     name = g.unique(w.namespace, w.name)
     w.pods.append(name)
     annotations = {}
@@ -307,7 +310,8 @@ def _app_pod(g: _Gen, w: _Workload, node: str, arch: str, dnd_fraction: float) -
         spec["priority"] = 2000000000
     return {
         "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": w.namespace, "uid": g.uid(), "creationTimestamp": g.ago(24 * 20),
+        "metadata": {"name": name, "namespace": w.namespace, "uid": g.uid(),
+                     "creationTimestamp": g.ago(max(node_age_hours, 0.0)),
                      "labels": {"app": w.name.rsplit("-", 1)[0], "pod-template-hash": w.name.rsplit("-", 1)[1]},
                      "annotations": annotations,
                      "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": w.name,

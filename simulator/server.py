@@ -114,9 +114,9 @@ class Simulator:
 
     def wait(self) -> None:
         """Block until the server thread ends (for the foreground CLI)."""
-        if self._thread is not None:
-            while self._thread.is_alive():
-                self._thread.join(0.5)
+        thread = self._thread
+        while thread is not None and thread.is_alive():
+            thread.join(0.5)
 
     def _run(self, sock: socket.socket) -> None:
         loop = asyncio.new_event_loop()

@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "starter.cmd_demo",
     "starter.cmd_validate",
     "starter.cmd_budgets",
+    "starter.cmd_sim",
 )
 
 
