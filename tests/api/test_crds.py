@@ -1,0 +1,143 @@
+"""deploy/crds/: generated from api/ and enforcing the same rules as `nodeflow validate`.
+
+A small OpenAPI checker (types, required, enum, pattern, maxItems, min/max, unknown fields) runs the
+CRD schemas on documents; CEL rules cannot be evaluated here, so their presence is checked by message.
+"""
+
+import copy
+import importlib.util
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from api.validation import validate_nodepool
+
+ROOT = Path(__file__).resolve().parents[2]
+CRDS = ROOT / "deploy" / "crds"
+
+
+def load_generator() -> Any:
+    spec = importlib.util.spec_from_file_location("generate_crds", CRDS / "generate_crds.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def schema(name: str) -> dict[str, Any]:
+    crd = yaml.safe_load((CRDS / name).read_text())
+    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def openapi_problems(s: dict[str, Any], value: Any, path: str = "") -> list[str]:
+    """The structural-schema checks an API server applies (no CEL)."""
+    if "anyOf" in s and not any(not openapi_problems(alt, value, path) for alt in s["anyOf"]):
+        return [f"{path}: anyOf"]
+    kind = s.get("type") or ("string" if isinstance(value, str) and "pattern" in s else None)
+    checks = {"object": dict, "array": list, "string": str, "integer": int}
+    if kind in checks and (not isinstance(value, checks[kind]) or isinstance(value, bool)):
+        return [f"{path}: type {kind}"]
+    out: list[str] = []
+    if "enum" in s and value not in s["enum"]:
+        out.append(f"{path}: enum")
+    if kind == "string" and "pattern" in s and re.search(s["pattern"], value) is None:
+        out.append(f"{path}: pattern")
+    if kind == "string" and "maxLength" in s and len(value) > s["maxLength"]:
+        out.append(f"{path}: maxLength")
+    if kind == "integer" and not (s.get("minimum", value) <= value <= s.get("maximum", value)):
+        out.append(f"{path}: range")
+    if kind == "array":
+        if len(value) > s.get("maxItems", len(value)):
+            out.append(f"{path}: maxItems")
+        for i, item in enumerate(value):
+            out += openapi_problems(s.get("items", {}), item, f"{path}[{i}]")
+    if kind == "object":
+        props = s.get("properties")
+        defaulted = {k for k, v in (props or {}).items() if "default" in v}  # the API server defaults first
+        out += [f"{path}.{r}: required" for r in s.get("required", []) if r not in value and r not in defaulted]
+        for key, item in value.items():
+            if props is not None and key in props:
+                out += openapi_problems(props[key], item, f"{path}.{key}")
+            elif isinstance(s.get("additionalProperties"), dict):
+                out += openapi_problems(s["additionalProperties"], item, f"{path}.{key}")
+            elif props is not None and not s.get("x-kubernetes-preserve-unknown-fields"):
+                out.append(f"{path}.{key}: unknown field")
+    return out
+
+
+def test_committed_crds_are_what_the_generator_writes() -> None:
+    rendered = load_generator().render()
+    for name, text in rendered.items():
+        assert (CRDS / name).read_text() == text, f"{name} is stale: run python deploy/crds/generate_crds.py"
+
+
+def test_crd_basics() -> None:
+    for name, kind in (("karpenter.sh_nodepools.yaml", "NodePool"), ("karpenter.sh_nodeclaims.yaml", "NodeClaim")):
+        crd = yaml.safe_load((CRDS / name).read_text())
+        assert crd["kind"] == "CustomResourceDefinition"
+        assert crd["spec"]["group"] == "karpenter.sh" and crd["spec"]["names"]["kind"] == kind
+        assert crd["spec"]["scope"] == "Cluster"
+        assert [v["name"] for v in crd["spec"]["versions"]] == ["v1"]
+
+
+def test_nodepool_defaults_and_cel_rules() -> None:
+    spec = schema("karpenter.sh_nodepools.yaml")["properties"]["spec"]["properties"]
+    disruption = spec["disruption"]["properties"]
+    assert disruption["budgets"]["default"] == [{"nodes": "10%"}]
+    assert disruption["budgets"]["maxItems"] == 50
+    assert disruption["budgets"]["items"]["properties"]["reasons"]["maxItems"] == 50
+    assert disruption["consolidateAfter"]["default"] == "0s"
+    assert disruption["consolidationPolicy"]["default"] == "WhenEmptyOrUnderutilized"
+    assert spec["template"]["properties"]["spec"]["properties"]["expireAfter"]["default"] == "720h"
+    rules = {r["message"]: r["rule"] for r in disruption["budgets"]["x-kubernetes-validations"]}
+    assert rules["'schedule' must be set with 'duration'"] == "self.all(x, has(x.schedule) == has(x.duration))"
+    req_rules = spec["template"]["properties"]["spec"]["properties"]["requirements"]["x-kubernetes-validations"]
+    messages = {r["message"] for r in req_rules}
+    assert "requirements with operator 'In' must have a value defined" in messages
+    assert "requirements with 'minValues' must have at least that many values specified in the 'values' field" \
+        in messages
+
+
+VALID = yaml.safe_load((ROOT / "examples" / "nodepool-maintenance-window.yaml").read_text())
+
+
+def test_valid_examples_pass_the_schema() -> None:
+    assert openapi_problems(schema("karpenter.sh_nodepools.yaml"), VALID) == []
+    aks = yaml.safe_load((ROOT / "examples" / "nodepool-aks-nap.yaml").read_text())
+    assert openapi_problems(schema("karpenter.sh_nodepools.yaml"), aks) == []
+    seed = list(yaml.safe_load_all((ROOT / "examples" / "seed-budgets.yaml").read_text()))
+    claims = [d for d in seed if d["kind"] == "NodeClaim"]
+    assert all(openapi_problems(schema("karpenter.sh_nodeclaims.yaml"), c) == [] for c in claims)
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("spec.disruption.budgets", [{"nodes": "101%"}]),
+        ("spec.disruption.budgets", [{"nodes": "1", "reasons": ["Expired"]}]),
+        ("spec.disruption.budgets", [{"nodes": "0", "schedule": "@every 1h", "duration": "1h"}]),
+        ("spec.disruption.budgets", [{"nodes": "0", "schedule": "@daily", "duration": "30s"}]),
+        ("spec.disruption.budgets", [{"nodes": "1"}] * 51),
+        ("spec.disruption.consolidateAfter", "1.5h"),
+        ("spec.disruption.consolidationPolicy", "Balanced"),
+        ("spec.template.spec.expireAfter", "30d"),
+        ("spec.template.spec.terminationGracePeriod", "Never"),
+        ("spec.template.spec.requirements", [{"key": "a", "operator": "Like"}]),
+        ("spec.template.spec.taints", [{"key": "a", "effect": "Bad"}]),
+        ("spec.weight", 0),
+        ("spec.limits", {"cpu": "lots"}),
+        ("spec.template.spec.kubelet", {}),
+    ],
+)
+def test_schema_rejects_what_validate_rejects(path: str, value: Any) -> None:
+    doc = copy.deepcopy(VALID)
+    keys = path.split(".")
+    target = doc
+    for k in keys[:-1]:
+        target = target[k]
+    target[keys[-1]] = value
+    assert validate_nodepool(doc), "validate accepts it"
+    assert openapi_problems(schema("karpenter.sh_nodepools.yaml"), doc), "the CRD schema accepts it"
