@@ -11,7 +11,7 @@ import asyncio
 from datetime import UTC, datetime
 
 import pytest
-from support.disruption_stack import FAST, disruption_stack, wait_for
+from support.disruption_stack import FAST, disruption_stack, record_history, wait_for
 
 from api import labels
 from bench.clusters import node_objects, node_pool
@@ -74,6 +74,7 @@ async def test_drift_rollout_one_at_a_time_with_prespun_nodes(temporal_client, s
 
     async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
         await wait_for(lambda: len(_running_pods(stack, "web")) == 10, what="10 web pods running")
+        old_instances = stack.instance_ids()
         in_flight: list[int] = []
         stop = asyncio.Event()
 
@@ -92,6 +93,7 @@ async def test_drift_rollout_one_at_a_time_with_prespun_nodes(temporal_client, s
             await mon
 
         results = [await stack.outcome(wid) for wid in stack.started]
+        await record_history(stack.client.get_workflow_handle(stack.started[0]), "DisruptionWorkflow", "drift_replace")
         assert len(results) == 10
         assert all(r.outcome == Phase.SUCCEEDED for r in results), [r.message for r in results]
         assert all(len(r.replacements) == 1 and len(r.terminations) == 1 for r in results)
@@ -102,7 +104,8 @@ async def test_drift_rollout_one_at_a_time_with_prespun_nodes(temporal_client, s
         claims = {c["metadata"]["name"] for c in stack.node_claims()}
         assert claims == {r.replacements[0].node_claim for r in results}
         await wait_for(lambda: len(_running_pods(stack, "web")) == 10, what="pods rescheduled")
-        assert len(stack.instances()) == 10  # old instances terminated, nothing leaked
+        assert stack.instances(ids=old_instances) == []  # old instances terminated
+        assert len(stack.instances(ids=[r.replacements[0].instance_id for r in results])) == 10
 
 
 async def test_never_ready_replacement_is_rolled_back(temporal_client, sim_ec2, moto_endpoint) -> None:
@@ -121,6 +124,8 @@ async def test_never_ready_replacement_is_rolled_back(temporal_client, sim_ec2, 
         result = await stack.planner_pass()
         assert len(result.started) == 1
         outcome = await stack.outcome(result.started[0])
+        await record_history(stack.client.get_workflow_handle(result.started[0]), "DisruptionWorkflow",
+                             "never_ready_rollback")
         assert outcome.outcome == Phase.ROLLED_BACK and "not ready within" in outcome.message
         assert outcome.replacements[0].instance_type == "c5.large"
 
@@ -129,9 +134,9 @@ async def test_never_ready_replacement_is_rolled_back(temporal_client, sim_ec2, 
         assert "old-0" in nodes and not _tainted_or_deleting(nodes["old-0"])
         await wait_for(lambda: outcome.replacements[0].node_claim not in
                        {c["metadata"]["name"] for c in stack.node_claims()}, what="replacement NodeClaim deleted")
-        await wait_for(lambda: len(stack.nodes()) == 1, what="replacement Node deleted")
-        ids = {i["InstanceId"] for i in stack.instances()}
-        assert outcome.replacements[0].instance_id not in ids
+        gone_id = outcome.replacements[0].instance_id
+        await wait_for(lambda: gone_id not in stack.instance_ids(), what="replacement Node deleted")
+        assert stack.instances(ids=[gone_id]) == []
         assert len(_running_pods(stack, "api")) == 1
 
 
@@ -152,6 +157,8 @@ async def test_underutilized_nodes_are_consolidated_and_cost_falls(temporal_clie
 
         await _drive(stack, settled, timeout=90, pause=0.5)
         outcomes = [await stack.outcome(wid) for wid in stack.started]
+        await record_history(stack.client.get_workflow_handle(stack.started[0]), "DisruptionWorkflow",
+                             "consolidation")
         assert outcomes and all(o.outcome == Phase.SUCCEEDED for o in outcomes), [o.message for o in outcomes]
         await wait_for(lambda: len(_running_pods(stack, "small")) == 4, what="pods rescheduled")
         after = stack.cost_per_hour()

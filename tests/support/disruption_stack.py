@@ -4,10 +4,12 @@ task queue, against the simulator (wired to moto) and the dev server; planner pa
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client
@@ -33,10 +35,13 @@ class Stack:
     started: list[str] = field(default_factory=list)
 
     async def planner_pass(self) -> PlannerResult:
-        result = await self.client.execute_workflow(
+        handle = await self.client.start_workflow(
             PlannerWorkflow.run, PlannerInput(settings=self.settings), id=f"planner-{uuid.uuid4()}",
             task_queue=self.task_queue)
-        self.started += result.started
+        result = await handle.result()
+        if result.started:
+            self.started += result.started
+            await record_history(handle, "PlannerWorkflow", "starts_disruption")
         return result
 
     async def outcome(self, workflow_id: str, timeout: float = 60) -> DisruptionResult:
@@ -75,9 +80,19 @@ class Stack:
             total += off.price if off else 0.0
         return round(total, 6)
 
-    def instances(self, states: tuple[str, ...] = ("pending", "running")) -> list[dict[str, Any]]:
-        resp = self.ec2.describe_instances(Filters=[{"Name": "instance-state-name", "Values": list(states)}])
+    def instances(self, states: tuple[str, ...] = ("pending", "running"),
+                  ids: list[str] | None = None) -> list[dict[str, Any]]:
+        filters = [{"Name": "instance-state-name", "Values": list(states)}]
+        if ids is not None:
+            if not ids:
+                return []
+            filters.append({"Name": "instance-id", "Values": ids})
+        resp = self.ec2.describe_instances(Filters=filters)
         return [i for r in resp["Reservations"] for i in r["Instances"]]
+
+    def instance_ids(self) -> list[str]:
+        """Instances of this cluster's Nodes (from their providerIDs)."""
+        return [(n.get("spec") or {}).get("providerID", "").rsplit("/", 1)[-1] for n in self.nodes()]
 
 
 @asynccontextmanager
@@ -91,12 +106,18 @@ async def disruption_stack(client: Client, sim: Any, moto_endpoint: str,
     deps = worker.Deps(kube_api=api, ec2=ec2, temporal=client, settings=ws)
     stop = asyncio.Event()
     task = asyncio.create_task(worker.run_worker(client, deps, stop, tq))
+    stack = Stack(client=client, sim=sim, task_queue=tq, api=api, ec2=ec2, settings=settings)
+    before = {i["InstanceId"] for i in stack.instances()}
     try:
-        yield Stack(client=client, sim=sim, task_queue=tq, api=api, ec2=ec2, settings=settings)
+        yield stack
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
         api.close()
+        # moto is shared by the session: leave no running instance for the next test's simulator to adopt
+        leftover = [i["InstanceId"] for i in stack.instances() if i["InstanceId"] not in before]
+        if leftover:
+            ec2.terminate_instances(InstanceIds=leftover)
 
 
 async def wait_for(predicate: Any, timeout: float = 30, interval: float = 0.1, what: str = "condition") -> Any:
@@ -109,3 +130,15 @@ async def wait_for(predicate: Any, timeout: float = 30, interval: float = 0.1, w
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError(f"timed out waiting for {what}")
         await asyncio.sleep(interval)
+
+
+HISTORIES = Path(__file__).resolve().parents[1] / "histories"
+
+
+async def record_history(handle: Any, workflow_type: str, scenario: str) -> None:
+    """With RECORD_HISTORIES=1, keep this run's history for tests/test_replay.py (replayed against new code)."""
+    if os.environ.get("RECORD_HISTORIES") != "1":
+        return
+    history = await handle.fetch_history()
+    HISTORIES.mkdir(parents=True, exist_ok=True)
+    (HISTORIES / f"{workflow_type}__{scenario}.json").write_text(history.to_json(), encoding="utf-8")

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 from support.disruption_fakes import Fakes, command
+from support.disruption_stack import record_history
 from temporalio.client import WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -96,6 +97,7 @@ async def test_cancel_while_waiting_ready_rolls_back(ts_env: WorkflowEnvironment
             await _wait_phase(handle, Phase.WAITING_READY)
             assert await handle.execute_update(DisruptionWorkflow.cancel, "operator said so") == "WaitingReady"
         result = await handle.result()
+        await record_history(handle, "DisruptionWorkflow", "cancel_waiting_ready")
     assert result.outcome == Phase.CANCELLED and "operator said so" in result.message
     assert fakes.calls[-2:] == ["delete_replacement", "untaint"]
 
