@@ -197,7 +197,9 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
     tolerations = list(spec.get("tolerations") or ())
     node_selector = dict(spec.get("nodeSelector") or {})
     sig = repr((sorted(node_selector.items()), terms, tolerations)) if (node_selector or terms or tolerations) else ""
-    ready = _conditions(status).get("Ready", {}).get("status") == "True"
+    conditions = _conditions(status)
+    # a snapshot written without pod status (e.g. generated) means running and ready
+    ready = conditions.get("Ready", {}).get("status", "True") == "True"
     return PodInfo(
         key=f"{ns}/{name}", namespace=ns, name=name, uid=meta.get("uid", ""),
         labels=dict(meta.get("labels") or {}), annotations=dict(meta.get("annotations") or {}),
@@ -399,10 +401,36 @@ class PdbInfo:
     disruptions_allowed: int
     always_allow_unhealthy: bool
     fully_blocking: bool
+    spec: dict[str, Any] | None = None  # set when status.disruptionsAllowed is absent: computed from pods
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+def _scaled(value: Any, total: int) -> int:
+    """An int-or-percent PDB field against `total` pods, rounded up as the disruption controller does."""
+    text = str(value)
+    if text.endswith("%"):
+        try:
+            return -(-int(text[:-1]) * total // 100)
+        except ValueError:
+            return total
+    try:
+        return int(text)
+    except ValueError:
+        return total
+
+
+def pdb_allowed_from_pods(spec: dict[str, Any], pods: list[PodInfo]) -> int:
+    """status.disruptionsAllowed as the disruption controller would compute it, for PDBs without status."""
+    expected = len(pods)
+    healthy = sum(1 for p in pods if p.ready)
+    if spec.get("minAvailable") is not None:
+        return max(healthy - _scaled(spec["minAvailable"], expected), 0)
+    if spec.get("maxUnavailable") is not None:
+        return max(healthy - (expected - _scaled(spec["maxUnavailable"], expected)), 0)
+    return max(healthy - expected, 0)  # neither set: minAvailable defaults to all pods
 
 
 def parse_pdb(raw: dict[str, Any]) -> PdbInfo:
@@ -412,10 +440,12 @@ def parse_pdb(raw: dict[str, Any]) -> PdbInfo:
     max_unavailable = spec.get("maxUnavailable")
     min_available = spec.get("minAvailable")
     fully = max_unavailable in (0, "0", "0%") or min_available == "100%"
+    allowed = status.get("disruptionsAllowed")
     return PdbInfo(
         namespace=meta.get("namespace") or "default", name=meta.get("name", ""),
-        selector=spec.get("selector") or {}, disruptions_allowed=int(status.get("disruptionsAllowed", 0) or 0),
+        selector=spec.get("selector") or {}, disruptions_allowed=int(allowed or 0),
         always_allow_unhealthy=spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow", fully_blocking=fully,
+        spec=spec if allowed is None else None,
     )
 
 
@@ -489,7 +519,12 @@ class Cluster:
                 if n.eph == 0:
                     n.eph = n.itype.ephemeral_storage_bytes
         pdbs = [parse_pdb(p) for p in snapshot.pdbs]
-        return cls(nodes, pools, claims, pending, pdbs, catalog)
+        cluster = cls(nodes, pools, claims, pending, pdbs, catalog)
+        for pdb in pdbs:
+            if pdb.spec is not None:  # a snapshot written without PDB status: derive it from the pods
+                pdb.disruptions_allowed = pdb_allowed_from_pods(pdb.spec, cluster.matching_pods(pdb.namespace,
+                                                                                                pdb.selector))
+        return cluster
 
     def pdbs_for(self, pod: PodInfo) -> list[PdbInfo]:
         """PDBs whose selector matches the pod (cached per namespace and label set: replicas share it)."""
@@ -517,21 +552,24 @@ class Cluster:
             self._label_index = index
         return self._label_index.get((namespace, key, value), [])
 
+    def matching_pods(self, namespace: str, selector: dict[str, Any]) -> list[PodInfo]:
+        """Active pods bound to nodes in `namespace` that `selector` matches (through the label index)."""
+        match_labels = selector.get("matchLabels") or {}
+        if match_labels:
+            pods: Iterable[PodInfo] = min((self._pods_with_label(namespace, k, v) for k, v in match_labels.items()),
+                                          key=len)
+        else:
+            pods = (p for n in self.nodes for p in n.pods if p.active and p.namespace == namespace)
+        return [p for p in pods if match_label_selector(selector, p.labels)]
+
     def match_counts(self, namespace: str, selector: dict[str, Any]) -> dict[str, int]:
         """Active pods per node name matching a selector in a namespace (cached: topology spread counts)."""
         key = (namespace, selector_key(selector))
         counts = self._match_counts.get(key)
         if counts is None:
             counts = {}
-            match_labels = selector.get("matchLabels") or {}
-            if match_labels:
-                pools = [self._pods_with_label(namespace, k, v) for k, v in match_labels.items()]
-                pods: Iterable[PodInfo] = min(pools, key=len)
-            else:
-                pods = (p for n in self.nodes for p in n.pods if p.active and p.namespace == namespace)
-            for p in pods:
-                if match_label_selector(selector, p.labels):
-                    counts[p.node_name] = counts.get(p.node_name, 0) + 1
+            for p in self.matching_pods(namespace, selector):
+                counts[p.node_name] = counts.get(p.node_name, 0) + 1
             self._match_counts[key] = counts
         return counts
 

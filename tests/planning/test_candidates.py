@@ -171,3 +171,18 @@ def test_consolidate_after_from_initialized_transition_and_never():
                                             node_and_claim("a", conditions=recent))), AT)
     assert consolidatable(_one(snapshot(nodepool(consolidate_after="30s"), node_and_claim("a", conditions=recent))), AT)
     assert not consolidatable(_one(snapshot(nodepool(consolidate_after="Never"), node_and_claim("a"))), AT)
+
+
+def test_pdb_without_status_is_computed_from_its_pods():
+    def budget(spec):
+        b = pdb("web", {"app": "web"}, 0)
+        b.pop("status")
+        b["spec"] = {"selector": {"matchLabels": {"app": "web"}}, **spec}
+        return b
+
+    objs = [nodepool(), node_and_claim("a"), node_and_claim("b"), pod("web-1", "a", labels={"app": "web"}),
+            pod("web-2", "b", labels={"app": "web"})]
+    assert _reasons(snapshot(*objs, budget({"maxUnavailable": 1})))[0] == {"a", "b"}
+    assert _reasons(snapshot(*objs, budget({"minAvailable": 1})))[0] == {"a", "b"}
+    assert _reasons(snapshot(*objs, budget({"minAvailable": "100%"})))[0] == set()
+    assert _reasons(snapshot(*objs, budget({"maxUnavailable": "0%"})))[0] == set()
