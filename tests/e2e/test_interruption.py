@@ -175,7 +175,6 @@ async def test_a_worker_killed_between_receive_and_delete_loses_nothing(
         temporal_client: Client, sim_ec2: Simulator, moto_endpoint: str) -> None:
     """Worker A (a real process) receives the message, hangs on the Kubernetes API, and is SIGKILLed before
     it could start anything or delete the message; worker B then takes over the poll and handles it."""
-    nodes = load_cluster(sim_ec2, [nodepool("default")], [NodeSpec("k-0", "default")])
     sqs, url = new_queue(moto_endpoint)
     tq = f"interruption-{uuid.uuid4().hex[:10]}"
     await ensure_interruption_poller(temporal_client, tq, FAST_POLL)
@@ -186,7 +185,9 @@ async def test_a_worker_killed_between_receive_and_delete_loses_nothing(
          "--ec2-endpoint", moto_endpoint, "--interruption-queue", url, "--no-watch"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        sim_ec2.inject_faults(latency=30.0, resources=("nodes",))  # A's node lookup hangs after the receive
+        # The cluster loads while worker A starts up; then A's node lookup hangs after the receive.
+        nodes = load_cluster(sim_ec2, [nodepool("default")], [NodeSpec("k-0", "default")])
+        sim_ec2.inject_faults(latency=8.0, resources=("nodes",))
         sqs.send_message(QueueUrl=url, MessageBody=state_change(nodes["k-0"]["instance"], "stopping"))
         assert await eventually(lambda: queue_depth(sqs, url) == (0, 1), timeout=30)
         worker_a.send_signal(signal.SIGKILL)
