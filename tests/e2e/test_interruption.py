@@ -204,3 +204,19 @@ async def test_a_worker_killed_between_receive_and_delete_loses_nothing(
             worker_a.kill()
             worker_a.wait(10)
         await stop_workflows(temporal_client, tq)
+
+
+async def test_a_message_that_keeps_failing_is_dropped_after_max_receives(
+        temporal_client: Client, sim_ec2: Simulator, moto_endpoint: str, caplog: pytest.LogCaptureFixture) -> None:
+    nodes = load_cluster(sim_ec2, [nodepool("broken")], [NodeSpec("f-0", "broken")])
+    sqs, url = new_queue(moto_endpoint)
+    caplog.set_level(logging.INFO, logger="activities.queue")
+    sim_ec2.inject_faults(rate=1.0, codes=(500,), resources=("nodepools",))  # every NodePool read fails
+    poll = FAST_POLL.model_copy(update={"visibility_timeout_seconds": 1, "max_receives": 2})
+    sqs.send_message(QueueUrl=url, MessageBody=state_change(nodes["f-0"]["instance"], "stopping"))
+    async with intake_worker(temporal_client, sim_ec2, moto_endpoint, sqs, url, poll=poll):
+        assert await eventually(lambda: queue_depth(sqs, url) == (0, 0))
+    messages = [r.getMessage() for r in caplog.records if r.name == "activities.queue"]
+    assert any("left for redelivery" in m for m in messages), messages
+    assert any("dropping interruption message" in m and "after 2 deliveries" in m for m in messages), messages
+    assert not await workflow_exists(temporal_client, f"terminate-{nodes['f-0']['uid']}")
