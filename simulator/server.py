@@ -88,8 +88,7 @@ class Simulator:
             self.world.ec2 = Ec2World(self.world, self.ec2_endpoint, region=self.region)
         if self._scenario:
             self.load_objects(read_snapshot(self._scenario), initial=True, copy=False)
-        if self._initial_objects:
-            self.load_objects(self._initial_objects, initial=True)
+        self.load_objects(self._initial_objects or [], initial=True)  # also creates the default namespaces
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
