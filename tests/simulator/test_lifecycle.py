@@ -1,0 +1,115 @@
+"""Finalizers and deletionTimestamp, ownerReference cascade, graceful pod deletion, and the safety ledger."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from kubernetes import client
+from kubernetes.client import ApiException
+from support.sim_objects import node, nodeclaim, nodepool, pdb, pod, replicaset, wait_for
+
+from simulator.server import Simulator
+
+
+def _gone(fn, *args) -> bool:  # type: ignore[no-untyped-def]
+    try:
+        fn(*args)
+    except ApiException as exc:
+        return exc.status == 404
+    return False
+
+
+def test_finalizer_holds_a_deleted_object_until_removed(sim: Simulator, k8s: client.ApiClient) -> None:
+    sim.load_objects([node("n1", finalizers=["karpenter.sh/termination"])])
+    v1 = client.CoreV1Api(k8s)
+    v1.delete_node("n1")
+    held = v1.read_node("n1")
+    assert held.metadata.deletion_timestamp is not None
+    v1.delete_node("n1")  # a second delete is harmless
+    with pytest.raises(ApiException) as exc:
+        v1.patch_node("n1", {"metadata": {"finalizers": ["karpenter.sh/termination", "new"]}})
+    assert exc.value.status == 422, "no new finalizers on an object being deleted"
+    v1.patch_node("n1", [{"op": "remove", "path": "/metadata/finalizers"}])
+    assert _gone(v1.read_node, "n1")
+
+
+def test_cascade_nodepool_to_nodeclaim_to_node_to_pods(sim: Simulator, k8s: client.ApiClient) -> None:
+    custom = client.CustomObjectsApi(k8s)
+    v1 = client.CoreV1Api(k8s)
+    pool = custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", nodepool("default"))
+    claim = nodeclaim("c1")
+    claim["metadata"]["finalizers"] = []
+    claim["metadata"]["ownerReferences"] = [{"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": "default",
+                                             "uid": pool["metadata"]["uid"]}]
+    claim = custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", claim)
+    n = node("n1")
+    n["metadata"]["ownerReferences"] = [{"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": "c1",
+                                         "uid": claim["metadata"]["uid"]}]
+    v1.create_node(n)
+    sim.load_objects([pod("p1", "n1")])
+    custom.delete_cluster_custom_object("karpenter.sh", "v1", "nodepools", "default")
+    wait_for(lambda: _gone(v1.read_node, "n1"), what="node removed through the cascade")
+    assert _gone(custom.get_cluster_custom_object, "karpenter.sh", "v1", "nodeclaims", "c1")
+    wait_for(lambda: _gone(v1.read_namespaced_pod, "p1", "default"), what="pod of the vanished node removed")
+    removal = [r for r in sim.ledger() if r["pod"] == "default/p1"]
+    assert removal and removal[0]["cause"] == "node-gone"
+
+
+def test_orphan_propagation_keeps_dependents(sim: Simulator, k8s: client.ApiClient) -> None:
+    custom = client.CustomObjectsApi(k8s)
+    pool = custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", nodepool("p"))
+    claim = nodeclaim("c1")
+    claim["metadata"]["ownerReferences"] = [{"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": "p",
+                                             "uid": pool["metadata"]["uid"]}]
+    custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", claim)
+    custom.delete_cluster_custom_object("karpenter.sh", "v1", "nodepools", "p", propagation_policy="Orphan")
+    time.sleep(0.1)
+    assert custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1")["metadata"].get(
+        "deletionTimestamp") is None
+
+
+def test_graceful_pod_deletion_takes_grace_times_scale(sim: Simulator, k8s: client.ApiClient) -> None:
+    sim.load_objects([node("n1"), pod("slow", "n1", grace=30), pod("fast", "n1", grace=30),
+                      pod("pending", None, nodeSelector={"none": "x"})])
+    v1 = client.CoreV1Api(k8s)
+    started = time.monotonic()
+    v1.delete_namespaced_pod("slow", "default")
+    terminating = v1.read_namespaced_pod("slow", "default")
+    assert terminating.metadata.deletion_timestamp is not None and terminating.metadata.deletion_grace_period_seconds \
+        == 30
+    v1.delete_namespaced_pod("fast", "default", grace_period_seconds=0)
+    assert _gone(v1.read_namespaced_pod, "fast", "default"), "grace 0 removes at once"
+    v1.delete_namespaced_pod("pending", "default")
+    assert _gone(v1.read_namespaced_pod, "pending", "default"), "an unbound pod goes at once"
+    wait_for(lambda: _gone(v1.read_namespaced_pod, "slow", "default"), what="pod gone after its grace period")
+    assert 0.25 <= time.monotonic() - started < 3.0, "30 s at time_scale 0.01 is about 0.3 s"
+    causes = {r["pod"]: r["cause"] for r in sim.ledger()}
+    assert causes == {"default/slow": "delete", "default/fast": "grace-deadline", "default/pending": "delete"}
+
+
+def test_pod_finalizer_outlives_the_grace_period(sim: Simulator, k8s: client.ApiClient) -> None:
+    p = pod("held", "n1", grace=1)
+    p["metadata"]["finalizers"] = ["example.com/hold"]
+    sim.load_objects([node("n1"), p])
+    v1 = client.CoreV1Api(k8s)
+    v1.delete_namespaced_pod("held", "default")
+    time.sleep(0.1)
+    assert v1.read_namespaced_pod("held", "default").metadata.deletion_grace_period_seconds == 0
+    v1.patch_namespaced_pod("held", "default", {"metadata": {"$deleteFromPrimitiveList/finalizers":
+                                                             ["example.com/hold"]}})
+    assert _gone(v1.read_namespaced_pod, "held", "default")
+
+
+def test_ledger_records_pdb_violations_by_cause(sim: Simulator, k8s: client.ApiClient) -> None:
+    labels = {"app": "web"}
+    sim.load_objects([node("n1"), node("n2"), replicaset("web", 2, labels),
+                      pdb("web", labels, minAvailable=2)])
+    v1 = client.CoreV1Api(k8s)
+    pods = wait_for(lambda: [p for p in v1.list_namespaced_pod("default").items if p.status.phase == "Running"
+                             and len(v1.list_namespaced_pod("default").items) == 2], what="two running pods")
+    v1.delete_namespaced_pod(pods[0].metadata.name, "default")
+    stats = sim.stats()
+    assert stats["pdbViolations"]["delete"] == 1 and stats["pdbViolationsTotal"] == 1
+    entry = next(r for r in sim.ledger() if r["pod"].endswith(pods[0].metadata.name))
+    assert entry["violated"] == ["default/web"] and entry["healthy"] is True
