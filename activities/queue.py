@@ -101,6 +101,11 @@ class InterruptionQueueActivities:
         """Parse, dispatch and delete one batch; messages are handled concurrently."""
         counts = counts or _Tally()
         parsed = [(m, parse_message(m.body)) for m in batch]
+        for _, p in parsed:  # counted on receipt, before any lookup that could hang or fail
+            kind = _kind(p)
+            counts.received += 1
+            counts.by_kind[kind] += 1
+            metrics.INTERRUPTION_MESSAGES.labels(kind=kind).inc()
         nodes: dict[str, NodeInfo] = {}
         if any(isinstance(p, InterruptionEvent) for _, p in parsed):
             nodes = await self._dispatcher.load_nodes()
@@ -109,11 +114,7 @@ class InterruptionQueueActivities:
 
     async def _handle(self, msg: QueueMessage, parsed: InterruptionEvent | Unknown | Malformed,
                       nodes: dict[str, NodeInfo], inp: PollInput, counts: _Tally) -> None:
-        kind = parsed.kind.value if isinstance(parsed, InterruptionEvent) else parsed.outcome.capitalize()
-        counts.received += 1
-        counts.by_kind[kind] += 1
-        metrics.INTERRUPTION_MESSAGES.labels(kind=kind).inc()
-        extra = {"sqs_message_id": msg.message_id, "kind": kind}
+        extra = {"sqs_message_id": msg.message_id, "kind": _kind(parsed)}
         if isinstance(parsed, Malformed):
             log.warning("dropping malformed interruption message %s: %s", msg.message_id, parsed.reason, extra=extra)
         elif isinstance(parsed, Unknown):
@@ -141,6 +142,10 @@ class InterruptionQueueActivities:
                     metrics.INTERRUPTION_MESSAGE_AGE.observe(max(0.0, time.time() - msg.sent_at))
         await asyncio.to_thread(self._queue.delete, msg.receipt_handle)
         counts.deleted += 1
+
+
+def _kind(parsed: InterruptionEvent | Unknown | Malformed) -> str:
+    return parsed.kind.value if isinstance(parsed, InterruptionEvent) else parsed.outcome.capitalize()
 
 
 class _Tally:

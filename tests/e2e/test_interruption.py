@@ -15,6 +15,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import aiohttp
 import boto3
 import pytest
 from e2e.interruption_helpers import (
@@ -34,6 +35,7 @@ from e2e.interruption_helpers import (
     workflow_exists,
 )
 from kubernetes import client as k8s
+from support.ports import free_port
 from temporalio.client import Client
 
 from activities import metrics
@@ -180,9 +182,11 @@ async def test_a_worker_killed_between_receive_and_delete_loses_nothing(
     await ensure_interruption_poller(temporal_client, tq, FAST_POLL)
     env = {**os.environ, "NODEFLOW_TEMPORAL_ADDRESS": temporal_client.service_client.config.target_host,
            "NODEFLOW_TEMPORAL_NAMESPACE": temporal_client.namespace, "NODEFLOW_LOG_LEVEL": "WARNING"}
+    metrics_port = free_port()
     worker_a = subprocess.Popen(
         [sys.executable, str(ROOT / "worker.py"), "--kubeconfig", sim_ec2.kubeconfig_path, "--task-queue", tq,
-         "--ec2-endpoint", moto_endpoint, "--interruption-queue", url, "--no-watch"],
+         "--ec2-endpoint", moto_endpoint, "--interruption-queue", url, "--no-watch",
+         "--metrics-port", str(metrics_port)],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         # The cluster loads while worker A starts up; then A's node lookup hangs after the receive.
@@ -190,6 +194,13 @@ async def test_a_worker_killed_between_receive_and_delete_loses_nothing(
         sim_ec2.inject_faults(latency=8.0, resources=("nodes",))
         sqs.send_message(QueueUrl=url, MessageBody=state_change(nodes["k-0"]["instance"], "stopping"))
         assert await eventually(lambda: queue_depth(sqs, url) == (0, 1), timeout=30)
+        # A's health endpoint: ready, and its /metrics already counts the message it is stuck on.
+        async with aiohttp.ClientSession() as http:
+            base = f"http://127.0.0.1:{metrics_port}"
+            async with http.get(f"{base}/readyz") as resp:
+                assert resp.status == 200
+            async with http.get(f"{base}/metrics") as resp:
+                assert 'nodeflow_interruption_messages_total{kind="StateChange"} 1.0' in await resp.text()
         worker_a.send_signal(signal.SIGKILL)
         worker_a.wait(10)
         sim_ec2.inject_faults()
