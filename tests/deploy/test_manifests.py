@@ -120,3 +120,19 @@ def test_base_and_examples_apply_to_the_simulator(sim: Simulator) -> None:
         if kind in ("ClusterRole", "ClusterRoleBinding"):
             assert f"/{name}" in cluster_scoped
     assert "nodepool.karpenter.sh/general" in cluster_scoped
+
+
+def test_dockerfile_matches_the_deployment() -> None:
+    """The image runs as the Deployment's user and ships every package pyproject installs."""
+    dockerfile = (ROOT / "deploy" / "Dockerfile").read_text()
+    copied = set(re.findall(r"^COPY (\w+) \w+$", dockerfile, re.M))
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    packages = {p.rstrip("*") for p in re.findall(r'"(\w+)\*"', pyproject.split("[tool.setuptools.packages.find]")[1]
+                                                                 .split("[")[0])}
+    assert packages and packages <= copied, packages - copied
+    user = re.search(r"^USER (\d+):(\d+)$", dockerfile, re.M)
+    assert user is not None
+    raw = (ROOT / "deploy" / "worker.yaml").read_text()
+    deployment = next(d for d in yaml.safe_load_all(raw) if d["kind"] == "Deployment")
+    assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == int(user.group(1))
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["command"] == ["python", "-m", "worker"]
