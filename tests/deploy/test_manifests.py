@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -126,9 +127,8 @@ def test_dockerfile_matches_the_deployment() -> None:
     """The image runs as the Deployment's user and ships every package pyproject installs."""
     dockerfile = (ROOT / "deploy" / "Dockerfile").read_text()
     copied = set(re.findall(r"^COPY (\w+) \w+$", dockerfile, re.M))
-    pyproject = (ROOT / "pyproject.toml").read_text()
-    packages = {p.rstrip("*") for p in re.findall(r'"(\w+)\*"', pyproject.split("[tool.setuptools.packages.find]")[1]
-                                                                 .split("[")[0])}
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    packages = {p.rstrip("*") for p in pyproject["tool"]["setuptools"]["packages"]["find"]["include"]}
     assert packages and packages <= copied, packages - copied
     user = re.search(r"^USER (\d+):(\d+)$", dockerfile, re.M)
     assert user is not None
