@@ -85,7 +85,9 @@ def lifetime_remaining(node: NodeInfo, pool: PoolInfo, at: datetime) -> float:
 
 def disruption_cost(node: NodeInfo, pool: PoolInfo, at: datetime) -> float:
     """v1.9.1 sort key: sum of eviction costs of all pods times lifetime remaining."""
-    return sum(eviction_cost(p) for p in node.pods) * lifetime_remaining(node, pool, at)
+    if node.eviction_sum is None:
+        node.eviction_sum = sum(eviction_cost(p) for p in node.pods)
+    return node.eviction_sum * lifetime_remaining(node, pool, at)
 
 
 def do_not_disrupt_active(pod: PodInfo, at: datetime) -> bool:

@@ -238,7 +238,31 @@ class ClaimInfo:
         return parse_time(self.conditions.get(kind, {}).get("lastTransitionTime"))
 
 
+def _claim_from_model(obj: Any) -> ClaimInfo:
+    """Fast path for api.nodeclaim.NodeClaim: read attributes, no serialization (5,000 claims per pass)."""
+    meta, spec, status = obj.metadata, obj.spec, obj.status
+    labels = dict(meta.labels or {})
+    owner_pool = next((o.name for o in meta.owner_references or () if o.kind == "NodePool"), "")
+    has_expire = "expire_after" in spec.model_fields_set
+    conditions = {
+        c.type: {"type": c.type, "status": c.status, "reason": c.reason, "lastTransitionTime": c.last_transition_time}
+        for c in status.conditions or ()
+    }
+    return ClaimInfo(
+        name=meta.name, uid=meta.uid or "", created=meta.creation_timestamp,
+        deleting=meta.deletion_timestamp is not None, labels=labels, annotations=dict(meta.annotations or {}),
+        conditions=conditions, last_pod_event=status.last_pod_event_time,
+        termination_grace_period=spec.termination_grace_period,
+        expire_after=as_duration(spec.expire_after, None) if has_expire else None,
+        has_expire_after=has_expire, node_name=status.node_name or "", provider_id=status.provider_id or "",
+        node_pool=labels.get(L.NODEPOOL_LABEL) or owner_pool,
+    )
+
+
 def parse_claim(obj: Any) -> ClaimInfo:
+    if not isinstance(obj, dict) and all(hasattr(obj, a) for a in ("metadata", "spec", "status")) \
+            and hasattr(obj.spec, "model_fields_set") and hasattr(obj.status, "last_pod_event_time"):
+        return _claim_from_model(obj)
     raw = as_dict(obj)
     meta = raw.get("metadata") or {}
     spec = raw.get("spec") or {}
@@ -351,6 +375,7 @@ class NodeInfo:
     itype: InstanceType | None = None
     price: float = 0.0
     raw: dict[str, Any] = field(default_factory=dict)
+    eviction_sum: float | None = None  # cached sum of the pods' eviction costs
 
     @property
     def zone(self) -> str:
