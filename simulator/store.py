@@ -52,7 +52,7 @@ class WatchEvent:
     old: dict[str, Any] | None
 
 
-@dataclass
+@dataclass(eq=False)
 class Watcher:
     """One open watch: events for one resource type, delivered through an asyncio queue on the server loop."""
 
