@@ -230,3 +230,24 @@ def test_internal_fields_carry_uids_claims_and_provider_ids():
     assert set(public) == {"at", "budgets", "commands", "blocked", "final"}
     assert set(public["commands"][0]) == {"method", "reason", "nodePool", "nodes", "replacements",
                                           "savingsPerHour", "pods"}
+
+
+def test_blocking_reasons_become_disruption_blocked_events_on_node_and_claim():
+    dnd = {L.DO_NOT_DISRUPT_ANNOTATION: "true"}
+    result = plan(snapshot(nodepool(), node_and_claim("a"), pod("x-1", "a", annotations=dnd)), AT)
+    texts = {(e.kind, e.name, e.reason, e.message) for e in result.events}
+    message = 'Pod has "karpenter.sh/do-not-disrupt" annotation (Pod=default/x-1)'
+    assert ("Node", "a", "DisruptionBlocked", message) in texts
+    assert ("NodeClaim", "a", "DisruptionBlocked", message) in texts
+    assert result.blocked[0].node_pool == "default"
+
+
+def test_search_time_budgets_bound_consolidation():
+    from planning.method import Limits
+
+    np = nodepool(requirements=M5)
+    objs = [node_and_claim("a", "m5.large"), node_and_claim("b", "m5.2xlarge"), pod("x-1", "a", "1500m", "1Gi"),
+            pod("y-1", "b", "6", "20Gi")]
+    assert plan(snapshot(np, *objs), AT).commands
+    none = Limits(multi_node_seconds=0, single_node_seconds=0)
+    assert plan(snapshot(np, *objs), AT, limits=none).commands == []
