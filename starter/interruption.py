@@ -20,7 +20,7 @@ from api.catalog import InstanceTypeCatalog, load_catalog, load_default_catalog
 from workflows import search_attributes as sa
 from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkflow
 from workflows.interruption_models import POLLER_WORKFLOW_ID, PollerInput, PollInput, PrespinInput
-from workflows.models import TerminationInput
+from workflows.models import DeadlineRequest, TerminationInput
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,12 @@ def temporal_starters(client: Client, task_queue: str) -> tuple[StartTermination
     from starter.temporal import start_termination
 
     async def terminate(inp: TerminationInput) -> None:
-        await start_termination(client, inp, task_queue=task_queue)
+        if inp.deadline is None:
+            await start_termination(client, inp, task_queue=task_queue)
+            return
+        # Signal-with-start: a termination already draining gracefully (e.g. for drift) adopts the deadline.
+        await start_termination(client, inp, signal="tighten_deadline", task_queue=task_queue,
+                                signal_arg=DeadlineRequest(deadline=inp.deadline, reason=inp.reason))
 
     async def prespin(inp: PrespinInput) -> None:
         try:

@@ -54,6 +54,13 @@ class TerminationInput(BaseModel):
     requested_by: str = ""  # "watcher" when a user/cascade deleted the object; else the starting workflow
 
 
+class DeadlineRequest(BaseModel):
+    """A hard deadline from outside (a spot interruption: warning + 2 min); it only ever moves earlier."""
+
+    deadline: AwareDatetime
+    reason: str = ""
+
+
 class ForceRequest(BaseModel):
     reason: str = ""
 

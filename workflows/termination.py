@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         POINT_OF_NO_RETURN,
         CancelRequest,
         ControlResult,
+        DeadlineRequest,
         DeletePodsInput,
         DrainInput,
         DrainResult,
@@ -71,6 +72,8 @@ class TerminationWorkflow:
         self._user_deleting = inp.requested_by == "watcher"
         self._force_reason: str | None = None
         self._force_pending = False
+        self._deadline_pending = False  # an earlier deadline arrived: re-plan the drain
+        self._signalled_deadline: datetime | None = None
         self._cancel_reason: str | None = None
         self._cancel_rejected: str | None = None  # a cancel accepted before we learnt the node is being deleted
         self._node_pool = inp.node_pool
@@ -136,6 +139,17 @@ class TerminationWorkflow:
         self._cancel_reason = req.reason or "cancelled"
 
     @workflow.signal
+    def tighten_deadline(self, req: DeadlineRequest) -> None:
+        """An interruption's hard deadline (signal-with-start from the interruption intake): pods are then
+        deleted so each gets its grace period before it, even when a graceful drain was already running."""
+        if self._signalled_deadline is None or req.deadline < self._signalled_deadline:
+            self._signalled_deadline = req.deadline
+        if self._deadline is None or req.deadline < self._deadline:
+            self._deadline = req.deadline
+            self._deadline_pending = self._phase not in POINT_OF_NO_RETURN
+            workflow.logger.info("deadline moved to %s (%s)", req.deadline.isoformat(), req.reason)
+
+    @workflow.signal
     def drain_progress(self, sig: DrainSignal) -> None:
         """From the drain activity: which pods are left and which PDB blocks them (for `progress`)."""
         if self._phase == Phase.DRAINING:
@@ -189,6 +203,9 @@ class TerminationWorkflow:
             self._cancel_rejected = self._cancel_problem() or "the node is being deleted"
             self._cancel_reason = None
         self._deadline = self._compute_deadline(inp, prep)
+        signalled = self._signalled_deadline
+        if signalled is not None and (self._deadline is None or signalled < self._deadline):
+            self._deadline = signalled
         self._pods = list(prep.pods)
         provider_id = inp.provider_id or prep.provider_id
         self._set_phase(Phase.DRAINING)
@@ -307,11 +324,12 @@ class TerminationWorkflow:
     # ---- helpers -----------------------------------------------------------------------------------------
 
     def _interrupted(self) -> bool:
-        return self._force_pending or self._cancel_reason is not None
+        return self._force_pending or self._cancel_reason is not None or self._deadline_pending
 
     async def _interruptible(self, fn: Callable[..., Any], arg: Any, **opts: Any) -> Any:
         """Run an activity; on force/cancel, cancel it, wait until it stopped, and return None (the caller
         re-plans). Waiting matters: a drain still evicting after a cancel untainted the node would be wrong."""
+        self._deadline_pending = False  # the caller built `arg` with the current deadline
         handle = workflow.start_activity_method(fn, arg, retry_policy=RETRY,
                                                 cancellation_type=ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
                                                 **opts)

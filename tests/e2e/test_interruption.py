@@ -42,9 +42,10 @@ from activities import metrics
 from api import labels
 from simulator.server import Simulator
 from starter.interruption import ensure_interruption_poller
+from starter.temporal import start_termination
 from workflows.interruption import SpotPrespinWorkflow
 from workflows.interruption_models import prespin_workflow_id
-from workflows.models import TerminationProgress
+from workflows.models import TerminationInput, TerminationProgress
 from workflows.termination import TerminationWorkflow
 
 pytestmark = pytest.mark.e2e
@@ -231,3 +232,40 @@ async def test_a_message_that_keeps_failing_is_dropped_after_max_receives(
     assert any("left for redelivery" in m for m in messages), messages
     assert any("dropping interruption message" in m and "after 2 deliveries" in m for m in messages), messages
     assert not await workflow_exists(temporal_client, f"terminate-{nodes['f-0']['uid']}")
+
+
+async def test_spot_warning_tightens_a_termination_already_draining(
+        temporal_client: Client, sim_ec2: Simulator, moto_endpoint: str) -> None:
+    """A node draining gracefully (drift, PDB-blocked, no deadline) learns the spot deadline by signal."""
+    nodes = load_cluster(sim_ec2, [nodepool("spot")], [NodeSpec("t-0", "spot", labels.CAPACITY_SPOT)])
+    node = nodes["t-0"]
+    sim_ec2.load_objects([
+        {"apiVersion": "v1", "kind": "Pod",
+         "metadata": {"name": "db-0", "namespace": "default", "labels": {"app": "db"}},
+         "spec": {"nodeName": "t-0", "containers": [{"name": "db", "image": "db"}]}},
+        {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "db", "namespace": "default"},
+         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}}},
+    ])
+    sqs, url = new_queue(moto_endpoint)
+    async with intake_worker(temporal_client, sim_ec2, moto_endpoint, sqs, url) as tq:
+        await start_termination(temporal_client, TerminationInput(
+            node_name="t-0", node_uid=node["uid"], node_pool="spot", provider_id=node["provider_id"],
+            reason="Drifted", requested_by="test"), task_queue=tq)
+        blocked = await eventually(lambda: _blocked_by_pdb(temporal_client, node["uid"]))
+        assert blocked.deadline is None
+        warned_at = datetime.now(UTC).replace(microsecond=0)
+        sqs.send_message(QueueUrl=url, MessageBody=spot_warning(node["instance"], time_=warned_at))
+        prog = await eventually(lambda: _with_deadline(temporal_client, node["uid"]))
+        assert prog.deadline == warned_at + timedelta(minutes=2)
+        assert prog.reason == "Drifted"  # the same run, not a new one
+        assert len(await _runs(temporal_client, f"terminate-{node['uid']}")) == 1
+
+
+async def _blocked_by_pdb(client: Client, uid: str) -> TerminationProgress | None:
+    prog = await progress(client, uid)
+    return prog if prog.blocking_pdbs else None
+
+
+async def _with_deadline(client: Client, uid: str) -> TerminationProgress | None:
+    prog = await progress(client, uid)
+    return prog if prog.deadline is not None else None
