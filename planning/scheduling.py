@@ -107,9 +107,9 @@ class SimState:
         self.new_nodes: list[NewNode] = []
         self.block_max: dict[int, tuple[float, int, int]] = {}
         self.super_max: dict[int, tuple[float, int, int]] = {}
-        # (cpu, memory) of unconstrained pods -> first block where such a pod last fit; capacity only
+        # (cpu, memory, ephemeral-storage) of unconstrained pods -> first block where such a pod last fit; capacity only
         # shrinks during a simulation, so a pod at least as big never fits in an earlier block.
-        self.frontier: dict[tuple[float, int], int] = {}
+        self.frontier: dict[tuple[float, int, int], int] = {}
 
 
 class Scheduler:
@@ -542,8 +542,8 @@ class Scheduler:
         plain = not pod.sig and not pod.spread and not pod.anti_affinity and not self.cluster.has_anti_affinity
         start = 0
         if plain:
-            for (c, m), b in state.frontier.items():
-                if b > start and c <= pod.cpu + 1e-9 and m <= pod.mem:
+            for (c, m, e), b in state.frontier.items():
+                if b > start and c <= pod.cpu + 1e-9 and m <= pod.mem and e <= pod.eph:
                     start = b
         cpu, mem = pod.cpu - 1e-9, pod.mem
         supers, n_blocks = state.super_max, len(self.block_max)
@@ -560,10 +560,10 @@ class Scheduler:
                         continue
                     if self._fits_existing(pod, node, state):
                         if plain:
-                            state.frontier[(pod.cpu, pod.mem)] = b
+                            state.frontier[(pod.cpu, pod.mem, pod.eph)] = b
                         return node
         if plain:
-            state.frontier[(pod.cpu, pod.mem)] = len(self.block_max)
+            state.frontier[(pod.cpu, pod.mem, pod.eph)] = len(self.block_max)
         return None
 
     def _why_not(self, pod: PodInfo, new_why: str) -> str:
