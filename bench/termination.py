@@ -1,0 +1,189 @@
+"""Benchmark: N nodes deleted at once (default 200), each drained and terminated by its own TerminationWorkflow.
+
+    .venv/bin/python -m bench.termination [--nodes 200] [--pods-per-node 4] [--time-scale 0.02]
+
+Brings up a Temporal dev server, moto_server, the simulator and ONE worker process (`python worker.py`,
+as in production), deletes every node with one DELETE collection call, and prints JSON figures: seconds
+until the last finalizer is gone, history events per node (mean/max), the worker's peak memory, evictions
+and PDB violations from the simulator's ledger. Targets: 200 nodes within 60 s on 2 cores, <= 80 events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import boto3
+from kubernetes import client as k8s
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from api import labels
+from bench.termination_cluster import PodSpec, cluster_objects
+from simulator.server import Simulator
+from starter.binaries import find_binary
+from workflows.search_attributes import ALL as SEARCH_ATTRIBUTES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, timeout: float = 30) -> None:
+    import socket
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"port {port} never opened")
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _launch(ec2: Any, count: int) -> list[str]:
+    ids: list[str] = []
+    while len(ids) < count:
+        n = min(100, count - len(ids))
+        resp = ec2.run_instances(ImageId="ami-12c6146b", MinCount=n, MaxCount=n, InstanceType="m5.large",
+                                 Placement={"AvailabilityZone": "us-east-1a"})
+        ids += [i["InstanceId"] for i in resp["Instances"]]
+    return ids
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
+    moto_port = _free_port()
+    moto = subprocess.Popen([find_binary("moto_server"), "-H", "127.0.0.1", "-p", str(moto_port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = await WorkflowEnvironment.start_local(dev_server_existing_path=find_binary("temporal"),
+                                                data_converter=pydantic_data_converter,
+                                                search_attributes=list(SEARCH_ATTRIBUTES))
+    worker: subprocess.Popen | None = None
+    sim: Simulator | None = None
+    logdir = Path(tempfile.mkdtemp(prefix="nodeflow-bench-"))
+    try:
+        _wait_port(moto_port)
+        endpoint = f"http://127.0.0.1:{moto_port}"
+        ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=endpoint)
+        ids = _launch(ec2, args.nodes)
+        nodes = {f"bench-{i:04d}": iid for i, iid in enumerate(ids)}
+        pods = [PodSpec(f"app-{i:04d}", name, count=args.pods_per_node, grace=args.pod_grace)
+                for i, name in enumerate(nodes)]
+        sim = Simulator(time_scale=args.time_scale, ready_delay=0.5, objects=cluster_objects(nodes, pods))
+        sim.start()
+        tq = "nodeflow-bench"
+        worker = subprocess.Popen(
+            [sys.executable, str(ROOT / "worker.py"), "--address", env.client.service_client.config.target_host,
+             "--kubeconfig", sim.kubeconfig_path, "--ec2-endpoint", endpoint, "--task-queue", tq,
+             "--resync-seconds", str(args.resync), "--log-level", "WARNING"],
+            cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL,
+            stderr=(logdir / "worker.log").open("wb"))
+        await asyncio.sleep(args.warmup)  # imports, first watcher pass
+        api = sim.api_client()
+        core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)
+        t0 = time.monotonic()
+        wall0 = time.time()
+        core.delete_collection_node(label_selector=f"{labels.NODEPOOL_LABEL}=default")
+        remaining = args.nodes
+        while time.monotonic() - t0 < args.timeout:
+            node_items = json.loads(core.list_node(_preload_content=False).data)["items"]
+            claim_items = custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
+            remaining = len(node_items) + len(claim_items)
+            if remaining == 0:
+                break
+            await asyncio.sleep(0.2)
+        elapsed = time.monotonic() - t0
+        peak_mb = _peak_rss_mb(worker.pid)
+        events: list[int] = []
+        retried = 0
+        starts: list[float] = []
+        activity_seconds: dict[str, list[float]] = {}
+        async for wf in env.client.list_workflows("WorkflowType = 'TerminationWorkflow'"):
+            hist = await env.client.get_workflow_handle(wf.id, run_id=wf.run_id).fetch_history()
+            events.append(len(hist.events))
+            retried += any(e.HasField("activity_task_failed_event_attributes") for e in hist.events)
+            first = hist.events[0].event_time.ToDatetime().timestamp()
+            starts.append(first - wall0)
+            scheduled: dict[int, tuple[str, float]] = {}
+            for e in hist.events:
+                ts = e.event_time.ToDatetime().timestamp()
+                if e.HasField("activity_task_scheduled_event_attributes"):
+                    scheduled[e.event_id] = (e.activity_task_scheduled_event_attributes.activity_type.name, ts)
+                elif e.HasField("activity_task_completed_event_attributes"):
+                    name, at = scheduled[e.activity_task_completed_event_attributes.scheduled_event_id]
+                    activity_seconds.setdefault(name, []).append(ts - at)
+        states = [r["Instances"] for r in ec2.describe_instances(InstanceIds=ids)["Reservations"]]
+        terminated = sum(1 for group in states for i in group if i["State"]["Name"] in ("shutting-down",
+                                                                                       "terminated"))
+        stats = sim.stats()
+        api.close()
+        return {
+            "nodes": args.nodes, "podsPerNode": args.pods_per_node, "podGraceSeconds": args.pod_grace,
+            "timeScale": args.time_scale, "cpus": os.cpu_count(),
+            "secondsUntilLastFinalizerGone": round(elapsed, 2), "objectsLeft": remaining,
+            "workflows": len(events),
+            "historyEventsPerNode": {"mean": round(statistics.mean(events), 1) if events else None,
+                                     "max": max(events, default=None)},
+            "workflowsWithRetriedActivities": retried,
+            "workflowStartAfterDeleteSeconds": {"min": round(min(starts, default=0), 2),
+                                                "max": round(max(starts, default=0), 2)},
+            "activityMeanSeconds": {k: round(statistics.mean(v), 2) for k, v in sorted(activity_seconds.items())},
+            "workerPeakRssMiB": round(peak_mb, 1), "instancesTerminated": terminated,
+            "evictions": stats.get("evictions"), "pdbViolations": stats.get("pdbViolationsTotal"),
+            "apiRequests": stats.get("requests"), "workerLog": str(logdir / "worker.log"),
+        }
+    finally:
+        if worker is not None:
+            worker.terminate()
+            try:
+                worker.wait(15)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+        if sim is not None:
+            sim.stop()
+        await env.shutdown()
+        moto.terminate()
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m bench.termination", description=__doc__.splitlines()[0])
+    p.add_argument("--nodes", type=int, default=200)
+    p.add_argument("--pods-per-node", type=int, default=4)
+    p.add_argument("--pod-grace", type=int, default=10, help="terminationGracePeriodSeconds of the pods")
+    p.add_argument("--time-scale", type=float, default=0.02, help="simulator time scale (grace 10 s -> 0.2 s)")
+    p.add_argument("--resync", type=float, default=2.0, help="watcher resync seconds")
+    p.add_argument("--warmup", type=float, default=6.0)
+    p.add_argument("--timeout", type=float, default=180.0)
+    args = p.parse_args(argv)
+    figures = asyncio.run(run(args))
+    print(json.dumps(figures, indent=2))
+    sys.stdout.flush()
+    os._exit(0 if figures["objectsLeft"] == 0 else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""Simulated clusters for termination tests and benchmarks: a NodePool, NodeClaims + Nodes pointing at EC2
+instances, controllers (ReplicaSets, DaemonSets) with their pods already bound, and PDBs, as plain dicts
+for `Simulator.load_objects`. Nodes and NodeClaims carry the finalizer the deletion watcher would add."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from api import labels
+
+POOL = "default"
+
+
+@dataclass
+class PodSpec:
+    """`count` pods of ReplicaSet `name` on `node` (recreated elsewhere when evicted)."""
+
+    name: str
+    node: str
+    count: int = 1
+    grace: int = 30
+    daemonset: bool = False
+    critical: bool = False
+    annotations: dict[str, str] = field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+
+
+def cluster_objects(nodes: dict[str, str], pods: list[PodSpec], pdbs: dict[str, int] | None = None,
+                    pool: str = POOL, node_grace: str | None = None) -> list[dict[str, Any]]:
+    """NodePool, one NodeClaim + Node per {node name: instance id}, controllers with their pods, PDBs
+    (app -> minAvailable). Everything carries the finalizers the watcher would add."""
+    objs: list[dict[str, Any]] = [{
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
+        "metadata": {"name": pool, "uid": str(uuid.uuid4())},
+        "spec": {"template": {"spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                                         "name": "default"}, "requirements": []}}},
+    }]
+    for name, iid in nodes.items():
+        provider = f"aws:///us-east-1a/{iid}"
+        node_labels = {labels.NODEPOOL_LABEL: pool, labels.INSTANCE_TYPE_LABEL: "m5.large",
+                       labels.CAPACITY_TYPE_LABEL: "on-demand", labels.ZONE_LABEL: "us-east-1a",
+                       labels.INITIALIZED_LABEL: "true", labels.HOSTNAME_LABEL: name}
+        claim_spec: dict[str, Any] = {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
+                                                       "name": "default"}, "requirements": []}
+        if node_grace:
+            claim_spec["terminationGracePeriod"] = node_grace
+        objs.append({
+            "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": f"{name}-claim", "uid": str(uuid.uuid4()), "labels": dict(node_labels),
+                         "finalizers": [labels.TERMINATION_FINALIZER]},
+            "spec": claim_spec,
+            "status": {"nodeName": name, "providerID": provider},
+        })
+        objs.append({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": str(uuid.uuid4()), "labels": node_labels,
+                         "finalizers": [labels.TERMINATION_FINALIZER]},
+            "spec": {"providerID": provider},
+            "status": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "29"},
+                       "capacity": {"cpu": "2", "memory": "8Gi", "pods": "29"}},
+        })
+    for spec in pods:
+        owner_uid = str(uuid.uuid4())
+        kind = "DaemonSet" if spec.daemonset else "ReplicaSet"
+        template_spec: dict[str, Any] = {"terminationGracePeriodSeconds": spec.grace,
+                                         "containers": [{"name": "main", "image": "pause",
+                                                         "resources": {"requests": {"cpu": "100m"}}}],
+                                         "tolerations": spec.tolerations}
+        if spec.critical:
+            template_spec["priorityClassName"] = "system-node-critical"
+        if spec.daemonset:
+            template_spec["nodeSelector"] = {labels.HOSTNAME_LABEL: spec.node}
+        owner: dict[str, Any] = {
+            "apiVersion": "apps/v1", "kind": kind,
+            "metadata": {"name": spec.name, "namespace": "default", "uid": owner_uid},
+            "spec": {"selector": {"matchLabels": {"app": spec.name}},
+                     "template": {"metadata": {"labels": {"app": spec.name}, "annotations": spec.annotations},
+                                  "spec": template_spec}},
+        }
+        if not spec.daemonset:
+            owner["spec"]["replicas"] = spec.count
+        objs.append(owner)
+        for i in range(1 if spec.daemonset else spec.count):
+            objs.append({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"{spec.name}-{i}", "namespace": "default", "uid": str(uuid.uuid4()),
+                             "labels": {"app": spec.name}, "annotations": dict(spec.annotations),
+                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": kind, "name": spec.name,
+                                                  "uid": owner_uid, "controller": True}]},
+                "spec": {**template_spec, "nodeName": spec.node},
+            })
+    for app, min_available in (pdbs or {}).items():
+        objs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                     "metadata": {"name": app, "namespace": "default"},
+                     "spec": {"minAvailable": min_available, "selector": {"matchLabels": {"app": app}}}})
+    return objs

@@ -1,0 +1,77 @@
+"""The deletion watcher against the simulator: finalizers, which deletions start which terminations, cascade."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes import client as k8s
+
+from activities.kube_client import KubeClient
+from activities.watcher import DeletionWatcher, WatcherSettings
+from api import labels
+from bench.termination_cluster import PodSpec, cluster_objects
+from workflows.models import TerminationInput
+
+
+def _watcher(sim: Any) -> tuple[DeletionWatcher, list[TerminationInput], Any]:
+    started: list[TerminationInput] = []
+
+    async def start(inp: TerminationInput) -> None:
+        started.append(inp)
+
+    api = sim.api_client()
+    return DeletionWatcher(KubeClient(api), None, WatcherSettings(use_watch=False), start=start), started, api
+
+
+def _strip_finalizers(objs: list[dict]) -> list[dict]:
+    for o in objs:
+        o["metadata"].pop("finalizers", None)
+    return objs
+
+
+async def test_adds_finalizers_and_starts_on_node_deletion(sim: Any) -> None:
+    sim.load_objects(_strip_finalizers(cluster_objects({"n1": "i-01", "n2": "i-02"}, [PodSpec("web", "n1")])))
+    watcher, started, api = _watcher(sim)
+    core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)
+    assert await watcher.reconcile() == 0
+    assert labels.TERMINATION_FINALIZER in core.read_node("n1").metadata.finalizers
+    claim = custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "n1-claim")
+    assert labels.TERMINATION_FINALIZER in claim["metadata"]["finalizers"]
+    uid = core.read_node("n1").metadata.uid
+    core.delete_node("n1")
+    assert await watcher.reconcile() == 1
+    assert await watcher.reconcile() == 0  # remembered until the next resync
+    inp = started[0]
+    assert (inp.node_name, inp.node_uid, inp.node_claim_name, inp.node_pool) == ("n1", uid, "n1-claim", "default")
+    assert inp.provider_id == "aws:///us-east-1a/i-01" and inp.requested_by == "watcher"
+    api.close()
+
+
+async def test_claim_deletion_and_unregistered_claim(sim: Any) -> None:
+    objs = cluster_objects({"n1": "i-01"}, [])
+    orphan = dict(objs[1], metadata=dict(objs[1]["metadata"], name="orphan-claim", uid="claim-uid-1"),
+                  status={"providerID": "aws:///us-east-1a/i-09"})  # launched, never registered a Node
+    sim.load_objects([*objs, orphan])
+    watcher, started, api = _watcher(sim)
+    custom = k8s.CustomObjectsApi(api)
+    custom.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "n1-claim")
+    custom.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "orphan-claim")
+    await watcher.reconcile()
+    by_claim = {i.node_claim_name: i for i in started}
+    assert by_claim["n1-claim"].node_name == "n1"
+    assert by_claim["orphan-claim"].node_name == "" and by_claim["orphan-claim"].node_uid == "claim-uid-1"
+    api.close()
+
+
+async def test_nodepool_deletion_deletes_its_claims(sim: Any) -> None:
+    sim.load_objects(cluster_objects({"n1": "i-01", "n2": "i-02"}, []))
+    watcher, started, api = _watcher(sim)
+    custom = k8s.CustomObjectsApi(api)
+    await watcher.reconcile()
+    custom.delete_cluster_custom_object("karpenter.sh", "v1", "nodepools", "default")
+    await watcher.reconcile()  # pool gone since the last pass: its claims are deleted
+    claims = custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
+    assert all(c["metadata"].get("deletionTimestamp") for c in claims) and len(claims) == 2
+    await watcher.reconcile()
+    assert sorted(i.node_name for i in started) == ["n1", "n2"]
+    api.close()
