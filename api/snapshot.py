@@ -130,7 +130,7 @@ class _Builder:
 
     def __init__(self, snap: Snapshot) -> None:
         self.snap = snap
-        self.seen: dict[tuple[str, str, str], str] = {}
+        self.seen: dict[tuple[str, str, str], tuple[int, int | None]] = {}
         self.catalog_types: list[InstanceType] = []
         self.catalog_doc: InstanceTypeCatalog | None = None
 
@@ -147,33 +147,35 @@ class _Builder:
         self.add(obj, doc, None)
 
     def add(self, obj: Any, doc: int, item: int | None) -> None:
-        where = location(self.snap.source, doc, item, obj)
+        def fail(problem: str) -> SnapshotError:  # the location is formatted only when there is a problem
+            return SnapshotError(f"{location(self.snap.source, doc, item, obj)}: {problem}")
+
         if not isinstance(obj, dict):
-            raise SnapshotError(f"{where}: expected a Kubernetes object (a mapping), got {type(obj).__name__}")
+            raise fail(f"expected a Kubernetes object (a mapping), got {type(obj).__name__}")
         kind, api_version, meta = obj.get("kind"), obj.get("apiVersion"), obj.get("metadata")
         if not isinstance(kind, str) or not kind:
-            raise SnapshotError(f"{where}: missing 'kind'")
+            raise fail("missing 'kind'")
         if not isinstance(api_version, str) or not api_version:
-            raise SnapshotError(f"{where}: missing 'apiVersion'")
+            raise fail("missing 'apiVersion'")
         if kind in KNOWN_KINDS and api_version not in KNOWN_KINDS[kind]:
-            raise SnapshotError(
-                f"{where}: apiVersion {api_version!r} is not supported for {kind}; use {KNOWN_KINDS[kind][0]}"
-            )
+            raise fail(f"apiVersion {api_version!r} is not supported for {kind}; use {KNOWN_KINDS[kind][0]}")
         name = meta.get("name") if isinstance(meta, dict) else None
         if kind != CATALOG_KIND and (not isinstance(name, str) or not name):
-            raise SnapshotError(f"{where}: missing 'metadata.name'")
+            raise fail("missing 'metadata.name'")
         if kind in KNOWN_KINDS:
             ns = (meta.get("namespace") or "default") if kind in NAMESPACED else ""
             key = (kind, ns, name or "")
-            if key in self.seen:
-                raise SnapshotError(f"{where}: duplicate {kind} (first seen at {self.seen[key]})")
-            self.seen[key] = f"document {doc}" + ("" if item is None else f" item {item}")
+            first = self.seen.get(key)
+            if first is not None:
+                seen_at = f"document {first[0]}" + ("" if first[1] is None else f" item {first[1]}")
+                raise fail(f"duplicate {kind} (first seen at {seen_at})")
+            self.seen[key] = (doc, item)
         try:
             self._route(kind, obj)
         except ValidationError as exc:
-            raise SnapshotError(f"{where}: {_pydantic_problem(exc)}") from None
+            raise fail(_pydantic_problem(exc)) from None
         except ValueError as exc:
-            raise SnapshotError(f"{where}: {exc}") from None
+            raise fail(str(exc)) from None
 
     def _route(self, kind: str, obj: dict[str, Any]) -> None:
         snap = self.snap
