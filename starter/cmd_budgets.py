@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -77,6 +78,8 @@ def run(args: argparse.Namespace) -> int:
         snapshot = load_snapshot(args.filename)
     except SnapshotError as exc:
         raise CliError(str(exc)) from None
+    for warning in snapshot.warnings:
+        print(f"warning: {args.filename}: {warning}", file=sys.stderr)
     if not snapshot.node_pools:
         raise CliError(f"{args.filename}: no NodePool (karpenter.sh/v1) in the snapshot")
     rows = compute_budget_rows(snapshot.node_pools, snapshot.nodes, snapshot.node_claims, at)
