@@ -243,10 +243,18 @@ def _node_and_claim(g: _Gen, i: int, pool: str, it: InstanceType, zone: str, cap
                             "lastHeartbeatTime": _ts(g.now)}],
             "addresses": [{"type": "InternalIP", "address": f"10.{(i >> 16) & 255}.{(i >> 8) & 255}.{i & 255}"},
                           {"type": "Hostname", "address": name}],
-            "nodeInfo": {"kubeletVersion": "v1.32.0", "architecture": it.arch, "operatingSystem": "linux"},
+            "nodeInfo": node_info(iid, it.arch),
         },
     }
     return node, claim
+
+
+def node_info(machine_id: str, arch: str) -> dict[str, str]:
+    """A complete NodeSystemInfo (the kubernetes client rejects a Node whose nodeInfo lacks a field)."""
+    return {"machineID": machine_id, "systemUUID": machine_id, "bootID": machine_id, "kernelVersion": "6.1.0",
+            "osImage": "Amazon Linux 2023", "containerRuntimeVersion": "containerd://1.7.0",
+            "kubeletVersion": "v1.32.0", "kubeProxyVersion": "v1.32.0", "operatingSystem": "linux",
+            "architecture": arch}
 
 
 def _pool_uid(pool: str) -> str:
