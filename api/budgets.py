@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api import labels
 from api.cron import CronError, CronSchedule, load_zone, parse_schedule
-from api.duration import check_duration, parse_duration
+from api.duration import check_duration, matches_pattern, parse_duration
 from api.nodeclaim import INITIALIZED, INSTANCE_TERMINATING, NodeClaim
 from api.nodepool import Budget, NodePool
 
@@ -37,7 +37,7 @@ class BudgetError(ValueError):
 def budget_problems(budget: Budget) -> list[str]:
     """Every rule of reference §1.1 a budget breaks, plus schedule parsing and timeZone (nodeflow's addition)."""
     problems: list[str] = []
-    if re.search(NODES_PATTERN, budget.nodes) is None:
+    if not matches_pattern(NODES_PATTERN, budget.nodes):
         problems.append(f"'nodes' {budget.nodes!r} must be a count or a percentage 0%-100% (pattern {NODES_PATTERN})")
     if budget.reasons is not None:
         if len(budget.reasons) > 50:
@@ -63,7 +63,7 @@ def budget_problems(budget: Budget) -> list[str]:
             zone_ok = False
             problems.append(f"'timeZone': {exc}")
     if budget.schedule is not None:
-        if re.search(SCHEDULE_PATTERN, budget.schedule) is None:
+        if not matches_pattern(SCHEDULE_PATTERN, budget.schedule):
             problems.append(
                 f"'schedule' {budget.schedule!r} must be a 5-field cron expression or one of @yearly, @annually, "
                 "@monthly, @weekly, @daily, @midnight, @hourly"

@@ -104,11 +104,17 @@ def format_duration(value: timedelta | None) -> str:
     return sign + "".join(parts)
 
 
+def matches_pattern(pattern: str, text: str) -> bool:
+    """Does `text` match a CRD `pattern` as the API server tests it (ECMA-262 search: `$` is the end of the text,
+    not also the place before a final newline as in Python)?"""
+    return re.search(pattern.replace("$", r"\Z"), text) is not None
+
+
 def check_duration(field: str, text: object) -> str | None:
     """Check `text` against the CRD pattern of `field` (a key of DURATION_PATTERNS); a problem text or None."""
     pattern = DURATION_PATTERNS[field]
     if not isinstance(text, str):
         return f"must be a string matching {pattern}, got {type(text).__name__}"
-    if re.search(pattern, text) is None:
+    if not matches_pattern(pattern, text):
         return f"{text!r} does not match {pattern}"
     return None

@@ -9,12 +9,11 @@ names) cannot be written in a CRD and would make Karpenter block every disruptio
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from api import labels
 from api.budgets import budget_problems
-from api.duration import check_duration
+from api.duration import check_duration, matches_pattern
 from api.nodepool import CONSOLIDATION_POLICIES, Budget, move_deprecated_fields
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
@@ -111,7 +110,7 @@ def _domain(key: str) -> str:
 
 def label_key_problem(key: str) -> str | None:
     """Karpenter's restrictions on label keys a NodePool may set or require."""
-    if re.search(QUALIFIED_NAME_PATTERN, key) is None or len(key) > 316:
+    if not matches_pattern(QUALIFIED_NAME_PATTERN, key) or len(key) > 316:
         return f"{key!r} is not a qualified name (optional DNS prefix and '/', then a name of [A-Za-z0-9-_.])"
     if key in RESTRICTED_LABELS:
         return f"label {key!r} is restricted"
@@ -184,10 +183,10 @@ def _check_taints(p: _Problems, path: str, obj: Any) -> None:
             continue
         p.unknown(tpath, taint, TAINT_FIELDS)
         key = p.string(f"{tpath}.key", taint.get("key"), required=True)
-        if key is not None and re.search(QUALIFIED_NAME_PATTERN, key) is None:
+        if key is not None and not matches_pattern(QUALIFIED_NAME_PATTERN, key):
             p.add(f"{tpath}.key", f"{key!r} is not a qualified name")
         value = p.string(f"{tpath}.value", taint.get("value"))
-        if value is not None and (re.search(LABEL_VALUE_PATTERN, value) is None or len(value) > 63):
+        if value is not None and (not matches_pattern(LABEL_VALUE_PATTERN, value) or len(value) > 63):
             p.add(f"{tpath}.value", f"{value!r} is not a valid label value (at most 63 of [A-Za-z0-9-_.])")
         effect = p.string(f"{tpath}.effect", taint.get("effect"), required=True)
         if effect is not None and effect not in TAINT_EFFECTS:
@@ -220,7 +219,7 @@ def _check_labels(p: _Problems, path: str, obj: Any) -> None:
             p.add(f"{path}[{key}]", problem)
         if not isinstance(value, str):
             p.add(f"{path}[{key}]", f"value must be a string, got {type(value).__name__}")
-        elif re.search(LABEL_VALUE_PATTERN, value) is None or len(value) > 63:
+        elif not matches_pattern(LABEL_VALUE_PATTERN, value) or len(value) > 63:
             p.add(f"{path}[{key}]", f"{value!r} is not a valid label value (at most 63 of [A-Za-z0-9-_.])")
 
 
@@ -282,7 +281,7 @@ def _check_metadata(p: _Problems, obj: dict[str, Any], max_name: int) -> None:
     if meta is None:
         return
     name = p.string("metadata.name", meta.get("name"), required=True)
-    if name is not None and (re.search(DNS_SUBDOMAIN_PATTERN, name) is None or len(name) > max_name):
+    if name is not None and (not matches_pattern(DNS_SUBDOMAIN_PATTERN, name) or len(name) > max_name):
         p.add("metadata.name", f"{name!r} must be a lowercase DNS name of at most {max_name} characters "
                                "([a-z0-9-.], starting and ending with a letter or digit)")
     for field in ("labels", "annotations"):  # ObjectMeta: maps of string to string
@@ -337,7 +336,7 @@ def validate_nodepool(obj: Any) -> list[str]:
     _check_disruption(p, "spec.disruption", spec.get("disruption"))
     limits = p.mapping("spec.limits", spec.get("limits"))
     for resource, qty in (limits or {}).items():
-        if isinstance(qty, bool) or not isinstance(qty, (int, str)) or re.search(QUANTITY_PATTERN, str(qty)) is None:
+        if isinstance(qty, bool) or not isinstance(qty, (int, str)) or not matches_pattern(QUANTITY_PATTERN, str(qty)):
             p.add(f"spec.limits[{resource}]", f"{qty!r} is not a resource quantity (e.g. 1000, 100Gi, 500m)")
     weight = spec.get("weight")
     if weight is not None:
@@ -363,6 +362,6 @@ def validate_nodeclaim(obj: Any) -> list[str]:
         if resources is not None:
             p.unknown("spec.resources", resources, {"requests"})
             for name, qty in (p.mapping("spec.resources.requests", resources.get("requests")) or {}).items():
-                if isinstance(qty, bool) or re.search(QUANTITY_PATTERN, str(qty)) is None:
+                if isinstance(qty, bool) or not matches_pattern(QUANTITY_PATTERN, str(qty)):
                     p.add(f"spec.resources.requests[{name}]", f"{qty!r} is not a resource quantity")
     return p.items

@@ -57,7 +57,7 @@ def test_format_round_trips(value: timedelta | None, text: str) -> None:
     ("field", "good", "bad"),
     [
         ("consolidateAfter", ["0s", "30s", "1h30m", "Never"], ["1.5h", "30", "never", "1d", "-1m"]),
-        ("expireAfter", ["720h", "Never", "10m5s"], ["", "720 h", "30d"]),
+        ("expireAfter", ["720h", "Never", "10m5s"], ["", "720 h", "30d", "720h\n"]),
         ("terminationGracePeriod", ["48h", "30s"], ["Never", "1.5h"]),
         # budget durations: h and m only; Duration.String() adds a trailing 0s
         ("duration", ["10m", "8h", "8h0m", "2h20m", "20m0s", "2h20m0s"], ["30s", "1h30s", "1h2m3s", "10m30s", "Never"]),

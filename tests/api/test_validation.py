@@ -67,6 +67,7 @@ def test_schedule_without_duration_names_the_budget() -> None:
         ({"nodes": "1000a%"}, "'nodes' '1000a%'"),
         ({"nodes": "-1"}, "'nodes' '-1'"),
         ({"nodes": "10 %"}, "'nodes' '10 %'"),
+        ({"nodes": "10%\n"}, "'nodes' '10%\\n'"),  # `$` is the end of the text, as in the API server
         ({"nodes": 5}, "nodes: must be a string"),
         ({"nodes": "1", "reasons": ["Expired"]}, "'reasons' value 'Expired'"),
         ({"nodes": "1", "reasons": ["Empty", "Empty"]}, "must not repeat"),
