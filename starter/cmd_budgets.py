@@ -16,8 +16,11 @@ def register(subparsers: Any) -> None:
         help="disruption budgets per NodePool and reason: allowed now, active budgets, next window change",
         description="Evaluate the NodePools' disruption budgets on a cluster snapshot, as Karpenter v1 does.",
     )
-    p.add_argument("-f", "--filename", required=True, metavar="SNAPSHOT",
-                   help="cluster snapshot: YAML stream or kind: List of NodePools, NodeClaims, Nodes ('-': stdin)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("-f", "--filename", metavar="SNAPSHOT",
+                     help="cluster snapshot: YAML stream or kind: List of NodePools, NodeClaims, Nodes ('-': stdin)")
+    src.add_argument("--kubeconfig", metavar="FILE", help="read the live cluster of this kubeconfig instead")
+    p.add_argument("--context", help="kubeconfig context (with --kubeconfig)")
     p.add_argument("--at", metavar="RFC3339", help="evaluate at this time, e.g. 2026-11-23T09:00:00Z (default: now)")
     add_output_flag(p)
     p.set_defaults(func=run)
@@ -74,14 +77,19 @@ def run(args: argparse.Namespace) -> int:
     from api.snapshot import SnapshotError, load_snapshot
 
     at = parse_at(args.at)
-    try:
-        snapshot = load_snapshot(args.filename)
-    except SnapshotError as exc:
-        raise CliError(str(exc)) from None
+    if args.kubeconfig:
+        from starter.live_cluster import load_live_snapshot
+
+        snapshot, _ = load_live_snapshot(args.kubeconfig, args.context)  # tainted nodes count as disrupting
+    else:
+        try:
+            snapshot = load_snapshot(args.filename)
+        except SnapshotError as exc:
+            raise CliError(str(exc)) from None
     for warning in snapshot.warnings:
-        print(f"warning: {args.filename}: {warning}", file=sys.stderr)
+        print(f"warning: {snapshot.source}: {warning}", file=sys.stderr)
     if not snapshot.node_pools:
-        raise CliError(f"{args.filename}: no NodePool (karpenter.sh/v1) in the snapshot")
+        raise CliError(f"{snapshot.source}: no NodePool (karpenter.sh/v1) found")
     rows = compute_budget_rows(snapshot.node_pools, snapshot.nodes, snapshot.node_claims, at)
     data = [row.model_dump(mode="json", by_alias=True) for row in rows]
 

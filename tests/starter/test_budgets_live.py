@@ -1,0 +1,35 @@
+"""`nodeflow budgets --kubeconfig`: the same rows read from a live cluster (the simulator's API server)."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from simulator.server import Simulator
+from starter.cli import run
+
+SEED = Path(__file__).resolve().parents[2] / "examples" / "seed-budgets.yaml"
+
+
+def test_live_cluster_rows_match_the_snapshot(sim: Simulator, capsys: pytest.CaptureFixture[str]) -> None:
+    docs = [d for d in yaml.safe_load_all(SEED.read_text()) if d]
+    # one node is being disrupted: its Node carries the karpenter.sh/disrupted taint
+    node = next(d for d in docs if d["kind"] == "Node")
+    node["spec"]["taints"] = [{"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]
+    sim.load_objects(docs)
+    assert run(["budgets", "--kubeconfig", sim.kubeconfig_path, "--at", "2026-11-23T12:00:00Z", "-o", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["reason"], r["limit"], r["total"], r["disrupting"], r["allowed"]) for r in rows] == [
+        ("Empty", 4, 19, 1, 3), ("Drifted", 4, 19, 1, 3), ("Underutilized", 5, 19, 1, 4)]
+
+
+def test_unreachable_cluster_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["budgets", "--kubeconfig", str(tmp_path / "none"), "--at", "2026-11-23T12:00:00Z"]) == 1
+    assert capsys.readouterr().err.startswith("error: cannot load kubeconfig")
+
+
+def test_source_is_required(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        run(["budgets"])
+    assert "one of the arguments -f/--filename --kubeconfig is required" in capsys.readouterr().err
