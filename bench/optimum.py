@@ -85,46 +85,97 @@ def _fit_count(problem: PackingProblem, ci: int, t: int) -> int:
     return n
 
 
-def greedy_packing(problem: PackingProblem) -> list[tuple[int, dict[int, int]]]:
-    """First-fit decreasing; opens the node type with the lowest price per average-pod slot. Gives an upper bound."""
-    bins: list[tuple[int, dict[int, int], list[int]]] = []  # (type, counts per class, free [cpu, mem, pods])
-    order = sorted(range(len(problem.classes)),
-                   key=lambda ci: -max(_shares(problem, ci, t) for t in problem.classes[ci].compatible))
+Packing = list[tuple[int, dict[int, int]]]  # (node type, pods per class) for each node
+
+
+def _fill(problem: PackingProblem, t: int, left: dict[int, int], order: list[int],
+          free: list[int] | None = None) -> tuple[dict[int, int], list[int]]:
+    """First-fit of the remaining pods (in `order`) into one node of type t with `free` room."""
+    b = problem.bin_types[t]
+    free = free if free is not None else [b.cpu_milli, b.memory_kib, b.pods]
+    counts: dict[int, int] = {}
     for ci in order:
         c = problem.classes[ci]
-        left = c.count
-        for t, counts, free in bins:
-            if not left or t not in c.compatible:
-                continue
-            n = min(left, free[2], free[0] // c.cpu_milli if c.cpu_milli else left,
-                    free[1] // c.memory_kib if c.memory_kib else left)
-            if n > 0:
-                counts[ci] = counts.get(ci, 0) + n
-                free[0] -= n * c.cpu_milli
-                free[1] -= n * c.memory_kib
-                free[2] -= n
-                left -= n
-        while left:
-            t = min(c.compatible, key=lambda t: problem.bin_types[t].price / _slots(problem, ci, t))
-            b = problem.bin_types[t]
-            n = min(left, _fit_count(problem, ci, t))
-            bins.append((t, {ci: n}, [b.cpu_milli - n * c.cpu_milli, b.memory_kib - n * c.memory_kib, b.pods - n]))
-            left -= n
-    return [(t, counts) for t, counts, _ in bins]
+        if not left.get(ci) or t not in c.compatible:
+            continue
+        n = min(left[ci], free[2], free[0] // c.cpu_milli if c.cpu_milli else left[ci],
+                free[1] // c.memory_kib if c.memory_kib else left[ci])
+        if n > 0:
+            counts[ci] = counts.get(ci, 0) + n
+            free[0] -= n * c.cpu_milli
+            free[1] -= n * c.memory_kib
+            free[2] -= n
+    return counts, free
 
 
-def _slots(problem: PackingProblem, ci: int, t: int) -> float:
-    """How many pods like the remaining mix (approximated by class ci's own size) a node of type t holds."""
-    return max(_fit_count(problem, ci, t), 1)
+def greedy_packing(problem: PackingProblem, left: dict[int, int] | None = None) -> Packing:
+    """Largest pods first; each new node is the type whose first-fit filling costs least per unit of work held.
+
+    A unit of work is a pod's share of the total cpu plus its share of the total memory, so the choice
+    follows the pods' real mix instead of the size of one pod. Gives the upper bound and the search's start.
+    """
+    classes = problem.classes
+    left = dict(left) if left is not None else {ci: c.count for ci, c in enumerate(classes)}
+    total_cpu = sum(classes[ci].cpu_milli * n for ci, n in left.items()) or 1
+    total_mem = sum(classes[ci].memory_kib * n for ci, n in left.items()) or 1
+    order = sorted(left, key=lambda ci: -max(_shares(problem, ci, t) for t in classes[ci].compatible))
+
+    def work(counts: dict[int, int]) -> float:
+        return sum(n * (classes[ci].cpu_milli / total_cpu + classes[ci].memory_kib / total_mem)
+                   for ci, n in counts.items())
+
+    packing: Packing = []
+    while any(left.values()):
+        first = next(ci for ci in order if left.get(ci))
+        best: tuple[float, int, dict[int, int]] | None = None
+        for t in classes[first].compatible:
+            trial = dict(left)
+            counts, _ = _fill(problem, t, trial, [first, *[ci for ci in order if ci != first]])
+            value = problem.bin_types[t].price / max(work(counts), 1e-12)
+            if counts.get(first) and (best is None or value < best[0]):
+                best = (value, t, counts)
+        assert best is not None
+        _, t, counts = best
+        for ci, n in counts.items():
+            left[ci] -= n
+        packing.append((t, counts))
+    return packing
+
+
+def relaxation_packing(problem: PackingProblem, flows: dict[tuple[int, int], int]) -> Packing:
+    """Round the relaxation: first-fit each type's share of pods into nodes of that type, greedy for the rest."""
+    left = {ci: c.count for ci, c in enumerate(problem.classes)}
+    packing: Packing = []
+    by_type: dict[int, dict[int, int]] = {}
+    for (ci, t), n in flows.items():
+        if n:
+            by_type.setdefault(t, {})[ci] = n
+    for t, share in by_type.items():
+        order = sorted(share, key=lambda ci: -_shares(problem, ci, t))
+        while any(share.values()):
+            counts, _ = _fill(problem, t, share, order)
+            if not counts:
+                break
+            for ci, n in counts.items():
+                share[ci] -= n
+                left[ci] -= n
+            packing.append((t, counts))
+    if any(left.values()):
+        packing += greedy_packing(problem, {ci: n for ci, n in left.items() if n})
+    return packing
+
+
+def packing_cost(problem: PackingProblem, packing: Packing) -> float:
+    return sum(problem.bin_types[t].price for t, _ in packing)
 
 
 def aggregate_bound(problem: PackingProblem, time_limit: float, workers: int, cost_cap: float | None = None
-                    ) -> tuple[float, dict[int, int], bool]:
+                    ) -> tuple[tuple[float, dict[int, int], bool], dict[tuple[int, int], int]]:
     """Lower bound: integer node counts per type, but pods may be split across the copies of one type.
 
     Every real packing is a solution of this relaxation, so its optimum (or CP-SAT's best bound) is a proven
     lower bound; it is tight when pods are small against nodes, which is the usual case.
-    Returns (bound, node counts of the relaxation's best solution, proven optimal).
+    Returns ((bound, node counts of the relaxation's best solution, proven optimal), pods per (class, type)).
     """
     cp_model = _import_cp_model()
     classes, types = problem.classes, problem.bin_types
@@ -155,9 +206,10 @@ def aggregate_bound(problem: PackingProblem, time_limit: float, workers: int, co
     solver.parameters.cp_model_probing_level = 0  # probing these models costs seconds and buys little
     status = solver.Solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return solver.BestObjectiveBound() / PRICE_SCALE, {}, False
+        return (solver.BestObjectiveBound() / PRICE_SCALE, {}, False), {}
     counts = {t: solver.Value(x) for t, x in xs.items() if solver.Value(x)}
-    return solver.BestObjectiveBound() / PRICE_SCALE, counts, status == cp_model.OPTIMAL
+    flow_values = {key: solver.Value(v) for key, v in flows.items() if solver.Value(v)}
+    return (solver.BestObjectiveBound() / PRICE_SCALE, counts, status == cp_model.OPTIMAL), flow_values
 
 
 def pack(problem: PackingProblem, copies_per_type: dict[int, int], time_limit: float, workers: int,
@@ -225,19 +277,23 @@ def solve_problem(problem: PackingProblem, time_limit: float = 10.0, workers: in
         return OptimumResult(status="OPTIMAL", costPerHour=0.0, lowerBound=0.0, greedyCostPerHour=0.0, **base)
 
     greedy = greedy_packing(problem)
-    greedy_cost = sum(types[t].price for t, _ in greedy)
-    greedy_used: dict[int, int] = {}
-    for t, _ in greedy:
-        greedy_used[t] = greedy_used.get(t, 0) + 1
-
-    bound, relaxed, _ = aggregate_bound(problem, time_limit * 0.4, workers, cost_cap=greedy_cost)
-    copies = {t: n + 1 for t, n in relaxed.items()}
-    for t, n in greedy_used.items():
-        copies[t] = max(copies.get(t, 0), n)
+    (bound, relaxed, _), flows = aggregate_bound(problem, time_limit * 0.5, workers,
+                                                 cost_cap=packing_cost(problem, greedy))
+    rounded = relaxation_packing(problem, flows) if flows else greedy
+    start = min((greedy, rounded), key=lambda pk: packing_cost(problem, pk))
+    start_cost = packing_cost(problem, start)
+    copies: dict[int, int] = {t: n + 1 + n // 4 for t, n in relaxed.items()}
+    for t, _ in start:
+        copies[t] = copies.get(t, 0)
+    for t in set(copies):
+        copies[t] = max(copies[t], sum(1 for u, _ in start if u == t))
     remaining = time_limit - (time.monotonic() - started)
-    used, _ = pack(problem, copies, max(0.2, remaining), workers, hint=greedy)
-    if used is None or sum(types[t].price * n for t, n in used.items()) > greedy_cost:
-        used = greedy_used
+    used, _ = pack(problem, copies, max(0.2, remaining), workers, hint=start)
+    if used is None or sum(types[t].price * n for t, n in used.items()) > start_cost:
+        used = {}
+        for t, _ in start:
+            used[t] = used.get(t, 0) + 1
+    greedy_cost = packing_cost(problem, greedy)
     cost = sum(types[t].price * n for t, n in used.items())
     bound = min(bound, cost)
     nodes = [OptimumNode(nodePool=types[t].node_pool, instanceType=types[t].instance_type, zone=types[t].zone,

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from api import labels as L
@@ -61,14 +62,31 @@ class OptimizerSettings:
     """Bounds that keep one solve quick: wall time, replacements per command, candidates considered."""
 
     time_limit: float = 5.0
+    relative_gap: float = 0.01  # stop once the move is proven within 1% of the best possible one
     max_replacements: int = 3
     max_candidates: int = 60
+    max_new_types: int = 6  # node types a replacement may be (the most cost-efficient for the pods moved)
     workers: int = 2
+
+
+_defaults = OptimizerSettings()
+
+
+@contextmanager
+def optimizer_settings(settings: OptimizerSettings) -> Iterator[None]:
+    """Use `settings` for optimizing passes inside the block (benchmarks trade solve time for figures)."""
+    global _defaults
+    saved, _defaults = _defaults, settings
+    try:
+        yield
+    finally:
+        _defaults = saved
 
 
 def optimizer_method(ctx: PassContext, optimize: bool = False,
                      settings: OptimizerSettings | None = None) -> OptimizingConsolidation | None:
     """The method for this pass: every pool with `optimize`, else the annotated pools, else None (off)."""
+    settings = settings or _defaults
     if optimize:
         return OptimizingConsolidation(ctx, settings)
     pools = {p.name for p in ctx.cluster.pools.values() if pool_opted_in(p)}
@@ -254,7 +272,7 @@ class OptimizingConsolidation:
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = max(0.1, self.settings.time_limit - built)
         solver.parameters.num_workers = max(1, self.settings.workers)
-        solver.parameters.log_search_progress = bool(__import__("os").environ.get("CPLOG"))
+        solver.parameters.relative_gap_limit = self.settings.relative_gap
         solver.parameters.cp_model_probing_level = 0  # probing big assignment models costs seconds, buys little
         status = solver.Solve(model)
         self.last_stats = {"seconds": round(time.monotonic() - started, 3), "candidates": len(cands),
@@ -324,7 +342,26 @@ class OptimizingConsolidation:
                         break
             if not dominated:
                 kept.append(a)
-        return kept
+        return self._most_efficient(kept, groups)
+
+    def _most_efficient(self, types: list[_NewType], groups: list[_Group]) -> list[_NewType]:
+        """The `max_new_types` cheapest per unit of the pods' cpu/memory mix, plus each group's cheapest home."""
+        limit = self.settings.max_new_types
+        if len(types) <= limit:
+            return types
+        cpu = sum(g.cpu * g.count for g in groups) or 1
+        mem = sum(g.mem * g.count for g in groups) or 1
+
+        def unit_price(t: _NewType) -> float:
+            return t.price / max(min(t.cpu / cpu, t.mem / mem), 1e-12)
+
+        ranked = sorted(types, key=unit_price)
+        chosen = {id(t) for t in ranked[:limit]}
+        for gi in range(len(groups)):
+            homes = [t for t in types if gi in t.groups]
+            if homes and not any(id(t) in chosen for t in homes):
+                chosen.add(id(min(homes, key=lambda t: t.price)))
+        return [t for t in ranked if id(t) in chosen]
 
     def _pool_limits(self, model, cands: list[Candidate], remove, new_types: list[_NewType], bins) -> None:
         """New nodes may not take a pool past its `limits`, counting the capacity the move removes."""
