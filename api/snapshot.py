@@ -23,6 +23,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from api.catalog import CATALOG_KIND, InstanceType, InstanceTypeCatalog
 from api.nodeclaim import NodeClaim
 from api.nodepool import NodePool
+from api.object_shapes import check_shape
 
 KARPENTER_V1 = "karpenter.sh/v1"
 # kind -> apiVersions accepted for it
@@ -62,10 +63,10 @@ def location(source: str, doc: int, item: int | None, obj: Any = None) -> str:
     """`FILE: document N[ item M] (kind/name)`: where an object sits in its file, for messages."""
     place = f"{source}: document {doc}" + ("" if item is None else f" item {item}")
     if isinstance(obj, dict):
-        kind = obj.get("kind") or "?"
+        kind = obj.get("kind") if isinstance(obj.get("kind"), str) and obj.get("kind") else "?"
         meta = obj.get("metadata")
-        name = meta.get("name") if isinstance(meta, dict) else None
-        ns = meta.get("namespace") if isinstance(meta, dict) else None
+        name = meta.get("name") if isinstance(meta, dict) and isinstance(meta.get("name"), str) else None
+        ns = meta.get("namespace") if isinstance(meta, dict) and isinstance(meta.get("namespace"), str) else None
         ident = f"{ns}/{name}" if ns and kind in NAMESPACED else (name or "?")
         place += f" ({kind}/{ident})"
     return place
@@ -179,6 +180,7 @@ class _Builder:
 
     def _route(self, kind: str, obj: dict[str, Any]) -> None:
         snap = self.snap
+        check_shape(kind, obj)
         if kind == "NodePool":
             pool = NodePool.model_validate(obj)
             snap.warnings += [f"NodePool/{pool.name}: {w}" for w in pool.warnings]
