@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from starter.output import CliError, add_output_flag, print_output, render_table
@@ -54,6 +55,7 @@ def describe_budget(index: int, budget: Any) -> str:
 def budget_details(pool: Any, reason: str, at: datetime) -> tuple[str, str]:
     """(active budgets for the reason, next window change) for the table."""
     from api.budgets import BudgetError, applies_to, is_active, next_transition
+    from api.duration import format_duration
 
     active: list[str] = []
     changes: list[tuple[datetime, str]] = []
@@ -67,7 +69,9 @@ def budget_details(pool: Any, reason: str, at: datetime) -> tuple[str, str]:
         except BudgetError:
             continue
         if change is not None:
-            changes.append((change.at, f"#{i} {'opens' if change.opens else 'closes'} {_iso(change.at)}"))
+            wait = format_duration(timedelta(minutes=math.ceil((change.at - at).total_seconds() / 60)))
+            verb = "opens" if change.opens else "closes"
+            changes.append((change.at, f"#{i} {verb} {_iso(change.at)} (in {wait})"))
     nxt = min(changes)[1] if changes else "-"
     return ("; ".join(active) or "none (no limit)"), nxt
 

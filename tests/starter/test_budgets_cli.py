@@ -42,7 +42,7 @@ def test_table_for_people(capsys: pytest.CaptureFixture[str]) -> None:
                                 "NEXT", "CHANGE"]
     under = next(line for line in lines if "Underutilized" in line)
     assert under.split()[:6] == ["default", "Underutilized", "5", "19", "0", "5"]
-    assert "#2 opens 2026-11-24T00:00:00Z" in under
+    assert "#2 opens 2026-11-24T00:00:00Z (in 12h)" in under
     empty = next(line for line in lines if " Empty " in line)
     assert "#0 20% [Empty,Drifted]; #1 5" in empty
 
