@@ -31,6 +31,7 @@ class Controllers:
         self.by_uid: dict[str, tuple[ResourceType, tuple[str, str]]] = {}
         self.daemonsets: set[str] = set()
         self.dirty: set[str] = set()
+        self.dirty_nodes: set[str] = set()  # nodes whose daemon pods need a look
         self.rng = random.Random(7)
 
     # ---- bookkeeping -------------------------------------------------------------------------------------
@@ -53,11 +54,15 @@ class Controllers:
                 pod_terminal(new) and not pod_terminal(old or {}))
             if gone:
                 ref = controller_ref(new or old or {})
-                if ref and ref.get("uid") in self.by_uid:
+                if ref and ref.get("uid") in self.daemonsets:
+                    node = ((new or old or {}).get("spec") or {}).get("nodeName")
+                    if node:
+                        self.dirty_nodes.add(node)
+                elif ref and ref.get("uid") in self.by_uid:
                     self.dirty.add(ref["uid"])
-        elif rt is NODES and (new is None or old is None or labels(old) != labels(new)
-                              or old.get("spec") != new.get("spec") or is_deleting(new)):
-            self.dirty |= self.daemonsets
+        elif rt is NODES and new is not None and (old is None or labels(old) != labels(new)
+                                                  or old.get("spec") != new.get("spec")):
+            self.dirty_nodes.add(meta(new)["name"])
 
     def _get(self, uid: str) -> tuple[ResourceType, dict[str, Any]] | None:
         entry = self.by_uid.get(uid)
@@ -83,6 +88,13 @@ class Controllers:
 
     # ---- reconcile ---------------------------------------------------------------------------------------
     def reconcile(self) -> None:
+        if self.dirty_nodes:
+            nodes = [n for n in (self.world.store.get(NODES, "", name) for name in self.dirty_nodes) if n]
+            self.dirty_nodes.clear()
+            for uid in list(self.daemonsets):
+                found = self._get(uid)
+                if found is not None and not is_deleting(found[1]):
+                    self._daemonset(found[1], nodes)
         while self.dirty:
             uid = self.dirty.pop()
             found = self._get(uid)
@@ -94,7 +106,7 @@ class Controllers:
             elif rt.kind == "StatefulSet":
                 self._statefulset(obj)
             else:
-                self._daemonset(obj)
+                self._daemonset(obj, list(self.world.store.list(NODES)))
 
     def _active_pods(self, uid: str) -> list[dict[str, Any]]:
         return [p for p in self.world.store.pods_owned_by(uid) if not is_deleting(p) and not pod_terminal(p)]
@@ -124,11 +136,16 @@ class Controllers:
             if ordinal >= replicas:
                 self.world.delete_pod(pod, None, "delete")
 
-    def _daemonset(self, ds: dict[str, Any]) -> None:
+    def _daemonset(self, ds: dict[str, Any], nodes: list[dict[str, Any]]) -> None:
         template_spec = deep_copy(((ds.get("spec") or {}).get("template") or {}).get("spec") or {})
         template_spec["tolerations"] = list(template_spec.get("tolerations") or []) + DAEMONSET_TOLERATIONS
-        covered = {(p.get("spec") or {}).get("nodeName") for p in self._active_pods(meta(ds)["uid"])}
-        for node in list(self.world.store.list(NODES)):
+        if len(nodes) < 50:
+            covered = {(p.get("spec") or {}).get("nodeName") for n in nodes for p in self.world.store.pods_on_node(
+                meta(n)["name"]) if (controller_ref(p) or {}).get("uid") == meta(ds)["uid"] and not is_deleting(p)
+                and not pod_terminal(p)}
+        else:
+            covered = {(p.get("spec") or {}).get("nodeName") for p in self._active_pods(meta(ds)["uid"])}
+        for node in nodes:
             name = meta(node)["name"]
             if name in covered or is_deleting(node):
                 continue

@@ -77,7 +77,9 @@ class World:
         self.never_ready_types: set[str] = set()
         self._timers: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = itertools.count()
-        self._dirty_pdb_namespaces: set[str] = set()
+        self._dirty_pdbs: set[tuple[str, str]] = set()
+        self._pdb_by_label: dict[tuple[str, str, str], set[str]] = {}  # (ns, key, value) of matchLabels -> PDBs
+        self._pdb_loose: dict[str, set[str]] = {}  # PDBs without matchLabels, by namespace
         self._orphan_uids: set[str] = set()
         self._starting: set[tuple[str, str]] = set()
         self._ready_changed: set[str] = set()
@@ -113,7 +115,7 @@ class World:
         if plural == "pods":
             pod = new or old or {}
             key = (meta(pod).get("namespace") or "", meta(pod).get("name") or "")
-            self._dirty_pdb_namespaces.add(key[0])
+            self._dirty_pdbs.update((key[0], name) for name in self._pdb_candidates(key[0], old, new))
             if new is not None and (new.get("spec") or {}).get("nodeName") and not is_deleting(new) \
                     and pod_phase(new) == "Pending":
                 self._starting.add(key)
@@ -125,7 +127,10 @@ class World:
             if was != now_ready and new is not None:
                 self._ready_changed.add(meta(new)["name"])
         elif plural == "poddisruptionbudgets":
-            self._dirty_pdb_namespaces.add(meta(new or old or {}).get("namespace") or "")
+            self._index_pdb(old, new)
+        elif plural in ("replicasets", "statefulsets") and (old or {}).get("spec") != (new or {}).get("spec"):
+            ns = meta(new or old or {}).get("namespace") or ""
+            self._dirty_pdbs.update((ns, meta(p)["name"]) for p in self.store.list(PDBS, ns))
         self.controllers.on_change(rt, kind, old, new)
         self.scheduler.on_change(rt, kind, old, new)
 
@@ -281,12 +286,11 @@ class World:
         violated: list[str] = []
         ns = meta(pod).get("namespace") or ""
         if healthy:
-            for pdb in self.store.list(PDBS, ns):
-                if pdb_matches(pdb, pod):
-                    status = compute_status(pdb, self.pdb_pods(pdb), self.controllers.scale_of,
-                                            exclude_uid=meta(pod)["uid"])
-                    if status["currentHealthy"] < status["desiredHealthy"]:
-                        violated.append(f"{ns}/{meta(pdb)['name']}")
+            for pdb in self.pdbs_for_pod(pod):
+                status = compute_status(pdb, self.pdb_pods(pdb), self.controllers.scale_of,
+                                        exclude_uid=meta(pod)["uid"])
+                if status["currentHealthy"] < status["desiredHealthy"]:
+                    violated.append(f"{ns}/{meta(pdb)['name']}")
         self.ledger.record_removal(Removal(pod=f"{ns}/{meta(pod)['name']}",
                                            node=(pod.get("spec") or {}).get("nodeName"),
                                            cause=cause, healthy=healthy, violated=violated))
@@ -300,17 +304,48 @@ class World:
             return self.store.pods_with_labels(ns, match_labels)
         return list(self.store.list(PODS, ns))
 
+    def _index_pdb(self, old: dict | None, new: dict | None) -> None:
+        for obj, add in ((old, False), (new, True)):
+            if obj is None:
+                continue
+            ns, name = meta(obj).get("namespace") or "", meta(obj)["name"]
+            match_labels = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+            buckets = [self._pdb_by_label.setdefault((ns, k, v), set()) for k, v in match_labels.items()] \
+                if match_labels else [self._pdb_loose.setdefault(ns, set())]
+            for bucket in buckets:
+                if add:
+                    bucket.add(name)
+                else:
+                    bucket.discard(name)
+            if add:
+                self._dirty_pdbs.add((ns, name))
+
+    def _pdb_candidates(self, ns: str, *pods: dict | None) -> set[str]:
+        """Names of the PDBs in `ns` that may select any of `pods` (by their labels)."""
+        out = set(self._pdb_loose.get(ns, ()))
+        for pod in pods:
+            for k, v in (meta(pod).get("labels") or {}).items() if pod else ():
+                out |= self._pdb_by_label.get((ns, k, v), set())
+        return out
+
+    def pdbs_for_pod(self, pod: dict[str, Any]) -> list[dict[str, Any]]:
+        ns = meta(pod).get("namespace") or ""
+        found = (self.store.get(PDBS, ns, name) for name in self._pdb_candidates(ns, pod))
+        return [p for p in found if p is not None and pdb_matches(p, pod)]
+
     def refresh_pdbs(self) -> None:
         with self.store.lock:
-            while self._dirty_pdb_namespaces:
-                ns = self._dirty_pdb_namespaces.pop()
-                for pdb in list(self.store.list(PDBS, ns)):
-                    status = compute_status(pdb, self.pdb_pods(pdb), self.controllers.scale_of)
-                    if status != pdb.get("status"):
-                        new = dict(pdb, status=status)
-                        new["metadata"] = dict(pdb["metadata"])
-                        self.store.replace(PDBS, new)
-                self._dirty_pdb_namespaces.discard(ns)
+            while self._dirty_pdbs:
+                ns, name = self._dirty_pdbs.pop()
+                pdb = self.store.get(PDBS, ns, name)
+                if pdb is None:
+                    continue
+                status = compute_status(pdb, self.pdb_pods(pdb), self.controllers.scale_of)
+                if status != pdb.get("status"):
+                    new = dict(pdb, status=status)
+                    new["metadata"] = dict(pdb["metadata"])
+                    self.store.replace(PDBS, new)
+                    self._dirty_pdbs.discard((ns, name))
 
     def evict(self, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
         """The Eviction subresource: 201, 429 (budget), 500 (several budgets), 404 (no pod)."""
@@ -330,7 +365,7 @@ class World:
         grace = options.get("gracePeriodSeconds")
         self._check_preconditions(PODS, pod, options.get("preconditions"))
         if not (pod_terminal(pod) or pod_phase(pod) == "Pending" or is_deleting(pod)):
-            pdbs = [p for p in self.store.list(PDBS, namespace) if pdb_matches(p, pod)]
+            pdbs = self.pdbs_for_pod(pod)
             if len(pdbs) > 1:
                 raise ApiError(500, MULTI_PDB_MESSAGE)
             if pdbs:

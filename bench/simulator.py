@@ -1,0 +1,170 @@
+"""Simulator benchmark: load time, list latency, and requests per second for get / patch / eviction.
+
+    .venv/bin/python bench/simulator.py                      # 5,000 nodes x 15 pods (about 75,000 pods)
+    .venv/bin/python bench/simulator.py --nodes 500 --json   # smaller, machine-readable
+
+The simulator runs in this process (its own thread and event loop); the load generator runs in a separate
+process with a keep-alive aiohttp client, so client and server do not share one interpreter lock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing as mp
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from simulator.generate import generate_cluster
+from simulator.server import Simulator
+
+
+def _timed_get(url: str, repeat: int = 3) -> tuple[float, int]:
+    """Median seconds of a GET (full body read) and the body size."""
+    import urllib.request
+
+    times, size = [], 0
+    for _ in range(repeat):
+        started = time.perf_counter()
+        with urllib.request.urlopen(url, timeout=600) as resp:
+            size = len(resp.read())
+        times.append(time.perf_counter() - started)
+    return statistics.median(times), size
+
+
+async def _hammer(base: str, kind: str, targets: list[Any], seconds: float, concurrency: int) -> dict[str, Any]:
+    import aiohttp
+
+    codes: dict[int, int] = {}
+    latencies: list[float] = []
+    deadline = time.perf_counter() + seconds
+    rng = random.Random(1)
+    queue = list(targets)
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        while time.perf_counter() < deadline:
+            started = time.perf_counter()
+            if kind == "get":
+                ns, name = rng.choice(targets)
+                resp = await session.get(f"{base}/api/v1/namespaces/{ns}/pods/{name}")
+            elif kind == "patch":
+                name = rng.choice(targets)
+                resp = await session.patch(f"{base}/api/v1/nodes/{name}",
+                                           data=json.dumps({"metadata": {"labels": {"bench": str(rng.random())}}}),
+                                           headers={"Content-Type": "application/merge-patch+json"})
+            else:
+                if not queue:
+                    return
+                ns, name = queue.pop()
+                body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
+                resp = await session.post(f"{base}/api/v1/namespaces/{ns}/pods/{name}/eviction", json=body)
+            await resp.read()
+            latencies.append(time.perf_counter() - started)
+            codes[resp.status] = codes.get(resp.status, 0) + 1
+
+    started = time.perf_counter()
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        await asyncio.gather(*(worker(session) for _ in range(concurrency)))
+    elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {"requests": len(latencies), "seconds": round(elapsed, 3),
+            "reqPerSec": round(len(latencies) / elapsed, 1) if elapsed else 0.0,
+            "p50ms": round(latencies[len(latencies) // 2] * 1000, 2) if latencies else None,
+            "p99ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 2) if latencies else None,
+            "codes": {str(k): v for k, v in sorted(codes.items())}}
+
+
+def _client_process(base: str, kind: str, targets: list[Any], seconds: float, concurrency: int, out: Any) -> None:
+    out.put(asyncio.run(_hammer(base, kind, targets, seconds, concurrency)))
+
+
+def _load_in_client(base: str, kind: str, targets: list[Any], seconds: float, concurrency: int) -> dict[str, Any]:
+    ctx = mp.get_context("spawn")
+    out = ctx.Queue()
+    proc = ctx.Process(target=_client_process, args=(base, kind, targets, seconds, concurrency, out))
+    proc.start()
+    result = out.get(timeout=seconds + 300)
+    proc.join(30)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods-per-node", type=int, default=15)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seconds", type=float, default=5.0, help="duration of each request-rate run")
+    parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of a report")
+    args = parser.parse_args(argv)
+
+    started = time.perf_counter()
+    objects = generate_cluster(args.nodes, args.pods_per_node, args.seed)
+    generate_s = time.perf_counter() - started
+    pods = [(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects if o["kind"] == "Pod"]
+    nodes = [o["metadata"]["name"] for o in objects if o["kind"] == "Node"]
+    protected = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects
+                 if o["kind"] == "PodDisruptionBudget"}
+
+    sim = Simulator(objects=objects, time_scale=0.01)
+    started = time.perf_counter()
+    sim.start()
+    sim.world.tick()  # first PDB status pass belongs to loading
+    load_s = time.perf_counter() - started
+    base = sim.base_url
+    try:
+        some_node = nodes[len(nodes) // 2]
+        lists = {}
+        for label, path in (("allPods", "/api/v1/pods"),
+                            ("podsOnOneNode", f"/api/v1/pods?fieldSelector=spec.nodeName%3D{some_node}"),
+                            ("podsByLabel", "/api/v1/pods?labelSelector=app%3Dkube-proxy"),
+                            ("nodes", "/api/v1/nodes"),
+                            ("pdbs", "/apis/policy/v1/poddisruptionbudgets"),
+                            ("podsPage500", "/api/v1/pods?limit=500")):
+            seconds, size = _timed_get(base + path, repeat=1 if label == "allPods" else 3)
+            lists[label] = {"ms": round(seconds * 1000, 1), "bytes": size}
+        rates = {
+            "get": _load_in_client(base, "get", pods, args.seconds, args.concurrency),
+            "patch": _load_in_client(base, "patch", nodes, args.seconds, args.concurrency),
+        }
+        rng = random.Random(2)
+        victims = [p for p in pods if p[0] != "kube-system"]
+        rng.shuffle(victims)
+        rates["eviction"] = _load_in_client(base, "eviction", victims[:20000], args.seconds, args.concurrency)
+        stats = sim.stats()
+    finally:
+        sim.stop()
+
+    report = {
+        "cluster": {"nodes": len(nodes), "pods": len(pods), "objects": len(objects), "pdbs": len(protected)},
+        "generateSeconds": round(generate_s, 2),
+        "loadSeconds": round(load_s, 2),
+        "listLatency": lists,
+        "requestRates": rates,
+        "ledger": {"evictions": stats["evictions"], "pdbViolations": stats["pdbViolationsTotal"]},
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"cluster: {len(nodes)} nodes, {len(pods)} pods, {len(objects)} objects "
+          f"(generated in {generate_s:.1f} s)")
+    print(f"load: {load_s:.2f} s")
+    for label, row in lists.items():
+        print(f"list {label:<14} {row['ms']:>9.1f} ms  {row['bytes'] / 1e6:8.2f} MB")
+    for kind, row in rates.items():
+        print(f"{kind:<9} {row['reqPerSec']:>8.1f} req/s  p50 {row['p50ms']} ms  p99 {row['p99ms']} ms  "
+              f"codes {row['codes']}")
+    print(f"ledger: evictions {stats['evictions']}, PDB violations {stats['pdbViolationsTotal']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
