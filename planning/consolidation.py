@@ -65,7 +65,7 @@ class Consolidation:
         if not sim.new_nodes:
             return make_command(method, cands, sim, [], price), ""
         nn = sim.new_nodes[0]
-        priced, why = consolidation_replacement(nn, cands, ctx.scheduler._options(nn.pool), single=single,
+        priced, why = consolidation_replacement(nn, cands, ctx.scheduler.pool_options(nn.pool), single=single,
                                                 same_type_filter=not single)
         if priced is None:
             return None, why

@@ -88,7 +88,7 @@ class Drift:
             replacements = []
             cost = 0.0
             for nn in sim.new_nodes:
-                priced = launch_replacement(nn, self.ctx.scheduler._options(nn.pool))
+                priced = launch_replacement(nn, self.ctx.scheduler.pool_options(nn.pool))
                 if priced is not None:
                     replacements.append(priced.replacement)
                     cost += priced.price

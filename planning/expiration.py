@@ -67,7 +67,7 @@ class Expiration:
             provisioning = []
             cost = 0.0
             for nn in sim.new_nodes:
-                priced = launch_replacement(nn, self.ctx.scheduler._options(nn.pool))
+                priced = launch_replacement(nn, self.ctx.scheduler.pool_options(nn.pool))
                 if priced is not None:
                     provisioning.append(priced.replacement)
                     cost += priced.price

@@ -314,6 +314,14 @@ class Scheduler:
             self._pool_options[pool.name] = opts
         return opts
 
+    def pool_options(self, pool: PoolInfo) -> list[TypeOption]:
+        """Instance types (with allowed offerings) a new node of `pool` may be, cheapest first."""
+        return self._options(pool)
+
+    def pod_allowed(self, pod: PodInfo, pool: PoolInfo) -> set[tuple[str, str, str]] | None:
+        """(type, zone, capacity type) a pod's selectors allow on a new node of `pool`; None means all."""
+        return self._pod_allowed(pod, pool)
+
     @staticmethod
     def _pool_req_ok(req: dict[str, Any], labels: dict[str, str]) -> bool:
         key = req.get("key", "")
