@@ -158,6 +158,8 @@ def _check_requirements(p: _Problems, path: str, obj: Any, required: bool) -> No
         for j, v in enumerate(vals):
             if not isinstance(v, str):
                 p.add(f"{rpath}.values[{j}]", f"must be a string, got {type(v).__name__}")
+            elif not matches_pattern(LABEL_VALUE_PATTERN, v) or len(v) > 63:
+                p.add(f"{rpath}.values[{j}]", f"{v!r} is not a valid label value (at most 63 of [A-Za-z0-9-_.])")
         if op == "In" and not vals:
             p.add(rpath, "requirements with operator 'In' must have a value defined")
         if op in ("Gt", "Lt") and not (len(vals) == 1 and isinstance(vals[0], str) and vals[0].isdigit()):

@@ -126,6 +126,7 @@ def test_valid_examples_pass_the_schema() -> None:
         ("spec.template.spec.expireAfter", "30d"),
         ("spec.template.spec.terminationGracePeriod", "Never"),
         ("spec.template.spec.requirements", [{"key": "a", "operator": "Like"}]),
+        ("spec.template.spec.requirements", [{"key": "a", "operator": "In", "values": ["not valid"]}]),
         ("spec.template.spec.taints", [{"key": "a", "effect": "Bad"}]),
         ("spec.weight", 0),
         ("spec.limits", {"cpu": "lots"}),

@@ -170,6 +170,8 @@ def test_field_rules(path: str, value: Any, expected: str) -> None:
         ({"key": "node.kubernetes.io/instance-type", "operator": "NotIn", "values": ["t3.nano"]}, True),
         ({"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64", "amd64"], "minValues": 2}, True),
         ({"key": "node-restriction.kubernetes.io/x", "operator": "Exists"}, True),
+        ({"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5 large"]}, False),
+        ({"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["x" * 64]}, False),
     ],
 )
 def test_requirement_operators(requirement: dict[str, Any], ok: bool) -> None:
