@@ -38,9 +38,12 @@ def _ts(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def local_cluster(nodes: int, pods_per_node: int, seed: int) -> list[dict[str, Any]]:
+def local_cluster(nodes: int, pods_per_node: int, seed: int, packed: bool = False) -> list[dict[str, Any]]:
     """Nodes of a few types over 3 zones, pods_per_node pods each (one DaemonSet pod), deployments with PDBs
-    and zone spread, a few drifted and a few empty nodes: every method has work."""
+    and zone spread, a few drifted and a few empty nodes: every method has work.
+
+    `packed`: the worst case for the planner — every node is the cheapest type for its load and ~98% full,
+    nothing is empty or drifted, so every candidate is simulated and none yields a command."""
     rng = random.Random(seed)
     catalog = load_default_catalog()
     created = AT - timedelta(days=3)
@@ -50,6 +53,9 @@ def local_cluster(nodes: int, pods_per_node: int, seed: int) -> list[dict[str, A
                 {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}],
                 "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}},
                 "disruption": {"consolidateAfter": "30s", "budgets": [{"nodes": "10%"}]}}}
+    if packed:  # one instance type only: no bigger, cheaper-per-core replacement exists
+        pool["spec"]["template"]["spec"]["requirements"].append(
+            {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["t3.xlarge"]})
     objs: list[dict[str, Any]] = [pool]
     deployments = max(1, nodes // 5)
     for d in range(0, deployments, 10):
@@ -59,7 +65,7 @@ def local_cluster(nodes: int, pods_per_node: int, seed: int) -> list[dict[str, A
                      "status": {"disruptionsAllowed": rng.choice((0, 1, 1))}})
     for i in range(nodes):
         name = f"node-{i:05d}"
-        it = catalog.get(TYPES[i % len(TYPES)])
+        it = catalog.get("t3.xlarge" if packed else TYPES[i % len(TYPES)])
         assert it is not None
         zone = ZONES[i % 3]
         labels = {L.NODEPOOL_LABEL: "default", L.INSTANCE_TYPE_LABEL: it.name, L.CAPACITY_TYPE_LABEL: "on-demand",
@@ -67,7 +73,7 @@ def local_cluster(nodes: int, pods_per_node: int, seed: int) -> list[dict[str, A
         alloc = {"cpu": format_cpu(it.cpu_cores), "memory": it.memory, "pods": str(it.pods)}
         pid = f"aws:///{zone}/i-{i:017x}"
         conditions = [{"type": "Initialized", "status": "True", "lastTransitionTime": _ts(created)}]
-        if rng.random() < 0.02:
+        if rng.random() < 0.02 and not packed:
             conditions.append({"type": "Drifted", "status": "True", "reason": "NodePoolDrifted",
                                "lastTransitionTime": _ts(created)})
         objs.append({"apiVersion": "v1", "kind": "Node",
@@ -82,17 +88,18 @@ def local_cluster(nodes: int, pods_per_node: int, seed: int) -> list[dict[str, A
                      "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
                                                "name": "default"}},
                      "status": {"nodeName": name, "providerID": pid, "conditions": conditions}})
-        empty = rng.random() < 0.01
-        budget_cpu = it.cpu_cores * rng.uniform(0.3, 0.85)
-        budget_mem = it.memory_bytes * 0.85
+        empty = rng.random() < 0.01 and not packed
+        budget_cpu = it.cpu_cores * (0.98 if packed else rng.uniform(0.3, 0.85))
+        budget_mem = it.memory_bytes * (0.98 if packed else 0.85)
         for j in range(pods_per_node):
             daemon = j == 0
             if empty and not daemon:
                 break
             cpu, mem = (0.05, 0.125) if daemon else POD_SIZES[rng.randrange(len(POD_SIZES))]
-            cpu = min(cpu, budget_cpu / max(1, pods_per_node - j))
+            share_cpu, share_mem = budget_cpu / max(1, pods_per_node - j), budget_mem / max(1, pods_per_node - j)
+            cpu = share_cpu if packed and not daemon else min(cpu, share_cpu)
             budget_cpu -= cpu
-            mem_b = min(int(mem * 2**30), int(budget_mem / max(1, pods_per_node - j)))
+            mem_b = int(share_mem) if packed and not daemon else min(int(mem * 2**30), int(share_mem))
             budget_mem -= mem_b
             app = "node-exporter" if daemon else f"app-{rng.randrange(deployments)}"
             owner_kind = "DaemonSet" if daemon else "ReplicaSet"
@@ -127,11 +134,14 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def bench(size: int, runs: int, pods_per_node: int = 15) -> dict[str, Any]:
+def bench(size: int, runs: int, pods_per_node: int = 15, packed: bool = False) -> dict[str, Any]:
     from api.snapshot import Snapshot, SnapshotError
     from planning.plan import run_pass
 
-    objs, source = generate(size, pods_per_node, seed=size)
+    if packed:
+        objs, source = local_cluster(size, pods_per_node, size, packed=True), "bench.planner.local_cluster(packed)"
+    else:
+        objs, source = generate(size, pods_per_node, seed=size)
     t0 = time.perf_counter()
     try:
         snapshot = Snapshot.from_objects(objs)
@@ -164,10 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="100,1000,5000")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--packed", action="store_true", help="worst case: full nodes, no command possible")
     args = ap.parse_args(argv)
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
-        row = bench(size, args.runs)
+        row = bench(size, args.runs, packed=args.packed)
         rows.append(row)
         if not args.json:
             print(f"{row['nodes']:>6} nodes {row['pods']:>6} pods  pass p50 {row['passSecondsP50']:>7.3f}s "
