@@ -34,6 +34,8 @@ class Scheduler:
         self.dirty = False
         self.usage: dict[str, list[float]] = {}  # node -> [cpu, memory, pods]
         self._requests: dict[str, tuple[float, float]] = {}
+        self._nodes: list[tuple[str, dict[str, Any], tuple[float, float, int]]] | None = None  # Ready candidates
+        self._start = 0  # kube-scheduler resumes its node scan where the last one stopped
 
     def _requests_of(self, pod: dict[str, Any]) -> tuple[float, float]:
         uid = meta(pod).get("uid") or ""
@@ -75,6 +77,7 @@ class Scheduler:
                 self.dirty = True
         elif rt is NODES:
             self.dirty = True
+            self._nodes = None
             if new is None:
                 self.usage.pop(meta(old or {}).get("name") or "", None)
 
@@ -83,8 +86,10 @@ class Scheduler:
             return
         self.dirty = False
         store = self.world.store
-        nodes = [n for n in store.list(NODES) if node_ready(n) and not is_deleting(n)]
-        allocatable = {meta(n)["name"]: node_allocatable(n) for n in nodes}
+        if self._nodes is None:
+            self._nodes = [(meta(n)["name"], n, node_allocatable(n)) for n in store.list(NODES)
+                           if node_ready(n) and not is_deleting(n)]
+        nodes = self._nodes
         pods = [p for p in (store.get(PODS, *k) for k in list(self.pending)) if p is not None]
         pods.sort(key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0),
                                  meta(p).get("creationTimestamp") or ""))
@@ -92,9 +97,11 @@ class Scheduler:
             spec = pod.get("spec") or {}
             cpu, mem = self._requests_of(pod)
             best, best_score = None, None
-            for node in nodes:
-                name = meta(node)["name"]
-                a_cpu, a_mem, a_pods = allocatable[name]
+            feasible = 0
+            wanted = feasible_nodes_to_find(len(nodes))
+            self._start = self._start % len(nodes) if nodes else 0
+            for i in range(len(nodes)):
+                name, node, (a_cpu, a_mem, a_pods) = nodes[(self._start + i) % len(nodes)]
                 used = self.usage.get(name, [0.0, 0.0, 0.0])
                 if used[2] + 1 > a_pods or used[0] + cpu > a_cpu + 1e-9 or used[1] + mem > a_mem:
                     continue
@@ -103,6 +110,10 @@ class Scheduler:
                 score = max((used[0] + cpu) / a_cpu if a_cpu else 1.0, (used[1] + mem) / a_mem if a_mem else 1.0)
                 if best_score is None or score < best_score:
                     best, best_score = name, score
+                feasible += 1
+                if feasible >= wanted:
+                    self._start += i + 1
+                    break
             new = deep_copy(pod)
             if best is not None:
                 new["spec"]["nodeName"] = best
@@ -111,6 +122,14 @@ class Scheduler:
             elif _set_scheduled(new, "False", "Unschedulable",
                                 f"0/{len(store.objects['nodes'])} nodes are available: no node fits the pod."):
                 store.replace(PODS, new)
+
+
+def feasible_nodes_to_find(total: int) -> int:
+    """kube-scheduler's percentageOfNodesToScore default: stop after this many feasible nodes."""
+    if total <= 100:
+        return total
+    percent = max(50 - total // 125, 5)
+    return max(total * percent // 100, 100)
 
 
 def _set_scheduled(pod: dict[str, Any], status: str, reason: str, message: str) -> bool:

@@ -240,6 +240,8 @@ class World:
         if uid in self._orphan_uids:
             self._orphan_uids.discard(uid)
             return
+        if rt is PODS or rt.plural == "events":
+            return  # nothing in a cluster is owned by a pod or an event
         for dep_rt, dep in self._dependents(rt, gone):
             if not is_deleting(dep):
                 cause = "delete"
