@@ -179,10 +179,10 @@ class InterruptionDispatcher:
         steps: list[Awaitable[Any]] = []
         if action is Action.PRESPIN_AND_TERMINATE and node.node_pool and pool is not None:
             replacement = spot_replacement(node, self._catalog, pool)
-            if replacement is not None:
-                steps.append(self._start_prespin(PrespinInput(
+            if replacement is not None:  # first, alone: its workflow task is queued before the termination's
+                await self._start_prespin(PrespinInput(
                     node_name=node.name, node_uid=node.uid, node_pool=node.node_pool, replacement=replacement,
-                    reason=TERMINATION_REASONS[event.kind])))
+                    reason=TERMINATION_REASONS[event.kind]))
             else:
                 log.warning("no replacement type for %s (%s); terminating without pre-spin", node.name,
                             node.instance_type)

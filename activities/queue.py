@@ -13,6 +13,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -49,6 +50,8 @@ class SqsQueue:
     def __init__(self, sqs: Any, queue_url: str) -> None:
         self._sqs = sqs
         self.url = queue_url
+        # The long poll blocks a thread for up to 20 s: give it its own, not one of the loop's shared ones.
+        self.poll_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqs-poll")
 
     def receive(self, wait_seconds: int, max_messages: int, visibility_timeout: int) -> list[QueueMessage]:
         resp = self._sqs.receive_message(
@@ -87,8 +90,9 @@ class InterruptionQueueActivities:
             end = time.monotonic() + inp.run_seconds
             while time.monotonic() < end and not activity.is_worker_shutdown():
                 wait = int(max(0, min(inp.wait_seconds, end - time.monotonic())))
-                batch = await asyncio.to_thread(self._queue.receive, wait, inp.max_messages,
-                                                inp.visibility_timeout_seconds)
+                batch = await asyncio.get_running_loop().run_in_executor(
+                    self._queue.poll_executor, self._queue.receive, wait, inp.max_messages,
+                    inp.visibility_timeout_seconds)
                 if batch:
                     await self.handle_batch(batch, inp, counts)
         finally:
