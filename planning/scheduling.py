@@ -137,6 +137,7 @@ class Scheduler:
             ))
         self.super_max = [_max3(self.block_max[i:i + SUPER]) for i in range(0, len(self.block_max), SUPER)]
         self._static: dict[tuple[str, int], bool] = {}
+        self._compatible_cache: dict[str, bool] = {}
         self._pool_options: dict[str, list[TypeOption]] = {}
         self._pool_labels: dict[str, dict[str, str]] = {}
         self._sig_allowed: dict[tuple[str, str], set[tuple[str, str, str]] | None] = {}
@@ -575,11 +576,15 @@ class Scheduler:
         return None
 
     def _why_not(self, pod: PodInfo, new_why: str) -> str:
-        compatible = [n for n in self.dest if self._static_ok(pod, n)]
+        """Why a pod fits nowhere, for the Unconsolidatable / blocked message (cached per pod signature)."""
+        compatible = self._compatible_cache.get(pod.sig)
+        if compatible is None:
+            compatible = any(self._static_ok(pod, n) for n in self.dest)
+            self._compatible_cache[pod.sig] = compatible
         if not compatible:
             existing = "no node matches its nodeSelector, affinity and tolerations"
         else:
-            existing = (f"insufficient free capacity on {len(compatible)} compatible node(s) "
+            existing = (f"insufficient free capacity on the nodes it may use "
                         f"(needs cpu {format_cpu(pod.cpu)}, memory {format_memory(pod.mem)})")
             if pod.anti_affinity or pod.spread:
                 existing += " or its anti-affinity / topology spread"
