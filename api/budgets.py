@@ -5,7 +5,10 @@
 - Its value is the integer as written (not capped) or ceil(pct * total / 100); inactive means no limit.
 - Per NodePool and reason the most restrictive applicable active budget wins; a budget without reasons
   applies to all, `reasons: []` to none. One invalid budget makes the limit 0 for every reason.
-- Nodes counted: managed and initialized, not InstanceTerminating; disrupting: NotReady or deleting.
+- Nodes counted: managed and initialized, not InstanceTerminating; disrupting: NotReady, deleting, or
+  tainted karpenter.sh/disrupted by a disruption in flight.
+- timeZone (nodeflow): hits are matched on the zone's wall clock (CronJob semantics, see api/cron.py); a
+  window still lasts `duration` of real time from its hit, also across a daylight-saving change.
 """
 
 from __future__ import annotations
