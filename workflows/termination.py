@@ -77,6 +77,7 @@ class TerminationWorkflow:
         self._cancel_reason: str | None = None
         self._cancel_rejected: str | None = None  # a cancel accepted before we learnt the node is being deleted
         self._node_pool = inp.node_pool
+        self._volume_attachments: int | None = None
         self._message = ""
         self._evicted = 0
         self._deleted = 0
@@ -115,7 +116,8 @@ class TerminationWorkflow:
 
     @cancel.validator
     def _validate_cancel(self, req: CancelRequest) -> None:
-        problem = self._cancel_problem()
+        problem = None if isinstance(req, CancelRequest) else 'a CancelRequest is required, e.g. {"reason": "why"}'
+        problem = problem or self._cancel_problem()
         if problem:
             raise ValueError(problem)
 
@@ -131,7 +133,8 @@ class TerminationWorkflow:
     @workflow.signal
     def cancel_signal(self, req: CancelRequest) -> None:
         """Same as the `cancel` update, for the Web UI."""
-        problem = self._cancel_problem()
+        problem = None if isinstance(req, CancelRequest) else "a CancelRequest is required"
+        problem = problem or self._cancel_problem()
         if problem:
             workflow.logger.warning("cancel signal ignored: %s", problem)
             self._message = f"cancel rejected: {problem}"
@@ -157,6 +160,8 @@ class TerminationWorkflow:
             self._refresh_details()
 
     def _force_problem(self, req: ForceRequest) -> str | None:
+        if not isinstance(req, ForceRequest):  # e.g. null sent through an untyped handle
+            return 'a ForceRequest is required, e.g. {"reason": "why"}'
         if not req.reason.strip():
             return "a reason is required to force a termination"
         if self._phase in POINT_OF_NO_RETURN:
@@ -207,6 +212,7 @@ class TerminationWorkflow:
         if signalled is not None and (self._deadline is None or signalled < self._deadline):
             self._deadline = signalled
         self._pods = list(prep.pods)
+        self._volume_attachments = prep.volume_attachments
         provider_id = inp.provider_id or prep.provider_id
         self._set_phase(Phase.DRAINING)
         try:
@@ -310,6 +316,9 @@ class TerminationWorkflow:
 
     async def _await_volumes(self) -> None:
         if self._force_reason is not None:
+            return
+        # A tainted node gains no attachments: none at prepare time means nothing to wait for (saves an activity).
+        if workflow.patched("skip-volume-wait-without-attachments") and self._volume_attachments == 0:
             return
         self._set_phase(Phase.AWAITING_VOLUMES)
         while True:
