@@ -303,8 +303,18 @@ def _check_header(p: _Problems, obj: dict[str, Any], kind: str) -> None:
 
 
 def nodepool_warnings(obj: Any) -> list[str]:
-    """Non-fatal findings, e.g. the deprecated spec.disruption.expireAfter (AKS NAP docs)."""
-    return move_deprecated_fields(obj)[1]
+    """Non-fatal findings: the deprecated spec.disruption.expireAfter (AKS NAP docs), and budgets that block a
+    reason for good (`nodes: "0"` or `"0%"` without a schedule), which is legal but often a mistake."""
+    obj, warnings = move_deprecated_fields(obj)
+    disruption = (obj.get("spec") or {}).get("disruption") if isinstance(obj, dict) else None
+    budgets = disruption.get("budgets") if isinstance(disruption, dict) else None
+    for i, b in enumerate(budgets if isinstance(budgets, list) else []):
+        if isinstance(b, dict) and b.get("nodes") in ("0", "0%") and b.get("schedule") is None:
+            reasons = b.get("reasons")
+            which = ", ".join(map(str, reasons)) if isinstance(reasons, list) else "every reason"
+            warnings.append(f"spec.disruption.budgets[{i}]: nodes {b['nodes']!r} without a schedule blocks "
+                            f"voluntary disruption ({which or 'no reason'}) at all times")
+    return warnings
 
 
 def validate_nodepool(obj: Any) -> list[str]:

@@ -187,6 +187,16 @@ def test_deprecated_expire_after_is_a_warning_not_a_problem() -> None:
     assert any(p.startswith("spec.template.spec.expireAfter: '30d'") for p in validate_nodepool(bad))
 
 
+def test_budget_that_always_blocks_is_a_warning() -> None:
+    doc = with_("spec.disruption.budgets", [{"nodes": "10%"}, {"nodes": "0", "reasons": ["Drifted"]}])
+    assert validate_nodepool(doc) == []
+    assert nodepool_warnings(doc) == [
+        "spec.disruption.budgets[1]: nodes '0' without a schedule blocks voluntary disruption (Drifted) at all times"
+    ]
+    windowed = with_("spec.disruption.budgets", [{"nodes": "0", "schedule": "@daily", "duration": "1h"}])
+    assert nodepool_warnings(windowed) == []
+
+
 def test_non_objects() -> None:
     assert validate_nodepool([1]) == ["(document): must be an object, got list"]
     assert "spec: required field is missing" in validate_nodepool({"apiVersion": "karpenter.sh/v1",
