@@ -108,7 +108,7 @@ async def measure(nodes: int, burst: int, timeout: float) -> dict[str, Any]:
         sqs = boto3.client("sqs", endpoint_url=moto.endpoint, region_name="us-east-1")
         url = sqs.create_queue(QueueName=f"bench-{uuid.uuid4().hex[:8]}")["QueueUrl"]
         ec2 = RecordingEc2(boto3.client("ec2", endpoint_url=moto.endpoint, region_name="us-east-1"))
-        with Simulator(time_scale=0.05, ready_delay=2.0, ec2_endpoint=moto.endpoint, ec2_poll_seconds=0.1,
+        with Simulator(time_scale=0.05, ready_delay=2.0, ec2_endpoint=moto.endpoint, ec2_poll_seconds=0.5,
                        objects=cluster(nodes + burst)) as sim:
             instances = nodes_by_instance(sim)
             order = sorted(instances)
