@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from temporalio import activity
@@ -22,9 +23,18 @@ DISRUPTED_TAINT = {"key": labels.DISRUPTED_TAINT_KEY, "effect": labels.DISRUPTED
 CONFLICT_RETRIES = 5
 
 
-def with_disrupted_taint(taints: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The taint list with exactly one disrupted taint (a same-key taint with other effect is replaced)."""
-    return [t for t in taints if t.get("key") != labels.DISRUPTED_TAINT_KEY] + [dict(DISRUPTED_TAINT)]
+def with_disrupted_taint(taints: list[dict[str, Any]], now: datetime | None = None) -> list[dict[str, Any]]:
+    """The taint list with exactly one disrupted taint (a same-key taint with other effect is replaced).
+
+    `timeAdded` lets the planner tell a taint left behind by a failed disruption from a fresh one.
+    """
+    ours = [t for t in taints if t.get("key") == labels.DISRUPTED_TAINT_KEY
+            and t.get("effect") == labels.DISRUPTED_TAINT_EFFECT and not t.get("value")]
+    if ours:
+        return [t for t in taints if t.get("key") != labels.DISRUPTED_TAINT_KEY or t is ours[0]]
+    stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return [t for t in taints if t.get("key") != labels.DISRUPTED_TAINT_KEY] + [dict(DISRUPTED_TAINT,
+                                                                                     timeAdded=stamp)]
 
 
 def without_disrupted_taint(taints: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -37,6 +47,10 @@ class CandidateActivities:
     def __init__(self, core_v1: Any, temporal_client: Client | None = None) -> None:
         self._core = core_v1
         self._client = temporal_client
+
+    def release(self, name: str) -> bool:
+        """Untaint one node (blocking); used by the planner for taints no disruption owns any more."""
+        return self._retaint(name, without_disrupted_taint, True)
 
     def _retaint(self, name: str, change: Any, skip_deleting: bool) -> bool:
         """Read-modify-patch with the resourceVersion as precondition; retried on 409. False if gone."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import activity
@@ -36,6 +36,7 @@ from workflows.disruption_models import (
 IN_FLIGHT_QUERY = ("ExecutionStatus = 'Running' AND "
                    "(WorkflowType = 'DisruptionWorkflow' OR WorkflowType = 'TerminationWorkflow')")
 MEMO_NODES = "nodes"
+ORPHAN_GRACE = timedelta(seconds=60)
 
 
 # ---- reading the cluster ------------------------------------------------------------------------------------
@@ -72,6 +73,12 @@ def read_cluster_objects(api_client: Any) -> list[dict[str, Any]]:
 
 # ---- pure helpers (unit-tested without servers) -------------------------------------------------------------
 
+def _untainted(node: dict[str, Any]) -> dict[str, Any]:
+    spec = dict(node.get("spec") or {})
+    spec["taints"] = [t for t in spec.get("taints") or [] if t.get("key") != labels.DISRUPTED_TAINT_KEY]
+    return {**node, "spec": spec}
+
+
 def paused_node_pools(objs: list[dict[str, Any]]) -> set[str]:
     return {o["metadata"]["name"] for o in objs if o.get("kind") == "NodePool"
             and ((o["metadata"].get("annotations") or {}).get(labels.PAUSED_ANNOTATION, "").lower() == "true")}
@@ -80,6 +87,36 @@ def paused_node_pools(objs: list[dict[str, Any]]) -> set[str]:
 def tainted_nodes(objs: list[dict[str, Any]]) -> set[str]:
     return {o["metadata"]["name"] for o in objs if o.get("kind") == "Node"
             and any(t.get("key") == labels.DISRUPTED_TAINT_KEY for t in (o.get("spec") or {}).get("taints") or [])}
+
+
+def orphaned_taints(objs: list[dict[str, Any]], in_flight_names: set[str], in_flight_uids: set[str],
+                    now: datetime, grace: timedelta = ORPHAN_GRACE) -> list[str]:
+    """Nodes whose disrupted taint no running workflow owns (a disruption that failed mid-way), older than
+    `grace` so a disruption that has just started but is not yet visible in Temporal is never undone."""
+    out = []
+    for o in objs:
+        if o.get("kind") != "Node" or o["metadata"].get("deletionTimestamp"):
+            continue
+        meta = o["metadata"]
+        if meta["name"] in in_flight_names or meta.get("uid") in in_flight_uids:
+            continue
+        for t in (o.get("spec") or {}).get("taints") or []:
+            if t.get("key") != labels.DISRUPTED_TAINT_KEY:
+                continue
+            added = _parse_time(t.get("timeAdded"))
+            if added is None or now - added >= grace:
+                out.append(meta["name"])
+            break
+    return sorted(out)
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def node_index(objs: list[dict[str, Any]]) -> dict[str, NodeRef]:
@@ -169,14 +206,36 @@ class PlanningActivities:
             names.update(memo.get(MEMO_NODES) or [])
         return names, uids
 
-    async def _snapshot(self, own_workflow_id: str | None) -> tuple[list[dict[str, Any]], set[str], set[str]]:
+    async def _snapshot(self, own_workflow_id: str | None, release_before: datetime | None = None
+                        ) -> tuple[list[dict[str, Any]], set[str], set[str], list[str]]:
+        """Objects, excluded node names, paused pools. With `release_before` (a planner pass), disrupted
+        taints that no running workflow owns are removed first, as Karpenter's loop does (§2.1 step 3)."""
         objs = await asyncio.to_thread(read_cluster_objects, self._api)
         names, uids = await self._in_flight(own_workflow_id)
         index = node_index(objs)
-        excluded = tainted_nodes(objs) | {n for n in names if n in index} | \
+        released: set[str] = set()
+        if release_before is not None:
+            for name in orphaned_taints(objs, names, uids, release_before):
+                if await asyncio.to_thread(self._release, name):
+                    released.add(name)
+        excluded = (tainted_nodes(objs) - released) | {n for n in names if n in index} | \
             {ref.name for ref in index.values() if ref.uid in uids}
+        if released:
+            objs = [_untainted(o) if o.get("kind") == "Node" and o["metadata"]["name"] in released else o
+                    for o in objs]
         # Paused NodePools are not excluded here: planning blocks their nodes itself and says why.
-        return objs, excluded, paused_node_pools(objs)
+        return objs, excluded, paused_node_pools(objs), sorted(released)
+
+    def _release(self, name: str) -> bool:
+        from kubernetes import client as k8s
+
+        from activities.candidates import CandidateActivities
+
+        try:
+            return CandidateActivities(k8s.CoreV1Api(self._api)).release(name)
+        except Exception as exc:  # best effort: the next pass tries again
+            activity.logger.warning("could not remove the leftover taint of %s: %s", name, exc)
+            return False
 
     def _plan(self, objs: list[dict[str, Any]], at: datetime, excluded: set[str], catalog_path: str | None) -> Any:
         from api.snapshot import Snapshot
@@ -187,10 +246,11 @@ class PlanningActivities:
 
     @activity.defn(name="planner_pass")
     async def plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
-        objs, excluded, paused = await self._snapshot(None)
+        objs, excluded, paused, released = await self._snapshot(None, release_before=inp.at)
         result = await asyncio.to_thread(self._plan, objs, inp.at, excluded, inp.catalog_path)
         index = node_index(objs)
         out = PlanPassResult(excluded_nodes=sorted(excluded), paused_node_pools=sorted(paused), nodes=len(index),
+                             released=released,
                              blocked=[BlockedNode(node=b.node, reason=b.reason) for b in result.blocked])
         for c in result.commands:
             if any(n in excluded for n in c.nodes):
@@ -229,7 +289,7 @@ class PlanningActivities:
     @activity.defn(name="disruption_validate")
     async def validate_command(self, inp: ValidateInput) -> ValidationResult:
         """Karpenter's validation: after the delay, re-plan and require the same decision for these nodes."""
-        objs, excluded, paused = await self._snapshot(inp.own_workflow_id)
+        objs, excluded, paused, _ = await self._snapshot(inp.own_workflow_id)
         ours = inp.command
         index = node_index(objs)
         if ours.node_pool in paused:

@@ -124,12 +124,14 @@ class DisruptionWorkflow:
             return await self._finish(Phase.INVALID, f"validation failed: {verdict.reason}")
 
         self._set_phase(Phase.TAINTING)
-        await workflow.execute_activity_method(
-            CandidateActivities.taint_candidates, TaintInput(nodes=cmd.nodes, reason=cmd.reason),
-            start_to_close_timeout=SHORT, retry_policy=RETRY)
-
         try:
+            await workflow.execute_activity_method(
+                CandidateActivities.taint_candidates, TaintInput(nodes=cmd.nodes, reason=cmd.reason),
+                start_to_close_timeout=SHORT, retry_policy=RETRY)
             await self._launch_and_wait(inp)
+        except ActivityError as exc:  # e.g. a candidate vanished while being tainted: undo what was done
+            self._error = f"{self._phase.value} failed: {_cause(exc)}"
+            return await self._rollback(self._error)
         except _Rollback as exc:
             self._error = str(exc)
             return await self._rollback(str(exc))
@@ -157,6 +159,12 @@ class DisruptionWorkflow:
         if failures:
             raise _Rollback(f"launch failed: {_cause(failures[0])}")
         self._check_cancel()
+        await self._record([EventSpec(kind="NodeClaim", name=r.node_claim, uid=r.uid, reason=reason,
+                                      message=message)
+                            for r in self._replacements
+                            for reason, message in (("DisruptionLaunching", f"Launching NodeClaim: {cmd.reason}"),
+                                                    ("DisruptionWaitingReadiness",
+                                                     "Waiting on readiness to continue disruption"))], None)
 
         self._set_phase(Phase.WAITING_READY)
         self._deadline = workflow.now() + timedelta(seconds=s.ready_timeout_seconds)
@@ -213,8 +221,11 @@ class DisruptionWorkflow:
     async def _terminate_candidates(self, inp: DisruptionInput) -> DisruptionResult:
         cmd, s = inp.command, inp.settings
         self._set_phase(Phase.TERMINATING)
-        await self._record([EventSpec(kind="Node", name=n.name, uid=n.uid, reason="Disrupting",
-                                      message=f"Disrupting Node: {cmd.reason}") for n in cmd.nodes], None)
+        events = [EventSpec(kind="Node", name=n.name, uid=n.uid, reason="Disrupting",
+                            message=f"Disrupting Node: {cmd.reason}") for n in cmd.nodes]
+        events += [EventSpec(kind="NodeClaim", name=n.node_claim, reason="Disrupting",
+                             message=f"Disrupting NodeClaim: {cmd.reason}") for n in cmd.nodes if n.node_claim]
+        await self._record(events, None)
         ids: list[str] = await workflow.execute_activity_method(
             CandidateActivities.start_terminations,
             TerminationsInput(nodes=cmd.nodes, reason=cmd.reason, task_queue=workflow.info().task_queue,

@@ -88,6 +88,7 @@ class PlanPassResult(_Model):
     blocked: list[BlockedNode] = Field(default_factory=list)
     paused_node_pools: list[str] = Field(default_factory=list)
     excluded_nodes: list[str] = Field(default_factory=list)
+    released: list[str] = Field(default_factory=list)  # leftover disrupted taints removed this pass
     nodes: int = 0
 
 

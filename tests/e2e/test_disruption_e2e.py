@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 import pytest
 from support.disruption_stack import FAST, disruption_stack, record_history, wait_for
 
+from activities import metrics
 from api import labels
 from bench.clusters import node_objects, node_pool
 from workflows.disruption_models import Phase
@@ -38,6 +39,19 @@ def fresh(objs: list[dict]) -> list[dict]:
         if o["kind"] in ("Node", "NodeClaim"):
             o["metadata"]["creationTimestamp"] = now
     return objs
+
+
+async def _listed(client, query: str) -> list:
+    return [w async for w in client.list_workflows(query)]
+
+
+async def wait_for_async(fn, timeout: float = 10, what: str = "condition"):
+    for _ in range(int(timeout / 0.2)):
+        value = await fn()
+        if value:
+            return value
+        await asyncio.sleep(0.2)
+    raise TimeoutError(f"timed out waiting for {what}")
 
 
 def _tainted_or_deleting(node: dict) -> bool:
@@ -98,6 +112,9 @@ async def test_drift_rollout_one_at_a_time_with_prespun_nodes(temporal_client, s
         assert all(r.outcome == Phase.SUCCEEDED for r in results), [r.message for r in results]
         assert all(len(r.replacements) == 1 and len(r.terminations) == 1 for r in results)
         assert max(in_flight) == 1, "budget 1 allows one node in disruption at a time"
+        events = {(e["involvedObject"]["name"], e["reason"], e["message"]) for e in stack.events()}
+        assert ("old-0", "Disrupting", "Disrupting Node: Drifted") in events
+        assert (results[0].replacements[0].node_claim, "DisruptionLaunching", "Launching NodeClaim: Drifted") in events
 
         nodes = stack.nodes()
         assert len(nodes) == 10 and all(not _tainted_or_deleting(n) for n in nodes)
@@ -128,6 +145,10 @@ async def test_never_ready_replacement_is_rolled_back(temporal_client, sim_ec2, 
                              "never_ready_rollback")
         assert outcome.outcome == Phase.ROLLED_BACK and "not ready within" in outcome.message
         assert outcome.replacements[0].instance_type == "c5.large"
+        assert metrics.REGISTRY.get_sample_value(
+            "nodeflow_disruption_outcomes_total", {"reason": "Drifted", "outcome": "RolledBack"}) >= 1
+        query = f'WorkflowId = "{result.started[0]}" AND NodeflowPhase = "RolledBack" AND NodeflowReason = "Drifted"'
+        assert await wait_for_async(lambda: _listed(stack.client, query), what="search attributes visible")
 
         # the candidate is untainted and keeps its pod; the replacement's NodeClaim, Node and instance are gone
         nodes = {n["metadata"]["name"]: n for n in stack.nodes()}

@@ -44,6 +44,7 @@ class Fakes:
     valid: bool = True
     ready_after_polls: int | None = 1  # None: never ready
     launch_error: str | None = None
+    taint_error: str | None = None
     block_terminations: asyncio.Event | None = None
     calls: list[str] = field(default_factory=list)
     validate_scheduled: list[datetime] = field(default_factory=list)
@@ -65,6 +66,8 @@ class Fakes:
         @activity.defn(name="disruption_taint_candidates")
         async def taint(inp: TaintInput) -> list[str]:
             f.calls.append("taint")
+            if f.taint_error:
+                raise ApplicationError(f.taint_error, type="CandidateGone", non_retryable=True)
             return [n.name for n in inp.nodes]
 
         @activity.defn(name="disruption_untaint_candidates")

@@ -59,6 +59,11 @@ class Stack:
 
         return self.api.sanitize_for_serialization(k8s.CoreV1Api(self.api).list_node().items)
 
+    def events(self) -> list[dict[str, Any]]:
+        from kubernetes import client as k8s
+
+        return self.api.sanitize_for_serialization(k8s.CoreV1Api(self.api).list_namespaced_event("default").items)
+
     def node_claims(self) -> list[dict[str, Any]]:
         from kubernetes import client as k8s
 

@@ -6,7 +6,13 @@ from datetime import UTC, datetime
 
 from activities.candidates import with_disrupted_taint, without_disrupted_taint
 from activities.events import EventActivities, event_body
-from activities.planning_runner import node_index, paused_node_pools, same_decision, tainted_nodes
+from activities.planning_runner import (
+    node_index,
+    orphaned_taints,
+    paused_node_pools,
+    same_decision,
+    tainted_nodes,
+)
 from activities.provisioning import build_nodeclaim, cheapest_offering, narrowed_requirements, nodeclaim_name
 from api import labels
 from api.catalog import load_default_catalog
@@ -29,9 +35,10 @@ POOL = {
 def test_disrupted_taint_is_added_once_and_replaces_other_effects() -> None:
     other = {"key": "x", "effect": "NoSchedule"}
     stale = {"key": labels.DISRUPTED_TAINT_KEY, "effect": "NoExecute", "value": "v"}
-    out = with_disrupted_taint([other, stale])
-    assert out == [other, {"key": labels.DISRUPTED_TAINT_KEY, "effect": "NoSchedule"}]
-    assert with_disrupted_taint(out) == out
+    out = with_disrupted_taint([other, stale], now=datetime(2026, 1, 1, tzinfo=UTC))
+    assert out == [other, {"key": labels.DISRUPTED_TAINT_KEY, "effect": "NoSchedule",
+                           "timeAdded": "2026-01-01T00:00:00Z"}]
+    assert with_disrupted_taint(out) == out  # an existing taint keeps its time
     assert without_disrupted_taint(out) == [other]
 
 
@@ -109,3 +116,20 @@ def test_events_are_deduplicated_per_window() -> None:
     body = event_body(blocked, datetime(2026, 1, 1, tzinfo=UTC))
     assert body["involvedObject"] == {"kind": "NodePool", "name": "default", "apiVersion": "karpenter.sh/v1"}
     assert body["reason"] == "DisruptionBlocked" and body["metadata"]["namespace"] == "default"
+
+
+def test_leftover_taints_are_released_only_when_unowned_and_old() -> None:
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+    def tainted(name: str, added: str | None) -> dict:
+        taint = {"key": labels.DISRUPTED_TAINT_KEY, "effect": "NoSchedule"}
+        if added:
+            taint["timeAdded"] = added
+        return _node(name, f"u-{name}", taints=[taint])
+
+    deleting = tainted("deleting", None)
+    deleting["metadata"]["deletionTimestamp"] = "2026-01-01T11:00:00Z"
+    objs = [tainted("old", "2026-01-01T11:58:00Z"), tainted("fresh", "2026-01-01T11:59:30Z"),
+            tainted("owned", "2026-01-01T11:00:00Z"), tainted("owned-by-uid", None), tainted("unknown", None),
+            deleting, _node("clean", "u-clean")]
+    assert orphaned_taints(objs, {"owned"}, {"u-owned-by-uid"}, now) == ["old", "unknown"]

@@ -70,6 +70,13 @@ async def test_launch_failure_untaints_without_terminating(ts_env: WorkflowEnvir
     assert fakes.calls == ["validate", "taint", "launch", "untaint"]
 
 
+async def test_vanished_candidate_untaints_the_others(ts_env: WorkflowEnvironment) -> None:
+    fakes = Fakes(taint_error="candidate node(s) gone: node-1")
+    result, *_ = await _run(ts_env, fakes, DisruptionInput(command=command(n=2)))
+    assert result.outcome == Phase.ROLLED_BACK and "node-1" in result.message
+    assert fakes.calls == ["validate", "taint", "untaint"]
+
+
 async def test_delete_command_needs_no_replacement(ts_env: WorkflowEnvironment) -> None:
     fakes = Fakes()
     inp = DisruptionInput(command=command(n=3, replacements=0, reason="Empty", method="Emptiness"))
