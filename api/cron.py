@@ -199,6 +199,12 @@ class CronSchedule:
 
     def next_after(self, after: datetime) -> datetime | None:
         """The first hit strictly after `after` (aware), in UTC; None when none within robfig's 5 years."""
+        try:
+            return self._next_after(after)
+        except (OverflowError, ValueError):  # the search ran past year 9999
+            return None
+
+    def _next_after(self, after: datetime) -> datetime | None:
         if after.tzinfo is None:
             after = after.replace(tzinfo=UTC)
         after = after.astimezone(UTC)
@@ -250,6 +256,12 @@ class CronSchedule:
 
     def last_at_or_before(self, before: datetime) -> datetime | None:
         """The latest hit at or before `before` (aware), in UTC; None when none within five years back."""
+        try:
+            return self._last_at_or_before(before)
+        except (OverflowError, ValueError):  # the search ran past year 1
+            return None
+
+    def _last_at_or_before(self, before: datetime) -> datetime | None:
         if before.tzinfo is None:
             before = before.replace(tzinfo=UTC)
         before = before.astimezone(UTC)

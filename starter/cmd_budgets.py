@@ -35,7 +35,10 @@ def parse_at(text: str | None) -> datetime:
         at = datetime.fromisoformat(text.strip())
     except ValueError:
         raise CliError(f"--at {text!r} is not an RFC3339 time (e.g. 2026-11-23T09:00:00Z)", 2) from None
-    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+    if not 1970 <= at.year <= 9000:
+        raise CliError(f"--at {text!r} is out of range: use a time between 1970 and 9000", 2)
+    return at
 
 
 def _iso(dt: datetime) -> str:

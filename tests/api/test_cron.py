@@ -124,3 +124,9 @@ def test_half_hour_dst_zone() -> None:
     s = parse_schedule("15 2 * * *", "Australia/Lord_Howe")
     hit = s.next_after(utc(2026, 10, 3, 12))
     assert hit is not None and hit.astimezone(s.zone).day == 5
+
+
+def test_searches_stop_at_the_ends_of_the_calendar() -> None:
+    s = parse_schedule("0 0 30 2 *")
+    assert s.next_after(datetime(9998, 6, 1, tzinfo=UTC)) is None
+    assert s.last_at_or_before(datetime(3, 6, 1, tzinfo=UTC)) is None

@@ -62,11 +62,11 @@ def test_invalid_budget_shows_errors_and_blocks(tmp_path: Path, capsys: pytest.C
     assert "INVALID BUDGET" in text and "invalid budgets block every voluntary disruption" in text
 
 
-@pytest.mark.parametrize("at", ["tomorrow", "2026-13-01T00:00:00Z", "12:00"])
+@pytest.mark.parametrize("at", ["tomorrow", "2026-13-01T00:00:00Z", "12:00", "9999-12-31T23:00:00Z", "0001-01-01"])
 def test_bad_at_is_a_clear_error(at: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["budgets", "-f", SEED, "--at", at]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"error: --at {at!r} is not an RFC3339 time") and "Traceback" not in err
+    assert err.startswith(f"error: --at {at!r} is ") and "Traceback" not in err
 
 
 def test_bad_snapshot_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
