@@ -66,11 +66,16 @@ class CaseResult(BaseModel):
 
 def make_cluster(nodes: int, seed: int) -> list[dict[str, Any]]:
     """The simulator's generator with the consolidation blockers turned off."""
+    from api.labels import DO_NOT_DISRUPT_ANNOTATION
     from simulator.generate import generate_cluster
 
-    return generate_cluster(nodes, PODS_PER_NODE, seed, empty_fraction=0.0, drift_fraction=0.0,
-                            do_not_disrupt_fraction=0.0, blocking_pdb_fraction=0.0,
-                            now=NOW - timedelta(days=2))
+    objects = generate_cluster(nodes, PODS_PER_NODE, seed, empty_fraction=0.0, drift_fraction=0.0,
+                               do_not_disrupt_fraction=0.0, blocking_pdb_fraction=0.0,
+                               now=NOW - timedelta(days=2))
+    for obj in objects:  # the generator also marks whole workloads do-not-disrupt
+        if obj.get("kind") == "Pod":
+            (obj.get("metadata") or {}).get("annotations", {}).pop(DO_NOT_DISRUPT_ANNOTATION, None)
+    return objects
 
 
 def _mode(snapshot: Any, optimize: bool, best: float, bound: float) -> ModeResult:

@@ -63,7 +63,7 @@ class OptimizerSettings:
 
     time_limit: float = 5.0
     relative_gap: float = 0.01  # stop once the move is proven within 1% of the best possible one
-    max_replacements: int = 3
+    max_replacements: int = 8
     max_candidates: int = 60
     max_new_types: int = 6  # node types a replacement may be (the most cost-efficient for the pods moved)
     workers: int = 2
@@ -234,9 +234,11 @@ class OptimizingConsolidation:
 
         # new nodes: up to max_replacements copies of each type, used in order
         bins: list[tuple[int, object, dict[int, object]]] = []
+        removable = sum(min(max(budgets.get(pool, 0), 0), sum(1 for c in cands if c.pool.name == pool))
+                        for pool in {c.pool.name for c in cands})
         for ti, nt in enumerate(new_types):
             prev = None
-            for k in range(self.settings.max_replacements):
+            for k in range(self._copies(nt, groups, removable)):
                 use = model.NewBoolVar(f"u_{ti}_{k}")
                 counts = {gi: model.NewIntVar(0, groups[gi].count, f"z_{gi}_{ti}_{k}") for gi in nt.groups}
                 model.Add(sum(v * groups[gi].cpu for gi, v in counts.items()) <= nt.cpu * use)
@@ -288,6 +290,19 @@ class OptimizingConsolidation:
         return [self._command(solver, chosen, cand_index, groups, dest_ok, flows, new_types, bins, saved)]
 
     # ---- pieces ----------------------------------------------------------------------------------
+
+    def _copies(self, nt: _NewType, groups: list[_Group], removable: int) -> int:
+        """How many nodes of one type a move can need: pods of at most `removable` candidates fill them.
+
+        Two nodes of one type that could be merged never both appear in a best move, so with S the summed
+        largest share of a node each moved pod takes, 2*ceil(S)-1 nodes suffice.
+        """
+        share: dict[int, float] = {}
+        for gi in nt.groups:
+            g = groups[gi]
+            share[g.cand] = share.get(g.cand, 0.0) + g.count * max(g.cpu / nt.cpu, g.mem / nt.mem, 1 / nt.pods)
+        top = sum(sorted(share.values(), reverse=True)[:removable])
+        return max(0, min(self.settings.max_replacements, 2 * math.ceil(top - 1e-9) - 1))
 
     def _static_ok(self, pod: PodInfo, node: NodeInfo) -> bool:
         """nodeSelector, required node affinity, taints, and anti-affinity of the pods already there."""
