@@ -50,8 +50,8 @@ EVENT_REASONS: dict[InterruptionKind, str] = {
 class NodeInfo:
     """What the intake needs to know about the Node an instance backs."""
 
-    name: str
-    uid: str
+    name: str  # "" for a NodeClaim whose instance never registered a Node
+    uid: str  # the Node's uid, else the NodeClaim's
     provider_id: str
     node_pool: str | None
     node_claim: str | None
@@ -64,6 +64,8 @@ def index_nodes(nodes: list[dict[str, Any]], node_claims: list[dict[str, Any]]) 
     """instance id -> NodeInfo, from plain Node and NodeClaim dicts (matched by providerID, then node name)."""
     claim_by_provider: dict[str, str] = {}
     claim_by_node: dict[str, str] = {}
+    node_names = {(n.get("metadata") or {}).get("name") for n in nodes}
+    out: dict[str, NodeInfo] = {}
     for claim in node_claims:
         status = claim.get("status") or {}
         name = (claim.get("metadata") or {}).get("name")
@@ -73,7 +75,16 @@ def index_nodes(nodes: list[dict[str, Any]], node_claims: list[dict[str, Any]]) 
             claim_by_provider[status["providerID"]] = name
         if status.get("nodeName"):
             claim_by_node[status["nodeName"]] = name
-    out: dict[str, NodeInfo] = {}
+        instance_id = instance_id_from_provider_id(status.get("providerID"))
+        uid = (claim.get("metadata") or {}).get("uid")
+        if instance_id and uid and status.get("nodeName") not in node_names:
+            # Launched but never registered: no Node to drain; its termination is keyed by the claim's uid,
+            # as the deletion watcher does. A Node with this providerID (below) replaces this entry.
+            claim_labels = (claim.get("metadata") or {}).get("labels") or {}
+            out[instance_id] = NodeInfo(
+                name="", uid=uid, provider_id=status["providerID"], node_pool=claim_labels.get(labels.NODEPOOL_LABEL),
+                node_claim=name, instance_type=claim_labels.get(labels.INSTANCE_TYPE_LABEL),
+                capacity_type=claim_labels.get(labels.CAPACITY_TYPE_LABEL), arch=claim_labels.get(labels.ARCH_LABEL))
     for node in nodes:
         meta = node.get("metadata") or {}
         provider_id = (node.get("spec") or {}).get("providerID") or ""
@@ -174,8 +185,10 @@ class InterruptionDispatcher:
         pool = await asyncio.to_thread(self._get_pool, node.node_pool) if node.node_pool else None
         annotations = ((pool or {}).get("metadata") or {}).get("annotations") or {}
         action = action_for(event, rebalance_mode(annotations.get(labels.REBALANCE_ANNOTATION)))
-        log.info("interruption %s for %s (%s): %s", event.kind, node.name, instance_id, action,
-                 extra={"message_id": event.message_id, "node": node.name})
+        if not node.name:  # a claim without a Node: no pods to re-home or tell, the instance just goes
+            action = Action.TERMINATE if event.forceful else Action.IGNORE
+        log.info("interruption %s for %s (%s): %s", event.kind, node.name or f"nodeclaim {node.node_claim}",
+                 instance_id, action, extra={"message_id": event.message_id, "node": node.name})
         steps: list[Awaitable[Any]] = []
         if action is Action.PRESPIN_AND_TERMINATE and node.node_pool and pool is not None:
             replacement = spot_replacement(node, self._catalog, pool)
@@ -191,7 +204,7 @@ class InterruptionDispatcher:
                 node_name=node.name, node_uid=node.uid, node_claim_name=node.node_claim, node_pool=node.node_pool,
                 provider_id=node.provider_id, reason=TERMINATION_REASONS[event.kind], deadline=event.deadline,
                 requested_by="interruption")))
-        if action is not Action.IGNORE:
+        if action is not Action.IGNORE and node.name:
             steps.append(asyncio.to_thread(self._record_event, event, node))
         await asyncio.gather(*steps)
         return str(action)
