@@ -46,7 +46,7 @@ async def test_validates_after_delay_then_replaces_and_terminates(ts_env: Workfl
 async def test_ready_timeout_rolls_back(ts_env: WorkflowEnvironment) -> None:
     fakes = Fakes(ready_after_polls=None)
     inp = DisruptionInput(command=command(), settings=DisruptionSettings(ready_timeout_seconds=600,
-                                                                        ready_poll_seconds=5))
+                                                                        ready_poll_seconds=60))
     result, start, end, _ = await _run(ts_env, fakes, inp)
     assert result.outcome == Phase.ROLLED_BACK
     assert "not ready within 600s" in result.message

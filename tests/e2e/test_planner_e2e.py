@@ -1,0 +1,39 @@
+"""A planner pass end to end: expired nodes go straight to termination (reason Expired, no budget, no
+replacement), while the same pass leaves healthy nodes alone."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from support.disruption_stack import disruption_stack, wait_for
+
+from bench.clusters import node_objects, node_pool
+from workflows import search_attributes as sa
+from workflows.termination import TerminationWorkflow
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_expired_nodes_are_terminated_without_budget(temporal_client, sim_ec2, moto_endpoint) -> None:
+    now = datetime.now(UTC)
+    old = (now - timedelta(hours=721)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    young = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    objs = [node_pool("default", budgets=[{"nodes": "0"}], consolidate_after="Never")]
+    for name, created in (("expired-a", old), ("expired-b", old), ("young-c", young)):
+        for o in node_objects(name, "m5.large"):
+            o["metadata"]["creationTimestamp"] = created
+            objs.append(o)
+    sim_ec2.load_objects(objs)
+
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        result = await stack.planner_pass()
+        assert result.started == []  # budget 0 blocks voluntary disruption, never expiration
+        assert sorted(result.terminations) == ["terminate-uid-node-expired-a", "terminate-uid-node-expired-b"]
+        for wid in result.terminations:
+            handle = temporal_client.get_workflow_handle_for(TerminationWorkflow.run, wid)
+            desc = await handle.describe()
+            assert desc.typed_search_attributes.get(sa.REASON) == "Expired"
+            await handle.result()
+        await wait_for(lambda: [n["metadata"]["name"] for n in stack.nodes()] == ["young-c"],
+                       what="expired nodes gone")
