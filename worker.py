@@ -224,7 +224,8 @@ async def amain(args: argparse.Namespace) -> int:
         health = await start_health_server(args.metrics_port, checks={"temporal": client.service_client.check_health})
     from starter.schedule import ensure_planner_schedule
 
-    await ensure_planner_schedule(client, task_queue=settings.task_queue)  # idempotent; keeps a pause
+    every = timedelta(seconds=float(os.environ.get("NODEFLOW_PLANNER_SECONDS", "10")))
+    await ensure_planner_schedule(client, every=every, task_queue=settings.task_queue)  # idempotent; keeps a pause
     log.info("worker started", extra={"task_queue": settings.task_queue, "watch": settings.watch})
     try:
         await run_worker(client, deps, stop)
