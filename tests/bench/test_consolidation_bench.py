@@ -8,7 +8,7 @@ from bench.consolidation import main
 
 
 def test_quick_bench_prints_ratios_for_both_modes(capsys) -> None:
-    assert main(["--quick", "--json", "--optimum-seconds", "2", "--optimizer-seconds", "0.4"]) == 0
+    assert main(["--quick", "--json", "--optimum-seconds", "1.5", "--optimizer-seconds", "0.3"]) == 0
     data = json.loads(capsys.readouterr().out)
     (case,) = data["cases"]
     assert case["nodes"] == 20 and case["pods"] > 0

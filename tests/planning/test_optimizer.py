@@ -40,7 +40,7 @@ def _cluster(budget: str = "10", pool_annotations: dict[str, str] | None = None,
 
 
 def _optimized(objs: list[dict]) -> PlanResult:
-    with optimizer_settings(OptimizerSettings(time_limit=1.0)):
+    with optimizer_settings(OptimizerSettings(time_limit=0.5)):
         return plan(Snapshot.from_objects(objs), AT, until_stable=True, optimize=True)
 
 
@@ -87,7 +87,7 @@ def test_never_picks_a_pdb_blocked_node_nor_exceeds_a_pdb() -> None:
 
 
 def test_pods_land_within_capacity_and_match_the_command() -> None:
-    objs = random_cluster(10, seed=7)
+    objs = random_cluster(8, seed=7)
     result = _optimized(objs)
     assert result.commands
     for cmd in result.commands:
