@@ -1,0 +1,93 @@
+"""The demo's measurements: cost, node states, leaked instances and stuck finalizers, on hand-built objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from api import labels as L
+from api.catalog import load_default_catalog
+from starter.demo_report import cost_per_hour, leaked_instances, node_states, render_live, stuck_finalizers
+
+
+def _node(name: str, itype: str = "m5.large", capacity: str = "on-demand", zone: str = "us-east-1a",
+          ready: bool = True, taints: list[dict[str, Any]] | None = None, deleting: bool = False,
+          provider: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {L.INSTANCE_TYPE_LABEL: itype, L.CAPACITY_TYPE_LABEL: capacity,
+                                                      L.ZONE_LABEL: zone}}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"metadata": meta, "spec": {"taints": taints or [], "providerID": provider},
+            "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def _claim(name: str, provider: str | None = None, deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"metadata": meta, "status": {"providerID": provider} if provider else {}}
+
+
+def _instance(iid: str, state: str = "running", claim: str | None = None) -> dict[str, Any]:
+    tags = [{"Key": "karpenter.sh/nodeclaim", "Value": claim}] if claim else []
+    return {"InstanceId": iid, "State": {"Name": state}, "Tags": tags}
+
+
+def test_cost_per_hour_uses_zone_and_capacity_type_prices() -> None:
+    catalog = load_default_catalog()
+    m5 = catalog.get("m5.large")
+    assert m5 is not None
+    od = m5.offering("us-east-1a", "on-demand")
+    spot = m5.offering("us-east-1a", "spot")
+    assert od is not None and spot is not None
+    nodes = [_node("a"), _node("b", capacity="spot")]
+    assert cost_per_hour(nodes, catalog) == pytest.approx(od.price + spot.price)
+
+
+def test_cost_per_hour_ignores_unknown_types_and_counts_nothing_for_no_nodes() -> None:
+    catalog = load_default_catalog()
+    assert cost_per_hour([], catalog) == 0.0
+    assert cost_per_hour([_node("x", itype="no-such.type")], catalog) == 0.0
+
+
+def test_node_states_deleting_wins_over_disrupting_and_ready() -> None:
+    taint = [{"key": L.DISRUPTED_TAINT_KEY, "effect": "NoSchedule"}]
+    nodes = [_node("ready"), _node("ready2"), _node("nr", ready=False), _node("dis", taints=taint),
+             _node("del", taints=taint, deleting=True),
+             _node("other-taint", taints=[{"key": "x", "effect": "NoSchedule"}])]
+    states = node_states(nodes)
+    assert states == {"Ready": 3, "NotReady": 1, "Disrupting": 1, "Deleting": 1}
+
+
+def test_leaked_instances_are_live_instances_no_node_or_claim_accounts_for() -> None:
+    nodes = [_node("n1", provider="aws:///us-east-1a/i-0000000000000000a")]
+    claims = [_claim("c2", provider="aws:///us-east-1b/i-0000000000000000b"), _claim("c3")]
+    instances = [
+        _instance("i-0000000000000000a"),  # has a Node
+        _instance("i-0000000000000000b"),  # has a NodeClaim
+        _instance("i-0000000000000000c", claim="c3"),  # launched for a claim that has no providerID yet
+        _instance("i-0000000000000000d", state="terminated"),  # gone: costs nothing
+        _instance("i-0000000000000000e", state="pending"),  # nobody owns it
+        _instance("i-0000000000000000f", claim="gone-claim"),  # its claim was deleted
+    ]
+    assert leaked_instances(instances, nodes, claims) == ["i-0000000000000000e", "i-0000000000000000f"]
+
+
+def test_stuck_finalizers_lists_deleting_nodes_and_claims() -> None:
+    nodes = [_node("ok"), _node("stuck", deleting=True)]
+    claims = [_claim("fine"), _claim("stuck-claim", deleting=True)]
+    assert stuck_finalizers(nodes, claims) == ["node/stuck", "nodeclaim/stuck-claim"]
+    assert stuck_finalizers([_node("ok")], [_claim("fine")]) == []
+
+
+def test_render_live_shows_states_workflows_cost_and_ui() -> None:
+    from collections import Counter
+
+    text = render_live(42.0, Counter({"Ready": 28, "Deleting": 2}), Counter({"TerminationWorkflow": 2}),
+                       5.5, 6.25, "http://127.0.0.1:8233")
+    assert "Ready 28" in text and "Deleting 2" in text and "Disrupting 0" in text
+    assert "TerminationWorkflow 2" in text
+    assert "$5.500" in text and "$6.250" in text
+    assert "http://127.0.0.1:8233" in text
+    assert "workflows in flight: none" in render_live(1.0, Counter(), Counter(), 0.0, 0.0, None)
