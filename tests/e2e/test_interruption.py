@@ -37,15 +37,19 @@ from e2e.interruption_helpers import (
 from kubernetes import client as k8s
 from support.ports import free_port
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
 
 from activities import metrics
 from api import labels
 from simulator.server import Simulator
+from starter.binaries import find_binary
 from starter.interruption import ensure_interruption_poller
 from starter.temporal import start_termination
 from workflows.interruption import SpotPrespinWorkflow
 from workflows.interruption_models import prespin_workflow_id
 from workflows.models import TerminationInput, TerminationProgress
+from workflows.search_attributes import ALL as SEARCH_ATTRIBUTES
 from workflows.termination import TerminationWorkflow
 
 pytestmark = pytest.mark.e2e
@@ -174,10 +178,23 @@ async def _runs(client: Client, workflow_id: str) -> list[str]:
     return [wf.run_id async for wf in client.list_workflows(f'WorkflowId = "{workflow_id}"')]
 
 
-async def test_a_worker_killed_between_receive_and_delete_loses_nothing(
-        temporal_client: Client, sim_ec2: Simulator, moto_endpoint: str) -> None:
+async def test_a_worker_killed_between_receive_and_delete_loses_nothing(sim_ec2: Simulator,
+                                                                       moto_endpoint: str) -> None:
     """Worker A (a real process) receives the message, hangs on the Kubernetes API, and is SIGKILLed before
-    it could start anything or delete the message; worker B then takes over the poll and handles it."""
+    it could start anything or delete the message; worker B then takes over the poll and handles it.
+
+    On a dev server of its own: `python worker.py` also creates or updates the planner Schedule (a fixed
+    id), which must not point the shared server's schedule at this test's task queue."""
+    env = await WorkflowEnvironment.start_local(dev_server_existing_path=find_binary("temporal"),
+                                                data_converter=pydantic_data_converter,
+                                                search_attributes=list(SEARCH_ATTRIBUTES))
+    try:
+        await _killed_worker_scenario(env.client, sim_ec2, moto_endpoint)
+    finally:
+        await env.shutdown()
+
+
+async def _killed_worker_scenario(temporal_client: Client, sim_ec2: Simulator, moto_endpoint: str) -> None:
     sqs, url = new_queue(moto_endpoint)
     tq = f"interruption-{uuid.uuid4().hex[:10]}"
     await ensure_interruption_poller(temporal_client, tq, FAST_POLL)
