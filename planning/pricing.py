@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from api import labels as L
 from planning.candidates import Candidate
+from planning.cluster import type_labels
 from planning.commands import Replacement, Requirement
 from planning.scheduling import NewNode, TypeOption, worst_launch_price
 
@@ -78,6 +79,42 @@ def launch_replacement(nn: NewNode, all_options: Sequence[TypeOption]) -> Priced
     return to_replacement(nn, nn.options, ct, pool_zones(nn, all_options))
 
 
+def _label_values(opt: TypeOption, key: str) -> set[str]:
+    if key == L.ZONE_LABEL:
+        return {o.zone for o in opt.offerings}
+    if key == L.CAPACITY_TYPE_LABEL:
+        return {o.capacity_type for o in opt.offerings}
+    value = type_labels(opt.itype).get(key)
+    return {value} if value is not None else set()
+
+
+def min_values_problem(nn: NewNode, options: Sequence[TypeOption]) -> str | None:
+    """Karpenter minValues: each requirement with `minValues` needs that many distinct values among the options."""
+    for req in nn.pool.requirements:
+        need = req.get("minValues")
+        if not need:
+            continue
+        key = req.get("key", "")
+        have = set().union(*(_label_values(o, key) for o in options)) if options else set()
+        if len(have) < int(need):
+            return f"minValues requirement is not met for label(s) (label={key}, needed {need}, got {len(have)})"
+    return None
+
+
+def min_values_prefix(nn: NewNode, cheapest_first: Sequence[TypeOption]) -> int:
+    """How many of the cheapest options it takes to satisfy every minValues (0 when there is none)."""
+    reqs = [(r.get("key", ""), int(r["minValues"])) for r in nn.pool.requirements if r.get("minValues")]
+    if not reqs:
+        return 0
+    seen: dict[str, set[str]] = {k: set() for k, _ in reqs}
+    for i, opt in enumerate(cheapest_first, start=1):
+        for k, _ in reqs:
+            seen[k] |= _label_values(opt, k)
+        if all(len(seen[k]) >= n for k, n in reqs):
+            return i
+    return len(cheapest_first)
+
+
 def consolidation_replacement(
     nn: NewNode, candidates: Sequence[Candidate], all_options: Sequence[TypeOption], single: bool,
     same_type_filter: bool,
@@ -93,10 +130,15 @@ def consolidation_replacement(
             options = filter_out_same_instance_type(options, candidates)
         if not options:
             return None, "Can't replace with a cheaper node"
+        problem = min_values_problem(nn, options)
+        if problem is not None:
+            return None, f"Filtering by price: {problem}"
         if single and len(options) < SPOT_TO_SPOT_MIN_TYPES:
             return None, ("SpotToSpotConsolidation requires 15 cheaper instance type options than the current "
                           f"candidate to consolidate, got {len(options)}")
-        options = _cheapest_first(options)[:SPOT_TO_SPOT_MIN_TYPES] if single else options
+        if single:
+            ordered = _cheapest_first(options)
+            options = ordered[:max(SPOT_TO_SPOT_MIN_TYPES, min_values_prefix(nn, ordered))]
         priced = to_replacement(nn, options, L.CAPACITY_SPOT, pool_zones(nn, all_options))
         return priced, ""
     options = [o for o in nn.options if worst_launch_price(o, cts) < candidate_price]
@@ -104,6 +146,9 @@ def consolidation_replacement(
         options = filter_out_same_instance_type(options, candidates)
     if not options:
         return None, "Can't replace with a cheaper node"
+    problem = min_values_problem(nn, options)
+    if problem is not None:
+        return None, f"Filtering by price: {problem}"
     remaining = _capacity_types(options)
     ct = L.CAPACITY_SPOT if L.CAPACITY_SPOT in remaining else (
         L.CAPACITY_ON_DEMAND if L.CAPACITY_ON_DEMAND in remaining else sorted(remaining)[0])

@@ -102,3 +102,16 @@ def test_delete_savings_are_the_node_prices():
     (cmd,) = _plan(cat, _node("a", "big.8x"), _node("b", "big.8x"), pod("x-1", "a", "1", "1Gi"),
                    pod("y-1", "b", "1", "1Gi")).commands
     assert cmd.replacements == [] and cmd.savings_per_hour == 0.40 and len(cmd.nodes) == 1
+
+
+def test_min_values_must_survive_the_price_filter():
+    cat = catalog({"big.8x": (8, 0.40, None), "small.2x": (2, 0.10, None), "mid.4x": (4, 0.20, None)})
+    def pool(n):
+        return nodepool(requirements=[{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
+                                      {"key": L.INSTANCE_TYPE_LABEL, "operator": "Exists", "minValues": n}])
+    objs = [_node("a", "big.8x"), pod("x-1", "a", "1", "1Gi")]
+    (cmd,) = _plan(cat, *objs, pool=pool(2)).commands
+    assert cmd.replacements[0].instance_types == ["small.2x", "mid.4x"]
+    result = _plan(cat, *objs, pool=pool(3))
+    assert result.commands == []
+    assert any(e.message.startswith("Filtering by price: minValues requirement is not met") for e in result.events)
