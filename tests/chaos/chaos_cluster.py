@@ -1,0 +1,154 @@
+"""The chaos suite's cluster and its end-state checks (plain dicts and boto3/kubernetes reads, no Temporal).
+
+Two NodePools, so that every node has one intended fate:
+- `drift` (consolidation off, budget 2): four `old-*` nodes launched from a stale template are replaced by
+  pre-spun nodes (DisruptionWorkflow: RunInstances with a ClientToken, then termination of the old node);
+- `general` (WhenEmpty, budget 100%): `empty-*` nodes are deleted by Emptiness, `manual-*` nodes are deleted by
+  a user (watcher -> TerminationWorkflow), `keep-*` nodes (do-not-disrupt) must stay untouched.
+Pods are pinned to their pool by nodeSelector and guarded by PDBs (maxUnavailable 1).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client as k8s
+
+from api import labels
+from bench.clusters import node_objects, node_pool
+
+ROLE = "nodeflow.dev/chaos-role"
+DRIFTED = [f"old-{i}" for i in range(4)]
+EMPTY = [f"empty-{i}" for i in range(2)]
+MANUAL = [f"manual-{i}" for i in range(3)]
+KEEP = [f"keep-{i}" for i in range(2)]
+APPS = {"web": ("drift", 4, "1500m"), "api": ("general", 6, "500m")}  # app -> (pool, replicas, cpu)
+ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+
+
+def _pod_template(app: str, pool: str, cpu: str) -> dict[str, Any]:
+    selector = {labels.NODEPOOL_LABEL: pool}
+    if pool == "general":
+        selector[ROLE] = "general"  # never onto the empty-* nodes, which Emptiness must find empty
+    return {"metadata": {"labels": {"app": app}},
+            "spec": {"terminationGracePeriodSeconds": 1, "nodeSelector": selector,
+                     "containers": [{"name": "app", "image": "app",
+                                     "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}]}}
+
+
+def cluster_objects() -> list[dict[str, Any]]:
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # fresh: expireAfter plays no part
+    drift = node_pool("drift", budgets=[{"nodes": "2"}], consolidate_after="Never")
+    general = node_pool("general", budgets=[{"nodes": "100%"}])
+    general["spec"]["disruption"]["consolidationPolicy"] = "WhenEmpty"
+    objs: list[dict[str, Any]] = [drift, general]
+    plan = [(n, "m5.large", "drift", {labels.TEMPLATE_HASH_ANNOTATION: "stale-template"}) for n in DRIFTED]
+    plan += [(n, "m5.large", "general", {}) for n in EMPTY + MANUAL]
+    plan += [(n, "m5.xlarge", "general", {labels.DO_NOT_DISRUPT_ANNOTATION: "true"}) for n in KEEP]
+    for i, (name, itype, pool, notes) in enumerate(plan):
+        for obj in node_objects(name, itype, zone=ZONES[i % 3], pool=pool, annotations=notes):
+            obj["metadata"]["creationTimestamp"] = now
+            if obj["kind"] == "Node" and not name.startswith("empty-"):
+                obj["metadata"]["labels"][ROLE] = "general" if pool == "general" else "drift"
+            obj["metadata"]["finalizers"] = [labels.TERMINATION_FINALIZER]
+            objs.append(obj)
+    homes = {"web": DRIFTED, "api": MANUAL + KEEP}
+    for app, (pool, replicas, cpu) in APPS.items():
+        owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                 "metadata": {"name": app, "namespace": "default", "uid": f"uid-rs-{app}"},
+                 "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": app}},
+                          "template": _pod_template(app, pool, cpu)}}
+        objs.append(owner)
+        for i in range(replicas):
+            tmpl = _pod_template(app, pool, cpu)
+            objs.append({"apiVersion": "v1", "kind": "Pod",
+                         "metadata": {"name": f"{app}-{i}", "namespace": "default", "uid": f"uid-{app}-{i}",
+                                      "labels": {"app": app},
+                                      "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                                           "name": app, "uid": f"uid-rs-{app}",
+                                                           "controller": True}]},
+                         "spec": {**tmpl["spec"], "nodeName": homes[app][i % len(homes[app])]}})
+        objs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                     "metadata": {"name": app, "namespace": "default"},
+                     "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": app}}}})
+    return objs
+
+
+def retry(fn: Any, *args: Any, attempts: int = 30, **kw: Any) -> Any:
+    """A Kubernetes call through the injected 429/500/409 faults, retried like any client would."""
+    for attempt in range(attempts):
+        try:
+            return fn(*args, **kw)
+        except k8s.ApiException as exc:
+            if exc.status not in (409, 429, 500) or attempt == attempts - 1:
+                raise
+            time.sleep(0.1)
+    raise AssertionError("unreachable")
+
+
+def nodes(api: Any) -> list[dict[str, Any]]:
+    return api.sanitize_for_serialization(retry(k8s.CoreV1Api(api).list_node).items)
+
+
+def node_claims(api: Any) -> list[dict[str, Any]]:
+    return retry(k8s.CustomObjectsApi(api).list_cluster_custom_object, "karpenter.sh", "v1", "nodeclaims")["items"]
+
+
+def running_pods(api: Any, app: str) -> int:
+    pods = retry(k8s.CoreV1Api(api).list_namespaced_pod, "default", label_selector=f"app={app}").items
+    return sum(1 for p in pods if p.status.phase == "Running" and not p.metadata.deletion_timestamp)
+
+
+def settled(api: Any) -> bool:
+    """The intended end state: every node's fate carried out, every pod running again."""
+    names = {n["metadata"]["name"]: n for n in nodes(api)}
+    gone = DRIFTED + EMPTY + MANUAL
+    drift_nodes = [n for n in names.values()
+                   if (n["metadata"].get("labels") or {}).get(labels.NODEPOOL_LABEL) == "drift"]
+    return (not any(n in names for n in gone) and all(k in names for k in KEEP) and len(drift_nodes) == 4
+            and not any(n["metadata"].get("deletionTimestamp") for n in names.values())
+            and all(running_pods(api, app) == spec[1] for app, spec in APPS.items()))
+
+
+def instances(ec2: Any) -> list[dict[str, Any]]:
+    out = []
+    for page in ec2.get_paginator("describe_instances").paginate():
+        for res in page["Reservations"]:
+            out += res["Instances"]
+    return out
+
+
+def tainted(node: dict[str, Any]) -> bool:
+    return any(t.get("key") == labels.DISRUPTED_TAINT_KEY for t in (node.get("spec") or {}).get("taints") or [])
+
+
+def audit(api: Any, ec2: Any) -> dict[str, Any]:
+    """Every invariant of the chaos suite, measured (the test asserts on the numbers)."""
+    live_nodes = nodes(api)
+    claims = node_claims(api)
+    all_instances = instances(ec2)
+    alive = [i for i in all_instances if i["State"]["Name"] in ("pending", "running")]
+    node_iids = {(n.get("spec") or {}).get("providerID", "").rsplit("/", 1)[-1] for n in live_nodes}
+    claim_iids = {(c.get("status") or {}).get("providerID", "").rsplit("/", 1)[-1] for c in claims}
+    tags = [{t["Key"]: t["Value"] for t in i.get("Tags") or []} for i in all_instances]
+    per_claim = Counter(t["karpenter.sh/nodeclaim"] for t in tags if "karpenter.sh/nodeclaim" in t)
+    # only replacement launches carry our ClientToken; the simulator launches its scenario in batches
+    per_token = Counter(i.get("ClientToken") for i, t in zip(all_instances, tags, strict=True)
+                        if "nodeflow.dev/nodeclaim-uid" in t)
+    names = {n["metadata"]["name"]: n for n in live_nodes}
+    return {
+        "nodes": sorted(names),
+        "leakedInstances": sorted(i["InstanceId"] for i in alive if i["InstanceId"] not in node_iids | claim_iids),
+        "nodesWithoutInstance": sorted(n for n, node in names.items() if (node.get("spec") or {}).get(
+            "providerID", "").rsplit("/", 1)[-1] not in {i["InstanceId"] for i in alive}),
+        "stuckFinalizers": sorted([n["metadata"]["name"] for n in live_nodes if n["metadata"].get("deletionTimestamp")]
+                                  + [c["metadata"]["name"] for c in claims if c["metadata"].get("deletionTimestamp")]),
+        "duplicateLaunches": sorted([c for c, k in per_claim.items() if k > 1] + [t for t, k in per_token.items()
+                                                                                   if k > 1]),
+        "replacementLaunches": sum(1 for t in tags if "nodeflow.dev/nodeclaim-uid" in t),
+        "keptTouched": sorted(k for k in KEEP if k not in names or tainted(names[k])),
+        "nodeClaims": len(claims),
+    }
