@@ -121,6 +121,8 @@ def test_base_and_examples_apply_to_the_simulator(sim: Simulator) -> None:
         if kind in ("ClusterRole", "ClusterRoleBinding"):
             assert f"/{name}" in cluster_scoped
     assert "nodepool.karpenter.sh/general" in cluster_scoped
+    crds = kubectl(sim, "get", "customresourcedefinitions", "-o", "name").stdout
+    assert "karpenter.sh" in crds and "nodepools" in crds and "nodeclaims" in crds
 
 
 def test_dockerfile_matches_the_deployment() -> None:
