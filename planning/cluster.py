@@ -128,10 +128,15 @@ class PodInfo:
     affinity_terms: list[dict[str, Any]]
     anti_affinity: list[tuple[dict[str, Any], frozenset[str]]]
     spread: list[tuple[str, int, dict[str, Any]]]
-    start_time: datetime | None
+    start_raw: Any
     ready: bool
     sig: str
     raw: dict[str, Any]
+
+    @property
+    def start_time(self) -> datetime | None:
+        """status.startTime, parsed on demand (only the do-not-disrupt duration form needs it)."""
+        return parse_time(self.start_raw)
 
     @property
     def active(self) -> bool:
@@ -197,18 +202,21 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
     tolerations = list(spec.get("tolerations") or ())
     node_selector = dict(spec.get("nodeSelector") or {})
     sig = repr((sorted(node_selector.items()), terms, tolerations)) if (node_selector or terms or tolerations) else ""
-    conditions = _conditions(status)
     # a snapshot written without pod status (e.g. generated) means running and ready
-    ready = conditions.get("Ready", {}).get("status", "True") == "True"
+    ready = True
+    for c in status.get("conditions") or ():
+        if c.get("type") == "Ready":
+            ready = c.get("status") == "True"
+            break
     return PodInfo(
         key=f"{ns}/{name}", namespace=ns, name=name, uid=meta.get("uid", ""),
-        labels=dict(meta.get("labels") or {}), annotations=dict(meta.get("annotations") or {}),
+        labels=meta.get("labels") or {}, annotations=meta.get("annotations") or {},
         node_name=spec.get("nodeName") or "", phase=status.get("phase") or "Running",
         terminating=bool(meta.get("deletionTimestamp")), owner_kind=owner.get("kind", ""),
         owner_uid=owner.get("uid") or owner.get("name", ""), cpu=cpu, mem=int(mem), eph=int(eph),
         priority=spec.get("priority"), tolerations=tolerations, node_selector=node_selector,
         affinity_terms=terms, anti_affinity=anti, spread=spread,
-        start_time=parse_time(status.get("startTime")), ready=ready, sig=sig, raw=raw,
+        start_raw=status.get("startTime"), ready=ready, sig=sig, raw=raw,
     )
 
 
