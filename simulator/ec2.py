@@ -40,7 +40,11 @@ def instance_id_of(pid: str | None) -> str | None:
 
 
 class Ec2World:
-    """Follows EC2 instances tagged `karpenter.sh/nodeclaim` and plays kubelet + CCM + NodeClaim lifecycle."""
+    """Follows EC2 instances tagged `karpenter.sh/nodeclaim` and plays kubelet + CCM + NodeClaim lifecycle.
+
+    Only instances whose NodeClaim exists in this cluster join it, so simulators sharing one moto_server
+    (tests) do not pick up each other's instances.
+    """
 
     def __init__(self, world: World, endpoint: str, region: str = "us-east-1", client: Any = None) -> None:
         if client is None:
@@ -137,7 +141,9 @@ class Ec2World:
     def apply(self, instances: list[dict[str, Any]]) -> None:
         world = self.world
         with world.store.lock:
-            self.counts = Counter(i.get("State", {}).get("Name", "unknown") for i in instances)
+            ours = [i for i in instances if i["InstanceId"] in self.registered or world.store.get(
+                NODECLAIMS, "", {t["Key"]: t["Value"] for t in i.get("Tags", []) or []}.get(NODECLAIM_TAG, ""))]
+            self.counts = Counter(i.get("State", {}).get("Name", "unknown") for i in ours)
             nodes_by_iid: dict[str, dict[str, Any]] = {}
             for node in world.store.list(NODES):
                 iid = instance_id_of((node.get("spec") or {}).get("providerID"))
@@ -150,10 +156,10 @@ class Ec2World:
                 tags = {t["Key"]: t["Value"] for t in inst.get("Tags", []) or []}
                 node = nodes_by_iid.get(iid)
                 if state == "running":
-                    if NODECLAIM_TAG not in tags:
-                        continue
-                    claim = world.store.get(NODECLAIMS, "", tags[NODECLAIM_TAG])
-                    if claim is not None and not (claim.get("status") or {}).get("providerID"):
+                    claim = world.store.get(NODECLAIMS, "", tags.get(NODECLAIM_TAG, ""))
+                    if claim is None:
+                        continue  # not this cluster's instance (Karpenter would garbage-collect it)
+                    if not (claim.get("status") or {}).get("providerID"):
                         self._launched(claim, inst)
                     if node is None and iid not in self.registered:
                         started = self.first_running.setdefault(iid, now)

@@ -56,11 +56,22 @@ def node_ready(node: dict[str, Any]) -> bool:
     return condition_true(node, "Ready")
 
 
+_QUANTITY_CACHE: dict[tuple[Any, Any], float] = {}
+
+
 def _quantity(value: Any, parse: Any) -> float:
+    """A parsed quantity (0 when invalid); cached, since a cluster repeats a handful of request strings."""
+    key = (value, parse)
+    cached = _QUANTITY_CACHE.get(key)
+    if cached is not None:
+        return cached
     try:
-        return float(parse(value))
+        result = float(parse(value))
     except (QuantityError, TypeError, ValueError):
-        return 0.0
+        result = 0.0
+    if len(_QUANTITY_CACHE) < 100_000:
+        _QUANTITY_CACHE[key] = result
+    return result
 
 
 def pod_requests(pod: dict[str, Any]) -> tuple[float, float]:

@@ -34,7 +34,7 @@ class Scheduler:
         self.dirty = False
         self.usage: dict[str, list[float]] = {}  # node -> [cpu, memory, pods]
         self._requests: dict[str, tuple[float, float]] = {}
-        self._nodes: list[tuple[str, dict[str, Any], tuple[float, float, int]]] | None = None  # Ready candidates
+        self._nodes: list[tuple[str, tuple[float, float, int]]] | None = None  # Ready, not deleting: name, allocatable
         self._start = 0  # kube-scheduler resumes its node scan where the last one stopped
 
     def _requests_of(self, pod: dict[str, Any]) -> tuple[float, float]:
@@ -77,7 +77,10 @@ class Scheduler:
                 self.dirty = True
         elif rt is NODES:
             self.dirty = True
-            self._nodes = None
+            if new is None or old is None or node_ready(old) != node_ready(new) or is_deleting(old) != is_deleting(
+                    new) or (old.get("status") or {}).get("allocatable") != (new.get("status") or {}).get(
+                    "allocatable"):
+                self._nodes = None
             if new is None:
                 self.usage.pop(meta(old or {}).get("name") or "", None)
 
@@ -87,7 +90,7 @@ class Scheduler:
         self.dirty = False
         store = self.world.store
         if self._nodes is None:
-            self._nodes = [(meta(n)["name"], n, node_allocatable(n)) for n in store.list(NODES)
+            self._nodes = [(meta(n)["name"], node_allocatable(n)) for n in store.list(NODES)
                            if node_ready(n) and not is_deleting(n)]
         nodes = self._nodes
         pods = [p for p in (store.get(PODS, *k) for k in list(self.pending)) if p is not None]
@@ -101,11 +104,12 @@ class Scheduler:
             wanted = feasible_nodes_to_find(len(nodes))
             self._start = self._start % len(nodes) if nodes else 0
             for i in range(len(nodes)):
-                name, node, (a_cpu, a_mem, a_pods) = nodes[(self._start + i) % len(nodes)]
+                name, (a_cpu, a_mem, a_pods) = nodes[(self._start + i) % len(nodes)]
                 used = self.usage.get(name, [0.0, 0.0, 0.0])
                 if used[2] + 1 > a_pods or used[0] + cpu > a_cpu + 1e-9 or used[1] + mem > a_mem:
                     continue
-                if not schedulable_on(spec, node):
+                node = store.get(NODES, "", name)
+                if node is None or not schedulable_on(spec, node):
                     continue
                 score = max((used[0] + cpu) / a_cpu if a_cpu else 1.0, (used[1] + mem) / a_mem if a_mem else 1.0)
                 if best_score is None or score < best_score:

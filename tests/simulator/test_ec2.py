@@ -29,6 +29,12 @@ def _launch(ec2, claim: str, itype: str = "m5.large", zone: str = "us-east-1b", 
     return resp["Instances"][0]["InstanceId"]
 
 
+def _claim(api: client.ApiClient) -> str:
+    name = f"c-{uuid.uuid4().hex[:8]}"
+    client.CustomObjectsApi(api).create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", nodeclaim(name))
+    return name
+
+
 def _node_for(v1: client.CoreV1Api, iid: str):  # type: ignore[no-untyped-def]
     return next((n for n in v1.list_node().items if (n.spec.provider_id or "").endswith("/" + iid)), None)
 
@@ -40,8 +46,7 @@ def _ready(n) -> bool:  # type: ignore[no-untyped-def]
 def test_running_instance_registers_a_node_that_turns_ready(sim_ec2: Simulator, moto_endpoint: str) -> None:
     api = sim_ec2.api_client()
     v1, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
-    claim_name = f"c-{uuid.uuid4().hex[:8]}"
-    custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", nodeclaim(claim_name))
+    claim_name = _claim(api)
     iid = _launch(_ec2(moto_endpoint), claim_name, itype="c5.xlarge", zone="us-east-1c", spot=True)
     n = wait_for(lambda: _node_for(v1, iid), timeout=20, what="node registered")
     assert n.spec.provider_id == f"aws:///us-east-1c/{iid}"
@@ -65,14 +70,14 @@ def test_running_instance_registers_a_node_that_turns_ready(sim_ec2: Simulator, 
     conds = {c["type"]: c["status"] for c in got["status"]["conditions"]}
     assert conds["Launched"] == conds["Registered"] == "True"
     assert got["status"]["nodeName"] == n.metadata.name and got["status"]["providerID"] == n.spec.provider_id
-    client.ApiClient.close(api)
+    api.close()
 
 
 def test_terminated_instance_takes_its_node_away(sim_ec2: Simulator, moto_endpoint: str) -> None:
     api = sim_ec2.api_client()
     v1 = client.CoreV1Api(api)
     ec2 = _ec2(moto_endpoint)
-    iid = _launch(ec2, f"c-{uuid.uuid4().hex[:8]}")
+    iid = _launch(ec2, _claim(api))
     n = wait_for(lambda: (x := _node_for(v1, iid)) is not None and _ready(x) and x, timeout=20, what="ready")
     ec2.terminate_instances(InstanceIds=[iid])
     n = wait_for(lambda: (x := v1.read_node(n.metadata.name)).metadata.deletion_timestamp and x, timeout=20,
@@ -92,7 +97,7 @@ def test_never_ready_instance_type(sim_ec2: Simulator, moto_endpoint: str) -> No
     sim_ec2.world.mark_never_ready("m5.2xlarge")
     api = sim_ec2.api_client()
     v1 = client.CoreV1Api(api)
-    iid = _launch(_ec2(moto_endpoint), f"c-{uuid.uuid4().hex[:8]}", itype="m5.2xlarge")
+    iid = _launch(_ec2(moto_endpoint), _claim(api), itype="m5.2xlarge")
     n = wait_for(lambda: _node_for(v1, iid), timeout=20, what="registered")
     time.sleep(0.3)  # many ready delays at this time scale
     assert not _ready(v1.read_node(n.metadata.name))
