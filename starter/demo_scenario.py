@@ -1,11 +1,15 @@
 """The bundled 30-node demo cluster: every kind of disruption has something to do in it.
 
-- pool `general` (on-demand): drifted nodes, empty nodes, underutilized nodes (multi-node consolidation)
-  and well-used nodes that stay;
+- pool `general` (on-demand): drifted nodes, underutilized nodes (multi-node consolidation) and well-used
+  nodes that stay;
+- pool `ci` (tainted for CI runners, `WhenEmpty`): nodes whose jobs have finished (emptiness); the taint keeps
+  the pods that other disruptions evict from landing there, so they stay empty;
 - pool `memory` (r-family): one oversized node that a cheaper one can replace (single-node consolidation);
 - pool `batch` (expireAfter 24h): nodes launched three days ago (expiration);
 - pool `spot`: spot nodes, one of which receives an interruption warning during the demo.
-Timestamps are relative to `now`, so the scenario is fresh whenever the demo starts.
+Timestamps are relative to `now`, so the scenario is fresh whenever the demo starts. Controllers (the
+ReplicaSets and the node-agent DaemonSet) carry the uids their pods point at, so the simulator adopts the
+pods instead of creating a second set.
 """
 
 from __future__ import annotations
@@ -17,20 +21,29 @@ from api import labels as L
 from api.catalog import load_default_catalog
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+CI_TAINT = {"key": "nodeflow.dev/ci-runner", "value": "true", "effect": "NoSchedule"}
 
 
 def _ts(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _uid(kind: str, name: str) -> str:
+    return f"uid-{kind.lower()}-{name}"
+
+
 def _pool(name: str, requirements: list[dict[str, Any]], budgets: list[dict[str, Any]], expire: str = "720h",
-          consolidate_after: str = "30s") -> dict[str, Any]:
+          consolidate_after: str = "30s", policy: str = "WhenEmptyOrUnderutilized",
+          taints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    template_spec: dict[str, Any] = {
+        "requirements": requirements, "expireAfter": expire, "terminationGracePeriod": "10m",
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
+    if taints:
+        template_spec["taints"] = taints
     return {"apiVersion": L.API_VERSION, "kind": "NodePool", "metadata": {"name": name},
-            "spec": {"template": {"metadata": {"labels": {"team": "platform"}}, "spec": {
-                "requirements": requirements, "expireAfter": expire, "terminationGracePeriod": "10m",
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}},
-                "disruption": {"consolidationPolicy": "WhenEmptyOrUnderutilized",
-                               "consolidateAfter": consolidate_after, "budgets": budgets}}}
+            "spec": {"template": {"metadata": {"labels": {"team": "platform"}}, "spec": template_spec},
+                     "disruption": {"consolidationPolicy": policy, "consolidateAfter": consolidate_after,
+                                    "budgets": budgets}}}
 
 
 def _req(key: str, *values: str) -> dict[str, Any]:
@@ -45,7 +58,7 @@ class _Builder:
         self.n = 0
 
     def node(self, pool: str, itype: str, capacity: str = "on-demand", age: timedelta = timedelta(hours=6),
-             drifted: bool = False) -> str:
+             drifted: bool = False, taints: list[dict[str, Any]] | None = None) -> str:
         self.n += 1
         name = f"{pool}-{self.n:02d}"
         zone = ZONES[self.n % 3]
@@ -66,7 +79,8 @@ class _Builder:
         self.objects.append({"apiVersion": L.API_VERSION, "kind": "NodeClaim", "metadata": {
             "name": name, "labels": dict(node_labels), "creationTimestamp": created,
             "finalizers": [L.TERMINATION_FINALIZER]},
-            "spec": {"requirements": [_req(L.INSTANCE_TYPE_LABEL, itype), _req(L.CAPACITY_TYPE_LABEL, capacity)],
+            "spec": {**({"taints": list(taints)} if taints else {}),
+                     "requirements": [_req(L.INSTANCE_TYPE_LABEL, itype), _req(L.CAPACITY_TYPE_LABEL, capacity)],
                      "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
                      "terminationGracePeriod": "10m"},
             "status": {"nodeName": name, "providerID": provider, "capacity": alloc, "allocatable": alloc,
@@ -74,7 +88,7 @@ class _Builder:
         self.objects.append({"apiVersion": "v1", "kind": "Node", "metadata": {
             "name": name, "labels": node_labels, "creationTimestamp": created,
             "finalizers": [L.TERMINATION_FINALIZER]},
-            "spec": {"providerID": provider},
+            "spec": {"providerID": provider, **({"taints": list(taints)} if taints else {})},
             "status": {"capacity": alloc, "allocatable": alloc,
                        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                                        "lastTransitionTime": created}]}})
@@ -89,7 +103,7 @@ class _Builder:
     def app(self, name: str, nodes: list[str], cpu: str, memory: str, per_node: int = 1, pdb: str | None = None,
             annotations: dict[str, str] | None = None, grace: int = 30) -> None:
         self.objects.append({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {
-            "name": name, "namespace": "default", "labels": {"app": name}},
+            "name": name, "namespace": "default", "labels": {"app": name}, "uid": _uid("ReplicaSet", name)},
             "spec": {"replicas": len(nodes) * per_node, "selector": {"matchLabels": {"app": name}},
                      "template": {"metadata": {"labels": {"app": name}}, "spec": self._spec(cpu, memory, grace)}}})
         i = 0
@@ -122,11 +136,21 @@ class _Builder:
             "name": name, "namespace": ns, "labels": labels, "annotations": annotations or {},
             "creationTimestamp": _ts(self.now - timedelta(hours=2)),
             "ownerReferences": [{"apiVersion": owner[0], "kind": owner[1], "name": owner[2], "controller": True,
-                                 "uid": f"uid-{owner[1].lower()}-{owner[2]}"}]}, "spec": spec}
+                                 "uid": _uid(owner[1], owner[2])}]}, "spec": spec}
+
+    def daemonset(self) -> None:
+        """The node-agent DaemonSet, so that replacement nodes get their agent like the others."""
+        spec = self._spec("50m", "64Mi", 30)
+        spec["tolerations"] = [{"operator": "Exists"}]
+        self.objects.append({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {
+            "name": "node-agent", "namespace": "kube-system", "labels": {"app": "node-agent"},
+            "uid": _uid("DaemonSet", "node-agent")},
+            "spec": {"selector": {"matchLabels": {"app": "node-agent"}},
+                     "template": {"metadata": {"labels": {"app": "node-agent"}}, "spec": spec}}})
 
 
 def demo_cluster(now: datetime | None = None) -> list[dict[str, Any]]:
-    """The demo's objects: 30 nodes in four NodePools, with workloads, PDBs and one do-not-disrupt pod."""
+    """The demo's objects: 30 nodes in five NodePools, with workloads, PDBs and one do-not-disrupt pod."""
     now = now or datetime.now(UTC)
     b = _Builder(now)
     od = [_req(L.CAPACITY_TYPE_LABEL, "on-demand"), _req(L.ARCH_LABEL, "amd64")]
@@ -138,17 +162,20 @@ def demo_cluster(now: datetime | None = None) -> list[dict[str, Any]]:
         _pool("batch", od, [{"nodes": "50%"}], expire="24h", consolidate_after="Never"),
         _pool("spot", [_req(L.CAPACITY_TYPE_LABEL, "spot"), _req(L.ARCH_LABEL, "amd64")], [{"nodes": "10%"}],
               consolidate_after="Never"),
+        _pool("ci", od, [{"nodes": "100%"}],
+              policy="WhenEmpty", taints=[CI_TAINT]),
     ]
     steady = [b.node("general", "m5.xlarge") for _ in range(8)]
     drifted = [b.node("general", "m5.xlarge", drifted=True) for _ in range(4)]
-    empty = [b.node("general", "m5.large") for _ in range(3)]
+    empty = [b.node("ci", "m5.large", taints=[CI_TAINT]) for _ in range(3)]
     under = [b.node("general", "m5.2xlarge") for _ in range(5)]
     memory = [b.node("memory", "r5.2xlarge")]
     memory_steady = [b.node("memory", "r5.xlarge") for _ in range(2)]
     batch = [b.node("batch", "c5.xlarge", age=timedelta(days=3)) for _ in range(3)]
     spot = [b.node("spot", "c5.xlarge", capacity="spot") for _ in range(4)]
     assert len(b.objects) and b.n == 30, b.n
-    del empty  # only their DaemonSet pods run there
+    del empty  # only their DaemonSet pods run there: the CI jobs have finished
+    b.daemonset()
     b.app("web", steady + drifted, "1500m", "3Gi", per_node=2, pdb="1")
     b.app("api", under, "500m", "1Gi", per_node=2, pdb="1")
     b.app("cache", memory, "1", "12Gi", per_node=1)
