@@ -53,7 +53,7 @@ def test_delete_node_stays_terminating_while_finalized(cluster: Simulator) -> No
 
 
 def test_drain_fails_with_the_pdb_message(cluster: Simulator) -> None:
-    out = kubectl(cluster, "drain", "--timeout=10s", "--ignore-daemonsets", "n1")
+    out = kubectl(cluster, "drain", "--timeout=4s", "--ignore-daemonsets", "n1")
     assert out.returncode != 0
     assert "Cannot evict pod as it would violate the pod's disruption budget." in out.stdout + out.stderr
     cordoned = kubectl(cluster, "get", "node", "n1", "-o", "jsonpath={.spec.unschedulable}")
