@@ -6,8 +6,8 @@ annotation `nodeflow.dev/consolidation-mode: optimize` or `plan(..., optimize=Tr
 of the allowed candidates at once and up to `max_replacements` new nodes, maximizing savings per hour.
 
 It never loosens a safety rule: only candidates the normal candidate filter admits (do-not-disrupt and
-PDB-blocked nodes are not candidates), at most the pool's `Underutilized` budget per NodePool, no pod whose
-PDB would have to give more evictions than it allows, moved pods placed by nodeSelector / affinity /
+PDB-blocked nodes are not candidates), at most the pool's `Underutilized` budget per NodePool (optionally
+no PDB asked for more evictions than it allows at once), moved pods placed by nodeSelector / affinity /
 taints on nodes with room for them, pool limits kept, and a command only when it saves money. Nodes whose
 pods carry anti-affinity or topology spread are left to the ordinary methods, whose simulation models them.
 
@@ -66,6 +66,9 @@ class OptimizerSettings:
     max_replacements: int = 8
     max_candidates: int = 60
     max_new_types: int = 6  # node types a replacement may be (the most cost-efficient for the pods moved)
+    # Karpenter only refuses nodes whose PDBs allow no eviction now, and drains wait for the rest; with
+    # pdb_headroom a move also never needs more evictions of one PDB than it allows at this moment.
+    pdb_headroom: bool = False
     workers: int = 2
 
 
@@ -166,7 +169,6 @@ class OptimizingConsolidation:
             return []
         cp_model = import_cp_model()
         started = time.monotonic()
-        cluster = self.ctx.cluster
         scheduler = self.ctx.scheduler
         cand_index = {c.name: i for i, c in enumerate(cands)}
 
@@ -204,15 +206,8 @@ class OptimizingConsolidation:
             if members:
                 model.Add(sum(members) <= max(0, allowed))
 
-        # PDBs: never plan more simultaneous evictions than a PDB allows
-        pdb_load: dict[str, tuple[int, dict[int, int]]] = {}
-        for i, c in enumerate(cands):
-            for p in c.reschedulable:
-                for pdb in cluster.pdbs_for(p):
-                    allowed, per = pdb_load.setdefault(pdb.key, (pdb.disruptions_allowed, {}))
-                    per[i] = per.get(i, 0) + 1
-        for allowed, per in pdb_load.values():
-            model.Add(sum(n * remove[i] for i, n in per.items()) <= max(0, allowed))
+        if self.settings.pdb_headroom:
+            self._pdb_headroom(model, cands, remove)
 
         # existing destinations
         flows: dict[tuple[int, str], object] = {}
@@ -290,6 +285,17 @@ class OptimizingConsolidation:
         return [self._command(solver, chosen, cand_index, groups, dest_ok, flows, new_types, bins, saved)]
 
     # ---- pieces ----------------------------------------------------------------------------------
+
+    def _pdb_headroom(self, model, cands: list[Candidate], remove) -> None:
+        """Never plan more simultaneous evictions of a PDB's pods than it allows right now."""
+        pdb_load: dict[str, tuple[int, dict[int, int]]] = {}
+        for i, c in enumerate(cands):
+            for p in c.reschedulable:
+                for pdb in self.ctx.cluster.pdbs_for(p):
+                    _, per = pdb_load.setdefault(pdb.key, (pdb.disruptions_allowed, {}))
+                    per[i] = per.get(i, 0) + 1
+        for allowed, per in pdb_load.values():
+            model.Add(sum(n * remove[i] for i, n in per.items()) <= max(0, allowed))
 
     def _copies(self, nt: _NewType, groups: list[_Group], removable: int) -> int:
         """How many nodes of one type a move can need: pods of at most `removable` candidates fill them.
