@@ -29,6 +29,7 @@ POD_DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 PAUSED_ANNOTATION = "nodeflow.dev/paused"  # on a NodePool: "true" stops voluntary disruption of its nodes
 REBALANCE_ANNOTATION = "nodeflow.dev/rebalance"  # on a NodePool: ignore | event | drain
 TEMPLATE_HASH_ANNOTATION = "nodeflow.dev/template-hash"  # on a NodeClaim: hash of the template it came from
+CONSOLIDATION_MODE_ANNOTATION = "nodeflow.dev/consolidation-mode"  # on a NodePool: "optimize" = CP-SAT moves
 
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"

@@ -32,7 +32,7 @@ from planning.method import PassContext, make_command
 from planning.scheduling import SimResult, TypeOption
 from planning.selectors import match_label_selector, match_node_selector_terms, tolerates_all
 
-CONSOLIDATION_MODE_ANNOTATION = getattr(L, "CONSOLIDATION_MODE_ANNOTATION", "nodeflow.dev/consolidation-mode")
+CONSOLIDATION_MODE_ANNOTATION = L.CONSOLIDATION_MODE_ANNOTATION
 OPTIMIZE_MODE = "optimize"
 PRICE_SCALE = 1_000_000  # micro-dollars per hour inside the model
 
