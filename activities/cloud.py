@@ -59,12 +59,18 @@ class CloudActivities:
                     return str(inst.get("State", {}).get("Name", "unknown"))
         return "gone"
 
-    def _terminate(self, instance_id: str) -> None:
+    def _terminate(self, instance_id: str) -> str:
+        """TerminateInstances; returns the state it reports (so a done termination needs no extra describe)."""
         try:
-            self.ec2.terminate_instances(InstanceIds=[instance_id])
+            resp = self.ec2.terminate_instances(InstanceIds=[instance_id])
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "InvalidInstanceID.NotFound":
                 raise
+            return "gone"
+        for change in resp.get("TerminatingInstances") or []:
+            if change.get("InstanceId") == instance_id:
+                return str((change.get("CurrentState") or {}).get("Name", "unknown"))
+        return "unknown"
 
     @activity.defn(name="termination.terminate_instance")
     async def terminate_instance(self, inp: InstanceInput) -> InstanceResult:
@@ -74,10 +80,12 @@ class CloudActivities:
         if state not in (*DONE_STATES, "gone"):
             log.info("TerminateInstances %s (node %s)", instance_id, inp.node_name,
                      extra={"instance": instance_id, "node": inp.node_name})
-            await self._io(self._terminate, instance_id)
+            state = await self._io(self._terminate, instance_id)
             called = True
+        local = activity.info().is_local  # local activities cannot heartbeat
         while state not in (*DONE_STATES, "gone"):
-            activity.heartbeat({"instance": instance_id, "state": state})
+            if not local:
+                activity.heartbeat({"instance": instance_id, "state": state})
             await asyncio.sleep(self.poll)
             state = await self._io(self._state, instance_id)
         return InstanceResult(instance_id=instance_id, state=state, terminate_called=called)

@@ -100,6 +100,7 @@ class KubeActivities:
             if claim_del and node and not node_del:
                 await self._io(self.kube.delete_node, inp.node_name)
         pods: list[PodState] = []
+        attachments: int | None = 0
         if node is not None:
             await self._io(self._taint, inp.node_name)
             await self._io(self.kube.event, "Node", node, inp.node_name, "Terminating",
@@ -107,6 +108,7 @@ class KubeActivities:
             now = datetime.now(UTC)
             raw = await self._io(self.kube.list_node_pods, inp.node_name)
             pods = [_pod_state(p) for p in raw if rules.is_waiting_eviction(p, now)]
+            attachments = await self._io(self._node_attachments, inp.node_name)
         claim_spec = (claim or {}).get("spec") or {}
         claim_ann = ((claim or {}).get("metadata") or {}).get("annotations") or {}
         deletions = [d for d in (node_del, claim_del) if d is not None]
@@ -123,6 +125,7 @@ class KubeActivities:
             grace_period=parse_go_duration(claim_spec.get("terminationGracePeriod")),
             termination_timestamp=rules.parse_time(claim_ann.get(labels.TERMINATION_TIMESTAMP_ANNOTATION)),
             pods=pods,
+            volume_attachments=attachments,
         )
 
     async def _find_claim(self, inp: PrepareInput, node: Obj | None) -> Obj | None:
@@ -320,10 +323,16 @@ class KubeActivities:
             activity.heartbeat({"pending": pending})
             await asyncio.sleep(self.volume_poll)
 
+    def _node_attachments(self, node: str) -> int:
+        return len(self._attachments_of(node))
+
+    def _attachments_of(self, node: str) -> list[Obj]:
+        return [va for va in self.kube.list_volume_attachments()
+                if (va.get("spec") or {}).get("nodeName") == node
+                and ((va.get("spec") or {}).get("source") or {}).get("persistentVolumeName")]
+
     def _pending_attachments(self, node: str) -> list[str]:
-        attachments = [va for va in self.kube.list_volume_attachments()
-                       if (va.get("spec") or {}).get("nodeName") == node
-                       and ((va.get("spec") or {}).get("source") or {}).get("persistentVolumeName")]
+        attachments = self._attachments_of(node)
         if not attachments:
             return []
         now = datetime.now(UTC)

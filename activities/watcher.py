@@ -15,16 +15,19 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubernetes import watch
 
+from activities.drain_rules import parse_time
 from activities.kube_client import KARPENTER, Conflict, KubeClient, Obj, _json
 from api import labels
 from workflows.models import TerminationInput
 from workflows.search_attributes import TASK_QUEUE
 
 log = logging.getLogger(__name__)
+CLAIM_HANDOFF = timedelta(minutes=1)  # a deleting claim whose Node vanished is left to that Node's workflow this long
 
 
 @dataclass
@@ -59,6 +62,7 @@ class DeletionWatcher:
         self._stopping = threading.Event()
         self._started: set[str] = set()  # node/claim uids started since the last resync
         self._known_pools: set[str] = set()
+        self._claim_node: dict[str, str] = {}  # claim uid -> uid of the Node it had when we last saw both
         self._watches: list[watch.Watch] = []
         self.passes = 0
 
@@ -151,13 +155,21 @@ class DeletionWatcher:
                 continue
             covered.add(_meta(claim)["uid"] if claim else "")
             todo.append(self._input_for(n, claim))
-        node_names = {_meta(n)["name"] for n in nodes}
+        claim_uids = {_meta(c)["uid"] for c in claims}
+        for n in managed:
+            claim = claim_of(n)
+            if claim is not None:
+                self._claim_node[_meta(claim)["uid"]] = _meta(n)["uid"]
+        self._claim_node = {c: n for c, n in self._claim_node.items() if c in claim_uids}
+        now = datetime.now(UTC)
         for c in claims:
-            if _deleting(c) and _meta(c)["uid"] not in covered:
-                node_name = (c.get("status") or {}).get("nodeName")
-                if node_name in node_names:
-                    continue  # its Node is in the list above (and not managed? then the claim alone is enough)
-                todo.append(self._input_for(None, c))
+            if not _deleting(c) or _meta(c)["uid"] in covered:
+                continue
+            deleted_at = parse_time(_meta(c).get("deletionTimestamp"))
+            recent = deleted_at is not None and now - deleted_at < CLAIM_HANDOFF
+            if _meta(c)["uid"] in self._claim_node and recent:
+                continue  # its Node's termination (seen earlier) removes this claim's finalizer
+            todo.append(self._input_for(None, c))
         todo = [t for t in todo if t.node_uid not in self._started]
         if todo:
             await self._start_all(todo)

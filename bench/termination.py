@@ -91,9 +91,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=endpoint)
         ids = _launch(ec2, args.nodes)
         nodes = {f"bench-{i:04d}": iid for i, iid in enumerate(ids)}
-        pods = [PodSpec(f"app-{i:04d}", name, count=args.pods_per_node, grace=args.pod_grace)
-                for i, name in enumerate(nodes)]
-        sim = Simulator(time_scale=args.time_scale, ready_delay=0.5, objects=cluster_objects(nodes, pods))
+        pods = [PodSpec(f"app-{i:04d}", name, count=args.pods_per_node, grace=args.pod_grace,
+                        controller=args.controllers) for i, name in enumerate(nodes)]
+        sim = Simulator(time_scale=args.time_scale, ready_delay=0.5, objects=cluster_objects(nodes, pods),
+                        tick_seconds=args.tick)
         sim.start()
         tq = "nodeflow-bench"
         worker = subprocess.Popen(
@@ -142,7 +143,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         stats = sim.stats()
         api.close()
         return {
-            "nodes": args.nodes, "podsPerNode": args.pods_per_node, "podGraceSeconds": args.pod_grace,
+            "nodes": args.nodes, "podsPerNode": args.pods_per_node, "controllers": args.controllers,
+            "podGraceSeconds": args.pod_grace,
             "timeScale": args.time_scale, "cpus": os.cpu_count(),
             "secondsUntilLastFinalizerGone": round(elapsed, 2), "objectsLeft": remaining,
             "workflows": len(events),
@@ -175,6 +177,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--pods-per-node", type=int, default=4)
     p.add_argument("--pod-grace", type=int, default=10, help="terminationGracePeriodSeconds of the pods")
     p.add_argument("--time-scale", type=float, default=0.02, help="simulator time scale (grace 10 s -> 0.2 s)")
+    p.add_argument("--controllers", action="store_true",
+                   help="pods owned by ReplicaSets (recreated Pending after eviction: load on the simulator)")
+    p.add_argument("--tick", type=float, default=0.05, help="simulator world tick seconds")
     p.add_argument("--resync", type=float, default=2.0, help="watcher resync seconds")
     p.add_argument("--warmup", type=float, default=6.0)
     p.add_argument("--timeout", type=float, default=180.0)

@@ -22,6 +22,7 @@ class PodSpec:
     count: int = 1
     grace: int = 30
     daemonset: bool = False
+    controller: bool = True  # False: bare pods (not recreated after eviction; cheap for benchmarks)
     critical: bool = False
     annotations: dict[str, str] = field(default_factory=dict)
     tolerations: list[dict[str, Any]] = field(default_factory=list)
@@ -81,16 +82,16 @@ def cluster_objects(nodes: dict[str, str], pods: list[PodSpec], pdbs: dict[str, 
         }
         if not spec.daemonset:
             owner["spec"]["replicas"] = spec.count
-        objs.append(owner)
+        if spec.controller:
+            objs.append(owner)
         for i in range(1 if spec.daemonset else spec.count):
-            objs.append({
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": f"{spec.name}-{i}", "namespace": "default", "uid": str(uuid.uuid4()),
-                             "labels": {"app": spec.name}, "annotations": dict(spec.annotations),
-                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": kind, "name": spec.name,
-                                                  "uid": owner_uid, "controller": True}]},
-                "spec": {**template_spec, "nodeName": spec.node},
-            })
+            pod_meta: dict[str, Any] = {"name": f"{spec.name}-{i}", "namespace": "default", "uid": str(uuid.uuid4()),
+                                        "labels": {"app": spec.name}, "annotations": dict(spec.annotations)}
+            if spec.controller:
+                pod_meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": kind, "name": spec.name,
+                                                "uid": owner_uid, "controller": True}]
+            objs.append({"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta,
+                         "spec": {**template_spec, "nodeName": spec.node}})
     for app, min_available in (pdbs or {}).items():
         objs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                      "metadata": {"name": app, "namespace": "default"},

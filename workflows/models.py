@@ -141,6 +141,7 @@ class PrepareResult(BaseModel):
     grace_period: timedelta | None = None  # NodeClaim spec.terminationGracePeriod
     termination_timestamp: AwareDatetime | None = None  # NodeClaim annotation, when present
     pods: list[PodState] = Field(default_factory=list)
+    volume_attachments: int | None = None  # attachments to the node after tainting (None: not looked at)
 
 
 class DrainInput(BaseModel):

@@ -85,10 +85,15 @@ async def test_cancel_accepted_untaints_and_keeps_instance(
         assert code == 0, err
         result = await handle.result()
         await record_history(handle, "cancelled")
-    assert result.phase == Phase.CANCELLED
-    assert "karpenter.sh/disrupted" not in _taints(api, "n1")
-    assert instance_state(ec2, i1) == "running"
-    assert k8s.CoreV1Api(api).read_node("n1").metadata.deletion_timestamp is None
+        assert result.phase == Phase.CANCELLED
+        assert "karpenter.sh/disrupted" not in _taints(api, "n1")
+        assert instance_state(ec2, i1) == "running"
+        assert k8s.CoreV1Api(api).read_node("n1").metadata.deletion_timestamp is None
+        # the user deletes it after all: a cancelled termination does not block a new one under the same id
+        k8s.PolicyV1Api(api).delete_namespaced_pod_disruption_budget("web", "default")
+        k8s.CoreV1Api(api).delete_node("n1")
+        await eventually(lambda: _node_gone(api, "n1"), what="n1 gone after the later deletion")
+    assert instance_state(ec2, i1) in ("shutting-down", "terminated")
     api.close()
 
 
