@@ -171,7 +171,7 @@ def _inject_spot_interruption(stack: Any, core: Any) -> str | None:
 async def _final_report(stack: Any, core: Any, catalog: Any, cost_before: float, nodes_before: int,
                         settle: float, say: Any) -> dict[str, Any]:
     """Pause the planner, let in-flight work finish (bounded), then count what happened."""
-    from starter.demo_report import leaked_instances, stuck_finalizers
+    from starter.demo_report import METHODS, leaked_instances, stuck_finalizers
     from starter.schedule import set_planner_paused
 
     await set_planner_paused(stack.client, True, note="demo finished")
@@ -183,20 +183,20 @@ async def _final_report(stack: Any, core: Any, catalog: Any, cost_before: float,
             break
         say(f"settling: waiting for {sum(busy.values())} workflow(s) to finish ...")
         await asyncio.sleep(3)
-    by_method, terminated = await _commands_by_method(stack.client)
+    tally = await _tally(stack.client)
     nodes, claims = _nodes(core), _claims(core)
     instances = [i for r in stack.ec2.describe_instances()["Reservations"] for i in r["Instances"]]
     stats = stack.sim.stats()
     return {
-        "commandsByMethod": {m: by_method.get(m, 0) for m in ("Emptiness", "Drift", "MultiNodeConsolidation",
-                                                                 "SingleNodeConsolidation", "Expiration",
-                                                                 "Interruption")},
-        "nodesTerminated": terminated,
+        "commandsByMethod": {m: tally.commands_by_method.get(m, 0) for m in METHODS},
+        "nodesTerminated": tally.nodes_terminated,
         "costPerHourBefore": cost_before,
         "costPerHourAfter": _cost(nodes, catalog),
         "pdbViolations": int(stats.get("pdbViolationsTotal", 0)),
         "leakedInstances": len(leaked_instances(instances, nodes, claims)),
         "stuckFinalizers": len(stuck_finalizers(nodes, claims)),
+        "disruptionOutcomes": {m: dict(c) for m, c in sorted(tally.outcomes_by_method.items())},
+        "terminatedByReason": dict(sorted(tally.terminated_by_reason.items())),
         "nodesBefore": nodes_before,
         "nodesAfter": len(nodes),
         "evictions": stats.get("evictions", {}),
@@ -205,28 +205,20 @@ async def _final_report(stack: Any, core: Any, catalog: Any, cost_before: float,
     }
 
 
-async def _commands_by_method(client: Any) -> tuple[Counter[str], int]:
-    """Started DisruptionWorkflows by method (their summary names it), expirations and interruptions by the
-    reason of their TerminationWorkflows, and how many terminations completed."""
-    from api.interruption import TERMINATION_REASONS
-    from workflows.search_attributes import REASON
+async def _tally(client: Any) -> Any:
+    """Every DisruptionWorkflow run (static summary, final NodeflowPhase) and TerminationWorkflow run (reason,
+    status) from Temporal's visibility, counted by demo_report.tally_workflows."""
+    from starter.demo_report import tally_workflows
+    from workflows.search_attributes import PHASE, REASON
 
-    interruption_reasons = set(TERMINATION_REASONS.values())
-    by_method: Counter[str] = Counter()
+    disruptions: list[tuple[str, str]] = []
     async for wf in client.list_workflows("WorkflowType = 'DisruptionWorkflow'"):
-        summary = await client.get_workflow_handle(wf.id, run_id=wf.run_id).describe()
-        method = ((await summary.static_summary()) or "").split(" ")[0]
-        by_method[method or "unknown"] += 1
-    terminated = 0
+        desc = await client.get_workflow_handle(wf.id, run_id=wf.run_id).describe()
+        disruptions.append(((await desc.static_summary()) or "", wf.typed_search_attributes.get(PHASE) or ""))
+    terminations: list[tuple[str, str]] = []
     async for wf in client.list_workflows("WorkflowType = 'TerminationWorkflow'"):
-        reason = wf.typed_search_attributes.get(REASON) or ""
-        if wf.status is not None and wf.status.name == "COMPLETED":
-            terminated += 1
-        if reason == "Expired":
-            by_method["Expiration"] += 1
-        elif reason in interruption_reasons:
-            by_method["Interruption"] += 1
-    return by_method, terminated
+        terminations.append((wf.typed_search_attributes.get(REASON) or "", wf.status.name if wf.status else ""))
+    return tally_workflows(disruptions, terminations)
 
 
 def _cost(nodes: list[dict[str, Any]], catalog: Any) -> float:

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from api import labels as L
 from api.catalog import InstanceTypeCatalog
-from api.interruption import instance_id_from_provider_id
+from api.interruption import TERMINATION_REASONS, instance_id_from_provider_id
+
+METHODS = ("Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation", "Expiration", "Interruption")
 
 
 def node_price(node: dict[str, Any], catalog: InstanceTypeCatalog) -> float:
@@ -67,6 +71,41 @@ def stuck_finalizers(nodes: list[dict[str, Any]], claims: list[dict[str, Any]]) 
     """Objects still deleting (finalizer not removed) when the run has settled."""
     return [f"{kind}/{(o.get('metadata') or {}).get('name')}" for kind, objs in (("node", nodes), ("nodeclaim", claims))
             for o in objs if (o.get("metadata") or {}).get("deletionTimestamp")]
+
+
+@dataclass
+class WorkflowTally:
+    """What the demo's workflows did: commands started by method, how the disruptions ended, terminations."""
+
+    commands_by_method: Counter[str] = field(default_factory=Counter)
+    outcomes_by_method: dict[str, Counter[str]] = field(default_factory=dict)
+    terminated_by_reason: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def nodes_terminated(self) -> int:
+        return sum(self.terminated_by_reason.values())
+
+
+def tally_workflows(disruptions: Iterable[tuple[str, str]], terminations: Iterable[tuple[str, str]]) -> WorkflowTally:
+    """Count from (static summary, final phase) of each DisruptionWorkflow run and (reason, status) of each
+    TerminationWorkflow. A disruption counts for the method its summary names ("Drift general-09") whatever
+    its outcome, which is reported next to it; expirations and interruptions are terminations the planner or
+    the interruption intake started directly, counted by their reason. Only completed terminations count as
+    nodes terminated."""
+    out = WorkflowTally()
+    for summary, phase in disruptions:
+        method = (summary or "").split(" ")[0] or "unknown"
+        out.commands_by_method[method] += 1
+        out.outcomes_by_method.setdefault(method, Counter())[phase or "Running"] += 1
+    interruption_reasons = set(TERMINATION_REASONS.values())
+    for reason, status in terminations:
+        if reason == L.REASON_EXPIRED:
+            out.commands_by_method["Expiration"] += 1
+        elif reason in interruption_reasons:
+            out.commands_by_method["Interruption"] += 1
+        if status == "COMPLETED":
+            out.terminated_by_reason[reason or "unknown"] += 1
+    return out
 
 
 def render_live(elapsed: float, states: Counter[str], workflows: Counter[str], cost: float, cost_before: float,

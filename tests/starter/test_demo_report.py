@@ -8,7 +8,15 @@ import pytest
 
 from api import labels as L
 from api.catalog import load_default_catalog
-from starter.demo_report import cost_per_hour, leaked_instances, node_states, render_live, stuck_finalizers
+from starter.demo_report import (
+    METHODS,
+    cost_per_hour,
+    leaked_instances,
+    node_states,
+    render_live,
+    stuck_finalizers,
+    tally_workflows,
+)
 
 
 def _node(name: str, itype: str = "m5.large", capacity: str = "on-demand", zone: str = "us-east-1a",
@@ -91,3 +99,24 @@ def test_render_live_shows_states_workflows_cost_and_ui() -> None:
     assert "$5.500" in text and "$6.250" in text
     assert "http://127.0.0.1:8233" in text
     assert "workflows in flight: none" in render_live(1.0, Counter(), Counter(), 0.0, 0.0, None)
+
+
+def test_tally_counts_started_commands_by_method_with_their_outcomes() -> None:
+    disruptions = [("Drift general-09", "Succeeded"), ("Drift general-10", "Succeeded"),
+                   ("MultiNodeConsolidation general-02, memory-22", "Invalid"),
+                   ("Emptiness ci-13, ci-14, ci-15", "Succeeded"), ("SingleNodeConsolidation general-05", "")]
+    terminations = [("Expired", "COMPLETED"), ("Expired", "RUNNING"), ("SpotInterrupted", "COMPLETED"),
+                    ("Drifted", "COMPLETED"), ("Empty", "COMPLETED"), ("Empty", "FAILED"), ("", "COMPLETED")]
+    t = tally_workflows(disruptions, terminations)
+    assert t.commands_by_method == {"Drift": 2, "MultiNodeConsolidation": 1, "Emptiness": 1,
+                                    "SingleNodeConsolidation": 1, "Expiration": 2, "Interruption": 1}
+    assert t.outcomes_by_method["MultiNodeConsolidation"] == {"Invalid": 1}
+    assert t.outcomes_by_method["SingleNodeConsolidation"] == {"Running": 1}
+    assert t.terminated_by_reason == {"Expired": 1, "SpotInterrupted": 1, "Drifted": 1, "Empty": 1, "unknown": 1}
+    assert t.nodes_terminated == 5
+    assert set(t.commands_by_method) <= set(METHODS)
+
+
+def test_tally_of_nothing_is_empty() -> None:
+    t = tally_workflows([], [])
+    assert not t.commands_by_method and not t.outcomes_by_method and t.nodes_terminated == 0
