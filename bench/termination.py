@@ -64,6 +64,25 @@ def _peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (how much CPU it needed, whatever else shares the machine)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu() -> dict[str, float]:
+    out: dict[str, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1:text.rindex(")")]
+        if int(text.rsplit(")", 1)[1].split()[1]) == os.getpid():
+            out[name] = out.get(name, 0.0) + _cpu_seconds(int(stat.parent.name))
+    return out
+
+
 def _launch(ec2: Any, count: int) -> list[str]:
     ids: list[str] = []
     while len(ids) < count:
@@ -106,6 +125,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await asyncio.sleep(args.warmup)  # imports, first watcher pass
         api = sim.api_client()
         core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)
+        cpu0 = {"worker": _cpu_seconds(worker.pid), "bench+simulator": _cpu_seconds(os.getpid()), **_children_cpu()}
         t0 = time.monotonic()
         wall0 = time.time()
         core.delete_collection_node(label_selector=f"{labels.NODEPOOL_LABEL}=default")
@@ -119,6 +139,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await asyncio.sleep(0.2)
         elapsed = time.monotonic() - t0
         peak_mb = _peak_rss_mb(worker.pid)
+        cpu1 = {"worker": _cpu_seconds(worker.pid), "bench+simulator": _cpu_seconds(os.getpid()), **_children_cpu()}
+        cpu = {k: round(cpu1[k] - cpu0.get(k, 0.0), 1) for k in cpu1 if k in ("worker", "bench+simulator", "temporal",
+                                                                           "moto_server")}
+        load = os.getloadavg()[0]
         events: list[int] = []
         retried = 0
         starts: list[float] = []
@@ -154,7 +178,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "workflowStartAfterDeleteSeconds": {"min": round(min(starts, default=0), 2),
                                                 "max": round(max(starts, default=0), 2)},
             "activityMeanSeconds": {k: round(statistics.mean(v), 2) for k, v in sorted(activity_seconds.items())},
-            "workerPeakRssMiB": round(peak_mb, 1), "instancesTerminated": terminated,
+            "workerPeakRssMiB": round(peak_mb, 1), "cpuSecondsDuringRun": cpu,
+            "loadAverage1m": round(load, 1), "instancesTerminated": terminated,
             "evictions": stats.get("evictions"), "pdbViolations": stats.get("pdbViolationsTotal"),
             "apiRequests": stats.get("requests"), "workerLog": str(logdir / "worker.log"),
         }
