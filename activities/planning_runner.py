@@ -178,6 +178,9 @@ def same_decision(ours: DisruptionCommand, new: DisruptionCommand) -> str | None
     return None
 
 
+PASS_HEARTBEAT_SECONDS = 5.0
+
+
 class PlanningActivities:
     """Clients come in: a kubernetes ApiClient, the Temporal client (visibility), the catalog, events."""
 
@@ -246,6 +249,19 @@ class PlanningActivities:
 
     @activity.defn(name="planner_pass")
     async def plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
+        """Heartbeats while it reads and plans: a pass whose worker died is retried within the heartbeat
+        timeout instead of holding the (overlap SKIP) schedule for the whole start-to-close timeout."""
+        task = asyncio.ensure_future(self._plan_pass(inp))
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=PASS_HEARTBEAT_SECONDS)
+                if done:
+                    return task.result()
+                activity.heartbeat()
+        finally:
+            task.cancel()
+
+    async def _plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
         objs, excluded, paused, released = await self._snapshot(None, release_before=inp.at)
         result = await asyncio.to_thread(self._plan, objs, inp.at, excluded, inp.catalog_path)
         index = node_index(objs)

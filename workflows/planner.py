@@ -35,7 +35,8 @@ class PlannerWorkflow:
         s = inp.settings
         plan: PlanPassResult = await workflow.execute_activity_method(
             PlanningActivities.plan_pass, PlanPassInput(at=workflow.now(), catalog_path=s.catalog_path),
-            start_to_close_timeout=timedelta(minutes=5), retry_policy=RETRY, summary="read cluster and plan")
+            start_to_close_timeout=timedelta(minutes=5), heartbeat_timeout=timedelta(seconds=30),
+            retry_policy=RETRY, summary="read cluster and plan")
         out = PlannerResult(blocked=len(plan.blocked), paused_node_pools=plan.paused_node_pools)
         task_queue = workflow.info().task_queue
 
