@@ -49,11 +49,12 @@ class Simulator:
                  time_scale: float = 1.0, ready_delay: float = 2.0, port: int = 0,
                  kubeconfig_path: str | Path | None = None, host: str = "127.0.0.1",
                  objects: list[dict[str, Any]] | None = None, tick_seconds: float = 0.01,
-                 ec2_poll_seconds: float = 0.25, region: str = "us-east-1") -> None:
+                 ec2_poll_seconds: float = 0.25, region: str = "us-east-1", pod_start_delay: float = 3.0) -> None:
         if time_scale <= 0:
             raise ValueError("time_scale must be positive")
         self.store = Store()
-        self.world = World(self.store, time_scale=time_scale, ready_delay=ready_delay)
+        self.world = World(self.store, time_scale=time_scale, ready_delay=ready_delay,
+                           pod_start_delay=pod_start_delay)
         self.faults = Faults()
         self.server = ApiServer(self.world, self.faults)
         self.host = host

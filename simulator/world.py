@@ -68,10 +68,13 @@ class World:
     """The simulated control plane and nodes. Public methods are safe to call from any thread."""
 
     def __init__(self, store: Store, time_scale: float = 1.0, ready_delay: float = 2.0,
-                 catalog: InstanceTypeCatalog | None = None, ledger: Ledger | None = None) -> None:
+                 catalog: InstanceTypeCatalog | None = None, ledger: Ledger | None = None,
+                 pod_start_delay: float = 3.0) -> None:
         self.store = store
         self.time_scale = time_scale
         self.ready_delay = ready_delay
+        self.pod_start_delay = pod_start_delay  # bound pod -> Running and Ready (image pull, readiness probe)
+        self._start_pending: set[str] = set()
         self.catalog = catalog or load_default_catalog()
         self.ledger = ledger or Ledger()
         self.never_ready_types: set[str] = set()
@@ -399,7 +402,12 @@ class World:
             node = self.store.get(NODES, "", (pod.get("spec") or {}).get("nodeName") or "")
             if node is None or not node_ready(node):
                 continue
-            self.store.replace(PODS, self._running(pod, node))
+            uid = meta(pod)["uid"]
+            if self.pod_start_delay <= 0:
+                self.store.replace(PODS, self._running(pod, node))
+            elif uid not in self._start_pending:
+                self._start_pending.add(uid)
+                self.after(self.pod_start_delay, lambda k=key, u=uid: self._start_pod(k, u))
         while self._ready_changed:
             name = self._ready_changed.pop()
             node = self.store.get(NODES, "", name)
@@ -411,13 +419,22 @@ class World:
                     continue
                 if pod_phase(pod) == "Pending":
                     if ready:
-                        self.store.replace(PODS, self._running(pod, node))
+                        self._starting.add((meta(pod).get("namespace") or "", meta(pod)["name"]))
                     continue
                 if condition_true(pod, "Ready") != ready:
                     new = deep_copy(pod)
                     set_condition(new, "Ready", "True" if ready else "False", "" if ready else "NodeNotReady")
                     set_condition(new, "ContainersReady", "True" if ready else "False")
                     self.store.replace(PODS, new)
+
+    def _start_pod(self, key: tuple[str, str], uid: str) -> None:
+        self._start_pending.discard(uid)
+        pod = self.store.get(PODS, *key)
+        if pod is None or meta(pod).get("uid") != uid or is_deleting(pod) or pod_phase(pod) != "Pending":
+            return
+        node = self.store.get(NODES, "", (pod.get("spec") or {}).get("nodeName") or "")
+        if node is not None and node_ready(node):
+            self.store.replace(PODS, self._running(pod, node))
 
     def _running(self, pod: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
         new = deep_copy(pod)
