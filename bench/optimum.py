@@ -169,6 +169,20 @@ def packing_cost(problem: PackingProblem, packing: Packing) -> float:
     return sum(problem.bin_types[t].price for t, _ in packing)
 
 
+def dimension_bound(problem: PackingProblem) -> float:
+    """A bound needing no solver: in one resource, each pod costs at least its share of the cheapest node for it."""
+    best = 0.0
+    for dim in range(3):
+        total = 0.0
+        for c in problem.classes:
+            need = (c.cpu_milli, c.memory_kib, 1)[dim]
+            total += c.count * min(problem.bin_types[t].price * need
+                                   / (problem.bin_types[t].cpu_milli, problem.bin_types[t].memory_kib,
+                                      problem.bin_types[t].pods)[dim] for t in c.compatible)
+        best = max(best, total)
+    return best
+
+
 def aggregate_bound(problem: PackingProblem, time_limit: float, workers: int, cost_cap: float | None = None
                     ) -> tuple[tuple[float, dict[int, int], bool], dict[tuple[int, int], int]]:
     """Lower bound: integer node counts per type, but pods may be split across the copies of one type.
@@ -295,7 +309,7 @@ def solve_problem(problem: PackingProblem, time_limit: float = 10.0, workers: in
             used[t] = used.get(t, 0) + 1
     greedy_cost = packing_cost(problem, greedy)
     cost = sum(types[t].price * n for t, n in used.items())
-    bound = min(bound, cost)
+    bound = min(max(bound, dimension_bound(problem)), cost)
     nodes = [OptimumNode(nodePool=types[t].node_pool, instanceType=types[t].instance_type, zone=types[t].zone,
                          capacityType=types[t].capacity_type, price=types[t].price, count=n)
              for t, n in sorted(used.items(), key=lambda kv: (-kv[1], types[kv[0]].instance_type))]
