@@ -26,7 +26,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chaos.chaos_cluster import MANUAL, audit, cluster_objects, retry, running_pods, settled
+from chaos.chaos_cluster import (
+    DRIFTED,
+    EMPTY,
+    MANUAL,
+    audit,
+    cluster_objects,
+    instances,
+    nodes,
+    retry,
+    running_pods,
+    settled,
+)
 from kubernetes import client as k8s
 from support.moto_fixtures import AWS_TEST_ENV
 from temporalio.client import Client
@@ -64,10 +75,13 @@ class WorkerProcess:
         log = (self.log_dir / f"worker-{self.starts}.log").open("wb")
         self.proc = subprocess.Popen(self.cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
 
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()  # SIGKILL: no shutdown hook runs, in-flight activities just die
-            self.proc.wait(10)
+    def kill(self) -> bool:
+        """SIGKILL (no shutdown hook runs, in-flight activities just die); False when it had already exited."""
+        if self.proc is None or self.proc.poll() is not None:
+            return False
+        self.proc.kill()
+        self.proc.wait(10)
+        return True
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -94,8 +108,7 @@ async def _chaos(rng: random.Random, wp: WorkerProcess, temporal: TemporalDevSer
     """10 SIGKILLs at random moments, each followed by a restart; the dev server restarts after the 4th."""
     for n in range(1, KILLS + 1):
         await asyncio.sleep(rng.uniform(1.0, 4.0))
-        wp.kill()
-        log.append(f"kill {n}")
+        log.append(f"kill {n}" if wp.kill() else f"worker {n} had exited")
         if n == 4:
             await asyncio.to_thread(temporal.restart)
             log.append("temporal restart")
@@ -127,6 +140,8 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path) -> None:
         moto.restart()  # see the module docstring: before any instance exists
         events.append("moto restart")
         sim.load_objects(cluster_objects())
+        doomed = {n["metadata"]["name"]: n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes(api)
+                  if n["metadata"]["name"] in DRIFTED + EMPTY + MANUAL}
         deadline = time.monotonic() + 30
         while not all(running_pods(api, app) == n for app, n in (("web", 4), ("api", 6))):
             assert time.monotonic() < deadline, "pods never ran"
@@ -159,12 +174,18 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path) -> None:
         async def no_running() -> bool:
             running = [w.id async for w in client.list_workflows('ExecutionStatus="Running"')]
             if running:
-                raise AssertionError(f"still running: {running}")
+                desc = await client.get_workflow_handle(running[0]).describe()
+                pending = [(a.activity_type.name, a.attempt, a.last_failure.message)
+                           for a in desc.raw_description.pending_activities]
+                raise AssertionError(f"still running: {running}; first one's pending activities: {pending}")
             return True
 
         await _with_retries(no_running, "workflows finishing", timeout=60)
         sim.inject_faults(rate=0.0)
         report = await asyncio.to_thread(audit, api, ec2)
+        states = {i["InstanceId"]: i["State"]["Name"] for i in instances(ec2)}
+        terminated = sorted(n for n, iid in doomed.items()
+                            if n not in report["nodes"] and states.get(iid) in ("shutting-down", "terminated"))
         stats = sim.stats()
     finally:
         if chaos_task is not None and not chaos_task.done():
@@ -177,15 +198,16 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path) -> None:
 
     violations = {c: n for c, n in stats["pdbViolations"].items() if c != "grace-deadline" and n}
     kills = sum(1 for e in events if e.startswith("kill"))
-    terminated = 9  # 4 drifted + 2 empty + 3 deleted by hand
     print(f"\nchaos seed={SEED}: {kills} worker SIGKILLs, 1 Temporal restart, 1 moto restart, "
-          f"{stats['faultsInjected']} API faults injected, {passes} planner passes, {terminated} nodes terminated, "
+          f"{sum(stats['faultsInjected'].values())} API faults injected, {passes} planner passes, "
+          f"{len(terminated)} nodes terminated, "
           f"{report['replacementLaunches']} replacements launched, {len(report['leakedInstances'])} leaked "
           f"instances, {len(report['stuckFinalizers'])} stuck finalizers, {len(report['duplicateLaunches'])} "
           f"duplicate launches, {sum(violations.values())} PDB violations "
           f"({stats['pdbViolations'].get('grace-deadline', 0)} on the grace-deadline path), "
           f"{time.monotonic() - started:.0f}s")
     assert kills == KILLS and "temporal restart" in events and "moto restart" in events
+    assert terminated == sorted(doomed) and len(doomed) == len(DRIFTED + EMPTY + MANUAL), (terminated, doomed)
     assert report["keptTouched"] == []
     assert sorted(n for n in report["nodes"] if n.startswith("keep-")) == ["keep-0", "keep-1"]
     assert len(report["nodes"]) == 6 and report["nodeClaims"] == 6, report
