@@ -1,0 +1,70 @@
+"""`nodeflow demo --headless` end to end, shortened: the real embedded stack (Temporal dev server, moto, the
+simulator, the in-process worker and planner schedule) on the bundled 30-node scenario for 75 s.
+
+In that time the first planner passes start Expiration (batch pool), Emptiness (ci pool) and Drift, and the
+spot interruption is injected at 30 s; consolidation usually follows but is not asserted here because a loaded
+machine can push it past the window (the full 180 s run covers every method).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+DURATION = 75
+SETTLE = 60
+REPORT_KEYS = {"commandsByMethod", "nodesTerminated", "costPerHourBefore", "costPerHourAfter", "pdbViolations",
+               "leakedInstances", "stuckFinalizers"}
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    work = tmp_path_factory.mktemp("demo")
+    report = work / "report.json"
+    env = dict(os.environ, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
+               AWS_DEFAULT_REGION="us-east-1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "starter.cli", "demo", "--headless", "--duration", str(DURATION),
+         "--settle", str(SETTLE), "--report", str(report), "--workdir", str(work / "stack")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
+    return proc, report
+
+
+def test_demo_exits_zero_and_writes_the_report(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    proc, report = demo_run
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(report.read_text())
+    assert set(data) >= REPORT_KEYS
+    assert json.loads(proc.stdout) == data  # the same summary is printed
+    assert set(data["commandsByMethod"]) == {"Emptiness", "Drift", "MultiNodeConsolidation",
+                                             "SingleNodeConsolidation", "Expiration", "Interruption"}
+    assert "injected a spot interruption warning for node spot-" in proc.stderr
+
+
+def test_demo_is_safe(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    data = json.loads(demo_run[1].read_text())
+    assert data["pdbViolations"] == 0
+    assert data["leakedInstances"] == 0
+    assert data["stuckFinalizers"] == 0
+
+
+def test_demo_runs_the_early_methods_and_saves_money(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    data = json.loads(demo_run[1].read_text())
+    by_method = data["commandsByMethod"]
+    for method in ("Expiration", "Emptiness", "Drift", "Interruption"):
+        assert by_method[method] >= 1, (method, data)
+    # the batch pool's three nodes expire and the ci pool's three empty nodes go (all in the first pass)
+    assert by_method["Expiration"] == 3, data
+    assert data["terminatedByReason"].get("Expired") == 3, data
+    assert data["terminatedByReason"].get("Empty") == 3, data
+    assert data["disruptionOutcomes"]["Emptiness"].get("Succeeded", 0) >= 1, data
+    assert data["nodesTerminated"] >= 3 + 3 + 1 + 1, data
+    assert data["costPerHourAfter"] < data["costPerHourBefore"], data
