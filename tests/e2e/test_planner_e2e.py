@@ -30,6 +30,9 @@ async def test_expired_nodes_are_terminated_without_budget(temporal_client, sim_
         result = await stack.planner_pass()
         assert result.started == []  # budget 0 blocks voluntary disruption, never expiration
         assert sorted(result.terminations) == ["terminate-uid-node-expired-a", "terminate-uid-node-expired-b"]
+        blocked = [e for e in stack.events() if e["reason"] == "DisruptionBlocked"
+                   and e["involvedObject"] == {"kind": "NodePool", "name": "default", "apiVersion": "karpenter.sh/v1"}]
+        assert any("due to blocking budget" in e["message"] for e in blocked)
         for wid in result.terminations:
             handle = temporal_client.get_workflow_handle_for(TerminationWorkflow.run, wid)
             desc = await handle.describe()
