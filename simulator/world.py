@@ -42,6 +42,7 @@ NODECLAIMS = BY_KIND["NodeClaim"]
 NAMESPACES = BY_KIND["Namespace"]
 VOLUME_ATTACHMENTS = BY_KIND["VolumeAttachment"]
 
+FOREGROUND_FINALIZER = "foregroundDeletion"
 PDB_MESSAGE = "Cannot evict pod as it would violate the pod's disruption budget."
 MULTI_PDB_MESSAGE = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
 
@@ -87,6 +88,7 @@ class World:
         self._starting: set[tuple[str, str]] = set()
         self._ready_changed: set[str] = set()
         self._detaching: set[str] = set()
+        self._foreground: set[tuple[str, str, str]] = set()  # (kind, namespace, name) awaiting dependents
         self.controllers = Controllers(self)
         self.scheduler = Scheduler(self)
         self.ec2: Any = None  # simulator.ec2.Ec2World when an EC2 endpoint is wired
@@ -111,6 +113,8 @@ class World:
             self._kubelets()
             self.refresh_pdbs()
             self._detach_volumes()
+            if self._foreground:
+                self._finish_foreground()
 
     # ---- change tracking ---------------------------------------------------------------------------------
     def _on_change(self, rt: ResourceType, kind: str, old: dict | None, new: dict | None) -> None:
@@ -151,12 +155,44 @@ class World:
                 return self.delete_pod(obj, grace, cause)
             if is_deleting(obj):
                 return obj, False
+            if propagation == "Foreground" and self._dependents(rt, obj):
+                return self._delete_foreground(rt, obj), False
             if meta(obj).get("finalizers"):
                 new = deep_copy(obj)
                 new["metadata"]["deletionTimestamp"] = now_rfc3339()
                 new["metadata"]["deletionGracePeriodSeconds"] = 0
                 return self.store.replace(rt, new), False
             return self.remove(rt, obj), True
+
+    def _delete_foreground(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """Foreground cascade: the owner stays (finalizer foregroundDeletion) until its dependents are gone."""
+        new = deep_copy(obj)
+        new["metadata"]["deletionTimestamp"] = now_rfc3339()
+        new["metadata"]["deletionGracePeriodSeconds"] = 0
+        new["metadata"]["finalizers"] = [*(meta(obj).get("finalizers") or []), FOREGROUND_FINALIZER]
+        stored = self.store.replace(rt, new)
+        self._foreground.add((rt.kind, meta(obj).get("namespace") or "", meta(obj)["name"]))
+        for dep_rt, dep in self._dependents(rt, stored):
+            if not is_deleting(dep):
+                with contextlib.suppress(ApiError):
+                    self.delete(dep_rt, meta(dep).get("namespace") or "", meta(dep)["name"],
+                                propagation="Foreground")
+        return stored
+
+    def _finish_foreground(self) -> None:
+        for kind, ns, name in list(self._foreground):
+            rt = BY_KIND[kind]
+            obj = self.store.get(rt, ns, name)
+            if obj is None:
+                self._foreground.discard((kind, ns, name))
+                continue
+            if self._dependents(rt, obj):
+                continue
+            self._foreground.discard((kind, ns, name))
+            new = deep_copy(obj)
+            new["metadata"]["finalizers"] = [f for f in meta(obj).get("finalizers") or []
+                                             if f != FOREGROUND_FINALIZER]
+            self.finalize_if_done(rt, self.store.replace(rt, new))
 
     def _check_preconditions(self, rt: ResourceType, obj: dict, pre: dict | None) -> None:
         if not pre:

@@ -113,3 +113,14 @@ def test_ledger_records_pdb_violations_by_cause(sim: Simulator, k8s: client.ApiC
     assert stats["pdbViolations"]["delete"] == 1 and stats["pdbViolationsTotal"] == 1
     entry = next(r for r in sim.ledger() if r["pod"].endswith(pods[0].metadata.name))
     assert entry["violated"] == ["default/web"] and entry["healthy"] is True
+
+
+def test_foreground_deletion_waits_for_dependents(sim: Simulator, k8s: client.ApiClient) -> None:
+    sim.load_objects([node("n1"), replicaset("web", 2, {"app": "web"})])
+    v1, apps = client.CoreV1Api(k8s), client.AppsV1Api(k8s)
+    wait_for(lambda: len(v1.list_namespaced_pod("default").items) == 2, what="two pods")
+    apps.delete_namespaced_replica_set("web", "default", propagation_policy="Foreground")
+    held = apps.read_namespaced_replica_set("web", "default")
+    assert held.metadata.deletion_timestamp is not None and "foregroundDeletion" in held.metadata.finalizers
+    wait_for(lambda: _gone(apps.read_namespaced_replica_set, "web", "default"), what="owner gone after its pods")
+    assert not v1.list_namespaced_pod("default").items
