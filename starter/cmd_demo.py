@@ -19,6 +19,7 @@ from typing import Any
 from starter.output import CliError
 
 INTERRUPT_AFTER = 30.0
+DO_NOT_DISRUPT_NODE = "general-01"  # the bundled scenario's node with the do-not-disrupt ledger pod
 
 
 def register(subparsers: Any) -> None:
@@ -80,12 +81,12 @@ async def _demo(args: argparse.Namespace, duration: float | None) -> int:
     initial = _nodes(core)
     cost_before, nodes_before = cost_per_hour(initial, catalog), len(initial)
     say(f"up in {time.monotonic() - t0:.1f}s")
-    say(f"  kubectl:      export KUBECONFIG={Path(stack.kubeconfig).resolve()}; kubectl get nodes")
-    say("  delete one:   kubectl delete node general-02   (then watch its TerminationWorkflow)")
-    if stack.temporal.ui_url:
-        say(f"  Temporal UI:  {stack.temporal.ui_url}  (try the query NodeflowPhase=\"Draining\")")
-    say(f"  status:       nodeflow status --address {stack.temporal.address}")
+    for line in _hints(stack, {(n.get("metadata") or {}).get("name", "") for n in initial}):
+        say(line)
     interrupted_node = None
+    note = ""
+    screen = _LiveScreen(sys.stdout)
+    recent_cache: dict[str, str] = {}
     start = time.monotonic()
     exit_code = 0
     try:
@@ -96,13 +97,18 @@ async def _demo(args: argparse.Namespace, duration: float | None) -> int:
                 raise CliError(f"the worker stopped: {failure}")
             elapsed = time.monotonic() - start
             if stack.queue_url and interrupted_node is None and elapsed >= INTERRUPT_AFTER:
-                interrupted_node = _inject_spot_interruption(stack, core)
-                say(f"injected a spot interruption warning for node {interrupted_node}")
+                interrupted_node = _inject_spot_interruption(stack, core) or "-"
+                note = f"spot interruption warning sent for node {interrupted_node} at {elapsed:.0f}s"
+                if args.headless:
+                    say(f"injected a spot interruption warning for node {interrupted_node}")
             if not args.headless:
                 nodes = _nodes(core)
                 flying = await _in_flight(stack.client)
-                print(render_live(elapsed, _states(nodes), flying, cost_per_hour(nodes, catalog), cost_before,
-                                  stack.temporal.ui_url), flush=True)
+                recent = await _recent(stack.client, recent_cache)
+                screen.show(render_live(elapsed, _states(nodes), flying, cost_per_hour(nodes, catalog), cost_before,
+                                        stack.temporal.ui_url, note=note, recent=recent))
+        if not args.headless:
+            print("time is up: pausing the planner and letting in-flight work finish ...", flush=True)
         report = await _final_report(stack, core, catalog, cost_before, nodes_before, args.settle, say)
         if args.report:
             args.report.parent.mkdir(parents=True, exist_ok=True)
@@ -114,6 +120,78 @@ async def _demo(args: argparse.Namespace, duration: float | None) -> int:
     finally:
         await stack.stop()
     return exit_code
+
+
+def _hints(stack: Any, node_names: set[str]) -> list[str]:
+    """What to try while the demo runs; every command here works against this stack as printed."""
+    from urllib.parse import quote
+
+    victim, why = DO_NOT_DISRUPT_NODE, "its ledger pod is do-not-disrupt: the drain waits"
+    if victim not in node_names:  # a scenario of the user's own
+        victim, why = min(node_names or {"NODE"}), "then watch its TerminationWorkflow"
+    kubeconfig = Path(stack.kubeconfig).resolve()
+    address = stack.temporal.address
+    lines = [f"  environment:  export KUBECONFIG={kubeconfig} NODEFLOW_TEMPORAL_ADDRESS={address}",
+             "  watch:        kubectl get nodes,nodeclaims   |   nodeflow status",
+             "  plan:         nodeflow plan --kubeconfig $KUBECONFIG   (what the next planner pass would do)",
+             f"  delete one:   kubectl delete node {victim}   ({why})",
+             f"                nodeflow status {victim}; nodeflow force {victim} --reason demo"]
+    if stack.temporal.ui_url:
+        query = quote('NodeflowPhase="Draining"')
+        lines.append(f"  Temporal UI:  {stack.temporal.ui_url}/namespaces/default/workflows")
+        lines.append(f"                drains in progress: {stack.temporal.ui_url}/namespaces/default/workflows"
+                     f"?query={query}")
+    return lines
+
+
+class _LiveScreen:
+    """Redraws the live view in place on a terminal; elsewhere (a pipe, a log) prints it when it changes."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.tty = bool(getattr(out, "isatty", lambda: False)())
+        self.lines = 0
+        self.last = ""
+        self.last_at = 0.0
+
+    def show(self, text: str) -> None:
+        if self.tty:
+            if self.lines:
+                self.out.write(f"\x1b[{self.lines}F\x1b[J")
+            self.out.write(text + "\n")
+            self.lines = text.count("\n") + 1
+        else:
+            body = text.split("]", 1)[-1]
+            if body == self.last and time.monotonic() - self.last_at < 30:
+                return
+            self.last, self.last_at = body, time.monotonic()
+            self.out.write(text + "\n")
+        self.out.flush()
+
+
+async def _recent(client: Any, cache: dict[str, str], limit: int = 5) -> list[str]:
+    """The latest disruption, termination and pre-spin workflows, newest first, one line each."""
+    from starter.demo_report import describe_workflow
+    from workflows.search_attributes import NODE, PHASE, REASON
+
+    rows = []
+    query = ("WorkflowType = 'DisruptionWorkflow' OR WorkflowType = 'TerminationWorkflow' "
+             "OR WorkflowType = 'SpotPrespinWorkflow'")
+    async for wf in client.list_workflows(query, limit=40):
+        rows.append(wf)
+    rows.sort(key=lambda wf: wf.start_time, reverse=True)
+    out = []
+    for wf in rows[:limit]:
+        summary = cache.get(wf.run_id)
+        if summary is None and wf.workflow_type != "TerminationWorkflow":
+            desc = await client.get_workflow_handle(wf.id, run_id=wf.run_id).describe()
+            summary = cache[wf.run_id] = (await desc.static_summary()) or ""
+        attrs = wf.typed_search_attributes
+        running = wf.status is not None and wf.status.name == "RUNNING"
+        phase = attrs.get(PHASE) or ("" if running else (wf.status.name.title() if wf.status else ""))
+        out.append(describe_workflow(wf.workflow_type, attrs.get(NODE) or "", attrs.get(REASON) or "", phase,
+                                     summary or ""))
+    return out
 
 
 def _core(stack: Any) -> Any:

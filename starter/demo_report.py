@@ -109,17 +109,35 @@ def tally_workflows(disruptions: Iterable[tuple[str, str]], terminations: Iterab
 
 
 def render_live(elapsed: float, states: Counter[str], workflows: Counter[str], cost: float, cost_before: float,
-                ui_url: str | None, note: str = "") -> str:
+                ui_url: str | None, note: str = "", recent: Iterable[str] = ()) -> str:
+    """The live view's block: nodes by state, workflows in flight, cost, and the latest workflows started."""
     ns = "  ".join(f"{k} {states.get(k, 0)}" for k in ("Ready", "Disrupting", "Deleting", "NotReady"))
-    wf = "  ".join(f"{k} {v}" for k, v in sorted(workflows.items())) or "none"
-    lines = [f"[{elapsed:5.0f}s] nodes: {ns}",
-             f"         workflows in flight: {wf}",
-             f"         cost/hour: ${cost:.3f} (was ${cost_before:.3f})"]
+    wf = "  ".join(f"{k.removesuffix('Workflow')} {v}" for k, v in sorted(workflows.items())) or "none"
+    saved = cost_before - cost
+    trend = f", saving ${saved:.3f}/h" if saved > 0.0005 else ""
+    lines = [f"[{elapsed:5.0f}s] nodes: {ns}  (total {sum(states.values())})",
+             f"        in flight: {wf}",
+             f"        cost/hour: ${cost:.3f} (was ${cost_before:.3f}{trend})"]
+    recent = list(recent)
+    if recent:
+        lines.append("        latest:    " + recent[0])
+        lines += [f"                   {r}" for r in recent[1:]]
     if ui_url:
-        lines.append(f"         Temporal UI: {ui_url}")
+        lines.append(f"        Temporal UI: {ui_url}")
     if note:
-        lines.append(f"         {note}")
+        lines.append(f"        {note}")
     return "\n".join(lines)
+
+
+def describe_workflow(workflow_type: str, node: str, reason: str, phase: str, summary: str = "") -> str:
+    """One line of the live view's `latest` list, e.g. `Drift general-09: Terminating`."""
+    if workflow_type == "TerminationWorkflow":
+        what = f"terminate {node} ({reason})" if reason else f"terminate {node}"
+    elif workflow_type == "DisruptionWorkflow":
+        what = summary or f"disrupt {node} ({reason})"
+    else:
+        what = summary or f"{workflow_type.removesuffix('Workflow')} {node}".strip()
+    return f"{what[:70]}: {phase}" if phase else what[:70]
 
 
 def report_json(report: dict[str, Any]) -> str:

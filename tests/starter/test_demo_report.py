@@ -11,6 +11,7 @@ from api.catalog import load_default_catalog
 from starter.demo_report import (
     METHODS,
     cost_per_hour,
+    describe_workflow,
     leaked_instances,
     node_states,
     render_live,
@@ -95,10 +96,34 @@ def test_render_live_shows_states_workflows_cost_and_ui() -> None:
     text = render_live(42.0, Counter({"Ready": 28, "Deleting": 2}), Counter({"TerminationWorkflow": 2}),
                        5.5, 6.25, "http://127.0.0.1:8233")
     assert "Ready 28" in text and "Deleting 2" in text and "Disrupting 0" in text
-    assert "TerminationWorkflow 2" in text
+    assert "Termination 2" in text
     assert "$5.500" in text and "$6.250" in text
     assert "http://127.0.0.1:8233" in text
-    assert "workflows in flight: none" in render_live(1.0, Counter(), Counter(), 0.0, 0.0, None)
+    assert "saving $0.750/h" in text
+    quiet = render_live(1.0, Counter(), Counter(), 0.0, 0.0, None)
+    assert "in flight: none" in quiet and "saving" not in quiet and "latest" not in quiet
+
+
+def test_render_live_lists_latest_workflows_and_the_note() -> None:
+    from collections import Counter
+
+    text = render_live(3.0, Counter({"Ready": 1}), Counter(), 1.0, 1.0, None, note="spot interruption sent",
+                       recent=["Drift general-09: Terminating", "terminate batch-24 (Expired): Completed"])
+    lines = text.splitlines()
+    assert lines[3].endswith("latest:    Drift general-09: Terminating")
+    assert lines[4].strip() == "terminate batch-24 (Expired): Completed"
+    assert lines[-1].strip() == "spot interruption sent"
+
+
+def test_describe_workflow_lines() -> None:
+    assert describe_workflow("TerminationWorkflow", "batch-24", "Expired", "Draining") == \
+        "terminate batch-24 (Expired): Draining"
+    assert describe_workflow("DisruptionWorkflow", "ci-13", "Empty", "Succeeded", "Emptiness ci-13, ci-14") == \
+        "Emptiness ci-13, ci-14: Succeeded"
+    assert describe_workflow("DisruptionWorkflow", "ci-13", "Empty", "") == "disrupt ci-13 (Empty)"
+    assert describe_workflow("SpotPrespinWorkflow", "spot-27", "", "Completed", "pre-spin for spot-27") == \
+        "pre-spin for spot-27: Completed"
+    assert len(describe_workflow("DisruptionWorkflow", "n", "", "", "x" * 300)) == 70
 
 
 def test_tally_counts_started_commands_by_method_with_their_outcomes() -> None:
