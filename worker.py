@@ -240,7 +240,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format='{"time":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}')
-    code = asyncio.run(amain(args))
+    profile_path = os.environ.get("NODEFLOW_PROFILE")  # write cProfile stats here at shutdown (benchmarks)
+    if profile_path:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        code = profiler.runcall(asyncio.run, amain(args))
+        profiler.dump_stats(profile_path)
+    else:
+        code = asyncio.run(amain(args))
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)  # avoids the SDK's interpreter-exit crash (sdk-python#300)
