@@ -181,6 +181,19 @@ def same_decision(ours: DisruptionCommand, new: DisruptionCommand) -> str | None
 PASS_HEARTBEAT_SECONDS = 5.0
 
 
+async def heartbeating(coro: Any) -> Any:
+    """Run `coro`, heartbeating every few seconds, so a retry follows a dead worker within the heartbeat timeout."""
+    task = asyncio.ensure_future(coro)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=PASS_HEARTBEAT_SECONDS)
+            if done:
+                return task.result()
+            activity.heartbeat()
+    finally:
+        task.cancel()
+
+
 class PlanningActivities:
     """Clients come in: a kubernetes ApiClient, the Temporal client (visibility), the catalog, events."""
 
@@ -251,15 +264,7 @@ class PlanningActivities:
     async def plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
         """Heartbeats while it reads and plans: a pass whose worker died is retried within the heartbeat
         timeout instead of holding the (overlap SKIP) schedule for the whole start-to-close timeout."""
-        task = asyncio.ensure_future(self._plan_pass(inp))
-        try:
-            while True:
-                done, _ = await asyncio.wait({task}, timeout=PASS_HEARTBEAT_SECONDS)
-                if done:
-                    return task.result()
-                activity.heartbeat()
-        finally:
-            task.cancel()
+        return await heartbeating(self._plan_pass(inp))
 
     async def _plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
         objs, excluded, paused, released = await self._snapshot(None, release_before=inp.at)
@@ -305,6 +310,9 @@ class PlanningActivities:
     @activity.defn(name="disruption_validate")
     async def validate_command(self, inp: ValidateInput) -> ValidationResult:
         """Karpenter's validation: after the delay, re-plan and require the same decision for these nodes."""
+        return await heartbeating(self._validate_command(inp))
+
+    async def _validate_command(self, inp: ValidateInput) -> ValidationResult:
         objs, excluded, paused, _ = await self._snapshot(inp.own_workflow_id)
         ours = inp.command
         index = node_index(objs)

@@ -119,7 +119,7 @@ class DisruptionWorkflow:
             PlanningActivities.validate_command,
             ValidateInput(command=cmd, at=workflow.now(), own_workflow_id=workflow.info().workflow_id,
                           catalog_path=s.catalog_path),
-            start_to_close_timeout=timedelta(minutes=2), retry_policy=RETRY)
+            start_to_close_timeout=timedelta(minutes=2), heartbeat_timeout=timedelta(seconds=30), retry_policy=RETRY)
         if not verdict.valid:
             return await self._finish(Phase.INVALID, f"validation failed: {verdict.reason}")
 
