@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -33,11 +34,13 @@ def replica_set(name: str, replicas: int, cpu: str, memory: str = "1Gi") -> dict
 
 
 def fresh(objs: list[dict]) -> list[dict]:
-    """Created now, so expireAfter (720h) does not turn the test into an expiration test."""
+    """Created now, so expireAfter (720h) does not turn the test into an expiration test; unique uids."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for o in objs:
         if o["kind"] in ("Node", "NodeClaim"):
             o["metadata"]["creationTimestamp"] = now
+        if o["kind"] == "Node":  # unique uids: the session's dev server may hold other tests' workflows
+            o["metadata"]["uid"] = f"uid-{o['metadata']['name']}-{uuid.uuid4().hex[:8]}"
     return objs
 
 
