@@ -64,7 +64,7 @@ class OptimizerSettings:
     time_limit: float = 5.0
     relative_gap: float = 0.01  # stop once the move is proven within 1% of the best possible one
     max_replacements: int = 8
-    max_candidates: int = 60
+    max_candidates: int = 24  # the most wasteful candidates (price per use) enter the model
     max_new_types: int = 6  # node types a replacement may be (the most cost-efficient for the pods moved)
     # Karpenter only refuses nodes whose PDBs allow no eviction now, and drains wait for the rest; with
     # pdb_headroom a move also never needs more evictions of one PDB than it allows at this moment.
@@ -98,13 +98,17 @@ def optimizer_method(ctx: PassContext, optimize: bool = False,
 
 @dataclass
 class _Group:
-    """Pods of one candidate with equal requests and placement constraints."""
+    """Candidates' pods with equal requests and placement constraints, and how many sit on each candidate.
 
-    cand: int
+    Grouping across candidates keeps the model small: where a group's pods go does not depend on which
+    removed node they came from.
+    """
+
     pods: list[PodInfo]
     cpu: int
     mem: int
     eph: int
+    per_cand: dict[int, int] = field(default_factory=dict)
 
     @property
     def count(self) -> int:
@@ -124,6 +128,14 @@ class _NewType:
     mem: int
     pods: int
     groups: set[int] = field(default_factory=set)
+
+
+def _waste(c: Candidate) -> float:
+    """Price per unit of use (the busiest resource): the dearest, emptiest nodes are the best to rework."""
+    n = c.node
+    used = max(n.used_cpu / n.cpu if n.cpu else 0.0, n.used_mem / n.mem if n.mem else 0.0,
+               n.used_pods / n.max_pods if n.max_pods else 0.0)
+    return c.price / max(used, 0.01)
 
 
 def _milli(cores: float) -> int:
@@ -164,7 +176,7 @@ class OptimizingConsolidation:
         """At most one command: the removal set and replacements with the largest savings, if any saves."""
         cands = [c for c in sort_for_consolidation(candidates)
                  if budgets.get(c.pool.name, 0) > 0 and c.price > 0 and self._movable(c)]
-        cands = cands[: self.settings.max_candidates]
+        cands = sorted(cands, key=_waste, reverse=True)[: self.settings.max_candidates]
         if not cands:
             return []
         cp_model = import_cp_model()
@@ -172,13 +184,16 @@ class OptimizingConsolidation:
         scheduler = self.ctx.scheduler
         cand_index = {c.name: i for i, c in enumerate(cands)}
 
-        groups: list[_Group] = []
+        by_key: dict[tuple, _Group] = {}
         for i, c in enumerate(cands):
-            by_key: dict[tuple, list[PodInfo]] = {}
             for p in c.reschedulable:
-                by_key.setdefault((_milli(p.cpu), p.mem, p.eph, p.sig), []).append(p)
-            for (cpu, mem, eph, _), pods in sorted(by_key.items(), key=lambda kv: (-kv[0][0], -kv[0][1])):
-                groups.append(_Group(i, sorted(pods, key=lambda p: p.key), cpu, mem, eph))
+                key = (_milli(p.cpu), p.mem, p.eph, p.sig)
+                g = by_key.get(key)
+                if g is None:
+                    g = by_key[key] = _Group([], key[0], key[1], key[2])
+                g.pods.append(p)
+                g.per_cand[i] = g.per_cand.get(i, 0) + 1
+        groups = sorted(by_key.values(), key=lambda g: (-g.cpu, -g.mem, g.pods[0].key))
 
         dests = scheduler.dest
         free = {n.name: (_milli(n.cpu) - _milli(n.used_cpu), n.mem - n.used_mem, n.max_pods - n.used_pods,
@@ -188,8 +203,6 @@ class OptimizingConsolidation:
             pod = g.pods[0]
             ok = []
             for n in dests:
-                if n.name == cands[g.cand].name:
-                    continue
                 fcpu, fmem, fpods, feph = free[n.name]
                 if g.cpu > fcpu or g.mem > fmem or fpods < 1 or (feph is not None and g.eph > feph):
                     continue
@@ -249,14 +262,14 @@ class OptimizingConsolidation:
         # every pod of a removed candidate lands somewhere
         for gi, g in enumerate(groups):
             terms = [flows[gi, n.name] for n in dest_ok[gi]] + [c[gi] for _, _, c in bins if gi in c]
-            model.Add(sum(terms) == g.count * remove[g.cand])
+            model.Add(sum(terms) == sum(n * remove[i] for i, n in g.per_cand.items()))
 
         self._pool_limits(model, cands, remove, new_types, bins)
 
         price_c = [round(c.price * PRICE_SCALE) for c in cands]
         price_n = [round(nt.price * PRICE_SCALE) for nt in new_types]
         savings = sum(price_c[i] * r for i, r in enumerate(remove)) - sum(price_n[ti] * u for ti, u, _ in bins)
-        moved = sum(g.count * remove[g.cand] for g in groups)
+        moved = sum(n * remove[i] for g in groups for i, n in g.per_cand.items())
         model.Add(savings >= 0)
         weight = sum(g.count for g in groups) + 1
         model.Maximize(savings * weight - moved)  # most savings, then fewest evictions
@@ -306,7 +319,9 @@ class OptimizingConsolidation:
         share: dict[int, float] = {}
         for gi in nt.groups:
             g = groups[gi]
-            share[g.cand] = share.get(g.cand, 0.0) + g.count * max(g.cpu / nt.cpu, g.mem / nt.mem, 1 / nt.pods)
+            one = max(g.cpu / nt.cpu, g.mem / nt.mem, 1 / nt.pods)
+            for i, n in g.per_cand.items():
+                share[i] = share.get(i, 0.0) + n * one
         top = sum(sorted(share.values(), reverse=True)[:removable])
         return max(0, min(self.settings.max_replacements, 2 * math.ceil(top - 1e-9) - 1))
 
@@ -437,12 +452,10 @@ class OptimizingConsolidation:
                         Requirement(key=L.ZONE_LABEL, operator="In", values=[nt.zone]),
                     ],
                 ))
-        chosen_idx = {cand_index[c.name] for c in chosen}
+        chosen_names = {c.name for c in chosen}
         placements: list[tuple[PodInfo, str]] = []
         for gi, g in enumerate(groups):
-            if g.cand not in chosen_idx:
-                continue
-            pods = iter(g.pods)
+            pods = iter([p for p in g.pods if p.node_name in chosen_names])
             for n in dest_ok[gi]:
                 for _ in range(solver.Value(flows[gi, n.name])):
                     placements.append((next(pods), n.name))
