@@ -135,6 +135,11 @@ class DisruptionWorkflow:
         except _Rollback as exc:
             self._error = str(exc)
             return await self._rollback(str(exc))
+        except asyncio.CancelledError:
+            # a Temporal-level cancel (UI, CLI): undo as the cancel update would, then end as cancelled
+            self._cancel_reason = self._cancel_reason or "workflow cancelled"
+            await asyncio.shield(asyncio.ensure_future(self._rollback(f"cancelled: {self._cancel_reason}")))
+            raise
 
         return await self._terminate_candidates(inp)
 
@@ -231,17 +236,21 @@ class DisruptionWorkflow:
             TerminationsInput(nodes=cmd.nodes, reason=cmd.reason, task_queue=workflow.info().task_queue,
                               requested_by=workflow.info().workflow_id),
             start_to_close_timeout=SHORT, retry_policy=RETRY)
-        await workflow.execute_activity_method(
-            CandidateActivities.await_terminations,
-            AwaitTerminationsInput(workflow_ids=ids, poll_seconds=s.termination_poll_seconds),
-            start_to_close_timeout=timedelta(seconds=s.termination_timeout_seconds),
-            heartbeat_timeout=timedelta(seconds=30), retry_policy=RETRY)
+        try:
+            await workflow.execute_activity_method(
+                CandidateActivities.await_terminations,
+                AwaitTerminationsInput(workflow_ids=ids, poll_seconds=s.termination_poll_seconds),
+                start_to_close_timeout=timedelta(seconds=s.termination_timeout_seconds),
+                heartbeat_timeout=timedelta(seconds=30), retry_policy=RETRY)
+        except ActivityError as exc:  # past the point of no return: report it, do not pretend to undo
+            self._error = _cause(exc)
+            return await self._finish(Phase.FAILED, f"termination failed: {self._error}", ids)
         return await self._finish(Phase.SUCCEEDED, f"{len(cmd.nodes)} node(s) disrupted: {cmd.reason}", ids)
 
     async def _finish(self, outcome: Phase, message: str, terminations: list[str] | None = None) -> DisruptionResult:
         cmd = self._input.command
         events = []
-        if outcome in (Phase.ROLLED_BACK, Phase.INVALID):
+        if outcome in (Phase.ROLLED_BACK, Phase.INVALID, Phase.FAILED):
             events = [EventSpec(kind="NodePool", name=cmd.node_pool, reason="DisruptionBlocked", type="Warning",
                                 message=f"{cmd.method} of {', '.join(n.name for n in cmd.nodes)} stopped: {message}")]
         self._set_phase(outcome)

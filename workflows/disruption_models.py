@@ -191,9 +191,10 @@ class Phase(StrEnum):
     ROLLED_BACK = "RolledBack"
     INVALID = "Invalid"
     CANCELLED = "Cancelled"
+    FAILED = "Failed"  # a candidate's termination failed after the point of no return
 
 
-TERMINAL_PHASES = frozenset({Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.INVALID, Phase.CANCELLED})
+TERMINAL_PHASES = frozenset({Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.INVALID, Phase.CANCELLED, Phase.FAILED})
 # From here on the candidates are being deleted: a cancel can no longer undo the command.
 NO_RETURN_PHASES = frozenset({Phase.TERMINATING}) | TERMINAL_PHASES
 

@@ -45,6 +45,7 @@ class Fakes:
     ready_after_polls: int | None = 1  # None: never ready
     launch_error: str | None = None
     taint_error: str | None = None
+    termination_error: str | None = None
     block_terminations: asyncio.Event | None = None
     calls: list[str] = field(default_factory=list)
     validate_scheduled: list[datetime] = field(default_factory=list)
@@ -105,6 +106,8 @@ class Fakes:
         async def await_terms(inp: AwaitTerminationsInput) -> list[str]:
             if f.block_terminations is not None:
                 await f.block_terminations.wait()
+            if f.termination_error:
+                raise ApplicationError(f.termination_error, type="TerminationFailed", non_retryable=True)
             return inp.workflow_ids
 
         @activity.defn(name="disruption_record_events")

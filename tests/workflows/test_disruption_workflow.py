@@ -8,7 +8,8 @@ import uuid
 import pytest
 from support.disruption_fakes import Fakes, command
 from support.disruption_stack import record_history
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.exceptions import CancelledError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -126,3 +127,28 @@ async def test_cancel_rejected_once_terminating(ts_env: WorkflowEnvironment) -> 
         gate.set()
         result = await handle.result()
     assert result.outcome == Phase.SUCCEEDED
+
+
+async def test_temporal_cancel_rolls_back_before_ending_cancelled(ts_env: WorkflowEnvironment) -> None:
+    fakes = Fakes(ready_after_polls=None)
+    settings = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=3600, ready_timeout_seconds=7200)
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(ts_env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
+        handle = await ts_env.client.start_workflow(
+            DisruptionWorkflow.run, DisruptionInput(command=command(), settings=settings),
+            id=f"disrupt-{uuid.uuid4()}", task_queue=tq)
+        with ts_env.auto_time_skipping_disabled():
+            await _wait_phase(handle, Phase.WAITING_READY)
+            await handle.cancel()
+        with pytest.raises(WorkflowFailureError) as err:
+            await handle.result()
+    assert isinstance(err.value.cause, CancelledError)
+    assert fakes.calls[-2:] == ["delete_replacement", "untaint"]
+    assert fakes.outcomes == ["Cancelled"]
+
+
+async def test_failed_termination_is_reported_not_undone(ts_env: WorkflowEnvironment) -> None:
+    fakes = Fakes(termination_error="termination terminate-uid-0 ended FAILED")
+    result, *_ = await _run(ts_env, fakes, DisruptionInput(command=command()))
+    assert result.outcome == Phase.FAILED and "ended FAILED" in result.message
+    assert "untaint" not in fakes.calls and "delete_replacement" not in fakes.calls
