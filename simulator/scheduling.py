@@ -80,13 +80,17 @@ def node_affinity_matches(pod_spec: dict[str, Any], node: dict[str, Any]) -> boo
 
 
 def schedulable_on(pod_spec: dict[str, Any], node: dict[str, Any], ignore_unschedulable: bool = False) -> bool:
-    """Filters except resources: cordon, taints, selectors and affinity."""
+    """Filters except resources: cordon, taints, selectors and affinity (cheap checks first: runs per node)."""
     spec = node.get("spec") or {}
     if spec.get("unschedulable") and not ignore_unschedulable and not tolerates(
             pod_spec.get("tolerations") or [],
             {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}):
         return False
-    return taints_tolerated(pod_spec, node) and node_affinity_matches(pod_spec, node)
+    if spec.get("taints") and not taints_tolerated(pod_spec, node):
+        return False
+    if not pod_spec.get("nodeSelector") and not pod_spec.get("affinity"):
+        return True
+    return node_affinity_matches(pod_spec, node)
 
 
 # Tolerations the DaemonSet controller adds to every daemon pod (kubernetes/pkg/controller/daemon/util).
