@@ -11,6 +11,7 @@ import json
 import sys
 import time
 import uuid
+import warnings
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,7 +63,10 @@ async def _demo(args: argparse.Namespace, duration: float | None) -> int:
     from starter.demo_report import cost_per_hour, render_live
     from starter.stack import Stack, StackOptions
 
+    # the SDK's sizing note about the worker's thread pool is for operators tuning a deployment, not demo viewers
+    warnings.filterwarnings("ignore", message="Worker max_concurrent_activities", category=UserWarning)
     args.workdir.mkdir(parents=True, exist_ok=True)
+    _log_to_file(args.workdir / "worker.log")
     scenario = args.scenario or _write_scenario(args.workdir)
     if not scenario.exists():
         raise CliError(f"{scenario}: no such file")
@@ -80,7 +84,7 @@ async def _demo(args: argparse.Namespace, duration: float | None) -> int:
     core = _core(stack)
     initial = _nodes(core)
     cost_before, nodes_before = cost_per_hour(initial, catalog), len(initial)
-    say(f"up in {time.monotonic() - t0:.1f}s")
+    say(f"up in {time.monotonic() - t0:.1f}s (logs in {args.workdir})")
     for line in _hints(stack, {(n.get("metadata") or {}).get("name", "") for n in initial}):
         say(line)
     interrupted_node = None
@@ -120,6 +124,17 @@ async def _demo(args: argparse.Namespace, duration: float | None) -> int:
     finally:
         await stack.stop()
     return exit_code
+
+
+def _log_to_file(path: Path) -> None:
+    """The worker's and the SDK's log lines go to the workdir, so they never scroll the live view away."""
+    import logging
+
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
 
 
 def _hints(stack: Any, node_names: set[str]) -> list[str]:
@@ -261,6 +276,8 @@ async def _final_report(stack: Any, core: Any, catalog: Any, cost_before: float,
             break
         say(f"settling: waiting for {sum(busy.values())} workflow(s) to finish ...")
         await asyncio.sleep(3)
+    unfinished = await _in_flight(stack.client)
+    unfinished.pop("InterruptionPollerWorkflow", None)
     tally = await _tally(stack.client)
     nodes, claims = _nodes(core), _claims(core)
     instances = [i for r in stack.ec2.describe_instances()["Reservations"] for i in r["Instances"]]
@@ -275,6 +292,7 @@ async def _final_report(stack: Any, core: Any, catalog: Any, cost_before: float,
         "stuckFinalizers": len(stuck_finalizers(nodes, claims)),
         "disruptionOutcomes": {m: dict(c) for m, c in sorted(tally.outcomes_by_method.items())},
         "terminatedByReason": dict(sorted(tally.terminated_by_reason.items())),
+        "unfinishedWorkflows": sum(unfinished.values()),
         "nodesBefore": nodes_before,
         "nodesAfter": len(nodes),
         "evictions": stats.get("evictions", {}),
