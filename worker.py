@@ -101,7 +101,9 @@ def build_worker(client: Client, deps: Deps, task_queue: str | None = None) -> W
     s = deps.settings
     return Worker(
         client, task_queue=task_queue or s.task_queue, workflows=workflows(), activities=activities(deps),
-        activity_executor=ThreadPoolExecutor(max_workers=s.activity_threads, thread_name_prefix="activity"),
+        # threads start lazily; sizing it to the slot count keeps sync activities from queueing behind slots
+        activity_executor=ThreadPoolExecutor(max_workers=max(s.activity_threads, s.max_concurrent_activities),
+                                             thread_name_prefix="activity"),
         max_concurrent_activities=s.max_concurrent_activities,
         max_concurrent_workflow_tasks=s.max_concurrent_workflow_tasks,
         graceful_shutdown_timeout=timedelta(seconds=5),

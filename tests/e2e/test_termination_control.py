@@ -81,6 +81,9 @@ async def test_cancel_accepted_untaints_and_keeps_instance(
         rows = json.loads(out)
         assert rows[0]["phase"] == "Draining" and rows[0]["blockingPDBs"] == ["default/web"]
         assert rows[0]["podsLeft"] == 2
+        code, out, err = await nodeflow(temporal_client, "status")
+        assert code == 0 and out.split()[:3] == ["NODE", "NODEPOOL", "REASON"], out
+        assert "n1" in out and "Underutilized" in out and "default/web" in out
         code, out, err = await nodeflow(temporal_client, "cancel", "n1", "--reason", "planner changed its mind")
         assert code == 0, err
         result = await handle.result()

@@ -160,3 +160,30 @@ def _force(reason: str) -> Any:
     from workflows.models import ForceRequest
 
     return ForceRequest(reason=reason)
+
+
+async def test_deadline_deletes_do_not_disrupt_pod_before_node_grace_ends(
+        temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
+    """NodeClaim terminationGracePeriod 4s, a do-not-disrupt pod with grace 2s: it is deleted (bypassing the
+    annotation) about 2s after the deletion, so its own grace ends at the node's deadline."""
+    ec2 = ec2_client(moto_endpoint)
+    i1, i2 = launch_instances(ec2, 2)
+    sim.load_objects(cluster_objects(
+        {"n1": i1, "n2": i2},
+        [PodSpec("pinned", "n1", grace=2, annotations={"karpenter.sh/do-not-disrupt": "true"})],
+        node_grace="4s"))
+    api = sim.api_client()
+    uid = _node_uid(api, "n1")
+    async with running_worker(temporal_client, sim, moto_endpoint):
+        k8s.CoreV1Api(api).delete_node("n1")
+        handle = temporal_client.get_workflow_handle_for(TerminationWorkflow.run, workflow_id(uid))
+        await eventually(lambda: _gone(api, "Node", "n1"), what="n1 gone")
+        result = await handle.result()
+        progress = await handle.query(TerminationWorkflow.progress)
+    assert result.phase == Phase.TERMINATED and result.pods_deleted == 1 and result.pods_evicted == 0
+    assert progress.deadline is not None
+    removal = next(r for r in sim.ledger() if r["pod"] == "default/pinned-0")
+    assert removal["cause"] in ("delete", "grace-deadline")
+    reasons = {r for r, _ in _events(api, "pinned-0")}
+    assert "Disrupted" in reasons
+    api.close()
