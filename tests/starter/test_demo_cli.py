@@ -1,0 +1,94 @@
+"""`nodeflow demo` pieces that need no stack: argument errors, the live screen, the printed hints, the scenario."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from api import labels as L
+from starter import cmd_demo
+from starter.cli import run
+from starter.demo_scenario import demo_cluster
+
+
+def test_non_positive_duration_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["demo", "--headless", "--duration", "0"]) != 0
+    assert "error: --duration must be positive" in capsys.readouterr().err
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_live_screen_redraws_in_place_on_a_terminal() -> None:
+    out = _Tty()
+    screen = cmd_demo._LiveScreen(out)
+    screen.show("[    2s] a\nb")
+    screen.show("[    4s] a\nc")
+    assert out.getvalue() == "[    2s] a\nb\n\x1b[2F\x1b[J[    4s] a\nc\n"
+
+
+def test_live_screen_prints_only_changes_to_a_pipe() -> None:
+    out = io.StringIO()
+    screen = cmd_demo._LiveScreen(out)
+    screen.show("[    2s] nodes 30")
+    screen.show("[    4s] nodes 30")  # only the clock moved
+    screen.show("[    6s] nodes 29")
+    assert out.getvalue() == "[    2s] nodes 30\n[    6s] nodes 29\n"
+    assert "\x1b" not in out.getvalue()
+
+
+def _stack(ui: str | None) -> SimpleNamespace:
+    return SimpleNamespace(kubeconfig="/tmp/demo/kubeconfig",
+                           temporal=SimpleNamespace(address="127.0.0.1:7233", ui_url=ui))
+
+
+def test_hints_name_a_node_that_exists_and_the_env_the_commands_need() -> None:
+    names = {"general-01", "general-02"}
+    text = "\n".join(cmd_demo._hints(_stack("http://127.0.0.1:8233"), names))
+    assert "export KUBECONFIG=/tmp/demo/kubeconfig NODEFLOW_TEMPORAL_ADDRESS=127.0.0.1:7233" in text
+    assert "kubectl delete node general-01" in text and "nodeflow force general-01 --reason demo" in text
+    assert "http://127.0.0.1:8233/namespaces/default/workflows?query=NodeflowPhase%3D%22Draining%22" in text
+    other = "\n".join(cmd_demo._hints(_stack(None), {"web-b", "web-a"}))
+    assert "kubectl delete node web-a" in other and "do-not-disrupt" not in other
+    assert "Temporal UI" not in other
+
+
+def test_bundled_scenario_has_work_for_every_method() -> None:
+    objs = demo_cluster()
+    nodes = [o for o in objs if o["kind"] == "Node"]
+    assert len(nodes) == 30
+    pools = Counter(n["metadata"]["labels"][L.NODEPOOL_LABEL] for n in nodes)
+    assert pools == {"general": 17, "ci": 3, "memory": 3, "batch": 3, "spot": 4}
+    pods_on = Counter(o["spec"]["nodeName"] for o in objs if o["kind"] == "Pod")
+    ci = [n["metadata"]["name"] for n in nodes if n["metadata"]["labels"][L.NODEPOOL_LABEL] == "ci"]
+    assert all(pods_on[name] == 1 for name in ci)  # only the node agent: empty
+    assert all(n["spec"]["taints"] for n in nodes if n["metadata"]["name"] in ci)
+    # every pod's controller exists with the uid the pod points at (else the simulator makes a second set)
+    uids = {o["metadata"].get("uid") for o in objs if o["kind"] in ("ReplicaSet", "DaemonSet")}
+    for pod in (o for o in objs if o["kind"] == "Pod"):
+        assert pod["metadata"]["ownerReferences"][0]["uid"] in uids, pod["metadata"]["name"]
+    rs_pods = Counter(o["metadata"]["ownerReferences"][0]["name"] for o in objs if o["kind"] == "Pod")
+    for rs in (o for o in objs if o["kind"] == "ReplicaSet"):
+        assert rs["spec"]["replicas"] == rs_pods[rs["metadata"]["name"]]
+    spot = [n for n in nodes if n["metadata"]["labels"][L.CAPACITY_TYPE_LABEL] == "spot"]
+    assert spot and all(n["spec"]["providerID"].startswith("aws:///") for n in spot)
+
+
+def test_bundled_scenario_plans_every_planner_method(tmp_path: Path) -> None:
+    """The dry run of the scenario (same decision code as the planner) yields every planner method."""
+    path = tmp_path / "demo.yaml"
+    path.write_text(yaml.safe_dump_all(demo_cluster(), sort_keys=False))
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert run(["plan", "-f", str(path), "--until-stable", "-o", "json"]) == 0
+    methods = {c["method"] for c in json.loads(buf.getvalue())["commands"]}
+    assert methods == {"Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation", "Expiration"}
