@@ -96,6 +96,12 @@ def test_truncated_yaml(cut: int) -> None:
 @given(junk_bytes=st.binary(min_size=1, max_size=300))
 def test_binary_junk(junk_bytes: bytes) -> None:
     _assert_clean(_both(junk_bytes), must_fail=True)
+    with tempfile.TemporaryDirectory() as tmp:  # `nodeflow validate` reports per file and keeps going
+        path = Path(tmp) / "junk.yaml"
+        path.write_bytes(junk_bytes)
+        code, out, err = _cli(["validate", "-f", str(path)])
+    assert code == 1 and "Traceback" not in out + err, (code, out, err)
+    assert out.startswith(f"{path}") or err.startswith("error: "), (out, err)
 
 
 CASES = {
