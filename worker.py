@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import signal
@@ -148,6 +149,23 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
 # ---- process entry point ---------------------------------------------------------------------------------
 
 
+_STANDARD_RECORD_FIELDS = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line, with the `extra=` fields (node, workflow_id, reason...) as keys."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {"time": self.formatTime(record), "level": record.levelname, "logger": record.name,
+                               "msg": record.getMessage()}
+        for key, value in vars(record).items():
+            if key not in _STANDARD_RECORD_FIELDS and not key.startswith("_"):
+                out[key] = value
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, default=str)
+
+
 def kube_api_client(kubeconfig: str | None, pool_size: int = 64) -> Any:
     """In-cluster config when running in a pod and no kubeconfig is given, else the kubeconfig."""
     from kubernetes import client as k8s
@@ -240,8 +258,9 @@ async def amain(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
-                        format='{"time":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}')
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
     profile_path = os.environ.get("NODEFLOW_PROFILE")  # write cProfile stats here at shutdown (benchmarks)
     if profile_path:
         import cProfile

@@ -72,7 +72,7 @@ async def test_worker_sigkill_mid_drain(temporal_client: Client, sim: Any, moto_
             raise AssertionError("the first worker never reached the blocked drain")
         first.kill()  # SIGKILL: no graceful shutdown, the drain activity dies mid-flight
         first.wait(10)
-        policy.patch_namespaced_pod_disruption_budget("web", "default", {"spec": {"minAvailable": 2}})
+        policy.patch_namespaced_pod_disruption_budget("web", "default", {"spec": {"minAvailable": 1}})
         second = _spawn(temporal_client, sim, moto_endpoint, tq, logs[1])
         result = await asyncio.wait_for(handle.result(), timeout=60)
         await record_history(handle, "worker_killed_mid_drain")

@@ -187,3 +187,28 @@ async def test_deadline_deletes_do_not_disrupt_pod_before_node_grace_ends(
     reasons = {r for r, _ in _events(api, "pinned-0")}
     assert "Disrupted" in reasons
     api.close()
+
+
+async def test_started_by_a_disruption_deletes_the_objects_at_the_end(
+        temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
+    """No one deleted the Node: the workflow drains, terminates, then deletes Node and NodeClaim itself."""
+    from starter.temporal import start_termination
+    from workflows.models import TerminationInput
+
+    ec2 = ec2_client(moto_endpoint)
+    i1, i2 = launch_instances(ec2, 2)
+    sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, [PodSpec("web", "n1", count=2, grace=2)]))
+    api = sim.api_client()
+    node = k8s.CoreV1Api(api).read_node("n1")
+    async with running_worker(temporal_client, sim, moto_endpoint) as tq:
+        handle = await start_termination(temporal_client, TerminationInput(
+            node_name="n1", node_uid=node.metadata.uid, node_claim_name="n1-claim", node_pool="default",
+            provider_id=node.spec.provider_id, reason="Drifted", requested_by="disruption-test"), task_queue=tq)
+        again = await start_termination(temporal_client, TerminationInput(
+            node_name="n1", node_uid=node.metadata.uid, reason="Drifted"), task_queue=tq)
+        result = await handle.result()
+        assert (await again.result()).phase == Phase.TERMINATED  # the same execution, joined
+    assert result.phase == Phase.TERMINATED and result.pods_evicted == 2
+    assert _gone(api, "Node", "n1") and _gone(api, "NodeClaim", "n1-claim")
+    assert instance_state(ec2, i1) in ("shutting-down", "terminated")
+    api.close()
