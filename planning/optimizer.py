@@ -69,6 +69,7 @@ class OptimizerSettings:
     # Karpenter only refuses nodes whose PDBs allow no eviction now, and drains wait for the rest; with
     # pdb_headroom a move also never needs more evictions of one PDB than it allows at this moment.
     pdb_headroom: bool = False
+    retry_factor: float = 3.0  # a solve that found no saving move and proved nothing gets this much more time
     workers: int = 2
 
 
@@ -285,6 +286,10 @@ class OptimizingConsolidation:
         solver.parameters.relative_gap_limit = self.settings.relative_gap
         solver.parameters.cp_model_probing_level = 0  # probing big assignment models costs seconds, buys little
         status = solver.Solve(model)
+        if status != cp_model.OPTIMAL and not (status == cp_model.FEASIBLE and solver.Value(savings) > 0):
+            # nothing found but nothing proven either: one longer look before the pass says "stable"
+            solver.parameters.max_time_in_seconds = self.settings.time_limit * self.settings.retry_factor
+            status = solver.Solve(model)
         self.last_stats = {"seconds": round(time.monotonic() - started, 3), "candidates": len(cands),
                            "groups": len(groups), "newTypes": len(new_types),
                            "optimal": float(status == cp_model.OPTIMAL), "status": solver.StatusName(status),
