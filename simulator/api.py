@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import heapq
 import json
 import logging
 import re
@@ -309,20 +310,25 @@ class ApiServer:
         limit = self._int_query(request, "limit")
         token = request.query.get("continue")
         if limit or token:
-            objs.sort(key=lambda o: (meta(o).get("namespace") or "", meta(o).get("name") or ""))
+            def key(o: dict[str, Any]) -> tuple[str, str]:
+                m = o["metadata"]
+                return (m.get("namespace") or "", m.get("name") or "")
+
             if token:
                 try:
                     after = json.loads(base64.urlsafe_b64decode(token.encode()).decode())
-                    start = (after[0], after[1])
+                    start = (str(after[0]), str(after[1]))
                 except (ValueError, TypeError, IndexError) as exc:
                     raise bad_request("continue key is not valid") from exc
-                objs = [o for o in objs if (meta(o).get("namespace") or "", meta(o).get("name") or "") > start]
-            if limit and limit > 0 and len(objs) > limit:
-                last = objs[limit - 1]
-                list_meta["continue"] = base64.urlsafe_b64encode(
-                    dumps([meta(last).get("namespace") or "", meta(last)["name"]]).encode()).decode()
-                list_meta["remainingItemCount"] = len(objs) - limit
-                objs = objs[:limit]
+                objs = [o for o in objs if key(o) > start]
+            total = len(objs)
+            if limit and limit > 0 and total > limit:
+                objs = heapq.nsmallest(limit, objs, key=key)  # one page without sorting the whole list
+                last = objs[-1]
+                list_meta["continue"] = base64.urlsafe_b64encode(dumps(list(key(last))).encode()).decode()
+                list_meta["remainingItemCount"] = total - limit
+            else:
+                objs.sort(key=key)
         if "as=Table" in request.headers.get("Accept", ""):
             return json_response(discovery.to_table(route.rt, objs, list_meta))
         return json_response({"kind": f"{route.rt.kind}List", "apiVersion": route.rt.api_version,
