@@ -7,6 +7,7 @@ Ready, nodes without conditions come up Ready, and every namespace mentioned is 
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,26 @@ def _ready_node_status(node: dict[str, Any]) -> None:
                                  "lastHeartbeatTime": now_rfc3339()}]
 
 
+def _link_owners(items: list[tuple[Any, dict[str, Any]]]) -> None:
+    """Point ownerReferences at the uid of the owner present in the snapshot (same kind, namespace, name).
+
+    Hand-written snapshots often leave uids out or make them up; without this, controllers would not see
+    their pods (and create a second set) and cascades would not find their dependents.
+    """
+    owners: dict[tuple[str, str, str], str] = {}
+    for rt, obj in items:
+        m = obj["metadata"]
+        m.setdefault("uid", str(uuid.uuid4()))
+        owners[(rt.kind, m.get("namespace") or "", m["name"])] = m["uid"]
+    for _rt, obj in items:
+        m = obj["metadata"]
+        for ref in m.get("ownerReferences") or []:
+            kind, name = ref.get("kind", ""), ref.get("name", "")
+            uid = owners.get((kind, m.get("namespace") or "", name)) or owners.get((kind, "", name))
+            if uid:
+                ref["uid"] = uid
+
+
 def prepare(objects: list[dict[str, Any]], copy: bool = True,
             ) -> tuple[list[tuple[Any, dict[str, Any]]], InstanceTypeCatalog | None]:
     """Order and normalise snapshot objects for bulk loading; returns (resource type, object) pairs.
@@ -119,6 +140,7 @@ def prepare(objects: list[dict[str, Any]], copy: bool = True,
         elif rt.kind == "Namespace":
             namespaces.discard(m["name"])
         items.append((rt, obj))
+    _link_owners(items)
     nodes_ready = {}
     for rt, obj in items:
         if rt.kind == "Node":

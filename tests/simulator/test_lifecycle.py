@@ -124,3 +124,15 @@ def test_foreground_deletion_waits_for_dependents(sim: Simulator, k8s: client.Ap
     assert held.metadata.deletion_timestamp is not None and "foregroundDeletion" in held.metadata.finalizers
     wait_for(lambda: _gone(apps.read_namespaced_replica_set, "web", "default"), what="owner gone after its pods")
     assert not v1.list_namespaced_pod("default").items
+
+
+def test_snapshot_owner_references_are_linked_by_name(sim: Simulator, k8s: client.ApiClient) -> None:
+    rs = replicaset("web", 2, {"app": "web"})  # no uid, as in a hand-written snapshot
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "made-up", "controller": True}
+    sim.load_objects([node("n1"), rs, pod("web-a", "n1", labels={"app": "web"}, owner=owner),
+                      pod("web-b", "n1", labels={"app": "web"}, owner=owner)])
+    time.sleep(0.2)
+    pods = client.CoreV1Api(k8s).list_namespaced_pod("default").items
+    assert sorted(p.metadata.name for p in pods) == ["web-a", "web-b"], "the ReplicaSet adopted its pods"
+    rs_uid = client.AppsV1Api(k8s).read_namespaced_replica_set("web", "default").metadata.uid
+    assert all(p.metadata.owner_references[0].uid == rs_uid for p in pods)
