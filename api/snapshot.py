@@ -163,6 +163,8 @@ class _Builder:
         name = meta.get("name") if isinstance(meta, dict) else None
         if kind != CATALOG_KIND and (not isinstance(name, str) or not name):
             raise fail("missing 'metadata.name'")
+        if isinstance(meta, dict) and meta.get("namespace") is not None and not isinstance(meta["namespace"], str):
+            raise fail("metadata.namespace must be a string")
         if kind in KNOWN_KINDS:
             ns = (meta.get("namespace") or "default") if kind in NAMESPACED else ""
             key = (kind, ns, name or "")
