@@ -50,6 +50,8 @@ def load_inputs(path: str, catalog_path: str | None) -> tuple[Any, Any]:
         raise CliError(f"snapshot file {path!r} not found") from exc
     except SnapshotError as exc:
         raise CliError(str(exc)) from exc
+    if not snapshot.to_objects():  # an empty file is a wrong path or a failed export, not an empty cluster
+        raise CliError(f"{path}: no objects found")
     catalog = None
     if catalog_path:
         try:
