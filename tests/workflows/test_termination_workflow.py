@@ -153,7 +153,7 @@ async def test_force_deletes_pods_now(temporal_client: Client) -> None:
     cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True)
     tq = f"tq-{uuid.uuid4()}"
     async with Worker(temporal_client, task_queue=tq, workflows=[TerminationWorkflow],
-                      activities=cluster.activities()):
+                      activities=cluster.activities(), max_heartbeat_throttle_interval=timedelta(milliseconds=300)):
         handle = await _start(temporal_client, tq, _input())
         with pytest.raises(WorkflowUpdateFailedError) as err:
             await handle.execute_update(TerminationWorkflow.force, ForceRequest(reason=""))
@@ -169,7 +169,7 @@ async def test_cancel_accepted_untaints(temporal_client: Client) -> None:
     cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True)
     tq = f"tq-{uuid.uuid4()}"
     async with Worker(temporal_client, task_queue=tq, workflows=[TerminationWorkflow],
-                      activities=cluster.activities()):
+                      activities=cluster.activities(), max_heartbeat_throttle_interval=timedelta(milliseconds=300)):
         handle = await _start(temporal_client, tq, _input(requested_by="disruption"))
         res = await handle.execute_update(TerminationWorkflow.cancel, CancelRequest(reason="changed my mind"))
         assert res.phase == Phase.CANCELLED
@@ -182,7 +182,7 @@ async def test_cancel_rejected_for_user_deletion(temporal_client: Client) -> Non
     cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True)
     tq = f"tq-{uuid.uuid4()}"
     async with Worker(temporal_client, task_queue=tq, workflows=[TerminationWorkflow],
-                      activities=cluster.activities()):
+                      activities=cluster.activities(), max_heartbeat_throttle_interval=timedelta(milliseconds=300)):
         handle = await _start(temporal_client, tq, _input(requested_by="watcher"))
         with pytest.raises(WorkflowUpdateFailedError) as err:
             await handle.execute_update(TerminationWorkflow.cancel, CancelRequest(reason="oops"))
