@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cases = args.cases or list(QUICK_CASES if args.quick else DEFAULT_CASES)
     optimum_seconds = args.optimum_seconds or (3.0 if args.quick else 12.0)
-    settings = OptimizerSettings(time_limit=args.optimizer_seconds or (0.5 if args.quick else 1.5))
+    settings = OptimizerSettings(time_limit=args.optimizer_seconds or (0.5 if args.quick else 1.5), retry_factor=3.0)
     results = []
     with optimizer_settings(settings):
         for nodes, seed in cases:

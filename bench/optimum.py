@@ -4,11 +4,15 @@ This is the yardstick for consolidation quality: the planner's final cost divide
 ratio the bench reports. The solver runs with a time limit, so the result carries both the best solution
 found and the proven lower bound (equal when the status is OPTIMAL).
 
-Model: each node type t gets U_t interchangeable copies (a bin is used or not); integer counts say how
-many pods of each class go into each copy. U_t is the smallest of: the pods it can host, what the greedy
-cost allows (cost bound), and 2*ceil(S_t)-1 where S_t sums each pod's largest share of a type-t node
-(two copies of one type that could be merged never both appear in an optimal solution). Copies of one
-type are used in order and sorted by cpu load (symmetry breaking).
+Two CP-SAT solves share the time limit. (1) The aggregate relaxation: integer node counts per type, pods
+split freely across the copies of a type; every real packing is one of its solutions, so its optimum (or
+CP-SAT's best bound, never below a solver-free per-resource bound) is a proven lower bound. (2) The exact
+packing: each node type t gets U_t interchangeable copies (a node is used or not) and integer counts say
+how many pods of each class go into each copy, over the types the relaxation used plus those of the
+starting layout (the better of a cost-efficiency greedy and the rounded relaxation, also the hint).
+U_t is at most 2*ceil(S_t)-1, S_t summing each pod's largest share of a type-t node: two copies of one
+type that could be merged never both appear in an optimum. Copies are used in order and sorted by cpu
+load (symmetry breaking).
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def pool_opted_in(pool: PoolInfo) -> bool:
 class OptimizerSettings:
     """Bounds that keep one solve quick: wall time, replacements per command, candidates considered."""
 
-    time_limit: float = 5.0
+    time_limit: float = 3.0  # with the retry, at most 9 s: a pass still fits the planner's 10 s period
     relative_gap: float = 0.01  # stop once the move is proven within 1% of the best possible one
     max_replacements: int = 8
     max_candidates: int = 24  # the most wasteful candidates (price per use) enter the model
@@ -69,7 +69,7 @@ class OptimizerSettings:
     # Karpenter only refuses nodes whose PDBs allow no eviction now, and drains wait for the rest; with
     # pdb_headroom a move also never needs more evictions of one PDB than it allows at this moment.
     pdb_headroom: bool = False
-    retry_factor: float = 3.0  # a solve that found no saving move and proved nothing gets this much more time
+    retry_factor: float = 2.0  # a solve that found no saving move and proved nothing gets this much more time
     workers: int = 2
 
 
