@@ -65,6 +65,11 @@ class K8sModel(BaseModel):
     @model_validator(mode="wrap")
     @classmethod
     def _remember_key_order(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        if isinstance(data, dict) and any(v is None for v in data.values()):
+            # The API server prunes nulls before defaulting: `expireAfter: null` means the default.
+            optional = {key for name, f in cls.model_fields.items() if not f.is_required()
+                        for key in (name, f.alias) if key}
+            data = {k: v for k, v in data.items() if not (v is None and k in optional)}
         model = handler(data)
         if isinstance(data, dict) and isinstance(model, K8sModel):
             model._key_order = tuple(data)
