@@ -72,9 +72,12 @@ class _Problems:
             if key not in allowed:
                 self.add(f"{path}.{key}" if path else str(key), "unknown field")
 
-    def mapping(self, path: str, obj: Any, required: bool = False) -> dict[str, Any] | None:
+    def mapping(self, path: str, obj: Any, required: bool = False, item: bool = False) -> dict[str, Any] | None:
+        """`item`: an element of a list, where null is not "absent" but an invalid element."""
         if obj is None:
-            if required:
+            if item:
+                self.add(path, "must be an object, got null")
+            elif required:
                 self.add(path, "required field is missing")
             return None
         if not isinstance(obj, dict):
@@ -141,7 +144,7 @@ def _check_requirements(p: _Problems, path: str, obj: Any, required: bool) -> No
         return
     for i, req in enumerate(p.listing(path, obj, MAX_REQUIREMENTS)):
         rpath = f"{path}[{i}]"
-        r = p.mapping(rpath, req)
+        r = p.mapping(rpath, req, item=True)
         if r is None:
             continue
         p.unknown(rpath, r, REQUIREMENT_FIELDS)
@@ -180,7 +183,7 @@ def _check_requirements(p: _Problems, path: str, obj: Any, required: bool) -> No
 def _check_taints(p: _Problems, path: str, obj: Any) -> None:
     for i, t in enumerate(p.listing(path, obj)):
         tpath = f"{path}[{i}]"
-        taint = p.mapping(tpath, t)
+        taint = p.mapping(tpath, t, item=True)
         if taint is None:
             continue
         p.unknown(tpath, taint, TAINT_FIELDS)
@@ -226,7 +229,7 @@ def _check_labels(p: _Problems, path: str, obj: Any) -> None:
 
 
 def _check_budget(p: _Problems, path: str, obj: Any) -> None:
-    b = p.mapping(path, obj)
+    b = p.mapping(path, obj, item=True)
     if b is None:
         return
     p.unknown(path, b, BUDGET_FIELDS)
@@ -306,7 +309,8 @@ def nodepool_warnings(obj: Any) -> list[str]:
     """Non-fatal findings: the deprecated spec.disruption.expireAfter (AKS NAP docs), and budgets that block a
     reason for good (`nodes: "0"` or `"0%"` without a schedule), which is legal but often a mistake."""
     obj, warnings = move_deprecated_fields(obj)
-    disruption = (obj.get("spec") or {}).get("disruption") if isinstance(obj, dict) else None
+    spec = obj.get("spec") if isinstance(obj, dict) else None
+    disruption = spec.get("disruption") if isinstance(spec, dict) else None
     budgets = disruption.get("budgets") if isinstance(disruption, dict) else None
     for i, b in enumerate(budgets if isinstance(budgets, list) else []):
         if isinstance(b, dict) and b.get("nodes") in ("0", "0%") and b.get("schedule") is None:
