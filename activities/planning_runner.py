@@ -84,6 +84,21 @@ def paused_node_pools(objs: list[dict[str, Any]]) -> set[str]:
             and ((o["metadata"].get("annotations") or {}).get(labels.PAUSED_ANNOTATION, "").lower() == "true")}
 
 
+def replacement_nodes(objs: list[dict[str, Any]], running_ids: set[str]) -> set[str]:
+    """Nodes launched as replacements by a disruption that is still running. They are part of that command:
+    until its candidates are gone the pods meant for them have not arrived, so they look empty and must not
+    be consolidated away (Karpenter protects them by nominating them for the pods it reschedules)."""
+    out: set[str] = set()
+    for o in objs:
+        if o.get("kind") != "NodeClaim":
+            continue
+        key = ((o.get("metadata") or {}).get("annotations") or {}).get(labels.DISRUPTION_ANNOTATION, "")
+        node = (o.get("status") or {}).get("nodeName")
+        if key and node and key.split("/", 1)[0] in running_ids:
+            out.add(node)
+    return out
+
+
 def tainted_nodes(objs: list[dict[str, Any]]) -> set[str]:
     return {o["metadata"]["name"] for o in objs if o.get("kind") == "Node"
             and any(t.get("key") == labels.DISRUPTED_TAINT_KEY for t in (o.get("spec") or {}).get("taints") or [])}
@@ -207,27 +222,30 @@ class PlanningActivities:
     def _catalog_for(self, path: str | None) -> InstanceTypeCatalog | None:
         return load_catalog(path) if path else self._catalog
 
-    async def _in_flight(self, own_workflow_id: str | None) -> tuple[set[str], set[str]]:
-        """(node names, node uids) named by running disruption/termination workflows other than ours."""
+    async def _in_flight(self, own_workflow_id: str | None) -> tuple[set[str], set[str], set[str]]:
+        """(node names, node uids, workflow ids) of running disruption/termination workflows other than ours."""
         client = self._client or activity.client()
         names: set[str] = set()
         uids: set[str] = set()
+        ids: set[str] = set()
         async for wf in client.list_workflows(IN_FLIGHT_QUERY):
             if wf.id == own_workflow_id:
                 continue
+            ids.add(wf.id)
             for prefix in ("disrupt-", "terminate-"):
                 if wf.id.startswith(prefix):
                     uids.add(wf.id[len(prefix):])
             memo = await wf.memo()
             names.update(memo.get(MEMO_NODES) or [])
-        return names, uids
+        return names, uids, ids
 
     async def _snapshot(self, own_workflow_id: str | None, release_before: datetime | None = None
                         ) -> tuple[list[dict[str, Any]], set[str], set[str], list[str]]:
         """Objects, excluded node names, paused pools. With `release_before` (a planner pass), disrupted
         taints that no running workflow owns are removed first, as Karpenter's loop does (§2.1 step 3)."""
         objs = await asyncio.to_thread(read_cluster_objects, self._api)
-        names, uids = await self._in_flight(own_workflow_id)
+        names, uids, ids = await self._in_flight(own_workflow_id)
+        names |= replacement_nodes(objs, ids)
         index = node_index(objs)
         released: set[str] = set()
         if release_before is not None:

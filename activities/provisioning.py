@@ -285,7 +285,7 @@ def build_nodeclaim(pool: dict[str, Any], name: str, inp: LaunchInput) -> dict[s
     template_hash = _template_hash(pool)
     if template_hash:
         annotations[labels.TEMPLATE_HASH_ANNOTATION] = template_hash
-    annotations["nodeflow.dev/disruption"] = inp.key
+    annotations[labels.DISRUPTION_ANNOTATION] = inp.key
     spec = {k: copy.deepcopy(v) for k, v in tspec.items() if k != "requirements"}
     spec["requirements"] = narrowed_requirements(tspec.get("requirements") or [], inp.replacement)
     return {

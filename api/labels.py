@@ -30,6 +30,7 @@ PAUSED_ANNOTATION = "nodeflow.dev/paused"  # on a NodePool: "true" stops volunta
 REBALANCE_ANNOTATION = "nodeflow.dev/rebalance"  # on a NodePool: ignore | event | drain
 TEMPLATE_HASH_ANNOTATION = "nodeflow.dev/template-hash"  # on a NodeClaim: hash of the template it came from
 CONSOLIDATION_MODE_ANNOTATION = "nodeflow.dev/consolidation-mode"  # on a NodePool: "optimize" = CP-SAT moves
+DISRUPTION_ANNOTATION = "nodeflow.dev/disruption"  # on a replacement NodeClaim: the disruption that launched it
 
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"

@@ -133,3 +133,20 @@ def test_leftover_taints_are_released_only_when_unowned_and_old() -> None:
             tainted("owned", "2026-01-01T11:00:00Z"), tainted("owned-by-uid", None), tainted("unknown", None),
             deleting, _node("clean", "u-clean")]
     assert orphaned_taints(objs, {"owned"}, {"u-owned-by-uid"}, now) == ["old", "unknown"]
+
+
+def test_replacements_of_running_disruptions_are_not_candidates():
+    from activities.planning_runner import replacement_nodes
+    from api.labels import DISRUPTION_ANNOTATION
+
+    def claim(name: str, key: str | None, node: str | None) -> dict:
+        ann = {DISRUPTION_ANNOTATION: key} if key else {}
+        return {"kind": "NodeClaim", "metadata": {"name": name, "annotations": ann},
+                "status": {"nodeName": node} if node else {}}
+
+    objs = [claim("r1", "disrupt-a/run1/0", "node-r1"),  # its disruption still runs: protected
+            claim("r2", "disrupt-b/run9/0", "node-r2"),  # its disruption finished: an ordinary node now
+            claim("r3", "disrupt-a/run1/1", None),  # not registered yet: nothing to protect
+            claim("plain", None, "node-plain"),
+            {"kind": "Node", "metadata": {"name": "node-r1"}}]
+    assert replacement_nodes(objs, {"disrupt-a", "terminate-x"}) == {"node-r1"}
