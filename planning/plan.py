@@ -189,10 +189,10 @@ def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None
 
 def run_plan(snapshot: Any, at: datetime | None = None, until_stable: bool = False,
              catalog: InstanceTypeCatalog | None = None,
-             exclude_nodes: set[str] | frozenset[str] = frozenset()) -> PlanResult:
+             exclude_nodes: set[str] | frozenset[str] = frozenset(), optimize: bool = False) -> PlanResult:
     """`nodeflow plan`'s entry point, for a snapshot file or a live cluster read into a snapshot."""
     return plan(snapshot, at or datetime.now(UTC), catalog=catalog, until_stable=until_stable,
-                exclude_nodes=exclude_nodes)
+                exclude_nodes=exclude_nodes, optimize=optimize)
 
 
 # ---- applying commands to a copy of the snapshot -----------------------------------------------------

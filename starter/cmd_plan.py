@@ -22,6 +22,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--until-stable", action="store_true",
                    help="apply each pass's commands to a copy of the snapshot until nothing changes")
     p.add_argument("--catalog", metavar="FILE", help="InstanceTypeCatalog YAML replacing the default catalog")
+    p.add_argument("--optimize", action="store_true",
+                   help="optimizing consolidation (CP-SAT) for every NodePool, as the annotation "
+                        "nodeflow.dev/consolidation-mode: optimize does for one (needs the solver extra)")
     add_output_flag(p)
     p.set_defaults(func=handle)
 
@@ -64,6 +67,7 @@ def load_inputs(path: str, catalog_path: str | None) -> tuple[Any, Any]:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from planning.optimizer import SolverMissingError
     from planning.plan import run_plan
 
     at = parse_at(args.at)
@@ -75,7 +79,11 @@ def handle(args: argparse.Namespace) -> int:
         catalog = load_catalog_arg(args.catalog)
     else:
         snapshot, catalog = load_inputs(args.filename, args.catalog)
-    result = run_plan(snapshot, at, until_stable=args.until_stable, catalog=catalog, exclude_nodes=exclude)
+    try:
+        result = run_plan(snapshot, at, until_stable=args.until_stable, catalog=catalog, exclude_nodes=exclude,
+                          optimize=args.optimize)
+    except SolverMissingError as exc:
+        raise CliError(str(exc)) from exc
     print_output(result.to_public(), args.output, table=render_plan)
     return 0
 
