@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+
+
+def fuzz_settings(max_examples: int) -> settings:
+    """Bounded and reproducible in the normal test run (derandomized: the same examples every time);
+    NODEFLOW_FUZZ_EXPLORE=1 draws new examples each run, to hunt for new defects."""
+    return settings(max_examples=max_examples, deadline=None, suppress_health_check=[HealthCheck.too_slow],
+                    derandomize=os.environ.get("NODEFLOW_FUZZ_EXPLORE") != "1")
 
 # Strings that sit near the edges of the formats nodeflow parses (durations, percentages, quantities, cron).
 TRICKY_STRINGS = (

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
-from fuzz.strategies import junk, mutated
-from hypothesis import HealthCheck, given, settings
+from fuzz.strategies import fuzz_settings, junk, mutated
+from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -50,7 +50,7 @@ BASE = {
     },
 }
 AT = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = fuzz_settings(80)
 nodepools = st.one_of(mutated(BASE), junk)
 
 

@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fuzz.strategies import junk, mutated
-from hypothesis import HealthCheck, given, settings
+from fuzz.strategies import fuzz_settings, junk, mutated
+from hypothesis import given
 from hypothesis import strategies as st
 
 from bench.clusters import node_objects, node_pool, pod
 from starter.cli import run
 
 AT = "2026-11-23T12:00:00Z"
-FUZZ = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = fuzz_settings(30)
 
 
 def _base() -> list[dict]:

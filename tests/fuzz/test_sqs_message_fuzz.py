@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 
-from fuzz.strategies import junk, mutated
-from hypothesis import HealthCheck, given, settings
+from fuzz.strategies import fuzz_settings, junk, mutated
+from hypothesis import given
 from hypothesis import strategies as st
 
 from api import interruption_events as ev
 from api.interruption import InterruptionEvent, Malformed, Unknown, action_for, parse_message
 
-FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = fuzz_settings(100)
 VALID = [ev.spot_warning("i-0123456789abcdef0"), ev.rebalance_recommendation("i-0123456789abcdef0"),
          ev.state_change("i-0123456789abcdef0", "terminated"), ev.scheduled_change(["i-0123456789abcdef0"])]
 DOCS = [json.loads(v) for v in VALID]
