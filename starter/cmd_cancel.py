@@ -1,4 +1,6 @@
-"""`nodeflow cancel NODE [--reason]`: call off a termination before the point of no return (untaints)."""
+"""`nodeflow cancel NODE [--reason]`: call off NODE's termination, or the disruption it is part of, before the
+point of no return. A termination is untainted; a disruption is rolled back (taint removed, replacements that
+never became Ready deleted)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ from typing import Any
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("cancel", help="cancel an in-flight node termination (if still possible)",
-                              description="Cancel NODE's termination and untaint it. Rejected once the instance "
+    p = subparsers.add_parser("cancel", help="cancel an in-flight termination or disruption (if still possible)",
+                              description="Cancel NODE's termination (untaints it) or, when none runs, the "
+                                          "disruption NODE belongs to (rolled back). Rejected once the instance "
                                           "is being terminated, and for nodes a user deleted.")
     p.add_argument("node")
     p.add_argument("--reason", default="cancelled from the command line")
@@ -21,9 +24,44 @@ def register(subparsers: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from starter.cmd_force import send_update
+    from starter.output import CliError
     from workflows.models import CancelRequest
     from workflows.termination import TerminationWorkflow
 
-    result = asyncio.run(send_update(args, TerminationWorkflow.cancel, CancelRequest(reason=args.reason)))
+    try:
+        result = asyncio.run(send_update(args, TerminationWorkflow.cancel, CancelRequest(reason=args.reason)))
+    except CliError as no_termination:
+        if not str(no_termination).startswith(("no termination", "the termination of")):
+            raise
+        message = asyncio.run(cancel_disruption(args))
+        if message is None:
+            raise CliError(f"nothing to cancel for node {args.node}: no termination in flight and no disruption "
+                           "includes it") \
+                from no_termination
+        print(f"{args.node}: {message}")
+        return 0
     print(f"{args.node}: {result.message} (phase {result.phase.value})")
     return 0
+
+
+async def cancel_disruption(args: argparse.Namespace) -> str | None:
+    """Cancel the running DisruptionWorkflow whose command includes NODE; None when there is none."""
+    from temporalio.client import WorkflowUpdateFailedError
+
+    from activities.planning_runner import MEMO_NODES
+    from starter.output import CliError
+    from starter.temporal import connect_from_args
+    from workflows.disruption import DisruptionWorkflow
+
+    client = await connect_from_args(args)
+    async for wf in client.list_workflows("WorkflowType = 'DisruptionWorkflow' AND ExecutionStatus = 'Running'"):
+        if args.node not in ((await wf.memo()).get(MEMO_NODES) or []):
+            continue
+        handle = client.get_workflow_handle_for(DisruptionWorkflow.run, wf.id, run_id=wf.run_id)
+        try:
+            answer = await handle.execute_update(DisruptionWorkflow.cancel, args.reason)
+        except WorkflowUpdateFailedError as exc:
+            message = getattr(exc.cause, "message", None) or str(exc.cause or exc)
+            raise CliError(f"rejected: {message.removeprefix('ValueError: ')}") from exc
+        return f"disruption {wf.id} cancelled: {answer}"
+    return None

@@ -8,11 +8,9 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
-from datetime import UTC, datetime
 
 import pytest
-from support.disruption_stack import FAST, disruption_stack, record_history, wait_for
+from support.disruption_stack import FAST, disruption_stack, fresh, record_history, replica_set, wait_for
 
 from activities import metrics
 from api import labels
@@ -21,27 +19,6 @@ from workflows.disruption_models import Phase
 
 pytestmark = pytest.mark.e2e
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
-
-
-def replica_set(name: str, replicas: int, cpu: str, memory: str = "1Gi") -> dict:
-    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
-            "metadata": {"name": name, "namespace": "default", "uid": f"uid-rs-{name}"},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}},
-                                  "spec": {"terminationGracePeriodSeconds": 1, "containers": [{
-                                      "name": "app", "image": "app",
-                                      "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}}}
-
-
-def fresh(objs: list[dict]) -> list[dict]:
-    """Created now, so expireAfter (720h) does not turn the test into an expiration test; unique uids."""
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    for o in objs:
-        if o["kind"] in ("Node", "NodeClaim"):
-            o["metadata"]["creationTimestamp"] = now
-        if o["kind"] == "Node":  # unique uids: the session's dev server may hold other tests' workflows
-            o["metadata"]["uid"] = f"uid-{o['metadata']['name']}-{uuid.uuid4().hex[:8]}"
-    return objs
 
 
 async def _listed(client, query: str) -> list:

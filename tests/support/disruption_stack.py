@@ -9,6 +9,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +148,24 @@ async def record_history(handle: Any, workflow_type: str, scenario: str) -> None
     history = await handle.fetch_history()
     HISTORIES.mkdir(parents=True, exist_ok=True)
     (HISTORIES / f"{workflow_type}__{scenario}.json").write_text(history.to_json(), encoding="utf-8")
+
+
+def replica_set(name: str, replicas: int, cpu: str, memory: str = "1Gi") -> dict:
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": "default", "uid": f"uid-rs-{name}"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"terminationGracePeriodSeconds": 1, "containers": [{
+                                      "name": "app", "image": "app",
+                                      "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}}}}
+
+
+def fresh(objs: list[dict]) -> list[dict]:
+    """Created now, so expireAfter (720h) does not turn the test into an expiration test; unique uids."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for o in objs:
+        if o["kind"] in ("Node", "NodeClaim"):
+            o["metadata"]["creationTimestamp"] = now
+        if o["kind"] == "Node":  # unique uids: the session's dev server may hold other tests' workflows
+            o["metadata"]["uid"] = f"uid-{o['metadata']['name']}-{uuid.uuid4().hex[:8]}"
+    return objs
