@@ -4,41 +4,21 @@ replacement that never became Ready deleted) and the CLI says so; once nothing r
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 
 import pytest
-from support.disruption_stack import FAST, disruption_stack, fresh, replica_set, wait_for
+from support.cli_runner import nodeflow
+from support.disruption_stack import FAST, disruption_stack, never_ready_drift, wait_for
 
 from api import labels
-from bench.clusters import node_objects, node_pool
-from starter import cli
 from workflows.disruption import DisruptionWorkflow
 from workflows.disruption_models import Phase
 
 pytestmark = pytest.mark.e2e
 
 
-async def _nodeflow(address: str, *argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-
-    def run() -> int:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            return cli.run([*argv, "--address", address])
-
-    return await asyncio.to_thread(run), out.getvalue(), err.getvalue()
-
-
 async def test_cancel_rolls_back_a_disruption_waiting_for_its_replacement(temporal_client, sim_ec2,
                                                                           moto_endpoint) -> None:
-    sim_ec2.world.mark_never_ready("c5.large")
-    objs = [node_pool("default", budgets=[{"nodes": "1"}], consolidate_after="Never", requirements=[
-        {"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
-        {"key": labels.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["c5.large", "m5.large"]}])]
-    objs += node_objects("old-0", "m5.large", annotations={labels.TEMPLATE_HASH_ANNOTATION: "stale-template"})
-    objs.append(replica_set("api", 1, "1500m"))
-    sim_ec2.load_objects(fresh(objs))
-    address = temporal_client.service_client.config.target_host
+    never_ready_drift(sim_ec2)
 
     settings = FAST.model_copy(update={"ready_timeout_seconds": 120.0})
     async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, settings) as stack:
@@ -55,7 +35,7 @@ async def test_cancel_rolls_back_a_disruption_waiting_for_its_replacement(tempor
             await asyncio.sleep(0.1)
         assert await waiting(), "the disruption never reached WaitingReady"
 
-        code, out, err = await _nodeflow(address, "cancel", "old-0", "--reason", "change freeze")
+        code, out, err = await nodeflow(temporal_client, "cancel", "old-0", "--reason", "change freeze")
         assert code == 0, err
         assert "cancelled" in out and result.started[0] in out
         outcome = await asyncio.wait_for(handle.result(), timeout=60)
@@ -66,5 +46,5 @@ async def test_cancel_rolls_back_a_disruption_waiting_for_its_replacement(tempor
         await wait_for(lambda: claim not in {c["metadata"]["name"] for c in stack.node_claims()},
                        what="replacement NodeClaim deleted")
 
-        code, _out, err = await _nodeflow(address, "cancel", "old-0")
+        code, _out, err = await nodeflow(temporal_client, "cancel", "old-0")
         assert code == 1 and "nothing to cancel" in err

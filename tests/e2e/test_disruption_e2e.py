@@ -10,7 +10,15 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from support.disruption_stack import FAST, disruption_stack, fresh, record_history, replica_set, wait_for
+from support.disruption_stack import (
+    FAST,
+    disruption_stack,
+    fresh,
+    never_ready_drift,
+    record_history,
+    replica_set,
+    wait_for,
+)
 
 from activities import metrics
 from api import labels
@@ -106,14 +114,7 @@ async def test_drift_rollout_one_at_a_time_with_prespun_nodes(temporal_client, s
 
 
 async def test_never_ready_replacement_is_rolled_back(temporal_client, sim_ec2, moto_endpoint) -> None:
-    sim_ec2.world.mark_never_ready("c5.large")
-    sim_ec2.world.mark_never_ready("c6i.large")
-    objs = [node_pool("default", budgets=[{"nodes": "1"}], consolidate_after="Never", requirements=[
-        {"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
-        {"key": labels.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["c5.large", "m5.large"]}])]
-    objs += node_objects("old-0", "m5.large", annotations={labels.TEMPLATE_HASH_ANNOTATION: "stale-template"})
-    objs.append(replica_set("api", 1, "1500m"))
-    sim_ec2.load_objects(fresh(objs))
+    never_ready_drift(sim_ec2)
 
     settings = FAST.model_copy(update={"ready_timeout_seconds": 2.0})
     async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, settings) as stack:

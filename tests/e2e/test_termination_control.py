@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import json
 import uuid
 from typing import Any
@@ -22,30 +21,15 @@ from e2e.termination_helpers import (
     running_worker,
 )
 from kubernetes import client as k8s
+from support.cli_runner import nodeflow
 from temporalio.client import Client
 
-from starter import cli
 from starter.temporal import start_termination
 from workflows.models import Phase, TerminationInput
 from workflows.termination import TerminationWorkflow
 
 pytestmark = pytest.mark.e2e
 
-
-async def nodeflow(client: Client, *argv: str) -> tuple[int, str, str]:
-    """Run the real CLI (in a thread: it runs its own event loop) against the test's Temporal server."""
-    address = client.service_client.config.target_host
-    out, err = io.StringIO(), io.StringIO()
-
-    def run() -> int:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                return cli.run([*argv, "--address", address])
-            except SystemExit as exc:  # argparse usage errors
-                return int(exc.code or 0)
-
-    code = await asyncio.to_thread(run)
-    return code, out.getvalue(), err.getvalue()
 
 
 def _taints(api: Any, node: str) -> list[str]:

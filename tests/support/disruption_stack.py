@@ -169,3 +169,17 @@ def fresh(objs: list[dict]) -> list[dict]:
         if o["kind"] == "Node":  # unique uids: the session's dev server may hold other tests' workflows
             o["metadata"]["uid"] = f"uid-{o['metadata']['name']}-{uuid.uuid4().hex[:8]}"
     return objs
+
+
+def never_ready_drift(sim: Any) -> None:
+    """One drifted m5.large (`old-0`, one pod) whose only cheaper replacement type never becomes Ready."""
+    from bench.clusters import node_objects, node_pool
+
+    sim.world.mark_never_ready("c5.large")
+    sim.world.mark_never_ready("c6i.large")
+    objs = [node_pool("default", budgets=[{"nodes": "1"}], consolidate_after="Never", requirements=[
+        {"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
+        {"key": labels.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["c5.large", "m5.large"]}])]
+    objs += node_objects("old-0", "m5.large", annotations={labels.TEMPLATE_HASH_ANNOTATION: "stale-template"})
+    objs.append(replica_set("api", 1, "1500m"))
+    sim.load_objects(fresh(objs))
