@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 import time
 import uuid
@@ -46,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
         return asyncio.run(_demo(args, duration))
     except KeyboardInterrupt:
         return 130
+    except asyncio.CancelledError:  # SIGTERM: the stack was stopped on the way out
+        return 143
 
 
 def _write_scenario(workdir: Path) -> Path:
@@ -70,6 +73,10 @@ async def _demo(args: argparse.Namespace, duration: float | None) -> int:
     scenario = args.scenario or _write_scenario(args.workdir)
     if not scenario.exists():
         raise CliError(f"{scenario}: no such file")
+    # SIGTERM (a closed terminal, `kill`, a CI timeout) unwinds like Ctrl-C, so no server is left running
+    task = asyncio.current_task()
+    if task is not None:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     stack = Stack(StackOptions(workdir=args.workdir, scenario=scenario, headless_ui=args.headless,
                                interruption=not args.no_interruption))
     say = (lambda *a: print(*a, file=sys.stderr)) if args.headless else print
@@ -77,6 +84,9 @@ async def _demo(args: argparse.Namespace, duration: float | None) -> int:
     t0 = time.monotonic()
     try:
         await stack.start()
+    except asyncio.CancelledError:
+        await stack.stop()
+        raise
     except Exception as exc:  # any part that cannot start makes the demo fail loudly
         await stack.stop()
         raise CliError(f"the stack could not start: {exc} (logs in {args.workdir})") from exc
