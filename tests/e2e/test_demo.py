@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+# one demo run serves all three tests: keep them on one xdist worker (`make test` uses --dist loadgroup)
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
 
 ROOT = Path(__file__).resolve().parents[2]
 DURATION = 75
