@@ -115,6 +115,21 @@ def min_values_prefix(nn: NewNode, cheapest_first: Sequence[TypeOption]) -> int:
     return len(cheapest_first)
 
 
+def _cheaper(nn: NewNode, options: Sequence[TypeOption], capacity_types: set[str], candidates: Sequence[Candidate],
+             candidate_price: float, same_type_filter: bool) -> tuple[list[TypeOption], str]:
+    """Options whose worst launch price is strictly below the candidates' (Karpenter's price filter), and the
+    Unconsolidatable message when none remain or minValues can no longer be met."""
+    cheaper = [o for o in options if worst_launch_price(o, capacity_types) < candidate_price]
+    if same_type_filter:
+        cheaper = filter_out_same_instance_type(cheaper, candidates)
+    if not cheaper:
+        return [], "Can't replace with a cheaper node"
+    problem = min_values_problem(nn, cheaper)
+    if problem is not None:
+        return [], f"Filtering by price: {problem}"
+    return cheaper, ""
+
+
 def consolidation_replacement(
     nn: NewNode, candidates: Sequence[Candidate], all_options: Sequence[TypeOption], single: bool,
     same_type_filter: bool,
@@ -124,15 +139,10 @@ def consolidation_replacement(
     cts = _capacity_types(nn.options)
     all_spot = all(c.node.capacity_type == L.CAPACITY_SPOT for c in candidates)
     if all_spot and L.CAPACITY_SPOT in cts:
-        options = [o for o in _only(nn.options, L.CAPACITY_SPOT)
-                   if worst_launch_price(o, {L.CAPACITY_SPOT}) < candidate_price]
-        if same_type_filter:
-            options = filter_out_same_instance_type(options, candidates)
-        if not options:
-            return None, "Can't replace with a cheaper node"
-        problem = min_values_problem(nn, options)
-        if problem is not None:
-            return None, f"Filtering by price: {problem}"
+        options, problem = _cheaper(nn, _only(nn.options, L.CAPACITY_SPOT), {L.CAPACITY_SPOT}, candidates,
+                                    candidate_price, same_type_filter)
+        if problem:
+            return None, problem
         if single and len(options) < SPOT_TO_SPOT_MIN_TYPES:
             return None, ("SpotToSpotConsolidation requires 15 cheaper instance type options than the current "
                           f"candidate to consolidate, got {len(options)}")
@@ -141,14 +151,9 @@ def consolidation_replacement(
             options = ordered[:max(SPOT_TO_SPOT_MIN_TYPES, min_values_prefix(nn, ordered))]
         priced = to_replacement(nn, options, L.CAPACITY_SPOT, pool_zones(nn, all_options))
         return priced, ""
-    options = [o for o in nn.options if worst_launch_price(o, cts) < candidate_price]
-    if same_type_filter:
-        options = filter_out_same_instance_type(options, candidates)
-    if not options:
-        return None, "Can't replace with a cheaper node"
-    problem = min_values_problem(nn, options)
-    if problem is not None:
-        return None, f"Filtering by price: {problem}"
+    options, problem = _cheaper(nn, nn.options, cts, candidates, candidate_price, same_type_filter)
+    if problem:
+        return None, problem
     remaining = _capacity_types(options)
     ct = L.CAPACITY_SPOT if L.CAPACITY_SPOT in remaining else (
         L.CAPACITY_ON_DEMAND if L.CAPACITY_ON_DEMAND in remaining else sorted(remaining)[0])
