@@ -16,7 +16,7 @@ from planning.cluster import NodeInfo, PoolInfo
 from planning.commands import Command
 from planning.emptiness import budget_message
 from planning.method import PassContext, make_command
-from planning.pricing import launch_replacement
+from planning.pricing import launch_replacements
 from planning.selectors import match_requirement
 
 MAX_DRIFT_REPLACEMENTS = 10
@@ -85,12 +85,6 @@ class Drift:
                     f"would need more than {MAX_DRIFT_REPLACEMENTS} replacement nodes"
                 self.ctx.block(c.node, why)
                 continue
-            replacements = []
-            cost = 0.0
-            for nn in sim.new_nodes:
-                priced = launch_replacement(nn, self.ctx.scheduler.pool_options(nn.pool))
-                if priced is not None:
-                    replacements.append(priced.replacement)
-                    cost += priced.price
+            replacements, cost = launch_replacements(sim.new_nodes, self.ctx.scheduler.pool_options)
             return [make_command(self, [c], sim, replacements, c.price - cost)]
         return []

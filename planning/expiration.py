@@ -12,7 +12,7 @@ from planning.candidates import Candidate, disruption_cost
 from planning.cluster import NodeInfo
 from planning.commands import Command
 from planning.method import PassContext, make_command
-from planning.pricing import launch_replacement
+from planning.pricing import launch_replacements
 
 MAX_PROVISIONED = 50
 
@@ -64,12 +64,6 @@ class Expiration:
         going = [c.node for c in candidates]
         for c in sorted(candidates, key=lambda c: (expires_at(c.node, self.ctx), c.name)):
             sim = self.ctx.scheduler.simulate(going, c.reschedulable, max_new=MAX_PROVISIONED)
-            provisioning = []
-            cost = 0.0
-            for nn in sim.new_nodes:
-                priced = launch_replacement(nn, self.ctx.scheduler.pool_options(nn.pool))
-                if priced is not None:
-                    provisioning.append(priced.replacement)
-                    cost += priced.price
+            provisioning, cost = launch_replacements(sim.new_nodes, self.ctx.scheduler.pool_options)
             commands.append(make_command(self, [c], sim, [], c.price - cost, provisioning=provisioning))
         return commands

@@ -8,7 +8,7 @@ spot so a launch never falls back to a dearer on-demand node.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from api import labels as L
@@ -74,9 +74,28 @@ def launch_replacement(nn: NewNode, all_options: Sequence[TypeOption]) -> Priced
     """Drift / provisioning: the cheapest options, spot when the pool allows it (Karpenter's launch choice)."""
     if not nn.options:
         return None
-    cts = _capacity_types(nn.options)
-    ct = "spot" if "spot" in cts else ("on-demand" if "on-demand" in cts else sorted(cts)[0])
-    return to_replacement(nn, nn.options, ct, pool_zones(nn, all_options))
+    return to_replacement(nn, nn.options, _preferred_capacity_type(_capacity_types(nn.options)),
+                          pool_zones(nn, all_options))
+
+
+def launch_replacements(new_nodes: Sequence[NewNode], pool_options: Callable[[str], Sequence[TypeOption]]
+                        ) -> tuple[list[Replacement], float]:
+    """Launch choices for the new nodes of a simulation, and what they cost per hour together."""
+    replacements: list[Replacement] = []
+    cost = 0.0
+    for nn in new_nodes:
+        priced = launch_replacement(nn, pool_options(nn.pool))
+        if priced is not None:
+            replacements.append(priced.replacement)
+            cost += priced.price
+    return replacements, cost
+
+
+def _preferred_capacity_type(cts: set[str]) -> str:
+    """Spot when allowed (cheapest), then on-demand, then whatever remains (e.g. reserved)."""
+    if L.CAPACITY_SPOT in cts:
+        return L.CAPACITY_SPOT
+    return L.CAPACITY_ON_DEMAND if L.CAPACITY_ON_DEMAND in cts else sorted(cts)[0]
 
 
 def _label_values(opt: TypeOption, key: str) -> set[str]:
@@ -154,9 +173,7 @@ def consolidation_replacement(
     options, problem = _cheaper(nn, nn.options, cts, candidates, candidate_price, same_type_filter)
     if problem:
         return None, problem
-    remaining = _capacity_types(options)
-    ct = L.CAPACITY_SPOT if L.CAPACITY_SPOT in remaining else (
-        L.CAPACITY_ON_DEMAND if L.CAPACITY_ON_DEMAND in remaining else sorted(remaining)[0])
+    ct = _preferred_capacity_type(_capacity_types(options))
     return to_replacement(nn, options, ct, pool_zones(nn, all_options)), ""
 
 
