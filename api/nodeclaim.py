@@ -5,21 +5,18 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from api import labels
 from api.duration import parse_duration, parse_nillable_duration
 from api.meta import (
     Condition,
     K8sModel,
-    NodeClassReference,
-    NodeSelectorRequirement,
     ObjectMeta,
-    Taint,
     Timestamp,
     condition_of,
 )
-from api.nodepool import DEFAULT_EXPIRE_AFTER
+from api.nodepool import NodeClaimTemplateSpec
 
 KIND = "NodeClaim"
 
@@ -40,27 +37,10 @@ class ResourceRequirements(K8sModel):
     limits: dict[str, Any] | None = None
 
 
-class NodeClaimSpec(K8sModel):
-    requirements: list[NodeSelectorRequirement] = Field(default_factory=list)
-    node_class_ref: NodeClassReference | None = None
-    taints: list[Taint] | None = None
-    startup_taints: list[Taint] | None = None
-    expire_after: str = DEFAULT_EXPIRE_AFTER
-    termination_grace_period: str | None = None
+class NodeClaimSpec(NodeClaimTemplateSpec):
+    """What the NodeClaim template of a NodePool stamps out, plus the resources the claim asks for."""
+
     resources: ResourceRequirements | None = None
-
-    @field_validator("expire_after")
-    @classmethod
-    def _expire(cls, v: str) -> str:
-        parse_nillable_duration(v)
-        return v
-
-    @field_validator("termination_grace_period")
-    @classmethod
-    def _tgp(cls, v: str | None) -> str | None:
-        if v is not None:
-            parse_duration(v)
-        return v
 
 
 class NodeClaimStatus(K8sModel):
