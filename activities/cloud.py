@@ -15,21 +15,15 @@ from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
+from api.provider_id import instance_id_from_provider_id
 from workflows.models import InstanceInput, InstanceResult
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DONE_STATES = ("shutting-down", "terminated")
-
-
-def instance_id_from_provider_id(provider_id: str) -> str:
-    """`aws:///us-east-1a/i-0123456789abcdef0` -> `i-0123456789abcdef0`."""
-    tail = provider_id.rstrip("/").rsplit("/", 1)[-1]
-    if not tail.startswith("i-"):
-        raise ValueError(f"not an EC2 providerID: {provider_id!r}")
-    return tail
 
 
 class CloudActivities:
@@ -75,6 +69,9 @@ class CloudActivities:
     @activity.defn(name="termination.terminate_instance")
     async def terminate_instance(self, inp: InstanceInput) -> InstanceResult:
         instance_id = instance_id_from_provider_id(inp.provider_id)
+        if instance_id is None:  # retrying cannot help: say so in the UI instead of retrying forever
+            raise ApplicationError(f"not an EC2 providerID: {inp.provider_id!r}", type="InvalidProviderID",
+                                   non_retryable=True)
         state = await self._io(self._state, instance_id)
         called = False
         if state not in (*DONE_STATES, "gone"):

@@ -26,9 +26,9 @@ from api.interruption import (
     InterruptionEvent,
     InterruptionKind,
     action_for,
-    instance_id_from_provider_id,
     rebalance_mode,
 )
+from api.provider_id import instance_id_from_provider_id
 from workflows.disruption_models import EventSpec, Replacement
 from workflows.interruption_models import PrespinInput
 from workflows.models import TerminationInput

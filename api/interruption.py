@@ -8,12 +8,13 @@ Shapes follow the AWS documentation of the four events Karpenter's interruption 
 from __future__ import annotations
 
 import json
-import re
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from api.provider_id import INSTANCE_ID
 
 SPOT_WARNING_LEAD = timedelta(minutes=2)
 """EC2 reclaims a spot instance two minutes after the interruption warning."""
@@ -28,7 +29,6 @@ SOURCE_HEALTH = "aws.health"
 TERMINAL_STATES = frozenset({"stopping", "stopped", "shutting-down", "terminated"})
 """Instance states that mean the node is going away; `pending` and `running` are ignored."""
 
-_INSTANCE_ID = re.compile(r"^i-[0-9a-zA-Z]{1,32}$")
 _MAX_BODY = 256 * 1024  # SQS's own message size limit
 
 
@@ -158,7 +158,7 @@ def _instance_ids_from_ec2(doc: dict[str, Any], detail: dict[str, Any]) -> tuple
     """`detail.instance-id` is authoritative; the instance ARN in `resources` is the fallback."""
     raw = detail.get("instance-id")
     if raw is not None:
-        if not isinstance(raw, str) or not _INSTANCE_ID.match(raw):
+        if not isinstance(raw, str) or not INSTANCE_ID.match(raw):
             return Malformed(reason=f"'detail.instance-id' is not an instance id: {raw!r}"[:300])
         return (raw,)
     ids = tuple(dict.fromkeys(i for i in map(_instance_id_from_arn, _str_list(doc.get("resources"))) if i))
@@ -167,7 +167,7 @@ def _instance_ids_from_ec2(doc: dict[str, Any], detail: dict[str, Any]) -> tuple
 
 def _instance_id_from_arn(value: str) -> str | None:
     candidate = value.rsplit("/", 1)[-1] if "/" in value else value
-    return candidate if _INSTANCE_ID.match(candidate) else None
+    return candidate if INSTANCE_ID.match(candidate) else None
 
 
 def _health_event(detail: dict[str, Any], message_id: str, time: datetime, unknown: Any) -> ParseResult:
@@ -181,7 +181,7 @@ def _health_event(detail: dict[str, Any], message_id: str, time: datetime, unkno
     if not isinstance(entities, list):
         return Malformed(reason="scheduled change without a list 'detail.affectedEntities'")
     values = [e.get("entityValue") for e in entities if isinstance(e, dict)]
-    ids = tuple(dict.fromkeys(v for v in values if isinstance(v, str) and _INSTANCE_ID.match(v)))
+    ids = tuple(dict.fromkeys(v for v in values if isinstance(v, str) and INSTANCE_ID.match(v)))
     if not ids:
         return unknown("scheduled change affects no EC2 instance")
     code = detail.get("eventTypeCode")
@@ -254,11 +254,3 @@ TERMINATION_REASONS: dict[InterruptionKind, str] = {
     InterruptionKind.STATE_CHANGE: "InstanceStateChange",
 }
 """The `reason` a termination started by an interruption carries (search attribute, metrics, events)."""
-
-
-def instance_id_from_provider_id(provider_id: str | None) -> str | None:
-    """`aws:///us-east-1a/i-0123` -> `i-0123`; anything else -> None."""
-    if not provider_id or not provider_id.startswith("aws://"):
-        return None
-    candidate = provider_id.rstrip("/").rsplit("/", 1)[-1]
-    return candidate if _INSTANCE_ID.match(candidate) else None

@@ -252,7 +252,7 @@ async def _in_flight(client: Any) -> Counter[str]:
 def _inject_spot_interruption(stack: Any, core: Any) -> str | None:
     """Send an EventBridge 'EC2 Spot Instance Interruption Warning' for one spot node to the SQS queue."""
     from api import labels as L
-    from api.interruption import instance_id_from_provider_id
+    from api.provider_id import instance_id_from_provider_id
 
     for node in _nodes(core):
         meta = node.get("metadata") or {}

@@ -10,7 +10,8 @@ from typing import Any
 
 from api import labels as L
 from api.catalog import InstanceTypeCatalog
-from api.interruption import TERMINATION_REASONS, instance_id_from_provider_id
+from api.interruption import TERMINATION_REASONS
+from api.provider_id import instance_id_from_provider_id
 
 METHODS = ("Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation", "Expiration", "Interruption")
 

@@ -17,10 +17,10 @@ from api.interruption import (
     RebalanceMode,
     Unknown,
     action_for,
-    instance_id_from_provider_id,
     parse_message,
     rebalance_mode,
 )
+from api.provider_id import instance_id_from_provider_id
 
 T0 = "2026-11-22T19:55:07Z"
 T0_DT = datetime(2026, 11, 22, 19, 55, 7, tzinfo=UTC)
