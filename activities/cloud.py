@@ -66,6 +66,14 @@ class CloudActivities:
                 return str((change.get("CurrentState") or {}).get("Name", "unknown"))
         return "unknown"
 
+    @activity.defn(name="termination.instance_state")
+    async def instance_state(self, inp: InstanceInput) -> InstanceResult:
+        """Only look: is the instance still there? (A NotReady node whose instance is gone needs no drain.)"""
+        instance_id = instance_id_from_provider_id(inp.provider_id)
+        if instance_id is None:
+            return InstanceResult(state="unknown")
+        return InstanceResult(instance_id=instance_id, state=await self._io(self._state, instance_id))
+
     @activity.defn(name="termination.terminate_instance")
     async def terminate_instance(self, inp: InstanceInput) -> InstanceResult:
         instance_id = instance_id_from_provider_id(inp.provider_id)
@@ -88,4 +96,4 @@ class CloudActivities:
         return InstanceResult(instance_id=instance_id, state=state, terminate_called=called)
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.terminate_instance]
+        return [self.instance_state, self.terminate_instance]

@@ -23,6 +23,7 @@ from temporalio import activity
 from activities import drain_rules as rules
 from activities import metrics
 from activities.kube_client import Conflict, KubeClient, Obj
+from activities.kube_util import node_ready
 from api import labels
 from workflows.models import (
     DeletePodsInput,
@@ -126,6 +127,7 @@ class KubeActivities:
             termination_timestamp=rules.parse_time(claim_ann.get(labels.TERMINATION_TIMESTAMP_ANNOTATION)),
             pods=pods,
             volume_attachments=attachments,
+            node_ready=node_ready(node) if node is not None else None,
         )
 
     async def _find_claim(self, inp: PrepareInput, node: Obj | None) -> Obj | None:

@@ -142,6 +142,7 @@ class PrepareResult(BaseModel):
     termination_timestamp: AwareDatetime | None = None  # NodeClaim annotation, when present
     pods: list[PodState] = Field(default_factory=list)
     volume_attachments: int | None = None  # attachments to the node after tainting (None: not looked at)
+    node_ready: bool | None = None  # the Node's Ready condition is True (None: not looked at)
 
 
 class DrainInput(BaseModel):

@@ -50,6 +50,7 @@ SHORT = timedelta(seconds=30)
 DRAIN_WINDOW = timedelta(minutes=10)  # longest single drain activity before control returns to the workflow
 HEARTBEAT = timedelta(seconds=5)
 LOCAL_ACTIVITIES_PATCH = "short-activities-local"
+NOTREADY_GONE_PATCH = "notready-instance-gone-fast-path"
 RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=10))
 
 
@@ -219,6 +220,8 @@ class TerminationWorkflow:
         self._volume_attachments = prep.volume_attachments
         provider_id = inp.provider_id or prep.provider_id
         self._set_phase(Phase.DRAINING)
+        if prep.node_exists and await self._instance_already_gone(prep, provider_id):
+            prep = prep.model_copy(update={"node_exists": False})
         try:
             if prep.node_exists:
                 await self._drain()
@@ -250,6 +253,21 @@ class TerminationWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         return TerminationResult(node_name=inp.node_name, phase=self._phase, instance_terminated=instance_terminated,
                                  pods_evicted=self._evicted, pods_deleted=self._deleted)
+
+    async def _instance_already_gone(self, prep: PrepareResult, provider_id: str | None) -> bool:
+        """Karpenter's fast path (§3.2 step 2): a NotReady node whose instance no longer exists has no kubelet
+        to stop its pods, so a drain could only wait for the deadline; skip it and finish. Ready nodes (and
+        histories recorded before this check) never ask."""
+        if prep.node_ready is not False or not provider_id or not workflow.patched(NOTREADY_GONE_PATCH):
+            return False
+        res = await self._short(CloudActivities.instance_state,
+                                InstanceInput(provider_id=provider_id, node_name=self._inp.node_name),
+                                f"is {provider_id} still there?")
+        if res.state in ("terminated", "gone"):
+            self._message = f"instance {res.instance_id} is {res.state} and the node is NotReady: no drain"
+            workflow.logger.info(self._message, extra={"node": self._inp.node_name})
+            return True
+        return False
 
     def _compute_deadline(self, inp: TerminationInput, prep: PrepareResult) -> datetime | None:
         """Explicit deadline, else the NodeClaim's annotation, else deletion time + terminationGracePeriod."""

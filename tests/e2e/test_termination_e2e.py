@@ -212,3 +212,29 @@ async def test_started_by_a_disruption_deletes_the_objects_at_the_end(
     assert _gone(api, "Node", "n1") and _gone(api, "NodeClaim", "n1-claim")
     assert instance_state(ec2, i1) in ("shutting-down", "terminated")
     api.close()
+
+
+async def test_notready_node_whose_instance_is_gone_needs_no_drain(
+        temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
+    """Karpenter's fast path: the instance is already terminated and the node NotReady, so nothing can stop its
+    pods gracefully; a do-not-disrupt pod (which would hold a drain forever) does not hold the termination."""
+    ec2 = ec2_client(moto_endpoint)
+    i1, i2 = launch_instances(ec2, 2)
+    sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, [
+        PodSpec("batch", "n1", count=2, grace=5, annotations={"karpenter.sh/do-not-disrupt": "true"})]))
+    api = sim.api_client()
+    uid = _node_uid(api, "n1")
+    ec2.terminate_instances(InstanceIds=[i1])
+    sim.world.set_node_ready("n1", False)
+    async with running_worker(temporal_client, sim, moto_endpoint):
+        k8s.CoreV1Api(api).delete_node("n1")
+        handle = temporal_client.get_workflow_handle_for(TerminationWorkflow.run, workflow_id(uid))
+        await eventually(lambda: _gone(api, "Node", "n1") and _gone(api, "NodeClaim", "n1-claim"),
+                         what="n1 and its claim gone")
+        result = await asyncio.wait_for(handle.result(), timeout=30)
+        progress = await handle.query(TerminationWorkflow.progress)
+        await record_history(handle, "notready_instance_gone")
+    assert result.phase == Phase.TERMINATED and result.pods_evicted == 0 and result.pods_deleted == 0
+    assert "no drain" in progress.message
+    assert instance_state(ec2, i2) == "running"
+    api.close()
