@@ -71,6 +71,9 @@ class OptimizerSettings:
     pdb_headroom: bool = False
     retry_factor: float = 2.0  # a solve that found no saving move and proved nothing gets this much more time
     workers: int = 2
+    # A work budget in CP-SAT's deterministic time units instead of wall time (with one worker): reproducible
+    # results, for tests and comparisons; time_limit still caps the wall time.
+    deterministic_time: float | None = None
 
 
 _defaults = OptimizerSettings()
@@ -285,6 +288,9 @@ class OptimizingConsolidation:
         solver.parameters.num_workers = max(1, self.settings.workers)
         solver.parameters.relative_gap_limit = self.settings.relative_gap
         solver.parameters.cp_model_probing_level = 0  # probing big assignment models costs seconds, buys little
+        if self.settings.deterministic_time is not None:  # same answer however busy the machine is
+            solver.parameters.max_deterministic_time = self.settings.deterministic_time
+            solver.parameters.num_workers = 1
         status = solver.Solve(model)
         if status != cp_model.OPTIMAL and not (status == cp_model.FEASIBLE and solver.Value(savings) > 0):
             # nothing found but nothing proven either: one longer look before the pass says "stable"

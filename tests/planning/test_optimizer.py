@@ -40,7 +40,8 @@ def _cluster(budget: str = "10", pool_annotations: dict[str, str] | None = None,
 
 
 def _optimized(objs: list[dict]) -> PlanResult:
-    with optimizer_settings(OptimizerSettings(time_limit=0.5)):
+    # a deterministic work budget: the same moves whatever else the machine runs (CI runs tests in parallel)
+    with optimizer_settings(OptimizerSettings(time_limit=20.0, deterministic_time=1.0)):
         return plan(Snapshot.from_objects(objs), AT, until_stable=True, optimize=True)
 
 
@@ -78,13 +79,13 @@ def test_never_picks_a_pdb_blocked_node_and_can_keep_pdb_headroom() -> None:
         pdb("one-at-a-time", {"app": "shared"}, 1),
     ])
     snap = Snapshot.from_objects(objs)
-    with optimizer_settings(OptimizerSettings(time_limit=1.0)):
+    with optimizer_settings(OptimizerSettings(time_limit=20.0, deterministic_time=1.0)):
         default = plan(snap, AT, optimize=True)
     assert default.commands and all("n2" not in c.nodes for c in default.commands)
     assert any(b.node == "n2" and "pdb" in b.reason for b in default.blocked)
     # Karpenter semantics: drains wait on the PDB, so one command may hold both "shared" pods' nodes
     assert {"n3", "n4"} <= set(default.commands[0].nodes)
-    with optimizer_settings(OptimizerSettings(time_limit=1.0, pdb_headroom=True)):
+    with optimizer_settings(OptimizerSettings(time_limit=20.0, deterministic_time=1.0, pdb_headroom=True)):
         careful = plan(snap, AT, optimize=True)
     assert careful.commands
     for cmd in careful.commands:
