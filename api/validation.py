@@ -111,6 +111,13 @@ def _domain(key: str) -> str:
     return key.split("/", 1)[0]
 
 
+def label_value_problem(value: str) -> str | None:
+    """Why `value` cannot be a label value (requirement values and taint values follow the same rule)."""
+    if matches_pattern(LABEL_VALUE_PATTERN, value) and len(value) <= 63:
+        return None
+    return f"{value!r} is not a valid label value (at most 63 of [A-Za-z0-9-_.])"
+
+
 def label_key_problem(key: str) -> str | None:
     """Karpenter's restrictions on label keys a NodePool may set or require."""
     if not matches_pattern(QUALIFIED_NAME_PATTERN, key) or len(key) > 316:
@@ -161,8 +168,8 @@ def _check_requirements(p: _Problems, path: str, obj: Any, required: bool) -> No
         for j, v in enumerate(vals):
             if not isinstance(v, str):
                 p.add(f"{rpath}.values[{j}]", f"must be a string, got {type(v).__name__}")
-            elif not matches_pattern(LABEL_VALUE_PATTERN, v) or len(v) > 63:
-                p.add(f"{rpath}.values[{j}]", f"{v!r} is not a valid label value (at most 63 of [A-Za-z0-9-_.])")
+            elif (problem := label_value_problem(v)) is not None:
+                p.add(f"{rpath}.values[{j}]", problem)
         if op == "In" and not vals:
             p.add(rpath, "requirements with operator 'In' must have a value defined")
         if op in ("Gt", "Lt") and not (len(vals) == 1 and isinstance(vals[0], str) and vals[0].isdigit()):
@@ -191,8 +198,8 @@ def _check_taints(p: _Problems, path: str, obj: Any) -> None:
         if key is not None and not matches_pattern(QUALIFIED_NAME_PATTERN, key):
             p.add(f"{tpath}.key", f"{key!r} is not a qualified name")
         value = p.string(f"{tpath}.value", taint.get("value"))
-        if value is not None and (not matches_pattern(LABEL_VALUE_PATTERN, value) or len(value) > 63):
-            p.add(f"{tpath}.value", f"{value!r} is not a valid label value (at most 63 of [A-Za-z0-9-_.])")
+        if value is not None and (problem := label_value_problem(value)) is not None:
+            p.add(f"{tpath}.value", problem)
         effect = p.string(f"{tpath}.effect", taint.get("effect"), required=True)
         if effect is not None and effect not in TAINT_EFFECTS:
             p.add(f"{tpath}.effect", f"{effect!r} is not one of {', '.join(TAINT_EFFECTS)}")
@@ -224,8 +231,8 @@ def _check_labels(p: _Problems, path: str, obj: Any) -> None:
             p.add(f"{path}[{key}]", problem)
         if not isinstance(value, str):
             p.add(f"{path}[{key}]", f"value must be a string, got {type(value).__name__}")
-        elif not matches_pattern(LABEL_VALUE_PATTERN, value) or len(value) > 63:
-            p.add(f"{path}[{key}]", f"{value!r} is not a valid label value (at most 63 of [A-Za-z0-9-_.])")
+        elif (problem := label_value_problem(value)) is not None:
+            p.add(f"{path}[{key}]", problem)
 
 
 def _check_budget(p: _Problems, path: str, obj: Any) -> None:
