@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 from support.disruption_fakes import Fakes, command
 from support.disruption_stack import record_history
-from temporalio.client import WorkflowFailureError, WorkflowUpdateFailedError
+from temporalio.client import WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import CancelledError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -86,6 +88,17 @@ async def test_delete_command_needs_no_replacement(ts_env: WorkflowEnvironment) 
     assert fakes.calls == ["validate", "taint", "terminate"] and fakes.polls == 0
 
 
+@asynccontextmanager
+async def _started(ts_env: WorkflowEnvironment, fakes: Fakes, settings: DisruptionSettings
+                   ) -> AsyncIterator[WorkflowHandle]:
+    """A worker with the fake activities on a fresh task queue, and a DisruptionWorkflow started on it."""
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(ts_env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
+        yield await ts_env.client.start_workflow(
+            DisruptionWorkflow.run, DisruptionInput(command=command(), settings=settings),
+            id=f"disrupt-{uuid.uuid4()}", task_queue=tq)
+
+
 async def _wait_phase(handle, phase: Phase, timeout: float = 10.0) -> None:
     async def poll() -> None:
         while (await handle.query(DisruptionWorkflow.progress)).phase != phase:
@@ -96,11 +109,7 @@ async def _wait_phase(handle, phase: Phase, timeout: float = 10.0) -> None:
 async def test_cancel_while_waiting_ready_rolls_back(ts_env: WorkflowEnvironment) -> None:
     fakes = Fakes(ready_after_polls=None)
     settings = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=3600, ready_timeout_seconds=7200)
-    tq = f"tq-{uuid.uuid4()}"
-    async with Worker(ts_env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
-        handle = await ts_env.client.start_workflow(
-            DisruptionWorkflow.run, DisruptionInput(command=command(), settings=settings),
-            id=f"disrupt-{uuid.uuid4()}", task_queue=tq)
+    async with _started(ts_env, fakes, settings) as handle:
         with ts_env.auto_time_skipping_disabled():
             await _wait_phase(handle, Phase.WAITING_READY)
             assert await handle.execute_update(DisruptionWorkflow.cancel, "operator said so") == "WaitingReady"
@@ -114,11 +123,7 @@ async def test_cancel_rejected_once_terminating(ts_env: WorkflowEnvironment) -> 
     gate = asyncio.Event()
     fakes = Fakes(block_terminations=gate)
     settings = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=0.01)
-    tq = f"tq-{uuid.uuid4()}"
-    async with Worker(ts_env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
-        handle = await ts_env.client.start_workflow(
-            DisruptionWorkflow.run, DisruptionInput(command=command(), settings=settings),
-            id=f"disrupt-{uuid.uuid4()}", task_queue=tq)
+    async with _started(ts_env, fakes, settings) as handle:
         with ts_env.auto_time_skipping_disabled():
             await _wait_phase(handle, Phase.TERMINATING)
             with pytest.raises(WorkflowUpdateFailedError) as err:
@@ -132,11 +137,7 @@ async def test_cancel_rejected_once_terminating(ts_env: WorkflowEnvironment) -> 
 async def test_temporal_cancel_rolls_back_before_ending_cancelled(ts_env: WorkflowEnvironment) -> None:
     fakes = Fakes(ready_after_polls=None)
     settings = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=3600, ready_timeout_seconds=7200)
-    tq = f"tq-{uuid.uuid4()}"
-    async with Worker(ts_env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
-        handle = await ts_env.client.start_workflow(
-            DisruptionWorkflow.run, DisruptionInput(command=command(), settings=settings),
-            id=f"disrupt-{uuid.uuid4()}", task_queue=tq)
+    async with _started(ts_env, fakes, settings) as handle:
         with ts_env.auto_time_skipping_disabled():
             await _wait_phase(handle, Phase.WAITING_READY)
             await handle.cancel()
