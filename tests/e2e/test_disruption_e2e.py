@@ -25,7 +25,9 @@ from api import labels
 from bench.clusters import node_objects, node_pool
 from workflows.disruption_models import Phase
 
-pytestmark = pytest.mark.e2e
+# Timing-sensitive (a 10-node rollout, a 2 s validation delay): run on the same xdist worker as the demo and
+# not beside it, since both together saturate a 2-core machine.
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 
 
