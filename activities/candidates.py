@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +22,10 @@ from workflows.disruption_models import AwaitTerminationsInput, NodeRef, TaintIn
 
 DISRUPTED_TAINT = {"key": labels.DISRUPTED_TAINT_KEY, "effect": labels.DISRUPTED_TAINT_EFFECT}
 CONFLICT_RETRIES = 5
+
+# Starts (or joins) one node's TerminationWorkflow on a task queue and returns its workflow id; the worker's
+# wiring binds it to `client.termination.start_termination`, so this module never imports the client side.
+StartTermination = Callable[[Any, str], Awaitable[str]]
 
 
 def with_disrupted_taint(taints: list[dict[str, Any]], now: datetime | None = None) -> list[dict[str, Any]]:
@@ -44,8 +49,10 @@ def without_disrupted_taint(taints: list[dict[str, Any]]) -> list[dict[str, Any]
 class CandidateActivities:
     """Taint/untaint through CoreV1Api; start and await terminations through the Temporal client."""
 
-    def __init__(self, core_v1: Any, temporal_client: Client | None = None) -> None:
+    def __init__(self, core_v1: Any, start_termination: StartTermination,
+                 temporal_client: Client | None = None) -> None:
         self._core = core_v1
+        self._start_termination = start_termination
         self._client = temporal_client
 
     def release(self, name: str) -> bool:
@@ -103,15 +110,8 @@ class CandidateActivities:
     @activity.defn(name="disruption_start_terminations")
     async def start_terminations(self, inp: TerminationsInput) -> list[str]:
         """One TerminationWorkflow per candidate (idempotent: an existing one is reused)."""
-        from starter.temporal import start_termination  # the termination area's single entry point
-
-        client = self._client or activity.client()
-        ids = []
-        for n in inp.nodes:
-            handle = await start_termination(client, termination_input(n, inp.reason, inp.requested_by),
-                                             task_queue=inp.task_queue)
-            ids.append(handle.id)
-        return ids
+        return [await self._start_termination(termination_input(n, inp.reason, inp.requested_by), inp.task_queue)
+                for n in inp.nodes]
 
     @activity.defn(name="disruption_await_terminations")
     async def await_terminations(self, inp: AwaitTerminationsInput) -> list[str]:

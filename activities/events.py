@@ -14,9 +14,9 @@ from typing import Any
 
 from temporalio import activity
 
-from activities import metrics
 from activities.kube_util import api_status
 from api import labels
+from telemetry import metrics
 from workflows.disruption_models import EventsInput, EventSpec
 
 DEDUPE_SECONDS = {"Unconsolidatable": 15 * 60, "DisruptionBlocked": 60}

@@ -144,6 +144,7 @@ def spot_replacement(node: NodeInfo, catalog: InstanceTypeCatalog, pool: dict[st
     return Replacement(instance_types=names[:MAX_REPLACEMENT_TYPES], capacity_type=capacity, price=best)
 
 
+# The two idempotent starts the dispatcher is given (bound by the worker's wiring to client/interruption.py).
 StartTermination = Callable[[TerminationInput], Awaitable[Any]]
 StartPrespin = Callable[[PrespinInput], Awaitable[Any]]
 

@@ -20,11 +20,11 @@ from typing import Any, TypeVar
 
 from temporalio import activity
 
-from activities import drain_rules as rules
-from activities import metrics
 from activities.kube_client import Conflict, KubeClient, Obj
 from activities.kube_util import node_ready
 from api import labels
+from planning import drain as rules
+from telemetry import metrics
 from workflows.models import (
     DeletePodsInput,
     DeletePodsResult,

@@ -17,8 +17,8 @@ from typing import Any
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
-from activities import metrics
 from api import labels
+from telemetry import metrics
 
 log = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
-from activities import metrics
 from activities.events import EventActivities
 from activities.kube_util import KARPENTER_GROUP, KARPENTER_VERSION
 from api import labels
 from api.catalog import InstanceTypeCatalog, load_catalog
+from telemetry import metrics
 from workflows.disruption_models import (
     BlockedNode,
     DisruptionCommand,

@@ -19,9 +19,9 @@ from typing import Any, Protocol
 
 from temporalio import activity
 
-from activities import metrics
 from activities.interruption import NodeInfo
 from api.interruption import InterruptionEvent, Malformed, Unknown, parse_message
+from telemetry import metrics
 from workflows.interruption_models import PollCounts, PollInput
 
 log = logging.getLogger(__name__)

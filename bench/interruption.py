@@ -27,10 +27,11 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.provisioning import nodeclaim_name
 from api import interruption_events, labels
+from client.interruption import poller_workflow_id
+from devstack.processes import MotoServer, TemporalDevServer
+from runtime.settings import Deps, Settings
+from runtime.worker_loop import run_worker
 from simulator.server import Simulator
-from starter.interruption import poller_workflow_id
-from starter.processes import MotoServer, TemporalDevServer
-from worker import Deps, Settings, run_worker
 from workflows.interruption_models import PollInput, prespin_workflow_id
 
 POOL = "spot"

@@ -29,8 +29,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from api import labels
 from bench.termination_cluster import PodSpec, cluster_objects
+from devstack.binaries import find_binary
 from simulator.server import Simulator
-from starter.binaries import find_binary
 from workflows.search_attributes import ALL as SEARCH_ATTRIBUTES
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -63,8 +63,8 @@ def _write_scenario(workdir: Path) -> Path:
 
 async def _demo(args: argparse.Namespace, duration: float | None) -> int:
     from api.catalog import load_default_catalog
+    from devstack.stack import Stack, StackOptions
     from starter.demo_report import cost_per_hour, render_live
-    from starter.stack import Stack, StackOptions
 
     # the SDK's sizing note about the worker's thread pool is for operators tuning a deployment, not demo viewers
     warnings.filterwarnings("ignore", message="Worker max_concurrent_activities", category=UserWarning)
@@ -274,8 +274,8 @@ def _inject_spot_interruption(stack: Any, core: Any) -> str | None:
 async def _final_report(stack: Any, core: Any, catalog: Any, cost_before: float, nodes_before: int,
                         settle: float, say: Any) -> dict[str, Any]:
     """Pause the planner, let in-flight work finish (bounded), then count what happened."""
+    from client.planner_schedule import set_planner_paused
     from starter.demo_report import METHODS, leaked_instances, stuck_finalizers
-    from starter.schedule import set_planner_paused
 
     await set_planner_paused(stack.client, True, note="demo finished")
     deadline = time.monotonic() + settle

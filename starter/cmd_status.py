@@ -40,8 +40,9 @@ def _age(since: datetime | None, now: datetime) -> str | None:
 
 
 async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from client.termination import termination_query
     from starter.output import CliError
-    from starter.temporal import connect_from_args, termination_query
+    from starter.temporal import connect_from_args
     from workflows import search_attributes as sa
     from workflows.termination import TerminationWorkflow
 

@@ -51,8 +51,8 @@ def _kube_api(args: argparse.Namespace) -> Any:
 async def _global(args: argparse.Namespace, paused: bool) -> bool:
     from temporalio.service import RPCError, RPCStatusCode
 
-    from starter.schedule import PLANNER_SCHEDULE_ID, set_planner_paused
-    from starter.temporal import connect
+    from client.connection import connect
+    from client.planner_schedule import PLANNER_SCHEDULE_ID, set_planner_paused
 
     sid = args.schedule_id or PLANNER_SCHEDULE_ID
     try:

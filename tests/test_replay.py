@@ -14,7 +14,7 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from worker import workflows
+from runtime.wiring import workflows
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 

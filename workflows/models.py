@@ -12,6 +12,8 @@ from enum import StrEnum
 
 from pydantic import AwareDatetime, BaseModel, Field
 
+from planning.drain import Tier
+
 
 class Phase(StrEnum):
     """Where a termination is. Everything from TERMINATING_INSTANCE on is past the point of no return."""
@@ -26,18 +28,6 @@ class Phase(StrEnum):
 
 
 POINT_OF_NO_RETURN = (Phase.TERMINATING_INSTANCE, Phase.FINALIZING, Phase.TERMINATED)
-
-
-class Tier(StrEnum):
-    """Drain order (Karpenter terminator.go): later tiers wait until earlier ones have left the node."""
-
-    PLAIN = "plain"
-    DAEMONSET = "daemonset"
-    CRITICAL = "critical"
-    CRITICAL_DAEMONSET = "critical-daemonset"
-
-
-TIER_ORDER = (Tier.PLAIN, Tier.DAEMONSET, Tier.CRITICAL, Tier.CRITICAL_DAEMONSET)
 
 
 class TerminationInput(BaseModel):

@@ -43,9 +43,9 @@ from support.moto_fixtures import AWS_TEST_ENV
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-import worker
+from devstack.processes import MotoServer, TemporalDevServer
+from runtime.cloud_clients import ec2_client
 from simulator.server import Simulator
-from starter.processes import MotoServer, TemporalDevServer
 from workflows.disruption_models import DisruptionSettings, PlannerInput
 from workflows.planner import PlannerWorkflow
 
@@ -130,7 +130,7 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path) -> None:
     tq = f"chaos-{uuid.uuid4()}"
     wp = WorkerProcess(temporal.address, sim, moto.endpoint, tq, tmp_path)
     api = sim.api_client()
-    ec2 = worker.ec2_client("us-east-1", moto.endpoint)
+    ec2 = ec2_client("us-east-1", moto.endpoint)
     events: list[str] = []
     chaos_task: asyncio.Task | None = None
     try:

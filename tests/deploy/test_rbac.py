@@ -1,6 +1,6 @@
 """The ClusterRole/Role in deploy/ grant exactly what the worker's code calls on the Kubernetes API.
 
-The calls are found by scanning the worker's sources (activities/, worker.py) for `kubernetes` client
+The calls are found by scanning the worker's sources (activities/, client/, runtime/, worker.py) for `kubernetes` client
 methods; each method's REST path and HTTP verb come from the client itself, so the mapping to RBAC
 resource + verb is exact rather than guessed from method names.
 """
@@ -20,7 +20,8 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKER_SOURCES = [ROOT / "worker.py", *sorted((ROOT / "activities").rglob("*.py"))]
+WORKER_PACKAGES = ("activities", "client", "runtime")
+WORKER_SOURCES = [ROOT / "worker.py", *(p for pkg in WORKER_PACKAGES for p in sorted((ROOT / pkg).rglob("*.py")))]
 CUSTOM_PLURALS = {"nodepools": "karpenter.sh", "nodeclaims": "karpenter.sh"}
 HTTP_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 

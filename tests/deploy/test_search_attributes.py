@@ -11,7 +11,7 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.testing import WorkflowEnvironment
 
-from starter.binaries import find_binary
+from devstack.binaries import find_binary
 from workflows.search_attributes import ALL
 
 SCRIPT = Path(__file__).resolve().parents[2] / "deploy" / "register-search-attributes.sh"

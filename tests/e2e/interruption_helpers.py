@@ -19,9 +19,10 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from api import interruption_events as events
 from api import labels
+from client.interruption import ensure_interruption_poller, poller_workflow_id
+from runtime.settings import Deps, Settings
+from runtime.worker_loop import run_worker
 from simulator.server import Simulator
-from starter.interruption import ensure_interruption_poller, poller_workflow_id
-from worker import Deps, Settings, run_worker
 from workflows.interruption_models import PollInput
 
 TEST_AMI = "ami-0a1b2c3d4e5f60718"  # moto accepts any id; discovering one (DescribeImages) takes seconds

@@ -16,7 +16,8 @@ import boto3
 from temporalio.client import Client
 
 from bench.termination_cluster import POOL, PodSpec, cluster_objects  # noqa: F401 - re-exported
-from worker import Deps, Settings, run_worker
+from runtime.settings import Deps, Settings
+from runtime.worker_loop import run_worker
 
 
 def launch_instances(ec2: Any, count: int) -> list[str]:

@@ -20,9 +20,9 @@ from support.disruption_stack import (
     wait_for,
 )
 
-from activities import metrics
 from api import labels
 from bench.clusters import node_objects, node_pool
+from telemetry import metrics
 from workflows.disruption_models import Phase
 
 # Timing-sensitive (a 10-node rollout, a 2 s validation delay): run on the same xdist worker as the demo and

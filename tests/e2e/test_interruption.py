@@ -40,12 +40,12 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities import metrics
 from api import labels
+from client.interruption import ensure_interruption_poller
+from client.termination import start_termination
+from devstack.binaries import find_binary
 from simulator.server import Simulator
-from starter.binaries import find_binary
-from starter.interruption import ensure_interruption_poller
-from starter.temporal import start_termination
+from telemetry import metrics
 from workflows.interruption import SpotPrespinWorkflow
 from workflows.interruption_models import prespin_workflow_id
 from workflows.models import TerminationInput, TerminationProgress

@@ -24,7 +24,7 @@ from kubernetes import client as k8s
 from support.cli_runner import nodeflow
 from temporalio.client import Client
 
-from starter.temporal import start_termination
+from client.termination import start_termination
 from workflows.models import Phase, TerminationInput
 from workflows.termination import TerminationWorkflow
 

@@ -192,7 +192,7 @@ async def test_deadline_deletes_do_not_disrupt_pod_before_node_grace_ends(
 async def test_started_by_a_disruption_deletes_the_objects_at_the_end(
         temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
     """No one deleted the Node: the workflow drains, terminates, then deletes Node and NodeClaim itself."""
-    from starter.temporal import start_termination
+    from client.termination import start_termination
     from workflows.models import TerminationInput
 
     ec2 = ec2_client(moto_endpoint)

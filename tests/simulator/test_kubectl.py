@@ -7,8 +7,8 @@ import subprocess
 import pytest
 from support.sim_objects import node, pdb, replicaset, wait_for
 
+from devstack.binaries import find_binary
 from simulator.server import Simulator
-from starter.binaries import find_binary
 
 KUBECTL = find_binary("kubectl", required=False)
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (scripts/setup.sh installs it)")

@@ -15,8 +15,10 @@ from typing import Any
 
 from temporalio.client import Client
 
-import worker
 from api import labels
+from runtime.cloud_clients import ec2_client
+from runtime.settings import Deps, Settings
+from runtime.worker_loop import run_worker
 from workflows.disruption import DisruptionWorkflow
 from workflows.disruption_models import DisruptionResult, DisruptionSettings, PlannerInput, PlannerResult
 from workflows.planner import PlannerWorkflow
@@ -106,12 +108,12 @@ async def disruption_stack(client: Client, sim: Any, moto_endpoint: str,
                            settings: DisruptionSettings = FAST) -> AsyncIterator[Stack]:
     tq = f"e2e-disrupt-{uuid.uuid4()}"
     api = sim.api_client()
-    ec2 = worker.ec2_client("us-east-1", moto_endpoint)
-    ws = worker.Settings(task_queue=tq, watch=False, activity_threads=8, max_concurrent_activities=50)
-    ws.extra["ami_id"] = sim.world.ec2.image_id()
-    deps = worker.Deps(kube_api=api, ec2=ec2, temporal=client, settings=ws)
+    ec2 = ec2_client("us-east-1", moto_endpoint)
+    ws = Settings(task_queue=tq, watch=False, activity_threads=8, max_concurrent_activities=50)
+    ws.ami_id = sim.world.ec2.image_id()
+    deps = Deps(kube_api=api, ec2=ec2, temporal=client, settings=ws)
     stop = asyncio.Event()
-    task = asyncio.create_task(worker.run_worker(client, deps, stop, tq))
+    task = asyncio.create_task(run_worker(client, deps, stop, tq))
     stack = Stack(client=client, sim=sim, task_queue=tq, api=api, ec2=ec2, settings=settings)
     before = {i["InstanceId"] for i in stack.instances()}
     try:

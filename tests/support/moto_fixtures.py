@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from starter.binaries import find_binary
+from devstack.binaries import find_binary
 from support.ports import free_port, wait_for_port
 
 AWS_TEST_ENV = {

@@ -14,7 +14,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from starter.binaries import find_binary
+from devstack.binaries import find_binary
 from workflows.search_attributes import ALL as SEARCH_ATTRIBUTES
 
 

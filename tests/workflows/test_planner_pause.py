@@ -11,8 +11,8 @@ from temporalio.client import Client
 
 from api import labels
 from bench.clusters import node_pool
+from client.planner_schedule import ensure_planner_schedule, planner_paused
 from starter.cli import run
-from starter.schedule import ensure_planner_schedule, planner_paused
 
 
 def _annotations(sim, name: str) -> dict:

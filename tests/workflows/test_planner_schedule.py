@@ -10,7 +10,7 @@ from support.disruption_fakes import Fakes
 from temporalio.client import Client, ScheduleOverlapPolicy
 from temporalio.worker import Worker
 
-from starter.schedule import ensure_planner_schedule, planner_paused, set_planner_paused
+from client.planner_schedule import ensure_planner_schedule, planner_paused, set_planner_paused
 from workflows.disruption import DisruptionWorkflow
 from workflows.planner import PlannerWorkflow
 

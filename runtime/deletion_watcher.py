@@ -20,9 +20,10 @@ from typing import Any
 
 from kubernetes import watch
 
-from activities.drain_rules import parse_time
 from activities.kube_client import KARPENTER, Conflict, KubeClient, Obj, _json
 from api import labels
+from client.termination import start_termination
+from planning.drain import parse_time
 from workflows.models import TerminationInput
 from workflows.search_attributes import TASK_QUEUE
 
@@ -205,8 +206,6 @@ class DeletionWatcher:
                     if self._start_fn is not None:
                         await self._start_fn(inp)
                     else:
-                        from starter.temporal import start_termination
-
                         await start_termination(self.client, inp, task_queue=self.settings.task_queue)
                     self._started.add(inp.node_uid)
                     log.info("termination started", extra={"node": inp.node_name, "uid": inp.node_uid})

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-from activities.metrics import REGISTRY
+from telemetry.metrics import REGISTRY
 
 log = logging.getLogger(__name__)
 

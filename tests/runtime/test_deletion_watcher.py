@@ -7,9 +7,9 @@ from typing import Any
 from kubernetes import client as k8s
 
 from activities.kube_client import KubeClient
-from activities.watcher import DeletionWatcher, WatcherSettings
 from api import labels
 from bench.termination_cluster import PodSpec, cluster_objects
+from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
 from workflows.models import TerminationInput
 
 

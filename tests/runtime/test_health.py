@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import aiohttp
 
-from activities import metrics
-from activities.health import start_health_server
+from runtime.health import start_health_server
+from telemetry import metrics
 
 
 async def _get(session: aiohttp.ClientSession, url: str) -> tuple[int, str, str]:

@@ -12,7 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from starter.processes import MotoServer, TemporalDevServer, free_port
+from devstack.processes import MotoServer, TemporalDevServer, free_port
 
 INTERRUPTION_QUEUE = "nodeflow-interruptions"
 
@@ -86,8 +86,8 @@ class Stack:
         db = self.o.workdir / "temporal.db"
         db.unlink(missing_ok=True)
         await asyncio.gather(asyncio.to_thread(self.temporal.start), asyncio.to_thread(self.moto.start))
+        from runtime.cloud_clients import ec2_client, sqs_client
         from simulator.server import Simulator
-        from worker import ec2_client, sqs_client
 
         self.ec2 = ec2_client("us-east-1", self.moto.endpoint)
         self.sqs = sqs_client("us-east-1", self.moto.endpoint)
@@ -98,12 +98,12 @@ class Stack:
                              ready_delay=self.o.ready_delay, port=self.o.sim_port or 0,
                              kubeconfig_path=self.o.workdir / "kubeconfig")
         await asyncio.to_thread(self.sim.start)
-        from starter.temporal import connect
+        from client.connection import connect
 
         self.client = await connect(self.temporal.address, "default")
         await self.start_worker()
         if self.o.planner:
-            from starter.schedule import ensure_planner_schedule
+            from client.planner_schedule import ensure_planner_schedule
             from workflows.disruption_models import DisruptionSettings
 
             await ensure_planner_schedule(self.client, every=self.o.planner_every, settings=DisruptionSettings(
@@ -111,7 +111,8 @@ class Stack:
                 ready_poll_seconds=2.0))
 
     async def start_worker(self) -> None:
-        from worker import Deps, Settings, run_worker
+        from runtime.settings import Deps, Settings
+        from runtime.worker_loop import run_worker
 
         api = self.sim.api_client()
         api.configuration.connection_pool_maxsize = 64

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from activities import drain_rules as r
-from workflows.models import Tier
+from planning import drain as r
+from planning.drain import Tier
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

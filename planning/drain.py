@@ -6,15 +6,27 @@ Pure functions over pod dicts as the API server returns them, so the rules are u
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from typing import Any
 
 from api import labels
-from workflows.models import TIER_ORDER, Tier
 
 STUCK_TERMINATING_AFTER = timedelta(minutes=1)
 DEFAULT_GRACE_SECONDS = 30  # what the API server defaults spec.terminationGracePeriodSeconds to
 
 Pod = dict[str, Any]
+
+
+class Tier(StrEnum):
+    """Drain order (Karpenter terminator.go): later tiers wait until earlier ones have left the node."""
+
+    PLAIN = "plain"
+    DAEMONSET = "daemonset"
+    CRITICAL = "critical"
+    CRITICAL_DAEMONSET = "critical-daemonset"
+
+
+TIER_ORDER = (Tier.PLAIN, Tier.DAEMONSET, Tier.CRITICAL, Tier.CRITICAL_DAEMONSET)
 
 
 def parse_time(value: str | None) -> datetime | None:

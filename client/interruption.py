@@ -1,4 +1,4 @@
-"""Wiring of the interruption intake into a worker: its activities, and the poller workflow's bootstrap.
+"""The interruption intake's client side: the poller workflow's bootstrap and the starts its dispatcher makes.
 
 The poller has one fixed workflow id per task queue, started with USE_EXISTING by every worker replica at
 start-up, so exactly one poll loop runs however many workers there are; its activity runs on any of them.
@@ -7,16 +7,14 @@ start-up, so exactly one poll loop runs however many workers there are; its acti
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from activities.interruption import InterruptionDispatcher, StartPrespin, StartTermination
-from activities.queue import InterruptionQueueActivities, SqsQueue
-from api.catalog import InstanceTypeCatalog, load_catalog, load_default_catalog
+from activities.interruption import StartPrespin, StartTermination
+from client.termination import start_termination
 from workflows import search_attributes as sa
 from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkflow
 from workflows.interruption_models import POLLER_WORKFLOW_ID, PollerInput, PollInput, PrespinInput
@@ -32,8 +30,6 @@ def poller_workflow_id(task_queue: str) -> str:
 
 def temporal_starters(client: Client, task_queue: str) -> tuple[StartTermination, StartPrespin]:
     """The two idempotent starts the dispatcher makes, bound to a client and task queue."""
-    from starter.temporal import start_termination
-
     async def terminate(inp: TerminationInput) -> None:
         if inp.deadline is None:
             await start_termination(client, inp, task_queue=task_queue)
@@ -55,17 +51,6 @@ def temporal_starters(client: Client, task_queue: str) -> tuple[StartTermination
             log.info("pre-spin for %s already ran", inp.node_name)
 
     return terminate, prespin
-
-
-def interruption_activities(core_v1: Any, custom: Any, sqs: Any, queue_url: str, client: Client, task_queue: str,
-                            catalog: InstanceTypeCatalog | None = None) -> list[Callable[..., Any]]:
-    terminate, prespin = temporal_starters(client, task_queue)
-    dispatcher = InterruptionDispatcher(core_v1, custom, catalog or load_default_catalog(), terminate, prespin)
-    return [InterruptionQueueActivities(SqsQueue(sqs, queue_url), dispatcher).poll_interruption_queue]
-
-
-def catalog_from(path: str | None) -> InstanceTypeCatalog:
-    return load_catalog(path) if path else load_default_catalog()
 
 
 async def ensure_interruption_poller(client: Client, task_queue: str, poll: PollInput | None = None

@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from starter.binaries import find_binary
+from devstack.binaries import find_binary
 from workflows.search_attributes import ALL as SEARCH_ATTRIBUTES
 
 

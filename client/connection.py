@@ -1,0 +1,52 @@
+"""Connecting to Temporal: flags or NODEFLOW_TEMPORAL_* environment, TLS / API key, the pydantic converter.
+
+Every client this project builds (worker, CLI, demo, benchmarks) comes from `connect()`, so the data
+converter is always the pydantic one the workflows' models need.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client, TLSConfig
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+DEFAULT_ADDRESS = "localhost:7233"
+DEFAULT_NAMESPACE = "default"
+
+
+def _read(path: str | None) -> bytes | None:
+    return Path(path).read_bytes() if path else None
+
+
+async def connect(address: str | None = None, namespace: str | None = None, *, tls: bool | None = None,
+                  tls_cert: str | None = None, tls_key: str | None = None, tls_ca: str | None = None,
+                  tls_server_name: str | None = None, api_key: str | None = None,
+                  identity: str | None = None) -> Client:
+    """A Temporal client. Unset arguments come from NODEFLOW_TEMPORAL_{ADDRESS,NAMESPACE,API_KEY,TLS,
+    TLS_CERT,TLS_KEY,TLS_CA,TLS_SERVER_NAME}; an API key or any TLS file turns TLS on (Temporal Cloud)."""
+    env = os.environ.get
+    address = address or env("NODEFLOW_TEMPORAL_ADDRESS") or DEFAULT_ADDRESS
+    namespace = namespace or env("NODEFLOW_TEMPORAL_NAMESPACE") or DEFAULT_NAMESPACE
+    api_key = api_key or env("NODEFLOW_TEMPORAL_API_KEY") or None
+    tls_cert = tls_cert or env("NODEFLOW_TEMPORAL_TLS_CERT") or None
+    tls_key = tls_key or env("NODEFLOW_TEMPORAL_TLS_KEY") or None
+    tls_ca = tls_ca or env("NODEFLOW_TEMPORAL_TLS_CA") or None
+    tls_server_name = tls_server_name or env("NODEFLOW_TEMPORAL_TLS_SERVER_NAME") or None
+    if tls is None:
+        flag = (env("NODEFLOW_TEMPORAL_TLS") or "").lower()
+        tls = flag in ("1", "true", "yes") or bool(api_key or tls_cert or tls_ca)
+    tls_config: bool | TLSConfig = False
+    if tls:
+        if tls_cert or tls_key or tls_ca or tls_server_name:
+            tls_config = TLSConfig(server_root_ca_cert=_read(tls_ca), client_cert=_read(tls_cert),
+                                   client_private_key=_read(tls_key), domain=tls_server_name)
+        else:
+            tls_config = True
+    kwargs: dict[str, Any] = {}
+    if identity:
+        kwargs["identity"] = identity
+    return await Client.connect(address, namespace=namespace, tls=tls_config, api_key=api_key,
+                                data_converter=pydantic_data_converter, **kwargs)

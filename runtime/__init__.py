@@ -1,0 +1,1 @@
+"""The worker process beyond its activities: wiring, the run loop, the deletion watcher, health and metrics."""

@@ -1,0 +1,43 @@
+"""What one worker process is configured with (Settings) and the clients it shares with its activities (Deps)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio.client import Client
+
+from activities.kube_client import KubeClient
+from workflows.search_attributes import TASK_QUEUE
+
+
+@dataclass
+class Settings:
+    task_queue: str = TASK_QUEUE
+    watch: bool = True  # run the deletion watcher
+    resync_seconds: float = 30.0
+    max_concurrent_activities: int = 500
+    max_concurrent_workflow_tasks: int = 100
+    activity_threads: int = 32  # for sync activities; async ones offload to their own pools
+    interruption_queue_url: str | None = None  # SQS queue of EventBridge interruption events; None: no intake
+    interruption_poll: Any = None  # workflows.interruption_models.PollInput; None: production defaults
+    catalog_path: str | None = None  # instance type catalog for launches; None: the bundled one
+    ami_id: str | None = None  # image for launched instances; None: discovered with DescribeImages
+
+
+@dataclass
+class Deps:
+    """Clients the activities get in their constructors (built once per worker process)."""
+
+    kube_api: Any  # kubernetes.client.ApiClient
+    ec2: Any  # boto3 EC2 client
+    sqs: Any = None
+    temporal: Client | None = None
+    settings: Settings = field(default_factory=Settings)
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kube(self) -> KubeClient:
+        if "kube" not in self._cache:
+            self._cache["kube"] = KubeClient(self.kube_api)
+        return self._cache["kube"]

@@ -1,0 +1,90 @@
+"""The one place activities are constructed: every activity class gets the worker's shared clients here.
+
+To add a workflow or an activity, append to WORKFLOWS or to `activities()` below; nothing else builds them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kubernetes import client as k8s
+
+from activities.candidates import CandidateActivities
+from activities.cloud import CloudActivities
+from activities.events import EventActivities
+from activities.interruption import InterruptionDispatcher
+from activities.kube import KubeActivities
+from activities.planning_runner import PlanningActivities
+from activities.provisioning import ProvisioningActivities
+from activities.queue import InterruptionQueueActivities, SqsQueue
+from api.catalog import InstanceTypeCatalog, load_catalog, load_default_catalog
+from client.interruption import temporal_starters
+from client.termination import start_termination
+from runtime.settings import Deps
+from workflows.disruption import DisruptionWorkflow
+from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkflow
+from workflows.planner import PlannerWorkflow
+from workflows.termination import TerminationWorkflow
+
+WORKFLOWS: list[type] = [TerminationWorkflow, InterruptionPollerWorkflow, SpotPrespinWorkflow, PlannerWorkflow,
+                         DisruptionWorkflow]
+
+
+def workflows() -> list[type]:
+    return list(WORKFLOWS)
+
+
+def catalog_from(path: str | None) -> InstanceTypeCatalog:
+    """The instance type catalog given by path, else the bundled one."""
+    return load_catalog(path) if path else load_default_catalog()
+
+
+def activities(deps: Deps) -> list[Callable[..., Any]]:
+    """Every activity the worker registers, bound to `deps`' clients."""
+    return [*termination_activities(deps), *disruption_activities(deps), *interruption_activities(deps)]
+
+
+def termination_activities(deps: Deps) -> list[Callable[..., Any]]:
+    return [*KubeActivities(deps.kube).all(), *CloudActivities(deps.ec2).all()]
+
+
+def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:
+    """The planner's and the disruption's activities (pass, validation, launches, candidates, events)."""
+    catalog = catalog_from(deps.settings.catalog_path)
+    core = k8s.CoreV1Api(deps.kube_api)
+    custom = k8s.CustomObjectsApi(deps.kube_api)
+    events = EventActivities(core)
+    planning = PlanningActivities(deps.kube_api, deps.temporal, catalog, events)
+    provisioning = ProvisioningActivities(custom, core, deps.ec2, catalog, ami_id=deps.settings.ami_id)
+    candidates = CandidateActivities(core, _candidate_starter(deps), deps.temporal)
+    return [
+        planning.plan_pass, planning.validate_command,
+        provisioning.launch_replacement, provisioning.replacement_status, provisioning.delete_replacement,
+        candidates.taint_candidates, candidates.untaint_candidates, candidates.start_terminations,
+        candidates.await_terminations,
+        events.record_events,
+    ]
+
+
+def interruption_activities(deps: Deps) -> list[Callable[..., Any]]:
+    """The SQS poll activity, when an interruption queue is configured (it starts workflows, so needs a client)."""
+    s = deps.settings
+    if not s.interruption_queue_url or deps.temporal is None:
+        return []
+    terminate, prespin = temporal_starters(deps.temporal, s.task_queue)
+    dispatcher = InterruptionDispatcher(deps.kube.core, deps.kube.custom, catalog_from(s.catalog_path),
+                                        terminate, prespin)
+    queue = InterruptionQueueActivities(SqsQueue(deps.sqs, s.interruption_queue_url), dispatcher)
+    return [queue.poll_interruption_queue]
+
+
+def _candidate_starter(deps: Deps) -> Callable[[Any, str], Awaitable[str]]:
+    """A disruption hands its candidates to termination through the one start path (idempotent per node)."""
+
+    async def start(inp: Any, task_queue: str) -> str:
+        if deps.temporal is None:
+            raise RuntimeError("the worker's Temporal client is not set")
+        return (await start_termination(deps.temporal, inp, task_queue=task_queue)).id
+
+    return start

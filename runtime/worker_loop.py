@@ -1,0 +1,62 @@
+"""Running one worker process: the Temporal Worker on the task queue, the deletion watcher beside it, and the
+interruption poller's bootstrap; `run_worker()` is what `worker.py`, the demo, the tests and the benchmarks run."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from client.interruption import ensure_interruption_poller
+from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
+from runtime.settings import Deps
+from runtime.wiring import activities, workflows
+
+
+def build_worker(client: Client, deps: Deps, task_queue: str | None = None) -> Worker:
+    s = deps.settings
+    return Worker(
+        client, task_queue=task_queue or s.task_queue, workflows=workflows(), activities=activities(deps),
+        # threads start lazily; sizing it to the slot count keeps sync activities from queueing behind slots
+        activity_executor=ThreadPoolExecutor(max_workers=max(s.activity_threads, s.max_concurrent_activities),
+                                             thread_name_prefix="activity"),
+        max_concurrent_activities=s.max_concurrent_activities,
+        max_concurrent_workflow_tasks=s.max_concurrent_workflow_tasks,
+        graceful_shutdown_timeout=timedelta(seconds=5),
+        # cancellation reaches an activity only with a heartbeat: keep force/cancel of a drain within ~2 s
+        max_heartbeat_throttle_interval=timedelta(seconds=2),
+    )
+
+
+def _start_watcher(client: Client, deps: Deps, task_queue: str) -> tuple[DeletionWatcher, asyncio.Task[None]]:
+    watcher = DeletionWatcher(deps.kube, client, WatcherSettings(task_queue=task_queue,
+                                                                 resync_seconds=deps.settings.resync_seconds))
+    return watcher, asyncio.create_task(watcher.run(), name="deletion-watcher")
+
+
+async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue: str | None = None) -> None:
+    """Run the worker (and the watcher) until `stop` is set; then shut both down gracefully."""
+    deps.temporal = deps.temporal or client
+    queue = task_queue or deps.settings.task_queue
+    worker = build_worker(client, deps, queue)
+    watcher, watcher_task = _start_watcher(client, deps, queue) if deps.settings.watch else (None, None)
+    worker_task = asyncio.create_task(worker.run(), name="temporal-worker")
+    if deps.settings.interruption_queue_url:
+        await ensure_interruption_poller(client, queue, deps.settings.interruption_poll)
+    stop_task = asyncio.create_task(stop.wait())
+    try:
+        done, _ = await asyncio.wait({worker_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
+        if worker_task in done:
+            worker_task.result()  # the worker died: surface why
+    finally:
+        if watcher is not None and watcher_task is not None:
+            watcher.stop()
+            watcher_task.cancel()
+            await asyncio.gather(watcher_task, return_exceptions=True)
+        stop_task.cancel()
+        if not worker_task.done():
+            await worker.shutdown()
+        await asyncio.gather(worker_task, return_exceptions=True)

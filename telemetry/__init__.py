@@ -1,0 +1,1 @@
+"""Prometheus metrics and structured logs: leaf definitions every layer may record to."""

@@ -1,0 +1,81 @@
+"""Imports run one way (docs/architecture.md): each package may import only the layers below it.
+
+Every import counts, also one inside a function, because a lazy import is how a back edge hides.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+OURS = {"api", "planning", "workflows", "activities", "client", "runtime", "telemetry", "devstack", "simulator",
+        "starter", "bench", "worker"}
+
+# What each layer may import of ours (itself always). `workflows` and `activities` reference each other:
+# workflows name activity methods (passed through the sandbox), activities build workflow inputs.
+ALLOWED: dict[str, set[str]] = {
+    "telemetry": set(),
+    "api": set(),
+    "planning": {"api"},
+    "workflows": {"api", "planning", "activities", "telemetry"},
+    "activities": {"api", "planning", "workflows", "telemetry"},
+    "client": {"api", "planning", "workflows", "activities", "telemetry"},
+    "runtime": {"api", "planning", "workflows", "activities", "client", "telemetry"},
+    "worker": {"api", "workflows", "client", "runtime", "telemetry"},
+    "simulator": {"api"},
+    "devstack": {"api", "workflows", "client", "runtime", "simulator", "telemetry"},
+    "starter": OURS - {"bench", "worker"},
+}
+# Libraries a pure layer must never reach for (DESIGN: no Temporal, Kubernetes or AWS in api/ and planning/).
+FORBIDDEN_LIBRARIES = {"api": {"temporalio", "kubernetes", "boto3", "botocore"},
+                       "planning": {"temporalio", "kubernetes", "boto3", "botocore"}}
+
+
+def _sources(layer: str) -> list[Path]:
+    if layer == "worker":
+        return [ROOT / "worker.py"]
+    return sorted((ROOT / layer).rglob("*.py"))
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def violations(layer: str) -> list[str]:
+    allowed = ALLOWED[layer] | {layer}
+    bad = []
+    for path in _sources(layer):
+        found = _imports(path)
+        for name in sorted((found & OURS) - allowed):
+            bad.append(f"{path.relative_to(ROOT)} imports {name}")
+        for name in sorted(found & FORBIDDEN_LIBRARIES.get(layer, set())):
+            bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    return bad
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED))
+def test_imports_run_one_way(layer: str) -> None:
+    assert _sources(layer), f"no sources found for {layer}"
+    assert violations(layer) == []
+
+
+def test_the_check_sees_a_back_edge(tmp_path: Path) -> None:
+    """The scanner must catch a lazy import inside a function, or a clean result proves nothing."""
+    sample = tmp_path / "sample.py"
+    sample.write_text("def f():\n    from starter.temporal import connect_from_args\n    import worker\n")
+    assert _imports(sample) == {"starter", "worker"}
+
+
+def test_nothing_imports_the_cli_outside_it() -> None:
+    for layer in ALLOWED:
+        if layer != "starter":
+            assert "starter" not in ALLOWED[layer]
