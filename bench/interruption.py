@@ -117,7 +117,7 @@ async def measure(nodes: int, burst: int, timeout: float) -> dict[str, Any]:
             api = sim.api_client()
             deps = Deps(kube_api=api, ec2=ec2, sqs=sqs, temporal=client,
                         settings=Settings(task_queue=tq, watch=False, interruption_queue_url=url,
-                                          interruption_poll=PollInput(), extra={"ami_id": AMI}))
+                                          interruption_poll=PollInput(), ami_id=AMI))
             stop = asyncio.Event()
             worker = asyncio.create_task(run_worker(client, deps, stop))
             await asyncio.sleep(2.0)  # the poller's first long poll is in flight, as in steady state

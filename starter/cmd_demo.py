@@ -63,8 +63,30 @@ def _write_scenario(workdir: Path) -> Path:
 
 async def _demo(args: argparse.Namespace, duration: float | None) -> int:
     from api.catalog import load_default_catalog
+    from starter.demo_report import cost_per_hour
+
+    say = (lambda *a: print(*a, file=sys.stderr)) if args.headless else print
+    stack = await _start_stack(args, say)
+    try:
+        catalog = load_default_catalog()
+        core = _core(stack)
+        initial = _nodes(core)
+        cost_before, nodes_before = cost_per_hour(initial, catalog), len(initial)
+        for line in _hints(stack, {(n.get("metadata") or {}).get("name", "") for n in initial}):
+            say(line)
+        await _run_live(stack, core, catalog, cost_before, args, duration, say)
+        if not args.headless:
+            print("time is up: pausing the planner and letting in-flight work finish ...", flush=True)
+        report = await _final_report(stack, core, catalog, cost_before, nodes_before, args.settle, say)
+        _write_report(report, args.report, say)
+        return 1 if report["pdbViolations"] or report["leakedInstances"] or report["stuckFinalizers"] else 0
+    finally:
+        await stack.stop()
+
+
+async def _start_stack(args: argparse.Namespace, say: Any) -> Any:
+    """Temporal, moto, the simulator and the worker; SIGTERM unwinds like Ctrl-C so no server is left running."""
     from devstack.stack import Stack, StackOptions
-    from starter.demo_report import cost_per_hour, render_live
 
     # the SDK's sizing note about the worker's thread pool is for operators tuning a deployment, not demo viewers
     warnings.filterwarnings("ignore", message="Worker max_concurrent_activities", category=UserWarning)
@@ -73,13 +95,11 @@ async def _demo(args: argparse.Namespace, duration: float | None) -> int:
     scenario = args.scenario or _write_scenario(args.workdir)
     if not scenario.exists():
         raise CliError(f"{scenario}: no such file")
-    # SIGTERM (a closed terminal, `kill`, a CI timeout) unwinds like Ctrl-C, so no server is left running
     task = asyncio.current_task()
     if task is not None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     stack = Stack(StackOptions(workdir=args.workdir, scenario=scenario, headless_ui=args.headless,
                                interruption=not args.no_interruption))
-    say = (lambda *a: print(*a, file=sys.stderr)) if args.headless else print
     say("starting Temporal dev server, moto (EC2 + SQS), the simulated cluster and the worker ...")
     t0 = time.monotonic()
     try:
@@ -90,50 +110,45 @@ async def _demo(args: argparse.Namespace, duration: float | None) -> int:
     except Exception as exc:  # any part that cannot start makes the demo fail loudly
         await stack.stop()
         raise CliError(f"the stack could not start: {exc} (logs in {args.workdir})") from exc
-    catalog = load_default_catalog()
-    core = _core(stack)
-    initial = _nodes(core)
-    cost_before, nodes_before = cost_per_hour(initial, catalog), len(initial)
     say(f"up in {time.monotonic() - t0:.1f}s (logs in {args.workdir})")
-    for line in _hints(stack, {(n.get("metadata") or {}).get("name", "") for n in initial}):
-        say(line)
+    return stack
+
+
+async def _run_live(stack: Any, core: Any, catalog: Any, cost_before: float, args: argparse.Namespace,
+                    duration: float | None, say: Any) -> None:
+    """Until the duration is up: watch the worker, inject the spot interruption once, redraw the live view."""
+    from starter.demo_report import cost_per_hour, render_live
+
     interrupted_node = None
     note = ""
     screen = _LiveScreen(sys.stdout)
     recent_cache: dict[str, str] = {}
     start = time.monotonic()
-    exit_code = 0
-    try:
-        while duration is None or time.monotonic() - start < duration:
-            await asyncio.sleep(2.0)
-            failure = stack.worker_failed()
-            if failure is not None:
-                raise CliError(f"the worker stopped: {failure}")
-            elapsed = time.monotonic() - start
-            if stack.queue_url and interrupted_node is None and elapsed >= INTERRUPT_AFTER:
-                interrupted_node = _inject_spot_interruption(stack, core) or "-"
-                note = f"spot interruption warning sent for node {interrupted_node} at {elapsed:.0f}s"
-                if args.headless:
-                    say(f"injected a spot interruption warning for node {interrupted_node}")
-            if not args.headless:
-                nodes = _nodes(core)
-                flying = await _in_flight(stack.client)
-                recent = await _recent(stack.client, recent_cache)
-                screen.show(render_live(elapsed, _states(nodes), flying, cost_per_hour(nodes, catalog), cost_before,
-                                        stack.temporal.ui_url, note=note, recent=recent))
+    while duration is None or time.monotonic() - start < duration:
+        await asyncio.sleep(2.0)
+        failure = stack.worker_failed()
+        if failure is not None:
+            raise CliError(f"the worker stopped: {failure}")
+        elapsed = time.monotonic() - start
+        if stack.queue_url and interrupted_node is None and elapsed >= INTERRUPT_AFTER:
+            interrupted_node = _inject_spot_interruption(stack, core) or "-"
+            note = f"spot interruption warning sent for node {interrupted_node} at {elapsed:.0f}s"
+            if args.headless:
+                say(f"injected a spot interruption warning for node {interrupted_node}")
         if not args.headless:
-            print("time is up: pausing the planner and letting in-flight work finish ...", flush=True)
-        report = await _final_report(stack, core, catalog, cost_before, nodes_before, args.settle, say)
-        if args.report:
-            args.report.parent.mkdir(parents=True, exist_ok=True)
-            args.report.write_text(json.dumps(report, indent=2) + "\n")
-            say(f"report written to {args.report}")
-        print(json.dumps(report, indent=2))
-        if report["pdbViolations"] or report["leakedInstances"] or report["stuckFinalizers"]:
-            exit_code = 1
-    finally:
-        await stack.stop()
-    return exit_code
+            nodes = _nodes(core)
+            flying = await _in_flight(stack.client)
+            recent = await _recent(stack.client, recent_cache)
+            screen.show(render_live(elapsed, _states(nodes), flying, cost_per_hour(nodes, catalog), cost_before,
+                                    stack.temporal.ui_url, note=note, recent=recent))
+
+
+def _write_report(report: dict[str, Any], path: Path | None, say: Any) -> None:
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report, indent=2) + "\n")
+        say(f"report written to {path}")
+    print(json.dumps(report, indent=2))
 
 
 def _log_to_file(path: Path) -> None:

@@ -157,7 +157,7 @@ async def intake_worker(client: Client, sim: Simulator, moto_endpoint: str, sqs:
     api = sim.api_client()
     deps = Deps(kube_api=api, ec2=ec2, sqs=sqs, temporal=client,
                 settings=Settings(task_queue=tq, watch=False, interruption_queue_url=queue_url,
-                                  interruption_poll=poll, extra={"ami_id": TEST_AMI}))
+                                  interruption_poll=poll, ami_id=TEST_AMI))
     stop = asyncio.Event()
     task = asyncio.create_task(run_worker(client, deps, stop))
     try:
