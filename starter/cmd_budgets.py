@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from starter.output import CliError, add_output_flag, print_output, render_table
+from starter.snapshot_source import add_source_flags, parse_at
 
 
 def register(subparsers: Any) -> None:
@@ -17,28 +18,11 @@ def register(subparsers: Any) -> None:
         help="disruption budgets per NodePool and reason: allowed now, active budgets, next window change",
         description="Evaluate the NodePools' disruption budgets on a cluster snapshot, as Karpenter v1 does.",
     )
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("-f", "--filename", metavar="SNAPSHOT",
-                     help="cluster snapshot: YAML stream or kind: List of NodePools, NodeClaims, Nodes ('-': stdin)")
-    src.add_argument("--kubeconfig", metavar="FILE", help="read the live cluster of this kubeconfig instead")
-    p.add_argument("--context", help="kubeconfig context (with --kubeconfig)")
-    p.add_argument("--at", metavar="RFC3339", help="evaluate at this time, e.g. 2026-11-23T09:00:00Z (default: now)")
+    add_source_flags(p, "cluster snapshot: YAML stream or kind: List of NodePools, NodeClaims, Nodes ('-': stdin)",
+                     "read the live cluster of this kubeconfig instead",
+                     "evaluate at this time, e.g. 2026-11-23T09:00:00Z (default: now)")
     add_output_flag(p)
     p.set_defaults(func=run)
-
-
-def parse_at(text: str | None) -> datetime:
-    """RFC3339 time (a missing offset means UTC); `now` or nothing is the current time."""
-    if text is None or text.strip().lower() == "now":
-        return datetime.now(UTC).replace(microsecond=0)
-    try:
-        at = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise CliError(f"--at {text!r} is not an RFC3339 time (e.g. 2026-11-23T09:00:00Z)", 2) from None
-    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
-    if not 1970 <= at.year <= 9000:
-        raise CliError(f"--at {text!r} is out of range: use a time between 1970 and 9000", 2)
-    return at
 
 
 def _iso(dt: datetime) -> str:

@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime
 from typing import Any
 
 from starter.output import CliError, add_output_flag, print_output, render_table
+from starter.snapshot_source import add_source_flags, parse_at
 
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "plan", help="dry run: the commands the planner would start for a cluster snapshot",
         description="Run the planner's decision code on a snapshot (no side effects) and explain the result.")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("-f", "--filename", metavar="SNAPSHOT",
-                     help="snapshot YAML (multi-document or kind: List); '-' reads stdin")
-    src.add_argument("--kubeconfig", metavar="FILE", help="plan against the live cluster of this kubeconfig")
-    p.add_argument("--context", help="kubeconfig context (with --kubeconfig)")
-    p.add_argument("--at", metavar="RFC3339", help="evaluate at this time (default: now)")
+    add_source_flags(p, "snapshot YAML (multi-document or kind: List); '-' reads stdin",
+                     "plan against the live cluster of this kubeconfig", "evaluate at this time (default: now)")
     p.add_argument("--until-stable", action="store_true",
                    help="apply each pass's commands to a copy of the snapshot until nothing changes")
     p.add_argument("--catalog", metavar="FILE", help="InstanceTypeCatalog YAML replacing the default catalog")
@@ -27,17 +23,6 @@ def register(subparsers: Any) -> None:
                         "nodeflow.dev/consolidation-mode: optimize does for one (needs the solver extra)")
     add_output_flag(p)
     p.set_defaults(func=handle)
-
-
-def parse_at(text: str | None) -> datetime:
-    """RFC3339 (a `Z` suffix is fine) -> aware UTC datetime; now when absent."""
-    if not text:
-        return datetime.now(UTC)
-    try:
-        at = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise CliError(f"--at {text!r} is not an RFC3339 time (e.g. 2026-01-02T03:04:05Z)", 2) from exc
-    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
 
 
 def load_inputs(path: str, catalog_path: str | None) -> tuple[Any, Any]:
