@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -218,11 +218,7 @@ def aggregate_bound(problem: PackingProblem, time_limit: float, workers: int, co
     for ci, c in enumerate(classes):
         model.Add(sum(v for (cj, _), v in flows.items() if cj == ci) == c.count)
     model.Minimize(sum(price[t] * x for t, x in xs.items()))
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.1, time_limit)
-    solver.parameters.num_workers = max(1, workers)
-    solver.parameters.cp_model_probing_level = 0  # probing these models costs seconds and buys little
-    status = solver.Solve(model)
+    solver, status = _solve(model, time_limit, workers)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return (solver.BestObjectiveBound() / PRICE_SCALE, {}, False), {}
     counts = {t: solver.Value(x) for t, x in xs.items() if solver.Value(x)}
@@ -267,11 +263,7 @@ def pack(problem: PackingProblem, copies_per_type: dict[int, int], time_limit: f
     model.Minimize(sum(price[t] * u for t, u in uses))
     if hint:
         _hint_greedy(model, hint, copies, classes)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.1, time_limit)
-    solver.parameters.num_workers = max(1, workers)
-    solver.parameters.cp_model_probing_level = 0  # probing these models costs seconds and buys little
-    status = solver.Solve(model)
+    solver, status = _solve(model, time_limit, workers)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None, solver.BestObjectiveBound() / PRICE_SCALE
     used: dict[int, int] = {}
@@ -343,3 +335,12 @@ def optimum_for_objects(objects: list[dict], catalog=None, time_limit: float = 1
                         workers: int = 2) -> OptimumResult:
     """The optimum for a snapshot given as Kubernetes objects (NodePools, Pods, optional catalog)."""
     return solve_problem(problem_from_objects(objects, catalog), time_limit=time_limit, workers=workers)
+
+
+def _solve(model: Any, time_limit: float, workers: int) -> tuple[Any, int]:
+    """Run CP-SAT with the settings both formulations use; returns the solver (for values) and its status."""
+    solver = _import_cp_model().CpSolver()
+    solver.parameters.max_time_in_seconds = max(0.1, time_limit)
+    solver.parameters.num_workers = max(1, workers)
+    solver.parameters.cp_model_probing_level = 0  # probing these models costs seconds and buys little
+    return solver, solver.Solve(model)

@@ -30,6 +30,7 @@ from temporalio.testing import WorkflowEnvironment
 from api import labels
 from bench.termination_cluster import PodSpec, cluster_objects
 from devstack.binaries import find_binary
+from devstack.processes import wait_for_port
 from simulator.server import Simulator
 from workflows.search_attributes import ALL as SEARCH_ATTRIBUTES
 
@@ -42,19 +43,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _wait_port(port: int, timeout: float = 30) -> None:
-    import socket
-
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"port {port} never opened")
 
 
 def _peak_rss_mb(pid: int) -> float:
@@ -105,7 +93,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     sim: Simulator | None = None
     logdir = Path(tempfile.mkdtemp(prefix="nodeflow-bench-"))
     try:
-        _wait_port(moto_port)
+        wait_for_port(moto_port)
         endpoint = f"http://127.0.0.1:{moto_port}"
         ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=endpoint)
         ids = _launch(ec2, args.nodes)

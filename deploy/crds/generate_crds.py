@@ -201,13 +201,20 @@ budget = {
     },
 }
 
+
+def quantity_map() -> dict:
+    """A map of resource name to quantity (int or string), as status.allocatable and status.capacity are."""
+    return {"type": "object",
+            "additionalProperties": {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}}
+
+# The fields every Kubernetes object carries; the API server validates metadata itself.
+OBJECT_META = {"apiVersion": s(), "kind": s(), "metadata": {"type": "object"}}
+
 nodepool_schema = {
     "description": "NodePool: a template for Karpenter-managed nodes and the rules for disrupting them.",
     "type": "object",
     "properties": {
-        "apiVersion": s(),
-        "kind": s(),
-        "metadata": {"type": "object"},
+        **OBJECT_META,
         "spec": {
             "type": "object",
             "required": ["template"],
@@ -346,9 +353,7 @@ nodeclaim_schema = {
     "type": "object",
     "required": ["spec"],
     "properties": {
-        "apiVersion": s(),
-        "kind": s(),
-        "metadata": {"type": "object"},
+        **OBJECT_META,
         "spec": {
             "type": "object",
             "required": ["nodeClassRef", "requirements"],
@@ -358,20 +363,8 @@ nodeclaim_schema = {
         "status": {
             "type": "object",
             "properties": {
-                "allocatable": {
-                    "type": "object",
-                    "additionalProperties": {
-                        "anyOf": [{"type": "integer"}, {"type": "string"}],
-                        "x-kubernetes-int-or-string": True,
-                    },
-                },
-                "capacity": {
-                    "type": "object",
-                    "additionalProperties": {
-                        "anyOf": [{"type": "integer"}, {"type": "string"}],
-                        "x-kubernetes-int-or-string": True,
-                    },
-                },
+                "allocatable": quantity_map(),
+                "capacity": quantity_map(),
                 "conditions": {"type": "array", "items": condition},
                 "imageID": s(),
                 "lastPodEventTime": s(format="date-time"),
