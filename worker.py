@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from datetime import timedelta
 
-from client.connection import connect
+from client.connection import InsecureTemporalAddress, connect
 from client.planner_schedule import ensure_planner_schedule
 from runtime.cloud_clients import ec2_client, kube_api_client, sqs_client
 from runtime.health import start_health_server
@@ -36,6 +36,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tls-cert", default=env("NODEFLOW_TEMPORAL_TLS_CERT"))
     p.add_argument("--tls-key", default=env("NODEFLOW_TEMPORAL_TLS_KEY"))
     p.add_argument("--tls-ca", default=env("NODEFLOW_TEMPORAL_TLS_CA"))
+    p.add_argument("--allow-insecure-temporal", action="store_true",
+                   default=(env("NODEFLOW_TEMPORAL_ALLOW_INSECURE") or "").lower() in ("1", "true", "yes"),
+                   help="connect in plaintext to a Temporal address that is not loopback (trusted networks only)")
     p.add_argument("--task-queue", default=env("NODEFLOW_TASK_QUEUE", TASK_QUEUE))
     p.add_argument("--kubeconfig", default=env("KUBECONFIG"), help="default: in-cluster config")
     p.add_argument("--region", default=env("AWS_REGION") or env("AWS_DEFAULT_REGION") or "us-east-1")
@@ -55,8 +58,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 async def amain(args: argparse.Namespace) -> int:
-    client = await connect(args.address, args.namespace, api_key=args.api_key, tls_cert=args.tls_cert,
-                           tls_key=args.tls_key, tls_ca=args.tls_ca)
+    try:
+        client = await connect(args.address, args.namespace, api_key=args.api_key, tls_cert=args.tls_cert,
+                               tls_key=args.tls_key, tls_ca=args.tls_ca,
+                               require_secure=not args.allow_insecure_temporal)
+    except InsecureTemporalAddress as exc:
+        log.error("refusing to start: %s", exc)
+        return 2
     settings = Settings(task_queue=args.task_queue, watch=not args.no_watch, resync_seconds=args.resync_seconds,
                         interruption_queue_url=args.interruption_queue, catalog_path=args.catalog,
                         ami_id=args.ami_id)

@@ -6,6 +6,7 @@ converter is always the pydantic one the workflows' models need.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,32 @@ DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
 
 
+class InsecureTemporalAddress(ValueError):
+    """A plaintext connection to a Temporal server that is not on this machine: refused unless asked for."""
+
+
+def is_loopback(address: str) -> bool:
+    """`localhost:7233`, `127.0.0.1:7233` or `[::1]:7233`: traffic that never leaves the machine."""
+    host = address.rsplit(":", 1)[0] if address.count(":") == 1 or address.startswith("[") else address
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_transport(address: str, tls: bool, api_key: str | None) -> None:
+    """Workflow payloads carry node names, pod lists and cloud ids: never send them in plaintext off the machine."""
+    if tls or api_key or is_loopback(address):
+        return
+    raise InsecureTemporalAddress(
+        f"Temporal at {address} is not on loopback and neither TLS nor an API key is set; set "
+        "NODEFLOW_TEMPORAL_TLS=true (or a TLS file, or NODEFLOW_TEMPORAL_API_KEY), or pass "
+        "--allow-insecure-temporal (NODEFLOW_TEMPORAL_ALLOW_INSECURE=true) if the network is trusted")
+
+
 def _read(path: str | None) -> bytes | None:
     return Path(path).read_bytes() if path else None
 
@@ -24,9 +51,10 @@ def _read(path: str | None) -> bytes | None:
 async def connect(address: str | None = None, namespace: str | None = None, *, tls: bool | None = None,
                   tls_cert: str | None = None, tls_key: str | None = None, tls_ca: str | None = None,
                   tls_server_name: str | None = None, api_key: str | None = None,
-                  identity: str | None = None) -> Client:
+                  identity: str | None = None, require_secure: bool = False) -> Client:
     """A Temporal client. Unset arguments come from NODEFLOW_TEMPORAL_{ADDRESS,NAMESPACE,API_KEY,TLS,
-    TLS_CERT,TLS_KEY,TLS_CA,TLS_SERVER_NAME}; an API key or any TLS file turns TLS on (Temporal Cloud)."""
+    TLS_CERT,TLS_KEY,TLS_CA,TLS_SERVER_NAME}; an API key or any TLS file turns TLS on (Temporal Cloud).
+    With `require_secure` (the worker's default) a plaintext, non-loopback address is refused."""
     env = os.environ.get
     address = address or env("NODEFLOW_TEMPORAL_ADDRESS") or DEFAULT_ADDRESS
     namespace = namespace or env("NODEFLOW_TEMPORAL_NAMESPACE") or DEFAULT_NAMESPACE
@@ -38,6 +66,8 @@ async def connect(address: str | None = None, namespace: str | None = None, *, t
     if tls is None:
         flag = (env("NODEFLOW_TEMPORAL_TLS") or "").lower()
         tls = flag in ("1", "true", "yes") or bool(api_key or tls_cert or tls_ca)
+    if require_secure:
+        check_transport(address, bool(tls), api_key)
     tls_config: bool | TLSConfig = False
     if tls:
         if tls_cert or tls_key or tls_ca or tls_server_name:

@@ -9,7 +9,7 @@ import worker
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "docs" / "configuration.md").read_text()
-SOURCES = [ROOT / "worker.py", ROOT / "starter" / "temporal.py"]
+SOURCES = [ROOT / "worker.py", ROOT / "client" / "connection.py"]
 
 
 def test_every_worker_flag_is_documented() -> None:
