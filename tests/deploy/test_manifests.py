@@ -70,7 +70,7 @@ def test_worker_deployment_is_hardened_and_probed() -> None:
 
 @needs_kubectl
 def test_config_only_sets_variables_the_worker_reads() -> None:
-    sources = (ROOT / "worker.py").read_text() + (ROOT / "starter" / "temporal.py").read_text()
+    sources = (ROOT / "worker.py").read_text() + (ROOT / "client" / "connection.py").read_text()
     read = set(re.findall(r"""env\(\s*["']([A-Z0-9_]+)["']""", sources))
     config = one(render(), "ConfigMap", "nodeflow-config")
     unknown = sorted(k for k in config["data"] if k not in read)
