@@ -78,6 +78,13 @@ def parse_nillable_duration(text: str) -> timedelta | None:
     return parse_duration(text)
 
 
+def parse_optional_duration(text: str | None) -> timedelta | None:
+    """An optional Go duration field (e.g. a NodeClaim's `terminationGracePeriod`): absent or "" is None."""
+    if not text:
+        return None
+    return parse_duration(text)
+
+
 def format_duration(value: timedelta | None) -> str:
     """Format back in the compact form Karpenter users write: 720h, 1h30m, 45s, 1h0m5s -> "1h5s"; None -> Never."""
     if value is None:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from api.provider_id import INSTANCE_ID
+from api.timestamps import parse_time
 
 SPOT_WARNING_LEAD = timedelta(minutes=2)
 """EC2 reclaims a spot instance two minutes after the interruption warning."""
@@ -200,14 +201,13 @@ def _parse_time(value: Any) -> datetime | None:
     """RFC 3339 (EventBridge uses `2026-11-22T19:55:00Z`); health events may use RFC 1123. Always UTC-aware."""
     if not isinstance(value, str) or not value or len(value) > 64:
         return None
+    parsed = parse_time(value)
+    if parsed is not None:
+        return parsed
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+        return datetime.strptime(value, "%a, %d %b %Y %H:%M:%S %Z").replace(tzinfo=UTC)
     except ValueError:
-        try:
-            parsed = datetime.strptime(value, "%a, %d %b %Y %H:%M:%S %Z")
-        except ValueError:
-            return None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        return None
 
 
 class RebalanceMode(StrEnum):

@@ -6,7 +6,7 @@ Every model keeps unknown fields (`extra="allow"`) and remembers which fields we
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import (
@@ -22,30 +22,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-
-def parse_timestamp(value: Any) -> datetime:
-    """RFC3339 text (or a datetime, as YAML may give) -> aware UTC datetime."""
-    if isinstance(value, datetime):
-        dt = value
-    elif isinstance(value, str):
-        try:
-            dt = datetime.fromisoformat(value.strip())
-        except ValueError as exc:
-            raise ValueError(f"{value!r} is not an RFC3339 timestamp") from exc
-    else:
-        raise ValueError(f"timestamp must be an RFC3339 string, got {type(value).__name__}")
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
-    return dt.astimezone(UTC)
-
-
-def format_timestamp(dt: datetime) -> str:
-    """Aware datetime -> RFC3339 in UTC with `Z`, second precision unless there are fractions (like Kubernetes)."""
-    dt = dt.astimezone(UTC)
-    if dt.microsecond:
-        return dt.strftime("%Y-%m-%dT%H:%M:%S.%f").rstrip("0") + "Z"
-    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
-
+from api.timestamps import format_timestamp, parse_timestamp
 
 Timestamp = Annotated[datetime, BeforeValidator(parse_timestamp), PlainSerializer(format_timestamp, return_type=str)]
 

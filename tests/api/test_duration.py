@@ -4,7 +4,14 @@ from datetime import timedelta
 
 import pytest
 
-from api.duration import DurationError, check_duration, format_duration, parse_duration, parse_nillable_duration
+from api.duration import (
+    DurationError,
+    check_duration,
+    format_duration,
+    parse_duration,
+    parse_nillable_duration,
+    parse_optional_duration,
+)
 
 
 @pytest.mark.parametrize(
@@ -69,3 +76,14 @@ def test_field_patterns(field: str, good: list[str], bad: list[str]) -> None:
     for text in bad:
         assert check_duration(field, text) is not None, text
     assert "must be a string" in (check_duration(field, 5) or "")
+
+
+@pytest.mark.parametrize(("text", "expected"), [(None, None), ("", None), ("48h", timedelta(hours=48)),
+                                                ("1h30m", timedelta(minutes=90)), ("300s", timedelta(seconds=300))])
+def test_optional_duration_is_none_when_unset(text: str | None, expected: timedelta | None) -> None:
+    assert parse_optional_duration(text) == expected
+
+
+def test_optional_duration_still_rejects_garbage() -> None:
+    with pytest.raises(DurationError):
+        parse_optional_duration("2 days")
