@@ -9,90 +9,35 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 
-from activities.kube_util import api_status, to_dict
-from api import labels
+from activities.kube_client import KubeClient
 from workflows.disruption_models import AwaitTerminationsInput, NodeRef, TaintInput, TerminationsInput
-
-DISRUPTED_TAINT = {"key": labels.DISRUPTED_TAINT_KEY, "effect": labels.DISRUPTED_TAINT_EFFECT}
-CONFLICT_RETRIES = 5
 
 # Starts (or joins) one node's TerminationWorkflow on a task queue and returns its workflow id; the worker's
 # wiring binds it to `client.termination.start_termination`, so this module never imports the client side.
 StartTermination = Callable[[Any, str], Awaitable[str]]
 
 
-def with_disrupted_taint(taints: list[dict[str, Any]], now: datetime | None = None) -> list[dict[str, Any]]:
-    """The taint list with exactly one disrupted taint (a same-key taint with other effect is replaced).
-
-    `timeAdded` lets the planner tell a taint left behind by a failed disruption from a fresh one.
-    """
-    ours = [t for t in taints if t.get("key") == labels.DISRUPTED_TAINT_KEY
-            and t.get("effect") == labels.DISRUPTED_TAINT_EFFECT and not t.get("value")]
-    if ours:
-        return [t for t in taints if t.get("key") != labels.DISRUPTED_TAINT_KEY or t is ours[0]]
-    stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return [t for t in taints if t.get("key") != labels.DISRUPTED_TAINT_KEY] + [dict(DISRUPTED_TAINT,
-                                                                                     timeAdded=stamp)]
-
-
-def without_disrupted_taint(taints: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [t for t in taints if t.get("key") != labels.DISRUPTED_TAINT_KEY]
-
-
 class CandidateActivities:
-    """Taint/untaint through CoreV1Api; start and await terminations through the Temporal client."""
+    """Taint/untaint through the Kubernetes gateway; start and await terminations through the Temporal client."""
 
-    def __init__(self, core_v1: Any, start_termination: StartTermination,
+    def __init__(self, kube: KubeClient, start_termination: StartTermination,
                  temporal_client: Client | None = None) -> None:
-        self._core = core_v1
+        self._kube = kube
         self._start_termination = start_termination
         self._client = temporal_client
-
-    def release(self, name: str) -> bool:
-        """Untaint one node (blocking); used by the planner for taints no disruption owns any more."""
-        return self._retaint(name, without_disrupted_taint, True)
-
-    def _retaint(self, name: str, change: Any, skip_deleting: bool) -> bool:
-        """Read-modify-patch with the resourceVersion as precondition; retried on 409. False if gone."""
-        for _ in range(CONFLICT_RETRIES):
-            try:
-                node = to_dict(self._core.api_client, self._core.read_node(name))
-            except Exception as exc:
-                if api_status(exc) == 404:
-                    return False
-                raise
-            meta = node.get("metadata") or {}
-            if skip_deleting and meta.get("deletionTimestamp"):
-                return True  # never untaint a node that is already being deleted (Karpenter does the same)
-            taints = (node.get("spec") or {}).get("taints") or []
-            new = change(taints)
-            if new == taints:
-                return True
-            body = {"metadata": {"resourceVersion": meta.get("resourceVersion")}, "spec": {"taints": new}}
-            try:
-                self._core.patch_node(name, body)
-                return True
-            except Exception as exc:
-                if api_status(exc) == 409:
-                    continue
-                if api_status(exc) == 404:
-                    return False
-                raise
-        raise ApplicationError(f"node {name}: too many update conflicts")
 
     @activity.defn(name="disruption_taint_candidates")
     async def taint_candidates(self, inp: TaintInput) -> list[str]:
         """Taint every candidate; a candidate that vanished fails the command (its replacement plan is void)."""
         missing = []
         for n in inp.nodes:
-            if not await asyncio.to_thread(self._retaint, n.name, with_disrupted_taint, False):
+            if not await asyncio.to_thread(self._kube.taint, n.name):
                 missing.append(n.name)
         if missing:
             raise ApplicationError(f"candidate node(s) gone: {', '.join(missing)}", type="CandidateGone",
@@ -103,7 +48,7 @@ class CandidateActivities:
     async def untaint_candidates(self, inp: TaintInput) -> list[str]:
         done = []
         for n in inp.nodes:
-            if await asyncio.to_thread(self._retaint, n.name, without_disrupted_taint, True):
+            if await asyncio.to_thread(self._kube.untaint, n.name):
                 done.append(n.name)
         return done
 

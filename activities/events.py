@@ -14,8 +14,9 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.kube_util import api_status
+from activities.kube_client import KubeClient
 from api import labels
+from api.timestamps import format_seconds
 from telemetry import metrics
 from workflows.disruption_models import EventsInput, EventSpec
 
@@ -27,7 +28,7 @@ API_VERSIONS = {"Node": "v1", "NodePool": labels.API_VERSION, "NodeClaim": label
 
 def event_body(ev: EventSpec, now: datetime, component: str = "nodeflow") -> dict[str, Any]:
     digest = hashlib.sha1(f"{ev.kind}/{ev.name}/{ev.reason}/{ev.message}/{now.isoformat()}".encode()).hexdigest()
-    stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = format_seconds(now)
     involved = {"kind": ev.kind, "name": ev.name, "apiVersion": API_VERSIONS.get(ev.kind, "v1")}
     if ev.uid:
         involved["uid"] = ev.uid
@@ -48,10 +49,10 @@ def event_body(ev: EventSpec, now: datetime, component: str = "nodeflow") -> dic
 
 
 class EventActivities:
-    """Records Events through CoreV1Api; counts disruption outcomes in activities.metrics."""
+    """Records Events through the Kubernetes gateway; counts disruption outcomes in telemetry.metrics."""
 
-    def __init__(self, core_v1: Any, clock: Any = time.monotonic) -> None:
-        self._core = core_v1
+    def __init__(self, kube: KubeClient, clock: Any = time.monotonic) -> None:
+        self._kube = kube
         self._clock = clock
         self._last: dict[tuple[str, str, str, str], float] = {}
 
@@ -81,8 +82,4 @@ class EventActivities:
     def _create_all(self, events: list[EventSpec]) -> None:
         now = datetime.now(UTC)
         for ev in events:
-            try:
-                self._core.create_namespaced_event(EVENT_NAMESPACE, event_body(ev, now))
-            except Exception as exc:
-                if api_status(exc) != 409:
-                    raise
+            self._kube.create_event(event_body(ev, now))

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from activities.events import EVENT_NAMESPACE, event_body
-from activities.kube_util import KARPENTER_GROUP, KARPENTER_VERSION, api_status
+from activities.events import event_body
+from activities.kube_client import KubeClient
 from api import labels
 from api.catalog import InstanceTypeCatalog
 from api.interruption import (
@@ -150,16 +149,15 @@ StartPrespin = Callable[[PrespinInput], Awaitable[Any]]
 
 
 class InterruptionDispatcher:
-    """Clients come in: CoreV1Api and CustomObjectsApi (blocking, used in threads) and two starters.
+    """Clients come in: the Kubernetes gateway (blocking, used in threads), the catalog and two starters.
 
     `start_termination` signals-with-start `terminate-<uid>`; `start_prespin` starts `prespin-<uid>`.
     Both are thin wrappers over a Temporal client (see `temporal_starters`), injectable for tests.
     """
 
-    def __init__(self, core_v1: Any, custom: Any, catalog: InstanceTypeCatalog,
-                 start_termination: StartTermination, start_prespin: StartPrespin) -> None:
-        self._core = core_v1
-        self._custom = custom
+    def __init__(self, kube: KubeClient, catalog: InstanceTypeCatalog, start_termination: StartTermination,
+                 start_prespin: StartPrespin) -> None:
+        self._kube = kube
         self._catalog = catalog
         self._start_termination = start_termination
         self._start_prespin = start_prespin
@@ -169,10 +167,7 @@ class InterruptionDispatcher:
 
     def _load_nodes(self) -> dict[str, NodeInfo]:
         # Plain JSON instead of V1Node models: the intake is on the spot warning's two-minute clock.
-        nodes = json.loads(self._core.list_node(_preload_content=False).data or b"{}")
-        claims = json.loads(self._custom.list_cluster_custom_object(
-            KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims", _preload_content=False).data or b"{}")
-        return index_nodes(nodes.get("items") or [], claims.get("items") or [])
+        return index_nodes(self._kube.list_nodes(), self._kube.list_node_claims())
 
     async def dispatch(self, event: InterruptionEvent, nodes: dict[str, NodeInfo]) -> list[str]:
         """Act on every instance of the event; returns one action name per instance. Raises to ask for a retry."""
@@ -183,7 +178,7 @@ class InterruptionDispatcher:
             log.info("interruption %s for instance %s: no Node has that providerID; nothing to do",
                      event.kind, instance_id, extra={"message_id": event.message_id})
             return NO_NODE
-        pool = await asyncio.to_thread(self._get_pool, node.node_pool) if node.node_pool else None
+        pool = await asyncio.to_thread(self._kube.get_node_pool, node.node_pool) if node.node_pool else None
         annotations = ((pool or {}).get("metadata") or {}).get("annotations") or {}
         action = action_for(event, rebalance_mode(annotations.get(labels.REBALANCE_ANNOTATION)))
         if not node.name:  # a claim without a Node: no pods to re-home or tell, the instance just goes
@@ -210,14 +205,6 @@ class InterruptionDispatcher:
         await asyncio.gather(*steps)
         return str(action)
 
-    def _get_pool(self, name: str) -> dict[str, Any] | None:
-        try:
-            return self._custom.get_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodepools", name)
-        except Exception as exc:
-            if api_status(exc) == 404:
-                return None
-            raise
-
     def _record_event(self, event: InterruptionEvent, node: NodeInfo) -> None:
         """One Event per (message, node): a redelivered message hits 409 instead of repeating it."""
         spec = EventSpec(kind="Node", name=node.name, uid=node.uid, reason=EVENT_REASONS[event.kind],
@@ -226,11 +213,7 @@ class InterruptionDispatcher:
         body = event_body(spec, datetime.now(UTC))
         key = hashlib.sha1(f"{event.message_id}/{event.kind}/{node.uid}".encode()).hexdigest()[:16]
         body["metadata"]["name"] = f"{node.name}.{key}"
-        try:
-            self._core.create_namespaced_event(EVENT_NAMESPACE, body)
-        except Exception as exc:
-            if api_status(exc) != 409:
-                raise
+        self._kube.create_event(body)
 
 
 def _event_message(event: InterruptionEvent) -> str:

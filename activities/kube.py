@@ -10,19 +10,19 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from temporalio import activity
 
-from activities.kube_client import Conflict, KubeClient, Obj
-from activities.kube_util import node_ready
+from activities.kube_client import KubeClient, Obj, node_ready
 from api import labels
+from api.duration import parse_optional_duration
+from api.timestamps import parse_timestamp
 from planning import drain as rules
 from telemetry import metrics
 from workflows.models import (
@@ -47,19 +47,6 @@ T = TypeVar("T")
 BACKOFF_START = 0.1
 BACKOFF_MAX = 10.0
 MULTIPLE_PDBS = "more than one PodDisruptionBudget"
-EXCLUDE_LB_VALUE = "karpenter"
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_go_duration(text: str | None) -> timedelta | None:
-    """`terminationGracePeriod` is a Go duration ("48h", "1h30m", "300s"); None/"" means unset."""
-    if not text:
-        return None
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise ValueError(f"not a duration: {text!r}")
-    return timedelta(seconds=sum(float(n) * _UNIT_SECONDS[u] for n, u in parts))
 
 
 @dataclass
@@ -103,7 +90,7 @@ class KubeActivities:
         pods: list[PodState] = []
         attachments: int | None = 0
         if node is not None:
-            await self._io(self._taint, inp.node_name)
+            await self._io(self.kube.taint, inp.node_name, exclude_from_lb=True)
             await self._io(self.kube.event, "Node", node, inp.node_name, "Terminating",
                            f"Terminating node ({inp.reason or 'Deleted'}): tainted {labels.DISRUPTED_TAINT_KEY}")
             now = datetime.now(UTC)
@@ -123,8 +110,8 @@ class KubeActivities:
                          or ((claim or {}).get("status") or {}).get("providerID") or inp.provider_id),
             node_pool=node_labels.get(labels.NODEPOOL_LABEL) or claim_labels.get(labels.NODEPOOL_LABEL),
             deleting_since=min(deletions) if deletions else None,
-            grace_period=parse_go_duration(claim_spec.get("terminationGracePeriod")),
-            termination_timestamp=rules.parse_time(claim_ann.get(labels.TERMINATION_TIMESTAMP_ANNOTATION)),
+            grace_period=parse_optional_duration(claim_spec.get("terminationGracePeriod")),
+            termination_timestamp=_optional_time(claim_ann.get(labels.TERMINATION_TIMESTAMP_ANNOTATION)),
             pods=pods,
             volume_attachments=attachments,
             node_ready=node_ready(node) if node is not None else None,
@@ -139,32 +126,6 @@ class KubeActivities:
             if status.get("nodeName") == inp.node_name or (provider and status.get("providerID") == provider):
                 return claim
         return None
-
-    def _taint(self, name: str) -> None:
-        """Ensure karpenter.sh/disrupted:NoSchedule (replacing other effects of the key) and the LB exclusion."""
-        for _ in range(10):
-            node = self.kube.get_node(name)
-            if node is None:
-                return
-            spec = node.get("spec") or {}
-            taints = [t for t in spec.get("taints") or [] if t.get("key") != labels.DISRUPTED_TAINT_KEY]
-            have = any(t.get("key") == labels.DISRUPTED_TAINT_KEY and t.get("effect") == labels.DISRUPTED_TAINT_EFFECT
-                       for t in spec.get("taints") or [])
-            node_labels = node["metadata"].get("labels") or {}
-            if have and len(taints) + 1 == len(spec.get("taints") or []) and labels.EXCLUDE_LB_LABEL in node_labels:
-                return
-            taints.append({"key": labels.DISRUPTED_TAINT_KEY, "effect": labels.DISRUPTED_TAINT_EFFECT})
-            body = {"metadata": {"resourceVersion": node["metadata"].get("resourceVersion"),
-                                 "labels": {labels.EXCLUDE_LB_LABEL: EXCLUDE_LB_VALUE}},
-                    "spec": {"taints": taints}}
-            if labels.EXCLUDE_LB_LABEL in node_labels:
-                del body["metadata"]["labels"]
-            try:
-                self.kube.patch_node(name, body)
-                return
-            except Conflict:
-                continue
-        raise Conflict(f"could not taint node {name}: too many conflicts")
 
     # ---- drain ---------------------------------------------------------------------------------------
 
@@ -375,32 +336,10 @@ class KubeActivities:
     @activity.defn(name="termination.untaint")
     async def untaint(self, inp: UntaintInput) -> None:
         """Undo `prepare`'s taint and label after a cancel, so the node takes pods again."""
-        await self._io(self._untaint, inp.node_name)
+        await self._io(self.kube.untaint, inp.node_name, skip_deleting=False, drop_lb_label=True)
         node = await self._io(self.kube.get_node, inp.node_name)
         await self._io(self.kube.event, "Node", node, inp.node_name, "TerminationCancelled",
                        f"Termination cancelled: {inp.reason or 'no reason given'}")
-
-    def _untaint(self, name: str) -> None:
-        for _ in range(10):
-            node = self.kube.get_node(name)
-            if node is None:
-                return
-            taints = (node.get("spec") or {}).get("taints") or []
-            keep = [t for t in taints if t.get("key") != labels.DISRUPTED_TAINT_KEY]
-            node_labels = node["metadata"].get("labels") or {}
-            drop_label = node_labels.get(labels.EXCLUDE_LB_LABEL) == EXCLUDE_LB_VALUE
-            if len(keep) == len(taints) and not drop_label:
-                return
-            body: Obj = {"metadata": {"resourceVersion": node["metadata"].get("resourceVersion")},
-                         "spec": {"taints": keep or None}}
-            if drop_label:
-                body["metadata"]["labels"] = {labels.EXCLUDE_LB_LABEL: None}
-            try:
-                self.kube.patch_node(name, body)
-                return
-            except Conflict:
-                continue
-        raise Conflict(f"could not untaint node {name}: too many conflicts")
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.prepare, self.drain, self.delete_pods, self.wait_volumes, self.finalize, self.untaint]
@@ -411,3 +350,8 @@ def _pod_state(pod: Obj) -> PodState:
     return PodState(namespace=meta.get("namespace", ""), name=meta.get("name", ""), uid=meta.get("uid", ""),
                     tier=rules.tier_of(pod), grace_seconds=rules.grace_seconds(pod),
                     status="Terminating" if meta.get("deletionTimestamp") else "Waiting")
+
+
+def _optional_time(text: str | None) -> datetime | None:
+    """An RFC 3339 annotation, None when absent; a malformed one fails the activity, as the old parser did."""
+    return parse_timestamp(text) if text else None

@@ -1,9 +1,10 @@
-"""Thin, fast access to the Kubernetes objects termination touches, through the official `kubernetes` client.
+"""The one gateway to Kubernetes: every call of the worker, its activities and `nodeflow plan` goes through here.
 
 Reads skip the client's model deserialisation (`_preload_content=False`, plain dicts): listing pods of 200
-nodes every second through V1Pod objects costs more CPU than the whole drain. Writes are idempotent: 404
-on delete or on a finalizer removal counts as done, and patches carry the resourceVersion so a concurrent
-writer yields 409 and the caller re-reads.
+nodes every second through V1Pod objects costs more CPU than the whole drain, and raw JSON keeps fields the
+typed models drop. Writes are idempotent: 404 on delete or on a finalizer removal counts as done, and
+read-modify-patch writes carry the resourceVersion so a concurrent writer yields 409 and we re-read.
+All calls block: activities run them in a thread.
 """
 
 from __future__ import annotations
@@ -11,32 +12,122 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
+from kubernetes.watch import Watch
 
 from api import labels
+from api.timestamps import format_seconds
 from telemetry import metrics
 
 log = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
-KARPENTER = ("karpenter.sh", "v1")
+KARPENTER = (labels.GROUP, "v1")
+EXCLUDE_LB_VALUE = "karpenter"  # the value we set, so an untaint never drops a label someone else put there
+UPDATE_ATTEMPTS = 10
 Obj = dict[str, Any]
+# A read-modify-patch step: the patch body for the object as read, or None when it already is as wanted.
+Change = Callable[[Obj], Obj | None]
 
 
 def _json(resp: Any) -> Obj:
     return json.loads(resp.data or b"{}")
 
 
+def _items(resp: Any) -> list[Obj]:
+    return list(_json(resp).get("items") or [])
+
+
+def _typed(items: list[Obj], api_version: str, kind: str) -> list[Obj]:
+    """List items lack apiVersion and kind; the snapshot tells objects apart by them."""
+    for it in items:
+        it.setdefault("apiVersion", api_version)
+        it.setdefault("kind", kind)
+    return items
+
+
 class Conflict(Exception):
     """The object changed under us (409): re-read and try again."""
 
 
+# ---- pure helpers over the plain dicts --------------------------------------------------------------------
+
+def node_ready(node: Obj) -> bool:
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return False
+
+
+def with_disrupted_taint(taints: list[Obj], now: datetime | None = None) -> list[Obj]:
+    """The taint list with exactly one disrupted taint (a same-key taint with other effect is replaced).
+
+    `timeAdded` lets the planner tell a taint left behind by a failed disruption from a fresh one; an
+    existing taint keeps its stamp, so re-tainting never makes an orphan look young.
+    """
+    ours = [t for t in taints if t.get("key") == labels.DISRUPTED_TAINT_KEY
+            and t.get("effect") == labels.DISRUPTED_TAINT_EFFECT and not t.get("value")]
+    if ours:
+        return [t for t in taints if t.get("key") != labels.DISRUPTED_TAINT_KEY or t is ours[0]]
+    stamp = format_seconds(now or datetime.now(UTC))
+    return [*without_disrupted_taint(taints), dict(labels.DISRUPTED_TAINT, timeAdded=stamp)]
+
+
+def without_disrupted_taint(taints: list[Obj]) -> list[Obj]:
+    return [t for t in taints if t.get("key") != labels.DISRUPTED_TAINT_KEY]
+
+
+def _taint_change(exclude_from_lb: bool, now: datetime | None) -> Change:
+    def change(node: Obj) -> Obj | None:
+        taints = (node.get("spec") or {}).get("taints") or []
+        new = with_disrupted_taint(taints, now)
+        add_label = exclude_from_lb and labels.EXCLUDE_LB_LABEL not in (node["metadata"].get("labels") or {})
+        if new == taints and not add_label:
+            return None
+        body: Obj = {"metadata": {}, "spec": {"taints": new}}
+        if add_label:
+            body["metadata"]["labels"] = {labels.EXCLUDE_LB_LABEL: EXCLUDE_LB_VALUE}
+        return body
+
+    return change
+
+
+def _untaint_change(skip_deleting: bool, drop_lb_label: bool) -> Change:
+    def change(node: Obj) -> Obj | None:
+        if skip_deleting and node["metadata"].get("deletionTimestamp"):
+            return None  # never untaint a node that is already being deleted (Karpenter does the same)
+        taints = (node.get("spec") or {}).get("taints") or []
+        keep = without_disrupted_taint(taints)
+        drop = drop_lb_label and (node["metadata"].get("labels") or {}).get(labels.EXCLUDE_LB_LABEL) == EXCLUDE_LB_VALUE
+        if keep == taints and not drop:
+            return None
+        body: Obj = {"metadata": {}, "spec": {"taints": keep or None}}
+        if drop:
+            body["metadata"]["labels"] = {labels.EXCLUDE_LB_LABEL: None}
+        return body
+
+    return change
+
+
+def _finalizer_change(finalizer: str, present: bool) -> Change:
+    def change(obj: Obj) -> Obj | None:
+        meta = obj["metadata"]
+        finalizers = list(meta.get("finalizers") or [])
+        if (finalizer in finalizers) == present or (present and meta.get("deletionTimestamp")):
+            return None  # as wanted already; and a deleting object never gets a new finalizer
+        rest = [*finalizers, finalizer] if present else [f for f in finalizers if f != finalizer]
+        return {"metadata": {"finalizers": rest or None}}
+
+    return change
+
+
 class KubeClient:
-    """Blocking calls (run them in a thread); one instance shared by all activities of a worker."""
+    """One instance per worker process, shared by all activities and the deletion watcher."""
 
     def __init__(self, api_client: k8s.ApiClient, event_component: str = "nodeflow") -> None:
         self.api_client = api_client
@@ -48,61 +139,84 @@ class KubeClient:
 
     # ---- reads ---------------------------------------------------------------------------------------
 
-    def get_node(self, name: str) -> Obj | None:
-        if not name:  # a NodeClaim that never registered a Node
-            return None
+    @staticmethod
+    def _get(call: Callable[[], Any]) -> Obj | None:
         try:
-            return _json(self.core.read_node(name, _preload_content=False))
+            return _json(call())
         except ApiException as exc:
             if exc.status == 404:
                 return None
             raise
+
+    def get_node(self, name: str) -> Obj | None:
+        if not name:  # a NodeClaim that never registered a Node
+            return None
+        return self._get(lambda: self.core.read_node(name, _preload_content=False))
 
     def get_node_claim(self, name: str) -> Obj | None:
         if not name:
             return None
-        try:
-            return _json(self.custom.get_cluster_custom_object(*KARPENTER, "nodeclaims", name,
-                                                               _preload_content=False))
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return self._get(lambda: self.custom.get_cluster_custom_object(*KARPENTER, "nodeclaims", name,
+                                                                       _preload_content=False))
+
+    def get_node_pool(self, name: str) -> Obj | None:
+        return self._get(lambda: self.custom.get_cluster_custom_object(*KARPENTER, "nodepools", name,
+                                                                       _preload_content=False))
+
+    def get_pvc_volume(self, namespace: str, claim: str) -> str | None:
+        pvc = self._get(lambda: self.core.read_namespaced_persistent_volume_claim(claim, namespace,
+                                                                                   _preload_content=False))
+        return ((pvc or {}).get("spec") or {}).get("volumeName")
+
+    def list_nodes(self, label_selector: str | None = None) -> list[Obj]:
+        kwargs: dict[str, Any] = {"label_selector": label_selector} if label_selector else {}
+        return _items(self.core.list_node(_preload_content=False, **kwargs))
+
+    def list_karpenter(self, plural: str, label_selector: str | None = None) -> list[Obj]:
+        """NodeClaims or NodePools (`plural`)."""
+        kwargs: dict[str, Any] = {"label_selector": label_selector} if label_selector else {}
+        return _items(self.custom.list_cluster_custom_object(*KARPENTER, plural, _preload_content=False, **kwargs))
 
     def list_node_claims(self, label_selector: str | None = None) -> list[Obj]:
-        kwargs: dict[str, Any] = {"label_selector": label_selector} if label_selector else {}
-        data = _json(self.custom.list_cluster_custom_object(*KARPENTER, "nodeclaims", _preload_content=False,
-                                                            **kwargs))
-        return list(data.get("items") or [])
+        return self.list_karpenter("nodeclaims", label_selector)
+
+    def list_node_pools(self) -> list[Obj]:
+        return self.list_karpenter("nodepools")
 
     def list_node_pods(self, node: str) -> list[Obj]:
         if not node:  # never list every pod of the cluster by accident
             return []
-        data = _json(self.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}",
-                                                           _preload_content=False))
-        return list(data.get("items") or [])
+        return _items(self.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}",
+                                                            _preload_content=False))
 
     def list_pdbs(self, namespace: str) -> list[Obj]:
-        data = _json(self.policy.list_namespaced_pod_disruption_budget(namespace, _preload_content=False))
-        return list(data.get("items") or [])
+        return _items(self.policy.list_namespaced_pod_disruption_budget(namespace, _preload_content=False))
 
     def list_volume_attachments(self) -> list[Obj]:
         try:
-            data = _json(self.storage.list_volume_attachment(_preload_content=False))
+            return _items(self.storage.list_volume_attachment(_preload_content=False))
         except ApiException as exc:
             if exc.status == 404:  # the API server does not serve storage.k8s.io: nothing can be attached
                 return []
             raise
-        return list(data.get("items") or [])
 
-    def get_pvc_volume(self, namespace: str, claim: str) -> str | None:
-        try:
-            pvc = _json(self.core.read_namespaced_persistent_volume_claim(claim, namespace, _preload_content=False))
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-        return (pvc.get("spec") or {}).get("volumeName")
+    def cluster_objects(self) -> list[Obj]:
+        """NodePools, NodeClaims, Nodes, Pods and PDBs as plain dicts, like `kubectl get -o json` prints them."""
+        return [*_typed(self.list_node_pools(), labels.API_VERSION, "NodePool"),
+                *_typed(self.list_node_claims(), labels.API_VERSION, "NodeClaim"),
+                *_typed(self.list_nodes(), "v1", "Node"),
+                *_typed(_items(self.core.list_pod_for_all_namespaces(_preload_content=False)), "v1", "Pod"),
+                *_typed(_items(self.policy.list_pod_disruption_budget_for_all_namespaces(_preload_content=False)),
+                        "policy/v1", "PodDisruptionBudget")]
+
+    def watch(self, kind: str, timeout_seconds: int = 30) -> tuple[Watch, Iterator[Any]]:
+        """A watch on Nodes (`nodes`) or a Karpenter kind; stop it with the returned Watch."""
+        w = Watch()
+        if kind == "nodes":
+            return w, w.stream(self.core.list_node, timeout_seconds=timeout_seconds,
+                               _request_timeout=timeout_seconds * 2)
+        return w, w.stream(self.custom.list_cluster_custom_object, *KARPENTER, kind,
+                           timeout_seconds=timeout_seconds, _request_timeout=timeout_seconds * 2)
 
     # ---- writes --------------------------------------------------------------------------------------
 
@@ -114,7 +228,8 @@ class KubeClient:
         return self._patch(lambda: self.custom.patch_cluster_custom_object(
             *KARPENTER, "nodeclaims", name, body, _content_type=MERGE_PATCH, _preload_content=False))
 
-    def _patch(self, call: Any) -> Obj | None:
+    @staticmethod
+    def _patch(call: Callable[[], Any]) -> Obj | None:
         try:
             return _json(call())
         except ApiException as exc:
@@ -123,6 +238,58 @@ class KubeClient:
             if exc.status == 409:
                 raise Conflict(str(exc.reason)) from exc
             raise
+
+    def update(self, kind: str, name: str, change: Change, attempts: int = UPDATE_ATTEMPTS) -> bool | None:
+        """Read-modify-patch of a Node or NodeClaim with the resourceVersion as precondition, retried on 409.
+
+        None: the object is gone; False: it already was as wanted; True: patched.
+        """
+        get = self.get_node if kind == "Node" else self.get_node_claim
+        patch = self.patch_node if kind == "Node" else self.patch_node_claim
+        for _ in range(attempts):
+            obj = get(name)
+            if obj is None:
+                return None
+            body = change(obj)
+            if body is None:
+                return False
+            body.setdefault("metadata", {})["resourceVersion"] = obj["metadata"].get("resourceVersion")
+            try:
+                return True if patch(name, body) is not None else None
+            except Conflict:
+                continue
+        raise Conflict(f"could not update {kind} {name}: too many conflicts")
+
+    def taint(self, name: str, exclude_from_lb: bool = False, now: datetime | None = None) -> bool:
+        """Ensure the disrupted taint (stamped `timeAdded`), optionally the load-balancer exclusion label.
+        False when the node is gone."""
+        return self.update("Node", name, _taint_change(exclude_from_lb, now)) is not None
+
+    def untaint(self, name: str, skip_deleting: bool = True, drop_lb_label: bool = False) -> bool:
+        """Remove the disrupted taint (and our load-balancer exclusion label when asked). False when gone.
+
+        `skip_deleting` leaves a node that is being deleted as it is: its termination still needs the taint.
+        """
+        return self.update("Node", name, _untaint_change(skip_deleting, drop_lb_label)) is not None
+
+    def add_finalizer(self, kind: str, name: str, finalizer: str = labels.TERMINATION_FINALIZER) -> bool:
+        """Add a finalizer unless the object is deleting. True when it was added now."""
+        return bool(self.update(kind, name, _finalizer_change(finalizer, True)))
+
+    def remove_finalizer(self, kind: str, name: str, finalizer: str = labels.TERMINATION_FINALIZER) -> bool:
+        """Remove one finalizer (retrying on conflict). True when it was there and is gone now."""
+        return bool(self.update(kind, name, _finalizer_change(finalizer, False)))
+
+    def create_node_claim(self, body: Obj) -> Obj:
+        """Create, or return the one a concurrent attempt created first (409)."""
+        try:
+            return _json(self.custom.create_cluster_custom_object(*KARPENTER, "nodeclaims", body,
+                                                                  _preload_content=False))
+        except ApiException as exc:
+            existing = self.get_node_claim(body["metadata"]["name"]) if exc.status == 409 else None
+            if existing is None:
+                raise
+            return existing
 
     def delete_node(self, name: str) -> bool:
         if not name:
@@ -133,7 +300,8 @@ class KubeClient:
         return self._delete(lambda: self.custom.delete_cluster_custom_object(*KARPENTER, "nodeclaims", name,
                                                                              _preload_content=False))
 
-    def _delete(self, call: Any) -> bool:
+    @staticmethod
+    def _delete(call: Callable[[], Any]) -> bool:
         try:
             call()
             return True
@@ -175,32 +343,24 @@ class KubeClient:
                 return False
             raise
 
-    def remove_finalizer(self, kind: str, name: str, finalizer: str = labels.TERMINATION_FINALIZER) -> bool:
-        """Remove one finalizer (retrying on conflict). True when it was there and is gone now."""
-        get = self.get_node if kind == "Node" else self.get_node_claim
-        patch = self.patch_node if kind == "Node" else self.patch_node_claim
-        for _ in range(10):
-            obj = get(name)
-            if obj is None:
+    # ---- events --------------------------------------------------------------------------------------
+
+    def create_event(self, body: Obj) -> bool:
+        """Create an Event; False when one of that name exists (a named Event is recorded once)."""
+        try:
+            self.core.create_namespaced_event(body["metadata"]["namespace"], body, _preload_content=False)
+            return True
+        except ApiException as exc:
+            if exc.status == 409:
                 return False
-            finalizers = list(obj["metadata"].get("finalizers") or [])
-            if finalizer not in finalizers:
-                return False
-            rest = [f for f in finalizers if f != finalizer]
-            try:
-                patch(name, {"metadata": {"finalizers": rest or None,
-                                          "resourceVersion": obj["metadata"].get("resourceVersion")}})
-                return True
-            except Conflict:
-                continue
-        raise Conflict(f"could not remove finalizer from {kind} {name}: too many conflicts")
+            raise
 
     def event(self, kind: str, obj: Obj | None, name: str, reason: str, message: str,
               type_: str = "Normal", namespace: str = "default") -> None:
         """Best effort: a Kubernetes Event on the object; failures are logged, never raised."""
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = format_seconds(datetime.now(UTC))
         meta = (obj or {}).get("metadata") or {}
-        api_version = "v1" if kind in ("Node", "Pod") else "karpenter.sh/v1"
+        api_version = "v1" if kind in ("Node", "Pod") else labels.API_VERSION
         body = {
             "apiVersion": "v1", "kind": "Event",
             "metadata": {"generateName": f"{name}.", "namespace": namespace},
@@ -211,6 +371,6 @@ class KubeClient:
             "firstTimestamp": now, "lastTimestamp": now, "count": 1,
         }
         try:
-            self.core.create_namespaced_event(namespace, body, _preload_content=False)
+            self.create_event(body)
         except Exception as exc:
             log.warning("event %s on %s %s not recorded: %s", reason, kind, name, exc)

@@ -8,7 +8,6 @@ running disrupt-/terminate- workflow (Temporal visibility; a disruption's memo l
 from __future__ import annotations
 
 import asyncio
-import json
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -17,9 +16,10 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from activities.events import EventActivities
-from activities.kube_util import KARPENTER_GROUP, KARPENTER_VERSION
+from activities.kube_client import KubeClient, without_disrupted_taint
 from api import labels
 from api.catalog import InstanceTypeCatalog, load_catalog
+from api.timestamps import parse_time
 from telemetry import metrics
 from workflows.disruption_models import (
     BlockedNode,
@@ -39,43 +39,11 @@ MEMO_NODES = "nodes"
 ORPHAN_GRACE = timedelta(seconds=60)
 
 
-# ---- reading the cluster ------------------------------------------------------------------------------------
-
-def _items(raw: Any, api_version: str, kind: str) -> list[dict[str, Any]]:
-    data = json.loads(raw.data) if hasattr(raw, "data") else raw
-    items = data.get("items") or []
-    for it in items:
-        it.setdefault("apiVersion", api_version)
-        it.setdefault("kind", kind)
-    return items
-
-
-def read_cluster_objects(api_client: Any) -> list[dict[str, Any]]:
-    """NodePools, NodeClaims, Nodes, Pods and PDBs as plain dicts, like `kubectl get -o json` prints them.
-
-    Raw JSON (no typed models) keeps a 5,000-node read cheap and preserves fields the typed client drops.
-    """
-    from kubernetes import client as k8s
-
-    core = k8s.CoreV1Api(api_client)
-    custom = k8s.CustomObjectsApi(api_client)
-    policy = k8s.PolicyV1Api(api_client)
-    objs: list[dict[str, Any]] = []
-    for plural, kind in (("nodepools", "NodePool"), ("nodeclaims", "NodeClaim")):
-        objs += _items(custom.list_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, plural),
-                       labels.API_VERSION, kind)
-    objs += _items(core.list_node(_preload_content=False), "v1", "Node")
-    objs += _items(core.list_pod_for_all_namespaces(_preload_content=False), "v1", "Pod")
-    objs += _items(policy.list_pod_disruption_budget_for_all_namespaces(_preload_content=False),
-                   "policy/v1", "PodDisruptionBudget")
-    return objs
-
-
 # ---- pure helpers (unit-tested without servers) -------------------------------------------------------------
 
 def _untainted(node: dict[str, Any]) -> dict[str, Any]:
     spec = dict(node.get("spec") or {})
-    spec["taints"] = [t for t in spec.get("taints") or [] if t.get("key") != labels.DISRUPTED_TAINT_KEY]
+    spec["taints"] = without_disrupted_taint(spec.get("taints") or [])
     return {**node, "spec": spec}
 
 
@@ -118,20 +86,11 @@ def orphaned_taints(objs: list[dict[str, Any]], in_flight_names: set[str], in_fl
         for t in (o.get("spec") or {}).get("taints") or []:
             if t.get("key") != labels.DISRUPTED_TAINT_KEY:
                 continue
-            added = _parse_time(t.get("timeAdded"))
+            added = parse_time(t.get("timeAdded"))
             if added is None or now - added >= grace:
                 out.append(meta["name"])
             break
     return sorted(out)
-
-
-def _parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def node_index(objs: list[dict[str, Any]]) -> dict[str, NodeRef]:
@@ -210,11 +169,11 @@ async def heartbeating(coro: Any) -> Any:
 
 
 class PlanningActivities:
-    """Clients come in: a kubernetes ApiClient, the Temporal client (visibility), the catalog, events."""
+    """Clients come in: the Kubernetes gateway, the Temporal client (visibility), the catalog, events."""
 
-    def __init__(self, api_client: Any, temporal_client: Client | None = None,
+    def __init__(self, kube: KubeClient, temporal_client: Client | None = None,
                  catalog: InstanceTypeCatalog | None = None, events: EventActivities | None = None) -> None:
-        self._api = api_client
+        self._kube = kube
         self._client = temporal_client
         self._catalog = catalog
         self._events = events
@@ -243,7 +202,7 @@ class PlanningActivities:
                         ) -> tuple[list[dict[str, Any]], set[str], set[str], list[str]]:
         """Objects, excluded node names, paused pools. With `release_before` (a planner pass), disrupted
         taints that no running workflow owns are removed first, as Karpenter's loop does (§2.1 step 3)."""
-        objs = await asyncio.to_thread(read_cluster_objects, self._api)
+        objs = await asyncio.to_thread(self._kube.cluster_objects)
         names, uids, ids = await self._in_flight(own_workflow_id)
         names |= replacement_nodes(objs, ids)
         index = node_index(objs)
@@ -261,12 +220,9 @@ class PlanningActivities:
         return objs, excluded, paused_node_pools(objs), sorted(released)
 
     def _release(self, name: str) -> bool:
-        from kubernetes import client as k8s
-
-        from activities.candidates import CandidateActivities
-
+        """Untaint one node no disruption owns any more (a deleting one keeps its taint for its termination)."""
         try:
-            return CandidateActivities(k8s.CoreV1Api(self._api)).release(name)
+            return self._kube.untaint(name)
         except Exception as exc:  # best effort: the next pass tries again
             activity.logger.warning("could not remove the leftover taint of %s: %s", name, exc)
             return False

@@ -16,7 +16,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.kube_util import KARPENTER_GROUP, KARPENTER_VERSION, api_status, node_ready, to_dict
+from activities.kube_client import KubeClient, Obj, node_ready
 from api import labels
 from api.catalog import InstanceTypeCatalog, Offering
 from workflows.disruption_models import (
@@ -77,12 +77,10 @@ def cheapest_offering(catalog: InstanceTypeCatalog, r: Replacement,
 
 
 class ProvisioningActivities:
-    """Clients come in: CustomObjectsApi and CoreV1Api (kubernetes), an EC2 client (boto3), the catalog."""
+    """Clients come in: the Kubernetes gateway, an EC2 client (boto3), the catalog."""
 
-    def __init__(self, custom: Any, core_v1: Any, ec2: Any, catalog: InstanceTypeCatalog,
-                 ami_id: str | None = None) -> None:
-        self._custom = custom
-        self._core = core_v1
+    def __init__(self, kube: KubeClient, ec2: Any, catalog: InstanceTypeCatalog, ami_id: str | None = None) -> None:
+        self._kube = kube
         self._ec2 = ec2
         self._catalog = catalog
         self._ami_id = ami_id
@@ -110,28 +108,15 @@ class ProvisioningActivities:
                                    instance_type=itype, zone=off.zone, capacity_type=inp.replacement.capacity_type,
                                    price=off.price)
 
-    def _get_nodepool(self, name: str) -> dict[str, Any]:
-        try:
-            return self._custom.get_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodepools", name)
-        except Exception as exc:
-            if api_status(exc) == 404:
-                raise ApplicationError(f"NodePool {name} not found", type="LaunchFailed", non_retryable=True) from exc
-            raise
+    def _get_nodepool(self, name: str) -> Obj:
+        pool = self._kube.get_node_pool(name)
+        if pool is None:
+            raise ApplicationError(f"NodePool {name} not found", type="LaunchFailed", non_retryable=True)
+        return pool
 
-    def _ensure_nodeclaim(self, pool: dict[str, Any], inp: LaunchInput) -> dict[str, Any]:
+    def _ensure_nodeclaim(self, pool: Obj, inp: LaunchInput) -> Obj:
         name = nodeclaim_name(inp.node_pool, inp.key)
-        try:
-            return self._custom.get_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims", name)
-        except Exception as exc:
-            if api_status(exc) != 404:
-                raise
-        body = build_nodeclaim(pool, name, inp)
-        try:
-            return self._custom.create_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims", body)
-        except Exception as exc:
-            if api_status(exc) == 409:  # a concurrent attempt created it first
-                return self._custom.get_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims", name)
-            raise
+        return self._kube.get_node_claim(name) or self._kube.create_node_claim(build_nodeclaim(pool, name, inp))
 
     def _existing_instance(self, claim_name: str, claim_uid: str) -> dict[str, Any] | None:
         """The live instance launched for this very NodeClaim (its uid tag tells apart a same-named one)."""
@@ -192,33 +177,24 @@ class ProvisioningActivities:
             await asyncio.sleep(interval)
 
     def _status(self, r: LaunchedReplacement) -> ReplacementStatus:
-        try:
-            claim = self._custom.get_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims",
-                                                           r.node_claim)
-        except Exception as exc:
-            if api_status(exc) == 404:
-                return ReplacementStatus(node_claim=r.node_claim, gone=True)
-            raise
-        if (claim.get("metadata") or {}).get("deletionTimestamp"):
+        claim = self._kube.get_node_claim(r.node_claim)
+        if claim is None or (claim.get("metadata") or {}).get("deletionTimestamp"):
             return ReplacementStatus(node_claim=r.node_claim, gone=True)
         node = self._find_node(claim, r)
         if node is None:
             return ReplacementStatus(node_claim=r.node_claim)
         return ReplacementStatus(node_claim=r.node_claim, node=node["metadata"]["name"], ready=node_ready(node))
 
-    def _find_node(self, claim: dict[str, Any], r: LaunchedReplacement) -> dict[str, Any] | None:
-        status = claim.get("status") or {}
-        if status.get("nodeName"):
-            try:
-                return to_dict(self._core.api_client, self._core.read_node(status["nodeName"]))
-            except Exception as exc:
-                if api_status(exc) != 404:
-                    raise
-        nodes = self._core.list_node(label_selector=f"{NODECLAIM_TAG}={r.node_claim}").items
+    def _find_node(self, claim: Obj, r: LaunchedReplacement) -> Obj | None:
+        """The claim's Node: by `status.nodeName`, else by the claim label, else by the instance's providerID."""
+        node = self._kube.get_node((claim.get("status") or {}).get("nodeName") or "")
+        if node is not None:
+            return node
+        nodes = self._kube.list_nodes(label_selector=f"{NODECLAIM_TAG}={r.node_claim}")
         if not nodes and r.instance_id:
-            nodes = [n for n in self._core.list_node().items
-                     if ((n.spec and n.spec.provider_id) or "").endswith("/" + r.instance_id)]
-        return to_dict(self._core.api_client, nodes[0]) if nodes else None
+            nodes = [n for n in self._kube.list_nodes()
+                     if ((n.get("spec") or {}).get("providerID") or "").endswith("/" + r.instance_id)]
+        return nodes[0] if nodes else None
 
     # ---- delete ---------------------------------------------------------------------------------------------
 
@@ -228,14 +204,7 @@ class ProvisioningActivities:
         return await asyncio.to_thread(self._delete, r)
 
     def _delete(self, r: LaunchedReplacement) -> str:
-        claim: dict[str, Any] | None
-        try:
-            claim = self._custom.get_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims",
-                                                           r.node_claim)
-        except Exception as exc:
-            if api_status(exc) != 404:
-                raise
-            claim = None
+        claim = self._kube.get_node_claim(r.node_claim)
         node = self._find_node(claim, r) if claim else None
         instance_ids = [r.instance_id] if r.instance_id else []
         existing = self._existing_instance(r.node_claim, r.uid)
@@ -249,25 +218,15 @@ class ProvisioningActivities:
                     raise
         # Nothing ever ran on a node that never became Ready, so no drain is owed: drop finalizers and delete.
         if node is not None:
-            self._drop(lambda: self._core.patch_node(node["metadata"]["name"], {"metadata": {"finalizers": None}}))
-            self._drop(lambda: self._core.delete_node(node["metadata"]["name"]))
+            self._kube.patch_node(node["metadata"]["name"], {"metadata": {"finalizers": None}})
+            self._kube.delete_node(node["metadata"]["name"])
         if claim is not None:
             self._delete_claim(r.node_claim)
         return r.node_claim
 
     def _delete_claim(self, name: str) -> None:
-        self._drop(lambda: self._custom.patch_cluster_custom_object(
-            KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims", name, {"metadata": {"finalizers": None}}))
-        self._drop(lambda: self._custom.delete_cluster_custom_object(
-            KARPENTER_GROUP, KARPENTER_VERSION, "nodeclaims", name))
-
-    @staticmethod
-    def _drop(call: Any) -> None:
-        try:
-            call()
-        except Exception as exc:
-            if api_status(exc) != 404:
-                raise
+        self._kube.patch_node_claim(name, {"metadata": {"finalizers": None}})
+        self._kube.delete_node_claim(name)
 
 
 def build_nodeclaim(pool: dict[str, Any], name: str, inp: LaunchInput) -> dict[str, Any]:

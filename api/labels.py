@@ -35,6 +35,8 @@ DISRUPTION_ANNOTATION = "nodeflow.dev/disruption"  # on a replacement NodeClaim:
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"
 DISRUPTED_TAINT_EFFECT = "NoSchedule"
+# The taint a disruption or termination puts on its node (copy it before adding `timeAdded`).
+DISRUPTED_TAINT = {"key": DISRUPTED_TAINT_KEY, "effect": DISRUPTED_TAINT_EFFECT}
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})

@@ -18,12 +18,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubernetes import watch
-
-from activities.kube_client import KARPENTER, Conflict, KubeClient, Obj, _json
+from activities.kube_client import KubeClient, Obj, Watch
 from api import labels
+from api.timestamps import parse_time
 from client.termination import start_termination
-from planning.drain import parse_time
 from workflows.models import TerminationInput
 from workflows.search_attributes import TASK_QUEUE
 
@@ -64,7 +62,7 @@ class DeletionWatcher:
         self._started: set[str] = set()  # node/claim uids started since the last resync
         self._known_pools: set[str] = set()
         self._claim_node: dict[str, str] = {}  # claim uid -> uid of the Node it had when we last saw both
-        self._watches: list[watch.Watch] = []
+        self._watches: list[Watch] = []
         self.passes = 0
 
     def stop(self) -> None:
@@ -98,14 +96,9 @@ class DeletionWatcher:
 
     def _watch_loop(self, kind: str, loop: asyncio.AbstractEventLoop) -> None:
         while not self._stopping.is_set():
-            w = watch.Watch()
+            w, stream = self.kube.watch(kind)
             self._watches.append(w)
             try:
-                if kind == "nodes":
-                    stream = w.stream(self.kube.core.list_node, timeout_seconds=30, _request_timeout=60)
-                else:
-                    stream = w.stream(self.kube.custom.list_cluster_custom_object, *KARPENTER, kind,
-                                      timeout_seconds=30, _request_timeout=60)
                 for _event in stream:
                     if self._stopping.is_set():
                         return
@@ -141,9 +134,9 @@ class DeletionWatcher:
 
         managed = [n for n in nodes if labels.NODEPOOL_LABEL in (_meta(n).get("labels") or {}) or claim_of(n)]
         await self._cascade_pools(pools, claims)
-        fixes = [asyncio.to_thread(self._add_finalizer, "Node", _meta(n)["name"])
+        fixes = [asyncio.to_thread(self.kube.add_finalizer, "Node", _meta(n)["name"])
                  for n in managed if not _deleting(n) and not _has_finalizer(n)]
-        fixes += [asyncio.to_thread(self._add_finalizer, "NodeClaim", _meta(c)["name"])
+        fixes += [asyncio.to_thread(self.kube.add_finalizer, "NodeClaim", _meta(c)["name"])
                   for c in claims if not _deleting(c) and not _has_finalizer(c)]
         if fixes:
             await asyncio.gather(*fixes, return_exceptions=True)
@@ -177,10 +170,7 @@ class DeletionWatcher:
         return len(todo)
 
     def _list(self, kind: str) -> list[Obj]:
-        if kind == "nodes":
-            return list(_json(self.kube.core.list_node(_preload_content=False)).get("items") or [])
-        return list(_json(self.kube.custom.list_cluster_custom_object(*KARPENTER, kind, _preload_content=False))
-                    .get("items") or [])
+        return self.kube.list_nodes() if kind == "nodes" else self.kube.list_karpenter(kind)
 
     @staticmethod
     def _input_for(node: Obj | None, claim: Obj | None) -> TerminationInput:
@@ -225,17 +215,3 @@ class DeletionWatcher:
             log.info("nodepool deletion: deleting %d nodeclaims", len(victims), extra={"pools": sorted(gone)})
             await asyncio.gather(*(asyncio.to_thread(self.kube.delete_node_claim, _meta(c)["name"])
                                    for c in victims), return_exceptions=True)
-
-    def _add_finalizer(self, kind: str, name: str) -> None:
-        get = self.kube.get_node if kind == "Node" else self.kube.get_node_claim
-        patch = self.kube.patch_node if kind == "Node" else self.kube.patch_node_claim
-        for _ in range(5):
-            obj = get(name)
-            if obj is None or _deleting(obj) or _has_finalizer(obj):
-                return
-            fins = [*(_meta(obj).get("finalizers") or []), labels.TERMINATION_FINALIZER]
-            try:
-                patch(name, {"metadata": {"finalizers": fins, "resourceVersion": _meta(obj).get("resourceVersion")}})
-                return
-            except Conflict:
-                continue

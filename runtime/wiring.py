@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kubernetes import client as k8s
-
 from activities.candidates import CandidateActivities
 from activities.cloud import CloudActivities
 from activities.events import EventActivities
@@ -52,12 +50,10 @@ def termination_activities(deps: Deps) -> list[Callable[..., Any]]:
 def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:
     """The planner's and the disruption's activities (pass, validation, launches, candidates, events)."""
     catalog = catalog_from(deps.settings.catalog_path)
-    core = k8s.CoreV1Api(deps.kube_api)
-    custom = k8s.CustomObjectsApi(deps.kube_api)
-    events = EventActivities(core)
-    planning = PlanningActivities(deps.kube_api, deps.temporal, catalog, events)
-    provisioning = ProvisioningActivities(custom, core, deps.ec2, catalog, ami_id=deps.settings.ami_id)
-    candidates = CandidateActivities(core, _candidate_starter(deps), deps.temporal)
+    events = EventActivities(deps.kube)
+    planning = PlanningActivities(deps.kube, deps.temporal, catalog, events)
+    provisioning = ProvisioningActivities(deps.kube, deps.ec2, catalog, ami_id=deps.settings.ami_id)
+    candidates = CandidateActivities(deps.kube, _candidate_starter(deps), deps.temporal)
     return [
         planning.plan_pass, planning.validate_command,
         provisioning.launch_replacement, provisioning.replacement_status, provisioning.delete_replacement,
@@ -73,8 +69,7 @@ def interruption_activities(deps: Deps) -> list[Callable[..., Any]]:
     if not s.interruption_queue_url or deps.temporal is None:
         return []
     terminate, prespin = temporal_starters(deps.temporal, s.task_queue)
-    dispatcher = InterruptionDispatcher(deps.kube.core, deps.kube.custom, catalog_from(s.catalog_path),
-                                        terminate, prespin)
+    dispatcher = InterruptionDispatcher(deps.kube, catalog_from(s.catalog_path), terminate, prespin)
     queue = InterruptionQueueActivities(SqsQueue(deps.sqs, s.interruption_queue_url), dispatcher)
     return [queue.poll_interruption_queue]
 

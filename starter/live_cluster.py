@@ -15,7 +15,8 @@ def load_live_snapshot(kubeconfig: str | None, context: str | None = None) -> tu
     """(Snapshot, excluded node names) from the cluster the kubeconfig points at."""
     from kubernetes import config as k8s_config
 
-    from activities.planning_runner import read_cluster_objects, tainted_nodes
+    from activities.kube_client import KubeClient
+    from activities.planning_runner import tainted_nodes
     from api.snapshot import Snapshot, SnapshotError
 
     try:
@@ -23,7 +24,7 @@ def load_live_snapshot(kubeconfig: str | None, context: str | None = None) -> tu
     except Exception as exc:
         raise CliError(f"cannot load kubeconfig {kubeconfig or '(default)'}: {exc}") from exc
     try:
-        objs = read_cluster_objects(api)
+        objs = KubeClient(api).cluster_objects()
     except Exception as exc:
         status = getattr(exc, "status", None)
         raise CliError(f"cannot read the cluster at {api.configuration.host}: "

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from activities.candidates import with_disrupted_taint, without_disrupted_taint
+from kubernetes.client import ApiClient
+
 from activities.events import EventActivities, event_body
+from activities.kube_client import KubeClient, with_disrupted_taint, without_disrupted_taint
 from activities.planning_runner import (
     node_index,
     orphaned_taints,
@@ -105,7 +107,7 @@ def test_validation_compares_candidates_and_replacements() -> None:
 
 def test_events_are_deduplicated_per_window() -> None:
     now = [1000.0]
-    acts = EventActivities(core_v1=None, clock=lambda: now[0])
+    acts = EventActivities(KubeClient(ApiClient()), clock=lambda: now[0])  # dedupe needs no API call
     ev = EventSpec(kind="Node", name="a", reason="Unconsolidatable", message="SpotToSpotConsolidation is disabled")
     blocked = EventSpec(kind="NodePool", name="default", reason="DisruptionBlocked", message="No allowed disruptions")
     assert acts.fresh([ev, ev, blocked]) == [ev, blocked]
