@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -56,6 +56,23 @@ class _EvictState:
     attempts: int = 0
     status: str = "Waiting"
     pdb: str | None = None
+
+
+@dataclass
+class _DrainRun:
+    """What one drain activity remembers between rounds."""
+
+    states: dict[tuple[str, str], _EvictState] = field(default_factory=dict)
+    pdb_cache: dict[str, list[Obj]] = field(default_factory=dict)
+    reported: set[tuple[str, str]] = field(default_factory=set)
+    last_blocking: frozenset[tuple[str, str | None]] = frozenset()
+    evicted: int = 0
+    poll: float = 0.0
+
+    @staticmethod
+    def node_obj(inp: DrainInput) -> Obj:
+        """Events of the drain name the Node; its uid is not needed (the name identifies it on the API)."""
+        return {"metadata": {"name": inp.node_name}}
 
 
 class KubeActivities:
@@ -132,13 +149,7 @@ class KubeActivities:
     @activity.defn(name="termination.drain")
     async def drain(self, inp: DrainInput) -> DrainResult:
         """Evict tier by tier until the node is drained or `return_by` passes; heartbeats each round."""
-        states: dict[tuple[str, str], _EvictState] = {}
-        pdb_cache: dict[str, list[Obj]] = {}
-        reported: set[tuple[str, str]] = set()
-        last_blocking: frozenset[tuple[str, str | None]] = frozenset()
-        evicted = 0
-        poll = self.poll_min
-        node_obj: Obj | None = {"metadata": {"name": inp.node_name}}
+        run = _DrainRun(poll=self.poll_min)
         while True:
             now = datetime.now(UTC)
             pods = await self._io(self.kube.list_node_pods, inp.node_name)
@@ -146,64 +157,84 @@ class KubeActivities:
             if not waiting:
                 if inp.started_at is not None:
                     metrics.DRAIN_DURATION.observe(max(0.0, (now - inp.started_at).total_seconds()))
-                return DrainResult(drained=True, evicted=evicted)
+                return DrainResult(drained=True, evicted=run.evicted)
             changed = False
-            mono = time.monotonic()
             for pod in rules.first_tier(waiting):
-                meta = pod["metadata"]
-                key = (f"{meta['namespace']}/{meta['name']}", meta.get("uid", ""))
-                st = states.setdefault(key, _EvictState())
-                if meta.get("deletionTimestamp"):
-                    changed |= st.status != "Terminating"
-                    st.status, st.pdb = "Terminating", None
-                    continue
-                if mono < st.next_at:
-                    continue
-                if rules.has_do_not_disrupt(pod):
-                    st.status = "DoNotDisrupt"
-                    self._back_off(st, mono)
-                    continue
-                code, message = await self._io(self.kube.evict, pod)
-                st.attempts += 1
-                if code in (200, 201):
-                    evicted += 1
-                    changed = True
-                    st.status, st.pdb, st.next_at = "Evicting", None, mono + 1.0
-                    await self._io(self.kube.event, "Node", node_obj, inp.node_name, "Evicted",
-                                   f"Evicted pod {key[0]}: {inp.reason or 'Deleted'}")
-                elif code in (404, 409):
-                    changed = True
-                    st.status = "Gone"
-                elif code == 429 or (code == 500 and MULTIPLE_PDBS in message):
-                    st.status = "Blocked"
-                    st.pdb = await self._blocking_pdb(pod, pdb_cache, code)
-                    self._back_off(st, mono)
-                    if (key[0], st.pdb or "") not in reported:
-                        reported.add((key[0], st.pdb or ""))
-                        why = ("evicting pod violates a PDB" if code == 429
-                               else "eviction does not support multiple PDBs")
-                        await self._io(self.kube.event, "Node", node_obj, inp.node_name, "FailedDraining",
-                                       f"Failed to drain node, {why} (Pod={key[0]}, PDB={st.pdb or 'unknown'})",
-                                       "Warning")
-                else:
-                    raise RuntimeError(f"eviction of {key[0]} failed: HTTP {code}: {message}")
-            pdb_cache.clear()
-            pod_states = [self._pod_progress(p, states) for p in waiting]
-            blocking = frozenset((p.key, p.blocking_pdb) for p in pod_states if p.status in ("Blocked", "DoNotDisrupt"))
-            activity.heartbeat({"pods_left": len(waiting), "evicted": evicted,
-                                "blocking": sorted({b or "do-not-disrupt" for _, b in blocking})})
-            if blocking != last_blocking:
-                last_blocking = blocking
-                await self._signal_progress(inp, pod_states)
+                changed |= await self._evict_step(inp, pod, run, time.monotonic())
+            run.pdb_cache.clear()
+            pod_states = await self._report_round(inp, waiting, run)
             now = datetime.now(UTC)
             if inp.return_by is not None and now >= inp.return_by:
-                return DrainResult(drained=False, evicted=evicted, pods=pod_states)
-            poll = self.poll_min if changed else min(poll * 1.5, self.poll_max)
-            due = [s.next_at - time.monotonic() for s in states.values() if s.status in ("Blocked", "DoNotDisrupt")]
-            wait = min([poll, *[max(d, 0.0) for d in due]])
-            if inp.return_by is not None:
-                wait = min(wait, max((inp.return_by - now).total_seconds(), 0.0))
-            await asyncio.sleep(wait)
+                return DrainResult(drained=False, evicted=run.evicted, pods=pod_states)
+            await asyncio.sleep(self._next_wait(inp, run, changed, now))
+
+    async def _evict_step(self, inp: DrainInput, pod: Obj, run: _DrainRun, mono: float) -> bool:
+        """One pod's turn in a round: skip it (terminating, backing off, do-not-disrupt) or try to evict it.
+
+        True when what the workflow sees changed (a pod evicted, gone or started terminating).
+        """
+        meta = pod["metadata"]
+        key = (f"{meta['namespace']}/{meta['name']}", meta.get("uid", ""))
+        st = run.states.setdefault(key, _EvictState())
+        if meta.get("deletionTimestamp"):
+            changed = st.status != "Terminating"
+            st.status, st.pdb = "Terminating", None
+            return changed
+        if mono < st.next_at:
+            return False
+        if rules.has_do_not_disrupt(pod):
+            st.status = "DoNotDisrupt"
+            self._back_off(st, mono)
+            return False
+        code, message = await self._io(self.kube.evict, pod)
+        st.attempts += 1
+        if code in (200, 201):
+            run.evicted += 1
+            st.status, st.pdb, st.next_at = "Evicting", None, mono + 1.0
+            await self._io(self.kube.event, "Node", run.node_obj(inp), inp.node_name, "Evicted",
+                           f"Evicted pod {key[0]}: {inp.reason or 'Deleted'}")
+            return True
+        if code in (404, 409):
+            st.status = "Gone"
+            return True
+        if code == 429 or (code == 500 and MULTIPLE_PDBS in message):
+            await self._blocked(inp, pod, key[0], st, code, run, mono)
+            return False
+        raise RuntimeError(f"eviction of {key[0]} failed: HTTP {code}: {message}")
+
+    async def _blocked(self, inp: DrainInput, pod: Obj, key: str, st: _EvictState, code: int, run: _DrainRun,
+                       mono: float) -> None:
+        """A PDB refused the eviction: back off, and say which PDB once per (pod, PDB) as a Warning event."""
+        st.status = "Blocked"
+        st.pdb = await self._blocking_pdb(pod, run.pdb_cache, code)
+        self._back_off(st, mono)
+        if (key, st.pdb or "") in run.reported:
+            return
+        run.reported.add((key, st.pdb or ""))
+        why = "evicting pod violates a PDB" if code == 429 else "eviction does not support multiple PDBs"
+        await self._io(self.kube.event, "Node", run.node_obj(inp), inp.node_name, "FailedDraining",
+                       f"Failed to drain node, {why} (Pod={key}, PDB={st.pdb or 'unknown'})",
+                       "Warning")
+
+    async def _report_round(self, inp: DrainInput, waiting: list[Obj], run: _DrainRun) -> list[PodState]:
+        """Heartbeat the round; signal the workflow only when the set of blocked pods (and PDBs) changed."""
+        pod_states = [self._pod_progress(p, run.states) for p in waiting]
+        blocking = frozenset((p.key, p.blocking_pdb) for p in pod_states if p.status in ("Blocked", "DoNotDisrupt"))
+        activity.heartbeat({"pods_left": len(waiting), "evicted": run.evicted,
+                            "blocking": sorted({b or "do-not-disrupt" for _, b in blocking})})
+        if blocking != run.last_blocking:
+            run.last_blocking = blocking
+            await self._signal_progress(inp, pod_states)
+        return pod_states
+
+    def _next_wait(self, inp: DrainInput, run: _DrainRun, changed: bool, now: datetime) -> float:
+        """Poll fast while pods move, slower while nothing does; wake for the next backoff or `return_by`."""
+        run.poll = self.poll_min if changed else min(run.poll * 1.5, self.poll_max)
+        due = [s.next_at - time.monotonic() for s in run.states.values() if s.status in ("Blocked", "DoNotDisrupt")]
+        wait = min([run.poll, *[max(d, 0.0) for d in due]])
+        if inp.return_by is not None:
+            wait = min(wait, max((inp.return_by - now).total_seconds(), 0.0))
+        return wait
 
     @staticmethod
     def _back_off(st: _EvictState, mono: float) -> None:
