@@ -15,37 +15,20 @@ from typing import Any
 from temporalio import activity
 
 from activities.kube_client import KubeClient
-from api import labels
-from api.timestamps import format_seconds
+from activities.kube_client import event_body as kube_event_body
 from telemetry import metrics
 from workflows.disruption_models import EventsInput, EventSpec
 
 DEDUPE_SECONDS = {"Unconsolidatable": 15 * 60, "DisruptionBlocked": 60}
 DEFAULT_DEDUPE_SECONDS = 120
 EVENT_NAMESPACE = "default"
-API_VERSIONS = {"Node": "v1", "NodePool": labels.API_VERSION, "NodeClaim": labels.API_VERSION}
 
 
 def event_body(ev: EventSpec, now: datetime, component: str = "nodeflow") -> dict[str, Any]:
+    """The Event of a planner explanation, named by its content and time so a retried activity records it once."""
     digest = hashlib.sha1(f"{ev.kind}/{ev.name}/{ev.reason}/{ev.message}/{now.isoformat()}".encode()).hexdigest()
-    stamp = format_seconds(now)
-    involved = {"kind": ev.kind, "name": ev.name, "apiVersion": API_VERSIONS.get(ev.kind, "v1")}
-    if ev.uid:
-        involved["uid"] = ev.uid
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": f"{ev.name}.{digest[:16]}", "namespace": EVENT_NAMESPACE},
-        "involvedObject": involved,
-        "reason": ev.reason,
-        "message": ev.message,
-        "type": ev.type,
-        "source": {"component": component},
-        "reportingComponent": component,
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "count": 1,
-    }
+    return kube_event_body(ev.kind, ev.name, ev.reason, ev.message, now, uid=ev.uid, type_=ev.type,
+                           namespace=EVENT_NAMESPACE, component=component, event_name=f"{ev.name}.{digest[:16]}")
 
 
 class EventActivities:

@@ -126,6 +126,30 @@ def _finalizer_change(finalizer: str, present: bool) -> Change:
     return change
 
 
+EVENT_API_VERSIONS = {"Node": "v1", "Pod": "v1", "NodePool": labels.API_VERSION, "NodeClaim": labels.API_VERSION}
+EVENT_MESSAGE_LIMIT = 1024  # the API server's limit on an Event's message
+
+
+def event_body(kind: str, name: str, reason: str, message: str, now: datetime, *, uid: str | None = None,
+               type_: str = "Normal", namespace: str = "default", component: str = "nodeflow",
+               event_name: str | None = None) -> Obj:
+    """A core/v1 Event about one object. Named (`event_name`) when a retry must not repeat it (409), else
+    generated (`<name>.<random>`) for events that may repeat."""
+    stamp = format_seconds(now)
+    involved: Obj = {"kind": kind, "name": name, "apiVersion": EVENT_API_VERSIONS.get(kind, "v1")}
+    if uid:
+        involved["uid"] = uid
+    if kind == "Pod":
+        involved["namespace"] = namespace
+    meta: Obj = {"name": event_name} if event_name else {"generateName": f"{name}."}
+    return {
+        "apiVersion": "v1", "kind": "Event", "metadata": {**meta, "namespace": namespace},
+        "involvedObject": involved, "reason": reason, "message": message[:EVENT_MESSAGE_LIMIT], "type": type_,
+        "source": {"component": component}, "reportingComponent": component,
+        "firstTimestamp": stamp, "lastTimestamp": stamp, "count": 1,
+    }
+
+
 class KubeClient:
     """One instance per worker process, shared by all activities and the deletion watcher."""
 
@@ -358,18 +382,9 @@ class KubeClient:
     def event(self, kind: str, obj: Obj | None, name: str, reason: str, message: str,
               type_: str = "Normal", namespace: str = "default") -> None:
         """Best effort: a Kubernetes Event on the object; failures are logged, never raised."""
-        now = format_seconds(datetime.now(UTC))
-        meta = (obj or {}).get("metadata") or {}
-        api_version = "v1" if kind in ("Node", "Pod") else labels.API_VERSION
-        body = {
-            "apiVersion": "v1", "kind": "Event",
-            "metadata": {"generateName": f"{name}.", "namespace": namespace},
-            "involvedObject": {"apiVersion": api_version, "kind": kind, "name": name, "uid": meta.get("uid"),
-                               **({"namespace": namespace} if kind == "Pod" else {})},
-            "reason": reason, "message": message[:1024], "type": type_,
-            "source": {"component": self.component}, "reportingComponent": self.component,
-            "firstTimestamp": now, "lastTimestamp": now, "count": 1,
-        }
+        uid = ((obj or {}).get("metadata") or {}).get("uid")
+        body = event_body(kind, name, reason, message, datetime.now(UTC), uid=uid, type_=type_, namespace=namespace,
+                          component=self.component)
         try:
             self.create_event(body)
         except Exception as exc:

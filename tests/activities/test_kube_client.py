@@ -9,7 +9,7 @@ import pytest
 from kubernetes.client import CoreV1Api
 from support.sim_objects import node, nodeclaim, nodepool, pod
 
-from activities.kube_client import EXCLUDE_LB_VALUE, Conflict, KubeClient
+from activities.kube_client import EXCLUDE_LB_VALUE, Conflict, KubeClient, event_body
 from api import labels
 from api.timestamps import parse_timestamp
 
@@ -120,3 +120,16 @@ def test_create_node_claim_returns_the_existing_one_on_conflict(sim: Any, kube: 
     first = kube.create_node_claim(nodeclaim("c1"))
     again = kube.create_node_claim(nodeclaim("c1"))
     assert again["metadata"]["uid"] == first["metadata"]["uid"]
+
+
+def test_named_events_are_recorded_once_and_generated_ones_each_time(sim: Any, k8s: Any, kube: KubeClient) -> None:
+    sim.load_objects([node("n1")])
+    named = event_body("Node", "n1", "Example", "x" * 2000, T0, event_name="n1.once")
+    assert len(named["message"]) == 1024
+    assert kube.create_event(named) is True
+    assert kube.create_event(named) is False
+    kube.event("Node", kube.get_node("n1"), "n1", "Example", "again")
+    kube.event("Node", kube.get_node("n1"), "n1", "Example", "again")
+    events = CoreV1Api(k8s).list_namespaced_event("default").items
+    assert len([e for e in events if e.involved_object.name == "n1"]) == 3
+    assert {e.involved_object.uid for e in events if e.message == "again"} == {kube.get_node("n1")["metadata"]["uid"]}
