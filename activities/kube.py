@@ -22,7 +22,6 @@ from temporalio import activity
 from activities.kube_client import KubeClient, Obj, node_ready
 from api import labels
 from api.duration import parse_optional_duration
-from api.timestamps import parse_timestamp
 from planning import drain as rules
 from telemetry import metrics
 from workflows.models import (
@@ -128,7 +127,7 @@ class KubeActivities:
             node_pool=node_labels.get(labels.NODEPOOL_LABEL) or claim_labels.get(labels.NODEPOOL_LABEL),
             deleting_since=min(deletions) if deletions else None,
             grace_period=parse_optional_duration(claim_spec.get("terminationGracePeriod")),
-            termination_timestamp=_optional_time(claim_ann.get(labels.TERMINATION_TIMESTAMP_ANNOTATION)),
+            termination_timestamp=rules.parse_time(claim_ann.get(labels.TERMINATION_TIMESTAMP_ANNOTATION)),
             pods=pods,
             volume_attachments=attachments,
             node_ready=node_ready(node) if node is not None else None,
@@ -382,7 +381,3 @@ def _pod_state(pod: Obj) -> PodState:
                     tier=rules.tier_of(pod), grace_seconds=rules.grace_seconds(pod),
                     status="Terminating" if meta.get("deletionTimestamp") else "Waiting")
 
-
-def _optional_time(text: str | None) -> datetime | None:
-    """An RFC 3339 annotation, None when absent; a malformed one fails the activity, as the old parser did."""
-    return parse_timestamp(text) if text else None

@@ -5,11 +5,12 @@ Pure functions over pod dicts as the API server returns them, so the rules are u
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 from api import labels
+from api.timestamps import parse_timestamp
 
 STUCK_TERMINATING_AFTER = timedelta(minutes=1)
 DEFAULT_GRACE_SECONDS = 30  # what the API server defaults spec.terminationGracePeriodSeconds to
@@ -30,9 +31,8 @@ TIER_ORDER = (Tier.PLAIN, Tier.DAEMONSET, Tier.CRITICAL, Tier.CRITICAL_DAEMONSET
 
 
 def parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+    """An optional RFC 3339 field (deletionTimestamp, the termination annotation); a malformed one raises."""
+    return parse_timestamp(value) if value else None
 
 
 def is_terminal(pod: Pod) -> bool:
