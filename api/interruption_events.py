@@ -10,11 +10,13 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from api.timestamps import format_seconds
+
 ACCOUNT = "123456789012"
 
 
 def _stamp(at: datetime | None) -> str:
-    return (at or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_seconds(at or datetime.now(UTC))
 
 
 def ec2_event(detail_type: str, instance_id: str, detail: dict[str, Any] | None = None, *,
