@@ -20,7 +20,7 @@ from simulator.controllers import Controllers
 from simulator.errors import ApiError, success_status
 from simulator.ledger import Ledger, Removal
 from simulator.patch import deep_copy
-from simulator.pdb import compute_status, pdb_matches
+from simulator.pdb import compute_status, pdb_matches, removal_violates
 from simulator.pods import (
     condition_true,
     grace_seconds,
@@ -321,17 +321,13 @@ class World:
 
     # ---- ledger ------------------------------------------------------------------------------------------
     def _record_removal(self, pod: dict[str, Any], cause: str) -> None:
+        """Ledger entry for a pod about to leave; call it while the pod is still in the store, as it was."""
         if is_deleting(pod):
             return
         healthy = pod_healthy(pod)
-        violated: list[str] = []
         ns = meta(pod).get("namespace") or ""
-        if healthy:
-            for pdb in self.pdbs_for_pod(pod):
-                status = compute_status(pdb, self.pdb_pods(pdb), self.controllers.scale_of,
-                                        exclude_uid=meta(pod)["uid"])
-                if status["currentHealthy"] < status["desiredHealthy"]:
-                    violated.append(f"{ns}/{meta(pdb)['name']}")
+        violated = sorted(f"{ns}/{meta(pdb)['name']}" for pdb in self.pdbs_for_pod(pod) if healthy
+                          and removal_violates(pdb, self.pdb_pods(pdb), self.controllers.scale_of, pod))
         self.ledger.record_removal(Removal(pod=f"{ns}/{meta(pod)['name']}",
                                            node=(pod.get("spec") or {}).get("nodeName"),
                                            cause=cause, healthy=healthy, violated=violated))
