@@ -13,6 +13,8 @@ import json
 import logging
 import re
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -90,6 +92,19 @@ def parse_route(path: str) -> Route | None:
     if len(rest) > 3 or (sub is not None and sub not in rt.subresources):
         raise ApiError(404, "the server could not find the requested resource")
     return Route(rt, namespace, name, sub, watch)
+
+
+Backlog = list[tuple[str, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class WatchQuery:
+    """What a watch asks for: which objects, from which resourceVersion (0: the current state), for how long."""
+
+    matches: Callable[[dict[str, Any] | None], bool]
+    since: int
+    timeout: int
+    bookmarks: bool
 
 
 class ApiServer:
@@ -580,7 +595,30 @@ class ApiServer:
 
     # ---- watch -------------------------------------------------------------------------------------------
     async def _watch(self, request: web.Request, route: Route, field_name: str | None = None) -> web.StreamResponse:
-        rt = route.rt
+        """A watch: the backlog (current objects, or the history after resourceVersion), then live events."""
+        query = self._watch_query(request, route, field_name)
+        watcher = Watcher(route.rt, asyncio.get_running_loop())
+        backlog, current_rv = self._watch_open(route, query, watcher)
+        resp = web.StreamResponse(status=200, headers={"Content-Type": JSON_CT, "Transfer-Encoding": "chunked"})
+        await resp.prepare(request)
+        try:
+            if backlog is None:
+                status = ApiError(410, f"too old resource version: {query.since} ({self.store.compacted_rv})",
+                                  reason="Expired").status()
+                await _write_event(resp, "ERROR", status)
+                return resp
+            for kind, obj in backlog:
+                await _write_event(resp, kind, obj)
+            await self._watch_follow(resp, watcher, route.rt, query, current_rv)
+        except (ConnectionResetError, RuntimeError):
+            pass
+        finally:
+            self.store.remove_watcher(watcher)
+            self._watchers.discard(watcher)
+        return resp
+
+    def _watch_query(self, request: web.Request, route: Route, field_name: str | None) -> WatchQuery:
+        """Parse the watch parameters (a 400 before any byte of the stream is sent)."""
         label_pred = parse_label_selector(request.query.get("labelSelector"))
         fsel = request.query.get("fieldSelector")
         if field_name:
@@ -603,58 +641,54 @@ class ApiServer:
                 return False
             return field_pred is None or field_pred(obj)
 
-        watcher = Watcher(rt, asyncio.get_running_loop())
+        return WatchQuery(matches=matches, since=since, timeout=timeout, bookmarks=bookmarks)
+
+    def _watch_open(self, route: Route, query: WatchQuery, watcher: Watcher) -> tuple[Backlog | None, int]:
+        """Under the store lock, so no event falls between: the backlog (None when the history is gone) and
+        the resourceVersion it reaches; the watcher is registered unless the backlog is gone."""
+        rt = route.rt
         with self.store.lock:
-            if since == 0:
-                backlog = [("ADDED", o) for o in self.store.list(rt, route.namespace) if matches(o)]
-                expired = False
+            if query.since == 0:
+                backlog: Backlog | None = [("ADDED", o) for o in self.store.list(rt, route.namespace)
+                                           if query.matches(o)]
             else:
-                events = self.store.events_since(rt, since)
-                expired = events is None
-                backlog = [] if events is None else [x for e in events if (x := _translate(e, matches))]
-            if not expired:
+                events = self.store.events_since(rt, query.since)
+                backlog = None if events is None else [x for e in events if (x := _translate(e, query.matches))]
+            if backlog is not None:
                 self.store.add_watcher(watcher)
                 self._watchers.add(watcher)
-            current_rv = self.store.rv
-        resp = web.StreamResponse(status=200, headers={"Content-Type": JSON_CT, "Transfer-Encoding": "chunked"})
-        await resp.prepare(request)
-        try:
-            if expired:
-                status = ApiError(410, f"too old resource version: {since} ({self.store.compacted_rv})",
-                                  reason="Expired").status()
-                await resp.write((dumps({"type": "ERROR", "object": status}) + "\n").encode())
-                return resp
-            for kind, obj in backlog:
-                await resp.write((dumps({"type": kind, "object": obj}) + "\n").encode())
-            deadline = time.monotonic() + timeout
-            last_rv = current_rv
-            while not self.closing:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                try:
-                    ev = await asyncio.wait_for(watcher.queue.get(), timeout=min(remaining, 5.0 if bookmarks else
-                                                                                 remaining))
-                except TimeoutError:
-                    if bookmarks:
-                        bm = {"kind": rt.kind, "apiVersion": rt.api_version,
-                              "metadata": {"resourceVersion": str(max(last_rv, self.store.rv))}}
-                        await resp.write((dumps({"type": "BOOKMARK", "object": bm}) + "\n").encode())
-                    continue
-                if ev is None:
-                    break
-                last_rv = ev.rv
-                if ev.rv <= current_rv:
-                    continue
-                out = _translate(ev, matches)
-                if out:
-                    await resp.write((dumps({"type": out[0], "object": out[1]}) + "\n").encode())
-        except (ConnectionResetError, RuntimeError):
-            pass
-        finally:
-            self.store.remove_watcher(watcher)
-            self._watchers.discard(watcher)
-        return resp
+            return backlog, self.store.rv
+
+    async def _watch_follow(self, resp: web.StreamResponse, watcher: Watcher, rt: ResourceType, query: WatchQuery,
+                            current_rv: int) -> None:
+        """Live events after `current_rv` until the timeout, a close, or the server shutting down; with
+        bookmarks, a BOOKMARK after every 5 quiet seconds."""
+        deadline = time.monotonic() + query.timeout
+        last_rv = current_rv
+        while not self.closing:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            try:
+                ev = await asyncio.wait_for(watcher.queue.get(),
+                                            timeout=min(remaining, 5.0 if query.bookmarks else remaining))
+            except TimeoutError:
+                if query.bookmarks:
+                    await _write_event(resp, "BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": {
+                        "resourceVersion": str(max(last_rv, self.store.rv))}})
+                continue
+            if ev is None:
+                break
+            last_rv = ev.rv
+            if ev.rv <= current_rv:
+                continue
+            out = _translate(ev, query.matches)
+            if out:
+                await _write_event(resp, *out)
+
+
+async def _write_event(resp: web.StreamResponse, kind: str, obj: dict[str, Any]) -> None:
+    await resp.write((dumps({"type": kind, "object": obj}) + "\n").encode())
 
 
 def _translate(ev: Any, matches: Any) -> tuple[str, dict[str, Any]] | None:
