@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from api.timestamps import parse_timestamp
 from starter.output import CliError
 
 
@@ -22,10 +23,9 @@ def parse_at(text: str | None) -> datetime:
     if text is None or not text.strip() or text.strip().lower() == "now":
         return datetime.now(UTC).replace(microsecond=0)
     try:
-        at = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        at = parse_timestamp(text)
     except ValueError:
         raise CliError(f"--at {text!r} is not an RFC3339 time (e.g. 2026-11-23T09:00:00Z)", 2) from None
-    at = at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
     if not 1970 <= at.year <= 9000:
         raise CliError(f"--at {text!r} is out of range: use a time between 1970 and 9000", 2)
     return at
