@@ -21,6 +21,8 @@ from pydantic import ValidationError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from api.catalog import CATALOG_KIND, InstanceType, InstanceTypeCatalog
+from api.ec2nodeclass import API_VERSION as EC2_API_VERSION
+from api.ec2nodeclass import EC2NodeClass
 from api.nodeclaim import NodeClaim
 from api.nodepool import NodePool
 from api.object_shapes import check_shape
@@ -30,6 +32,7 @@ KARPENTER_V1 = "karpenter.sh/v1"
 KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "NodePool": (KARPENTER_V1,),
     "NodeClaim": (KARPENTER_V1,),
+    "EC2NodeClass": (EC2_API_VERSION,),
     "Node": ("v1",),
     "Pod": ("v1",),
     "PodDisruptionBudget": ("policy/v1",),
@@ -88,6 +91,7 @@ class Snapshot:
 
     node_pools: list[NodePool] = field(default_factory=list)
     node_claims: list[NodeClaim] = field(default_factory=list)
+    node_classes: list[EC2NodeClass] = field(default_factory=list)
     nodes: list[dict[str, Any]] = field(default_factory=list)
     pods: list[dict[str, Any]] = field(default_factory=list)
     pdbs: list[dict[str, Any]] = field(default_factory=list)
@@ -116,6 +120,7 @@ class Snapshot:
         """All objects as dicts, in kind order, ready for `yaml.safe_dump_all`."""
         out: list[dict[str, Any]] = [p.to_dict() for p in self.node_pools]
         out += [c.to_dict() for c in self.node_claims]
+        out += [c.to_dict() for c in self.node_classes]
         out += self.nodes + self.pods + self.pdbs
         if self.catalog is not None:
             out.append(self.catalog.model_dump(mode="json", by_alias=True))
@@ -189,6 +194,8 @@ class _Builder:
             snap.node_pools.append(pool)
         elif kind == "NodeClaim":
             snap.node_claims.append(NodeClaim.model_validate(obj))
+        elif kind == "EC2NodeClass":
+            snap.node_classes.append(EC2NodeClass.model_validate(obj))
         elif kind == "Node":
             snap.nodes.append(obj)
         elif kind == "Pod":

@@ -1,4 +1,5 @@
-"""`nodeflow validate -f FILE`: every problem of the NodePools and NodeClaims in a file, before a cluster sees them."""
+"""`nodeflow validate -f FILE`: every problem of the NodePools, NodeClaims and EC2NodeClasses in a file, before a
+cluster sees them."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from starter.output import CliError
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "validate",
-        help="check NodePool / NodeClaim manifests against Karpenter v1's rules",
-        description="Print every problem (field path and rule) of the NodePool and NodeClaim documents in the "
-        "files; other objects are checked for kind, apiVersion and metadata.name. Exit 1 when any problem.",
+        help="check NodePool / NodeClaim / EC2NodeClass manifests against Karpenter v1's rules",
+        description="Print every problem (field path and rule) of the NodePool, NodeClaim and EC2NodeClass documents "
+        "in the files; other objects are checked for kind, apiVersion and metadata.name. Exit 1 when any problem.",
     )
     p.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
                    help="YAML/JSON file (a stream or a kind: List); repeatable; '-' reads standard input")
@@ -26,6 +27,7 @@ def problems_of(obj: Any) -> tuple[list[str], list[str]]:
     from pydantic import ValidationError
 
     from api.catalog import CATALOG_KIND, InstanceTypeCatalog
+    from api.ec2nodeclass_validation import validate_ec2nodeclass
     from api.validation import nodepool_warnings, validate_nodeclaim, validate_nodepool
 
     if not isinstance(obj, dict):
@@ -35,6 +37,8 @@ def problems_of(obj: Any) -> tuple[list[str], list[str]]:
         return validate_nodepool(obj), nodepool_warnings(obj)
     if kind == "NodeClaim":
         return validate_nodeclaim(obj), []
+    if kind == "EC2NodeClass":
+        return validate_ec2nodeclass(obj), []
     problems = []
     if not isinstance(kind, str) or not kind:
         problems.append("kind: required field is missing")
