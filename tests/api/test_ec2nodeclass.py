@@ -199,7 +199,8 @@ def test_examples_are_valid() -> None:
     ("spec.amiSelectorTerms", [{"alias": "al2023@latest", "tags": {"a": "b"}}],
      "spec.amiSelectorTerms[0]: 'alias' is mutually exclusive"),
     ("spec.amiSelectorTerms", [{"alias": "al2023@latest"}, {"id": "ami-1"}],
-     "spec.amiSelectorTerms: 'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms"),
+     "spec.amiSelectorTerms: 'alias' is mutually exclusive, cannot be set with a combination of other "
+     "amiSelectorTerms"),
     ("spec.amiSelectorTerms", [{"alias": "al2023"}],
      "spec.amiSelectorTerms[0].alias: 'alias' is improperly formatted, must match the format 'family@version'"),
     ("spec.amiSelectorTerms", [{"alias": "ubuntu@latest"}], "spec.amiSelectorTerms[0].alias: family is not supported"),
@@ -269,7 +270,7 @@ def test_snapshot_reads_node_classes() -> None:
     snap = parse_snapshot(EXAMPLE.read_text(), "ec2nodeclass.yaml")
     assert [c.name for c in snap.node_classes] == ["default"]
     assert snap.to_objects() == [VALID]
-    with pytest.raises(SnapshotError, match="apiVersion 'karpenter.k8s.aws/v1beta1' is not supported"):
+    with pytest.raises(SnapshotError, match=r"apiVersion 'karpenter\.k8s\.aws/v1beta1' is not supported"):
         parse_snapshot(yaml.safe_dump(with_("apiVersion", "karpenter.k8s.aws/v1beta1")), "old.yaml")
     with pytest.raises(SnapshotError, match="duplicate EC2NodeClass"):
         parse_snapshot(yaml.safe_dump_all([VALID, VALID]), "twice.yaml")
