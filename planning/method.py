@@ -8,6 +8,7 @@ and events — lives in `PassContext`, built once per planner pass.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -41,12 +42,16 @@ class Limits:
 
 @dataclass
 class PassContext:
-    """What one planner pass shares between methods."""
+    """What one planner pass shares between methods.
+
+    `clock` times the search loops (seconds, monotonic); a test passes a fake one to run out of time on cue.
+    """
 
     cluster: Cluster
     scheduler: Scheduler
     at: datetime
     limits: Limits = field(default_factory=Limits)
+    clock: Callable[[], float] = time.monotonic
     blocked: dict[str, Blocked] = field(default_factory=dict)
     events: list[PlanEvent] = field(default_factory=list)
     _event_keys: set[tuple[str, str, str]] = field(default_factory=set)
@@ -70,13 +75,14 @@ class PassContext:
 
 
 class Deadline:
-    """A wall-clock budget for a search loop."""
+    """A time budget for a search loop, read from an injectable clock so tests need no real waiting."""
 
-    def __init__(self, seconds: float) -> None:
-        self.end = time.monotonic() + seconds
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.end = clock() + seconds
 
     def passed(self) -> bool:
-        return time.monotonic() >= self.end
+        return self.clock() >= self.end
 
 
 def make_command(method: Method, candidates: list[Candidate], sim: SimResult | None,

@@ -36,7 +36,7 @@ class MultiNodeConsolidation(Consolidation):
         lo, hi = 1, max_parallel
         if len(cands) <= max_parallel:
             hi = len(cands) - 1
-        deadline = Deadline(self.ctx.limits.multi_node_seconds)
+        deadline = Deadline(self.ctx.limits.multi_node_seconds, self.ctx.clock)
         best: Command | None = None
         while lo <= hi:
             if deadline.passed():

@@ -19,7 +19,7 @@ class SingleNodeConsolidation(Consolidation):
     name = "SingleNodeConsolidation"
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
-        deadline = Deadline(self.ctx.limits.single_node_seconds)
+        deadline = Deadline(self.ctx.limits.single_node_seconds, self.ctx.clock)
         for c in interleave_by_pool(sort_for_consolidation(candidates)):
             if deadline.passed():
                 break
