@@ -1,5 +1,5 @@
 # ruff: noqa: E402, E501 - a data file: schema text (CEL rules, descriptions) reads best unwrapped
-"""Writes the NodePool and NodeClaim CRDs from the validation rules in api/, so the cluster and
+"""Writes the NodePool, NodeClaim and EC2NodeClass CRDs from the validation rules in api/, so the cluster and
 `nodeflow validate` enforce the same patterns, limits, enums and CEL rules."""
 
 import sys
@@ -13,6 +13,27 @@ if str(CRD_DIR.parent.parent) not in sys.path:  # run as a script from anywhere
 from api import labels
 from api.budgets import NODES_PATTERN, REASONS, SCHEDULE_PATTERN
 from api.duration import BUDGET_DURATION_PATTERN, NILLABLE_DURATION_PATTERN, TERMINATION_GRACE_PERIOD_PATTERN
+from api.ec2nodeclass import AMI_FAMILIES, METADATA_DEFAULTS
+from api.ec2nodeclass import GROUP as EC2_GROUP
+from api.ec2nodeclass_validation import (
+    ALIAS_MAX_LENGTH,
+    ALIAS_PATTERN,
+    AMI_ID_PATTERN,
+    EVICTION_SIGNALS,
+    HOP_LIMIT_RANGE,
+    HTTP_TOKENS,
+    INSTANCE_STORE_POLICIES,
+    MAX_BLOCK_DEVICE_MAPPINGS,
+    MAX_TERM_TAGS,
+    MAX_TERMS,
+    RESERVED_KEYS,
+    RESTRICTED_TAG_PREFIX,
+    RESTRICTED_TAGS,
+    SECURITY_GROUP_ID_PATTERN,
+    SUBNET_ID_PATTERN,
+    VOLUME_SIZE_PATTERN,
+    VOLUME_TYPES,
+)
 from api.nodepool import CONSOLIDATION_POLICIES
 from api.validation import (
     LABEL_VALUE_PATTERN,
@@ -376,13 +397,13 @@ nodeclaim_schema = {
 }
 
 
-def crd(plural, kind, short, schema, columns):
+def crd(plural, kind, short, schema, columns, group="karpenter.sh"):
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.karpenter.sh"},
+        "metadata": {"name": f"{plural}.{group}"},
         "spec": {
-            "group": "karpenter.sh",
+            "group": group,
             "scope": "Cluster",
             "names": {
                 "categories": ["karpenter"],
@@ -426,6 +447,218 @@ nc_cols = [
 ]
 
 
+# ---- EC2NodeClass (karpenter.k8s.aws/v1) -------------------------------------------------------------------
+def term_tags():
+    return {
+        "description": "Tags the resource must carry; the value '*' matches any value of the key.",
+        "type": "object",
+        "minProperties": 1,
+        "maxProperties": MAX_TERM_TAGS,
+        "additionalProperties": {"type": "string"},
+        "x-kubernetes-validations": [
+            {"message": "empty tag keys or values aren't supported", "rule": "self.all(k, k != '' && self[k] != '')"}
+        ],
+    }
+
+
+def selector_terms(desc, props, rules, min_items=1):
+    """A list of selector terms: ORed, fields of one term ANDed. CEL checks every term (Karpenter's `!self.all`
+    form only rejects when all terms are bad)."""
+    return {
+        "description": desc,
+        "type": "array",
+        "minItems": min_items,
+        "maxItems": MAX_TERMS,
+        "items": {"type": "object", "properties": props},
+        "x-kubernetes-validations": rules,
+    }
+
+
+def exclusive(field, others, where):
+    has_other = " || ".join(f"has(x.{o})" for o in others)
+    return {"message": f"'{field}' is mutually exclusive, cannot be set with a combination of other fields in {where}",
+            "rule": f"self.all(x, !has(x.{field}) || !({has_other}))"}
+
+
+def at_least_one(fields):
+    listed = ", ".join(f"'{f}'" for f in fields)
+    return {"message": f"expected at least one, got none, [{listed}]",
+            "rule": "self.all(x, " + " || ".join(f"has(x.{f})" for f in fields) + ")"}
+
+
+subnet_terms = selector_terms(
+    "Subnets to launch into (one is chosen per instance).",
+    {"id": s("Subnet id.", pattern=SUBNET_ID_PATTERN), "tags": term_tags()},
+    [{"message": "subnetSelectorTerms cannot be empty", "rule": "self.size() != 0"}, at_least_one(["tags", "id"]),
+     exclusive("id", ["tags"], "a subnet selector term")],
+)
+security_group_terms = selector_terms(
+    "Security groups every instance gets (all that match).",
+    {"id": s("Security group id.", pattern=SECURITY_GROUP_ID_PATTERN), "name": s("Group name (not the Name tag).", minLength=1),
+     "tags": term_tags()},
+    [{"message": "securityGroupSelectorTerms cannot be empty", "rule": "self.size() != 0"},
+     at_least_one(["tags", "id", "name"]), exclusive("id", ["tags", "name"], "a security group selector term"),
+     exclusive("name", ["tags", "id"], "a security group selector term")],
+)
+alias_families = "[" + ",".join(f"'{f}'" for f in ("al2", "al2023", "bottlerocket", "windows2019", "windows2022")) + "]"
+ami_terms = selector_terms(
+    "Images to launch; the newest (not deprecated) per architecture and variant is used.",
+    {
+        "alias": s(
+            "EKS-optimized AMI as family@version, e.g. al2023@latest or al2023@v20240807.",
+            maxLength=ALIAS_MAX_LENGTH,
+            **{"x-kubernetes-validations": [
+                {"message": "'alias' is improperly formatted, must match the format 'family@version'", "rule": f"self.matches('{ALIAS_PATTERN}')"},
+                {"message": "family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022'",
+                 "rule": f"self.split('@')[0] in {alias_families}"},
+                {"message": "windows families may only specify version 'latest'",
+                 "rule": "self.split('@')[0] in ['windows2019','windows2022'] ? self.split('@')[1] == 'latest' : true"},
+            ]},
+        ),
+        "id": s("Image id.", pattern=AMI_ID_PATTERN),
+        "name": s("Image name; EC2 wildcards (* and ?) allowed.", minLength=1),
+        "owner": s("Account id, self, amazon or aws-marketplace; a name term defaults to self and amazon.", minLength=1),
+        "ssmParameter": s("SSM parameter (name or ARN) whose value is the image id.", minLength=1),
+        "tags": term_tags(),
+    },
+    [at_least_one(["tags", "id", "name", "alias", "ssmParameter"]),
+     exclusive("id", ["alias", "tags", "name", "owner"], "amiSelectorTerms"),
+     exclusive("alias", ["id", "tags", "name", "owner"], "amiSelectorTerms"),
+     {"message": "'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms",
+      "rule": "!(self.exists(x, has(x.alias)) && self.size() != 1)"}],
+)
+
+
+def key_map(field, keys, desc, quantity=False):
+    listed = ",".join(f"'{k}'" for k in keys)
+    rules = [{"message": f"valid keys for {field} are [{listed}]", "rule": f"self.all(x, x in [{listed}])"}]
+    if quantity:
+        rules.append({"message": f"{field} value cannot be a negative resource quantity", "rule": "self.all(x, !self[x].startsWith('-'))"})
+    return {"description": desc, "type": "object", "additionalProperties": {"type": "string"}, "x-kubernetes-validations": rules}
+
+
+kubelet = {
+    "description": "Kubelet settings of the nodes.",
+    "type": "object",
+    "properties": {
+        "clusterDNS": {"type": "array", "items": {"type": "string"}},
+        "cpuCFSQuota": {"type": "boolean"},
+        "evictionHard": key_map("evictionHard", EVICTION_SIGNALS, "Hard eviction thresholds."),
+        "evictionMaxPodGracePeriod": {"type": "integer", "format": "int32"},
+        "evictionSoft": key_map("evictionSoft", EVICTION_SIGNALS, "Soft eviction thresholds."),
+        "evictionSoftGracePeriod": key_map("evictionSoftGracePeriod", EVICTION_SIGNALS, "Grace period per soft threshold."),
+        "imageGCHighThresholdPercent": {"type": "integer", "format": "int32", "minimum": 0, "maximum": 100},
+        "imageGCLowThresholdPercent": {"type": "integer", "format": "int32", "minimum": 0, "maximum": 100},
+        "kubeReserved": key_map("kubeReserved", RESERVED_KEYS, "Resources reserved for Kubernetes daemons.", quantity=True),
+        "maxPods": {"type": "integer", "format": "int32", "minimum": 0},
+        "podsPerCore": {"type": "integer", "format": "int32", "minimum": 0},
+        "systemReserved": key_map("systemReserved", RESERVED_KEYS, "Resources reserved for OS daemons.", quantity=True),
+    },
+    "x-kubernetes-validations": [
+        {"message": "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",
+         "rule": "has(self.imageGCHighThresholdPercent) && has(self.imageGCLowThresholdPercent) ?  self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent  : true"},
+        {"message": "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod",
+         "rule": "has(self.evictionSoft) ? self.evictionSoft.all(e, (e in self.evictionSoftGracePeriod)):true"},
+        {"message": "evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft",
+         "rule": "has(self.evictionSoftGracePeriod) ? self.evictionSoftGracePeriod.all(e, (e in self.evictionSoft)):true"},
+    ],
+}
+block_device_mappings = {
+    "description": "Volumes of the instance; at most one is the kubelet's root volume.",
+    "type": "array",
+    "maxItems": MAX_BLOCK_DEVICE_MAPPINGS,
+    "items": {
+        "type": "object",
+        "properties": {
+            "deviceName": s("Device name, e.g. /dev/xvda."),
+            "ebs": {
+                "type": "object",
+                "properties": {
+                    "deleteOnTermination": {"type": "boolean"},
+                    "encrypted": {"type": "boolean"},
+                    "iops": {"type": "integer", "format": "int64"},
+                    "kmsKeyID": s("KMS key for encryption."),
+                    "snapshotID": s("EBS snapshot to restore."),
+                    "throughput": {"type": "integer", "format": "int64"},
+                    "volumeInitializationRate": {"type": "integer", "format": "int32", "minimum": 100, "maximum": 300},
+                    "volumeSize": s("Size in G, Gi, T or Ti.", pattern=VOLUME_SIZE_PATTERN),
+                    "volumeType": s(enum=list(VOLUME_TYPES)),
+                },
+                "x-kubernetes-validations": [{"message": "snapshotID or volumeSize must be defined", "rule": "has(self.snapshotID) || has(self.volumeSize)"}],
+            },
+            "rootVolume": {"type": "boolean"},
+        },
+    },
+    "x-kubernetes-validations": [
+        {"message": "must have only one blockDeviceMappings with rootVolume", "rule": "self.filter(x, has(x.rootVolume)?x.rootVolume==true:false).size() <= 1"}
+    ],
+}
+restricted_tag_rules = [{"message": "empty tag keys aren't supported", "rule": "self.all(k, k != '')"}]
+restricted_tag_rules += [{"message": f"tag contains a restricted tag matching {t}", "rule": f"self.all(k, k != '{t}')"} for t in RESTRICTED_TAGS]
+restricted_tag_rules.append({"message": "tag contains a restricted tag matching kubernetes.io/cluster/",
+                             "rule": f"self.all(k, !k.startsWith('{RESTRICTED_TAG_PREFIX}'))"})
+family_rules = [
+    {"message": f"if set, amiFamily must be '{fam}' or 'Custom' when using a{'n' if fam[0] == 'A' else ''} {fam} alias",
+     "rule": f"!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == '{fam.lower()}') ? (self.amiFamily == 'Custom' || self.amiFamily == '{fam}') : true)"}
+    for fam in AMI_FAMILIES if fam != "Custom"
+]
+ec2nodeclass_schema = {
+    "description": "EC2NodeClass: how Karpenter launches nodes on EC2 (image, network, IAM, disks, kubelet).",
+    "type": "object",
+    "required": ["spec"],
+    "properties": {
+        **OBJECT_META,
+        "spec": {
+            "type": "object",
+            "required": ["amiSelectorTerms", "securityGroupSelectorTerms", "subnetSelectorTerms"],
+            "properties": {
+                "amiFamily": s("User data format and default disks; inferred from an alias.", enum=list(AMI_FAMILIES)),
+                "amiSelectorTerms": ami_terms,
+                "associatePublicIPAddress": {"type": "boolean"},
+                "blockDeviceMappings": block_device_mappings,
+                "capacityReservationSelectorTerms": {"type": "array", "maxItems": MAX_TERMS, "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                "context": s("Reserved EC2 fleet context."),
+                "detailedMonitoring": {"type": "boolean"},
+                "enclaveOptions": {"type": "object", "properties": {"enabled": {"type": "boolean"}}},
+                "instanceProfile": s("Existing instance profile (exclusive with role).", **{"x-kubernetes-validations": [{"message": "instanceProfile cannot be empty", "rule": "self != ''"}]}),
+                "instanceStorePolicy": s(enum=list(INSTANCE_STORE_POLICIES)),
+                "ipPrefixCount": {"type": "integer", "format": "int32", "minimum": 0},
+                "kubelet": kubelet,
+                "metadataOptions": {
+                    "description": "Instance metadata service options; IMDSv2 only, hop limit 1 by default.",
+                    "type": "object",
+                    "default": dict(METADATA_DEFAULTS),
+                    "properties": {
+                        "httpEndpoint": s(enum=["enabled", "disabled"], default="enabled"),
+                        "httpProtocolIPv6": s(enum=["enabled", "disabled"], default="disabled"),
+                        "httpPutResponseHopLimit": {"type": "integer", "format": "int64", "minimum": HOP_LIMIT_RANGE[0], "maximum": HOP_LIMIT_RANGE[1], "default": 1},
+                        "httpTokens": s(enum=list(HTTP_TOKENS), default="required"),
+                    },
+                },
+                "role": s("IAM role of the nodes; an instance profile is made for it (exclusive with instanceProfile).", **{"x-kubernetes-validations": [{"message": "role cannot be empty", "rule": "self != ''"}]}),
+                "securityGroupSelectorTerms": security_group_terms,
+                "subnetSelectorTerms": subnet_terms,
+                "tags": {"description": "Tags of the instances, volumes and launch templates.", "type": "object", "additionalProperties": {"type": "string"}, "x-kubernetes-validations": restricted_tag_rules},
+                "userData": s("User data merged with what Karpenter generates for the family."),
+            },
+        },
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    },
+    "x-kubernetes-validations": [
+        {"message": "must specify exactly one of ['role', 'instanceProfile']",
+         "rule": "(has(self.spec.role) && !has(self.spec.instanceProfile)) || (!has(self.spec.role) && has(self.spec.instanceProfile))"},
+        {"message": "must specify amiFamily if amiSelectorTerms does not contain an alias",
+         "rule": "self.spec.amiSelectorTerms.exists(x, has(x.alias)) ? true : has(self.spec.amiFamily)"},
+        *[{**r, "rule": r["rule"].replace("self.", "self.spec.")} for r in family_rules],
+    ],
+}
+ec2nc_cols = [
+    {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    {"name": "Role", "type": "string", "jsonPath": ".spec.role", "priority": 1},
+]
+
+
 def render() -> dict[str, str]:
     """File name -> YAML text of each CRD."""
 
@@ -435,6 +668,9 @@ def render() -> dict[str, str]:
     return {
         "karpenter.sh_nodepools.yaml": dump(crd("nodepools", "NodePool", ["np"], nodepool_schema, np_cols)),
         "karpenter.sh_nodeclaims.yaml": dump(crd("nodeclaims", "NodeClaim", ["nc"], nodeclaim_schema, nc_cols)),
+        f"{EC2_GROUP}_ec2nodeclasses.yaml": dump(
+            crd("ec2nodeclasses", "EC2NodeClass", ["ec2nc", "ec2ncs"], ec2nodeclass_schema, ec2nc_cols, group=EC2_GROUP)
+        ),
     }
 
 

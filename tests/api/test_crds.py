@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from api.ec2nodeclass_validation import validate_ec2nodeclass
 from api.validation import validate_nodepool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,3 +143,52 @@ def test_schema_rejects_what_validate_rejects(path: str, value: Any) -> None:
     target[keys[-1]] = value
     assert validate_nodepool(doc), "validate accepts it"
     assert openapi_problems(schema("karpenter.sh_nodepools.yaml"), doc), "the CRD schema accepts it"
+
+
+EC2NC = "karpenter.k8s.aws_ec2nodeclasses.yaml"
+EC2NC_VALID = yaml.safe_load((ROOT / "examples" / "ec2nodeclass.yaml").read_text())
+
+
+def test_ec2nodeclass_crd_basics_and_cel_rules() -> None:
+    crd = yaml.safe_load((CRDS / EC2NC).read_text())
+    assert crd["metadata"]["name"] == "ec2nodeclasses.karpenter.k8s.aws"
+    assert crd["spec"]["group"] == "karpenter.k8s.aws" and crd["spec"]["names"]["kind"] == "EC2NodeClass"
+    assert crd["spec"]["scope"] == "Cluster"
+    spec = schema(EC2NC)["properties"]["spec"]
+    defaults = spec["properties"]["metadataOptions"]["default"]
+    assert defaults == {"httpEndpoint": "enabled", "httpProtocolIPv6": "disabled", "httpPutResponseHopLimit": 1,
+                        "httpTokens": "required"}
+    top = {r["message"] for r in schema(EC2NC)["x-kubernetes-validations"]}
+    assert "must specify exactly one of ['role', 'instanceProfile']" in top
+    assert "must specify amiFamily if amiSelectorTerms does not contain an alias" in top
+    ami = {r["message"] for r in spec["properties"]["amiSelectorTerms"]["x-kubernetes-validations"]}
+    assert "'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms" in ami
+    kustomization = yaml.safe_load((ROOT / "deploy" / "kustomization.yaml").read_text())
+    assert f"crds/{EC2NC}" in kustomization["resources"]
+
+
+def test_ec2nodeclass_example_passes_the_schema() -> None:
+    assert openapi_problems(schema(EC2NC), EC2NC_VALID) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("spec.amiFamily", "Ubuntu"),
+        ("spec.subnetSelectorTerms", [{"id": "subnet-1"}] * 31),
+        ("spec.subnetSelectorTerms", [{"id": "vpc-1"}]),
+        ("spec.metadataOptions", {"httpTokens": "never"}),
+        ("spec.metadataOptions", {"httpPutResponseHopLimit": 65}),
+        ("spec.blockDeviceMappings", [{"ebs": {"volumeSize": "100", "volumeType": "gp3"}}]),
+        ("spec.blockDeviceMappings", [{"ebs": {"volumeSize": "10Gi", "volumeType": "gp9"}}]),
+        ("spec.kubelet", {"maxPods": -1}),
+        ("spec.instanceStorePolicy", "RAID1"),
+        ("spec.launchTemplateName", "lt"),
+    ],
+)
+def test_ec2nodeclass_schema_rejects_what_validate_rejects(path: str, value: Any) -> None:
+    doc = copy.deepcopy(EC2NC_VALID)
+    keys = path.split(".")
+    doc[keys[0]][keys[1]] = value
+    assert validate_ec2nodeclass(doc), "validate accepts it"
+    assert openapi_problems(schema(EC2NC), doc), "the CRD schema accepts it"
