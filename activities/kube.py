@@ -96,6 +96,8 @@ class KubeActivities:
         """Find the NodeClaim, mirror a deletion onto its counterpart, taint the node, list its pods."""
         node = await self._io(self.kube.get_node, inp.node_name)
         claim = await self._find_claim(inp, node)
+        if claim is not None:
+            await self._own_machine(claim)
         node_del = rules.deletion_time(node) if node else None
         claim_del = rules.deletion_time(claim) if claim else None
         if inp.cascade:
@@ -132,6 +134,15 @@ class KubeActivities:
             volume_attachments=attachments,
             node_ready=node_ready(node) if node is not None else None,
         )
+
+    async def _own_machine(self, claim: Obj) -> None:
+        """Mark the NodeClaim with this workflow's id, so every later path to the same machine joins this
+        termination (the deletion watcher reads it) instead of starting a second one."""
+        mine = activity.info().workflow_id
+        held = await self._io(self.kube.claim_annotation, claim["metadata"]["name"],
+                              labels.TERMINATION_WORKFLOW_ANNOTATION, mine)
+        if held is not None and held != mine:
+            log.warning("nodeclaim %s is owned by termination %s, not %s", claim["metadata"]["name"], held, mine)
 
     async def _find_claim(self, inp: PrepareInput, node: Obj | None) -> Obj | None:
         if inp.node_claim_name:

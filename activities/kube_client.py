@@ -284,6 +284,18 @@ class KubeClient:
                 continue
         raise Conflict(f"could not update {kind} {name}: too many conflicts")
 
+    def claim_annotation(self, name: str, key: str, value: str) -> str | None:
+        """Set annotation `key` on a NodeClaim unless it already has one; returns the value it holds now (the
+        first writer's), or None when the claim is gone. Safe against concurrent writers (resourceVersion)."""
+        held: list[str] = []
+
+        def change(obj: Obj) -> Obj | None:
+            current = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
+            held[:] = [current or value]
+            return None if current else {"metadata": {"annotations": {key: value}}}
+
+        return None if self.update("NodeClaim", name, change) is None else held[0]
+
     def taint(self, name: str, exclude_from_lb: bool = False, now: datetime | None = None) -> bool:
         """Ensure the disrupted taint (stamped `timeAdded`), optionally the load-balancer exclusion label.
         False when the node is gone."""

@@ -31,6 +31,9 @@ REBALANCE_ANNOTATION = "nodeflow.dev/rebalance"  # on a NodePool: ignore | event
 TEMPLATE_HASH_ANNOTATION = "nodeflow.dev/template-hash"  # on a NodeClaim: hash of the template it came from
 CONSOLIDATION_MODE_ANNOTATION = "nodeflow.dev/consolidation-mode"  # on a NodePool: "optimize" = CP-SAT moves
 DISRUPTION_ANNOTATION = "nodeflow.dev/disruption"  # on a replacement NodeClaim: the disruption that launched it
+# On a NodeClaim: the id of the one TerminationWorkflow that owns its machine, written by the first to start,
+# so a later path (the claim deleting after its Node is gone, a restarted watcher) joins it, never starts another.
+TERMINATION_WORKFLOW_ANNOTATION = "nodeflow.dev/termination-workflow"
 
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"

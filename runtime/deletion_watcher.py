@@ -24,6 +24,7 @@ from api.timestamps import parse_time
 from client.termination import start_termination
 from workflows.models import TerminationInput
 from workflows.search_attributes import TASK_QUEUE
+from workflows.termination import machine_key
 
 log = logging.getLogger(__name__)
 CLAIM_HANDOFF = timedelta(minutes=1)  # a deleting claim whose Node vanished is left to that Node's workflow this long
@@ -184,6 +185,10 @@ class DeletionWatcher:
         else:  # a NodeClaim without a Node (never registered): the workflow is keyed by the claim's uid
             name, uid, pool, provider = "", claim_meta["uid"], None, status.get("providerID")
         pool = pool or (claim_meta.get("labels") or {}).get(labels.NODEPOOL_LABEL)
+        # The machine's termination may already run under another key (its Node's uid, seen before the Node
+        # went; or the claim's, before the Node registered): join that one, never start a second.
+        owner = machine_key((claim_meta.get("annotations") or {}).get(labels.TERMINATION_WORKFLOW_ANNOTATION) or "")
+        uid = owner or uid
         return TerminationInput(node_name=name, node_uid=uid, node_claim_name=claim_meta.get("name"), node_pool=pool,
                                 provider_id=provider, reason="Deleted", requested_by="watcher")
 

@@ -54,8 +54,16 @@ NOTREADY_GONE_PATCH = "notready-instance-gone-fast-path"
 RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=10))
 
 
+WORKFLOW_ID_PREFIX = "terminate-"
+
+
 def workflow_id(node_uid: str) -> str:
-    return f"terminate-{node_uid}"
+    return f"{WORKFLOW_ID_PREFIX}{node_uid}"
+
+
+def machine_key(workflow_id_: str) -> str | None:
+    """The key (`node_uid` of TerminationInput) a `terminate-<key>` id was started with; None for other ids."""
+    return workflow_id_[len(WORKFLOW_ID_PREFIX):] or None if workflow_id_.startswith(WORKFLOW_ID_PREFIX) else None
 
 
 class _Interrupted(Exception):

@@ -75,3 +75,37 @@ async def test_nodepool_deletion_deletes_its_claims(sim: Any) -> None:
     await watcher.reconcile()
     assert sorted(i.node_name for i in started) == ["n1", "n2"]
     api.close()
+
+
+async def test_a_claim_that_outlives_its_node_joins_the_owning_termination(sim: Any) -> None:
+    """One machine, one termination: a fresh watcher (no memory of the Node) that finds the claim still deleting
+    after its Node is gone joins the termination named on the claim, instead of starting one keyed by the claim."""
+    objs = cluster_objects({"n1": "i-01", "n2": "i-02"}, [])
+    for o in objs:
+        if o["kind"] == "NodeClaim" and o["metadata"]["name"] == "n1-claim":
+            o["metadata"].setdefault("annotations", {})[labels.TERMINATION_WORKFLOW_ANNOTATION] = "terminate-node-uid-1"
+    sim.load_objects([o for o in objs if not (o["kind"] == "Node" and o["metadata"]["name"] == "n1")])
+    watcher, started, api = _watcher(sim)
+    custom = k8s.CustomObjectsApi(api)
+    custom.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "n1-claim")
+    custom.delete_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "n2-claim")
+    await watcher.reconcile()
+    by_claim = {i.node_claim_name: i for i in started}
+    assert by_claim["n1-claim"].node_uid == "node-uid-1"  # joins terminate-node-uid-1
+    n2_uid = k8s.CoreV1Api(api).read_node("n2").metadata.uid
+    assert by_claim["n2-claim"].node_uid == n2_uid  # no annotation: keyed by its Node as before
+    api.close()
+
+
+async def test_the_first_termination_to_start_owns_the_claim(sim: Any) -> None:
+    """The annotation is first-writer-wins: a second writer learns the owner and does not overwrite it."""
+    sim.load_objects(cluster_objects({"n1": "i-01"}, []))
+    api = sim.api_client()
+    kube = KubeClient(api)
+    key = labels.TERMINATION_WORKFLOW_ANNOTATION
+    assert kube.claim_annotation("n1-claim", key, "terminate-a") == "terminate-a"
+    assert kube.claim_annotation("n1-claim", key, "terminate-b") == "terminate-a"
+    claim = k8s.CustomObjectsApi(api).get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "n1-claim")
+    assert claim["metadata"]["annotations"][key] == "terminate-a"
+    assert kube.claim_annotation("no-such-claim", key, "terminate-c") is None
+    api.close()
