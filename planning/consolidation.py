@@ -7,13 +7,34 @@ most one new node, and is that node strictly cheaper? It answers with a command 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import Enum
+
 from api import labels as L
 from planning.candidates import GRACEFUL, Candidate, consolidatable
 from planning.commands import Command
 from planning.method import Method, PassContext, make_command
 from planning.pricing import consolidation_replacement
+from planning.scheduling import Unschedulable
 
 WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
+
+
+class Refusal(Enum):
+    """Why a consolidation what-if said no; single-node consolidation blocks a node only for UNSCHEDULABLE."""
+
+    UNSCHEDULABLE = "Unschedulable"  # some pod would fit nowhere
+    TOO_MANY_NEW_NODES = "TooManyNewNodes"  # the pods need more than one new node
+    NOT_CHEAPER = "NotCheaper"  # no replacement passes the price (or minValues / spot-to-spot) rules
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """The outcome of one what-if: a command, or the typed refusal with the `Unconsolidatable` message."""
+
+    command: Command | None
+    refusal: Refusal | None = None
+    message: str = ""
 
 
 class Consolidation:
@@ -52,21 +73,21 @@ class Consolidation:
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         raise NotImplementedError
 
-    def compute_consolidation(self, method: Method, cands: list[Candidate], single: bool) -> tuple[Command | None, str]:
-        """A delete or replace command for removing `cands`, or None and why not."""
+    def compute_consolidation(self, method: Method, cands: list[Candidate], single: bool) -> Attempt:
+        """A delete or replace command for removing `cands`, or the refusal and why not."""
         ctx = self.ctx
         pods = [p for c in cands for p in c.reschedulable]
         sim = ctx.scheduler.simulate([c.node for c in cands], pods, max_new=1, pending=ctx.cluster.pending)
-        if sim.failures:
-            return None, f"Not all pods would schedule, {sim.failure_text()}"
-        if sim.too_many_new:
-            return None, "Can't remove without creating more than 1 candidates"
+        if sim.unschedulable is Unschedulable.NO_FIT:
+            return Attempt(None, Refusal.UNSCHEDULABLE, sim.failure_message())
+        if sim.unschedulable is Unschedulable.TOO_MANY_NEW_NODES:
+            return Attempt(None, Refusal.TOO_MANY_NEW_NODES, "Can't remove without creating more than 1 candidates")
         price = sum(c.price for c in cands)
         if not sim.new_nodes:
-            return make_command(method, cands, sim, [], price), ""
+            return Attempt(make_command(method, cands, sim, [], price))
         nn = sim.new_nodes[0]
         priced, why = consolidation_replacement(nn, cands, ctx.scheduler.pool_options(nn.pool), single=single,
                                                 same_type_filter=not single)
         if priced is None:
-            return None, why
-        return make_command(method, cands, sim, [priced.replacement], price - priced.price), ""
+            return Attempt(None, Refusal.NOT_CHEAPER, why)
+        return Attempt(make_command(method, cands, sim, [priced.replacement], price - priced.price))

@@ -17,6 +17,7 @@ from planning.commands import Command
 from planning.emptiness import budget_message
 from planning.method import PassContext, make_command
 from planning.pricing import launch_replacements
+from planning.scheduling import Unschedulable
 from planning.selectors import match_requirement
 
 MAX_DRIFT_REPLACEMENTS = 10
@@ -80,10 +81,11 @@ class Drift:
                 continue
             sim = self.ctx.scheduler.simulate([c.node], c.reschedulable, max_new=MAX_DRIFT_REPLACEMENTS,
                                               pending=self.ctx.cluster.pending)
-            if not sim.all_scheduled:
-                why = f"Not all pods would schedule, {sim.failure_text()}" if sim.failures else \
-                    f"would need more than {MAX_DRIFT_REPLACEMENTS} replacement nodes"
-                self.ctx.block(c.node, why)
+            if sim.unschedulable is Unschedulable.NO_FIT:
+                self.ctx.block(c.node, sim.failure_message())
+                continue
+            if sim.unschedulable is Unschedulable.TOO_MANY_NEW_NODES:
+                self.ctx.block(c.node, f"would need more than {MAX_DRIFT_REPLACEMENTS} replacement nodes")
                 continue
             replacements, cost = launch_replacements(sim.new_nodes, self.ctx.scheduler.pool_options)
             return [make_command(self, [c], sim, replacements, c.price - cost)]

@@ -42,7 +42,7 @@ class MultiNodeConsolidation(Consolidation):
             if deadline.passed():
                 break
             mid = (lo + hi) // 2
-            cmd, _ = self.compute_consolidation(self, cands[: mid + 1], single=False)
+            cmd = self.compute_consolidation(self, cands[: mid + 1], single=False).command
             if cmd is not None:
                 best = cmd
                 lo = mid + 1

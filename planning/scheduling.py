@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from api import labels as L
@@ -73,6 +74,13 @@ class NewNode:
         return min(prices) if prices else math.inf
 
 
+class Unschedulable(Enum):
+    """Why a simulation did not place every pod. Decisions branch on this; people read the messages."""
+
+    NO_FIT = "NoFit"  # some pod fits on no existing node and on no node a NodePool could add
+    TOO_MANY_NEW_NODES = "TooManyNewNodes"  # the pods fit, but only on more new nodes than allowed
+
+
 @dataclass
 class SimResult:
     """Where every pod went, the new nodes needed, and the pods that fit nowhere (with why)."""
@@ -85,6 +93,17 @@ class SimResult:
     @property
     def all_scheduled(self) -> bool:
         return not self.failures and not self.too_many_new
+
+    @property
+    def unschedulable(self) -> Unschedulable | None:
+        """The typed outcome when not all pods were placed (a pod that fits nowhere outranks the node cap)."""
+        if self.failures:
+            return Unschedulable.NO_FIT
+        return Unschedulable.TOO_MANY_NEW_NODES if self.too_many_new else None
+
+    def failure_message(self) -> str:
+        """Karpenter's message for NO_FIT: "Not all pods would schedule, <pod> => <why>, ..."."""
+        return f"Not all pods would schedule, {self.failure_text()}"
 
     def failure_text(self, limit: int = 5) -> str:
         parts = [f"{p.key} => {why}" for p, why in self.failures[:limit]]

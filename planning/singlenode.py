@@ -10,7 +10,7 @@ from itertools import zip_longest
 
 from planning.candidates import Candidate, sort_for_consolidation
 from planning.commands import Command
-from planning.consolidation import Consolidation
+from planning.consolidation import Consolidation, Refusal
 from planning.emptiness import budget_message
 from planning.method import Deadline
 
@@ -26,13 +26,13 @@ class SingleNodeConsolidation(Consolidation):
             if budgets.get(c.pool.name, 0) <= 0:
                 self.ctx.block(c.node, budget_message(self.reason, c.pool.name))
                 continue
-            cmd, why = self.compute_consolidation(self, [c], single=True)
-            if cmd is not None:
-                return [cmd]
-            if why.startswith("Not all pods would schedule"):
-                self.ctx.block(c.node, why, "Unconsolidatable")
+            attempt = self.compute_consolidation(self, [c], single=True)
+            if attempt.command is not None:
+                return [attempt.command]
+            if attempt.refusal is Refusal.UNSCHEDULABLE:
+                self.ctx.block(c.node, attempt.message, "Unconsolidatable")
             else:
-                self.ctx.node_event(c.node, "Unconsolidatable", why)
+                self.ctx.node_event(c.node, "Unconsolidatable", attempt.message)
         return []
 
 
