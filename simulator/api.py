@@ -125,8 +125,33 @@ class ApiServer:
 
     async def close_watches(self) -> None:
         self.closing = True
-        for w in list(self._watchers):
+        self._end_watches()
+
+    async def cut_watches(self) -> int:
+        """End every open watch stream now (a clean end of the chunked body); clients resume or relist."""
+        cut = self._end_watches()
+        self.faults.note_watch_cut(cut)
+        return cut
+
+    async def start_outage(self, seconds: float | None) -> None:
+        """Every API request answers 503 from now on; the open watches break as they would with the server."""
+        self.faults.start_outage(seconds)
+        await self.cut_watches()
+
+    def _end_watches(self) -> int:
+        watchers = list(self._watchers)
+        self._watchers.clear()
+        for w in watchers:
             w.loop.call_soon_threadsafe(w.queue.put_nowait, None)
+        return len(watchers)
+
+    def stats(self) -> dict[str, Any]:
+        """What /sim/stats answers: the world's figures, requests served and every fault injected."""
+        stats = self.world.stats()
+        stats["requests"] = self.requests
+        stats["faultsInjected"] = dict(self.faults.injected)
+        stats["faultKnobs"] = self.faults.knob_stats(open_watches=len(self._watchers))
+        return stats
 
     # ---- entry -------------------------------------------------------------------------------------------
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -135,6 +160,9 @@ class ApiServer:
             path = request.path
             if path.startswith("/sim/"):
                 return await self._sim(request)
+            outage = self.faults.outage_error()
+            if outage is not None:
+                raise outage
             special = self._special(request, path)
             if special is not None:
                 return special
@@ -192,10 +220,9 @@ class ApiServer:
     async def _sim(self, request: web.Request) -> web.Response:
         p = request.path.rstrip("/")
         if p == "/sim/stats" and request.method == "GET":
-            stats = self.world.stats()
-            stats["requests"] = self.requests
-            stats["faultsInjected"] = dict(self.faults.injected)
-            return json_response(stats)
+            return json_response(self.stats())
+        if p in ("/sim/outage", "/sim/watches/cut", "/sim/watches/gone"):
+            return await self._sim_chaos(request, p)
         if p == "/sim/ledger" and request.method == "GET":
             return json_response({"removals": self.world.ledger.entries(), **self.world.ledger.summary()})
         if p == "/sim/faults" and request.method in ("POST", "PUT"):
@@ -218,6 +245,27 @@ class ApiServer:
             self.world.mark_never_ready(str(body.get("instanceType", "")))
             return json_response({"neverReady": sorted(self.world.never_ready_types)})
         raise ApiError(404, "the server could not find the requested resource")
+
+    async def _sim_chaos(self, request: web.Request, p: str) -> web.Response:
+        """POST|DELETE /sim/outage {"seconds": N} (none: until DELETE), POST /sim/watches/cut,
+        POST /sim/watches/gone {"count": N} (the next N watch resumes answer 410 Gone)."""
+        m = request.method
+        try:
+            if p == "/sim/outage" and m == "POST":
+                seconds = (await self._body(request)).get("seconds")
+                await self.start_outage(None if seconds is None else float(seconds))
+                return json_response({"outage": True, "seconds": seconds})
+            if p == "/sim/outage" and m == "DELETE":
+                self.faults.end_outage()
+                return json_response({"outage": False})
+            if p == "/sim/watches/cut" and m == "POST":
+                return json_response({"cut": await self.cut_watches()})
+            if p == "/sim/watches/gone" and m == "POST":
+                count = (await self._body(request)).get("count", 1)
+                return json_response({"goneArmed": self.faults.arm_gone(int(count))})
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise ApiError(422, f"invalid fault settings: {exc}") from exc
+        raise ApiError(405, f"the server does not allow this method on the requested resource: {m}")
 
     # ---- bodies and options ------------------------------------------------------------------------------
     async def _body(self, request: web.Request, allow_yaml: bool = False) -> Any:
@@ -644,15 +692,16 @@ class ApiServer:
         return WatchQuery(matches=matches, since=since, timeout=timeout, bookmarks=bookmarks)
 
     def _watch_open(self, route: Route, query: WatchQuery, watcher: Watcher) -> tuple[Backlog | None, int]:
-        """Under the store lock, so no event falls between: the backlog (None when the history is gone) and
-        the resourceVersion it reaches; the watcher is registered unless the backlog is gone."""
+        """Under the store lock, so no event falls between: the backlog (None when the history is gone, or an
+        armed Gone fault answers this resume) and the resourceVersion it reaches; the watcher is registered
+        unless the backlog is gone."""
         rt = route.rt
         with self.store.lock:
             if query.since == 0:
                 backlog: Backlog | None = [("ADDED", o) for o in self.store.list(rt, route.namespace)
                                            if query.matches(o)]
             else:
-                events = self.store.events_since(rt, query.since)
+                events = None if self.faults.take_gone() else self.store.events_since(rt, query.since)
                 backlog = None if events is None else [x for e in events if (x := _translate(e, query.matches))]
             if backlog is not None:
                 self.store.add_watcher(watcher)

@@ -16,6 +16,7 @@ REASONS = {
     422: "Invalid",
     429: "TooManyRequests",
     500: "InternalError",
+    503: "ServiceUnavailable",
 }
 
 

@@ -14,8 +14,9 @@ import os
 import socket
 import tempfile
 import threading
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from aiohttp import web
@@ -27,6 +28,7 @@ from simulator.store import Store
 from simulator.world import World
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def kubeconfig_document(server: str, name: str = "nodeflow-sim") -> dict[str, Any]:
@@ -198,10 +200,29 @@ class Simulator:
         return client.ApiClient(cfg)
 
     def stats(self) -> dict[str, Any]:
-        out = self.world.stats()
-        out["requests"] = self.server.requests
-        out["faultsInjected"] = dict(self.faults.injected)
-        return out
+        return self.server.stats()
+
+    def outage(self, seconds: float | None = None) -> None:
+        """Every API request answers 503 for `seconds` of wall time, or until end_outage(); open watches break."""
+        self._on_loop(self.server.start_outage(seconds))
+
+    def end_outage(self) -> None:
+        self.faults.end_outage()
+
+    def cut_watches(self) -> int:
+        """End every open watch stream now; returns how many were open."""
+        return self._on_loop(self.server.cut_watches())
+
+    def gone_on_next_resume(self, count: int = 1) -> int:
+        """The next `count` watches resuming from a resourceVersion get 410 Gone; returns how many are armed."""
+        return self.faults.arm_gone(count)
+
+    def _on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run `coro` on the server's event loop, which owns the open watches (the caller is another thread)."""
+        if self._loop is None or self._thread is None:
+            coro.close()
+            raise RuntimeError("the simulator is not running")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(10)
 
     def ledger(self) -> list[dict[str, Any]]:
         return self.world.ledger.entries()
