@@ -8,6 +8,7 @@ disruption cost (the v1.9.1 sort), and consolidateAfter from the NodeClaim.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -134,6 +135,17 @@ def pod_block(cluster: Cluster, node: NodeInfo, at: datetime) -> str | None:
             if pdb.disruptions_allowed <= 0:
                 return f"pdb {pdb.key} prevents pod evictions"
     return None
+
+
+def currently_reschedulable(cluster: Cluster, pods: Iterable[PodInfo], at: datetime) -> list[PodInfo]:
+    """The pods a what-if must find room for now, Karpenter's "currently reschedulable" (reference §2.6).
+
+    A pod with an active do-not-disrupt, or under a PDB that never allows an eviction (maxUnavailable 0 or
+    "0%", minAvailable "100%"), stays where it is until the node's terminationGracePeriod, so a replacement
+    is not sized for it. A PDB that merely has no disruption left right now does not exclude its pods.
+    """
+    return [p for p in pods
+            if not do_not_disrupt_active(p, at) and not any(pdb.fully_blocking for pdb in cluster.pdbs_for(p))]
 
 
 def node_check(node: NodeInfo, cluster: Cluster, exclude: set[str]) -> NotCandidate | None:

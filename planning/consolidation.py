@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from api import labels as L
-from planning.candidates import GRACEFUL, Candidate, consolidatable
+from planning.candidates import GRACEFUL, Candidate, consolidatable, currently_reschedulable
 from planning.commands import Command
 from planning.method import Method, PassContext, make_command
 from planning.pricing import consolidation_replacement
@@ -76,7 +76,7 @@ class Consolidation:
     def compute_consolidation(self, method: Method, cands: list[Candidate], single: bool) -> Attempt:
         """A delete or replace command for removing `cands`, or the refusal and why not."""
         ctx = self.ctx
-        pods = [p for c in cands for p in c.reschedulable]
+        pods = currently_reschedulable(ctx.cluster, (p for c in cands for p in c.reschedulable), ctx.at)
         sim = ctx.scheduler.simulate([c.node for c in cands], pods, max_new=1, pending=ctx.cluster.pending)
         if sim.unschedulable is Unschedulable.NO_FIT:
             return Attempt(None, Refusal.UNSCHEDULABLE, sim.failure_message())

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from api import labels as L
-from planning.candidates import EVENTUAL, Candidate
+from planning.candidates import EVENTUAL, Candidate, currently_reschedulable
 from planning.cluster import NodeInfo, PoolInfo
 from planning.commands import Command
 from planning.emptiness import budget_message
@@ -79,7 +79,8 @@ class Drift:
             if budgets.get(c.pool.name, 0) <= 0:
                 self.ctx.block(c.node, budget_message(self.reason, c.pool.name))
                 continue
-            sim = self.ctx.scheduler.simulate([c.node], c.reschedulable, max_new=MAX_DRIFT_REPLACEMENTS,
+            pods = currently_reschedulable(self.ctx.cluster, c.reschedulable, self.ctx.at)
+            sim = self.ctx.scheduler.simulate([c.node], pods, max_new=MAX_DRIFT_REPLACEMENTS,
                                               pending=self.ctx.cluster.pending)
             if sim.unschedulable is Unschedulable.NO_FIT:
                 self.ctx.block(c.node, sim.failure_message())

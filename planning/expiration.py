@@ -1,6 +1,8 @@
 """Expiration (reference §4.2): a NodeClaim older than its expireAfter is deleted. Forceful: no budget,
 no do-not-disrupt or PDB check at this stage, no pre-spun replacement. The pods' simulated destinations
-(and the nodes the provisioner would add for them) are still reported so the dry run explains the move.
+(and the nodes the provisioner would add for them) are still reported so the dry run explains the move;
+as for drift, only pods the drain can evict now are placed (a do-not-disrupt or fully PDB-blocked pod
+stays until the terminationGracePeriod, if any).
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from api import labels as L
-from planning.candidates import Candidate, disruption_cost
+from planning.candidates import Candidate, currently_reschedulable, disruption_cost
 from planning.cluster import NodeInfo
 from planning.commands import Command
 from planning.method import PassContext, make_command
@@ -63,7 +65,8 @@ class Expiration:
         commands = []
         going = [c.node for c in candidates]
         for c in sorted(candidates, key=lambda c: (expires_at(c.node, self.ctx), c.name)):
-            sim = self.ctx.scheduler.simulate(going, c.reschedulable, max_new=MAX_PROVISIONED)
+            pods = currently_reschedulable(self.ctx.cluster, c.reschedulable, self.ctx.at)
+            sim = self.ctx.scheduler.simulate(going, pods, max_new=MAX_PROVISIONED)
             provisioning, cost = launch_replacements(sim.new_nodes, self.ctx.scheduler.pool_options)
             commands.append(make_command(self, [c], sim, [], c.price - cost, provisioning=provisioning))
         return commands

@@ -104,10 +104,11 @@ def pod(name: str, node: str | None, cpu: str = "500m", memory: str = "512Mi", *
             "spec": spec, "status": status}
 
 
-def pdb(name: str, match: dict[str, str], allowed: int, ns: str = "default") -> dict[str, Any]:
+def pdb(name: str, match: dict[str, str], allowed: int, ns: str = "default",
+        max_unavailable: int | str = 1) -> dict[str, Any]:
     return {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": name, "namespace": ns},
-            "spec": {"selector": {"matchLabels": match}, "maxUnavailable": 1},
+            "spec": {"selector": {"matchLabels": match}, "maxUnavailable": max_unavailable},
             "status": {"disruptionsAllowed": allowed}}
 
 
