@@ -91,3 +91,41 @@ ALLOWED_DISRUPTIONS = Gauge(
     ["nodepool", "reason"],
     registry=REGISTRY,
 )
+
+# --- cluster cache from watches (runtime/cluster_cache.py) ---
+CLUSTER_CACHE_LISTS = Counter(
+    "nodeflow_cluster_cache_lists_total",
+    "Full LISTs the cluster cache made, by kind (the first sync and every re-list).",
+    ["kind"],
+    registry=REGISTRY,
+)
+CLUSTER_CACHE_WATCH_EVENTS = Counter(
+    "nodeflow_cluster_cache_watch_events_total",
+    "Watch events the cluster cache applied, by kind and type (ADDED|MODIFIED|DELETED).",
+    ["kind", "type"],
+    registry=REGISTRY,
+)
+CLUSTER_CACHE_RELISTS = Counter(
+    "nodeflow_cluster_cache_relists_total",
+    "Re-LISTs forced by 410 Gone (the watch history after our resourceVersion was compacted), by kind.",
+    ["kind"],
+    registry=REGISTRY,
+)
+CLUSTER_CACHE_BOOKMARKS = Counter(
+    "nodeflow_cluster_cache_bookmarks_total",
+    "BOOKMARK events received (they move the resume point without an object change), by kind.",
+    ["kind"],
+    registry=REGISTRY,
+)
+CLUSTER_CACHE_ERRORS = Counter(
+    "nodeflow_cluster_cache_errors_total",
+    "Failed LISTs, refused watches and broken watch streams of the cluster cache, by kind.",
+    ["kind"],
+    registry=REGISTRY,
+)
+CLUSTER_CACHE_OBJECTS = Gauge(
+    "nodeflow_cluster_cache_objects",
+    "Objects currently held by the cluster cache, by kind.",
+    ["kind"],
+    registry=REGISTRY,
+)

@@ -1,0 +1,82 @@
+"""Cut cached objects down to the fields decisions read, so a watch cache of 72k pods stays bounded.
+
+A live Pod carries managedFields, container images, env, probes, mounts and container statuses: several
+kilobytes that `planning/` (cluster.py `parse_pod`, drain.py) never reads. Pods keep exactly what the
+scheduling simulation and the drain read; every kind loses managedFields and the kubectl last-applied
+copy; Nodes also lose `status.images` (dozens of image names per node). Input objects are never modified.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Obj = dict[str, Any]
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+POD_METADATA = ("name", "namespace", "uid", "labels", "annotations", "ownerReferences", "deletionTimestamp",
+                "deletionGracePeriodSeconds", "creationTimestamp", "resourceVersion")
+# parse_pod: placement, requests, priority; drain.py: priorityClassName, grace, tolerations (disrupted taint)
+POD_SPEC = ("nodeName", "nodeSelector", "affinity", "tolerations", "topologySpreadConstraints", "priority",
+            "priorityClassName", "terminationGracePeriodSeconds", "overhead")
+CONTAINER_FIELDS = ("name", "resources", "restartPolicy")  # restartPolicy: an init container that is a sidecar
+CONDITION_FIELDS = ("type", "status", "reason", "lastTransitionTime")
+POD_STATUS = ("phase", "startTime")
+
+
+def _metadata(meta: Obj, keep: tuple[str, ...] | None = None) -> Obj:
+    """metadata without managedFields and the last-applied annotation (only `keep` keys when given)."""
+    out = {k: v for k, v in meta.items() if k != "managedFields" and (keep is None or k in keep)}
+    annotations = out.get("annotations")
+    if annotations and LAST_APPLIED in annotations:
+        out["annotations"] = {k: v for k, v in annotations.items() if k != LAST_APPLIED}
+    return out
+
+
+def _container(c: Obj) -> Obj:
+    out = {k: c[k] for k in CONTAINER_FIELDS if k in c}
+    resources = out.get("resources")
+    if resources:  # requests and limits; resize policies and DRA claims are not read
+        out["resources"] = {k: v for k, v in resources.items() if k in ("requests", "limits")}
+    return out
+
+
+def _pod_volumes(volumes: list[Obj]) -> list[Obj]:
+    """Only volumes backed by a PersistentVolumeClaim: the drain waits for their attachments to detach."""
+    return [v for v in volumes if "persistentVolumeClaim" in v or "ephemeral" in v]
+
+
+def trim_pod(pod: Obj) -> Obj:
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    new_spec: Obj = {k: spec[k] for k in POD_SPEC if k in spec}
+    for key in ("containers", "initContainers"):
+        if spec.get(key):
+            new_spec[key] = [_container(c) for c in spec[key]]
+    volumes = _pod_volumes(spec.get("volumes") or [])
+    if volumes:
+        new_spec["volumes"] = volumes
+    out: Obj = {"apiVersion": pod.get("apiVersion", "v1"), "kind": pod.get("kind", "Pod"),
+                "metadata": _metadata(pod.get("metadata") or {}, POD_METADATA), "spec": new_spec}
+    if status:
+        new_status: Obj = {k: status[k] for k in POD_STATUS if k in status}
+        if status.get("conditions"):
+            new_status["conditions"] = [{k: c[k] for k in CONDITION_FIELDS if k in c} for c in status["conditions"]]
+        out["status"] = new_status
+    return out
+
+
+def trim_node(node: Obj) -> Obj:
+    out = {**node, "metadata": _metadata(node.get("metadata") or {})}
+    status = node.get("status")
+    if status and "images" in status:
+        out["status"] = {k: v for k, v in status.items() if k != "images"}
+    return out
+
+
+def trim(kind: str, obj: Obj) -> Obj:
+    """`obj` (a `kind` as the API returns it) reduced to what decisions read; a new dict, `obj` untouched."""
+    if kind == "Pod":
+        return trim_pod(obj)
+    if kind == "Node":
+        return trim_node(obj)
+    return {**obj, "metadata": _metadata(obj.get("metadata") or {})}
