@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from api import labels as L
 from api.quantity import parse_cpu, parse_memory
@@ -134,6 +135,42 @@ class _NewType:
     groups: set[int] = field(default_factory=set)
 
 
+_Free = tuple[int, int, int, int | None]  # a destination's free milli-cpu, memory, pod slots, ephemeral storage
+
+
+@dataclass
+class _Model:
+    """One CP-SAT model of a move: what it was built from and the variables the answer is read from."""
+
+    model: Any
+    cands: list[Candidate]
+    groups: list[_Group]
+    dest_ok: dict[int, list[NodeInfo]]  # per group: the existing nodes one of its pods fits on
+    new_types: list[_NewType]
+    remove: list[Any] = field(default_factory=list)  # per candidate: removed or not
+    flows: dict[tuple[int, str], Any] = field(default_factory=dict)  # (group, node): pods moved there
+    bins: list[tuple[int, Any, dict[int, Any]]] = field(default_factory=list)  # (type, used, pods per group)
+    savings: Any = None
+    cand_index: dict[str, int] = field(init=False)  # candidate name -> its index in `cands`
+
+    def __post_init__(self) -> None:
+        self.cand_index = {c.name: i for i, c in enumerate(self.cands)}
+
+
+def _group_pods(cands: list[Candidate]) -> list[_Group]:
+    """The candidates' pods grouped by requests and placement signature, largest first."""
+    by_key: dict[tuple, _Group] = {}
+    for i, c in enumerate(cands):
+        for p in c.reschedulable:
+            key = (_milli(p.cpu), p.mem, p.eph, p.sig)
+            g = by_key.get(key)
+            if g is None:
+                g = by_key[key] = _Group([], key[0], key[1], key[2])
+            g.pods.append(p)
+            g.per_cand[i] = g.per_cand.get(i, 0) + 1
+    return sorted(by_key.values(), key=lambda g: (-g.cpu, -g.mem, g.pods[0].key))
+
+
 def _waste(c: Candidate) -> float:
     """Price per unit of use (the busiest resource): the dearest, emptiest nodes are the best to rework."""
     n = c.node
@@ -178,28 +215,45 @@ class OptimizingConsolidation:
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         """At most one command: the removal set and replacements with the largest savings, if any saves."""
-        cands = [c for c in sort_for_consolidation(candidates)
-                 if budgets.get(c.pool.name, 0) > 0 and c.price > 0 and self._movable(c)]
-        cands = sorted(cands, key=_waste, reverse=True)[: self.settings.max_candidates]
+        cands = self._eligible(budgets, candidates)
         if not cands:
             return []
         cp_model = import_cp_model()
         started = time.monotonic()
-        scheduler = self.ctx.scheduler
-        cand_index = {c.name: i for i, c in enumerate(cands)}
+        groups = _group_pods(cands)
+        free, dest_ok = self._destinations(groups)
+        m = _Model(cp_model.CpModel(), cands, groups, dest_ok, self._new_types(groups))
+        self._add_removals(m, budgets)
+        self._add_existing_flows(m, free)
+        self._add_new_nodes(m, budgets)
+        self._add_every_pod_lands(m)
+        self._pool_limits(m.model, cands, m.remove, m.new_types, m.bins)
+        self._add_objective(m)
+        built = time.monotonic() - started
+        solver, status = self._solve(cp_model, m, built)
+        self.last_stats = {"seconds": round(time.monotonic() - started, 3), "candidates": len(cands),
+                           "groups": len(groups), "newTypes": len(m.new_types),
+                           "optimal": float(status == cp_model.OPTIMAL), "status": solver.StatusName(status),
+                           "buildSeconds": round(built, 3)}
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return []
+        chosen = [c for i, c in enumerate(cands) if solver.Value(m.remove[i])]
+        saved = solver.Value(m.savings) / PRICE_SCALE
+        if not chosen or saved <= 0:
+            return []
+        return [self._command(solver, m, chosen, saved)]
 
-        by_key: dict[tuple, _Group] = {}
-        for i, c in enumerate(cands):
-            for p in c.reschedulable:
-                key = (_milli(p.cpu), p.mem, p.eph, p.sig)
-                g = by_key.get(key)
-                if g is None:
-                    g = by_key[key] = _Group([], key[0], key[1], key[2])
-                g.pods.append(p)
-                g.per_cand[i] = g.per_cand.get(i, 0) + 1
-        groups = sorted(by_key.values(), key=lambda g: (-g.cpu, -g.mem, g.pods[0].key))
+    # ---- building and solving the model ----------------------------------------------------------
 
-        dests = scheduler.dest
+    def _eligible(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Candidate]:
+        """Priced, movable candidates of pools with budget left; the most wasteful `max_candidates` of them."""
+        cands = [c for c in sort_for_consolidation(candidates)
+                 if budgets.get(c.pool.name, 0) > 0 and c.price > 0 and self._movable(c)]
+        return sorted(cands, key=_waste, reverse=True)[: self.settings.max_candidates]
+
+    def _destinations(self, groups: list[_Group]) -> tuple[dict[str, _Free], dict[int, list[NodeInfo]]]:
+        """Free room of every destination node, and per group the nodes one of its pods fits on alone."""
+        dests = self.ctx.scheduler.dest
         free = {n.name: (_milli(n.cpu) - _milli(n.used_cpu), n.mem - n.used_mem, n.max_pods - n.used_pods,
                          (n.eph - n.used_eph) if n.eph else None) for n in dests}
         dest_ok: dict[int, list[NodeInfo]] = {}
@@ -213,42 +267,44 @@ class OptimizingConsolidation:
                 if self._static_ok(pod, n):
                     ok.append(n)
             dest_ok[gi] = ok
+        return free, dest_ok
 
-        new_types = self._new_types(groups)
-
-        model = cp_model.CpModel()
-        remove = [model.NewBoolVar(f"r_{i}") for i in range(len(cands))]
+    def _add_removals(self, m: _Model, budgets: dict[str, int]) -> None:
+        """One remove flag per candidate, at most each pool's budget of them (and PDB headroom if asked)."""
+        model = m.model
+        m.remove = [model.NewBoolVar(f"r_{i}") for i in range(len(m.cands))]
         for pool, allowed in budgets.items():
-            members = [remove[i] for i, c in enumerate(cands) if c.pool.name == pool]
+            members = [m.remove[i] for i, c in enumerate(m.cands) if c.pool.name == pool]
             if members:
                 model.Add(sum(members) <= max(0, allowed))
-
         if self.settings.pdb_headroom:
-            self._pdb_headroom(model, cands, remove)
+            self._pdb_headroom(model, m.cands, m.remove)
 
-        # existing destinations
-        flows: dict[tuple[int, str], object] = {}
-        into: dict[str, list[tuple[int, object]]] = {}
+    def _add_existing_flows(self, m: _Model, free: dict[str, _Free]) -> None:
+        """Pods of each group onto existing nodes, within their free room; a removed candidate takes none."""
+        model, groups = m.model, m.groups
+        into: dict[str, list[tuple[int, Any]]] = {}
         for gi, g in enumerate(groups):
-            for n in dest_ok[gi]:
+            for n in m.dest_ok[gi]:
                 v = model.NewIntVar(0, g.count, f"y_{gi}_{n.index}")
-                flows[gi, n.name] = v
+                m.flows[gi, n.name] = v
                 into.setdefault(n.name, []).append((gi, v))
         for name, items in into.items():
             fcpu, fmem, fpods, feph = free[name]
-            ci = cand_index.get(name)
-            keep = 1 if ci is None else (1 - remove[ci])
+            ci = m.cand_index.get(name)
+            keep = 1 if ci is None else (1 - m.remove[ci])
             model.Add(sum(v * groups[gi].cpu for gi, v in items) <= fcpu * keep)
             model.Add(sum(v * groups[gi].mem for gi, v in items) <= fmem * keep)
             model.Add(sum(v for _, v in items) <= fpods * keep)
             if feph is not None and any(groups[gi].eph for gi, _ in items):
                 model.Add(sum(v * groups[gi].eph for gi, v in items) <= feph * keep)
 
-        # new nodes: up to max_replacements copies of each type, used in order
-        bins: list[tuple[int, object, dict[int, object]]] = []
+    def _add_new_nodes(self, m: _Model, budgets: dict[str, int]) -> None:
+        """Up to `_copies` nodes of each new type, used in order (no symmetric twins), `max_replacements` in all."""
+        model, groups, cands = m.model, m.groups, m.cands
         removable = sum(min(max(budgets.get(pool, 0), 0), sum(1 for c in cands if c.pool.name == pool))
                         for pool in {c.pool.name for c in cands})
-        for ti, nt in enumerate(new_types):
+        for ti, nt in enumerate(m.new_types):
             prev = None
             for k in range(self._copies(nt, groups, removable)):
                 use = model.NewBoolVar(f"u_{ti}_{k}")
@@ -259,30 +315,36 @@ class OptimizingConsolidation:
                 if prev is not None:
                     model.AddImplication(use, prev)
                 prev = use
-                bins.append((ti, use, counts))
-        if bins:
-            model.Add(sum(u for _, u, _ in bins) <= self.settings.max_replacements)
+                m.bins.append((ti, use, counts))
+        if m.bins:
+            model.Add(sum(u for _, u, _ in m.bins) <= self.settings.max_replacements)
 
-        # every pod of a removed candidate lands somewhere
-        for gi, g in enumerate(groups):
-            terms = [flows[gi, n.name] for n in dest_ok[gi]] + [c[gi] for _, _, c in bins if gi in c]
-            model.Add(sum(terms) == sum(n * remove[i] for i, n in g.per_cand.items()))
+    @staticmethod
+    def _add_every_pod_lands(m: _Model) -> None:
+        """Every pod of a removed candidate lands on an existing node or a new one; the others stay."""
+        for gi, g in enumerate(m.groups):
+            terms = [m.flows[gi, n.name] for n in m.dest_ok[gi]] + [c[gi] for _, _, c in m.bins if gi in c]
+            m.model.Add(sum(terms) == sum(n * m.remove[i] for i, n in g.per_cand.items()))
 
-        self._pool_limits(model, cands, remove, new_types, bins)
-
-        price_c = [round(c.price * PRICE_SCALE) for c in cands]
-        price_n = [round(nt.price * PRICE_SCALE) for nt in new_types]
-        savings = sum(price_c[i] * r for i, r in enumerate(remove)) - sum(price_n[ti] * u for ti, u, _ in bins)
-        moved = sum(n * remove[i] for g in groups for i, n in g.per_cand.items())
-        model.Add(savings >= 0)
-        weight = sum(g.count for g in groups) + 1
-        model.Maximize(savings * weight - moved)  # most savings, then fewest evictions
-
-        for v in remove:  # "change nothing" is always feasible: start there
+    @staticmethod
+    def _add_objective(m: _Model) -> None:
+        """Most savings per hour (never negative), then fewest evictions; hinted at "change nothing"."""
+        model = m.model
+        price_c = [round(c.price * PRICE_SCALE) for c in m.cands]
+        price_n = [round(nt.price * PRICE_SCALE) for nt in m.new_types]
+        m.savings = (sum(price_c[i] * r for i, r in enumerate(m.remove))
+                     - sum(price_n[ti] * u for ti, u, _ in m.bins))
+        moved = sum(n * m.remove[i] for g in m.groups for i, n in g.per_cand.items())
+        model.Add(m.savings >= 0)
+        weight = sum(g.count for g in m.groups) + 1
+        model.Maximize(m.savings * weight - moved)
+        for v in m.remove:  # "change nothing" is always feasible: start there
             model.AddHint(v, 0)
-        for _, u, _ in bins:
+        for _, u, _ in m.bins:
             model.AddHint(u, 0)
-        built = time.monotonic() - started
+
+    def _solve(self, cp_model: Any, m: _Model, built: float) -> tuple[Any, Any]:
+        """Solve within what building left of `time_limit`; one longer look when nothing was found or proven."""
         solver = cp_model.CpSolver()
         solver.parameters.max_time_in_seconds = max(0.1, self.settings.time_limit - built)
         solver.parameters.num_workers = max(1, self.settings.workers)
@@ -291,22 +353,12 @@ class OptimizingConsolidation:
         if self.settings.deterministic_time is not None:  # same answer however busy the machine is
             solver.parameters.max_deterministic_time = self.settings.deterministic_time
             solver.parameters.num_workers = 1
-        status = solver.Solve(model)
-        if status != cp_model.OPTIMAL and not (status == cp_model.FEASIBLE and solver.Value(savings) > 0):
+        status = solver.Solve(m.model)
+        if status != cp_model.OPTIMAL and not (status == cp_model.FEASIBLE and solver.Value(m.savings) > 0):
             # nothing found but nothing proven either: one longer look before the pass says "stable"
             solver.parameters.max_time_in_seconds = self.settings.time_limit * self.settings.retry_factor
-            status = solver.Solve(model)
-        self.last_stats = {"seconds": round(time.monotonic() - started, 3), "candidates": len(cands),
-                           "groups": len(groups), "newTypes": len(new_types),
-                           "optimal": float(status == cp_model.OPTIMAL), "status": solver.StatusName(status),
-                           "buildSeconds": round(built, 3)}
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return []
-        chosen = [c for i, c in enumerate(cands) if solver.Value(remove[i])]
-        saved = solver.Value(savings) / PRICE_SCALE
-        if not chosen or saved <= 0:
-            return []
-        return [self._command(solver, chosen, cand_index, groups, dest_ok, flows, new_types, bins, saved)]
+            status = solver.Solve(m.model)
+        return solver, status
 
     # ---- pieces ----------------------------------------------------------------------------------
 
@@ -445,14 +497,13 @@ class OptimizingConsolidation:
                 freed = [total(c.node, dim) * remove[i] for i, c in enumerate(cands) if c.pool.name == pool.name]
                 model.Add(used + sum(added) - sum(freed) <= max(limit, used))
 
-    def _command(self, solver, chosen: list[Candidate], cand_index: dict[str, int], groups: list[_Group],
-                 dest_ok, flows, new_types: list[_NewType], bins, saved: float) -> Command:
+    def _command(self, solver: Any, m: _Model, chosen: list[Candidate], saved: float) -> Command:
         """Turn the solution into a Command: removed nodes, replacements (new-<i>), and where each pod goes."""
         replacements: list[Replacement] = []
         bin_names: dict[int, str] = {}
-        for b, (ti, use, _) in enumerate(bins):
+        for b, (ti, use, _) in enumerate(m.bins):
             if solver.Value(use):
-                nt = new_types[ti]
+                nt = m.new_types[ti]
                 bin_names[b] = f"new-{len(replacements)}"
                 replacements.append(Replacement(
                     instance_types=[nt.option.itype.name], capacity_type=nt.capacity_type, price=round(nt.price, 6),
@@ -465,14 +516,14 @@ class OptimizingConsolidation:
                 ))
         chosen_names = {c.name for c in chosen}
         placements: list[tuple[PodInfo, str]] = []
-        for gi, g in enumerate(groups):
+        for gi, g in enumerate(m.groups):
             pods = iter([p for p in g.pods if p.node_name in chosen_names])
-            for n in dest_ok[gi]:
-                for _ in range(solver.Value(flows[gi, n.name])):
+            for n in m.dest_ok[gi]:
+                for _ in range(solver.Value(m.flows[gi, n.name])):
                     placements.append((next(pods), n.name))
-            for b, (_, _, counts) in enumerate(bins):
+            for b, (_, _, counts) in enumerate(m.bins):
                 if gi in counts:
                     for _ in range(solver.Value(counts[gi])):
                         placements.append((next(pods), bin_names[b]))
-        ordered = sorted(chosen, key=lambda c: cand_index[c.name])
+        ordered = sorted(chosen, key=lambda c: m.cand_index[c.name])
         return make_command(self, ordered, SimResult(placements=placements), replacements, saved)  # type: ignore[arg-type]
