@@ -14,7 +14,6 @@ from api import labels as L
 from planning.candidates import EVENTUAL, Candidate, currently_reschedulable
 from planning.cluster import NodeInfo, PoolInfo
 from planning.commands import Command
-from planning.emptiness import budget_message
 from planning.method import PassContext, make_command
 from planning.pricing import launch_replacements
 from planning.scheduling import Unschedulable
@@ -76,8 +75,7 @@ class Drift:
         floor = datetime.min.replace(tzinfo=self.ctx.at.tzinfo)
         ordered = sorted(candidates, key=lambda c: (not c.empty, drifted_since(c.node) or floor, c.name))
         for c in ordered:
-            if budgets.get(c.pool.name, 0) <= 0:
-                self.ctx.block(c.node, budget_message(self.reason, c.pool.name))
+            if self.ctx.budget_exhausted(c, self.reason, budgets):
                 continue
             pods = currently_reschedulable(self.ctx.cluster, c.reschedulable, self.ctx.at)
             sim = self.ctx.scheduler.simulate([c.node], pods, max_new=MAX_DRIFT_REPLACEMENTS,

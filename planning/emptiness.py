@@ -29,14 +29,6 @@ class Emptiness:
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         """One delete command per NodePool holding every empty candidate within its budget."""
         chosen: dict[str, list[Candidate]] = {}
-        for c in sort_for_consolidation(candidates):
-            if budgets.get(c.pool.name, 0) <= 0:
-                self.ctx.block(c.node, budget_message(self.reason, c.pool.name))
-                continue
-            budgets[c.pool.name] -= 1
+        for c in self.ctx.take_within_budget(self.reason, budgets, sort_for_consolidation(candidates)):
             chosen.setdefault(c.pool.name, []).append(c)
         return [make_command(self, cands, None, [], sum(c.price for c in cands)) for cands in chosen.values()]
-
-
-def budget_message(reason: str, pool: str) -> str:
-    return f"disruption budget of nodepool {pool} allows no more {reason} disruptions"

@@ -62,6 +62,22 @@ class PassContext:
                                                    event_reason=event_reason))
         self.node_event(node, event_reason, reason)
 
+    def budget_exhausted(self, c: Candidate, reason: str, budgets: dict[str, int]) -> bool:
+        """True, with the node listed as blocked, when the candidate's pool allows no more `reason` disruptions."""
+        if budgets.get(c.pool.name, 0) > 0:
+            return False
+        self.block(c.node, budget_message(reason, c.pool.name))
+        return True
+
+    def take_within_budget(self, reason: str, budgets: dict[str, int], cands: list[Candidate]) -> list[Candidate]:
+        """The candidates, in order, while their pool's budget lasts (spending it); the rest are blocked."""
+        taken = []
+        for c in cands:
+            if not self.budget_exhausted(c, reason, budgets):
+                budgets[c.pool.name] -= 1
+                taken.append(c)
+        return taken
+
     def node_event(self, node: NodeInfo, reason: str, message: str) -> None:
         self.event("Node", node.name, reason, sentence(message))
         if node.claim is not None:
@@ -72,6 +88,11 @@ class PassContext:
         if key not in self._event_keys:
             self._event_keys.add(key)
             self.events.append(PlanEvent(kind=kind, name=name, reason=reason, message=message))  # type: ignore[arg-type]
+
+
+def budget_message(reason: str, pool: str) -> str:
+    """The blocked-node message of a spent budget, shared by every method that honours budgets."""
+    return f"disruption budget of nodepool {pool} allows no more {reason} disruptions"
 
 
 class Deadline:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from planning.candidates import Candidate, sort_for_consolidation
 from planning.commands import Command
 from planning.consolidation import Consolidation
-from planning.emptiness import budget_message
 from planning.method import Deadline
 
 
@@ -18,13 +17,7 @@ class MultiNodeConsolidation(Consolidation):
     name = "MultiNodeConsolidation"
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
-        within: list[Candidate] = []
-        for c in sort_for_consolidation(candidates):
-            if budgets.get(c.pool.name, 0) <= 0:
-                self.ctx.block(c.node, budget_message(self.reason, c.pool.name))
-                continue
-            budgets[c.pool.name] -= 1
-            within.append(c)
+        within = self.ctx.take_within_budget(self.reason, budgets, sort_for_consolidation(candidates))
         cmd = self.first_n_option(within)
         return [cmd] if cmd is not None else []
 

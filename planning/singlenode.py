@@ -11,7 +11,6 @@ from itertools import zip_longest
 from planning.candidates import Candidate, sort_for_consolidation
 from planning.commands import Command
 from planning.consolidation import Consolidation, Refusal
-from planning.emptiness import budget_message
 from planning.method import Deadline
 
 
@@ -23,8 +22,7 @@ class SingleNodeConsolidation(Consolidation):
         for c in interleave_by_pool(sort_for_consolidation(candidates)):
             if deadline.passed():
                 break
-            if budgets.get(c.pool.name, 0) <= 0:
-                self.ctx.block(c.node, budget_message(self.reason, c.pool.name))
+            if self.ctx.budget_exhausted(c, self.reason, budgets):
                 continue
             attempt = self.compute_consolidation(self, [c], single=True)
             if attempt.command is not None:
