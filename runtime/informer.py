@@ -196,9 +196,9 @@ class Informer:
                 if self._stopping.is_set():
                     break
                 log.info("%s watch expired (%s); re-listing", self.kind, exc)
-                self._bump("relists")
                 self.state = State.RELISTING
                 self._need_list = True
+                self._bump("relists")
             except Exception as exc:
                 if self._stopping.is_set():
                     break
@@ -206,13 +206,14 @@ class Informer:
         self.state = State.STOPPED
 
     def _failed(self, exc: Exception) -> None:
-        """Count the error, say what is wrong (the data is stale while a re-list is owed), and back off."""
-        self._bump("errors")
-        self.last_error = f"{type(exc).__name__}: {exc}"
+        """Say what is wrong (the data is stale while a re-list is owed), count the error, and back off."""
+        self.last_error = f"HTTP {exc.status} {exc.reason}" if isinstance(exc, ApiException) \
+            else f"{type(exc).__name__}: {exc}"
         if not self.listed:
             self.state = State.LISTING
         else:
             self.state = State.RELISTING if self._need_list else State.BROKEN
+        self._bump("errors")  # after the state, so whoever sees the count also sees why
         delay = self._backoff.next()
         log.warning("%s informer: %s; retrying in %.2fs", self.kind, self.last_error, delay)
         self._stopping.wait(delay)

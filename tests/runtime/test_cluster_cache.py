@@ -1,0 +1,244 @@
+"""The cluster cache against the simulator over HTTP: it syncs to what a LIST returns, follows changes,
+re-lists only when the server says 410, resumes a dropped or ended stream from its resourceVersion, and
+says why it is not healthy."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as kube
+from kubernetes.client.rest import ApiException
+from support.sim_objects import node, nodeclaim, nodepool, pdb, pod
+
+from activities.kube_client import KubeClient
+from runtime.cluster_cache import KINDS, ClusterCache, Reason
+from runtime.cluster_trim import trim
+from runtime.informer import CacheSettings, Informer
+from simulator.generate import generate_cluster
+from simulator.server import Simulator
+from telemetry.metrics import REGISTRY
+
+FAST = CacheSettings(watch_timeout_seconds=30, connect_timeout_seconds=5, list_timeout_seconds=10,
+                     backoff_base_seconds=0.05, backoff_cap_seconds=0.4, min_stream_seconds=0.2)
+Key = tuple[str, str, str]
+
+
+def _by_key(objs: list[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
+    return {(o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"]): o for o in objs}
+
+
+def _fresh(api: Any, trimmed: bool = True) -> dict[Key, dict[str, Any]]:
+    """What a planner pass reads today: a LIST of every kind through the gateway."""
+    objs = KubeClient(api).cluster_objects()
+    return _by_key([trim(o["kind"], o) for o in objs] if trimmed else objs)
+
+
+def _converge(cache: ClusterCache, api: Any, timeout: float = 15.0) -> dict[Key, dict[str, Any]]:
+    """Poll until the cache equals a fresh LIST (the simulator's controllers may still be moving)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        want, got = _fresh(api), _by_key(cache.objects())
+        if want == got:
+            return got
+        if time.monotonic() > deadline:
+            missing, extra = sorted(want.keys() - got.keys()), sorted(got.keys() - want.keys())
+            stale = sorted(k for k in want.keys() & got.keys() if want[k] != got[k])
+            raise AssertionError(f"cache did not converge: missing {missing[:5]}, extra {extra[:5]}, "
+                                 f"stale {stale[:5]}; health {cache.healthy()}")
+        time.sleep(0.05)
+
+
+def _until(fn: Callable[[], Any], what: str, timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := fn()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+    return value
+
+
+def _end_streams(sim: Simulator, plural: str) -> None:
+    """The server ends every open watch of `plural` (as an API server restart or a watch timeout does)."""
+    for w in list(sim.store.watchers[plural]):
+        w.loop.call_soon_threadsafe(w.queue.put_nowait, None)
+
+
+def _metric(name: str, kind: str) -> float:
+    return REGISTRY.get_sample_value(name, {"kind": kind}) or 0.0
+
+
+@pytest.fixture
+def cache(sim: Simulator, k8s: Any) -> Iterator[ClusterCache]:
+    c = ClusterCache(k8s, FAST)
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def _seed(sim: Simulator) -> None:
+    sim.load_objects(generate_cluster(6, 6, seed=3))
+
+
+def test_not_healthy_until_synced(sim: Simulator, cache: ClusterCache) -> None:
+    assert not cache.synced and cache.healthy().reason is Reason.NOT_SYNCED
+    sim.inject_faults(rate=1.0, codes=(500,), methods=("GET",), resources=("pods",))
+    cache.start()
+    assert not cache.wait_synced(0.5)
+    health = cache.healthy()
+    assert (health.reason, health.kind) == (Reason.NOT_SYNCED, "Pod") and "500" in health.detail
+    assert cache.informers["Pod"].counters.errors >= 2  # retried with backoff, each failure counted
+    sim.inject_faults(rate=0.0)
+    assert cache.wait_synced(5) and cache.healthy()
+    cache.stop()
+    assert cache.healthy().reason is Reason.STOPPED
+
+
+def test_initial_sync_equals_a_fresh_list(sim: Simulator, k8s: Any, cache: ClusterCache) -> None:
+    _seed(sim)
+    before = _metric("nodeflow_cluster_cache_lists_total", "Pod")
+    cache.start()
+    assert cache.wait_synced(10) and cache.healthy()
+    got = cache.objects()
+    assert _by_key(got) == _fresh(k8s)
+    assert [o["kind"] for o in got] == sorted((o["kind"] for o in got), key=KINDS.index)
+    assert {o["kind"] for o in got} == set(KINDS)
+    assert cache.counters().lists == len(KINDS) and cache.counters().relists == 0
+    assert _metric("nodeflow_cluster_cache_lists_total", "Pod") == before + 1
+
+
+def test_untrimmed_cache_holds_exactly_what_list_returns(sim: Simulator, k8s: Any) -> None:
+    _seed(sim)
+    with ClusterCache(k8s, FAST, transform=None) as raw:
+        assert raw.wait_synced(10)
+        assert _by_key(raw.objects()) == _fresh(k8s, trimmed=False)
+
+
+def _random_change(rng: random.Random, api: Any, i: int) -> None:
+    """One create, update or delete of a Node, Pod, NodeClaim or PDB; a 404/409 race is just skipped."""
+    core, custom, policy = kube.CoreV1Api(api), kube.CustomObjectsApi(api), kube.PolicyV1Api(api)
+    nodes = [n.metadata.name for n in core.list_node().items]
+    pods = [p.metadata.name for p in core.list_namespaced_pod("default").items]
+    claims = [c["metadata"]["name"] for c in custom.list_cluster_custom_object("karpenter.sh", "v1",
+                                                                               "nodeclaims")["items"]]
+    pdbs = [b.metadata.name for b in policy.list_namespaced_pod_disruption_budget("default").items]
+    label = {"metadata": {"labels": {"step": str(i)}}}
+    ops = 2 * [  # creates twice as likely, so the cluster grows while it churns
+        lambda: core.create_node(node(f"n{i}")),
+        lambda: core.create_namespaced_pod("default", pod(f"p{i}", rng.choice([*nodes, None]), labels={"app": "a"})),
+        lambda: custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", nodeclaim(f"c{i}")),
+        lambda: policy.create_namespaced_pod_disruption_budget("default", pdb(f"b{i}", {"app": "a"}, minAvailable=1)),
+    ]
+    if nodes:
+        ops += [lambda: core.patch_node(rng.choice(nodes), label), lambda: core.delete_node(rng.choice(nodes))]
+    if pods:
+        ops += [lambda: core.patch_namespaced_pod(rng.choice(pods), "default", label),
+                lambda: core.delete_namespaced_pod(rng.choice(pods), "default", grace_period_seconds=0)]
+    if claims:
+        ops += [lambda: custom.patch_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", rng.choice(claims),
+                                                           label)]
+    if pdbs:
+        ops += [lambda: policy.patch_namespaced_pod_disruption_budget(rng.choice(pdbs), "default", label),
+                lambda: policy.delete_namespaced_pod_disruption_budget(rng.choice(pdbs), "default")]
+    try:
+        rng.choice(ops)()
+    except ApiException as exc:
+        if exc.status not in (404, 409):
+            raise
+
+
+def test_converges_after_a_random_stream_of_changes(sim: Simulator, k8s: Any, cache: ClusterCache) -> None:
+    _seed(sim)
+    sim.load_objects([nodepool("default")])
+    cache.start()
+    assert cache.wait_synced(10)
+    rng = random.Random(7)
+    for i in range(80):
+        _random_change(rng, k8s, i)
+    got = _converge(cache, k8s)
+    ours = {kind for kind, _, name in got if name[0] in "npcb" and name[1:].isdigit()}
+    assert ours == {"Node", "Pod", "NodeClaim", "PodDisruptionBudget"}  # the stream touched every kind
+    counters = cache.counters()
+    assert counters.watch_events >= 80 and counters.relists == 0 and counters.lists == len(KINDS)
+    assert counters.errors == 0 and cache.healthy()
+
+
+def _synced_nodes(sim: Simulator, cache: ClusterCache) -> Informer:
+    _seed(sim)
+    cache.start()
+    assert cache.wait_synced(10)
+    return cache.informers["Node"]
+
+
+def test_watch_answered_410_relists_and_sees_what_the_lost_history_held(
+        sim: Simulator, k8s: Any, cache: ClusterCache) -> None:
+    """While the Node watch is down, a Node is deleted and created and the history compacted: only a
+    re-LIST can tell, and the cache must converge through one."""
+    nodes = _synced_nodes(sim, cache)
+    core = kube.CoreV1Api(k8s)
+    gone = "doomed"  # no finalizer: a delete removes it at once
+    core.create_node(node(gone))
+    _until(lambda: ("Node", "", gone) in _by_key(cache.objects()), "the cache to see the new node")
+    sim.inject_faults(rate=1.0, codes=(500,), methods=("GET",), resources=("nodes",))  # the reopen fails
+    _end_streams(sim, "nodes")
+    _until(lambda: nodes.counters.errors, "the reopened watch to fail")
+    assert cache.healthy().reason is Reason.WATCH_BROKEN
+    core.delete_node(gone)
+    core.create_node(node("late"))
+    core.create_namespaced_pod("default", pod("moves-the-version"))
+    with sim.store.lock:
+        sim.store.compacted_rv = sim.store.rv  # as etcd compaction would: the Node history is gone
+    sim.inject_faults(rate=0.0)
+    _until(lambda: nodes.counters.relists, "a re-list after 410")
+    got = _converge(cache, k8s)
+    assert ("Node", "", gone) not in got and ("Node", "", "late") in got
+    assert nodes.counters.lists == 2 and cache.healthy()
+    assert sum(i.counters.relists for i in cache.informers.values()) == 1  # the other watches never broke
+
+
+def test_watch_refused_with_http_410_relists_after_backoff(sim: Simulator, k8s: Any, cache: ClusterCache) -> None:
+    nodes = _synced_nodes(sim, cache)
+    before = _metric("nodeflow_cluster_cache_relists_total", "Node")
+    sim.inject_faults(rate=1.0, codes=(410,), methods=("GET",), resources=("nodes",))  # the LIST too
+    _end_streams(sim, "nodes")
+    _until(lambda: nodes.counters.errors >= 2, "the re-list to fail and be retried")
+    health = cache.healthy()
+    assert (health.reason, health.kind) == (Reason.RELISTING, "Node")
+    kube.CoreV1Api(k8s).create_node(node("during"))
+    sim.inject_faults(rate=0.0)
+    assert ("Node", "", "during") in _converge(cache, k8s)
+    assert nodes.counters.relists == 1 and nodes.counters.lists == 2 and cache.healthy()
+    assert _metric("nodeflow_cluster_cache_relists_total", "Node") == before + 1
+
+
+@pytest.mark.parametrize("how", ["server-ends-stream", "connection-drops"])
+def test_interrupted_stream_resumes_from_its_version_without_a_relist(
+        sim: Simulator, k8s: Any, cache: ClusterCache, how: str) -> None:
+    """A change made while the stream is down arrives by replaying history after our resourceVersion."""
+    nodes = _synced_nodes(sim, cache)
+    name = nodes.objects()[0]["metadata"]["name"]
+    sim.inject_faults(rate=1.0, codes=(500,), methods=("GET",), resources=("nodes",))  # keep it down a while
+    if how == "server-ends-stream":
+        _end_streams(sim, "nodes")
+    else:
+        nodes.reconnect()
+    _until(lambda: nodes.counters.errors, "the reopened watch to fail")
+    kube.CoreV1Api(k8s).patch_node(name, {"metadata": {"labels": {"changed": "while-down"}}})
+    sim.inject_faults(rate=0.0)
+    got = _converge(cache, k8s)
+    assert got[("Node", "", name)]["metadata"]["labels"]["changed"] == "while-down"
+    assert nodes.counters.lists == 1 and nodes.counters.relists == 0 and nodes.counters.watches >= 2
+    assert cache.healthy()
+
+
+def test_stop_ends_every_thread_promptly(sim: Simulator, cache: ClusterCache) -> None:
+    _synced_nodes(sim, cache)
+    started = time.monotonic()
+    cache.stop()
+    assert time.monotonic() - started < 2.0
+    assert not any(i._thread and i._thread.is_alive() for i in cache.informers.values())
+    assert {i.state.value for i in cache.informers.values()} == {"Stopped"}
