@@ -23,6 +23,7 @@ from activities.kube_client import KubeClient, Obj, node_ready
 from api import labels
 from api.duration import parse_optional_duration
 from planning import drain as rules
+from planning.selectors import match_label_selector
 from telemetry import metrics
 from workflows.models import (
     DeletePodsInput,
@@ -257,7 +258,7 @@ class KubeActivities:
             cache[ns] = await self._io(self.kube.list_pdbs, ns)
         pod_labels = pod["metadata"].get("labels") or {}
         names = [f"{ns}/{p['metadata']['name']}" for p in cache[ns]
-                 if rules.selector_matches((p.get("spec") or {}).get("selector"), pod_labels)]
+                 if match_label_selector((p.get("spec") or {}).get("selector"), pod_labels)]
         return ",".join(sorted(names)) or None
 
     @staticmethod

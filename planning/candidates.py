@@ -18,7 +18,6 @@ from planning.selectors import tolerates
 
 GRACEFUL = "graceful"
 EVENTUAL = "eventual"
-DISRUPTED_TAINT = {"key": L.DISRUPTED_TAINT_KEY, "effect": L.DISRUPTED_TAINT_EFFECT}
 
 
 @dataclass(slots=True)
@@ -112,7 +111,7 @@ def do_not_disrupt_active(pod: PodInfo, at: datetime) -> bool:
 
 
 def _evictable(pod: PodInfo, at: datetime) -> bool:
-    return (pod.active and not pod.is_mirror and not tolerates(pod.tolerations, DISRUPTED_TAINT)
+    return (pod.active and not pod.is_mirror and not tolerates(pod.tolerations, L.DISRUPTED_TAINT)
             and not do_not_disrupt_active(pod, at))
 
 

@@ -16,22 +16,10 @@ from typing import Any
 from api import labels as L
 from api.catalog import InstanceType, InstanceTypeCatalog
 from api.quantity import QuantityError, parse_cpu, parse_memory
+from api.timestamps import parse_time
 from planning.selectors import match_label_selector, selector_key
 
 DEFAULT_EXPIRE_AFTER = timedelta(hours=720)
-DISRUPTED_TAINT = {"key": L.DISRUPTED_TAINT_KEY, "effect": L.DISRUPTED_TAINT_EFFECT}
-
-
-def parse_time(value: Any) -> datetime | None:
-    """RFC3339 text or datetime -> aware datetime (None when absent or unparsable)."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, datetime):
-        return value
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def as_duration(value: Any, default: timedelta | None) -> timedelta | None:

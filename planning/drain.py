@@ -125,22 +125,3 @@ def deadline_grace(deadline: datetime, at: datetime) -> int:
     return max(int((deadline - at).total_seconds()), 1)
 
 
-def selector_matches(selector: dict[str, Any] | None, pod_labels: dict[str, str]) -> bool:
-    """A metav1.LabelSelector match; an empty selector matches every pod (policy/v1 semantics)."""
-    if selector is None:
-        return False
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if pod_labels.get(k) != v:
-            return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        present = key in pod_labels
-        if op == "In" and not (present and pod_labels[key] in values):
-            return False
-        if op == "NotIn" and present and pod_labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-    return True

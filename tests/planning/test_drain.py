@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from planning import drain as r
 from planning.drain import Tier
+from planning.selectors import match_label_selector
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -75,14 +76,14 @@ def test_deadline_formula() -> None:
 
 def test_selector_matching() -> None:
     lbl = {"app": "web", "tier": "front"}
-    assert r.selector_matches({"matchLabels": {"app": "web"}}, lbl)
-    assert not r.selector_matches({"matchLabels": {"app": "db"}}, lbl)
-    assert r.selector_matches({}, lbl)
-    assert not r.selector_matches(None, lbl)
-    assert r.selector_matches({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["front"]}]}, lbl)
-    assert not r.selector_matches({"matchExpressions": [{"key": "x", "operator": "Exists"}]}, lbl)
-    assert r.selector_matches({"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}, lbl)
-    assert not r.selector_matches({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]}, lbl)
+    assert match_label_selector({"matchLabels": {"app": "web"}}, lbl)
+    assert not match_label_selector({"matchLabels": {"app": "db"}}, lbl)
+    assert match_label_selector({}, lbl)
+    assert not match_label_selector(None, lbl)
+    assert match_label_selector({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["front"]}]}, lbl)
+    assert not match_label_selector({"matchExpressions": [{"key": "x", "operator": "Exists"}]}, lbl)
+    assert match_label_selector({"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}, lbl)
+    assert not match_label_selector({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["web"]}]}, lbl)
 
 
 def test_do_not_disrupt() -> None:
