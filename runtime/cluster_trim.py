@@ -19,7 +19,7 @@ POD_METADATA = ("name", "namespace", "uid", "labels", "annotations", "ownerRefer
 POD_SPEC = ("nodeName", "nodeSelector", "affinity", "tolerations", "topologySpreadConstraints", "priority",
             "priorityClassName", "terminationGracePeriodSeconds", "overhead")
 CONTAINER_FIELDS = ("name", "resources", "restartPolicy")  # restartPolicy: an init container that is a sidecar
-CONDITION_FIELDS = ("type", "status", "reason", "lastTransitionTime")
+CONDITION_FIELDS = ("type", "status", "reason")  # Ready decides readiness; transition times are not read
 POD_STATUS = ("phase", "startTime")
 
 
