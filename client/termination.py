@@ -18,7 +18,7 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from workflows import search_attributes as sa
-from workflows.models import Phase, TerminationInput
+from workflows.models import TerminationInput, TerminationPhase
 from workflows.termination import TerminationWorkflow, workflow_id
 
 
@@ -45,7 +45,7 @@ async def start_termination(client: Client, inp: TerminationInput, signal: str |
     except WorkflowAlreadyStartedError:
         previous = client.get_workflow_handle_for(TerminationWorkflow.run, workflow_id(inp.node_uid))
         result = await previous.result()
-        if result.phase != Phase.CANCELLED:
+        if result.phase != TerminationPhase.CANCELLED:
             return previous
         return await _start(client, inp, signal, signal_arg, task_queue, WorkflowIDReusePolicy.ALLOW_DUPLICATE)
 

@@ -25,13 +25,13 @@ with workflow.unsafe.imports_passed_through():
         NO_RETURN_PHASES,
         AwaitTerminationsInput,
         DisruptionInput,
+        DisruptionPhase,
         DisruptionProgress,
         DisruptionResult,
         EventsInput,
         EventSpec,
         LaunchedReplacement,
         LaunchInput,
-        Phase,
         ReplacementStatus,
         StatusInput,
         TaintInput,
@@ -56,7 +56,7 @@ class _Rollback(Exception):
 class DisruptionWorkflow:
     def __init__(self) -> None:
         self._input: DisruptionInput | None = None
-        self._phase = Phase.PENDING
+        self._phase = DisruptionPhase.PENDING
         self._replacements: list[LaunchedReplacement] = []
         self._ready: set[str] = set()
         self._deadline = None
@@ -111,19 +111,19 @@ class DisruptionWorkflow:
             sa.REASON.value_set(cmd.reason),
         ])
 
-        self._set_phase(Phase.VALIDATING)
+        self._set_phase(DisruptionPhase.VALIDATING)
         await self._wait_for_cancel(s.validation_delay_seconds, "validation delay")
         if self._cancel_reason is not None:
-            return await self._finish(Phase.CANCELLED, f"cancelled before tainting: {self._cancel_reason}")
+            return await self._finish(DisruptionPhase.CANCELLED, f"cancelled before tainting: {self._cancel_reason}")
         verdict: ValidationResult = await workflow.execute_activity_method(
             PlanningActivities.validate_command,
             ValidateInput(command=cmd, at=workflow.now(), own_workflow_id=workflow.info().workflow_id,
                           catalog_path=s.catalog_path),
             start_to_close_timeout=timedelta(minutes=2), heartbeat_timeout=timedelta(seconds=30), retry_policy=RETRY)
         if not verdict.valid:
-            return await self._finish(Phase.INVALID, f"validation failed: {verdict.reason}")
+            return await self._finish(DisruptionPhase.INVALID, f"validation failed: {verdict.reason}")
 
-        self._set_phase(Phase.TAINTING)
+        self._set_phase(DisruptionPhase.TAINTING)
         try:
             await workflow.execute_activity_method(
                 CandidateActivities.taint_candidates, TaintInput(nodes=cmd.nodes, reason=cmd.reason),
@@ -148,7 +148,7 @@ class DisruptionWorkflow:
         if not cmd.replacements:
             self._check_cancel()
             return
-        self._set_phase(Phase.LAUNCHING)
+        self._set_phase(DisruptionPhase.LAUNCHING)
         info = workflow.info()
         launches = [
             workflow.execute_activity_method(
@@ -171,7 +171,7 @@ class DisruptionWorkflow:
                                                     ("DisruptionWaitingReadiness",
                                                      "Waiting on readiness to continue disruption"))], None)
 
-        self._set_phase(Phase.WAITING_READY)
+        self._set_phase(DisruptionPhase.WAITING_READY)
         self._deadline = workflow.now() + timedelta(seconds=s.ready_timeout_seconds)
         while True:
             started = workflow.now()
@@ -211,7 +211,7 @@ class DisruptionWorkflow:
 
     async def _rollback(self, why: str) -> DisruptionResult:
         cmd = self._input.command
-        self._set_phase(Phase.ROLLING_BACK)
+        self._set_phase(DisruptionPhase.ROLLING_BACK)
         unready = [r for r in self._replacements if r.node_claim not in self._ready]
         for r in unready:
             await workflow.execute_activity_method(
@@ -219,13 +219,13 @@ class DisruptionWorkflow:
         await workflow.execute_activity_method(
             CandidateActivities.untaint_candidates, TaintInput(nodes=cmd.nodes, reason=cmd.reason),
             start_to_close_timeout=SHORT, retry_policy=RETRY)
-        outcome = Phase.CANCELLED if self._cancel_reason is not None and why.startswith("cancelled") \
-            else Phase.ROLLED_BACK
+        outcome = DisruptionPhase.CANCELLED if self._cancel_reason is not None and why.startswith("cancelled") \
+            else DisruptionPhase.ROLLED_BACK
         return await self._finish(outcome, why)
 
     async def _terminate_candidates(self, inp: DisruptionInput) -> DisruptionResult:
         cmd, s = inp.command, inp.settings
-        self._set_phase(Phase.TERMINATING)
+        self._set_phase(DisruptionPhase.TERMINATING)
         events = [EventSpec(kind="Node", name=n.name, uid=n.uid, reason="Disrupting",
                             message=f"Disrupting Node: {cmd.reason}") for n in cmd.nodes]
         events += [EventSpec(kind="NodeClaim", name=n.node_claim, reason="Disrupting",
@@ -244,13 +244,14 @@ class DisruptionWorkflow:
                 heartbeat_timeout=timedelta(seconds=30), retry_policy=RETRY)
         except ActivityError as exc:  # past the point of no return: report it, do not pretend to undo
             self._error = _cause(exc)
-            return await self._finish(Phase.FAILED, f"termination failed: {self._error}", ids)
-        return await self._finish(Phase.SUCCEEDED, f"{len(cmd.nodes)} node(s) disrupted: {cmd.reason}", ids)
+            return await self._finish(DisruptionPhase.FAILED, f"termination failed: {self._error}", ids)
+        return await self._finish(DisruptionPhase.SUCCEEDED, f"{len(cmd.nodes)} node(s) disrupted: {cmd.reason}", ids)
 
-    async def _finish(self, outcome: Phase, message: str, terminations: list[str] | None = None) -> DisruptionResult:
+    async def _finish(self, outcome: DisruptionPhase, message: str,
+                      terminations: list[str] | None = None) -> DisruptionResult:
         cmd = self._input.command
         events = []
-        if outcome in (Phase.ROLLED_BACK, Phase.INVALID, Phase.FAILED):
+        if outcome in (DisruptionPhase.ROLLED_BACK, DisruptionPhase.INVALID, DisruptionPhase.FAILED):
             events = [EventSpec(kind="NodePool", name=cmd.node_pool, reason="DisruptionBlocked", type="Warning",
                                 message=f"{cmd.method} of {', '.join(n.name for n in cmd.nodes)} stopped: {message}")]
         self._set_phase(outcome)
@@ -268,7 +269,7 @@ class DisruptionWorkflow:
         except ActivityError as exc:
             workflow.logger.warning("could not record events: %s", _cause(exc))
 
-    def _set_phase(self, phase: Phase) -> None:
+    def _set_phase(self, phase: DisruptionPhase) -> None:
         self._phase = phase
         workflow.upsert_search_attributes([sa.PHASE.value_set(phase.value)])
 

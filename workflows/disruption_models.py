@@ -179,7 +179,9 @@ class EventsInput(_Model):
     reason: str | None = None
 
 
-class Phase(StrEnum):
+class DisruptionPhase(StrEnum):
+    """Where a disruption (one planner command) is; the values are the `NodeflowPhase` search attribute."""
+
     PENDING = "Pending"
     VALIDATING = "Validating"
     TAINTING = "Tainting"
@@ -194,9 +196,10 @@ class Phase(StrEnum):
     FAILED = "Failed"  # a candidate's termination failed after the point of no return
 
 
-TERMINAL_PHASES = frozenset({Phase.SUCCEEDED, Phase.ROLLED_BACK, Phase.INVALID, Phase.CANCELLED, Phase.FAILED})
+TERMINAL_PHASES = frozenset({DisruptionPhase.SUCCEEDED, DisruptionPhase.ROLLED_BACK, DisruptionPhase.INVALID,
+                             DisruptionPhase.CANCELLED, DisruptionPhase.FAILED})
 # From here on the candidates are being deleted: a cancel can no longer undo the command.
-NO_RETURN_PHASES = frozenset({Phase.TERMINATING}) | TERMINAL_PHASES
+NO_RETURN_PHASES = frozenset({DisruptionPhase.TERMINATING}) | TERMINAL_PHASES
 
 
 class DisruptionInput(_Model):
@@ -205,7 +208,7 @@ class DisruptionInput(_Model):
 
 
 class DisruptionProgress(_Model):
-    phase: Phase
+    phase: DisruptionPhase
     method: str
     reason: str
     node_pool: str
@@ -218,7 +221,7 @@ class DisruptionProgress(_Model):
 
 
 class DisruptionResult(_Model):
-    outcome: Phase
+    outcome: DisruptionPhase
     message: str = ""
     replacements: list[LaunchedReplacement] = Field(default_factory=list)
     terminations: list[str] = Field(default_factory=list)

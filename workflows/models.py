@@ -15,8 +15,9 @@ from pydantic import AwareDatetime, BaseModel, Field
 from planning.drain import Tier
 
 
-class Phase(StrEnum):
-    """Where a termination is. Everything from TERMINATING_INSTANCE on is past the point of no return."""
+class TerminationPhase(StrEnum):
+    """Where a termination (of one node) is; the values are the `NodeflowPhase` search attribute. Everything
+    from TERMINATING_INSTANCE on is past the point of no return."""
 
     PENDING = "Pending"
     DRAINING = "Draining"
@@ -27,7 +28,7 @@ class Phase(StrEnum):
     CANCELLED = "Cancelled"
 
 
-POINT_OF_NO_RETURN = (Phase.TERMINATING_INSTANCE, Phase.FINALIZING, Phase.TERMINATED)
+POINT_OF_NO_RETURN = (TerminationPhase.TERMINATING_INSTANCE, TerminationPhase.FINALIZING, TerminationPhase.TERMINATED)
 
 
 class TerminationInput(BaseModel):
@@ -82,7 +83,7 @@ class TerminationProgress(BaseModel):
     node_name: str
     node_pool: str | None = None
     reason: str = ""
-    phase: Phase = Phase.PENDING
+    phase: TerminationPhase = TerminationPhase.PENDING
     started_at: AwareDatetime | None = None
     deadline: AwareDatetime | None = None
     pods: list[PodState] = Field(default_factory=list)
@@ -95,7 +96,7 @@ class TerminationProgress(BaseModel):
 
 class TerminationResult(BaseModel):
     node_name: str
-    phase: Phase
+    phase: TerminationPhase
     instance_terminated: bool = False
     pods_evicted: int = 0
     pods_deleted: int = 0
@@ -106,7 +107,7 @@ class ControlResult(BaseModel):
     """What an accepted force/cancel update returns to its caller."""
 
     accepted: bool = True
-    phase: Phase
+    phase: TerminationPhase
     message: str = ""
 
 

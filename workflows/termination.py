@@ -35,11 +35,11 @@ with workflow.unsafe.imports_passed_through():
         FinalizeInput,
         ForceRequest,
         InstanceInput,
-        Phase,
         PodState,
         PrepareInput,
         PrepareResult,
         TerminationInput,
+        TerminationPhase,
         TerminationProgress,
         TerminationResult,
         UntaintInput,
@@ -78,7 +78,7 @@ class TerminationWorkflow:
     @workflow.init
     def __init__(self, inp: TerminationInput) -> None:
         self._inp = inp
-        self._phase = Phase.PENDING
+        self._phase = TerminationPhase.PENDING
         self._started_at: datetime | None = None
         self._deadline: datetime | None = inp.deadline
         self._pods: list[PodState] = []
@@ -122,7 +122,8 @@ class TerminationWorkflow:
     async def cancel(self, req: CancelRequest) -> ControlResult:
         self._cancel_reason = req.reason or "cancelled"
         self._refresh_details()
-        await workflow.wait_condition(lambda: self._phase == Phase.CANCELLED or self._cancel_rejected is not None)
+        await workflow.wait_condition(
+            lambda: self._phase == TerminationPhase.CANCELLED or self._cancel_rejected is not None)
         if self._cancel_rejected is not None:
             raise ApplicationError(self._cancel_rejected, type="CancelRejected", non_retryable=True)
         return ControlResult(phase=self._phase, message=f"termination of {self._inp.node_name} cancelled; untainted")
@@ -168,7 +169,7 @@ class TerminationWorkflow:
     @workflow.signal
     def drain_progress(self, sig: DrainSignal) -> None:
         """From the drain activity: which pods are left and which PDB blocks them (for `progress`)."""
-        if self._phase == Phase.DRAINING:
+        if self._phase == TerminationPhase.DRAINING:
             self._pods = list(sig.pods)
             self._refresh_details()
 
@@ -179,7 +180,7 @@ class TerminationWorkflow:
             return "a reason is required to force a termination"
         if self._phase in POINT_OF_NO_RETURN:
             return f"nothing to force: {self._inp.node_name} is already in phase {self._phase}"
-        if self._phase == Phase.CANCELLED or self._cancel_reason is not None:
+        if self._phase == TerminationPhase.CANCELLED or self._cancel_reason is not None:
             return f"termination of {self._inp.node_name} was cancelled"
         if self._force_reason is not None:
             return f"{self._inp.node_name} is already being forced ({self._force_reason})"
@@ -198,7 +199,7 @@ class TerminationWorkflow:
                     "only sped up with force")
         if self._phase in POINT_OF_NO_RETURN:
             return f"past the point of no return: {name} is in phase {self._phase} (instance termination started)"
-        if self._phase == Phase.CANCELLED or self._cancel_reason is not None:
+        if self._phase == TerminationPhase.CANCELLED or self._cancel_reason is not None:
             return f"termination of {name} is already cancelled"
         return None
 
@@ -227,7 +228,7 @@ class TerminationWorkflow:
         self._pods = list(prep.pods)
         self._volume_attachments = prep.volume_attachments
         provider_id = inp.provider_id or prep.provider_id
-        self._set_phase(Phase.DRAINING)
+        self._set_phase(TerminationPhase.DRAINING)
         if prep.node_exists and await self._instance_already_gone(prep, provider_id):
             prep = prep.model_copy(update={"node_exists": False})
         try:
@@ -240,7 +241,7 @@ class TerminationWorkflow:
             return await self._cancelled(inp)
 
         # Point of no return: from here on cancel is rejected.
-        self._set_phase(Phase.TERMINATING_INSTANCE)
+        self._set_phase(TerminationPhase.TERMINATING_INSTANCE)
         instance_terminated = False
         if provider_id:
             res = await self._short(
@@ -249,14 +250,14 @@ class TerminationWorkflow:
                 remote_opts={"start_to_close_timeout": timedelta(minutes=10), "heartbeat_timeout": HEARTBEAT},
             )
             instance_terminated = res.state in ("shutting-down", "terminated", "gone")
-        self._set_phase(Phase.FINALIZING)
+        self._set_phase(TerminationPhase.FINALIZING)
         await self._short(
             KubeActivities.finalize,
             FinalizeInput(node_name=inp.node_name, node_claim_name=prep.node_claim_name, reason=inp.reason),
             f"remove finalizers of {inp.node_name}",
         )
         self._pods = []
-        self._set_phase(Phase.TERMINATED)
+        self._set_phase(TerminationPhase.TERMINATED)
         workflow.logger.info("termination finished", extra=log)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return TerminationResult(node_name=inp.node_name, phase=self._phase, instance_terminated=instance_terminated,
@@ -349,7 +350,7 @@ class TerminationWorkflow:
         # A tainted node gains no attachments: none at prepare time means nothing to wait for (saves an activity).
         if workflow.patched("skip-volume-wait-without-attachments") and self._volume_attachments == 0:
             return
-        self._set_phase(Phase.AWAITING_VOLUMES)
+        self._set_phase(TerminationPhase.AWAITING_VOLUMES)
         while True:
             res = await self._interruptible(
                 KubeActivities.wait_volumes, VolumesInput(node_name=self._inp.node_name, deadline=self._deadline),
@@ -399,14 +400,14 @@ class TerminationWorkflow:
             f"untaint {inp.node_name}",
         )
         self._pods = []
-        self._set_phase(Phase.CANCELLED)
+        self._set_phase(TerminationPhase.CANCELLED)
         workflow.logger.info("termination cancelled", extra={"node": inp.node_name, "reason": self._cancel_reason})
         await workflow.wait_condition(workflow.all_handlers_finished)
         return TerminationResult(node_name=inp.node_name, phase=self._phase, pods_evicted=self._evicted,
                                  pods_deleted=self._deleted, message=self._cancel_reason or "")
 
-    def _set_phase(self, phase: Phase) -> None:
-        first = self._phase == Phase.PENDING
+    def _set_phase(self, phase: TerminationPhase) -> None:
+        first = self._phase == TerminationPhase.PENDING
         self._phase = phase
         updates = [sa.PHASE.value_set(phase.value)]
         if first:
@@ -419,7 +420,7 @@ class TerminationWorkflow:
 
     def _refresh_details(self) -> None:
         parts = [f"{self._phase.value} {self._inp.node_name} ({self._inp.reason})"]
-        if self._phase == Phase.DRAINING:
+        if self._phase == TerminationPhase.DRAINING:
             parts.append(f"{len(self._pods)} pods left")
             pdbs = sorted({p.blocking_pdb for p in self._pods if p.blocking_pdb})
             if pdbs:

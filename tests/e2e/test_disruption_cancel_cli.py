@@ -11,7 +11,7 @@ from support.disruption_stack import FAST, disruption_stack, never_ready_drift, 
 
 from api import labels
 from workflows.disruption import DisruptionWorkflow
-from workflows.disruption_models import Phase
+from workflows.disruption_models import DisruptionPhase
 
 pytestmark = pytest.mark.e2e
 
@@ -27,7 +27,7 @@ async def test_cancel_rolls_back_a_disruption_waiting_for_its_replacement(tempor
         handle = stack.client.get_workflow_handle_for(DisruptionWorkflow.run, result.started[0])
 
         async def waiting() -> bool:
-            return (await handle.query(DisruptionWorkflow.progress)).phase == Phase.WAITING_READY
+            return (await handle.query(DisruptionWorkflow.progress)).phase == DisruptionPhase.WAITING_READY
 
         for _ in range(300):
             if await waiting():
@@ -39,7 +39,7 @@ async def test_cancel_rolls_back_a_disruption_waiting_for_its_replacement(tempor
         assert code == 0, err
         assert "cancelled" in out and result.started[0] in out
         outcome = await asyncio.wait_for(handle.result(), timeout=60)
-        assert outcome.outcome in (Phase.CANCELLED, Phase.ROLLED_BACK)
+        assert outcome.outcome in (DisruptionPhase.CANCELLED, DisruptionPhase.ROLLED_BACK)
         node = next(n for n in stack.nodes() if n["metadata"]["name"] == "old-0")
         assert not any(t.get("key") == labels.DISRUPTED_TAINT_KEY for t in node["spec"].get("taints") or [])
         claim = outcome.replacements[0].node_claim

@@ -23,7 +23,7 @@ from support.disruption_stack import (
 from api import labels
 from bench.clusters import node_objects, node_pool
 from telemetry import metrics
-from workflows.disruption_models import Phase
+from workflows.disruption_models import DisruptionPhase
 
 # Timing-sensitive (a 10-node rollout, a 2 s validation delay): run on the same xdist worker as the demo and
 # not beside it, since both together saturate a 2-core machine.
@@ -99,7 +99,7 @@ async def test_drift_rollout_one_at_a_time_with_prespun_nodes(temporal_client, s
         results = [await stack.outcome(wid) for wid in stack.started]
         await record_history(stack.client.get_workflow_handle(stack.started[0]), "DisruptionWorkflow", "drift_replace")
         assert len(results) == 10
-        assert all(r.outcome == Phase.SUCCEEDED for r in results), [r.message for r in results]
+        assert all(r.outcome == DisruptionPhase.SUCCEEDED for r in results), [r.message for r in results]
         assert all(len(r.replacements) == 1 and len(r.terminations) == 1 for r in results)
         assert max(in_flight) == 1, "budget 1 allows one node in disruption at a time"
         events = {(e["involvedObject"]["name"], e["reason"], e["message"]) for e in stack.events()}
@@ -126,7 +126,7 @@ async def test_never_ready_replacement_is_rolled_back(temporal_client, sim_ec2, 
         outcome = await stack.outcome(result.started[0])
         await record_history(stack.client.get_workflow_handle(result.started[0]), "DisruptionWorkflow",
                              "never_ready_rollback")
-        assert outcome.outcome == Phase.ROLLED_BACK and "not ready within" in outcome.message
+        assert outcome.outcome == DisruptionPhase.ROLLED_BACK and "not ready within" in outcome.message
         assert outcome.replacements[0].instance_type == "c5.large"
         assert metrics.REGISTRY.get_sample_value(
             "nodeflow_disruption_outcomes_total", {"reason": "Drifted", "outcome": "RolledBack"}) >= 1
@@ -166,8 +166,9 @@ async def test_underutilized_nodes_are_consolidated_and_cost_falls(temporal_clie
         outcomes = [await stack.outcome(wid) for wid in stack.started]
         await record_history(stack.client.get_workflow_handle(stack.started[0]), "DisruptionWorkflow",
                              "consolidation")
-        assert outcomes[0].outcome == Phase.SUCCEEDED, outcomes[0].message
-        assert all(o.outcome in (Phase.SUCCEEDED, Phase.INVALID) for o in outcomes), [o.message for o in outcomes]
+        assert outcomes[0].outcome == DisruptionPhase.SUCCEEDED, outcomes[0].message
+        assert all(o.outcome in (DisruptionPhase.SUCCEEDED, DisruptionPhase.INVALID) for o in outcomes), \
+            [o.message for o in outcomes]
         try:
             await wait_for(lambda: len(_running_pods(stack, "small")) == 4, what="pods rescheduled")
         except TimeoutError:

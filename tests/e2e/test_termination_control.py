@@ -25,7 +25,7 @@ from support.cli_runner import nodeflow
 from temporalio.client import Client
 
 from client.termination import start_termination
-from workflows.models import Phase, TerminationInput
+from workflows.models import TerminationInput, TerminationPhase
 from workflows.termination import TerminationWorkflow
 
 pytestmark = pytest.mark.e2e
@@ -72,7 +72,7 @@ async def test_cancel_accepted_untaints_and_keeps_instance(
         assert code == 0, err
         result = await handle.result()
         await record_history(handle, "cancelled")
-        assert result.phase == Phase.CANCELLED
+        assert result.phase == TerminationPhase.CANCELLED
         assert "karpenter.sh/disrupted" not in _taints(api, "n1")
         assert instance_state(ec2, i1) == "running"
         assert k8s.CoreV1Api(api).read_node("n1").metadata.deletion_timestamp is None
@@ -105,7 +105,7 @@ async def test_cancel_rejected_for_deleted_node_then_force(
         result = await asyncio.wait_for(handle.result(), timeout=30)
         await eventually(lambda: _node_gone(api, "n1"), what="n1 gone")
         await record_history(handle, "cancel_rejected_forced")
-    assert result.phase == Phase.TERMINATED and result.pods_deleted == 2
+    assert result.phase == TerminationPhase.TERMINATED and result.pods_deleted == 2
     assert instance_state(ec2, i1) in ("shutting-down", "terminated")
     removals = [r for r in sim.ledger() if r["node"] == "n1"]
     assert {r["cause"] for r in removals} <= {"delete", "grace-deadline"}

@@ -26,7 +26,7 @@ from e2e.termination_helpers import (
 from kubernetes import client as k8s
 from temporalio.client import Client
 
-from workflows.models import Phase
+from workflows.models import TerminationPhase
 from workflows.termination import TerminationWorkflow, workflow_id
 
 pytestmark = pytest.mark.e2e
@@ -85,7 +85,7 @@ async def test_worker_sigkill_mid_drain(temporal_client: Client, sim: Any, moto_
                     proc.wait(10)
                 except subprocess.TimeoutExpired:
                     proc.kill()
-    assert result.phase == Phase.TERMINATED
+    assert result.phase == TerminationPhase.TERMINATED
     assert instance_state(ec2, i1) in ("shutting-down", "terminated")
     calls = sum(log.read_text(errors="replace").count(f"TerminateInstances {i1}") for log in logs)
     assert calls == 1, calls

@@ -23,7 +23,7 @@ from e2e.termination_helpers import (
 from kubernetes import client as k8s
 from temporalio.client import Client
 
-from workflows.models import Phase
+from workflows.models import TerminationPhase
 from workflows.termination import TerminationWorkflow, workflow_id
 
 pytestmark = pytest.mark.e2e
@@ -64,7 +64,7 @@ async def test_plain_drain_terminates_instance_and_removes_finalizers(
         result = await handle.result()
         history = await handle.fetch_history()
         await record_history(handle, "plain_drain")
-    assert result.phase == Phase.TERMINATED and result.instance_terminated
+    assert result.phase == TerminationPhase.TERMINATED and result.instance_terminated
     assert result.pods_evicted == 3
     assert instance_state(ec2, i1) in ("shutting-down", "terminated")
     assert instance_state(ec2, i2) == "running"
@@ -150,7 +150,7 @@ async def test_nodeclaim_vanishing_mid_drain(temporal_client: Client, sim: Any, 
         await handle.execute_update(TerminationWorkflow.force, _force("test: unblock"))
         result = await asyncio.wait_for(handle.result(), timeout=30)
         await record_history(handle, "claim_vanished_forced")
-    assert result.phase == Phase.TERMINATED
+    assert result.phase == TerminationPhase.TERMINATED
     assert _gone(api, "Node", "n1")
     assert instance_state(ec2, i1) in ("shutting-down", "terminated")
     api.close()
@@ -180,7 +180,7 @@ async def test_deadline_deletes_do_not_disrupt_pod_before_node_grace_ends(
         await eventually(lambda: _gone(api, "Node", "n1"), what="n1 gone")
         result = await handle.result()
         progress = await handle.query(TerminationWorkflow.progress)
-    assert result.phase == Phase.TERMINATED and result.pods_deleted == 1 and result.pods_evicted == 0
+    assert result.phase == TerminationPhase.TERMINATED and result.pods_deleted == 1 and result.pods_evicted == 0
     assert progress.deadline is not None
     removal = next(r for r in sim.ledger() if r["pod"] == "default/pinned-0")
     assert removal["cause"] in ("delete", "grace-deadline")
@@ -207,8 +207,8 @@ async def test_started_by_a_disruption_deletes_the_objects_at_the_end(
         again = await start_termination(temporal_client, TerminationInput(
             node_name="n1", node_uid=node.metadata.uid, reason="Drifted"), task_queue=tq)
         result = await handle.result()
-        assert (await again.result()).phase == Phase.TERMINATED  # the same execution, joined
-    assert result.phase == Phase.TERMINATED and result.pods_evicted == 2
+        assert (await again.result()).phase == TerminationPhase.TERMINATED  # the same execution, joined
+    assert result.phase == TerminationPhase.TERMINATED and result.pods_evicted == 2
     assert _gone(api, "Node", "n1") and _gone(api, "NodeClaim", "n1-claim")
     assert instance_state(ec2, i1) in ("shutting-down", "terminated")
     api.close()
@@ -234,7 +234,7 @@ async def test_notready_node_whose_instance_is_gone_needs_no_drain(
         result = await asyncio.wait_for(handle.result(), timeout=30)
         progress = await handle.query(TerminationWorkflow.progress)
         await record_history(handle, "notready_instance_gone")
-    assert result.phase == Phase.TERMINATED and result.pods_evicted == 0 and result.pods_deleted == 0
+    assert result.phase == TerminationPhase.TERMINATED and result.pods_evicted == 0 and result.pods_deleted == 0
     assert "no drain" in progress.message
     assert instance_state(ec2, i2) == "running"
     api.close()

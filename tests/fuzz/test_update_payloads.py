@@ -25,11 +25,11 @@ from workflows.models import (
     ForceRequest,
     InstanceInput,
     InstanceResult,
-    Phase,
     PodState,
     PrepareInput,
     PrepareResult,
     TerminationInput,
+    TerminationPhase,
     UntaintInput,
     VolumesInput,
     VolumesResult,
@@ -120,7 +120,7 @@ async def test_invalid_updates_are_rejected_and_the_workflow_keeps_going(tempora
                                                      task_queue=tq)
         untyped = temporal_client.get_workflow_handle(typed.id)
         for _ in range(100):
-            if (await typed.query(TerminationWorkflow.progress)).phase == Phase.DRAINING:
+            if (await typed.query(TerminationWorkflow.progress)).phase == TerminationPhase.DRAINING:
                 break
             await asyncio.sleep(0.1)
         before = len((await typed.fetch_history()).events)
@@ -146,7 +146,7 @@ async def test_invalid_updates_are_rejected_and_the_workflow_keeps_going(tempora
         desc = await typed.describe()
         assert desc.status == WorkflowExecutionStatus.RUNNING
         progress = await typed.query(TerminationWorkflow.progress)
-        assert progress.phase == Phase.DRAINING and progress.forced is None and progress.cancelled is None
+        assert progress.phase == TerminationPhase.DRAINING and progress.forced is None and progress.cancelled is None
         history = await typed.fetch_history()
         failed_tasks = [e for e in history.events if e.HasField("workflow_task_failed_event_attributes")]
         assert not failed_tasks, "a bad payload must not fail workflow tasks"
@@ -154,4 +154,4 @@ async def test_invalid_updates_are_rejected_and_the_workflow_keeps_going(tempora
         res = await typed.execute_update(TerminationWorkflow.force, ForceRequest(reason="fuzz done"))
         assert res.accepted
         result = await asyncio.wait_for(typed.result(), 30)
-    assert result.phase == Phase.TERMINATED
+    assert result.phase == TerminationPhase.TERMINATED

@@ -16,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from workflows.disruption import DisruptionWorkflow
-from workflows.disruption_models import DisruptionInput, DisruptionSettings, Phase
+from workflows.disruption_models import DisruptionInput, DisruptionPhase, DisruptionSettings
 
 
 async def _run(env: WorkflowEnvironment, fakes: Fakes, inp: DisruptionInput):
@@ -35,7 +35,7 @@ async def test_validates_after_delay_then_replaces_and_terminates(ts_env: Workfl
     inp = DisruptionInput(command=command(n=2), settings=DisruptionSettings(validation_delay_seconds=15,
                                                                            ready_poll_seconds=5))
     result, start, _, progress = await _run(ts_env, fakes, inp)
-    assert result.outcome == Phase.SUCCEEDED
+    assert result.outcome == DisruptionPhase.SUCCEEDED
     assert fakes.calls == ["validate", "taint", "launch", "terminate"]
     # validation happened only after the 15 s delay (virtual time)
     assert (fakes.validate_scheduled[0] - start).total_seconds() >= 15
@@ -43,7 +43,7 @@ async def test_validates_after_delay_then_replaces_and_terminates(ts_env: Workfl
     assert fakes.termination_reasons == ["Drifted", "Drifted"]
     assert fakes.outcomes == ["Succeeded"]
     assert len(result.replacements) == 1 and result.terminations == ["terminate-uid-0", "terminate-uid-1"]
-    assert progress.phase == Phase.SUCCEEDED and progress.nodes == ["node-0", "node-1"]
+    assert progress.phase == DisruptionPhase.SUCCEEDED and progress.nodes == ["node-0", "node-1"]
 
 
 async def test_ready_timeout_rolls_back(ts_env: WorkflowEnvironment) -> None:
@@ -51,7 +51,7 @@ async def test_ready_timeout_rolls_back(ts_env: WorkflowEnvironment) -> None:
     inp = DisruptionInput(command=command(), settings=DisruptionSettings(ready_timeout_seconds=600,
                                                                         ready_poll_seconds=60))
     result, start, end, _ = await _run(ts_env, fakes, inp)
-    assert result.outcome == Phase.ROLLED_BACK
+    assert result.outcome == DisruptionPhase.ROLLED_BACK
     assert "not ready within 600s" in result.message
     assert fakes.calls == ["validate", "taint", "launch", "delete_replacement", "untaint"]
     assert fakes.deleted == [result.replacements[0].node_claim]
@@ -62,21 +62,21 @@ async def test_ready_timeout_rolls_back(ts_env: WorkflowEnvironment) -> None:
 async def test_invalid_command_touches_nothing(ts_env: WorkflowEnvironment) -> None:
     fakes = Fakes(valid=False)
     result, *_ = await _run(ts_env, fakes, DisruptionInput(command=command()))
-    assert result.outcome == Phase.INVALID and "candidates changed" in result.message
+    assert result.outcome == DisruptionPhase.INVALID and "candidates changed" in result.message
     assert fakes.calls == ["validate"]
 
 
 async def test_launch_failure_untaints_without_terminating(ts_env: WorkflowEnvironment) -> None:
     fakes = Fakes(launch_error="InsufficientInstanceCapacity")
     result, *_ = await _run(ts_env, fakes, DisruptionInput(command=command()))
-    assert result.outcome == Phase.ROLLED_BACK and "InsufficientInstanceCapacity" in result.message
+    assert result.outcome == DisruptionPhase.ROLLED_BACK and "InsufficientInstanceCapacity" in result.message
     assert fakes.calls == ["validate", "taint", "launch", "untaint"]
 
 
 async def test_vanished_candidate_untaints_the_others(ts_env: WorkflowEnvironment) -> None:
     fakes = Fakes(taint_error="candidate node(s) gone: node-1")
     result, *_ = await _run(ts_env, fakes, DisruptionInput(command=command(n=2)))
-    assert result.outcome == Phase.ROLLED_BACK and "node-1" in result.message
+    assert result.outcome == DisruptionPhase.ROLLED_BACK and "node-1" in result.message
     assert fakes.calls == ["validate", "taint", "untaint"]
 
 
@@ -84,7 +84,7 @@ async def test_delete_command_needs_no_replacement(ts_env: WorkflowEnvironment) 
     fakes = Fakes()
     inp = DisruptionInput(command=command(n=3, replacements=0, reason="Empty", method="Emptiness"))
     result, *_ = await _run(ts_env, fakes, inp)
-    assert result.outcome == Phase.SUCCEEDED
+    assert result.outcome == DisruptionPhase.SUCCEEDED
     assert fakes.calls == ["validate", "taint", "terminate"] and fakes.polls == 0
 
 
@@ -99,7 +99,7 @@ async def _started(ts_env: WorkflowEnvironment, fakes: Fakes, settings: Disrupti
             id=f"disrupt-{uuid.uuid4()}", task_queue=tq)
 
 
-async def _wait_phase(handle, phase: Phase, timeout: float = 10.0) -> None:
+async def _wait_phase(handle, phase: DisruptionPhase, timeout: float = 10.0) -> None:
     async def poll() -> None:
         while (await handle.query(DisruptionWorkflow.progress)).phase != phase:
             await asyncio.sleep(0.05)
@@ -111,11 +111,11 @@ async def test_cancel_while_waiting_ready_rolls_back(ts_env: WorkflowEnvironment
     settings = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=3600, ready_timeout_seconds=7200)
     async with _started(ts_env, fakes, settings) as handle:
         with ts_env.auto_time_skipping_disabled():
-            await _wait_phase(handle, Phase.WAITING_READY)
+            await _wait_phase(handle, DisruptionPhase.WAITING_READY)
             assert await handle.execute_update(DisruptionWorkflow.cancel, "operator said so") == "WaitingReady"
         result = await handle.result()
         await record_history(handle, "DisruptionWorkflow", "cancel_waiting_ready")
-    assert result.outcome == Phase.CANCELLED and "operator said so" in result.message
+    assert result.outcome == DisruptionPhase.CANCELLED and "operator said so" in result.message
     assert fakes.calls[-2:] == ["delete_replacement", "untaint"]
 
 
@@ -125,13 +125,13 @@ async def test_cancel_rejected_once_terminating(ts_env: WorkflowEnvironment) -> 
     settings = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=0.01)
     async with _started(ts_env, fakes, settings) as handle:
         with ts_env.auto_time_skipping_disabled():
-            await _wait_phase(handle, Phase.TERMINATING)
+            await _wait_phase(handle, DisruptionPhase.TERMINATING)
             with pytest.raises(WorkflowUpdateFailedError) as err:
                 await handle.execute_update(DisruptionWorkflow.cancel, "too late")
             assert "cannot cancel" in str(err.value.cause)
         gate.set()
         result = await handle.result()
-    assert result.outcome == Phase.SUCCEEDED
+    assert result.outcome == DisruptionPhase.SUCCEEDED
 
 
 async def test_temporal_cancel_rolls_back_before_ending_cancelled(ts_env: WorkflowEnvironment) -> None:
@@ -139,7 +139,7 @@ async def test_temporal_cancel_rolls_back_before_ending_cancelled(ts_env: Workfl
     settings = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=3600, ready_timeout_seconds=7200)
     async with _started(ts_env, fakes, settings) as handle:
         with ts_env.auto_time_skipping_disabled():
-            await _wait_phase(handle, Phase.WAITING_READY)
+            await _wait_phase(handle, DisruptionPhase.WAITING_READY)
             await handle.cancel()
         with pytest.raises(WorkflowFailureError) as err:
             await handle.result()
@@ -151,5 +151,5 @@ async def test_temporal_cancel_rolls_back_before_ending_cancelled(ts_env: Workfl
 async def test_failed_termination_is_reported_not_undone(ts_env: WorkflowEnvironment) -> None:
     fakes = Fakes(termination_error="termination terminate-uid-0 ended FAILED")
     result, *_ = await _run(ts_env, fakes, DisruptionInput(command=command()))
-    assert result.outcome == Phase.FAILED and "ended FAILED" in result.message
+    assert result.outcome == DisruptionPhase.FAILED and "ended FAILED" in result.message
     assert "untaint" not in fakes.calls and "delete_replacement" not in fakes.calls

@@ -10,9 +10,9 @@ from temporalio.worker import Worker
 
 from workflows.disruption import DisruptionWorkflow
 from workflows.disruption_models import (
+    DisruptionPhase,
     DisruptionSettings,
     NodeRef,
-    Phase,
     PlannerInput,
     PlanPassResult,
 )
@@ -48,7 +48,7 @@ async def test_pass_starts_one_disruption_per_command_and_terminates_expired(ts_
         for wid in result.started:
             child = ts_env.client.get_workflow_handle_for(DisruptionWorkflow.run, wid)
             outcome = await child.result()
-            assert outcome.outcome == Phase.SUCCEEDED
+            assert outcome.outcome == DisruptionPhase.SUCCEEDED
         desc = await ts_env.client.get_workflow_handle(a.workflow_id).describe()
         assert (await desc.memo())["nodes"] == [a.nodes[0].name]
 

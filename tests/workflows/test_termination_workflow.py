@@ -28,11 +28,11 @@ from workflows.models import (
     ForceRequest,
     InstanceInput,
     InstanceResult,
-    Phase,
     PodState,
     PrepareInput,
     PrepareResult,
     TerminationInput,
+    TerminationPhase,
     UntaintInput,
     VolumesInput,
     VolumesResult,
@@ -127,7 +127,7 @@ async def test_deadline_deletes_pod_at_deadline_minus_its_grace(ts_env) -> None:
         result = await handle.result()
         progress = await handle.query(TerminationWorkflow.progress)
         await record_history(handle, "deadline_path")
-    assert result.phase == Phase.TERMINATED
+    assert result.phase == TerminationPhase.TERMINATED
     assert len(cluster.deletes) == 1
     started = progress.deadline - timedelta(seconds=300)
     waited = cluster.deletes[0].at - started
@@ -144,7 +144,7 @@ async def test_plain_drain_order_and_history_size(ts_env) -> None:
         handle = await _start(ts_env.client, tq, _input())
         result = await handle.result()
         history = await handle.fetch_history()
-    assert result.phase == Phase.TERMINATED and result.pods_evicted == 1 and result.instance_terminated
+    assert result.phase == TerminationPhase.TERMINATED and result.pods_evicted == 1 and result.instance_terminated
     assert cluster.calls == ["prepare", "drain", "wait_volumes", "terminate_instance", "finalize"]
     assert len(history.events) <= 80
 
@@ -161,7 +161,7 @@ async def test_force_deletes_pods_now(temporal_client: Client) -> None:
         res = await handle.execute_update(TerminationWorkflow.force, ForceRequest(reason="stuck PDB"))
         assert res.accepted
         result = await handle.result()
-    assert result.phase == Phase.TERMINATED
+    assert result.phase == TerminationPhase.TERMINATED
     assert [d.force for d in cluster.deletes] == [True]
 
 
@@ -172,9 +172,9 @@ async def test_cancel_accepted_untaints(temporal_client: Client) -> None:
                       activities=cluster.activities(), max_heartbeat_throttle_interval=timedelta(milliseconds=300)):
         handle = await _start(temporal_client, tq, _input(requested_by="disruption"))
         res = await handle.execute_update(TerminationWorkflow.cancel, CancelRequest(reason="changed my mind"))
-        assert res.phase == Phase.CANCELLED
+        assert res.phase == TerminationPhase.CANCELLED
         result = await handle.result()
-    assert result.phase == Phase.CANCELLED
+    assert result.phase == TerminationPhase.CANCELLED
     assert "untaint" in cluster.calls and "terminate_instance" not in cluster.calls
 
 
@@ -189,4 +189,4 @@ async def test_cancel_rejected_for_user_deletion(temporal_client: Client) -> Non
         assert "cannot be undone" in str(err.value.cause)
         await handle.execute_update(TerminationWorkflow.force, ForceRequest(reason="finish the test"))
         result = await handle.result()
-    assert result.phase == Phase.TERMINATED
+    assert result.phase == TerminationPhase.TERMINATED
