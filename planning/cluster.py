@@ -226,6 +226,8 @@ class ClaimInfo:
     node_name: str
     provider_id: str
     node_pool: str
+    image_id: str = ""  # status.imageID: the image it was launched from (EC2NodeClass drift)
+    spec_labels: dict[str, str] = field(default_factory=dict)  # single-valued `In` requirements (arch before join)
 
     def condition_true(self, kind: str) -> bool:
         return self.conditions.get(kind, {}).get("status") == "True"
@@ -251,8 +253,14 @@ def _claim_from_model(obj: Any) -> ClaimInfo:
         termination_grace_period=spec.termination_grace_period,
         expire_after=as_duration(spec.expire_after, None) if has_expire else None,
         has_expire_after=has_expire, node_name=status.node_name or "", provider_id=status.provider_id or "",
-        node_pool=labels.get(L.NODEPOOL_LABEL) or owner_pool,
+        node_pool=labels.get(L.NODEPOOL_LABEL) or owner_pool, image_id=status.image_id or "",
+        spec_labels=_single_values((r.key, r.operator, r.values) for r in spec.requirements or ()),
     )
+
+
+def _single_values(requirements: Iterable[tuple[Any, Any, Any]]) -> dict[str, str]:
+    """Labels a claim's requirements pin to one value (`In` with one value): what its node will carry."""
+    return {key: values[0] for key, op, values in requirements if op == "In" and values and len(values) == 1}
 
 
 def parse_claim(obj: Any) -> ClaimInfo:
@@ -274,6 +282,9 @@ def parse_claim(obj: Any) -> ClaimInfo:
         expire_after=as_duration(spec.get("expireAfter"), None) if has_expire else None,
         has_expire_after=has_expire, node_name=status.get("nodeName") or "",
         provider_id=status.get("providerID") or "", node_pool=labels.get(L.NODEPOOL_LABEL) or owner_pool,
+        image_id=status.get("imageID") or "",
+        spec_labels=_single_values((r.get("key"), r.get("operator"), r.get("values")) for r in
+                                   spec.get("requirements") or () if isinstance(r, dict)),
     )
 
 
@@ -293,6 +304,7 @@ class PoolInfo:
     template_hash: str | None
     annotations: dict[str, str]
     static: bool
+    node_class: str = ""  # the EC2NodeClass its template's nodeClassRef names ("" for another kind)
 
     @property
     def paused(self) -> bool:
@@ -340,7 +352,15 @@ def parse_pool(obj: Any) -> PoolInfo:
         template_hash=str(template_hash) if template_hash is not None else None,
         annotations=dict(meta.get("annotations") or {}),
         static=spec.get("replicas") is not None,
+        node_class=_ec2_node_class(tspec.get("nodeClassRef")),
     )
+
+
+def _ec2_node_class(ref: Any) -> str:
+    """The name a nodeClassRef gives when it points at an EC2NodeClass (karpenter.k8s.aws), else ""."""
+    if not isinstance(ref, dict) or ref.get("kind") != "EC2NodeClass":
+        return ""
+    return str(ref.get("name") or "") if ref.get("group", "karpenter.k8s.aws") == "karpenter.k8s.aws" else ""
 
 
 @dataclass(slots=True)
@@ -492,6 +512,7 @@ class Cluster:
             else:
                 self._pdb_other.setdefault(p.namespace, []).append(p)
         self.catalog = catalog
+        self.node_classes: dict[str, Any] = {}  # EC2NodeClass models by name (api.ec2nodeclass)
         self.has_anti_affinity = any(p.anti_affinity for n in nodes for p in n.pods)
         self._match_counts: dict[tuple[str, str], dict[str, int]] = {}
         self._zone_counts: dict[tuple[str, str], dict[str, int]] = {}
@@ -541,6 +562,7 @@ class Cluster:
                     n.eph = n.itype.ephemeral_storage_bytes
         pdbs = [parse_pdb(p) for p in snapshot.pdbs]
         cluster = cls(nodes, pools, claims, pending, pdbs, catalog)
+        cluster.node_classes = {c.metadata.name: c for c in getattr(snapshot, "node_classes", ())}
         for pdb in pdbs:
             if pdb.spec is not None:  # a snapshot written without PDB status: derive it from the pods
                 pdb.disruptions_allowed = pdb_allowed_from_pods(pdb.spec, cluster.matching_pods(pdb.namespace,

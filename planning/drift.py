@@ -11,10 +11,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from api import labels as L
+from api.ec2nodeclass import EC2NodeClass
 from planning.candidates import EVENTUAL, Candidate, currently_reschedulable
 from planning.cluster import NodeInfo, PoolInfo
 from planning.commands import Command
 from planning.method import PassContext, make_command
+from planning.nodeclass_drift import launch_record, nodeclass_drift
 from planning.pricing import launch_replacements
 from planning.scheduling import Unschedulable
 from planning.selectors import match_requirement
@@ -22,8 +24,9 @@ from planning.selectors import match_requirement
 MAX_DRIFT_REPLACEMENTS = 10
 
 
-def drift_reason(node: NodeInfo, pool: PoolInfo) -> str | None:
-    """Why the node is drifted (Karpenter's condition reasons), or None."""
+def drift_reason(node: NodeInfo, pool: PoolInfo, node_class: EC2NodeClass | None = None) -> str | None:
+    """Why the node is drifted (Karpenter's condition reasons), or None. Karpenter's order: the Drifted
+    condition, NodePool static drift, requirements drift, then the cloud provider (its EC2NodeClass)."""
     claim = node.claim
     if claim is None:
         return None
@@ -48,6 +51,9 @@ def drift_reason(node: NodeInfo, pool: PoolInfo) -> str | None:
             return "RequirementsDrifted"
         if not match_requirement(key, op, req.get("values") or (), node_labels):
             return "RequirementsDrifted"
+    if node_class is not None:
+        reason = nodeclass_drift(launch_record(claim, node.labels), node_class)
+        return reason.value if reason is not None else None
     return None
 
 
@@ -68,8 +74,11 @@ class Drift:
     def __init__(self, ctx: PassContext) -> None:
         self.ctx = ctx
 
+    def _node_class(self, pool: PoolInfo) -> EC2NodeClass | None:
+        return self.ctx.cluster.node_classes.get(pool.node_class) if pool.node_class else None
+
     def should_disrupt(self, c: Candidate) -> bool:
-        return not c.pool.static and drift_reason(c.node, c.pool) is not None
+        return not c.pool.static and drift_reason(c.node, c.pool, self._node_class(c.pool)) is not None
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         floor = datetime.min.replace(tzinfo=self.ctx.at.tzinfo)

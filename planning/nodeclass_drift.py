@@ -28,6 +28,7 @@ from api.ec2nodeclass import (
     recorded_security_groups,
 )
 from api.nodeclaim import NodeClaim
+from planning.cluster import ClaimInfo
 from planning.selectors import match_requirement
 
 
@@ -61,6 +62,15 @@ class LaunchRecord:
         return cls(image_id=claim.status.image_id or None, subnet_id=annotations.get(SUBNET_ANNOTATION) or None,
                    security_group_ids=recorded_security_groups(annotations.get(SECURITY_GROUPS_ANNOTATION)),
                    annotations=annotations, labels=labels)
+
+
+def launch_record(claim: ClaimInfo, node_labels: Mapping[str, str]) -> LaunchRecord:
+    """The record of a claim as the planner parsed it; the node's labels (arch, instance type) win over the
+    claim's pinned requirements, as they describe the machine that exists."""
+    annotations = claim.annotations
+    return LaunchRecord(image_id=claim.image_id or None, subnet_id=annotations.get(SUBNET_ANNOTATION) or None,
+                        security_group_ids=recorded_security_groups(annotations.get(SECURITY_GROUPS_ANNOTATION)),
+                        annotations=annotations, labels={**claim.spec_labels, **claim.labels, **node_labels})
 
 
 def static_drift(record: LaunchRecord, node_class: EC2NodeClass) -> bool:

@@ -6,6 +6,9 @@ import pytest
 
 from api.ec2nodeclass import HASH_ANNOTATION, HASH_VERSION_ANNOTATION, EC2NodeClass, launch_annotations
 from api.nodeclaim import NodeClaim
+from api.snapshot import load_snapshot
+from planning.cluster import Cluster
+from planning.drift import drift_reason
 from planning.nodeclass_drift import LaunchRecord, NodeClassDriftReason, expected_image, nodeclass_drift
 
 ARCH = "kubernetes.io/arch"
@@ -125,3 +128,14 @@ def test_nothing_recorded_on_the_claim_is_not_drift() -> None:
     bare = claim(annotations={})
     bare.status.image_id = None
     assert nodeclass_drift(bare, CLASS) is None
+
+
+def test_the_planner_drift_check_reads_the_node_class_of_the_pool() -> None:
+    """drift_reason consults the EC2NodeClass the NodePool names, after NodePool and requirements drift."""
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    cluster = Cluster.from_snapshot(load_snapshot(examples / "plan-ami-drift.yaml"))
+    pool = cluster.pools["default"]
+    node_class = cluster.node_classes[pool.node_class]
+    assert drift_reason(cluster.by_name["node-a"], pool, node_class) == "AMIDrift"
+    assert drift_reason(cluster.by_name["node-b"], pool, node_class) is None
+    assert drift_reason(cluster.by_name["node-a"], pool) is None  # without the class: nothing to compare

@@ -111,3 +111,19 @@ def test_errors_are_actionable(tmp_path, capsys):
     assert run(["plan", "-f", str(bad)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err
+
+
+def test_ami_drift_example_replaces_the_node_on_the_old_image(capsys):
+    """A NodeClaim whose status.imageID is no longer the image its EC2NodeClass resolves to is drifted (AMIDrift)."""
+    (cmd,) = _plan(capsys, "plan-ami-drift.yaml")["commands"]
+    assert (cmd["method"], cmd["reason"], cmd["nodes"]) == ("Drift", "Drifted", ["node-a"])
+    assert len(cmd["replacements"]) == 1
+
+
+def test_no_ami_drift_when_every_node_runs_the_resolved_image(capsys, tmp_path):
+    text = (EXAMPLES / "plan-ami-drift.yaml").read_text().replace("ami-0abc0000000000001", "ami-0xyz0000000000002")
+    snapshot = tmp_path / "current.yaml"
+    snapshot.write_text(text)
+    code = run(["plan", "-f", str(snapshot), "--at", AT, "-o", "json"])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["commands"] == []
