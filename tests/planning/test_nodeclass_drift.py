@@ -1,5 +1,6 @@
 """EC2NodeClass drift: each of Karpenter's reasons, their order, and the cases that are not drift."""
 
+from pathlib import Path
 from typing import Any
 
 import pytest
