@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.kube_client import KubeClient
 from workflows.disruption_models import AwaitTerminationsInput, NodeRef, TaintInput, TerminationsInput
+from workflows.errors import ErrorType
 
 # Starts (or joins) one node's TerminationWorkflow on a task queue and returns its workflow id; the worker's
 # wiring binds it to `client.termination.start_termination`, so this module never imports the client side.
@@ -40,7 +41,7 @@ class CandidateActivities:
             if not await asyncio.to_thread(self._kube.taint, n.name):
                 missing.append(n.name)
         if missing:
-            raise ApplicationError(f"candidate node(s) gone: {', '.join(missing)}", type="CandidateGone",
+            raise ApplicationError(f"candidate node(s) gone: {', '.join(missing)}", type=ErrorType.CANDIDATE_GONE.value,
                                    non_retryable=True)
         return [n.name for n in inp.nodes]
 
@@ -71,8 +72,8 @@ class CandidateActivities:
                 if desc.status == WorkflowExecutionStatus.RUNNING:
                     still.append(wid)
                 elif desc.status not in (WorkflowExecutionStatus.COMPLETED, WorkflowExecutionStatus.CONTINUED_AS_NEW):
-                    raise ApplicationError(f"termination {wid} ended {desc.status.name}", type="TerminationFailed",
-                                           non_retryable=True)
+                    raise ApplicationError(f"termination {wid} ended {desc.status.name}",
+                                           type=ErrorType.TERMINATION_FAILED.value, non_retryable=True)
             pending = still
             activity.heartbeat({"pending": pending, "waited": round(time.monotonic() - started)})
             if pending:

@@ -18,6 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from api.provider_id import instance_id_from_provider_id
+from workflows.errors import ErrorType
 from workflows.models import InstanceInput, InstanceResult
 
 log = logging.getLogger(__name__)
@@ -78,8 +79,8 @@ class CloudActivities:
     async def terminate_instance(self, inp: InstanceInput) -> InstanceResult:
         instance_id = instance_id_from_provider_id(inp.provider_id)
         if instance_id is None:  # retrying cannot help: say so in the UI instead of retrying forever
-            raise ApplicationError(f"not an EC2 providerID: {inp.provider_id!r}", type="InvalidProviderID",
-                                   non_retryable=True)
+            raise ApplicationError(f"not an EC2 providerID: {inp.provider_id!r}",
+                                   type=ErrorType.INVALID_PROVIDER_ID.value, non_retryable=True)
         state = await self._io(self._state, instance_id)
         called = False
         if state not in (*DONE_STATES, "gone"):

@@ -26,6 +26,7 @@ from workflows.disruption_models import (
     ReplacementStatus,
     StatusInput,
 )
+from workflows.errors import ErrorType
 
 NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 NODEPOOL_TAG = labels.NODEPOOL_LABEL
@@ -101,7 +102,7 @@ class ProvisioningActivities:
             self._delete_claim(meta["name"])
             raise ApplicationError(
                 f"no available offering for {inp.replacement.capacity_type} {inp.replacement.instance_types}",
-                type="LaunchFailed", non_retryable=True)
+                type=ErrorType.LAUNCH_FAILED.value, non_retryable=True)
         itype, off = choice
         instance = self._existing_instance(meta["name"], meta["uid"]) or self._run_instance(meta, inp, itype, off.zone)
         return LaunchedReplacement(node_claim=meta["name"], uid=meta["uid"], instance_id=instance["InstanceId"],
@@ -111,7 +112,7 @@ class ProvisioningActivities:
     def _get_nodepool(self, name: str) -> Obj:
         pool = self._kube.get_node_pool(name)
         if pool is None:
-            raise ApplicationError(f"NodePool {name} not found", type="LaunchFailed", non_retryable=True)
+            raise ApplicationError(f"NodePool {name} not found", type=ErrorType.LAUNCH_FAILED.value, non_retryable=True)
         return pool
 
     def _ensure_nodeclaim(self, pool: Obj, inp: LaunchInput) -> Obj:
@@ -136,7 +137,7 @@ class ProvisioningActivities:
             if not images:
                 images = self._ec2.describe_images().get("Images", [])
             if not images:
-                raise ApplicationError("no AMI found for replacement instances", type="LaunchFailed",
+                raise ApplicationError("no AMI found for replacement instances", type=ErrorType.LAUNCH_FAILED.value,
                                        non_retryable=True)
             self._ami_id = sorted(i["ImageId"] for i in images)[0]
         return self._ami_id
@@ -157,7 +158,7 @@ class ProvisioningActivities:
         except Exception as exc:
             code = getattr(exc, "response", {}).get("Error", {}).get("Code")
             if code in FATAL_EC2_ERRORS:
-                raise ApplicationError(f"RunInstances {itype} in {zone}: {code}", type="LaunchFailed",
+                raise ApplicationError(f"RunInstances {itype} in {zone}: {code}", type=ErrorType.LAUNCH_FAILED.value,
                                        non_retryable=True) from exc
             raise
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from datetime import timedelta
+from enum import StrEnum
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -39,17 +40,32 @@ with workflow.unsafe.imports_passed_through():
         ValidateInput,
         ValidationResult,
     )
+    from workflows.errors import ErrorType
 
 SHORT = timedelta(seconds=30)
 LAUNCH = timedelta(minutes=2)
 RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=10)
 # Launch failures that retrying cannot fix (no capacity, bad request) roll back at once.
 LAUNCH_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
-                           maximum_attempts=5, non_retryable_error_types=["LaunchFailed"])
+                           maximum_attempts=5, non_retryable_error_types=[ErrorType.LAUNCH_FAILED.value])
+
+
+class RollbackCause(StrEnum):
+    """Why a disruption is undone: a cancel ends it as Cancelled, anything else as RolledBack."""
+
+    CANCELLED = "Cancelled"
+    ACTIVITY_FAILED = "ActivityFailed"
+    LAUNCH_FAILED = "LaunchFailed"
+    REPLACEMENT_GONE = "ReplacementGone"
+    NOT_READY = "NotReady"
 
 
 class _Rollback(Exception):
-    """Internal: the command cannot complete; undo what was done."""
+    """Internal: the command cannot complete; undo what was done. `cause` decides the outcome, not the text."""
+
+    def __init__(self, cause: RollbackCause, message: str) -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 @workflow.defn
@@ -131,14 +147,15 @@ class DisruptionWorkflow:
             await self._launch_and_wait(inp)
         except ActivityError as exc:  # e.g. a candidate vanished while being tainted: undo what was done
             self._error = f"{self._phase.value} failed: {_cause(exc)}"
-            return await self._rollback(self._error)
+            return await self._rollback(RollbackCause.ACTIVITY_FAILED, self._error)
         except _Rollback as exc:
             self._error = str(exc)
-            return await self._rollback(str(exc))
+            return await self._rollback(exc.cause, str(exc))
         except asyncio.CancelledError:
             # a Temporal-level cancel (UI, CLI): undo as the cancel update would, then end as cancelled
             self._cancel_reason = self._cancel_reason or "workflow cancelled"
-            await asyncio.shield(asyncio.ensure_future(self._rollback(f"cancelled: {self._cancel_reason}")))
+            await asyncio.shield(asyncio.ensure_future(
+                self._rollback(RollbackCause.CANCELLED, f"cancelled: {self._cancel_reason}")))
             raise
 
         return await self._terminate_candidates(inp)
@@ -162,7 +179,7 @@ class DisruptionWorkflow:
         self._replacements = [r for r in results if isinstance(r, LaunchedReplacement)]
         failures = [r for r in results if isinstance(r, BaseException)]
         if failures:
-            raise _Rollback(f"launch failed: {_cause(failures[0])}")
+            raise _Rollback(RollbackCause.LAUNCH_FAILED, f"launch failed: {_cause(failures[0])}")
         self._check_cancel()
         await self._record([EventSpec(kind="NodeClaim", name=r.node_claim, uid=r.uid, reason=reason,
                                       message=message)
@@ -184,14 +201,16 @@ class DisruptionWorkflow:
             self._ready = {st.node_claim for st in statuses if st.ready}
             gone = [st.node_claim for st in statuses if st.gone]
             if gone:
-                raise _Rollback(f"replacement deleted before it became ready: {', '.join(gone)}")
+                raise _Rollback(RollbackCause.REPLACEMENT_GONE,
+                                f"replacement deleted before it became ready: {', '.join(gone)}")
             self._check_cancel()
             if len(self._ready) == len(self._replacements):
                 return
             left = (self._deadline - workflow.now()).total_seconds()
             if left <= 0:
                 waiting = sorted({r.node_claim for r in self._replacements} - self._ready)
-                raise _Rollback(f"replacement not ready within {s.ready_timeout_seconds:g}s: {', '.join(waiting)}")
+                raise _Rollback(RollbackCause.NOT_READY,
+                                f"replacement not ready within {s.ready_timeout_seconds:g}s: {', '.join(waiting)}")
             # the activity normally waited already; sleep only what it did not (e.g. it answered at once)
             rest = min(wait - (workflow.now() - started).total_seconds(), left)
             if rest > 0:
@@ -207,9 +226,9 @@ class DisruptionWorkflow:
 
     def _check_cancel(self) -> None:
         if self._cancel_reason is not None:
-            raise _Rollback(f"cancelled: {self._cancel_reason}")
+            raise _Rollback(RollbackCause.CANCELLED, f"cancelled: {self._cancel_reason}")
 
-    async def _rollback(self, why: str) -> DisruptionResult:
+    async def _rollback(self, cause: RollbackCause, why: str) -> DisruptionResult:
         cmd = self._input.command
         self._set_phase(DisruptionPhase.ROLLING_BACK)
         unready = [r for r in self._replacements if r.node_claim not in self._ready]
@@ -219,8 +238,8 @@ class DisruptionWorkflow:
         await workflow.execute_activity_method(
             CandidateActivities.untaint_candidates, TaintInput(nodes=cmd.nodes, reason=cmd.reason),
             start_to_close_timeout=SHORT, retry_policy=RETRY)
-        outcome = DisruptionPhase.CANCELLED if self._cancel_reason is not None and why.startswith("cancelled") \
-            else DisruptionPhase.ROLLED_BACK
+        cancelled = cause is RollbackCause.CANCELLED and self._cancel_reason is not None
+        outcome = DisruptionPhase.CANCELLED if cancelled else DisruptionPhase.ROLLED_BACK
         return await self._finish(outcome, why)
 
     async def _terminate_candidates(self, inp: DisruptionInput) -> DisruptionResult:

@@ -23,11 +23,12 @@ with workflow.unsafe.imports_passed_through():
     from activities.queue import InterruptionQueueActivities
     from workflows import search_attributes as sa
     from workflows.disruption_models import LaunchInput
+    from workflows.errors import ErrorType
     from workflows.interruption_models import PollCounts, PollerInput, PrespinInput, PrespinResult
 
 POLL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
 LAUNCH_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=5),
-                           maximum_attempts=6, non_retryable_error_types=["LaunchFailed"])
+                           maximum_attempts=6, non_retryable_error_types=[ErrorType.LAUNCH_FAILED.value])
 SPOT_WARNING = timedelta(minutes=2)
 
 

@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.cloud import CloudActivities
     from activities.kube import KubeActivities
     from workflows import search_attributes as sa
+    from workflows.errors import ErrorType
     from workflows.models import (
         POINT_OF_NO_RETURN,
         CancelRequest,
@@ -125,7 +126,8 @@ class TerminationWorkflow:
         await workflow.wait_condition(
             lambda: self._phase == TerminationPhase.CANCELLED or self._cancel_rejected is not None)
         if self._cancel_rejected is not None:
-            raise ApplicationError(self._cancel_rejected, type="CancelRejected", non_retryable=True)
+            raise ApplicationError(self._cancel_rejected, type=ErrorType.CANCEL_REJECTED.value,
+                                   non_retryable=True)
         return ControlResult(phase=self._phase, message=f"termination of {self._inp.node_name} cancelled; untainted")
 
     @cancel.validator

@@ -1,0 +1,15 @@
+"""`ApplicationError.type` values that activities raise and workflows and clients branch on (never on text)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorType(StrEnum):
+    """One name per failure kind; the values are recorded in histories, so they never change."""
+
+    LAUNCH_FAILED = "LaunchFailed"  # a replacement cannot be launched; retrying will not help
+    INVALID_PROVIDER_ID = "InvalidProviderID"
+    CANDIDATE_GONE = "CandidateGone"
+    TERMINATION_FAILED = "TerminationFailed"
+    CANCEL_REJECTED = "CancelRejected"  # a termination's cancel update, refused after it was accepted
