@@ -20,6 +20,7 @@ from activities.kube_client import KubeClient, without_disrupted_taint
 from api import labels
 from api.catalog import InstanceTypeCatalog, load_catalog
 from api.timestamps import parse_time
+from planning.validation import Decision, same_decision
 from telemetry import metrics
 from workflows.disruption_models import (
     BlockedNode,
@@ -135,21 +136,6 @@ def to_command(cmd: Any, index: dict[str, NodeRef]) -> DisruptionCommand:
             for r in cmd.replacements]
     return DisruptionCommand(method=cmd.method, reason=cmd.reason, node_pool=cmd.node_pool, nodes=refs,
                              replacements=reps, savings_per_hour=cmd.savings_per_hour, pods=len(cmd.pods))
-
-
-def same_decision(ours: DisruptionCommand, new: DisruptionCommand) -> str | None:
-    """None when `new` (from re-planning) still supports `ours`; else why not (Karpenter's validators)."""
-    if {n.name for n in ours.nodes} - {n.name for n in new.nodes}:
-        return "candidates changed"
-    if ours.method != "Emptiness" and ours.method != "Drift" and \
-            {n.name for n in ours.nodes} != {n.name for n in new.nodes}:
-        return "candidates changed"
-    if len(ours.replacements) != len(new.replacements):
-        return "scheduling simulation produced new results"
-    for a, b in zip(ours.replacements, new.replacements, strict=True):
-        if a.capacity_type != b.capacity_type or not set(a.instance_types) & set(b.instance_types):
-            return "scheduling simulation produced new results"
-    return None
 
 
 PASS_HEARTBEAT_SECONDS = 5.0
@@ -303,12 +289,13 @@ class PlanningActivities:
         except Exception as exc:
             raise ApplicationError(f"planning failed: {exc}") from exc
         names = {n.name for n in ours.nodes}
+        decision = Decision.of(ours.method, names, ours.replacements)
         why = "candidates are no longer chosen"
         for c in result.commands:
             if c.method != ours.method or not names & set(c.nodes):
                 continue
-            problem = same_decision(ours, to_command(c, index))
+            problem = same_decision(decision, Decision.of(c.method, c.nodes, c.replacements))
             if problem is None:
                 return ValidationResult(valid=True)
-            why = problem
+            why = problem.value
         return ValidationResult(valid=False, reason=why)
