@@ -183,10 +183,9 @@ def _check_tags(p: _Problems, obj: Any) -> None:
 
 def _check_metadata_options(p: _Problems, obj: Any) -> None:
     path = "spec.metadataOptions"
-    m = p.mapping(path, obj)
+    m = p.section(path, obj, METADATA_FIELDS)
     if m is None:
         return
-    p.unknown(path, m, METADATA_FIELDS)
     for field, allowed in (("httpEndpoint", ENABLED_DISABLED), ("httpProtocolIPv6", ENABLED_DISABLED),
                            ("httpTokens", HTTP_TOKENS)):
         if m.get(field) is not None and m[field] not in allowed:
@@ -198,10 +197,9 @@ def _check_metadata_options(p: _Problems, obj: Any) -> None:
 
 
 def _check_ebs(p: _Problems, path: str, obj: Any) -> None:
-    ebs = p.mapping(path, obj)
+    ebs = p.section(path, obj, EBS_FIELDS)
     if ebs is None:
         return
-    p.unknown(path, ebs, EBS_FIELDS)
     if ebs.get("snapshotID") is None and ebs.get("volumeSize") is None:
         p.add(path, "snapshotID or volumeSize must be defined")
     size = ebs.get("volumeSize")
@@ -246,10 +244,9 @@ def _check_resource_map(p: _Problems, path: str, obj: Any, keys: tuple[str, ...]
 
 def _check_kubelet(p: _Problems, obj: Any) -> None:
     path = "spec.kubelet"
-    k = p.mapping(path, obj)
+    k = p.section(path, obj, KUBELET_FIELDS)
     if k is None:
         return
-    p.unknown(path, k, KUBELET_FIELDS)
     for field, low, high in (("maxPods", 0, None), ("podsPerCore", 0, None), ("evictionMaxPodGracePeriod", None, None),
                              ("imageGCHighThresholdPercent", 0, 100), ("imageGCLowThresholdPercent", 0, 100)):
         v = k.get(field)

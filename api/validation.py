@@ -72,6 +72,13 @@ class _Problems:
             if key not in allowed:
                 self.add(f"{path}.{key}" if path else str(key), "unknown field")
 
+    def section(self, path: str, obj: Any, allowed: set[str]) -> dict[str, Any] | None:
+        """An optional object whose keys must be among `allowed`: the object, or None when absent or invalid."""
+        m = self.mapping(path, obj)
+        if m is not None:
+            self.unknown(path, m, allowed)
+        return m
+
     def mapping(self, path: str, obj: Any, required: bool = False, item: bool = False) -> dict[str, Any] | None:
         """`item`: an element of a list, where null is not "absent" but an invalid element."""
         if obj is None:
