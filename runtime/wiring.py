@@ -16,6 +16,7 @@ from activities.kube import KubeActivities
 from activities.planning_runner import PlanningActivities
 from activities.provisioning import ProvisioningActivities
 from activities.queue import InterruptionQueueActivities, SqsQueue
+from activities.termination_markers import TerminationMarkerActivities
 from api.catalog import InstanceTypeCatalog, load_catalog, load_default_catalog
 from client.interruption import temporal_starters
 from client.termination import start_termination
@@ -44,7 +45,8 @@ def activities(deps: Deps) -> list[Callable[..., Any]]:
 
 
 def termination_activities(deps: Deps) -> list[Callable[..., Any]]:
-    return [*KubeActivities(deps.kube).all(), *CloudActivities(deps.ec2).all()]
+    return [*KubeActivities(deps.kube).all(), *CloudActivities(deps.ec2).all(),
+            *TerminationMarkerActivities(deps.kube).all()]
 
 
 def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:

@@ -208,3 +208,19 @@ class DrainSignal(BaseModel):
     """Sent by the drain activity when which pods block (and by which PDB) changes."""
 
     pods: list[PodState] = Field(default_factory=list)
+
+
+class DrainedStatus(StrEnum):
+    """The `status` of a NodeClaim's `Drained` condition as Karpenter's termination controller sets it."""
+
+    DRAINING = "Unknown"  # reason "Draining"
+    DRAINED = "True"
+
+
+class TerminationMarkersInput(BaseModel):
+    """Mark a terminating NodeClaim: the termination-timestamp annotation (deletion time, else `since`, plus
+    its terminationGracePeriod; set once) and its `Drained` condition."""
+
+    node_claim_name: str
+    drained: DrainedStatus | None = None  # None: the annotation only (no drain runs)
+    since: AwareDatetime | None = None

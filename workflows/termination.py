@@ -1,4 +1,4 @@
-"""TerminationWorkflow: the durable, steerable termination of one node (DESIGN §5, Karpenter v1.9.1 §3).
+"""TerminationWorkflow: the durable, steerable termination of one node (docs/architecture.md §5.1, docs/semantics.md §9).
 
 taint -> drain in tiers through the Eviction API (inside one heartbeating activity, so retries cost no
 history) -> at `deadline - pod grace` delete the remaining pods (workflow timers, so the deadline survives
@@ -22,6 +22,7 @@ from temporalio.workflow import ActivityCancellationType
 with workflow.unsafe.imports_passed_through():
     from activities.cloud import CloudActivities
     from activities.kube import KubeActivities
+    from activities.termination_markers import TerminationMarkerActivities
     from workflows import search_attributes as sa
     from workflows.errors import ErrorType
     from workflows.models import (
@@ -30,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
         ControlResult,
         DeadlineRequest,
         DeletePodsInput,
+        DrainedStatus,
         DrainInput,
         DrainResult,
         DrainSignal,
@@ -40,6 +42,7 @@ with workflow.unsafe.imports_passed_through():
         PrepareInput,
         PrepareResult,
         TerminationInput,
+        TerminationMarkersInput,
         TerminationPhase,
         TerminationProgress,
         TerminationResult,
@@ -52,6 +55,7 @@ DRAIN_WINDOW = timedelta(minutes=10)  # longest single drain activity before con
 HEARTBEAT = timedelta(seconds=5)
 LOCAL_ACTIVITIES_PATCH = "short-activities-local"
 NOTREADY_GONE_PATCH = "notready-instance-gone-fast-path"
+MARKERS_PATCH = "nodeclaim-termination-markers"
 RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=10))
 
 
@@ -233,9 +237,12 @@ class TerminationWorkflow:
         self._set_phase(TerminationPhase.DRAINING)
         if prep.node_exists and await self._instance_already_gone(prep, provider_id):
             prep = prep.model_copy(update={"node_exists": False})
+        marked = await self._mark_claim(prep, DrainedStatus.DRAINING if prep.node_exists else None)
         try:
             if prep.node_exists:
                 await self._drain()
+                if marked and self._cancel_reason is None:
+                    await self._mark_claim(prep, DrainedStatus.DRAINED)
                 await self._await_volumes()
         except _Interrupted:
             pass
@@ -266,7 +273,7 @@ class TerminationWorkflow:
                                  pods_evicted=self._evicted, pods_deleted=self._deleted)
 
     async def _instance_already_gone(self, prep: PrepareResult, provider_id: str | None) -> bool:
-        """Karpenter's fast path (§3.2 step 2): a NotReady node whose instance no longer exists has no kubelet
+        """Karpenter's fast path (docs/semantics.md §9.1): a NotReady node whose instance no longer exists has no kubelet
         to stop its pods, so a drain could only wait for the deadline; skip it and finish. Ready nodes (and
         histories recorded before this check) never ask."""
         if prep.node_ready is not False or not provider_id or not workflow.patched(NOTREADY_GONE_PATCH):
@@ -279,6 +286,19 @@ class TerminationWorkflow:
             workflow.logger.info(self._message, extra={"node": self._inp.node_name})
             return True
         return False
+
+    async def _mark_claim(self, prep: PrepareResult, drained: DrainedStatus | None) -> bool:
+        """Karpenter's markers on the NodeClaim: termination-timestamp annotation, `Drained` condition.
+        Executions that started before this existed (their histories) never write them."""
+        if not prep.node_claim_exists or not prep.node_claim_name or not workflow.patched(MARKERS_PATCH):
+            return False
+        await self._short(
+            TerminationMarkerActivities.mark_nodeclaim,
+            TerminationMarkersInput(node_claim_name=prep.node_claim_name, drained=drained,
+                                    since=prep.deleting_since or self._started_at),
+            f"mark NodeClaim {prep.node_claim_name} " + (f"Drained={drained.value}" if drained else "terminating"),
+        )
+        return True
 
     def _compute_deadline(self, inp: TerminationInput, prep: PrepareResult) -> datetime | None:
         """Explicit deadline, else the NodeClaim's annotation, else deletion time + terminationGracePeriod."""
@@ -330,7 +350,7 @@ class TerminationWorkflow:
                 await self._sleep(remaining, f"drain of {inp.node_name} blocked; retry at next deadline step")
 
     def _instants(self, after: datetime | None) -> list[datetime]:
-        """When pods must be deleted so each still gets its full grace before the deadline (§3.4)."""
+        """When pods must be deleted so each still gets its full grace before the deadline (docs/semantics.md §9.4)."""
         if self._deadline is None:
             return []
         times = {self._deadline - timedelta(seconds=max(p.grace_seconds, 0)) for p in self._pods}

@@ -7,6 +7,7 @@ watcher starts the workflow, activities evict through the Eviction API and termi
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from e2e.termination_helpers import (
 from kubernetes import client as k8s
 from temporalio.client import Client
 
+from api.timestamps import parse_time
 from workflows.models import TerminationPhase
 from workflows.termination import TerminationWorkflow, workflow_id
 
@@ -237,4 +239,43 @@ async def test_notready_node_whose_instance_is_gone_needs_no_drain(
     assert result.phase == TerminationPhase.TERMINATED and result.pods_evicted == 0 and result.pods_deleted == 0
     assert "no drain" in progress.message
     assert instance_state(ec2, i2) == "running"
+    api.close()
+
+
+def _claim(api: Any, name: str) -> dict[str, Any] | None:
+    try:
+        return k8s.CustomObjectsApi(api).get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", name)
+    except k8s.ApiException:
+        return None
+
+
+def _drained(claim: dict[str, Any] | None) -> str | None:
+    conds = ((claim or {}).get("status") or {}).get("conditions") or []
+    return next((f"{c['status']}/{c.get('reason')}" for c in conds if c.get("type") == "Drained"), None)
+
+
+async def test_terminating_nodeclaim_shows_karpenters_markers(
+        temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
+    """While it drains, the NodeClaim carries the termination-timestamp annotation (deletion + TGP) and
+    Drained=Unknown/Draining, as Karpenter's termination controller writes them."""
+    ec2 = ec2_client(moto_endpoint)
+    i1, i2 = launch_instances(ec2, 2)
+    sim.load_objects(cluster_objects(
+        {"n1": i1, "n2": i2},
+        [PodSpec("pinned", "n1", grace=1, annotations={"karpenter.sh/do-not-disrupt": "true"})],
+        node_grace="8s"))
+    api = sim.api_client()
+    uid = _node_uid(api, "n1")
+    async with running_worker(temporal_client, sim, moto_endpoint):
+        k8s.CoreV1Api(api).delete_node("n1")
+        claim = await eventually(
+            lambda: (c := _claim(api, "n1-claim")) is not None and _drained(c) == "Unknown/Draining" and c,
+            what="n1-claim marked Drained=Unknown")
+        handle = temporal_client.get_workflow_handle_for(TerminationWorkflow.run, workflow_id(uid))
+        result = await handle.result()
+        await record_history(handle, "nodeclaim_markers")
+    stamp = claim["metadata"]["annotations"]["karpenter.sh/nodeclaim-termination-timestamp"]
+    deleted = claim["metadata"]["deletionTimestamp"]
+    assert parse_time(stamp) == parse_time(deleted).replace(microsecond=0) + timedelta(seconds=8), (stamp, deleted)
+    assert result.phase == TerminationPhase.TERMINATED
     api.close()

@@ -81,7 +81,11 @@ class FakeNode:
         async def untaint(inp: UntaintInput) -> None:
             return None
 
-        return [prepare, drain, delete_pods, wait_volumes, terminate_instance, finalize, untaint]
+        @activity.defn(name="termination.mark_nodeclaim")
+        async def mark_nodeclaim(inp: Any) -> bool:
+            return True
+
+        return [prepare, drain, delete_pods, wait_volumes, terminate_instance, finalize, untaint, mark_nodeclaim]
 
 
 def _chain(exc: BaseException | None) -> str:

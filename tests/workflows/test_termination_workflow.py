@@ -32,6 +32,7 @@ from workflows.models import (
     PrepareInput,
     PrepareResult,
     TerminationInput,
+    TerminationMarkersInput,
     TerminationPhase,
     UntaintInput,
     VolumesInput,
@@ -50,6 +51,7 @@ class FakeCluster:
     deleting: bool = False
     calls: list[str] = field(default_factory=list)
     deletes: list[DeletePodsInput] = field(default_factory=list)
+    marks: list[str | None] = field(default_factory=list)  # Drained status written on the NodeClaim
 
     def activities(self) -> list:
         cluster = self
@@ -103,7 +105,12 @@ class FakeCluster:
         async def untaint(inp: UntaintInput) -> None:
             cluster.calls.append("untaint")
 
-        return [prepare, drain, delete_pods, wait_volumes, terminate_instance, finalize, untaint]
+        @activity.defn(name="termination.mark_nodeclaim")
+        async def mark_nodeclaim(inp: TerminationMarkersInput) -> bool:
+            cluster.marks.append(inp.drained.value if inp.drained else None)
+            return True
+
+        return [prepare, drain, delete_pods, wait_volumes, terminate_instance, finalize, untaint, mark_nodeclaim]
 
 
 def _input(**kw) -> TerminationInput:
@@ -146,6 +153,7 @@ async def test_plain_drain_order_and_history_size(ts_env) -> None:
         history = await handle.fetch_history()
     assert result.phase == TerminationPhase.TERMINATED and result.pods_evicted == 1 and result.instance_terminated
     assert cluster.calls == ["prepare", "drain", "wait_volumes", "terminate_instance", "finalize"]
+    assert cluster.marks == ["Unknown", "True"]  # Drained: Draining at drain start, True at its end
     assert len(history.events) <= 80
 
 

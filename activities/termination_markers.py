@@ -1,0 +1,105 @@
+"""What a terminating NodeClaim shows, as Karpenter's termination controller writes it (docs/semantics.md §9.1, §9.4).
+
+The annotation `karpenter.sh/nodeclaim-termination-timestamp` (deletion time + `spec.terminationGracePeriod`,
+RFC 3339, set once and never overwritten) and the status condition `Drained` (Unknown/Draining while the
+drain runs, True once it is done). Both are markers for users and tools; the workflow keeps its own deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes.client.rest import ApiException
+from temporalio import activity
+
+from activities.kube_client import Conflict, KubeClient
+from api import labels
+from api.duration import parse_optional_duration
+from api.timestamps import format_seconds, parse_time
+from workflows.models import DrainedStatus, TerminationMarkersInput
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+DRAINED = "Drained"
+DRAINING_REASON = "Draining"
+ATTEMPTS = 5
+# Answers retrying cannot change (no permission, invalid patch): log them, never block the termination.
+PERMANENT = (403, 422)
+
+
+def termination_timestamp(claim: Obj, since: datetime | None) -> str | None:
+    """Deletion time (else `since`) + terminationGracePeriod as RFC 3339; None without a grace period."""
+    grace = parse_optional_duration((claim.get("spec") or {}).get("terminationGracePeriod"))
+    start = parse_time((claim.get("metadata") or {}).get("deletionTimestamp")) or since
+    if grace is None or start is None:
+        return None
+    return format_seconds(start + grace)
+
+
+def with_drained(conditions: list[Obj], status: DrainedStatus, now: datetime) -> list[Obj] | None:
+    """`conditions` with `Drained` set to `status`; None when it already is (nothing to write)."""
+    current = next((c for c in conditions if c.get("type") == DRAINED), None)
+    if current is not None and current.get("status") == status.value:
+        return None
+    reason = DRAINING_REASON if status is DrainedStatus.DRAINING else DRAINED
+    cond = {"type": DRAINED, "status": status.value, "reason": reason, "message": "",
+            "lastTransitionTime": format_seconds(now)}
+    return [c for c in conditions if c.get("type") != DRAINED] + [cond]
+
+
+class TerminationMarkerActivities:
+    """Writes the termination markers on NodeClaims through the Kubernetes gateway."""
+
+    def __init__(self, kube: KubeClient) -> None:
+        self.kube = kube
+
+    @activity.defn(name="termination.mark_nodeclaim")
+    async def mark_nodeclaim(self, inp: TerminationMarkersInput) -> bool:
+        """Annotation (first call only writes it) and `Drained` condition; False when the claim is gone."""
+        return await asyncio.to_thread(self._best_effort, self._mark, inp)
+
+    def _best_effort(self, fn: Callable[[TerminationMarkersInput], bool], inp: TerminationMarkersInput) -> bool:
+        try:
+            return fn(inp)
+        except ApiException as exc:
+            if exc.status not in PERMANENT:
+                raise
+            log.warning("markers of NodeClaim %s not written: %s %s", inp.node_claim_name, exc.status, exc.reason)
+            return False
+
+    def _mark(self, inp: TerminationMarkersInput) -> bool:
+        claim = self.kube.get_node_claim(inp.node_claim_name)
+        if claim is None:
+            return False
+        stamp = termination_timestamp(claim, inp.since)
+        if stamp is not None and self.kube.claim_annotation(
+                inp.node_claim_name, labels.TERMINATION_TIMESTAMP_ANNOTATION, stamp) is None:
+            return False
+        return self._set_drained(inp.node_claim_name, inp.drained)
+
+    def _set_drained(self, name: str, status: DrainedStatus | None) -> bool:
+        """Read-modify-patch of status.conditions (a merge patch replaces the whole list) under resourceVersion."""
+        if status is None:
+            return True
+        for _ in range(ATTEMPTS):
+            claim = self.kube.get_node_claim(name)
+            if claim is None:
+                return False
+            conditions = with_drained((claim.get("status") or {}).get("conditions") or [], status, datetime.now(UTC))
+            if conditions is None:
+                return True
+            body = {"metadata": {"resourceVersion": claim["metadata"].get("resourceVersion")},
+                    "status": {"conditions": conditions}}
+            try:
+                return self.kube.patch_node_claim_status(name, body) is not None
+            except Conflict:
+                continue
+        raise Conflict(f"could not update the conditions of NodeClaim {name}: too many conflicts")
+
+    def all(self) -> list[Callable[..., Any]]:
+        return [self.mark_nodeclaim]
