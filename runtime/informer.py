@@ -39,7 +39,7 @@ class State(StrEnum):
     STARTING = "Starting"  # never listed yet
     LISTING = "Listing"  # the first LIST is in flight (or being retried)
     WATCHING = "Watching"
-    RESUMING = "Resuming"  # the stream ended; reopening it from the last resourceVersion
+    RESUMING = "Resuming"  # (re)opening the watch from the last resourceVersion
     RELISTING = "Relisting"  # 410 Gone: listing again
     BROKEN = "Broken"  # the last LIST or WATCH failed; retrying after a backoff
     STOPPED = "Stopped"
@@ -233,16 +233,21 @@ class Informer:
             self.resource_version = str((body.get("metadata") or {}).get("resourceVersion") or "")
         self.listed = True
         self._need_list = False
+        self.state = State.RESUMING  # fresh data; the watch opens next
         self._bump("lists")
         metrics.CLUSTER_CACHE_OBJECTS.labels(kind=self.kind).set(len(items))
         self._backoff.reset()
 
     def _open_stream(self) -> Any:
+        """A watch from our resourceVersion. Its timeout is drawn from [t, 2t), as client-go's reflector does,
+        so the streams of many kinds and workers do not all end and reopen together. Bookmarks are asked for
+        as "true": the client would send a Python bool as "True", which not every server parses."""
+        timeout = int(self.settings.watch_timeout_seconds * (1 + self._backoff.rng.random()))
         try:
             return self.spec.list_call(
-                watch=True, resource_version=self.resource_version, allow_watch_bookmarks=True,
-                timeout_seconds=self.settings.watch_timeout_seconds, _preload_content=False,
-                _request_timeout=(self.settings.connect_timeout_seconds, self.settings.watch_timeout_seconds + 30))
+                watch=True, resource_version=self.resource_version, allow_watch_bookmarks="true",
+                timeout_seconds=timeout, _preload_content=False,
+                _request_timeout=(self.settings.connect_timeout_seconds, timeout + 30))
         except ApiException as exc:
             if exc.status == GONE:
                 raise Gone(exc.reason) from exc
@@ -292,11 +297,13 @@ class Informer:
             return
         obj["apiVersion"], obj["kind"] = self.spec.api_version, self.spec.kind
         key = key_of(obj)
+        if kind != "DELETED" and self.transform is not None:
+            obj = self.transform(self.spec.kind, obj)
         with self._lock:
             if kind == "DELETED":
                 self._items.pop(key, None)
             else:
-                self._items[key] = self.transform(self.spec.kind, obj) if self.transform else obj
+                self._items[key] = obj
             if rv:
                 self.resource_version = rv
         self.counters.watch_events += 1

@@ -235,6 +235,26 @@ def test_interrupted_stream_resumes_from_its_version_without_a_relist(
     assert cache.healthy()
 
 
+def test_a_bookmark_moves_the_resume_point_past_compacted_history(
+        sim: Simulator, k8s: Any, cache: ClusterCache) -> None:
+    """Pods churn while Nodes stay quiet; the Node watch's BOOKMARK (the simulator sends one after 5 quiet
+    seconds) carries the newer resourceVersion, so after compaction the Node stream resumes instead of
+    answering 410 and forcing a re-LIST of every node."""
+    nodes = _synced_nodes(sim, cache)
+    kube.CoreV1Api(k8s).create_namespaced_pod("default", pod("moves-the-version"))
+    listed_at = nodes.resource_version
+    _until(lambda: nodes.counters.bookmarks, "a Node bookmark", timeout=8)
+    assert int(nodes.resource_version) > int(listed_at)
+    with sim.store.lock:
+        sim.store.compacted_rv = sim.store.rv
+    _end_streams(sim, "nodes")
+    _until(lambda: nodes.counters.watches >= 2, "the Node watch to reopen")
+    kube.CoreV1Api(k8s).create_node(node("after"))
+    assert ("Node", "", "after") in _converge(cache, k8s)
+    assert nodes.counters.relists == 0 and nodes.counters.lists == 1
+    assert _metric("nodeflow_cluster_cache_bookmarks_total", "Node") >= 1
+
+
 def test_stop_ends_every_thread_promptly(sim: Simulator, cache: ClusterCache) -> None:
     _synced_nodes(sim, cache)
     started = time.monotonic()
