@@ -26,7 +26,13 @@ class NodeRef(_Model):
 
 
 class Replacement(_Model):
-    """A node to launch before the candidates go: the allowed instance types, cheapest first."""
+    """A node to launch before the candidates go: the allowed instance types, cheapest first.
+
+    The serialisable form of `planning.commands.Replacement` in workflow payloads. It stays a class of its
+    own: the Temporal pydantic converter (`pydantic_core.to_json`) always writes aliases, so planning's model
+    (camelCase aliases for the public `nodeflow plan` JSON) would write `instanceTypes` where recorded
+    histories and workers of the previous release read `instance_types`.
+    """
 
     instance_types: list[str]
     capacity_type: str = "on-demand"
@@ -36,7 +42,10 @@ class Replacement(_Model):
 
 
 class DisruptionCommand(_Model):
-    """One command of a planner pass (`planning.commands.Command`, with node uids resolved)."""
+    """One command of a planner pass in workflow payloads: `planning.commands.Command` with its nodes resolved
+    to NodeRefs (uid, NodeClaim, providerID) and its simulated pod moves reduced to a count. Planning's model
+    keeps names and parallel lists for the public plan JSON (camelCase); see `Replacement` for why the two
+    cannot be one class. Converted once, in activities/planning_runner.py `to_command`."""
 
     method: str
     reason: str
