@@ -318,7 +318,7 @@ class KubeActivities:
 
     @activity.defn(name="termination.wait_volumes")
     async def wait_volumes(self, inp: VolumesInput) -> VolumesResult:
-        """Wait until the node's VolumeAttachments are gone, but not past the deadline (§3.2)."""
+        """Wait until the node's VolumeAttachments are gone, but not past the deadline (docs/semantics.md §9.5)."""
         while True:
             pending = await self._io(self._pending_attachments, inp.node_name)
             if not pending:

@@ -187,7 +187,8 @@ class PlanningActivities:
     async def _snapshot(self, own_workflow_id: str | None, release_before: datetime | None = None
                         ) -> tuple[list[dict[str, Any]], set[str], set[str], list[str]]:
         """Objects, excluded node names, paused pools. With `release_before` (a planner pass), disrupted
-        taints that no running workflow owns are removed first, as Karpenter's loop does (§2.1 step 3)."""
+        taints that no running workflow owns are removed first, as Karpenter's loop does
+        (docs/semantics.md §2, docs/decisions.md §6)."""
         objs = await asyncio.to_thread(self._kube.cluster_objects)
         names, uids, ids = await self._in_flight(own_workflow_id)
         names |= replacement_nodes(objs, ids)

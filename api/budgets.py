@@ -1,4 +1,4 @@
-"""Disruption budgets exactly as Karpenter v1 computes them (reference §1.2-1.5), plus an optional timeZone.
+"""Disruption budgets exactly as Karpenter v1 computes them (docs/semantics.md §1.2-1.5), plus an optional timeZone.
 
 - A budget is active iff some schedule hit H satisfies H <= now < H + duration; without schedule it is
   always active; a schedule that never hits within five years makes it always active (robfig quirk).
@@ -38,7 +38,7 @@ class BudgetError(ValueError):
 
 
 def budget_problems(budget: Budget) -> list[str]:
-    """Every rule of reference §1.1 a budget breaks, plus schedule parsing and timeZone (nodeflow's addition)."""
+    """Every rule of docs/semantics.md §1.1 a budget breaks, plus schedule parsing and timeZone (our addition)."""
     problems: list[str] = []
     if not matches_pattern(NODES_PATTERN, budget.nodes):
         problems.append(f"'nodes' {budget.nodes!r} must be a count or a percentage 0%-100% (pattern {NODES_PATTERN})")
@@ -187,7 +187,7 @@ def _has_disrupted_taint(node: dict[str, Any]) -> bool:
 def count_nodes(
     nodes: Iterable[dict[str, Any]], node_claims: Iterable[NodeClaim | dict[str, Any]]
 ) -> dict[str, PoolCount]:
-    """BuildDisruptionBudgetMapping's counting (reference §1.5), per NodePool name.
+    """BuildDisruptionBudgetMapping's counting (docs/semantics.md §1.5), per NodePool name.
 
     A Node is managed when a NodeClaim links to it (status.nodeName or providerID) or, for snapshots written
     without NodeClaims, when it carries the karpenter.sh/nodepool label. Initialized: the Node label
@@ -221,7 +221,7 @@ def count_nodes(
 
 
 class BudgetRow(BaseModel):
-    """One row of `nodeflow budgets -o json` (DESIGN §4)."""
+    """One row of `nodeflow budgets -o json` (docs/contracts.md §2)."""
 
     model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
 

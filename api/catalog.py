@@ -1,4 +1,4 @@
-"""Instance types, their offerings and prices: the `InstanceTypeCatalog` document of DESIGN §4.
+"""Instance types, their offerings and prices: the `InstanceTypeCatalog` document of docs/contracts.md §1.2.
 
 A default catalog of real EC2 types with public us-east-1 on-demand prices ships in `api/data/`; a
 catalog given on the command line or inside a snapshot replaces it.

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 NEVER = "Never"
 
-# CRD patterns of karpenter.sh/v1 (reference §1.1), keyed by the field's camelCase name.
+# CRD patterns of karpenter.sh/v1 (docs/semantics.md §1.1), keyed by the field's camelCase name.
 NILLABLE_DURATION_PATTERN = r"^(([0-9]+(s|m|h))+|Never)$"
 TERMINATION_GRACE_PERIOD_PATTERN = r"^([0-9]+(s|m|h))+$"
 BUDGET_DURATION_PATTERN = r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$"

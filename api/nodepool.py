@@ -1,6 +1,6 @@
 """karpenter.sh/v1 NodePool as a pydantic model, with Karpenter's defaults and the accessors the planner uses.
 
-Defaults are those the CRD applies (reference §1.1): they show through the accessors and in
+Defaults are those the CRD applies (docs/semantics.md §1.1): they show through the accessors and in
 `defaulted()`, but `to_dict()` returns only what was written, so YAML in gives the same YAML out.
 """
 
@@ -30,7 +30,7 @@ DEFAULT_EXPIRE_AFTER = "720h"
 DEFAULT_CONSOLIDATE_AFTER = "0s"
 DEFAULT_CONSOLIDATION_POLICY = "WhenEmptyOrUnderutilized"
 DEFAULT_BUDGET_NODES = "10%"
-# v1.9.1 policies (DESIGN §1: match v1.9.1 where HEAD differs; HEAD's "Balanced" is not supported).
+# v1.9.1 policies (docs/semantics.md §12: match v1.9.1 where HEAD differs; HEAD's "Balanced" is not supported).
 CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
 ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized"]
 
@@ -212,7 +212,7 @@ class NodePool(K8sModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     def template_hash(self) -> str:
-        """Stable hash of the template fields whose change is drift (reference §4.1).
+        """Stable hash of the template fields whose change is drift (docs/semantics.md §4.1).
 
         Included: template labels, annotations, taints, startupTaints, nodeClassRef, expireAfter and
         terminationGracePeriod (compared by value, so "720h" == "43200m"; absent == default). Not

@@ -1,4 +1,4 @@
-"""A cluster snapshot: the Kubernetes objects the planner reads, from a YAML stream or a `kind: List` (DESIGN §4).
+"""A cluster snapshot: the objects the planner reads, from a YAML stream or a `kind: List` (docs/contracts.md §1).
 
 NodePools and NodeClaims become models; Nodes, Pods and PodDisruptionBudgets stay plain dicts shaped
 as the API returns them (timestamps stay strings), so 5,000 nodes and 75,000 pods load in seconds:

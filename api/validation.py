@@ -1,4 +1,4 @@
-"""Validation of NodePool and NodeClaim documents: every rule of reference §1.1 plus Karpenter v1's CRD rules.
+"""Validation of NodePool and NodeClaim documents: every rule of docs/semantics.md §1.1 plus Karpenter v1's CRD rules.
 
 Each problem is one string naming the field path and the rule, e.g.
 `spec.disruption.budgets[1]: 'schedule' must be set with 'duration'`. All problems are reported, not

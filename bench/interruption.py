@@ -1,4 +1,4 @@
-"""Spot warning -> replacement RunInstances latency (issue 6 target: under 5 s).
+"""Spot warning -> replacement RunInstances latency (docs/decisions.md §9: under 5 s).
 
 Real pieces: moto_server (SQS + EC2), a Temporal dev server, the Kubernetes simulator with EC2-backed
 spot nodes, and the worker in-process with production poll settings (20 s long poll). The clock starts

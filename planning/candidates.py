@@ -1,4 +1,4 @@
-"""Which nodes may be disrupted at all (reference §2.2), in Karpenter's order and with its messages.
+"""Which nodes may be disrupted at all (docs/semantics.md §3), in Karpenter's order and with its messages.
 
 A node that fails a check gets the message Karpenter would put in its `DisruptionBlocked` event; the
 planner lists the blocking ones (do-not-disrupt, PDBs, pool paused) as `blocked`. Also: eviction and
@@ -137,7 +137,7 @@ def pod_block(cluster: Cluster, node: NodeInfo, at: datetime) -> str | None:
 
 
 def currently_reschedulable(cluster: Cluster, pods: Iterable[PodInfo], at: datetime) -> list[PodInfo]:
-    """The pods a what-if must find room for now, Karpenter's "currently reschedulable" (reference §2.6).
+    """The pods a what-if must find room for now, Karpenter's "currently reschedulable" (docs/semantics.md §3.4).
 
     A pod with an active do-not-disrupt, or under a PDB that never allows an eviction (maxUnavailable 0 or
     "0%", minAvailable "100%"), stays where it is until the node's terminationGracePeriod, so a replacement
@@ -148,7 +148,7 @@ def currently_reschedulable(cluster: Cluster, pods: Iterable[PodInfo], at: datet
 
 
 def node_check(node: NodeInfo, cluster: Cluster, exclude: set[str]) -> NotCandidate | None:
-    """ValidateNodeDisruptable and the NodePool lookup (checks 1-3 of reference §2.2)."""
+    """ValidateNodeDisruptable and the NodePool lookup (docs/semantics.md §3.1)."""
     if node.name in exclude:
         return NotCandidate(node, "candidate is already being disrupted", blocking=False, event=False)
     if node.claim is None:

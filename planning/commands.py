@@ -1,6 +1,6 @@
-"""What a planner pass decides: the JSON of `nodeflow plan` (DESIGN §4) as pydantic models.
+"""What a planner pass decides: the JSON of `nodeflow plan` (docs/contracts.md §3) as pydantic models.
 
-The public JSON is exactly DESIGN §4 (camelCase). Commands also carry what the workflows need to act
+The public JSON is exactly docs/contracts.md §3 (camelCase). Commands also carry what the workflows need to act
 (node uids, NodeClaim names, provider ids, simulated placements); those fields only appear in the
 output when asked for with `internal=True`, so the documented shape stays stable.
 """
@@ -106,7 +106,7 @@ class FinalState(_Model):
 
 
 class PlanResult(_Model):
-    """The dry run's answer (DESIGN §4). `events` is internal: the workflow publishes them."""
+    """The dry run's answer (docs/contracts.md §3). `events` is internal: the workflow publishes them."""
 
     at: datetime
     budgets: list[dict[str, Any]] = Field(default_factory=list)
@@ -116,7 +116,7 @@ class PlanResult(_Model):
     events: list[PlanEvent] = Field(default_factory=list)
 
     def to_public(self, internal: bool = False) -> dict[str, Any]:
-        """JSON-ready dict: exactly DESIGN §4, or with the internal fields too."""
+        """JSON-ready dict: exactly docs/contracts.md §3, §7, or with the internal fields too."""
         if internal:
             return self.model_dump(mode="json", by_alias=True)
         data = self.model_dump(

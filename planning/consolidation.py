@@ -1,4 +1,4 @@
-"""What multi- and single-node consolidation share (reference §2.6): the filter and one what-if.
+"""What multi- and single-node consolidation share (docs/semantics.md §5.3-5.5): the filter and one what-if.
 
 `compute_consolidation` asks: if these candidates went, would every pod fit on the other nodes plus at
 most one new node, and is that node strictly cheaper? It answers with a command or with the
@@ -48,7 +48,7 @@ class Consolidation:
         self.ctx = ctx
 
     def should_disrupt(self, c: Candidate) -> bool:
-        """ShouldDisrupt of §2.6 in order; each refusal but emptiness emits `Unconsolidatable`."""
+        """ShouldDisrupt of docs/semantics.md §5.3 in order; each refusal but emptiness emits `Unconsolidatable`."""
         node, pool = c.node, c.pool
         if pool.static:
             return False

@@ -111,7 +111,7 @@ def has_do_not_disrupt(pod: Pod) -> bool:
 
 
 def needs_deadline_delete(pod: Pod, deadline: datetime | None, at: datetime) -> bool:
-    """§3.4: delete so the pod's full grace period ends at the deadline (at or after deadline - grace)."""
+    """docs/semantics.md §9.4: delete so the pod's full grace ends at the deadline (at or after deadline - grace)."""
     if deadline is None:
         return False
     dt = deletion_time(pod)

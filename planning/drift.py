@@ -1,4 +1,4 @@
-"""Drift (reference §2.5, §4.1): replace nodes whose NodeClaim no longer matches its NodePool.
+"""Drift (docs/semantics.md §4): replace nodes whose NodeClaim no longer matches its NodePool.
 
 A node is drifted when its NodeClaim says so (condition Drifted=True), when the template hash it was
 launched from (`nodeflow.dev/template-hash`, or Karpenter's nodepool-hash with a matching hash version)

@@ -1,4 +1,4 @@
-"""Emptiness (reference §2.4): delete every empty, consolidatable candidate the `Empty` budget allows."""
+"""Emptiness (docs/semantics.md §5.2): delete every empty, consolidatable candidate the `Empty` budget allows."""
 
 from __future__ import annotations
 

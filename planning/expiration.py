@@ -1,4 +1,4 @@
-"""Expiration (reference §4.2): a NodeClaim older than its expireAfter is deleted. Forceful: no budget,
+"""Expiration (docs/semantics.md §6): a NodeClaim older than its expireAfter is deleted. Forceful: no budget,
 no do-not-disrupt or PDB check at this stage, no pre-spun replacement. The pods' simulated destinations
 (and the nodes the provisioner would add for them) are still reported so the dry run explains the move;
 as for drift, only pods the drain can evict now are placed (a do-not-disrupt or fully PDB-blocked pod

@@ -1,4 +1,4 @@
-"""Multi-node consolidation (reference §2.7): the largest prefix of candidates that can go together.
+"""Multi-node consolidation (docs/semantics.md §5.6): the largest prefix of candidates that can go together.
 
 Up to 100 candidates (after the budget), binary search over prefixes: a prefix is valid when its pods fit
 on the rest plus at most one new node strictly cheaper than all removed nodes, and never a type they

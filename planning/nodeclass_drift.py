@@ -1,7 +1,7 @@
 """EC2NodeClass drift: is a node still what its EC2NodeClass would launch today? (Karpenter's cloudprovider drift.)
 
 Where it plugs in: `planning/drift.py::drift_reason` checks, in Karpenter's order, NodePool static drift,
-requirements drift, then the cloud provider (reference §4.1 step 4); that last step is `nodeclass_drift` here,
+requirements drift, then the cloud provider (docs/semantics.md §4.3); that last step is `nodeclass_drift` here,
 called for a launched NodeClaim with the EC2NodeClass its NodePool's nodeClassRef names. The reasons it
 returns are Karpenter's condition reasons and replace the node like any other drift (budget reason `Drifted`).
 

@@ -198,7 +198,7 @@ class OptimizingConsolidation:
         self.last_stats: dict[str, float] = {}
         self._filter = Consolidation(ctx)
 
-    # ---- candidate filter (the multi-node one, reference §2.6) ---------------------------------
+    # ---- candidate filter (the multi-node one, docs/semantics.md §5.3) ---------------------------------
 
     def should_disrupt(self, c: Candidate) -> bool:
         """Only opted-in pools; otherwise exactly the multi-node filter (and its Unconsolidatable events)."""

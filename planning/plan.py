@@ -1,7 +1,7 @@
 """One planner pass over a snapshot, and the dry run until the cluster stops changing.
 
 A pass: Expiration on its own, then Emptiness, Drift, Multi-node and Single-node consolidation in that
-order; the first method that yields a command wins the pass (DESIGN §1). `until_stable` applies each
+order; the first method that yields a command wins the pass (docs/semantics.md §2). `until_stable` applies each
 pass's commands to an in-memory copy (pods move, nodes go, replacements arrive) and plans again, with the
 clock held at `at`, until a pass yields nothing.
 """
@@ -163,7 +163,7 @@ def _live(cluster: Cluster) -> list[Any]:
 def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None, until_stable: bool = False,
          exclude_nodes: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
          max_passes: int = MAX_PASSES, optimize: bool = False) -> PlanResult:
-    """The planner's decision for `snapshot` at `at` (DESIGN §4). Pure: no I/O, the snapshot is not changed."""
+    """The planner's decision for `snapshot` at `at` (docs/contracts.md §3). Pure: no I/O, the snapshot stays as is."""
     at = _utc(at)
     first = run_pass(snapshot, at, catalog, exclude_nodes, limits, optimize=optimize)
     if not until_stable:

@@ -1,4 +1,4 @@
-"""Prices: what a replacement may cost (reference §2.6), and the Replacement a command launches.
+"""Prices: what a replacement may cost (docs/semantics.md §5.4-5.5), and the Replacement a command launches.
 
 Consolidation only replaces with a strictly cheaper node: an instance type stays an option only when its
 worst launch price is below the candidates' price. Spot-to-spot single-node replacement needs 15 cheaper
@@ -48,7 +48,7 @@ def _cheapest_first(options: Sequence[TypeOption]) -> list[TypeOption]:
 
 def to_replacement(nn: NewNode, options: Sequence[TypeOption], capacity_type: str,
                    pool_zones: set[str] | None = None) -> PricedReplacement:
-    """The Replacement of DESIGN §4 for a new node restricted to `options` and one capacity type."""
+    """The Replacement of docs/contracts.md §3 for a new node restricted to `options` and one capacity type."""
     options = _cheapest_first(_only(options, capacity_type))[:MAX_INSTANCE_TYPES]
     zones = sorted({o.zone for opt in options for o in opt.offerings})
     price = min(o.price for opt in options for o in opt.offerings)
@@ -178,7 +178,7 @@ def consolidation_replacement(
 
 
 def filter_out_same_instance_type(options: Sequence[TypeOption], candidates: Sequence[Candidate]) -> list[TypeOption]:
-    """Multi-node: never replace N nodes with one of a type they already run unless it is cheaper (§2.7)."""
+    """Multi-node: never replace N nodes with one of a type they already run unless cheaper (docs/semantics.md §5.6)."""
     candidate_types: dict[str, float] = {}
     for c in candidates:
         if c.node.itype is not None:

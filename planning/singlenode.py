@@ -1,4 +1,4 @@
-"""Single-node consolidation (reference §2.7): the first candidate that can be deleted or replaced cheaper.
+"""Single-node consolidation (docs/semantics.md §5.7): the first candidate that can be deleted or replaced cheaper.
 
 Candidates are sorted, then interleaved round-robin across NodePools so one big pool cannot starve the
 others; a time budget bounds the loop. Nodes whose pods fit nowhere are reported as blocked.

@@ -1,4 +1,4 @@
-"""Realistic cluster snapshots (DESIGN §4) for tests, the demo and benchmarks.
+"""Realistic cluster snapshots (docs/contracts.md §1) for tests, the demo and benchmarks.
 
 `generate_cluster(nodes, pods_per_node, seed)` returns the objects of a cluster run by Karpenter: two
 NodePools (general: spot + on-demand amd64; arm: on-demand arm64), a NodeClaim per Node, Deployments as

@@ -57,7 +57,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
                  categories=("all",)),
     ResourceType("apps", "v1", "deployments", "Deployment", True, "deployment", ("deploy",), ("status",),
                  categories=("all",)),
-    # Stored only (no controllers), so `kubectl apply -k deploy/` works against the simulator (issue 6).
+    # Stored only (no controllers), so `kubectl apply -k deploy/` works against the simulator (docs/decisions.md §11).
     ResourceType("", "v1", "serviceaccounts", "ServiceAccount", True, "serviceaccount", ("sa",)),
     ResourceType("", "v1", "configmaps", "ConfigMap", True, "configmap", ("cm",)),
     ResourceType("", "v1", "services", "Service", True, "service", ("svc",), ("status",), categories=("all",)),

@@ -1,4 +1,4 @@
-"""Cluster snapshots (DESIGN §4): a YAML stream or `kind: List` of ordinary objects, loaded into the store.
+"""Cluster snapshots (docs/contracts.md §1): a YAML stream or `kind: List` of ordinary objects, loaded into the store.
 
 Objects are loaded in dependency order; pods bound to Ready nodes without a status come up Running and
 Ready, nodes without conditions come up Ready, and every namespace mentioned is created.

@@ -1,4 +1,4 @@
-"""What the demo measures: cluster cost, the live view, and the final safety report (DESIGN §4)."""
+"""What the demo measures: cluster cost, the live view, and the final safety report (docs/contracts.md §4)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
-# --- planner and disruption (issue 5) ---
+# --- planner and disruption (docs/decisions.md §10) ---
 DISRUPTION_DECISIONS = Counter(
     "nodeflow_disruption_decisions_total",
     "Disruption commands the planner decided to start, by method, reason and decision (delete|replace).",
@@ -39,7 +39,7 @@ PLANNER_ELIGIBLE_NODES = Gauge(
     registry=REGISTRY,
 )
 
-# --- interruption intake (issue 6) ---
+# --- interruption intake (docs/decisions.md §10) ---
 INTERRUPTION_MESSAGES = Counter(
     "nodeflow_interruption_messages_total",
     "Interruption queue messages received, by kind (SpotInterruption|RebalanceRecommendation|ScheduledChange|"
@@ -66,7 +66,7 @@ INTERRUPTION_MESSAGE_AGE = Histogram(
     registry=REGISTRY,
 )
 
-# --- termination and budgets (issue 6 metrics list; set by activities/kube*.py and the planner pass) ---
+# --- termination and budgets (docs/decisions.md §10; set by activities/kube*.py and the planner pass) ---
 EVICTIONS = Counter(
     "nodeflow_evictions_total",
     "Eviction API calls by HTTP response code (201 evicted, 429 PDB refused, 500 several PDBs, 404 gone).",

@@ -29,7 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "devstack": {"api", "workflows", "client", "runtime", "simulator", "telemetry"},
     "starter": OURS - {"bench", "worker"},
 }
-# Libraries a pure layer must never reach for (DESIGN: no Temporal, Kubernetes or AWS in api/ and planning/).
+# What a pure layer must never import (docs/architecture.md §2): no Temporal, Kubernetes or AWS in api/, planning/.
 FORBIDDEN_LIBRARIES = {"api": {"temporalio", "kubernetes", "boto3", "botocore"},
                        "planning": {"temporalio", "kubernetes", "boto3", "botocore"}}
 

@@ -1,4 +1,4 @@
-"""DisruptionWorkflow: carry out one planner command durably (DESIGN §5).
+"""DisruptionWorkflow: carry out one planner command durably (docs/architecture.md §5.2).
 
 validate after a delay -> taint candidates -> launch replacements -> wait until Ready (timeout)
 -> on failure, timeout or cancel: untaint and delete replacements that never became Ready

@@ -1,4 +1,4 @@
-"""Interruption workflows: the durable SQS poller and the spot pre-spin (issue 6).
+"""Interruption workflows: the durable SQS poller and the spot pre-spin (docs/architecture.md §5.4, decisions.md §9).
 
 InterruptionPollerWorkflow runs forever under one fixed id: each iteration is one long, heartbeating
 activity that long-polls the queue and dispatches messages; a lost worker only costs a heartbeat timeout

@@ -1,4 +1,4 @@
-"""Search attributes (Keyword) that make nodeflow's workflows findable in the Temporal UI (DESIGN §4)."""
+"""Search attributes (Keyword) that make nodeflow's workflows findable in the Temporal UI (docs/contracts.md §5)."""
 
 from temporalio.common import SearchAttributeKey
 

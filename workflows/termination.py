@@ -1,4 +1,4 @@
-"""TerminationWorkflow: the durable, steerable termination of one node (docs/architecture.md §5.1, docs/semantics.md §9).
+"""TerminationWorkflow: the durable, steerable termination of one node (docs/architecture.md §5.1, semantics.md §9).
 
 taint -> drain in tiers through the Eviction API (inside one heartbeating activity, so retries cost no
 history) -> at `deadline - pod grace` delete the remaining pods (workflow timers, so the deadline survives
@@ -273,7 +273,7 @@ class TerminationWorkflow:
                                  pods_evicted=self._evicted, pods_deleted=self._deleted)
 
     async def _instance_already_gone(self, prep: PrepareResult, provider_id: str | None) -> bool:
-        """Karpenter's fast path (docs/semantics.md §9.1): a NotReady node whose instance no longer exists has no kubelet
+        """Karpenter's fast path (semantics.md §9.1): a NotReady node whose instance no longer exists has no kubelet
         to stop its pods, so a drain could only wait for the deadline; skip it and finish. Ready nodes (and
         histories recorded before this check) never ask."""
         if prep.node_ready is not False or not provider_id or not workflow.patched(NOTREADY_GONE_PATCH):

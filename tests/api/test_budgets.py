@@ -1,4 +1,4 @@
-"""Disruption budget math: reference §1.2-1.5 case by case, plus nodeflow's timeZone."""
+"""Disruption budget math: docs/semantics.md §1.2-1.5 case by case, plus nodeflow's timeZone."""
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -67,7 +67,7 @@ def claim(node_name: str, pool_name: str = "default", conditions: list[dict[str,
             "spec": {"requirements": []}, "status": status}
 
 
-# --- §1.3 values and rounding ----------------------------------------------------------------------------
+# --- docs/semantics.md §1.3 values and rounding -----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -89,7 +89,7 @@ def test_non_percent_string_is_an_error() -> None:
         allowed_disruptions(Budget(nodes="1000a%"), utc(2026, 1, 1), 10)
 
 
-# --- §1.2 active windows ----------------------------------------------------------------------------------
+# --- docs/semantics.md §1.2 active windows ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -138,7 +138,7 @@ def test_time_zone_window_follows_new_york_across_dst() -> None:
     assert is_active(b, utc(2026, 11, 23, 21, 59)) and not is_active(b, utc(2026, 11, 23, 22, 0))
 
 
-# --- §1.4 per pool and reason -----------------------------------------------------------------------------
+# --- docs/semantics.md §1.4 per pool and reason -----------------------------------------------------------------------
 
 
 def test_most_restrictive_active_budget_wins() -> None:
@@ -184,7 +184,7 @@ def test_one_invalid_budget_blocks_every_reason(bad: dict[str, Any]) -> None:
         assert errors and errors[0].startswith("spec.disruption.budgets[1]: ")
 
 
-# --- §1.5 counting ----------------------------------------------------------------------------------------
+# --- docs/semantics.md §1.5 counting ----------------------------------------------------------------------------------
 
 
 def test_counting_managed_initialized_nodes_and_disrupting_ones() -> None:

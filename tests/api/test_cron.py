@@ -1,4 +1,4 @@
-"""Cron parsing and next-hit search with robfig/cron v3 semantics (reference §1.2) and CronJob time zones."""
+"""Cron parsing and next-hit search, robfig/cron v3 semantics (docs/semantics.md §1.2, §1.6), CronJob time zones."""
 
 from datetime import UTC, datetime
 

@@ -1,4 +1,4 @@
-"""Go-style durations and the per-field CRD patterns (reference §1.1)."""
+"""Go-style durations and the per-field CRD patterns (docs/semantics.md §1.1)."""
 
 from datetime import timedelta
 

@@ -1,4 +1,4 @@
-"""validate_nodepool / validate_nodeclaim: every rule of reference §1.1 and the Karpenter v1 CRD rules."""
+"""validate_nodepool / validate_nodeclaim: every rule of docs/semantics.md §1.1 and the Karpenter v1 CRD rules."""
 
 import copy
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""The methods, their order in a pass, budgets per reason (§1.5), blocked nodes and events."""
+"""The methods, their order in a pass, budgets per reason (docs/semantics.md §1.5), blocked nodes and events."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Drift and expiration size new nodes from the pods that can be rescheduled now (reference §2.6, §2.5).
+"""Drift and expiration size new nodes from the pods that can be rescheduled now (docs/semantics.md §3.4, §4.2).
 
 A do-not-disrupt pod or one under a fully blocking PDB (maxUnavailable 0, minAvailable 100%) is not
 "currently reschedulable": it stays until the NodeClaim's terminationGracePeriod, so no room is bought for

@@ -1,4 +1,4 @@
-"""`nodeflow plan` on the seed examples, through the real CLI entry point (starter.cli.run)."""
+"""`nodeflow plan` on examples/README.md, through the real CLI entry point (starter.cli.run)."""
 
 from __future__ import annotations
 
