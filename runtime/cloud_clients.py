@@ -1,4 +1,4 @@
-"""The process's clients of Kubernetes, EC2 and SQS, configured once (connection pools sized for the activities)."""
+"""The process's clients of Kubernetes, EC2, SQS, SSM and IAM, configured once (pools sized for the activities)."""
 
 from __future__ import annotations
 
@@ -32,3 +32,17 @@ def sqs_client(region: str | None, endpoint: str | None) -> Any:
     import boto3
 
     return boto3.client("sqs", region_name=region, endpoint_url=endpoint)
+
+
+def ssm_client(region: str | None, endpoint: str | None) -> Any:
+    """SSM, for the public parameters that name EKS-optimized AMIs (EC2NodeClass aliases)."""
+    import boto3
+
+    return boto3.client("ssm", region_name=region, endpoint_url=endpoint)
+
+
+def iam_client(endpoint: str | None) -> Any:
+    """IAM, for the instance profiles of EC2NodeClass roles (a global service)."""
+    import boto3
+
+    return boto3.client("iam", endpoint_url=endpoint)

@@ -46,6 +46,8 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
                  categories=("karpenter",)),
     ResourceType("karpenter.sh", "v1", "nodeclaims", "NodeClaim", False, "nodeclaim", (), ("status",), custom=True,
                  categories=("karpenter",)),
+    ResourceType("karpenter.k8s.aws", "v1", "ec2nodeclasses", "EC2NodeClass", False, "ec2nodeclass", (), ("status",),
+                 custom=True, categories=("karpenter",)),
     ResourceType("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, "volumeattachment", (),
                  ("status",)),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),

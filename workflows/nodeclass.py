@@ -1,0 +1,27 @@
+"""NodeClassWorkflow: resolve every EC2NodeClass once (the `nodeflow-nodeclass` Schedule runs it every 60 s).
+
+One activity does the work (activities/nodeclass.py); the workflow adds durability and retries, and its
+result lists each class's readiness, so `temporal schedule describe` shows what did not resolve.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from activities.nodeclass import NodeClassActivities
+    from workflows.nodeclass_models import NodeClassInput, NodeClassResult
+
+RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=15), maximum_attempts=4)
+
+
+@workflow.defn(name="NodeClassWorkflow")
+class NodeClassWorkflow:
+    @workflow.run
+    async def run(self, inp: NodeClassInput) -> NodeClassResult:
+        return await workflow.execute_activity_method(
+            NodeClassActivities.reconcile, inp, start_to_close_timeout=timedelta(minutes=2),
+            retry_policy=RETRY, summary="resolve EC2NodeClasses")
