@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from client.connection import InsecureTemporalAddress, connect
+from client.nodeclass_schedule import ensure_nodeclass_schedule
 from client.planner_schedule import ensure_planner_schedule
-from runtime.cloud_clients import ec2_client, kube_api_client, sqs_client
+from runtime.cloud_clients import ec2_client, iam_client, kube_api_client, sqs_client, ssm_client
 from runtime.health import start_health_server
 from runtime.settings import Deps, Settings
 from runtime.worker_loop import run_worker
@@ -54,6 +55,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="serve /healthz, /readyz and /metrics on this port (0: off)")
     p.add_argument("--ami-id", default=env("NODEFLOW_AMI_ID"),
                    help="AMI for replacement instances (default: discovered with DescribeImages)")
+    p.add_argument("--cluster-name", default=env("NODEFLOW_CLUSTER_NAME"),
+                   help="EKS cluster name: node bootstrap, instance tags, instance profile names")
+    p.add_argument("--cluster-endpoint", default=env("NODEFLOW_CLUSTER_ENDPOINT"),
+                   help="the cluster's API server URL, for node bootstrap")
+    p.add_argument("--cluster-ca", default=env("NODEFLOW_CLUSTER_CA"),
+                   help="the cluster's CA bundle (base64), for node bootstrap")
+    p.add_argument("--iam-endpoint", default=env("NODEFLOW_IAM_ENDPOINT"),
+                   help="IAM endpoint URL (instance profiles of EC2NodeClass roles)")
     return p.parse_args(argv)
 
 
@@ -67,9 +76,11 @@ async def amain(args: argparse.Namespace) -> int:
         return 2
     settings = Settings(task_queue=args.task_queue, watch=not args.no_watch, resync_seconds=args.resync_seconds,
                         interruption_queue_url=args.interruption_queue, catalog_path=args.catalog,
-                        ami_id=args.ami_id)
+                        ami_id=args.ami_id, cluster_name=args.cluster_name, cluster_endpoint=args.cluster_endpoint,
+                        cluster_ca=args.cluster_ca)
     deps = Deps(kube_api=kube_api_client(args.kubeconfig), ec2=ec2_client(args.region, args.ec2_endpoint),
                 sqs=sqs_client(args.region, args.sqs_endpoint or args.ec2_endpoint), temporal=client,
+                ssm=ssm_client(args.region, args.ec2_endpoint), iam=iam_client(args.iam_endpoint or args.ec2_endpoint),
                 settings=settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -80,6 +91,7 @@ async def amain(args: argparse.Namespace) -> int:
         health = await start_health_server(args.metrics_port, checks={"temporal": client.service_client.check_health})
     every = timedelta(seconds=float(os.environ.get("NODEFLOW_PLANNER_SECONDS", "10")))
     await ensure_planner_schedule(client, every=every, task_queue=settings.task_queue)  # idempotent; keeps a pause
+    await ensure_nodeclass_schedule(client, task_queue=settings.task_queue)  # EC2NodeClass resolution every 60 s
     log.info("worker started", extra={"task_queue": settings.task_queue, "watch": settings.watch})
     try:
         await run_worker(client, deps, stop)

@@ -3,6 +3,9 @@
 Idempotent by construction: the NodeClaim name derives from the launch key (workflow id, run, index),
 and RunInstances uses a ClientToken derived from the NodeClaim uid, so an activity retry finds the
 NodeClaim and the instance it already made instead of launching twice.
+
+The instance is shaped by the NodePool's EC2NodeClass (activities/nodeclass_launch.py): its resolved image,
+subnet, security groups, instance profile, user data, disks, IMDS options and tags.
 """
 
 from __future__ import annotations
@@ -17,8 +20,11 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.kube_client import KubeClient, Obj, node_ready
+from activities.nodeclass_launch import NodeClassLauncher
 from api import labels
 from api.catalog import InstanceTypeCatalog, Offering
+from api.ec2nodeclass import EC2NodeClass
+from api.nodeclass_launch import ClusterInfo, subnet_zones
 from workflows.disruption_models import (
     LaunchedReplacement,
     LaunchInput,
@@ -80,11 +86,13 @@ def cheapest_offering(catalog: InstanceTypeCatalog, r: Replacement,
 class ProvisioningActivities:
     """Clients come in: the Kubernetes gateway, an EC2 client (boto3), the catalog."""
 
-    def __init__(self, kube: KubeClient, ec2: Any, catalog: InstanceTypeCatalog, ami_id: str | None = None) -> None:
+    def __init__(self, kube: KubeClient, ec2: Any, catalog: InstanceTypeCatalog, ami_id: str | None = None,
+                 cluster: ClusterInfo | None = None) -> None:
         self._kube = kube
         self._ec2 = ec2
         self._catalog = catalog
         self._ami_id = ami_id
+        self._classes = NodeClassLauncher(kube, catalog, cluster)
 
     # ---- launch ---------------------------------------------------------------------------------------------
 
@@ -94,9 +102,12 @@ class ProvisioningActivities:
 
     def _launch(self, inp: LaunchInput) -> LaunchedReplacement:
         pool = self._get_nodepool(inp.node_pool)
+        node_class = self._classes.node_class_for(pool)  # before the claim: a class that is not Ready launches nothing
         claim = self._ensure_nodeclaim(pool, inp)
         meta = claim["metadata"]
         zones = allowed_zones(claim["spec"]["requirements"])
+        if node_class is not None:  # only zones the class has a subnet in
+            zones = subnet_zones(node_class) if zones is None else zones & subnet_zones(node_class)
         choice = cheapest_offering(self._catalog, inp.replacement, zones)
         if choice is None:
             self._delete_claim(meta["name"])
@@ -104,7 +115,10 @@ class ProvisioningActivities:
                 f"no available offering for {inp.replacement.capacity_type} {inp.replacement.instance_types}",
                 type=ErrorType.LAUNCH_FAILED.value, non_retryable=True)
         itype, off = choice
-        instance = self._existing_instance(meta["name"], meta["uid"]) or self._run_instance(meta, inp, itype, off.zone)
+        instance = self._existing_instance(meta["name"], meta["uid"]) or self._run_instance(claim, inp, itype, off.zone,
+                                                                                            node_class)
+        if node_class is not None:
+            self._classes.record(claim, instance, node_class)
         return LaunchedReplacement(node_claim=meta["name"], uid=meta["uid"], instance_id=instance["InstanceId"],
                                    instance_type=itype, zone=off.zone, capacity_type=inp.replacement.capacity_type,
                                    price=off.price)
@@ -142,14 +156,30 @@ class ProvisioningActivities:
             self._ami_id = sorted(i["ImageId"] for i in images)[0]
         return self._ami_id
 
-    def _run_instance(self, meta: dict[str, Any], inp: LaunchInput, itype: str, zone: str) -> dict[str, Any]:
-        tags = [{"Key": NODECLAIM_TAG, "Value": meta["name"]}, {"Key": NODEPOOL_TAG, "Value": inp.node_pool},
-                {"Key": NODECLAIM_UID_TAG, "Value": meta["uid"]}, {"Key": "Name", "Value": meta["name"]}]
-        params: dict[str, Any] = {
-            "ImageId": self._image_id(), "InstanceType": itype, "MinCount": 1, "MaxCount": 1,
-            "ClientToken": client_token(meta["uid"]), "Placement": {"AvailabilityZone": zone},
-            "TagSpecifications": [{"ResourceType": "instance", "Tags": tags}],
-        }
+    def _launch_params(self, claim: Obj, inp: LaunchInput, itype: str, zone: str,
+                       node_class: EC2NodeClass | None) -> dict[str, Any]:
+        """Image, placement and tags: from the class when there is one, else the AMI setting and the zone."""
+        meta = claim["metadata"]
+        tags = {NODECLAIM_TAG: meta["name"], NODEPOOL_TAG: inp.node_pool, NODECLAIM_UID_TAG: meta["uid"],
+                "Name": meta["name"]}
+        if node_class is None:
+            params: dict[str, Any] = {"ImageId": self._image_id(), "Placement": {"AvailabilityZone": zone}}
+        else:
+            try:
+                params = self._classes.run_params(node_class, claim, inp.node_pool, itype, zone)
+            except ValueError as exc:
+                self._delete_claim(meta["name"])
+                raise ApplicationError(str(exc), type=ErrorType.LAUNCH_FAILED.value, non_retryable=True) from exc
+            tags = {**params.pop("Tags"), **tags}
+        tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
+        resources = ["instance"] if node_class is None else ["instance", "volume"]
+        params["TagSpecifications"] = [{"ResourceType": r, "Tags": tag_list} for r in resources]
+        return params
+
+    def _run_instance(self, claim: Obj, inp: LaunchInput, itype: str, zone: str,
+                      node_class: EC2NodeClass | None = None) -> dict[str, Any]:
+        params = self._launch_params(claim, inp, itype, zone, node_class)
+        params.update(InstanceType=itype, MinCount=1, MaxCount=1, ClientToken=client_token(claim["metadata"]["uid"]))
         if inp.replacement.capacity_type == labels.CAPACITY_SPOT:
             params["InstanceMarketOptions"] = {"MarketType": "spot",
                                                "SpotOptions": {"SpotInstanceType": "one-time"}}

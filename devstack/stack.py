@@ -102,6 +102,9 @@ class Stack:
 
         self.client = await connect(self.temporal.address, "default")
         await self.start_worker()
+        from client.nodeclass_schedule import ensure_nodeclass_schedule
+
+        await ensure_nodeclass_schedule(self.client)
         if self.o.planner:
             from client.planner_schedule import ensure_planner_schedule
             from workflows.disruption_models import DisruptionSettings
@@ -111,12 +114,14 @@ class Stack:
                 ready_poll_seconds=2.0))
 
     async def start_worker(self) -> None:
+        from runtime.cloud_clients import iam_client, ssm_client
         from runtime.settings import Deps, Settings
         from runtime.worker_loop import run_worker
 
         api = self.sim.api_client()
         api.configuration.connection_pool_maxsize = 64
         deps = Deps(kube_api=api, ec2=self.ec2, sqs=self.sqs, temporal=self.client,
+                    ssm=ssm_client("us-east-1", self.moto.endpoint), iam=iam_client(self.moto.endpoint),
                     settings=Settings(interruption_queue_url=self.queue_url, resync_seconds=self.o.resync_seconds))
         self._stop = asyncio.Event()
         self._worker_task = asyncio.create_task(run_worker(self.client, deps, self._stop), name="nodeflow-worker")

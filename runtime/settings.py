@@ -23,6 +23,9 @@ class Settings:
     interruption_poll: Any = None  # workflows.interruption_models.PollInput; None: production defaults
     catalog_path: str | None = None  # instance type catalog for launches; None: the bundled one
     ami_id: str | None = None  # image for launched instances; None: discovered with DescribeImages
+    cluster_name: str | None = None  # EKS cluster nodes join (user data, tags, instance profile names)
+    cluster_endpoint: str | None = None  # its API server URL, for the nodes' bootstrap
+    cluster_ca: str | None = None  # its CA bundle (base64, as EKS shows it), for the nodes' bootstrap
 
 
 @dataclass
@@ -33,6 +36,8 @@ class Deps:
     ec2: Any  # boto3 EC2 client
     sqs: Any = None
     temporal: Client | None = None
+    ssm: Any = None  # boto3 SSM client (AMI aliases); None: built for the EC2 client's region
+    iam: Any = None  # boto3 IAM client (instance profiles of spec.role); None: profiles are named, not created
     settings: Settings = field(default_factory=Settings)
     _cache: dict[str, Any] = field(default_factory=dict)
 
@@ -41,3 +46,12 @@ class Deps:
         if "kube" not in self._cache:
             self._cache["kube"] = KubeClient(self.kube_api)
         return self._cache["kube"]
+
+    @property
+    def ssm_client(self) -> Any:
+        """The SSM client given, else one for the region of the EC2 client."""
+        if self.ssm is None:
+            from runtime.cloud_clients import ssm_client
+
+            self.ssm = ssm_client(getattr(getattr(self.ec2, "meta", None), "region_name", None), None)
+        return self.ssm

@@ -13,21 +13,24 @@ from activities.cloud import CloudActivities
 from activities.events import EventActivities
 from activities.interruption import InterruptionDispatcher
 from activities.kube import KubeActivities
+from activities.nodeclass import NodeClassActivities
 from activities.planning_runner import PlanningActivities
 from activities.provisioning import ProvisioningActivities
 from activities.queue import InterruptionQueueActivities, SqsQueue
 from activities.termination_markers import TerminationMarkerActivities
 from api.catalog import InstanceTypeCatalog, load_catalog, load_default_catalog
+from api.nodeclass_launch import ClusterInfo
 from client.interruption import temporal_starters
 from client.termination import start_termination
 from runtime.settings import Deps
 from workflows.disruption import DisruptionWorkflow
 from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkflow
+from workflows.nodeclass import NodeClassWorkflow
 from workflows.planner import PlannerWorkflow
 from workflows.termination import TerminationWorkflow
 
 WORKFLOWS: list[type] = [TerminationWorkflow, InterruptionPollerWorkflow, SpotPrespinWorkflow, PlannerWorkflow,
-                         DisruptionWorkflow]
+                         DisruptionWorkflow, NodeClassWorkflow]
 
 
 def workflows() -> list[type]:
@@ -41,7 +44,8 @@ def catalog_from(path: str | None) -> InstanceTypeCatalog:
 
 def activities(deps: Deps) -> list[Callable[..., Any]]:
     """Every activity the worker registers, bound to `deps`' clients."""
-    return [*termination_activities(deps), *disruption_activities(deps), *interruption_activities(deps)]
+    return [*termination_activities(deps), *disruption_activities(deps), *interruption_activities(deps),
+            *nodeclass_activities(deps)]
 
 
 def termination_activities(deps: Deps) -> list[Callable[..., Any]]:
@@ -54,7 +58,9 @@ def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:
     catalog = catalog_from(deps.settings.catalog_path)
     events = EventActivities(deps.kube)
     planning = PlanningActivities(deps.kube, deps.temporal, catalog, events)
-    provisioning = ProvisioningActivities(deps.kube, deps.ec2, catalog, ami_id=deps.settings.ami_id)
+    s = deps.settings
+    cluster = ClusterInfo(s.cluster_name or "", s.cluster_endpoint or "", s.cluster_ca or "")
+    provisioning = ProvisioningActivities(deps.kube, deps.ec2, catalog, ami_id=s.ami_id, cluster=cluster)
     candidates = CandidateActivities(deps.kube, _candidate_starter(deps), deps.temporal)
     return [
         planning.plan_pass, planning.validate_command,
@@ -63,6 +69,12 @@ def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:
         candidates.await_terminations,
         events.record_events,
     ]
+
+
+def nodeclass_activities(deps: Deps) -> list[Callable[..., Any]]:
+    """EC2NodeClass resolution (EC2, SSM, and IAM when given)."""
+    s = deps.settings
+    return [NodeClassActivities(deps.kube, deps.ec2, deps.ssm_client, deps.iam, cluster_name=s.cluster_name).reconcile]
 
 
 def interruption_activities(deps: Deps) -> list[Callable[..., Any]]:

@@ -13,3 +13,4 @@ class ErrorType(StrEnum):
     CANDIDATE_GONE = "CandidateGone"
     TERMINATION_FAILED = "TerminationFailed"
     CANCEL_REJECTED = "CancelRejected"  # a termination's cancel update, refused after it was accepted
+    NODE_CLASS_NOT_READY = "NodeClassNotReady"  # the NodePool's EC2NodeClass is missing or not Ready: no launch

@@ -1,0 +1,138 @@
+"""Launching from a NodePool's EC2NodeClass: find it Ready, shape RunInstances from it, record what was used.
+
+Used by activities/provisioning.py. A NodePool whose class exists but is not Ready (or is missing while other
+classes exist) gets no launch: a Warning Event on the NodePool names what did not resolve, and the activity
+fails with the non-retryable `NodeClassNotReady`. When the cluster has no EC2NodeClass at all (or does not
+serve the kind), the launch keeps the older path (an AMI from settings or DescribeImages, no subnet choice),
+with a warning logged once per process.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from activities.kube_client import KubeClient, Obj
+from api import labels
+from api.catalog import InstanceTypeCatalog
+from api.ec2nodeclass import KIND, SUBNET_ANNOTATION, EC2NodeClass, launch_annotations, load_ec2nodeclass
+from api.nodeclass_launch import (
+    ClusterInfo,
+    NodeIdentity,
+    block_device_mappings,
+    instance_tags,
+    metadata_options,
+    subnet_in_zone,
+    user_data,
+)
+from planning.nodeclass_drift import LaunchRecord, expected_image
+from workflows.errors import ErrorType
+
+log = logging.getLogger(__name__)
+
+NOT_READY = ErrorType.NODE_CLASS_NOT_READY.value  # also the Event reason
+
+
+class NodeClassLauncher:
+    """Reads the class through the Kubernetes gateway; builds RunInstances parameters; records the launch."""
+
+    def __init__(self, kube: KubeClient, catalog: InstanceTypeCatalog, cluster: ClusterInfo | None = None) -> None:
+        self._kube = kube
+        self._catalog = catalog
+        self._cluster = cluster or ClusterInfo("", "", "")
+        self._warned = False
+
+    def node_class_for(self, pool: Obj) -> EC2NodeClass | None:
+        """The pool's Ready EC2NodeClass; None for the legacy path (no EC2NodeClass in the cluster at all).
+
+        Raises ApplicationError(type NodeClassNotReady, non-retryable) after an Event on the NodePool otherwise.
+        """
+        pool_name = (pool.get("metadata") or {}).get("name", "")
+        ref = ((((pool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef")) or {}
+        name = ref.get("name") or ""
+        if ref.get("kind", KIND) != KIND:
+            self._warn_legacy(f"NodePool {pool_name} references a {ref.get('kind')}, not an {KIND}")
+            return None
+        obj = self._kube.get_node_class(name)
+        if obj is None:
+            if not self._kube.list_node_classes():
+                self._warn_legacy("the cluster has no EC2NodeClass")
+                return None
+            self._refuse(pool, f"EC2NodeClass {name!r} not found")
+        nc = load_ec2nodeclass(obj)
+        if not nc.ready:
+            ready = nc.condition("Ready")
+            why = (ready.message or ready.reason) if ready is not None else "not resolved yet (no Ready condition)"
+            self._refuse(pool, f"EC2NodeClass {name!r} is not Ready: {why}")
+        return nc
+
+    def _refuse(self, pool: Obj, message: str) -> None:
+        pool_name = pool["metadata"]["name"]
+        self._kube.event("NodePool", pool, pool_name, NOT_READY, f"no launch for NodePool {pool_name}: {message}",
+                         type_="Warning")
+        raise ApplicationError(message, type=NOT_READY, non_retryable=True)
+
+    def _warn_legacy(self, why: str) -> None:
+        if not self._warned:
+            self._warned = True
+            log.warning("%s: launching without a node class (AMI from settings or DescribeImages, default subnet "
+                        "and security group, no instance profile or user data)", why)
+
+    def image_for(self, nc: EC2NodeClass, instance_type: str) -> str | None:
+        """The first image of status.amis (best first) compatible with the type's architecture, as drift picks."""
+        it = self._catalog.get(instance_type)
+        arch = it.arch if it is not None else "amd64"
+        record = LaunchRecord(image_id=None, subnet_id=None, security_group_ids=None,
+                              labels={labels.ARCH_LABEL: arch, labels.INSTANCE_TYPE_LABEL: instance_type})
+        return expected_image(record, nc)
+
+    def run_params(self, nc: EC2NodeClass, claim: Obj, node_pool: str, instance_type: str,
+                   zone: str) -> dict[str, Any]:
+        """RunInstances parameters from the class (image, subnet, groups, profile, user data, disks, IMDS, tags).
+
+        Raises ValueError when the class cannot serve this launch (no image for the architecture, no subnet in
+        the zone, user data that cannot be built).
+        """
+        image = self.image_for(nc, instance_type)
+        if image is None:
+            raise ValueError(f"EC2NodeClass {nc.name} has no image for instance type {instance_type}")
+        subnet = subnet_in_zone(nc, zone)
+        if subnet is None:
+            raise ValueError(f"EC2NodeClass {nc.name} has no subnet in {zone}")
+        groups = [g.id for g in nc.status.security_groups or ()]
+        meta, spec = claim["metadata"], claim.get("spec") or {}
+        node_labels = {k: v for k, v in (meta.get("labels") or {}).items()
+                       if not k.split("/")[0].endswith(("kubernetes.io", "k8s.io"))}
+        taints = [*(spec.get("taints") or []), *(spec.get("startupTaints") or [])]
+        data = user_data(nc, self._cluster, NodeIdentity(labels=node_labels, taints=taints))
+        tags = instance_tags(nc, self._cluster.name or "nodeflow", node_pool, meta["name"])
+        params: dict[str, Any] = {
+            "ImageId": image, "BlockDeviceMappings": block_device_mappings(nc),
+            "MetadataOptions": metadata_options(nc), "Tags": tags,
+        }
+        if nc.spec.associate_public_ip_address is not None:
+            params["NetworkInterfaces"] = [{"DeviceIndex": 0, "SubnetId": subnet.id, "Groups": groups,
+                                            "AssociatePublicIpAddress": nc.spec.associate_public_ip_address}]
+        else:
+            params.update(SubnetId=subnet.id, SecurityGroupIds=groups)
+        if nc.status.instance_profile:
+            params["IamInstanceProfile"] = {"Name": nc.status.instance_profile}
+        if data:
+            params["UserData"] = data
+        if nc.spec.detailed_monitoring:
+            params["Monitoring"] = {"Enabled": True}
+        return params
+
+    def record(self, claim: Obj, instance: dict[str, Any], nc: EC2NodeClass) -> None:
+        """Stamp the claim with what the instance was launched with (drift compares against it): the class hash,
+        subnet and security groups as annotations, the image as status.imageID. Once per claim."""
+        meta = claim["metadata"]
+        if (meta.get("annotations") or {}).get(SUBNET_ANNOTATION):
+            return
+        groups = [g["GroupId"] for g in instance.get("SecurityGroups") or [] if g.get("GroupId")]
+        annotations = launch_annotations(nc, instance.get("SubnetId") or "", groups)
+        self._kube.patch_node_claim(meta["name"], {"metadata": {"annotations": annotations}})
+        if instance.get("ImageId"):
+            self._kube.patch_node_claim_status(meta["name"], {"status": {"imageID": instance["ImageId"]}})
