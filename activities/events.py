@@ -16,11 +16,10 @@ from temporalio import activity
 
 from activities.kube_client import KubeClient
 from activities.kube_client import event_body as kube_event_body
+from api.events import DEDUPE_SECONDS, DEFAULT_DEDUPE_SECONDS
 from telemetry import metrics
 from workflows.disruption_models import EventsInput, EventSpec
 
-DEDUPE_SECONDS = {"Unconsolidatable": 15 * 60, "DisruptionBlocked": 60}
-DEFAULT_DEDUPE_SECONDS = 120
 EVENT_NAMESPACE = "default"
 
 

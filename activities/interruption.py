@@ -19,6 +19,7 @@ from activities.events import event_body
 from activities.kube_client import KubeClient
 from api import labels
 from api.catalog import InstanceTypeCatalog
+from api.events import INTERRUPTION_REASONS
 from api.interruption import (
     TERMINATION_REASONS,
     Action,
@@ -36,14 +37,6 @@ log = logging.getLogger(__name__)
 
 NO_NODE = "NoNode"
 MAX_REPLACEMENT_TYPES = 15
-
-EVENT_REASONS: dict[InterruptionKind, str] = {
-    InterruptionKind.SPOT_INTERRUPTION: "SpotInterrupted",
-    InterruptionKind.REBALANCE_RECOMMENDATION: "SpotRebalanceRecommendation",
-    InterruptionKind.SCHEDULED_CHANGE: "InstanceScheduledChange",
-    InterruptionKind.STATE_CHANGE: "InstanceStateChange",
-}
-
 
 @dataclass(frozen=True)
 class NodeInfo:
@@ -207,7 +200,7 @@ class InterruptionDispatcher:
 
     def _record_event(self, event: InterruptionEvent, node: NodeInfo) -> None:
         """One Event per (message, node): a redelivered message hits 409 instead of repeating it."""
-        spec = EventSpec(kind="Node", name=node.name, uid=node.uid, reason=EVENT_REASONS[event.kind],
+        spec = EventSpec(kind="Node", name=node.name, uid=node.uid, reason=INTERRUPTION_REASONS[event.kind],
                          type="Normal" if event.kind is InterruptionKind.REBALANCE_RECOMMENDATION else "Warning",
                          message=_event_message(event))
         body = event_body(spec, datetime.now(UTC))

@@ -19,9 +19,10 @@ from typing import Any, TypeVar
 
 from temporalio import activity
 
-from activities.kube_client import KubeClient, Obj, node_ready
-from api import labels
+from activities.kube_client import Eviction, KubeClient, Obj, node_ready
+from api import events, labels
 from api.duration import parse_optional_duration
+from api.events import EventReason
 from planning import drain as rules
 from planning.selectors import match_label_selector
 from telemetry import metrics
@@ -46,7 +47,6 @@ T = TypeVar("T")
 
 BACKOFF_START = 0.1
 BACKOFF_MAX = 10.0
-MULTIPLE_PDBS = "more than one PodDisruptionBudget"
 
 
 @dataclass
@@ -110,8 +110,8 @@ class KubeActivities:
         attachments: int | None = 0
         if node is not None:
             await self._io(self.kube.taint, inp.node_name, exclude_from_lb=True)
-            await self._io(self.kube.event, "Node", node, inp.node_name, "Terminating",
-                           f"Terminating node ({inp.reason or 'Deleted'}): tainted {labels.DISRUPTED_TAINT_KEY}")
+            await self._io(self.kube.event, "Node", node, inp.node_name, EventReason.TERMINATING,
+                           events.terminating(inp.reason, labels.DISRUPTED_TAINT_KEY))
             now = datetime.now(UTC)
             raw = await self._io(self.kube.list_node_pods, inp.node_name)
             pods = [_pod_state(p) for p in raw if rules.is_waiting_eviction(p, now)]
@@ -197,21 +197,21 @@ class KubeActivities:
             st.status = "DoNotDisrupt"
             self._back_off(st, mono)
             return False
-        code, message = await self._io(self.kube.evict, pod)
+        answer = await self._io(self.kube.evict, pod)
         st.attempts += 1
-        if code in (200, 201):
+        if answer.outcome is Eviction.EVICTED:
             run.evicted += 1
             st.status, st.pdb, st.next_at = "Evicting", None, mono + 1.0
-            await self._io(self.kube.event, "Node", run.node_obj(inp), inp.node_name, "Evicted",
-                           f"Evicted pod {key[0]}: {inp.reason or 'Deleted'}")
+            await self._io(self.kube.event, "Node", run.node_obj(inp), inp.node_name, EventReason.EVICTED,
+                           events.evicted(key[0], inp.reason))
             return True
-        if code in (404, 409):
+        if answer.outcome is Eviction.GONE:
             st.status = "Gone"
             return True
-        if code == 429 or (code == 500 and MULTIPLE_PDBS in message):
-            await self._blocked(inp, pod, key[0], st, code, run, mono)
+        if answer.outcome in (Eviction.PDB_BLOCKED, Eviction.MULTIPLE_PDBS):
+            await self._blocked(inp, pod, key[0], st, answer.code, run, mono)
             return False
-        raise RuntimeError(f"eviction of {key[0]} failed: HTTP {code}: {message}")
+        raise RuntimeError(f"eviction of {key[0]} failed: HTTP {answer.code}: {answer.message}")
 
     async def _blocked(self, inp: DrainInput, pod: Obj, key: str, st: _EvictState, code: int, run: _DrainRun,
                        mono: float) -> None:
@@ -222,10 +222,8 @@ class KubeActivities:
         if (key, st.pdb or "") in run.reported:
             return
         run.reported.add((key, st.pdb or ""))
-        why = "evicting pod violates a PDB" if code == 429 else "eviction does not support multiple PDBs"
-        await self._io(self.kube.event, "Node", run.node_obj(inp), inp.node_name, "FailedDraining",
-                       f"Failed to drain node, {why} (Pod={key}, PDB={st.pdb or 'unknown'})",
-                       "Warning")
+        await self._io(self.kube.event, "Node", run.node_obj(inp), inp.node_name, EventReason.FAILED_DRAINING,
+                       events.failed_draining(code == 429, key, st.pdb), "Warning")
 
     async def _report_round(self, inp: DrainInput, waiting: list[Obj], run: _DrainRun) -> list[PodState]:
         """Heartbeat the round; signal the workflow only when the set of blocked pods (and PDBs) changed."""

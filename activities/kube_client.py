@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+from dataclasses import dataclass
+from enum import StrEnum
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -34,6 +36,36 @@ NODE_CLASSES = ("karpenter.k8s.aws", "v1")  # EC2NodeClass (api/ec2nodeclass.py)
 Obj = dict[str, Any]
 # A read-modify-patch step: the patch body for the object as read, or None when it already is as wanted.
 Change = Callable[[Obj], Obj | None]
+# The API server's 500 for a pod under several PDBs carries no typed reason, only this text (policy/v1 eviction).
+MULTIPLE_PDBS_MESSAGE = "more than one PodDisruptionBudget"
+
+
+class Eviction(StrEnum):
+    EVICTED = "Evicted"  # 200/201: the pod is on its way out
+    GONE = "Gone"  # 404 (deleted) or 409 (a different pod with that name: ours is gone)
+    PDB_BLOCKED = "PdbBlocked"  # 429: a PodDisruptionBudget forbids it now
+    MULTIPLE_PDBS = "MultiplePdbs"  # 500: several PDBs select the pod; eviction cannot decide
+    FAILED = "Failed"  # anything else
+
+
+@dataclass(frozen=True)
+class EvictionResult:
+    outcome: Eviction
+    code: int
+    message: str = ""
+
+
+def eviction_outcome(code: int, message: str) -> Eviction:
+    """The one place that reads the API server's eviction answer; callers branch on the outcome."""
+    if code in (200, 201):
+        return Eviction.EVICTED
+    if code in (404, 409):
+        return Eviction.GONE
+    if code == 429:
+        return Eviction.PDB_BLOCKED
+    if code == 500 and MULTIPLE_PDBS_MESSAGE in message:
+        return Eviction.MULTIPLE_PDBS
+    return Eviction.FAILED
 
 
 def _json(resp: Any) -> Obj:
@@ -392,8 +424,8 @@ class KubeClient:
                 return False
             raise
 
-    def evict(self, pod: Obj) -> tuple[int, str]:
-        """POST the Eviction subresource with a UID precondition; returns (HTTP code, message)."""
+    def evict(self, pod: Obj) -> EvictionResult:
+        """POST the Eviction subresource with a UID precondition; the answer as a typed outcome."""
         meta = pod["metadata"]
         body = {
             "apiVersion": "policy/v1", "kind": "Eviction",
@@ -403,13 +435,14 @@ class KubeClient:
         try:
             self.core.create_namespaced_pod_eviction(meta["name"], meta["namespace"], body, _preload_content=False)
             metrics.EVICTIONS.labels(code="201").inc()
-            return 201, ""
+            return EvictionResult(Eviction.EVICTED, 201)
         except ApiException as exc:
             message = str(exc.reason or "")
             with contextlib.suppress(ValueError, AttributeError):
                 message = json.loads(exc.body or "{}").get("message") or message
             metrics.EVICTIONS.labels(code=str(exc.status or 0)).inc()
-            return int(exc.status or 0), message
+            code = int(exc.status or 0)
+            return EvictionResult(eviction_outcome(code, message), code, message)
 
     def delete_pod(self, pod: Obj, grace_seconds: int | None) -> bool:
         meta = pod["metadata"]

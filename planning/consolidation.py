@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from api import labels as L
+from api.events import EventReason
 from planning.candidates import GRACEFUL, Candidate, consolidatable, currently_reschedulable
 from planning.commands import Command
 from planning.method import Method, PassContext, make_command
@@ -66,7 +67,7 @@ class Consolidation:
         elif pool.consolidation_policy != WHEN_EMPTY_OR_UNDERUTILIZED:
             message = f'NodePool "{pool.name}" has non-empty consolidation disabled'
         if message is not None:
-            self.ctx.node_event(node, "Unconsolidatable", message)
+            self.ctx.node_event(node, EventReason.UNCONSOLIDATABLE, message)
             return False
         return consolidatable(c, self.ctx.at)
 

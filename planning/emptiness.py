@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from api import events
 from api import labels as L
+from api.events import EventReason
 from planning.candidates import GRACEFUL, Candidate, consolidatable, sort_for_consolidation
 from planning.commands import Command
 from planning.method import PassContext, make_command
@@ -22,7 +24,7 @@ class Emptiness:
         if c.pool.static:
             return False
         if c.pool.consolidate_after is None:
-            self.ctx.node_event(c.node, "Unconsolidatable", f'NodePool "{c.pool.name}" has consolidation disabled')
+            self.ctx.node_event(c.node, EventReason.UNCONSOLIDATABLE, events.consolidation_disabled(c.pool.name))
             return False
         return c.empty and consolidatable(c, self.ctx.at)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+from api.events import EventReason
 from planning.candidates import Candidate, sentence
 from planning.cluster import Cluster, NodeInfo
 from planning.commands import Blocked, Command, PlanEvent, PodMove, Replacement
@@ -56,7 +57,7 @@ class PassContext:
     events: list[PlanEvent] = field(default_factory=list)
     _event_keys: set[tuple[str, str, str]] = field(default_factory=set)
 
-    def block(self, node: NodeInfo, reason: str, event_reason: str = "DisruptionBlocked") -> None:
+    def block(self, node: NodeInfo, reason: str, event_reason: str = EventReason.DISRUPTION_BLOCKED) -> None:
         """List a node as blocked (first reason wins) and emit the matching event on Node and NodeClaim."""
         self.blocked.setdefault(node.name, Blocked(node=node.name, reason=reason, node_pool=node.pool or None,
                                                    event_reason=event_reason))

@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from api import events
 from api import labels as L
 from api.catalog import InstanceTypeCatalog
+from api.events import EventReason
 from planning.candidates import EVENTUAL, GRACEFUL, CandidateSet, build_candidates
 from planning.cluster import Cluster, parse_pool, type_labels
 from planning.commands import Blocked, Command, FinalState, PlanEvent, PlanResult, Replacement
@@ -116,8 +118,8 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     ctx.events = expiration_ctx.events
     for row in rows:
         if row["total"] > 0 and row["limit"] == 0:
-            ctx.event("NodePool", row["nodePool"], "DisruptionBlocked",
-                      f"No allowed disruptions for disruption reason {row['reason']} due to blocking budget")
+            ctx.event("NodePool", row["nodePool"], EventReason.DISRUPTION_BLOCKED,
+                      events.budget_blocks_reason(row["reason"]))
     pod_blocks: dict[str, str | None] = {}
     sets = {GRACEFUL: build_candidates(cluster, at, busy, GRACEFUL, pod_blocks),
             EVENTUAL: build_candidates(cluster, at, busy, EVENTUAL, pod_blocks)}
@@ -153,7 +155,7 @@ def _report_rejections(ctx: PassContext, rejected: CandidateSet) -> None:
         if r.blocking:
             ctx.block(r.node, r.message)
         elif r.event:
-            ctx.node_event(r.node, "DisruptionBlocked", r.message)
+            ctx.node_event(r.node, EventReason.DISRUPTION_BLOCKED, r.message)
 
 
 def _live(cluster: Cluster) -> list[Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from itertools import zip_longest
 
+from api.events import EventReason
 from planning.candidates import Candidate, sort_for_consolidation
 from planning.commands import Command
 from planning.consolidation import Consolidation, Refusal
@@ -28,9 +29,9 @@ class SingleNodeConsolidation(Consolidation):
             if attempt.command is not None:
                 return [attempt.command]
             if attempt.refusal is Refusal.UNSCHEDULABLE:
-                self.ctx.block(c.node, attempt.message, "Unconsolidatable")
+                self.ctx.block(c.node, attempt.message, EventReason.UNCONSOLIDATABLE)
             else:
-                self.ctx.node_event(c.node, "Unconsolidatable", attempt.message)
+                self.ctx.node_event(c.node, EventReason.UNCONSOLIDATABLE, attempt.message)
         return []
 
 

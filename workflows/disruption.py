@@ -21,6 +21,8 @@ with workflow.unsafe.imports_passed_through():
     from activities.events import EventActivities
     from activities.planning_runner import PlanningActivities
     from activities.provisioning import ProvisioningActivities
+    from api import events
+    from api.events import EventReason
     from workflows import search_attributes as sa
     from workflows.disruption_models import (
         NO_RETURN_PHASES,
@@ -184,9 +186,9 @@ class DisruptionWorkflow:
         await self._record([EventSpec(kind="NodeClaim", name=r.node_claim, uid=r.uid, reason=reason,
                                       message=message)
                             for r in self._replacements
-                            for reason, message in (("DisruptionLaunching", f"Launching NodeClaim: {cmd.reason}"),
-                                                    ("DisruptionWaitingReadiness",
-                                                     "Waiting on readiness to continue disruption"))], None)
+                            for reason, message in ((EventReason.DISRUPTION_LAUNCHING, events.launching(cmd.reason)),
+                                                    (EventReason.DISRUPTION_WAITING_READINESS,
+                                                     events.WAITING_READINESS))], None)
 
         self._set_phase(DisruptionPhase.WAITING_READY)
         self._deadline = workflow.now() + timedelta(seconds=s.ready_timeout_seconds)
@@ -245,11 +247,11 @@ class DisruptionWorkflow:
     async def _terminate_candidates(self, inp: DisruptionInput) -> DisruptionResult:
         cmd, s = inp.command, inp.settings
         self._set_phase(DisruptionPhase.TERMINATING)
-        events = [EventSpec(kind="Node", name=n.name, uid=n.uid, reason="Disrupting",
-                            message=f"Disrupting Node: {cmd.reason}") for n in cmd.nodes]
-        events += [EventSpec(kind="NodeClaim", name=n.node_claim, reason="Disrupting",
-                             message=f"Disrupting NodeClaim: {cmd.reason}") for n in cmd.nodes if n.node_claim]
-        await self._record(events, None)
+        specs = [EventSpec(kind="Node", name=n.name, uid=n.uid, reason=EventReason.DISRUPTING,
+                           message=events.disrupting("Node", cmd.reason)) for n in cmd.nodes]
+        specs += [EventSpec(kind="NodeClaim", name=n.node_claim, reason=EventReason.DISRUPTING,
+                            message=events.disrupting("NodeClaim", cmd.reason)) for n in cmd.nodes if n.node_claim]
+        await self._record(specs, None)
         ids: list[str] = await workflow.execute_activity_method(
             CandidateActivities.start_terminations,
             TerminationsInput(nodes=cmd.nodes, reason=cmd.reason, task_queue=workflow.info().task_queue,
@@ -269,12 +271,13 @@ class DisruptionWorkflow:
     async def _finish(self, outcome: DisruptionPhase, message: str,
                       terminations: list[str] | None = None) -> DisruptionResult:
         cmd = self._input.command
-        events = []
+        specs = []
         if outcome in (DisruptionPhase.ROLLED_BACK, DisruptionPhase.INVALID, DisruptionPhase.FAILED):
-            events = [EventSpec(kind="NodePool", name=cmd.node_pool, reason="DisruptionBlocked", type="Warning",
-                                message=f"{cmd.method} of {', '.join(n.name for n in cmd.nodes)} stopped: {message}")]
+            specs = [EventSpec(kind="NodePool", name=cmd.node_pool, reason=EventReason.DISRUPTION_BLOCKED,
+                               type="Warning", message=events.disruption_stopped(cmd.method,
+                                                                                 [n.name for n in cmd.nodes], message))]
         self._set_phase(outcome)
-        await self._record(events, outcome.value)
+        await self._record(specs, outcome.value)
         return DisruptionResult(outcome=outcome, message=message, replacements=self._replacements,
                                 terminations=terminations or [])
 

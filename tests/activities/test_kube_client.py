@@ -9,7 +9,7 @@ import pytest
 from kubernetes.client import CoreV1Api
 from support.sim_objects import node, nodeclaim, nodepool, pod
 
-from activities.kube_client import EXCLUDE_LB_VALUE, Conflict, KubeClient, event_body
+from activities.kube_client import EXCLUDE_LB_VALUE, Conflict, Eviction, KubeClient, event_body, eviction_outcome
 from api import labels
 from api.timestamps import parse_timestamp
 
@@ -133,3 +133,14 @@ def test_named_events_are_recorded_once_and_generated_ones_each_time(sim: Any, k
     events = CoreV1Api(k8s).list_namespaced_event("default").items
     assert len([e for e in events if e.involved_object.name == "n1"]) == 3
     assert {e.involved_object.uid for e in events if e.message == "again"} == {kube.get_node("n1")["metadata"]["uid"]}
+
+
+@pytest.mark.parametrize(("code", "message", "outcome"), [
+    (201, "", Eviction.EVICTED), (200, "", Eviction.EVICTED), (404, "not found", Eviction.GONE),
+    (409, "uid precondition", Eviction.GONE), (429, "Cannot evict pod as it would violate", Eviction.PDB_BLOCKED),
+    (500, "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+     Eviction.MULTIPLE_PDBS),
+    (500, "etcdserver: request timed out", Eviction.FAILED), (403, "forbidden", Eviction.FAILED),
+])
+def test_the_eviction_answer_becomes_one_typed_outcome(code: int, message: str, outcome: Eviction) -> None:
+    assert eviction_outcome(code, message) is outcome

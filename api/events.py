@@ -1,0 +1,80 @@
+"""Kubernetes Event reasons nodeflow records, and the messages that explain them, in one place.
+
+Reasons are Karpenter's where Karpenter has one (docs/semantics.md §10), so dashboards and alerts written
+for Karpenter read nodeflow's Events too. Messages are built here so the planner, the workflows and the
+activities word the same thing the same way.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from api.interruption import InterruptionKind
+
+
+class EventReason(StrEnum):
+    # planner decisions (on Nodes, NodeClaims and NodePools)
+    DISRUPTION_BLOCKED = "DisruptionBlocked"
+    UNCONSOLIDATABLE = "Unconsolidatable"
+    # a disruption in flight
+    DISRUPTING = "Disrupting"
+    DISRUPTION_LAUNCHING = "DisruptionLaunching"
+    DISRUPTION_WAITING_READINESS = "DisruptionWaitingReadiness"
+    # termination
+    TERMINATING = "Terminating"
+    EVICTED = "Evicted"
+    FAILED_DRAINING = "FailedDraining"
+    # interruption intake
+    SPOT_INTERRUPTED = "SpotInterrupted"
+    SPOT_REBALANCE_RECOMMENDATION = "SpotRebalanceRecommendation"
+    INSTANCE_SCHEDULED_CHANGE = "InstanceScheduledChange"
+    INSTANCE_STATE_CHANGE = "InstanceStateChange"
+
+
+# Per-worker dedupe windows, like Karpenter's recorder: a planner pass every 10 s must not repeat itself.
+DEDUPE_SECONDS: dict[str, float] = {EventReason.UNCONSOLIDATABLE: 15 * 60, EventReason.DISRUPTION_BLOCKED: 60}
+DEFAULT_DEDUPE_SECONDS = 120.0
+
+INTERRUPTION_REASONS: dict[InterruptionKind, EventReason] = {
+    InterruptionKind.SPOT_INTERRUPTION: EventReason.SPOT_INTERRUPTED,
+    InterruptionKind.REBALANCE_RECOMMENDATION: EventReason.SPOT_REBALANCE_RECOMMENDATION,
+    InterruptionKind.SCHEDULED_CHANGE: EventReason.INSTANCE_SCHEDULED_CHANGE,
+    InterruptionKind.STATE_CHANGE: EventReason.INSTANCE_STATE_CHANGE,
+}
+
+
+def consolidation_disabled(pool: str) -> str:
+    return f'NodePool "{pool}" has consolidation disabled'
+
+
+def budget_blocks_reason(reason: str) -> str:
+    return f"No allowed disruptions for disruption reason {reason} due to blocking budget"
+
+
+def launching(reason: str) -> str:
+    return f"Launching NodeClaim: {reason}"
+
+
+WAITING_READINESS = "Waiting on readiness to continue disruption"
+
+
+def disrupting(kind: str, reason: str) -> str:
+    return f"Disrupting {kind}: {reason}"
+
+
+def disruption_stopped(method: str, nodes: list[str], why: str) -> str:
+    return f"{method} of {', '.join(nodes)} stopped: {why}"
+
+
+def terminating(reason: str, taint_key: str) -> str:
+    return f"Terminating node ({reason or 'Deleted'}): tainted {taint_key}"
+
+
+def evicted(pod: str, reason: str) -> str:
+    return f"Evicted pod {pod}: {reason or 'Deleted'}"
+
+
+def failed_draining(pdb_refused: bool, pod: str, pdb: str | None) -> str:
+    """A 429 (a PDB forbids it) or the API server's 500 for a pod under several PDBs."""
+    why = "evicting pod violates a PDB" if pdb_refused else "eviction does not support multiple PDBs"
+    return f"Failed to drain node, {why} (Pod={pod}, PDB={pdb or 'unknown'})"
