@@ -12,10 +12,10 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from dataclasses import dataclass
-from enum import StrEnum
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 from kubernetes import client as k8s
