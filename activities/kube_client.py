@@ -30,9 +30,9 @@ log = logging.getLogger(__name__)
 
 MERGE_PATCH = "application/merge-patch+json"
 KARPENTER = (labels.GROUP, "v1")
+NODE_CLASSES = ("karpenter.k8s.aws", "v1")  # EC2NodeClass (api/ec2nodeclass.py)
 EXCLUDE_LB_VALUE = "karpenter"  # the value we set, so an untaint never drops a label someone else put there
 UPDATE_ATTEMPTS = 10
-NODE_CLASSES = ("karpenter.k8s.aws", "v1")  # EC2NodeClass (api/ec2nodeclass.py)
 Obj = dict[str, Any]
 # A read-modify-patch step: the patch body for the object as read, or None when it already is as wanted.
 Change = Callable[[Obj], Obj | None]
@@ -241,6 +241,35 @@ class KubeClient:
     def list_node_pools(self) -> list[Obj]:
         return self.list_karpenter("nodepools")
 
+    def get_node_class(self, name: str) -> Obj | None:
+        """An EC2NodeClass; None when it (or its CRD) does not exist."""
+        if not name:
+            return None
+        return self._get(lambda: self.custom.get_cluster_custom_object(*NODE_CLASSES, "ec2nodeclasses", name,
+                                                                       _preload_content=False))
+
+    def list_node_classes(self) -> list[Obj]:
+        """Every EC2NodeClass; empty when the API server does not serve the kind (CRD not installed)."""
+        try:
+            return _typed(_items(self.custom.list_cluster_custom_object(*NODE_CLASSES, "ec2nodeclasses",
+                                                                        _preload_content=False)),
+                          "karpenter.k8s.aws/v1", "EC2NodeClass")
+        except ApiException as exc:
+            if exc.status == 404:
+                return []
+            raise
+
+    def server_version(self) -> str:
+        """The API server's Kubernetes version as MAJOR.MINOR ("1.32"; EKS's "32+" minor loses its "+").
+
+        /version is a non-resource URL every authenticated client may read (system:public-info-viewer).
+        """
+        resp = self.api_client.call_api("/version", "GET", auth_settings=["BearerToken"], _preload_content=False,
+                                        _return_http_data_only=True)
+        info = _json(resp)
+        minor = "".join(ch for ch in str(info.get("minor", "")) if ch.isdigit())
+        return f"{info.get('major', '')}.{minor}"
+
     def list_node_pods(self, node: str) -> list[Obj]:
         if not node:  # never list every pod of the cluster by accident
             return []
@@ -273,35 +302,6 @@ class KubeClient:
         if kind == "nodes":
             return w, w.stream(self.core.list_node, timeout_seconds=timeout_seconds,
                                _request_timeout=timeout_seconds * 2)
-    def get_node_class(self, name: str) -> Obj | None:
-        """An EC2NodeClass; None when it (or its CRD) does not exist."""
-        if not name:
-            return None
-        return self._get(lambda: self.custom.get_cluster_custom_object(*NODE_CLASSES, "ec2nodeclasses", name,
-                                                                       _preload_content=False))
-
-    def list_node_classes(self) -> list[Obj]:
-        """Every EC2NodeClass; empty when the API server does not serve the kind (CRD not installed)."""
-        try:
-            return _typed(_items(self.custom.list_cluster_custom_object(*NODE_CLASSES, "ec2nodeclasses",
-                                                                        _preload_content=False)),
-                          "karpenter.k8s.aws/v1", "EC2NodeClass")
-        except ApiException as exc:
-            if exc.status == 404:
-                return []
-            raise
-
-    def server_version(self) -> str:
-        """The API server's Kubernetes version as MAJOR.MINOR ("1.32"; EKS's "32+" minor loses its "+").
-
-        /version is a non-resource URL every authenticated client may read (system:public-info-viewer).
-        """
-        resp = self.api_client.call_api("/version", "GET", auth_settings=["BearerToken"], _preload_content=False,
-                                        _return_http_data_only=True)
-        info = _json(resp)
-        minor = "".join(ch for ch in str(info.get("minor", "")) if ch.isdigit())
-        return f"{info.get('major', '')}.{minor}"
-
         return w, w.stream(self.custom.list_cluster_custom_object, *KARPENTER, kind,
                            timeout_seconds=timeout_seconds, _request_timeout=timeout_seconds * 2)
 
@@ -314,6 +314,21 @@ class KubeClient:
     def patch_node_claim(self, name: str, body: Obj) -> Obj | None:
         return self._patch(lambda: self.custom.patch_cluster_custom_object(
             *KARPENTER, "nodeclaims", name, body, _content_type=MERGE_PATCH, _preload_content=False))
+
+    def patch_node_claim_status(self, name: str, body: Obj) -> Obj | None:
+        """Merge-patch the status subresource (the main resource ignores status)."""
+        return self._patch(lambda: self.custom.patch_cluster_custom_object_status(
+            *KARPENTER, "nodeclaims", name, body, _content_type=MERGE_PATCH, _preload_content=False))
+
+    def patch_node_class(self, name: str, body: Obj) -> Obj | None:
+        """Merge-patch an EC2NodeClass's metadata (its hash annotations)."""
+        return self._patch(lambda: self.custom.patch_cluster_custom_object(
+            *NODE_CLASSES, "ec2nodeclasses", name, body, _content_type=MERGE_PATCH, _preload_content=False))
+
+    def patch_node_class_status(self, name: str, body: Obj) -> Obj | None:
+        """Merge-patch an EC2NodeClass's status subresource (resolved AMIs, subnets, groups, conditions)."""
+        return self._patch(lambda: self.custom.patch_cluster_custom_object_status(
+            *NODE_CLASSES, "ec2nodeclasses", name, body, _content_type=MERGE_PATCH, _preload_content=False))
 
     @staticmethod
     def _patch(call: Callable[[], Any]) -> Obj | None:
@@ -346,21 +361,6 @@ class KubeClient:
             except Conflict:
                 continue
         raise Conflict(f"could not update {kind} {name}: too many conflicts")
-
-    def patch_node_claim_status(self, name: str, body: Obj) -> Obj | None:
-        """Merge-patch the status subresource (the main resource ignores status)."""
-        return self._patch(lambda: self.custom.patch_cluster_custom_object_status(
-            *KARPENTER, "nodeclaims", name, body, _content_type=MERGE_PATCH, _preload_content=False))
-
-    def patch_node_class(self, name: str, body: Obj) -> Obj | None:
-        """Merge-patch an EC2NodeClass's metadata (its hash annotations)."""
-        return self._patch(lambda: self.custom.patch_cluster_custom_object(
-            *NODE_CLASSES, "ec2nodeclasses", name, body, _content_type=MERGE_PATCH, _preload_content=False))
-
-    def patch_node_class_status(self, name: str, body: Obj) -> Obj | None:
-        """Merge-patch an EC2NodeClass's status subresource (resolved AMIs, subnets, groups, conditions)."""
-        return self._patch(lambda: self.custom.patch_cluster_custom_object_status(
-            *NODE_CLASSES, "ec2nodeclasses", name, body, _content_type=MERGE_PATCH, _preload_content=False))
 
     def claim_annotation(self, name: str, key: str, value: str) -> str | None:
         """Set annotation `key` on a NodeClaim unless it already has one; returns the value it holds now (the
