@@ -69,8 +69,13 @@ class ManagedProcess:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=10)
 
-    def restart(self) -> None:
-        self.stop()
+    def kill(self) -> None:
+        """SIGKILL the whole process group: no shutdown hook runs, nothing is flushed (a crash, not a stop)."""
+        self.stop(kill=True)
+
+    def restart(self, kill: bool = False) -> None:
+        """Stop (SIGTERM, or SIGKILL with kill=True) and start again on the same port and state."""
+        self.stop(kill=kill)
         self.start()
 
     def __enter__(self) -> ManagedProcess:
@@ -84,7 +89,8 @@ class ManagedProcess:
 class TemporalDevServer(ManagedProcess):
     """`temporal server start-dev` with nodeflow's search attributes and an optional Web UI.
 
-    With a db file the state survives a restart, which is what a durability demo needs.
+    With a db file the state survives a restart, which is what a durability demo needs; a SIGKILL (`kill()`,
+    `restart(kill=True)`) leaves a SQLite file the next start opens as it is (the chaos suite does this).
     """
 
     name = "temporal"
