@@ -15,7 +15,10 @@ with workflow.unsafe.imports_passed_through():
     from activities.nodeclass import NodeClassActivities
     from workflows.nodeclass_models import NodeClassInput, NodeClassResult
 
-RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=15), maximum_attempts=4)
+# Retried until RESOLVE_LIMIT (within the schedule's 10-minute execution timeout), not 4 times (~7 s): an API server
+# outage then holds the SKIP schedule for its length instead of failing the resolution.
+RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=15))
+RESOLVE_LIMIT = timedelta(minutes=4)
 
 
 @workflow.defn(name="NodeClassWorkflow")
@@ -24,4 +27,4 @@ class NodeClassWorkflow:
     async def run(self, inp: NodeClassInput) -> NodeClassResult:
         return await workflow.execute_activity_method(
             NodeClassActivities.reconcile, inp, start_to_close_timeout=timedelta(minutes=2),
-            retry_policy=RETRY, summary="resolve EC2NodeClasses")
+            schedule_to_close_timeout=RESOLVE_LIMIT, retry_policy=RETRY, summary="resolve EC2NodeClasses")

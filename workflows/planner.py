@@ -26,6 +26,10 @@ with workflow.unsafe.imports_passed_through():
     )
 
 RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=5)
+# Reading the cluster retries until READ_LIMIT, not 5 times (~15 s): an API server outage (a control plane
+# upgrade; the chaos suite's 60 s of 503s) holds the SKIP schedule for its length instead of failing pass after pass.
+READ_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10))
+READ_LIMIT = timedelta(minutes=5)
 
 
 @workflow.defn
@@ -35,8 +39,8 @@ class PlannerWorkflow:
         s = inp.settings
         plan: PlanPassResult = await workflow.execute_activity_method(
             PlanningActivities.plan_pass, PlanPassInput(at=workflow.now(), catalog_path=s.catalog_path),
-            start_to_close_timeout=timedelta(minutes=5), heartbeat_timeout=timedelta(seconds=30),
-            retry_policy=RETRY, summary="read cluster and plan")
+            start_to_close_timeout=timedelta(minutes=5), schedule_to_close_timeout=READ_LIMIT,
+            heartbeat_timeout=timedelta(seconds=30), retry_policy=READ_RETRY, summary="read cluster and plan")
         out = PlannerResult(blocked=len(plan.blocked), paused_node_pools=plan.paused_node_pools)
         task_queue = workflow.info().task_queue
 
