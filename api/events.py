@@ -16,6 +16,7 @@ class EventReason(StrEnum):
     # planner decisions (on Nodes, NodeClaims and NodePools)
     DISRUPTION_BLOCKED = "DisruptionBlocked"
     UNCONSOLIDATABLE = "Unconsolidatable"
+    NODE_CLASS_NOT_READY = "NodeClassNotReady"  # on a NodePool whose EC2NodeClass is missing or not Ready
     # a disruption in flight
     DISRUPTING = "Disrupting"
     DISRUPTION_LAUNCHING = "DisruptionLaunching"

@@ -90,7 +90,7 @@ class Drift:
             sim = self.ctx.scheduler.simulate([c.node], pods, max_new=MAX_DRIFT_REPLACEMENTS,
                                               pending=self.ctx.cluster.pending)
             if sim.unschedulable is Unschedulable.NO_FIT:
-                self.ctx.block(c.node, sim.failure_message())
+                self.ctx.block(c.node, self.ctx.scheduler.launch_blocker(c.pool) or sim.failure_message())
                 continue
             if sim.unschedulable is Unschedulable.TOO_MANY_NEW_NODES:
                 self.ctx.block(c.node, f"would need more than {MAX_DRIFT_REPLACEMENTS} replacement nodes")

@@ -120,6 +120,7 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
         if row["total"] > 0 and row["limit"] == 0:
             ctx.event("NodePool", row["nodePool"], EventReason.DISRUPTION_BLOCKED,
                       events.budget_blocks_reason(row["reason"]))
+    _report_launch_blockers(ctx)
     pod_blocks: dict[str, str | None] = {}
     sets = {GRACEFUL: build_candidates(cluster, at, busy, GRACEFUL, pod_blocks),
             EVENTUAL: build_candidates(cluster, at, busy, EVENTUAL, pod_blocks)}
@@ -148,6 +149,15 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     in_commands = {n for c in commands for n in c.nodes}
     blocked = [b for name, b in ctx.blocked.items() if name not in in_commands]
     return PassOutcome(cluster, rows, commands, blocked, ctx.events, computed, eligible)
+
+
+def _report_launch_blockers(ctx: PassContext) -> None:
+    """An Event on each NodePool whose EC2NodeClass is missing or not Ready: it gets no new node from this pass
+    (the scheduler offers none) and the launcher would refuse one (activities/nodeclass_launch.py)."""
+    for pool in ctx.cluster.pools.values():
+        blocker = ctx.scheduler.launch_blocker(pool)
+        if blocker is not None:
+            ctx.event("NodePool", pool.name, EventReason.NODE_CLASS_NOT_READY, f"no launch: {blocker}")
 
 
 def _report_rejections(ctx: PassContext, rejected: CandidateSet) -> None:

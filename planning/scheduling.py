@@ -20,6 +20,7 @@ from api import labels as L
 from api.catalog import InstanceType, Offering
 from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
 from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo, type_labels
+from planning.nodeclass_readiness import launch_blocker
 from planning.selectors import (
     match_label_selector,
     match_node_selector_terms,
@@ -334,6 +335,10 @@ class Scheduler:
             self._pool_options[pool.name] = opts
         return opts
 
+    def launch_blocker(self, pool: PoolInfo) -> str | None:
+        """Why `pool` cannot launch a node now (its EC2NodeClass missing or not Ready), or None."""
+        return launch_blocker(self.cluster.node_classes, pool.node_class)
+
     def pool_options(self, pool: PoolInfo) -> list[TypeOption]:
         """Instance types (with allowed offerings) a new node of `pool` may be, cheapest first."""
         return self._options(pool)
@@ -493,6 +498,10 @@ class Scheduler:
         for pool in self.pools_by_weight:
             if not tolerates_all(pod.tolerations, pool.taints):
                 why = f"taints of nodepool {pool.name} are not tolerated"
+                continue
+            blocker = self.launch_blocker(pool)
+            if blocker is not None:
+                why = f"nodepool {pool.name} cannot launch: {blocker}"
                 continue
             options = self._limit_filter(pool, self._options(pool), state)
             if not options:

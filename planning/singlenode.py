@@ -29,7 +29,8 @@ class SingleNodeConsolidation(Consolidation):
             if attempt.command is not None:
                 return [attempt.command]
             if attempt.refusal is Refusal.UNSCHEDULABLE:
-                self.ctx.block(c.node, attempt.message, EventReason.UNCONSOLIDATABLE)
+                why = self.ctx.scheduler.launch_blocker(c.pool) or attempt.message
+                self.ctx.block(c.node, why, EventReason.UNCONSOLIDATABLE)
             else:
                 self.ctx.node_event(c.node, EventReason.UNCONSOLIDATABLE, attempt.message)
         return []

@@ -127,3 +127,39 @@ def test_no_ami_drift_when_every_node_runs_the_resolved_image(capsys, tmp_path):
     code = run(["plan", "-f", str(snapshot), "--at", AT, "-o", "json"])
     assert code == 0
     assert json.loads(capsys.readouterr().out)["commands"] == []
+
+
+
+def _plan_json(capsys, path: Path) -> dict:
+    code = run(["plan", "-f", str(path), "--at", AT, "-o", "json"])
+    assert code == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def _node_class_doc(name: str) -> str:
+    docs = (EXAMPLES / "plan-ami-drift.yaml").read_text().split("\n---\n")
+    (doc,) = [d for d in docs if "\nkind: EC2NodeClass" in "\n" + d]
+    return doc.replace("  name: default\n", f"  name: {name}\n", 1)
+
+
+def test_a_drift_replacement_for_a_pool_whose_class_is_missing_is_blocked(capsys, tmp_path):
+    """The cluster has EC2NodeClasses but not the one the NodePool names: no replacement can launch (the launcher
+    refuses), so the drifted node is blocked with that reason instead of a command that would fail."""
+    path = tmp_path / "missing.yaml"
+    path.write_text((EXAMPLES / "plan-drift.yaml").read_text() + "\n---\n" + _node_class_doc("other"))
+    data = _plan_json(capsys, path)
+    assert data["commands"] == []
+    assert [(b["node"], b["reason"]) for b in data["blocked"]] == [("node-a", "EC2NodeClass default not found")]
+
+
+def test_a_drift_replacement_from_a_class_that_is_not_ready_is_blocked(capsys, tmp_path):
+    path = tmp_path / "not-ready.yaml"
+    text = (EXAMPLES / "plan-ami-drift.yaml").read_text()
+    ready = "    status: 'True'\n    reason: Ready\n"
+    assert ready in text
+    path.write_text(text.replace(ready, "    status: 'False'\n    reason: SubnetsNotFound\n"
+                                        "    message: SubnetsReady=False\n"))
+    data = _plan_json(capsys, path)
+    assert data["commands"] == []
+    assert [(b["node"], b["reason"]) for b in data["blocked"]] == [
+        ("node-a", "EC2NodeClass default not Ready: SubnetsReady=False")]
