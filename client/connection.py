@@ -7,12 +7,14 @@ converter is always the pydantic one the workflows' models need.
 from __future__ import annotations
 
 import ipaddress
+import logging
 import os
 from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, TLSConfig
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
@@ -42,6 +44,23 @@ def check_transport(address: str, tls: bool, api_key: str | None) -> None:
         f"Temporal at {address} is not on loopback and neither TLS nor an API key is set; set "
         "NODEFLOW_TEMPORAL_TLS=true (or a TLS file, or NODEFLOW_TEMPORAL_API_KEY), or pass "
         "--allow-insecure-temporal (NODEFLOW_TEMPORAL_ALLOW_INSECURE=true) if the network is trusted")
+
+
+_core_logs_forwarded = False
+
+
+def forward_core_logs() -> None:
+    """Send the SDK core's own log lines (connection errors, poll failures) through Python logging, logger
+    `temporalio.core`, instead of straight to the console: the worker formats them as JSON like every other
+    line, and the demo keeps them in its log file rather than on the terminal (or in a report on stdout)."""
+    global _core_logs_forwarded
+    if _core_logs_forwarded:
+        return
+    forwarding = LogForwardingConfig(logger=logging.getLogger("temporalio.core"))
+    runtime = Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(filter=LoggingConfig.default.filter,
+                                                                      forwarding=forwarding)))
+    Runtime.set_default(runtime, error_if_already_set=False)
+    _core_logs_forwarded = True
 
 
 def _read(path: str | None) -> bytes | None:
@@ -75,6 +94,7 @@ async def connect(address: str | None = None, namespace: str | None = None, *, t
                                    client_private_key=_read(tls_key), domain=tls_server_name)
         else:
             tls_config = True
+    forward_core_logs()
     kwargs: dict[str, Any] = {}
     if identity:
         kwargs["identity"] = identity
