@@ -341,13 +341,16 @@ class KubeClient:
                 raise Conflict(str(exc.reason)) from exc
             raise
 
-    def update(self, kind: str, name: str, change: Change, attempts: int = UPDATE_ATTEMPTS) -> bool | None:
+    def update(self, kind: str, name: str, change: Change, attempts: int = UPDATE_ATTEMPTS,
+               status: bool = False) -> bool | None:
         """Read-modify-patch of a Node or NodeClaim with the resourceVersion as precondition, retried on 409.
+        `status`: the change is to a NodeClaim's status (its conditions), patched through the status subresource.
 
         None: the object is gone; False: it already was as wanted; True: patched.
         """
         get = self.get_node if kind == "Node" else self.get_node_claim
-        patch = self.patch_node if kind == "Node" else self.patch_node_claim
+        patch = self.patch_node if kind == "Node" else (self.patch_node_claim_status if status else
+                                                        self.patch_node_claim)
         for _ in range(attempts):
             obj = get(name)
             if obj is None:

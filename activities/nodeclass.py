@@ -4,7 +4,8 @@ One activity, run by NodeClassWorkflow every minute: per class, read the SSM par
 DescribeImages / DescribeSubnets / DescribeSecurityGroups per selector term, the instance profile of its role,
 then `api.nodeclass_resolution.resolve_status` decides status and conditions. The class gets status (amis,
 subnets, securityGroups, instanceProfile, conditions), its hash annotations, and a Warning Event when it
-becomes (or stays, for a new reason) not Ready.
+becomes (or stays, for a new reason) not Ready. Then the NodeClaims of the classes resolved Ready get their
+Drifted condition set or cleared (activities/nodeclass_drift.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from temporalio import activity
 
 from activities.kube_client import KubeClient, Obj
+from activities.nodeclass_drift import DriftMarker
 from api.ec2nodeclass import READY, EC2NodeClass, load_ec2nodeclass
 from api.ec2nodeclass_validation import validate_ec2nodeclass
 from api.meta import Condition
@@ -71,18 +73,27 @@ class NodeClassActivities:
         if not objs:
             return NodeClassResult()
         k8s_version = self._kube.server_version()
-        out, failed = [], []
+        out, failed, ready = [], [], {}
         for obj in objs:
             try:
-                out.append(self.reconcile_one(obj, k8s_version))
+                outcome, resolved = self._reconcile(obj, k8s_version)
             except Exception as exc:  # the others still get their status; then the activity retries
                 log.warning("EC2NodeClass %s not resolved: %s", obj["metadata"].get("name"), exc)
                 failed.append(exc)
+                continue
+            out.append(outcome)
+            if outcome.ready:
+                ready[outcome.name] = resolved
+        drifted = DriftMarker(self._kube).mark(ready, self._clock())  # the claims of the classes resolved Ready
         if failed:
             raise failed[0]
-        return NodeClassResult(classes=out)
+        return NodeClassResult(classes=out, drifted=dict(drifted))
 
     def reconcile_one(self, obj: Obj, k8s_version: str) -> NodeClassOutcome:
+        return self._reconcile(obj, k8s_version)[0]
+
+    def _reconcile(self, obj: Obj, k8s_version: str) -> tuple[NodeClassOutcome, EC2NodeClass]:
+        """Resolve and write one class; its outcome and the class as written (status, hash annotations)."""
         nc = load_ec2nodeclass(obj)
         problems = validate_ec2nodeclass(obj)
         if problems:
@@ -94,10 +105,13 @@ class NodeClassActivities:
                 res = self._invalid(nc, [str(exc)])
         self._write(nc, res)
         ready = next(c for c in res.status.conditions or () if c.type == READY)
+        written = nc.model_copy(deep=True)
+        written.status = res.status
+        written.metadata.annotations = {**(nc.metadata.annotations or {}), **nc.hash_annotations()}
         return NodeClassOutcome(name=nc.name, ready=ready.status == "True", message=ready.message or "",
                                 unmatched=res.unmatched, amis=len(res.status.amis or ()),
                                 subnets=len(res.status.subnets or ()),
-                                security_groups=len(res.status.security_groups or ()))
+                                security_groups=len(res.status.security_groups or ())), written
 
     def resolve(self, nc: EC2NodeClass, k8s_version: str) -> Resolution:
         """The class's status from EC2's, SSM's and IAM's answers now."""

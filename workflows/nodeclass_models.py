@@ -28,4 +28,7 @@ class NodeClassOutcome(_Model):
 
 
 class NodeClassResult(_Model):
+    """`drifted`: NodeClaims whose Drifted condition names their class, by reason, after this run."""
+
     classes: list[NodeClassOutcome] = Field(default_factory=list)
+    drifted: dict[str, int] = Field(default_factory=dict)
