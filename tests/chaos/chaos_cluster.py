@@ -4,8 +4,12 @@ Two NodePools, so that every node has one intended fate:
 - `drift` (consolidation off, budget 2): four `old-*` nodes launched from a stale template are replaced by
   pre-spun nodes (DisruptionWorkflow: RunInstances with a ClientToken, then termination of the old node);
 - `general` (WhenEmpty, budget 100%): `empty-*` nodes are deleted by Emptiness, `manual-*` nodes are deleted by
-  a user (watcher -> TerminationWorkflow), `keep-*` nodes (do-not-disrupt) must stay untouched.
-Pods are pinned to their pool by nodeSelector and guarded by PDBs (maxUnavailable 1).
+  a user (watcher -> TerminationWorkflow), `keep-*` nodes (do-not-disrupt) must stay untouched, `grace-*`
+  nodes (NodeClaim `terminationGracePeriod: 60s`) are deleted by a user while their `hold-*` pods sit behind
+  a `maxUnavailable: 0` PDB: no eviction ever succeeds, so each pod goes on the grace-deadline path, deleted
+  at `deadline - its terminationGracePeriodSeconds` (HOLD_GRACE) and counted by the ledger there.
+Pods are pinned to their pool by nodeSelector and guarded by PDBs (maxUnavailable 1; `hold` 0). The hold
+pods' replacements can only go to nodes labelled HOLD (keep-* and grace-*), never to a node a drain needs empty.
 """
 
 from __future__ import annotations
@@ -21,20 +25,28 @@ from api import labels
 from bench.clusters import node_objects, node_pool
 
 ROLE = "nodeflow.dev/chaos-role"
+HOLD = "nodeflow.dev/chaos-hold"
 DRIFTED = [f"old-{i}" for i in range(4)]
 EMPTY = [f"empty-{i}" for i in range(2)]
 MANUAL = [f"manual-{i}" for i in range(3)]
 KEEP = [f"keep-{i}" for i in range(2)]
-APPS = {"web": ("drift", 4, "1500m"), "api": ("general", 6, "500m")}  # app -> (pool, replicas, cpu)
+GRACE = [f"grace-{i}" for i in range(3)]
+NODE_GRACE_SECONDS = 60  # the grace-* NodeClaims' spec.terminationGracePeriod
+HOLD_GRACE = {"hold-long": 40, "hold-short": 20}  # app -> the pods' terminationGracePeriodSeconds
+# app -> (pool, replicas, cpu)
+APPS = {"web": ("drift", 4, "1500m"), "api": ("general", 6, "500m"),
+        **{app: ("general", len(GRACE), "200m") for app in HOLD_GRACE}}
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 
 
 def _pod_template(app: str, pool: str, cpu: str) -> dict[str, Any]:
     selector = {labels.NODEPOOL_LABEL: pool}
-    if pool == "general":
-        selector[ROLE] = "general"  # never onto the empty-* nodes, which Emptiness must find empty
-    return {"metadata": {"labels": {"app": app}},
-            "spec": {"terminationGracePeriodSeconds": 1, "nodeSelector": selector,
+    if app in HOLD_GRACE:
+        selector[HOLD] = "true"  # keep-* and grace-* only
+    elif pool == "general":
+        selector[ROLE] = "general"  # never onto the empty-* (or grace-*) nodes, which must hold only their own
+    return {"metadata": {"labels": {"app": app, "guard": "hold" if app in HOLD_GRACE else app}},
+            "spec": {"terminationGracePeriodSeconds": HOLD_GRACE.get(app, 1), "nodeSelector": selector,
                      "containers": [{"name": "app", "image": "app",
                                      "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}]}}
 
@@ -46,16 +58,20 @@ def cluster_objects() -> list[dict[str, Any]]:
     general["spec"]["disruption"]["consolidationPolicy"] = "WhenEmpty"
     objs: list[dict[str, Any]] = [drift, general]
     plan = [(n, "m5.large", "drift", {labels.TEMPLATE_HASH_ANNOTATION: "stale-template"}) for n in DRIFTED]
-    plan += [(n, "m5.large", "general", {}) for n in EMPTY + MANUAL]
+    plan += [(n, "m5.large", "general", {}) for n in EMPTY + MANUAL + GRACE]
     plan += [(n, "m5.xlarge", "general", {labels.DO_NOT_DISRUPT_ANNOTATION: "true"}) for n in KEEP]
     for i, (name, itype, pool, notes) in enumerate(plan):
         for obj in node_objects(name, itype, zone=ZONES[i % 3], pool=pool, annotations=notes):
             obj["metadata"]["creationTimestamp"] = now
-            if obj["kind"] == "Node" and not name.startswith("empty-"):
+            if obj["kind"] == "Node" and not name.startswith(("empty-", "grace-")):
                 obj["metadata"]["labels"][ROLE] = "general" if pool == "general" else "drift"
+            if obj["kind"] == "Node" and name.startswith(("keep-", "grace-")):
+                obj["metadata"]["labels"][HOLD] = "true"
+            if obj["kind"] == "NodeClaim" and name in GRACE:
+                obj["spec"]["terminationGracePeriod"] = f"{NODE_GRACE_SECONDS}s"
             obj["metadata"]["finalizers"] = [labels.TERMINATION_FINALIZER]
             objs.append(obj)
-    homes = {"web": DRIFTED, "api": MANUAL + KEEP}
+    homes = {"web": DRIFTED, "api": MANUAL + KEEP, **{app: GRACE for app in HOLD_GRACE}}
     for app, (pool, replicas, cpu) in APPS.items():
         owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
                  "metadata": {"name": app, "namespace": "default", "uid": f"uid-rs-{app}"},
@@ -66,14 +82,18 @@ def cluster_objects() -> list[dict[str, Any]]:
             tmpl = _pod_template(app, pool, cpu)
             objs.append({"apiVersion": "v1", "kind": "Pod",
                          "metadata": {"name": f"{app}-{i}", "namespace": "default", "uid": f"uid-{app}-{i}",
-                                      "labels": {"app": app},
+                                      "labels": dict(tmpl["metadata"]["labels"]),
                                       "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
                                                            "name": app, "uid": f"uid-rs-{app}",
                                                            "controller": True}]},
                          "spec": {**tmpl["spec"], "nodeName": homes[app][i % len(homes[app])]}})
-        objs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                     "metadata": {"name": app, "namespace": "default"},
-                     "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": app}}}})
+        if app not in HOLD_GRACE:
+            objs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                         "metadata": {"name": app, "namespace": "default"},
+                         "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"guard": app}}}})
+    objs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                 "metadata": {"name": "hold", "namespace": "default"},
+                 "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"guard": "hold"}}}})
     return objs
 
 
@@ -105,7 +125,7 @@ def running_pods(api: Any, app: str) -> int:
 def settled(api: Any) -> bool:
     """The intended end state: every node's fate carried out, every pod running again."""
     names = {n["metadata"]["name"]: n for n in nodes(api)}
-    gone = DRIFTED + EMPTY + MANUAL
+    gone = DRIFTED + EMPTY + MANUAL + GRACE
     drift_nodes = [n for n in names.values()
                    if (n["metadata"].get("labels") or {}).get(labels.NODEPOOL_LABEL) == "drift"]
     return (not any(n in names for n in gone) and all(k in names for k in KEEP) and len(drift_nodes) == 4

@@ -1,16 +1,36 @@
-"""Chaos: the real worker in a subprocess, SIGKILLed 10 times at random moments while node deletions and
-planner passes run against a simulator that fails 5% of API requests (429/500/409) and adds latency; the
-Temporal dev server (SQLite file) is restarted once, moto_server once. Fixed seed, bounded to a few minutes.
+"""Chaos: nothing lost under any single fault, nor under all of them in one run.
 
-moto_server keeps EC2 state in memory, so restarting it after instances exist would make every node's
-instance vanish: that is not an outage EC2 can have (its state is durable), it is a different world. The
-restart therefore happens while the worker and the simulator's kubelets are already connected to moto but
-before the cluster's instances are launched: it proves that both keep working across an endpoint restart
-(fresh connections, no cached dead socket), and every instance the checks count lives in the restarted moto.
+Two worker replicas (`python worker.py` in subprocesses, each with the deletion watcher and the planner
+Schedule's upkeep, as the Deployment runs them) against a simulator that fails 5% of API requests (429/500/409)
+and adds latency, a Temporal dev server on a SQLite file, and moto_server behind a proxy that counts the
+workers' EC2 calls. Planner passes come only from the `nodeflow-planner` Schedule (every 2 s, overlap SKIP).
+For one seed, in one run (bounded to a few minutes):
+
+- replica `b` is SIGKILLed every few seconds all along; both are SIGKILLed around each grace deadline instant,
+  and both are down together once, while a user deletes a Node and two NodeClaims (picked up by the watcher
+  on restart);
+- the Temporal dev server is SIGKILLed twice (not stopped) while terminations, disruptions and a planner pass
+  are in flight, and restarted on the same SQLite file;
+- the API server answers every request 503 for OUTAGE_SECONDS (60) while drains and a replacement's readiness
+  wait are in flight; watch streams are cut, and resumes are answered 410 Gone (after a cut and after the
+  outage);
+- grace-* nodes (NodeClaim terminationGracePeriod 60s) hold pods behind a maxUnavailable 0 PDB: each is deleted
+  on the grace-deadline path, no earlier than `deadline - its terminationGracePeriodSeconds`, deadline =
+  the earliest deletionTimestamp of its Node / NodeClaim + 60 s (wall clock: the simulator's time_scale shortens
+  the pods' own grace periods once deleted, not the termination's deadline, which the workflow keeps in real
+  time; both the ledger and the deletionTimestamps are stamped by the simulator, to the second);
+- moto_server is restarted once before instances exist (moto keeps EC2 state in memory: restarting it later
+  would make every instance vanish, which is not an outage EC2 can have, it is a different world).
 
 End state checked: each node terminated or untouched as intended, 0 leaked instances, 0 stuck finalizers,
-0 duplicate replacement launches (instances per NodeClaim tag and per ClientToken, from DescribeInstances),
-0 PDB violations outside the grace-deadline path (simulator ledger), no workflow left running.
+0 duplicate replacement launches (instances per NodeClaim tag and per ClientToken), each doomed instance's
+TerminateInstances accepted exactly once (proxy), exactly one TerminationWorkflow per machine, no two
+PlannerWorkflow runs overlapping in time, no workflow failed or timed out, 0 PDB violations outside the
+grace-deadline path and every hold pod removal on it, no workflow left running.
+
+NODEFLOW_CHAOS_SEED picks the seed (NODEFLOW_CHAOS_SEEDS=1,2,3 runs one test per seed, one after the other);
+NODEFLOW_CHAOS_LONG=1 makes each run longer (four Temporal kills, a 120 s outage, replica b killed until the
+cluster has converged).
 """
 
 from __future__ import annotations
@@ -18,10 +38,12 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import subprocess
-import sys
 import time
 import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -29,70 +51,51 @@ import pytest
 from chaos.chaos_cluster import (
     DRIFTED,
     EMPTY,
+    GRACE,
+    HOLD_GRACE,
+    KEEP,
     MANUAL,
+    NODE_GRACE_SECONDS,
     audit,
     cluster_objects,
     instances,
+    node_claims,
     nodes,
     retry,
     running_pods,
     settled,
 )
+from chaos.chaos_processes import Ec2CountingProxy, Replicas
 from kubernetes import client as k8s
 from support.moto_fixtures import AWS_TEST_ENV
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from client.planner_schedule import set_planner_paused
 from devstack.processes import MotoServer, TemporalDevServer
 from runtime.cloud_clients import ec2_client
 from simulator.server import Simulator
-from workflows.disruption_models import DisruptionSettings, PlannerInput
-from workflows.planner import PlannerWorkflow
+from workflows.models import TerminationInput
 
 pytestmark = pytest.mark.chaos
-ROOT = Path(__file__).resolve().parents[2]
-SEED = int(os.environ.get("NODEFLOW_CHAOS_SEED", "20261122"))
-KILLS = 10
+SEEDS = [int(s) for s in (os.environ.get("NODEFLOW_CHAOS_SEEDS") or os.environ.get("NODEFLOW_CHAOS_SEED")
+                          or "20261122").split(",") if s.strip()]
+LONG = os.environ.get("NODEFLOW_CHAOS_LONG", "").lower() not in ("", "0", "false", "no")
+TEMPORAL_KILLS = 4 if LONG else 2
+OUTAGE_SECONDS = 120.0 if LONG else 60.0
 FAULT_RATE, FAULT_LATENCY = 0.05, 0.01
-SETTINGS = DisruptionSettings(validation_delay_seconds=0, ready_timeout_seconds=90, ready_poll_seconds=1,
-                              termination_poll_seconds=0.5)
+PLANNER_SECONDS = 2.0
+READY_DELAY = 500.0  # simulated seconds, x time_scale 0.01: 5 s to register, 5 s more to turn Ready
+B_KILL_GAP = (4.0, 8.0)
+IN_FLIGHT = ("TerminationWorkflow", "DisruptionWorkflow", "PlannerWorkflow")
+DOOMED = DRIFTED + EMPTY + MANUAL + GRACE
 
 
-class WorkerProcess:
-    """`python worker.py` in a subprocess (worker + deletion watcher), killed with SIGKILL and restarted."""
-
-    def __init__(self, address: str, sim: Simulator, moto: str, task_queue: str, log_dir: Path) -> None:
-        self.cmd = [sys.executable, str(ROOT / "worker.py"), "--address", address, "--kubeconfig",
-                    sim.kubeconfig_path, "--ec2-endpoint", moto, "--task-queue", task_queue,
-                    "--resync-seconds", "1", "--ami-id", sim.world.ec2.image_id(), "--log-level", "WARNING"]
-        self.log_dir = log_dir
-        self.proc: subprocess.Popen | None = None
-        self.starts = 0
-
-    def start(self) -> None:
-        self.starts += 1
-        env = dict(os.environ, PYTHONPATH=str(ROOT), **AWS_TEST_ENV)
-        log = (self.log_dir / f"worker-{self.starts}.log").open("wb")
-        self.proc = subprocess.Popen(self.cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log)
-
-    def kill(self) -> bool:
-        """SIGKILL (no shutdown hook runs, in-flight activities just die); False when it had already exited."""
-        if self.proc is None or self.proc.poll() is not None:
-            return False
-        self.proc.kill()
-        self.proc.wait(10)
-        return True
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.kill()
+def _epoch(stamp: str) -> float:
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
 
 
-async def _with_retries(fn: Any, what: str, timeout: float = 120) -> Any:
+async def _with_retries(fn: Callable[[], Awaitable[Any]], what: str, timeout: float = 120) -> Any:
     """Client calls go through a Temporal server restart: retry until it answers again."""
     deadline = time.monotonic() + timeout
     while True:
@@ -104,72 +107,258 @@ async def _with_retries(fn: Any, what: str, timeout: float = 120) -> Any:
             await asyncio.sleep(0.5)
 
 
-async def _chaos(rng: random.Random, wp: WorkerProcess, temporal: TemporalDevServer, log: list[str]) -> None:
-    """10 SIGKILLs at random moments, each followed by a restart; the dev server restarts after the 4th."""
-    for n in range(1, KILLS + 1):
-        await asyncio.sleep(rng.uniform(1.0, 4.0))
-        log.append(f"kill {n}" if wp.kill() else f"worker {n} had exited")
-        if n == 4:
-            await asyncio.to_thread(temporal.restart)
-            log.append("temporal restart")
-        await asyncio.sleep(rng.uniform(0.0, 1.0))
-        wp.start()
+async def _running(client: Client) -> Counter[str]:
+    return Counter([w.workflow_type async for w in client.list_workflows('ExecutionStatus="Running"')])
 
 
-@pytest.mark.timeout(240)
-async def test_chaos_ends_in_the_intended_state(tmp_path: Path) -> None:
-    rng = random.Random(SEED)
+class Chaos:
+    """The scripted faults of one run, each step logged with its time since the start."""
+
+    def __init__(self, rng: random.Random, sim: Simulator, api: Any, client: Client, temporal: TemporalDevServer,
+                 replicas: Replicas, initial_claims: set[str]) -> None:
+        self.rng, self.sim, self.api, self.client = rng, sim, api, client
+        self.temporal, self.replicas, self.initial_claims = temporal, replicas, initial_claims
+        self.t0 = time.monotonic()
+        self.events: list[str] = []
+        self.temporal_kills: list[dict[str, int]] = []  # what was running at each kill
+        self.deadlines: dict[str, float] = {}  # grace node -> deadline (epoch seconds)
+        self.deadline_kills: list[float] = []  # kill time - instant, seconds
+        self.outage: dict[str, Any] = {}
+        self.done_at: float | None = None
+        self._b_loop = True
+        self._b_task: asyncio.Task | None = None
+
+    def log(self, what: str) -> None:
+        self.events.append(f"{time.monotonic() - self.t0:6.1f}s {what}")
+
+    # ---- single faults -----------------------------------------------------------------------------------
+    async def kill_temporal(self, n: int, wait: float = 30.0) -> None:
+        """SIGKILL the dev server once terminations, disruptions and a planner pass run (or after `wait`)."""
+        seen: Counter[str] = Counter()
+        until = time.monotonic() + wait
+        while time.monotonic() < until:
+            try:
+                seen = await _running(self.client)
+            except Exception:
+                seen = Counter()
+            if all(seen[t] for t in IN_FLIGHT):
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.to_thread(self.temporal.kill)
+        self.temporal_kills.append({t: seen[t] for t in IN_FLIGHT})
+        self.log(f"temporal SIGKILL {n} (running: {dict(seen)})")
+        await asyncio.sleep(self.rng.uniform(1.0, 3.0))
+        await asyncio.to_thread(self.temporal.start)
+        self.log(f"temporal restarted {n}")
+
+    async def b_kills(self) -> None:
+        """Replica b: SIGKILL, restart, again, until stopped (the scripted chaos ends; LONG: converged)."""
+        while self._b_loop:
+            await asyncio.sleep(self.rng.uniform(*B_KILL_GAP))
+            if not self._b_loop:
+                break
+            async with self.replicas.lock:
+                killed = self.replicas["b"].kill()
+                self.log("kill b" if killed else "b had exited")
+                await asyncio.sleep(self.rng.uniform(0.2, 1.0))
+                self.replicas["b"].start()
+
+    async def kill_both_at(self, instant: float, what: str) -> None:
+        """SIGKILL both replicas within a second of `instant` (epoch seconds), restart them shortly after."""
+        at = instant + self.rng.uniform(-1.0, 1.0)
+        await asyncio.sleep(max(at - time.time(), 0.0))
+        async with self.replicas.lock:
+            n = self.replicas.kill_all()
+            self.deadline_kills.append(time.time() - instant)
+            self.log(f"kill both ({n}) {time.time() - instant:+.1f}s from {what}")
+            await asyncio.sleep(self.rng.uniform(0.5, 2.0))
+            self.replicas.start_all()
+
+    def delete(self, kind: str, name: str) -> float:
+        """A user's `kubectl delete`; returns the deletionTimestamp (epoch seconds; finalizers keep it)."""
+        if kind == "node":
+            core = k8s.CoreV1Api(self.api)
+            retry(core.delete_node, name)
+            stamp = retry(core.read_node, name).metadata.deletion_timestamp.timestamp()
+        else:
+            crd = k8s.CustomObjectsApi(self.api)
+            retry(crd.delete_cluster_custom_object, "karpenter.sh", "v1", "nodeclaims", name)
+            stamp = _epoch(retry(crd.get_cluster_custom_object, "karpenter.sh", "v1", "nodeclaims",
+                                 name)["metadata"]["deletionTimestamp"])
+        self.log(f"delete {kind} {name}")
+        return stamp
+
+    def readiness_waits(self) -> int:
+        """Replacement NodeClaims launched but not Ready: a disruption waits for them."""
+        return sum(1 for c in node_claims(self.api) if c["metadata"]["name"] not in self.initial_claims
+                   and not c["metadata"].get("deletionTimestamp")
+                   and not any(x.get("type") == "Ready" and x.get("status") == "True"
+                               for x in (c.get("status") or {}).get("conditions") or []))
+
+    async def api_outage(self) -> None:
+        """Every API request 503 for OUTAGE_SECONDS, once a readiness wait is in flight (or after 60 s)."""
+        until = time.monotonic() + 60
+        waits = 0
+        while time.monotonic() < until:
+            waits = await asyncio.to_thread(self.readiness_waits)
+            if waits:
+                break
+            await asyncio.sleep(0.2)
+        running = await _with_retries(lambda: _running(self.client), "list running workflows")
+        self.sim.outage()
+        start = time.monotonic()
+        self.outage = {"readinessWaits": waits, "terminations": running["TerminationWorkflow"],
+                       "disruptions": running["DisruptionWorkflow"]}
+        self.log(f"API outage starts ({self.outage})")
+        await asyncio.sleep(OUTAGE_SECONDS - 1.0)
+        self.sim.gone_on_next_resume(4)  # the watches resuming after the outage meet 410 Gone
+        await asyncio.sleep(1.0)
+        self.sim.end_outage()
+        self.outage["seconds"] = round(time.monotonic() - start, 1)
+        self.log("API outage ends")
+
+    # ---- the run -----------------------------------------------------------------------------------------
+    async def run(self) -> None:
+        rng = self.rng
+        self._b_task = asyncio.create_task(self.b_kills())
+        later: list[asyncio.Task] = []
+        try:
+            t0 = await asyncio.to_thread(self.delete, "node", "grace-0")
+            self.deadlines["grace-0"] = t0 + NODE_GRACE_SECONDS
+            await asyncio.sleep(rng.uniform(1.0, 3.0))
+            self.sim.gone_on_next_resume(2)
+            self.log(f"watches cut ({self.sim.cut_watches()} streams), next 2 resumes 410")
+            await self.kill_temporal(1)
+
+            await asyncio.sleep(rng.uniform(0.5, 2.0))
+            async with self.replicas.lock:  # nothing runs: deletions must wait for the watcher's resync
+                self.log(f"kill both ({self.replicas.kill_all()}): deletions while no worker runs")
+                await asyncio.to_thread(self.delete, "node", "manual-1")
+                await asyncio.to_thread(self.delete, "nodeclaim", "manual-2-claim")
+                t1 = await asyncio.to_thread(self.delete, "nodeclaim", "grace-1-claim")
+                self.deadlines["grace-1"] = t1 + NODE_GRACE_SECONDS
+                await asyncio.sleep(rng.uniform(2.0, 3.0))
+                self.replicas.start_all()
+                self.log("both restarted")
+
+            async def second_temporal_kill() -> None:
+                await asyncio.sleep(rng.uniform(3.0, 8.0))
+                await self.kill_temporal(2)
+            later.append(asyncio.create_task(second_temporal_kill()))
+
+            instants = sorted((d - g, f"{node}'s deadline - {app} grace")
+                              for node, d in self.deadlines.items() for app, g in HOLD_GRACE.items())
+            for instant, what in instants:
+                await self.kill_both_at(instant, what)
+            await asyncio.gather(*later)
+            later.clear()
+            self.sim.cut_watches()
+            self.log("watches cut")
+
+            await asyncio.to_thread(self.delete, "node", "manual-0")
+            t2 = await asyncio.to_thread(self.delete, "node", "grace-2")
+            self.deadlines["grace-2"] = t2 + NODE_GRACE_SECONDS
+            outage = asyncio.create_task(self.api_outage())
+            if LONG:
+                async def more_temporal_kills() -> None:
+                    for n in range(3, TEMPORAL_KILLS + 1):
+                        await asyncio.sleep(rng.uniform(20.0, 40.0))
+                        await self.kill_temporal(n, wait=10.0)
+                later.append(asyncio.create_task(more_temporal_kills()))
+            await outage
+            await asyncio.gather(*later)
+        finally:
+            for t in later:
+                t.cancel()
+            self.done_at = time.monotonic()
+            if not LONG:
+                await self.stop()
+
+    async def stop(self) -> None:
+        """End the replica kills; every replica runs again."""
+        self._b_loop = False
+        if self._b_task is not None:
+            await self._b_task
+            self._b_task = None
+        async with self.replicas.lock:
+            for w in self.replicas.all.values():
+                if not w.running():
+                    w.start()
+
+
+async def _machine_counts(client: Client, machine_of: Callable[[TerminationInput], str]) -> Counter[str]:
+    """TerminationWorkflow runs (every status) per machine, from each run's start input."""
+    per_machine: Counter[str] = Counter()
+    async for w in client.list_workflows("WorkflowType='TerminationWorkflow'"):
+        history = await client.get_workflow_handle(w.id, run_id=w.run_id).fetch_history()
+        payloads = history.events[0].workflow_execution_started_event_attributes.input.payloads
+        (inp,) = await client.data_converter.decode(payloads, [TerminationInput])
+        per_machine[machine_of(inp)] += 1
+    return per_machine
+
+
+async def _visibility(client: Client) -> dict[str, Any]:
+    """Every execution's type, status and times: failures, planner overlaps, counts per type."""
+    runs = [w async for w in client.list_workflows()]
+    by_status = Counter((w.workflow_type, w.status.name if w.status else "?") for w in runs)
+    bad = sorted(f"{w.workflow_type} {w.id} {w.status.name}" for w in runs if w.status in (
+        WorkflowExecutionStatus.FAILED, WorkflowExecutionStatus.TIMED_OUT, WorkflowExecutionStatus.TERMINATED))
+    passes = sorted((w.start_time, w.close_time, w.id) for w in runs if w.workflow_type == "PlannerWorkflow")
+    overlaps = [(a[2], b[2]) for a, b in pairwise(passes)
+                if a[1] is None or b[0] < a[1]]
+    return {"byStatus": by_status, "bad": bad, "passes": len(passes), "overlaps": overlaps}
+
+
+@pytest.mark.timeout(900 if LONG else 330)
+@pytest.mark.parametrize("seed", SEEDS)
+async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
     os.environ.update(AWS_TEST_ENV)
     started = time.monotonic()
     temporal = TemporalDevServer(db_path=tmp_path / "temporal.db", headless=True, log_path=tmp_path / "temporal.log")
     moto = MotoServer(log_path=tmp_path / "moto.log")
     temporal.start()
     moto.start()
-    sim = Simulator(time_scale=0.01, ready_delay=1.0, ec2_endpoint=moto.endpoint, ec2_poll_seconds=0.1)
+    proxy = Ec2CountingProxy(moto.endpoint)
+    proxy.start()
+    sim = Simulator(time_scale=0.01, ready_delay=READY_DELAY, ec2_endpoint=moto.endpoint, ec2_poll_seconds=0.1)
     sim.start()
     tq = f"chaos-{uuid.uuid4()}"
-    wp = WorkerProcess(temporal.address, sim, moto.endpoint, tq, tmp_path)
+    replicas = Replicas(["a", "b"], temporal.address, sim.kubeconfig_path, proxy.endpoint, tq,
+                        sim.world.ec2.image_id(), tmp_path, PLANNER_SECONDS)
     api = sim.api_client()
     ec2 = ec2_client("us-east-1", moto.endpoint)
-    events: list[str] = []
-    chaos_task: asyncio.Task | None = None
+    chaos: Chaos | None = None
+    supervisor: asyncio.Task | None = None
     try:
         client = await Client.connect(temporal.address, data_converter=pydantic_data_converter)
-        wp.start()
+        replicas.start_all()
+        supervisor = asyncio.create_task(replicas.supervise())
         await asyncio.sleep(1.0)
         moto.restart()  # see the module docstring: before any instance exists
-        events.append("moto restart")
         sim.load_objects(cluster_objects())
-        doomed = {n["metadata"]["name"]: n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes(api)
-                  if n["metadata"]["name"] in DRIFTED + EMPTY + MANUAL}
+        machine = {n["metadata"]["name"]: n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes(api)}
+        claims = {c["metadata"]["name"]: c["status"]["nodeName"] for c in node_claims(api)}
         deadline = time.monotonic() + 30
-        while not all(running_pods(api, app) == n for app, n in (("web", 4), ("api", 6))):
+        while not all(running_pods(api, app) == n for app, n in (("web", 4), ("api", 6), ("hold-long", 3))):
             assert time.monotonic() < deadline, "pods never ran"
+            await asyncio.sleep(0.2)
+        while sim.stats()["faultKnobs"]["watchesOpen"] < 6:  # both replicas' deletion watchers are up
+            assert time.monotonic() < deadline + 30, f"the replicas never watched: {sim.stats()['faultKnobs']}"
             await asyncio.sleep(0.2)
         sim.inject_faults(rate=FAULT_RATE, codes=(429, 500, 409), latency=FAULT_LATENCY)
 
-        chaos_task = asyncio.create_task(_chaos(rng, wp, temporal, events))
-        core = k8s.CoreV1Api(api)
-        pending_deletes = list(MANUAL)
-        passes = 0
+        chaos = Chaos(rng, sim, api, client, temporal, replicas, set(claims))
+        await chaos.run()
+        assert chaos.done_at is not None
         deadline = time.monotonic() + 150
-        while True:
-            if pending_deletes and rng.random() < 0.5:
-                name = pending_deletes.pop(0)
-                await asyncio.to_thread(retry, core.delete_node, name)
-                events.append(f"delete {name}")
-            try:
-                await asyncio.wait_for(client.execute_workflow(
-                    PlannerWorkflow.run, PlannerInput(settings=SETTINGS), id=f"chaos-planner-{uuid.uuid4()}",
-                    task_queue=tq), 20)
-                passes += 1
-            except Exception as exc:  # the server restarts or the pass outlives its wait: the next pass follows
-                events.append(f"planner pass failed: {type(exc).__name__}")
-            if chaos_task.done() and not pending_deletes and await asyncio.to_thread(settled, api):
-                break
-            assert time.monotonic() < deadline, f"not settled in time; events: {events}"
+        while not await asyncio.to_thread(settled, api):
+            assert time.monotonic() < deadline, f"not settled in time; events: {chaos.events}"
             await asyncio.sleep(0.5)
-        chaos_task.result()
+        converged = time.monotonic() - chaos.done_at
+        await chaos.stop()
+
+        await _with_retries(lambda: set_planner_paused(client, True, note="chaos: end of run"), "pause planner")
 
         async def no_running() -> bool:
             running = [w.id async for w in client.list_workflows('ExecutionStatus="Running"')]
@@ -184,35 +373,92 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path) -> None:
         sim.inject_faults(rate=0.0)
         report = await asyncio.to_thread(audit, api, ec2)
         states = {i["InstanceId"]: i["State"]["Name"] for i in instances(ec2)}
+        doomed = {n: machine[n] for n in DOOMED}
         terminated = sorted(n for n, iid in doomed.items()
                             if n not in report["nodes"] and states.get(iid) in ("shutting-down", "terminated"))
+
+        def machine_of(inp: TerminationInput) -> str:
+            if inp.provider_id:
+                return inp.provider_id.rsplit("/", 1)[-1]
+            node = inp.node_name or claims.get(inp.node_claim_name or "", "")
+            return machine.get(node, f"unknown node {inp.node_name!r} claim {inp.node_claim_name!r}")
+
+        per_machine = await _machine_counts(client, machine_of)
+        vis = await _visibility(client)
         stats = sim.stats()
+        ledger = sim.ledger()
     finally:
-        if chaos_task is not None and not chaos_task.done():
-            chaos_task.cancel()
-        wp.stop()
+        if chaos is not None and chaos._b_task is not None:
+            chaos._b_task.cancel()
+        if supervisor is not None:
+            supervisor.cancel()
+        replicas.stop()
         api.close()
         sim.stop()
+        proxy.stop()
         moto.stop()
         temporal.stop()
 
+    knobs = stats["faultKnobs"]
     violations = {c: n for c, n in stats["pdbViolations"].items() if c != "grace-deadline" and n}
-    kills = sum(1 for e in events if e.startswith("kill"))
-    print(f"\nchaos seed={SEED}: {kills} worker SIGKILLs, 1 Temporal restart, 1 moto restart, "
-          f"{sum(stats['faultsInjected'].values())} API faults injected, {passes} planner passes, "
-          f"{len(terminated)} nodes terminated, "
+    held = [e for e in ledger if e["node"] in GRACE and e["pod"].split("/")[1].rsplit("-", 1)[0] in HOLD_GRACE]
+    early = [(e["pod"], e["node"], e["at"]) for e in held if _epoch(e["at"]) < chaos.deadlines[e["node"]]
+             - HOLD_GRACE[e["pod"].split("/")[1].rsplit("-", 1)[0]]]
+    late = max((_epoch(e["at"]) - chaos.deadlines[e["node"]] + HOLD_GRACE[e["pod"].split("/")[1].rsplit("-", 1)[0]]
+                for e in held), default=0.0)
+    on_deadline_path = [e for e in ledger if e["cause"] == "grace-deadline"]
+    workflows_per_machine = Counter(per_machine[machine[n]] for n in DOOMED)
+    extra_machines = {m: k for m, k in per_machine.items() if m not in doomed.values()}
+    double_terminate = {i: k for i, k in proxy.terminations.items() if k > 1}
+    never_terminated = sorted(n for n in DOOMED if proxy.terminations[machine[n]] != 1)
+    print(f"\nchaos seed={seed}{' LONG' if LONG else ''}: {replicas.kills()} worker SIGKILLs "
+          f"({replicas['b'].kills} of b), {replicas.kills() - replicas['b'].kills} of a, "
+          f"{len(replicas.crashes())} worker crashes, {len(chaos.temporal_kills)} Temporal SIGKILLs "
+          f"(running at each: {chaos.temporal_kills}), 1 moto restart, "
+          f"{sum(stats['faultsInjected'].values())} API faults injected, "
+          f"{chaos.outage.get('seconds')}s API outage ({knobs['outageRejected']} requests 503; in flight at its "
+          f"start: {chaos.outage.get('terminations')} terminations, {chaos.outage.get('disruptions')} disruptions, "
+          f"{chaos.outage.get('readinessWaits')} readiness waits), {knobs['watchCuts']} watch cuts "
+          f"({knobs['watchStreamsCut']} streams), {knobs['goneServed']} resumes answered 410, "
+          f"{vis['passes']} planner passes ({len(vis['overlaps'])} overlapping), {len(terminated)} nodes terminated, "
           f"{report['replacementLaunches']} replacements launched, {len(report['leakedInstances'])} leaked "
           f"instances, {len(report['stuckFinalizers'])} stuck finalizers, {len(report['duplicateLaunches'])} "
-          f"duplicate launches, {sum(violations.values())} PDB violations "
-          f"({stats['pdbViolations'].get('grace-deadline', 0)} on the grace-deadline path), "
+          f"duplicate launches, {len(double_terminate)} double terminates, {len(vis['bad'])} workflows failed or "
+          f"timed out {vis['bad']}, workflows per machine {dict(workflows_per_machine)} over {len(DOOMED)} machines, "
+          f"{sum(violations.values())} PDB violations "
+          f"({stats['pdbViolations'].get('grace-deadline', 0)} on the grace-deadline path: {len(held)} hold pods, "
+          f"{len(early)} early, latest {late:.0f}s after its instant; kills at instants "
+          f"{[round(k, 1) for k in chaos.deadline_kills]}), converged {converged:.0f}s after the last fault, "
           f"{time.monotonic() - started:.0f}s")
-    assert kills == KILLS and "temporal restart" in events and "moto restart" in events
-    assert terminated == sorted(doomed) and len(doomed) == len(DRIFTED + EMPTY + MANUAL), (terminated, doomed)
+    print("\n".join(chaos.events))
+    if replicas.crashes():
+        print("worker crashes:", replicas.crashes())
+    assert len(chaos.temporal_kills) == TEMPORAL_KILLS, chaos.events
+    assert all(k["TerminationWorkflow"] and k["DisruptionWorkflow"] and k["PlannerWorkflow"]
+               for k in chaos.temporal_kills[:2]), chaos.temporal_kills
+    assert chaos.outage["seconds"] >= OUTAGE_SECONDS and chaos.outage["terminations"] >= 1, chaos.outage
+    assert chaos.outage["readinessWaits"] >= 1, chaos.outage
+    # goneServed is reported, not asserted: 410 answers only a watch that resumes from a resourceVersion (the
+    # planner's cluster cache, where the worker runs it); the deletion watcher re-watches from scratch each time.
+    assert knobs["watchCuts"] >= 3 and knobs["watchStreamsCut"] >= 3, knobs
+    assert replicas["b"].kills >= 10 and len(chaos.deadline_kills) == 4, chaos.events
+    assert terminated == sorted(doomed), (terminated, doomed)
     assert report["keptTouched"] == []
-    assert sorted(n for n in report["nodes"] if n.startswith("keep-")) == ["keep-0", "keep-1"]
+    assert sorted(n for n in report["nodes"] if n.startswith("keep-")) == sorted(KEEP)
     assert len(report["nodes"]) == 6 and report["nodeClaims"] == 6, report
     assert report["leakedInstances"] == [] and report["nodesWithoutInstance"] == [], report
     assert report["stuckFinalizers"] == [], report
     assert report["duplicateLaunches"] == [], report
     assert report["replacementLaunches"] == 4, report
-    assert violations == {}, [e for e in sim.ledger() if e["violated"]]
+    assert double_terminate == {} and never_terminated == [], (dict(proxy.terminations), never_terminated)
+    assert vis["bad"] == [], vis["bad"]
+    assert vis["overlaps"] == [], vis["overlaps"]
+    assert workflows_per_machine == Counter({1: len(DOOMED)}), {n: per_machine[machine[n]] for n in DOOMED}
+    assert extra_machines == {}, extra_machines
+    assert violations == {}, [e for e in ledger if e["violated"] and e["cause"] != "grace-deadline"]
+    assert len({e["pod"] for e in held}) >= 2 * len(GRACE), held
+    assert all(e["cause"] == "grace-deadline" for e in held), held
+    assert early == [], (early, chaos.deadlines)
+    assert sorted(map(str, on_deadline_path)) == sorted(map(str, held)), on_deadline_path
+    assert stats["pdbViolations"]["grace-deadline"] == sum(1 for e in held if e["violated"]), held
+    assert all(e["violated"] == ["default/hold"] for e in held if e["healthy"]), held
