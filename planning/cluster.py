@@ -522,6 +522,12 @@ class Cluster:
 
     @classmethod
     def from_snapshot(cls, snapshot: Any, catalog: InstanceTypeCatalog | None = None) -> Cluster:
+        return cls.from_parts(snapshot, (parse_pod(raw) for raw in snapshot.pods), catalog)
+
+    @classmethod
+    def from_parts(cls, snapshot: Any, pods: Iterable[PodInfo], catalog: InstanceTypeCatalog | None = None) -> Cluster:
+        """`from_snapshot` with the snapshot's pods already parsed, in its order: the worker's watch cache keeps
+        them parsed between passes (runtime/cluster_view.py). PodInfo is only read here and by decisions."""
         from api.catalog import load_default_catalog
 
         catalog = catalog or getattr(snapshot, "catalog", None) or load_default_catalog()
@@ -537,8 +543,7 @@ class Cluster:
             if node is not None:
                 node.claim = c
         pending: list[PodInfo] = []
-        for raw in snapshot.pods:
-            pod = parse_pod(raw)
+        for pod in pods:
             node = by_name.get(pod.node_name) if pod.node_name else None
             if node is None:
                 if not pod.node_name and pod.active:
