@@ -288,9 +288,11 @@ class KubeClient:
             raise
 
     def cluster_objects(self) -> list[Obj]:
-        """NodePools, NodeClaims, Nodes, Pods and PDBs as plain dicts, like `kubectl get -o json` prints them."""
+        """NodePools, NodeClaims, EC2NodeClasses, Nodes, Pods and PDBs as plain dicts, like `kubectl get -o json`
+        prints them (the kinds and order of the planner's watch cache, runtime/cluster_cache.py)."""
         return [*_typed(self.list_node_pools(), labels.API_VERSION, "NodePool"),
                 *_typed(self.list_node_claims(), labels.API_VERSION, "NodeClaim"),
+                *self.list_node_classes(),
                 *_typed(self.list_nodes(), "v1", "Node"),
                 *_typed(_items(self.core.list_pod_for_all_namespaces(_preload_content=False)), "v1", "Pod"),
                 *_typed(_items(self.policy.list_pod_disruption_budget_for_all_namespaces(_preload_content=False)),

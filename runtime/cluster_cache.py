@@ -2,7 +2,8 @@
 
 At 5,000 nodes and 72k pods a LIST of everything takes 6.5-7.7 s; the cache LISTs each kind once and then
 follows its WATCH (runtime/informer.py), so a pass reads memory. `objects()` has the shape of
-`KubeClient.cluster_objects()` (NodePools, NodeClaims, Nodes, Pods, PDBs, apiVersion and kind on each),
+`KubeClient.cluster_objects()` (NodePools, NodeClaims, EC2NodeClasses, Nodes, Pods, PDBs, apiVersion and kind
+on each),
 trimmed by default to the fields decisions read (runtime/cluster_trim.py).
 
     cache = ClusterCache(api_client); cache.start(); cache.wait_synced(60); objs = cache.objects(); cache.stop()
@@ -24,7 +25,8 @@ from api import labels
 from runtime.cluster_trim import trim
 from runtime.informer import CacheSettings, Counters, Informer, KindSpec, Obj, State
 
-KINDS = ("NodePool", "NodeClaim", "Node", "Pod", "PodDisruptionBudget")  # cluster_objects() order
+NODE_CLASS_GROUP = "karpenter.k8s.aws"  # EC2NodeClass: drift reads the class a NodePool names (planning/drift.py)
+KINDS = ("NodePool", "NodeClaim", "EC2NodeClass", "Node", "Pod", "PodDisruptionBudget")  # cluster_objects() order
 
 
 class Reason(StrEnum):
@@ -55,6 +57,8 @@ def kind_specs(api_client: k8s.ApiClient, kinds: Iterable[str] = KINDS) -> list[
     table = {
         "NodePool": KindSpec("NodePool", labels.API_VERSION, functools.partial(karpenter, "nodepools")),
         "NodeClaim": KindSpec("NodeClaim", labels.API_VERSION, functools.partial(karpenter, "nodeclaims")),
+        "EC2NodeClass": KindSpec("EC2NodeClass", f"{NODE_CLASS_GROUP}/v1", functools.partial(
+            custom.list_cluster_custom_object, NODE_CLASS_GROUP, "v1", "ec2nodeclasses"), optional=True),
         "Node": KindSpec("Node", "v1", core.list_node),
         "Pod": KindSpec("Pod", "v1", core.list_pod_for_all_namespaces),
         "PodDisruptionBudget": KindSpec("PodDisruptionBudget", "policy/v1",

@@ -78,6 +78,7 @@ class KindSpec:
     kind: str
     api_version: str
     list_call: Callable[..., Any]
+    optional: bool = False  # a 404 on LIST means "not served here" (CRD not installed): empty, and synced
 
 
 @dataclass
@@ -202,8 +203,22 @@ class Informer:
             except Exception as exc:
                 if self._stopping.is_set():
                     break
+                if self.spec.optional and isinstance(exc, ApiException) and exc.status == 404:
+                    self._absent()
+                    continue
                 self._failed(exc)
         self.state = State.STOPPED
+
+    def _absent(self) -> None:
+        """The server does not serve this optional kind: hold nothing, count as synced (a pass must not wait
+        on a CRD that is not installed), and LIST again after one watch timeout in case it is installed."""
+        with self._lock:
+            self._items = {}
+        self.listed = self.watched = True
+        self._need_list = True
+        self.state = State.WATCHING
+        metrics.CLUSTER_CACHE_OBJECTS.labels(kind=self.kind).set(0)
+        self._stopping.wait(self.settings.watch_timeout_seconds)
 
     def _failed(self, exc: Exception) -> None:
         """Say what is wrong (the data is stale while a re-list is owed), count the error, and back off."""

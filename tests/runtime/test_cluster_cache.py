@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from kubernetes import client as kube
-from kubernetes.client.rest import ApiException
-from support.sim_objects import node, nodeclaim, nodepool, pdb, pod
+from support.churn import random_change
+from support.sim_objects import node, nodepool, pod
 
 from activities.kube_client import KubeClient
 from runtime.cluster_cache import KINDS, ClusterCache, Reason
@@ -80,8 +80,14 @@ def cache(sim: Simulator, k8s: Any) -> Iterator[ClusterCache]:
         c.stop()
 
 
+NODE_CLASS = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
+              "spec": {"role": "NodeRole", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                       "subnetSelectorTerms": [{"tags": {"team": "a"}}],
+                       "securityGroupSelectorTerms": [{"tags": {"team": "a"}}]}}
+
+
 def _seed(sim: Simulator) -> None:
-    sim.load_objects(generate_cluster(6, 6, seed=3))
+    sim.load_objects([*generate_cluster(6, 6, seed=3), NODE_CLASS])
 
 
 def test_not_healthy_until_synced(sim: Simulator, cache: ClusterCache) -> None:
@@ -118,39 +124,6 @@ def test_untrimmed_cache_holds_exactly_what_list_returns(sim: Simulator, k8s: An
         assert _by_key(raw.objects()) == _fresh(k8s, trimmed=False)
 
 
-def _random_change(rng: random.Random, api: Any, i: int) -> None:
-    """One create, update or delete of a Node, Pod, NodeClaim or PDB; a 404/409 race is just skipped."""
-    core, custom, policy = kube.CoreV1Api(api), kube.CustomObjectsApi(api), kube.PolicyV1Api(api)
-    nodes = [n.metadata.name for n in core.list_node().items]
-    pods = [p.metadata.name for p in core.list_namespaced_pod("default").items]
-    claims = [c["metadata"]["name"] for c in custom.list_cluster_custom_object("karpenter.sh", "v1",
-                                                                               "nodeclaims")["items"]]
-    pdbs = [b.metadata.name for b in policy.list_namespaced_pod_disruption_budget("default").items]
-    label = {"metadata": {"labels": {"step": str(i)}}}
-    ops = 2 * [  # creates twice as likely, so the cluster grows while it churns
-        lambda: core.create_node(node(f"n{i}")),
-        lambda: core.create_namespaced_pod("default", pod(f"p{i}", rng.choice([*nodes, None]), labels={"app": "a"})),
-        lambda: custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", nodeclaim(f"c{i}")),
-        lambda: policy.create_namespaced_pod_disruption_budget("default", pdb(f"b{i}", {"app": "a"}, minAvailable=1)),
-    ]
-    if nodes:
-        ops += [lambda: core.patch_node(rng.choice(nodes), label), lambda: core.delete_node(rng.choice(nodes))]
-    if pods:
-        ops += [lambda: core.patch_namespaced_pod(rng.choice(pods), "default", label),
-                lambda: core.delete_namespaced_pod(rng.choice(pods), "default", grace_period_seconds=0)]
-    if claims:
-        ops += [lambda: custom.patch_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", rng.choice(claims),
-                                                           label)]
-    if pdbs:
-        ops += [lambda: policy.patch_namespaced_pod_disruption_budget(rng.choice(pdbs), "default", label),
-                lambda: policy.delete_namespaced_pod_disruption_budget(rng.choice(pdbs), "default")]
-    try:
-        rng.choice(ops)()
-    except ApiException as exc:
-        if exc.status not in (404, 409):
-            raise
-
-
 def test_converges_after_a_random_stream_of_changes(sim: Simulator, k8s: Any, cache: ClusterCache) -> None:
     _seed(sim)
     sim.load_objects([nodepool("default")])
@@ -158,7 +131,7 @@ def test_converges_after_a_random_stream_of_changes(sim: Simulator, k8s: Any, ca
     assert cache.wait_synced(10)
     rng = random.Random(7)
     for i in range(80):
-        _random_change(rng, k8s, i)
+        random_change(rng, k8s, i)
     got = _converge(cache, k8s)
     ours = {kind for kind, _, name in got if name[0] in "npcb" and name[1:].isdigit()}
     assert ours == {"Node", "Pod", "NodeClaim", "PodDisruptionBudget"}  # the stream touched every kind
