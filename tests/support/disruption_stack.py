@@ -104,14 +104,17 @@ class Stack:
 
 
 @asynccontextmanager
-async def disruption_stack(client: Client, sim: Any, moto_endpoint: str,
-                           settings: DisruptionSettings = FAST) -> AsyncIterator[Stack]:
+async def disruption_stack(client: Client, sim: Any, moto_endpoint: str, settings: DisruptionSettings = FAST,
+                           worker: dict[str, Any] | None = None, ssm: Any = None,
+                           iam: Any = None) -> AsyncIterator[Stack]:
+    """`worker`: more Settings of the worker (the cluster's name, endpoint and CA for EC2NodeClass launches);
+    `ssm` / `iam`: the clients EC2NodeClass resolution uses (moto's)."""
     tq = f"e2e-disrupt-{uuid.uuid4()}"
     api = sim.api_client()
     ec2 = ec2_client("us-east-1", moto_endpoint)
-    ws = Settings(task_queue=tq, watch=False, activity_threads=8, max_concurrent_activities=50)
+    ws = Settings(task_queue=tq, watch=False, activity_threads=8, max_concurrent_activities=50, **(worker or {}))
     ws.ami_id = sim.world.ec2.image_id()
-    deps = Deps(kube_api=api, ec2=ec2, temporal=client, settings=ws)
+    deps = Deps(kube_api=api, ec2=ec2, temporal=client, settings=ws, ssm=ssm, iam=iam)
     stop = asyncio.Event()
     task = asyncio.create_task(run_worker(client, deps, stop, tq))
     stack = Stack(client=client, sim=sim, task_queue=tq, api=api, ec2=ec2, settings=settings)
