@@ -13,6 +13,7 @@ import asyncio
 import base64
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -25,7 +26,9 @@ from activities.provisioning import ProvisioningActivities
 from api import labels
 from api.catalog import load_default_catalog
 from api.nodeclass_launch import ClusterInfo
+from api.snapshot import Snapshot
 from bench.clusters import node_pool
+from planning.plan import plan
 from workflows.disruption_models import DisruptionPhase, LaunchInput, Replacement
 from workflows.nodeclass import NodeClassWorkflow
 from workflows.nodeclass_models import NodeClassInput, NodeClassResult
@@ -100,6 +103,18 @@ def _in_disruption(stack: Stack) -> int:
         t.get("key") == labels.DISRUPTED_TAINT_KEY for t in (n.get("spec") or {}).get("taints") or []))
 
 
+def _dry_run_drift(stack: Stack) -> str:
+    """`nodeflow plan -f` on what the cluster holds now, the Drifted conditions removed: the node it drifts, decided
+    from the EC2NodeClass alone."""
+    objs = KubeClient(stack.api).cluster_objects()
+    for o in objs:
+        if o["kind"] == "NodeClaim":
+            o["status"]["conditions"] = [c for c in o["status"].get("conditions") or [] if c["type"] != "Drifted"]
+    result = plan(Snapshot.from_objects(objs), datetime.now(UTC))
+    (cmd,) = [c for c in result.commands if c.method == "Drift"][:1]
+    return cmd.nodes[0]
+
+
 async def test_a_new_ami_rolls_the_nodes_one_at_a_time(world_stack: tuple[AwsWorld, Stack]) -> None:
     world, stack = world_stack
     first = await _resolve(stack)
@@ -113,7 +128,13 @@ async def test_a_new_ami_rolls_the_nodes_one_at_a_time(world_stack: tuple[AwsWor
     second = await _resolve(stack)
     assert second.drifted == {"AMIDrift": 2}
     assert {c: _drifted(_claims(stack)[c]) for c in seeds} == {c: "AMIDrift" for c in seeds}
+    dry_run = _dry_run_drift(stack)
+    assert dry_run in {_claims(stack)[c]["status"]["nodeName"] for c in seeds}
 
+    first_pass = await stack.planner_pass()
+    assert len(first_pass.started) == 1  # budget 1
+    uids = {n["metadata"]["name"]: n["metadata"]["uid"] for n in stack.nodes()}
+    assert first_pass.started[0] == f"disrupt-{uids[dry_run]}", "the live planner decides as the dry run"
     peak = 0
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 150
