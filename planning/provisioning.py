@@ -1,0 +1,275 @@
+"""Provisioning: which NodeClaims to launch for pending pods (Karpenter's provisioner, as a pure decision).
+
+The pods go through the same scheduling simulation as disruption (planning/scheduling.py): existing nodes first,
+then NodeClaims still launching (each counts as a node of its requested instance type: pods expected to land on it
+are nominated, not provisioned again), then new nodes from the NodePools by weight, within their requirements,
+taints and `spec.limits`. Each new node becomes one NodeClaim to launch with its compatible instance types cheapest
+first and spot when the pool allows it (planning/pricing.py). A pod no pool can serve comes back with, per pool,
+the typed reason that excludes it, so the Event on the pod can name the pool and the requirement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from api import labels as L
+from api.catalog import InstanceTypeCatalog
+from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
+from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo, as_dict, type_labels
+from planning.commands import Replacement
+from planning.pricing import launch_replacement
+from planning.scheduling import Scheduler, SimState
+from planning.selectors import match_requirement, tolerates_all
+
+MAX_NEW_NODES = 10_000
+# Taints a node carries while it starts; a launching node will lose them, so nomination ignores them.
+STARTUP_TAINT_KEYS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable",
+                                "node.cloudprovider.kubernetes.io/uninitialized", "karpenter.sh/unregistered"})
+
+
+class Exclusion(StrEnum):
+    """Why one NodePool cannot serve a pod. Decisions and tests branch on this; people read the detail."""
+
+    TAINT = "Taint"  # the pool's taints are not tolerated
+    REQUIREMENT = "Requirement"  # a nodeSelector / required node affinity term no node of the pool satisfies
+    RESOURCES = "Resources"  # no instance type of the pool is big enough
+    LIMITS = "Limits"  # every type that fits would take the pool over spec.limits
+    NODE_CLASS = "NodeClassNotReady"  # the pool's EC2NodeClass is missing or not Ready
+    SCHEDULING = "Scheduling"  # anti-affinity / topology spread left no place
+    NO_NODEPOOL = "NoNodePool"  # the cluster has no NodePool at all
+
+
+@dataclass(frozen=True, slots=True)
+class PoolExclusion:
+    node_pool: str
+    reason: Exclusion
+    detail: str
+
+    def text(self) -> str:
+        return f"nodepool {self.node_pool}: {self.detail}" if self.node_pool else self.detail
+
+
+@dataclass(slots=True)
+class Unservable:
+    """A pending pod no NodePool can serve, with each pool's reason (pools by weight)."""
+
+    pod: str
+    uid: str
+    exclusions: list[PoolExclusion]
+
+    def message(self) -> str:
+        return "; ".join(e.text() for e in self.exclusions)
+
+
+@dataclass(slots=True)
+class Launch:
+    """One NodeClaim to launch: the Replacement shape the launch activity takes, and the pods it is for."""
+
+    replacement: Replacement
+    pods: list[str]
+
+    @property
+    def node_pool(self) -> str:
+        return self.replacement.node_pool or ""
+
+    def to_public(self) -> dict[str, Any]:
+        """The `provisioning` entry of `nodeflow plan -o json` (docs/contracts.md §3.1)."""
+        r = self.replacement
+        return {"nodePool": r.node_pool, "instanceTypes": list(r.instance_types), "capacityType": r.capacity_type,
+                "pods": list(self.pods)}
+
+
+@dataclass(slots=True)
+class ProvisioningDecision:
+    launches: list[Launch] = field(default_factory=list)
+    unservable: list[Unservable] = field(default_factory=list)
+    nominated: dict[str, str] = field(default_factory=dict)  # pod -> NodeClaim still launching it will land on
+    scheduled: dict[str, str] = field(default_factory=dict)  # pod -> existing node with room for it
+    pools_at_limit: dict[str, str] = field(default_factory=dict)  # pool -> which limit stops a launch
+
+    @property
+    def price_per_hour(self) -> float:
+        return round(sum(launch.replacement.price for launch in self.launches), 6)
+
+
+def provisionable(pod: PodInfo) -> bool:
+    """A pending pod a new node can help: unbound, active, not a DaemonSet or mirror pod (their controllers
+    place them on every node)."""
+    return not pod.node_name and pod.active and not pod.is_daemonset and not pod.is_mirror
+
+
+def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iterable[str] | None = None,
+           cluster: Cluster | None = None) -> ProvisioningDecision:
+    """NodeClaims to launch for the pending pods named in `pods` (`namespace/name` or uid; None: every pending
+    pod). Other pending pods compete for room on existing and launching nodes first but launch nothing, so two
+    batches in flight do not count the same free capacity twice. Pure: the snapshot stays as is."""
+    cluster = cluster or Cluster.from_snapshot(snapshot, catalog)
+    launching = _add_launching(cluster, snapshot)
+    wanted = None if pods is None else set(pods)
+    pending = [p for p in cluster.pending if provisionable(p)]
+    batch = [p for p in pending if wanted is None or p.key in wanted or p.uid in wanted]
+    in_batch = {id(p) for p in batch}
+    others = [p for p in pending if id(p) not in in_batch]
+    sched = Scheduler(cluster)
+    state = SimState()
+    if others:
+        sched.simulate([], [], max_new=0, state=state, pending=others)
+    result = sched.simulate([], batch, max_new=MAX_NEW_NODES, state=state)
+    decision = ProvisioningDecision()
+    for pod, target in result.placements:
+        if target in launching:
+            decision.nominated[pod.key] = target
+        elif target in cluster.by_name:
+            decision.scheduled[pod.key] = target
+    for nn in result.new_nodes:
+        priced = launch_replacement(nn, sched.pool_options(nn.pool))
+        if priced is not None:
+            decision.launches.append(Launch(priced.replacement, [p.key for p in nn.pods]))
+    for pod, _why in result.failures:
+        exclusions = diagnose(sched, pod, state)
+        decision.unservable.append(Unservable(pod.key, pod.uid, exclusions))
+        for e in exclusions:
+            if e.reason is Exclusion.LIMITS:
+                decision.pools_at_limit.setdefault(e.node_pool, e.detail)
+    return decision
+
+
+# ---- NodeClaims still launching count as nodes --------------------------------------------------------------
+
+def _add_launching(cluster: Cluster, snapshot: Any) -> set[str]:
+    """Make every NodeClaim still launching a schedulable node of its requested type (Karpenter's in-flight
+    NodeClaims), so pods expected to land on it are not provisioned again; returns their node names."""
+    names: set[str] = set()
+    with_node: set[str] = set()
+    for node in cluster.nodes:
+        if node.claim is None:
+            continue
+        with_node.add(node.claim.name)
+        if not node.claim.deleting and not node.deleting and not (node.ready and node.initialized):
+            node.ready = True
+            node.labels[L.INITIALIZED_LABEL] = "true"
+            node.taints = [t for t in node.taints if t.get("key") not in STARTUP_TAINT_KEYS]
+            names.add(node.name)
+    for raw in getattr(snapshot, "node_claims", ()):
+        claim = as_dict(raw)
+        meta = claim.get("metadata") or {}
+        if meta.get("name") in with_node or meta.get("deletionTimestamp"):
+            continue
+        node = _claim_node(len(cluster.nodes), claim, cluster.catalog)
+        if node is not None:
+            cluster.nodes.append(node)
+            cluster.by_name[node.name] = node
+            names.add(node.name)
+    return names
+
+
+def _requested_types(claim: Mapping[str, Any]) -> list[str]:
+    labels = (claim.get("metadata") or {}).get("labels") or {}
+    if labels.get(L.INSTANCE_TYPE_LABEL):
+        return [labels[L.INSTANCE_TYPE_LABEL]]
+    for req in (claim.get("spec") or {}).get("requirements") or ():
+        if req.get("key") == L.INSTANCE_TYPE_LABEL and req.get("operator") == "In":
+            return list(req.get("values") or ())
+    return []
+
+
+def _claim_node(index: int, claim: Mapping[str, Any], catalog: InstanceTypeCatalog) -> NodeInfo | None:
+    """A Node-less NodeClaim as a node: its allocatable when launched, else its smallest requested type."""
+    meta, status = claim.get("metadata") or {}, claim.get("status") or {}
+    types = [it for it in (catalog.get(n) for n in _requested_types(claim)) if it is not None]
+    if not types:
+        return None
+    itype = min(types, key=lambda it: (it.cpu_cores, it.memory_bytes, it.name))
+    alloc = status.get("allocatable") or {}
+    labels = dict(meta.get("labels") or {})
+    for req in (claim.get("spec") or {}).get("requirements") or ():
+        values = req.get("values") or ()
+        if req.get("operator") == "In" and len(values) == 1:
+            labels.setdefault(req.get("key", ""), values[0])
+    labels.update({**type_labels(itype), L.INSTANCE_TYPE_LABEL: itype.name, L.INITIALIZED_LABEL: "true",
+                   L.HOSTNAME_LABEL: f"<launching:{meta.get('name', '')}>"})
+    name = f"<launching:{meta.get('name', '')}>"
+    node = NodeInfo(
+        index=index, name=name, uid=meta.get("uid", ""), labels=labels, annotations={},
+        taints=list((claim.get("spec") or {}).get("taints") or ()), unschedulable=False, ready=True, deleting=False,
+        created=None, cpu=parse_cpu(str(alloc.get("cpu", itype.cpu))) if alloc.get("cpu") else itype.cpu_cores,
+        mem=parse_memory(str(alloc["memory"])) if alloc.get("memory") else itype.memory_bytes,
+        max_pods=int(alloc.get("pods") or itype.pods), eph=itype.ephemeral_storage_bytes,
+        pool=labels.get(L.NODEPOOL_LABEL, ""), itype=itype)
+    return node
+
+
+# ---- why a pod fits no pool ---------------------------------------------------------------------------------
+
+def diagnose(sched: Scheduler, pod: PodInfo, state: SimState) -> list[PoolExclusion]:
+    """For each NodePool (by weight), the first thing that stops it serving `pod`."""
+    if not sched.pools_by_weight:
+        return [PoolExclusion("", Exclusion.NO_NODEPOOL, "no NodePool exists")]
+    return [_exclusion(sched, pod, pool, state) for pool in sched.pools_by_weight]
+
+
+def _exclusion(sched: Scheduler, pod: PodInfo, pool: PoolInfo, state: SimState) -> PoolExclusion:
+    def out(reason: Exclusion, detail: str) -> PoolExclusion:
+        return PoolExclusion(pool.name, reason, detail)
+
+    for taint in pool.taints:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates_all(pod.tolerations, [taint]):
+            value = f"={taint['value']}" if taint.get("value") else ""
+            return out(Exclusion.TAINT, f"taint {taint.get('key')}{value}:{taint.get('effect')} is not tolerated")
+    blocker = sched.launch_blocker(pool)
+    if blocker is not None:
+        return out(Exclusion.NODE_CLASS, f"cannot launch: {blocker}")
+    options = sched.pool_options(pool)
+    allowed = sched.pod_allowed(pod, pool)
+    if allowed is not None and not allowed:
+        return out(Exclusion.REQUIREMENT, _failing_requirement(sched, pod, pool))
+    dcpu, dmem, dpods = sched.cluster.daemon_overhead(pool.name)
+    fitting = [o for o in options if o.cpu + 1e-9 >= pod.cpu + dcpu and o.mem >= pod.mem + dmem
+               and o.pods >= dpods + 1 and (allowed is None or any(
+                   (o.itype.name, off.zone, off.capacity_type) in allowed for off in o.offerings))]
+    if not fitting:
+        return out(Exclusion.RESOURCES, f"no instance type has room for cpu {format_cpu(pod.cpu)}, memory "
+                                        f"{format_memory(pod.mem)} (plus daemonset overhead)")
+    fitting_names = {o.itype.name for o in fitting}
+    if not any(o.itype.name in fitting_names for o in sched._limit_filter(pool, options, state)):
+        return out(Exclusion.LIMITS, f"limits {_limits_text(pool)} reached")
+    return out(Exclusion.SCHEDULING, "its anti-affinity or topology spread constraints leave no place")
+
+
+def _limits_text(pool: PoolInfo) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(pool.limits.items()))
+
+
+def _failing_requirement(sched: Scheduler, pod: PodInfo, pool: PoolInfo) -> str:
+    """The first nodeSelector entry or affinity expression no node of the pool can satisfy."""
+    label_sets = _pool_label_sets(sched, pool)
+    pool_keys = {r.get("key") for r in pool.requirements}
+    for key, value in pod.node_selector.items():
+        if not any(ls.get(key) == value or (key not in ls and key in pool_keys) for ls in label_sets):
+            return f"nodeSelector {key}={value} is not satisfied by any instance type, zone or label of the pool"
+    for term in pod.affinity_terms:
+        for e in term.get("matchExpressions") or ():
+            key, op, values = e.get("key", ""), e.get("operator", ""), e.get("values") or ()
+            if not any((key not in ls and key in pool_keys) or match_requirement(key, op, values, ls)
+                       for ls in label_sets):
+                return (f"node affinity {key} {op} {list(values)} is not satisfied by any instance type, zone or "
+                        f"label of the pool")
+    return "its nodeSelector and node affinity together match no instance type, zone or label of the pool"
+
+
+def _pool_label_sets(sched: Scheduler, pool: PoolInfo) -> list[dict[str, str]]:
+    fixed = sched.pool_labels(pool)
+    out = []
+    for opt in sched.pool_options(pool):
+        tl = fixed | type_labels(opt.itype)
+        out += [tl | {L.ZONE_LABEL: o.zone, L.CAPACITY_TYPE_LABEL: o.capacity_type} for o in opt.offerings]
+    return out
+
+
+def describe(decision: ProvisioningDecision) -> Sequence[str]:
+    """One line per NodeClaim to launch (for logs and the workflow's summary)."""
+    return [f"{launch.node_pool}: {launch.replacement.capacity_type} {launch.replacement.instance_types[:3]} for "
+            f"{len(launch.pods)} pod(s)" for launch in decision.launches]
