@@ -15,11 +15,13 @@ import sys
 from collections.abc import Sequence
 from datetime import timedelta
 
+from temporalio.client import Client
+
 from client.connection import InsecureTemporalAddress, connect
 from client.nodeclass_schedule import ensure_nodeclass_schedule
 from client.planner_schedule import ensure_planner_schedule
 from runtime.cloud_clients import ec2_client, iam_client, kube_api_client, sqs_client, ssm_client
-from runtime.health import start_health_server
+from runtime.health import ReadinessCheck, start_health_server
 from runtime.settings import Deps, Settings
 from runtime.worker_loop import run_worker
 from telemetry.logs import JsonFormatter
@@ -46,6 +48,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--ec2-endpoint", default=env("NODEFLOW_EC2_ENDPOINT"), help="e.g. a moto_server URL")
     p.add_argument("--sqs-endpoint", default=env("NODEFLOW_SQS_ENDPOINT"))
     p.add_argument("--no-watch", action="store_true", help="do not run the deletion watcher")
+    p.add_argument("--no-cluster-cache", action="store_true",
+                   default=(env("NODEFLOW_NO_CLUSTER_CACHE") or "").lower() in ("1", "true", "yes"),
+                   help="planner passes LIST the cluster each time instead of reading the watch cache")
     p.add_argument("--resync-seconds", type=float, default=float(env("NODEFLOW_RESYNC_SECONDS", "30")))
     p.add_argument("--log-level", default=env("NODEFLOW_LOG_LEVEL", "INFO"))
     p.add_argument("--interruption-queue", default=env("NODEFLOW_INTERRUPTION_QUEUE"),
@@ -66,6 +71,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def readiness_checks(client: Client, deps: Deps) -> dict[str, ReadinessCheck]:
+    """Ready once Temporal answers and the cluster cache has synced: during a rolling update the new pod takes
+    over (and the old one is stopped) only when it can plan from a warm cache."""
+    checks: dict[str, ReadinessCheck] = {"temporal": client.service_client.check_health}
+    cluster = deps.cluster
+    if cluster is not None:
+        checks["cluster-cache"] = lambda: cluster.synced
+    return checks
+
+
 async def amain(args: argparse.Namespace) -> int:
     try:
         client = await connect(args.address, args.namespace, api_key=args.api_key, tls_cert=args.tls_cert,
@@ -77,7 +92,7 @@ async def amain(args: argparse.Namespace) -> int:
     settings = Settings(task_queue=args.task_queue, watch=not args.no_watch, resync_seconds=args.resync_seconds,
                         interruption_queue_url=args.interruption_queue, catalog_path=args.catalog,
                         ami_id=args.ami_id, cluster_name=args.cluster_name, cluster_endpoint=args.cluster_endpoint,
-                        cluster_ca=args.cluster_ca)
+                        cluster_ca=args.cluster_ca, cluster_cache=not args.no_cluster_cache)
     deps = Deps(kube_api=kube_api_client(args.kubeconfig), ec2=ec2_client(args.region, args.ec2_endpoint),
                 sqs=sqs_client(args.region, args.sqs_endpoint or args.ec2_endpoint), temporal=client,
                 ssm=ssm_client(args.region, args.ec2_endpoint), iam=iam_client(args.iam_endpoint or args.ec2_endpoint),
@@ -88,7 +103,7 @@ async def amain(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     health = None
     if args.metrics_port:
-        health = await start_health_server(args.metrics_port, checks={"temporal": client.service_client.check_health})
+        health = await start_health_server(args.metrics_port, checks=readiness_checks(client, deps))
     every = timedelta(seconds=float(os.environ.get("NODEFLOW_PLANNER_SECONDS", "10")))
     await ensure_planner_schedule(client, every=every, task_queue=settings.task_queue)  # idempotent; keeps a pause
     await ensure_nodeclass_schedule(client, task_queue=settings.task_queue)  # EC2NodeClass resolution every 60 s

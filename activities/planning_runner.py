@@ -3,13 +3,18 @@
 Only small results leave the activity (commands with node uids), never the snapshot, so the planner's
 history stays small. Nodes already in flight are excluded: tainted `karpenter.sh/disrupted`, or named by a
 running disrupt-/terminate- workflow (Temporal visibility; a disruption's memo lists all its nodes).
+
+In the worker the cluster comes from its watch cache (runtime/cluster_view.py), not a LIST per pass. A cache
+that is not synced or whose watch is broken is never planned on: the activity waits briefly, then fails with a
+retryable ClusterCacheNotReady so Temporal retries it (on whichever worker polls first, maybe one whose cache
+is warm); the last of CACHE_ATTEMPTS attempts returns a pass skipped with the reason instead of failing it.
 """
 
 from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import activity
 from temporalio.client import Client
@@ -27,17 +32,41 @@ from workflows.disruption_models import (
     DisruptionCommand,
     EventSpec,
     NodeRef,
+    PassSkipped,
     PlanPassInput,
     PlanPassResult,
     Replacement,
     ValidateInput,
     ValidationResult,
 )
+from workflows.errors import ErrorType
 
 IN_FLIGHT_QUERY = ("ExecutionStatus = 'Running' AND "
                    "(WorkflowType = 'DisruptionWorkflow' OR WorkflowType = 'TerminationWorkflow')")
 MEMO_NODES = "nodes"
 ORPHAN_GRACE = timedelta(seconds=60)
+CACHE_WAIT_SECONDS = 2.0  # how long an attempt waits for a stale cache to become healthy
+CACHE_ATTEMPTS = 3  # attempts 1..N-1 fail (retryable) on a stale cache; attempt N skips. Planner retries allow >= 5
+
+
+class ClusterSource(Protocol):
+    """The worker's watch cache as the planner reads it (runtime/cluster_view.py ClusterView)."""
+
+    async def wait_healthy(self, timeout: float) -> Any:
+        """Truthy once fresh; else (after `timeout`) falsy with `reason` (PassSkipped's values), `kind`, `detail`."""
+        ...
+
+    def read(self) -> tuple[list[dict[str, Any]], list[Any]]:
+        """Every object (KubeClient.cluster_objects() order) and the Pods among them parsed (planning PodInfo)."""
+        ...
+
+
+class StaleCluster(Exception):
+    """The cache could not be trusted within CACHE_WAIT_SECONDS."""
+
+    def __init__(self, health: Any) -> None:
+        super().__init__(f"{health.reason} {health.kind}: {health.detail}".strip())
+        self.reason = PassSkipped(str(health.reason))
 
 
 # ---- pure helpers (unit-tested without servers) -------------------------------------------------------------
@@ -138,6 +167,18 @@ def to_command(cmd: Any, index: dict[str, NodeRef]) -> DisruptionCommand:
                              replacements=reps, savings_per_hour=cmd.savings_per_hour, pods=len(cmd.pods))
 
 
+def snapshot_of(objs: list[dict[str, Any]], pods: list[Any] | None = None) -> Any:
+    """The Snapshot a pass plans on. With `pods` (the cache's, parsed, keyed uniquely) only the other kinds go
+    through the loader's checks, and the snapshot's pods are theirs, in their order."""
+    from api.snapshot import Snapshot
+
+    if pods is None:
+        return Snapshot.from_objects(objs)
+    snapshot = Snapshot.from_objects(o for o in objs if o.get("kind") != "Pod")
+    snapshot.pods = [p.raw for p in pods]
+    return snapshot
+
+
 PASS_HEARTBEAT_SECONDS = 5.0
 
 
@@ -158,8 +199,10 @@ class PlanningActivities:
     """Clients come in: the Kubernetes gateway, the Temporal client (visibility), the catalog, events."""
 
     def __init__(self, kube: KubeClient, temporal_client: Client | None = None,
-                 catalog: InstanceTypeCatalog | None = None, events: EventActivities | None = None) -> None:
+                 catalog: InstanceTypeCatalog | None = None, events: EventActivities | None = None,
+                 cluster: ClusterSource | None = None) -> None:
         self._kube = kube
+        self._cluster = cluster  # None: LIST every kind on each read (nodeflow plan, tests, --no-cluster-cache)
         self._client = temporal_client
         self._catalog = catalog
         self._events = events
@@ -184,12 +227,31 @@ class PlanningActivities:
             names.update(memo.get(MEMO_NODES) or [])
         return names, uids, ids
 
+    async def _read(self) -> tuple[list[dict[str, Any]], list[Any] | None]:
+        """The cluster's objects, and their pods already parsed when they come from the cache (else None)."""
+        if self._cluster is None:
+            return await asyncio.to_thread(self._kube.cluster_objects), None
+        health = await self._cluster.wait_healthy(CACHE_WAIT_SECONDS)
+        if not health:
+            raise StaleCluster(health)
+        return await asyncio.to_thread(self._cluster.read)
+
+    def _stale(self, exc: StaleCluster, what: str) -> None:
+        """Fail this attempt for Temporal to retry, unless it is the last one the caller then skips (logged and
+        counted either way)."""
+        last = activity.info().attempt >= CACHE_ATTEMPTS
+        outcome = "skipped" if last else "retried"
+        metrics.PLANNER_PASSES_SKIPPED.labels(reason=exc.reason.value, outcome=outcome).inc()
+        activity.logger.warning("%s: cluster cache not fresh (%s); %s", what, exc, outcome)
+        if not last:
+            raise ApplicationError(f"cluster cache not fresh: {exc}", type=ErrorType.CLUSTER_CACHE_NOT_READY) from exc
+
     async def _snapshot(self, own_workflow_id: str | None, release_before: datetime | None = None
-                        ) -> tuple[list[dict[str, Any]], set[str], set[str], list[str]]:
-        """Objects, excluded node names, paused pools. With `release_before` (a planner pass), disrupted
-        taints that no running workflow owns are removed first, as Karpenter's loop does
-        (docs/semantics.md §2, docs/decisions.md §6)."""
-        objs = await asyncio.to_thread(self._kube.cluster_objects)
+                        ) -> tuple[list[dict[str, Any]], list[Any] | None, set[str], set[str], list[str]]:
+        """Objects, their parsed pods (from the cache) or None, excluded node names, paused pools. With
+        `release_before` (a planner pass), disrupted taints that no running workflow owns are removed first,
+        as Karpenter's loop does (docs/semantics.md §2, docs/decisions.md §6)."""
+        objs, pods = await self._read()
         names, uids, ids = await self._in_flight(own_workflow_id)
         names |= replacement_nodes(objs, ids)
         index = node_index(objs)
@@ -204,7 +266,7 @@ class PlanningActivities:
             objs = [_untainted(o) if o.get("kind") == "Node" and o["metadata"]["name"] in released else o
                     for o in objs]
         # Paused NodePools are not excluded here: planning blocks their nodes itself and says why.
-        return objs, excluded, paused_node_pools(objs), sorted(released)
+        return objs, pods, excluded, paused_node_pools(objs), sorted(released)
 
     def _release(self, name: str) -> bool:
         """Untaint one node no disruption owns any more (a deleting one keeps its taint for its termination)."""
@@ -214,12 +276,12 @@ class PlanningActivities:
             activity.logger.warning("could not remove the leftover taint of %s: %s", name, exc)
             return False
 
-    def _plan(self, objs: list[dict[str, Any]], at: datetime, excluded: set[str], catalog_path: str | None) -> Any:
-        from api.snapshot import Snapshot
+    def _plan(self, objs: list[dict[str, Any]], at: datetime, excluded: set[str], catalog_path: str | None,
+              pods: list[Any] | None = None) -> Any:
         from planning.plan import plan
 
-        snapshot = Snapshot.from_objects(objs)
-        return plan(snapshot, at, catalog=self._catalog_for(catalog_path), exclude_nodes=excluded)
+        return plan(snapshot_of(objs, pods), at, catalog=self._catalog_for(catalog_path), exclude_nodes=excluded,
+                    pods=pods)
 
     @activity.defn(name="planner_pass")
     async def plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
@@ -228,8 +290,13 @@ class PlanningActivities:
         return await heartbeating(self._plan_pass(inp))
 
     async def _plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
-        objs, excluded, paused, released = await self._snapshot(None, release_before=inp.at)
-        result = await asyncio.to_thread(self._plan, objs, inp.at, excluded, inp.catalog_path)
+        try:
+            objs, pods, excluded, paused, released = await self._snapshot(None, release_before=inp.at)
+        except StaleCluster as exc:
+            self._stale(exc, "planner pass")
+            metrics.PLANNER_PASSES.labels(result="skipped").inc()
+            return PlanPassResult(skipped=exc.reason, skipped_detail=str(exc))
+        result = await asyncio.to_thread(self._plan, objs, inp.at, excluded, inp.catalog_path, pods)
         index = node_index(objs)
         out = PlanPassResult(excluded_nodes=sorted(excluded), paused_node_pools=sorted(paused), nodes=len(index),
                              released=released,
@@ -274,7 +341,11 @@ class PlanningActivities:
         return await heartbeating(self._validate_command(inp))
 
     async def _validate_command(self, inp: ValidateInput) -> ValidationResult:
-        objs, excluded, paused, _ = await self._snapshot(inp.own_workflow_id)
+        try:
+            objs, pods, excluded, paused, _ = await self._snapshot(inp.own_workflow_id)
+        except StaleCluster as exc:
+            self._stale(exc, "validation")
+            return ValidationResult(valid=False, reason=f"cluster cache not fresh: {exc}")
         ours = inp.command
         index = node_index(objs)
         if ours.node_pool in paused:
@@ -286,7 +357,7 @@ class PlanningActivities:
             if n.name in excluded:
                 return ValidationResult(valid=False, reason=f"candidate {n.name} is already being disrupted")
         try:
-            result = await asyncio.to_thread(self._plan, objs, inp.at, excluded, inp.catalog_path)
+            result = await asyncio.to_thread(self._plan, objs, inp.at, excluded, inp.catalog_path, pods)
         except Exception as exc:
             raise ApplicationError(f"planning failed: {exc}") from exc
         names = {n.name for n in ours.nodes}

@@ -26,6 +26,7 @@ class Settings:
     cluster_name: str | None = None  # EKS cluster nodes join (user data, tags, instance profile names)
     cluster_endpoint: str | None = None  # its API server URL, for the nodes' bootstrap
     cluster_ca: str | None = None  # its CA bundle (base64, as EKS shows it), for the nodes' bootstrap
+    cluster_cache: bool = True  # planner reads a watch cache (runtime/cluster_view.py); False: a LIST per pass
 
 
 @dataclass
@@ -46,6 +47,19 @@ class Deps:
         if "kube" not in self._cache:
             self._cache["kube"] = KubeClient(self.kube_api)
         return self._cache["kube"]
+
+    @property
+    def cluster(self) -> Any:
+        """The worker's one watch-fed view of the cluster (a runtime.cluster_view.ClusterView, built on first use,
+        started and stopped by run_worker), or None when `settings.cluster_cache` is off."""
+        if not self.settings.cluster_cache:
+            return None
+        if "cluster" not in self._cache:
+            from runtime.cluster_cache import ClusterCache
+            from runtime.cluster_view import ClusterView
+
+            self._cache["cluster"] = ClusterView(ClusterCache(self.kube_api))
+        return self._cache["cluster"]
 
     @property
     def ssm_client(self) -> Any:

@@ -57,7 +57,7 @@ def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:
     """The planner's and the disruption's activities (pass, validation, launches, candidates, events)."""
     catalog = catalog_from(deps.settings.catalog_path)
     events = EventActivities(deps.kube)
-    planning = PlanningActivities(deps.kube, deps.temporal, catalog, events)
+    planning = PlanningActivities(deps.kube, deps.temporal, catalog, events, cluster=deps.cluster)
     s = deps.settings
     cluster = ClusterInfo(s.cluster_name or "", s.cluster_endpoint or "", s.cluster_ca or "")
     provisioning = ProvisioningActivities(deps.kube, deps.ec2, catalog, ami_id=s.ami_id, cluster=cluster)

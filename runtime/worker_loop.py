@@ -38,9 +38,13 @@ def _start_watcher(client: Client, deps: Deps, task_queue: str) -> tuple[Deletio
 
 
 async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue: str | None = None) -> None:
-    """Run the worker (and the watcher) until `stop` is set; then shut both down gracefully."""
+    """Run the worker (and the watcher) until `stop` is set; then shut both down gracefully. The cluster cache
+    starts first, so its LISTs run while the worker connects; passes wait for it (activities/planning_runner.py)."""
     deps.temporal = deps.temporal or client
     queue = task_queue or deps.settings.task_queue
+    cluster = deps.cluster
+    if cluster is not None:
+        cluster.start()
     worker = build_worker(client, deps, queue)
     watcher, watcher_task = _start_watcher(client, deps, queue) if deps.settings.watch else (None, None)
     worker_task = asyncio.create_task(worker.run(), name="temporal-worker")
@@ -60,3 +64,5 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
         if not worker_task.done():
             await worker.shutdown()
         await asyncio.gather(worker_task, return_exceptions=True)
+        if cluster is not None:
+            await asyncio.to_thread(cluster.stop)

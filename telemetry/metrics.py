@@ -29,7 +29,7 @@ DISRUPTION_BLOCKED = Counter(
 )
 PLANNER_PASSES = Counter(
     "nodeflow_planner_passes_total",
-    "Planner passes run, by result (commands|idle|paused).",
+    "Planner passes run, by result (commands|idle|paused|skipped).",
     ["result"],
     registry=REGISTRY,
 )
@@ -127,5 +127,15 @@ CLUSTER_CACHE_OBJECTS = Gauge(
     "nodeflow_cluster_cache_objects",
     "Objects currently held by the cluster cache, by kind.",
     ["kind"],
+    registry=REGISTRY,
+)
+
+# --- the planner on the cluster cache (activities/planning_runner.py) ---
+PLANNER_PASSES_SKIPPED = Counter(
+    "nodeflow_planner_passes_skipped_total",
+    "Planner passes (and validations) that did not plan because the worker's cluster cache was not fresh, by "
+    "reason (NotSynced|Relisting|WatchBroken|Stopped) and outcome (retried: failed for Temporal to retry, maybe "
+    "on another worker; skipped: the pass returned without a decision).",
+    ["reason", "outcome"],
     registry=REGISTRY,
 )

@@ -89,6 +89,16 @@ class BlockedNode(_Model):
     reason: str
 
 
+class PassSkipped(StrEnum):
+    """Why a planner pass decided nothing: the worker's cluster cache could not be trusted (runtime/cluster_cache.py
+    Reason, same values). Recorded in histories: values never change."""
+
+    NOT_SYNCED = "NotSynced"
+    RELISTING = "Relisting"
+    WATCH_BROKEN = "WatchBroken"
+    STOPPED = "Stopped"
+
+
 class PlanPassResult(_Model):
     """What the planner workflow acts on; the snapshot itself stays in the activity."""
 
@@ -99,6 +109,8 @@ class PlanPassResult(_Model):
     excluded_nodes: list[str] = Field(default_factory=list)
     released: list[str] = Field(default_factory=list)  # leftover disrupted taints removed this pass
     nodes: int = 0
+    skipped: PassSkipped | None = None  # set when the pass planned nothing because its cluster view was stale
+    skipped_detail: str = ""  # the kind concerned and its last error
 
 
 class PlannerResult(_Model):

@@ -121,7 +121,9 @@ def used_permissions() -> tuple[set[Permission], list[str]]:
             chosen = [e for e in found if e[0] == hint] or (list(found) if len({e[1:] for e in found}) == 1 else [])
             assert chosen, f"{source}:{node.lineno}: cannot tell which API {node.attr} belongs to: {found}"
             call = calls.get(id(node))
-            watch = id(node) in streamed or (call is not None and any(
+            # a list method handed over uncalled is a cache's list call, used for LIST and WATCH (runtime/informer.py)
+            handed = call is None and node.attr.startswith("list_")
+            watch = id(node) in streamed or handed or (call is not None and any(
                 k.arg == "watch" and isinstance(k.value, ast.Constant) and k.value.value for k in call.keywords))
             _, path, http = chosen[0]
             needed |= permissions_of(path, http, call, watch, scopes.get(id(node)), tree)

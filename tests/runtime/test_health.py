@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import aiohttp
 
 from runtime.health import start_health_server
+from runtime.settings import Deps
 from telemetry import metrics
 
 
@@ -48,4 +51,24 @@ async def test_a_raising_check_means_not_ready() -> None:
             status, text, _ = await _get(session, f"http://127.0.0.1:{server.port}/readyz")
             assert status == 503 and "temporal" in text
     finally:
+        await server.stop()
+
+
+async def test_not_ready_until_the_cluster_cache_has_synced(k8s: object, temporal_client: object) -> None:
+    """worker.py's readiness: a new replica counts as available (and a rollout moves on) only once its cache
+    holds the cluster, so the planner always has a warm worker to run on."""
+    from worker import readiness_checks
+
+    deps = Deps(kube_api=k8s, ec2=None)
+    server = await start_health_server(0, checks=readiness_checks(temporal_client, deps), host="127.0.0.1")
+    url = f"http://127.0.0.1:{server.port}/readyz"
+    try:
+        async with aiohttp.ClientSession() as session:
+            status, text, _ = await _get(session, url)
+            assert status == 503 and "cluster-cache" in text and "temporal" not in text
+            deps.cluster.start()
+            assert await asyncio.to_thread(deps.cluster.cache.wait_synced, 10)
+            assert (await _get(session, url))[0] == 200
+    finally:
+        deps.cluster.stop()
         await server.stop()
