@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import Any
 
 from starter.output import CliError, add_output_flag, print_output, render_table
@@ -69,12 +70,24 @@ def handle(args: argparse.Namespace) -> int:
                           optimize=args.optimize)
     except SolverMissingError as exc:
         raise CliError(str(exc)) from exc
-    print_output(result.to_public(), args.output, table=render_plan)
+    data = result.to_public()
+    data["provisioning"], unservable = _provisioning(snapshot, catalog)
+    print_output(data, args.output, table=lambda d: render_plan(d, unservable))
     return 0
 
 
-def render_plan(data: dict[str, Any]) -> str:
-    """People's view: budgets, each command with its pod moves and savings, each blocked node and why."""
+def _provisioning(snapshot: Any, catalog: Any) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The NodeClaims the provisioner would launch for the pending pods (docs/contracts.md §3.1), and the pods
+    no NodePool serves (table only)."""
+    from planning.provisioning import decide
+
+    decision = decide(snapshot, catalog)
+    return [launch.to_public() for launch in decision.launches], decision.unservable
+
+
+def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
+    """People's view: budgets, each command with its pod moves and savings, each blocked node and why, the
+    NodeClaims provisioning would launch and the pending pods no NodePool serves."""
     out = [f"Plan at {data['at']}", ""]
     out.append("BUDGETS")
     out.append(render_table(
@@ -102,6 +115,21 @@ def render_plan(data: dict[str, Any]) -> str:
     if blocked:
         out.append(render_table(["NODE", "REASON"], [[b["node"], b["reason"]] for b in blocked]).rstrip())
     out.append("")
+    out += _render_provisioning(data.get("provisioning") or [], unservable)
     final = data["final"]
     out.append(f"FINAL: {final['nodes']} nodes, ${final['costPerHour']:.4f}/h after {final['passes']} pass(es)")
     return "\n".join(out) + "\n"
+
+
+def _render_provisioning(launches: list[dict[str, Any]], unservable: Sequence[Any]) -> list[str]:
+    """Each NodeClaim to launch with its pods; then the pending pods no NodePool serves and each pool's reason
+    (the Event the pod gets)."""
+    out = [f"PROVISIONING ({len(launches)} NodeClaim(s))" if launches else "PROVISIONING: none"]
+    for i, launch in enumerate(launches, start=1):
+        types = ", ".join(launch["instanceTypes"][:5]) + (" ..." if len(launch["instanceTypes"]) > 5 else "")
+        out.append(f"{i}. nodepool {launch['nodePool']}: {launch['capacityType']} {types}")
+        out += [f"   pod {pod}" for pod in launch["pods"]]
+    if unservable:
+        out.append(f"NO NODEPOOL SERVES ({len(unservable)})")
+        out.append(render_table(["POD", "WHY"], [[u.pod, u.message()] for u in unservable]).rstrip())
+    return [*out, ""]

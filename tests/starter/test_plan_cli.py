@@ -66,7 +66,7 @@ def test_expired_example_deletes_without_budget_or_replacement(capsys):
 
 def test_json_shape_is_exactly_the_contract(capsys):
     data = _plan(capsys, "plan-consolidate.yaml")
-    assert list(data) == ["at", "budgets", "commands", "blocked", "final"]
+    assert list(data) == ["at", "budgets", "commands", "blocked", "final", "provisioning"]  # §3.1 adds the last
     assert data["at"] == AT
     assert set(data["budgets"][0]) == {"nodePool", "reason", "limit", "total", "disrupting", "allowed", "errors"}
     assert list(data["commands"][0]) == ["method", "reason", "nodePool", "nodes", "replacements", "savingsPerHour",
@@ -163,3 +163,23 @@ def test_a_drift_replacement_from_a_class_that_is_not_ready_is_blocked(capsys, t
     assert data["commands"] == []
     assert [(b["node"], b["reason"]) for b in data["blocked"]] == [
         ("node-a", "EC2NodeClass default not Ready: SubnetsReady=False")]
+
+
+def test_provision_example_launches_for_the_pods_no_node_or_launching_claim_takes(capsys):
+    data = _plan(capsys, "plan-provision.yaml")
+    (launch,) = data["provisioning"]
+    assert set(launch) == {"nodePool", "instanceTypes", "capacityType", "pods"}
+    assert (launch["nodePool"], launch["capacityType"], launch["pods"]) == ("default", "on-demand", ["default/web-2"])
+    assert launch["instanceTypes"][0] == "t3.medium" and len(launch["instanceTypes"]) > 1
+    assert data["commands"] == [] and data["final"]["nodes"] == 1  # the existing fields are unchanged
+
+
+def test_provision_example_table_shows_launches_and_the_pod_no_pool_serves(capsys):
+    assert run(["plan", "-f", str(EXAMPLES / "plan-provision.yaml"), "--at", AT, "-o", "table"]) == 0
+    out = capsys.readouterr().out
+    assert "PROVISIONING (1 NodeClaim(s))" in out and "pod default/web-2" in out
+    assert "default/mars-0" in out and "nodeSelector topology.kubernetes.io/zone=mars-1a" in out
+
+
+def test_a_snapshot_without_pending_pods_provisions_nothing(capsys):
+    assert _plan(capsys, "plan-empty.yaml")["provisioning"] == []
