@@ -28,6 +28,7 @@ from simulator.pods import is_deleting, meta
 from simulator.resources import BY_KIND, ResourceType, lookup
 from simulator.selectors import exact_field, parse_field_selector, parse_label_selector
 from simulator.store import Watcher
+from simulator.traffic import TRUE, Traffic, verb_of
 from simulator.world import World, set_condition
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,7 @@ class ApiServer:
         self.store = world.store
         self.faults = faults or Faults()
         self.requests = 0
+        self.traffic = Traffic()
         self._watchers: set[Watcher] = set()
         self.closing = False
 
@@ -149,13 +151,25 @@ class ApiServer:
         """What /sim/stats answers: the world's figures, requests served and every fault injected."""
         stats = self.world.stats()
         stats["requests"] = self.requests
+        stats["byVerb"] = self.traffic.stats()
         stats["faultsInjected"] = dict(self.faults.injected)
         stats["faultKnobs"] = self.faults.knob_stats(open_watches=len(self._watchers))
         return stats
 
     # ---- entry -------------------------------------------------------------------------------------------
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Serve one request, counted per verb with its response bytes (/sim requests are not counted there)."""
         self.requests += 1
+        if request.path.startswith("/sim/"):
+            return await self._serve(request)
+        verb = verb_of(request.method, request.path, request.query)
+        self.traffic.request(verb)
+        resp = await self._serve(request)
+        if verb != "watch":  # a watch counts its bytes as it writes them (_write_event)
+            self.traffic.sent(verb, resp.content_length or 0)
+        return resp
+
+    async def _serve(self, request: web.Request) -> web.StreamResponse:
         try:
             path = request.path
             if path.startswith("/sim/"):
@@ -294,7 +308,7 @@ class ApiServer:
         m = request.method
         if route.name is None:
             if m == "GET":
-                watch = route.watch or request.query.get("watch") in ("true", "1", "True")
+                watch = route.watch or request.query.get("watch") in TRUE
                 if watch:
                     return await self._watch(request, route)
                 return self._list(request, route)
@@ -653,10 +667,10 @@ class ApiServer:
             if backlog is None:
                 status = ApiError(410, f"too old resource version: {query.since} ({self.store.compacted_rv})",
                                   reason="Expired").status()
-                await _write_event(resp, "ERROR", status)
+                await self._write_event(resp, "ERROR", status)
                 return resp
             for kind, obj in backlog:
-                await _write_event(resp, kind, obj)
+                await self._write_event(resp, kind, obj)
             await self._watch_follow(resp, watcher, route.rt, query, current_rv)
         except (ConnectionResetError, RuntimeError):
             pass
@@ -678,7 +692,7 @@ class ApiServer:
             since = int(rv_text) if rv_text else 0
         except ValueError as exc:
             raise bad_request(f"invalid resource version {rv_text!r}") from exc
-        bookmarks = request.query.get("allowWatchBookmarks") in ("true", "1")
+        bookmarks = request.query.get("allowWatchBookmarks") in TRUE
 
         def matches(obj: dict[str, Any] | None) -> bool:
             if obj is None:
@@ -723,8 +737,9 @@ class ApiServer:
                                             timeout=min(remaining, 5.0 if query.bookmarks else remaining))
             except TimeoutError:
                 if query.bookmarks:
-                    await _write_event(resp, "BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": {
-                        "resourceVersion": str(max(last_rv, self.store.rv))}})
+                    await self._write_event(resp, "BOOKMARK", {
+                        "kind": rt.kind, "apiVersion": rt.api_version,
+                        "metadata": {"resourceVersion": str(max(last_rv, self.store.rv))}})
                 continue
             if ev is None:
                 break
@@ -733,11 +748,12 @@ class ApiServer:
                 continue
             out = _translate(ev, query.matches)
             if out:
-                await _write_event(resp, *out)
+                await self._write_event(resp, *out)
 
-
-async def _write_event(resp: web.StreamResponse, kind: str, obj: dict[str, Any]) -> None:
-    await resp.write((dumps({"type": kind, "object": obj}) + "\n").encode())
+    async def _write_event(self, resp: web.StreamResponse, kind: str, obj: dict[str, Any]) -> None:
+        data = (dumps({"type": kind, "object": obj}) + "\n").encode()
+        self.traffic.sent("watch", len(data))
+        await resp.write(data)
 
 
 def _translate(ev: Any, matches: Any) -> tuple[str, dict[str, Any]] | None:
