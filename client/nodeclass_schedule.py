@@ -8,21 +8,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from temporalio.client import (
-    Client,
-    Schedule,
-    ScheduleActionStartWorkflow,
-    ScheduleAlreadyRunningError,
-    ScheduleHandle,
-    ScheduleIntervalSpec,
-    ScheduleOverlapPolicy,
-    SchedulePolicy,
-    ScheduleSpec,
-    ScheduleState,
-    ScheduleUpdate,
-    ScheduleUpdateInput,
-)
+from temporalio.client import Client, Schedule, ScheduleActionStartWorkflow, ScheduleHandle
 
+from client.schedules import ensure_schedule, interval_schedule
 from workflows.nodeclass import NodeClassWorkflow
 from workflows.nodeclass_models import NodeClassInput
 from workflows.search_attributes import TASK_QUEUE
@@ -35,28 +23,13 @@ DEFAULT_EVERY = timedelta(seconds=60)
 def nodeclass_schedule(every: timedelta = DEFAULT_EVERY, task_queue: str = TASK_QUEUE, paused: bool = False,
                        note: str = "") -> Schedule:
     """A resolution every `every`; a missed tick is dropped (the next one resolves the same)."""
-    return Schedule(
-        action=ScheduleActionStartWorkflow(NodeClassWorkflow.run, NodeClassInput(), id=NODECLASS_WORKFLOW_ID,
-                                           task_queue=task_queue, execution_timeout=max(every * 5, timedelta(
-                                               minutes=10))),
-        spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
-        policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP, catchup_window=max(every, timedelta(seconds=10))),
-        state=ScheduleState(paused=paused, note=note),
-    )
+    action = ScheduleActionStartWorkflow(NodeClassWorkflow.run, NodeClassInput(), id=NODECLASS_WORKFLOW_ID,
+                                         task_queue=task_queue, execution_timeout=max(every * 5, timedelta(minutes=10)))
+    return interval_schedule(action, every, paused, note)
 
 
 async def ensure_nodeclass_schedule(client: Client, every: timedelta = DEFAULT_EVERY, task_queue: str = TASK_QUEUE,
                                     schedule_id: str = NODECLASS_SCHEDULE_ID) -> ScheduleHandle:
     """Create the schedule, or update an existing one in place (its paused state is kept)."""
-    try:
-        return await client.create_schedule(schedule_id, nodeclass_schedule(every, task_queue))
-    except ScheduleAlreadyRunningError:
-        handle = client.get_schedule_handle(schedule_id)
-
-        def update(inp: ScheduleUpdateInput) -> ScheduleUpdate:
-            state = inp.description.schedule.state
-            return ScheduleUpdate(schedule=nodeclass_schedule(every, task_queue, paused=state.paused,
-                                                              note=state.note or ""))
-
-        await handle.update(update)
-        return handle
+    return await ensure_schedule(client, schedule_id,
+                                 lambda paused, note: nodeclass_schedule(every, task_queue, paused, note))

@@ -8,21 +8,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from temporalio.client import (
-    Client,
-    Schedule,
-    ScheduleActionStartWorkflow,
-    ScheduleAlreadyRunningError,
-    ScheduleHandle,
-    ScheduleIntervalSpec,
-    ScheduleOverlapPolicy,
-    SchedulePolicy,
-    ScheduleSpec,
-    ScheduleState,
-    ScheduleUpdate,
-    ScheduleUpdateInput,
-)
+from temporalio.client import Client, Schedule, ScheduleActionStartWorkflow, ScheduleHandle
 
+from client.schedules import ensure_schedule, interval_schedule
 from workflows.disruption_models import DisruptionSettings, PlannerInput
 from workflows.planner import PlannerWorkflow
 from workflows.search_attributes import TASK_QUEUE
@@ -35,35 +23,19 @@ DEFAULT_EVERY = timedelta(seconds=10)
 def planner_schedule(every: timedelta = DEFAULT_EVERY, task_queue: str = TASK_QUEUE,
                      settings: DisruptionSettings | None = None, paused: bool = False,
                      note: str = "") -> Schedule:
-    """The schedule: a pass every `every`; missed ticks older than one interval are dropped, not replayed."""
-    return Schedule(
-        action=ScheduleActionStartWorkflow(
-            PlannerWorkflow.run, PlannerInput(settings=settings or DisruptionSettings()),
-            id=PLANNER_WORKFLOW_ID, task_queue=task_queue,
-            execution_timeout=max(every * 30, timedelta(minutes=10)),
-        ),
-        spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
-        policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP, catchup_window=max(every, timedelta(seconds=10))),
-        state=ScheduleState(paused=paused, note=note),
-    )
+    """The schedule: a planner pass every `every`."""
+    action = ScheduleActionStartWorkflow(PlannerWorkflow.run, PlannerInput(settings=settings or DisruptionSettings()),
+                                         id=PLANNER_WORKFLOW_ID, task_queue=task_queue,
+                                         execution_timeout=max(every * 30, timedelta(minutes=10)))
+    return interval_schedule(action, every, paused, note)
 
 
 async def ensure_planner_schedule(client: Client, every: timedelta = DEFAULT_EVERY, task_queue: str = TASK_QUEUE,
                                   settings: DisruptionSettings | None = None,
                                   schedule_id: str = PLANNER_SCHEDULE_ID) -> ScheduleHandle:
     """Create the planner schedule, or update an existing one in place (its paused state is kept)."""
-    try:
-        return await client.create_schedule(schedule_id, planner_schedule(every, task_queue, settings))
-    except ScheduleAlreadyRunningError:
-        handle = client.get_schedule_handle(schedule_id)
-
-        def update(inp: ScheduleUpdateInput) -> ScheduleUpdate:
-            state = inp.description.schedule.state
-            return ScheduleUpdate(schedule=planner_schedule(every, task_queue, settings, paused=state.paused,
-                                                            note=state.note or ""))
-
-        await handle.update(update)
-        return handle
+    return await ensure_schedule(client, schedule_id,
+                                 lambda paused, note: planner_schedule(every, task_queue, settings, paused, note))
 
 
 async def set_planner_paused(client: Client, paused: bool, note: str = "",
