@@ -13,6 +13,7 @@ is warm); the last of CACHE_ATTEMPTS attempts returns a pass skipped with the re
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -56,8 +57,9 @@ class ClusterSource(Protocol):
         """Truthy once fresh; else (after `timeout`) falsy with `reason` (PassSkipped's values), `kind`, `detail`."""
         ...
 
-    def read(self) -> tuple[list[dict[str, Any]], list[Any]]:
-        """Every object (KubeClient.cluster_objects() order) and the Pods among them parsed (planning PodInfo)."""
+    def read(self) -> tuple[list[dict[str, Any]], list[Any], Mapping[int, Any]]:
+        """Every object (KubeClient.cluster_objects() order), the Pods among them parsed (planning PodInfo), and
+        by id() the objects already loaded (api.snapshot.load_object)."""
         ...
 
 
@@ -167,16 +169,12 @@ def to_command(cmd: Any, index: dict[str, NodeRef]) -> DisruptionCommand:
                              replacements=reps, savings_per_hour=cmd.savings_per_hour, pods=len(cmd.pods))
 
 
-def snapshot_of(objs: list[dict[str, Any]], pods: list[Any] | None = None) -> Any:
-    """The Snapshot a pass plans on. With `pods` (the cache's, parsed, keyed uniquely) only the other kinds go
-    through the loader's checks, and the snapshot's pods are theirs, in their order."""
+def snapshot_of(objs: list[dict[str, Any]], loaded: Mapping[int, Any] | None = None) -> Any:
+    """The Snapshot a pass plans on. With `loaded` (the cache's objects already loaded, by id()) only the other
+    objects (e.g. a node whose taint this pass removed) go through the loader."""
     from api.snapshot import Snapshot
 
-    if pods is None:
-        return Snapshot.from_objects(objs)
-    snapshot = Snapshot.from_objects(o for o in objs if o.get("kind") != "Pod")
-    snapshot.pods = [p.raw for p in pods]
-    return snapshot
+    return Snapshot.from_objects(objs) if loaded is None else Snapshot.from_loaded(objs, loaded)
 
 
 PASS_HEARTBEAT_SECONDS = 5.0
@@ -227,14 +225,15 @@ class PlanningActivities:
             names.update(memo.get(MEMO_NODES) or [])
         return names, uids, ids
 
-    async def _read(self) -> tuple[list[dict[str, Any]], list[Any] | None]:
-        """The cluster's objects, and their pods already parsed when they come from the cache (else None)."""
+    async def _read(self) -> tuple[list[dict[str, Any]], Any]:
+        """The cluster's objects, and from the cache (else None) their pods parsed and the objects loaded."""
         if self._cluster is None:
             return await asyncio.to_thread(self._kube.cluster_objects), None
         health = await self._cluster.wait_healthy(CACHE_WAIT_SECONDS)
         if not health:
             raise StaleCluster(health)
-        return await asyncio.to_thread(self._cluster.read)
+        objs, pods, loaded = await asyncio.to_thread(self._cluster.read)
+        return objs, (pods, loaded)
 
     def _stale(self, exc: StaleCluster, what: str) -> None:
         """Fail this attempt for Temporal to retry, unless it is the last one the caller then skips (logged and
@@ -247,11 +246,11 @@ class PlanningActivities:
             raise ApplicationError(f"cluster cache not fresh: {exc}", type=ErrorType.CLUSTER_CACHE_NOT_READY) from exc
 
     async def _snapshot(self, own_workflow_id: str | None, release_before: datetime | None = None
-                        ) -> tuple[list[dict[str, Any]], list[Any] | None, set[str], set[str], list[str]]:
-        """Objects, their parsed pods (from the cache) or None, excluded node names, paused pools. With
+                        ) -> tuple[list[dict[str, Any]], Any, set[str], set[str], list[str]]:
+        """Objects, (parsed pods, loaded objects) from the cache or None, excluded node names, paused pools. With
         `release_before` (a planner pass), disrupted taints that no running workflow owns are removed first,
         as Karpenter's loop does (docs/semantics.md §2, docs/decisions.md §6)."""
-        objs, pods = await self._read()
+        objs, parts = await self._read()
         names, uids, ids = await self._in_flight(own_workflow_id)
         names |= replacement_nodes(objs, ids)
         index = node_index(objs)
@@ -266,7 +265,7 @@ class PlanningActivities:
             objs = [_untainted(o) if o.get("kind") == "Node" and o["metadata"]["name"] in released else o
                     for o in objs]
         # Paused NodePools are not excluded here: planning blocks their nodes itself and says why.
-        return objs, pods, excluded, paused_node_pools(objs), sorted(released)
+        return objs, parts, excluded, paused_node_pools(objs), sorted(released)
 
     def _release(self, name: str) -> bool:
         """Untaint one node no disruption owns any more (a deleting one keeps its taint for its termination)."""
@@ -277,10 +276,12 @@ class PlanningActivities:
             return False
 
     def _plan(self, objs: list[dict[str, Any]], at: datetime, excluded: set[str], catalog_path: str | None,
-              pods: list[Any] | None = None) -> Any:
+              parts: Any = None) -> Any:
+        """`parts`: (parsed pods, loaded objects) from the cache, so a steady pass re-parses only what changed."""
         from planning.plan import plan
 
-        return plan(snapshot_of(objs, pods), at, catalog=self._catalog_for(catalog_path), exclude_nodes=excluded,
+        pods, loaded = parts if parts is not None else (None, None)
+        return plan(snapshot_of(objs, loaded), at, catalog=self._catalog_for(catalog_path), exclude_nodes=excluded,
                     pods=pods)
 
     @activity.defn(name="planner_pass")
@@ -291,12 +292,12 @@ class PlanningActivities:
 
     async def _plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
         try:
-            objs, pods, excluded, paused, released = await self._snapshot(None, release_before=inp.at)
+            objs, parts, excluded, paused, released = await self._snapshot(None, release_before=inp.at)
         except StaleCluster as exc:
             self._stale(exc, "planner pass")
             metrics.PLANNER_PASSES.labels(result="skipped").inc()
             return PlanPassResult(skipped=exc.reason, skipped_detail=str(exc))
-        result = await asyncio.to_thread(self._plan, objs, inp.at, excluded, inp.catalog_path, pods)
+        result = await asyncio.to_thread(self._plan, objs, inp.at, excluded, inp.catalog_path, parts)
         index = node_index(objs)
         out = PlanPassResult(excluded_nodes=sorted(excluded), paused_node_pools=sorted(paused), nodes=len(index),
                              released=released,
@@ -342,7 +343,7 @@ class PlanningActivities:
 
     async def _validate_command(self, inp: ValidateInput) -> ValidationResult:
         try:
-            objs, pods, excluded, paused, _ = await self._snapshot(inp.own_workflow_id)
+            objs, parts, excluded, paused, _ = await self._snapshot(inp.own_workflow_id)
         except StaleCluster as exc:
             self._stale(exc, "validation")
             return ValidationResult(valid=False, reason=f"cluster cache not fresh: {exc}")
@@ -357,7 +358,7 @@ class PlanningActivities:
             if n.name in excluded:
                 return ValidationResult(valid=False, reason=f"candidate {n.name} is already being disrupted")
         try:
-            result = await asyncio.to_thread(self._plan, objs, inp.at, excluded, inp.catalog_path, pods)
+            result = await asyncio.to_thread(self._plan, objs, inp.at, excluded, inp.catalog_path, parts)
         except Exception as exc:
             raise ApplicationError(f"planning failed: {exc}") from exc
         names = {n.name for n in ours.nodes}

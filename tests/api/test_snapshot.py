@@ -173,3 +173,21 @@ def test_fast_path_refusal_falls_back_to_pyyaml_errors(monkeypatch: pytest.Monke
     # duplicate keys: yaml_rs refuses, PyYAML takes the last one (as kubectl does)
     snap = parse_snapshot("apiVersion: v1\nkind: Node\nmetadata: {name: a}\nmetadata: {name: b}\n")
     assert snap.nodes[0]["metadata"]["name"] == "b"
+
+
+def test_from_loaded_equals_from_objects_and_still_checks_what_was_not_loaded() -> None:
+    """The worker's cache keeps objects loaded between passes (runtime/cluster_view.py): a snapshot of loaded
+    objects is the loader's own, in the same order, and an object not loaded yet is still checked."""
+    from simulator.generate import generate_cluster
+
+    objs = generate_cluster(4, 5, seed=9)
+    loaded = {id(o): snapshot_mod.load_object(o) for o in objs[::2]}  # half loaded, half through the loader
+    fresh, again = Snapshot.from_objects(objs), Snapshot.from_loaded(objs, loaded)
+    for kind in ("node_pools", "node_claims", "node_classes", "nodes", "pods", "pdbs"):
+        assert getattr(again, kind) == getattr(fresh, kind), kind
+    assert again.warnings == fresh.warnings
+    broken = {"apiVersion": "v1", "kind": "Node", "metadata": {}}
+    with pytest.raises(SnapshotError, match=r"metadata\.name"):
+        Snapshot.from_loaded([*objs, broken], loaded)
+    with pytest.raises(SnapshotError, match=r"metadata\.name"):
+        snapshot_mod.load_object(broken)

@@ -18,6 +18,7 @@ from support.sim_objects import nodepool
 
 from activities.kube_client import KubeClient
 from activities.planning_runner import snapshot_of
+from api.snapshot import load_object
 from planning.cluster import parse_pod
 from planning.plan import plan
 from runtime.cluster_cache import ClusterCache
@@ -62,8 +63,8 @@ def _converged(view: ClusterView, api: Any, timeout: float = 15.0) -> list[dict[
         time.sleep(0.05)
 
 
-def _plan_json(objs: list[dict[str, Any]], pods: list[Any] | None = None) -> str:
-    return plan(snapshot_of(objs, pods), AT, pods=pods).model_dump_json()
+def _plan_json(objs: list[dict[str, Any]], pods: list[Any] | None = None, loaded: Any = None) -> str:
+    return plan(snapshot_of(objs, loaded), AT, pods=pods).model_dump_json()
 
 
 def test_view_plans_what_a_list_plans_after_random_churn(view: ClusterView, k8s: Any) -> None:
@@ -73,17 +74,18 @@ def test_view_plans_what_a_list_plans_after_random_churn(view: ClusterView, k8s:
         if i % 7 == 0:
             view.read()  # parses carried over between reads, as between passes
     listed = _converged(view, k8s)
-    objs, pods = view.read()
+    objs, pods, loaded = view.read()
     assert [parse_pod(p.raw) for p in pods] == pods  # every carried parse is the parse of the stored object
+    assert all(loaded[id(o)] == load_object(o) for o in objs)  # and every carried load is the load of it
     assert {_key(o) for o in objs} == {_key(o) for o in listed}
-    by_view = _plan_json(objs, pods)
+    by_view = _plan_json(objs, pods, loaded)
     assert by_view == _plan_json(view.cache.objects())  # the same objects, parsed from scratch
     assert by_view == _plan_json(listed)
     assert '"commands":[{' in by_view  # a plan with decisions in it, not a trivially equal empty one
 
 
 def test_a_steady_read_reparses_only_changed_pods(view: ClusterView, k8s: Any) -> None:
-    _, pods = view.read()
+    _, pods, _ = view.read()
     assert view.reparsed == len(pods) > 0
     view.read()
     assert view.reparsed == 0
@@ -92,7 +94,7 @@ def test_a_steady_read_reparses_only_changed_pods(view: ClusterView, k8s: Any) -
                                              {"metadata": {"labels": {"touched": "yes"}}})
     deadline = time.monotonic() + 10
     while True:
-        _, now = view.read()
+        _, now, _ = view.read()
         changed = next(p for p in now if p.key == victim.key)
         if changed.labels.get("touched") == "yes":
             break
