@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -47,6 +48,8 @@ class StackOptions:
     interruption: bool = True
     planner: bool = True
     resync_seconds: float = 10.0
+    # the demo's AWS side for its EC2NodeClasses (devstack/demo_aws.py), resolved once before planning starts
+    node_classes: bool = False
     env: dict[str, str] = field(default_factory=lambda: {
         "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"})
 
@@ -67,6 +70,7 @@ class Stack:
         self.queue_url: str | None = None
         self.ec2: Any = None
         self.sqs: Any = None
+        self.aws: Any = None  # devstack.demo_aws.DemoAws when options.node_classes
         self._stop = asyncio.Event()
         self._worker_task: asyncio.Task[None] | None = None
 
@@ -94,6 +98,11 @@ class Stack:
         if self.o.interruption:
             self.queue_url = self.sqs.create_queue(QueueName=INTERRUPTION_QUEUE,
                                                    Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
+        if self.o.node_classes:
+            from devstack.demo_aws import DemoAws
+            from runtime.cloud_clients import iam_client
+
+            self.aws = await asyncio.to_thread(DemoAws(self.ec2, iam_client(self.moto.endpoint)).create)
         self.sim = Simulator(scenario=self.o.scenario, ec2_endpoint=self.moto.endpoint, time_scale=self.o.time_scale,
                              ready_delay=self.o.ready_delay, port=self.o.sim_port or 0,
                              kubeconfig_path=self.o.workdir / "kubeconfig")
@@ -105,6 +114,8 @@ class Stack:
         from client.nodeclass_schedule import ensure_nodeclass_schedule
 
         await ensure_nodeclass_schedule(self.client)
+        if self.o.node_classes:
+            await self.resolve_node_classes()
         if self.o.planner:
             from client.planner_schedule import ensure_planner_schedule
             from workflows.disruption_models import DisruptionSettings
@@ -113,7 +124,19 @@ class Stack:
                 validation_delay_seconds=self.o.validation_delay, ready_timeout_seconds=self.o.ready_timeout,
                 ready_poll_seconds=2.0))
 
+    async def resolve_node_classes(self) -> Any:
+        """One NodeClassWorkflow now, as the `nodeflow-nodeclass` Schedule runs it (its first run is up to a minute
+        away): launches find the classes Ready from the first planner pass on."""
+        from workflows.nodeclass import NodeClassWorkflow
+        from workflows.nodeclass_models import NodeClassInput
+        from workflows.search_attributes import TASK_QUEUE
+
+        return await self.client.execute_workflow(NodeClassWorkflow.run, NodeClassInput(),
+                                                  id=f"nodeflow-nodeclass-start-{uuid.uuid4().hex[:8]}",
+                                                  task_queue=TASK_QUEUE, execution_timeout=timedelta(minutes=2))
+
     async def start_worker(self) -> None:
+        from devstack.demo_aws import CLUSTER_CA, CLUSTER_NAME
         from runtime.cloud_clients import iam_client, ssm_client
         from runtime.settings import Deps, Settings
         from runtime.worker_loop import run_worker
@@ -122,7 +145,9 @@ class Stack:
         api.configuration.connection_pool_maxsize = 64
         deps = Deps(kube_api=api, ec2=self.ec2, sqs=self.sqs, temporal=self.client,
                     ssm=ssm_client("us-east-1", self.moto.endpoint), iam=iam_client(self.moto.endpoint),
-                    settings=Settings(interruption_queue_url=self.queue_url, resync_seconds=self.o.resync_seconds))
+                    settings=Settings(interruption_queue_url=self.queue_url, resync_seconds=self.o.resync_seconds,
+                                      cluster_name=CLUSTER_NAME, cluster_endpoint=self.sim.base_url,
+                                      cluster_ca=CLUSTER_CA))
         self._stop = asyncio.Event()
         self._worker_task = asyncio.create_task(run_worker(self.client, deps, self._stop), name="nodeflow-worker")
 

@@ -57,7 +57,7 @@ def _write_scenario(workdir: Path) -> Path:
     from starter.demo_scenario import demo_cluster
 
     path = workdir / "demo-cluster.yaml"
-    path.write_text(yaml.safe_dump_all(demo_cluster(), sort_keys=False))
+    path.write_text(yaml.safe_dump_all(demo_cluster(node_classes=True), sort_keys=False))
     return path
 
 
@@ -74,10 +74,13 @@ async def _demo(args: argparse.Namespace, duration: float | None) -> int:
         cost_before, nodes_before = cost_per_hour(initial, catalog), len(initial)
         for line in _hints(stack, {(n.get("metadata") or {}).get("name", "") for n in initial}):
             say(line)
-        await _run_live(stack, core, catalog, cost_before, args, duration, say)
+        rollout = await _run_live(stack, core, catalog, cost_before, args, duration, say)
         if not args.headless:
             print("time is up: pausing the planner and letting in-flight work finish ...", flush=True)
         report = await _final_report(stack, core, catalog, cost_before, nodes_before, args.settle, say)
+        if rollout is not None:
+            await rollout.observe(stack)
+            report["amiRollout"] = rollout.report()
         _write_report(report, args.report, say)
         return 1 if report["pdbViolations"] or report["leakedInstances"] or report["stuckFinalizers"] else 0
     finally:
@@ -99,7 +102,7 @@ async def _start_stack(args: argparse.Namespace, say: Any) -> Any:
     if task is not None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     stack = Stack(StackOptions(workdir=args.workdir, scenario=scenario, headless_ui=args.headless,
-                               interruption=not args.no_interruption))
+                               interruption=not args.no_interruption, node_classes=args.scenario is None))
     say("starting Temporal dev server, moto (EC2 + SQS), the simulated cluster and the worker ...")
     t0 = time.monotonic()
     try:
@@ -115,11 +118,14 @@ async def _start_stack(args: argparse.Namespace, say: Any) -> Any:
 
 
 async def _run_live(stack: Any, core: Any, catalog: Any, cost_before: float, args: argparse.Namespace,
-                    duration: float | None, say: Any) -> None:
-    """Until the duration is up: watch the worker, inject the spot interruption once, redraw the live view."""
+                    duration: float | None, say: Any) -> Any:
+    """Until the duration is up: watch the worker, inject the spot interruption once, publish a new AMI for the
+    memory class once (starter/demo_nodeclass.py), redraw the live view. Returns the AMI rollout (or None)."""
+    from starter.demo_nodeclass import NEW_IMAGE_AFTER, register_new_image
     from starter.demo_report import cost_per_hour, render_live
 
     interrupted_node = None
+    rollout = None
     note = ""
     screen = _LiveScreen(sys.stdout)
     recent_cache: dict[str, str] = {}
@@ -135,12 +141,22 @@ async def _run_live(stack: Any, core: Any, catalog: Any, cost_before: float, arg
             note = f"spot interruption warning sent for node {interrupted_node} at {elapsed:.0f}s"
             if args.headless:
                 say(f"injected a spot interruption warning for node {interrupted_node}")
+        if stack.aws is not None and rollout is None and elapsed >= NEW_IMAGE_AFTER:
+            rollout = await register_new_image(stack)
+            if args.headless:
+                say(f"registered a new AMI {rollout.image} for EC2NodeClass memory at {elapsed:.0f}s")
+        if rollout is not None:
+            for line in await rollout.observe(stack):
+                if args.headless:
+                    say(line)
         if not args.headless:
             nodes = _nodes(core)
             flying = await _in_flight(stack.client)
             recent = await _recent(stack.client, recent_cache)
+            notes = "\n        ".join(n for n in (note, rollout.note() if rollout else "") if n)
             screen.show(render_live(elapsed, _states(nodes), flying, cost_per_hour(nodes, catalog), cost_before,
-                                    stack.temporal.ui_url, note=note, recent=recent))
+                                    stack.temporal.ui_url, note=notes, recent=recent))
+    return rollout
 
 
 def _write_report(report: dict[str, Any], path: Path | None, say: Any) -> None:

@@ -4,9 +4,13 @@
   nodes that stay;
 - pool `ci` (tainted for CI runners, `WhenEmpty`): nodes whose jobs have finished (emptiness); the taint keeps
   the pods that other disruptions evict from landing there, so they stay empty;
-- pool `memory` (r-family): one oversized node that a cheaper one can replace (single-node consolidation);
+- pool `memory` (r-family, its workloads pinned there): one oversized node that a cheaper one can replace
+  (single-node consolidation);
 - pool `batch` (expireAfter 24h): nodes launched three days ago (expiration);
 - pool `spot`: spot nodes, one of which receives an interruption warning during the demo.
+With `node_classes`, the NodePools launch from EC2NodeClasses (devstack/demo_aws.py): `memory` for the memory
+pool, whose nodes run its image (status.imageID), so a newer image for it rolls them out by drift; `default` for
+the rest.
 Timestamps are relative to `now`, so the scenario is fresh whenever the demo starts. Controllers (the
 ReplicaSets and the node-agent DaemonSet) carry the uids their pods point at, so the simulator adopts the
 pods instead of creating a second set.
@@ -19,6 +23,7 @@ from typing import Any
 
 from api import labels as L
 from api.catalog import load_default_catalog
+from devstack.demo_aws import BASE_IMAGE, CLASSES, node_class_object
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 CI_TAINT = {"key": "nodeflow.dev/ci-runner", "value": "true", "effect": "NoSchedule"}
@@ -34,10 +39,10 @@ def _uid(kind: str, name: str) -> str:
 
 def _pool(name: str, requirements: list[dict[str, Any]], budgets: list[dict[str, Any]], expire: str = "720h",
           consolidate_after: str = "30s", policy: str = "WhenEmptyOrUnderutilized",
-          taints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+          taints: list[dict[str, Any]] | None = None, node_class: str = "default") -> dict[str, Any]:
     template_spec: dict[str, Any] = {
         "requirements": requirements, "expireAfter": expire, "terminationGracePeriod": "10m",
-        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}
+        "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": node_class}}
     if taints:
         template_spec["taints"] = taints
     return {"apiVersion": L.API_VERSION, "kind": "NodePool", "metadata": {"name": name},
@@ -58,7 +63,8 @@ class _Builder:
         self.n = 0
 
     def node(self, pool: str, itype: str, capacity: str = "on-demand", age: timedelta = timedelta(hours=6),
-             drifted: bool = False, taints: list[dict[str, Any]] | None = None) -> str:
+             drifted: bool = False, taints: list[dict[str, Any]] | None = None, node_class: str = "default",
+             image: str | None = None) -> str:
         self.n += 1
         name = f"{pool}-{self.n:02d}"
         zone = ZONES[self.n % 3]
@@ -81,9 +87,10 @@ class _Builder:
             "finalizers": [L.TERMINATION_FINALIZER]},
             "spec": {**({"taints": list(taints)} if taints else {}),
                      "requirements": [_req(L.INSTANCE_TYPE_LABEL, itype), _req(L.CAPACITY_TYPE_LABEL, capacity)],
-                     "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                     "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": node_class},
                      "terminationGracePeriod": "10m"},
-            "status": {"nodeName": name, "providerID": provider, "capacity": alloc, "allocatable": alloc,
+            "status": {**({"imageID": image} if image else {}), "nodeName": name, "providerID": provider,
+                       "capacity": alloc, "allocatable": alloc,
                        "conditions": conditions, "lastPodEventTime": _ts(self.now - timedelta(hours=1))}})
         self.objects.append({"apiVersion": "v1", "kind": "Node", "metadata": {
             "name": name, "labels": node_labels, "creationTimestamp": created,
@@ -119,6 +126,15 @@ class _Builder:
                 "spec": {"maxUnavailable": int(pdb) if pdb.isdigit() else pdb,
                          "selector": {"matchLabels": {"app": name}}}})
 
+    def pin(self, app: str, node_selector: dict[str, str]) -> None:
+        """A nodeSelector on the app's ReplicaSet template and its pods (they run nowhere else)."""
+        for o in self.objects:
+            owner = ((o["metadata"].get("ownerReferences") or [{}])[0]).get("name")
+            if o["kind"] == "Pod" and owner == app:
+                o["spec"]["nodeSelector"] = dict(node_selector)
+            elif o["kind"] == "ReplicaSet" and o["metadata"]["name"] == app:
+                o["spec"]["template"]["spec"]["nodeSelector"] = dict(node_selector)
+
     @staticmethod
     def _spec(cpu: str, memory: str, grace: int) -> dict[str, Any]:
         return {"terminationGracePeriodSeconds": grace,
@@ -149,16 +165,20 @@ class _Builder:
                      "template": {"metadata": {"labels": {"app": "node-agent"}}, "spec": spec}}})
 
 
-def demo_cluster(now: datetime | None = None) -> list[dict[str, Any]]:
-    """The demo's objects: 30 nodes in five NodePools, with workloads, PDBs and one do-not-disrupt pod."""
+def demo_cluster(now: datetime | None = None, node_classes: bool = False) -> list[dict[str, Any]]:
+    """The demo's objects: 30 nodes in five NodePools, with workloads, PDBs and one do-not-disrupt pod; with
+    `node_classes`, the two EC2NodeClasses of devstack/demo_aws.py too."""
     now = now or datetime.now(UTC)
     b = _Builder(now)
     od = [_req(L.CAPACITY_TYPE_LABEL, "on-demand"), _req(L.ARCH_LABEL, "amd64")]
+    memory_class, memory_image = ("memory", BASE_IMAGE) if node_classes else ("default", None)
+    if node_classes:
+        b.objects += [node_class_object(name) for name in CLASSES]
     b.objects += [
         _pool("general", [*od, {"key": "karpenter.k8s.aws/instance-family", "operator": "Exists"}][:2],
               [{"nodes": "20%"}]),
         _pool("memory", [*od, _req(L.INSTANCE_TYPE_LABEL, "r5.large", "r5.xlarge", "r5.2xlarge", "r6i.large",
-                                   "r6i.xlarge", "r6i.2xlarge")], [{"nodes": "1"}]),
+                                   "r6i.xlarge", "r6i.2xlarge")], [{"nodes": "1"}], node_class=memory_class),
         _pool("batch", od, [{"nodes": "50%"}], expire="24h", consolidate_after="Never"),
         _pool("spot", [_req(L.CAPACITY_TYPE_LABEL, "spot"), _req(L.ARCH_LABEL, "amd64")], [{"nodes": "10%"}],
               consolidate_after="Never"),
@@ -169,8 +189,8 @@ def demo_cluster(now: datetime | None = None) -> list[dict[str, Any]]:
     drifted = [b.node("general", "m5.xlarge", drifted=True) for _ in range(4)]
     empty = [b.node("ci", "m5.large", taints=[CI_TAINT]) for _ in range(3)]
     under = [b.node("general", "m5.2xlarge") for _ in range(5)]
-    memory = [b.node("memory", "r5.2xlarge")]
-    memory_steady = [b.node("memory", "r5.xlarge") for _ in range(2)]
+    memory = [b.node("memory", "r5.2xlarge", node_class=memory_class, image=memory_image)]
+    memory_steady = [b.node("memory", "r5.xlarge", node_class=memory_class, image=memory_image) for _ in range(2)]
     batch = [b.node("batch", "c5.xlarge", age=timedelta(days=3)) for _ in range(3)]
     spot = [b.node("spot", "c5.xlarge", capacity="spot") for _ in range(4)]
     assert len(b.objects) and b.n == 30, b.n
@@ -180,6 +200,8 @@ def demo_cluster(now: datetime | None = None) -> list[dict[str, Any]]:
     b.app("api", under, "500m", "1Gi", per_node=2, pdb="1")
     b.app("cache", memory, "1", "12Gi", per_node=1)
     b.app("sessions", memory_steady, "1", "20Gi", per_node=1)
+    for app in ("cache", "sessions"):  # memory workloads stay in the memory pool (drift replaces its nodes there)
+        b.pin(app, {L.NODEPOOL_LABEL: "memory"})
     b.app("reports", batch, "1", "2Gi", per_node=2)
     b.app("crawler", spot, "1500m", "2Gi", per_node=2)
     b.app("ledger", steady[:1], "250m", "512Mi", annotations={L.DO_NOT_DISRUPT_ANNOTATION: "true"})
