@@ -13,7 +13,7 @@ is warm); the last of CACHE_ATTEMPTS attempts returns a pass skipped with the re
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -57,9 +57,9 @@ class ClusterSource(Protocol):
         """Truthy once fresh; else (after `timeout`) falsy with `reason` (PassSkipped's values), `kind`, `detail`."""
         ...
 
-    def read(self) -> tuple[list[dict[str, Any]], list[Any], Mapping[int, Any]]:
-        """Every object (KubeClient.cluster_objects() order), the Pods among them parsed (planning PodInfo), and
-        by id() the objects already loaded (api.snapshot.load_object)."""
+    def read(self) -> tuple[list[dict[str, Any]], Any, Any]:
+        """Every object (KubeClient.cluster_objects() order), their api.snapshot.Snapshot, and its pods and
+        NodeClaims parsed (planning.cluster.Parsed), kept between reads."""
         ...
 
 
@@ -169,12 +169,26 @@ def to_command(cmd: Any, index: dict[str, NodeRef]) -> DisruptionCommand:
                              replacements=reps, savings_per_hour=cmd.savings_per_hour, pods=len(cmd.pods))
 
 
-def snapshot_of(objs: list[dict[str, Any]], loaded: Mapping[int, Any] | None = None) -> Any:
-    """The Snapshot a pass plans on. With `loaded` (the cache's objects already loaded, by id()) only the other
-    objects (e.g. a node whose taint this pass removed) go through the loader."""
-    from api.snapshot import Snapshot
+@dataclass
+class ClusterRead:
+    """What a pass or a validation read: every object, the nodes, what to leave alone; from the cache, also the
+    snapshot and its parsed parts (a LIST's objects are loaded by the planner instead)."""
 
-    return Snapshot.from_objects(objs) if loaded is None else Snapshot.from_loaded(objs, loaded)
+    objs: list[dict[str, Any]]
+    index: dict[str, NodeRef]
+    excluded: set[str]
+    paused: set[str]
+    released: list[str]
+    snapshot: Any = None
+    parsed: Any = None
+
+    def untaint(self, names: set[str]) -> None:
+        """Plan on the nodes whose leftover taint was just removed as they now are."""
+        def fix(o: dict[str, Any]) -> dict[str, Any]:
+            return _untainted(o) if o.get("kind") == "Node" and o["metadata"]["name"] in names else o
+        self.objs = [fix(o) for o in self.objs]
+        if self.snapshot is not None:
+            self.snapshot.nodes = [fix(o) for o in self.snapshot.nodes]
 
 
 PASS_HEARTBEAT_SECONDS = 5.0
@@ -225,15 +239,14 @@ class PlanningActivities:
             names.update(memo.get(MEMO_NODES) or [])
         return names, uids, ids
 
-    async def _read(self) -> tuple[list[dict[str, Any]], Any]:
-        """The cluster's objects, and from the cache (else None) their pods parsed and the objects loaded."""
+    async def _read(self) -> tuple[list[dict[str, Any]], Any, Any]:
+        """The cluster's objects; from the cache, also their Snapshot and parsed parts (else None, None)."""
         if self._cluster is None:
-            return await asyncio.to_thread(self._kube.cluster_objects), None
+            return await asyncio.to_thread(self._kube.cluster_objects), None, None
         health = await self._cluster.wait_healthy(CACHE_WAIT_SECONDS)
         if not health:
             raise StaleCluster(health)
-        objs, pods, loaded = await asyncio.to_thread(self._cluster.read)
-        return objs, (pods, loaded)
+        return await asyncio.to_thread(self._cluster.read)
 
     def _stale(self, exc: StaleCluster, what: str) -> None:
         """Fail this attempt for Temporal to retry, unless it is the last one the caller then skips (logged and
@@ -245,27 +258,27 @@ class PlanningActivities:
         if not last:
             raise ApplicationError(f"cluster cache not fresh: {exc}", type=ErrorType.CLUSTER_CACHE_NOT_READY) from exc
 
-    async def _snapshot(self, own_workflow_id: str | None, release_before: datetime | None = None
-                        ) -> tuple[list[dict[str, Any]], Any, set[str], set[str], list[str]]:
-        """Objects, (parsed pods, loaded objects) from the cache or None, excluded node names, paused pools. With
-        `release_before` (a planner pass), disrupted taints that no running workflow owns are removed first,
-        as Karpenter's loop does (docs/semantics.md §2, docs/decisions.md §6)."""
-        objs, parts = await self._read()
+    async def _snapshot(self, own_workflow_id: str | None, release_before: datetime | None = None) -> ClusterRead:
+        """The cluster, the excluded node names and the paused pools. With `release_before` (a planner pass),
+        disrupted taints that no running workflow owns are removed first, as Karpenter's loop does
+        (docs/semantics.md §2, docs/decisions.md §6)."""
+        objs, snapshot, parsed = await self._read()
+        control = [o for o in objs if o.get("kind") != "Pod"]  # what the checks below read (not 72k pods)
         names, uids, ids = await self._in_flight(own_workflow_id)
-        names |= replacement_nodes(objs, ids)
-        index = node_index(objs)
+        names |= replacement_nodes(control, ids)
+        index = node_index(control)
         released: set[str] = set()
         if release_before is not None:
-            for name in orphaned_taints(objs, names, uids, release_before):
+            for name in orphaned_taints(control, names, uids, release_before):
                 if await asyncio.to_thread(self._release, name):
                     released.add(name)
-        excluded = (tainted_nodes(objs) - released) | {n for n in names if n in index} | \
+        excluded = (tainted_nodes(control) - released) | {n for n in names if n in index} | \
             {ref.name for ref in index.values() if ref.uid in uids}
-        if released:
-            objs = [_untainted(o) if o.get("kind") == "Node" and o["metadata"]["name"] in released else o
-                    for o in objs]
         # Paused NodePools are not excluded here: planning blocks their nodes itself and says why.
-        return objs, parts, excluded, paused_node_pools(objs), sorted(released)
+        read = ClusterRead(objs, index, excluded, paused_node_pools(control), sorted(released), snapshot, parsed)
+        if released:
+            read.untaint(released)
+        return read
 
     def _release(self, name: str) -> bool:
         """Untaint one node no disruption owns any more (a deleting one keeps its taint for its termination)."""
@@ -275,14 +288,15 @@ class PlanningActivities:
             activity.logger.warning("could not remove the leftover taint of %s: %s", name, exc)
             return False
 
-    def _plan(self, objs: list[dict[str, Any]], at: datetime, excluded: set[str], catalog_path: str | None,
-              parts: Any = None) -> Any:
-        """`parts`: (parsed pods, loaded objects) from the cache, so a steady pass re-parses only what changed."""
+    def _plan(self, read: ClusterRead, at: datetime, catalog_path: str | None) -> Any:
+        """Plan on the cache's snapshot and parsed parts (a steady pass re-parses only what changed), or load the
+        LISTed objects."""
+        from api.snapshot import Snapshot
         from planning.plan import plan
 
-        pods, loaded = parts if parts is not None else (None, None)
-        return plan(snapshot_of(objs, loaded), at, catalog=self._catalog_for(catalog_path), exclude_nodes=excluded,
-                    pods=pods)
+        snapshot = read.snapshot if read.snapshot is not None else Snapshot.from_objects(read.objs)
+        return plan(snapshot, at, catalog=self._catalog_for(catalog_path), exclude_nodes=read.excluded,
+                    parsed=read.parsed)
 
     @activity.defn(name="planner_pass")
     async def plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
@@ -292,15 +306,15 @@ class PlanningActivities:
 
     async def _plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
         try:
-            objs, parts, excluded, paused, released = await self._snapshot(None, release_before=inp.at)
+            read = await self._snapshot(None, release_before=inp.at)
         except StaleCluster as exc:
             self._stale(exc, "planner pass")
             metrics.PLANNER_PASSES.labels(result="skipped").inc()
             return PlanPassResult(skipped=exc.reason, skipped_detail=str(exc))
-        result = await asyncio.to_thread(self._plan, objs, inp.at, excluded, inp.catalog_path, parts)
-        index = node_index(objs)
+        result = await asyncio.to_thread(self._plan, read, inp.at, inp.catalog_path)
+        index, excluded, paused = read.index, read.excluded, read.paused
         out = PlanPassResult(excluded_nodes=sorted(excluded), paused_node_pools=sorted(paused), nodes=len(index),
-                             released=released,
+                             released=read.released,
                              blocked=[BlockedNode(node=b.node, reason=b.reason) for b in result.blocked])
         for c in result.commands:
             if any(n in excluded for n in c.nodes):
@@ -343,12 +357,12 @@ class PlanningActivities:
 
     async def _validate_command(self, inp: ValidateInput) -> ValidationResult:
         try:
-            objs, parts, excluded, paused, _ = await self._snapshot(inp.own_workflow_id)
+            read = await self._snapshot(inp.own_workflow_id)
         except StaleCluster as exc:
             self._stale(exc, "validation")
             return ValidationResult(valid=False, reason=f"cluster cache not fresh: {exc}")
         ours = inp.command
-        index = node_index(objs)
+        index, excluded, paused = read.index, read.excluded, read.paused
         if ours.node_pool in paused:
             return ValidationResult(valid=False, reason=f"NodePool {ours.node_pool} is paused")
         for n in ours.nodes:
@@ -358,7 +372,7 @@ class PlanningActivities:
             if n.name in excluded:
                 return ValidationResult(valid=False, reason=f"candidate {n.name} is already being disrupted")
         try:
-            result = await asyncio.to_thread(self._plan, objs, inp.at, excluded, inp.catalog_path, parts)
+            result = await asyncio.to_thread(self._plan, read, inp.at, inp.catalog_path)
         except Exception as exc:
             raise ApplicationError(f"planning failed: {exc}") from exc
         names = {n.name for n in ours.nodes}

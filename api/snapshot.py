@@ -11,7 +11,7 @@ Every problem is reported as `FILE: document N (kind/name): problem`, never as a
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,23 +110,6 @@ class Snapshot:
         builder.finish()
         return snap
 
-    @classmethod
-    def from_loaded(cls, objects: Iterable[dict[str, Any]], loaded: Mapping[int, Any],
-                    source: str = "<objects>") -> Snapshot:
-        """`from_objects` for a caller that keeps objects loaded between snapshots (the worker's watch cache,
-        runtime/cluster_view.py): an object whose id() is in `loaded` is taken as `load_object` returned it, the
-        rest go through the loader's checks. Same lists in the same order, without re-validating 72k objects."""
-        snap = cls(source=source)
-        builder = _Builder(snap)
-        for n, obj in enumerate(objects, start=1):
-            done = loaded.get(id(obj))
-            if done is None:
-                builder.add_document(obj, n)
-            else:
-                builder.take(obj.get("kind", ""), done)
-        builder.finish()
-        return snap
-
     def node_pool(self, name: str) -> NodePool | None:
         for pool in self.node_pools:
             if pool.name == name:
@@ -201,15 +184,6 @@ class _Builder:
             raise fail(_pydantic_problem(exc)) from None
         except ValueError as exc:
             raise fail(str(exc)) from None
-
-    def take(self, kind: str, loaded: Any) -> None:
-        """An object `load_object` already checked and parsed, appended where `_route` would put it."""
-        snap = self.snap
-        if kind == "NodePool":
-            snap.warnings += [f"NodePool/{loaded.name}: {w}" for w in loaded.warnings]
-        lists = {"NodePool": snap.node_pools, "NodeClaim": snap.node_claims, "EC2NodeClass": snap.node_classes,
-                 "Node": snap.nodes, "Pod": snap.pods, "PodDisruptionBudget": snap.pdbs}
-        lists.get(kind, snap.others).append(loaded)
 
     def _route(self, kind: str, obj: dict[str, Any]) -> None:
         snap = self.snap

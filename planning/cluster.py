@@ -7,7 +7,7 @@ simulation never touch dicts or pydantic models in their inner loops.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -288,6 +288,14 @@ def parse_claim(obj: Any) -> ClaimInfo:
     )
 
 
+@dataclass(frozen=True)
+class Parsed:
+    """A snapshot's pods and NodeClaims already parsed, in the snapshot's order (Cluster.from_parts)."""
+
+    pods: Sequence[PodInfo]
+    claims: Sequence[ClaimInfo] | None = None
+
+
 @dataclass(slots=True)
 class PoolInfo:
     """The NodePool fields decisions read, with defaults applied."""
@@ -525,14 +533,16 @@ class Cluster:
         return cls.from_parts(snapshot, (parse_pod(raw) for raw in snapshot.pods), catalog)
 
     @classmethod
-    def from_parts(cls, snapshot: Any, pods: Iterable[PodInfo], catalog: InstanceTypeCatalog | None = None) -> Cluster:
-        """`from_snapshot` with the snapshot's pods already parsed, in its order: the worker's watch cache keeps
-        them parsed between passes (runtime/cluster_view.py). PodInfo is only read here and by decisions."""
+    def from_parts(cls, snapshot: Any, pods: Iterable[PodInfo], catalog: InstanceTypeCatalog | None = None,
+                   claims: Iterable[ClaimInfo] | None = None) -> Cluster:
+        """`from_snapshot` with the snapshot's pods (and optionally NodeClaims) already parsed, in its order: the
+        worker's watch cache keeps them between passes (runtime/cluster_view.py). Decisions only read PodInfo
+        and ClaimInfo; the NodeInfo they change is built here every time."""
         from api.catalog import load_default_catalog
 
         catalog = catalog or getattr(snapshot, "catalog", None) or load_default_catalog()
         pools = {p.name: p for p in (parse_pool(np) for np in snapshot.node_pools)}
-        claims = [parse_claim(c) for c in snapshot.node_claims]
+        claims = [parse_claim(c) for c in snapshot.node_claims] if claims is None else list(claims)
         nodes = [parse_node(i, raw) for i, raw in enumerate(snapshot.nodes)]
         by_name = {n.name: n for n in nodes}
         by_provider = {pid: n for n in nodes if (pid := (n.raw.get("spec") or {}).get("providerID"))}

@@ -12,7 +12,7 @@ import copy
 import dataclasses
 import gc
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -23,7 +23,7 @@ from api import labels as L
 from api.catalog import InstanceTypeCatalog
 from api.events import EventReason
 from planning.candidates import EVENTUAL, GRACEFUL, CandidateSet, build_candidates
-from planning.cluster import Cluster, PodInfo, parse_pool, type_labels
+from planning.cluster import Cluster, Parsed, parse_pool, type_labels
 from planning.commands import Blocked, Command, FinalState, PlanEvent, PlanResult, Replacement
 from planning.drift import Drift
 from planning.emptiness import Emptiness
@@ -90,21 +90,21 @@ def _gc_paused() -> Iterator[None]:
 
 def run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None,
              exclude_nodes: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
-             compute_all: bool = False, optimize: bool = False, pods: Sequence[PodInfo] | None = None) -> PassOutcome:
+             compute_all: bool = False, optimize: bool = False, parsed: Parsed | None = None) -> PassOutcome:
     """One planner pass. With `compute_all` every method computes its commands (for benchmarks and
-    explanations), but only the first method with commands contributes them, as in a real pass. `pods`: the
-    snapshot's pods already parsed, in its order (the worker's watch cache keeps them; see Cluster.from_parts)."""
+    explanations), but only the first method with commands contributes them, as in a real pass. `parsed`: the
+    snapshot's pods and claims already parsed (the worker's watch cache keeps them; see Cluster.from_parts)."""
     with _gc_paused():
-        return _run_pass(snapshot, at, catalog, exclude_nodes, limits, compute_all, optimize, pods)
+        return _run_pass(snapshot, at, catalog, exclude_nodes, limits, compute_all, optimize, parsed)
 
 
 def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
               exclude_nodes: set[str] | frozenset[str], limits: Limits | None, compute_all: bool,
-              optimize: bool, pods: Sequence[PodInfo] | None = None) -> PassOutcome:
+              optimize: bool, parsed: Parsed | None = None) -> PassOutcome:
     at = _utc(at)
     exclude = set(exclude_nodes)
-    cluster = Cluster.from_snapshot(snapshot, catalog) if pods is None else \
-        Cluster.from_parts(snapshot, pods, catalog)
+    cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
+        Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims)
     rows = budget_rows(snapshot, at, cluster, exclude)
     allowed: dict[str, dict[str, int]] = {}
     for row in rows:
@@ -176,11 +176,11 @@ def _live(cluster: Cluster) -> list[Any]:
 
 def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None, until_stable: bool = False,
          exclude_nodes: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
-         max_passes: int = MAX_PASSES, optimize: bool = False, pods: Sequence[PodInfo] | None = None) -> PlanResult:
+         max_passes: int = MAX_PASSES, optimize: bool = False, parsed: Parsed | None = None) -> PlanResult:
     """The planner's decision for `snapshot` at `at` (docs/contracts.md §3). Pure: no I/O, the snapshot stays as is.
-    `pods`: the snapshot's pods already parsed (first pass only; later passes plan on changed copies)."""
+    `parsed`: parts of the snapshot already parsed (first pass only; later passes plan on changed copies)."""
     at = _utc(at)
-    first = run_pass(snapshot, at, catalog, exclude_nodes, limits, optimize=optimize, pods=pods)
+    first = run_pass(snapshot, at, catalog, exclude_nodes, limits, optimize=optimize, parsed=parsed)
     if not until_stable:
         removed = {n for c in first.commands for n in c.nodes}
         live = [n for n in _live(first.cluster) if n.name not in removed]

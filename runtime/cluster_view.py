@@ -1,12 +1,12 @@
 """The planner's view of the watch cache: the cached objects, already loaded, and their pods already parsed.
 
-Loading 80k objects (shape checks, NodeClaim models) and parsing 72k pods into `PodInfo` cost seconds per
-pass; between two passes only what changed needs it. The informer replaces a stored object on every change and
-never modifies one (runtime/informer.py), so object identity is the change signal: an object that is the one
-seen last read reuses its load and PodInfo, any other is loaded and parsed. No listener is needed, and the
-order is the cache's own by construction, so a pass over the view decides exactly what a pass over
-`cache.objects()` would.
-PodInfo is not modified by planning (NodeInfo is, and is built fresh every pass by `Cluster.from_parts`).
+Loading 80k objects (shape checks, NodeClaim models) and parsing 72k pods into `PodInfo` (5,000 claims into
+`ClaimInfo`) cost seconds per pass; between two passes only what changed needs it. The informer replaces a
+stored object on every change and never modifies one (runtime/informer.py), so object identity is the change
+signal: an object that is the one seen last read reuses its load and parse, any other is loaded and parsed.
+No listener is needed, and the order is the cache's own by construction, so a pass over the view decides
+exactly what a pass over `cache.objects()` would. Planning only reads PodInfo and ClaimInfo (NodeInfo, which
+it changes, is built every pass by `Cluster.from_parts`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import threading
 import time
 from typing import Any
 
-from api.snapshot import SnapshotError, load_object
-from planning.cluster import PodInfo, parse_pod
+from api.snapshot import Snapshot, load_object
+from planning.cluster import ClaimInfo, Parsed, PodInfo, parse_claim, parse_pod
 from runtime.cluster_cache import KINDS, ClusterCache, Health
 from runtime.informer import Obj
 
@@ -27,9 +27,8 @@ class ClusterView:
 
     def __init__(self, cache: ClusterCache) -> None:
         self.cache = cache
-        # id(stored object) -> (that object, its load); holding the object keeps its id from being reused
-        self._loaded: dict[int, tuple[Obj, Any]] = {}
-        self._parsed: dict[int, PodInfo] = {}  # id(stored pod) -> its PodInfo (which holds the pod as `raw`)
+        # id(stored object) -> its Entry; holding the object keeps its id from being reused while kept
+        self._kept: dict[int, Entry] = {}
         self._lock = threading.Lock()  # a pass and a validation may read at once
         self.reparsed = 0  # pods parsed by the last read (the rest were reused)
 
@@ -53,39 +52,42 @@ class ClusterView:
             await asyncio.sleep(interval)
         return health
 
-    def read(self) -> tuple[list[Obj], list[PodInfo], dict[int, Any]]:
-        """Every cached object in `KubeClient.cluster_objects()` order; the Pods among them parsed (same order);
-        and, by id(), each object as `api.snapshot.load_object` loaded it (for `Snapshot.from_loaded`)."""
+    def read(self) -> tuple[list[Obj], Snapshot, Parsed]:
+        """Every cached object (`KubeClient.cluster_objects()` order), the Snapshot of them, and its Pods and
+        NodeClaims parsed. What was seen last read is reused; the rest is loaded (api.snapshot.load_object, whose
+        SnapshotError fails the pass as a LIST pass's loader would) and parsed."""
         with self._lock:
+            old: dict[int, Entry] = self._kept
+            kept: dict[int, Entry] = {}
             objs: list[Obj] = []
+            snap = Snapshot(source="<cluster cache>")
+            lists = {"NodePool": snap.node_pools, "NodeClaim": snap.node_claims, "EC2NodeClass": snap.node_classes,
+                     "Node": snap.nodes, "Pod": snap.pods, "PodDisruptionBudget": snap.pdbs}
+            pods: list[PodInfo] = []
+            claims: list[ClaimInfo] = []
+            reparsed = 0
             for kind in KINDS:
                 inf = self.cache.informers.get(kind)
-                if inf is not None:
-                    objs += inf.objects()
-            loaded, pods = self._carry(objs)
-            return objs, pods, loaded
+                items = inf.objects() if inf is not None else []
+                objs += items
+                for obj in items:
+                    entry = old.get(id(obj))
+                    if entry is None or entry[0] is not obj:
+                        entry, reparsed = _load(kind, obj), reparsed + (kind == "Pod")
+                    kept[id(obj)] = entry
+                    lists[kind].append(entry[1])
+                    if kind == "Pod":
+                        pods.append(entry[2])
+                    elif kind == "NodeClaim":
+                        claims.append(entry[2])
+            self._kept, self.reparsed = kept, reparsed
+            return objs, snap, Parsed(pods, claims)
 
-    def _carry(self, objs: list[Obj]) -> tuple[dict[int, Any], list[PodInfo]]:
-        """Reuse the load and PodInfo of every object seen last read; load and parse only the others."""
-        old_loaded, old_pods = self._loaded, self._parsed
-        kept: dict[int, tuple[Obj, Any]] = {}
-        parsed: dict[int, PodInfo] = {}
-        pods: list[PodInfo] = []
-        reparsed = 0
-        for obj in objs:
-            key = id(obj)
-            entry = old_loaded.get(key)
-            if entry is None or entry[0] is not obj:
-                try:
-                    entry = (obj, load_object(obj))
-                except SnapshotError:
-                    continue  # left to the snapshot's loader, which fails the pass as a LIST pass would
-            kept[key] = entry
-            if obj.get("kind") == "Pod":
-                info = old_pods.get(key)
-                if info is None or info.raw is not obj:
-                    info, reparsed = parse_pod(obj), reparsed + 1
-                parsed[key] = info
-                pods.append(info)
-        self._loaded, self._parsed, self.reparsed = kept, parsed, reparsed
-        return {k: v[1] for k, v in kept.items()}, pods
+
+Entry = tuple[Obj, Any, Any]  # (the stored object, as loaded, parsed: PodInfo / ClaimInfo / None)
+
+
+def _load(kind: str, obj: Obj) -> Entry:
+    loaded = load_object(obj)
+    parsed = parse_pod(obj) if kind == "Pod" else parse_claim(loaded) if kind == "NodeClaim" else None
+    return obj, loaded, parsed

@@ -17,9 +17,8 @@ from support.churn import random_change
 from support.sim_objects import nodepool
 
 from activities.kube_client import KubeClient
-from activities.planning_runner import snapshot_of
-from api.snapshot import load_object
-from planning.cluster import parse_pod
+from api.snapshot import Snapshot
+from planning.cluster import parse_claim, parse_pod
 from planning.plan import plan
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_trim import trim
@@ -63,8 +62,8 @@ def _converged(view: ClusterView, api: Any, timeout: float = 15.0) -> list[dict[
         time.sleep(0.05)
 
 
-def _plan_json(objs: list[dict[str, Any]], pods: list[Any] | None = None, loaded: Any = None) -> str:
-    return plan(snapshot_of(objs, loaded), AT, pods=pods).model_dump_json()
+def _plan_json(snapshot: Any, parsed: Any = None) -> str:
+    return plan(snapshot, AT, parsed=parsed).model_dump_json()
 
 
 def test_view_plans_what_a_list_plans_after_random_churn(view: ClusterView, k8s: Any) -> None:
@@ -74,18 +73,21 @@ def test_view_plans_what_a_list_plans_after_random_churn(view: ClusterView, k8s:
         if i % 7 == 0:
             view.read()  # parses carried over between reads, as between passes
     listed = _converged(view, k8s)
-    objs, pods, loaded = view.read()
-    assert [parse_pod(p.raw) for p in pods] == pods  # every carried parse is the parse of the stored object
-    assert all(loaded[id(o)] == load_object(o) for o in objs)  # and every carried load is the load of it
+    objs, snapshot, parsed = view.read()
+    assert [parse_pod(p.raw) for p in parsed.pods] == parsed.pods  # every carried parse is a fresh one's equal
+    assert [parse_claim(c) for c in snapshot.node_claims] == parsed.claims
+    from_scratch = Snapshot.from_objects(objs)  # and every carried load is a fresh load's equal
+    for kind in ("node_pools", "node_claims", "node_classes", "nodes", "pods", "pdbs"):
+        assert getattr(snapshot, kind) == getattr(from_scratch, kind), kind
     assert {_key(o) for o in objs} == {_key(o) for o in listed}
-    by_view = _plan_json(objs, pods, loaded)
-    assert by_view == _plan_json(view.cache.objects())  # the same objects, parsed from scratch
-    assert by_view == _plan_json(listed)
+    by_view = _plan_json(snapshot, parsed)
+    assert by_view == _plan_json(Snapshot.from_objects(view.cache.objects()))  # parsed from scratch
+    assert by_view == _plan_json(Snapshot.from_objects(listed))
     assert '"commands":[{' in by_view  # a plan with decisions in it, not a trivially equal empty one
 
 
 def test_a_steady_read_reparses_only_changed_pods(view: ClusterView, k8s: Any) -> None:
-    _, pods, _ = view.read()
+    pods = view.read()[2].pods
     assert view.reparsed == len(pods) > 0
     view.read()
     assert view.reparsed == 0
@@ -94,7 +96,7 @@ def test_a_steady_read_reparses_only_changed_pods(view: ClusterView, k8s: Any) -
                                              {"metadata": {"labels": {"touched": "yes"}}})
     deadline = time.monotonic() + 10
     while True:
-        _, now, _ = view.read()
+        now = view.read()[2].pods
         changed = next(p for p in now if p.key == victim.key)
         if changed.labels.get("touched") == "yes":
             break
