@@ -25,3 +25,17 @@ def launch_blocker(node_classes: Mapping[str, Any], node_class: str) -> str | No
     ready = nc.condition(READY)
     why = (ready.message or ready.reason) if ready is not None else "not resolved yet (no Ready condition)"
     return f"EC2NodeClass {node_class} not Ready: {why}"
+
+
+def pools_that_cannot_launch(snapshot: Any) -> list[dict[str, str]]:
+    """`nodeflow plan`'s `nodePoolsBlocked`: every NodePool of the snapshot whose EC2NodeClass is missing or not
+    Ready, with the reason (`{"nodePool", "reason"}`, by name)."""
+    from planning.cluster import parse_pool
+
+    classes = {c.metadata.name: c for c in snapshot.node_classes}
+    out = []
+    for pool in sorted((parse_pool(p) for p in snapshot.node_pools), key=lambda p: p.name):
+        reason = launch_blocker(classes, pool.node_class)
+        if reason is not None:
+            out.append({"nodePool": pool.name, "reason": reason})
+    return out

@@ -53,6 +53,7 @@ def load_inputs(path: str, catalog_path: str | None) -> tuple[Any, Any]:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from planning.nodeclass_readiness import pools_that_cannot_launch
     from planning.optimizer import SolverMissingError
     from planning.plan import run_plan
 
@@ -72,6 +73,7 @@ def handle(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     data = result.to_public()
     data["provisioning"], unservable = _provisioning(snapshot, catalog)
+    data["nodePoolsBlocked"] = pools_that_cannot_launch(snapshot)  # a missing / not Ready EC2NodeClass
     print_output(data, args.output, table=lambda d: render_plan(d, unservable))
     return 0
 
@@ -114,6 +116,11 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
     out.append(f"BLOCKED ({len(blocked)})" if blocked else "BLOCKED: none")
     if blocked:
         out.append(render_table(["NODE", "REASON"], [[b["node"], b["reason"]] for b in blocked]).rstrip())
+    if data.get("nodePoolsBlocked"):
+        out.append("")
+        out.append(f"NODEPOOLS THAT CANNOT LAUNCH ({len(data['nodePoolsBlocked'])})")
+        out.append(render_table(["NODEPOOL", "REASON"],
+                                [[p["nodePool"], p["reason"]] for p in data["nodePoolsBlocked"]]).rstrip())
     out.append("")
     out += _render_provisioning(data.get("provisioning") or [], unservable)
     final = data["final"]

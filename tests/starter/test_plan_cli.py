@@ -66,7 +66,8 @@ def test_expired_example_deletes_without_budget_or_replacement(capsys):
 
 def test_json_shape_is_exactly_the_contract(capsys):
     data = _plan(capsys, "plan-consolidate.yaml")
-    assert list(data) == ["at", "budgets", "commands", "blocked", "final", "provisioning"]  # §3.1 adds the last
+    # §3.1 adds provisioning, §3.2 nodePoolsBlocked
+    assert list(data) == ["at", "budgets", "commands", "blocked", "final", "provisioning", "nodePoolsBlocked"]
     assert data["at"] == AT
     assert set(data["budgets"][0]) == {"nodePool", "reason", "limit", "total", "disrupting", "allowed", "errors"}
     assert list(data["commands"][0]) == ["method", "reason", "nodePool", "nodes", "replacements", "savingsPerHour",
@@ -150,6 +151,14 @@ def test_a_drift_replacement_for_a_pool_whose_class_is_missing_is_blocked(capsys
     data = _plan_json(capsys, path)
     assert data["commands"] == []
     assert [(b["node"], b["reason"]) for b in data["blocked"]] == [("node-a", "EC2NodeClass default not found")]
+    assert data["nodePoolsBlocked"] == [{"nodePool": "default", "reason": "EC2NodeClass default not found"}]
+    assert run(["plan", "-f", str(path), "--at", AT]) == 0
+    table = capsys.readouterr().out
+    assert "NODEPOOLS THAT CANNOT LAUNCH (1)" in table and "EC2NodeClass default not found" in table
+
+
+def test_every_pool_can_launch_from_a_ready_class(capsys):
+    assert _plan(capsys, "plan-ami-drift.yaml")["nodePoolsBlocked"] == []
 
 
 def test_a_drift_replacement_from_a_class_that_is_not_ready_is_blocked(capsys, tmp_path):
