@@ -66,7 +66,7 @@ def test_expired_example_deletes_without_budget_or_replacement(capsys):
 
 def test_json_shape_is_exactly_the_contract(capsys):
     data = _plan(capsys, "plan-consolidate.yaml")
-    # §3.1 adds provisioning, §3.2 nodePoolsBlocked
+    # §3.1 adds provisioning and nodePoolsBlocked
     assert list(data) == ["at", "budgets", "commands", "blocked", "final", "provisioning", "nodePoolsBlocked"]
     assert data["at"] == AT
     assert set(data["budgets"][0]) == {"nodePool", "reason", "limit", "total", "disrupting", "allowed", "errors"}
