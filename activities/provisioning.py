@@ -42,6 +42,15 @@ FATAL_EC2_ERRORS = {"InsufficientInstanceCapacity", "InvalidParameterValue", "Un
                     "InvalidAMIID.Malformed", "UnfulfillableCapacity", "MaxSpotInstanceCountExceeded"}
 
 
+# EC2 errors that mean "no capacity for this offering now": the launch passes to the next offering.
+ICE_ERRORS = {"InsufficientInstanceCapacity", "UnfulfillableCapacity"}
+MAX_OFFERINGS_TRIED = 30  # RunInstances calls one launch makes at most (a CreateFleet request takes 60 overrides)
+
+
+class _InsufficientCapacity(Exception):
+    """Internal: one offering had no capacity."""
+
+
 def nodeclaim_name(node_pool: str, key: str) -> str:
     """Deterministic `<pool>-<hash>` (Karpenter uses generateName `<pool>-`; we need retries to agree)."""
     return f"{node_pool}-{hashlib.sha256(key.encode()).hexdigest()[:10]}"
@@ -83,6 +92,29 @@ def cheapest_offering(catalog: InstanceTypeCatalog, r: Replacement,
     return best
 
 
+def offerings_cheapest_first(catalog: InstanceTypeCatalog, r: Replacement,
+                             zones: set[str] | None) -> list[tuple[str, Offering]]:
+    """Every available (type, offering) of the allowed types for the chosen capacity type, cheapest first."""
+    out: list[tuple[str, Offering]] = []
+    for name in r.instance_types:
+        it = catalog.get(name)
+        if it is None:
+            continue
+        out += [(name, o) for o in it.offerings if o.available and o.capacity_type == r.capacity_type
+                and (zones is None or o.zone in zones)]
+    out.sort(key=lambda t: (t[1].price, t[0], t[1].zone))
+    return out
+
+
+def _offer_of(instance: dict[str, Any], offers: list[tuple[str, Offering]]) -> tuple[str, Offering]:
+    """The offering an already-running instance was launched as (a retried activity reports what runs)."""
+    zone = (instance.get("Placement") or {}).get("AvailabilityZone")
+    for itype, off in offers:
+        if itype == instance.get("InstanceType") and off.zone == zone:
+            return itype, off
+    return offers[0]
+
+
 class ProvisioningActivities:
     """Clients come in: the Kubernetes gateway, an EC2 client (boto3), the catalog."""
 
@@ -108,20 +140,39 @@ class ProvisioningActivities:
         zones = allowed_zones(claim["spec"]["requirements"])
         if node_class is not None:  # only zones the class has a subnet in
             zones = subnet_zones(node_class) if zones is None else zones & subnet_zones(node_class)
-        choice = cheapest_offering(self._catalog, inp.replacement, zones)
-        if choice is None:
+        offers = offerings_cheapest_first(self._catalog, inp.replacement, zones)
+        if not offers:
             self._delete_claim(meta["name"])
             raise ApplicationError(
                 f"no available offering for {inp.replacement.capacity_type} {inp.replacement.instance_types}",
                 type=ErrorType.LAUNCH_FAILED.value, non_retryable=True)
-        itype, off = choice
-        instance = self._existing_instance(meta["name"], meta["uid"]) or self._run_instance(claim, inp, itype, off.zone,
-                                                                                            node_class)
+        existing = self._existing_instance(meta["name"], meta["uid"])
+        if existing is not None:
+            itype, off = _offer_of(existing, offers)
+            instance = existing
+        else:
+            instance, itype, off = self._run_first_available(claim, inp, offers, node_class)
         if node_class is not None:
             self._classes.record(claim, instance, node_class)
         return LaunchedReplacement(node_claim=meta["name"], uid=meta["uid"], instance_id=instance["InstanceId"],
                                    instance_type=itype, zone=off.zone, capacity_type=inp.replacement.capacity_type,
                                    price=off.price)
+
+    def _run_first_available(self, claim: Obj, inp: LaunchInput, offers: list[tuple[str, Offering]],
+                             node_class: EC2NodeClass | None) -> tuple[dict[str, Any], str, Offering]:
+        """Cheapest offering first; an offering that answers ICE passes to the next (as Karpenter's CreateFleet
+        overrides do). Each attempt has its own ClientToken: a retried activity finds the instance by its tags."""
+        refused: list[str] = []
+        for attempt, (itype, off) in enumerate(offers[:MAX_OFFERINGS_TRIED]):
+            try:
+                return self._run_instance(claim, inp, itype, off.zone, node_class, attempt), itype, off
+            except _InsufficientCapacity:
+                refused.append(f"{itype}/{off.zone}")
+                activity.logger.info("launch %s: %s in %s has no capacity, trying the next offering",
+                                     claim["metadata"]["name"], itype, off.zone)
+        self._delete_claim(claim["metadata"]["name"])
+        raise ApplicationError(f"InsufficientInstanceCapacity for every offering: {', '.join(refused)}", refused,
+                               type=ErrorType.INSUFFICIENT_CAPACITY.value, non_retryable=True)
 
     def _get_nodepool(self, name: str) -> Obj:
         pool = self._kube.get_node_pool(name)
@@ -177,9 +228,11 @@ class ProvisioningActivities:
         return params
 
     def _run_instance(self, claim: Obj, inp: LaunchInput, itype: str, zone: str,
-                      node_class: EC2NodeClass | None = None) -> dict[str, Any]:
+                      node_class: EC2NodeClass | None = None, attempt: int = 0) -> dict[str, Any]:
         params = self._launch_params(claim, inp, itype, zone, node_class)
-        params.update(InstanceType=itype, MinCount=1, MaxCount=1, ClientToken=client_token(claim["metadata"]["uid"]))
+        uid = claim["metadata"]["uid"]
+        params.update(InstanceType=itype, MinCount=1, MaxCount=1,
+                      ClientToken=client_token(uid if attempt == 0 else f"{uid}-{attempt}"))
         if inp.replacement.capacity_type == labels.CAPACITY_SPOT:
             params["InstanceMarketOptions"] = {"MarketType": "spot",
                                                "SpotOptions": {"SpotInstanceType": "one-time"}}
@@ -187,6 +240,8 @@ class ProvisioningActivities:
             return self._ec2.run_instances(**params)["Instances"][0]
         except Exception as exc:
             code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            if code in ICE_ERRORS:
+                raise _InsufficientCapacity(code) from exc
             if code in FATAL_EC2_ERRORS:
                 raise ApplicationError(f"RunInstances {itype} in {zone}: {code}", type=ErrorType.LAUNCH_FAILED.value,
                                        non_retryable=True) from exc

@@ -17,6 +17,11 @@ class EventReason(StrEnum):
     DISRUPTION_BLOCKED = "DisruptionBlocked"
     UNCONSOLIDATABLE = "Unconsolidatable"
     NODE_CLASS_NOT_READY = "NodeClassNotReady"  # on a NodePool whose EC2NodeClass is missing or not Ready
+    # provisioning (on a pending Pod, on a NodePool)
+    FAILED_SCHEDULING = "FailedScheduling"  # Karpenter's reason on a pod no NodePool can serve
+    NODEPOOL_LIMITS_REACHED = "NodePoolLimitsReached"  # a pod needs a node but the pool's spec.limits are used up
+    INSUFFICIENT_CAPACITY = "InsufficientCapacity"  # every offering of a launch answered ICE: backing off
+    PROVISIONING_LAUNCHED = "Launched"  # a NodeClaim launched for pending pods
     # a disruption in flight
     DISRUPTING = "Disrupting"
     DISRUPTION_LAUNCHING = "DisruptionLaunching"
@@ -79,3 +84,23 @@ def failed_draining(pdb_refused: bool, pod: str, pdb: str | None) -> str:
     """A 429 (a PDB forbids it) or the API server's 500 for a pod under several PDBs."""
     why = "evicting pod violates a PDB" if pdb_refused else "eviction does not support multiple PDBs"
     return f"Failed to drain node, {why} (Pod={pod}, PDB={pdb or 'unknown'})"
+
+
+def no_nodepool_serves(exclusions: str) -> str:
+    """On a pending pod: every NodePool and the requirement or taint that excludes it."""
+    return f"Failed to schedule pod, no NodePool can serve it: {exclusions}"
+
+
+def nodepool_limits_reached(pool: str, detail: str, pods: int) -> str:
+    return f"NodePool {pool} cannot launch for {pods} pending pod(s): {detail}"
+
+
+def insufficient_capacity(offerings: list[str], retry_seconds: float | None) -> str:
+    """On a NodePool: every offering of a launch answered InsufficientInstanceCapacity, and what happens next."""
+    shown = ", ".join(offerings[:6]) + (f" and {len(offerings) - 6} more" if len(offerings) > 6 else "")
+    then = f"retrying in {retry_seconds:g}s" if retry_seconds is not None else "giving up for this batch"
+    return f"InsufficientInstanceCapacity for every offering ({shown}); {then}"
+
+
+def provisioning_launched(pods: int) -> str:
+    return f"Launched NodeClaim for {pods} pending pod(s)"

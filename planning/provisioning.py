@@ -18,7 +18,7 @@ from typing import Any
 from api import labels as L
 from api.catalog import InstanceTypeCatalog
 from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
-from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo, as_dict, type_labels
+from planning.cluster import Cluster, NodeInfo, Parsed, PodInfo, PoolInfo, as_dict, type_labels
 from planning.commands import Replacement
 from planning.pricing import launch_replacement
 from planning.scheduling import Scheduler, SimState
@@ -102,11 +102,13 @@ def provisionable(pod: PodInfo) -> bool:
 
 
 def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iterable[str] | None = None,
-           cluster: Cluster | None = None) -> ProvisioningDecision:
+           parsed: Parsed | None = None) -> ProvisioningDecision:
     """NodeClaims to launch for the pending pods named in `pods` (`namespace/name` or uid; None: every pending
     pod). Other pending pods compete for room on existing and launching nodes first but launch nothing, so two
-    batches in flight do not count the same free capacity twice. Pure: the snapshot stays as is."""
-    cluster = cluster or Cluster.from_snapshot(snapshot, catalog)
+    batches in flight do not count the same free capacity twice. `parsed`: the snapshot's pods and claims already
+    parsed (the worker's watch cache; as planning.plan.plan takes them). Pure: the snapshot stays as is."""
+    cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
+        Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims)
     launching = _add_launching(cluster, snapshot)
     wanted = None if pods is None else set(pods)
     pending = [p for p in cluster.pending if provisionable(p)]

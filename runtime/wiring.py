@@ -16,6 +16,7 @@ from activities.kube import KubeActivities
 from activities.nodeclass import NodeClassActivities
 from activities.planning_runner import PlanningActivities
 from activities.provisioning import ProvisioningActivities
+from activities.provisioning_planner import ProvisioningPlanner
 from activities.queue import InterruptionQueueActivities, SqsQueue
 from activities.termination_markers import TerminationMarkerActivities
 from api.catalog import InstanceTypeCatalog, load_catalog, load_default_catalog
@@ -27,10 +28,11 @@ from workflows.disruption import DisruptionWorkflow
 from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkflow
 from workflows.nodeclass import NodeClassWorkflow
 from workflows.planner import PlannerWorkflow
+from workflows.provisioning import ProvisioningWorkflow
 from workflows.termination import TerminationWorkflow
 
 WORKFLOWS: list[type] = [TerminationWorkflow, InterruptionPollerWorkflow, SpotPrespinWorkflow, PlannerWorkflow,
-                         DisruptionWorkflow, NodeClassWorkflow]
+                         DisruptionWorkflow, NodeClassWorkflow, ProvisioningWorkflow]
 
 
 def workflows() -> list[type]:
@@ -68,7 +70,16 @@ def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:
         candidates.taint_candidates, candidates.untaint_candidates, candidates.start_terminations,
         candidates.await_terminations,
         events.record_events,
+        *provisioning_activities(deps, planning, catalog),
     ]
+
+
+def provisioning_activities(deps: Deps, reader: PlanningActivities, catalog: InstanceTypeCatalog
+                            ) -> list[Callable[..., Any]]:
+    """ProvisioningWorkflow's own activities (it launches through the disruption's): the decision reads the
+    cluster through the planner's reader, so provisioning adds no second read path."""
+    planner = ProvisioningPlanner(deps.kube, reader, catalog)
+    return [planner.plan, planner.no_capacity]
 
 
 def nodeclass_activities(deps: Deps) -> list[Callable[..., Any]]:

@@ -15,3 +15,4 @@ class ErrorType(StrEnum):
     CANCEL_REJECTED = "CancelRejected"  # a termination's cancel update, refused after it was accepted
     NODE_CLASS_NOT_READY = "NodeClassNotReady"  # the NodePool's EC2NodeClass is missing or not Ready: no launch
     CLUSTER_CACHE_NOT_READY = "ClusterCacheNotReady"  # the worker's watch cache is not synced or not watching: retry
+    INSUFFICIENT_CAPACITY = "InsufficientCapacity"  # every offering of a launch answered ICE: back off, then retry

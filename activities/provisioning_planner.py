@@ -1,0 +1,122 @@
+"""The provisioning decision from the live cluster, and the Events that explain it.
+
+The cluster is read the way the planner reads it (PlanningActivities' reader: the worker's watch cache, or a LIST
+when the cache is off), so provisioning adds no second read path. Only the launches leave the activity; pods no
+NodePool serves get a FailedScheduling Event naming each pool and the requirement or taint that excludes it, and a
+NodePool whose limits stop a launch gets an Event too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.kube_client import KubeClient, event_body
+from activities.planning_runner import StaleCluster
+from api import events
+from api.catalog import InstanceTypeCatalog, load_catalog
+from api.events import EventReason
+from planning.provisioning import Exclusion
+from workflows.disruption_models import Replacement
+from workflows.errors import ErrorType
+from workflows.provisioning_models import (
+    LaunchFailedInput,
+    NodeClaimLaunch,
+    ProvisioningPlan,
+    ProvisioningPlanInput,
+)
+
+
+class ClusterReader(Protocol):
+    """activities/planning_runner.py PlanningActivities: the objects and, from the cache, their Snapshot and parsed
+    parts (else None, None); used as its `_plan` uses them."""
+
+    async def _read(self) -> tuple[list[dict[str, Any]], Any, Any]: ...
+
+
+def to_plan(decision: Any, batch: int) -> ProvisioningPlan:
+    """planning.provisioning.ProvisioningDecision -> the workflow's small payload."""
+    launches = [NodeClaimLaunch(
+        node_pool=launch.node_pool, pods=list(launch.pods),
+        replacement=Replacement(instance_types=list(launch.replacement.instance_types),
+                                capacity_type=launch.replacement.capacity_type, price=launch.replacement.price,
+                                zone=launch.replacement.zone,
+                                requirements=[q.model_dump() for q in launch.replacement.requirements or []]))
+        for launch in decision.launches]
+    pending = sum(len(lt.pods) for lt in launches) + len(decision.nominated) + len(decision.scheduled) + len(
+        decision.unservable)
+    return ProvisioningPlan(launches=launches, nominated=len(decision.nominated), scheduled=len(decision.scheduled),
+                            unservable=[u.pod for u in decision.unservable],
+                            pools_at_limit=sorted(decision.pools_at_limit), gone=max(batch - pending, 0))
+
+
+def explanation_events(decision: Any, batch_id: str, now: datetime) -> list[dict[str, Any]]:
+    """FailedScheduling on each pod no pool serves; NodePoolLimitsReached on each pool whose limits stop a launch.
+    Named by batch and content, so a retried activity records each once."""
+    def named(kind: str, name: str, reason: str, message: str, namespace: str = "default",
+              uid: str | None = None) -> dict[str, Any]:
+        digest = hashlib.sha1(f"{batch_id}/{kind}/{namespace}/{name}/{reason}/{message}".encode()).hexdigest()[:16]
+        return event_body(kind, name, reason, message, now, uid=uid, type_="Warning", namespace=namespace,
+                          event_name=f"{name}.{digest}")
+
+    out = []
+    for u in decision.unservable:
+        namespace, _, name = u.pod.partition("/")
+        out.append(named("Pod", name, EventReason.FAILED_SCHEDULING, events.no_nodepool_serves(u.message()),
+                         namespace, u.uid))
+    for pool, detail in sorted(decision.pools_at_limit.items()):
+        waiting = sum(1 for u in decision.unservable for e in u.exclusions
+                      if e.node_pool == pool and e.reason is Exclusion.LIMITS)
+        out.append(named("NodePool", pool, EventReason.NODEPOOL_LIMITS_REACHED,
+                         events.nodepool_limits_reached(pool, detail, waiting)))
+    return out
+
+
+class ProvisioningPlanner:
+    """Clients come in: the Kubernetes gateway (Events), the planner's cluster reader, the catalog."""
+
+    def __init__(self, kube: KubeClient, reader: ClusterReader, catalog: InstanceTypeCatalog | None = None) -> None:
+        self._kube = kube
+        self._reader = reader
+        self._catalog = catalog
+
+    @activity.defn(name="provisioning_plan")
+    async def plan(self, inp: ProvisioningPlanInput) -> ProvisioningPlan:
+        """Re-plan the batch on the cluster as it is now: pods bound or gone since the batch closed launch nothing."""
+        try:
+            objs, snapshot, parsed = await self._reader._read()
+        except StaleCluster as exc:
+            raise ApplicationError(f"cluster cache not fresh: {exc}", type=ErrorType.CLUSTER_CACHE_NOT_READY) from exc
+        decision = await asyncio.to_thread(self._decide, objs, snapshot, parsed, inp)
+        await asyncio.to_thread(self._explain, explanation_events(decision, inp.batch_id, datetime.now(UTC)))
+        return to_plan(decision, len(inp.pods))
+
+    def _decide(self, objs: list[dict[str, Any]], snapshot: Any, parsed: Any, inp: ProvisioningPlanInput) -> Any:
+        from api.snapshot import Snapshot
+        from planning.provisioning import decide
+
+        catalog = load_catalog(inp.catalog_path) if inp.catalog_path else self._catalog
+        snapshot = snapshot if snapshot is not None else Snapshot.from_objects(objs)
+        return decide(snapshot, catalog, pods=[p.uid for p in inp.pods], parsed=parsed)
+
+    def _explain(self, bodies: list[dict[str, Any]]) -> None:
+        for body in bodies:
+            try:
+                self._kube.create_event(body)
+            except Exception as exc:  # explanations are best effort; never fail the batch over them
+                activity.logger.warning("could not record a provisioning event: %s", exc)
+
+    @activity.defn(name="provisioning_no_capacity")
+    async def no_capacity(self, inp: LaunchFailedInput) -> None:
+        """A Warning on the NodePool: every offering of a launch answered ICE, and whether the batch retries."""
+        now = datetime.now(UTC)
+        message = events.insufficient_capacity(inp.offerings, inp.retry_seconds)
+        digest = hashlib.sha1(f"{inp.batch_id}/{inp.node_pool}/{message}".encode()).hexdigest()[:16]
+        body = event_body("NodePool", inp.node_pool, EventReason.INSUFFICIENT_CAPACITY, message, now,
+                          type_="Warning", event_name=f"{inp.node_pool}.{digest}")
+        await asyncio.to_thread(self._explain, [body])

@@ -1,0 +1,128 @@
+"""Provisioning end to end: dev server + simulator (wired to moto) + the real worker.
+
+- pending pods of a scaled-up ReplicaSet: NodeClaims launched, every pod Running, none pending;
+- a pod no NodePool serves: a FailedScheduling Event naming the pool and the requirement, no launch;
+- the cheapest type out of capacity in every zone (ICE): the launch falls back to the next type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+from support.disruption_stack import disruption_stack, fresh, record_history, replica_set, wait_for
+
+from api import labels
+from bench.clusters import node_pool
+from simulator.ec2 import IceInjector
+from workflows.provisioning import ProvisioningWorkflow
+from workflows.provisioning_models import (
+    PodRef,
+    ProvisioningInput,
+    ProvisioningPhase,
+    ProvisioningResult,
+    ProvisioningSettings,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
+FAST = ProvisioningSettings(ready_timeout_seconds=30, ready_poll_seconds=1, ice_backoff_seconds=1, ice_attempts=2)
+ON_DEMAND_AMD64 = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
+                   {"key": labels.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]
+
+
+def pods(stack: Any, app: str | None = None) -> list[dict[str, Any]]:
+    from kubernetes import client as k8s
+
+    items = k8s.CoreV1Api(stack.api).list_namespaced_pod("default", label_selector=f"app={app}" if app else None)
+    return stack.api.sanitize_for_serialization(items.items)
+
+
+def unschedulable(stack: Any, app: str | None = None) -> list[PodRef]:
+    """Pods the simulator's scheduler marked PodScheduled=False/Unschedulable."""
+    out = []
+    for p in pods(stack, app):
+        conds = (p.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable" for c in conds):
+            out.append(PodRef(key=f"default/{p['metadata']['name']}", uid=p["metadata"]["uid"]))
+    return out
+
+
+def running(stack: Any, app: str) -> int:
+    return sum(1 for p in pods(stack, app) if (p.get("status") or {}).get("phase") == "Running"
+               and (p.get("spec") or {}).get("nodeName"))
+
+
+async def provision(stack: Any, refs: list[PodRef], settings: ProvisioningSettings = FAST,
+                    scenario: str | None = None) -> ProvisioningResult:
+    handle = await stack.client.start_workflow(
+        ProvisioningWorkflow.run, ProvisioningInput(pods=refs, settings=settings),
+        id=f"provision-test-{uuid.uuid4()}", task_queue=stack.task_queue)
+    result = await asyncio.wait_for(handle.result(), 90)
+    if scenario:
+        await record_history(handle, "ProvisioningWorkflow", scenario)
+    return result
+
+
+async def test_pending_pods_of_a_scaled_up_replicaset_get_nodes(temporal_client, sim_ec2, moto_endpoint) -> None:
+    sim_ec2.load_objects(fresh([node_pool("default", requirements=ON_DEMAND_AMD64, consolidate_after="Never"),
+                                replica_set("web", 6, "1500m")]))
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        refs = await wait_for(lambda: (r := unschedulable(stack, "web")) and len(r) == 6 and r, what="6 pending")
+        result = await provision(stack, refs, scenario="scale_up")
+        assert result.outcome == ProvisioningPhase.SUCCEEDED, result.message
+        assert 1 <= len(result.launched) <= 3 and len(result.ready) == len(result.launched)
+        await wait_for(lambda: running(stack, "web") == 6, what="6 web pods running")
+        assert unschedulable(stack, "web") == []
+        assert len(stack.nodes()) == len(result.launched)
+        # the same batch again (a worker restarted mid-batch): the pods are bound, nothing launches twice
+        again = await provision(stack, refs)
+        assert again.outcome == ProvisioningPhase.SUCCEEDED and again.launched == []
+        assert len(stack.node_claims()) == len(result.launched)
+
+
+async def test_a_pod_no_pool_serves_gets_an_event_and_no_launch(temporal_client, sim_ec2, moto_endpoint) -> None:
+    rs = replica_set("mars", 1, "500m")
+    rs["spec"]["template"]["spec"]["nodeSelector"] = {labels.ZONE_LABEL: "mars-1a"}
+    sim_ec2.load_objects(fresh([node_pool("default", requirements=ON_DEMAND_AMD64), rs]))
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        refs = await wait_for(lambda: unschedulable(stack, "mars"), what="the pending pod")
+        result = await provision(stack, refs)
+        assert result.launched == [] and result.unservable == [refs[0].key]
+        assert stack.node_claims() == [] and stack.nodes() == []
+        (event,) = [e for e in stack.events() if e["involvedObject"]["kind"] == "Pod"
+                    and e["reason"] == "FailedScheduling"]
+        assert event["involvedObject"]["name"] == refs[0].key.split("/")[1] and event["type"] == "Warning"
+        assert "nodepool default" in event["message"] and f"nodeSelector {labels.ZONE_LABEL}=mars-1a" in \
+            event["message"]
+
+
+async def test_no_capacity_for_the_cheapest_type_falls_back_to_the_next(temporal_client, sim_ec2,
+                                                                        moto_endpoint) -> None:
+    reqs = [*ON_DEMAND_AMD64, {"key": labels.INSTANCE_TYPE_LABEL, "operator": "In",
+                               "values": ["m5.large", "m5.xlarge"]}]
+    sim_ec2.load_objects(fresh([node_pool("default", requirements=reqs), replica_set("api", 1, "1")]))
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        ice = IceInjector().install(stack.ec2)
+        ice.exhaust("m5.large")  # every zone
+        refs = await wait_for(lambda: unschedulable(stack, "api"), what="the pending pod")
+        result = await provision(stack, refs)
+        assert result.outcome == ProvisioningPhase.SUCCEEDED, result.message
+        (launched,) = result.launched
+        assert launched.instance_type == "m5.xlarge"
+        assert {t for t, _ in ice.refused} == {"m5.large"} and len(ice.refused) == 3  # one per zone, then m5.xlarge
+        await wait_for(lambda: running(stack, "api") == 1, what="the api pod running")
+
+
+async def test_no_capacity_anywhere_backs_off_says_so_and_ends(temporal_client, sim_ec2, moto_endpoint) -> None:
+    reqs = [*ON_DEMAND_AMD64, {"key": labels.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large"]}]
+    sim_ec2.load_objects(fresh([node_pool("default", requirements=reqs), replica_set("api", 1, "1")]))
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        IceInjector().install(stack.ec2).exhaust("m5.large")
+        refs = await wait_for(lambda: unschedulable(stack, "api"), what="the pending pod")
+        result = await provision(stack, refs)
+        assert result.outcome == ProvisioningPhase.FAILED and result.no_capacity == ["default"]
+        assert stack.node_claims() == [] and stack.nodes() == []  # the refused NodeClaims were deleted
+        messages = [e["message"] for e in stack.events() if e["reason"] == "InsufficientCapacity"]
+        assert any("retrying in 1s" in m for m in messages) and any("giving up" in m for m in messages)

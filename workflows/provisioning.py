@@ -1,0 +1,206 @@
+"""ProvisioningWorkflow: launch the nodes one batch of pending pods needs, durably (docs/architecture.md §5.5).
+
+re-plan the batch on the live cluster (an activity; pods bound or gone since the batch closed launch nothing, pods
+no NodePool serves get an Event) -> launch each NodeClaim through the disruption's idempotent launch activity (its
+instance types cheapest first; an offering without capacity passes to the next) -> every offering out of capacity:
+say so on the NodePool, back off (doubling) and relaunch, at most `ice_attempts` rounds -> wait until each node is
+Ready -> one not Ready in time (or whose NodeClaim vanished) is deleted with its instance, so nothing leaks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from activities.events import EventActivities
+    from activities.provisioning import ProvisioningActivities
+    from activities.provisioning_planner import ProvisioningPlanner
+    from api import events
+    from api.events import EventReason
+    from workflows import search_attributes as sa
+    from workflows.disruption_models import (
+        EventsInput,
+        EventSpec,
+        LaunchedReplacement,
+        LaunchInput,
+        ReplacementStatus,
+        StatusInput,
+    )
+    from workflows.errors import ErrorType
+    from workflows.provisioning_models import (
+        LAUNCH_REASON,
+        LaunchFailedInput,
+        NodeClaimLaunch,
+        ProvisioningInput,
+        ProvisioningPhase,
+        ProvisioningPlan,
+        ProvisioningPlanInput,
+        ProvisioningResult,
+        ProvisioningSettings,
+    )
+
+SHORT = timedelta(seconds=30)
+LAUNCH = timedelta(minutes=2)
+RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=10)
+# Reading the cluster retries until READ_LIMIT (an API server outage or a cache not yet synced), as the planner does.
+READ_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10))
+READ_LIMIT = timedelta(minutes=5)
+LAUNCH_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
+                           maximum_attempts=5, non_retryable_error_types=[
+                               ErrorType.LAUNCH_FAILED.value, ErrorType.INSUFFICIENT_CAPACITY.value,
+                               ErrorType.NODE_CLASS_NOT_READY.value])
+
+
+@workflow.defn
+class ProvisioningWorkflow:
+    def __init__(self) -> None:
+        self._phase = ProvisioningPhase.PLANNING
+        self._launched: list[LaunchedReplacement] = []
+        self._ready: set[str] = set()
+        self._no_capacity: list[str] = []
+        self._errors: list[str] = []
+
+    @workflow.query
+    def progress(self) -> ProvisioningResult:
+        return ProvisioningResult(outcome=self._phase, launched=list(self._launched), ready=sorted(self._ready),
+                                  no_capacity=list(self._no_capacity), message="; ".join(self._errors))
+
+    @workflow.run
+    async def run(self, inp: ProvisioningInput) -> ProvisioningResult:
+        s = inp.settings
+        workflow.upsert_search_attributes([sa.REASON.value_set(LAUNCH_REASON)])
+        self._set_phase(ProvisioningPhase.PLANNING)
+        plan: ProvisioningPlan = await workflow.execute_activity_method(
+            ProvisioningPlanner.plan,
+            ProvisioningPlanInput(pods=inp.pods, at=workflow.now(), batch_id=workflow.info().workflow_id,
+                                  catalog_path=s.catalog_path),
+            start_to_close_timeout=timedelta(minutes=2), schedule_to_close_timeout=READ_LIMIT,
+            retry_policy=READ_RETRY, summary=f"plan {len(inp.pods)} pending pod(s)")
+        if not plan.launches:
+            why = (f"nothing to launch: {plan.scheduled} fit existing nodes, {plan.nominated} launching NodeClaims, "
+                   f"{len(plan.unservable)} no NodePool serves, {plan.gone} no longer pending")
+            return self._finish(ProvisioningPhase.SUCCEEDED, why, plan)
+        pools = sorted({launch.node_pool for launch in plan.launches})
+        workflow.upsert_search_attributes([sa.NODE_POOL.value_set(pools[0])])
+        self._set_phase(ProvisioningPhase.LAUNCHING)
+        results = await asyncio.gather(*(self._launch(i, launch, s) for i, launch in enumerate(plan.launches)))
+        self._launched = [r for r in results if r is not None]
+        await self._record_launched(plan.launches, results)
+        deleted = await self._wait_ready(s) if self._launched else []
+        return self._conclude(plan, deleted)
+
+    def _conclude(self, plan: ProvisioningPlan, deleted: list[str]) -> ProvisioningResult:
+        ready = len(self._ready)
+        message = f"{ready} of {len(plan.launches)} NodeClaim(s) Ready"
+        if self._no_capacity:
+            message += f"; no capacity in {', '.join(sorted(set(self._no_capacity)))}"
+        if deleted:
+            message += f"; deleted (not Ready in time or gone): {', '.join(deleted)}"
+        if self._errors:
+            message += f"; {'; '.join(self._errors)}"
+        outcome = ProvisioningPhase.SUCCEEDED if ready == len(plan.launches) else (
+            ProvisioningPhase.PARTIAL if ready else ProvisioningPhase.FAILED)
+        return self._finish(outcome, message, plan, deleted)
+
+    async def _launch(self, index: int, launch: NodeClaimLaunch, s: ProvisioningSettings) -> LaunchedReplacement | None:
+        """One NodeClaim. All offerings out of capacity: an Event, a doubling backoff, a new round (a new NodeClaim
+        key: the refused one was deleted); after `ice_attempts` rounds the batch gives up on this NodeClaim."""
+        info = workflow.info()
+        for round_ in range(max(s.ice_attempts, 1)):
+            key = f"{info.workflow_id}/{info.run_id}/{index}" + (f"/r{round_}" if round_ else "")
+            try:
+                return await workflow.execute_activity_method(
+                    ProvisioningActivities.launch_replacement,
+                    LaunchInput(key=key, node_pool=launch.node_pool, replacement=launch.replacement,
+                                reason=LAUNCH_REASON),
+                    start_to_close_timeout=LAUNCH, retry_policy=LAUNCH_RETRY,
+                    summary=f"launch {launch.replacement.instance_types[:3]} for {len(launch.pods)} pod(s)")
+            except ActivityError as exc:
+                cause = exc.cause
+                if not (isinstance(cause, ApplicationError) and cause.type == ErrorType.INSUFFICIENT_CAPACITY.value):
+                    self._errors.append(f"launch in {launch.node_pool} failed: {_cause(exc)}")
+                    return None
+                last = round_ + 1 >= s.ice_attempts
+                backoff = None if last else s.ice_backoff_seconds * 2 ** round_
+                await self._say_no_capacity(launch.node_pool, list(cause.details[0]) if cause.details else [],
+                                            backoff)
+                if backoff is None:
+                    self._no_capacity.append(launch.node_pool)
+                    return None
+                await workflow.sleep(timedelta(seconds=backoff), summary="back off: no capacity")
+        return None
+
+    async def _say_no_capacity(self, pool: str, offerings: list[str], retry_seconds: float | None) -> None:
+        try:
+            await workflow.execute_activity_method(
+                ProvisioningPlanner.no_capacity,
+                LaunchFailedInput(node_pool=pool, offerings=offerings, retry_seconds=retry_seconds,
+                                  batch_id=workflow.info().workflow_id),
+                start_to_close_timeout=SHORT, retry_policy=RetryPolicy(maximum_attempts=3))
+        except ActivityError as exc:  # an Event is best effort
+            workflow.logger.warning("could not record the no-capacity event: %s", _cause(exc))
+
+    async def _wait_ready(self, s: ProvisioningSettings) -> list[str]:
+        """Poll until every launched node is Ready; delete (instance included) what is not Ready by the deadline or
+        lost its NodeClaim, so a failed launch never leaks an instance. Returns the NodeClaims deleted."""
+        self._set_phase(ProvisioningPhase.WAITING_READY)
+        deadline = workflow.now() + timedelta(seconds=s.ready_timeout_seconds)
+        waiting = list(self._launched)
+        dropped: list[LaunchedReplacement] = []
+        while waiting:
+            started = workflow.now()
+            wait = max(min(s.ready_poll_seconds, (deadline - started).total_seconds()), 0.0)
+            statuses: list[ReplacementStatus] = await workflow.execute_activity_method(
+                ProvisioningActivities.replacement_status, StatusInput(replacements=waiting, wait_seconds=wait),
+                start_to_close_timeout=timedelta(seconds=wait) + SHORT, heartbeat_timeout=SHORT, retry_policy=RETRY,
+                summary="wait for the new nodes to be Ready")
+            self._ready |= {st.node_claim for st in statuses if st.ready}
+            gone = {st.node_claim for st in statuses if st.gone}
+            dropped += [r for r in waiting if r.node_claim in gone]
+            waiting = [r for r in waiting if r.node_claim not in self._ready and r.node_claim not in gone]
+            if waiting and workflow.now() >= deadline:
+                dropped += waiting
+                waiting = []
+            rest = min(wait - (workflow.now() - started).total_seconds(), (deadline - workflow.now()).total_seconds())
+            if waiting and rest > 0:
+                await workflow.sleep(timedelta(seconds=rest))
+        for r in dropped:
+            await workflow.execute_activity_method(
+                ProvisioningActivities.delete_replacement, r, start_to_close_timeout=LAUNCH, retry_policy=RETRY)
+        return [r.node_claim for r in dropped]
+
+    async def _record_launched(self, launches: list[NodeClaimLaunch],
+                               results: list[LaunchedReplacement | None]) -> None:
+        specs = [EventSpec(kind="NodeClaim", name=r.node_claim, uid=r.uid, reason=EventReason.PROVISIONING_LAUNCHED,
+                           message=events.provisioning_launched(len(launch.pods)))
+                 for launch, r in zip(launches, results, strict=True) if r is not None]
+        if not specs:
+            return
+        try:
+            await workflow.execute_activity_method(
+                EventActivities.record_events, EventsInput(events=specs), start_to_close_timeout=SHORT,
+                retry_policy=RetryPolicy(maximum_attempts=3))
+        except ActivityError as exc:
+            workflow.logger.warning("could not record events: %s", _cause(exc))
+
+    def _finish(self, outcome: ProvisioningPhase, message: str, plan: ProvisioningPlan,
+                deleted: list[str] | None = None) -> ProvisioningResult:
+        self._set_phase(outcome)
+        return ProvisioningResult(outcome=outcome, message=message, launched=list(self._launched),
+                                  ready=sorted(self._ready), deleted=deleted or [],
+                                  no_capacity=sorted(set(self._no_capacity)), unservable=plan.unservable)
+
+    def _set_phase(self, phase: ProvisioningPhase) -> None:
+        self._phase = phase
+        workflow.upsert_search_attributes([sa.PHASE.value_set(phase.value)])
+
+
+def _cause(exc: BaseException) -> str:
+    while isinstance(exc, ActivityError) and exc.cause is not None:
+        exc = exc.cause
+    return str(exc)

@@ -1,0 +1,104 @@
+"""Inputs, outputs and progress of ProvisioningWorkflow (small, so histories stay small).
+
+Shared by workflows/, activities/ and runtime/ (the pending-pod intake): plain pydantic models, no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from workflows.disruption_models import LaunchedReplacement, Replacement
+
+WORKFLOW_ID_PREFIX = "provision-"
+LAUNCH_REASON = "Provisioning"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+
+class PodRef(_Model):
+    """A pending pod of a batch: `key` is `namespace/name`."""
+
+    key: str
+    uid: str
+
+
+def batch_workflow_id(pods: list[PodRef]) -> str:
+    """The batch's id, from its pods' uids (sorted): a worker that restarts mid-batch and batches the same pods
+    again starts the same workflow (USE_EXISTING), never a second one."""
+    digest = hashlib.sha256(",".join(sorted(p.uid for p in pods)).encode()).hexdigest()[:20]
+    return f"{WORKFLOW_ID_PREFIX}{digest}"
+
+
+class ProvisioningSettings(_Model):
+    """Timing knobs; tests shrink them. Karpenter waits up to 15 min for registration; 10 min here, as disruption."""
+
+    ready_timeout_seconds: float = 600.0
+    ready_poll_seconds: float = 5.0
+    ice_backoff_seconds: float = 30.0  # first wait after every offering answered ICE; doubles each time
+    ice_attempts: int = 3  # launch rounds for one NodeClaim before the batch gives up on it
+    catalog_path: str | None = None
+
+
+class ProvisioningInput(_Model):
+    pods: list[PodRef]
+    settings: ProvisioningSettings = Field(default_factory=ProvisioningSettings)
+
+
+class ProvisioningPlanInput(_Model):
+    pods: list[PodRef]
+    at: datetime
+    batch_id: str
+    catalog_path: str | None = None
+
+
+class NodeClaimLaunch(_Model):
+    """One NodeClaim the decision launches: the launch activity's Replacement and the pods it is for."""
+
+    node_pool: str
+    replacement: Replacement
+    pods: list[str] = Field(default_factory=list)
+
+
+class ProvisioningPlan(_Model):
+    launches: list[NodeClaimLaunch] = Field(default_factory=list)
+    nominated: int = 0  # pods of the batch expected on a NodeClaim already launching
+    scheduled: int = 0  # pods of the batch that fit an existing node (the scheduler will bind them)
+    unservable: list[str] = Field(default_factory=list)  # pods no NodePool serves (each got an Event)
+    pools_at_limit: list[str] = Field(default_factory=list)
+    gone: int = 0  # pods of the batch no longer pending
+
+
+class LaunchFailedInput(_Model):
+    """Say on the NodePool that a launch found no capacity (`retry_seconds` None: the batch gives up on it)."""
+
+    node_pool: str
+    offerings: list[str] = Field(default_factory=list)
+    retry_seconds: float | None = None
+    batch_id: str = ""
+
+
+class ProvisioningPhase(StrEnum):
+    """Where a provisioning batch is; the values are the `NodeflowPhase` search attribute."""
+
+    PLANNING = "Planning"
+    LAUNCHING = "Launching"
+    WAITING_READY = "WaitingReady"
+    SUCCEEDED = "Succeeded"  # every NodeClaim it launched is Ready (or nothing needed launching)
+    PARTIAL = "Partial"  # some NodeClaims found no capacity or were not Ready in time (those were deleted)
+    FAILED = "Failed"  # nothing it needed could be launched
+
+
+class ProvisioningResult(_Model):
+    outcome: ProvisioningPhase
+    message: str = ""
+    launched: list[LaunchedReplacement] = Field(default_factory=list)
+    ready: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)  # NodeClaims removed (not Ready in time, or gone)
+    no_capacity: list[str] = Field(default_factory=list)  # node pools whose launch exhausted its ICE retries
+    unservable: list[str] = Field(default_factory=list)
