@@ -122,6 +122,7 @@ def _not_watch(r: dict[str, Any]) -> int:
 
 def _list_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"passSeconds": _median(rows, lambda r: r["seconds"]), "passes": [r["seconds"] for r in rows],
+            "listSeconds": _median(rows, lambda r: r["listSeconds"]),
             "listRequests": _median(rows, lambda r: r["traffic"].get("list", {}).get("requests", 0)),
             "bytesReceived": _median(rows, _not_watch), "workerRssMiB": max(r["rssMiB"] for r in rows),
             "commands": rows[-1]["commands"]}
