@@ -11,13 +11,14 @@ from typing import Any
 
 import pytest
 from kubernetes import client as kube
+from kubernetes.client.rest import ApiException
 from support.churn import random_change
 from support.sim_objects import node, nodepool, pod
 
 from activities.kube_client import KubeClient
 from runtime.cluster_cache import KINDS, ClusterCache, Reason
 from runtime.cluster_trim import trim
-from runtime.informer import CacheSettings, Informer
+from runtime.informer import CacheSettings, Informer, KindSpec
 from simulator.generate import generate_cluster
 from simulator.server import Simulator
 from telemetry.metrics import REGISTRY
@@ -235,3 +236,30 @@ def test_stop_ends_every_thread_promptly(sim: Simulator, cache: ClusterCache) ->
     assert time.monotonic() - started < 2.0
     assert not any(i._thread and i._thread.is_alive() for i in cache.informers.values())
     assert {i.state.value for i in cache.informers.values()} == {"Stopped"}
+
+
+def test_an_optional_kind_the_server_does_not_serve_is_empty_and_synced() -> None:
+    """EC2NodeClass without its CRD installed: a 404 on LIST must not keep the cache unsynced (no pass would
+    ever run); the kind is held empty and listed again after a watch timeout."""
+    calls: list[dict[str, Any]] = []
+
+    def not_served(**kw: Any) -> Any:
+        calls.append(kw)
+        raise ApiException(status=404, reason="Not Found")
+
+    inf = Informer(KindSpec("EC2NodeClass", "karpenter.k8s.aws/v1", not_served, optional=True),
+                   CacheSettings(watch_timeout_seconds=1, backoff_base_seconds=0.05))
+    inf.start()
+    try:
+        _until(lambda: inf.synced, "the optional kind to count as synced")
+        assert inf.objects() == [] and inf.counters.errors == 0
+        _until(lambda: len(calls) >= 2, "a second LIST after the watch timeout", timeout=5)
+    finally:
+        inf.stop()
+    required = Informer(KindSpec("Other", "v1", not_served), CacheSettings(backoff_base_seconds=0.05))
+    required.start()
+    try:
+        _until(lambda: required.counters.errors >= 1, "a required kind's 404 to count as an error")
+        assert not required.synced
+    finally:
+        required.stop()
