@@ -194,6 +194,15 @@ async def test_a_worker_killed_between_receive_and_delete_loses_nothing(sim_ec2:
         await env.shutdown()
 
 
+async def _ready(port: int) -> bool:
+    """The worker's /readyz answers 200 (not yet listening counts as not ready)."""
+    try:
+        async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/readyz") as resp:
+            return resp.status == 200
+    except aiohttp.ClientError:
+        return False
+
+
 async def _killed_worker_scenario(temporal_client: Client, sim_ec2: Simulator, moto_endpoint: str) -> None:
     sqs, url = new_queue(moto_endpoint)
     tq = f"interruption-{uuid.uuid4().hex[:10]}"
@@ -207,8 +216,10 @@ async def _killed_worker_scenario(temporal_client: Client, sim_ec2: Simulator, m
          "--metrics-port", str(metrics_port)],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        # The cluster loads while worker A starts up; then A's node lookup hangs after the receive.
+        # The cluster loads while worker A starts up; A turns ready once its cluster cache has synced (a
+        # worker that cannot see the cluster must not count as available); then A's node lookup hangs.
         nodes = load_cluster(sim_ec2, [nodepool("default")], [NodeSpec("k-0", "default")])
+        assert await eventually(lambda: _ready(metrics_port), timeout=30)
         sim_ec2.inject_faults(latency=8.0, resources=("nodes",))
         sqs.send_message(QueueUrl=url, MessageBody=state_change(nodes["k-0"]["instance"], "stopping"))
         assert await eventually(lambda: queue_depth(sqs, url) == (0, 1), timeout=30)
