@@ -52,6 +52,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    default=(env("NODEFLOW_NO_CLUSTER_CACHE") or "").lower() in ("1", "true", "yes"),
                    help="planner passes LIST the cluster each time instead of reading the watch cache")
     p.add_argument("--resync-seconds", type=float, default=float(env("NODEFLOW_RESYNC_SECONDS", "30")))
+    p.add_argument("--no-provisioning", action="store_true",
+                   default=(env("NODEFLOW_NO_PROVISIONING") or "").lower() in ("1", "true", "yes"),
+                   help="do not run the pending-pod intake (no ProvisioningWorkflow for Unschedulable pods)")
+    p.add_argument("--batch-idle-duration", type=float, default=float(env("NODEFLOW_BATCH_IDLE_DURATION", "1")),
+                   help="seconds: a provisioning batch closes this long after its last new pending pod")
+    p.add_argument("--batch-max-duration", type=float, default=float(env("NODEFLOW_BATCH_MAX_DURATION", "10")),
+                   help="seconds: a provisioning batch closes at most this long after it opened")
     p.add_argument("--log-level", default=env("NODEFLOW_LOG_LEVEL", "INFO"))
     p.add_argument("--interruption-queue", default=env("NODEFLOW_INTERRUPTION_QUEUE"),
                    help="SQS queue URL of EventBridge interruption events (unset: no interruption handling)")
@@ -92,7 +99,9 @@ async def amain(args: argparse.Namespace) -> int:
     settings = Settings(task_queue=args.task_queue, watch=not args.no_watch, resync_seconds=args.resync_seconds,
                         interruption_queue_url=args.interruption_queue, catalog_path=args.catalog,
                         ami_id=args.ami_id, cluster_name=args.cluster_name, cluster_endpoint=args.cluster_endpoint,
-                        cluster_ca=args.cluster_ca, cluster_cache=not args.no_cluster_cache)
+                        cluster_ca=args.cluster_ca, cluster_cache=not args.no_cluster_cache,
+                        provisioning=not args.no_provisioning, batch_idle_seconds=args.batch_idle_duration,
+                        batch_max_seconds=args.batch_max_duration)
     deps = Deps(kube_api=kube_api_client(args.kubeconfig), ec2=ec2_client(args.region, args.ec2_endpoint),
                 sqs=sqs_client(args.region, args.sqs_endpoint or args.ec2_endpoint), temporal=client,
                 ssm=ssm_client(args.region, args.ec2_endpoint), iam=iam_client(args.iam_endpoint or args.ec2_endpoint),

@@ -27,6 +27,9 @@ class Settings:
     cluster_endpoint: str | None = None  # its API server URL, for the nodes' bootstrap
     cluster_ca: str | None = None  # its CA bundle (base64, as EKS shows it), for the nodes' bootstrap
     cluster_cache: bool = True  # planner reads a watch cache (runtime/cluster_view.py); False: a LIST per pass
+    provisioning: bool = False  # run the pending-pod intake (worker.py turns it on; embedded stacks opt in)
+    batch_idle_seconds: float = 1.0  # a provisioning batch closes this long after its last new pod ...
+    batch_max_seconds: float = 10.0  # ... or this long after it opened (Karpenter's BATCH_IDLE/MAX_DURATION)
 
 
 @dataclass

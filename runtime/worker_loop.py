@@ -12,6 +12,7 @@ from temporalio.worker import Worker
 
 from client.interruption import ensure_interruption_poller
 from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
+from runtime.pending_pods import IntakeSettings, PendingPodIntake, cache_pods, listed_pods
 from runtime.settings import Deps
 from runtime.wiring import activities, workflows
 
@@ -37,6 +38,15 @@ def _start_watcher(client: Client, deps: Deps, task_queue: str) -> tuple[Deletio
     return watcher, asyncio.create_task(watcher.run(), name="deletion-watcher")
 
 
+def _start_intake(client: Client, deps: Deps, task_queue: str) -> tuple[PendingPodIntake, asyncio.Task[None]]:
+    """The pending-pod intake reads the watch cache when the worker has one, else LISTs pods."""
+    s = deps.settings
+    pods = cache_pods(deps.cluster) if deps.cluster is not None else listed_pods(deps.kube)
+    intake = PendingPodIntake(pods, client, IntakeSettings(task_queue=task_queue, idle_seconds=s.batch_idle_seconds,
+                                                           max_seconds=s.batch_max_seconds))
+    return intake, asyncio.create_task(intake.run(), name="pending-pod-intake")
+
+
 async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue: str | None = None) -> None:
     """Run the worker (and the watcher) until `stop` is set; then shut both down gracefully. The cluster cache
     starts first, so its LISTs run while the worker connects; passes wait for it (activities/planning_runner.py)."""
@@ -47,6 +57,7 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
         cluster.start()
     worker = build_worker(client, deps, queue)
     watcher, watcher_task = _start_watcher(client, deps, queue) if deps.settings.watch else (None, None)
+    intake, intake_task = _start_intake(client, deps, queue) if deps.settings.provisioning else (None, None)
     worker_task = asyncio.create_task(worker.run(), name="temporal-worker")
     if deps.settings.interruption_queue_url:
         await ensure_interruption_poller(client, queue, deps.settings.interruption_poll)
@@ -60,6 +71,9 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
             watcher.stop()
             watcher_task.cancel()
             await asyncio.gather(watcher_task, return_exceptions=True)
+        if intake is not None and intake_task is not None:
+            intake.stop()
+            await asyncio.gather(intake_task, return_exceptions=True)
         stop_task.cancel()
         if not worker_task.done():
             await worker.shutdown()

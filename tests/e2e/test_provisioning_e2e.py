@@ -126,3 +126,47 @@ async def test_no_capacity_anywhere_backs_off_says_so_and_ends(temporal_client, 
         assert stack.node_claims() == [] and stack.nodes() == []  # the refused NodeClaims were deleted
         messages = [e["message"] for e in stack.events() if e["reason"] == "InsufficientCapacity"]
         assert any("retrying in 1s" in m for m in messages) and any("giving up" in m for m in messages)
+
+
+async def test_the_intake_batches_a_scale_up_into_one_provisioning(temporal_client, sim_ec2, moto_endpoint) -> None:
+    """The worker's pending-pod intake (watch cache) sees the Unschedulable pods of a ReplicaSet scaled from 1 to 8,
+    batches them, and the one ProvisioningWorkflow gets every pod Running."""
+    from kubernetes import client as k8s
+
+    from client.provisioning import RUNNING_QUERY
+    from runtime.cloud_clients import ec2_client
+    from runtime.settings import Deps, Settings
+    from runtime.worker_loop import run_worker
+
+    sim_ec2.load_objects(fresh([node_pool("default", requirements=ON_DEMAND_AMD64, consolidate_after="Never"),
+                                replica_set("web", 1, "1500m")]))
+    tq = f"e2e-provision-{uuid.uuid4()}"
+    api = sim_ec2.api_client()
+    settings = Settings(task_queue=tq, watch=False, provisioning=True, batch_idle_seconds=0.5, batch_max_seconds=5)
+    settings.ami_id = sim_ec2.world.ec2.image_id()
+    stop = asyncio.Event()
+    ec2 = ec2_client("us-east-1", moto_endpoint)
+    before = _instance_ids(ec2)
+    deps = Deps(kube_api=api, ec2=ec2, temporal=temporal_client, settings=settings)
+    task = asyncio.create_task(run_worker(temporal_client, deps, stop, tq))
+    try:
+        stack = type("S", (), {"api": api})()
+        await wait_for(lambda: running(stack, "web") == 1, timeout=60, what="the first web pod running")
+        k8s.AppsV1Api(api).patch_namespaced_replica_set("web", "default", {"spec": {"replicas": 8}})
+        await wait_for(lambda: running(stack, "web") == 8, timeout=90, what="8 web pods running")
+        assert unschedulable(stack, "web") == []
+        ids = {w.id async for w in temporal_client.list_workflows(
+            RUNNING_QUERY.replace("ExecutionStatus = 'Running' AND ", "") + f" AND TaskQueue = '{tq}'")}
+        assert 1 <= len(ids) <= 2, ids  # one batch (a second only if the scheduler marked pods across windows)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
+        api.close()
+        leftover = sorted(_instance_ids(ec2) - before)  # moto is shared: leave nothing for the next test to adopt
+        if leftover:
+            ec2.terminate_instances(InstanceIds=leftover)
+
+
+def _instance_ids(ec2: Any) -> set[str]:
+    resp = ec2.describe_instances(Filters=[{"Name": "instance-state-name", "Values": ["pending", "running"]}])
+    return {i["InstanceId"] for r in resp["Reservations"] for i in r["Instances"]}

@@ -1,0 +1,142 @@
+"""Pending-pod intake: batch the pods the scheduler marked Unschedulable and start one ProvisioningWorkflow per batch.
+
+Batching is Karpenter's: a window opens with the first new pod and closes `idle_seconds` after the last new pod,
+or `max_seconds` after it opened, so a ReplicaSet scaled up by 100 becomes one batch (and one simulation), not 100.
+Pods come from the worker's watch cache (no extra LIST or watch); without the cache they are LISTed each tick.
+A pod a running provisioning covers (its memo) or that this worker handed off within `cooldown_seconds` is not
+batched again; the workflow id derives from the batch's pod uids, so a restarted worker re-batching the same pods
+joins the running workflow, and a different batch re-plans with the launching NodeClaims as nominated capacity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio.client import Client
+
+from client.provisioning import covered_pods, start_provisioning
+from workflows.provisioning_models import PodRef, ProvisioningSettings
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+
+
+@dataclass
+class IntakeSettings:
+    task_queue: str
+    idle_seconds: float = 1.0  # Karpenter BATCH_IDLE_DURATION
+    max_seconds: float = 10.0  # Karpenter BATCH_MAX_DURATION
+    tick_seconds: float = 0.25
+    cooldown_seconds: float = 60.0  # a pod handed off is not batched again before this (its launch is under way)
+    workflow: ProvisioningSettings = field(default_factory=ProvisioningSettings)
+
+
+def unschedulable(pod: Obj) -> PodRef | None:
+    """The pod as a batch member when the scheduler marked it PodScheduled=False/Unschedulable and a new node can
+    help it (unbound, not terminating or finished, not a DaemonSet pod)."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    if spec.get("nodeName") or meta.get("deletionTimestamp") or status.get("phase") in ("Succeeded", "Failed"):
+        return None
+    if any(o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or ()):
+        return None
+    for c in status.get("conditions") or ():
+        if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
+            return PodRef(key=f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}", uid=meta.get("uid", ""))
+    return None
+
+
+class Batcher:
+    """The batch window (pure; the clock is given)."""
+
+    def __init__(self, idle_seconds: float, max_seconds: float) -> None:
+        self.idle, self.max = idle_seconds, max_seconds
+        self.pods: dict[str, PodRef] = {}
+        self.opened = self.last = 0.0
+
+    def add(self, pod: PodRef, now: float) -> bool:
+        if pod.uid in self.pods:
+            return False
+        if not self.pods:
+            self.opened = now
+        self.pods[pod.uid] = pod
+        self.last = now
+        return True
+
+    def ready(self, now: float) -> bool:
+        return bool(self.pods) and (now - self.last >= self.idle or now - self.opened >= self.max)
+
+    def take(self) -> list[PodRef]:
+        out = sorted(self.pods.values(), key=lambda p: p.key)
+        self.pods = {}
+        return out
+
+
+def cache_pods(view: Any) -> Callable[[], list[Obj] | None]:
+    """Pods from the worker's watch cache (runtime/cluster_view.py); None until it has synced."""
+    def read() -> list[Obj] | None:
+        informer = view.cache.informers.get("Pod")
+        return informer.objects() if informer is not None and view.synced else None
+    return read
+
+
+def listed_pods(kube: Any) -> Callable[[], list[Obj] | None]:
+    """Without the cache: LIST pods through the Kubernetes gateway's client."""
+    def read() -> list[Obj] | None:
+        items = kube.core.list_pod_for_all_namespaces().items
+        return kube.api_client.sanitize_for_serialization(items)
+    return read
+
+
+class PendingPodIntake:
+    """Runs beside the deletion watcher in each worker (runtime/worker_loop.py)."""
+
+    def __init__(self, pods: Callable[[], list[Obj] | None], client: Client, settings: IntakeSettings,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._pods = pods
+        self._client = client
+        self._s = settings
+        self._clock = clock
+        self._batch = Batcher(settings.idle_seconds, settings.max_seconds)
+        self._handed: dict[str, float] = {}  # uid -> when this worker handed it to a batch
+        self._stop = asyncio.Event()
+        self.started: list[str] = []  # workflow ids, for tests and logs
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                await self.tick()
+            except Exception as exc:  # keep the intake alive: the next tick reads again
+                log.warning("pending-pod intake: %s", exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), self._s.tick_seconds)
+
+    async def tick(self) -> None:
+        pods = await asyncio.to_thread(self._pods)
+        now = self._clock()
+        self._handed = {u: t for u, t in self._handed.items() if now - t < self._s.cooldown_seconds}
+        for pod in pods or ():
+            ref = unschedulable(pod)
+            if ref is not None and ref.uid not in self._handed:
+                self._batch.add(ref, now)
+        if self._batch.ready(now):
+            await self._start(self._batch.take(), now)
+
+    async def _start(self, batch: list[PodRef], now: float) -> None:
+        covered = await covered_pods(self._client)
+        batch = [p for p in batch if p.uid not in covered]
+        for p in batch:
+            self._handed[p.uid] = now
+        if not batch:
+            return
+        handle = await start_provisioning(self._client, batch, self._s.task_queue, self._s.workflow)
+        self.started.append(handle.id)
+        log.info("provisioning %s for %d pending pod(s)", handle.id, len(batch))

@@ -1,0 +1,78 @@
+"""runtime/pending_pods.py: which pods are batched, and when a batch window closes (Karpenter's 1 s idle / 10 s max)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.pending_pods import Batcher, PendingPodIntake, unschedulable
+from workflows.provisioning_models import PodRef, batch_workflow_id
+
+
+def _pod(name: str, reason: str | None = "Unschedulable", **spec: Any) -> dict[str, Any]:
+    conds = [{"type": "PodScheduled", "status": "False", "reason": reason}] if reason else []
+    return {"metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"}, "spec": spec,
+            "status": {"phase": "Pending", "conditions": conds}}
+
+
+def test_only_unschedulable_pods_a_node_can_help_are_batched() -> None:
+    assert unschedulable(_pod("a")) == PodRef(key="ns/a", uid="uid-a")
+    assert unschedulable(_pod("b", reason=None)) is None  # the scheduler has not tried it yet
+    assert unschedulable(_pod("c", nodeName="n1")) is None
+    ds = _pod("d")
+    ds["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds"}]
+    assert unschedulable(ds) is None
+    gone = _pod("e")
+    gone["metadata"]["deletionTimestamp"] = "2026-11-23T00:00:00Z"
+    assert unschedulable(gone) is None
+
+
+def test_window_closes_one_idle_second_after_the_last_new_pod() -> None:
+    b = Batcher(idle_seconds=1.0, max_seconds=10.0)
+    assert not b.ready(0.0)
+    b.add(PodRef(key="ns/a", uid="a"), 0.0)
+    b.add(PodRef(key="ns/b", uid="b"), 0.8)
+    assert not b.add(PodRef(key="ns/a", uid="a"), 0.9)  # the same pod again is not new
+    assert not b.ready(1.7)
+    assert b.ready(1.8)
+    assert [p.uid for p in b.take()] == ["a", "b"] and not b.ready(5.0)
+
+
+def test_window_closes_after_ten_seconds_however_many_pods_keep_coming() -> None:
+    b = Batcher(idle_seconds=1.0, max_seconds=10.0)
+    for i in range(20):
+        b.add(PodRef(key=f"ns/p{i}", uid=f"p{i}"), i * 0.5)
+    assert b.ready(10.0) and len(b.take()) == 20
+
+
+def test_the_batch_id_depends_only_on_the_pod_uids() -> None:
+    a, b = PodRef(key="ns/a", uid="a"), PodRef(key="ns/b", uid="b")
+    assert batch_workflow_id([a, b]) == batch_workflow_id([b, a]) != batch_workflow_id([a])
+    assert batch_workflow_id([a]).startswith("provision-")
+
+
+async def test_a_handed_off_pod_is_not_batched_again_within_the_cooldown(monkeypatch) -> None:
+    import runtime.pending_pods as pp
+    from runtime.pending_pods import IntakeSettings
+
+    started: list[list[str]] = []
+
+    class Handle:
+        id = "provision-x"
+
+    async def start(client, pods, task_queue, settings):  # type: ignore[no-untyped-def]
+        started.append([p.uid for p in pods])
+        return Handle()
+
+    async def covered(client):  # type: ignore[no-untyped-def]
+        return {"uid-covered"}
+
+    monkeypatch.setattr(pp, "start_provisioning", start)
+    monkeypatch.setattr(pp, "covered_pods", covered)
+    now = [0.0]
+    pods = [_pod("a"), _pod("covered")]
+    intake = PendingPodIntake(lambda: pods, None, IntakeSettings(task_queue="q", cooldown_seconds=30),  # type: ignore[arg-type]
+                              clock=lambda: now[0])
+    for t in (0.0, 0.5, 1.0, 1.5, 3.0, 10.0, 31.0, 32.5):
+        now[0] = t
+        await intake.tick()
+    assert started == [["uid-a"], ["uid-a"]]  # once at 1.0 s; again only after the 30 s cooldown; never "covered"
