@@ -45,7 +45,9 @@ with workflow.unsafe.imports_passed_through():
     )
 
 SHORT = timedelta(seconds=30)
-LAUNCH = timedelta(minutes=2)
+# A launch is a few quick EC2 calls (idempotent by ClientToken and tags); a short limit means a worker killed
+# mid-launch costs the batch at most this long before another worker retries it.
+LAUNCH = timedelta(seconds=60)
 RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=10)
 # Reading the cluster retries until READ_LIMIT (an API server outage or a cache not yet synced), as the planner does.
 READ_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10))
@@ -79,7 +81,7 @@ class ProvisioningWorkflow:
             ProvisioningPlanner.plan,
             ProvisioningPlanInput(pods=inp.pods, at=workflow.now(), batch_id=workflow.info().workflow_id,
                                   catalog_path=s.catalog_path),
-            start_to_close_timeout=timedelta(minutes=2), schedule_to_close_timeout=READ_LIMIT,
+            start_to_close_timeout=timedelta(seconds=60), schedule_to_close_timeout=READ_LIMIT,
             retry_policy=READ_RETRY, summary=f"plan {len(inp.pods)} pending pod(s)")
         if not plan.launches:
             why = (f"nothing to launch: {plan.scheduled} fit existing nodes, {plan.nominated} launching NodeClaims, "
