@@ -36,6 +36,7 @@ cluster has converged).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import time
@@ -297,6 +298,18 @@ async def _machine_counts(client: Client, machine_of: Callable[[TerminationInput
     return per_machine
 
 
+async def _disruption_outcomes(client: Client) -> Counter[str]:
+    """DisruptionWorkflow results by outcome (Succeeded, RolledBack, ...): a rollback is allowed (the next pass
+    plans again), and reported."""
+    out: Counter[str] = Counter()
+    async for w in client.list_workflows("WorkflowType='DisruptionWorkflow'"):
+        last = (await client.get_workflow_handle(w.id, run_id=w.run_id).fetch_history()).events[-1]
+        done = last.workflow_execution_completed_event_attributes
+        out[json.loads(done.result.payloads[0].data).get("outcome", "?") if done.result.payloads else
+            (w.status.name if w.status else "?")] += 1
+    return out
+
+
 async def _visibility(client: Client) -> dict[str, Any]:
     """Every execution's type, status and times: failures, planner overlaps, counts per type."""
     runs = [w async for w in client.list_workflows()]
@@ -385,6 +398,7 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
 
         per_machine = await _machine_counts(client, machine_of)
         vis = await _visibility(client)
+        outcomes = await _disruption_outcomes(client)
         stats = sim.stats()
         ledger = sim.ledger()
     finally:
@@ -420,7 +434,8 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
           f"start: {chaos.outage.get('terminations')} terminations, {chaos.outage.get('disruptions')} disruptions, "
           f"{chaos.outage.get('readinessWaits')} readiness waits), {knobs['watchCuts']} watch cuts "
           f"({knobs['watchStreamsCut']} streams), {knobs['goneServed']} resumes answered 410, "
-          f"{vis['passes']} planner passes ({len(vis['overlaps'])} overlapping), {len(terminated)} nodes terminated, "
+          f"{vis['passes']} planner passes ({len(vis['overlaps'])} overlapping), disruptions {dict(outcomes)}, "
+          f"{len(terminated)} nodes terminated, "
           f"{report['replacementLaunches']} replacements launched, {len(report['leakedInstances'])} leaked "
           f"instances, {len(report['stuckFinalizers'])} stuck finalizers, {len(report['duplicateLaunches'])} "
           f"duplicate launches, {len(double_terminate)} double terminates, {len(vis['bad'])} workflows failed or "
