@@ -44,6 +44,13 @@ from workflows.errors import ErrorType
 
 IN_FLIGHT_QUERY = ("ExecutionStatus = 'Running' AND "
                    "(WorkflowType = 'DisruptionWorkflow' OR WorkflowType = 'TerminationWorkflow')")
+
+
+def in_flight_query(task_queue: str) -> str:
+    """Running disruptions and terminations of this installation only: its task queue. Another installation
+    sharing the namespace (another cluster, or a test beside this one) has nodes of the same names, which must
+    not be taken for ours and left out of planning."""
+    return f"{IN_FLIGHT_QUERY} AND TaskQueue = '{task_queue.replace(chr(39), '')}'"
 MEMO_NODES = "nodes"
 ORPHAN_GRACE = timedelta(seconds=60)
 CACHE_WAIT_SECONDS = 2.0  # how long an attempt waits for a stale cache to become healthy
@@ -228,7 +235,7 @@ class PlanningActivities:
         names: set[str] = set()
         uids: set[str] = set()
         ids: set[str] = set()
-        async for wf in client.list_workflows(IN_FLIGHT_QUERY):
+        async for wf in client.list_workflows(in_flight_query(activity.info().task_queue)):
             if wf.id == own_workflow_id:
                 continue
             ids.add(wf.id)

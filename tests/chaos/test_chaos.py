@@ -197,15 +197,20 @@ class Chaos:
                                for x in (c.get("status") or {}).get("conditions") or []))
 
     async def api_outage(self) -> None:
-        """Every API request 503 for OUTAGE_SECONDS, once a readiness wait is in flight (or after 60 s)."""
+        """Every API request 503 for OUTAGE_SECONDS, once a readiness wait and a drain are both in flight (or
+        after 60 s): the outage must meet both, so wait for the moment rather than hope for it."""
         until = time.monotonic() + 60
         waits = 0
+        running: Any = {}
         while time.monotonic() < until:
             waits = await asyncio.to_thread(self.readiness_waits)
             if waits:
-                break
+                running = await _with_retries(lambda: _running(self.client), "list running workflows")
+                if running["TerminationWorkflow"]:
+                    break
             await asyncio.sleep(0.2)
-        running = await _with_retries(lambda: _running(self.client), "list running workflows")
+        if not waits:
+            running = await _with_retries(lambda: _running(self.client), "list running workflows")
         self.sim.outage()
         start = time.monotonic()
         self.outage = {"readinessWaits": waits, "terminations": running["TerminationWorkflow"],
