@@ -60,12 +60,23 @@ def _running_pods(stack, app: str) -> list[dict]:
 async def _drive(stack, done, timeout: float, pause: float = 0.3) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
+    last = None
     while not await asyncio.to_thread(done):
         if loop.time() > deadline:
-            why = [await stack.failures(wid) for wid in stack.started[-3:]]
-            raise AssertionError(f"planner passes did not finish in time; last failures: {why}")
-        await stack.planner_pass()
+            raise AssertionError(f"planner passes did not finish in time: {await _explain(stack, last)}")
+        last = await stack.planner_pass()
         await asyncio.sleep(pause)
+
+
+async def _explain(stack, last) -> str:
+    """What a stalled rollout looked like: the last pass, each started workflow's status, the nodes left."""
+    statuses = {}
+    for wid in dict.fromkeys(stack.started):
+        desc = await stack.client.get_workflow_handle(wid).describe()
+        statuses[wid] = (desc.status.name if desc.status else "?", await stack.failures(wid))
+    nodes = [(n["metadata"]["name"], bool(n["metadata"].get("deletionTimestamp")),
+              [t.get("key") for t in (n.get("spec") or {}).get("taints") or []]) for n in stack.nodes()]
+    return f"last pass {last}; workflows {statuses}; nodes {nodes}"
 
 
 async def test_drift_rollout_one_at_a_time_with_prespun_nodes(temporal_client, sim_ec2, moto_endpoint) -> None:
