@@ -159,7 +159,13 @@ class Ec2World:
                     claim = world.store.get(NODECLAIMS, "", tags.get(NODECLAIM_TAG, ""))
                     if claim is None:
                         continue  # not this cluster's instance (Karpenter would garbage-collect it)
-                    if not (claim.get("status") or {}).get("providerID"):
+                    bound = (claim.get("status") or {}).get("providerID")
+                    if bound and instance_id_of(bound) != iid:
+                        # A NodeClaim is bound to one instance. Another running instance tagged with its name
+                        # (an earlier cluster's on the same moto, since claim names repeat) is not this one's:
+                        # joining it re-pointed the claim at a stranger's Node and stalled the e2e drift rollout.
+                        continue
+                    if not bound:
                         self._launched(claim, inst)
                     if node is None and iid not in self.registered:
                         started = self.first_running.setdefault(iid, now)

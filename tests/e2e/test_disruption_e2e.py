@@ -73,7 +73,9 @@ async def _explain(stack, last) -> str:
     statuses = {}
     for wid in dict.fromkeys(stack.started):
         desc = await stack.client.get_workflow_handle(wid).describe()
-        statuses[wid] = (desc.status.name if desc.status else "?", await stack.failures(wid))
+        status = desc.status.name if desc.status else "?"
+        result = await stack.outcome(wid) if status == "COMPLETED" else None
+        statuses[wid] = (status, result and (result.outcome.value, result.message), await stack.failures(wid))
     nodes = [(n["metadata"]["name"], bool(n["metadata"].get("deletionTimestamp")),
               [t.get("key") for t in (n.get("spec") or {}).get("taints") or []]) for n in stack.nodes()]
     return f"last pass {last}; workflows {statuses}; nodes {nodes}"

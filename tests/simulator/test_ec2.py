@@ -125,3 +125,23 @@ def test_scenario_nodes_get_real_instances(moto_endpoint: str) -> None:
         time.sleep(0.3)  # several EC2 sync rounds
         assert len(client.CoreV1Api(api).list_node().items) == 1, "no duplicate node registered"
         api.close()
+
+
+def test_a_claim_bound_to_its_instance_ignores_a_stranger_of_the_same_name(sim_ec2: Simulator,
+                                                                          moto_endpoint: str) -> None:
+    """Claim names repeat across clusters sharing one moto (old-0 in many tests): a running instance of another
+    cluster tagged with the claim's name must not join and re-point the claim."""
+    api = sim_ec2.api_client()
+    v1, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    ec2 = _ec2(moto_endpoint)
+    claim_name = _claim(api)
+    own = _launch(ec2, claim_name)
+    wait_for(lambda: _node_for(v1, own), timeout=20, what="own instance registered")
+    stranger = _launch(ec2, claim_name)
+    time.sleep(0.5)  # ten EC2 sync rounds
+    assert _node_for(v1, stranger) is None, "a stranger instance joined"
+    got = custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", claim_name)
+    assert got["status"]["providerID"].endswith("/" + own)
+    assert len(v1.list_node().items) == 1
+    ec2.terminate_instances(InstanceIds=[own, stranger])
+    api.close()
