@@ -43,10 +43,10 @@ with workflow.unsafe.imports_passed_through():
         ValidationResult,
     )
     from workflows.errors import ErrorType
+    from workflows.retries import SHORT
+    from workflows.retries import STEP_RETRY as RETRY
 
-SHORT = timedelta(seconds=30)
 LAUNCH = timedelta(minutes=2)
-RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=10)
 # Launch failures that retrying cannot fix (no capacity, bad request) roll back at once.
 LAUNCH_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
                            maximum_attempts=5, non_retryable_error_types=[ErrorType.LAUNCH_FAILED.value])

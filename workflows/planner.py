@@ -24,12 +24,9 @@ with workflow.unsafe.imports_passed_through():
         PlanPassResult,
         TerminationsInput,
     )
+    from workflows.retries import READ_LIMIT, READ_RETRY
 
 RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=5)
-# Reading the cluster retries until READ_LIMIT, not 5 times (~15 s): an API server outage (a control plane
-# upgrade; the chaos suite's 60 s of 503s) holds the SKIP schedule for its length instead of failing pass after pass.
-READ_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10))
-READ_LIMIT = timedelta(minutes=5)
 
 
 @workflow.defn

@@ -43,15 +43,12 @@ with workflow.unsafe.imports_passed_through():
         ProvisioningResult,
         ProvisioningSettings,
     )
+    from workflows.retries import READ_LIMIT, READ_RETRY, SHORT
+    from workflows.retries import STEP_RETRY as RETRY
 
-SHORT = timedelta(seconds=30)
 # A launch is a few quick EC2 calls (idempotent by ClientToken and tags); a short limit means a worker killed
 # mid-launch costs the batch at most this long before another worker retries it.
 LAUNCH = timedelta(seconds=60)
-RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=10)
-# Reading the cluster retries until READ_LIMIT (an API server outage or a cache not yet synced), as the planner does.
-READ_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10))
-READ_LIMIT = timedelta(minutes=5)
 LAUNCH_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
                            maximum_attempts=5, non_retryable_error_types=[
                                ErrorType.LAUNCH_FAILED.value, ErrorType.INSUFFICIENT_CAPACITY.value,
