@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
 def _write_scenario(workdir: Path) -> Path:
     import yaml
 
-    from starter.demo_scenario import demo_cluster
+    from devstack.demo_scenario import demo_cluster
 
     path = workdir / "demo-cluster.yaml"
     path.write_text(yaml.safe_dump_all(demo_cluster(node_classes=True), sort_keys=False))

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from api import labels as L
+from devstack.demo_scenario import demo_cluster
 from starter import cmd_demo
 from starter.cli import run
-from starter.demo_scenario import demo_cluster
 
 
 def test_non_positive_duration_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:

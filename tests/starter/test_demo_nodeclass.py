@@ -13,8 +13,8 @@ import pytest
 from activities.kube_client import KubeClient
 from activities.nodeclass import NodeClassActivities
 from devstack.demo_aws import BASE_IMAGE, CLUSTER_NAME, DemoAws
+from devstack.demo_scenario import demo_cluster
 from starter.demo_nodeclass import AmiRollout
-from starter.demo_scenario import demo_cluster
 from workflows.nodeclass_models import NodeClassInput
 
 
