@@ -306,7 +306,8 @@ async def _final_report(stack: Any, core: Any, catalog: Any, cost_before: float,
                         settle: float, say: Any) -> dict[str, Any]:
     """Pause the planner, let in-flight work finish (bounded), then count what happened."""
     from client.planner_schedule import set_planner_paused
-    from starter.demo_report import METHODS, leaked_instances, stuck_finalizers
+    from devstack.audit import leaked_instances, stuck_finalizers
+    from starter.demo_report import METHODS
 
     await set_planner_paused(stack.client, True, note="demo finished")
     deadline = time.monotonic() + settle

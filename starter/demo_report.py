@@ -11,7 +11,6 @@ from typing import Any
 from api import labels as L
 from api.catalog import InstanceTypeCatalog
 from api.interruption import TERMINATION_REASONS
-from api.provider_id import instance_id_from_provider_id
 
 METHODS = ("Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation", "Expiration", "Interruption")
 
@@ -44,34 +43,6 @@ def node_states(nodes: list[dict[str, Any]]) -> Counter[str]:
         else:
             out["Ready" if ready else "NotReady"] += 1
     return out
-
-
-def leaked_instances(instances: list[dict[str, Any]], nodes: list[dict[str, Any]],
-                     claims: list[dict[str, Any]]) -> list[str]:
-    """Running or pending instances that no NodeClaim and no Node accounts for: money spent on nothing."""
-    known: set[str] = set()
-    for obj in [*nodes, *claims]:
-        pid = (obj.get("spec") or {}).get("providerID") or (obj.get("status") or {}).get("providerID")
-        iid = instance_id_from_provider_id(pid)
-        if iid:
-            known.add(iid)
-    claim_names = {(c.get("metadata") or {}).get("name") for c in claims}
-    leaked = []
-    for inst in instances:
-        if inst["State"]["Name"] not in ("pending", "running"):
-            continue
-        tags = {t["Key"]: t["Value"] for t in inst.get("Tags") or []}
-        owner = tags.get("karpenter.sh/nodeclaim")
-        if inst["InstanceId"] in known or (owner and owner in claim_names):
-            continue
-        leaked.append(inst["InstanceId"])
-    return leaked
-
-
-def stuck_finalizers(nodes: list[dict[str, Any]], claims: list[dict[str, Any]]) -> list[str]:
-    """Objects still deleting (finalizer not removed) when the run has settled."""
-    return [f"{kind}/{(o.get('metadata') or {}).get('name')}" for kind, objs in (("node", nodes), ("nodeclaim", claims))
-            for o in objs if (o.get("metadata") or {}).get("deletionTimestamp")]
 
 
 @dataclass

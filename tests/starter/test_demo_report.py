@@ -8,14 +8,13 @@ import pytest
 
 from api import labels as L
 from api.catalog import load_default_catalog
+from devstack.audit import leaked_instances, stuck_finalizers
 from starter.demo_report import (
     METHODS,
     cost_per_hour,
     describe_workflow,
-    leaked_instances,
     node_states,
     render_live,
-    stuck_finalizers,
     tally_workflows,
 )
 
