@@ -7,6 +7,7 @@ activities word the same thing the same way.
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from api.interruption import InterruptionKind
@@ -17,6 +18,9 @@ class EventReason(StrEnum):
     DISRUPTION_BLOCKED = "DisruptionBlocked"
     UNCONSOLIDATABLE = "Unconsolidatable"
     NODE_CLASS_NOT_READY = "NodeClassNotReady"  # on a NodePool whose EC2NodeClass is missing or not Ready
+    # node repair (on the Node; blocked also on its NodePool)
+    NODE_REPAIR = "NodeRepair"  # an unhealthy node past its toleration: terminated forcefully
+    NODE_REPAIR_BLOCKED = "NodeRepairBlocked"  # Karpenter's: too much of the pool is unhealthy to repair
     # provisioning (on a pending Pod, on a NodePool)
     FAILED_SCHEDULING = "FailedScheduling"  # Karpenter's reason on a pod no NodePool can serve
     NODEPOOL_LIMITS_REACHED = "NodePoolLimitsReached"  # a pod needs a node but the pool's spec.limits are used up
@@ -100,6 +104,26 @@ def insufficient_capacity(offerings: list[str], retry_seconds: float | None) -> 
     shown = ", ".join(offerings[:6]) + (f" and {len(offerings) - 6} more" if len(offerings) > 6 else "")
     then = f"retrying in {retry_seconds:g}s" if retry_seconds is not None else "giving up for this batch"
     return f"InsufficientInstanceCapacity for every offering ({shown}); {then}"
+
+
+def node_repair(condition: str, status: str, since: datetime, toleration: timedelta) -> str:
+    return (f"Repairing node: condition {condition} has been {status} since {since.strftime('%Y-%m-%dT%H:%M:%SZ')} "
+            f"(tolerated {_duration(toleration)}); terminating it now, its pods go to other or new nodes")
+
+
+def node_repair_blocked(pool: str, unhealthy: int, total: int, allowed: int, percent: int) -> str:
+    return (f"Node repair blocked: {unhealthy} of {total} nodes of NodePool {pool} are unhealthy, more than "
+            f"{percent}% (at most {allowed})")
+
+
+def _duration(d: timedelta) -> str:
+    """Go style, as Karpenter's durations are written: 30m0s, 1h0m0s, 45s."""
+    total = int(d.total_seconds())
+    hours, rest = divmod(total, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{seconds}s"
+    return f"{minutes}m{seconds}s" if minutes else f"{seconds}s"
 
 
 def provisioning_launched(pods: int) -> str:
