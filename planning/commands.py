@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from planning.repair import Repair, RepairBlocked
+
 Method = Literal["Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation", "Expiration"]
 Reason = Literal["Empty", "Drifted", "Underutilized", "Expired"]
 
@@ -114,6 +116,9 @@ class PlanResult(_Model):
     blocked: list[Blocked] = Field(default_factory=list)
     final: FinalState
     events: list[PlanEvent] = Field(default_factory=list)
+    # node repair (planning/repair.py); `nodeflow plan` adds them to its JSON as `repairs` / `repairsBlocked`
+    repairs: list[Repair] = Field(default_factory=list)
+    repairs_blocked: list[RepairBlocked] = Field(default_factory=list)
 
     def to_public(self, internal: bool = False) -> dict[str, Any]:
         """JSON-ready dict: exactly docs/contracts.md §3, §7, or with the internal fields too."""
@@ -123,7 +128,7 @@ class PlanResult(_Model):
             mode="json",
             by_alias=True,
             exclude={
-                "events": True,
+                "events": True, "repairs": True, "repairs_blocked": True,
                 "commands": {"__all__": {"node_uids", "node_claims", "provider_ids", "provisioning"}},
                 "blocked": {"__all__": {"node_pool", "event_reason"}},
             },

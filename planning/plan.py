@@ -12,7 +12,7 @@ import copy
 import dataclasses
 import gc
 import hashlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,6 +31,7 @@ from planning.expiration import Expiration
 from planning.method import Limits, Method, PassContext
 from planning.multinode import MultiNodeConsolidation
 from planning.optimizer import optimizer_method
+from planning.repair import DEFAULT_POLICIES, NodeHealth, RepairDecision, RepairPolicy, decide_repairs
 from planning.scheduling import Scheduler
 from planning.singlenode import SingleNodeConsolidation
 
@@ -48,6 +49,7 @@ class PassOutcome:
     events: list[PlanEvent] = field(default_factory=list)
     computed: dict[str, int] = field(default_factory=dict)
     eligible: dict[str, int] = field(default_factory=dict)
+    repair: RepairDecision = field(default_factory=RepairDecision)
 
 
 def _utc(at: datetime) -> datetime:
@@ -90,17 +92,20 @@ def _gc_paused() -> Iterator[None]:
 
 def run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None,
              exclude_nodes: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
-             compute_all: bool = False, optimize: bool = False, parsed: Parsed | None = None) -> PassOutcome:
+             compute_all: bool = False, optimize: bool = False, parsed: Parsed | None = None,
+             repair: Sequence[RepairPolicy] = DEFAULT_POLICIES) -> PassOutcome:
     """One planner pass. With `compute_all` every method computes its commands (for benchmarks and
     explanations), but only the first method with commands contributes them, as in a real pass. `parsed`: the
-    snapshot's pods and claims already parsed (the worker's watch cache keeps them; see Cluster.from_parts)."""
+    snapshot's pods and claims already parsed (the worker's watch cache keeps them; see Cluster.from_parts).
+    `repair`: the node repair policies (planning/repair.py; empty: no repair)."""
     with _gc_paused():
-        return _run_pass(snapshot, at, catalog, exclude_nodes, limits, compute_all, optimize, parsed)
+        return _run_pass(snapshot, at, catalog, exclude_nodes, limits, compute_all, optimize, parsed, repair)
 
 
 def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
               exclude_nodes: set[str] | frozenset[str], limits: Limits | None, compute_all: bool,
-              optimize: bool, parsed: Parsed | None = None) -> PassOutcome:
+              optimize: bool, parsed: Parsed | None = None,
+              repair: Sequence[RepairPolicy] = DEFAULT_POLICIES) -> PassOutcome:
     at = _utc(at)
     exclude = set(exclude_nodes)
     cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
@@ -114,10 +119,12 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     expiring = expiration.candidates()
     expiring_names = {c.name for c in expiring}
     commands = expiration.compute_commands({}, expiring)
+    repairs = _repairs(cluster, at, exclude | expiring_names, repair)
 
-    busy = exclude | expiring_names
+    busy = exclude | expiring_names | {r.node for r in repairs.repairs}
     ctx = PassContext(cluster, Scheduler(cluster, busy), at, limits or Limits())
     ctx.events = expiration_ctx.events
+    _report_repairs(ctx, repairs)
     for row in rows:
         if row["total"] > 0 and row["limit"] == 0:
             ctx.event("NodePool", row["nodePool"], EventReason.DISRUPTION_BLOCKED,
@@ -150,7 +157,27 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     commands += winner
     in_commands = {n for c in commands for n in c.nodes}
     blocked = [b for name, b in ctx.blocked.items() if name not in in_commands]
-    return PassOutcome(cluster, rows, commands, blocked, ctx.events, computed, eligible)
+    return PassOutcome(cluster, rows, commands, blocked, ctx.events, computed, eligible, repairs)
+
+
+def _repairs(cluster: Cluster, at: datetime, busy: set[str], policies: Sequence[RepairPolicy]) -> RepairDecision:
+    """Node repair (planning/repair.py) over the managed nodes: one in flight, expiring or deleting counts toward
+    its pool's health but is not repaired again."""
+    if not policies:
+        return RepairDecision()
+    health = [NodeHealth.from_node(n.raw, n.pool, n.claim is not None and not n.marked_for_deletion
+                                   and n.name not in busy) for n in cluster.nodes]
+    return decide_repairs(health, at, policies)
+
+
+def _report_repairs(ctx: PassContext, decision: RepairDecision) -> None:
+    """A Warning on each node repaired; NodeRepairBlocked on the pool the safety valve holds back and its nodes."""
+    for r in decision.repairs:
+        ctx.event("Node", r.node, EventReason.NODE_REPAIR, r.message(), "Warning")
+    for b in decision.blocked:
+        ctx.event("NodePool", b.node_pool, EventReason.NODE_REPAIR_BLOCKED, b.message(), "Warning")
+        for name in b.nodes:
+            ctx.event("Node", name, EventReason.NODE_REPAIR_BLOCKED, b.message(), "Warning")
 
 
 def _report_launch_blockers(ctx: PassContext) -> None:
@@ -176,11 +203,13 @@ def _live(cluster: Cluster) -> list[Any]:
 
 def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None, until_stable: bool = False,
          exclude_nodes: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
-         max_passes: int = MAX_PASSES, optimize: bool = False, parsed: Parsed | None = None) -> PlanResult:
+         max_passes: int = MAX_PASSES, optimize: bool = False, parsed: Parsed | None = None,
+         repair: Sequence[RepairPolicy] = DEFAULT_POLICIES) -> PlanResult:
     """The planner's decision for `snapshot` at `at` (docs/contracts.md §3). Pure: no I/O, the snapshot stays as is.
-    `parsed`: parts of the snapshot already parsed (first pass only; later passes plan on changed copies)."""
+    `parsed`: parts of the snapshot already parsed (first pass only; later passes plan on changed copies).
+    Node repairs are the first pass's (their replacements are the provisioner's, not simulated here)."""
     at = _utc(at)
-    first = run_pass(snapshot, at, catalog, exclude_nodes, limits, optimize=optimize, parsed=parsed)
+    first = run_pass(snapshot, at, catalog, exclude_nodes, limits, optimize=optimize, parsed=parsed, repair=repair)
     if not until_stable:
         removed = {n for c in first.commands for n in c.nodes}
         live = [n for n in _live(first.cluster) if n.name not in removed]
@@ -188,26 +217,28 @@ def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None
         final = FinalState(nodes=len(live) + len(added), passes=1,
                            cost_per_hour=round(sum(n.price for n in live) + sum(r.price for r in added), 6))
         return PlanResult(at=at, budgets=first.budgets, commands=first.commands, blocked=first.blocked,
-                          final=final, events=first.events)
+                          final=final, events=first.events, repairs=first.repair.repairs,
+                          repairs_blocked=first.repair.blocked)
     commands: list[Command] = []
     outcome, snap, passes = first, snapshot, 1
     while outcome.commands and passes < max_passes:
         commands += outcome.commands
         snap = apply_commands(snap, outcome.commands, at=at, catalog=catalog, tag=f"p{passes}")
-        outcome = run_pass(snap, at, catalog, exclude_nodes, limits, optimize=optimize)
+        outcome = run_pass(snap, at, catalog, exclude_nodes, limits, optimize=optimize, repair=repair)
         passes += 1
     live = _live(outcome.cluster)
     final = FinalState(nodes=len(live), cost_per_hour=outcome.cluster.cost_per_hour(live), passes=passes)
     return PlanResult(at=at, budgets=first.budgets, commands=commands, blocked=outcome.blocked, final=final,
-                      events=outcome.events)
+                      events=outcome.events, repairs=first.repair.repairs, repairs_blocked=first.repair.blocked)
 
 
 def run_plan(snapshot: Any, at: datetime | None = None, until_stable: bool = False,
              catalog: InstanceTypeCatalog | None = None,
-             exclude_nodes: set[str] | frozenset[str] = frozenset(), optimize: bool = False) -> PlanResult:
+             exclude_nodes: set[str] | frozenset[str] = frozenset(), optimize: bool = False,
+             repair: Sequence[RepairPolicy] = DEFAULT_POLICIES) -> PlanResult:
     """`nodeflow plan`'s entry point, for a snapshot file or a live cluster read into a snapshot."""
     return plan(snapshot, at or datetime.now(UTC), catalog=catalog, until_stable=until_stable,
-                exclude_nodes=exclude_nodes, optimize=optimize)
+                exclude_nodes=exclude_nodes, optimize=optimize, repair=repair)
 
 
 # ---- applying commands to a copy of the snapshot -----------------------------------------------------

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from planning_factory import AT, node_and_claim, nodepool, pod, snapshot, ts
+
+from planning.plan import plan
 from planning.repair import (
     DEFAULT_POLICIES,
     Condition,
@@ -142,3 +145,40 @@ def test_from_node_reads_conditions_and_transition_times() -> None:
     health = NodeHealth.from_node(raw, "default")
     assert health.name == "n1" and health.condition("Ready") == Condition("Ready", "False", NOW - timedelta(hours=1))
     assert health.condition("MemoryPressure").since is None
+
+
+
+# ---- in the planner pass (planning/plan.py) --------------------------------------------------------------------
+
+def _sick(name: str, since: timedelta, status: str = "False") -> list[dict]:
+    objs = node_and_claim(name)
+    objs[0]["status"]["conditions"] = [{"type": "Ready", "status": status, "lastTransitionTime": ts(AT - since)}]
+    return objs
+
+
+def test_the_pass_repairs_explains_and_leaves_the_node_to_no_other_method() -> None:
+    snap = snapshot(nodepool(), _sick("sick", timedelta(hours=1)),
+                    *[node_and_claim(f"busy-{i}") for i in range(4)],
+                    *[pod(f"w{i}-1", f"busy-{i}", "3") for i in range(4)])
+    result = plan(snap, AT)
+    assert [(r.node, r.policy.status) for r in result.repairs] == [("sick", "False")]
+    assert all("sick" not in c.nodes for c in result.commands)  # empty, but repair took it: no Emptiness too
+    (event,) = [e for e in result.events if e.reason == "NodeRepair"]
+    assert (event.kind, event.name, event.type) == ("Node", "sick", "Warning")
+    assert "repairs" not in result.to_public()  # the contract's JSON stays as it is; `nodeflow plan` adds it
+    assert plan(snap, AT, repair=()).repairs == []  # repair off
+    assert plan(snap, AT, repair=default_policies(timedelta(hours=2))).repairs == []
+
+
+def test_the_pass_reports_the_valve_on_the_pool_and_its_nodes() -> None:
+    snap = snapshot(nodepool(), _sick("s-0", timedelta(hours=1)), _sick("s-1", timedelta(hours=1), "Unknown"),
+                    *[node_and_claim(f"ok-{i}") for i in range(3)])
+    result = plan(snap, AT)
+    assert result.repairs == [] and [b.nodes for b in result.repairs_blocked] == [("s-0", "s-1")]
+    blocked = {(e.kind, e.name) for e in result.events if e.reason == "NodeRepairBlocked"}
+    assert blocked == {("NodePool", "default"), ("Node", "s-0"), ("Node", "s-1")}
+
+
+def test_in_flight_nodes_are_not_repaired_again() -> None:
+    snap = snapshot(nodepool(), _sick("sick", timedelta(hours=1)), *[node_and_claim(f"ok-{i}") for i in range(4)])
+    assert plan(snap, AT, exclude_nodes={"sick"}).repairs == []
