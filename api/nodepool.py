@@ -108,6 +108,8 @@ class NodePoolSpec(K8sModel):
     disruption: Disruption = Field(default_factory=Disruption)
     limits: dict[str, Any] | None = None
     weight: int | None = None
+    # Static NodePool (Karpenter's StaticCapacity): keep exactly this many nodes (docs/semantics.md §13).
+    replicas: int | None = Field(default=None, ge=0)
 
 
 def move_deprecated_fields(data: Any) -> tuple[Any, list[str]]:
@@ -199,6 +201,15 @@ class NodePool(K8sModel):
     def weight(self) -> int:
         """Karpenter treats an unset weight as 0 (lowest priority)."""
         return self.spec.weight or 0
+
+    @property
+    def replicas(self) -> int | None:
+        """`spec.replicas`: the node count a static NodePool keeps; None for a dynamic pool."""
+        return self.spec.replicas
+
+    @property
+    def is_static(self) -> bool:
+        return self.spec.replicas is not None
 
     @property
     def template_labels(self) -> dict[str, str]:

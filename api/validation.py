@@ -14,7 +14,13 @@ from typing import Any
 from api import labels
 from api.budgets import budget_problems
 from api.duration import check_duration, matches_pattern
-from api.nodepool import CONSOLIDATION_POLICIES, Budget, move_deprecated_fields
+from api.nodepool import (
+    CONSOLIDATION_POLICIES,
+    DEFAULT_CONSOLIDATE_AFTER,
+    DEFAULT_CONSOLIDATION_POLICY,
+    Budget,
+    move_deprecated_fields,
+)
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -23,6 +29,15 @@ MAX_REQUIREMENTS = 100
 MAX_LABELS = 100
 MIN_VALUES_RANGE = (1, 50)
 WEIGHT_RANGE = (1, 100)
+REPLICAS_MINIMUM = 0
+# The only limit a static NodePool (spec.replicas set) may have: it keeps a node count, not an amount of cpu/memory.
+STATIC_LIMITS = ("nodes",)
+STATIC_LIMITS_MESSAGE = ("only 'limits.nodes' is supported on static NodePools (spec.replicas is set): the pool "
+                         "keeps a number of nodes, so only a node count can bound it")
+STATIC_WEIGHT_MESSAGE = ("'weight' is not supported on static NodePools (spec.replicas is set): weight ranks NodePools "
+                         "for pending pods, and a static pool launches only its replicas")
+STATIC_TRANSITION_MESSAGE = ("Cannot transition NodePool between static (replicas set) and dynamic (replicas unset) "
+                             "provisioning modes")
 
 QUALIFIED_NAME_PATTERN = (
     r"^(([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
@@ -320,8 +335,8 @@ def _check_header(p: _Problems, obj: dict[str, Any], kind: str) -> None:
 
 
 def nodepool_warnings(obj: Any) -> list[str]:
-    """Non-fatal findings: the deprecated spec.disruption.expireAfter (AKS NAP docs), and budgets that block a
-    reason for good (`nodes: "0"` or `"0%"` without a schedule), which is legal but often a mistake."""
+    """Non-fatal findings: the deprecated spec.disruption.expireAfter (AKS NAP docs), budgets that block a reason for
+    good (`nodes: "0"` or `"0%"` without a schedule), which is legal but often a mistake, and static_warnings."""
     obj, warnings = move_deprecated_fields(obj)
     spec = obj.get("spec") if isinstance(obj, dict) else None
     disruption = spec.get("disruption") if isinstance(spec, dict) else None
@@ -332,7 +347,7 @@ def nodepool_warnings(obj: Any) -> list[str]:
             which = ", ".join(map(str, reasons)) if isinstance(reasons, list) else "every reason"
             warnings.append(f"spec.disruption.budgets[{i}]: nodes {b['nodes']!r} without a schedule blocks "
                             f"voluntary disruption ({which or 'no reason'}) at all times")
-    return warnings
+    return warnings + static_warnings(spec)
 
 
 def validate_nodepool(obj: Any) -> list[str]:
@@ -374,7 +389,49 @@ def validate_nodepool(obj: Any) -> list[str]:
             p.add("spec.weight", f"must be an integer, got {type(weight).__name__}")
         elif not WEIGHT_RANGE[0] <= weight <= WEIGHT_RANGE[1]:
             p.add("spec.weight", f"must be between {WEIGHT_RANGE[0]} and {WEIGHT_RANGE[1]}, got {weight}")
+    _check_static(p, spec, limits)
     return p.items
+
+
+def _check_static(p: _Problems, spec: dict[str, Any], limits: dict[str, Any] | None) -> None:
+    """Karpenter's rules for static NodePools (docs/semantics.md §13.1): replicas >= 0, only limits.nodes, no weight."""
+    replicas = spec.get("replicas")
+    if replicas is None:
+        return
+    if not isinstance(replicas, int) or isinstance(replicas, bool):
+        p.add("spec.replicas", f"must be an integer, got {type(replicas).__name__}")
+    elif replicas < REPLICAS_MINIMUM:
+        p.add("spec.replicas", f"must be at least {REPLICAS_MINIMUM}, got {replicas}")
+    for resource in limits or {}:
+        if resource not in STATIC_LIMITS:
+            p.add(f"spec.limits[{resource}]", STATIC_LIMITS_MESSAGE)
+    if spec.get("weight") is not None:
+        p.add("spec.weight", STATIC_WEIGHT_MESSAGE)
+
+
+def static_warnings(spec: Any) -> list[str]:
+    """What a static NodePool sets but Karpenter ignores (consolidation), and a node limit that holds it below its
+    replicas or leaves no room to replace a drifted node before removing it."""
+    if not isinstance(spec, dict) or spec.get("replicas") is None:
+        return []
+    out = []
+    disruption = spec.get("disruption")
+    defaults = {"consolidationPolicy": DEFAULT_CONSOLIDATION_POLICY, "consolidateAfter": DEFAULT_CONSOLIDATE_AFTER}
+    for field, default in defaults.items():  # the CRD defaults both: only a value someone chose is worth a word
+        if isinstance(disruption, dict) and disruption.get(field, default) != default:
+            out.append(f"spec.disruption.{field} is ignored on static NodePools (spec.replicas is set): their nodes "
+                       "are never consolidated")
+    replicas = spec.get("replicas")
+    limits = spec.get("limits") if isinstance(spec.get("limits"), dict) else {}
+    limit = int(str(limits["nodes"])) if str(limits.get("nodes", "")).isdigit() else None
+    if isinstance(replicas, int) and limit is not None:
+        if limit < replicas:
+            out.append(f"spec.limits.nodes ({limit}) is below spec.replicas ({replicas}): the pool is held at {limit} "
+                       "node(s)")
+        elif limit == replicas and replicas > 0:
+            out.append(f"spec.limits.nodes equals spec.replicas ({replicas}): a drifted node cannot get its "
+                       "replacement before it goes, so drift is blocked; leave room above replicas")
+    return out
 
 
 def validate_nodeclaim(obj: Any) -> list[str]:

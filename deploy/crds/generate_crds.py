@@ -44,6 +44,10 @@ from api.validation import (
     OPERATORS,
     QUALIFIED_NAME_PATTERN,
     QUANTITY_PATTERN,
+    REPLICAS_MINIMUM,
+    STATIC_LIMITS_MESSAGE,
+    STATIC_TRANSITION_MESSAGE,
+    STATIC_WEIGHT_MESSAGE,
     TAINT_EFFECTS,
     WEIGHT_RANGE,
     WELL_KNOWN_KARPENTER_LABELS,
@@ -322,6 +326,12 @@ nodepool_schema = {
                         },
                     },
                 },
+                "replicas": {
+                    "description": "Static NodePool: keep exactly this many nodes, whatever the pods need (Karpenter's StaticCapacity). Consolidation settings are ignored, only limits.nodes and no weight are allowed, and it cannot be added or removed later.",
+                    "type": "integer",
+                    "format": "int64",
+                    "minimum": REPLICAS_MINIMUM,
+                },
                 "weight": {
                     "description": "Priority among NodePools (higher first).",
                     "type": "integer",
@@ -330,6 +340,14 @@ nodepool_schema = {
                     "maximum": WEIGHT_RANGE[1],
                 },
             },
+            "x-kubernetes-validations": [
+                {"message": STATIC_TRANSITION_MESSAGE, "rule": "has(self.replicas) == has(oldSelf.replicas)"},
+                {
+                    "message": STATIC_LIMITS_MESSAGE,
+                    "rule": "!has(self.replicas) || !has(self.limits) || self.limits.all(k, k == 'nodes')",
+                },
+                {"message": STATIC_WEIGHT_MESSAGE, "rule": "!has(self.replicas) || !has(self.weight)"},
+            ],
         },
         "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
     },
