@@ -128,3 +128,17 @@ def _duration(d: timedelta) -> str:
 
 def provisioning_launched(pods: int) -> str:
     return f"Launched NodeClaim for {pods} pending pod(s)"
+
+
+def static_limit_reached(limit: int, nodes: int, replicas: int) -> str:
+    """On a static NodePool held below its replicas by limits.nodes (NodePoolLimitsReached)."""
+    return f"limits.nodes={limit} reached: {nodes} node(s) of {replicas} replicas, no more are launched"
+
+
+# StaticDrift (planning/static_drift.py): Karpenter's message when the replacement would exceed limits.nodes.
+STATIC_DRIFT_AT_LIMIT = "static NodePool is at its node limit and cannot stage a replacement"
+
+
+def static_drift_waits(pool: str, nodes: int, replicas: int) -> str:
+    """A drifted node of a static pool that is still above its replicas: drift waits for the scale-down."""
+    return f"static nodepool {pool} has {nodes} nodes for {replicas} replicas: drift waits until it is down to them"
