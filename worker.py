@@ -59,6 +59,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="seconds: a provisioning batch closes this long after its last new pending pod")
     p.add_argument("--batch-max-duration", type=float, default=float(env("NODEFLOW_BATCH_MAX_DURATION", "10")),
                    help="seconds: a provisioning batch closes at most this long after it opened")
+    p.add_argument("--node-repair-toleration", type=_seconds, default=env("NODEFLOW_NODE_REPAIR_TOLERATION", "30m"),
+                   help="how long a node may stay Ready False/Unknown before it is replaced (Go duration)")
+    p.add_argument("--node-repair-condition", action="append", metavar="TYPE=STATUS:DURATION",
+                   default=[c for c in (env("NODEFLOW_NODE_REPAIR_CONDITIONS") or "").split(",") if c.strip()],
+                   help="another node condition that triggers repair, e.g. NetworkingReady=False:10m (repeatable)")
+    p.add_argument("--no-node-repair", action="store_true",
+                   default=(env("NODEFLOW_NO_NODE_REPAIR") or "").lower() in ("1", "true", "yes"),
+                   help="never replace unhealthy nodes")
     p.add_argument("--log-level", default=env("NODEFLOW_LOG_LEVEL", "INFO"))
     p.add_argument("--interruption-queue", default=env("NODEFLOW_INTERRUPTION_QUEUE"),
                    help="SQS queue URL of EventBridge interruption events (unset: no interruption handling)")
@@ -76,6 +84,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--iam-endpoint", default=env("NODEFLOW_IAM_ENDPOINT"),
                    help="IAM endpoint URL (instance profiles of EC2NodeClass roles)")
     return p.parse_args(argv)
+
+
+def _seconds(text: str) -> float:
+    """A Go duration ("30m", "1h30m") in seconds, for argparse."""
+    from api.duration import DurationError, parse_duration
+
+    try:
+        return parse_duration(text).total_seconds()
+    except DurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def readiness_checks(client: Client, deps: Deps) -> dict[str, ReadinessCheck]:
@@ -101,7 +119,9 @@ async def amain(args: argparse.Namespace) -> int:
                         ami_id=args.ami_id, cluster_name=args.cluster_name, cluster_endpoint=args.cluster_endpoint,
                         cluster_ca=args.cluster_ca, cluster_cache=not args.no_cluster_cache,
                         provisioning=not args.no_provisioning, batch_idle_seconds=args.batch_idle_duration,
-                        batch_max_seconds=args.batch_max_duration)
+                        batch_max_seconds=args.batch_max_duration, node_repair=not args.no_node_repair,
+                        node_repair_toleration_seconds=args.node_repair_toleration,
+                        node_repair_conditions=tuple(args.node_repair_condition))
     deps = Deps(kube_api=kube_api_client(args.kubeconfig), ec2=ec2_client(args.region, args.ec2_endpoint),
                 sqs=sqs_client(args.region, args.sqs_endpoint or args.ec2_endpoint), temporal=client,
                 ssm=ssm_client(args.region, args.ec2_endpoint), iam=iam_client(args.iam_endpoint or args.ec2_endpoint),

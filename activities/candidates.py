@@ -56,7 +56,8 @@ class CandidateActivities:
     @activity.defn(name="disruption_start_terminations")
     async def start_terminations(self, inp: TerminationsInput) -> list[str]:
         """One TerminationWorkflow per candidate (idempotent: an existing one is reused)."""
-        return [await self._start_termination(termination_input(n, inp.reason, inp.requested_by), inp.task_queue)
+        return [await self._start_termination(termination_input(n, inp.reason, inp.requested_by, inp.deadline),
+                                              inp.task_queue)
                 for n in inp.nodes]
 
     @activity.defn(name="disruption_await_terminations")
@@ -81,10 +82,10 @@ class CandidateActivities:
         return list(inp.workflow_ids)
 
 
-def termination_input(node: NodeRef, reason: str, requested_by: str) -> Any:
-    """The termination area's input model for one candidate."""
+def termination_input(node: NodeRef, reason: str, requested_by: str, deadline: Any = None) -> Any:
+    """The termination area's input model for one candidate (`deadline`: forceful, e.g. node repair's now)."""
     from workflows.models import TerminationInput
 
     return TerminationInput(node_name=node.name, node_uid=node.uid, node_claim_name=node.node_claim,
                             node_pool=node.node_pool, provider_id=node.provider_id, reason=reason,
-                            requested_by=requested_by)
+                            requested_by=requested_by, deadline=deadline)

@@ -13,6 +13,7 @@ is warm); the last of CACHE_ATTEMPTS attempts returns a pass skipped with the re
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -26,6 +27,7 @@ from activities.kube_client import KubeClient, without_disrupted_taint
 from api import labels
 from api.catalog import InstanceTypeCatalog, load_catalog
 from api.timestamps import parse_time
+from planning.repair import DEFAULT_POLICIES, RepairPolicy
 from planning.validation import Decision, same_decision
 from telemetry import metrics
 from workflows.disruption_models import (
@@ -176,6 +178,17 @@ def to_command(cmd: Any, index: dict[str, NodeRef]) -> DisruptionCommand:
                              replacements=reps, savings_per_hour=cmd.savings_per_hour, pods=len(cmd.pods))
 
 
+def _take_repairs(result: Any, index: dict[str, NodeRef], excluded: set[str], out: PlanPassResult) -> None:
+    """Node repairs and the pools the safety valve holds back, into the pass result and the metrics."""
+    for r in result.repairs:
+        if r.node in index and r.node not in excluded:
+            out.repairs.append(index[r.node])
+            metrics.NODE_REPAIRS.labels(nodepool=r.node_pool, condition=r.policy.condition).inc()
+    for b in result.repairs_blocked:
+        out.repairs_blocked.append(b.node_pool)
+        metrics.NODE_REPAIRS_BLOCKED.labels(nodepool=b.node_pool).inc()
+
+
 @dataclass
 class ClusterRead:
     """What a pass or a validation read: every object, the nodes, what to leave alone; from the cache, also the
@@ -219,8 +232,9 @@ class PlanningActivities:
 
     def __init__(self, kube: KubeClient, temporal_client: Client | None = None,
                  catalog: InstanceTypeCatalog | None = None, events: EventActivities | None = None,
-                 cluster: ClusterSource | None = None) -> None:
+                 cluster: ClusterSource | None = None, repair: Sequence[RepairPolicy] = DEFAULT_POLICIES) -> None:
         self._kube = kube
+        self._repair = tuple(repair)  # node repair policies (planning/repair.py); empty: no repair
         self._cluster = cluster  # None: LIST every kind on each read (nodeflow plan, tests, --no-cluster-cache)
         self._client = temporal_client
         self._catalog = catalog
@@ -303,7 +317,7 @@ class PlanningActivities:
 
         snapshot = read.snapshot if read.snapshot is not None else Snapshot.from_objects(read.objs)
         return plan(snapshot, at, catalog=self._catalog_for(catalog_path), exclude_nodes=read.excluded,
-                    parsed=read.parsed)
+                    parsed=read.parsed, repair=self._repair)
 
     @activity.defn(name="planner_pass")
     async def plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
@@ -332,14 +346,15 @@ class PlanningActivities:
                 out.expirations += cmd.nodes
             else:
                 out.commands.append(cmd)
+        _take_repairs(result, index, excluded, out)
         for b in result.blocked:
             metrics.DISRUPTION_BLOCKED.labels(nodepool=b.node_pool or "").inc()
         metrics.PLANNER_ELIGIBLE_NODES.set(len(index))
         for row in result.budgets:
             metrics.ALLOWED_DISRUPTIONS.labels(nodepool=row.get("nodePool", ""), reason=row.get("reason", "")).set(
                 row.get("allowed", 0))
-        outcome = "paused" if paused and not (out.commands or out.expirations) else \
-            ("commands" if out.commands or out.expirations else "idle")
+        acted = bool(out.commands or out.expirations or out.repairs)
+        outcome = "paused" if paused and not acted else ("commands" if acted else "idle")
         metrics.PLANNER_PASSES.labels(result=outcome).inc()
         await self._publish(result, index)
         return out

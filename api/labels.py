@@ -48,6 +48,7 @@ REASON_EMPTY = "Empty"
 REASON_DRIFTED = "Drifted"
 REASON_UNDERUTILIZED = "Underutilized"
 REASON_EXPIRED = "Expired"
+REASON_UNHEALTHY = "Unhealthy"  # node repair (planning/repair.py): Karpenter's disruption reason for it
 BUDGET_REASONS = (REASON_EMPTY, REASON_DRIFTED, REASON_UNDERUTILIZED)
 
 CAPACITY_SPOT = "spot"

@@ -40,6 +40,29 @@ def default_policies(toleration: timedelta = DEFAULT_TOLERATION) -> tuple[Repair
 DEFAULT_POLICIES = default_policies()
 
 
+def parse_policy(text: str) -> RepairPolicy:
+    """`Type=Status:Duration` (e.g. `NetworkingReady=False:10m`), as the worker's --node-repair-condition takes it."""
+    from api.duration import DurationError, parse_duration
+
+    kind, _, rest = text.strip().partition("=")
+    status, _, duration = rest.partition(":")
+    try:
+        toleration = parse_duration(duration.strip())
+    except DurationError as exc:
+        raise ValueError(f"node repair condition {text!r}: {exc}; expected Type=Status:Duration") from exc
+    if not kind.strip() or not status.strip() or toleration.total_seconds() < 0:
+        raise ValueError(f"node repair condition {text!r}: expected Type=Status:Duration, "
+                         "e.g. NetworkingReady=False:10m")
+    return RepairPolicy(kind.strip(), status.strip(), toleration)
+
+
+def policies_for(enabled: bool, toleration: timedelta, extra: Iterable[str] = ()) -> tuple[RepairPolicy, ...]:
+    """The worker's policies: Ready False/Unknown at `toleration`, then the configured conditions; none when off."""
+    if not enabled:
+        return ()
+    return (*default_policies(toleration), *(parse_policy(t) for t in extra))
+
+
 @dataclass(frozen=True, slots=True)
 class Condition:
     type: str

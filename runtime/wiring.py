@@ -59,8 +59,9 @@ def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:
     """The planner's and the disruption's activities (pass, validation, launches, candidates, events)."""
     catalog = catalog_from(deps.settings.catalog_path)
     events = EventActivities(deps.kube)
-    planning = PlanningActivities(deps.kube, deps.temporal, catalog, events, cluster=deps.cluster)
     s = deps.settings
+    planning = PlanningActivities(deps.kube, deps.temporal, catalog, events, cluster=deps.cluster,
+                                  repair=repair_policies(s))
     cluster = ClusterInfo(s.cluster_name or "", s.cluster_endpoint or "", s.cluster_ca or "")
     provisioning = ProvisioningActivities(deps.kube, deps.ec2, catalog, ami_id=s.ami_id, cluster=cluster)
     candidates = CandidateActivities(deps.kube, _candidate_starter(deps), deps.temporal)
@@ -72,6 +73,15 @@ def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:
         events.record_events,
         *provisioning_activities(deps, planning, catalog),
     ]
+
+
+def repair_policies(s: Any) -> tuple[Any, ...]:
+    """Node repair policies from the worker's settings (a malformed condition stops the worker at start)."""
+    from datetime import timedelta
+
+    from planning.repair import policies_for
+
+    return policies_for(s.node_repair, timedelta(seconds=s.node_repair_toleration_seconds), s.node_repair_conditions)
 
 
 def provisioning_activities(deps: Deps, reader: PlanningActivities, catalog: InstanceTypeCatalog

@@ -38,6 +38,18 @@ PLANNER_ELIGIBLE_NODES = Gauge(
     "Nodes seen by the last planner pass.",
     registry=REGISTRY,
 )
+NODE_REPAIRS = Counter(
+    "nodeflow_node_repairs_total",
+    "Unhealthy nodes the planner handed to a forceful termination (node repair), by NodePool and the condition.",
+    ["nodepool", "condition"],
+    registry=REGISTRY,
+)
+NODE_REPAIRS_BLOCKED = Counter(
+    "nodeflow_node_repairs_blocked_total",
+    "Planner passes in which a NodePool's repairs were held back because more than 20% of its nodes are unhealthy.",
+    ["nodepool"],
+    registry=REGISTRY,
+)
 
 # --- interruption intake (docs/decisions.md §10) ---
 INTERRUPTION_MESSAGES = Counter(

@@ -104,6 +104,8 @@ class PlanPassResult(_Model):
 
     commands: list[DisruptionCommand] = Field(default_factory=list)
     expirations: list[NodeRef] = Field(default_factory=list)
+    repairs: list[NodeRef] = Field(default_factory=list)  # unhealthy past their toleration: terminate now
+    repairs_blocked: list[str] = Field(default_factory=list)  # NodePools the 20% safety valve holds back
     blocked: list[BlockedNode] = Field(default_factory=list)
     paused_node_pools: list[str] = Field(default_factory=list)
     excluded_nodes: list[str] = Field(default_factory=list)
@@ -117,6 +119,8 @@ class PlannerResult(_Model):
     started: list[str] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
     terminations: list[str] = Field(default_factory=list)
+    repairs: list[str] = Field(default_factory=list)  # TerminationWorkflow ids of the nodes repaired
+    repairs_blocked: list[str] = Field(default_factory=list)
     blocked: int = 0
     paused_node_pools: list[str] = Field(default_factory=list)
 
@@ -176,6 +180,7 @@ class TerminationsInput(_Model):
     reason: str
     task_queue: str
     requested_by: str = ""
+    deadline: datetime | None = None  # a forceful termination's grace-period deadline (node repair: now)
 
 
 class AwaitTerminationsInput(_Model):

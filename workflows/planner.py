@@ -1,7 +1,8 @@
 """PlannerWorkflow: one planner pass (the `nodeflow-planner` Schedule starts one every 10 s, overlap SKIP).
 
 Reads the cluster and plans in an activity, then starts one DisruptionWorkflow per command as an abandoned
-child (`disrupt-<first node uid>`, so it outlives the pass) and hands expired nodes straight to termination.
+child (`disrupt-<first node uid>`, so it outlives the pass) and hands expired nodes straight to termination, and
+unhealthy ones too (node repair: deadline now, docs/semantics.md §13).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 with workflow.unsafe.imports_passed_through():
     from activities.candidates import CandidateActivities
     from activities.planning_runner import MEMO_NODES, PlanningActivities
+    from api.labels import REASON_UNHEALTHY
     from workflows.disruption import DisruptionWorkflow
     from workflows.disruption_models import (
         DisruptionInput,
@@ -26,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.retries import READ_LIMIT, READ_RETRY
 
+REPAIR_PATCH = "node-repair"  # passes recorded before node repair never start repairs
 RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=5)
 
 
@@ -38,7 +41,8 @@ class PlannerWorkflow:
             PlanningActivities.plan_pass, PlanPassInput(at=workflow.now(), catalog_path=s.catalog_path),
             start_to_close_timeout=timedelta(minutes=5), schedule_to_close_timeout=READ_LIMIT,
             heartbeat_timeout=timedelta(seconds=30), retry_policy=READ_RETRY, summary="read cluster and plan")
-        out = PlannerResult(blocked=len(plan.blocked), paused_node_pools=plan.paused_node_pools)
+        out = PlannerResult(blocked=len(plan.blocked), paused_node_pools=plan.paused_node_pools,
+                            repairs_blocked=plan.repairs_blocked)
         task_queue = workflow.info().task_queue
 
         for cmd in plan.commands:
@@ -60,4 +64,10 @@ class PlannerWorkflow:
                 TerminationsInput(nodes=plan.expirations, reason="Expired", task_queue=task_queue,
                                   requested_by=workflow.info().workflow_id),
                 start_to_close_timeout=timedelta(seconds=30), retry_policy=RETRY)
+        if plan.repairs and workflow.patched(REPAIR_PATCH):
+            out.repairs = await workflow.execute_activity_method(
+                CandidateActivities.start_terminations,
+                TerminationsInput(nodes=plan.repairs, reason=REASON_UNHEALTHY, task_queue=task_queue,
+                                  requested_by=workflow.info().workflow_id, deadline=workflow.now()),
+                start_to_close_timeout=timedelta(seconds=30), retry_policy=RETRY, summary="repair unhealthy nodes")
         return out

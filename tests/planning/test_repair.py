@@ -182,3 +182,18 @@ def test_the_pass_reports_the_valve_on_the_pool_and_its_nodes() -> None:
 def test_in_flight_nodes_are_not_repaired_again() -> None:
     snap = snapshot(nodepool(), _sick("sick", timedelta(hours=1)), *[node_and_claim(f"ok-{i}") for i in range(4)])
     assert plan(snap, AT, exclude_nodes={"sick"}).repairs == []
+
+
+def test_configured_policies_parse_and_bad_ones_say_what_is_expected() -> None:
+    from planning.repair import parse_policy, policies_for
+
+    assert parse_policy("NetworkingReady=False:10m") == RepairPolicy("NetworkingReady", "False", timedelta(minutes=10))
+    for bad in ("NetworkingReady", "=False:1m", "X=False", "X=False:ten"):
+        try:
+            parse_policy(bad)
+        except ValueError as exc:
+            assert "Type=Status:Duration" in str(exc)
+        else:
+            raise AssertionError(bad)
+    assert policies_for(False, timedelta(minutes=5), ["X=False:1m"]) == ()
+    assert [p.condition for p in policies_for(True, timedelta(minutes=5), ["X=False:1m"])] == ["Ready", "Ready", "X"]

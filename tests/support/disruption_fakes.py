@@ -52,6 +52,7 @@ class Fakes:
     polls: int = 0
     deleted: list[str] = field(default_factory=list)
     termination_reasons: list[str] = field(default_factory=list)
+    termination_deadlines: list[datetime | None] = field(default_factory=list)
     outcomes: list[str] = field(default_factory=list)
     plan: PlanPassResult = field(default_factory=PlanPassResult)
 
@@ -100,6 +101,7 @@ class Fakes:
         async def start_terms(inp: TerminationsInput) -> list[str]:
             f.calls.append("terminate")
             f.termination_reasons += [inp.reason] * len(inp.nodes)
+            f.termination_deadlines += [inp.deadline] * len(inp.nodes)
             return [f"terminate-{n.uid}" for n in inp.nodes]
 
         @activity.defn(name="disruption_await_terminations")

@@ -62,3 +62,19 @@ async def test_idle_pass_starts_nothing(ts_env: WorkflowEnvironment) -> None:
                                                       id=f"planner-{uuid.uuid4()}", task_queue=tq)
     assert result.started == [] and result.terminations == [] and result.paused_node_pools == ["gpu"]
     assert fakes.calls == ["plan"]
+
+
+async def test_repairs_terminate_now_with_reason_unhealthy(ts_env: WorkflowEnvironment) -> None:
+    sick = NodeRef(name="sick-node", uid=f"uid-{uuid.uuid4()}", node_pool="default")
+    fakes = Fakes(plan=PlanPassResult(repairs=[sick], repairs_blocked=["gpu"], nodes=6))
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(ts_env.client, task_queue=tq, workflows=[PlannerWorkflow, DisruptionWorkflow],
+                      activities=fakes.activities()):
+        handle = await ts_env.client.start_workflow(PlannerWorkflow.run, PlannerInput(),
+                                                    id=f"planner-{uuid.uuid4()}", task_queue=tq)
+        result = await handle.result()
+        started = (await handle.describe()).start_time
+    assert result.repairs == [f"terminate-{sick.uid}"] and result.repairs_blocked == ["gpu"]
+    assert result.terminations == [] and fakes.termination_reasons == ["Unhealthy"]
+    (deadline,) = fakes.termination_deadlines
+    assert deadline is not None and abs((deadline - started).total_seconds()) < 60  # forceful: the pass's now
