@@ -313,6 +313,7 @@ class PoolInfo:
     annotations: dict[str, str]
     static: bool
     node_class: str = ""  # the EC2NodeClass its template's nodeClassRef names ("" for another kind)
+    replicas: int | None = None  # spec.replicas of a static NodePool (planning/static_capacity.py)
 
     @property
     def paused(self) -> bool:
@@ -361,7 +362,18 @@ def parse_pool(obj: Any) -> PoolInfo:
         annotations=dict(meta.get("annotations") or {}),
         static=spec.get("replicas") is not None,
         node_class=_ec2_node_class(tspec.get("nodeClassRef")),
+        replicas=_replicas(spec.get("replicas")),
     )
+
+
+def _replicas(value: Any) -> int | None:
+    """spec.replicas as a count; a value that is not a count (validation reports it) keeps the pool at 0."""
+    if value is None:
+        return None
+    try:
+        return max(int(value), 0)
+    except (TypeError, ValueError):
+        return 0
 
 
 def _ec2_node_class(ref: Any) -> str:

@@ -15,7 +15,10 @@ from pydantic.alias_generators import to_camel
 
 from planning.repair import Repair, RepairBlocked
 
-Method = Literal["Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation", "Expiration"]
+# StaticDrift (static NodePools) is internal: `nodeflow plan` reports it under `staticNodePools`, not `commands`.
+Method = Literal["Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation", "Expiration",
+                 "StaticDrift"]
+STATIC_DRIFT = "StaticDrift"
 Reason = Literal["Empty", "Drifted", "Underutilized", "Expired"]
 
 METHOD_REASON: dict[str, str] = {
@@ -24,6 +27,7 @@ METHOD_REASON: dict[str, str] = {
     "MultiNodeConsolidation": "Underutilized",
     "SingleNodeConsolidation": "Underutilized",
     "Expiration": "Expired",
+    "StaticDrift": "Drifted",
 }
 
 
@@ -107,6 +111,48 @@ class FinalState(_Model):
     passes: int
 
 
+class StaticRemoval(_Model):
+    """A node a static NodePool above its replicas gives up (planning/static_capacity.py), with why it was chosen."""
+
+    node: str
+    pods: int
+    why: str
+    # internal: what its termination needs
+    node_uid: str = ""
+    node_claim: str = ""
+    provider_id: str = ""
+
+
+class StaticPool(_Model):
+    """One static NodePool's decision in a pass: the node counts it was made on, what to launch, what to remove."""
+
+    node_pool: str
+    replicas: int
+    running: int  # NodeClaims neither deleting nor taken by a disruption or termination (launching ones count)
+    launching: int  # of `running`: not a Ready, initialized node yet
+    pending_disruption: int  # taken by a disruption or termination in flight, not deleting yet
+    deleting: int
+    limit_nodes: int | None = None
+    launch: int = 0
+    replacement: Replacement | None = None  # what each launch asks for: the pool's template, cheapest first
+    remove: list[StaticRemoval] = Field(default_factory=list)
+    held: str | None = None  # why the pool launches fewer than it lacks, or removes nothing while above
+
+    def to_public(self, drift: list[Command]) -> dict[str, Any]:
+        """The `staticNodePools` entry of `nodeflow plan -o json` (docs/contracts.md §3.1)."""
+        rep = self.replacement
+        return {"nodePool": self.node_pool, "replicas": self.replicas,
+                "nodes": {"running": self.running, "launching": self.launching,
+                          "pendingDisruption": self.pending_disruption, "deleting": self.deleting},
+                "limitNodes": self.limit_nodes, "launch": self.launch,
+                "instanceTypes": list(rep.instance_types) if rep and self.launch else [],
+                "capacityType": rep.capacity_type if rep and self.launch else None,
+                "remove": [{"node": r.node, "pods": r.pods, "why": r.why} for r in self.remove],
+                "drift": [{"node": c.nodes[0], "instanceTypes": list(c.replacements[0].instance_types),
+                           "capacityType": c.replacements[0].capacity_type} for c in drift if c.replacements],
+                "held": self.held}
+
+
 class PlanResult(_Model):
     """The dry run's answer (docs/contracts.md §3). `events` is internal: the workflow publishes them."""
 
@@ -119,6 +165,8 @@ class PlanResult(_Model):
     # node repair (planning/repair.py); `nodeflow plan` adds them to its JSON as `repairs` / `repairsBlocked`
     repairs: list[Repair] = Field(default_factory=list)
     repairs_blocked: list[RepairBlocked] = Field(default_factory=list)
+    # static NodePools (planning/static_capacity.py); `nodeflow plan` adds them as `staticNodePools`
+    static_node_pools: list[StaticPool] = Field(default_factory=list)
 
     def to_public(self, internal: bool = False) -> dict[str, Any]:
         """JSON-ready dict: exactly docs/contracts.md §3, §7, or with the internal fields too."""
@@ -128,11 +176,12 @@ class PlanResult(_Model):
             mode="json",
             by_alias=True,
             exclude={
-                "events": True, "repairs": True, "repairs_blocked": True,
+                "events": True, "repairs": True, "repairs_blocked": True, "static_node_pools": True,
                 "commands": {"__all__": {"node_uids", "node_claims", "provider_ids", "provisioning"}},
                 "blocked": {"__all__": {"node_pool", "event_reason"}},
             },
         )
+        data["commands"] = [c for c in data["commands"] if c["method"] != STATIC_DRIFT]  # see static_public
         for cmd in data["commands"]:
             for rep in cmd["replacements"]:
                 for key in ("zone", "requirements", "nodePool"):
@@ -140,6 +189,11 @@ class PlanResult(_Model):
                         rep.pop(key, None)
         data["at"] = _rfc3339(self.at)
         return data
+
+    def static_public(self) -> list[dict[str, Any]]:
+        """`staticNodePools` of `nodeflow plan -o json`: each static pool's decision with its StaticDrift commands."""
+        drift = [c for c in self.commands if c.method == STATIC_DRIFT]
+        return [p.to_public([c for c in drift if c.node_pool == p.node_pool]) for p in self.static_node_pools]
 
 
 def _rfc3339(at: datetime) -> str:

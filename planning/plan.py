@@ -1,7 +1,8 @@
 """One planner pass over a snapshot, and the dry run until the cluster stops changing.
 
-A pass: Expiration on its own, then Emptiness, Drift, Multi-node and Single-node consolidation in that
-order; the first method that yields a command wins the pass (docs/semantics.md §2). `until_stable` applies each
+A pass: Expiration on its own, then Emptiness, StaticDrift, Drift, Multi-node and Single-node consolidation in
+that order; the first method that yields a command wins the pass (docs/semantics.md §2). Static NodePools also get
+their scale-up and scale-down (planning/static_capacity.py). `until_stable` applies each
 pass's commands to an in-memory copy (pods move, nodes go, replacements arrive) and plans again, with the
 clock held at `at`, until a pass yields nothing.
 """
@@ -24,7 +25,7 @@ from api.catalog import InstanceTypeCatalog
 from api.events import EventReason
 from planning.candidates import EVENTUAL, GRACEFUL, CandidateSet, build_candidates
 from planning.cluster import Cluster, Parsed, parse_pool, type_labels
-from planning.commands import Blocked, Command, FinalState, PlanEvent, PlanResult, Replacement
+from planning.commands import Blocked, Command, FinalState, PlanEvent, PlanResult, Replacement, StaticPool
 from planning.drift import Drift
 from planning.emptiness import Emptiness
 from planning.expiration import Expiration
@@ -34,6 +35,8 @@ from planning.optimizer import optimizer_method
 from planning.repair import DEFAULT_POLICIES, NodeHealth, RepairDecision, RepairPolicy, decide_repairs
 from planning.scheduling import Scheduler
 from planning.singlenode import SingleNodeConsolidation
+from planning.static_capacity import count_pools, decide_static
+from planning.static_drift import StaticDrift
 
 MAX_PASSES = 200
 
@@ -50,6 +53,7 @@ class PassOutcome:
     computed: dict[str, int] = field(default_factory=dict)
     eligible: dict[str, int] = field(default_factory=dict)
     repair: RepairDecision = field(default_factory=RepairDecision)
+    static: list[StaticPool] = field(default_factory=list)
 
 
 def _utc(at: datetime) -> datetime:
@@ -130,15 +134,18 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
             ctx.event("NodePool", row["nodePool"], EventReason.DISRUPTION_BLOCKED,
                       events.budget_blocks_reason(row["reason"]))
     _report_launch_blockers(ctx)
+    counts = count_pools(cluster, busy)  # static NodePools (planning/static_capacity.py)
+    static = decide_static(ctx, counts, busy)
     pod_blocks: dict[str, str | None] = {}
     sets = {GRACEFUL: build_candidates(cluster, at, busy, GRACEFUL, pod_blocks),
             EVENTUAL: build_candidates(cluster, at, busy, EVENTUAL, pod_blocks)}
     _report_rejections(ctx, sets[GRACEFUL])
 
-    methods: list[Method] = [Emptiness(ctx), Drift(ctx), MultiNodeConsolidation(ctx), SingleNodeConsolidation(ctx)]
+    methods: list[Method] = [Emptiness(ctx), StaticDrift(ctx, counts), Drift(ctx), MultiNodeConsolidation(ctx),
+                             SingleNodeConsolidation(ctx)]
     optimizing = optimizer_method(ctx, optimize)  # planning/optimizer.py: opt-in CP-SAT consolidation
     if optimizing is not None:
-        methods.insert(2, optimizing)
+        methods.insert(3, optimizing)
     computed: dict[str, int] = {}
     eligible: dict[str, int] = {"Expiration": len(expiring)}
     winner: list[Command] = []
@@ -157,7 +164,7 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     commands += winner
     in_commands = {n for c in commands for n in c.nodes}
     blocked = [b for name, b in ctx.blocked.items() if name not in in_commands]
-    return PassOutcome(cluster, rows, commands, blocked, ctx.events, computed, eligible, repairs)
+    return PassOutcome(cluster, rows, commands, blocked, ctx.events, computed, eligible, repairs, static)
 
 
 def _repairs(cluster: Cluster, at: datetime, busy: set[str], policies: Sequence[RepairPolicy]) -> RepairDecision:
@@ -218,7 +225,7 @@ def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None
                            cost_per_hour=round(sum(n.price for n in live) + sum(r.price for r in added), 6))
         return PlanResult(at=at, budgets=first.budgets, commands=first.commands, blocked=first.blocked,
                           final=final, events=first.events, repairs=first.repair.repairs,
-                          repairs_blocked=first.repair.blocked)
+                          repairs_blocked=first.repair.blocked, static_node_pools=first.static)
     commands: list[Command] = []
     outcome, snap, passes = first, snapshot, 1
     while outcome.commands and passes < max_passes:
@@ -229,7 +236,8 @@ def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None
     live = _live(outcome.cluster)
     final = FinalState(nodes=len(live), cost_per_hour=outcome.cluster.cost_per_hour(live), passes=passes)
     return PlanResult(at=at, budgets=first.budgets, commands=commands, blocked=outcome.blocked, final=final,
-                      events=outcome.events, repairs=first.repair.repairs, repairs_blocked=first.repair.blocked)
+                      events=outcome.events, repairs=first.repair.repairs, repairs_blocked=first.repair.blocked,
+                      static_node_pools=first.static)
 
 
 def run_plan(snapshot: Any, at: datetime | None = None, until_stable: bool = False,

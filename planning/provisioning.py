@@ -209,7 +209,10 @@ def _claim_node(index: int, claim: Mapping[str, Any], catalog: InstanceTypeCatal
 def diagnose(sched: Scheduler, pod: PodInfo, state: SimState) -> list[PoolExclusion]:
     """For each NodePool (by weight), the first thing that stops it serving `pod`."""
     if not sched.pools_by_weight:
-        return [PoolExclusion("", Exclusion.NO_NODEPOOL, "no NodePool exists")]
+        static = sorted(sched.cluster.pools)  # only static pools: they keep their replicas, never launch for pods
+        detail = f"only static NodePools exist ({', '.join(static)}), which launch no node for pods" if static \
+            else "no NodePool exists"
+        return [PoolExclusion("", Exclusion.NO_NODEPOOL, detail)]
     return [_exclusion(sched, pod, pool, state) for pool in sched.pools_by_weight]
 
 

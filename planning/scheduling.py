@@ -164,7 +164,9 @@ class Scheduler:
         self._zone_domain_cache: dict[str, set[str]] = {}
         self._pool_usage_cache: dict[str, tuple[float, int, int]] = {}
         self._type_alloc = self._observed_allocatable()
-        self.pools_by_weight = sorted(cluster.pools.values(), key=lambda p: (-p.weight, p.name))
+        # Static NodePools launch only their replicas (planning/static_capacity.py), never a node for pods.
+        self.pools_by_weight = sorted((p for p in cluster.pools.values() if not p.static),
+                                      key=lambda p: (-p.weight, p.name))
 
     # ---- existing nodes -------------------------------------------------------------------------
 

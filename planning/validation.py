@@ -20,7 +20,7 @@ class Mismatch(StrEnum):
 
 
 # Methods whose command may shrink on re-planning (each candidate stands alone); the others must match exactly.
-SUBSET_METHODS = frozenset({"Emptiness", "Drift"})
+SUBSET_METHODS = frozenset({"Emptiness", "Drift", "StaticDrift"})
 
 
 class ReplacementLike(Protocol):

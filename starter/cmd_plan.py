@@ -22,6 +22,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--optimize", action="store_true",
                    help="optimizing consolidation (CP-SAT) for every NodePool, as the annotation "
                         "nodeflow.dev/consolidation-mode: optimize does for one (needs the solver extra)")
+    p.add_argument("--node-repair-toleration", metavar="DURATION", default="30m",
+                   help="node repair: how long Ready False/Unknown is tolerated, as the worker's flag (default 30m)")
     add_output_flag(p)
     p.set_defaults(func=handle)
 
@@ -68,14 +70,26 @@ def handle(args: argparse.Namespace) -> int:
         snapshot, catalog = load_inputs(args.filename, args.catalog)
     try:
         result = run_plan(snapshot, at, until_stable=args.until_stable, catalog=catalog, exclude_nodes=exclude,
-                          optimize=args.optimize)
+                          optimize=args.optimize, repair=_repair_policies(args.node_repair_toleration))
     except SolverMissingError as exc:
         raise CliError(str(exc)) from exc
     data = result.to_public()
     data["provisioning"], unservable = _provisioning(snapshot, catalog)
     data["nodePoolsBlocked"] = pools_that_cannot_launch(snapshot)  # a missing / not Ready EC2NodeClass
+    data["repairs"] = [r.to_public() for r in result.repairs]  # node repair (docs/contracts.md §3.1)
+    data["repairsBlocked"] = [b.to_public() for b in result.repairs_blocked]
     print_output(data, args.output, table=lambda d: render_plan(d, unservable))
     return 0
+
+
+def _repair_policies(toleration: str) -> Any:
+    from api.duration import DurationError, parse_duration
+    from planning.repair import default_policies
+
+    try:
+        return default_policies(parse_duration(toleration))
+    except DurationError as exc:
+        raise CliError(f"--node-repair-toleration: {exc}") from exc
 
 
 def _provisioning(snapshot: Any, catalog: Any) -> tuple[list[dict[str, Any]], list[Any]]:
@@ -122,10 +136,25 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
         out.append(render_table(["NODEPOOL", "REASON"],
                                 [[p["nodePool"], p["reason"]] for p in data["nodePoolsBlocked"]]).rstrip())
     out.append("")
+    out += _render_repairs(data.get("repairs") or [], data.get("repairsBlocked") or [])
     out += _render_provisioning(data.get("provisioning") or [], unservable)
     final = data["final"]
     out.append(f"FINAL: {final['nodes']} nodes, ${final['costPerHour']:.4f}/h after {final['passes']} pass(es)")
     return "\n".join(out) + "\n"
+
+
+def _render_repairs(repairs: list[dict[str, Any]], held: list[dict[str, Any]]) -> list[str]:
+    """Unhealthy nodes past their toleration that the planner terminates now, and the pools the valve holds back."""
+    if not repairs and not held:
+        return []
+    out = [f"NODE REPAIR ({len(repairs)})" if repairs else "NODE REPAIR: none"]
+    if repairs:
+        out.append(render_table(["NODE", "NODEPOOL", "CONDITION", "SINCE"],
+                                [[r["node"], r["nodePool"], f"{r['condition']}={r['status']}", r["since"]]
+                                 for r in repairs]).rstrip())
+    for b in held:
+        out.append(f"held back: {b['message']} ({', '.join(b['held'])})")
+    return [*out, ""]
 
 
 def _render_provisioning(launches: list[dict[str, Any]], unservable: Sequence[Any]) -> list[str]:

@@ -66,8 +66,9 @@ def test_expired_example_deletes_without_budget_or_replacement(capsys):
 
 def test_json_shape_is_exactly_the_contract(capsys):
     data = _plan(capsys, "plan-consolidate.yaml")
-    # §3.1 adds provisioning and nodePoolsBlocked
-    assert list(data) == ["at", "budgets", "commands", "blocked", "final", "provisioning", "nodePoolsBlocked"]
+    # §3.1 adds provisioning and nodePoolsBlocked, §3.2 node repair
+    assert list(data)[:7] == ["at", "budgets", "commands", "blocked", "final", "provisioning", "nodePoolsBlocked"]
+    assert {"repairs", "repairsBlocked"} <= set(data) and data["repairs"] == data["repairsBlocked"] == []
     assert data["at"] == AT
     assert set(data["budgets"][0]) == {"nodePool", "reason", "limit", "total", "disrupting", "allowed", "errors"}
     assert list(data["commands"][0]) == ["method", "reason", "nodePool", "nodes", "replacements", "savingsPerHour",
@@ -192,3 +193,17 @@ def test_provision_example_table_shows_launches_and_the_pod_no_pool_serves(capsy
 
 def test_a_snapshot_without_pending_pods_provisions_nothing(capsys):
     assert _plan(capsys, "plan-empty.yaml")["provisioning"] == []
+
+
+def test_repair_example_repairs_the_node_past_its_toleration_and_holds_back_the_unhealthy_pool(capsys):
+    data = _plan(capsys, "plan-repair.yaml")
+    assert data["repairs"] == [{"node": "default-sick", "nodePool": "default", "condition": "Ready", "status": "False",
+                                "since": "2026-11-22T19:15:00Z", "tolerationSeconds": 1800}]
+    (held,) = data["repairsBlocked"]
+    assert (held["nodePool"], held["reason"], held["unhealthy"], held["nodes"], held["held"]) == \
+        ("batch", "NodePoolUnhealthy", 2, 3, ["batch-0", "batch-1"])
+    assert data["commands"] == []
+    assert _plan(capsys, "plan-repair.yaml", "--node-repair-toleration", "1h")["repairs"] == []
+    assert run(["plan", "-f", str(EXAMPLES / "plan-repair.yaml"), "--at", AT, "-o", "table"]) == 0
+    out = capsys.readouterr().out
+    assert "NODE REPAIR (1)" in out and "default-sick" in out and "held back: Node repair blocked: 2 of 3" in out
