@@ -141,8 +141,8 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
             EVENTUAL: build_candidates(cluster, at, busy, EVENTUAL, pod_blocks)}
     _report_rejections(ctx, sets[GRACEFUL])
 
-    methods: list[Method] = [Emptiness(ctx), StaticDrift(ctx, counts), Drift(ctx), MultiNodeConsolidation(ctx),
-                             SingleNodeConsolidation(ctx)]
+    methods: list[Method] = [Emptiness(ctx), StaticDrift(ctx, counts, {p.node_pool: p.launch for p in static}),
+                             Drift(ctx), MultiNodeConsolidation(ctx), SingleNodeConsolidation(ctx)]
     optimizing = optimizer_method(ctx, optimize)  # planning/optimizer.py: opt-in CP-SAT consolidation
     if optimizing is not None:
         methods.insert(3, optimizing)

@@ -3,9 +3,10 @@
 Karpenter's method (staticdrift.go), run between Emptiness and Drift. Per static pool: nothing while its budget is 0
 or while it still has more nodes than replicas (running + pending disruption > replicas: a scale-down or another
 replacement is under way); else `min(budget, drifted candidates)` commands, fewer when `limits.nodes` leaves no
-room for a replacement beside the node it replaces. Each command replaces one node with a NodeClaim of the pool's
-template (no pods to size it: a static node is the template). With budget 1 a pool rolls one node at a time: the
-next pass sees the replacement and the candidate both, which is more than replicas, until the candidate is gone.
+room for a replacement beside the node it replaces (after this pass's scale-up: Karpenter's reservation is shared).
+Each command replaces one node with a NodeClaim of the pool's template (no pods to size it: a static node is the
+template). With budget 1 a pool rolls one node at a time: the next pass sees the replacement and the candidate
+both, which is more than replicas, until the candidate is gone.
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ class StaticDrift:
     reason = L.REASON_DRIFTED
     disruption_class = EVENTUAL
 
-    def __init__(self, ctx: PassContext, counts: dict[str, PoolCounts]) -> None:
+    def __init__(self, ctx: PassContext, counts: dict[str, PoolCounts], launches: dict[str, int] | None = None) -> None:
+        """`launches`: NodeClaims this pass's scale-up launches per pool; they take room under limits.nodes first."""
         self.ctx = ctx
         self.counts = counts
+        self.launches = launches or {}
 
     def should_disrupt(self, c: Candidate) -> bool:
         node_class = self.ctx.cluster.node_classes.get(c.pool.node_class) if c.pool.node_class else None
@@ -61,7 +64,8 @@ class StaticDrift:
             return []
         wanted = min(budget, len(cands))
         limit = node_limit(pool)
-        allowed = wanted if limit is None else max(min(wanted, limit - counts.total), 0)
+        room = None if limit is None else limit - counts.total - self.launches.get(pool.name, 0)
+        allowed = wanted if room is None else max(min(wanted, room), 0)
         if allowed == 0:
             for c in cands[:wanted]:
                 self.ctx.block(c.node, events.STATIC_DRIFT_AT_LIMIT)

@@ -78,6 +78,7 @@ def handle(args: argparse.Namespace) -> int:
     data["nodePoolsBlocked"] = pools_that_cannot_launch(snapshot)  # a missing / not Ready EC2NodeClass
     data["repairs"] = [r.to_public() for r in result.repairs]  # node repair (docs/contracts.md §3.1)
     data["repairsBlocked"] = [b.to_public() for b in result.repairs_blocked]
+    data["staticNodePools"] = result.static_public()  # static NodePools and StaticDrift (docs/contracts.md §3.1)
     print_output(data, args.output, table=lambda d: render_plan(d, unservable))
     return 0
 
@@ -137,6 +138,7 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
                                 [[p["nodePool"], p["reason"]] for p in data["nodePoolsBlocked"]]).rstrip())
     out.append("")
     out += _render_repairs(data.get("repairs") or [], data.get("repairsBlocked") or [])
+    out += _render_static(data.get("staticNodePools") or [])
     out += _render_provisioning(data.get("provisioning") or [], unservable)
     final = data["final"]
     out.append(f"FINAL: {final['nodes']} nodes, ${final['costPerHour']:.4f}/h after {final['passes']} pass(es)")
@@ -154,6 +156,27 @@ def _render_repairs(repairs: list[dict[str, Any]], held: list[dict[str, Any]]) -
                                  for r in repairs]).rstrip())
     for b in held:
         out.append(f"held back: {b['message']} ({', '.join(b['held'])})")
+    return [*out, ""]
+
+
+def _render_static(pools: list[dict[str, Any]]) -> list[str]:
+    """Each static NodePool: its nodes against its replicas, then what it launches, removes and replaces (drift)."""
+    if not pools:
+        return []
+    out = [f"STATIC NODEPOOLS ({len(pools)})"]
+    for p in pools:
+        n = p["nodes"]
+        out.append(f"nodepool {p['nodePool']}: {p['replicas']} replicas; {n['running']} running "
+                   f"({n['launching']} launching), {n['pendingDisruption']} being disrupted, {n['deleting']} deleting"
+                   + (f"; limits.nodes {p['limitNodes']}" if p["limitNodes"] is not None else ""))
+        if p["launch"]:
+            out.append(f"   launch {p['launch']}: {p['capacityType']} {', '.join(p['instanceTypes'][:5])}"
+                       + (" ..." if len(p["instanceTypes"]) > 5 else ""))
+        out += [f"   remove {r['node']} ({r['why']}, {r['pods']} pod(s))" for r in p["remove"]]
+        out += [f"   replace drifted {d['node']} with {d['capacityType']} {', '.join(d['instanceTypes'][:3])}"
+                for d in p["drift"]]
+        if p["held"]:
+            out.append(f"   held: {p['held']}")
     return [*out, ""]
 
 

@@ -203,3 +203,11 @@ def test_plan_json_reports_static_pools_in_their_own_field() -> None:
     assert entry["nodes"] == {"running": 2, "launching": 0, "pendingDisruption": 0, "deleting": 0}
     assert entry["instanceTypes"] and entry["capacityType"] == "on-demand"
     assert [d["node"] for d in entry["drift"]] == ["d-0"] and entry["remove"] == [] and entry["held"] is None
+
+
+def test_the_scale_up_takes_room_under_the_node_limit_before_static_drift() -> None:
+    pool = static_pool(3, budgets=[{"nodes": "1"}], limits={"nodes": "3"})
+    result = plan(snapshot(pool, nodes(pool, "s-0"), drifted(pool, "d-0")), AT)
+    (d,) = result.static_node_pools
+    assert d.launch == 1 and result.commands == []  # 2 nodes + 1 launch = the limit: no room for a replacement
+    assert [b.reason for b in result.blocked] == [STATIC_DRIFT_AT_LIMIT]
