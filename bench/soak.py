@@ -1,0 +1,228 @@
+"""Soak: an hour of churn in the demo world, with the worker as a real process (not part of the test run).
+
+    .venv/bin/python -m bench.soak --minutes 60 [--seed N] [--json] [--sample-seconds 30] [--workdir DIR]
+
+The demo's stack (bench/soak_world.py) runs while a seeded driver (bench/soak_churn.py) scales ReplicaSets up
+and down, changes NodePool templates (drift), keeps one pool's expireAfter short (expiration), sends spot
+interruption warnings to SQS and deletes nodes, with the simulator failing 1% of API requests (429/500/409).
+Every --sample-seconds it records the worker's RSS, the history of the long-running workflows, pods pending,
+nodes and workflows running (bench/soak_sample.py). Then churn and faults stop, the cluster converges
+(bounded), the planner is paused, in-flight work finishes, and the safety counts are taken (devstack/audit.py).
+Progress goes to stderr; the summary (or with --json one JSON document) to stdout. Exit 1 when a safety count is
+not 0, pods are still pending, or the cluster did not converge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s
+
+from bench.soak_churn import Churn, retry
+from bench.soak_sample import LONG_RUNNING, cluster_counts, running, sample
+from bench.soak_summary import history_figures, rss_figures, safety_counts, verdict, warmup_seconds
+from bench.soak_world import World, WorldOptions
+from client.planner_schedule import set_planner_paused
+from devstack import audit
+from workflows.models import TerminationInput
+from workflows.search_attributes import REASON
+
+FAULT_RATE = 0.01
+BUSY = ("TerminationWorkflow", "DisruptionWorkflow", "ProvisioningWorkflow", "SpotPrespinWorkflow")
+
+
+def say(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def _progress(row: dict[str, Any]) -> str:
+    poller = row.get("poller") or {}
+    busy = {k.removesuffix("Workflow"): v for k, v in row["running"].items() if k in BUSY}
+    return (f"t={row['t']:.0f}s rss={row['workerRssMiB']}MiB nodes={row['nodes']} pending={row['podsPending']} "
+            f"poller={poller.get('events', '-')} events running={busy}")
+
+
+async def churn_phase(world: World, churn: Churn, seconds: float, every: float,
+                      machines: dict[str, str]) -> tuple[list[dict[str, Any]], float]:
+    """Churn until `seconds` are up, sampling every `every` seconds; returns the samples and the start time."""
+    assert world.client is not None and world.sim is not None and world.worker is not None
+    api, started = world.sim.api_client(), time.monotonic()
+    samples: list[dict[str, Any]] = []
+    churn.start(started)
+    next_sample = started
+    while (now := time.monotonic()) < started + seconds and world.worker_alive():
+        for line in await asyncio.to_thread(churn.step, now):
+            say(line)
+        if now >= next_sample:
+            samples.append(await sample(world.client, api, world.worker.pid, started, machines))
+            say(_progress(samples[-1]))
+            next_sample += every
+        await asyncio.sleep(1.0)
+    return samples, started
+
+
+async def converge(world: World, machines: dict[str, str], timeout: float) -> tuple[bool, float]:
+    """Until no pod is pending, no node deleting and no termination, disruption or provisioning runs (twice in a
+    row), at most `timeout` seconds; returns whether it did and how long it took."""
+    assert world.client is not None and world.sim is not None
+    api, t0, calm = world.sim.api_client(), time.monotonic(), 0
+    while time.monotonic() - t0 < timeout and world.worker_alive():
+        counts = await asyncio.to_thread(cluster_counts, api, machines)
+        busy = {k: v for k, v in (await running(world.client)).items() if k in BUSY}
+        calm = calm + 1 if not counts["podsPending"] and not counts["nodesDeleting"] and not busy else 0
+        if calm >= 2:
+            return True, round(time.monotonic() - t0, 1)
+        say(f"converging: pending={counts['podsPending']} deleting={counts['nodesDeleting']} running={busy}")
+        await asyncio.sleep(5.0)
+    return False, round(time.monotonic() - t0, 1)
+
+
+async def settle(world: World, timeout: float) -> list[str]:
+    """Planner paused, wait (bounded) for every workflow but the poller to finish; returns those still running."""
+    assert world.client is not None
+    await set_planner_paused(world.client, True, note="soak: end of run")
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [f"{w.workflow_type} {w.id}" async for w in world.client.list_workflows("ExecutionStatus='Running'")
+                if w.workflow_type != "InterruptionPollerWorkflow"]
+        if not left or time.monotonic() > deadline:
+            return sorted(left)
+        await asyncio.sleep(2.0)
+
+
+def machine_of(machines: dict[str, str]) -> Any:
+    def which(inp: TerminationInput) -> str:
+        if inp.provider_id:
+            return inp.provider_id.rsplit("/", 1)[-1]
+        return (machines.get(f"node/{inp.node_name}") or machines.get(f"nodeclaim/{inp.node_claim_name}")
+                or f"unknown node {inp.node_name} claim {inp.node_claim_name}")
+    return which
+
+
+def _instances(ec2: Any) -> list[dict[str, Any]]:
+    return [i for page in ec2.get_paginator("describe_instances").paginate()
+            for r in page["Reservations"] for i in r["Instances"]]
+
+
+async def safety(world: World, machines: dict[str, str]) -> dict[str, Any]:
+    """The safety findings (offenders listed) at the end of the run."""
+    assert world.client is not None and world.sim is not None
+    api = world.sim.api_client()
+    nodes = api.sanitize_for_serialization(retry(k8s.CoreV1Api(api).list_node).items)
+    claims = retry(k8s.CustomObjectsApi(api).list_cluster_custom_object, "karpenter.sh", "v1", "nodeclaims")["items"]
+    instances = await asyncio.to_thread(_instances, world.ec2)
+    per_machine = await audit.termination_runs_per_machine(world.client, machine_of(machines))
+    stats = world.sim.stats()
+    return {"pdbViolations": sum(audit.pdb_violations(stats).values()),
+            "pdbViolationsOnGraceDeadlinePath": (stats.get("pdbViolations") or {}).get("grace-deadline", 0),
+            "leakedInstances": audit.leaked_instances(instances, nodes, claims),
+            "stuckFinalizers": audit.stuck_finalizers(nodes, claims),
+            "duplicateLaunches": audit.duplicate_launches(instances),
+            "duplicateTerminations": {m: k for m, k in per_machine.items() if k > 1},
+            "failedWorkflows": await audit.bad_workflows(world.client),
+            "workerExits": 0 if world.worker_alive() else 1,
+            "launchedByNodeflow": audit.our_launches(instances), "terminatedMachines": len(per_machine)}
+
+
+async def workflow_figures(world: World) -> dict[str, Any]:
+    """Closed and open runs by type, the longest history of each type, terminations by reason."""
+    assert world.client is not None
+    by_type: Counter[str] = Counter()
+    longest: dict[str, int] = {}
+    reasons: Counter[str] = Counter()
+    async for w in world.client.list_workflows():
+        by_type[w.workflow_type] += 1
+        longest[w.workflow_type] = max(longest.get(w.workflow_type, 0), w.history_length)
+        if w.workflow_type == "TerminationWorkflow":
+            reasons[w.typed_search_attributes.get(REASON) or "unknown"] += 1
+    return {"runsByType": dict(by_type), "maxHistoryEventsByType": longest, "terminationsByReason": dict(reasons)}
+
+
+async def finish(world: World, churn: Churn, machines: dict[str, str], timeout: float) -> dict[str, Any]:
+    """Stop churn and faults, converge, settle, count."""
+    assert world.sim is not None
+    await asyncio.to_thread(churn.quiesce)
+    world.sim.inject_faults(rate=0.0)
+    say("churn stopped, faults off: converging ...")
+    converged, took = await converge(world, machines, timeout)
+    left = await settle(world, 120.0)
+    say(f"converged={converged} in {took}s; still running after the planner was paused: {left}")
+    end = await asyncio.to_thread(cluster_counts, world.sim.api_client(), machines)
+    return {"converged": converged, "convergeSeconds": took, "unfinishedWorkflows": len(left), "unfinished": left,
+            "podsPendingAtEnd": end["podsPending"], "nodesAtEnd": end["nodes"],
+            "safety": await safety(world, machines), "workflows": await workflow_figures(world)}
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="nodeflow-soak-"))
+    world = World(WorldOptions(workdir=workdir))
+    say(f"starting the stack (logs in {workdir}) ...")
+    await world.start()
+    try:
+        assert world.sim is not None
+        say(f"up; worker pid {world.worker.pid if world.worker else '-'}")
+        churn = Churn(world.sim.api_client(), world.sqs, world.queue_url, random.Random(args.seed))
+        world.sim.inject_faults(rate=FAULT_RATE, codes=(429, 500, 409))
+        machines: dict[str, str] = {}
+        seconds = args.minutes * 60
+        samples, _ = await churn_phase(world, churn, seconds, args.sample_seconds, machines)
+        end = await finish(world, churn, machines, max(300.0, seconds / 6))
+        stats = world.sim.stats()
+        return report(args, samples, churn, end, stats, workdir)
+    finally:
+        world.stop()
+
+
+def report(args: argparse.Namespace, samples: list[dict[str, Any]], churn: Churn, end: dict[str, Any],
+           stats: dict[str, Any], workdir: Path) -> dict[str, Any]:
+    counts = safety_counts(end["safety"])
+    problems = verdict(counts, end["podsPendingAtEnd"], end["converged"], end["unfinishedWorkflows"])
+    return {"minutes": args.minutes, "seed": args.seed, "sampleSeconds": args.sample_seconds,
+            "passed": not problems, "problems": problems, "safety": counts,
+            "workerRss": rss_figures(samples, warmup_seconds(args.minutes * 60)),
+            "longRunningHistory": history_figures(samples, tuple(LONG_RUNNING)),
+            "churn": dict(churn.counts), "faultsInjected": sum((stats.get("faultsInjected") or {}).values()),
+            **{k: v for k, v in end.items() if k != "safety"}, "safetyDetail": end["safety"],
+            "samples": samples, "workdir": str(workdir)}
+
+
+def render(r: dict[str, Any]) -> str:
+    rss, hist = r["workerRss"], r["longRunningHistory"]
+    outcome = "PASSED" if r["passed"] else f"FAILED {r['problems']}"
+    lines = [f"soak {r['minutes']} min, seed {r['seed']}: {outcome}",
+             f"churn: {r['churn']}, {r['faultsInjected']} API faults injected",
+             f"worker RSS: {rss.get('atWarmupMiB')} MiB after warm-up, {rss.get('endMiB')} MiB at the end, "
+             f"peak {rss.get('peakMiB')}, growth {rss.get('growthMiBPerHour')} MiB/h",
+             *(f"history {k}: max {v['maxEvents']} events / {v['maxBytes']} B over {v['runsSeen']} run(s)"
+               for k, v in hist.items()),
+             f"max history events by type: {r['workflows']['maxHistoryEventsByType']}",
+             f"safety: {r['safety']}",
+             f"converged {r['converged']} in {r['convergeSeconds']} s; pods pending at end {r['podsPendingAtEnd']}; "
+             f"nodes at end {r['nodesAtEnd']}; terminations by reason {r['workflows']['terminationsByReason']}"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--minutes", type=float, default=60.0)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--sample-seconds", type=float, default=30.0)
+    p.add_argument("--workdir", type=Path, help="logs, kubeconfig, Temporal db (default: a new temp dir)")
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of a report")
+    args = p.parse_args(argv)
+    result = asyncio.run(run(args))
+    print(json.dumps(result, indent=2) if args.json else render(result))
+    return 0 if result["passed"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

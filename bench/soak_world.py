@@ -1,0 +1,134 @@
+"""The soak's world: the demo's stack with the worker as a real `python worker.py` process.
+
+Temporal dev server (headless, on a SQLite file), moto_server (EC2, SQS, IAM) with the demo's VPC, images and
+the interruption queue, the simulator holding the demo cluster (devstack/demo_scenario.py) with a ready delay of
+a few tens of seconds, and one worker process with the deletion watcher, the pending-pod intake, the
+interruption poller and the planner and node-class Schedules it keeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from temporalio.client import Client
+
+from client.connection import connect
+from devstack.demo_aws import CLUSTER_CA, CLUSTER_NAME, DemoAws
+from devstack.demo_scenario import demo_cluster
+from devstack.processes import MotoServer, TemporalDevServer, free_port
+from devstack.stack import INTERRUPTION_QUEUE
+from runtime.cloud_clients import ec2_client, iam_client, sqs_client
+from simulator.server import Simulator
+from workflows.nodeclass import NodeClassWorkflow
+from workflows.nodeclass_models import NodeClassInput
+from workflows.search_attributes import TASK_QUEUE
+
+ROOT = Path(__file__).resolve().parents[1]
+AWS_ENV = {"AWS_ACCESS_KEY_ID": "soak", "AWS_SECRET_ACCESS_KEY": "soak", "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+@dataclass
+class WorldOptions:
+    workdir: Path
+    time_scale: float = 0.1  # pods' grace periods and kubelet delays run 10x faster
+    ready_delay: float = 300.0  # simulated seconds from instance running to Node Ready (30 s of wall time)
+    planner_seconds: float = 10.0
+    resync_seconds: float = 30.0
+
+
+@dataclass
+class World:
+    o: WorldOptions
+    temporal: TemporalDevServer = field(init=False)
+    moto: MotoServer = field(init=False)
+    sim: Simulator | None = None
+    client: Client | None = None
+    worker: subprocess.Popen | None = None
+    metrics_port: int = 0
+    ec2: Any = None
+    sqs: Any = None
+    queue_url: str = ""
+
+    def __post_init__(self) -> None:
+        self.o.workdir.mkdir(parents=True, exist_ok=True)
+        self.temporal = TemporalDevServer(headless=True, db_path=self.o.workdir / "temporal.db",
+                                          log_path=self.o.workdir / "temporal.log")
+        self.moto = MotoServer(log_path=self.o.workdir / "moto.log")
+
+    async def start(self) -> None:
+        os.environ.update(AWS_ENV)
+        (self.o.workdir / "temporal.db").unlink(missing_ok=True)
+        await asyncio.gather(asyncio.to_thread(self.temporal.start), asyncio.to_thread(self.moto.start))
+        self.ec2 = ec2_client("us-east-1", self.moto.endpoint)
+        self.sqs = sqs_client("us-east-1", self.moto.endpoint)
+        self.queue_url = self.sqs.create_queue(QueueName=INTERRUPTION_QUEUE,
+                                               Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
+        await asyncio.to_thread(DemoAws(self.ec2, iam_client(self.moto.endpoint)).create)
+        self.sim = Simulator(objects=demo_cluster(node_classes=True), ec2_endpoint=self.moto.endpoint,
+                             time_scale=self.o.time_scale, ready_delay=self.o.ready_delay,
+                             kubeconfig_path=self.o.workdir / "kubeconfig")
+        await asyncio.to_thread(self.sim.start)
+        self.client = await connect(self.temporal.address, "default")
+        self.start_worker()
+        await self.wait_ready(120.0)
+        await self.client.execute_workflow(NodeClassWorkflow.run, NodeClassInput(),
+                                           id=f"nodeflow-nodeclass-start-{uuid.uuid4().hex[:8]}",
+                                           task_queue=TASK_QUEUE, execution_timeout=timedelta(minutes=2))
+
+    def worker_command(self) -> list[str]:
+        assert self.sim is not None
+        return [sys.executable, str(ROOT / "worker.py"), "--address", self.temporal.address,
+                "--kubeconfig", self.sim.kubeconfig_path, "--ec2-endpoint", self.moto.endpoint,
+                "--interruption-queue", self.queue_url, "--cluster-name", CLUSTER_NAME,
+                "--cluster-endpoint", self.sim.base_url, "--cluster-ca", CLUSTER_CA,
+                "--resync-seconds", str(self.o.resync_seconds), "--metrics-port", str(self.metrics_port),
+                "--log-level", "WARNING"]
+
+    def start_worker(self) -> None:
+        self.metrics_port = free_port()
+        env = dict(os.environ, PYTHONPATH=str(ROOT), NODEFLOW_PLANNER_SECONDS=str(self.o.planner_seconds))
+        with (self.o.workdir / "worker.log").open("ab") as log:
+            self.worker = subprocess.Popen(self.worker_command(), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                           stderr=log)
+
+    async def wait_ready(self, timeout: float) -> None:
+        """Until the worker's /readyz answers 200 (Temporal reachable, cluster cache synced)."""
+        deadline = time.monotonic() + timeout
+        url = f"http://127.0.0.1:{self.metrics_port}/readyz"
+        while time.monotonic() < deadline:
+            if self.worker is not None and self.worker.poll() is not None:
+                raise RuntimeError(f"the worker exited with {self.worker.returncode} (see worker.log)")
+            try:
+                with urllib.request.urlopen(url, timeout=2) as resp:
+                    if resp.status == 200:
+                        return
+            except OSError:
+                pass
+            await asyncio.sleep(0.5)
+        raise TimeoutError(f"the worker was not ready after {timeout:.0f}s")
+
+    def worker_alive(self) -> bool:
+        return self.worker is not None and self.worker.poll() is None
+
+    def stop(self) -> None:
+        if self.worker is not None and self.worker.poll() is None:
+            self.worker.terminate()
+            try:
+                self.worker.wait(20)
+            except subprocess.TimeoutExpired:
+                self.worker.kill()
+                self.worker.wait(10)
+        if self.sim is not None:
+            self.sim.stop()
+        self.moto.stop()
+        self.temporal.stop()
