@@ -15,7 +15,6 @@ pods' replacements can only go to nodes labelled HOLD (keep-* and grace-*), neve
 from __future__ import annotations
 
 import time
-from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +22,7 @@ from kubernetes import client as k8s
 
 from api import labels
 from bench.clusters import node_objects, node_pool
+from devstack import audit as audit_counts
 
 ROLE = "nodeflow.dev/chaos-role"
 HOLD = "nodeflow.dev/chaos-hold"
@@ -151,24 +151,15 @@ def audit(api: Any, ec2: Any) -> dict[str, Any]:
     claims = node_claims(api)
     all_instances = instances(ec2)
     alive = [i for i in all_instances if i["State"]["Name"] in ("pending", "running")]
-    node_iids = {(n.get("spec") or {}).get("providerID", "").rsplit("/", 1)[-1] for n in live_nodes}
-    claim_iids = {(c.get("status") or {}).get("providerID", "").rsplit("/", 1)[-1] for c in claims}
-    tags = [{t["Key"]: t["Value"] for t in i.get("Tags") or []} for i in all_instances]
-    per_claim = Counter(t["karpenter.sh/nodeclaim"] for t in tags if "karpenter.sh/nodeclaim" in t)
-    # only replacement launches carry our ClientToken; the simulator launches its scenario in batches
-    per_token = Counter(i.get("ClientToken") for i, t in zip(all_instances, tags, strict=True)
-                        if "nodeflow.dev/nodeclaim-uid" in t)
     names = {n["metadata"]["name"]: n for n in live_nodes}
     return {
         "nodes": sorted(names),
-        "leakedInstances": sorted(i["InstanceId"] for i in alive if i["InstanceId"] not in node_iids | claim_iids),
+        "leakedInstances": sorted(audit_counts.leaked_instances(alive, live_nodes, claims)),
         "nodesWithoutInstance": sorted(n for n, node in names.items() if (node.get("spec") or {}).get(
             "providerID", "").rsplit("/", 1)[-1] not in {i["InstanceId"] for i in alive}),
-        "stuckFinalizers": sorted([n["metadata"]["name"] for n in live_nodes if n["metadata"].get("deletionTimestamp")]
-                                  + [c["metadata"]["name"] for c in claims if c["metadata"].get("deletionTimestamp")]),
-        "duplicateLaunches": sorted([c for c, k in per_claim.items() if k > 1] + [t for t, k in per_token.items()
-                                                                                   if k > 1]),
-        "replacementLaunches": sum(1 for t in tags if "nodeflow.dev/nodeclaim-uid" in t),
+        "stuckFinalizers": sorted(o.split("/", 1)[1] for o in audit_counts.stuck_finalizers(live_nodes, claims)),
+        "duplicateLaunches": audit_counts.duplicate_launches(all_instances),
+        "replacementLaunches": audit_counts.our_launches(all_instances),
         "keptTouched": sorted(k for k in KEEP if k not in names or tainted(names[k])),
         "nodeClaims": len(claims),
     }

@@ -73,6 +73,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from client.planner_schedule import set_planner_paused
+from devstack.audit import termination_runs_per_machine
 from devstack.processes import MotoServer, TemporalDevServer
 from runtime.cloud_clients import ec2_client
 from simulator.server import Simulator
@@ -292,17 +293,6 @@ class Chaos:
                     w.start()
 
 
-async def _machine_counts(client: Client, machine_of: Callable[[TerminationInput], str]) -> Counter[str]:
-    """TerminationWorkflow runs (every status) per machine, from each run's start input."""
-    per_machine: Counter[str] = Counter()
-    async for w in client.list_workflows("WorkflowType='TerminationWorkflow'"):
-        history = await client.get_workflow_handle(w.id, run_id=w.run_id).fetch_history()
-        payloads = history.events[0].workflow_execution_started_event_attributes.input.payloads
-        (inp,) = await client.data_converter.decode(payloads, [TerminationInput])
-        per_machine[machine_of(inp)] += 1
-    return per_machine
-
-
 async def _disruption_outcomes(client: Client) -> Counter[str]:
     """DisruptionWorkflow results by outcome (Succeeded, RolledBack, ...): a rollback is allowed (the next pass
     plans again), and reported."""
@@ -401,7 +391,7 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
             node = inp.node_name or claims.get(inp.node_claim_name or "", "")
             return machine.get(node, f"unknown node {inp.node_name!r} claim {inp.node_claim_name!r}")
 
-        per_machine = await _machine_counts(client, machine_of)
+        per_machine = await termination_runs_per_machine(client, machine_of)
         vis = await _visibility(client)
         outcomes = await _disruption_outcomes(client)
         stats = sim.stats()
