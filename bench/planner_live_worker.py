@@ -9,9 +9,12 @@ JSON line: seconds, commands, skip reason, pods re-parsed, and the process's RSS
 from __future__ import annotations
 
 import asyncio
+import cProfile
 import json
+import os
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,6 +29,8 @@ from runtime.cloud_clients import kube_api_client
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
 from workflows.disruption_models import PlanPassInput
+
+PROFILE_ENV = "NODEFLOW_BENCH_PROFILE"
 
 
 class TimedKube(KubeClient):
@@ -68,18 +73,47 @@ async def _serve(mode: str, kubeconfig: str, temporal: str) -> None:
     kube = TimedKube(api)
     planning = PlanningActivities(kube, client, load_default_catalog(), cluster=view)
     env = ActivityEnvironment()
+    profile = _profiler(mode)
+    passes = 0
+    threads = _profile_threads(planning, view, lambda: passes > 0) if profile is not None else None
     try:
         while (await asyncio.to_thread(sys.stdin.readline)).strip() == "pass":
             t = time.monotonic()
+            if profile is not None and passes:  # steady passes only (the first loads everything)
+                profile.enable()
             result = await env.run(planning.plan_pass, PlanPassInput(at=datetime.now(UTC)))
+            if profile is not None and passes:
+                profile.disable()
+            passes += 1
             _say({"seconds": round(time.monotonic() - t, 3), "listSeconds": round(kube.list_seconds, 3),
                   "commands": len(result.commands),
                   "skipped": result.skipped, "reparsed": view.reparsed if view else None, "rssMiB": rss_mib()})
     finally:
         if view is not None:
             view.stop()
+        if profile is not None:
+            profile.dump_stats(os.environ[PROFILE_ENV] + f".{mode}")
+        if threads is not None:
+            threads.dump_stats(os.environ[PROFILE_ENV] + f".{mode}.threads")
+
+
+def _profiler(mode: str) -> cProfile.Profile | None:
+    """With NODEFLOW_BENCH_PROFILE=<path>, profile every pass of this mode into <path>.<mode> (pstats)."""
+    return cProfile.Profile() if os.environ.get(PROFILE_ENV) else None
 
 
 def serve(mode: str, kubeconfig: str, temporal: str) -> int:
     asyncio.run(_serve(mode, kubeconfig, temporal))
     return 0
+
+
+def _profile_threads(planning: PlanningActivities, view: ClusterView | None,
+                     steady: Callable[[], bool]) -> cProfile.Profile:
+    """The pass's work in worker threads (the cache read, the decision), which the loop's profiler misses."""
+    prof = cProfile.Profile()
+    plan = planning._plan
+    planning._plan = lambda *a, **k: prof.runcall(plan, *a, **k) if steady() else plan(*a, **k)  # type: ignore[method-assign]
+    if view is not None:
+        read = view.read
+        view.read = lambda: prof.runcall(read) if steady() else read()  # type: ignore[method-assign]
+    return prof

@@ -412,6 +412,7 @@ class NodeInfo:
     price: float = 0.0
     raw: dict[str, Any] = field(default_factory=dict)
     eviction_sum: float | None = None  # cached sum of the pods' eviction costs
+    reschedulable_pods: list[PodInfo] | None = None  # cached: planning/candidates.py reschedulable_of
 
     @property
     def zone(self) -> str:

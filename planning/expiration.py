@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from api import labels as L
-from planning.candidates import Candidate, currently_reschedulable, disruption_cost
+from planning.candidates import Candidate, currently_reschedulable, disruption_cost, reschedulable_of
 from planning.cluster import NodeInfo
 from planning.commands import Command
 from planning.method import PassContext, make_command
@@ -54,10 +54,10 @@ class Expiration:
             pool = self.ctx.cluster.pools.get(node.pool)
             if pool is None:
                 continue
-            c = Candidate(node, pool, [p for p in node.pods if p.reschedulable],
-                          disruption_cost(node, pool, self.ctx.at), node.price)
-            if self.should_disrupt(c):
-                out.append(c)
+            when = expires_at(node, self.ctx)
+            if when is not None and when <= self.ctx.at:  # should_disrupt, before building the candidate
+                out.append(Candidate(node, pool, reschedulable_of(node), disruption_cost(node, pool, self.ctx.at),
+                                     node.price))
         return out
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:

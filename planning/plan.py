@@ -137,8 +137,9 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     counts = count_pools(cluster, busy)  # static NodePools (planning/static_capacity.py)
     static = decide_static(ctx, counts, busy)
     pod_blocks: dict[str, str | None] = {}
-    sets = {GRACEFUL: build_candidates(cluster, at, busy, GRACEFUL, pod_blocks),
-            EVENTUAL: build_candidates(cluster, at, busy, EVENTUAL, pod_blocks)}
+    checks: dict[str, Any] = {}
+    sets = {GRACEFUL: build_candidates(cluster, at, busy, GRACEFUL, pod_blocks, checks),
+            EVENTUAL: build_candidates(cluster, at, busy, EVENTUAL, pod_blocks, checks)}
     _report_rejections(ctx, sets[GRACEFUL])
 
     methods: list[Method] = [Emptiness(ctx), StaticDrift(ctx, counts, {p.node_pool: p.launch for p in static}),

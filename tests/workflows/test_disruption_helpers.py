@@ -84,6 +84,7 @@ def test_node_index_joins_claims_and_finds_tainted_and_paused() -> None:
             {"kind": "NodeClaim", "metadata": {"name": "claim-b"}, "status": {"nodeName": "b"}}]
     idx = node_index(objs)
     assert idx["a"].node_claim == "claim-a" and idx["b"].node_claim == "claim-b" and idx["a"].uid == "ua"
+    assert idx.named_by_uid({"ub", "nope"}) == {"b"} and len(idx) == 2 and "c" not in idx and idx.get("c") is None
     assert tainted_nodes(objs) == {"b"}
     assert paused_node_pools(objs) == {"default"}
 
