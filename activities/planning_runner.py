@@ -39,6 +39,7 @@ from workflows.disruption_models import (
     PlanPassInput,
     PlanPassResult,
     Replacement,
+    StaticScaleUp,
     ValidateInput,
     ValidationResult,
 )
@@ -213,6 +214,20 @@ def _take_repairs(result: Any, index: Mapping[str, NodeRef], excluded: set[str],
         metrics.NODE_REPAIRS_BLOCKED.labels(nodepool=b.node_pool).inc()
 
 
+def _take_static(result: Any, index: Mapping[str, NodeRef], excluded: set[str], out: PlanPassResult) -> None:
+    """Static NodePools' scale-ups (a template NodeClaim and how many) and the nodes their scale-downs remove."""
+    for p in result.static_node_pools:
+        r = p.replacement
+        if p.launch and r is not None:
+            rep = Replacement(instance_types=list(r.instance_types), capacity_type=r.capacity_type, price=r.price,
+                              zone=r.zone, requirements=[q.model_dump() for q in (r.requirements or [])])
+            out.static_scale_ups.append(StaticScaleUp(node_pool=p.node_pool, count=p.launch, replacement=rep,
+                                                      node_pool_uid=p.node_pool_uid))
+        for rm in p.remove:
+            if rm.node in index and rm.node not in excluded:
+                out.static_removals.append(index[rm.node])
+
+
 @dataclass
 class ClusterRead:
     """What a pass or a validation read: every object, the nodes, what to leave alone; from the cache, also the
@@ -371,13 +386,14 @@ class PlanningActivities:
             else:
                 out.commands.append(cmd)
         _take_repairs(result, index, excluded, out)
+        _take_static(result, index, excluded, out)
         for b in result.blocked:
             metrics.DISRUPTION_BLOCKED.labels(nodepool=b.node_pool or "").inc()
         metrics.PLANNER_ELIGIBLE_NODES.set(len(index))
         for row in result.budgets:
             metrics.ALLOWED_DISRUPTIONS.labels(nodepool=row.get("nodePool", ""), reason=row.get("reason", "")).set(
                 row.get("allowed", 0))
-        acted = bool(out.commands or out.expirations or out.repairs)
+        acted = bool(out.commands or out.expirations or out.repairs or out.static_scale_ups or out.static_removals)
         outcome = "paused" if paused and not acted else ("commands" if acted else "idle")
         metrics.PLANNER_PASSES.labels(result=outcome).inc()
         await self._publish(result, index)

@@ -142,3 +142,8 @@ STATIC_DRIFT_AT_LIMIT = "static NodePool is at its node limit and cannot stage a
 def static_drift_waits(pool: str, nodes: int, replicas: int) -> str:
     """A drifted node of a static pool that is still above its replicas: drift waits for the scale-down."""
     return f"static nodepool {pool} has {nodes} nodes for {replicas} replicas: drift waits until it is down to them"
+
+
+def static_launched(pool: str) -> str:
+    """On a NodeClaim a static NodePool launched to reach its replicas."""
+    return f"Launched NodeClaim for static NodePool {pool} (spec.replicas)"

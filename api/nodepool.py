@@ -108,7 +108,7 @@ class NodePoolSpec(K8sModel):
     disruption: Disruption = Field(default_factory=Disruption)
     limits: dict[str, Any] | None = None
     weight: int | None = None
-    # Static NodePool (Karpenter's StaticCapacity): keep exactly this many nodes (docs/semantics.md §13).
+    # Static NodePool (Karpenter's StaticCapacity): keep exactly this many nodes (docs/semantics.md §14).
     replicas: int | None = Field(default=None, ge=0)
 
 

@@ -394,7 +394,7 @@ def validate_nodepool(obj: Any) -> list[str]:
 
 
 def _check_static(p: _Problems, spec: dict[str, Any], limits: dict[str, Any] | None) -> None:
-    """Karpenter's rules for static NodePools (docs/semantics.md §13.1): replicas >= 0, only limits.nodes, no weight."""
+    """Karpenter's rules for static NodePools (docs/semantics.md §14.1): replicas >= 0, only limits.nodes, no weight."""
     replicas = spec.get("replicas")
     if replicas is None:
         return

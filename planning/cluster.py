@@ -314,6 +314,7 @@ class PoolInfo:
     static: bool
     node_class: str = ""  # the EC2NodeClass its template's nodeClassRef names ("" for another kind)
     replicas: int | None = None  # spec.replicas of a static NodePool (planning/static_capacity.py)
+    uid: str = ""
 
     @property
     def paused(self) -> bool:
@@ -363,6 +364,7 @@ def parse_pool(obj: Any) -> PoolInfo:
         static=spec.get("replicas") is not None,
         node_class=_ec2_node_class(tspec.get("nodeClassRef")),
         replicas=_replicas(spec.get("replicas")),
+        uid=str(meta.get("uid") or ""),
     )
 
 

@@ -137,6 +137,7 @@ class StaticPool(_Model):
     replacement: Replacement | None = None  # what each launch asks for: the pool's template, cheapest first
     remove: list[StaticRemoval] = Field(default_factory=list)
     held: str | None = None  # why the pool launches fewer than it lacks, or removes nothing while above
+    node_pool_uid: str = ""  # internal: names its scale-up workflow apart from a same-named pool elsewhere
 
     def to_public(self, drift: list[Command]) -> dict[str, Any]:
         """The `staticNodePools` entry of `nodeflow plan -o json` (docs/contracts.md §3.1)."""

@@ -1,4 +1,4 @@
-"""Static NodePools (Karpenter's StaticCapacity, docs/semantics.md §13): keep exactly `spec.replicas` nodes. Pure.
+"""Static NodePools (Karpenter's StaticCapacity, docs/semantics.md §14): keep exactly `spec.replicas` nodes. Pure.
 
 Per static pool and pass, from its NodeClaims:
 - running: neither deleting nor taken by a disruption or termination in flight (NodeClaims still launching count);
@@ -157,5 +157,6 @@ def decide_static(ctx: PassContext, counts: dict[str, PoolCounts], busy: set[str
                 remove = removals(ctx.cluster, pool, c.running - replicas, busy, ctx.at)
         out.append(StaticPool(node_pool=name, replicas=replicas, running=c.running, launching=c.launching,
                               pending_disruption=c.pending_disruption, deleting=c.deleting, limit_nodes=limit,
-                              launch=launch, replacement=replacement, remove=remove, held=held))
+                              launch=launch, replacement=replacement, remove=remove, held=held,
+                              node_pool_uid=pool.uid))
     return out

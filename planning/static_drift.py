@@ -1,4 +1,4 @@
-"""StaticDrift (docs/semantics.md §13.3): replace drifted nodes of static NodePools, within the `Drifted` budget.
+"""StaticDrift (docs/semantics.md §14.3): replace drifted nodes of static NodePools, within the `Drifted` budget.
 
 Karpenter's method (staticdrift.go), run between Emptiness and Drift. Per static pool: nothing while its budget is 0
 or while it still has more nodes than replicas (running + pending disruption > replicas: a scale-down or another

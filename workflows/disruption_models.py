@@ -99,6 +99,24 @@ class PassSkipped(StrEnum):
     STOPPED = "Stopped"
 
 
+STATIC_PROVISIONING_PREFIX = "provision-static-"
+
+
+class StaticScaleUp(_Model):
+    """NodeClaims a static NodePool launches from its template (planning/static_capacity.py), by one
+    ProvisioningWorkflow per pool at a time: its id is the pool's, so a second pass while it runs starts nothing."""
+
+    node_pool: str
+    count: int
+    replacement: Replacement
+    node_pool_uid: str = ""  # in the id: another cluster's same-named pool (one Temporal namespace) never collides
+
+    @property
+    def workflow_id(self) -> str:
+        suffix = f"-{self.node_pool_uid}" if self.node_pool_uid else ""
+        return f"{STATIC_PROVISIONING_PREFIX}{self.node_pool}{suffix}"
+
+
 class PlanPassResult(_Model):
     """What the planner workflow acts on; the snapshot itself stays in the activity."""
 
@@ -106,6 +124,8 @@ class PlanPassResult(_Model):
     expirations: list[NodeRef] = Field(default_factory=list)
     repairs: list[NodeRef] = Field(default_factory=list)  # unhealthy past their toleration: terminate now
     repairs_blocked: list[str] = Field(default_factory=list)  # NodePools the 20% safety valve holds back
+    static_scale_ups: list[StaticScaleUp] = Field(default_factory=list)  # static NodePools below their replicas
+    static_removals: list[NodeRef] = Field(default_factory=list)  # static NodePools above them: terminate these
     blocked: list[BlockedNode] = Field(default_factory=list)
     paused_node_pools: list[str] = Field(default_factory=list)
     excluded_nodes: list[str] = Field(default_factory=list)
@@ -121,6 +141,8 @@ class PlannerResult(_Model):
     terminations: list[str] = Field(default_factory=list)
     repairs: list[str] = Field(default_factory=list)  # TerminationWorkflow ids of the nodes repaired
     repairs_blocked: list[str] = Field(default_factory=list)
+    static_provisioning: list[str] = Field(default_factory=list)  # ProvisioningWorkflow ids of static scale-ups
+    static_terminations: list[str] = Field(default_factory=list)  # TerminationWorkflow ids of static scale-downs
     blocked: int = 0
     paused_node_pools: list[str] = Field(default_factory=list)
 

@@ -2,7 +2,8 @@
 
 Reads the cluster and plans in an activity, then starts one DisruptionWorkflow per command as an abandoned
 child (`disrupt-<first node uid>`, so it outlives the pass) and hands expired nodes straight to termination, and
-unhealthy ones too (node repair: deadline now, docs/semantics.md §13).
+unhealthy ones too (node repair: deadline now, docs/semantics.md §13). Static NodePools below their replicas get a
+ProvisioningWorkflow, above them a termination per node removed (docs/semantics.md §14).
 """
 
 from __future__ import annotations
@@ -20,15 +21,21 @@ with workflow.unsafe.imports_passed_through():
     from workflows.disruption import DisruptionWorkflow
     from workflows.disruption_models import (
         DisruptionInput,
+        DisruptionSettings,
         PlannerInput,
         PlannerResult,
         PlanPassInput,
         PlanPassResult,
+        StaticScaleUp,
         TerminationsInput,
     )
+    from workflows.provisioning import ProvisioningWorkflow
+    from workflows.provisioning_models import ProvisioningInput, ProvisioningSettings
     from workflows.retries import READ_LIMIT, READ_RETRY
 
 REPAIR_PATCH = "node-repair"  # passes recorded before node repair never start repairs
+STATIC_PATCH = "static-capacity"  # passes recorded before static NodePools never scale them
+STATIC_REASON = "Overprovisioned"  # a static NodePool above its replicas (Karpenter: "overprovisioned")
 RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=5)
 
 
@@ -70,4 +77,36 @@ class PlannerWorkflow:
                 TerminationsInput(nodes=plan.repairs, reason=REASON_UNHEALTHY, task_queue=task_queue,
                                   requested_by=workflow.info().workflow_id, deadline=workflow.now()),
                 start_to_close_timeout=timedelta(seconds=30), retry_policy=RETRY, summary="repair unhealthy nodes")
+        if (plan.static_scale_ups or plan.static_removals) and workflow.patched(STATIC_PATCH):
+            await self._static_capacity(plan, s, out)
         return out
+
+    async def _static_capacity(self, plan: PlanPassResult, s: DisruptionSettings, out: PlannerResult) -> None:
+        """Static NodePools (docs/semantics.md §14): below their replicas, one ProvisioningWorkflow per pool (its id is
+        the pool's: while one runs, a later pass starts nothing); above, a TerminationWorkflow per node removed."""
+        task_queue = workflow.info().task_queue
+        for up in plan.static_scale_ups:
+            try:
+                await workflow.start_child_workflow(
+                    ProvisioningWorkflow.run, ProvisioningInput(pods=[], static=up, settings=_provisioning(s)),
+                    id=up.workflow_id, task_queue=task_queue, parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                    static_summary=_summary(up))
+                out.static_provisioning.append(up.workflow_id)
+            except WorkflowAlreadyStartedError:
+                out.skipped.append(up.workflow_id)
+        if plan.static_removals:
+            out.static_terminations = await workflow.execute_activity_method(
+                CandidateActivities.start_terminations,
+                TerminationsInput(nodes=plan.static_removals, reason=STATIC_REASON, task_queue=task_queue,
+                                  requested_by=workflow.info().workflow_id),
+                start_to_close_timeout=timedelta(seconds=30), retry_policy=RETRY, summary="static NodePool scale-down")
+
+
+def _provisioning(s: DisruptionSettings) -> ProvisioningSettings:
+    """The launch and readiness timing of the pass's disruptions, for a static scale-up."""
+    return ProvisioningSettings(ready_timeout_seconds=s.ready_timeout_seconds, ready_poll_seconds=s.ready_poll_seconds,
+                                catalog_path=s.catalog_path)
+
+
+def _summary(up: StaticScaleUp) -> str:
+    return f"static NodePool {up.node_pool}: launch {up.count} NodeClaim(s)"

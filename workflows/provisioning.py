@@ -1,4 +1,5 @@
-"""ProvisioningWorkflow: launch the nodes one batch of pending pods needs, durably (docs/architecture.md §5.5).
+"""ProvisioningWorkflow: launch the nodes one batch of pending pods needs, durably (docs/architecture.md §5.5), or
+a static NodePool's scale-up (`static`: NodeClaims of its template, planned by the planner pass; docs/semantics.md §14).
 
 re-plan the batch on the live cluster (an activity; pods bound or gone since the batch closed launch nothing, pods
 no NodePool serves get an Event) -> launch each NodeClaim through the disruption's idempotent launch activity (its
@@ -29,11 +30,13 @@ with workflow.unsafe.imports_passed_through():
         LaunchedReplacement,
         LaunchInput,
         ReplacementStatus,
+        StaticScaleUp,
         StatusInput,
     )
     from workflows.errors import ErrorType
     from workflows.provisioning_models import (
         LAUNCH_REASON,
+        STATIC_LAUNCH_REASON,
         LaunchFailedInput,
         NodeClaimLaunch,
         ProvisioningInput,
@@ -45,6 +48,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.retries import READ_LIMIT, READ_RETRY, SHORT
     from workflows.retries import STEP_RETRY as RETRY
+
+STATIC_CAPACITY_PATCH = "static-capacity"  # runs recorded before static NodePools never take the static path
 
 # A launch is a few quick EC2 calls (idempotent by ClientToken and tags); a short limit means a worker killed
 # mid-launch costs the batch at most this long before another worker retries it.
@@ -63,6 +68,7 @@ class ProvisioningWorkflow:
         self._ready: set[str] = set()
         self._no_capacity: list[str] = []
         self._errors: list[str] = []
+        self._static: StaticScaleUp | None = None
 
     @workflow.query
     def progress(self) -> ProvisioningResult:
@@ -72,14 +78,11 @@ class ProvisioningWorkflow:
     @workflow.run
     async def run(self, inp: ProvisioningInput) -> ProvisioningResult:
         s = inp.settings
-        workflow.upsert_search_attributes([sa.REASON.value_set(LAUNCH_REASON)])
+        self._static = inp.static if inp.static is not None and workflow.patched(STATIC_CAPACITY_PATCH) else None
+        reason = STATIC_LAUNCH_REASON if self._static is not None else LAUNCH_REASON
+        workflow.upsert_search_attributes([sa.REASON.value_set(reason)])
         self._set_phase(ProvisioningPhase.PLANNING)
-        plan: ProvisioningPlan = await workflow.execute_activity_method(
-            ProvisioningPlanner.plan,
-            ProvisioningPlanInput(pods=inp.pods, at=workflow.now(), batch_id=workflow.info().workflow_id,
-                                  catalog_path=s.catalog_path),
-            start_to_close_timeout=timedelta(seconds=60), schedule_to_close_timeout=READ_LIMIT,
-            retry_policy=READ_RETRY, summary=f"plan {len(inp.pods)} pending pod(s)")
+        plan = static_plan(self._static) if self._static is not None else await self._plan(inp)
         if not plan.launches:
             why = (f"nothing to launch: {plan.scheduled} fit existing nodes, {plan.nominated} launching NodeClaims, "
                    f"{len(plan.unservable)} no NodePool serves, {plan.gone} no longer pending")
@@ -92,6 +95,15 @@ class ProvisioningWorkflow:
         await self._record_launched(plan.launches, results)
         deleted = await self._wait_ready(s) if self._launched else []
         return self._conclude(plan, deleted)
+
+    async def _plan(self, inp: ProvisioningInput) -> ProvisioningPlan:
+        """Re-plan the batch's pods on the live cluster."""
+        return await workflow.execute_activity_method(
+            ProvisioningPlanner.plan,
+            ProvisioningPlanInput(pods=inp.pods, at=workflow.now(), batch_id=workflow.info().workflow_id,
+                                  catalog_path=inp.settings.catalog_path),
+            start_to_close_timeout=timedelta(seconds=60), schedule_to_close_timeout=READ_LIMIT,
+            retry_policy=READ_RETRY, summary=f"plan {len(inp.pods)} pending pod(s)")
 
     def _conclude(self, plan: ProvisioningPlan, deleted: list[str]) -> ProvisioningResult:
         ready = len(self._ready)
@@ -176,7 +188,8 @@ class ProvisioningWorkflow:
     async def _record_launched(self, launches: list[NodeClaimLaunch],
                                results: list[LaunchedReplacement | None]) -> None:
         specs = [EventSpec(kind="NodeClaim", name=r.node_claim, uid=r.uid, reason=EventReason.PROVISIONING_LAUNCHED,
-                           message=events.provisioning_launched(len(launch.pods)))
+                           message=events.static_launched(launch.node_pool) if self._static is not None
+                           else events.provisioning_launched(len(launch.pods)))
                  for launch, r in zip(launches, results, strict=True) if r is not None]
         if not specs:
             return
@@ -197,6 +210,12 @@ class ProvisioningWorkflow:
     def _set_phase(self, phase: ProvisioningPhase) -> None:
         self._phase = phase
         workflow.upsert_search_attributes([sa.PHASE.value_set(phase.value)])
+
+
+def static_plan(static: StaticScaleUp) -> ProvisioningPlan:
+    """A static NodePool's scale-up as a plan: `count` NodeClaims of its template, no pods."""
+    return ProvisioningPlan(launches=[NodeClaimLaunch(node_pool=static.node_pool, replacement=static.replacement)
+                                      for _ in range(static.count)])
 
 
 def _cause(exc: BaseException) -> str:

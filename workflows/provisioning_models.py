@@ -11,10 +11,11 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.disruption_models import LaunchedReplacement, Replacement
+from workflows.disruption_models import LaunchedReplacement, Replacement, StaticScaleUp
 
 WORKFLOW_ID_PREFIX = "provision-"
 LAUNCH_REASON = "Provisioning"
+STATIC_LAUNCH_REASON = "StaticCapacity"  # NodeflowReason of a static NodePool's scale-up
 
 
 class _Model(BaseModel):
@@ -48,6 +49,8 @@ class ProvisioningSettings(_Model):
 class ProvisioningInput(_Model):
     pods: list[PodRef]
     settings: ProvisioningSettings = Field(default_factory=ProvisioningSettings)
+    # a static NodePool's scale-up (no pods): its NodeClaims are planned already, from the pool's template
+    static: StaticScaleUp | None = None
 
 
 class ProvisioningPlanInput(_Model):

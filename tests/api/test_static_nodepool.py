@@ -56,7 +56,8 @@ def test_replicas_round_trip_and_accessors() -> None:
 
 def test_replicas_does_not_change_the_template_hash() -> None:
     """Scaling a static pool is not drift: replicas is outside the template."""
-    assert NodePool.model_validate(STATIC).template_hash() == NodePool.model_validate(static(replicas=7)).template_hash()
+    scaled = NodePool.model_validate(static(replicas=7))
+    assert NodePool.model_validate(STATIC).template_hash() == scaled.template_hash()
 
 
 def test_negative_replicas_is_rejected_by_the_model_and_validation() -> None:

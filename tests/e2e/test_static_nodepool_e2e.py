@@ -1,0 +1,114 @@
+"""Static NodePools end to end (docs/semantics.md §14): dev server + simulator (wired to moto) + the real worker,
+planner passes driven one by one.
+
+A pool with `replicas: 3` and no node reaches 3 nodes through one ProvisioningWorkflow (a pass while it runs launches
+nothing more); a template change replaces them one at a time under budget 1 (StaticDrift: never more than one
+disruption at once, never fewer than 3 nodes); scaled to 1, it goes down to 1 (terminations, not budgeted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from itertools import pairwise
+from typing import Any
+
+import pytest
+from support.disruption_stack import Stack, disruption_stack, wait_for
+
+from api import labels
+from api.nodepool import NodePool
+from bench.clusters import node_pool
+from workflows.disruption import DisruptionWorkflow
+from workflows.disruption_models import DisruptionPhase
+
+pytestmark = pytest.mark.e2e
+REQUIREMENTS = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
+                {"key": labels.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large"]}]
+
+
+def _pool(name: str) -> dict[str, Any]:
+    pool = node_pool(name, requirements=REQUIREMENTS, budgets=[{"nodes": "1"}])
+    pool["metadata"]["uid"] = f"uid-{name}"
+    pool["spec"]["replicas"] = 3
+    pool["spec"]["limits"] = {"nodes": 4}  # room for one replacement beside the three
+    return pool
+
+
+def _custom(stack: Stack) -> Any:
+    from kubernetes import client as k8s
+
+    return k8s.CustomObjectsApi(stack.api)
+
+
+def _patch_pool(stack: Stack, name: str, body: dict[str, Any]) -> None:
+    _custom(stack).patch_cluster_custom_object("karpenter.sh", "v1", "nodepools", name, body)
+
+
+def _template_hash(stack: Stack, name: str) -> str:
+    obj = _custom(stack).get_cluster_custom_object("karpenter.sh", "v1", "nodepools", name)
+    return NodePool.model_validate(obj).template_hash()
+
+
+def _live(stack: Stack) -> list[dict[str, Any]]:
+    """The pool's Nodes that are Ready and not being deleted."""
+    return [n for n in stack.nodes() if not n["metadata"].get("deletionTimestamp")
+            and any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"].get("conditions") or [])]
+
+
+def _claim_hashes(stack: Stack) -> list[str]:
+    return sorted((c["metadata"].get("annotations") or {}).get(labels.TEMPLATE_HASH_ANNOTATION, "")
+                  for c in stack.node_claims() if not c["metadata"].get("deletionTimestamp"))
+
+
+async def test_a_static_pool_holds_its_replicas_rolls_one_node_at_a_time_and_scales_down(
+        temporal_client, sim_ec2, moto_endpoint) -> None:
+    name = f"static-{uuid.uuid4().hex[:6]}"
+    sim_ec2.load_objects([_pool(name)])
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        # scale-up: one ProvisioningWorkflow for the pool; a second pass while it runs launches nothing
+        first = await stack.planner_pass()
+        assert first.static_provisioning == [f"provision-static-{name}-uid-{name}"]
+        again = await stack.planner_pass()
+        assert again.static_provisioning == []
+        await wait_for(lambda: len(_live(stack)) == 3, timeout=30, what="3 Ready nodes")
+        steady = await stack.planner_pass()
+        assert (steady.static_provisioning, steady.static_terminations, steady.started) == ([], [], [])
+        assert len(stack.node_claims()) == 3  # never launched twice
+
+        await _roll_template(stack, name)
+
+        # scale-down to 1: two terminations in one pass (not budgeted), then one node
+        _patch_pool(stack, name, {"spec": {"replicas": 1}})
+        down = await stack.planner_pass()
+        assert len(down.static_terminations) == 2 and down.started == []
+        await wait_for(lambda: len(stack.nodes()) == 1 and len(stack.node_claims()) == 1, timeout=30,
+                       what="the pool down to 1 node")
+        assert (await stack.planner_pass()).static_terminations == []
+
+
+async def _roll_template(stack: Stack, name: str) -> None:
+    """Change the template; passes every half second until every NodeClaim carries the new hash. StaticDrift runs one
+    disruption at a time (budget 1) and replaces before it removes, so there are always 3 or 4 Ready nodes."""
+    _patch_pool(stack, name, {"spec": {"template": {"metadata": {"labels": {"rollout": "v2"}}}}})
+    new = _template_hash(stack, name)
+    started: list[str] = []
+    seen: set[int] = set()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 45
+    while _claim_hashes(stack) != [new] * 3 or len(stack.nodes()) != 3:
+        assert loop.time() < deadline, f"rollout stalled: {_claim_hashes(stack)}, started {started}"
+        result = await stack.planner_pass()
+        assert len(result.started) <= 1 and result.static_provisioning == [] and result.static_terminations == []
+        started += result.started
+        seen.add(len(_live(stack)))
+        await asyncio.sleep(0.5)
+    assert len(started) == 3 and seen <= {3, 4}, (started, seen)
+    spans = []
+    for wid in started:
+        handle = stack.client.get_workflow_handle_for(DisruptionWorkflow.run, wid)
+        assert (await handle.result()).outcome == DisruptionPhase.SUCCEEDED
+        desc = await handle.describe()
+        spans.append((desc.start_time, desc.close_time))
+    spans.sort()
+    assert all(prev[1] <= nxt[0] for prev, nxt in pairwise(spans)), spans  # one at a time
