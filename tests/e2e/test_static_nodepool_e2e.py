@@ -14,13 +14,15 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
-from support.disruption_stack import Stack, disruption_stack, wait_for
+from support.disruption_stack import Stack, disruption_stack, record_history, wait_for
 
 from api import labels
 from api.nodepool import NodePool
 from bench.clusters import node_pool
 from workflows.disruption import DisruptionWorkflow
-from workflows.disruption_models import DisruptionPhase
+from workflows.disruption_models import DisruptionPhase, PlannerInput, PlannerResult
+from workflows.planner import PlannerWorkflow
+from workflows.provisioning import ProvisioningWorkflow
 
 pytestmark = pytest.mark.e2e
 REQUIREMENTS = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
@@ -67,11 +69,14 @@ async def test_a_static_pool_holds_its_replicas_rolls_one_node_at_a_time_and_sca
     sim_ec2.load_objects([_pool(name)])
     async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
         # scale-up: one ProvisioningWorkflow for the pool; a second pass while it runs launches nothing
-        first = await stack.planner_pass()
+        first = await _recorded_pass(stack)
         assert first.static_provisioning == [f"provision-static-{name}-uid-{name}"]
         again = await stack.planner_pass()
         assert again.static_provisioning == []
         await wait_for(lambda: len(_live(stack)) == 3, timeout=30, what="3 Ready nodes")
+        scale_up = stack.client.get_workflow_handle_for(ProvisioningWorkflow.run, first.static_provisioning[0])
+        assert len((await scale_up.result()).ready) == 3
+        await record_history(scale_up, "ProvisioningWorkflow", "static_scale_up")
         steady = await stack.planner_pass()
         assert (steady.static_provisioning, steady.static_terminations, steady.started) == ([], [], [])
         assert len(stack.node_claims()) == 3  # never launched twice
@@ -85,6 +90,15 @@ async def test_a_static_pool_holds_its_replicas_rolls_one_node_at_a_time_and_sca
         await wait_for(lambda: len(stack.nodes()) == 1 and len(stack.node_claims()) == 1, timeout=30,
                        what="the pool down to 1 node")
         assert (await stack.planner_pass()).static_terminations == []
+
+
+async def _recorded_pass(stack: Stack) -> PlannerResult:
+    """A planner pass whose history is kept (RECORD_HISTORIES=1) for tests/test_replay.py."""
+    handle = await stack.client.start_workflow(PlannerWorkflow.run, PlannerInput(settings=stack.settings),
+                                               id=f"planner-{uuid.uuid4()}", task_queue=stack.task_queue)
+    result = await handle.result()
+    await record_history(handle, "PlannerWorkflow", "static_scale_up")
+    return result
 
 
 async def _roll_template(stack: Stack, name: str) -> None:
