@@ -69,15 +69,15 @@ async def test_a_static_pool_holds_its_replicas_rolls_one_node_at_a_time_and_sca
     sim_ec2.load_objects([_pool(name)])
     async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
         # scale-up: one ProvisioningWorkflow for the pool; a second pass while it runs launches nothing
-        first = await _recorded_pass(stack)
+        first = await _pass(stack, "static_scale_up")
         assert first.static_provisioning == [f"provision-static-{name}-uid-{name}"]
-        again = await stack.planner_pass()
+        again = await _pass(stack)
         assert again.static_provisioning == []
         await wait_for(lambda: len(_live(stack)) == 3, timeout=30, what="3 Ready nodes")
         scale_up = stack.client.get_workflow_handle_for(ProvisioningWorkflow.run, first.static_provisioning[0])
         assert len((await scale_up.result()).ready) == 3
         await record_history(scale_up, "ProvisioningWorkflow", "static_scale_up")
-        steady = await stack.planner_pass()
+        steady = await _pass(stack)
         assert (steady.static_provisioning, steady.static_terminations, steady.started) == ([], [], [])
         assert len(stack.node_claims()) == 3  # never launched twice
 
@@ -85,19 +85,21 @@ async def test_a_static_pool_holds_its_replicas_rolls_one_node_at_a_time_and_sca
 
         # scale-down to 1: two terminations in one pass (not budgeted), then one node
         _patch_pool(stack, name, {"spec": {"replicas": 1}})
-        down = await stack.planner_pass()
+        down = await _pass(stack)
         assert len(down.static_terminations) == 2 and down.started == []
         await wait_for(lambda: len(stack.nodes()) == 1 and len(stack.node_claims()) == 1, timeout=30,
                        what="the pool down to 1 node")
-        assert (await stack.planner_pass()).static_terminations == []
+        assert (await _pass(stack)).static_terminations == []
 
 
-async def _recorded_pass(stack: Stack) -> PlannerResult:
-    """A planner pass whose history is kept (RECORD_HISTORIES=1) for tests/test_replay.py."""
+async def _pass(stack: Stack, scenario: str | None = None) -> PlannerResult:
+    """A planner pass; with `scenario` its history is kept (RECORD_HISTORIES=1) for tests/test_replay.py. Not
+    Stack.planner_pass: that one re-records PlannerWorkflow__starts_disruption whenever a disruption starts."""
     handle = await stack.client.start_workflow(PlannerWorkflow.run, PlannerInput(settings=stack.settings),
                                                id=f"planner-{uuid.uuid4()}", task_queue=stack.task_queue)
     result = await handle.result()
-    await record_history(handle, "PlannerWorkflow", "static_scale_up")
+    if scenario:
+        await record_history(handle, "PlannerWorkflow", scenario)
     return result
 
 
@@ -112,7 +114,7 @@ async def _roll_template(stack: Stack, name: str) -> None:
     deadline = loop.time() + 45
     while _claim_hashes(stack) != [new] * 3 or len(stack.nodes()) != 3:
         assert loop.time() < deadline, f"rollout stalled: {_claim_hashes(stack)}, started {started}"
-        result = await stack.planner_pass()
+        result = await _pass(stack)
         assert len(result.started) <= 1 and result.static_provisioning == [] and result.static_terminations == []
         started += result.started
         seen.add(len(_live(stack)))
