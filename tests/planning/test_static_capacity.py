@@ -211,3 +211,16 @@ def test_the_scale_up_takes_room_under_the_node_limit_before_static_drift() -> N
     (d,) = result.static_node_pools
     assert d.launch == 1 and result.commands == []  # 2 nodes + 1 launch = the limit: no room for a replacement
     assert [b.reason for b in result.blocked] == [STATIC_DRIFT_AT_LIMIT]
+
+
+def test_an_expired_static_node_goes_forcefully_and_is_refilled_once_gone() -> None:
+    """Expiration treats a static node like any other (no budget, no replacement first); the node is pending
+    disruption meanwhile, so the pool launches nothing until it is gone, then one NodeClaim."""
+    pool = static_pool(2, budgets=[{"nodes": "0"}], expire_after="1h")
+    fresh = nodes(pool, "s-young", created=AT)
+    result = plan(snapshot(pool, nodes(pool, "s-old"), fresh), AT)
+    assert [(c.method, c.nodes) for c in result.commands] == [("Expiration", ["s-old"])]
+    (d,) = result.static_node_pools
+    assert (d.running, d.pending_disruption, d.launch, d.remove) == (1, 1, 0, [])
+    (after,) = plan(snapshot(pool, fresh), AT).static_node_pools
+    assert after.launch == 1
