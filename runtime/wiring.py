@@ -18,6 +18,7 @@ from activities.planning_runner import PlanningActivities
 from activities.provisioning import ProvisioningActivities
 from activities.provisioning_planner import ProvisioningPlanner
 from activities.queue import InterruptionQueueActivities, SqsQueue
+from activities.spot_sizing import SpotSizingActivities
 from activities.termination_markers import TerminationMarkerActivities
 from api.catalog import InstanceTypeCatalog, load_catalog, load_default_catalog
 from api.nodeclass_launch import ClusterInfo
@@ -86,10 +87,10 @@ def repair_policies(s: Any) -> tuple[Any, ...]:
 
 def provisioning_activities(deps: Deps, reader: PlanningActivities, catalog: InstanceTypeCatalog
                             ) -> list[Callable[..., Any]]:
-    """ProvisioningWorkflow's own activities (it launches through the disruption's): the decision reads the
-    cluster through the planner's reader, so provisioning adds no second read path."""
+    """ProvisioningWorkflow's own activities (it launches through the disruption's), and the spot pre-spin's sizing:
+    both read the cluster through the planner's reader, so provisioning adds no second read path."""
     planner = ProvisioningPlanner(deps.kube, reader, catalog)
-    return [planner.plan, planner.no_capacity]
+    return [planner.plan, planner.no_capacity, SpotSizingActivities(reader, catalog).size_replacement]
 
 
 def nodeclass_activities(deps: Deps) -> list[Callable[..., Any]]:

@@ -7,11 +7,14 @@ The workflow continues as new after a few iterations so its history stays short.
 
 SpotPrespinWorkflow launches the replacement for a node whose spot instance is being reclaimed. It runs
 beside the node's termination (started by the same message), never waits for it, and gives up once the
-two-minute warning is over.
+two-minute warning is over. It sizes the replacement by scheduling the node's pods (planning/spot_sizing.py):
+nothing when they fit on other nodes, else the NodeClaims the provisioner would launch; if sizing cannot run in
+time, it launches the node's own size as before (docs/semantics.md §11).
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from temporalio import workflow
@@ -21,15 +24,27 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from activities.provisioning import ProvisioningActivities
     from activities.queue import InterruptionQueueActivities
+    from activities.spot_sizing import SpotSizingActivities
     from workflows import search_attributes as sa
-    from workflows.disruption_models import LaunchInput
+    from workflows.disruption_models import LaunchedReplacement, LaunchInput, Replacement
     from workflows.errors import ErrorType
-    from workflows.interruption_models import PollCounts, PollerInput, PrespinInput, PrespinResult
+    from workflows.interruption_models import (
+        PollCounts,
+        PollerInput,
+        PrespinInput,
+        PrespinResult,
+        SizedLaunch,
+        SizedReplacements,
+        SizeInput,
+    )
 
 POLL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
 LAUNCH_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=5),
                            maximum_attempts=6, non_retryable_error_types=[ErrorType.LAUNCH_FAILED.value])
 SPOT_WARNING = timedelta(minutes=2)
+SIZING_PATCH = "spot-prespin-sized-by-pods"  # executions before it launched the interrupted node's own size
+SIZING_LIMIT = timedelta(seconds=20)  # then launch the node's own size: the warning gives two minutes in all
+SIZING_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=2))
 
 
 @workflow.defn
@@ -73,20 +88,53 @@ class SpotPrespinWorkflow:
             sa.NODE.value_set(inp.node_name), sa.NODE_POOL.value_set(inp.node_pool),
             sa.REASON.value_set(inp.reason), sa.PHASE.value_set(self._phase),
         ])
-        launch = LaunchInput(key=workflow.info().workflow_id, node_pool=inp.node_pool,
-                             replacement=inp.replacement, reason=inp.reason)
+        if not workflow.patched(SIZING_PATCH):
+            return await self._launch_all(inp, [SizedLaunch(node_pool=inp.node_pool, replacement=inp.replacement)])
+        sizing = await self._size(inp)
+        if not sizing.launches:
+            self._set_phase("NotNeeded")  # the pods fit on other nodes (or there are none)
+            return PrespinResult(sizing=sizing)
+        return await self._launch_all(inp, sizing.launches, sizing)
+
+    async def _size(self, inp: PrespinInput) -> SizedReplacements:
+        """The NodeClaims the provisioner would launch for the node's pods; the node's own size when sizing fails
+        in time or the node is not in the cluster view."""
+        own = SizedReplacements(found=False, launches=[SizedLaunch(node_pool=inp.node_pool,
+                                                                   replacement=inp.replacement)])
         try:
-            launched = await workflow.execute_activity_method(
-                ProvisioningActivities.launch_replacement, launch,
-                start_to_close_timeout=timedelta(seconds=60), schedule_to_close_timeout=SPOT_WARNING,
-                retry_policy=LAUNCH_RETRY, summary=f"pre-spin {inp.replacement.instance_types[:3]}",
-            )
+            sizing: SizedReplacements = await workflow.execute_activity_method(
+                SpotSizingActivities.size_replacement, SizeInput(node_name=inp.node_name),
+                start_to_close_timeout=SIZING_LIMIT, schedule_to_close_timeout=SIZING_LIMIT,
+                retry_policy=SIZING_RETRY, summary=f"size the replacement from {inp.node_name}'s pods")
         except ActivityError as exc:
-            self._set_phase("Failed")
-            cause = exc.cause if exc.cause is not None else exc
-            return PrespinResult(error=str(cause))
-        self._set_phase("Launched")
-        return PrespinResult(launched=launched)
+            workflow.logger.warning("sizing from the pods failed (%s); pre-spinning the node's own size", exc.cause)
+            return own
+        return sizing if sizing.found else own
+
+    async def _launch_all(self, inp: PrespinInput, launches: list[SizedLaunch],
+                          sizing: SizedReplacements | None = None) -> PrespinResult:
+        """Launch every NodeClaim at once (the first keyed by the workflow id, as before sizing)."""
+        wid = workflow.info().workflow_id
+        results = await asyncio.gather(*(self._launch(inp, f"{wid}-{i}" if i else wid, launch.node_pool,
+                                                      launch.replacement)
+                                         for i, launch in enumerate(launches)), return_exceptions=True)
+        launched = [r for r in results if isinstance(r, LaunchedReplacement)]
+        errors = [r for r in results if isinstance(r, BaseException)]
+        for err in errors:
+            if not isinstance(err, ActivityError):
+                raise err
+        error = "; ".join(str(e.cause if e.cause is not None else e) for e in errors)
+        self._set_phase("Failed" if errors else "Launched")
+        return PrespinResult(launched=launched[0] if launched else None, error=error, launched_all=launched,
+                             sizing=sizing)
+
+    async def _launch(self, inp: PrespinInput, key: str, node_pool: str, rep: Replacement) -> LaunchedReplacement:
+        return await workflow.execute_activity_method(
+            ProvisioningActivities.launch_replacement,
+            LaunchInput(key=key, node_pool=node_pool, replacement=rep, reason=inp.reason),
+            start_to_close_timeout=timedelta(seconds=60), schedule_to_close_timeout=SPOT_WARNING,
+            retry_policy=LAUNCH_RETRY, summary=f"pre-spin {rep.instance_types[:3]}",
+        )
 
     def _set_phase(self, phase: str) -> None:
         self._phase = phase

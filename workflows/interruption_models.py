@@ -62,9 +62,34 @@ class PrespinInput(BaseModel):
         return prespin_workflow_id(self.node_uid)
 
 
+class SizeInput(BaseModel):
+    """Size the pre-spin from the interrupted node's pods (planning/spot_sizing.py)."""
+
+    node_name: str
+    catalog_path: str | None = None
+
+
+class SizedLaunch(BaseModel):
+    """One NodeClaim the pre-spin launches, and how many of the node's pods it is for."""
+
+    node_pool: str
+    replacement: Replacement
+    pods: int = 0
+
+
+class SizedReplacements(BaseModel):
+    found: bool = True  # False: the node is not in the cluster view (the pre-spin keeps the node's own size)
+    launches: list[SizedLaunch] = Field(default_factory=list)
+    pods: int = 0  # the node's pods that need a place
+    placed: int = 0  # of them, fit on other nodes or on NodeClaims still launching
+    unplaced: int = 0  # of them, fit nowhere (the provisioner reports them)
+
+
 class PrespinResult(BaseModel):
-    launched: LaunchedReplacement | None = None
+    launched: LaunchedReplacement | None = None  # the first launch (the only one before sizing)
     error: str = ""
+    launched_all: list[LaunchedReplacement] = Field(default_factory=list)
+    sizing: SizedReplacements | None = None  # None: sized as the interrupted node (a history before sizing)
 
 
 def prespin_workflow_id(node_uid: str) -> str:

@@ -52,7 +52,12 @@ def nodepool(name: str, rebalance: str | None = None) -> dict[str, Any]:
 
 
 def node_objects(spec: NodeSpec) -> list[dict[str, Any]]:
-    """A NodeClaim and its Node; the simulator gives both a real EC2 instance (providerID) when loaded."""
+    """A NodeClaim and its Node (allocatable from the catalog, so pods can be placed on it); the simulator gives
+    both a real EC2 instance (providerID) when loaded."""
+    from api.catalog import load_default_catalog
+
+    it = load_default_catalog().get(spec.instance_type)
+    alloc = {"cpu": it.cpu, "memory": it.memory, "pods": str(it.pods)} if it else {}
     node_labels = {labels.NODEPOOL_LABEL: spec.pool, labels.INSTANCE_TYPE_LABEL: spec.instance_type,
                    labels.CAPACITY_TYPE_LABEL: spec.capacity_type, labels.ZONE_LABEL: spec.zone,
                    labels.ARCH_LABEL: "amd64", labels.INITIALIZED_LABEL: "true", labels.REGISTERED_LABEL: "true"}
@@ -66,7 +71,7 @@ def node_objects(spec: NodeSpec) -> list[dict[str, Any]]:
         {"apiVersion": "v1", "kind": "Node",
          "metadata": {"name": spec.name, "labels": {**node_labels, labels.HOSTNAME_LABEL: spec.name},
                       "finalizers": [labels.TERMINATION_FINALIZER]},
-         "spec": {}},
+         "spec": {}, "status": {"capacity": dict(alloc), "allocatable": dict(alloc)}},
     ]
 
 

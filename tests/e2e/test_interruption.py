@@ -14,6 +14,7 @@ import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import boto3
@@ -35,12 +36,14 @@ from e2e.interruption_helpers import (
     workflow_exists,
 )
 from kubernetes import client as k8s
+from support.disruption_stack import record_history
 from support.ports import free_port
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from api import labels
+from api.catalog import load_default_catalog
 from client.interruption import ensure_interruption_poller
 from client.termination import start_termination
 from devstack.binaries import find_binary
@@ -70,9 +73,19 @@ def node_events(sim: Simulator, node: str) -> list[str]:
         api.close()
 
 
+def small_pods(node: str, count: int, cpu: str = "500m") -> list[dict[str, Any]]:
+    return [{"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": f"{node}-web-{i}", "namespace": "default", "labels": {"app": "web"}},
+             "spec": {"nodeName": node, "containers": [{"name": "web", "image": "web", "resources": {
+                 "requests": {"cpu": cpu, "memory": "512Mi"}}}]}} for i in range(count)]
+
+
 async def test_spot_warning_prespins_a_replacement_and_terminates_by_the_deadline(
         temporal_client: Client, sim_ec2: Simulator, moto_endpoint: str) -> None:
-    nodes = load_cluster(sim_ec2, [nodepool("spot")], [NodeSpec("spot-a", "spot", labels.CAPACITY_SPOT)])
+    """A large spot node with two small pods and nowhere else to put them: the pre-spin is sized for the pods."""
+    nodes = load_cluster(sim_ec2, [nodepool("spot")],
+                         [NodeSpec("spot-a", "spot", labels.CAPACITY_SPOT, instance_type="m5.2xlarge")])
+    sim_ec2.load_objects(small_pods("spot-a", 2))
     node = nodes["spot-a"]
     sqs, url = new_queue(moto_endpoint)
     warned_at = datetime.now(UTC).replace(microsecond=0)
@@ -80,9 +93,13 @@ async def test_spot_warning_prespins_a_replacement_and_terminates_by_the_deadlin
         sqs.send_message(QueueUrl=url, MessageBody=spot_warning(node["instance"], time_=warned_at))
         prespin = temporal_client.get_workflow_handle_for(SpotPrespinWorkflow.run, prespin_workflow_id(node["uid"]))
         result = await eventually(lambda: workflow_exists(temporal_client, prespin.id)) and await prespin.result()
+        await record_history(prespin, "SpotPrespinWorkflow", "sized_by_pods")
         assert result.launched is not None, result.error
         assert result.launched.capacity_type == labels.CAPACITY_SPOT
-        assert result.launched.instance_type != "m5.large"  # the reclaimed spot pool is avoided
+        assert result.sizing is not None and (result.sizing.pods, result.sizing.placed) == (2, 0)
+        assert len(result.launched_all) == 1
+        sized = load_default_catalog().get(result.launched.instance_type or "")
+        assert sized is not None and sized.cpu_cores <= 2 < 8  # for 1 CPU of pods, not the m5.2xlarge's 8
         ec2 = boto3.client("ec2", endpoint_url=moto_endpoint, region_name="us-east-1")
         state = ec2.describe_instances(InstanceIds=[result.launched.instance_id])
         assert state["Reservations"][0]["Instances"][0]["State"]["Name"] in ("pending", "running")
@@ -91,6 +108,35 @@ async def test_spot_warning_prespins_a_replacement_and_terminates_by_the_deadlin
         assert prog.deadline == warned_at + timedelta(minutes=2)
         assert await eventually(lambda: queue_depth(sqs, url) == (0, 0))
         assert "SpotInterrupted" in node_events(sim_ec2, "spot-a")
+
+
+async def test_spot_warning_whose_pods_fit_elsewhere_prespins_nothing(
+        temporal_client: Client, sim_ec2: Simulator, moto_endpoint: str) -> None:
+    nodes = load_cluster(sim_ec2, [nodepool("spot")],
+                         [NodeSpec("spot-b", "spot", labels.CAPACITY_SPOT),
+                          NodeSpec("roomy", "spot", instance_type="m5.2xlarge")])
+    sim_ec2.load_objects(small_pods("spot-b", 2))
+    node = nodes["spot-b"]
+    claims_before = len(_node_claims(sim_ec2))
+    sqs, url = new_queue(moto_endpoint)
+    async with intake_worker(temporal_client, sim_ec2, moto_endpoint, sqs, url):
+        sqs.send_message(QueueUrl=url, MessageBody=spot_warning(node["instance"]))
+        prespin = temporal_client.get_workflow_handle_for(SpotPrespinWorkflow.run, prespin_workflow_id(node["uid"]))
+        result = await eventually(lambda: workflow_exists(temporal_client, prespin.id)) and await prespin.result()
+        assert result.launched is None and result.launched_all == [] and result.error == ""
+        assert result.sizing is not None and (result.sizing.pods, result.sizing.placed) == (2, 2)
+        assert await prespin.query(SpotPrespinWorkflow.phase) == "NotNeeded"
+        assert len(_node_claims(sim_ec2)) == claims_before  # nothing launched
+        prog = await eventually(lambda: progress(temporal_client, node["uid"]))
+        assert prog.reason == "SpotInterrupted"  # the node itself still goes
+
+
+def _node_claims(sim: Simulator) -> list[dict[str, Any]]:
+    api = sim.api_client()
+    try:
+        return k8s.CustomObjectsApi(api).list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
+    finally:
+        api.close()
 
 
 async def test_state_changes_and_scheduled_changes_terminate(

@@ -1,0 +1,55 @@
+"""The spot pre-spin's size from the live cluster: the interrupted node's pods scheduled as the provisioner would
+(planning/spot_sizing.py). The cluster is read through the planner's reader (the worker's watch cache, or a LIST when
+the cache is off); only the launches leave the activity."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.planning_runner import StaleCluster
+from activities.provisioning_planner import ClusterReader
+from api.catalog import InstanceTypeCatalog, load_catalog
+from workflows.disruption_models import Replacement
+from workflows.errors import ErrorType
+from workflows.interruption_models import SizedLaunch, SizedReplacements, SizeInput
+
+
+def to_sized(sizing: Any) -> SizedReplacements:
+    """planning.spot_sizing.SpotSizing -> the workflow's small payload."""
+    launches = [SizedLaunch(
+        node_pool=launch.node_pool, pods=len(launch.pods),
+        replacement=Replacement(instance_types=list(launch.replacement.instance_types),
+                                capacity_type=launch.replacement.capacity_type, price=launch.replacement.price,
+                                zone=launch.replacement.zone,
+                                requirements=[q.model_dump() for q in launch.replacement.requirements or []]))
+        for launch in sizing.launches]
+    return SizedReplacements(found=sizing.found, launches=launches, pods=sizing.pods, placed=len(sizing.placed),
+                             unplaced=len(sizing.unplaced))
+
+
+class SpotSizingActivities:
+    """Clients come in: the planner's cluster reader and the catalog."""
+
+    def __init__(self, reader: ClusterReader, catalog: InstanceTypeCatalog | None = None) -> None:
+        self._reader = reader
+        self._catalog = catalog
+
+    @activity.defn(name="interruption_size_replacement")
+    async def size_replacement(self, inp: SizeInput) -> SizedReplacements:
+        try:
+            objs, snapshot, parsed = await self._reader._read()
+        except StaleCluster as exc:
+            raise ApplicationError(f"cluster cache not fresh: {exc}", type=ErrorType.CLUSTER_CACHE_NOT_READY) from exc
+        return await asyncio.to_thread(self._size, objs, snapshot, parsed, inp)
+
+    def _size(self, objs: list[dict[str, Any]], snapshot: Any, parsed: Any, inp: SizeInput) -> SizedReplacements:
+        from api.snapshot import Snapshot
+        from planning.spot_sizing import size_interrupted
+
+        catalog = load_catalog(inp.catalog_path) if inp.catalog_path else self._catalog
+        snapshot = snapshot if snapshot is not None else Snapshot.from_objects(objs)
+        return to_sized(size_interrupted(snapshot, inp.node_name, catalog, parsed=parsed))
