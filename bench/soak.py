@@ -6,8 +6,8 @@ The demo's stack (bench/soak_world.py) runs while a seeded driver (bench/soak_ch
 and down, changes NodePool templates (drift), keeps one pool's expireAfter short (expiration), sends spot
 interruption warnings to SQS and deletes nodes, with the simulator failing 1% of API requests (429/500/409).
 Every --sample-seconds it records the worker's RSS, the history of the long-running workflows, pods pending,
-nodes and workflows running (bench/soak_sample.py). Then churn and faults stop, the cluster converges
-(bounded), the planner is paused, in-flight work finishes, and the safety counts are taken (devstack/audit.py).
+nodes and workflows running (bench/soak_sample.py). Then churn, faults and the planner stop, the cluster
+converges (bounded), in-flight work finishes, and the safety counts are taken (devstack/audit.py).
 Progress goes to stderr; the summary (or with --json one JSON document) to stdout. Exit 1 when a safety count is
 not 0, pods are still pending, or the cluster did not converge.
 """
@@ -87,9 +87,8 @@ async def converge(world: World, machines: dict[str, str], timeout: float) -> tu
 
 
 async def settle(world: World, timeout: float) -> list[str]:
-    """Planner paused, wait (bounded) for every workflow but the poller to finish; returns those still running."""
+    """Wait (bounded) for every workflow but the poller to finish; returns those still running."""
     assert world.client is not None
-    await set_planner_paused(world.client, True, note="soak: end of run")
     deadline = time.monotonic() + timeout
     while True:
         left = [f"{w.workflow_type} {w.id}" async for w in world.client.list_workflows("ExecutionStatus='Running'")
@@ -148,14 +147,16 @@ async def workflow_figures(world: World) -> dict[str, Any]:
 
 
 async def finish(world: World, churn: Churn, machines: dict[str, str], timeout: float) -> dict[str, Any]:
-    """Stop churn and faults, converge, settle, count."""
-    assert world.sim is not None
+    """Stop churn, faults and voluntary disruption (the planner paused: consolidation would go on finding
+    cheaper nodes); converge (pending pods still get nodes, in-flight work finishes); settle; count."""
+    assert world.sim is not None and world.client is not None
     await asyncio.to_thread(churn.quiesce)
     world.sim.inject_faults(rate=0.0)
-    say("churn stopped, faults off: converging ...")
+    await set_planner_paused(world.client, True, note="soak: end of run")
+    say("churn stopped, faults off, planner paused: converging ...")
     converged, took = await converge(world, machines, timeout)
     left = await settle(world, 120.0)
-    say(f"converged={converged} in {took}s; still running after the planner was paused: {left}")
+    say(f"converged={converged} in {took}s; still running: {left}")
     end = await asyncio.to_thread(cluster_counts, world.sim.api_client(), machines)
     return {"converged": converged, "convergeSeconds": took, "unfinishedWorkflows": len(left), "unfinished": left,
             "podsPendingAtEnd": end["podsPending"], "nodesAtEnd": end["nodes"],
