@@ -121,7 +121,8 @@ def _not_watch(r: dict[str, Any]) -> int:
 
 
 def _list_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"passSeconds": _median(rows, lambda r: r["seconds"]), "passes": [r["seconds"] for r in rows],
+    return {"passSeconds": _median(rows, lambda r: r["seconds"]),
+            "passCpuSeconds": _median(rows, lambda r: r["cpuSeconds"]), "passes": [r["seconds"] for r in rows],
             "listSeconds": _median(rows, lambda r: r["listSeconds"]),
             "listRequests": _median(rows, lambda r: r["traffic"].get("list", {}).get("requests", 0)),
             "bytesReceived": _median(rows, _not_watch), "workerRssMiB": max(r["rssMiB"] for r in rows),
@@ -133,6 +134,7 @@ def _cache_figures(hello: dict[str, Any], rows: list[dict[str, Any]]) -> dict[st
     watch = [r["traffic"].get("watch", {}).get("bytes", 0) for r in steady]
     return {"syncSeconds": hello["syncSeconds"], "firstPassSeconds": rows[0]["seconds"],
             "steadyPassSeconds": _median(steady, lambda r: r["seconds"]),
+            "steadyPassCpuSeconds": _median(steady, lambda r: r["cpuSeconds"]),
             "steadyPasses": [r["seconds"] for r in steady],
             "listRequestsPerPass": _median(steady, lambda r: r["traffic"].get("list", {}).get("requests", 0)),
             "bytesPerPass": _median(steady, _not_watch), "watchBytesDuringPass": round(statistics.median(watch)),
@@ -187,9 +189,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     lp, c = report["listEveryPass"], report["cache"]
     print(f"{report['nodes']} nodes, {report['pods']} pods, load average {report['loadAverage']}")
-    print(f"LIST every pass: {lp['passSeconds']} s, {lp['listRequests']} LISTs, {lp['bytesReceived'] / 1e6:.1f} MB, "
+    print(f"LIST every pass: {lp['passSeconds']} s (CPU {lp['passCpuSeconds']} s), {lp['listRequests']} LISTs, "
+          f" {lp['bytesReceived'] / 1e6:.1f} MB, "
           f"worker {lp['workerRssMiB']} MiB")
-    print(f"cache: sync {c['syncSeconds']} s, first pass {c['firstPassSeconds']} s, steady {c['steadyPassSeconds']} s, "
+    print(f"cache: sync {c['syncSeconds']} s, first pass {c['firstPassSeconds']} s, steady {c['steadyPassSeconds']} s "
+          f"(CPU {c['steadyPassCpuSeconds']} s), "
           f"{c['listRequestsPerPass']} LISTs and {c['bytesPerPass']} B per pass, worker {c['workerRssMiB']} MiB")
     return 0
 
