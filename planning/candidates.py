@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from api import labels as L
+from api.duration import DurationError, parse_duration
 from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo
 from planning.selectors import tolerates
 
@@ -99,8 +100,6 @@ def disruption_cost(node: NodeInfo, pool: PoolInfo, at: datetime) -> float:
 
 def do_not_disrupt_active(pod: PodInfo, at: datetime) -> bool:
     """`"true"`, or a positive Go duration still running since the pod started (nil start: active)."""
-    from api.duration import DurationError, parse_duration
-
     value = pod.annotations.get(L.DO_NOT_DISRUPT_ANNOTATION)
     if value is None:
         return False
@@ -117,29 +116,32 @@ def do_not_disrupt_active(pod: PodInfo, at: datetime) -> bool:
     return at - pod.start_time < d
 
 
-def _evictable(pod: PodInfo, at: datetime) -> bool:
-    return (pod.active and not pod.is_mirror and not tolerates(pod.tolerations, L.DISRUPTED_TAINT)
-            and not do_not_disrupt_active(pod, at))
-
-
 def pod_block(cluster: Cluster, node: NodeInfo, at: datetime) -> str | None:
-    """Pod-level blocks: an active do-not-disrupt pod, or a PDB that allows no eviction."""
+    """Pod-level blocks: an active do-not-disrupt pod (reported first, whichever pod has it), or a PDB that
+    allows no eviction of an evictable pod. One walk over the pods: this runs for every node each pass."""
+    pdb_block: str | None = None
     for pod in node.pods:
-        if pod.active and do_not_disrupt_active(pod, at):
-            return f'pod has "{L.DO_NOT_DISRUPT_ANNOTATION}" annotation (Pod={pod.key})'
-    for pod in node.pods:
-        if not _evictable(pod, at):
+        if not pod.active:
             continue
-        pdbs = cluster.pdbs_for(pod)
-        if len(pdbs) > 1:
-            names = " ".join(sorted(p.key for p in pdbs))
-            return f"eviction does not support multiple PDBs (PodDisruptionBudget(s)=[{names}])"
-        if len(pdbs) == 1:
-            pdb = pdbs[0]
-            if pdb.always_allow_unhealthy and not pod.ready:
-                continue
-            if pdb.disruptions_allowed <= 0:
-                return f"pdb {pdb.key} prevents pod evictions"
+        if do_not_disrupt_active(pod, at):
+            return f'pod has "{L.DO_NOT_DISRUPT_ANNOTATION}" annotation (Pod={pod.key})'
+        if pdb_block is None and not pod.is_mirror and not tolerates(pod.tolerations, L.DISRUPTED_TAINT):
+            pdb_block = _pdb_block(cluster, pod)
+    return pdb_block
+
+
+def _pdb_block(cluster: Cluster, pod: PodInfo) -> str | None:
+    """Why the PDBs of an evictable pod stop its eviction now, or None."""
+    pdbs = cluster.pdbs_for(pod)
+    if len(pdbs) > 1:
+        names = " ".join(sorted(p.key for p in pdbs))
+        return f"eviction does not support multiple PDBs (PodDisruptionBudget(s)=[{names}])"
+    if len(pdbs) == 1:
+        pdb = pdbs[0]
+        if pdb.always_allow_unhealthy and not pod.ready:
+            return None
+        if pdb.disruptions_allowed <= 0:
+            return f"pdb {pdb.key} prevents pod evictions"
     return None
 
 
