@@ -3,7 +3,8 @@
 Real pieces: moto_server (SQS + EC2), a Temporal dev server, the Kubernetes simulator with EC2-backed
 spot nodes, and the worker in-process with production poll settings (20 s long poll). The clock starts
 just before SendMessage and stops when the provisioning activity issues RunInstances for that node's
-pre-spin NodeClaim (seen by wrapping the worker's EC2 client).
+pre-spin NodeClaim (seen by wrapping the worker's EC2 client). Each node runs one pod that fits on no other node
+(`app`), so every pre-spin, sized from the node's pods, launches one NodeClaim; the clock includes that sizing.
 
     .venv/bin/python -m bench.interruption [--nodes 10] [--burst 10] [-o json]
 """
@@ -37,6 +38,7 @@ from workflows.interruption_models import PollInput, prespin_workflow_id
 POOL = "spot"
 AMI = "ami-0a1b2c3d4e5f60718"
 TARGET_SECONDS = 5.0
+ALLOCATABLE = {"cpu": "2", "memory": "8Gi", "pods": "29"}  # m5.large
 
 
 class RecordingEc2:
@@ -79,9 +81,25 @@ def cluster(count: int) -> list[dict[str, Any]]:
              "spec": {"requirements": [], "nodeClassRef": ref}, "status": {"nodeName": name}},
             {"apiVersion": "v1", "kind": "Node",
              "metadata": {"name": name, "labels": node_labels, "finalizers": [labels.TERMINATION_FINALIZER]},
-             "spec": {}},
+             "spec": {}, "status": {"capacity": dict(ALLOCATABLE), "allocatable": dict(ALLOCATABLE)}},
+            *app(name),
         ]
     return objs
+
+
+def app(node: str) -> list[dict[str, Any]]:
+    """One ReplicaSet per node whose pod fits on no other node: the pre-spin, sized from the node's pods, launches one
+    NodeClaim, and the evicted pod's pending successor keeps that room taken for the next warning's sizing."""
+    name = f"{node}-app"
+    template = {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{
+        "name": "app", "image": "app", "resources": {"requests": {"cpu": "1500m", "memory": "4Gi"}}}]}}
+    return [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": "default"},
+             "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}}, "template": template}},
+            {"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": f"{name}-0", "namespace": "default", "labels": {"app": name},
+                          "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": name,
+                                               "controller": True}]},
+             "spec": {**template["spec"], "nodeName": node}}]
 
 
 def nodes_by_instance(sim: Simulator) -> dict[str, str]:

@@ -7,8 +7,13 @@ to launch, its compatible types cheapest first. Pods that fit elsewhere launch n
 small pods gets a small replacement, or none.
 
 Which pods: every pod bound to the node that is not finished, DaemonSet or mirror, including pods already being
-evicted (the node's termination drains beside the pre-spin, and an evicted pod's successor still needs room). The
-node's instance type is left out on spot everywhere: the reclaimed pool is short of capacity.
+evicted (the node's termination drains beside the pre-spin). An evicted pod whose controller already made a pending
+successor is counted once, as that successor. Other pending pods, and the pods of other nodes being deleted or
+drained (tainted `karpenter.sh/disrupted`: another interruption, a disruption's candidates), compete for room first
+and launch nothing, as Karpenter's provisioner schedules them together: a replacement pre-spun for another node a
+moment ago is not free room while the pods it was launched for wait; so that this holds also before the other
+node's termination has tainted it, a pre-spin NodeClaim still launching is never offered to another node's pods.
+The node's instance type is left out on spot everywhere: the reclaimed pool is short of capacity.
 """
 
 from __future__ import annotations
@@ -18,10 +23,10 @@ from typing import Any
 
 from api import labels as L
 from api.catalog import InstanceTypeCatalog
-from planning.cluster import Cluster, Parsed
+from planning.cluster import Cluster, NodeInfo, Parsed, PodInfo, as_dict
 from planning.pricing import launch_replacement
-from planning.provisioning import MAX_NEW_NODES, Launch, _add_launching
-from planning.scheduling import Scheduler
+from planning.provisioning import MAX_NEW_NODES, Launch, _add_launching, provisionable
+from planning.scheduling import Scheduler, SimState
 
 
 @dataclass(slots=True)
@@ -49,9 +54,14 @@ def size_interrupted(snapshot: Any, node_name: str, catalog: InstanceTypeCatalog
         Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims)
     launching = _add_launching(cluster, snapshot)
     node = cluster.by_name[node_name]
-    pods = [p for p in node.pods if not p.terminal and not p.is_daemonset and not p.is_mirror]
-    sched = Scheduler(cluster, exclude={node_name})
-    result = sched.simulate([node], pods, max_new=MAX_NEW_NODES)
+    pods, others = _displaced(node, [p for p in cluster.pending if provisionable(p)])
+    others += [p for n in cluster.nodes if n is not node and (n.marked_for_deletion or n.tainted_disrupted)
+               for p in n.pods if p.reschedulable]
+    sched = Scheduler(cluster, exclude={node_name} | _prespins_launching(cluster, snapshot, launching))
+    state = SimState()
+    if others:
+        sched.simulate([node], [], max_new=0, state=state, pending=others)
+    result = sched.simulate([node], pods, max_new=MAX_NEW_NODES, state=state)
     out = SpotSizing(found=True)
     for pod, target in result.placements:
         if target in launching or target in cluster.by_name:
@@ -64,6 +74,43 @@ def size_interrupted(snapshot: Any, node_name: str, catalog: InstanceTypeCatalog
             out.unplaced += [p.key for p in nn.pods]
     out.unplaced += [pod.key for pod, _ in result.failures]
     return out
+
+
+def _displaced(node: NodeInfo, pending: list[PodInfo]) -> tuple[list[PodInfo], list[PodInfo]]:
+    """(the pods that lose the node, the other pending pods): an evicted pod is replaced by a pending successor of
+    the same controller when there is one, so the workload counts once."""
+    successors: dict[str, list[PodInfo]] = {}
+    for p in pending:
+        if p.owner_uid:
+            successors.setdefault(p.owner_uid, []).append(p)
+    ours: list[PodInfo] = []
+    taken: set[int] = set()
+    for p in node.pods:
+        if p.terminal or p.is_daemonset or p.is_mirror:
+            continue
+        waiting = successors.get(p.owner_uid) if p.terminating and p.owner_uid else None
+        if waiting:
+            successor = waiting.pop()
+            taken.add(id(successor))
+            ours.append(successor)
+        else:
+            ours.append(p)
+    return ours, [p for p in pending if id(p) not in taken]
+
+
+PRESPIN_KEY_PREFIX = "prespin-"  # a pre-spin's launch key (workflows/interruption_models.py prespin_workflow_id)
+
+
+def _prespins_launching(cluster: Cluster, snapshot: Any, launching: set[str]) -> set[str]:
+    """The launching nodes of pre-spin NodeClaims (launched for another interrupted node's pods)."""
+    claims = set()
+    for raw in getattr(snapshot, "node_claims", ()):
+        meta = as_dict(raw).get("metadata") or {}
+        if str((meta.get("annotations") or {}).get(L.DISRUPTION_ANNOTATION, "")).startswith(PRESPIN_KEY_PREFIX):
+            claims.add(meta.get("name", ""))
+    nodeless = {f"<launching:{name}>" for name in claims}  # planning/provisioning.py names a Node-less claim so
+    return {n.name for n in cluster.nodes if n.name in launching
+            and (n.name in nodeless or (n.claim is not None and n.claim.name in claims))}
 
 
 def _without_reclaimed(catalog: InstanceTypeCatalog | None, node: dict[str, Any]) -> InstanceTypeCatalog:

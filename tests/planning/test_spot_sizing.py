@@ -88,3 +88,61 @@ def test_an_empty_node_needs_nothing_and_an_unknown_node_is_not_found() -> None:
     sizing = size_interrupted(snap, "idle")
     assert sizing.found and sizing.launches == [] and sizing.pods == 0
     assert not size_interrupted(snap, "nope").found
+
+
+def test_other_pending_pods_take_free_room_first() -> None:
+    """A replacement pre-spun for another node a moment ago is not free while the pods it is for wait."""
+    claim = node_and_claim("prespun", "m5.large")[1]
+    claim["status"] = {}
+    claim["spec"]["requirements"] = [{"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large"]}]
+    waiting = pod("other-1", None, "1500m", "4Gi", phase="Pending")
+    snap = snapshot(nodepool(requirements=SPOT_OR_OD), spot_node("doomed", "m5.large"), claim, waiting,
+                    pod("web-1", "doomed", "1500m", "4Gi"))
+    (launch,) = size_interrupted(snap, "doomed").launches
+    assert launch.pods == ["default/web-1"]
+    alone = snapshot(nodepool(requirements=SPOT_OR_OD), spot_node("doomed", "m5.large"), claim,
+                     pod("web-1", "doomed", "1500m", "4Gi"))
+    assert size_interrupted(alone, "doomed").launches == []  # nominated to the launching claim
+
+
+def test_an_evicted_pod_with_a_pending_successor_counts_once() -> None:
+    evicted = pod("web-1", "doomed", "1500m", "4Gi")
+    evicted["metadata"]["deletionTimestamp"] = ts(AT)
+    successor = pod("web-2", None, "1500m", "4Gi", phase="Pending")  # same ReplicaSet (owner from the name)
+    snap = snapshot(nodepool(requirements=SPOT_OR_OD), spot_node("doomed", "m5.large"), evicted, successor)
+    (launch,) = size_interrupted(snap, "doomed").launches
+    assert launch.pods == ["default/web-2"]
+
+
+def test_pods_of_other_nodes_being_drained_take_free_room_first() -> None:
+    """Two spot warnings at once: the first node's pre-spun claim is for its own pods, not the second node's."""
+    claim = node_and_claim("prespun", "m5.large")[1]
+    claim["status"] = {}
+    claim["spec"]["requirements"] = [{"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large"]}]
+    first = spot_node("first", "m5.large")
+    first[0]["spec"]["taints"] = [{"key": L.DISRUPTED_TAINT_KEY, "effect": "NoSchedule"}]
+    snap = snapshot(nodepool(requirements=SPOT_OR_OD), first, pod("a-1", "first", "1500m", "4Gi"),
+                    spot_node("second", "m5.large"), pod("b-1", "second", "1500m", "4Gi"), claim)
+    (launch,) = size_interrupted(snap, "second").launches
+    assert launch.pods == ["default/b-1"]
+    untainted = snapshot(nodepool(requirements=SPOT_OR_OD), spot_node("first", "m5.large"),
+                         pod("a-1", "first", "1500m", "4Gi"), spot_node("second", "m5.large"),
+                         pod("b-1", "second", "1500m", "4Gi"), claim)
+    assert size_interrupted(untainted, "second").launches == []  # nothing says the first node is going
+
+
+def test_a_prespin_still_launching_is_kept_for_the_node_it_replaces() -> None:
+    """Before the other node's termination tainted it, its pre-spin is already launching: not free room."""
+    from planning.spot_sizing import PRESPIN_KEY_PREFIX
+    from workflows.interruption_models import prespin_workflow_id
+
+    assert prespin_workflow_id("uid-x").startswith(PRESPIN_KEY_PREFIX)
+    claim = node_and_claim("prespun", "m5.large")[1]
+    claim["status"] = {}
+    claim["spec"]["requirements"] = [{"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large"]}]
+    claim["metadata"]["annotations"] = {L.DISRUPTION_ANNOTATION: prespin_workflow_id("uid-first")}
+    snap = snapshot(nodepool(requirements=SPOT_OR_OD), spot_node("first", "m5.large"),
+                    pod("a-1", "first", "1500m", "4Gi"), spot_node("second", "m5.large"),
+                    pod("b-1", "second", "1500m", "4Gi"), claim)
+    (launch,) = size_interrupted(snap, "second").launches
+    assert launch.pods == ["default/b-1"]
