@@ -6,8 +6,11 @@
   the pods that other disruptions evict from landing there, so they stay empty;
 - pool `memory` (r-family, its workloads pinned there): one oversized node that a cheaper one can replace
   (single-node consolidation);
-- pool `batch` (expireAfter 24h): nodes launched three days ago (expiration);
-- pool `spot`: spot nodes, one of which receives an interruption warning during the demo.
+- pool `batch` (expireAfter 24h): nodes launched three days ago (expiration); its `reports` pods run only there and
+  the pool has no spare room, so once the nodes expire the provisioner launches new batch nodes for them;
+- pool `spot`: spot nodes, one of which receives an interruption warning during the demo; its `crawler` pods run
+  only on spot capacity and no spot node has room for another, so scaling `crawler` up (the demo does, at 20 s)
+  needs new spot nodes.
 With `node_classes`, the NodePools launch from EC2NodeClasses (devstack/demo_aws.py): `memory` for the memory
 pool, whose nodes run its image (status.imageID), so a newer image for it rolls them out by drift; `default` for
 the rest.
@@ -203,6 +206,8 @@ def demo_cluster(now: datetime | None = None, node_classes: bool = False) -> lis
     for app in ("cache", "sessions"):  # memory workloads stay in the memory pool (drift replaces its nodes there)
         b.pin(app, {L.NODEPOOL_LABEL: "memory"})
     b.app("reports", batch, "1", "2Gi", per_node=2)
+    b.pin("reports", {L.NODEPOOL_LABEL: "batch"})  # expired batch nodes: their pods need new batch capacity
     b.app("crawler", spot, "1500m", "2Gi", per_node=2)
+    b.pin("crawler", {L.CAPACITY_TYPE_LABEL: "spot"})  # a crawler scale-up needs new spot nodes
     b.app("ledger", steady[:1], "250m", "512Mi", annotations={L.DO_NOT_DISRUPT_ANNOTATION: "true"})
     return b.objects

@@ -48,6 +48,7 @@ class StackOptions:
     interruption: bool = True
     planner: bool = True
     resync_seconds: float = 10.0
+    provisioning: bool = False  # the worker's pending-pod intake (the demo turns it on)
     # the demo's AWS side for its EC2NodeClasses (devstack/demo_aws.py), resolved once before planning starts
     node_classes: bool = False
     env: dict[str, str] = field(default_factory=lambda: {
@@ -147,7 +148,7 @@ class Stack:
                     ssm=ssm_client("us-east-1", self.moto.endpoint), iam=iam_client(self.moto.endpoint),
                     settings=Settings(interruption_queue_url=self.queue_url, resync_seconds=self.o.resync_seconds,
                                       cluster_name=CLUSTER_NAME, cluster_endpoint=self.sim.base_url,
-                                      cluster_ca=CLUSTER_CA))
+                                      cluster_ca=CLUSTER_CA, provisioning=self.o.provisioning))
         self._stop = asyncio.Event()
         self._worker_task = asyncio.create_task(run_worker(self.client, deps, self._stop), name="nodeflow-worker")
 

@@ -1,6 +1,7 @@
 """`nodeflow demo`: the whole system on one machine — Temporal (with its Web UI), moto, the simulated cluster,
-the worker and the planner — on a 30-node cluster where every kind of disruption has work to do, plus a spot
-interruption after 30 s. `--headless --duration S --report FILE` runs it unattended and writes a JSON summary.
+the worker (with its pending-pod intake) and the planner — on a 30-node cluster where every kind of disruption has
+work to do, plus a ReplicaSet scaled up after 20 s and a spot interruption after 30 s. `--headless --duration S
+--report FILE` runs it unattended and writes a JSON summary.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 import uuid
 import warnings
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -74,15 +76,15 @@ async def _demo(args: argparse.Namespace, duration: float | None) -> int:
         cost_before, nodes_before = cost_per_hour(initial, catalog), len(initial)
         for line in _hints(stack, {(n.get("metadata") or {}).get("name", "") for n in initial}):
             say(line)
-        rollout = await _run_live(stack, core, catalog, cost_before, args, duration, say)
+        moments = _Moments(rehoming=_watch_rehoming(core, initial) if args.scenario is None else None)
+        await _run_live(stack, core, catalog, cost_before, args, duration, say, moments)
         if not args.headless:
             print("time is up: pausing the planner and letting in-flight work finish ...", flush=True)
         report = await _final_report(stack, core, catalog, cost_before, nodes_before, args.settle, say)
-        if rollout is not None:
-            await rollout.observe(stack)
-            report["amiRollout"] = rollout.report()
+        report.update(await moments.report(stack, core))
         _write_report(report, args.report, say)
-        return 1 if report["pdbViolations"] or report["leakedInstances"] or report["stuckFinalizers"] else 0
+        failed = ("pdbViolations", "leakedInstances", "stuckFinalizers", "podsPendingAtEnd")
+        return 1 if any(report[key] for key in failed) else 0
     finally:
         await stack.stop()
 
@@ -102,7 +104,8 @@ async def _start_stack(args: argparse.Namespace, say: Any) -> Any:
     if task is not None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     stack = Stack(StackOptions(workdir=args.workdir, scenario=scenario, headless_ui=args.headless,
-                               interruption=not args.no_interruption, node_classes=args.scenario is None))
+                               interruption=not args.no_interruption, node_classes=args.scenario is None,
+                               provisioning=True))
     say("starting Temporal dev server, moto (EC2 + SQS), the simulated cluster and the worker ...")
     t0 = time.monotonic()
     try:
@@ -117,16 +120,42 @@ async def _start_stack(args: argparse.Namespace, say: Any) -> Any:
     return stack
 
 
+@dataclass
+class _Moments:
+    """The demo's scripted moments and what each has reached (None: not yet, or no place for it in the scenario)."""
+
+    interrupted_node: str | None = None
+    interruption_note: str = ""
+    scale_up: Any = None  # starter.demo_capacity.ScaleUp
+    rollout: Any = None  # starter.demo_nodeclass.AmiRollout
+    rehoming: Any = None  # starter.demo_capacity.Rehoming
+
+    def notes(self) -> list[str]:
+        parts = (self.scale_up, self.rehoming, self.rollout)
+        return [n for n in (self.interruption_note, *(m.note() for m in parts if m is not None)) if n]
+
+    async def observe(self, stack: Any, core: Any) -> list[str]:
+        """Milestones reached now, one line each."""
+        lines = []
+        for moment in (self.scale_up, self.rehoming):
+            if moment is not None:
+                lines += await asyncio.to_thread(moment.observe, core)
+        if self.rollout is not None:
+            lines += await self.rollout.observe(stack)
+        return lines
+
+    async def report(self, stack: Any, core: Any) -> dict[str, Any]:
+        """The moments' report keys (docs/contracts.md §4), after a last look at the settled cluster."""
+        await self.observe(stack, core)
+        named = (("scaleUp", self.scale_up), ("expiration", self.rehoming), ("amiRollout", self.rollout))
+        return {key: moment.report() for key, moment in named if moment is not None}
+
+
 async def _run_live(stack: Any, core: Any, catalog: Any, cost_before: float, args: argparse.Namespace,
-                    duration: float | None, say: Any) -> Any:
-    """Until the duration is up: watch the worker, inject the spot interruption once, publish a new AMI for the
-    memory class once (starter/demo_nodeclass.py), redraw the live view. Returns the AMI rollout (or None)."""
-    from starter.demo_nodeclass import NEW_IMAGE_AFTER, register_new_image
+                    duration: float | None, say: Any, moments: _Moments) -> None:
+    """Until the duration is up: watch the worker, run the scripted moments (_advance), redraw the live view."""
     from starter.demo_report import cost_per_hour, render_live
 
-    interrupted_node = None
-    rollout = None
-    note = ""
     screen = _LiveScreen(sys.stdout)
     recent_cache: dict[str, str] = {}
     start = time.monotonic()
@@ -136,27 +165,45 @@ async def _run_live(stack: Any, core: Any, catalog: Any, cost_before: float, arg
         if failure is not None:
             raise CliError(f"the worker stopped: {failure}")
         elapsed = time.monotonic() - start
-        if stack.queue_url and interrupted_node is None and elapsed >= INTERRUPT_AFTER:
-            interrupted_node = _inject_spot_interruption(stack, core) or "-"
-            note = f"spot interruption warning sent for node {interrupted_node} at {elapsed:.0f}s"
-            if args.headless:
-                say(f"injected a spot interruption warning for node {interrupted_node}")
-        if stack.aws is not None and rollout is None and elapsed >= NEW_IMAGE_AFTER:
-            rollout = await register_new_image(stack)
-            if args.headless:
-                say(f"registered a new AMI {rollout.image} for EC2NodeClass memory at {elapsed:.0f}s")
-        if rollout is not None:
-            for line in await rollout.observe(stack):
-                if args.headless:
-                    say(line)
-        if not args.headless:
+        lines = await _advance(stack, core, moments, elapsed, bundled=args.scenario is None)
+        lines += await moments.observe(stack, core)
+        if args.headless:
+            for line in lines:
+                say(line)
+        else:
             nodes = _nodes(core)
             flying = await _in_flight(stack.client)
             recent = await _recent(stack.client, recent_cache)
-            notes = "\n        ".join(n for n in (note, rollout.note() if rollout else "") if n)
             screen.show(render_live(elapsed, _states(nodes), flying, cost_per_hour(nodes, catalog), cost_before,
-                                    stack.temporal.ui_url, note=notes, recent=recent))
-    return rollout
+                                    stack.temporal.ui_url, note="\n        ".join(moments.notes()), recent=recent))
+
+
+async def _advance(stack: Any, core: Any, m: _Moments, elapsed: float, bundled: bool) -> list[str]:
+    """Start each scripted moment once its time has come: the scale-up (bundled scenario), the spot interruption,
+    the new AMI for the memory class (starter/demo_nodeclass.py). Returns what was done, one line each."""
+    from starter.demo_capacity import SCALE_UP_AFTER, scale_up
+    from starter.demo_nodeclass import NEW_IMAGE_AFTER, register_new_image
+
+    lines = []
+    if bundled and m.scale_up is None and elapsed >= SCALE_UP_AFTER:
+        m.scale_up = await asyncio.to_thread(scale_up, core, elapsed)
+        if m.scale_up is not None:
+            before, after = m.scale_up.replicas
+            lines.append(f"scaled ReplicaSet {m.scale_up.app} from {before} to {after} at {elapsed:.0f}s")
+    if stack.queue_url and m.interrupted_node is None and elapsed >= INTERRUPT_AFTER:
+        m.interrupted_node = _inject_spot_interruption(stack, core) or "-"
+        m.interruption_note = f"spot interruption warning sent for node {m.interrupted_node} at {elapsed:.0f}s"
+        lines.append(f"injected a spot interruption warning for node {m.interrupted_node}")
+    if stack.aws is not None and m.rollout is None and elapsed >= NEW_IMAGE_AFTER:
+        m.rollout = await register_new_image(stack)
+        lines.append(f"registered a new AMI {m.rollout.image} for EC2NodeClass memory at {elapsed:.0f}s")
+    return lines
+
+
+def _watch_rehoming(core: Any, nodes: list[dict[str, Any]]) -> Any:
+    from starter.demo_capacity import watch_rehoming
+
+    return watch_rehoming(core, nodes)
 
 
 def _write_report(report: dict[str, Any], path: Path | None, say: Any) -> None:
@@ -226,13 +273,13 @@ class _LiveScreen:
 
 
 async def _recent(client: Any, cache: dict[str, str], limit: int = 5) -> list[str]:
-    """The latest disruption, termination and pre-spin workflows, newest first, one line each."""
+    """The latest disruption, termination, pre-spin and provisioning workflows, newest first, one line each."""
     from starter.demo_report import describe_workflow
-    from workflows.search_attributes import NODE, PHASE, REASON
+    from workflows.search_attributes import NODE, NODE_POOL, PHASE, REASON
 
     rows = []
     query = ("WorkflowType = 'DisruptionWorkflow' OR WorkflowType = 'TerminationWorkflow' "
-             "OR WorkflowType = 'SpotPrespinWorkflow'")
+             "OR WorkflowType = 'SpotPrespinWorkflow' OR WorkflowType = 'ProvisioningWorkflow'")
     async for wf in client.list_workflows(query, limit=40):
         rows.append(wf)
     rows.sort(key=lambda wf: wf.start_time, reverse=True)
@@ -246,7 +293,7 @@ async def _recent(client: Any, cache: dict[str, str], limit: int = 5) -> list[st
         running = wf.status is not None and wf.status.name == "RUNNING"
         phase = attrs.get(PHASE) or ("" if running else (wf.status.name.title() if wf.status else ""))
         out.append(describe_workflow(wf.workflow_type, attrs.get(NODE) or "", attrs.get(REASON) or "", phase,
-                                     summary or ""))
+                                     summary or "", pool=attrs.get(NODE_POOL) or ""))
     return out
 
 
@@ -304,20 +351,13 @@ def _inject_spot_interruption(stack: Any, core: Any) -> str | None:
 
 async def _final_report(stack: Any, core: Any, catalog: Any, cost_before: float, nodes_before: int,
                         settle: float, say: Any) -> dict[str, Any]:
-    """Pause the planner, let in-flight work finish (bounded), then count what happened."""
+    """Pause the planner, let in-flight work finish and pending pods be placed (bounded), then count what happened."""
     from client.planner_schedule import set_planner_paused
-    from devstack.audit import leaked_instances, stuck_finalizers
-    from starter.demo_report import METHODS
+    from devstack.audit import leaked_instances, our_launches, stuck_finalizers
+    from starter.demo_report import METHODS, pending_pods
 
     await set_planner_paused(stack.client, True, note="demo finished")
-    deadline = time.monotonic() + settle
-    while time.monotonic() < deadline:
-        busy = await _in_flight(stack.client)
-        busy.pop("InterruptionPollerWorkflow", None)
-        if not busy:
-            break
-        say(f"settling: waiting for {sum(busy.values())} workflow(s) to finish ...")
-        await asyncio.sleep(3)
+    await _settle(stack, core, settle, say)
     unfinished = await _in_flight(stack.client)
     unfinished.pop("InterruptionPollerWorkflow", None)
     tally = await _tally(stack.client)
@@ -332,6 +372,8 @@ async def _final_report(stack: Any, core: Any, catalog: Any, cost_before: float,
         "pdbViolations": int(stats.get("pdbViolationsTotal", 0)),
         "leakedInstances": len(leaked_instances(instances, nodes, claims)),
         "stuckFinalizers": len(stuck_finalizers(nodes, claims)),
+        "podsPendingAtEnd": len(pending_pods(_pods(core))),
+        "nodesLaunched": our_launches(instances),
         "disruptionOutcomes": {m: dict(c) for m, c in sorted(tally.outcomes_by_method.items())},
         "terminatedByReason": dict(sorted(tally.terminated_by_reason.items())),
         "unfinishedWorkflows": sum(unfinished.values()),
@@ -341,6 +383,27 @@ async def _final_report(stack: Any, core: Any, catalog: Any, cost_before: float,
         "generatedAt": datetime.now(UTC).isoformat(timespec="seconds"),
         "settleSeconds": settle,
     }
+
+
+async def _settle(stack: Any, core: Any, settle: float, say: Any) -> None:
+    """Until no workflow but the interruption poller runs and no pod is pending (the intake's next batch may still
+    be opening), or `settle` seconds."""
+    from starter.demo_report import pending_pods
+
+    deadline = time.monotonic() + settle
+    while time.monotonic() < deadline:
+        busy = await _in_flight(stack.client)
+        busy.pop("InterruptionPollerWorkflow", None)
+        pending = len(pending_pods(await asyncio.to_thread(_pods, core)))
+        if not busy and not pending:
+            return
+        say(f"settling: waiting for {sum(busy.values())} workflow(s) to finish and {pending} pending pod(s) ...")
+        await asyncio.sleep(3)
+
+
+def _pods(core: Any) -> list[dict[str, Any]]:
+    resp = core.list_pod_for_all_namespaces(_preload_content=False)
+    return json.loads(resp.data).get("items") or []
 
 
 async def _tally(client: Any) -> Any:

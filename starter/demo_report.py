@@ -101,15 +101,30 @@ def render_live(elapsed: float, states: Counter[str], workflows: Counter[str], c
     return "\n".join(lines)
 
 
-def describe_workflow(workflow_type: str, node: str, reason: str, phase: str, summary: str = "") -> str:
-    """One line of the live view's `latest` list, e.g. `Drift general-09: Terminating`."""
+def describe_workflow(workflow_type: str, node: str, reason: str, phase: str, summary: str = "",
+                      pool: str = "") -> str:
+    """One line of the live view's `latest` list, e.g. `Drift general-09: Terminating` or
+    `provision 4 pending pod(s) in spot: WaitingReady`."""
     if workflow_type == "TerminationWorkflow":
         what = f"terminate {node} ({reason})" if reason else f"terminate {node}"
     elif workflow_type == "DisruptionWorkflow":
         what = summary or f"disrupt {node} ({reason})"
+    elif workflow_type == "ProvisioningWorkflow":
+        what = (summary or "provision pending pods") + (f" in {pool}" if pool else "")
     else:
         what = summary or f"{workflow_type.removesuffix('Workflow')} {node}".strip()
     return f"{what[:70]}: {phase}" if phase else what[:70]
+
+
+def pending_pods(pods: Iterable[dict[str, Any]]) -> list[str]:
+    """`namespace/name` of the pods waiting for a node: not bound, not terminating, not finished."""
+    out = []
+    for pod in pods:
+        meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+        if spec.get("nodeName") or meta.get("deletionTimestamp") or status.get("phase") in ("Succeeded", "Failed"):
+            continue
+        out.append(f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}")
+    return out
 
 
 def report_json(report: dict[str, Any]) -> str:

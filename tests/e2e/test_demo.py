@@ -1,9 +1,10 @@
 """`nodeflow demo --headless` end to end, shortened: the real embedded stack (Temporal dev server, moto, the
 simulator, the in-process worker and planner schedule) on the bundled 30-node scenario for 75 s.
 
-In that time the first planner passes start Expiration (batch pool), Emptiness (ci pool) and Drift, and the
-spot interruption is injected at 30 s; consolidation usually follows but is not asserted here because a loaded
-machine can push it past the window (the full 180 s run covers every method).
+In that time the first planner passes start Expiration (batch pool), Emptiness (ci pool) and Drift, the crawler
+ReplicaSet is scaled up at 20 s and the spot interruption is injected at 30 s; the expired batch nodes' pods and the
+scale-up's pods get nodes from the provisioner. Consolidation usually follows but is not asserted here because a
+loaded machine can push it past the window (the full 180 s run covers every method).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DURATION = 75
 SETTLE = 60
 REPORT_KEYS = {"commandsByMethod", "nodesTerminated", "costPerHourBefore", "costPerHourAfter", "pdbViolations",
-               "leakedInstances", "stuckFinalizers"}
+               "leakedInstances", "stuckFinalizers", "podsPendingAtEnd", "nodesLaunched"}
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +49,7 @@ def test_demo_exits_zero_and_writes_the_report(demo_run: tuple[subprocess.Comple
     assert set(data["commandsByMethod"]) == {"Emptiness", "Drift", "MultiNodeConsolidation",
                                              "SingleNodeConsolidation", "Expiration", "Interruption"}
     assert "injected a spot interruption warning for node spot-" in proc.stderr
+    assert "scaled ReplicaSet crawler from 8 to 12 at" in proc.stderr
 
 
 def test_demo_is_safe(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
@@ -69,3 +71,15 @@ def test_demo_runs_the_early_methods_and_saves_money(demo_run: tuple[subprocess.
     assert data["disruptionOutcomes"]["Emptiness"].get("Succeeded", 0) >= 1, data
     assert data["nodesTerminated"] >= 3 + 3 + 1 + 1, data
     assert data["costPerHourAfter"] < data["costPerHourBefore"], data
+
+
+def test_demo_places_every_pending_pod_on_new_capacity(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    """The scale-up's pods and the expired batch nodes' pods run on nodes the provisioner launched; none pending."""
+    data = json.loads(demo_run[1].read_text())
+    assert data["podsPendingAtEnd"] == 0, data
+    scale_up, expiration = data["scaleUp"], data["expiration"]
+    assert scale_up["podsAddedRunning"] == 4 and scale_up["allRunningAfterSeconds"] is not None, scale_up
+    assert scale_up["newNodes"] >= 1, scale_up  # no spot node had room for another crawler pod
+    assert expiration["expiredNodesGone"] == expiration["expiredNodes"] == 3, expiration
+    assert expiration["podsOnNewNodes"] == expiration["pods"] == 6 and expiration["newNodes"] >= 1, expiration
+    assert data["nodesLaunched"] >= scale_up["newNodes"] + expiration["newNodes"], data

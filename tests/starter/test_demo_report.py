@@ -14,6 +14,7 @@ from starter.demo_report import (
     cost_per_hour,
     describe_workflow,
     node_states,
+    pending_pods,
     render_live,
     tally_workflows,
 )
@@ -123,6 +124,23 @@ def test_describe_workflow_lines() -> None:
     assert describe_workflow("SpotPrespinWorkflow", "spot-27", "", "Completed", "pre-spin for spot-27") == \
         "pre-spin for spot-27: Completed"
     assert len(describe_workflow("DisruptionWorkflow", "n", "", "", "x" * 300)) == 70
+    assert describe_workflow("ProvisioningWorkflow", "", "Provisioning", "WaitingReady",
+                             "provision 4 pending pod(s)", pool="spot") == \
+        "provision 4 pending pod(s) in spot: WaitingReady"
+    assert describe_workflow("ProvisioningWorkflow", "", "Provisioning", "Planning") == \
+        "provision pending pods: Planning"  # before its first launch names a pool
+
+
+def test_pending_pods_are_unbound_active_pods() -> None:
+    def pod(name: str, node: str | None = None, phase: str = "Pending", deleting: bool = False) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name, "namespace": "apps"}
+        if deleting:
+            meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+        return {"metadata": meta, "spec": {"nodeName": node} if node else {}, "status": {"phase": phase}}
+
+    pods = [pod("waiting"), pod("bound", node="n1", phase="Running"), pod("assigned", node="n1"),
+            pod("going", deleting=True), pod("done", phase="Succeeded"), pod("failed", phase="Failed")]
+    assert pending_pods(pods) == ["apps/waiting"]
 
 
 def test_tally_counts_started_commands_by_method_with_their_outcomes() -> None:
