@@ -3,9 +3,14 @@
 Batching is Karpenter's: a window opens with the first new pod and closes `idle_seconds` after the last new pod,
 or `max_seconds` after it opened, so a ReplicaSet scaled up by 100 becomes one batch (and one simulation), not 100.
 Pods come from the worker's watch cache (no extra LIST or watch); without the cache they are LISTed each tick.
-A pod a running provisioning covers (its memo) or that this worker handed off within `cooldown_seconds` is not
-batched again; the workflow id derives from the batch's pod uids, so a restarted worker re-batching the same pods
-joins the running workflow, and a different batch re-plans with the launching NodeClaims as nominated capacity.
+A pod a running provisioning covers (its memo) or that this worker handed off within its cooldown is not batched
+again; the workflow id derives from the batch's pod uids, so a restarted worker re-batching the same pods joins the
+running workflow, and a different batch re-plans with the launching NodeClaims as nominated capacity.
+
+A pod still pending after its batch ended (no NodePool serves it, its pool is at its limits, no capacity anywhere)
+is batched again after `cooldown_seconds`, then after twice that, and so on up to `max_cooldown_seconds`: each
+retry is a workflow that re-plans and re-explains, so a pod nothing can help costs a retry every few minutes, not
+one a minute forever. A pod that is bound or gone is forgotten, so the next pod starts at the first cooldown.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ class IntakeSettings:
     max_seconds: float = 10.0  # Karpenter BATCH_MAX_DURATION
     tick_seconds: float = 0.25
     cooldown_seconds: float = 60.0  # a pod handed off is not batched again before this (its launch is under way)
+    max_cooldown_seconds: float = 300.0  # ... and the cooldown doubles each time the pod is handed off again
     workflow: ProvisioningSettings = field(default_factory=ProvisioningSettings)
 
 
@@ -93,6 +99,20 @@ def listed_pods(kube: Any) -> Callable[[], list[Obj] | None]:
     return read
 
 
+@dataclass
+class HandOff:
+    """When this worker last handed a pod to a batch, and how many times it has."""
+
+    at: float
+    times: int = 1
+
+
+def cooldown(settings: IntakeSettings, times: int) -> float:
+    """How long a pod handed off `times` times waits before it is batched again."""
+    ceiling = max(settings.max_cooldown_seconds, settings.cooldown_seconds)
+    return min(settings.cooldown_seconds * 2 ** min(max(times - 1, 0), 30), ceiling)
+
+
 class PendingPodIntake:
     """Runs beside the deletion watcher in each worker (runtime/worker_loop.py)."""
 
@@ -103,7 +123,7 @@ class PendingPodIntake:
         self._s = settings
         self._clock = clock
         self._batch = Batcher(settings.idle_seconds, settings.max_seconds)
-        self._handed: dict[str, float] = {}  # uid -> when this worker handed it to a batch
+        self._handed: dict[str, HandOff] = {}  # uid -> when (and how often) this worker handed it to a batch
         self._stop = asyncio.Event()
         self.started: list[str] = []  # workflow ids, for tests and logs
 
@@ -122,11 +142,13 @@ class PendingPodIntake:
     async def tick(self) -> None:
         pods = await asyncio.to_thread(self._pods)
         now = self._clock()
-        self._handed = {u: t for u, t in self._handed.items() if now - t < self._s.cooldown_seconds}
-        for pod in pods or ():
-            ref = unschedulable(pod)
-            if ref is not None and ref.uid not in self._handed:
-                self._batch.add(ref, now)
+        if pods is not None:  # None: the cache has not synced; keep what is known
+            refs = [ref for ref in map(unschedulable, pods) if ref is not None]
+            self._handed = {r.uid: self._handed[r.uid] for r in refs if r.uid in self._handed}  # bound or gone
+            for ref in refs:
+                handed = self._handed.get(ref.uid)
+                if handed is None or now - handed.at >= cooldown(self._s, handed.times):
+                    self._batch.add(ref, now)
         if self._batch.ready(now):
             await self._start(self._batch.take(), now)
 
@@ -134,7 +156,8 @@ class PendingPodIntake:
         covered = await covered_pods(self._client)
         batch = [p for p in batch if p.uid not in covered]
         for p in batch:
-            self._handed[p.uid] = now
+            before = self._handed.get(p.uid)
+            self._handed[p.uid] = HandOff(at=now, times=before.times + 1 if before else 1)
         if not batch:
             return
         handle = await start_provisioning(self._client, batch, self._s.task_queue, self._s.workflow)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from runtime.pending_pods import Batcher, PendingPodIntake, unschedulable
@@ -76,3 +77,50 @@ async def test_a_handed_off_pod_is_not_batched_again_within_the_cooldown(monkeyp
         now[0] = t
         await intake.tick()
     assert started == [["uid-a"], ["uid-a"]]  # once at 1.0 s; again only after the 30 s cooldown; never "covered"
+
+
+def test_the_cooldown_doubles_with_each_hand_off_up_to_its_ceiling() -> None:
+    from runtime.pending_pods import IntakeSettings, cooldown
+
+    s = IntakeSettings(task_queue="q", cooldown_seconds=60, max_cooldown_seconds=300)
+    assert [cooldown(s, n) for n in (1, 2, 3, 4, 5, 1000)] == [60, 120, 240, 300, 300, 300]
+    assert cooldown(IntakeSettings(task_queue="q", cooldown_seconds=60, max_cooldown_seconds=10), 3) == 60
+
+
+async def test_a_pod_nothing_helps_is_retried_ever_less_often_and_a_bound_pod_is_forgotten(monkeypatch) -> None:
+    """A pod whose batches keep ending with it pending (no NodePool serves it, limits, no capacity) is batched again
+    after 10 s, 20 s, 40 s, then every 40 s (the ceiling): never a batch per tick, never more often over time."""
+    import runtime.pending_pods as pp
+    from runtime.pending_pods import IntakeSettings
+
+    starts: list[float] = []
+    now = [0.0]
+
+    class Handle:
+        id = "provision-x"
+
+    async def start(client, pods, task_queue, settings):  # type: ignore[no-untyped-def]
+        starts.append(now[0])
+        return Handle()
+
+    async def covered(client):  # type: ignore[no-untyped-def]
+        return set()
+
+    monkeypatch.setattr(pp, "start_provisioning", start)
+    monkeypatch.setattr(pp, "covered_pods", covered)
+    pods = [_pod("stuck")]
+    settings = IntakeSettings(task_queue="q", idle_seconds=1, cooldown_seconds=10, max_cooldown_seconds=40)
+    intake = PendingPodIntake(lambda: pods, None, settings, clock=lambda: now[0])  # type: ignore[arg-type]
+    for step in range(0, 2000):  # 200 s at the intake's 0.1 s granularity
+        now[0] = step / 10
+        await intake.tick()
+    gaps = [round(b - a) for a, b in pairwise(starts)]
+    assert gaps == [11, 21, 41, 41, 41, 41], starts  # cooldown + the 1 s batch window each time
+    pods[0] = _pod("stuck", nodeName="n1")  # bound: forgotten ...
+    now[0] += 0.1
+    await intake.tick()
+    pods[0] = _pod("stuck")  # ... so pending again it starts over at the first cooldown
+    for _ in range(15):
+        now[0] += 0.1
+        await intake.tick()
+    assert len(starts) == 8 and now[0] - starts[-1] < 1
