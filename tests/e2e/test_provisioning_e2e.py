@@ -2,7 +2,10 @@
 
 - pending pods of a scaled-up ReplicaSet: NodeClaims launched, every pod Running, none pending;
 - a pod no NodePool serves: a FailedScheduling Event naming the pool and the requirement, no launch;
-- the cheapest type out of capacity in every zone (ICE): the launch falls back to the next type.
+- the cheapest type out of capacity in every zone (ICE): the launch falls back to the next type;
+- no capacity anywhere: backs off, says so on the NodePool, and the batch ends;
+- a NodePool at its limits: what fits under them launches, the rest gets Events (pod and NodePool);
+- a node that never becomes Ready: deleted with its instance at the timeout, and the batch ends.
 """
 
 from __future__ import annotations
@@ -126,6 +129,46 @@ async def test_no_capacity_anywhere_backs_off_says_so_and_ends(temporal_client, 
         assert stack.node_claims() == [] and stack.nodes() == []  # the refused NodeClaims were deleted
         messages = [e["message"] for e in stack.events() if e["reason"] == "InsufficientCapacity"]
         assert any("retrying in 1s" in m for m in messages) and any("giving up" in m for m in messages)
+
+
+async def test_a_pool_at_its_limits_launches_what_fits_under_them_and_says_so(temporal_client, sim_ec2,
+                                                                               moto_endpoint) -> None:
+    """limits cpu=2 and m5.large (2 cpu) only: one node for one of the two pods; the other pod gets FailedScheduling
+    naming the limit, the NodePool gets NodePoolLimitsReached, and nothing launches past the limit."""
+    reqs = [*ON_DEMAND_AMD64, {"key": labels.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large"]}]
+    pool = node_pool("default", requirements=reqs, consolidate_after="Never")
+    pool["spec"]["limits"] = {"cpu": "2"}
+    sim_ec2.load_objects(fresh([pool, replica_set("api", 2, "1500m")]))
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        refs = await wait_for(lambda: (r := unschedulable(stack, "api")) and len(r) == 2 and r, what="2 pending")
+        result = await provision(stack, refs)
+        assert result.outcome == ProvisioningPhase.SUCCEEDED and len(result.launched) == 1, result.message
+        (waiting,) = result.unservable
+        await wait_for(lambda: running(stack, "api") == 1, what="one api pod running")
+        assert len(stack.node_claims()) == 1
+        evs = stack.events()
+        (on_pool,) = [e for e in evs if e["reason"] == "NodePoolLimitsReached"]
+        assert on_pool["involvedObject"]["kind"] == "NodePool" and on_pool["involvedObject"]["name"] == "default"
+        assert on_pool["message"] == "NodePool default cannot launch for 1 pending pod(s): limits cpu=2 reached"
+        (on_pod,) = [e for e in evs if e["reason"] == "FailedScheduling"]
+        assert on_pod["involvedObject"]["name"] == waiting.split("/")[1]
+        assert "nodepool default: limits cpu=2 reached" in on_pod["message"]
+
+
+async def test_a_node_that_never_becomes_ready_is_deleted_and_the_batch_ends(temporal_client, sim_ec2,
+                                                                             moto_endpoint) -> None:
+    reqs = [*ON_DEMAND_AMD64, {"key": labels.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large"]}]
+    sim_ec2.world.mark_never_ready("m5.large")
+    sim_ec2.load_objects(fresh([node_pool("default", requirements=reqs, consolidate_after="Never"),
+                                replica_set("api", 1, "1")]))
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        refs = await wait_for(lambda: unschedulable(stack, "api"), what="the pending pod")
+        result = await provision(stack, refs, FAST.model_copy(update={"ready_timeout_seconds": 5}))
+        assert result.outcome == ProvisioningPhase.FAILED and result.ready == []
+        (launched,) = result.launched
+        assert result.deleted == [launched.node_claim]
+        await wait_for(lambda: not stack.node_claims(), what="the NodeClaim gone")
+        assert stack.instances(ids=[launched.instance_id]) == []  # terminated: nothing leaks
 
 
 async def test_the_intake_batches_a_scale_up_into_one_provisioning(temporal_client, sim_ec2, moto_endpoint) -> None:
