@@ -12,6 +12,7 @@ import pytest
 
 from activities.kube_client import KubeClient
 from activities.nodeclass import NodeClassActivities
+from api import labels as L
 from devstack.demo_aws import BASE_IMAGE, CLUSTER_NAME, DemoAws
 from devstack.demo_scenario import demo_cluster
 from starter.demo_nodeclass import AmiRollout
@@ -27,7 +28,8 @@ def test_the_scenario_with_node_classes() -> None:
                     "ci": "default"}
     memory = [o for o in objs if o["kind"] == "NodeClaim" and o["metadata"]["name"].startswith("memory-")]
     assert len(memory) == 3 and {c["status"]["imageID"] for c in memory} == {BASE_IMAGE}
-    pinned = {o["metadata"]["name"] for o in objs if o["kind"] == "Pod" and o["spec"].get("nodeSelector")}
+    pinned = {o["metadata"]["name"] for o in objs if o["kind"] == "Pod"
+              and (o["spec"].get("nodeSelector") or {}).get(L.NODEPOOL_LABEL) == "memory"}
     assert pinned == {"cache-1", "sessions-1", "sessions-2"}
     assert not any(o["kind"] == "EC2NodeClass" for o in demo_cluster())  # the dry-run scenario has none
 
