@@ -120,6 +120,8 @@ class PodInfo:
     ready: bool
     sig: str
     raw: dict[str, Any]
+    # labels as a key, made on first use (Cluster.pdbs_for); a cache, so not part of equality
+    label_set: frozenset[tuple[str, str]] | None = field(default=None, compare=False)
 
     @property
     def start_time(self) -> datetime | None:
@@ -604,7 +606,9 @@ class Cluster:
         pdbs = self.pdbs_by_ns.get(pod.namespace)
         if not pdbs:
             return []
-        key = (pod.namespace, frozenset(pod.labels.items()))
+        if pod.label_set is None:  # kept on the PodInfo, which the worker's cache reuses pass after pass
+            pod.label_set = frozenset(pod.labels.items())
+        key = (pod.namespace, pod.label_set)
         found = self._pdb_cache.get(key)
         if found is None:
             maybe = list(self._pdb_other.get(pod.namespace, ()))

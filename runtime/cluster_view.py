@@ -12,6 +12,7 @@ it changes, is built every pass by `Cluster.from_parts`).
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 from typing import Any
@@ -81,7 +82,20 @@ class ClusterView:
                     elif kind == "NodeClaim":
                         claims.append(entry[2])
             self._kept, self.reparsed = kept, reparsed
+            if reparsed > len(pods) // 2:
+                _freeze_for_gc()
             return objs, snap, Parsed(pods, claims)
+
+
+def _freeze_for_gc() -> None:
+    """After a read that loaded most of the cluster (the first, or one after a re-list): move what is alive now
+    into the collector's permanent generation. The cache's ~1M objects are long-lived, and each full collection
+    walked them all: ~0.4 s of every steady pass at 5,000 nodes. Frozen objects are still freed when their last
+    reference goes (the informer replaces, never mutates, so they hold no cycles); unfreezing first lets garbage
+    frozen by an earlier call be collected now."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 Entry = tuple[Obj, Any, Any]  # (the stored object, as loaded, parsed: PodInfo / ClaimInfo / None)

@@ -83,7 +83,9 @@ def test_view_plans_what_a_list_plans_after_random_churn(view: ClusterView, k8s:
     by_view = _plan_json(snapshot, parsed)
     assert by_view == _plan_json(Snapshot.from_objects(view.cache.objects()))  # parsed from scratch
     assert by_view == _plan_json(Snapshot.from_objects(listed))
-    assert '"commands":[{' in by_view  # a plan with decisions in it, not a trivially equal empty one
+    # a plan with decisions in it, not a trivially equal empty one: commands, or nodes blocked with reasons (the
+    # simulator's world runs beside the churn, so which of the two this seed ends with depends on timing)
+    assert '"commands":[{' in by_view or '"blocked":[{' in by_view, by_view
 
 
 def test_a_steady_read_reparses_only_changed_pods(view: ClusterView, k8s: Any) -> None:
