@@ -87,7 +87,8 @@ async def run_phase(world: SuiteWorld, sampler: ProcessSampler, scenario: Scenar
         checks["totalAtMostHalf"] = within_half(figures["totalMinutes"], phase.limits)
     checks["finished"] = finished
     say(f"{scenario.name}/{phase.name}: {'done' if finished else 'TIMED OUT'} in {wall:.0f}s wall, "
-        f"{sim_s:.0f}s simulated; nodes {len(before.nodes)} -> {len(after.nodes)}; checks {checks}; {procs}")
+        f"{sim_s:.0f}s simulated; nodes {len(before.nodes)} -> {len(after.nodes)}; utilization CPU {after.cpu_util} "
+        f"memory {after.memory_util}; checks {checks}; {procs}")
     return {"phase": phase.name, "kind": phase.kind, "finished": finished, "figures": figures,
             "thresholds": phase.limits.__dict__, "checks": checks, "passed": all(checks.values()),
             "processes": procs, "nodesBefore": len(before.nodes), "nodesAfter": len(after.nodes),
