@@ -308,6 +308,14 @@ class PlanningActivities:
             raise StaleCluster(health)
         return await asyncio.to_thread(self._cluster.read)
 
+    async def read_cluster(self) -> tuple[list[dict[str, Any]], Any, Any]:
+        """`_read` for the other activities that plan on the cluster (provisioning, spot sizing): a stale cache
+        fails the attempt, retryably, for Temporal to try again (on a worker whose cache is fresh)."""
+        try:
+            return await self._read()
+        except StaleCluster as exc:
+            raise ApplicationError(f"cluster cache not fresh: {exc}", type=ErrorType.CLUSTER_CACHE_NOT_READY) from exc
+
     def _stale(self, exc: StaleCluster, what: str) -> None:
         """Fail this attempt for Temporal to retry, unless it is the last one the caller then skips (logged and
         counted either way)."""

@@ -14,16 +14,13 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from activities.kube_client import KubeClient, event_body
-from activities.planning_runner import StaleCluster
 from api import events
 from api.catalog import InstanceTypeCatalog, load_catalog
 from api.events import EventReason
 from planning.provisioning import Exclusion
 from workflows.disruption_models import Replacement
-from workflows.errors import ErrorType
 from workflows.provisioning_models import (
     LaunchFailedInput,
     NodeClaimLaunch,
@@ -34,9 +31,9 @@ from workflows.provisioning_models import (
 
 class ClusterReader(Protocol):
     """activities/planning_runner.py PlanningActivities: the objects and, from the cache, their Snapshot and parsed
-    parts (else None, None); used as its `_plan` uses them."""
+    parts (else None, None), a stale cache failing the attempt retryably; used as its `_plan` uses them."""
 
-    async def _read(self) -> tuple[list[dict[str, Any]], Any, Any]: ...
+    async def read_cluster(self) -> tuple[list[dict[str, Any]], Any, Any]: ...
 
 
 def to_plan(decision: Any, batch: int) -> ProvisioningPlan:
@@ -88,10 +85,7 @@ class ProvisioningPlanner:
     @activity.defn(name="provisioning_plan")
     async def plan(self, inp: ProvisioningPlanInput) -> ProvisioningPlan:
         """Re-plan the batch on the cluster as it is now: pods bound or gone since the batch closed launch nothing."""
-        try:
-            objs, snapshot, parsed = await self._reader._read()
-        except StaleCluster as exc:
-            raise ApplicationError(f"cluster cache not fresh: {exc}", type=ErrorType.CLUSTER_CACHE_NOT_READY) from exc
+        objs, snapshot, parsed = await self._reader.read_cluster()
         decision = await asyncio.to_thread(self._decide, objs, snapshot, parsed, inp)
         await asyncio.to_thread(self._explain, explanation_events(decision, inp.batch_id, datetime.now(UTC)))
         return to_plan(decision, len(inp.pods))

@@ -8,13 +8,10 @@ import asyncio
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
-from activities.planning_runner import StaleCluster
 from activities.provisioning_planner import ClusterReader
 from api.catalog import InstanceTypeCatalog, load_catalog
 from workflows.disruption_models import Replacement
-from workflows.errors import ErrorType
 from workflows.interruption_models import SizedLaunch, SizedReplacements, SizeInput
 
 
@@ -40,10 +37,7 @@ class SpotSizingActivities:
 
     @activity.defn(name="interruption_size_replacement")
     async def size_replacement(self, inp: SizeInput) -> SizedReplacements:
-        try:
-            objs, snapshot, parsed = await self._reader._read()
-        except StaleCluster as exc:
-            raise ApplicationError(f"cluster cache not fresh: {exc}", type=ErrorType.CLUSTER_CACHE_NOT_READY) from exc
+        objs, snapshot, parsed = await self._reader.read_cluster()
         return await asyncio.to_thread(self._size, objs, snapshot, parsed, inp)
 
     def _size(self, objs: list[dict[str, Any]], snapshot: Any, parsed: Any, inp: SizeInput) -> SizedReplacements:
