@@ -85,6 +85,9 @@ SEEDS = [int(s) for s in (os.environ.get("NODEFLOW_CHAOS_SEEDS") or os.environ.g
 LONG = os.environ.get("NODEFLOW_CHAOS_LONG", "").lower() not in ("", "0", "false", "no")
 TEMPORAL_KILLS = 4 if LONG else 2
 OUTAGE_SECONDS = 120.0 if LONG else 60.0
+# How long the outage waits for its moment. A loaded 2-core machine (the soak beside the suite) once took over
+# 60 s to have the deleted nodes' terminations running while replica b was being killed.
+OUTAGE_WAIT_SECONDS = 150
 FAULT_RATE, FAULT_LATENCY = 0.05, 0.01
 PLANNER_SECONDS = 2.0
 READY_DELAY = 500.0  # simulated seconds, x time_scale 0.01: 5 s to register, 5 s more to turn Ready
@@ -199,8 +202,8 @@ class Chaos:
 
     async def api_outage(self) -> None:
         """Every API request 503 for OUTAGE_SECONDS, once a readiness wait and a drain are both in flight (or
-        after 60 s): the outage must meet both, so wait for the moment rather than hope for it."""
-        until = time.monotonic() + 60
+        after OUTAGE_WAIT_SECONDS): the outage must meet both, so wait for the moment rather than hope for it."""
+        until = time.monotonic() + OUTAGE_WAIT_SECONDS
         waits = 0
         running: Any = {}
         while time.monotonic() < until:
