@@ -5,22 +5,12 @@ shaped like the one Karpenter's performance suite creates, and the suite's workl
 
 from __future__ import annotations
 
-import asyncio
-import os
-import uuid
-from datetime import timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from api import labels as L
 from bench.karpenter_scenarios import Workload
-from bench.soak_world import AWS_ENV, World
-from client.connection import connect
-from devstack.demo_aws import DemoAws, node_class_object
-from runtime.cloud_clients import ec2_client, iam_client, sqs_client
-from simulator.server import Simulator
-from workflows.nodeclass import NodeClassWorkflow
-from workflows.nodeclass_models import NodeClassInput
-from workflows.search_attributes import TASK_QUEUE
+from bench.soak_world import World
+from devstack.demo_aws import node_class_object
 
 POOL = "default"
 SUITE_LABEL = "bench.nodeflow.dev/suite"
@@ -71,21 +61,7 @@ class SuiteWorld(World):
     """The soak's world with the suite's NodePool instead of the demo cluster; the simulator polls moto for
     instance states every second (at 0.25 s its DescribeInstances of hundreds of instances kept moto busy)."""
 
-    async def start(self) -> None:
-        os.environ.update(AWS_ENV)
-        (self.o.workdir / "temporal.db").unlink(missing_ok=True)
-        await asyncio.gather(asyncio.to_thread(self.temporal.start), asyncio.to_thread(self.moto.start))
-        self.ec2 = ec2_client("us-east-1", self.moto.endpoint)
-        self.sqs = sqs_client("us-east-1", self.moto.endpoint)
-        self.queue_url = self.sqs.create_queue(QueueName="nodeflow-perf")["QueueUrl"]
-        await asyncio.to_thread(DemoAws(self.ec2, iam_client(self.moto.endpoint)).create)
-        self.sim = Simulator(objects=[node_class_object("default"), node_pool()], ec2_endpoint=self.moto.endpoint,
-                             time_scale=self.o.time_scale, ready_delay=self.o.ready_delay, ec2_poll_seconds=1.0,
-                             kubeconfig_path=self.o.workdir / "kubeconfig")
-        await asyncio.to_thread(self.sim.start)
-        self.client = await connect(self.temporal.address, "default")
-        self.start_worker()
-        await self.wait_ready(120.0)
-        await self.client.execute_workflow(NodeClassWorkflow.run, NodeClassInput(),
-                                           id=f"nodeflow-nodeclass-start-{uuid.uuid4().hex[:8]}",
-                                           task_queue=TASK_QUEUE, execution_timeout=timedelta(minutes=2))
+    ec2_poll_seconds: ClassVar[float] = 1.0
+
+    def cluster_objects(self) -> list[dict[str, Any]]:
+        return [node_class_object("default"), node_pool()]

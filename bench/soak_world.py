@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from temporalio.client import Client
 
@@ -65,6 +65,12 @@ class World:
                                           log_path=self.o.workdir / "temporal.log")
         self.moto = MotoServer(log_path=self.o.workdir / "moto.log")
 
+    ec2_poll_seconds: ClassVar[float] = 0.25  # how often the simulator reads instance states from moto
+
+    def cluster_objects(self) -> list[dict[str, Any]]:
+        """What the simulator starts with: the demo's cluster and its EC2NodeClasses."""
+        return demo_cluster(node_classes=True)
+
     async def start(self) -> None:
         os.environ.update(AWS_ENV)
         (self.o.workdir / "temporal.db").unlink(missing_ok=True)
@@ -74,9 +80,9 @@ class World:
         self.queue_url = self.sqs.create_queue(QueueName=INTERRUPTION_QUEUE,
                                                Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
         await asyncio.to_thread(DemoAws(self.ec2, iam_client(self.moto.endpoint)).create)
-        self.sim = Simulator(objects=demo_cluster(node_classes=True), ec2_endpoint=self.moto.endpoint,
+        self.sim = Simulator(objects=self.cluster_objects(), ec2_endpoint=self.moto.endpoint,
                              time_scale=self.o.time_scale, ready_delay=self.o.ready_delay,
-                             kubeconfig_path=self.o.workdir / "kubeconfig")
+                             ec2_poll_seconds=self.ec2_poll_seconds, kubeconfig_path=self.o.workdir / "kubeconfig")
         await asyncio.to_thread(self.sim.start)
         self.client = await connect(self.temporal.address, "default")
         self.start_worker()
