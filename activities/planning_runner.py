@@ -183,6 +183,13 @@ def node_index(objs: list[dict[str, Any]]) -> NodeIndex:
     return NodeIndex(out)
 
 
+def to_replacement(r: Any) -> Replacement:
+    """planning.commands.Replacement -> the workflows' Replacement (the planner's, the provisioner's and the spot
+    pre-spin's launches all travel as this)."""
+    return Replacement(instance_types=list(r.instance_types), capacity_type=r.capacity_type, price=r.price,
+                       zone=r.zone, requirements=[q.model_dump() for q in (r.requirements or [])])
+
+
 def to_command(cmd: Any, index: Mapping[str, NodeRef]) -> DisruptionCommand:
     """planning.commands.Command -> the workflow's DisruptionCommand (uids from the command or the index)."""
     refs = []
@@ -196,11 +203,9 @@ def to_command(cmd: Any, index: Mapping[str, NodeRef]) -> DisruptionCommand:
             ref.provider_id = cmd.provider_ids[i]
         ref.node_pool = ref.node_pool or cmd.node_pool
         refs.append(ref)
-    reps = [Replacement(instance_types=list(r.instance_types), capacity_type=r.capacity_type, price=r.price,
-                        zone=r.zone, requirements=[q.model_dump() for q in (r.requirements or [])])
-            for r in cmd.replacements]
     return DisruptionCommand(method=cmd.method, reason=cmd.reason, node_pool=cmd.node_pool, nodes=refs,
-                             replacements=reps, savings_per_hour=cmd.savings_per_hour, pods=len(cmd.pods))
+                             replacements=[to_replacement(r) for r in cmd.replacements],
+                             savings_per_hour=cmd.savings_per_hour, pods=len(cmd.pods))
 
 
 def _take_repairs(result: Any, index: Mapping[str, NodeRef], excluded: set[str], out: PlanPassResult) -> None:
@@ -219,8 +224,7 @@ def _take_static(result: Any, index: Mapping[str, NodeRef], excluded: set[str], 
     for p in result.static_node_pools:
         r = p.replacement
         if p.launch and r is not None:
-            rep = Replacement(instance_types=list(r.instance_types), capacity_type=r.capacity_type, price=r.price,
-                              zone=r.zone, requirements=[q.model_dump() for q in (r.requirements or [])])
+            rep = to_replacement(r)
             out.static_scale_ups.append(StaticScaleUp(node_pool=p.node_pool, count=p.launch, replacement=rep,
                                                       node_pool_uid=p.node_pool_uid))
         for rm in p.remove:

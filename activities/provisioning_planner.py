@@ -16,11 +16,11 @@ from typing import Any, Protocol
 from temporalio import activity
 
 from activities.kube_client import KubeClient, event_body
+from activities.planning_runner import to_replacement
 from api import events
 from api.catalog import InstanceTypeCatalog, load_catalog
 from api.events import EventReason
 from planning.provisioning import Exclusion
-from workflows.disruption_models import Replacement
 from workflows.provisioning_models import (
     LaunchFailedInput,
     NodeClaimLaunch,
@@ -40,10 +40,7 @@ def to_plan(decision: Any, batch: int) -> ProvisioningPlan:
     """planning.provisioning.ProvisioningDecision -> the workflow's small payload."""
     launches = [NodeClaimLaunch(
         node_pool=launch.node_pool, pods=list(launch.pods),
-        replacement=Replacement(instance_types=list(launch.replacement.instance_types),
-                                capacity_type=launch.replacement.capacity_type, price=launch.replacement.price,
-                                zone=launch.replacement.zone,
-                                requirements=[q.model_dump() for q in launch.replacement.requirements or []]))
+        replacement=to_replacement(launch.replacement))
         for launch in decision.launches]
     pending = sum(len(lt.pods) for lt in launches) + len(decision.nominated) + len(decision.scheduled) + len(
         decision.unservable)

@@ -9,9 +9,9 @@ from typing import Any
 
 from temporalio import activity
 
+from activities.planning_runner import to_replacement
 from activities.provisioning_planner import ClusterReader
 from api.catalog import InstanceTypeCatalog, load_catalog
-from workflows.disruption_models import Replacement
 from workflows.interruption_models import SizedLaunch, SizedReplacements, SizeInput
 
 
@@ -19,10 +19,7 @@ def to_sized(sizing: Any) -> SizedReplacements:
     """planning.spot_sizing.SpotSizing -> the workflow's small payload."""
     launches = [SizedLaunch(
         node_pool=launch.node_pool, pods=len(launch.pods),
-        replacement=Replacement(instance_types=list(launch.replacement.instance_types),
-                                capacity_type=launch.replacement.capacity_type, price=launch.replacement.price,
-                                zone=launch.replacement.zone,
-                                requirements=[q.model_dump() for q in launch.replacement.requirements or []]))
+        replacement=to_replacement(launch.replacement))
         for launch in sizing.launches]
     return SizedReplacements(found=sizing.found, launches=launches, pods=sizing.pods, placed=len(sizing.placed),
                              unplaced=len(sizing.unplaced))
