@@ -66,17 +66,13 @@ class PlannerWorkflow:
                 out.skipped.append(cmd.workflow_id)
 
         if plan.expirations:
-            out.terminations = await workflow.execute_activity_method(
-                CandidateActivities.start_terminations,
-                TerminationsInput(nodes=plan.expirations, reason="Expired", task_queue=task_queue,
-                                  requested_by=workflow.info().workflow_id),
-                start_to_close_timeout=timedelta(seconds=30), retry_policy=RETRY)
+            out.terminations = await _terminate(TerminationsInput(nodes=plan.expirations, reason="Expired",
+                                                                  task_queue=task_queue,
+                                                                  requested_by=workflow.info().workflow_id))
         if plan.repairs and workflow.patched(REPAIR_PATCH):
-            out.repairs = await workflow.execute_activity_method(
-                CandidateActivities.start_terminations,
-                TerminationsInput(nodes=plan.repairs, reason=REASON_UNHEALTHY, task_queue=task_queue,
-                                  requested_by=workflow.info().workflow_id, deadline=workflow.now()),
-                start_to_close_timeout=timedelta(seconds=30), retry_policy=RETRY, summary="repair unhealthy nodes")
+            out.repairs = await _terminate(TerminationsInput(
+                nodes=plan.repairs, reason=REASON_UNHEALTHY, task_queue=task_queue,
+                requested_by=workflow.info().workflow_id, deadline=workflow.now()), "repair unhealthy nodes")
         if (plan.static_scale_ups or plan.static_removals) and workflow.patched(STATIC_PATCH):
             await self._static_capacity(plan, s, out)
         return out
@@ -95,11 +91,16 @@ class PlannerWorkflow:
             except WorkflowAlreadyStartedError:
                 out.skipped.append(up.workflow_id)
         if plan.static_removals:
-            out.static_terminations = await workflow.execute_activity_method(
-                CandidateActivities.start_terminations,
-                TerminationsInput(nodes=plan.static_removals, reason=STATIC_REASON, task_queue=task_queue,
-                                  requested_by=workflow.info().workflow_id),
-                start_to_close_timeout=timedelta(seconds=30), retry_policy=RETRY, summary="static NodePool scale-down")
+            out.static_terminations = await _terminate(TerminationsInput(
+                nodes=plan.static_removals, reason=STATIC_REASON, task_queue=task_queue,
+                requested_by=workflow.info().workflow_id), "static NodePool scale-down")
+
+
+async def _terminate(inp: TerminationsInput, summary: str | None = None) -> list[str]:
+    """Start (or join) the terminations of a pass's forceful removals: expired, repaired, static surplus."""
+    return await workflow.execute_activity_method(
+        CandidateActivities.start_terminations, inp, start_to_close_timeout=timedelta(seconds=30),
+        retry_policy=RETRY, summary=summary)
 
 
 def _provisioning(s: DisruptionSettings) -> ProvisioningSettings:
