@@ -3,7 +3,7 @@
 A policy applies to NodePools by name (`spec.nodePools`) or by their labels (`spec.nodePoolSelector`), so the
 NodePool schema stays exactly Karpenter's. At most one policy may apply to a pool: two that do are a conflict
 (`policy_for` raises `PolicyConflictError` naming both), never a merge, because a merge of two rollout or
-calendar rules has no obvious meaning. Semantics of each control: docs/semantics.md §16.
+calendar rules has no obvious meaning. Semantics of each control: docs/semantics.md §15.
 
 Durations are Go durations as in the NodePool (api/duration.py); the schedule of an allow window is a cron
 line with the budgets' robfig semantics (api/cron.py). Money is a decimal string ("0.05" US dollars per hour),
@@ -253,7 +253,7 @@ class EscalationPolicy(_PolicyModel):
 
 
 class ConsolidationPolicy(_PolicyModel):
-    """Consolidate only when the savings justify the evictions (docs/semantics.md §16.3)."""
+    """Consolidate only when the savings justify the evictions (docs/semantics.md §15.3)."""
 
     model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
 
