@@ -238,7 +238,7 @@ class ClusterRead:
     snapshot and its parsed parts (a LIST's objects are loaded by the planner instead)."""
 
     objs: list[dict[str, Any]]
-    index: Mapping[str, NodeRef]
+    index: NodeIndex
     excluded: set[str]
     paused: set[str]
     released: list[str]
@@ -383,6 +383,7 @@ class PlanningActivities:
             self._stale(exc, "planner pass")
             metrics.PLANNER_PASSES.labels(result="skipped").inc()
             return PlanPassResult(skipped=exc.reason, skipped_detail=str(exc))
+        read.excluded |= read.index.named_by_uid(set(inp.exclude_uids))
         result = await asyncio.to_thread(self._plan, read, inp.at, inp.catalog_path)
         index, excluded, paused = read.index, read.excluded, read.paused
         out = PlanPassResult(excluded_nodes=sorted(excluded), paused_node_pools=sorted(paused), nodes=len(index),

@@ -77,11 +77,13 @@ class DisruptionSettings(_Model):
 
 class PlannerInput(_Model):
     settings: DisruptionSettings = Field(default_factory=DisruptionSettings)
+    replan_limit: int = Field(default=50, ge=0)  # passes planned again at once after a command (workflows/planner.py)
 
 
 class PlanPassInput(_Model):
     at: datetime
     catalog_path: str | None = None
+    exclude_uids: list[str] = Field(default_factory=list)  # nodes of commands this run started (not yet visible)
 
 
 class BlockedNode(_Model):
@@ -145,6 +147,7 @@ class PlannerResult(_Model):
     static_terminations: list[str] = Field(default_factory=list)  # TerminationWorkflow ids of static scale-downs
     blocked: int = 0
     paused_node_pools: list[str] = Field(default_factory=list)
+    replans: int = 0  # passes planned again at once after a command
 
 
 class ValidateInput(_Model):

@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from api.labels import REASON_UNHEALTHY
     from workflows.disruption import DisruptionWorkflow
     from workflows.disruption_models import (
+        DisruptionCommand,
         DisruptionInput,
         DisruptionSettings,
         PlannerInput,
@@ -35,6 +36,8 @@ with workflow.unsafe.imports_passed_through():
 
 REPAIR_PATCH = "node-repair"  # passes recorded before node repair never start repairs
 STATIC_PATCH = "static-capacity"  # passes recorded before static NodePools never scale them
+REPLAN_PATCH = "replan-after-command"  # passes recorded before it plan once per run
+REPLANNED_METHODS = frozenset({"Drift", "StaticDrift", "Emptiness"})  # see PlannerWorkflow._replan
 STATIC_REASON = "Overprovisioned"  # a static NodePool above its replicas (Karpenter: "overprovisioned")
 RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=5)
 
@@ -44,26 +47,12 @@ class PlannerWorkflow:
     @workflow.run
     async def run(self, inp: PlannerInput) -> PlannerResult:
         s = inp.settings
-        plan: PlanPassResult = await workflow.execute_activity_method(
-            PlanningActivities.plan_pass, PlanPassInput(at=workflow.now(), catalog_path=s.catalog_path),
-            start_to_close_timeout=timedelta(minutes=5), schedule_to_close_timeout=READ_LIMIT,
-            heartbeat_timeout=timedelta(seconds=30), retry_policy=READ_RETRY, summary="read cluster and plan")
+        plan = await self._pass(inp, [], "read cluster and plan")
         out = PlannerResult(blocked=len(plan.blocked), paused_node_pools=plan.paused_node_pools,
                             repairs_blocked=plan.repairs_blocked)
         task_queue = workflow.info().task_queue
 
-        for cmd in plan.commands:
-            try:
-                await workflow.start_child_workflow(
-                    DisruptionWorkflow.run, DisruptionInput(command=cmd, settings=s),
-                    id=cmd.workflow_id, task_queue=task_queue,
-                    parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                    memo={MEMO_NODES: [n.name for n in cmd.nodes]},
-                    static_summary=f"{cmd.method} {', '.join(n.name for n in cmd.nodes)}"[:200],
-                )
-                out.started.append(cmd.workflow_id)
-            except WorkflowAlreadyStartedError:
-                out.skipped.append(cmd.workflow_id)
+        started = await self._start_commands(plan.commands, s, out)
 
         if plan.expirations:
             out.terminations = await _terminate(TerminationsInput(nodes=plan.expirations, reason="Expired",
@@ -75,7 +64,54 @@ class PlannerWorkflow:
                 requested_by=workflow.info().workflow_id, deadline=workflow.now()), "repair unhealthy nodes")
         if (plan.static_scale_ups or plan.static_removals) and workflow.patched(STATIC_PATCH):
             await self._static_capacity(plan, s, out)
+        if started and workflow.patched(REPLAN_PATCH):
+            await self._replan(inp, started, out)
         return out
+
+    async def _start_commands(self, commands: list[DisruptionCommand], s: DisruptionSettings,
+                              out: PlannerResult) -> list[DisruptionCommand]:
+        """One DisruptionWorkflow per command, abandoned (it outlives the pass); returns the ones started now."""
+        started: list[DisruptionCommand] = []
+        for cmd in commands:
+            try:
+                await workflow.start_child_workflow(
+                    DisruptionWorkflow.run, DisruptionInput(command=cmd, settings=s),
+                    id=cmd.workflow_id, task_queue=workflow.info().task_queue,
+                    parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                    memo={MEMO_NODES: [n.name for n in cmd.nodes]},
+                    static_summary=f"{cmd.method} {', '.join(n.name for n in cmd.nodes)}"[:200],
+                )
+                out.started.append(cmd.workflow_id)
+                started.append(cmd)
+            except WorkflowAlreadyStartedError:
+                out.skipped.append(cmd.workflow_id)
+        return started
+
+    async def _replan(self, inp: PlannerInput, started: list[DisruptionCommand], out: PlannerResult) -> None:
+        """Plan again at once after a pass that started a drift or emptiness command, as Karpenter's disruption
+        loop requeues immediately after an action (docs/semantics.md §2), until a pass starts nothing new, up to
+        `replan_limit` passes. The nodes of the commands started so far are excluded by uid, since Temporal
+        visibility may not list their workflows yet. Consolidation keeps the 10 s pace: its commands are validated
+        15 s later, and a second one planned meanwhile would count on the same spare room."""
+        exclude = {n.uid for c in started for n in c.nodes}
+        for _ in range(inp.replan_limit):
+            if not any(c.method in REPLANNED_METHODS for c in started):
+                return
+            plan = await self._pass(inp, sorted(exclude), "plan again after a command")
+            if plan.skipped is not None:
+                return
+            out.blocked = len(plan.blocked)
+            started = await self._start_commands(plan.commands, inp.settings, out)
+            exclude |= {n.uid for c in started for n in c.nodes}
+            out.replans += 1
+
+    async def _pass(self, inp: PlannerInput, exclude_uids: list[str], summary: str) -> PlanPassResult:
+        return await workflow.execute_activity_method(
+            PlanningActivities.plan_pass, PlanPassInput(at=workflow.now(), catalog_path=inp.settings.catalog_path,
+                                                        exclude_uids=exclude_uids),
+            start_to_close_timeout=timedelta(minutes=5), schedule_to_close_timeout=READ_LIMIT,
+            heartbeat_timeout=timedelta(seconds=30), retry_policy=READ_RETRY, summary=summary)
+
 
     async def _static_capacity(self, plan: PlanPassResult, s: DisruptionSettings, out: PlannerResult) -> None:
         """Static NodePools (docs/semantics.md §14): below their replicas, one ProvisioningWorkflow per pool (its id is

@@ -48,6 +48,8 @@ class Fakes:
     termination_error: str | None = None
     block_terminations: asyncio.Event | None = None
     calls: list[str] = field(default_factory=list)
+    plans: list[PlanPassResult] = field(default_factory=list)  # answered in turn, then `plan` for every pass
+    plan_inputs: list[PlanPassInput] = field(default_factory=list)
     validate_scheduled: list[datetime] = field(default_factory=list)
     polls: int = 0
     deleted: list[str] = field(default_factory=list)
@@ -121,6 +123,7 @@ class Fakes:
         @activity.defn(name="planner_pass")
         async def plan_pass(inp: PlanPassInput) -> PlanPassResult:
             f.calls.append("plan")
-            return f.plan
+            f.plan_inputs.append(inp)
+            return f.plans.pop(0) if f.plans else f.plan
 
         return [validate, taint, untaint, launch, status, delete, start_terms, await_terms, events, plan_pass]

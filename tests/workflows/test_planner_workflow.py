@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from support.disruption_fakes import Fakes, command
+from support.disruption_stack import record_history
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -78,3 +79,43 @@ async def test_repairs_terminate_now_with_reason_unhealthy(ts_env: WorkflowEnvir
     assert result.terminations == [] and fakes.termination_reasons == ["Unhealthy"]
     (deadline,) = fakes.termination_deadlines
     assert deadline is not None and abs((deadline - started).total_seconds()) < 60  # forceful: the pass's now
+
+
+async def test_plans_again_at_once_after_drift_until_a_pass_starts_nothing_new(ts_env: WorkflowEnvironment) -> None:
+    """Karpenter requeues at once after an action: drift commands start within one run, each pass excluding the
+    nodes of the commands already started (by uid); a consolidation command ends the run (docs/semantics.md §2)."""
+    a, b, d = _cmd(1), _cmd(2), _cmd(4)
+    c = _cmd(3)
+    c.method, c.reason = "SingleNodeConsolidation", "Underutilized"
+    fakes = Fakes(plans=[PlanPassResult(commands=[a]), PlanPassResult(commands=[b]), PlanPassResult(commands=[c]),
+                         PlanPassResult(commands=[d])])
+    tq = f"tq-{uuid.uuid4()}"
+    settings = DisruptionSettings(validation_delay_seconds=15, ready_poll_seconds=5)
+    async with Worker(ts_env.client, task_queue=tq, workflows=[PlannerWorkflow, DisruptionWorkflow],
+                      activities=fakes.activities()):
+        handle = await ts_env.client.start_workflow(PlannerWorkflow.run, PlannerInput(settings=settings),
+                                                    id=f"planner-{uuid.uuid4()}", task_queue=tq)
+        result = await handle.result()
+        await record_history(handle, "PlannerWorkflow", "replan_after_command")
+    assert result.started == [a.workflow_id, b.workflow_id, c.workflow_id] and result.replans == 2
+    assert [i.exclude_uids for i in fakes.plan_inputs] == [
+        [], [a.nodes[0].uid], sorted([a.nodes[0].uid, b.nodes[0].uid])]
+
+
+async def test_replan_stops_at_its_limit_and_when_nothing_new_starts(ts_env: WorkflowEnvironment) -> None:
+    a, b = _cmd(1), _cmd(2)
+    tq = f"tq-{uuid.uuid4()}"
+    limited = Fakes(plans=[PlanPassResult(commands=[a]), PlanPassResult(commands=[b])])
+    async with Worker(ts_env.client, task_queue=tq, workflows=[PlannerWorkflow, DisruptionWorkflow],
+                      activities=limited.activities()):
+        result = await ts_env.client.execute_workflow(PlannerWorkflow.run, PlannerInput(replan_limit=0),
+                                                      id=f"planner-{uuid.uuid4()}", task_queue=tq)
+    assert result.started == [a.workflow_id] and result.replans == 0 and limited.calls.count("plan") == 1
+
+    tq = f"tq-{uuid.uuid4()}"
+    same = Fakes(plan=PlanPassResult(commands=[b]))  # the next pass plans the same command: already started
+    async with Worker(ts_env.client, task_queue=tq, workflows=[PlannerWorkflow, DisruptionWorkflow],
+                      activities=same.activities()):
+        result = await ts_env.client.execute_workflow(PlannerWorkflow.run, PlannerInput(),
+                                                      id=f"planner-{uuid.uuid4()}", task_queue=tq)
+    assert result.started == [b.workflow_id] and result.skipped == [b.workflow_id] and result.replans == 1
