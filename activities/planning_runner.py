@@ -55,6 +55,7 @@ def in_flight_query(task_queue: str) -> str:
     not be taken for ours and left out of planning."""
     return f"{IN_FLIGHT_QUERY} AND TaskQueue = '{task_queue.replace(chr(39), '')}'"
 MEMO_NODES = "nodes"
+MEMO_METHOD = "method"  # a DisruptionWorkflow's planning method, for the demo's tally
 ORPHAN_GRACE = timedelta(seconds=60)
 CACHE_WAIT_SECONDS = 2.0  # how long an attempt waits for a stale cache to become healthy
 CACHE_ATTEMPTS = 3  # attempts 1..N-1 fail (retryable) on a stale cache; attempt N skips. Planner retries allow >= 5

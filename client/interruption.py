@@ -16,6 +16,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from activities.interruption import StartPrespin, StartTermination
 from client.termination import start_termination
 from workflows import search_attributes as sa
+from workflows import summaries
 from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkflow
 from workflows.interruption_models import POLLER_WORKFLOW_ID, PollerInput, PollInput, PrespinInput
 from workflows.models import DeadlineRequest, TerminationInput
@@ -45,7 +46,7 @@ def temporal_starters(client: Client, task_queue: str) -> tuple[StartTermination
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 # A replacement was already launched for this node: a redelivered warning must not launch again.
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                static_summary=f"pre-spin a replacement for {inp.node_name} ({inp.reason})"[:200],
+                **summaries.prespin(inp).kwargs(),
             )
         except WorkflowAlreadyStartedError:
             log.info("pre-spin for %s already ran", inp.node_name)
@@ -61,5 +62,5 @@ async def ensure_interruption_poller(client: Client, task_queue: str, poll: Poll
         InterruptionPollerWorkflow.run, PollerInput(poll=poll or PollInput()), id=poller_workflow_id(task_queue),
         task_queue=task_queue, id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-        static_summary="long-polls the SQS interruption queue and starts terminations",
+        **summaries.interruption_poller(task_queue).kwargs(),
     )

@@ -11,6 +11,7 @@ from datetime import timedelta
 from temporalio.client import Client, Schedule, ScheduleActionStartWorkflow, ScheduleHandle
 
 from client.schedules import ensure_schedule, interval_schedule
+from workflows import summaries
 from workflows.nodeclass import NodeClassWorkflow
 from workflows.nodeclass_models import NodeClassInput
 from workflows.search_attributes import TASK_QUEUE
@@ -24,7 +25,8 @@ def nodeclass_schedule(every: timedelta = DEFAULT_EVERY, task_queue: str = TASK_
                        note: str = "") -> Schedule:
     """A resolution every `every`; a missed tick is dropped (the next one resolves the same)."""
     action = ScheduleActionStartWorkflow(NodeClassWorkflow.run, NodeClassInput(), id=NODECLASS_WORKFLOW_ID,
-                                         task_queue=task_queue, execution_timeout=max(every * 5, timedelta(minutes=10)))
+                                         task_queue=task_queue, execution_timeout=max(every * 5, timedelta(minutes=10)),
+                                         **summaries.nodeclass_pass(every).kwargs())
     return interval_schedule(action, every, paused, note)
 
 

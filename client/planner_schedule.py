@@ -11,6 +11,7 @@ from datetime import timedelta
 from temporalio.client import Client, Schedule, ScheduleActionStartWorkflow, ScheduleHandle
 
 from client.schedules import ensure_schedule, interval_schedule
+from workflows import summaries
 from workflows.disruption_models import DisruptionSettings, PlannerInput
 from workflows.planner import PlannerWorkflow
 from workflows.search_attributes import TASK_QUEUE
@@ -26,7 +27,8 @@ def planner_schedule(every: timedelta = DEFAULT_EVERY, task_queue: str = TASK_QU
     """The schedule: a planner pass every `every`."""
     action = ScheduleActionStartWorkflow(PlannerWorkflow.run, PlannerInput(settings=settings or DisruptionSettings()),
                                          id=PLANNER_WORKFLOW_ID, task_queue=task_queue,
-                                         execution_timeout=max(every * 30, timedelta(minutes=10)))
+                                         execution_timeout=max(every * 30, timedelta(minutes=10)),
+                                         **summaries.planner_pass(every, task_queue).kwargs())
     return interval_schedule(action, every, paused, note)
 
 

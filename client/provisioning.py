@@ -18,6 +18,7 @@ from temporalio.common import (
 )
 
 from workflows import search_attributes as sa
+from workflows import summaries
 from workflows.provisioning import ProvisioningWorkflow
 from workflows.provisioning_models import (
     LAUNCH_REASON,
@@ -43,7 +44,7 @@ async def start_provisioning(client: Client, pods: list[PodRef], task_queue: str
         memo={MEMO_PODS: sorted(p.uid for p in pods)},
         search_attributes=TypedSearchAttributes([SearchAttributePair(sa.REASON, LAUNCH_REASON),
                                                  SearchAttributePair(sa.PHASE, "Planning")]),
-        static_summary=f"provision {len(pods)} pending pod(s)")
+        **summaries.pod_batch(pods).kwargs())
 
 
 async def covered_pods(client: Client) -> set[str]:

@@ -18,6 +18,7 @@ from temporalio.common import (
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from workflows import search_attributes as sa
+from workflows import summaries
 from workflows.models import TerminationInput, TerminationPhase
 from workflows.termination import TerminationWorkflow, workflow_id
 
@@ -60,11 +61,8 @@ async def _start(client: Client, inp: TerminationInput, signal: str | None, sign
         TerminationWorkflow.run, inp, id=workflow_id(inp.node_uid), task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING, id_reuse_policy=reuse,
         search_attributes=search_attributes_for(inp),
-        static_summary=f"terminate {inp.node_name} ({inp.reason})"[:200],
         request_eager_start=not signal,  # the watcher shares the worker's client: first task without a poll
-        static_details=(f"node `{inp.node_name}` uid `{inp.node_uid}`, claim `{inp.node_claim_name}`, "
-                        f"pool `{inp.node_pool}`, provider `{inp.provider_id}`, requested by `{inp.requested_by}`"),
-        **kwargs,
+        **summaries.termination(inp).kwargs(), **kwargs,
     )
 
 

@@ -407,15 +407,19 @@ def _pods(core: Any) -> list[dict[str, Any]]:
 
 
 async def _tally(client: Any) -> Any:
-    """Every DisruptionWorkflow run (static summary, final NodeflowPhase) and TerminationWorkflow run (reason,
+    """Every DisruptionWorkflow run (its method, final NodeflowPhase) and TerminationWorkflow run (reason,
     status) from Temporal's visibility, counted by demo_report.tally_workflows."""
+    from activities.planning_runner import MEMO_METHOD
     from starter.demo_report import tally_workflows
     from workflows.search_attributes import PHASE, REASON
 
     disruptions: list[tuple[str, str]] = []
     async for wf in client.list_workflows("WorkflowType = 'DisruptionWorkflow'"):
-        desc = await client.get_workflow_handle(wf.id, run_id=wf.run_id).describe()
-        disruptions.append(((await desc.static_summary()) or "", wf.typed_search_attributes.get(PHASE) or ""))
+        method = (await wf.memo()).get(MEMO_METHOD)  # runs started before the memo named it: the summary's 1st word
+        if not method:
+            desc = await client.get_workflow_handle(wf.id, run_id=wf.run_id).describe()
+            method = (await desc.static_summary()) or ""
+        disruptions.append((method, wf.typed_search_attributes.get(PHASE) or ""))
     terminations: list[tuple[str, str]] = []
     async for wf in client.list_workflows("WorkflowType = 'TerminationWorkflow'"):
         terminations.append((wf.typed_search_attributes.get(REASON) or "", wf.status.name if wf.status else ""))

@@ -16,8 +16,9 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
     from activities.candidates import CandidateActivities
-    from activities.planning_runner import MEMO_NODES, PlanningActivities
+    from activities.planning_runner import MEMO_METHOD, MEMO_NODES, PlanningActivities
     from api.labels import REASON_UNHEALTHY
+    from workflows import summaries
     from workflows.disruption import DisruptionWorkflow
     from workflows.disruption_models import (
         DisruptionCommand,
@@ -27,7 +28,6 @@ with workflow.unsafe.imports_passed_through():
         PlannerResult,
         PlanPassInput,
         PlanPassResult,
-        StaticScaleUp,
         TerminationsInput,
     )
     from workflows.provisioning import ProvisioningWorkflow
@@ -78,8 +78,8 @@ class PlannerWorkflow:
                     DisruptionWorkflow.run, DisruptionInput(command=cmd, settings=s),
                     id=cmd.workflow_id, task_queue=workflow.info().task_queue,
                     parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                    memo={MEMO_NODES: [n.name for n in cmd.nodes]},
-                    static_summary=f"{cmd.method} {', '.join(n.name for n in cmd.nodes)}"[:200],
+                    memo={MEMO_NODES: [n.name for n in cmd.nodes], MEMO_METHOD: cmd.method},
+                    **summaries.disruption(cmd).kwargs(),
                 )
                 out.started.append(cmd.workflow_id)
                 started.append(cmd)
@@ -122,7 +122,7 @@ class PlannerWorkflow:
                 await workflow.start_child_workflow(
                     ProvisioningWorkflow.run, ProvisioningInput(pods=[], static=up, settings=_provisioning(s)),
                     id=up.workflow_id, task_queue=task_queue, parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                    static_summary=_summary(up))
+                    **summaries.static_scale_up(up).kwargs())
                 out.static_provisioning.append(up.workflow_id)
             except WorkflowAlreadyStartedError:
                 out.skipped.append(up.workflow_id)
@@ -143,7 +143,3 @@ def _provisioning(s: DisruptionSettings) -> ProvisioningSettings:
     """The launch and readiness timing of the pass's disruptions, for a static scale-up."""
     return ProvisioningSettings(ready_timeout_seconds=s.ready_timeout_seconds, ready_poll_seconds=s.ready_poll_seconds,
                                 catalog_path=s.catalog_path)
-
-
-def _summary(up: StaticScaleUp) -> str:
-    return f"static NodePool {up.node_pool}: launch {up.count} NodeClaim(s)"

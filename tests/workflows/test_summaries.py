@@ -1,0 +1,89 @@
+"""The Temporal UI's rows (workflows/summaries.py): what each start's static summary and details say."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from workflows import summaries
+from workflows.disruption_models import DisruptionCommand, NodeRef, Replacement, StaticScaleUp
+from workflows.interruption_models import PrespinInput
+from workflows.models import TerminationInput
+from workflows.provisioning_models import PodRef
+
+
+def _node(i: int) -> NodeRef:
+    return NodeRef(name=f"general-{i:02d}", uid=f"uid-{i}", node_claim=f"general-{i:02d}-claim",
+                   provider_id=f"aws:///us-east-1a/i-{i:04d}", node_pool="general")
+
+
+def test_termination_names_node_reason_and_pool() -> None:
+    text = summaries.termination(TerminationInput(node_name="general-01", node_uid="u1", node_pool="general",
+                                                  node_claim_name="general-01-claim", reason="Drifted",
+                                                  requested_by="disrupt-u1"))
+    assert text.summary == "drain general-01 (Drifted, pool general)"
+    assert "- **NodeClaim**: `general-01-claim`" in text.details
+    assert "- **requested by**: `disrupt-u1`" in text.details
+    assert "none (drain respects PDBs)" in text.details
+
+
+def test_termination_without_pool_and_with_a_deadline() -> None:
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    text = summaries.termination(TerminationInput(node_name="spot-03", node_uid="u3", reason="SpotInterrupted",
+                                                  deadline=at, grace_period=timedelta(hours=2)))
+    assert text.summary == "drain spot-03 (SpotInterrupted)"
+    assert "2026-01-02T03:04:05+00:00" in text.details and "`2h`" in text.details
+    assert "NodePool" not in text.details  # unknown facts are left out, not shown as None
+
+
+def test_disruption_replace_names_decision_reason_pool_and_candidates() -> None:
+    types = ["m5.large", "m5a.large", "m6i.large", "c5.xlarge"]
+    cmd = DisruptionCommand(method="SingleNodeConsolidation", reason="Underutilized", node_pool="general",
+                            nodes=[_node(3)], pods=7, savings_per_hour=0.0481,
+                            replacements=[Replacement(instance_types=types, price=0.096, zone="us-east-1a")])
+    text = summaries.disruption(cmd)
+    assert text.summary == "disrupt general-03 → replace (Underutilized, pool general)"
+    assert text.details.startswith("### SingleNodeConsolidation: replace 1 node(s)")
+    assert "| `general-03` | `uid-3` | `general-03-claim` | `aws:///us-east-1a/i-0003` |" in text.details
+    assert "| m5.large, m5a.large, m6i.large, +1 | on-demand | us-east-1a | $0.0960/h |" in text.details
+    assert "- **pods to move**: `7`" in text.details and "$0.0481/h" in text.details
+
+
+def test_disruption_of_many_nodes_shows_three_names_then_a_count() -> None:
+    cmd = DisruptionCommand(method="Emptiness", reason="Empty", node_pool="general", nodes=[_node(i) for i in range(5)])
+    text = summaries.disruption(cmd)
+    assert text.summary == "disrupt general-00, general-01, general-02, +2 → delete (Empty, pool general)"
+    assert "Replacements" not in text.details
+    assert text.details.count("\n| `general-0") == 5
+
+
+def test_pod_batch_counts_pods_and_lists_them() -> None:
+    pods = [PodRef(key=f"crawler/crawler-{i}", uid=f"p{i}") for i in range(60)]
+    text = summaries.pod_batch(pods)
+    assert text.summary == ("provision for 60 pending pods "
+                            "(crawler/crawler-0, crawler/crawler-1, crawler/crawler-2, +57)")
+    assert "| `crawler/crawler-49` | `p49` |" in text.details and "crawler-50`" not in text.details
+    assert text.details.endswith("… and 10 more")
+    assert summaries.pod_batch(pods[:1]).summary == "provision for 1 pending pod (crawler/crawler-0)"
+
+
+def test_static_scale_up_and_prespin() -> None:
+    r = Replacement(instance_types=["m5.large"], capacity_type="spot", price=0.03)
+    up = summaries.static_scale_up(StaticScaleUp(node_pool="fixed", count=3, replacement=r))
+    assert up.summary == "provision 3 nodes (StaticCapacity, pool fixed)"
+    assert "| m5.large | spot | any | $0.0300/h |" in up.details
+    pre = summaries.prespin(PrespinInput(node_name="spot-03", node_uid="u", node_pool="spot", replacement=r))
+    assert pre.summary == "pre-spin a replacement for spot-03 (SpotInterrupted, pool spot)"
+
+
+def test_schedule_passes_say_how_often_and_how_to_hide_them() -> None:
+    text = summaries.planner_pass(timedelta(seconds=10), "nodeflow")
+    assert text.summary == "planner pass (every 10s)"
+    assert 'WorkflowType != "PlannerWorkflow"' in text.details
+    assert summaries.nodeclass_pass(timedelta(minutes=1)).summary == "resolve EC2NodeClasses (every 1m)"
+
+
+def test_a_summary_stays_one_short_line() -> None:
+    text = summaries.termination(TerminationInput(node_name="n" * 300 + "\nx", node_uid="u"))
+    assert len(text.summary) == summaries.SUMMARY_LIMIT and "\n" not in text.summary
+    assert text.summary.endswith("…")
+    assert text.kwargs() == {"static_summary": text.summary, "static_details": text.details}

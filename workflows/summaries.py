@@ -1,0 +1,148 @@
+"""The Temporal UI's words for each workflow nodeflow starts: a one-line static summary (the list's row) and
+static details (markdown on the workflow's page) with the inputs of the decision that started it.
+
+Pure functions over the start inputs, so every start site (client/, the planner workflow, the schedules) calls
+one of them and the texts stay alike. Safe inside the workflow sandbox: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from typing import Any, NamedTuple
+
+from workflows.disruption_models import DisruptionCommand, NodeRef, Replacement, StaticScaleUp
+from workflows.interruption_models import PrespinInput
+from workflows.models import TerminationInput
+from workflows.provisioning_models import LAUNCH_REASON, STATIC_LAUNCH_REASON, PodRef
+
+SUMMARY_LIMIT = 200  # Temporal shows one line; keep it short enough for the list's column
+NAMES_SHOWN = 3  # names in a summary before "+N"
+ROWS_SHOWN = 50  # table rows in details before "... and N more"
+
+
+class UiText(NamedTuple):
+    """A workflow's static summary and static details, as start_workflow's keyword arguments want them."""
+
+    summary: str
+    details: str
+
+    def kwargs(self) -> dict[str, Any]:
+        return {"static_summary": self.summary, "static_details": self.details}
+
+
+def termination(inp: TerminationInput) -> UiText:
+    """`drain general-01 (Drifted, pool general)`: one TerminationWorkflow per node."""
+    summary = f"drain {inp.node_name} ({_why(inp.reason, inp.node_pool)})"
+    facts = [("node", inp.node_name), ("uid", inp.node_uid), ("NodeClaim", inp.node_claim_name),
+             ("NodePool", inp.node_pool), ("providerID", inp.provider_id), ("reason", inp.reason),
+             ("requested by", inp.requested_by),
+             ("deadline", inp.deadline.isoformat() if inp.deadline else "none (drain respects PDBs)"),
+             ("terminationGracePeriod", _duration(inp.grace_period) if inp.grace_period else None)]
+    return UiText(_line(summary), f"### Terminate node `{inp.node_name}`\n\n{_facts(facts)}")
+
+
+def disruption(cmd: DisruptionCommand) -> UiText:
+    """`disrupt general-03 → replace (Underutilized, pool general)`: one DisruptionWorkflow per command."""
+    summary = f"disrupt {_names(n.name for n in cmd.nodes)} → {cmd.decision} ({_why(cmd.reason, cmd.node_pool)})"
+    facts = [("method", cmd.method), ("reason", cmd.reason), ("NodePool", cmd.node_pool),
+             ("decision", cmd.decision), ("pods to move", str(cmd.pods)),
+             ("savings", f"${cmd.savings_per_hour:.4f}/h")]
+    parts = [f"### {cmd.method}: {cmd.decision} {len(cmd.nodes)} node(s)", _facts(facts),
+             "#### Candidates", _node_table(cmd.nodes)]
+    if cmd.replacements:
+        parts += ["#### Replacements (pre-spun, must be Ready first)", _replacement_table(cmd.replacements)]
+    return UiText(_line(summary), "\n\n".join(parts))
+
+
+def pod_batch(pods: Sequence[PodRef]) -> UiText:
+    """`provision for 4 pending pods (crawler/crawler-1, +3)`. The intake knows only the pods; the NodePools and
+    the node count are decided inside the workflow (search attribute NodeflowNodePool, current details)."""
+    summary = f"provision for {_count(len(pods), 'pending pod')} ({_names(p.key for p in pods)})"
+    rows = [f"| `{p.key}` | `{p.uid}` |" for p in pods[:ROWS_SHOWN]]
+    table = "\n".join(["| pod | uid |", "|---|---|", *rows]) + _more(len(pods))
+    facts = [("reason", LAUNCH_REASON), ("pending pods", str(len(pods)))]
+    return UiText(_line(summary), f"### Launch nodes for pending pods\n\n{_facts(facts)}\n\n{table}")
+
+
+def static_scale_up(up: StaticScaleUp) -> UiText:
+    """`provision 3 nodes (StaticCapacity, pool general)`: a static NodePool below its replicas."""
+    summary = f"provision {_count(up.count, 'node')} ({_why(STATIC_LAUNCH_REASON, up.node_pool)})"
+    facts = [("NodePool", up.node_pool), ("NodeClaims to launch", str(up.count)), ("reason", STATIC_LAUNCH_REASON)]
+    return UiText(_line(summary), f"### Static NodePool `{up.node_pool}` below its replicas\n\n{_facts(facts)}\n\n"
+                                  f"{_replacement_table([up.replacement])}")
+
+
+def prespin(inp: PrespinInput) -> UiText:
+    """`pre-spin a replacement for spot-03 (SpotInterrupted, pool spot)`: before the interruption lands."""
+    summary = f"pre-spin a replacement for {inp.node_name} ({_why(inp.reason, inp.node_pool)})"
+    facts = [("node", inp.node_name), ("uid", inp.node_uid), ("NodePool", inp.node_pool), ("reason", inp.reason)]
+    return UiText(_line(summary), f"### Replacement for interrupted node `{inp.node_name}`\n\n{_facts(facts)}\n\n"
+                                  f"{_replacement_table([inp.replacement])}")
+
+
+def interruption_poller(task_queue: str) -> UiText:
+    return UiText("poll the SQS interruption queue and start terminations",
+                  f"One long-lived poll loop per task queue (`{task_queue}`), continued as new; every worker "
+                  "replica joins it at start-up.")
+
+
+def planner_pass(every: timedelta, task_queue: str) -> UiText:
+    return UiText(f"planner pass (every {_duration(every)})",
+                  f"Started by the `nodeflow-planner` Schedule on task queue `{task_queue}`, overlap SKIP. One pass "
+                  "reads the cluster, plans, and starts a DisruptionWorkflow per command. Hide passes from the list "
+                  "with the query `WorkflowType != \"PlannerWorkflow\"` (README, Temporal UI section).")
+
+
+def nodeclass_pass(every: timedelta) -> UiText:
+    return UiText(f"resolve EC2NodeClasses (every {_duration(every)})",
+                  "Started by the `nodeflow-nodeclass` Schedule: resolves AMIs, subnets and security groups and "
+                  "writes them to each EC2NodeClass's status.")
+
+
+def _why(reason: str, pool: str | None) -> str:
+    return f"{reason}, pool {pool}" if pool else reason
+
+
+def _names(names: Iterable[str]) -> str:
+    names = list(names)
+    shown = ", ".join(names[:NAMES_SHOWN])
+    return f"{shown}, +{len(names) - NAMES_SHOWN}" if len(names) > NAMES_SHOWN else shown
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _line(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= SUMMARY_LIMIT else text[:SUMMARY_LIMIT - 1] + "…"
+
+
+def _facts(facts: Iterable[tuple[str, str | None]]) -> str:
+    return "\n".join(f"- **{k}**: `{v}`" for k, v in facts if v)
+
+
+def _node_table(nodes: Sequence[NodeRef]) -> str:
+    rows = [f"| `{n.name}` | `{n.uid}` | `{n.node_claim or ''}` | `{n.provider_id or ''}` |"
+            for n in nodes[:ROWS_SHOWN]]
+    return "\n".join(["| node | uid | NodeClaim | providerID |", "|---|---|---|---|", *rows]) + _more(len(nodes))
+
+
+def _replacement_table(replacements: Sequence[Replacement]) -> str:
+    rows = [f"| {_names(r.instance_types)} | {r.capacity_type} | {r.zone or 'any'} | ${r.price:.4f}/h |"
+            for r in replacements]
+    return "\n".join(["| instance types (cheapest first) | capacity | zone | price |", "|---|---|---|---|", *rows])
+
+
+def _more(total: int) -> str:
+    return f"\n\n… and {total - ROWS_SHOWN} more" if total > ROWS_SHOWN else ""
+
+
+def _duration(d: timedelta) -> str:
+    s = int(d.total_seconds())
+    if s % 3600 == 0 and s >= 3600:
+        return f"{s // 3600}h"
+    if s % 60 == 0 and s >= 60:
+        return f"{s // 60}m"
+    return f"{s}s"
