@@ -18,6 +18,7 @@ class EventReason(StrEnum):
     DISRUPTION_BLOCKED = "DisruptionBlocked"
     UNCONSOLIDATABLE = "Unconsolidatable"
     NODE_CLASS_NOT_READY = "NodeClassNotReady"  # on a NodePool whose EC2NodeClass is missing or not Ready
+    DISRUPTION_POLICY_CONFLICT = "DisruptionPolicyConflict"  # two DisruptionPolicies select one NodePool
     # node repair (on the Node; blocked also on its NodePool)
     NODE_REPAIR = "NodeRepair"  # an unhealthy node past its toleration: terminated forcefully
     NODE_REPAIR_BLOCKED = "NodeRepairBlocked"  # Karpenter's: too much of the pool is unhealthy to repair
@@ -147,3 +148,36 @@ def static_drift_waits(pool: str, nodes: int, replicas: int) -> str:
 def static_launched(pool: str) -> str:
     """On a NodeClaim a static NodePool launched to reach its replicas."""
     return f"Launched NodeClaim for static NodePool {pool} (spec.replicas)"
+
+
+# DisruptionPolicy (api/disruption_policy.py, docs/semantics.md §15): calendar, savings threshold, conflicts.
+def calendar_exclusion(first: str, last: str, zone: str, until: str) -> str:
+    """No voluntary disruption starts during a calendar exclusion (dates inclusive, in the policy's zone)."""
+    return f"calendar exclusion {first}..{last} ({zone}) until {until}"
+
+
+def outside_allow_window(until: str | None) -> str:
+    """No voluntary disruption starts outside the policy's allow windows; `until` is when the next one opens."""
+    return f"outside allow window until {until}" if until else "outside allow window (none opens within five years)"
+
+
+def money(value: float) -> str:
+    """Dollars with as many decimals as they need, at least two and at most four: 0.05, 0.004, 1.25."""
+    text = f"{value:.4f}".rstrip("0")
+    whole, _, frac = text.partition(".")
+    return f"{whole}.{frac.ljust(2, '0')}"
+
+
+def savings_below(savings: float, threshold: float, pods: int, per_pod: float) -> str:
+    """A consolidation move skipped because it saves less than the policy's threshold (plus the per-pod cost)."""
+    extra = f" ({pods} pod(s) x ${money(per_pod)})" if per_pod and pods else ""
+    return f"savings ${money(savings)}/h below threshold ${money(threshold)}/h{extra}"
+
+
+def savings_percent_below(percent: float, threshold: float) -> str:
+    return f"savings {percent:.1f}% below threshold {threshold:g}%"
+
+
+def policy_conflict(pool: str, first: str, second: str) -> str:
+    return (f"NodePool {pool} is selected by DisruptionPolicies {first} and {second}; neither applies until "
+            "one of them no longer selects it")
