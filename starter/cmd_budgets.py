@@ -9,7 +9,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from starter.output import CliError, add_output_flag, print_output, render_table
-from starter.snapshot_source import add_source_flags, parse_at
+from starter.snapshot_source import (
+    add_source_flags,
+    live_kubeconfig,
+    parse_at,
+    require_pools_or_nodes,
+    snapshot_kinds,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -68,10 +74,11 @@ def run(args: argparse.Namespace) -> int:
     from api.snapshot import SnapshotError, load_snapshot
 
     at = parse_at(args.at)
-    if args.kubeconfig:
+    kubeconfig = live_kubeconfig(args)
+    if kubeconfig:
         from starter.live_cluster import load_live_snapshot
 
-        snapshot, _ = load_live_snapshot(args.kubeconfig, args.context)  # tainted nodes count as disrupting
+        snapshot, _ = load_live_snapshot(kubeconfig, args.context)  # tainted nodes count as disrupting
     else:
         try:
             snapshot = load_snapshot(args.filename)
@@ -79,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
     for warning in snapshot.warnings:
         print(f"warning: {snapshot.source}: {warning}", file=sys.stderr)
-    if not snapshot.node_pools:
+    require_pools_or_nodes(snapshot_kinds(snapshot), snapshot.source)
+    if not snapshot.node_pools:  # Nodes without a NodePool: nothing has budgets
         raise CliError(f"{snapshot.source}: no NodePool (karpenter.sh/v1) found")
     rows = compute_budget_rows(snapshot.node_pools, snapshot.nodes, snapshot.node_claims, at)
     data = [row.model_dump(mode="json", by_alias=True) for row in rows]

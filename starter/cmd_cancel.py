@@ -25,14 +25,13 @@ def register(subparsers: Any) -> None:
 def handle(args: argparse.Namespace) -> int:
     from starter.cmd_force import send_update
     from starter.output import CliError
+    from starter.temporal import NoTerminationError
     from workflows.models import CancelRequest
     from workflows.termination import TerminationWorkflow
 
     try:
         result = asyncio.run(send_update(args, TerminationWorkflow.cancel, CancelRequest(reason=args.reason)))
-    except CliError as no_termination:
-        if not str(no_termination).startswith(("no termination", "the termination of")):
-            raise
+    except NoTerminationError as no_termination:
         message = asyncio.run(cancel_disruption(args))
         if message is None:
             raise CliError(f"nothing to cancel for node {args.node}: no termination in flight and no disruption "

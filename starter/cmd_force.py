@@ -36,7 +36,7 @@ async def send_update(args: argparse.Namespace, update: Any, request: Any) -> An
     from starter.temporal import connect_from_args, find_termination
 
     client = await connect_from_args(args)
-    handle = await find_termination(client, args.node, args.kubeconfig)
+    handle = await find_termination(client, args.node, args.kubeconfig, args.context)
     try:
         return await handle.execute_update(update, request)
     except WorkflowUpdateFailedError as exc:

@@ -41,12 +41,9 @@ def set_nodepool_paused(api_client: Any, name: str, paused: bool) -> bool:
 
 
 def _kube_api(args: argparse.Namespace) -> Any:
-    from kubernetes import config as k8s_config
+    from starter.kubeconfig import api_client, resolve
 
-    try:
-        return k8s_config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
-    except Exception as exc:
-        raise CliError(f"cannot load kubeconfig {args.kubeconfig or '(default)'}: {exc}") from exc
+    return api_client(resolve(args.kubeconfig), args.context)
 
 
 async def _global(args: argparse.Namespace, paused: bool) -> bool:

@@ -7,7 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from starter.output import CliError, add_output_flag, print_output, render_table
-from starter.snapshot_source import add_source_flags, parse_at
+from starter.snapshot_source import (
+    add_source_flags,
+    live_kubeconfig,
+    parse_at,
+    require_pools_or_nodes,
+    snapshot_kinds,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -41,8 +47,7 @@ def load_inputs(path: str, catalog_path: str | None) -> tuple[Any, Any]:
         raise CliError(f"snapshot file {path!r} not found") from exc
     except SnapshotError as exc:
         raise CliError(str(exc)) from exc
-    if not snapshot.to_objects():  # an empty file is a wrong path or a failed export, not an empty cluster
-        raise CliError(f"{path}: no objects found")
+    require_pools_or_nodes(snapshot_kinds(snapshot), snapshot.source)
     catalog = None
     if catalog_path:
         try:
@@ -61,10 +66,12 @@ def handle(args: argparse.Namespace) -> int:
 
     at = parse_at(args.at)
     exclude: set[str] = set()
-    if args.kubeconfig:
+    kubeconfig = live_kubeconfig(args)
+    if kubeconfig:
         from starter.live_cluster import load_catalog_arg, load_live_snapshot
 
-        snapshot, exclude = load_live_snapshot(args.kubeconfig, args.context)
+        snapshot, exclude = load_live_snapshot(kubeconfig, args.context)
+        require_pools_or_nodes(snapshot_kinds(snapshot), snapshot.source)
         catalog = load_catalog_arg(args.catalog)
     else:
         snapshot, catalog = load_inputs(args.filename, args.catalog)

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from typing import Any
 
 from starter.output import CliError
+from starter.snapshot_source import require_pools_or_nodes
+
+# besides NodePools and Nodes, the kinds a file may hold alone for `validate` (manifests, not a snapshot)
+VALIDATED_KINDS = ("NodeClaim", "EC2NodeClass", "InstanceTypeCatalog")
 
 
 def register(subparsers: Any) -> None:
@@ -71,6 +76,12 @@ def run(args: argparse.Namespace) -> int:
             continue
         if not objects:
             raise CliError(f"{path}: no objects found")
+        try:
+            require_pools_or_nodes(Counter(str(o.get("kind")) for _, _, o in objects if isinstance(o, dict)),
+                                   str(path), also=VALIDATED_KINDS)
+        except CliError as exc:
+            print(f"error: {exc}")
+            total_problems += 1
         for doc, item, obj in objects:
             count += 1
             where = location(str(path), doc, item, obj)

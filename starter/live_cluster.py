@@ -13,16 +13,12 @@ from starter.output import CliError
 
 def load_live_snapshot(kubeconfig: str | None, context: str | None = None) -> tuple[Any, set[str]]:
     """(Snapshot, excluded node names) from the cluster the kubeconfig points at."""
-    from kubernetes import config as k8s_config
-
     from activities.kube_client import KubeClient
     from activities.planning_runner import tainted_nodes
     from api.snapshot import Snapshot, SnapshotError
+    from starter.kubeconfig import api_client
 
-    try:
-        api = k8s_config.new_client_from_config(config_file=kubeconfig, context=context)
-    except Exception as exc:
-        raise CliError(f"cannot load kubeconfig {kubeconfig or '(default)'}: {exc}") from exc
+    api = api_client(kubeconfig, context)
     try:
         objs = KubeClient(api).cluster_objects()
     except Exception as exc:

@@ -10,4 +10,6 @@ def add_temporal_flags(parser: Any) -> None:
     parser.add_argument("--namespace", default=None, help="Temporal namespace (env NODEFLOW_TEMPORAL_NAMESPACE)")
     parser.add_argument("--api-key", default=None, help="Temporal Cloud API key (env NODEFLOW_TEMPORAL_API_KEY)")
     parser.add_argument("--kubeconfig", default=None,
-                        help="map the node name to its uid through the cluster (default: search Temporal by name)")
+                        help="map the node name to its uid through the cluster (default: $KUBECONFIG, then "
+                             "~/.kube/config; without one, or without the node, Temporal is searched by name)")
+    parser.add_argument("--context", default=None, help="kubeconfig context")

@@ -29,7 +29,18 @@ def test_unreachable_cluster_is_a_clear_error(tmp_path: Path, capsys: pytest.Cap
     assert capsys.readouterr().err.startswith("error: cannot load kubeconfig")
 
 
-def test_source_is_required(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        run(["budgets"])
-    assert "one of the arguments -f/--filename --kubeconfig is required" in capsys.readouterr().err
+def test_source_is_required(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config either
+    assert run(["budgets"]) == 2
+    assert "give -f SNAPSHOT" in capsys.readouterr().err
+
+
+def test_kubeconfig_env_is_the_live_cluster(sim: Simulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """Without -f or --kubeconfig the cluster is $KUBECONFIG's, a `:`-separated list as kubectl merges it."""
+    sim.load_objects([d for d in yaml.safe_load_all(SEED.read_text()) if d])
+    monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{sim.kubeconfig_path}")
+    assert run(["budgets", "--at", "2026-11-23T12:00:00Z", "-o", "json"]) == 0
+    assert {r["nodePool"] for r in json.loads(capsys.readouterr().out)}
