@@ -17,12 +17,13 @@ from datetime import timedelta
 
 from temporalio.client import Client
 
-from client.connection import InsecureTemporalAddress, connect
+from client.connection import InsecureTemporalAddress, connect, forward_core_logs
 from client.nodeclass_schedule import ensure_nodeclass_schedule
 from client.planner_schedule import ensure_planner_schedule
 from runtime.cloud_clients import ec2_client, iam_client, kube_api_client, sqs_client, ssm_client
 from runtime.health import ReadinessCheck, start_health_server
 from runtime.settings import Deps, Settings
+from runtime.temporal_metrics import new_buffer, pump
 from runtime.worker_loop import run_worker
 from telemetry.logs import JsonFormatter
 from workflows.search_attributes import TASK_QUEUE
@@ -107,6 +108,9 @@ def readiness_checks(client: Client, deps: Deps) -> dict[str, ReadinessCheck]:
 
 
 async def amain(args: argparse.Namespace) -> int:
+    buffer = new_buffer() if args.metrics_port else None  # the SDK's failure counters, for /metrics
+    if buffer is not None:
+        forward_core_logs(buffer)
     try:
         client = await connect(args.address, args.namespace, api_key=args.api_key, tls_cert=args.tls_cert,
                                tls_key=args.tls_key, tls_ca=args.tls_ca,
@@ -131,8 +135,9 @@ async def amain(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     health = None
-    if args.metrics_port:
+    if args.metrics_port and buffer is not None:
         health = await start_health_server(args.metrics_port, checks=readiness_checks(client, deps))
+        pumping = asyncio.create_task(pump(buffer, stop))
     every = timedelta(seconds=float(os.environ.get("NODEFLOW_PLANNER_SECONDS", "10")))
     await ensure_planner_schedule(client, every=every, task_queue=settings.task_queue)  # idempotent; keeps a pause
     await ensure_nodeclass_schedule(client, task_queue=settings.task_queue)  # EC2NodeClass resolution every 60 s
@@ -141,6 +146,7 @@ async def amain(args: argparse.Namespace) -> int:
         await run_worker(client, deps, stop)
     finally:
         if health is not None:
+            pumping.cancel()
             await health.stop()
     log.info("worker stopped")
     return 0

@@ -166,9 +166,12 @@ class KubeActivities:
             pods = await self._io(self.kube.list_node_pods, inp.node_name)
             waiting = [p for p in pods if rules.is_waiting_eviction(p, now)]
             if not waiting:
+                metrics.RUNNING_DRAINS.finished(inp.node_name)
                 if inp.started_at is not None:
                     metrics.DRAIN_DURATION.observe(max(0.0, (now - inp.started_at).total_seconds()))
                 return DrainResult(drained=True, evicted=run.evicted)
+            metrics.RUNNING_DRAINS.running(inp.node_name, inp.reason or "Unknown",
+                                           inp.started_at.timestamp() if inp.started_at else None)
             changed = False
             for pod in rules.first_tier(waiting):
                 changed |= await self._evict_step(inp, pod, run, time.monotonic())

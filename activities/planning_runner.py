@@ -375,7 +375,12 @@ class PlanningActivities:
     async def plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
         """Heartbeats while it reads and plans: a pass whose worker died is retried within the heartbeat
         timeout instead of holding the (overlap SKIP) schedule for the whole start-to-close timeout."""
-        return await heartbeating(self._plan_pass(inp))
+        try:
+            return await heartbeating(self._plan_pass(inp))
+        except Exception as exc:  # counted for the planner-failing alert; Temporal retries the pass
+            if not (isinstance(exc, ApplicationError) and exc.type == ErrorType.CLUSTER_CACHE_NOT_READY):
+                metrics.PLANNER_PASS_ERRORS.labels(error=type(exc).__name__).inc()
+            raise
 
     async def _plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
         try:

@@ -14,7 +14,7 @@ from typing import Any
 
 from temporalio.client import Client, TLSConfig
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig
+from temporalio.runtime import LogForwardingConfig, LoggingConfig, MetricBuffer, Runtime, TelemetryConfig
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
@@ -49,16 +49,18 @@ def check_transport(address: str, tls: bool, api_key: str | None) -> None:
 _core_logs_forwarded = False
 
 
-def forward_core_logs() -> None:
+def forward_core_logs(metric_buffer: MetricBuffer | None = None) -> None:
     """Send the SDK core's own log lines (connection errors, poll failures) through Python logging, logger
     `temporalio.core`, instead of straight to the console: the worker formats them as JSON like every other
-    line, and the demo keeps them in its log file rather than on the terminal (or in a report on stdout)."""
+    line, and the demo keeps them in its log file rather than on the terminal (or in a report on stdout).
+    The worker also passes a `metric_buffer` (before it connects) to read the SDK's failure counters."""
     global _core_logs_forwarded
     if _core_logs_forwarded:
         return
     forwarding = LogForwardingConfig(logger=logging.getLogger("temporalio.core"))
     runtime = Runtime(telemetry=TelemetryConfig(logging=LoggingConfig(filter=LoggingConfig.default.filter,
-                                                                      forwarding=forwarding)))
+                                                                      forwarding=forwarding),
+                                                metrics=metric_buffer))
     Runtime.set_default(runtime, error_if_already_set=False)
     _core_logs_forwarded = True
 

@@ -6,6 +6,8 @@ everything from one registry and names cannot collide.
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from telemetry.drains import RunningDrains
+
 REGISTRY = CollectorRegistry(auto_describe=True)
 
 # --- planner and disruption (docs/decisions.md §10) ---
@@ -151,3 +153,33 @@ PLANNER_PASSES_SKIPPED = Counter(
     ["reason", "outcome"],
     registry=REGISTRY,
 )
+
+# --- alerting signals (deploy/monitoring/nodeflow-rules.yaml) ---
+PLANNER_PASS_ERRORS = Counter(
+    "nodeflow_planner_pass_errors_total",
+    "Planner pass attempts that raised (Temporal retries them), by exception class; a stale cluster cache is "
+    "counted in nodeflow_planner_passes_skipped_total instead.",
+    ["error"],
+    registry=REGISTRY,
+)
+WORKFLOW_FAILURES = Counter(
+    "nodeflow_workflow_failures_total",
+    "Workflow executions on this worker that ended failed, by workflow type (from the Temporal SDK's metrics).",
+    ["workflow_type"],
+    registry=REGISTRY,
+)
+WORKFLOW_TASK_FAILURES = Counter(
+    "nodeflow_workflow_task_failures_total",
+    "Workflow tasks that failed and are retried by Temporal until fixed (a bug or a non-determinism error), by "
+    "workflow type and the SDK's failure reason.",
+    ["workflow_type", "failure_reason"],
+    registry=REGISTRY,
+)
+ACTIVITY_FAILURES = Counter(
+    "nodeflow_activity_failures_total",
+    "Activity attempts that failed (Temporal retries most of them), by activity type.",
+    ["activity_type"],
+    registry=REGISTRY,
+)
+RUNNING_DRAINS = RunningDrains("nodeflow_drain_started_timestamp_seconds")
+REGISTRY.register(RUNNING_DRAINS)
