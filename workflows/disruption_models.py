@@ -10,6 +10,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.policy_controls import PolicyControls
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(populate_by_name=True, frozen=False)
@@ -245,10 +247,11 @@ class DisruptionPhase(StrEnum):
     INVALID = "Invalid"
     CANCELLED = "Cancelled"
     FAILED = "Failed"  # a candidate's termination failed after the point of no return
+    ABANDONED = "Abandoned"  # a required pre-disruption ack never came and the policy says abandon
 
 
 TERMINAL_PHASES = frozenset({DisruptionPhase.SUCCEEDED, DisruptionPhase.ROLLED_BACK, DisruptionPhase.INVALID,
-                             DisruptionPhase.CANCELLED, DisruptionPhase.FAILED})
+                             DisruptionPhase.CANCELLED, DisruptionPhase.FAILED, DisruptionPhase.ABANDONED})
 # From here on the candidates are being deleted: a cancel can no longer undo the command.
 NO_RETURN_PHASES = frozenset({DisruptionPhase.TERMINATING}) | TERMINAL_PHASES
 
@@ -256,6 +259,7 @@ NO_RETURN_PHASES = frozenset({DisruptionPhase.TERMINATING}) | TERMINAL_PHASES
 class DisruptionInput(_Model):
     command: DisruptionCommand
     settings: DisruptionSettings = Field(default_factory=DisruptionSettings)
+    policy: PolicyControls | None = None  # the pool's DisruptionPolicy hooks and escalation (None: none apply)
 
 
 class DisruptionProgress(_Model):
@@ -274,5 +278,6 @@ class DisruptionProgress(_Model):
 class DisruptionResult(_Model):
     outcome: DisruptionPhase
     message: str = ""
+    rollback_cause: str | None = None  # RolledBack/Cancelled: disruption.RollbackCause's value (e.g. NotReady)
     replacements: list[LaunchedReplacement] = Field(default_factory=list)
     terminations: list[str] = Field(default_factory=list)
