@@ -31,6 +31,11 @@ class EventReason(StrEnum):
     DISRUPTING = "Disrupting"
     DISRUPTION_LAUNCHING = "DisruptionLaunching"
     DISRUPTION_WAITING_READINESS = "DisruptionWaitingReadiness"
+    # DisruptionPolicy controls in workflows (docs/semantics.md §15)
+    DISRUPTION_ESCALATED = "DisruptionEscalated"  # a graceful disruption's drain blocked past notifyAfter
+    DISRUPTION_FORCED = "DisruptionForced"  # ... and past forceAfter: the drain is forced
+    DISRUPTION_ABANDONED = "DisruptionAbandoned"  # a required pre-disruption ack never came
+    ROLLOUT_HALTED = "RolloutHalted"  # a drift rollout stopped after failed replacements or unhealthy workloads
     # termination
     TERMINATING = "Terminating"
     EVICTED = "Evicted"
@@ -181,3 +186,19 @@ def savings_percent_below(percent: float, threshold: float) -> str:
 def policy_conflict(pool: str, first: str, second: str) -> str:
     return (f"NodePool {pool} is selected by DisruptionPolicies {first} and {second}; neither applies until "
             "one of them no longer selects it")
+
+
+def disruption_escalated(after: timedelta, blockers: str) -> str:
+    return f"Drain blocked for {_duration(after)}: {blockers}"
+
+
+def disruption_forced(after: timedelta, policy: str) -> str:
+    return f"Drain forced after {_duration(after)} blocked (DisruptionPolicy {policy}, escalation.forceAfter)"
+
+
+def disruption_abandoned(timeout: timedelta, policy: str) -> str:
+    return f"Disruption abandoned: no pre-disruption ack within {_duration(timeout)} (DisruptionPolicy {policy})"
+
+
+def rollout_halted(wave: int, why: str) -> str:
+    return f"Drift rollout halted at wave {wave}: {why}"
