@@ -22,9 +22,18 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+PLUGIN_EXECUTABLE = "kubectl-nodeflow"  # kubectl runs it for `kubectl nodeflow ...` when it is on PATH
+
+
+def program_name(argv0: str | None = None) -> str:
+    """`kubectl nodeflow` when run as the kubectl plugin, else `nodeflow`: what --help and usage errors show."""
+    name = os.path.basename(argv0 if argv0 is not None else (sys.argv[0] if sys.argv else ""))
+    return "kubectl nodeflow" if name.removesuffix(".exe") == PLUGIN_EXECUTABLE else "nodeflow"
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="nodeflow",
+        prog=prog or program_name(),
         description="Karpenter-style node disruption and graceful termination as durable Temporal workflows.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
