@@ -321,6 +321,14 @@ class PlanningActivities:
         except StaleCluster as exc:
             raise ApplicationError(f"cluster cache not fresh: {exc}", type=ErrorType.CLUSTER_CACHE_NOT_READY) from exc
 
+    async def planning_read(self, catalog_path: str | None) -> tuple[ClusterRead, InstanceTypeCatalog | None]:
+        """The cluster as a pass plans on it (in-flight nodes excluded) and the catalog, for other activities that
+        plan (drift rollouts); a stale cache fails the attempt, retryably."""
+        try:
+            return await self._snapshot(None), self._catalog_for(catalog_path)
+        except StaleCluster as exc:
+            raise ApplicationError(f"cluster cache not fresh: {exc}", type=ErrorType.CLUSTER_CACHE_NOT_READY) from exc
+
     def _stale(self, exc: StaleCluster, what: str) -> None:
         """Fail this attempt for Temporal to retry, unless it is the last one the caller then skips (logged and
         counted either way)."""

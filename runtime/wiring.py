@@ -15,9 +15,11 @@ from activities.interruption import InterruptionDispatcher
 from activities.kube import KubeActivities
 from activities.nodeclass import NodeClassActivities
 from activities.planning_runner import PlanningActivities
+from activities.policy_hooks import PolicyHookActivities
 from activities.provisioning import ProvisioningActivities
 from activities.provisioning_planner import ProvisioningPlanner
 from activities.queue import InterruptionQueueActivities, SqsQueue
+from activities.rollout import RolloutActivities
 from activities.spot_sizing import SpotSizingActivities
 from activities.termination_markers import TerminationMarkerActivities
 from api.catalog import InstanceTypeCatalog, load_catalog, load_default_catalog
@@ -30,10 +32,11 @@ from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkfl
 from workflows.nodeclass import NodeClassWorkflow
 from workflows.planner import PlannerWorkflow
 from workflows.provisioning import ProvisioningWorkflow
+from workflows.rollout import DriftRolloutWorkflow
 from workflows.termination import TerminationWorkflow
 
 WORKFLOWS: list[type] = [TerminationWorkflow, InterruptionPollerWorkflow, SpotPrespinWorkflow, PlannerWorkflow,
-                         DisruptionWorkflow, NodeClassWorkflow, ProvisioningWorkflow]
+                         DisruptionWorkflow, NodeClassWorkflow, ProvisioningWorkflow, DriftRolloutWorkflow]
 
 
 def workflows() -> list[type]:
@@ -73,7 +76,15 @@ def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:
         candidates.await_terminations,
         events.record_events,
         *provisioning_activities(deps, planning, catalog),
+        *policy_activities(deps, planning),
     ]
+
+
+def policy_activities(deps: Deps, planning: PlanningActivities) -> list[Callable[..., Any]]:
+    """DisruptionPolicy controls in workflows: hooks, notifications, escalation's watch, drift rollout waves."""
+    hooks = PolicyHookActivities(deps.kube, deps.temporal)
+    rollout = RolloutActivities(planning, deps.kube)
+    return [hooks.pre_disruption_hook, hooks.notify, hooks.watch_terminations, rollout.plan, rollout.workloads_ready]
 
 
 def repair_policies(s: Any) -> tuple[Any, ...]:

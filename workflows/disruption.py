@@ -47,6 +47,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.retries import STEP_RETRY as RETRY
 
 LAUNCH = timedelta(minutes=2)
+# Karpenter validates consolidation and emptiness commands after 15 s, never drift ones (docs/semantics.md §4).
+UNVALIDATED_METHODS = frozenset({"Drift", "StaticDrift"})
+UNVALIDATED_PATCH = "drift-not-validated"  # commands recorded before it validated drift too
 # Launch failures that retrying cannot fix (no capacity, bad request) roll back at once.
 LAUNCH_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
                            maximum_attempts=5, non_retryable_error_types=[ErrorType.LAUNCH_FAILED.value])
@@ -122,7 +125,6 @@ class DisruptionWorkflow:
     async def run(self, inp: DisruptionInput) -> DisruptionResult:
         self._input = inp
         cmd = inp.command
-        s = inp.settings
         workflow.upsert_search_attributes([
             sa.NODE.value_set(cmd.nodes[0].name),
             sa.NODE_POOL.value_set(cmd.node_pool),
@@ -130,16 +132,14 @@ class DisruptionWorkflow:
         ])
 
         self._set_phase(DisruptionPhase.VALIDATING)
-        await self._wait_for_cancel(s.validation_delay_seconds, "validation delay")
-        if self._cancel_reason is not None:
-            return await self._finish(DisruptionPhase.CANCELLED, f"cancelled before tainting: {self._cancel_reason}")
-        verdict: ValidationResult = await workflow.execute_activity_method(
-            PlanningActivities.validate_command,
-            ValidateInput(command=cmd, at=workflow.now(), own_workflow_id=workflow.info().workflow_id,
-                          catalog_path=s.catalog_path),
-            start_to_close_timeout=timedelta(minutes=2), heartbeat_timeout=timedelta(seconds=30), retry_policy=RETRY)
-        if not verdict.valid:
-            return await self._finish(DisruptionPhase.INVALID, f"validation failed: {verdict.reason}")
+        if cmd.method in UNVALIDATED_METHODS and workflow.patched(UNVALIDATED_PATCH):
+            if self._cancel_reason is not None:
+                return await self._finish(DisruptionPhase.CANCELLED,
+                                          f"cancelled before tainting: {self._cancel_reason}")
+        else:
+            invalid = await self._validate(inp)
+            if invalid is not None:
+                return invalid
 
         self._set_phase(DisruptionPhase.TAINTING)
         try:
@@ -161,6 +161,22 @@ class DisruptionWorkflow:
             raise
 
         return await self._terminate_candidates(inp)
+
+    async def _validate(self, inp: DisruptionInput) -> DisruptionResult | None:
+        """Karpenter's command validation: after the delay, re-plan and require the same decision. Returns the
+        result of a command that ends here (cancelled during the delay, or no longer valid), else None."""
+        cmd, s = inp.command, inp.settings
+        await self._wait_for_cancel(s.validation_delay_seconds, "validation delay")
+        if self._cancel_reason is not None:
+            return await self._finish(DisruptionPhase.CANCELLED, f"cancelled before tainting: {self._cancel_reason}")
+        verdict: ValidationResult = await workflow.execute_activity_method(
+            PlanningActivities.validate_command,
+            ValidateInput(command=cmd, at=workflow.now(), own_workflow_id=workflow.info().workflow_id,
+                          catalog_path=s.catalog_path),
+            start_to_close_timeout=timedelta(minutes=2), heartbeat_timeout=timedelta(seconds=30), retry_policy=RETRY)
+        if not verdict.valid:
+            return await self._finish(DisruptionPhase.INVALID, f"validation failed: {verdict.reason}")
+        return None
 
     async def _launch_and_wait(self, inp: DisruptionInput) -> None:
         cmd, s = inp.command, inp.settings

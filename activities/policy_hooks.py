@@ -1,0 +1,115 @@
+"""The HTTP side of a DisruptionPolicy: the pre-disruption hook, notifications, and the watch over a disruption's
+terminations that escalation acts on (docs/semantics.md §15).
+
+A hook answer other than 2xx fails the attempt (retryable), so Temporal's retry policy is the backoff; the
+workflow bounds the whole by ackTimeout. Notifications are best effort: the workflow gives them few attempts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import aiohttp
+from temporalio import activity
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.exceptions import ApplicationError
+
+from activities.kube_client import KubeClient
+from workflows.errors import ErrorType
+from workflows.policy_models import HookCall, Notification, TerminationBlocker, WatchInput
+
+HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
+DO_NOT_DISRUPT = "DoNotDisrupt"  # PodState.status of a pod the drain leaves for its annotation
+
+
+def _pod_names(pods: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for p in pods:
+        meta = p.get("metadata") or {}
+        owners = meta.get("ownerReferences") or []
+        if any(o.get("kind") == "DaemonSet" for o in owners):
+            continue  # not displaced: a DaemonSet pod goes with its node
+        out.append(f"{meta.get('namespace', '')}/{meta.get('name', '')}")
+    return sorted(out)
+
+
+class PolicyHookActivities:
+    """Clients come in: the Kubernetes gateway (the pods in a hook's body) and the Temporal client (the watch)."""
+
+    def __init__(self, kube: KubeClient, temporal_client: Client | None = None) -> None:
+        self._kube = kube
+        self._client = temporal_client
+
+    async def _post(self, url: str, body: dict[str, Any]) -> int:
+        async with aiohttp.ClientSession(timeout=HTTP_TIMEOUT) as session, session.post(url, json=body) as resp:
+            await resp.read()
+            return resp.status
+
+    @activity.defn(name="policy_pre_disruption_hook")
+    async def pre_disruption_hook(self, call: HookCall) -> int:
+        """POST {node, pool, reason, pods, deadline}; a non-2xx answer or no answer fails the attempt (retried)."""
+        pods = _pod_names(await asyncio.to_thread(self._kube.list_node_pods, call.node))
+        body = {"node": call.node, "pool": call.pool, "reason": call.reason, "pods": pods,
+                "deadline": call.deadline.isoformat() if call.deadline else None, "workflowId": call.workflow_id}
+        try:
+            status = await self._post(call.url, body)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise ApplicationError(f"pre-disruption hook {call.url} unreachable: {exc}",
+                                   type=ErrorType.HOOK_REFUSED.value) from exc
+        if not 200 <= status < 300:
+            raise ApplicationError(f"pre-disruption hook {call.url} answered {status}",
+                                   type=ErrorType.HOOK_REFUSED.value)
+        return status
+
+    @activity.defn(name="policy_notify")
+    async def notify(self, n: Notification) -> int:
+        """POST one post-event notification (started, finished, failed, blocked, forced)."""
+        body = {"event": n.kind.value, "nodes": n.nodes, "pool": n.pool, "reason": n.reason, "message": n.message,
+                "workflowId": n.workflow_id, "policy": n.policy}
+        try:
+            status = await self._post(n.url, body)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise ApplicationError(f"notify {n.url} unreachable: {exc}") from exc
+        if not 200 <= status < 300:
+            raise ApplicationError(f"notify {n.url} answered {status}")
+        return status
+
+    @activity.defn(name="policy_watch_terminations")
+    async def watch_terminations(self, inp: WatchInput) -> list[TerminationBlocker]:
+        """Wait up to `return_after_seconds` for the terminations to close; describe those still draining."""
+        client = self._client or activity.client()
+        end = time.monotonic() + max(inp.return_after_seconds, 0.0)
+        pending = list(inp.workflow_ids)
+        while True:
+            pending = [wid for wid in pending if await _running(client, wid)]
+            activity.heartbeat(len(pending))
+            if not pending or time.monotonic() >= end:
+                break
+            await asyncio.sleep(min(inp.poll_seconds, max(end - time.monotonic(), 0.0)))
+        return [await _blocker(client, wid) for wid in pending]
+
+
+async def _running(client: Client, wid: str) -> bool:
+    desc = await client.get_workflow_handle(wid).describe()
+    if desc.status == WorkflowExecutionStatus.RUNNING:
+        return True
+    if desc.status not in (WorkflowExecutionStatus.COMPLETED, WorkflowExecutionStatus.CONTINUED_AS_NEW):
+        raise ApplicationError(f"termination {wid} ended {desc.status.name}",
+                               type=ErrorType.TERMINATION_FAILED.value, non_retryable=True)
+    return False
+
+
+async def _blocker(client: Client, wid: str) -> TerminationBlocker:
+    """What keeps a termination from finishing, from its `progress` query (a failed query still names it)."""
+    try:
+        p = await client.get_workflow_handle(wid).query("progress")
+    except Exception as exc:  # e.g. it closed meanwhile: nothing to report but its id
+        activity.logger.info("progress of %s unavailable: %s", wid, exc)
+        return TerminationBlocker(workflow_id=wid)
+    pods = p.get("pods") or [] if isinstance(p, dict) else []
+    return TerminationBlocker(workflow_id=wid, node=(p or {}).get("node_name", ""), pods=len(pods),
+                              pdbs=sorted((p or {}).get("blocking_pdbs") or []),
+                              do_not_disrupt=sum(1 for x in pods if x.get("status") == DO_NOT_DISRUPT))
+

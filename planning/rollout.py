@@ -1,0 +1,54 @@
+"""Drift waves, the planning side (docs/semantics.md §15): which nodes of a pool are drifted, what names the
+pool's drift generation (one rollout each), and which workloads a wave displaces (its health check's subject)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from api import labels as L
+from planning.cluster import Cluster, NodeInfo
+from planning.drift import drift_reason
+
+
+def drifted_in_pool(cluster: Cluster, pool: str, excluded: Iterable[str] = ()) -> list[NodeInfo]:
+    """The pool's drifted nodes that nothing is disrupting yet (not deleting, not excluded)."""
+    info = cluster.pools.get(pool)
+    if info is None:
+        return []
+    skip = set(excluded)
+    node_class = cluster.node_classes.get(info.node_class) if info.node_class else None
+    return [n for n in cluster.nodes if n.pool == pool and not n.deleting and n.name not in skip
+            and drift_reason(n, info, node_class) is not None]
+
+
+def drift_generation(cluster: Cluster, pool: str) -> str:
+    """What the pool's drifted nodes drift towards: its template hash and its EC2NodeClass's; a new template (or
+    a changed EC2NodeClass) is a new generation, so a new rollout."""
+    info = cluster.pools.get(pool)
+    if info is None:
+        return ""
+    parts = [info.template_hash or info.annotations.get(L.NODEPOOL_HASH_ANNOTATION, "")]
+    node_class = cluster.node_classes.get(info.node_class) if info.node_class else None
+    if node_class is not None:  # its generation: a changed spec (AMI, subnets, ...) drifts the pool's nodes
+        parts.append(str(getattr(node_class.metadata, "generation", "") or ""))
+    return "/".join(parts)
+
+
+def displaced_workloads(nodes: Iterable[NodeInfo]) -> list[tuple[str, str, str, str]]:
+    """(namespace, owner kind, owner name, owner uid) of the pods the nodes' disruption moves; DaemonSet and
+    mirror pods stay with their node, so they are not displaced."""
+    out: dict[tuple[str, str], tuple[str, str, str, str]] = {}
+    for n in nodes:
+        for p in n.pods:
+            if p.is_daemonset or p.is_mirror or p.terminal:
+                continue
+            ref = _owner(p.raw)
+            key = (p.namespace, ref.get("uid") or p.uid)
+            out[key] = (p.namespace, ref.get("kind") or "Pod", ref.get("name") or p.name, ref.get("uid") or p.uid)
+    return sorted(out.values())
+
+
+def _owner(raw: dict[str, Any]) -> dict[str, Any]:
+    owners = (raw.get("metadata") or {}).get("ownerReferences") or []
+    return next((o for o in owners if o.get("controller")), owners[0] if owners else {})
