@@ -28,7 +28,7 @@ from workflows.disruption_models import (
 )
 
 
-def command(n: int = 1, replacements: int = 1, reason: str = "Drifted", method: str = "Drift",
+def command(n: int = 1, replacements: int = 1, reason: str = "Underutilized", method: str = "SingleNodeConsolidation",
             pool: str = "default") -> DisruptionCommand:
     return DisruptionCommand(
         method=method, reason=reason, node_pool=pool,

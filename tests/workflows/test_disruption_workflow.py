@@ -40,10 +40,29 @@ async def test_validates_after_delay_then_replaces_and_terminates(ts_env: Workfl
     # validation happened only after the 15 s delay (virtual time)
     assert (fakes.validate_scheduled[0] - start).total_seconds() >= 15
     assert fakes.polls == 3
-    assert fakes.termination_reasons == ["Drifted", "Drifted"]
+    assert fakes.termination_reasons == ["Underutilized", "Underutilized"]
     assert fakes.outcomes == ["Succeeded"]
     assert len(result.replacements) == 1 and result.terminations == ["terminate-uid-0", "terminate-uid-1"]
     assert progress.phase == DisruptionPhase.SUCCEEDED and progress.nodes == ["node-0", "node-1"]
+
+
+async def test_drift_is_not_validated_and_taints_at_once(ts_env: WorkflowEnvironment) -> None:
+    """Karpenter validates consolidation commands only (docs/semantics.md §4.2): a drift command taints and
+    launches at once, with no 15 s delay."""
+    fakes = Fakes(ready_after_polls=1)
+    inp = DisruptionInput(command=command(reason="Drifted", method="Drift"),
+                          settings=DisruptionSettings(validation_delay_seconds=15, ready_poll_seconds=5))
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(ts_env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
+        handle = await ts_env.client.start_workflow(DisruptionWorkflow.run, inp, id=f"disrupt-{uuid.uuid4()}",
+                                                    task_queue=tq)
+        start = await ts_env.get_current_time()
+        result = await handle.result()
+        took = (await ts_env.get_current_time() - start).total_seconds()
+        await record_history(handle, "DisruptionWorkflow", "drift_not_validated")
+    assert result.outcome == DisruptionPhase.SUCCEEDED and fakes.validate_scheduled == []
+    assert fakes.calls == ["taint", "launch", "terminate"] and fakes.termination_reasons == ["Drifted"]
+    assert took < 15
 
 
 async def test_ready_timeout_rolls_back(ts_env: WorkflowEnvironment) -> None:

@@ -21,7 +21,7 @@ from workflows.planner import PlannerWorkflow
 
 
 def _cmd(i: int):
-    c = command(n=1, replacements=1)
+    c = command(n=1, replacements=1, reason="Drifted", method="Drift")
     c.nodes[0].name, c.nodes[0].uid = f"node-{i}-{uuid.uuid4().hex[:6]}", f"uid-{uuid.uuid4()}"
     return c
 
