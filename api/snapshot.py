@@ -21,6 +21,9 @@ from pydantic import ValidationError
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from api.catalog import CATALOG_KIND, InstanceType, InstanceTypeCatalog
+from api.disruption_policy import API_VERSION as POLICY_API_VERSION
+from api.disruption_policy import KIND as POLICY_KIND
+from api.disruption_policy import DisruptionPolicy
 from api.ec2nodeclass import API_VERSION as EC2_API_VERSION
 from api.ec2nodeclass import EC2NodeClass
 from api.nodeclaim import NodeClaim
@@ -37,6 +40,7 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "Pod": ("v1",),
     "PodDisruptionBudget": ("policy/v1",),
     CATALOG_KIND: ("nodeflow.dev/v1alpha1",),
+    POLICY_KIND: (POLICY_API_VERSION,),
 }
 NAMESPACED = {"Pod", "PodDisruptionBudget"}
 
@@ -99,6 +103,7 @@ class Snapshot:
     others: list[dict[str, Any]] = field(default_factory=list)
     source: str = "<objects>"
     warnings: list[str] = field(default_factory=list)
+    disruption_policies: list[DisruptionPolicy] = field(default_factory=list)
 
     @classmethod
     def from_objects(cls, objects: Iterable[Any], source: str = "<objects>") -> Snapshot:
@@ -122,6 +127,7 @@ class Snapshot:
         out += [c.to_dict() for c in self.node_claims]
         out += [c.to_dict() for c in self.node_classes]
         out += self.nodes + self.pods + self.pdbs
+        out += [p.to_dict() for p in self.disruption_policies]
         if self.catalog is not None:
             out.append(self.catalog.model_dump(mode="json", by_alias=True))
         out += self.others
@@ -202,6 +208,8 @@ class _Builder:
             snap.pods.append(obj)
         elif kind == "PodDisruptionBudget":
             snap.pdbs.append(obj)
+        elif kind == POLICY_KIND:
+            snap.disruption_policies.append(DisruptionPolicy.model_validate(obj))
         elif kind == CATALOG_KIND:
             cat = InstanceTypeCatalog.model_validate(obj)
             names = {t.name for t in self.catalog_types}
@@ -226,7 +234,8 @@ def load_object(obj: dict[str, Any]) -> Any:
     """One cluster object checked and parsed as the loader does: the model of a NodePool, NodeClaim or
     EC2NodeClass, else the object itself. Raises SnapshotError as `from_objects` would."""
     snap = Snapshot.from_objects([obj])
-    for items in (snap.node_pools, snap.node_claims, snap.node_classes, snap.nodes, snap.pods, snap.pdbs, snap.others):
+    for items in (snap.node_pools, snap.node_claims, snap.node_classes, snap.nodes, snap.pods, snap.pdbs,
+                  snap.disruption_policies, snap.others):
         if items:
             return items[0]
     raise SnapshotError(f"{obj.get('kind')} is not a cluster object")

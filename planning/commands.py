@@ -17,9 +17,11 @@ from planning.repair import Repair, RepairBlocked
 
 # StaticDrift (static NodePools) is internal: `nodeflow plan` reports it under `staticNodePools`, not `commands`.
 Method = Literal["Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation", "Expiration",
-                 "StaticDrift"]
+                 "StaticDrift", "GracefulExpiration"]
 STATIC_DRIFT = "StaticDrift"
-Reason = Literal["Empty", "Drifted", "Underutilized", "Expired"]
+# Expiring: a DisruptionPolicy's gracefulExpireAfter passed (planning/graceful_expiration.py); it spends the Drifted
+# budget (docs/semantics.md §15.1).
+Reason = Literal["Empty", "Drifted", "Underutilized", "Expired", "Expiring"]
 
 METHOD_REASON: dict[str, str] = {
     "Emptiness": "Empty",
@@ -28,6 +30,7 @@ METHOD_REASON: dict[str, str] = {
     "SingleNodeConsolidation": "Underutilized",
     "Expiration": "Expired",
     "StaticDrift": "Drifted",
+    "GracefulExpiration": "Expiring",
 }
 
 
@@ -91,6 +94,31 @@ class Blocked(_Model):
     # internal
     node_pool: str | None = None
     event_reason: str | None = None
+
+
+class SkippedMove(_Model):
+    """A consolidation move that would save money, skipped because a DisruptionPolicy's threshold asks for more."""
+
+    method: str
+    node_pool: str
+    nodes: list[str]
+    savings_per_hour: float
+    pods: int
+    reason: str
+
+
+class PolicyPool(_Model):
+    """The DisruptionPolicy of one NodePool in this pass, and what it holds back (`nodeflow plan`)."""
+
+    node_pool: str
+    policy: str | None = None
+    held: str | None = None  # a calendar hold: no voluntary disruption starts in this pool now
+    held_until: datetime | None = None
+    conflict: str | None = None  # two policies select the pool: neither applies
+
+    def to_public(self) -> dict[str, Any]:
+        return {"nodePool": self.node_pool, "policy": self.policy, "held": self.held,
+                "heldUntil": _rfc3339(self.held_until) if self.held_until else None, "conflict": self.conflict}
 
 
 class PlanEvent(_Model):
@@ -168,6 +196,9 @@ class PlanResult(_Model):
     repairs_blocked: list[RepairBlocked] = Field(default_factory=list)
     # static NodePools (planning/static_capacity.py); `nodeflow plan` adds them as `staticNodePools`
     static_node_pools: list[StaticPool] = Field(default_factory=list)
+    # DisruptionPolicy (planning/policies.py); `nodeflow plan` adds them as `disruptionPolicies` / `skippedMoves`
+    policy_pools: list[PolicyPool] = Field(default_factory=list)
+    skipped: list[SkippedMove] = Field(default_factory=list)
 
     def to_public(self, internal: bool = False) -> dict[str, Any]:
         """JSON-ready dict: exactly docs/contracts.md §3, §7, or with the internal fields too."""
@@ -178,6 +209,7 @@ class PlanResult(_Model):
             by_alias=True,
             exclude={
                 "events": True, "repairs": True, "repairs_blocked": True, "static_node_pools": True,
+                "policy_pools": True, "skipped": True,
                 "commands": {"__all__": {"node_uids", "node_claims", "provider_ids", "provisioning"}},
                 "blocked": {"__all__": {"node_pool", "event_reason"}},
             },

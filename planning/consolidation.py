@@ -13,7 +13,7 @@ from enum import Enum
 from api import labels as L
 from api.events import EventReason
 from planning.candidates import GRACEFUL, Candidate, consolidatable, currently_reschedulable
-from planning.commands import Command
+from planning.commands import Command, SkippedMove
 from planning.method import Method, PassContext, make_command
 from planning.pricing import consolidation_replacement
 from planning.scheduling import Unschedulable
@@ -27,6 +27,7 @@ class Refusal(Enum):
     UNSCHEDULABLE = "Unschedulable"  # some pod would fit nowhere
     TOO_MANY_NEW_NODES = "TooManyNewNodes"  # the pods need more than one new node
     NOT_CHEAPER = "NotCheaper"  # no replacement passes the price (or minValues / spot-to-spot) rules
+    BELOW_THRESHOLD = "BelowThreshold"  # cheaper, but by less than the pool's DisruptionPolicy asks (§15.3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,7 @@ class Attempt:
     command: Command | None
     refusal: Refusal | None = None
     message: str = ""
+    skipped: SkippedMove | None = None  # BELOW_THRESHOLD: the move that was not worth it
 
 
 class Consolidation:
@@ -85,10 +87,21 @@ class Consolidation:
             return Attempt(None, Refusal.TOO_MANY_NEW_NODES, "Can't remove without creating more than 1 candidates")
         price = sum(c.price for c in cands)
         if not sim.new_nodes:
-            return Attempt(make_command(method, cands, sim, [], price))
+            return self.worth_it(cands, make_command(method, cands, sim, [], price))
         nn = sim.new_nodes[0]
         priced, why = consolidation_replacement(nn, cands, ctx.scheduler.pool_options(nn.pool), single=single,
                                                 same_type_filter=not single)
         if priced is None:
             return Attempt(None, Refusal.NOT_CHEAPER, why)
-        return Attempt(make_command(method, cands, sim, [priced.replacement], price - priced.price))
+        return self.worth_it(cands, make_command(method, cands, sim, [priced.replacement], price - priced.price))
+
+    def worth_it(self, cands: list[Candidate], cmd: Command) -> Attempt:
+        """The command, or BELOW_THRESHOLD when a DisruptionPolicy of its pools asks for more savings."""
+        pods = sum(len(c.reschedulable) for c in cands)
+        why = self.ctx.policies.savings_refusal([c.pool.name for c in cands], cmd.savings_per_hour,
+                                                sum(c.price for c in cands), pods)
+        if why is None:
+            return Attempt(cmd)
+        move = SkippedMove(method=cmd.method, node_pool=cmd.node_pool, nodes=list(cmd.nodes),
+                           savings_per_hour=cmd.savings_per_hour, pods=pods, reason=why)
+        return Attempt(None, Refusal.BELOW_THRESHOLD, why, move)

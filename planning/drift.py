@@ -69,6 +69,7 @@ class Drift:
 
     name = "Drift"
     reason = L.REASON_DRIFTED
+    budget_reason = L.REASON_DRIFTED  # the budget it spends (GracefulExpiration's Expiring spends Drifted too)
     disruption_class = EVENTUAL
 
     def __init__(self, ctx: PassContext) -> None:
@@ -80,11 +81,15 @@ class Drift:
     def should_disrupt(self, c: Candidate) -> bool:
         return not c.pool.static and drift_reason(c.node, c.pool, self._node_class(c.pool)) is not None
 
+    def since(self, node: NodeInfo) -> datetime | None:
+        """When the node became a candidate of this method: the oldest goes first."""
+        return drifted_since(node)
+
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         floor = datetime.min.replace(tzinfo=self.ctx.at.tzinfo)
-        ordered = sorted(candidates, key=lambda c: (not c.empty, drifted_since(c.node) or floor, c.name))
+        ordered = sorted(candidates, key=lambda c: (not c.empty, self.since(c.node) or floor, c.name))
         for c in ordered:
-            if self.ctx.budget_exhausted(c, self.reason, budgets):
+            if self.ctx.budget_exhausted(c, self.budget_reason, budgets):
                 continue
             pods = currently_reschedulable(self.ctx.cluster, c.reschedulable, self.ctx.at)
             sim = self.ctx.scheduler.simulate([c.node], pods, max_new=MAX_DRIFT_REPLACEMENTS,

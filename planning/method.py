@@ -17,6 +17,7 @@ from api.events import EventReason
 from planning.candidates import Candidate, sentence
 from planning.cluster import Cluster, NodeInfo
 from planning.commands import Blocked, Command, PlanEvent, PodMove, Replacement
+from planning.policies import PolicyView
 from planning.scheduling import Scheduler, SimResult
 
 
@@ -55,6 +56,7 @@ class PassContext:
     clock: Callable[[], float] = time.monotonic
     blocked: dict[str, Blocked] = field(default_factory=dict)
     events: list[PlanEvent] = field(default_factory=list)
+    policies: PolicyView = field(default_factory=PolicyView)  # the pools' DisruptionPolicies (planning/policies.py)
     _event_keys: set[tuple[str, str, str]] = field(default_factory=set)
 
     def block(self, node: NodeInfo, reason: str, event_reason: str = EventReason.DISRUPTION_BLOCKED) -> None:

@@ -8,7 +8,7 @@ already run unless cheaper (filterOutSameInstanceType). A time budget returns th
 from __future__ import annotations
 
 from planning.candidates import Candidate, sort_for_consolidation
-from planning.commands import Command
+from planning.commands import Command, SkippedMove
 from planning.consolidation import Consolidation
 from planning.method import Deadline
 
@@ -31,14 +31,19 @@ class MultiNodeConsolidation(Consolidation):
             hi = len(cands) - 1
         deadline = Deadline(self.ctx.limits.multi_node_seconds, self.ctx.clock)
         best: Command | None = None
+        skipped: SkippedMove | None = None  # the largest prefix a DisruptionPolicy's savings threshold refused
         while lo <= hi:
             if deadline.passed():
                 break
             mid = (lo + hi) // 2
-            cmd = self.compute_consolidation(self, cands[: mid + 1], single=False).command
-            if cmd is not None:
-                best = cmd
+            attempt = self.compute_consolidation(self, cands[: mid + 1], single=False)
+            if attempt.command is not None:
+                best = attempt.command
                 lo = mid + 1
             else:
+                if attempt.skipped is not None and (skipped is None or len(attempt.skipped.nodes) > len(skipped.nodes)):
+                    skipped = attempt.skipped
                 hi = mid - 1
+        if best is None and skipped is not None:
+            self.ctx.policies.skip(skipped)
         return best

@@ -241,7 +241,10 @@ class OptimizingConsolidation:
         saved = solver.Value(m.savings) / PRICE_SCALE
         if not chosen or saved <= 0:
             return []
-        return [self._command(solver, m, chosen, saved)]
+        attempt = self._filter.worth_it(chosen, self._command(solver, m, chosen, saved))
+        if attempt.skipped is not None:
+            self.ctx.policies.skip(attempt.skipped)
+        return [attempt.command] if attempt.command is not None else []
 
     # ---- building and solving the model ----------------------------------------------------------
 

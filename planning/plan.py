@@ -29,9 +29,11 @@ from planning.commands import Blocked, Command, FinalState, PlanEvent, PlanResul
 from planning.drift import Drift
 from planning.emptiness import Emptiness
 from planning.expiration import Expiration
+from planning.graceful_expiration import GracefulExpiration
 from planning.method import Limits, Method, PassContext
 from planning.multinode import MultiNodeConsolidation
 from planning.optimizer import optimizer_method
+from planning.policies import PolicyView
 from planning.repair import DEFAULT_POLICIES, NodeHealth, RepairDecision, RepairPolicy, decide_repairs
 from planning.scheduling import Scheduler
 from planning.singlenode import SingleNodeConsolidation
@@ -54,6 +56,12 @@ class PassOutcome:
     eligible: dict[str, int] = field(default_factory=dict)
     repair: RepairDecision = field(default_factory=RepairDecision)
     static: list[StaticPool] = field(default_factory=list)
+    policies: PolicyView = field(default_factory=PolicyView)
+
+
+# Methods whose should_disrupt means "would disrupt this node": a calendar hold lists their candidates as blocked.
+# Consolidation's filter only means "may be considered", so its candidates in a held pool are dropped quietly.
+DECIDING_METHODS = frozenset({"Emptiness", "StaticDrift", "Drift", "GracefulExpiration"})
 
 
 def _utc(at: datetime) -> datetime:
@@ -118,7 +126,8 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     allowed: dict[str, dict[str, int]] = {}
     for row in rows:
         allowed.setdefault(row["reason"], {})[row["nodePool"]] = row["allowed"]
-    expiration_ctx = PassContext(cluster, Scheduler(cluster, exclude), at, limits or Limits())
+    policies = PolicyView.build(snapshot, at)
+    expiration_ctx = PassContext(cluster, Scheduler(cluster, exclude), at, limits or Limits(), policies=policies)
     expiration = Expiration(expiration_ctx, exclude)
     expiring = expiration.candidates()
     expiring_names = {c.name for c in expiring}
@@ -126,9 +135,10 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     repairs = _repairs(cluster, at, exclude | expiring_names, repair)
 
     busy = exclude | expiring_names | {r.node for r in repairs.repairs}
-    ctx = PassContext(cluster, Scheduler(cluster, busy), at, limits or Limits())
+    ctx = PassContext(cluster, Scheduler(cluster, busy), at, limits or Limits(), policies=policies)
     ctx.events = expiration_ctx.events
     _report_repairs(ctx, repairs)
+    _report_policies(ctx)
     for row in rows:
         if row["total"] > 0 and row["limit"] == 0:
             ctx.event("NodePool", row["nodePool"], EventReason.DISRUPTION_BLOCKED,
@@ -143,21 +153,23 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     _report_rejections(ctx, sets[GRACEFUL])
 
     methods: list[Method] = [Emptiness(ctx), StaticDrift(ctx, counts, {p.node_pool: p.launch for p in static}),
-                             Drift(ctx), MultiNodeConsolidation(ctx), SingleNodeConsolidation(ctx)]
+                             Drift(ctx), GracefulExpiration(ctx), MultiNodeConsolidation(ctx),
+                             SingleNodeConsolidation(ctx)]
     optimizing = optimizer_method(ctx, optimize)  # planning/optimizer.py: opt-in CP-SAT consolidation
     if optimizing is not None:
-        methods.insert(3, optimizing)
+        methods.insert(4, optimizing)
     computed: dict[str, int] = {}
     eligible: dict[str, int] = {"Expiration": len(expiring)}
     winner: list[Command] = []
     for method in methods:
         if winner and not compute_all:
             break
-        cands = [c for c in sets[method.disruption_class].candidates if method.should_disrupt(c)]
+        cands = _calendar_gate(ctx, method, [c for c in sets[method.disruption_class].candidates
+                                             if method.should_disrupt(c)])
         eligible[method.name] = len(cands)
         if not cands:
             continue
-        budgets = dict(allowed.get(method.reason, {}))
+        budgets = dict(allowed.get(getattr(method, "budget_reason", method.reason), {}))
         found = method.compute_commands(budgets, cands)
         computed[method.name] = len(found)
         if found and not winner:
@@ -165,7 +177,31 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     commands += winner
     in_commands = {n for c in commands for n in c.nodes}
     blocked = [b for name, b in ctx.blocked.items() if name not in in_commands]
-    return PassOutcome(cluster, rows, commands, blocked, ctx.events, computed, eligible, repairs, static)
+    return PassOutcome(cluster, rows, commands, blocked, ctx.events, computed, eligible, repairs, static, policies)
+
+
+def _report_policies(ctx: PassContext) -> None:
+    """A Warning on each NodePool two DisruptionPolicies select; DisruptionBlocked on each pool in a calendar hold."""
+    for c in ctx.policies.conflicts:
+        ctx.event("NodePool", c.nodepool, EventReason.DISRUPTION_POLICY_CONFLICT,
+                  events.policy_conflict(c.nodepool, c.first, c.second), "Warning")
+    for pool in ctx.policies.holds:
+        ctx.event("NodePool", pool, EventReason.DISRUPTION_BLOCKED, ctx.policies.hold_message(pool) or "")
+
+
+def _calendar_gate(ctx: PassContext, method: Method, cands: list[Any]) -> list[Any]:
+    """The candidates whose pool is in no calendar hold; the held ones of a deciding method are listed as blocked.
+    Voluntary methods only: forceful expiration and repair never come through here (docs/semantics.md §15.4)."""
+    if not ctx.policies.holds:
+        return cands
+    out = []
+    for c in cands:
+        why = ctx.policies.hold_message(c.pool.name)
+        if why is None:
+            out.append(c)
+        elif method.name in DECIDING_METHODS:
+            ctx.block(c.node, why)
+    return out
 
 
 def _repairs(cluster: Cluster, at: datetime, busy: set[str], policies: Sequence[RepairPolicy]) -> RepairDecision:
@@ -226,7 +262,8 @@ def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None
                            cost_per_hour=round(sum(n.price for n in live) + sum(r.price for r in added), 6))
         return PlanResult(at=at, budgets=first.budgets, commands=first.commands, blocked=first.blocked,
                           final=final, events=first.events, repairs=first.repair.repairs,
-                          repairs_blocked=first.repair.blocked, static_node_pools=first.static)
+                          repairs_blocked=first.repair.blocked, static_node_pools=first.static,
+                          **_policy_fields(first, snapshot))
     commands: list[Command] = []
     outcome, snap, passes = first, snapshot, 1
     while outcome.commands and passes < max_passes:
@@ -238,7 +275,13 @@ def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None
     final = FinalState(nodes=len(live), cost_per_hour=outcome.cluster.cost_per_hour(live), passes=passes)
     return PlanResult(at=at, budgets=first.budgets, commands=commands, blocked=outcome.blocked, final=final,
                       events=outcome.events, repairs=first.repair.repairs, repairs_blocked=first.repair.blocked,
-                      static_node_pools=first.static)
+                      static_node_pools=first.static, **_policy_fields(outcome, snapshot))
+
+
+def _policy_fields(outcome: PassOutcome, snapshot: Any) -> dict[str, Any]:
+    """PlanResult's policy_pools and skipped, from the pass that decided them."""
+    names = [p.name for p in snapshot.node_pools]
+    return {"policy_pools": outcome.policies.pools_public(names), "skipped": list(outcome.policies.skipped)}
 
 
 def run_plan(snapshot: Any, at: datetime | None = None, until_stable: bool = False,

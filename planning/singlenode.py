@@ -28,6 +28,8 @@ class SingleNodeConsolidation(Consolidation):
             attempt = self.compute_consolidation(self, [c], single=True)
             if attempt.command is not None:
                 return [attempt.command]
+            if attempt.skipped is not None:
+                self.ctx.policies.skip(attempt.skipped)
             if attempt.refusal is Refusal.UNSCHEDULABLE:
                 why = self.ctx.scheduler.launch_blocker(c.pool) or attempt.message
                 self.ctx.block(c.node, why, EventReason.UNCONSOLIDATABLE)

@@ -1,0 +1,53 @@
+"""Soft-then-hard expiration (docs/semantics.md §15.1): from a DisruptionPolicy's gracefulExpireAfter on, a node is
+replaced like a drifted one (budgeted, in its calendar's windows, replacement launched first), with reason
+`Expiring`; at the NodePool's expireAfter the forceful Expiration (planning/expiration.py) takes it as before.
+
+Expiring spends the NodePool's `Drifted` budget: Karpenter's budgets know only Empty, Drifted and Underutilized,
+and a graceful rotation is the same kind of work as drift (one replacement per node, eventual class), so an
+operator's drift budget (e.g. `nodes: 1` for `reasons: [Drifted]`) also paces graceful expiry.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from api import labels as L
+from planning.candidates import Candidate
+from planning.cluster import NodeInfo
+from planning.drift import Drift, drift_reason
+from planning.expiration import expires_at
+from planning.method import PassContext
+
+REASON_EXPIRING = "Expiring"
+
+
+def graceful_since(node: NodeInfo, ctx: PassContext) -> datetime | None:
+    """When the node's graceful expiry starts: its NodeClaim's creation + the policy's gracefulExpireAfter."""
+    claim = node.claim
+    if claim is None or claim.created is None:
+        return None
+    after = ctx.policies.graceful_after(node.pool)
+    return None if after is None else claim.created + after
+
+
+class GracefulExpiration(Drift):
+    """One node per pass past its gracefulExpireAfter and not yet expired (oldest first), within `Drifted` budget.
+    A node that is also drifted is left to Drift, which runs first and gives the truer reason."""
+
+    name = "GracefulExpiration"
+    reason = REASON_EXPIRING
+    budget_reason = L.REASON_DRIFTED
+
+    def since(self, node: NodeInfo) -> datetime | None:
+        return graceful_since(node, self.ctx)
+
+    def should_disrupt(self, c: Candidate) -> bool:
+        if c.pool.static:
+            return False
+        start = graceful_since(c.node, self.ctx)
+        if start is None or start > self.ctx.at:
+            return False
+        hard = expires_at(c.node, self.ctx)
+        if hard is not None and hard <= self.ctx.at:  # the forceful Expiration's now
+            return False
+        return drift_reason(c.node, c.pool, self._node_class(c.pool)) is None
