@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from simulator import discovery
+from simulator import discovery, fieldcheck, openapi
 from simulator.errors import ApiError, bad_request, conflict, invalid, not_found
 from simulator.faults import Faults
 from simulator.patch import deep_copy, json_patch, merge_patch, strategic_merge_patch
@@ -226,9 +226,26 @@ class ApiServer:
             if doc is None:
                 raise ApiError(404, "the server could not find the requested resource")
             return json_response(doc)
+        if p.startswith("/openapi/v3"):
+            return self._openapi(p)
         if p == "/" or p.startswith("/openapi"):
             raise ApiError(404, "the server could not find the requested resource")
         return None
+
+    @staticmethod
+    def _openapi(p: str) -> web.Response:
+        """/openapi/v3 (the index of group/versions) and /openapi/v3/api/v1, /openapi/v3/apis/<group>/<v>."""
+        if p == "/openapi/v3":
+            return json_response(openapi.root_document())
+        segs = p.split("/")[3:]
+        body = None
+        if len(segs) == 2 and segs[0] == "api":
+            body = openapi.gv_body("", segs[1])
+        elif len(segs) == 3 and segs[0] == "apis":
+            body = openapi.gv_body(segs[1], segs[2])
+        if body is None:
+            raise ApiError(404, "the server could not find the requested resource")
+        return web.Response(text=body[0], content_type=JSON_CT, headers={"Etag": f'"{body[1]}"'})
 
     # ---- /sim endpoints ----------------------------------------------------------------------------------
     async def _sim(self, request: web.Request) -> web.Response:
@@ -305,6 +322,28 @@ class ApiServer:
 
     # ---- resources ---------------------------------------------------------------------------------------
     async def _resource(self, request: web.Request, route: Route) -> web.StreamResponse:
+        warnings = await self._check_fields(request, route)
+        resp = await self._resource_verb(request, route)
+        for w in warnings:
+            resp.headers.add("Warning", '299 - "{}"'.format(w.replace("\\", "\\\\").replace('"', '\\"')))
+        return resp
+
+    async def _check_fields(self, request: web.Request, route: Route) -> list[str]:
+        """`fieldValidation=Strict` rejects a write with unknown or wrongly shaped fields; `Warn` names them."""
+        mode = request.query.get("fieldValidation")
+        ctype = (request.content_type or "").lower()
+        if mode not in ("Strict", "Warn") or request.method not in ("POST", "PUT", "PATCH") \
+                or route.sub not in (None, "status") or ctype == "application/json-patch+json":
+            return []
+        body = await self._body(request, allow_yaml=True)
+        found = fieldcheck.check(route.rt, body)
+        if found and mode == "Strict":
+            kind = route.rt.kind
+            raise bad_request(f'{kind} in version "{route.rt.version}" cannot be handled as a {kind}: '
+                              f'strict decoding error: {", ".join(found)}')
+        return found
+
+    async def _resource_verb(self, request: web.Request, route: Route) -> web.StreamResponse:
         m = request.method
         if route.name is None:
             if m == "GET":

@@ -35,10 +35,8 @@ def one(docs: tuple[dict[str, Any], ...], kind: str, name: str | None = None) ->
 
 
 def kubectl(sim: Simulator, *args: str) -> subprocess.CompletedProcess[str]:
-    # The simulator serves no OpenAPI document, so client-side schema validation is off; the server still
-    # parses every object.
-    extra = ["--validate=false"] if args[0] == "apply" else []
-    return subprocess.run([KUBECTL or "kubectl", "--kubeconfig", sim.kubeconfig_path, *args, *extra],
+    # kubectl validates fields as it would against a real cluster (the simulator serves /openapi/v3).
+    return subprocess.run([KUBECTL or "kubectl", "--kubeconfig", sim.kubeconfig_path, *args],
                           capture_output=True, text=True, timeout=60)
 
 

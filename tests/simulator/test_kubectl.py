@@ -1,8 +1,10 @@
-"""kubectl against the simulator: get, delete (Terminating under a finalizer), drain blocked by a PDB."""
+"""kubectl against the simulator: get, delete (Terminating under a finalizer), drain blocked by a PDB, apply
+with kubectl's own field validation (no `--validate=false`), explain, and Deployments it gets and scales."""
 
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import pytest
 from support.sim_objects import node, pdb, replicaset, wait_for
@@ -13,11 +15,36 @@ from simulator.server import Simulator
 KUBECTL = find_binary("kubectl", required=False)
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (scripts/setup.sh installs it)")
 WEB = {"app": "web"}
+ROOT = Path(__file__).resolve().parents[2]
+# The examples that are object manifests (the plan-*.yaml snapshots carry uids and status for `nodeflow plan`).
+MANIFESTS = ("examples/ec2nodeclass.yaml", "examples/nodepool-aks-nap.yaml",
+             "examples/nodepool-maintenance-window.yaml", "examples/seed-budgets.yaml")
+BAD_DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: typo}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: typo}}
+  template:
+    metadata: {labels: {app: typo}}
+    spec:
+      containers: [{name: app, image: app:1, imagePullPolicyy: Always}]
+"""
+BAD_NODEPOOL = """
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: typo}
+spec:
+  disruption: {consolidationPolicy: WhenEmpty, consolidateAfterr: 30s}
+  template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}, requirements: []}}
+"""
 
 
-def kubectl(sim: Simulator, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def kubectl(sim: Simulator, *args: str, timeout: float = 60, stdin: str | None = None
+            ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([KUBECTL or "kubectl", "--kubeconfig", sim.kubeconfig_path, *args], capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, input=stdin)
 
 
 @pytest.fixture
@@ -59,3 +86,34 @@ def test_drain_fails_with_the_pdb_message(cluster: Simulator) -> None:
     cordoned = kubectl(cluster, "get", "node", "n1", "-o", "jsonpath={.spec.unschedulable}")
     assert cordoned.stdout == "true"
     assert cluster.stats()["evictions"].get("429", 0) >= 2
+
+
+def test_apply_examples_with_kubectl_validation(sim: Simulator) -> None:
+    files = [a for f in MANIFESTS for a in ("-f", str(ROOT / f))]
+    out = kubectl(sim, "apply", *files)
+    assert out.returncode == 0, out.stderr
+    snapshot = kubectl(sim, "apply", "-f", str(ROOT / "examples" / "plan-drift.yaml"))
+    assert snapshot.returncode == 0, snapshot.stderr
+    pools = kubectl(sim, "apply", "-k", str(ROOT / "deploy" / "examples"))
+    assert pools.returncode == 0, pools.stderr
+    again = kubectl(sim, "apply", *files)
+    assert again.returncode == 0 and "unchanged" in again.stdout, again.stderr
+
+
+def test_kubectl_rejects_an_unknown_field(sim: Simulator) -> None:
+    for manifest, field in ((BAD_DEPLOYMENT, "spec.template.spec.containers[0].imagePullPolicyy"),
+                            (BAD_NODEPOOL, "spec.disruption.consolidateAfterr")):
+        out = kubectl(sim, "apply", "-f", "-", stdin=manifest)
+        assert out.returncode != 0
+        assert f'strict decoding error: unknown field "{field}"' in out.stderr
+    assert kubectl(sim, "get", "deploy,nodepools", "-o", "name").stdout == ""
+    warned = kubectl(sim, "apply", "--validate=warn", "-f", "-", stdin=BAD_DEPLOYMENT)
+    assert warned.returncode == 0 and "imagePullPolicyy" in warned.stderr
+
+
+def test_explain_reads_the_served_schemas(sim: Simulator) -> None:
+    out = kubectl(sim, "explain", "nodepool.spec.disruption")
+    assert out.returncode == 0, out.stderr
+    assert "consolidationPolicy" in out.stdout and "karpenter.sh" in out.stdout
+    core = kubectl(sim, "explain", "deployment.spec")
+    assert core.returncode == 0 and "replicas" in core.stdout
