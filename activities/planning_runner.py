@@ -412,6 +412,9 @@ class PlanningActivities:
                 out.expirations += cmd.nodes
             else:
                 out.commands.append(cmd)
+        from activities.rollout import divert_drift  # here: it plans through this module
+
+        out.commands, out.policies, out.rollouts = divert_drift(read, out.commands)
         _take_repairs(result, index, excluded, out)
         _take_static(result, index, excluded, out)
         for b in result.blocked:

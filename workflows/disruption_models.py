@@ -10,7 +10,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.policy_controls import PolicyControls
+from workflows.policy_controls import PolicyControls, RolloutStart
 
 
 class _Model(BaseModel):
@@ -137,6 +137,8 @@ class PlanPassResult(_Model):
     nodes: int = 0
     skipped: PassSkipped | None = None  # set when the pass planned nothing because its cluster view was stale
     skipped_detail: str = ""  # the kind concerned and its last error
+    policies: dict[str, PolicyControls] = Field(default_factory=dict)  # pool -> its disruptions' hooks, escalation
+    rollouts: list[RolloutStart] = Field(default_factory=list)  # pools whose drift goes in waves (DriftRolloutWorkflow)
 
 
 class PlannerResult(_Model):
@@ -147,6 +149,7 @@ class PlannerResult(_Model):
     repairs_blocked: list[str] = Field(default_factory=list)
     static_provisioning: list[str] = Field(default_factory=list)  # ProvisioningWorkflow ids of static scale-ups
     static_terminations: list[str] = Field(default_factory=list)  # TerminationWorkflow ids of static scale-downs
+    rollouts: list[str] = Field(default_factory=list)  # DriftRolloutWorkflow ids started by this pass
     blocked: int = 0
     paused_node_pools: list[str] = Field(default_factory=list)
     replans: int = 0  # passes planned again at once after a command

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
@@ -30,11 +30,15 @@ with workflow.unsafe.imports_passed_through():
         PlanPassResult,
         TerminationsInput,
     )
+    from workflows.policy_controls import PolicyControls
+    from workflows.policy_models import RolloutInput
     from workflows.provisioning import ProvisioningWorkflow
     from workflows.provisioning_models import ProvisioningInput, ProvisioningSettings
     from workflows.retries import READ_LIMIT, READ_RETRY
+    from workflows.rollout import DriftRolloutWorkflow
 
 REPAIR_PATCH = "node-repair"  # passes recorded before node repair never start repairs
+ROLLOUT_PATCH = "drift-rollouts"  # passes recorded before DisruptionPolicy drift waves never start rollouts
 STATIC_PATCH = "static-capacity"  # passes recorded before static NodePools never scale them
 REPLAN_PATCH = "replan-after-command"  # passes recorded before it plan once per run
 REPLANNED_METHODS = frozenset({"Drift", "StaticDrift", "Emptiness"})  # see PlannerWorkflow._replan
@@ -51,9 +55,10 @@ class PlannerWorkflow:
         out = PlannerResult(blocked=len(plan.blocked), paused_node_pools=plan.paused_node_pools,
                             repairs_blocked=plan.repairs_blocked)
         task_queue = workflow.info().task_queue
+        started = await self._start_commands(plan.commands, s, out, plan.policies)
 
-        started = await self._start_commands(plan.commands, s, out)
-
+        if plan.rollouts and workflow.patched(ROLLOUT_PATCH):
+            await _rollouts(plan, s, out)
         if plan.expirations:
             out.terminations = await _terminate(TerminationsInput(nodes=plan.expirations, reason="Expired",
                                                                   task_queue=task_queue,
@@ -69,13 +74,14 @@ class PlannerWorkflow:
         return out
 
     async def _start_commands(self, commands: list[DisruptionCommand], s: DisruptionSettings,
-                              out: PlannerResult) -> list[DisruptionCommand]:
+                              out: PlannerResult, policies: dict[str, PolicyControls]) -> list[DisruptionCommand]:
         """One DisruptionWorkflow per command, abandoned (it outlives the pass); returns the ones started now."""
         started: list[DisruptionCommand] = []
         for cmd in commands:
             try:
                 await workflow.start_child_workflow(
-                    DisruptionWorkflow.run, DisruptionInput(command=cmd, settings=s),
+                    DisruptionWorkflow.run, DisruptionInput(command=cmd, settings=s,
+                                                            policy=policies.get(cmd.node_pool)),
                     id=cmd.workflow_id, task_queue=workflow.info().task_queue,
                     parent_close_policy=workflow.ParentClosePolicy.ABANDON,
                     memo={MEMO_NODES: [n.name for n in cmd.nodes], MEMO_METHOD: cmd.method},
@@ -101,7 +107,7 @@ class PlannerWorkflow:
             if plan.skipped is not None:
                 return
             out.blocked = len(plan.blocked)
-            started = await self._start_commands(plan.commands, inp.settings, out)
+            started = await self._start_commands(plan.commands, inp.settings, out, plan.policies)
             exclude |= {n.uid for c in started for n in c.nodes}
             out.replans += 1
 
@@ -111,7 +117,6 @@ class PlannerWorkflow:
                                                         exclude_uids=exclude_uids),
             start_to_close_timeout=timedelta(minutes=5), schedule_to_close_timeout=READ_LIMIT,
             heartbeat_timeout=timedelta(seconds=30), retry_policy=READ_RETRY, summary=summary)
-
 
     async def _static_capacity(self, plan: PlanPassResult, s: DisruptionSettings, out: PlannerResult) -> None:
         """Static NodePools (docs/semantics.md §14): below their replicas, one ProvisioningWorkflow per pool (its id is
@@ -130,6 +135,21 @@ class PlannerWorkflow:
             out.static_terminations = await _terminate(TerminationsInput(
                 nodes=plan.static_removals, reason=STATIC_REASON, task_queue=task_queue,
                 requested_by=workflow.info().workflow_id), "static NodePool scale-down")
+
+
+async def _rollouts(plan: PlanPassResult, s: DisruptionSettings, out: PlannerResult) -> None:
+    """One DriftRolloutWorkflow per pool and drift generation (docs/semantics.md §15.2): while it runs (or was
+    aborted or finished) a later pass starts nothing; only a failed one may start again."""
+    for start in plan.rollouts:
+        try:
+            await workflow.start_child_workflow(
+                DriftRolloutWorkflow.run, RolloutInput(start=start, settings=s), id=start.workflow_id,
+                task_queue=workflow.info().task_queue, parent_close_policy=workflow.ParentClosePolicy.ABANDON,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+                static_summary=f"drift rollout of NodePool {start.node_pool} in waves {start.waves.waves}"[:200])
+            out.rollouts.append(start.workflow_id)
+        except WorkflowAlreadyStartedError:
+            pass  # running, finished or aborted: this generation's rollout is in hand
 
 
 async def _terminate(inp: TerminationsInput, summary: str | None = None) -> list[str]:

@@ -4,9 +4,12 @@ stays decodable by workers of the previous release whatever the resource's shape
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+ROLLOUT_PREFIX = "rollout-"
 
 
 class _Model(BaseModel):
@@ -74,3 +77,20 @@ def controls_of(policy: Any) -> PolicyControls | None:
     return out
 
 
+def rollout_id(node_pool: str, generation: str) -> str:
+    """One rollout per NodePool and drift generation (the pool's template hash): a new template, a new rollout."""
+    digest = hashlib.sha256(generation.encode()).hexdigest()[:10]
+    return f"{ROLLOUT_PREFIX}{node_pool}-{digest}"
+
+
+class RolloutStart(_Model):
+    """From a planner pass: this pool has drifted nodes and its policy rolls drift out in waves."""
+
+    node_pool: str
+    generation: str
+    waves: WavesSpec
+    controls: PolicyControls | None = None
+
+    @property
+    def workflow_id(self) -> str:
+        return rollout_id(self.node_pool, self.generation)

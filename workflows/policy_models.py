@@ -6,7 +6,6 @@ inputs stay decodable whatever the resource's shape grows into; `waves_of` conve
 
 from __future__ import annotations
 
-import hashlib
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -14,9 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from workflows.disruption_models import DisruptionCommand, DisruptionSettings
-from workflows.policy_controls import PolicyControls, WavesSpec, _seconds
-
-ROLLOUT_PREFIX = "rollout-"
+from workflows.policy_controls import RolloutStart, WavesSpec, _seconds
 
 
 class _Model(BaseModel):
@@ -41,25 +38,6 @@ def wave_targets(waves: list[int | str], drifted: int) -> list[int]:
 
 
 # ---- drift rollout ------------------------------------------------------------------------------------------
-
-def rollout_id(node_pool: str, generation: str) -> str:
-    """One rollout per NodePool and drift generation (the pool's template hash): a new template, a new rollout."""
-    digest = hashlib.sha256(generation.encode()).hexdigest()[:10]
-    return f"{ROLLOUT_PREFIX}{node_pool}-{digest}"
-
-
-class RolloutStart(_Model):
-    """From a planner pass: this pool has drifted nodes and its policy rolls drift out in waves."""
-
-    node_pool: str
-    generation: str
-    waves: WavesSpec
-    controls: PolicyControls | None = None
-
-    @property
-    def workflow_id(self) -> str:
-        return rollout_id(self.node_pool, self.generation)
-
 
 class RolloutInput(_Model):
     start: RolloutStart
