@@ -26,6 +26,7 @@ from api.cron import CronError, CronSchedule, load_zone, parse_schedule
 from api.duration import check_duration, matches_pattern, parse_duration
 from api.nodeclaim import INITIALIZED, INSTANCE_TERMINATING, NodeClaim
 from api.nodepool import Budget, NodePool
+from api.suggest import did_you_mean
 
 MAX_INT32 = 2**31 - 1
 NODES_PATTERN = r"^((100|[0-9]{1,2})%|[0-9]+)$"
@@ -47,7 +48,7 @@ def budget_problems(budget: Budget) -> list[str]:
             problems.append(f"'reasons' has {len(budget.reasons)} items, at most 50 allowed")
         for r in budget.reasons:
             if r not in REASONS:
-                problems.append(f"'reasons' value {r!r} is not one of {', '.join(REASONS)}")
+                problems.append(f"'reasons' value {r!r} is not one of {', '.join(REASONS)}{did_you_mean(r, REASONS)}")
         if len(set(budget.reasons)) != len(budget.reasons):
             problems.append("'reasons' must not repeat a value (it is a set)")
     if (budget.schedule is None) != (budget.duration is None):

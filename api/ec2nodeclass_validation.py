@@ -147,7 +147,7 @@ def _check_ami_terms(p: _Problems, spec: dict[str, Any]) -> None:
         p.add(path, "'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms")
     family = spec.get("amiFamily")
     if family is not None and family not in AMI_FAMILIES:
-        p.add("spec.amiFamily", f"{family!r} is not one of {', '.join(AMI_FAMILIES)}")
+        p.not_one_of("spec.amiFamily", family, AMI_FAMILIES)
     alias_family = None
     for i, term in aliases:
         alias_family = _check_alias(p, f"{path}[{i}].alias", term.get("alias")) or alias_family
@@ -189,7 +189,7 @@ def _check_metadata_options(p: _Problems, obj: Any) -> None:
     for field, allowed in (("httpEndpoint", ENABLED_DISABLED), ("httpProtocolIPv6", ENABLED_DISABLED),
                            ("httpTokens", HTTP_TOKENS)):
         if m.get(field) is not None and m[field] not in allowed:
-            p.add(f"{path}.{field}", f"{m[field]!r} is not one of {', '.join(allowed)}")
+            p.not_one_of(f"{path}.{field}", m[field], allowed)
     hop = m.get("httpPutResponseHopLimit")
     if hop is not None and (not _is_int(hop) or not HOP_LIMIT_RANGE[0] <= hop <= HOP_LIMIT_RANGE[1]):
         low, high = HOP_LIMIT_RANGE
@@ -207,7 +207,7 @@ def _check_ebs(p: _Problems, path: str, obj: Any) -> None:
         p.add(f"{path}.volumeSize", f"{size!r} is not a volume size (1-64000G, 1-59000Gi, 1-64T or 1-58Ti)")
     vtype = ebs.get("volumeType")
     if vtype is not None and vtype not in VOLUME_TYPES:
-        p.add(f"{path}.volumeType", f"{vtype!r} is not one of {', '.join(VOLUME_TYPES)}")
+        p.not_one_of(f"{path}.volumeType", vtype, VOLUME_TYPES)
     for field in ("iops", "throughput"):
         if ebs.get(field) is not None and not _is_int(ebs[field]):
             p.add(f"{path}.{field}", f"must be an integer, got {type(ebs[field]).__name__}")
@@ -280,7 +280,7 @@ def _check_scalars(p: _Problems, spec: dict[str, Any]) -> None:
             p.add(f"spec.{field}", f"must be a boolean, got {type(spec[field]).__name__}")
     policy = spec.get("instanceStorePolicy")
     if policy is not None and policy not in INSTANCE_STORE_POLICIES:
-        p.add("spec.instanceStorePolicy", f"{policy!r} is not one of {', '.join(INSTANCE_STORE_POLICIES)}")
+        p.not_one_of("spec.instanceStorePolicy", policy, INSTANCE_STORE_POLICIES)
 
 
 def validate_ec2nodeclass(obj: Any) -> list[str]:

@@ -21,6 +21,7 @@ from api.nodepool import (
     Budget,
     move_deprecated_fields,
 )
+from api.suggest import did_you_mean
 
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -85,7 +86,11 @@ class _Problems:
     def unknown(self, path: str, obj: dict[str, Any], allowed: set[str]) -> None:
         for key in obj:
             if key not in allowed:
-                self.add(f"{path}.{key}" if path else str(key), "unknown field")
+                self.add(f"{path}.{key}" if path else str(key), "unknown field" + did_you_mean(key, allowed))
+
+    def not_one_of(self, path: str, value: object, allowed: tuple[str, ...] | list[str], hint: str = "") -> None:
+        """An enum value outside `allowed`, with the closest allowed value when it looks like a typo."""
+        self.add(path, f"{value!r} is not one of {', '.join(allowed)}{hint}{did_you_mean(value, allowed)}")
 
     def section(self, path: str, obj: Any, allowed: set[str]) -> dict[str, Any] | None:
         """An optional object whose keys must be among `allowed`: the object, or None when absent or invalid."""
@@ -184,7 +189,7 @@ def _check_requirements(p: _Problems, path: str, obj: Any, required: bool) -> No
                 p.add(f"{rpath}.key", problem)
         op = p.string(f"{rpath}.operator", r.get("operator"), required=True)
         if op is not None and op not in OPERATORS:
-            p.add(f"{rpath}.operator", f"{op!r} is not one of {', '.join(OPERATORS)}")
+            p.not_one_of(f"{rpath}.operator", op, OPERATORS)
         values = r.get("values")
         vals = p.listing(f"{rpath}.values", values)
         for j, v in enumerate(vals):
@@ -224,7 +229,7 @@ def _check_taints(p: _Problems, path: str, obj: Any) -> None:
             p.add(f"{tpath}.value", problem)
         effect = p.string(f"{tpath}.effect", taint.get("effect"), required=True)
         if effect is not None and effect not in TAINT_EFFECTS:
-            p.add(f"{tpath}.effect", f"{effect!r} is not one of {', '.join(TAINT_EFFECTS)}")
+            p.not_one_of(f"{tpath}.effect", effect, TAINT_EFFECTS)
 
 
 def _check_node_class_ref(p: _Problems, path: str, obj: Any) -> None:
@@ -293,7 +298,7 @@ def _check_disruption(p: _Problems, path: str, obj: Any) -> None:
     policy = d.get("consolidationPolicy")
     if policy is not None and policy not in CONSOLIDATION_POLICIES:
         hint = " (Balanced exists only in Karpenter after v1.9.1)" if policy == "Balanced" else ""
-        p.add(f"{path}.consolidationPolicy", f"{policy!r} is not one of {', '.join(CONSOLIDATION_POLICIES)}{hint}")
+        p.not_one_of(f"{path}.consolidationPolicy", policy, CONSOLIDATION_POLICIES, hint)
     _check_duration_field(p, f"{path}.consolidateAfter", "consolidateAfter", d.get("consolidateAfter"))
     for i, budget in enumerate(p.listing(f"{path}.budgets", d.get("budgets"), MAX_BUDGETS)):
         _check_budget(p, f"{path}.budgets[{i}]", budget)

@@ -6,13 +6,20 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from starter.output import CliError
 from starter.snapshot_source import require_pools_or_nodes
 
 # besides NodePools and Nodes, the kinds a file may hold alone for `validate` (manifests, not a snapshot)
-VALIDATED_KINDS = ("NodeClaim", "EC2NodeClass", "InstanceTypeCatalog")
+VALIDATED_KINDS = ("NodeClaim", "EC2NodeClass", "InstanceTypeCatalog", "DisruptionPolicy")
+# the kinds of the API groups whose misspelt kinds validate points out (other groups' kinds are not known here)
+KINDS_BY_GROUP: dict[str, tuple[str, ...]] = {
+    "karpenter.sh": ("NodePool", "NodeClaim", "NodeOverlay"),
+    "karpenter.k8s.aws": ("EC2NodeClass",),
+    "nodeflow.dev": ("InstanceTypeCatalog", "DisruptionPolicy"),
+}
 
 
 def register(subparsers: Any) -> None:
@@ -25,6 +32,17 @@ def register(subparsers: Any) -> None:
     p.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
                    help="YAML/JSON file (a stream or a kind: List); repeatable; '-' reads standard input")
     p.set_defaults(func=run)
+
+
+def kind_problem(kind: str, api_version: str) -> str | None:
+    """A kind the API group of Karpenter or nodeflow does not have (e.g. `NodePools`), with the closest one."""
+    from api.suggest import did_you_mean
+
+    group = api_version.split("/", 1)[0] if "/" in api_version else ""
+    kinds = KINDS_BY_GROUP.get(group)
+    if kinds is None or kind in kinds:
+        return None
+    return f"kind: {kind!r} is not a kind of {group} ({', '.join(kinds)}){did_you_mean(kind, kinds)}"
 
 
 def problems_of(obj: Any) -> tuple[list[str], list[str]]:
@@ -44,11 +62,17 @@ def problems_of(obj: Any) -> tuple[list[str], list[str]]:
         return validate_nodeclaim(obj), []
     if kind == "EC2NodeClass":
         return validate_ec2nodeclass(obj), []
+    if kind == "DisruptionPolicy":
+        from api.disruption_policy_validation import validate_disruption_policy
+
+        return validate_disruption_policy(obj), []
     problems = []
     if not isinstance(kind, str) or not kind:
         problems.append("kind: required field is missing")
     if not isinstance(obj.get("apiVersion"), str) or not obj.get("apiVersion"):
         problems.append("apiVersion: required field is missing")
+    elif isinstance(kind, str) and kind and (problem := kind_problem(kind, obj["apiVersion"])):
+        problems.append(problem)
     if kind == CATALOG_KIND:
         try:
             InstanceTypeCatalog.model_validate(obj)
@@ -61,10 +85,16 @@ def problems_of(obj: Any) -> tuple[list[str], list[str]]:
     return problems, []
 
 
+def _kinds(objects: Iterable[Any]) -> Counter[str]:
+    return Counter(o["kind"] if isinstance(o, dict) and isinstance(o.get("kind"), str) and o["kind"]
+                   else "object with no kind" for o in objects)
+
+
 def run(args: argparse.Namespace) -> int:
     from api.snapshot import SnapshotError, located_objects, location, read_text
 
     total_problems = 0
+    located: list[tuple[str, Any]] = []  # every object of every file, for the checks across documents
     for path in args.filename:
         count = 0
         try:
@@ -77,14 +107,14 @@ def run(args: argparse.Namespace) -> int:
         if not objects:
             raise CliError(f"{path}: no objects found")
         try:
-            require_pools_or_nodes(Counter(str(o.get("kind")) for _, _, o in objects if isinstance(o, dict)),
-                                   str(path), also=VALIDATED_KINDS)
-        except CliError as exc:
-            print(f"error: {exc}")
+            require_pools_or_nodes(_kinds(o for _, _, o in objects), str(path), also=VALIDATED_KINDS)
+        except CliError as exc:  # a problem line like the others: `FILE: ...`
+            print(exc)
             total_problems += 1
         for doc, item, obj in objects:
             count += 1
             where = location(str(path), doc, item, obj)
+            located.append((where, obj))
             problems, warnings = problems_of(obj)
             for w in warnings:
                 print(f"warning: {where}: {w}", file=sys.stderr)
@@ -92,8 +122,19 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{where}: {problem}")
             total_problems += len(problems)
         print(f"{path}: {count} object(s) checked", file=sys.stderr)
+    total_problems += _print_set_problems(located)
     if total_problems:
         print(f"{total_problems} problem(s) found", file=sys.stderr)
         return 1
     print("valid")
     return 0
+
+
+def _print_set_problems(located: list[tuple[str, Any]]) -> int:
+    """DisruptionPolicies that conflict on one NodePool (both named) or outlast its expireAfter."""
+    from starter.validate_policies import policy_set_lines
+
+    lines = policy_set_lines(located)
+    for line in lines:
+        print(line)
+    return len(lines)
