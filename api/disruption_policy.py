@@ -70,10 +70,12 @@ def _to_timedelta(value: str | None) -> timedelta | None:
     return None if value is None else parse_duration(value)
 
 
-def _decimal(value: str | None) -> str | None:
+def _decimal(value: Any) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or re.fullmatch(DECIMAL_PATTERN, value) is None:
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} must be a quoted decimal string like \"0.05\" (money is never a float)")
+    if re.fullmatch(DECIMAL_PATTERN, value) is None:
         raise ValueError(f"{value!r} is not a decimal amount like \"0.05\" (pattern {DECIMAL_PATTERN})")
     return value
 
@@ -134,13 +136,13 @@ class ExpirationPolicy(_PolicyModel):
         return _to_timedelta(self.graceful_expire_after)
 
 
-Wave = int | str
+Wave = int | str  # a node count, or a percentage string ("10%")
 
 
 class DriftPolicy(_PolicyModel):
     """Drift rolled out in waves: cumulative targets of the pool's drifted nodes, a bake between waves."""
 
-    waves: list[Wave] | None = Field(default=None, min_length=1, max_length=20)
+    waves: list[Any] | None = Field(default=None, min_length=1, max_length=20)
     bake_time: str | None = None
     max_failed_replacements: int | None = Field(default=None, ge=0)
     health_timeout: str | None = None
@@ -152,9 +154,9 @@ class DriftPolicy(_PolicyModel):
 
     @field_validator("waves")
     @classmethod
-    def _waves(cls, waves: list[Wave] | None) -> list[Wave] | None:
+    def _waves(cls, waves: list[Any] | None) -> list[Wave] | None:
         for i, w in enumerate(waves or ()):
-            if isinstance(w, bool) or (isinstance(w, int) and w < 1):
+            if isinstance(w, bool) or not isinstance(w, (int, str)) or (isinstance(w, int) and w < 1):
                 raise ValueError(f"waves[{i}]: {w!r} must be a node count >= 1 or a percentage like \"10%\"")
             if isinstance(w, str) and re.fullmatch(WAVE_PERCENT_PATTERN, w) is None:
                 raise ValueError(f"waves[{i}]: {w!r} must be a percentage 1%-100% (pattern {WAVE_PERCENT_PATTERN})")
@@ -255,15 +257,13 @@ class EscalationPolicy(_PolicyModel):
 class ConsolidationPolicy(_PolicyModel):
     """Consolidate only when the savings justify the evictions (docs/semantics.md §15.3)."""
 
-    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
-
     min_savings_per_hour: str | None = None
     min_savings_percent: float | None = Field(default=None, ge=0, le=100)
     per_pod_disruption_cost: str | None = None
 
-    @field_validator("min_savings_per_hour", "per_pod_disruption_cost")
+    @field_validator("min_savings_per_hour", "per_pod_disruption_cost", mode="before")
     @classmethod
-    def _decimals(cls, v: str | None) -> str | None:
+    def _decimals(cls, v: Any) -> str | None:
         return _decimal(v)
 
     @property

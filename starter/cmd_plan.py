@@ -86,6 +86,8 @@ def handle(args: argparse.Namespace) -> int:
     data["repairs"] = [r.to_public() for r in result.repairs]  # node repair (docs/contracts.md §3.1)
     data["repairsBlocked"] = [b.to_public() for b in result.repairs_blocked]
     data["staticNodePools"] = result.static_public()  # static NodePools and StaticDrift (docs/contracts.md §3.1)
+    data["disruptionPolicies"] = [p.to_public() for p in result.policy_pools]  # DisruptionPolicy (§3.1)
+    data["skippedMoves"] = [m.model_dump(mode="json", by_alias=True) for m in result.skipped]
     print_output(data, args.output, table=lambda d: render_plan(d, unservable))
     return 0
 
@@ -144,12 +146,30 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
         out.append(render_table(["NODEPOOL", "REASON"],
                                 [[p["nodePool"], p["reason"]] for p in data["nodePoolsBlocked"]]).rstrip())
     out.append("")
+    out += _render_policies(data.get("disruptionPolicies") or [], data.get("skippedMoves") or [])
     out += _render_repairs(data.get("repairs") or [], data.get("repairsBlocked") or [])
     out += _render_static(data.get("staticNodePools") or [])
     out += _render_provisioning(data.get("provisioning") or [], unservable)
     final = data["final"]
     out.append(f"FINAL: {final['nodes']} nodes, ${final['costPerHour']:.4f}/h after {final['passes']} pass(es)")
     return "\n".join(out) + "\n"
+
+
+def _render_policies(pools: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> list[str]:
+    """Each NodePool's DisruptionPolicy and its calendar hold or conflict; the consolidation moves not worth it."""
+    out: list[str] = []
+    if pools:
+        out.append(f"DISRUPTION POLICIES ({len(pools)})")
+        out.append(render_table(["NODEPOOL", "POLICY", "NOW"],
+                                [[p["nodePool"], p["policy"] or "-", p["conflict"] or p["held"] or "may disrupt"]
+                                 for p in pools]).rstrip())
+        out.append("")
+    if skipped:
+        out.append(f"SKIPPED MOVES ({len(skipped)})")
+        out += [f"{m['method']} (nodepool {m['nodePool']}): {', '.join(m['nodes'])}, {m['pods']} pod(s): {m['reason']}"
+                for m in skipped]
+        out.append("")
+    return out
 
 
 def _render_repairs(repairs: list[dict[str, Any]], held: list[dict[str, Any]]) -> list[str]:

@@ -63,11 +63,11 @@ def test_full_shape_reads_and_round_trips():
     assert p.to_dict() == data
 
 
-def test_yaml_dates_and_numbers_are_accepted():
-    p = _policy("p", nodePools=["a"], consolidation={"minSavingsPerHour": 0.05},
-                calendar={"exclusions": [{"from": date(2026, 12, 24)}]})
-    assert p.spec.consolidation.min_per_hour == Decimal("0.05")
+def test_yaml_dates_are_accepted_but_money_must_be_a_string():
+    p = _policy("p", nodePools=["a"], calendar={"exclusions": [{"from": date(2026, 12, 24)}]})
     assert p.spec.calendar.exclusions[0].last == date(2026, 12, 24)
+    with pytest.raises(ValidationError, match="quoted decimal string"):
+        _policy("p", nodePools=["a"], consolidation={"minSavingsPerHour": 0.05})
 
 
 @pytest.mark.parametrize(("spec", "where"), [
@@ -75,7 +75,9 @@ def test_yaml_dates_and_numbers_are_accepted():
     ({"nodePools": ["a"], "nodePoolSelector": {}}, "spec"),
     ({"nodePools": ["a"], "drift": {"waves": [0]}}, "spec.drift.waves"),
     ({"nodePools": ["a"], "drift": {"waves": ["150%"]}}, "spec.drift.waves"),
+    ({"nodePools": ["a"], "drift": {"waves": [1.5]}}, "spec.drift.waves"),
     ({"nodePools": ["a"], "drift": {"bakeTime": "soon"}}, "spec.drift.bakeTime"),
+    ({"nodePools": ["a"], "drift": {"healthTimeout": "0s"}}, "spec.drift.healthTimeout"),
     ({"nodePools": ["a"], "hooks": {"preDisruption": {"url": "http://x", "ack": "Maybe"}}},
      "spec.hooks.preDisruption.ack"),
     ({"nodePools": ["a"], "hooks": {"preDisruption": {"url": "http://x", "onTimeout": "Later"}}},
