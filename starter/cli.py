@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "starter.cmd_validate",
     "starter.cmd_budgets",
     "starter.cmd_sim",
+    "starter.cmd_rollout",  # rollout status|resume|abort, approve
 )
 
 

@@ -20,6 +20,7 @@ from temporalio.exceptions import ApplicationError, ChildWorkflowError, Workflow
 with workflow.unsafe.imports_passed_through():
     from activities.planning_runner import MEMO_NODES
     from activities.rollout import RolloutActivities
+    from workflows import search_attributes as sa
     from workflows.disruption import DisruptionWorkflow
     from workflows.disruption_models import DisruptionCommand, DisruptionInput, DisruptionPhase, DisruptionResult
     from workflows.policy_models import (
@@ -96,6 +97,7 @@ class DriftRolloutWorkflow:
     async def run(self, inp: RolloutInput) -> RolloutResult:
         st = self._status
         st.node_pool, st.generation = inp.start.node_pool, inp.start.generation
+        self._upsert_phase(RolloutPhase.STARTING, first=True)
         try:
             first = await self._plan(inp, 0)
             st.targets = wave_targets(inp.start.waves.waves, first.drifted)
@@ -214,12 +216,14 @@ class DriftRolloutWorkflow:
 
     async def _halt(self, cause: HaltCause, why: str) -> None:
         st = self._status
-        st.phase, st.halted, st.halt_reason = RolloutPhase.HALTED, cause, why
+        self._upsert_phase(RolloutPhase.HALTED)
+        st.halted, st.halt_reason = cause, why
         workflow.logger.warning("rollout of %s halted: %s", st.node_pool, why)
         self._resume = None
         await workflow.wait_condition(lambda: self._resume is not None or self._abort is not None)
         self._check_abort()
-        st.phase, st.halted, st.halt_reason, st.failed_replacements = RolloutPhase.ROLLING, None, "", 0
+        self._upsert_phase(RolloutPhase.ROLLING)
+        st.halted, st.halt_reason, st.failed_replacements = None, "", 0
         st.message = f"resumed: {self._resume}"
         self._workloads = []
 
@@ -245,13 +249,22 @@ class DriftRolloutWorkflow:
             start_to_close_timeout=PLAN_TIMEOUT, heartbeat_timeout=timedelta(seconds=30), retry_policy=STEP_RETRY,
             summary=f"plan wave {self._status.wave} of {inp.start.node_pool}")
 
+    def _upsert_phase(self, phase: RolloutPhase, first: bool = False) -> None:
+        """NodeflowPhase (and, once, NodeflowNodePool): `nodeflow rollout` finds a pool's rollout by them."""
+        self._status.phase = phase
+        pairs = [sa.PHASE.value_set(phase.value)]
+        if first:
+            pairs.append(sa.NODE_POOL.value_set(self._status.node_pool))
+        workflow.upsert_search_attributes(pairs)
+
     def _check_abort(self) -> None:
         if self._abort is not None:
             raise _Aborted()
 
     async def _end(self, phase: RolloutPhase, message: str) -> RolloutResult:
         st = self._status
-        st.phase, st.message, st.bake_until = phase, message, None
+        self._upsert_phase(phase)
+        st.message, st.bake_until = message, None
         await workflow.wait_condition(workflow.all_handlers_finished)
         return RolloutResult(phase=phase, disrupted=st.disrupted, message=message)
 
