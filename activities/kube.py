@@ -2,7 +2,8 @@
 
 The drain is one long heartbeating activity: eviction retries (429/500, backoff 100 ms doubling to 10 s)
 happen here and cost no workflow history; the workflow only hears when the node is drained, when its
-`return_by` instant arrives (a deadline step), or (by signal) when the set of blocking PDBs changes.
+`return_by` instant arrives (a deadline step), or (by signal) when the blocking pods or the count of pods left
+change.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ T = TypeVar("T")
 
 BACKOFF_START = 0.1
 BACKOFF_MAX = 10.0
+PROGRESS_EVERY = 5.0  # seconds: a changed count of pods left is signalled at most this often (history stays small)
 
 
 @dataclass
@@ -66,6 +68,8 @@ class _DrainRun:
     pdb_cache: dict[str, list[Obj]] = field(default_factory=dict)
     reported: set[tuple[str, str]] = field(default_factory=set)
     last_blocking: frozenset[tuple[str, str | None]] = frozenset()
+    last_left: int | None = None  # pods left at the last signal
+    signalled_at: float = field(default_factory=time.monotonic)  # last signal (or the activity's start)
     evicted: int = 0
     poll: float = 0.0
 
@@ -79,8 +83,9 @@ class KubeActivities:
     """Activities over one KubeClient; blocking calls go to a private thread pool."""
 
     def __init__(self, kube: KubeClient, max_threads: int = 32, poll_min: float = 0.2, poll_max: float = 2.0,
-                 volume_poll: float = 1.0) -> None:
+                 volume_poll: float = 1.0, progress_every: float = PROGRESS_EVERY) -> None:
         self.kube = kube
+        self.progress_every = progress_every
         self._pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="kube")
         self.poll_min = poll_min
         self.poll_max = poll_max
@@ -229,13 +234,17 @@ class KubeActivities:
                        events.failed_draining(code == 429, key, st.pdb), "Warning")
 
     async def _report_round(self, inp: DrainInput, waiting: list[Obj], run: _DrainRun) -> list[PodState]:
-        """Heartbeat the round; signal the workflow only when the set of blocked pods (and PDBs) changed."""
+        """Heartbeat the round; signal the workflow when the blocked pods (and PDBs) changed, or when the number of
+        pods left changed and `progress_every` passed since the last signal: `nodeflow status` is never stale for
+        long, a drain done within it sends nothing, and a steady blocked drain sends nothing either."""
         pod_states = [self._pod_progress(p, run.states) for p in waiting]
         blocking = frozenset((p.key, p.blocking_pdb) for p in pod_states if p.status in ("Blocked", "DoNotDisrupt"))
         activity.heartbeat({"pods_left": len(waiting), "evicted": run.evicted,
                             "blocking": sorted({b or "do-not-disrupt" for _, b in blocking})})
-        if blocking != run.last_blocking:
-            run.last_blocking = blocking
+        mono = time.monotonic()
+        recount = len(pod_states) != run.last_left and mono - run.signalled_at >= self.progress_every
+        if blocking != run.last_blocking or recount:
+            run.last_blocking, run.last_left, run.signalled_at = blocking, len(pod_states), mono
             await self._signal_progress(inp, pod_states)
         return pod_states
 

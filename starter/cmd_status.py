@@ -1,4 +1,5 @@
-"""`nodeflow status [NODE]`: in-flight terminations with phase, pods left, blocking PDB, age and deadline."""
+"""`nodeflow status [NODE]`: in-flight terminations with phase, pods left, what blocks them (PDBs and
+do-not-disrupt pods), age and deadline."""
 
 from __future__ import annotations
 
@@ -15,17 +16,37 @@ def register(subparsers: Any) -> None:
                               description="List running TerminationWorkflows (or one node's) with their progress.")
     p.add_argument("node", nargs="?", help="only this node")
     p.add_argument("--all", action="store_true", help="include finished terminations")
+    from starter.status_watch import add_watch_flags
     from starter.temporal_flags import add_temporal_flags
 
     add_temporal_flags(p)
     add_output_flag(p)
+    add_watch_flags(p)
     p.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
+    if args.watch:
+        from starter.status_watch import watch
+
+        return watch(args)
     rows = asyncio.run(collect(args))
     print_output(rows, args.output, table=table)
+    if args.node and not rows:
+        _say_if_in_cluster(args)
     return 0
+
+
+def _say_if_in_cluster(args: argparse.Namespace) -> None:
+    """No termination for NODE: say whether the cluster (the resolved kubeconfig's) still has it."""
+    import sys
+
+    from starter.kubeconfig import resolve
+    from starter.temporal import node_uid_from_cluster
+
+    if node_uid_from_cluster(resolve(args.kubeconfig), args.node, args.context) is not None:
+        print(f"node {args.node} is in the cluster and not being terminated; "
+              f"`kubectl delete node {args.node} --wait=false` starts its termination", file=sys.stderr)
 
 
 def _age(since: datetime | None, now: datetime) -> str | None:
@@ -57,14 +78,14 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "phase": attrs.get(sa.PHASE), "status": wf.status.name if wf.status else None,
                 "workflowId": wf.id, "startedAt": wf.start_time.isoformat() if wf.start_time else None,
                 "age": _age(wf.start_time, now), "deadline": None, "podsLeft": None, "blockingPDBs": [],
-                "pods": [],
+                "blocking": [], "pods": [],
             }
             if wf.status is not None and wf.status.name == "RUNNING":
                 handle = client.get_workflow_handle_for(TerminationWorkflow.run, wf.id, run_id=wf.run_id)
                 try:
                     p = await asyncio.wait_for(handle.query(TerminationWorkflow.progress), timeout=5)
                     row.update(phase=p.phase.value, deadline=p.deadline.isoformat() if p.deadline else None,
-                               podsLeft=len(p.pods), blockingPDBs=p.blocking_pdbs, forced=p.forced,
+                               podsLeft=len(p.pods), blockingPDBs=p.blocking_pdbs, blocking=p.blocking, forced=p.forced,
                                pods=[{"pod": q.key, "tier": q.tier.value, "status": q.status,
                                       "blockingPDB": q.blocking_pdb} for q in p.pods])
                 except Exception as exc:  # no worker answering: the search attributes still tell the phase
@@ -82,7 +103,7 @@ def table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "No terminations in flight."
     return render_table(
-        ["NODE", "NODEPOOL", "REASON", "PHASE", "PODS LEFT", "BLOCKING PDB", "AGE", "DEADLINE"],
-        [[r["node"], r["nodePool"], r["reason"], r["phase"], r["podsLeft"], ",".join(r["blockingPDBs"]) or None,
+        ["NODE", "NODEPOOL", "REASON", "PHASE", "PODS LEFT", "BLOCKING", "AGE", "DEADLINE"],
+        [[r["node"], r["nodePool"], r["reason"], r["phase"], r["podsLeft"], ",".join(r["blocking"]) or None,
           r["age"], r["deadline"]] for r in rows],
     )

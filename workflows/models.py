@@ -92,6 +92,19 @@ class TerminationProgress(BaseModel):
     cancelled: str | None = None  # the cancel reason once cancelled
     user_deleting: bool = False  # the Node/NodeClaim has a deletionTimestamp: cancel is impossible
     message: str = ""
+    blocking: list[str] = Field(default_factory=list)  # blocking_of(pods): PDBs and do-not-disrupt pods
+    unknown_signals: list[str] = Field(default_factory=list)  # latest signal names no handler has (ignored)
+
+
+DO_NOT_DISRUPT_BLOCK = "do-not-disrupt: "
+
+
+def blocking_of(pods: list[PodState]) -> list[str]:
+    """What keeps the drain waiting, for `progress` and `nodeflow status`: the PDBs that refused an eviction
+    ("ns/name"), then each pod whose do-not-disrupt annotation holds it ("do-not-disrupt: ns/pod")."""
+    pdbs = sorted({p.blocking_pdb for p in pods if p.blocking_pdb})
+    pinned = sorted(DO_NOT_DISRUPT_BLOCK + p.key for p in pods if p.status == "DoNotDisrupt")
+    return pdbs + pinned
 
 
 class TerminationResult(BaseModel):

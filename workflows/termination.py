@@ -3,19 +3,21 @@
 taint -> drain in tiers through the Eviction API (inside one heartbeating activity, so retries cost no
 history) -> at `deadline - pod grace` delete the remaining pods (workflow timers, so the deadline survives
 crashes and time-skips in tests) -> wait for VolumeAttachments -> terminate the instance -> remove the
-Node finalizer, then the NodeClaim's. `force` and `cancel` are updates (with validators) and signals.
+Node finalizer, then the NodeClaim's. `force` and `cancel` are updates (with validators) and, under the same
+names, signals for the Web UI (`force_signal`/`cancel_signal` still work); any other signal name is logged and
+recorded in `progress` (docs/architecture.md §5.1).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import ActivityCancellationType
 
@@ -48,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
         TerminationResult,
         UntaintInput,
         VolumesInput,
+        blocking_of,
     )
 
 SHORT = timedelta(seconds=30)
@@ -56,6 +59,8 @@ HEARTBEAT = timedelta(seconds=5)
 LOCAL_ACTIVITIES_PATCH = "short-activities-local"
 NOTREADY_GONE_PATCH = "notready-instance-gone-fast-path"
 MARKERS_PATCH = "nodeclaim-termination-markers"
+SIGNAL_NAMES_PATCH = "signals-named-force-cancel"  # before it, signals `force`/`cancel` had no handler
+MAX_UNKNOWN_SIGNALS = 10  # the progress query keeps the latest few wrongly named signals
 RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=10))
 
 
@@ -99,6 +104,7 @@ class TerminationWorkflow:
         self._message = ""
         self._evicted = 0
         self._deleted = 0
+        self._unknown_signals: list[str] = []
 
     # ---- messages ----------------------------------------------------------------------------------------
 
@@ -109,7 +115,7 @@ class TerminationWorkflow:
             started_at=self._started_at, deadline=self._deadline, pods=list(self._pods),
             blocking_pdbs=sorted({p.blocking_pdb for p in self._pods if p.blocking_pdb}),
             forced=self._force_reason, cancelled=self._cancel_reason, user_deleting=self._user_deleting,
-            message=self._message,
+            message=self._message, blocking=blocking_of(self._pods), unknown_signals=list(self._unknown_signals),
         )
 
     @workflow.update
@@ -160,6 +166,38 @@ class TerminationWorkflow:
             self._message = f"cancel rejected: {problem}"
             return
         self._cancel_reason = req.reason or "cancelled"
+
+    @workflow.signal(name="force")
+    def force_by_signal(self, req: ForceRequest) -> None:
+        """Signal `force`: the update's name, so the Web UI and the README say one name (same as `force_signal`)."""
+        if self._signal_names_patched("force"):
+            self.force_signal(req)
+
+    @workflow.signal(name="cancel")
+    def cancel_by_signal(self, req: CancelRequest) -> None:
+        """Signal `cancel`: the update's name (same as `cancel_signal`)."""
+        if self._signal_names_patched("cancel"):
+            self.cancel_signal(req)
+
+    @workflow.signal(dynamic=True)
+    def unknown_signal(self, name: str, args: Sequence[RawValue]) -> None:
+        """A signal no handler has (e.g. a typo in the Web UI): Temporal accepts any name, so say it was ignored."""
+        self._note_unknown_signal(name)
+
+    def _signal_names_patched(self, name: str) -> bool:
+        """Executions whose histories predate the `force`/`cancel` signals saw them do nothing; they still do."""
+        if workflow.patched(SIGNAL_NAMES_PATCH):
+            return True
+        self._note_unknown_signal(name)
+        return False
+
+    def _note_unknown_signal(self, name: str) -> None:
+        known = "signals: force, cancel (or force_signal, cancel_signal), tighten_deadline"
+        workflow.logger.warning("signal %r ignored: no such signal (%s)", name, known,
+                                extra={"node": self._inp.node_name})
+        self._unknown_signals = [*self._unknown_signals, name][-MAX_UNKNOWN_SIGNALS:]
+        self._message = f"signal {name!r} ignored: no such signal ({known})"
+        self._refresh_details()
 
     @workflow.signal
     def tighten_deadline(self, req: DeadlineRequest) -> None:
@@ -444,13 +482,15 @@ class TerminationWorkflow:
         parts = [f"{self._phase.value} {self._inp.node_name} ({self._inp.reason})"]
         if self._phase == TerminationPhase.DRAINING:
             parts.append(f"{len(self._pods)} pods left")
-            pdbs = sorted({p.blocking_pdb for p in self._pods if p.blocking_pdb})
-            if pdbs:
-                parts.append("blocked by PDB " + ", ".join(pdbs))
+            blocking = blocking_of(self._pods)
+            if blocking:
+                parts.append("blocked by " + ", ".join(blocking))
         if self._deadline is not None:
             parts.append(f"deadline {self._deadline.isoformat()}")
         if self._force_reason is not None:
             parts.append(f"forced: {self._force_reason}")
         if self._cancel_reason is not None:
             parts.append(f"cancel: {self._cancel_reason}")
+        if self._unknown_signals:
+            parts.append("ignored unknown signal(s) " + ", ".join(self._unknown_signals))
         workflow.set_current_details(" · ".join(parts))

@@ -37,6 +37,7 @@ from workflows.models import (
     UntaintInput,
     VolumesInput,
     VolumesResult,
+    blocking_of,
 )
 from workflows.termination import TerminationWorkflow, workflow_id
 
@@ -198,3 +199,74 @@ async def test_cancel_rejected_for_user_deletion(temporal_client: Client) -> Non
         await handle.execute_update(TerminationWorkflow.force, ForceRequest(reason="finish the test"))
         result = await handle.result()
     assert result.phase == TerminationPhase.TERMINATED
+
+
+async def _until(check, timeout: float = 10.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition never met")
+
+
+async def _progress_when(handle, check, timeout: float = 10.0):
+    for _ in range(int(timeout / 0.05)):
+        progress = await handle.query(TerminationWorkflow.progress)
+        if check(progress):
+            return progress
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"progress never matched: {progress}")
+
+
+async def test_signals_named_like_the_updates_and_unknown_ones_reported(temporal_client: Client) -> None:
+    """The Web UI's signals are `force`/`cancel` (the updates' names); a misspelt one is logged and recorded."""
+    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True)
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(temporal_client, task_queue=tq, workflows=[TerminationWorkflow],
+                      activities=cluster.activities(), max_heartbeat_throttle_interval=timedelta(milliseconds=300)):
+        handle = await _start(temporal_client, tq, _input(requested_by="disruption"))
+        # no query before the drain runs: a query answered while the short local activities run splits the
+        # workflow task, and such a history does not replay (tests/test_replay.py)
+        await _until(lambda: "drain" in cluster.calls)
+        await handle.signal("cancle", CancelRequest(reason="typo"))
+        progress = await _progress_when(handle, lambda p: p.unknown_signals)
+        assert progress.unknown_signals == ["cancle"] and "'cancle' ignored" in progress.message
+        assert progress.phase == TerminationPhase.DRAINING and progress.cancelled is None
+        await handle.signal("cancel", CancelRequest(reason="from the Web UI"))
+        result = await handle.result()
+        await record_history(handle, "cancel_signal")
+    assert result.phase == TerminationPhase.CANCELLED and result.message == "from the Web UI"
+    assert "untaint" in cluster.calls and "terminate_instance" not in cluster.calls
+
+
+async def test_force_signal_under_both_names(temporal_client: Client) -> None:
+    for name in ("force", "force_signal"):
+        cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True)
+        tq = f"tq-{uuid.uuid4()}"
+        async with Worker(temporal_client, task_queue=tq, workflows=[TerminationWorkflow],
+                          activities=cluster.activities(),
+                          max_heartbeat_throttle_interval=timedelta(milliseconds=300)):
+            handle = await _start(temporal_client, tq, _input())
+            await handle.signal(name, ForceRequest(reason="stuck PDB"))
+            result = await handle.result()
+        assert result.phase == TerminationPhase.TERMINATED, name
+        assert [d.force for d in cluster.deletes] == [True], name
+
+
+async def test_old_cancel_signal_name_still_works(temporal_client: Client) -> None:
+    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True)
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(temporal_client, task_queue=tq, workflows=[TerminationWorkflow],
+                      activities=cluster.activities(), max_heartbeat_throttle_interval=timedelta(milliseconds=300)):
+        handle = await _start(temporal_client, tq, _input(requested_by="disruption"))
+        await handle.signal("cancel_signal", CancelRequest(reason="a script"))
+        result = await handle.result()
+    assert result.phase == TerminationPhase.CANCELLED
+
+
+def test_blocking_names_pdbs_and_do_not_disrupt_pods() -> None:
+    pods = [PodState(namespace="default", name="web-0", status="Blocked", blocking_pdb="default/web"),
+            PodState(namespace="default", name="web-1", status="Blocked", blocking_pdb="default/web"),
+            PodState(namespace="batch", name="job-0", status="DoNotDisrupt"),
+            PodState(namespace="default", name="idle", status="Waiting")]
+    assert blocking_of(pods) == ["default/web", "do-not-disrupt: batch/job-0"]
