@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -136,3 +137,59 @@ def test_dockerfile_matches_the_deployment() -> None:
     deployment = next(d for d in yaml.safe_load_all(raw) if d["kind"] == "Deployment")
     assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == int(user.group(1))
     assert deployment["spec"]["template"]["spec"]["containers"][0]["command"] == ["python", "-m", "worker"]
+
+
+@needs_kubectl
+def test_worker_runs_on_system_nodes() -> None:
+    """It tolerates the CriticalAddonsOnly taint of dedicated system node groups, and selects Linux nodes."""
+    pod = one(render(), "Deployment", "nodeflow-worker")["spec"]["template"]["spec"]
+    assert {"key": "CriticalAddonsOnly", "operator": "Exists"} in pod["tolerations"]
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
+
+
+@needs_kubectl
+def test_base_has_no_monitoring_crs_and_no_role() -> None:
+    """ServiceMonitor and PrometheusRule need the Prometheus Operator's CRDs, so they are opt-in (a component)."""
+    docs = render()
+    assert not [d for d in docs if d["apiVersion"].startswith("monitoring.coreos.com/")]
+    sa = one(docs, "ServiceAccount", "nodeflow")
+    assert "eks.amazonaws.com/role-arn" not in (sa["metadata"].get("annotations") or {})
+
+
+@needs_kubectl
+def test_production_overlay_scrapes_alerts_and_assumes_its_role() -> None:
+    docs = render("examples/production-overlay")
+    service = one(docs, "Service", "nodeflow-worker-metrics")
+    monitor = one(docs, "ServiceMonitor", "nodeflow-worker")
+    labels = service["metadata"]["labels"]
+    assert all(labels.get(k) == v for k, v in monitor["spec"]["selector"]["matchLabels"].items())
+    assert monitor["spec"]["namespaceSelector"]["matchNames"] == [service["metadata"]["namespace"]]
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]} and endpoint["path"] == "/metrics"
+    rule = one(docs, "PrometheusRule", "nodeflow")
+    tested = yaml.safe_load((ROOT / "deploy" / "monitoring" / "nodeflow-rules.yaml").read_text())
+    assert rule["spec"]["groups"] == tested["groups"]
+    # The alerts select the scrape job by the Service's name, which is the job a ServiceMonitor gives it.
+    assert f'up{{job="{service["metadata"]["name"]}"}}' in yaml.safe_dump(rule)
+    dashboard = one(docs, "ConfigMap", "nodeflow-dashboard")
+    assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert '"uid": "nodeflow"' in dashboard["data"]["nodeflow-dashboard.json"]
+    sa = one(docs, "ServiceAccount", "nodeflow")
+    assert sa["metadata"]["annotations"]["eks.amazonaws.com/role-arn"] == "arn:aws:iam::123456789012:role/nodeflow"
+    pod = one(docs, "Deployment", "nodeflow-worker")["spec"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"kubernetes.io/os": "linux", "eks.amazonaws.com/nodegroup": "system"}
+    assert {d["metadata"]["name"] for d in docs if d["kind"] == "NetworkPolicy"} == {
+        "nodeflow-worker", "nodeflow-search-attributes"}
+
+
+@needs_kubectl
+def test_irsa_component_without_a_role_set_keeps_a_placeholder_that_cannot_be_assumed(tmp_path: Path) -> None:
+    """Left unset, the role ARN names account 000000000000, which AWS rejects: no silent fallback to node roles."""
+    deploy = Path(os.path.relpath(ROOT / "deploy", tmp_path))  # kustomize takes no absolute roots
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({
+        "resources": [str(deploy)], "components": [str(deploy / "components" / "irsa")]}))
+    out = subprocess.run([KUBECTL or "kubectl", "kustomize", str(tmp_path)], check=True, capture_output=True,
+                         text=True, timeout=60).stdout
+    sa = one(tuple(d for d in yaml.safe_load_all(out) if d), "ServiceAccount", "nodeflow")
+    assert sa["metadata"]["annotations"]["eks.amazonaws.com/role-arn"].startswith("arn:aws:iam::000000000000:")
+    assert sa["metadata"]["labels"] == {"app.kubernetes.io/name": "nodeflow"}
