@@ -1,9 +1,13 @@
 """Watch streams through kubernetes.watch: event types, resume from a resourceVersion, 410 when too old,
-and selector transitions (an object leaving a label selector is DELETED for that watcher)."""
+selector transitions (an object leaving a label selector is DELETED for that watcher), and `sendInitialEvents`."""
 
 from __future__ import annotations
 
+import json
 import threading
+import time
+import urllib.error
+import urllib.request
 
 import pytest
 from kubernetes import client, watch
@@ -95,3 +99,47 @@ def test_watch_a_single_object_by_field_selector(sim: Simulator, k8s: client.Api
     v1.patch_node("b", {"metadata": {"labels": {"x": "1"}}})
     t.join(10)
     assert events == [("MODIFIED", "b")]
+
+
+def _stream(sim: Simulator, query: str, until: str = "BOOKMARK") -> list[dict]:
+    """Raw watch events up to and including the first `until` event."""
+    out: list[dict] = []
+    with urllib.request.urlopen(f"{sim.base_url}/api/v1/nodes?watch=1&timeoutSeconds=3&{query}", timeout=10) as r:
+        for line in r:
+            out.append(json.loads(line))
+            if out[-1]["type"] == until:
+                break
+    return out
+
+
+def test_send_initial_events_ends_with_the_initial_events_end_bookmark(sim: Simulator) -> None:
+    sim.load_objects([node("a"), node("b")])
+    rv = sim.store.rv
+    events = _stream(sim, "sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+                          f"&resourceVersion={rv}")
+    assert sorted((e["type"], e["object"]["metadata"]["name"]) for e in events[:-1]) == [
+        ("ADDED", "a"), ("ADDED", "b")]
+    end = events[-1]["object"]
+    assert end["metadata"] == {"resourceVersion": str(rv), "annotations": {"k8s.io/initial-events-end": "true"}}
+    assert end["kind"] == "Node"
+
+
+def test_send_initial_events_needs_not_older_than_and_bookmarks(sim: Simulator) -> None:
+    for query in ("sendInitialEvents=true&allowWatchBookmarks=true",
+                  "sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
+                  "resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"):
+        with pytest.raises(urllib.error.HTTPError) as exc:
+            urllib.request.urlopen(f"{sim.base_url}/api/v1/nodes?watch=1&{query}", timeout=10)
+        assert exc.value.code == 422, query
+
+
+def test_send_initial_events_false_starts_from_now(sim: Simulator, k8s: client.ApiClient) -> None:
+    sim.load_objects([node("a")])
+    got: list[dict] = []
+    t = threading.Thread(target=lambda: got.extend(_stream(
+        sim, "sendInitialEvents=false&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", until="ADDED")))
+    t.start()
+    time.sleep(0.5)
+    client.CoreV1Api(k8s).create_node(node("b"))
+    t.join(10)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in got] == [("ADDED", "b")]
