@@ -3,17 +3,19 @@
 validate after a delay -> taint candidates -> launch replacements -> wait until Ready (timeout)
 -> on failure, timeout or cancel: untaint and delete replacements that never became Ready
 -> otherwise delete the candidates (one TerminationWorkflow each) and wait for them.
+Cancel: update `cancel`, or signal `cancel` (also `request_cancel`); other signal names are logged and recorded.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from datetime import timedelta
 from enum import StrEnum
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+from temporalio.common import RawValue, RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -47,6 +49,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.retries import STEP_RETRY as RETRY
 
 LAUNCH = timedelta(minutes=2)
+SIGNAL_NAMES_PATCH = "signal-named-cancel"  # before it, signal `cancel` had no handler
+MAX_UNKNOWN_SIGNALS = 10
 # Karpenter validates consolidation and emptiness commands after 15 s, never drift ones (docs/semantics.md §4).
 UNVALIDATED_METHODS = frozenset({"Drift", "StaticDrift"})
 UNVALIDATED_PATCH = "drift-not-validated"  # commands recorded before it validated drift too
@@ -83,6 +87,7 @@ class DisruptionWorkflow:
         self._deadline = None
         self._cancel_reason: str | None = None
         self._error: str | None = None
+        self._unknown_signals: list[str] = []
 
     # ---- messages -------------------------------------------------------------------------------------------
 
@@ -100,6 +105,7 @@ class DisruptionWorkflow:
             ready_deadline=self._deadline,
             cancel_requested=self._cancel_reason is not None,
             error=self._error,
+            unknown_signals=list(self._unknown_signals),
         )
 
     @workflow.update
@@ -118,6 +124,21 @@ class DisruptionWorkflow:
         """Fire-and-forget cancel; ignored once the candidates are being deleted."""
         if self._phase not in NO_RETURN_PHASES:
             self._cancel_reason = reason or "cancelled"
+
+    @workflow.signal(name="cancel")
+    def cancel_by_signal(self, reason: str) -> None:
+        """Signal `cancel`: the update's name, for the Web UI (same as `request_cancel`). Executions whose
+        histories predate it saw it do nothing, and still do."""
+        if workflow.patched(SIGNAL_NAMES_PATCH):
+            self.request_cancel(reason)
+        else:
+            self.unknown_signal("cancel", [])
+
+    @workflow.signal(dynamic=True)
+    def unknown_signal(self, name: str, args: Sequence[RawValue]) -> None:
+        """A signal no handler has (e.g. a typo in the Web UI): Temporal accepts any name, so say it was ignored."""
+        workflow.logger.warning("signal %r ignored: DisruptionWorkflow has no such signal", name)
+        self._unknown_signals = [*self._unknown_signals, name][-MAX_UNKNOWN_SIGNALS:]
 
     # ---- run ------------------------------------------------------------------------------------------------
 

@@ -276,6 +276,7 @@ class DisruptionProgress(_Model):
     ready_deadline: datetime | None = None
     cancel_requested: bool = False
     error: str | None = None
+    unknown_signals: list[str] = Field(default_factory=list)  # latest signal names no handler has (ignored)
 
 
 class DisruptionResult(_Model):
