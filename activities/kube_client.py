@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 MERGE_PATCH = "application/merge-patch+json"
 KARPENTER = (labels.GROUP, "v1")
 NODE_CLASSES = ("karpenter.k8s.aws", "v1")  # EC2NodeClass (api/ec2nodeclass.py)
+POLICIES = ("nodeflow.dev", "v1alpha1")  # DisruptionPolicy (api/disruption_policy.py)
 EXCLUDE_LB_VALUE = "karpenter"  # the value we set, so an untaint never drops a label someone else put there
 UPDATE_ATTEMPTS = 10
 Obj = dict[str, Any]
@@ -259,6 +260,17 @@ class KubeClient:
                 return []
             raise
 
+    def list_disruption_policies(self) -> list[Obj]:
+        """Every DisruptionPolicy; empty when the API server does not serve the kind (CRD not installed)."""
+        try:
+            return _typed(_items(self.custom.list_cluster_custom_object(*POLICIES, "disruptionpolicies",
+                                                                        _preload_content=False)),
+                          "nodeflow.dev/v1alpha1", "DisruptionPolicy")
+        except ApiException as exc:
+            if exc.status == 404:
+                return []
+            raise
+
     def server_version(self) -> str:
         """The API server's Kubernetes version as MAJOR.MINOR ("1.32"; EKS's "32+" minor loses its "+").
 
@@ -288,15 +300,17 @@ class KubeClient:
             raise
 
     def cluster_objects(self) -> list[Obj]:
-        """NodePools, NodeClaims, EC2NodeClasses, Nodes, Pods and PDBs as plain dicts, like `kubectl get -o json`
-        prints them (the kinds and order of the planner's watch cache, runtime/cluster_cache.py)."""
+        """NodePools, NodeClaims, EC2NodeClasses, Nodes, Pods, PDBs and DisruptionPolicies as plain dicts, like
+        `kubectl get -o json` prints them (the kinds and order of the planner's watch cache,
+        runtime/cluster_cache.py)."""
         return [*_typed(self.list_node_pools(), labels.API_VERSION, "NodePool"),
                 *_typed(self.list_node_claims(), labels.API_VERSION, "NodeClaim"),
                 *self.list_node_classes(),
                 *_typed(self.list_nodes(), "v1", "Node"),
                 *_typed(_items(self.core.list_pod_for_all_namespaces(_preload_content=False)), "v1", "Pod"),
                 *_typed(_items(self.policy.list_pod_disruption_budget_for_all_namespaces(_preload_content=False)),
-                        "policy/v1", "PodDisruptionBudget")]
+                        "policy/v1", "PodDisruptionBudget"),
+                *self.list_disruption_policies()]
 
     def watch(self, kind: str, timeout_seconds: int = 30) -> tuple[Watch, Iterator[Any]]:
         """A watch on Nodes (`nodes`) or a Karpenter kind; stop it with the returned Watch."""

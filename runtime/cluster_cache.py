@@ -26,7 +26,9 @@ from runtime.cluster_trim import trim
 from runtime.informer import CacheSettings, Counters, Informer, KindSpec, Obj, State
 
 NODE_CLASS_GROUP = "karpenter.k8s.aws"  # EC2NodeClass: drift reads the class a NodePool names (planning/drift.py)
-KINDS = ("NodePool", "NodeClaim", "EC2NodeClass", "Node", "Pod", "PodDisruptionBudget")  # cluster_objects() order
+POLICY_GROUP = "nodeflow.dev"  # DisruptionPolicy (api/disruption_policy.py): optional, like EC2NodeClass
+KINDS = ("NodePool", "NodeClaim", "EC2NodeClass", "Node", "Pod", "PodDisruptionBudget",
+         "DisruptionPolicy")  # cluster_objects() order
 
 
 class Reason(StrEnum):
@@ -63,6 +65,8 @@ def kind_specs(api_client: k8s.ApiClient, kinds: Iterable[str] = KINDS) -> list[
         "Pod": KindSpec("Pod", "v1", core.list_pod_for_all_namespaces),
         "PodDisruptionBudget": KindSpec("PodDisruptionBudget", "policy/v1",
                                         policy.list_pod_disruption_budget_for_all_namespaces),
+        "DisruptionPolicy": KindSpec("DisruptionPolicy", f"{POLICY_GROUP}/v1alpha1", functools.partial(
+            custom.list_cluster_custom_object, POLICY_GROUP, "v1alpha1", "disruptionpolicies"), optional=True),
     }
     return [table[k] for k in kinds]
 

@@ -63,7 +63,8 @@ class ClusterView:
             objs: list[Obj] = []
             snap = Snapshot(source="<cluster cache>")
             lists = {"NodePool": snap.node_pools, "NodeClaim": snap.node_claims, "EC2NodeClass": snap.node_classes,
-                     "Node": snap.nodes, "Pod": snap.pods, "PodDisruptionBudget": snap.pdbs}
+                     "Node": snap.nodes, "Pod": snap.pods, "PodDisruptionBudget": snap.pdbs,
+                     "DisruptionPolicy": snap.disruption_policies}
             pods: list[PodInfo] = []
             claims: list[ClaimInfo] = []
             reparsed = 0

@@ -48,6 +48,8 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
                  categories=("karpenter",)),
     ResourceType("karpenter.k8s.aws", "v1", "ec2nodeclasses", "EC2NodeClass", False, "ec2nodeclass", (), ("status",),
                  custom=True, categories=("karpenter",)),
+    ResourceType("nodeflow.dev", "v1alpha1", "disruptionpolicies", "DisruptionPolicy", False, "disruptionpolicy",
+                 ("dp",), ("status",), custom=True, categories=("nodeflow",)),
     ResourceType("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, "volumeattachment", (),
                  ("status",)),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),

@@ -1,6 +1,6 @@
 # ruff: noqa: E402, E501 - a data file: schema text (CEL rules, descriptions) reads best unwrapped
-"""Writes the NodePool, NodeClaim and EC2NodeClass CRDs from the validation rules in api/, so the cluster and
-`nodeflow validate` enforce the same patterns, limits, enums and CEL rules."""
+"""Writes the NodePool, NodeClaim, EC2NodeClass and DisruptionPolicy CRDs from the validation rules in api/, so the
+cluster and `nodeflow validate` enforce the same patterns, limits, enums and CEL rules."""
 
 import sys
 from pathlib import Path
@@ -10,6 +10,7 @@ import yaml
 CRD_DIR = Path(__file__).resolve().parent
 if str(CRD_DIR.parent.parent) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(CRD_DIR.parent.parent))
+from api import disruption_policy as dp
 from api import labels
 from api.budgets import NODES_PATTERN, REASONS, SCHEDULE_PATTERN
 from api.duration import BUDGET_DURATION_PATTERN, NILLABLE_DURATION_PATTERN, TERMINATION_GRACE_PERIOD_PATTERN
@@ -415,7 +416,7 @@ nodeclaim_schema = {
 }
 
 
-def crd(plural, kind, short, schema, columns, group="karpenter.sh"):
+def crd(plural, kind, short, schema, columns, group="karpenter.sh", version="v1", categories=("karpenter",)):
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -424,7 +425,7 @@ def crd(plural, kind, short, schema, columns, group="karpenter.sh"):
             "group": group,
             "scope": "Cluster",
             "names": {
-                "categories": ["karpenter"],
+                "categories": list(categories),
                 "kind": kind,
                 "listKind": f"{kind}List",
                 "plural": plural,
@@ -433,7 +434,7 @@ def crd(plural, kind, short, schema, columns, group="karpenter.sh"):
             },
             "versions": [
                 {
-                    "name": "v1",
+                    "name": version,
                     "served": True,
                     "storage": True,
                     "subresources": {"status": {}},
@@ -677,6 +678,107 @@ ec2nc_cols = [
 ]
 
 
+# ---- DisruptionPolicy (nodeflow.dev/v1alpha1) -------------------------------------------------------------
+def policy_duration(desc):
+    return s(desc, pattern=dp.POLICY_DURATION_PATTERN,
+             **{"x-kubernetes-validations": [{"message": "must be longer than 0s", "rule": "duration(self) > duration('0s')"}]})
+
+
+def url(desc):
+    return s(desc, pattern=r"^https?://[^/\s]+")
+
+
+def money(desc):
+    return s(desc, pattern=dp.DECIMAL_PATTERN)
+
+
+def obj(desc, props, required=None, rules=None):
+    out = {"description": desc, "type": "object", "properties": props}
+    if required:
+        out["required"] = required
+    if rules:
+        out["x-kubernetes-validations"] = rules
+    return out
+
+
+label_selector = obj(
+    "NodePools by their metadata.labels (a metav1.LabelSelector); {} selects every NodePool.",
+    {
+        "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "matchExpressions": {
+            "type": "array",
+            "items": obj("", {"key": s(), "operator": s(enum=list(dp.SELECTOR_OPERATORS)),
+                              "values": {"type": "array", "items": s()}}, required=["key", "operator"]),
+        },
+    },
+)
+wave = {
+    "description": "A cumulative target: a node count >= 1 or a percentage (1%-100%) of the pool's drifted nodes.",
+    "x-kubernetes-int-or-string": True,
+    "anyOf": [{"type": "integer"}, {"type": "string"}],
+    "x-kubernetes-validations": [{"message": "a wave is a count >= 1 or a percentage 1%-100%",
+                                  "rule": f"type(self) == int ? self >= 1 : self.matches('{dp.WAVE_PERCENT_PATTERN}')"}],
+}
+disruptionpolicy_schema = {
+    "description": "DisruptionPolicy: disruption controls for the NodePools it selects (nodeflow; see docs/semantics.md).",
+    "type": "object",
+    "properties": {
+        **OBJECT_META,
+        "spec": obj("", {
+            "nodePools": {"description": "NodePools by name.", "type": "array", "minItems": 1,
+                          "items": s(maxLength=63)},
+            "nodePoolSelector": label_selector,
+            "expiration": obj("Soft-then-hard expiry.", {
+                "gracefulExpireAfter": policy_duration("From this age on a node is replaced like drift (reason Expiring); shorter than the NodePool's expireAfter."),
+            }),
+            "drift": obj("Drift rolled out in waves.", {
+                "waves": {"type": "array", "minItems": 1, "maxItems": 20, "items": wave},
+                "bakeTime": policy_duration("Wait between two waves."),
+                "maxFailedReplacements": {"type": "integer", "minimum": 0},
+                "healthTimeout": policy_duration("How long the displaced pods have to be Running and Ready."),
+            }),
+            "hooks": obj("HTTP hooks.", {
+                "preDisruption": obj("Called before a node is tainted.", {
+                    "url": url("The endpoint."),
+                    "ack": s("Required: wait for a 2xx answer or an approval.", enum=[m.value for m in dp.AckMode]),
+                    "ackTimeout": policy_duration("How long to wait for the ack."),
+                    "onTimeout": s("What a missing ack does at ackTimeout.", enum=[m.value for m in dp.OnTimeout]),
+                }, required=["url"]),
+                "notify": obj("Post-event notifications.", {"url": url("The endpoint.")}, required=["url"]),
+            }),
+            "escalation": obj("Graceful disruptions blocked by PDBs or do-not-disrupt.", {
+                "notifyAfter": policy_duration("Notify and record an Event after this long."),
+                "forceAfter": policy_duration("Force the drain after this long."),
+            }, rules=[{"message": "forceAfter must be longer than notifyAfter",
+                       "rule": "!has(self.notifyAfter) || !has(self.forceAfter) || duration(self.forceAfter) > duration(self.notifyAfter)"}]),
+            "consolidation": obj("Consolidate only when the savings justify the evictions.", {
+                "minSavingsPerHour": money("US dollars per hour, a decimal string."),
+                "minSavingsPercent": {"type": "number", "minimum": 0, "maximum": 100},
+                "perPodDisruptionCost": money("US dollars per hour added to the threshold per evicted pod."),
+            }),
+            "calendar": obj("When voluntary disruption may start.", {
+                "timeZone": s("IANA time zone of the dates and schedules (default UTC)."),
+                "exclusions": {"type": "array", "maxItems": 100, "items": obj(
+                    "Whole days, both ends inclusive.", {"from": s(format="date"), "to": s(format="date")},
+                    required=["from"], rules=[{"message": "'to' must not be before 'from'",
+                                                "rule": "!has(self.to) || self.to >= self.from"}])},
+                "allowWindows": {"type": "array", "maxItems": 50, "items": obj(
+                    "Opens at each hit of schedule, lasts duration.",
+                    {"schedule": s(pattern=SCHEDULE_PATTERN), "duration": policy_duration("How long the window lasts.")},
+                    required=["schedule", "duration"])},
+            }),
+        }, rules=[{"message": "exactly one of 'nodePools' and 'nodePoolSelector' must be set",
+                   "rule": "has(self.nodePools) != has(self.nodePoolSelector)"}]),
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    },
+    "required": ["spec"],
+}
+dp_cols = [
+    {"name": "NodePools", "type": "string", "jsonPath": ".spec.nodePools"},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+
 def render() -> dict[str, str]:
     """File name -> YAML text of each CRD."""
 
@@ -688,6 +790,10 @@ def render() -> dict[str, str]:
         "karpenter.sh_nodeclaims.yaml": dump(crd("nodeclaims", "NodeClaim", ["nc"], nodeclaim_schema, nc_cols)),
         f"{EC2_GROUP}_ec2nodeclasses.yaml": dump(
             crd("ec2nodeclasses", "EC2NodeClass", ["ec2nc", "ec2ncs"], ec2nodeclass_schema, ec2nc_cols, group=EC2_GROUP)
+        ),
+        f"{dp.GROUP}_{dp.PLURAL}.yaml": dump(
+            crd(dp.PLURAL, dp.KIND, ["dp"], disruptionpolicy_schema, dp_cols, group=dp.GROUP, version=dp.VERSION,
+                categories=("nodeflow",))
         ),
     }
 

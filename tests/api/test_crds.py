@@ -192,3 +192,58 @@ def test_ec2nodeclass_schema_rejects_what_validate_rejects(path: str, value: Any
     doc[keys[0]][keys[1]] = value
     assert validate_ec2nodeclass(doc), "validate accepts it"
     assert openapi_problems(schema(EC2NC), doc), "the CRD schema accepts it"
+
+
+DP = "nodeflow.dev_disruptionpolicies.yaml"
+DP_VALID = yaml.safe_load((ROOT / "examples" / "disruption-policy.yaml").read_text())
+
+
+def test_disruptionpolicy_crd_basics_and_cel_rules() -> None:
+    crd = yaml.safe_load((CRDS / DP).read_text())
+    assert crd["metadata"]["name"] == "disruptionpolicies.nodeflow.dev"
+    assert crd["spec"]["group"] == "nodeflow.dev" and crd["spec"]["names"]["kind"] == "DisruptionPolicy"
+    assert crd["spec"]["scope"] == "Cluster"
+    assert [v["name"] for v in crd["spec"]["versions"]] == ["v1alpha1"]
+    spec = schema(DP)["properties"]["spec"]
+    assert {r["message"] for r in spec["x-kubernetes-validations"]} == {
+        "exactly one of 'nodePools' and 'nodePoolSelector' must be set"}
+    escalation = spec["properties"]["escalation"]["x-kubernetes-validations"]
+    assert escalation[0]["message"] == "forceAfter must be longer than notifyAfter"
+    kustomization = yaml.safe_load((ROOT / "deploy" / "kustomization.yaml").read_text())
+    assert f"crds/{DP}" in kustomization["resources"]
+
+
+def test_disruptionpolicy_examples_pass_the_schema() -> None:
+    assert openapi_problems(schema(DP), DP_VALID) == []
+    for path in ("deploy/examples/disruptionpolicies.yaml", "examples/plan-calendar.yaml"):
+        docs = [d for d in yaml.safe_load_all((ROOT / path).read_text()) if d and d["kind"] == "DisruptionPolicy"]
+        assert docs and all(openapi_problems(schema(DP), d) == [] for d in docs), path
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("spec.expiration", {"gracefulExpireAfter": "25d"}),
+        ("spec.drift", {"waves": [1.5]}),
+        ("spec.drift", {"maxFailedReplacements": -1}),
+        ("spec.drift", {"bakeTime": "1.5h"}),
+        ("spec.hooks", {"preDisruption": {"url": "http://x", "ack": "Maybe"}}),
+        ("spec.hooks", {"preDisruption": {"url": "ftp://x"}}),
+        ("spec.hooks", {"preDisruption": {"ack": "Required"}}),
+        ("spec.hooks", {"preDisruption": {"url": "http://x", "onTimeout": "Later"}}),
+        ("spec.consolidation", {"minSavingsPerHour": 0.05}),
+        ("spec.consolidation", {"minSavingsPerHour": "five"}),
+        ("spec.calendar", {"allowWindows": [{"schedule": "@every 1h", "duration": "1h"}]}),
+        ("spec.calendar", {"allowWindows": [{"schedule": "0 1 * * *"}]}),
+        ("spec.calendar", {"exclusions": [{"to": "2026-12-01"}]}),
+        ("spec.calendar", {"zone": "UTC"}),
+    ],
+)
+def test_disruptionpolicy_schema_rejects_what_validate_rejects(path: str, value: Any) -> None:
+    from api.disruption_policy_validation import validate_disruption_policy
+
+    doc = copy.deepcopy(DP_VALID)
+    keys = path.split(".")
+    doc[keys[0]][keys[1]] = value
+    assert validate_disruption_policy(doc), "validate accepts it"
+    assert openapi_problems(schema(DP), doc), "the CRD schema accepts it"

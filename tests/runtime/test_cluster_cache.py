@@ -87,8 +87,12 @@ NODE_CLASS = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "met
                        "securityGroupSelectorTerms": [{"tags": {"team": "a"}}]}}
 
 
+POLICY = {"apiVersion": "nodeflow.dev/v1alpha1", "kind": "DisruptionPolicy", "metadata": {"name": "freeze"},
+          "spec": {"nodePoolSelector": {}, "calendar": {"exclusions": [{"from": "2026-12-24"}]}}}
+
+
 def _seed(sim: Simulator) -> None:
-    sim.load_objects([*generate_cluster(6, 6, seed=3), NODE_CLASS])
+    sim.load_objects([*generate_cluster(6, 6, seed=3), NODE_CLASS, POLICY])
 
 
 def test_not_healthy_until_synced(sim: Simulator, cache: ClusterCache) -> None:
