@@ -16,6 +16,10 @@ from workflows.termination import TerminationWorkflow, workflow_id
 
 
 async def connect_from_args(args: Any) -> Client:
+    """A client for --address/--namespace/--api-key; `args.temporal_client`, when set (the watch loop's), is reused."""
+    cached = getattr(args, "temporal_client", None)
+    if cached is not None:
+        return cached
     try:
         return await connect(args.address, args.namespace, api_key=getattr(args, "api_key", None))
     except Exception as exc:
