@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.disruption_policy import DriftPolicy
 from workflows.disruption_models import DisruptionCommand, DisruptionSettings
 from workflows.policy_controls import RolloutStart, WavesSpec, _seconds
 
@@ -32,8 +33,6 @@ def waves_of(policy: Any) -> WavesSpec | None:
 
 def wave_targets(waves: list[int | str], drifted: int) -> list[int]:
     """Cumulative node counts after each wave: the resource's own rule (api/disruption_policy.py)."""
-    from api.disruption_policy import DriftPolicy
-
     return DriftPolicy(waves=waves).wave_targets(drifted)
 
 

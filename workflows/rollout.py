@@ -143,7 +143,7 @@ class DriftRolloutWorkflow:
             self._workloads += [w for w in plan.workloads if w not in self._workloads]
             st.message = f"wave {st.wave}: {len(self._running)} disruption(s) running, {plan.drifted} drifted left"
             # give visibility time to list what was just started; with nothing started, wait for budgets to free
-            await self._wait_one(pause if plan.commands else max(pause, IDLE_SECONDS))
+            await self._wait_one(pause if plan.commands else min(IDLE_SECONDS, pause * 4))
 
     async def _start(self, inp: RolloutInput, cmd: DisruptionCommand) -> None:
         try:
