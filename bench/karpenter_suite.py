@@ -113,7 +113,7 @@ async def run_scenario(scenario: Scenario, args: argparse.Namespace) -> dict[str
         sampler.pids.update(worker=world.worker.pid, temporal=world.temporal.proc.pid, moto=world.moto.proc.pid)
         sampler.pids["simulator+bench"] = os.getpid()
         sampler.start()
-        for phase in scenario.phases:
+        for phase in scenario.phases[:args.phases or None]:
             if phase.kind == "drift":
                 await asyncio.sleep(DRIFT_SETTLE)
             phases.append(await run_phase(world, sampler, scenario, phase, args))
@@ -124,7 +124,8 @@ async def run_scenario(scenario: Scenario, args: argparse.Namespace) -> dict[str
         stats = world.sim.stats() if world.sim is not None else {}
         world.stop()
     return {"scenario": scenario.name, "pods": scenario.pods, "phases": phases,
-            "passed": bool(phases) and all(p["passed"] for p in phases) and len(phases) == len(scenario.phases),
+            "passed": bool(phases) and all(p["passed"] for p in phases)
+            and len(phases) == len(scenario.phases[:args.phases or None]),
             "pdbViolations": stats.get("pdbViolationsTotal"), "evictions": stats.get("evictions"),
             "workdir": str(workdir)}
 
@@ -179,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--launch-seconds", type=float, default=45.0, help="simulated launch-to-Ready latency")
     p.add_argument("--quiet", type=float, default=120.0, help="wall seconds without change that end consolidation")
     p.add_argument("--phase-timeout", type=float, default=1800.0, help="wall seconds before a phase gives up")
+    p.add_argument("--phases", type=int, default=0, help="run only each scenario's first N phases (0: all)")
     args = p.parse_args(argv)
     results = asyncio.run(run(args))
     print(json.dumps(results, indent=2) if args.json else render(results, args))

@@ -18,7 +18,8 @@ class Settings:
     resync_seconds: float = 30.0
     max_concurrent_activities: int = 500
     max_concurrent_workflow_tasks: int = 100
-    activity_threads: int = 32  # for sync activities; async ones offload to their own pools
+    activity_threads: int = 32  # for sync activities
+    io_threads: int = 64  # the event loop's default executor: async activities' blocking calls (asyncio.to_thread)
     interruption_queue_url: str | None = None  # SQS queue of EventBridge interruption events; None: no intake
     interruption_poll: Any = None  # workflows.interruption_models.PollInput; None: production defaults
     catalog_path: str | None = None  # instance type catalog for launches; None: the bundled one

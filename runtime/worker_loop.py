@@ -32,6 +32,14 @@ def build_worker(client: Client, deps: Deps, task_queue: str | None = None) -> W
     )
 
 
+def use_io_threads(threads: int) -> None:
+    """Give this event loop a default executor of `threads` threads. The async activities make their blocking
+    Kubernetes and EC2 calls with asyncio.to_thread, whose default pool has min(32, CPUs + 4) threads: six on a
+    2-core node, so a batch launching 140 NodeClaims ran six launches at a time and the last ones outlived their
+    60 s start-to-close timeout (docs/decisions.md §13). Threads start lazily: an idle worker holds few."""
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=threads, thread_name_prefix="io"))
+
+
 def _start_watcher(client: Client, deps: Deps, task_queue: str) -> tuple[DeletionWatcher, asyncio.Task[None]]:
     watcher = DeletionWatcher(deps.kube, client, WatcherSettings(task_queue=task_queue,
                                                                  resync_seconds=deps.settings.resync_seconds))
@@ -51,6 +59,7 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
     """Run the worker (and the watcher) until `stop` is set; then shut both down gracefully. The cluster cache
     starts first, so its LISTs run while the worker connects; passes wait for it (activities/planning_runner.py)."""
     deps.temporal = deps.temporal or client
+    use_io_threads(deps.settings.io_threads)
     queue = task_queue or deps.settings.task_queue
     cluster = deps.cluster
     if cluster is not None:
