@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from simulator import discovery, fieldcheck, openapi
+from simulator import discovery, fieldcheck, openapi, scale
 from simulator.errors import ApiError, bad_request, conflict, invalid, not_found
 from simulator.faults import Faults
 from simulator.patch import deep_copy, json_patch, merge_patch, strategic_merge_patch
@@ -106,6 +106,7 @@ class WatchQuery:
     since: int
     timeout: int
     bookmarks: bool
+    initial_events: bool | None = None  # sendInitialEvents: the current state, then an initial-events-end BOOKMARK
 
 
 class ApiServer:
@@ -383,6 +384,8 @@ class ApiServer:
             return json_response(self.world.evict(route.namespace or "", route.name, body), status=201)
         elif route.sub == "binding" and m == "POST":
             return self._bind(route, await self._body(request))
+        elif route.sub == "scale" and m in ("GET", "PUT", "PATCH"):
+            return await self._scale(request, route)
         raise ApiError(405, f"the server does not allow this method on the requested resource: {m}")
 
     def _namespace_must_exist(self, rt: ResourceType, namespace: str | None) -> None:
@@ -694,6 +697,18 @@ class ApiServer:
         return json_response({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                               "code": 201}, status=201)
 
+    async def _scale(self, request: web.Request, route: Route) -> web.Response:
+        """GET, PUT or PATCH the Scale of a Deployment, ReplicaSet or StatefulSet."""
+        body = None if request.method == "GET" else await self._body(request, allow_yaml=True)
+        ctype = None if request.method != "PATCH" else (request.content_type or "").lower()
+        with self.store.lock:
+            obj = self.store.must_get(route.rt, route.namespace or "", route.name or "")
+            if body is not None:
+                new = scale.scaled(route.rt, obj, ctype, body)
+                if new != obj:
+                    obj = new if request.query.get("dryRun") else self.store.replace(route.rt, new)
+        return json_response(scale.to_scale(obj))
+
     # ---- watch -------------------------------------------------------------------------------------------
     async def _watch(self, request: web.Request, route: Route, field_name: str | None = None) -> web.StreamResponse:
         """A watch: the backlog (current objects, or the history after resourceVersion), then live events."""
@@ -710,6 +725,8 @@ class ApiServer:
                 return resp
             for kind, obj in backlog:
                 await self._write_event(resp, kind, obj)
+            if query.initial_events:
+                await self._write_event(resp, "BOOKMARK", _bookmark(route.rt, current_rv, initial_events_end=True))
             await self._watch_follow(resp, watcher, route.rt, query, current_rv)
         except (ConnectionResetError, RuntimeError):
             pass
@@ -732,6 +749,7 @@ class ApiServer:
         except ValueError as exc:
             raise bad_request(f"invalid resource version {rv_text!r}") from exc
         bookmarks = request.query.get("allowWatchBookmarks") in TRUE
+        initial = _initial_events(request, bookmarks, route.rt)
 
         def matches(obj: dict[str, Any] | None) -> bool:
             if obj is None:
@@ -742,7 +760,7 @@ class ApiServer:
                 return False
             return field_pred is None or field_pred(obj)
 
-        return WatchQuery(matches=matches, since=since, timeout=timeout, bookmarks=bookmarks)
+        return WatchQuery(matches=matches, since=since, timeout=timeout, bookmarks=bookmarks, initial_events=initial)
 
     def _watch_open(self, route: Route, query: WatchQuery, watcher: Watcher) -> tuple[Backlog | None, int]:
         """Under the store lock, so no event falls between: the backlog (None when the history is gone, or an
@@ -750,9 +768,11 @@ class ApiServer:
         unless the backlog is gone."""
         rt = route.rt
         with self.store.lock:
-            if query.since == 0:
+            if query.initial_events or (query.since == 0 and query.initial_events is None):
                 backlog: Backlog | None = [("ADDED", o) for o in self.store.list(rt, route.namespace)
                                            if query.matches(o)]
+            elif query.since == 0:
+                backlog = []  # sendInitialEvents=false without a version: from now on
             else:
                 events = None if self.faults.take_gone() else self.store.events_since(rt, query.since)
                 backlog = None if events is None else [x for e in events if (x := _translate(e, query.matches))]
@@ -776,9 +796,7 @@ class ApiServer:
                                             timeout=min(remaining, 5.0 if query.bookmarks else remaining))
             except TimeoutError:
                 if query.bookmarks:
-                    await self._write_event(resp, "BOOKMARK", {
-                        "kind": rt.kind, "apiVersion": rt.api_version,
-                        "metadata": {"resourceVersion": str(max(last_rv, self.store.rv))}})
+                    await self._write_event(resp, "BOOKMARK", _bookmark(rt, max(last_rv, self.store.rv)))
                 continue
             if ev is None:
                 break
@@ -793,6 +811,31 @@ class ApiServer:
         data = (dumps({"type": kind, "object": obj}) + "\n").encode()
         self.traffic.sent("watch", len(data))
         await resp.write(data)
+
+
+def _bookmark(rt: ResourceType, rv: int, initial_events_end: bool = False) -> dict[str, Any]:
+    m: dict[str, Any] = {"resourceVersion": str(rv)}
+    if initial_events_end:
+        m["annotations"] = {"k8s.io/initial-events-end": "true"}
+    return {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": m}
+
+
+def _initial_events(request: web.Request, bookmarks: bool, rt: ResourceType) -> bool | None:
+    """`sendInitialEvents` (None when not given), with the API server's rules for the parameters around it."""
+    raw = request.query.get("sendInitialEvents")
+    match = request.query.get("resourceVersionMatch")
+    if raw is None:
+        if match:
+            raise invalid(rt.kind, "", "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for "
+                                       "watch unless sendInitialEvents is provided", rt.group)
+        return None
+    if match != "NotOlderThan":
+        raise invalid(rt.kind, "", "resourceVersionMatch: Forbidden: sendInitialEvents requires setting "
+                                   "resourceVersionMatch to NotOlderThan", rt.group)
+    if not bookmarks:
+        raise invalid(rt.kind, "", "allowWatchBookmarks: Forbidden: sendInitialEvents requires setting "
+                                   "allowWatchBookmarks to true", rt.group)
+    return raw in TRUE
 
 
 def _translate(ev: Any, matches: Any) -> tuple[str, dict[str, Any]] | None:

@@ -6,8 +6,9 @@ import random
 import string
 from typing import TYPE_CHECKING, Any
 
+from simulator.deployments import Deployments
 from simulator.patch import deep_copy
-from simulator.pods import controller_ref, is_deleting, labels, meta, pod_terminal
+from simulator.pods import condition_true, controller_ref, is_deleting, labels, meta, pod_terminal
 from simulator.resources import BY_KIND, ResourceType
 from simulator.scheduling import DAEMONSET_TOLERATIONS, schedulable_on
 
@@ -33,9 +34,11 @@ class Controllers:
         self.dirty: set[str] = set()
         self.dirty_nodes: set[str] = set()  # nodes whose daemon pods need a look
         self.rng = random.Random(7)
+        self.deployments = Deployments(world)
 
     # ---- bookkeeping -------------------------------------------------------------------------------------
     def on_change(self, rt: ResourceType, kind: str, old: dict | None, new: dict | None) -> None:
+        self.deployments.on_change(rt, old, new)
         if rt.kind in CONTROLLER_KINDS:
             obj = new or old or {}
             uid = meta(obj).get("uid")
@@ -60,6 +63,10 @@ class Controllers:
                         self.dirty_nodes.add(node)
                 elif ref and ref.get("uid") in self.by_uid:
                     self.dirty.add(ref["uid"])
+            elif new is not None and (old is None or condition_true(old, "Ready") != condition_true(new, "Ready")):
+                ref = controller_ref(new)
+                if ref and ref.get("kind") == "ReplicaSet" and ref.get("uid") in self.by_uid:
+                    self.dirty.add(ref["uid"])  # its status counts ready pods
         elif rt is NODES and new is not None and (old is None or labels(old) != labels(new)
                                                   or old.get("spec") != new.get("spec")):
             self.dirty_nodes.add(meta(new)["name"])
@@ -88,6 +95,7 @@ class Controllers:
 
     # ---- reconcile ---------------------------------------------------------------------------------------
     def reconcile(self) -> None:
+        self.deployments.reconcile()
         if self.dirty_nodes:
             nodes = [n for n in (self.world.store.get(NODES, "", name) for name in self.dirty_nodes) if n]
             self.dirty_nodes.clear()
@@ -120,6 +128,20 @@ class Controllers:
             active.sort(key=lambda p: (bool((p.get("spec") or {}).get("nodeName")), meta(p).get("creationTimestamp")))
             for pod in active[: len(active) - replicas]:
                 self.world.delete_pod(pod, None, "delete")
+        self._replicaset_status(rs)
+
+    def _replicaset_status(self, rs: dict[str, Any]) -> None:
+        """replicas, readyReplicas and availableReplicas from the pods (what `kubectl get rs` and the
+        Deployment controller read)."""
+        active = self._active_pods(meta(rs)["uid"])
+        ready = sum(1 for p in active if condition_true(p, "Ready"))
+        status = dict(rs.get("status") or {}, replicas=len(active), fullyLabeledReplicas=len(active),
+                      readyReplicas=ready, availableReplicas=ready,
+                      observedGeneration=meta(rs).get("generation", 1))
+        if status != rs.get("status"):
+            fresh = deep_copy(rs)
+            fresh["status"] = status
+            self.world.store.replace(BY_KIND["ReplicaSet"], fresh)
 
     def _statefulset(self, sts: dict[str, Any]) -> None:
         replicas = int((sts.get("spec") or {}).get("replicas", 1))

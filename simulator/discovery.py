@@ -64,6 +64,10 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
             elif sub == "eviction":
                 resources.append({"name": f"{r.plural}/eviction", "singularName": "", "namespaced": True,
                                   "group": "policy", "version": "v1", "kind": "Eviction", "verbs": ["create"]})
+            elif sub == "scale":
+                resources.append({"name": f"{r.plural}/scale", "singularName": "", "namespaced": True,
+                                  "group": "autoscaling", "version": "v1", "kind": "Scale",
+                                  "verbs": ["get", "patch", "update"]})
             elif sub == "binding":
                 resources.append({"name": f"{r.plural}/binding", "singularName": "", "namespaced": True,
                                   "kind": "Binding", "verbs": ["create"]})
@@ -133,7 +137,24 @@ def _pdb_row(pdb: dict[str, Any]) -> list[Any]:
             status.get("disruptionsAllowed", 0), _age(meta(pdb).get("creationTimestamp"))]
 
 
+def _deployment_row(dep: dict[str, Any]) -> list[Any]:
+    spec, status = dep.get("spec") or {}, dep.get("status") or {}
+    return [meta(dep)["name"], f"{status.get('readyReplicas', 0)}/{spec.get('replicas', 1)}",
+            status.get("updatedReplicas", 0), status.get("availableReplicas", 0),
+            _age(meta(dep).get("creationTimestamp"))]
+
+
+def _replicaset_row(rs: dict[str, Any]) -> list[Any]:
+    spec, status = rs.get("spec") or {}, rs.get("status") or {}
+    return [meta(rs)["name"], spec.get("replicas", 1), status.get("replicas", 0), status.get("readyReplicas", 0),
+            _age(meta(rs).get("creationTimestamp"))]
+
+
 TABLES = {
+    "deployments": ([("Name", "string", 0), ("Ready", "string", 0), ("Up-to-date", "integer", 0),
+                     ("Available", "integer", 0), ("Age", "string", 0)], _deployment_row),
+    "replicasets": ([("Name", "string", 0), ("Desired", "integer", 0), ("Current", "integer", 0),
+                     ("Ready", "integer", 0), ("Age", "string", 0)], _replicaset_row),
     "nodes": ([("Name", "string", 0), ("Status", "string", 0), ("Roles", "string", 0), ("Age", "string", 0),
                ("Version", "string", 0), ("Instance-Type", "string", 1)], _node_row),
     "pods": ([("Name", "string", 0), ("Ready", "string", 0), ("Status", "string", 0), ("Restarts", "integer", 0),

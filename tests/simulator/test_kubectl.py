@@ -117,3 +117,18 @@ def test_explain_reads_the_served_schemas(sim: Simulator) -> None:
     assert "consolidationPolicy" in out.stdout and "karpenter.sh" in out.stdout
     core = kubectl(sim, "explain", "deployment.spec")
     assert core.returncode == 0 and "replicas" in core.stdout
+
+
+def test_get_scale_and_roll_a_deployment(sim: Simulator) -> None:
+    sim.load_objects([node("n1", cpu="32", memory="64Gi")])
+    manifest = BAD_DEPLOYMENT.replace("imagePullPolicyy", "imagePullPolicy")
+    assert kubectl(sim, "apply", "-f", "-", stdin=manifest).returncode == 0
+    wait_for(lambda: "1/1" in kubectl(sim, "get", "deploy", "typo").stdout, what="1/1 ready")
+    scaled = kubectl(sim, "scale", "deploy", "typo", "--replicas=3")
+    assert scaled.returncode == 0, scaled.stderr
+    wait_for(lambda: "3/3" in kubectl(sim, "get", "deploy", "typo").stdout, what="3/3 ready")
+    assert kubectl(sim, "set", "image", "deploy/typo", "app=app:2").returncode == 0
+    status = kubectl(sim, "rollout", "status", "deploy/typo", "--timeout=20s")
+    assert status.returncode == 0 and "successfully rolled out" in status.stdout, status.stderr
+    rs = kubectl(sim, "get", "rs", "-o", "jsonpath={range .items[*]}{.spec.replicas} {end}").stdout.split()
+    assert sorted(rs) == ["0", "3"]
