@@ -38,7 +38,7 @@ class IntakeSettings:
     idle_seconds: float = 1.0  # Karpenter BATCH_IDLE_DURATION
     max_seconds: float = 10.0  # Karpenter BATCH_MAX_DURATION
     tick_seconds: float = 0.25
-    cooldown_seconds: float = 60.0  # a pod handed off is not batched again before this (its launch is under way)
+    cooldown_seconds: float = 10.0  # a pod handed off is not batched again before this (nor while covered)
     max_cooldown_seconds: float = 300.0  # ... and the cooldown doubles each time the pod is handed off again
     workflow: ProvisioningSettings = field(default_factory=ProvisioningSettings)
 
