@@ -139,3 +139,40 @@ async def test_nodepool_deletion_terminates_its_nodes(temporal_client: Client, s
     assert claims == []
     assert {instance_state(ec2, i) for i in (i1, i2)} <= {"shutting-down", "terminated"}
     api.close()
+
+
+async def test_status_names_do_not_disrupt_and_keeps_the_pod_count_current(
+        temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
+    """BLOCKING lists the PDB and each do-not-disrupt pod; PODS LEFT follows evictions (not only changes of
+    what blocks), within the drain's progress interval."""
+    ec2 = ec2_client(moto_endpoint)
+    i1, i2 = launch_instances(ec2, 2)
+    pods = [PodSpec("web", "n1", count=2, grace=1), PodSpec("plain", "n1", count=3, grace=1),
+            PodSpec("pinned", "n1", grace=1, annotations={"karpenter.sh/do-not-disrupt": "true"})]
+    sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, pods, pdbs={"web": 2}))
+    node = k8s.CoreV1Api(sim.api_client()).read_node("n1")
+    async with running_worker(temporal_client, sim, moto_endpoint) as tq:
+        handle = await start_termination(temporal_client, TerminationInput(
+            node_name="n1", node_uid=node.metadata.uid, node_claim_name="n1-claim", node_pool="default",
+            provider_id=node.spec.provider_id, reason="Underutilized", requested_by="disruption-test"),
+            task_queue=tq)
+
+        progress = None
+        for _ in range(200):  # the count is re-signalled at most every 5 s (activities/kube.py PROGRESS_EVERY)
+            with contextlib.suppress(Exception):
+                progress = await handle.query(TerminationWorkflow.progress)
+                if len(progress.pods) == 3 and len(progress.blocking) == 2:
+                    break
+            await asyncio.sleep(0.1)
+        assert progress is not None and len(progress.pods) == 3, progress
+        code, out, err = await nodeflow(temporal_client, "status", "n1", "-o", "json")
+        assert code == 0, err
+        row = json.loads(out)[0]
+        assert row["podsLeft"] == 3
+        assert row["blocking"] == ["default/web", "do-not-disrupt: default/pinned-0"]
+        assert row["blockingPDBs"] == ["default/web"]
+        code, out, _ = await nodeflow(temporal_client, "status", "n1")
+        assert "BLOCKING" in out and "do-not-disrupt: default/pinned-0" in out
+        code, _out, err = await nodeflow(temporal_client, "cancel", "n1", "--reason", "test done")
+        assert code == 0, err
+        assert (await handle.result()).phase == TerminationPhase.CANCELLED
