@@ -34,6 +34,10 @@ DISRUPTION_ANNOTATION = "nodeflow.dev/disruption"  # on a replacement NodeClaim:
 # On a NodeClaim: the id of the one TerminationWorkflow that owns its machine, written by the first to start,
 # so a later path (the claim deleting after its Node is gone, a restarted watcher) joins it, never starts another.
 TERMINATION_WORKFLOW_ANNOTATION = "nodeflow.dev/termination-workflow"
+# On a Node whose disruption an operator cancelled (RFC 3339 times): the planner holds it from re-planning until
+# held-until (planning/candidates.py); `nodeflow resume NODE` removes both.
+DISRUPTION_CANCELLED_AT_ANNOTATION = "nodeflow.dev/disruption-cancelled-at"
+DISRUPTION_HELD_UNTIL_ANNOTATION = "nodeflow.dev/disruption-held-until"
 
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"
