@@ -202,3 +202,8 @@ def disruption_abandoned(timeout: timedelta, policy: str) -> str:
 
 def rollout_halted(wave: int, why: str) -> str:
     return f"Drift rollout halted at wave {wave}: {why}"
+
+
+def cancel_hold(cancelled_at: str, held_until: str, node: str) -> str:
+    """A node whose disruption an operator cancelled, held from re-planning (planning/candidates.py)."""
+    return f"disruption cancelled by operator at {cancelled_at}, held until {held_until} (nodeflow resume {node})"
