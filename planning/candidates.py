@@ -1,8 +1,8 @@
 """Which nodes may be disrupted at all (docs/semantics.md §3), in Karpenter's order and with its messages.
 
 A node that fails a check gets the message Karpenter would put in its `DisruptionBlocked` event; the
-planner lists the blocking ones (do-not-disrupt, PDBs, pool paused) as `blocked`. Also: eviction and
-disruption cost (the v1.9.1 sort), and consolidateAfter from the NodeClaim.
+planner lists the blocking ones (do-not-disrupt, PDBs, pool paused, an operator's cancel hold) as `blocked`.
+Also: eviction and disruption cost (the v1.9.1 sort), and consolidateAfter from the NodeClaim.
 """
 
 from __future__ import annotations
@@ -11,14 +11,26 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from enum import StrEnum
 
+from api import events
 from api import labels as L
 from api.duration import DurationError, parse_duration
+from api.timestamps import format_seconds, parse_time
 from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo
 from planning.selectors import tolerates
 
 GRACEFUL = "graceful"
 EVENTUAL = "eventual"
+# How long a node stays held after an operator cancelled its disruption, when its annotation says only when
+# (the worker writes held-until from its setting, docs/configuration.md).
+DEFAULT_CANCEL_HOLD = timedelta(minutes=30)
+
+
+class NodeRefusal(StrEnum):
+    """Typed reasons a node is no candidate that callers branch on (the message is for people)."""
+
+    CANCEL_HOLD = "CancelHold"  # an operator cancelled its disruption; held until the cool-down ends
 
 
 @dataclass(slots=True)
@@ -49,6 +61,7 @@ class NotCandidate:
     message: str
     blocking: bool
     event: bool = True
+    refusal: NodeRefusal | None = None
 
 
 @dataclass
@@ -156,8 +169,31 @@ def currently_reschedulable(cluster: Cluster, pods: Iterable[PodInfo], at: datet
             if not do_not_disrupt_active(p, at) and not any(pdb.fully_blocking for pdb in cluster.pdbs_for(p))]
 
 
-def node_check(node: NodeInfo, cluster: Cluster, exclude: set[str]) -> NotCandidate | None:
-    """ValidateNodeDisruptable and the NodePool lookup (docs/semantics.md §3.1)."""
+def cancel_hold(node: NodeInfo, at: datetime) -> tuple[datetime | None, datetime] | None:
+    """(cancelled at, held until) while an operator's cancel of the node's disruption holds it from re-planning:
+    until the held-until annotation, else the cancel time plus DEFAULT_CANCEL_HOLD; unparsable times count as
+    absent."""
+    cancelled = parse_time(node.annotations.get(L.DISRUPTION_CANCELLED_AT_ANNOTATION))
+    until = parse_time(node.annotations.get(L.DISRUPTION_HELD_UNTIL_ANNOTATION))
+    if until is None and cancelled is not None:
+        until = cancelled + DEFAULT_CANCEL_HOLD
+    if until is None or at >= until:
+        return None
+    return cancelled, until
+
+
+def hold_check(node: NodeInfo, at: datetime) -> NotCandidate | None:
+    hold = cancel_hold(node, at)
+    if hold is None:
+        return None
+    cancelled, until = hold
+    message = events.cancel_hold(format_seconds(cancelled) if cancelled else "?", format_seconds(until), node.name)
+    return NotCandidate(node, message, blocking=True, refusal=NodeRefusal.CANCEL_HOLD)
+
+
+def node_check(node: NodeInfo, cluster: Cluster, exclude: set[str], at: datetime | None = None) -> NotCandidate | None:
+    """ValidateNodeDisruptable and the NodePool lookup (docs/semantics.md §3.1); with `at`, nodeflow's own
+    cancel hold last."""
     if node.name in exclude:
         return NotCandidate(node, "candidate is already being disrupted", blocking=False, event=False)
     if node.claim is None:
@@ -178,7 +214,7 @@ def node_check(node: NodeInfo, cluster: Cluster, exclude: set[str]) -> NotCandid
         return NotCandidate(node, f"nodepool not found (NodePool={node.pool})", blocking=True)
     if pool.paused:
         return NotCandidate(node, f"nodepool {pool.name} is paused ({L.PAUSED_ANNOTATION})", blocking=True)
-    return None
+    return hold_check(node, at) if at is not None else None
 
 
 def build_candidates(cluster: Cluster, at: datetime, exclude: set[str], disruption_class: str,
@@ -192,7 +228,7 @@ def build_candidates(cluster: Cluster, at: datetime, exclude: set[str], disrupti
     checks = {} if checks is None else checks
     for node in cluster.nodes:
         if node.name not in checks:
-            checks[node.name] = node_check(node, cluster, exclude)
+            checks[node.name] = node_check(node, cluster, exclude, at)
         problem = checks[node.name]
         if problem is None:
             assert node.claim is not None

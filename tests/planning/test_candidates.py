@@ -9,9 +9,12 @@ from planning_factory import AT, OLD, node_and_claim, nodepool, pdb, pod, snapsh
 
 from api import labels as L
 from planning.candidates import (
+    DEFAULT_CANCEL_HOLD,
     EVENTUAL,
     GRACEFUL,
+    NodeRefusal,
     build_candidates,
+    cancel_hold,
     consolidatable,
     do_not_disrupt_active,
     eviction_cost,
@@ -186,3 +189,44 @@ def test_pdb_without_status_is_computed_from_its_pods():
     assert _reasons(snapshot(*objs, budget({"minAvailable": 1})))[0] == {"a", "b"}
     assert _reasons(snapshot(*objs, budget({"minAvailable": "100%"})))[0] == set()
     assert _reasons(snapshot(*objs, budget({"maxUnavailable": "0%"})))[0] == set()
+
+
+def _held(name: str, cancelled=None, until=None):
+    n = node_and_claim(name)
+    ann = {}
+    if cancelled is not None:
+        ann[L.DISRUPTION_CANCELLED_AT_ANNOTATION] = ts(cancelled)
+    if until is not None:
+        ann[L.DISRUPTION_HELD_UNTIL_ANNOTATION] = until if isinstance(until, str) else ts(until)
+    n[0]["metadata"]["annotations"] = ann
+    return n
+
+
+def test_cancel_hold_is_a_typed_blocking_refusal_until_held_until():
+    cancelled, until = AT - timedelta(minutes=5), AT + timedelta(minutes=10)
+    snap = snapshot(nodepool(), _held("held", cancelled, until), _held("over", AT - timedelta(hours=1),
+                                                                       AT - timedelta(seconds=1)))
+    for disruption_class in (GRACEFUL, EVENTUAL):
+        cs = build_candidates(Cluster.from_snapshot(snap), AT, set(), disruption_class)
+        assert {c.name for c in cs.candidates} == {"over"}
+        (r,) = cs.rejected
+        assert r.node.name == "held" and r.blocking and r.refusal is NodeRefusal.CANCEL_HOLD
+        assert r.message == (f"disruption cancelled by operator at {ts(cancelled)}, held until {ts(until)} "
+                             "(nodeflow resume held)")
+    assert cancel_hold(Cluster.from_snapshot(snap).by_name["held"], until) is None  # ends at held-until
+
+
+@pytest.mark.parametrize("cancelled_ago, held", [(timedelta(minutes=29), True), (timedelta(minutes=31), False)])
+def test_cancel_hold_without_held_until_lasts_the_default(cancelled_ago, held):
+    snap = snapshot(nodepool(), _held("a", cancelled=AT - cancelled_ago, until="not a time"))
+    ok, rejected = _reasons(snap)
+    assert (ok == set()) is held and timedelta(minutes=30) == DEFAULT_CANCEL_HOLD
+    if held:
+        assert rejected["a"].startswith("disruption cancelled by operator at ")
+
+
+def test_other_refusals_are_untyped_and_come_first():
+    n = _held("a", AT, AT + timedelta(minutes=30))
+    n[0]["metadata"]["annotations"][L.DO_NOT_DISRUPT_ANNOTATION] = "true"
+    cs = build_candidates(Cluster.from_snapshot(snapshot(nodepool(), n)), AT, set(), GRACEFUL)
+    assert cs.rejected[0].refusal is None and "do-not-disrupt" in cs.rejected[0].message
