@@ -87,6 +87,12 @@ class ClusterView:
     scaled_wait: bool  # waiting on a time-scaled delay: a launch, a grace period, a pod starting
     cpu_util: float
     memory_util: float
+    protected: frozenset[str] = frozenset()  # uids of the do-not-disrupt pods Running and Ready
+
+
+def _protected(live: list[dict[str, Any]]) -> frozenset[str]:
+    return frozenset(p["metadata"]["uid"] for p in live if pod_healthy(p)
+                     and (p["metadata"].get("annotations") or {}).get(L.DO_NOT_DISRUPT_ANNOTATION) == "true")
 
 
 def _draining(node: dict[str, Any]) -> bool:
@@ -121,4 +127,4 @@ def look(sim: Simulator) -> ClusterView:
                        nodes=frozenset(n["metadata"]["name"] for n in nodes),
                        draining=sum(1 for n in nodes if _draining(n)), launching=launching,
                        scaled_wait=launching > 0 or len(live) < len(pods) or bound_pending,
-                       cpu_util=round(cpu_util, 3), memory_util=round(mem_util, 3))
+                       cpu_util=round(cpu_util, 3), memory_util=round(mem_util, 3), protected=_protected(live))

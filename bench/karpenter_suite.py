@@ -86,6 +86,8 @@ async def run_phase(world: SuiteWorld, sampler: ProcessSampler, scenario: Scenar
     if phase.kind in ("consolidation", "drift"):
         checks["totalAtMostHalf"] = within_half(figures["totalMinutes"], phase.limits)
     checks["finished"] = finished
+    if phase.kind != "scaleOut" and before.protected:  # Karpenter's suite: every do-not-disrupt pod survives
+        checks["doNotDisruptSurvived"] = before.protected <= after.protected
     say(f"{scenario.name}/{phase.name}: {'done' if finished else 'TIMED OUT'} in {wall:.0f}s wall, "
         f"{sim_s:.0f}s simulated; nodes {len(before.nodes)} -> {len(after.nodes)}; utilization CPU {after.cpu_util} "
         f"memory {after.memory_util}; checks {checks}; {procs}")
