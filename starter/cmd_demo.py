@@ -1,6 +1,6 @@
 """`nodeflow demo`: the whole system on one machine — Temporal (with its Web UI), moto, the simulated cluster,
 the worker (with its pending-pod intake) and the planner — on a 30-node cluster where every kind of disruption has
-work to do, plus a ReplicaSet scaled up after 20 s and a spot interruption after 30 s. `--headless --duration S
+work to do, plus a Deployment scaled up after 20 s and a spot interruption after 30 s. `--headless --duration S
 --report FILE` runs it unattended and writes a JSON summary.
 """
 
@@ -189,7 +189,7 @@ async def _advance(stack: Any, core: Any, m: _Moments, elapsed: float, bundled: 
         m.scale_up = await asyncio.to_thread(scale_up, core, elapsed)
         if m.scale_up is not None:
             before, after = m.scale_up.replicas
-            lines.append(f"scaled ReplicaSet {m.scale_up.app} from {before} to {after} at {elapsed:.0f}s")
+            lines.append(f"scaled Deployment {m.scale_up.app} from {before} to {after} at {elapsed:.0f}s")
     if stack.queue_url and m.interrupted_node is None and elapsed >= INTERRUPT_AFTER:
         m.interrupted_node = _inject_spot_interruption(stack, core) or "-"
         m.interruption_note = f"spot interruption warning sent for node {m.interrupted_node} at {elapsed:.0f}s"
@@ -225,6 +225,24 @@ def _log_to_file(path: Path) -> None:
     root.setLevel(logging.INFO)
 
 
+def command_path(name: str) -> str:
+    """How to type `name` so that it runs from here: bare when PATH finds it, else the path of the copy in this
+    Python's bin (relative to the working directory when under it, e.g. `.venv/bin/nodeflow`)."""
+    import os
+    import shutil
+
+    found = shutil.which(name)
+    if found is not None:
+        return name
+    local = Path(sys.executable).parent / name
+    if not local.exists():
+        return name
+    try:
+        return os.path.relpath(local) if local.resolve().is_relative_to(Path.cwd().resolve()) else str(local)
+    except ValueError:  # another drive
+        return str(local)
+
+
 def _hints(stack: Any, node_names: set[str]) -> list[str]:
     """What to try while the demo runs; every command here works against this stack as printed."""
     from urllib.parse import quote
@@ -234,11 +252,12 @@ def _hints(stack: Any, node_names: set[str]) -> list[str]:
         victim, why = min(node_names or {"NODE"}), "then watch its TerminationWorkflow"
     kubeconfig = Path(stack.kubeconfig).resolve()
     address = stack.temporal.address
+    nf, kubectl = command_path("nodeflow"), command_path("kubectl")
     lines = [f"  environment:  export KUBECONFIG={kubeconfig} NODEFLOW_TEMPORAL_ADDRESS={address}",
-             "  watch:        kubectl get nodes,nodeclaims   |   nodeflow status",
-             "  plan:         nodeflow plan --kubeconfig $KUBECONFIG   (what the next planner pass would do)",
-             f"  delete one:   kubectl delete node {victim}   ({why})",
-             f"                nodeflow status {victim}; nodeflow force {victim} --reason demo"]
+             f"  watch:        {kubectl} get nodes,nodeclaims   |   {nf} status --watch",
+             f"  plan:         {nf} plan   (what the next planner pass would do, on $KUBECONFIG's cluster)",
+             f"  delete one:   {kubectl} delete node {victim} --wait=false   ({why})",
+             f"                {nf} status {victim}; {nf} force {victim} --reason demo"]
     if stack.temporal.ui_url:
         query = quote('NodeflowPhase="Draining"')
         lines.append(f"  Temporal UI:  {stack.temporal.ui_url}/namespaces/default/workflows")

@@ -54,7 +54,8 @@ def stuck_drains(rows: Sequence[dict[str, Any]], now: datetime, after: timedelta
     for row in rows:
         age = _seconds_since(row.get("startedAt"), now)
         if row.get("phase") == "Draining" and blocking_of(row) and age is not None and age >= after.total_seconds():
-            out.append({"node": row.get("node"), "blocking": blocking_of(row), "age": _short(age), "seconds": age})
+            out.append({"node": row.get("node"), "blocking": blocking_of(row), "age": row.get("age") or _short(age),
+                        "seconds": age})
     return sorted(out, key=lambda s: -s["seconds"])
 
 

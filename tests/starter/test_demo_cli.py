@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import sys
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
@@ -55,11 +57,24 @@ def test_hints_name_a_node_that_exists_and_the_env_the_commands_need() -> None:
     names = {"general-01", "general-02"}
     text = "\n".join(cmd_demo._hints(_stack("http://127.0.0.1:8233"), names))
     assert "export KUBECONFIG=/tmp/demo/kubeconfig NODEFLOW_TEMPORAL_ADDRESS=127.0.0.1:7233" in text
-    assert "kubectl delete node general-01" in text and "nodeflow force general-01 --reason demo" in text
+    nf, kubectl = cmd_demo.command_path("nodeflow"), cmd_demo.command_path("kubectl")
+    assert f"{kubectl} delete node general-01 --wait=false" in text
+    assert f"{nf} status general-01; {nf} force general-01 --reason demo" in text
     assert "http://127.0.0.1:8233/namespaces/default/workflows?query=NodeflowPhase%3D%22Draining%22" in text
     other = "\n".join(cmd_demo._hints(_stack(None), {"web-b", "web-a"}))
-    assert "kubectl delete node web-a" in other and "do-not-disrupt" not in other
+    assert "delete node web-a --wait=false" in other and "do-not-disrupt" not in other
     assert "Temporal UI" not in other
+
+
+def test_hints_print_a_command_that_runs_from_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bare `nodeflow` only when PATH finds it; else this venv's copy, as the README writes it (.venv/bin/nodeflow)."""
+    venv_bin = Path(sys.executable).parent
+    monkeypatch.setenv("PATH", str(venv_bin))
+    assert cmd_demo.command_path("nodeflow") == "nodeflow"
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.chdir(venv_bin.parent.parent)
+    assert cmd_demo.command_path("nodeflow") == os.path.join(venv_bin.parent.name, venv_bin.name, "nodeflow")
+    assert cmd_demo.command_path("no-such-tool") == "no-such-tool"
 
 
 def test_bundled_scenario_has_work_for_every_method() -> None:
