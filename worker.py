@@ -23,7 +23,7 @@ from client.planner_schedule import ensure_planner_schedule
 from runtime.cloud_clients import ec2_client, iam_client, kube_api_client, sqs_client, ssm_client
 from runtime.health import ReadinessCheck, start_health_server
 from runtime.settings import Deps, Settings
-from runtime.temporal_metrics import new_buffer, pump
+from runtime.temporal_metrics import new_buffer, pump, track_planner_pause
 from runtime.worker_loop import run_worker
 from telemetry.logs import JsonFormatter
 from workflows.search_attributes import TASK_QUEUE
@@ -137,7 +137,7 @@ async def amain(args: argparse.Namespace) -> int:
     health = None
     if args.metrics_port and buffer is not None:
         health = await start_health_server(args.metrics_port, checks=readiness_checks(client, deps))
-        pumping = asyncio.create_task(pump(buffer, stop))
+        pumping = asyncio.gather(pump(buffer, stop), track_planner_pause(client, stop))
     every = timedelta(seconds=float(os.environ.get("NODEFLOW_PLANNER_SECONDS", "10")))
     await ensure_planner_schedule(client, every=every, task_queue=settings.task_queue)  # idempotent; keeps a pause
     await ensure_nodeclass_schedule(client, task_queue=settings.task_queue)  # EC2NodeClass resolution every 60 s

@@ -181,5 +181,10 @@ ACTIVITY_FAILURES = Counter(
     ["activity_type"],
     registry=REGISTRY,
 )
+PLANNER_PAUSED = Gauge(
+    "nodeflow_planner_paused",
+    "1 while the planner schedule is paused (`nodeflow pause`), 0 otherwise, as this worker last read it.",
+    registry=REGISTRY,
+)
 RUNNING_DRAINS = RunningDrains("nodeflow_drain_started_timestamp_seconds")
 REGISTRY.register(RUNNING_DRAINS)

@@ -1,5 +1,6 @@
 """The Temporal SDK's failure counters reach nodeflow's registry: a failed workflow, a failing workflow task and
-a failed activity attempt, as the SDK core reports them from a real worker on the dev server."""
+a failed activity attempt, as the SDK core reports them from a real worker on the dev server; and the planner
+schedule's paused state."""
 
 from __future__ import annotations
 
@@ -11,14 +12,15 @@ from datetime import timedelta
 import pytest
 import pytest_asyncio
 from temporalio import activity, workflow
-from temporalio.client import WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.common import RetryPolicy
 from temporalio.runtime import MetricBuffer, Runtime, TelemetryConfig
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from client.planner_schedule import ensure_planner_schedule, set_planner_paused
 from devstack.binaries import find_binary
-from runtime.temporal_metrics import copy_failures, new_buffer, pump
+from runtime.temporal_metrics import copy_failures, new_buffer, pump, track_planner_pause
 from telemetry.metrics import REGISTRY
 
 
@@ -86,3 +88,23 @@ async def test_sdk_failures_are_copied_into_the_registry(
     assert value("nodeflow_workflow_task_failures_total", workflow_type="MetricsProbeBroken",
                  failure_reason="WorkflowError") > before[2]
     assert copy_failures(buffer.retrieve_updates()) == 0  # the pump drained everything on its last round
+
+
+async def test_the_planner_pause_is_tracked_from_the_schedule(temporal_client: Client) -> None:
+    """nodeflow_planner_paused follows `nodeflow pause` / `resume` (the schedule's state) within one interval."""
+    schedule_id = f"planner-pause-{uuid.uuid4()}"
+    handle = await ensure_planner_schedule(temporal_client, task_queue=f"tq-{uuid.uuid4()}", schedule_id=schedule_id)
+    stop = asyncio.Event()
+    tracking = asyncio.create_task(track_planner_pause(temporal_client, stop, every=0.05, schedule_id=schedule_id))
+    try:
+        for paused in (True, False, True):
+            await set_planner_paused(temporal_client, paused, schedule_id=schedule_id)
+            for _ in range(100):
+                if value("nodeflow_planner_paused") == float(paused):
+                    break
+                await asyncio.sleep(0.05)
+            assert value("nodeflow_planner_paused") == float(paused)
+    finally:
+        stop.set()
+        await asyncio.wait_for(tracking, 5)
+        await handle.delete()
