@@ -16,6 +16,8 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 
 from activities.kube_client import KubeClient
+from api import labels
+from api.timestamps import format_seconds
 from workflows.disruption_models import AwaitTerminationsInput, NodeRef, TaintInput, TerminationsInput
 from workflows.errors import ErrorType
 
@@ -47,10 +49,16 @@ class CandidateActivities:
 
     @activity.defn(name="disruption_untaint_candidates")
     async def untaint_candidates(self, inp: TaintInput) -> list[str]:
+        """Untaint the candidates; with `hold` (a cancel) also annotate them so the planner leaves them alone for
+        the cool-down (idempotent: the same times on a retry)."""
         done = []
         for n in inp.nodes:
             if await asyncio.to_thread(self._kube.untaint, n.name):
                 done.append(n.name)
+            if inp.hold is not None:
+                await asyncio.to_thread(self._kube.patch_node, n.name, {"metadata": {"annotations": {
+                    labels.DISRUPTION_CANCELLED_AT_ANNOTATION: format_seconds(inp.hold.cancelled_at),
+                    labels.DISRUPTION_HELD_UNTIL_ANNOTATION: format_seconds(inp.hold.held_until)}}})
         return done
 
     @activity.defn(name="disruption_start_terminations")

@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.disruption_models import (
         NO_RETURN_PHASES,
         AwaitTerminationsInput,
+        CancelHold,
         DisruptionInput,
         DisruptionPhase,
         DisruptionProgress,
@@ -274,12 +275,22 @@ class DisruptionWorkflow:
         for r in unready:
             await workflow.execute_activity_method(
                 ProvisioningActivities.delete_replacement, r, start_to_close_timeout=LAUNCH, retry_policy=RETRY)
-        await workflow.execute_activity_method(
-            CandidateActivities.untaint_candidates, TaintInput(nodes=cmd.nodes, reason=cmd.reason),
-            start_to_close_timeout=SHORT, retry_policy=RETRY)
         cancelled = cause is RollbackCause.CANCELLED and self._cancel_reason is not None
+        await workflow.execute_activity_method(
+            CandidateActivities.untaint_candidates,
+            TaintInput(nodes=cmd.nodes, reason=cmd.reason, hold=self._cancel_hold() if cancelled else None),
+            start_to_close_timeout=SHORT, retry_policy=RETRY)
         outcome = DisruptionPhase.CANCELLED if cancelled else DisruptionPhase.ROLLED_BACK
         return await self._finish(outcome, why)
+
+    def _cancel_hold(self) -> CancelHold | None:
+        """An operator's cancel holds the nodes from re-planning for the cool-down (docs/configuration.md); the
+        same activity that untaints writes it, so no new command."""
+        seconds = self._input.settings.cancel_hold_seconds
+        if seconds <= 0:
+            return None
+        now = workflow.now()
+        return CancelHold(cancelled_at=now, held_until=now + timedelta(seconds=seconds))
 
     async def _terminate_candidates(self, inp: DisruptionInput) -> DisruptionResult:
         cmd, s = inp.command, inp.settings

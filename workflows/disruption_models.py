@@ -75,6 +75,8 @@ class DisruptionSettings(_Model):
     termination_timeout_seconds: float = 24 * 3600.0
     termination_poll_seconds: float = 2.0
     catalog_path: str | None = None
+    # a cancelled disruption's nodes are held from re-planning this long (0: not held; docs/configuration.md)
+    cancel_hold_seconds: float = Field(default=1800.0, ge=0)
 
 
 class PlannerInput(_Model):
@@ -167,9 +169,18 @@ class ValidationResult(_Model):
     reason: str = ""
 
 
+class CancelHold(_Model):
+    """Written on a cancelled disruption's nodes when they are untainted; the planner skips them until
+    `held_until` (planning/candidates.py), `nodeflow resume NODE` removes it."""
+
+    cancelled_at: datetime
+    held_until: datetime
+
+
 class TaintInput(_Model):
     nodes: list[NodeRef]
     reason: str
+    hold: CancelHold | None = None  # untaint only: also mark the nodes held
 
 
 class LaunchInput(_Model):
