@@ -209,6 +209,17 @@ def to_command(cmd: Any, index: Mapping[str, NodeRef]) -> DisruptionCommand:
                              savings_per_hour=cmd.savings_per_hour, pods=len(cmd.pods))
 
 
+def policy_metrics(result: Any) -> None:
+    """DisruptionPolicy figures of a pass: the pools a calendar holds (gauge, reset each pass) and the consolidation
+    moves a savings threshold skipped (docs/semantics.md §15)."""
+    metrics.POLICY_HELD.clear()
+    for p in getattr(result, "policy_pools", ()):
+        if p.hold:
+            metrics.POLICY_HELD.labels(nodepool=p.node_pool, hold=p.hold).set(1)
+    for m in getattr(result, "skipped", ()):
+        metrics.CONSOLIDATION_SKIPPED.labels(nodepool=m.node_pool).inc()
+
+
 def _take_repairs(result: Any, index: Mapping[str, NodeRef], excluded: set[str], out: PlanPassResult) -> None:
     """Node repairs and the pools the safety valve holds back, into the pass result and the metrics."""
     for r in result.repairs:
@@ -423,6 +434,7 @@ class PlanningActivities:
         for row in result.budgets:
             metrics.ALLOWED_DISRUPTIONS.labels(nodepool=row.get("nodePool", ""), reason=row.get("reason", "")).set(
                 row.get("allowed", 0))
+        policy_metrics(result)
         acted = bool(out.commands or out.expirations or out.repairs or out.static_scale_ups or out.static_removals)
         outcome = "paused" if paused and not acted else ("commands" if acted else "idle")
         metrics.PLANNER_PASSES.labels(result=outcome).inc()

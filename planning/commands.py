@@ -115,6 +115,7 @@ class PolicyPool(_Model):
     held: str | None = None  # a calendar hold: no voluntary disruption starts in this pool now
     held_until: datetime | None = None
     conflict: str | None = None  # two policies select the pool: neither applies
+    hold: str | None = None  # internal: the hold's kind (planning/policy_calendar.py CalendarHold), for metrics
 
     def to_public(self) -> dict[str, Any]:
         return {"nodePool": self.node_pool, "policy": self.policy, "held": self.held,

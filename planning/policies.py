@@ -90,5 +90,5 @@ class PolicyView:
             block = self.holds.get(name)
             rows.append(PolicyPool(node_pool=name, policy=policy.name if policy else None,
                                    held=block.message if block else None, held_until=block.until if block else None,
-                                   conflict=conflicts.get(name)))
+                                   conflict=conflicts.get(name), hold=block.hold.value if block else None))
         return rows

@@ -105,6 +105,18 @@ ALLOWED_DISRUPTIONS = Gauge(
     ["nodepool", "reason"],
     registry=REGISTRY,
 )
+POLICY_HELD = Gauge(
+    "nodeflow_disruption_policy_held",
+    "1 while a DisruptionPolicy's calendar holds voluntary disruption of the NodePool (last planner pass), by hold.",
+    ["nodepool", "hold"],
+    registry=REGISTRY,
+)
+CONSOLIDATION_SKIPPED = Counter(
+    "nodeflow_consolidation_skipped_total",
+    "Consolidation moves a DisruptionPolicy's savings threshold refused, counted once per pass.",
+    ["nodepool"],
+    registry=REGISTRY,
+)
 
 # --- cluster cache from watches (runtime/cluster_cache.py) ---
 CLUSTER_CACHE_LISTS = Counter(
