@@ -64,6 +64,7 @@ def snapshot_kinds(snapshot: Any) -> Counter[str]:
     """How many objects of each kind a Snapshot holds (kinds with none left out)."""
     kinds = Counter({"NodePool": len(snapshot.node_pools), "NodeClaim": len(snapshot.node_claims),
                      "EC2NodeClass": len(snapshot.node_classes), "Node": len(snapshot.nodes),
-                     "Pod": len(snapshot.pods), "PodDisruptionBudget": len(snapshot.pdbs)})
+                     "Pod": len(snapshot.pods), "PodDisruptionBudget": len(snapshot.pdbs),
+                     "DisruptionPolicy": len(getattr(snapshot, "disruption_policies", ()))})
     kinds.update(str(obj.get("kind")) for obj in snapshot.others)
     return +kinds
