@@ -26,6 +26,7 @@ from runtime.settings import Deps, Settings
 from runtime.temporal_metrics import new_buffer, pump, track_planner_pause
 from runtime.worker_loop import run_worker
 from telemetry.logs import JsonFormatter
+from workflows.disruption_models import DisruptionSettings
 from workflows.search_attributes import TASK_QUEUE
 
 log = logging.getLogger("nodeflow.worker")
@@ -68,6 +69,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-node-repair", action="store_true",
                    default=(env("NODEFLOW_NO_NODE_REPAIR") or "").lower() in ("1", "true", "yes"),
                    help="never replace unhealthy nodes")
+    p.add_argument("--cancel-hold", type=_seconds, default=env("NODEFLOW_CANCEL_HOLD", "30m"),
+                   help="how long a cancelled disruption's nodes are not planned again (Go duration; 0s: off)")
     p.add_argument("--log-level", default=env("NODEFLOW_LOG_LEVEL", "INFO"))
     p.add_argument("--interruption-queue", default=env("NODEFLOW_INTERRUPTION_QUEUE"),
                    help="SQS queue URL of EventBridge interruption events (unset: no interruption handling)")
@@ -125,7 +128,8 @@ async def amain(args: argparse.Namespace) -> int:
                         provisioning=not args.no_provisioning, batch_idle_seconds=args.batch_idle_duration,
                         batch_max_seconds=args.batch_max_duration, node_repair=not args.no_node_repair,
                         node_repair_toleration_seconds=args.node_repair_toleration,
-                        node_repair_conditions=tuple(args.node_repair_condition))
+                        node_repair_conditions=tuple(args.node_repair_condition),
+                        cancel_hold_seconds=args.cancel_hold)
     deps = Deps(kube_api=kube_api_client(args.kubeconfig), ec2=ec2_client(args.region, args.ec2_endpoint),
                 sqs=sqs_client(args.region, args.sqs_endpoint or args.ec2_endpoint), temporal=client,
                 ssm=ssm_client(args.region, args.ec2_endpoint), iam=iam_client(args.iam_endpoint or args.ec2_endpoint),
@@ -139,7 +143,8 @@ async def amain(args: argparse.Namespace) -> int:
         health = await start_health_server(args.metrics_port, checks=readiness_checks(client, deps))
         pumping = asyncio.gather(pump(buffer, stop), track_planner_pause(client, stop))
     every = timedelta(seconds=float(os.environ.get("NODEFLOW_PLANNER_SECONDS", "10")))
-    await ensure_planner_schedule(client, every=every, task_queue=settings.task_queue)  # idempotent; keeps a pause
+    await ensure_planner_schedule(client, every=every, task_queue=settings.task_queue,  # idempotent; keeps a pause
+                                  settings=DisruptionSettings(cancel_hold_seconds=settings.cancel_hold_seconds))
     await ensure_nodeclass_schedule(client, task_queue=settings.task_queue)  # EC2NodeClass resolution every 60 s
     log.info("worker started", extra={"task_queue": settings.task_queue, "watch": settings.watch})
     try:

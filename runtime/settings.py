@@ -34,6 +34,7 @@ class Settings:
     node_repair: bool = True  # replace nodes unhealthy past their toleration (planning/repair.py)
     node_repair_toleration_seconds: float = 1800.0  # Ready False/Unknown tolerated this long (Karpenter: 30 min)
     node_repair_conditions: tuple[str, ...] = ()  # more repair policies, "Type=Status:Duration" each
+    cancel_hold_seconds: float = 1800.0  # a cancelled disruption's nodes are not re-planned this long (0: off)
 
 
 @dataclass
