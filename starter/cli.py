@@ -13,7 +13,8 @@ from starter.output import CliError
 # Each module defines `register(subparsers) -> None`, adding a parser whose `func(args) -> int` runs it.
 COMMAND_MODULES: tuple[str, ...] = (
     "starter.cmd_status", "starter.cmd_force", "starter.cmd_cancel",
-    "starter.cmd_pause",  # pause and resume
+    "starter.cmd_pause",  # pause
+    "starter.cmd_resume",  # resume: the planner, a NodePool, or a node held after a cancel
     "starter.cmd_plan",
     "starter.cmd_demo",
     "starter.cmd_validate",

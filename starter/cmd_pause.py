@@ -1,5 +1,6 @@
 """`nodeflow pause|resume [--nodepool NAME]`: one switch for voluntary disruption, global (the planner schedule)
-or per NodePool (the annotation nodeflow.dev/paused=true, which the planner skips)."""
+or per NodePool (the annotation nodeflow.dev/paused=true, which the planner skips). `resume` is registered by
+starter/cmd_resume.py, which also resumes one node held after a cancel."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from starter.output import CliError, add_output_flag, print_output, render_table
 def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodepool", metavar="NAME", help="only this NodePool (annotation nodeflow.dev/paused)")
     parser.add_argument("--reason", default="", help="note recorded on the schedule")
-    parser.add_argument("--kubeconfig", help="kubeconfig for --nodepool (default: $KUBECONFIG or ~/.kube/config)")
+    parser.add_argument("--kubeconfig",
+                        help="kubeconfig for --nodepool and resume NODE (default: $KUBECONFIG or ~/.kube/config)")
     parser.add_argument("--context", help="kubeconfig context")
     parser.add_argument("--address", help="Temporal host:port (default $NODEFLOW_TEMPORAL_ADDRESS or localhost:7233)")
     parser.add_argument("--namespace", help="Temporal namespace")
@@ -86,9 +88,6 @@ _COMMANDS = {
     "pause": (True, "stop voluntary disruption (all, or one NodePool)",
               "Globally: pause the nodeflow-planner schedule. With --nodepool: annotate the NodePool "
               "nodeflow.dev/paused=true; the planner skips it."),
-    "resume": (False, "resume voluntary disruption (all, or one NodePool)",
-               "Globally: unpause the nodeflow-planner schedule. With --nodepool: remove the NodePool's "
-               "nodeflow.dev/paused annotation."),
 }
 
 
