@@ -14,19 +14,22 @@
 With `node_classes`, the NodePools launch from EC2NodeClasses (devstack/demo_aws.py): `memory` for the memory
 pool, whose nodes run its image (status.imageID), so a newer image for it rolls them out by drift; `default` for
 the rest.
-Timestamps are relative to `now`, so the scenario is fresh whenever the demo starts. Controllers (the
-ReplicaSets and the node-agent DaemonSet) carry the uids their pods point at, so the simulator adopts the
-pods instead of creating a second set.
+Timestamps are relative to `now`, so the scenario is fresh whenever the demo starts. The workloads are Deployments,
+each with the ReplicaSet its controller would make (named and labelled by the pod-template-hash); controllers (those
+ReplicaSets and the node-agent DaemonSet) carry the uids their pods point at, so the simulator adopts the pods
+instead of creating a second set.
 """
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from api import labels as L
 from api.catalog import load_default_catalog
 from devstack.demo_aws import BASE_IMAGE, CLASSES, node_class_object
+from simulator.deployments import HASH_LABEL, REVISION, pod_template_hash
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 CI_TAINT = {"key": "nodeflow.dev/ci-runner", "value": "true", "effect": "NoSchedule"}
@@ -111,32 +114,41 @@ class _Builder:
                                       tolerate_all=True))
 
     def app(self, name: str, nodes: list[str], cpu: str, memory: str, per_node: int = 1, pdb: str | None = None,
-            annotations: dict[str, str] | None = None, grace: int = 30) -> None:
+            annotations: dict[str, str] | None = None, grace: int = 30,
+            node_selector: dict[str, str] | None = None) -> None:
+        """A Deployment, its ReplicaSet and their pods on `nodes` (with `node_selector`, they run nowhere else)."""
+        spec = self._spec(cpu, memory, grace)
+        if node_selector:
+            spec["nodeSelector"] = dict(node_selector)
+        template = {"metadata": {"labels": {"app": name}}, "spec": spec}
+        h = pod_template_hash(template)
+        rs_name, pod_labels = f"{name}-{h}", {"app": name, HASH_LABEL: h}
+        replicas = len(nodes) * per_node
+        self.objects.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+            "name": name, "namespace": "default", "labels": {"app": name}, "uid": _uid("Deployment", name),
+            "annotations": {REVISION: "1"}},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}, "template": template}})
         self.objects.append({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {
-            "name": name, "namespace": "default", "labels": {"app": name}, "uid": _uid("ReplicaSet", name)},
-            "spec": {"replicas": len(nodes) * per_node, "selector": {"matchLabels": {"app": name}},
-                     "template": {"metadata": {"labels": {"app": name}}, "spec": self._spec(cpu, memory, grace)}}})
+            "name": rs_name, "namespace": "default", "labels": dict(pod_labels), "uid": _uid("ReplicaSet", rs_name),
+            "annotations": {REVISION: "1"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": name, "controller": True,
+                                 "uid": _uid("Deployment", name)}]},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": dict(pod_labels)},
+                     "template": {"metadata": {"labels": dict(pod_labels)}, "spec": copy.deepcopy(spec)}}})
         i = 0
         for node in nodes:
             for _ in range(per_node):
                 i += 1
-                self.objects.append(self._pod(f"{name}-{i}", "default", node, cpu, memory,
-                                              owner=("apps/v1", "ReplicaSet", name), labels={"app": name},
-                                              annotations=annotations, grace=grace))
+                pod = self._pod(f"{rs_name}-{i}", "default", node, cpu, memory, owner=("apps/v1", "ReplicaSet",
+                                rs_name), labels=dict(pod_labels), annotations=annotations, grace=grace)
+                if node_selector:
+                    pod["spec"]["nodeSelector"] = dict(node_selector)
+                self.objects.append(pod)
         if pdb:
             self.objects.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {
                 "name": name, "namespace": "default"},
                 "spec": {"maxUnavailable": int(pdb) if pdb.isdigit() else pdb,
                          "selector": {"matchLabels": {"app": name}}}})
-
-    def pin(self, app: str, node_selector: dict[str, str]) -> None:
-        """A nodeSelector on the app's ReplicaSet template and its pods (they run nowhere else)."""
-        for o in self.objects:
-            owner = ((o["metadata"].get("ownerReferences") or [{}])[0]).get("name")
-            if o["kind"] == "Pod" and owner == app:
-                o["spec"]["nodeSelector"] = dict(node_selector)
-            elif o["kind"] == "ReplicaSet" and o["metadata"]["name"] == app:
-                o["spec"]["template"]["spec"]["nodeSelector"] = dict(node_selector)
 
     @staticmethod
     def _spec(cpu: str, memory: str, grace: int) -> dict[str, Any]:
@@ -201,13 +213,12 @@ def demo_cluster(now: datetime | None = None, node_classes: bool = False) -> lis
     b.daemonset()
     b.app("web", steady + drifted, "1500m", "3Gi", per_node=2, pdb="1")
     b.app("api", under, "500m", "1Gi", per_node=2, pdb="1")
-    b.app("cache", memory, "1", "12Gi", per_node=1)
-    b.app("sessions", memory_steady, "1", "20Gi", per_node=1)
-    for app in ("cache", "sessions"):  # memory workloads stay in the memory pool (drift replaces its nodes there)
-        b.pin(app, {L.NODEPOOL_LABEL: "memory"})
-    b.app("reports", batch, "1", "2Gi", per_node=2)
-    b.pin("reports", {L.NODEPOOL_LABEL: "batch"})  # expired batch nodes: their pods need new batch capacity
-    b.app("crawler", spot, "1500m", "2Gi", per_node=2)
-    b.pin("crawler", {L.CAPACITY_TYPE_LABEL: "spot"})  # a crawler scale-up needs new spot nodes
+    # memory workloads stay in the memory pool (drift replaces its nodes there)
+    b.app("cache", memory, "1", "12Gi", per_node=1, node_selector={L.NODEPOOL_LABEL: "memory"})
+    b.app("sessions", memory_steady, "1", "20Gi", per_node=1, node_selector={L.NODEPOOL_LABEL: "memory"})
+    # expired batch nodes: their pods need new batch capacity
+    b.app("reports", batch, "1", "2Gi", per_node=2, node_selector={L.NODEPOOL_LABEL: "batch"})
+    # a crawler scale-up needs new spot nodes
+    b.app("crawler", spot, "1500m", "2Gi", per_node=2, node_selector={L.CAPACITY_TYPE_LABEL: "spot"})
     b.app("ledger", steady[:1], "250m", "512Mi", annotations={L.DO_NOT_DISRUPT_ANNOTATION: "true"})
     return b.objects

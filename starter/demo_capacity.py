@@ -1,8 +1,8 @@
 """The demo's capacity moments, watched through the Kubernetes API for the live view and the report:
 
-- a scale-up: `SCALE_UP_AFTER` seconds in, the `crawler` ReplicaSet (its pods run only on spot capacity, where no
-  node has room for another) is scaled up by `SCALE_UP_BY`; the worker's pending-pod intake batches the new pods and
-  a ProvisioningWorkflow launches spot NodeClaims for them;
+- a scale-up: `SCALE_UP_AFTER` seconds in, the `crawler` Deployment (its pods run only on spot capacity, where no
+  node has room for another) is scaled up by `SCALE_UP_BY` through its scale subresource, as `kubectl scale` does;
+  the worker's pending-pod intake batches the new pods and a ProvisioningWorkflow launches spot NodeClaims for them;
 - an expiration re-homed on new capacity: the `batch` pool's nodes are three days old (expireAfter 24h), so the first
   planner pass expires all of them; their `reports` pods run only in that pool, which has no spare room, so they
   wait pending until the provisioner's new batch nodes are Ready.
@@ -49,7 +49,7 @@ def _round(value: float | None) -> float | None:
 
 @dataclass
 class ScaleUp:
-    """One ReplicaSet scaled up; done when every pod it added runs (the nodes they run on that are new are frozen
+    """One Deployment scaled up; done when every pod it added runs (the nodes they run on that are new are frozen
     then, so a later interruption moving them does not change the count)."""
 
     app: str
@@ -61,6 +61,7 @@ class ScaleUp:
     running_after: float | None = None
     added_running: int = 0
     new_nodes: set[str] = field(default_factory=set)
+    replica_set: str = ""  # the Deployment's ReplicaSet that makes the pods
 
     @property
     def added(self) -> int:
@@ -71,7 +72,7 @@ class ScaleUp:
         if self.running_after is not None:
             return []
         on = {pod: node for pod, node in running_on(_pods(core, self.app)).items() if pod not in self.pods_before}
-        self.added_running = len(on)
+        self.added_running = min(len(on), self.added)  # more: a pod replaced meanwhile (an interruption) runs too
         if self.added_running < self.added:
             return []
         self.running_after = time.monotonic() - self.started
@@ -83,27 +84,32 @@ class ScaleUp:
         done = (f"all Running +{self.running_after:.0f}s on {len(self.new_nodes)} new node(s)"
                 if self.running_after is not None else f"{self.added_running}/{self.added} new pods Running")
         before, after = self.replicas
-        return f"scaled ReplicaSet {self.app} {before} -> {after} at {self.at_seconds:.0f}s: {done}"
+        return f"scaled Deployment {self.app} {before} -> {after} at {self.at_seconds:.0f}s: {done}"
 
     def report(self) -> dict[str, Any]:
-        return {"replicaSet": f"{NAMESPACE}/{self.app}", "replicasBefore": self.replicas[0],
+        return {"deployment": f"{NAMESPACE}/{self.app}", "replicaSet": f"{NAMESPACE}/{self.replica_set}",
+                "replicasBefore": self.replicas[0],
                 "replicasAfter": self.replicas[1], "atSeconds": round(self.at_seconds, 1),
                 "podsAddedRunning": self.added_running, "allRunningAfterSeconds": _round(self.running_after),
                 "newNodes": len(self.new_nodes)}
 
 
 def scale_up(core: Any, at_seconds: float, app: str = SCALE_UP_APP, by: int = SCALE_UP_BY) -> ScaleUp | None:
-    """Scale the ReplicaSet up through the Kubernetes API, as `kubectl scale` does (None: no such ReplicaSet)."""
+    """Scale the Deployment up through its scale subresource, as `kubectl scale` does (None: no such Deployment)."""
     from kubernetes import client as k8s
 
     apps = k8s.AppsV1Api(core.api_client)
     try:
-        before = int(apps.read_namespaced_replica_set(app, NAMESPACE).spec.replicas or 0)
+        before = int(apps.read_namespaced_deployment_scale(app, NAMESPACE).spec.replicas or 0)
     except k8s.ApiException:
         return None
+    pods = _pods(core, app)
+    owners = {ref["name"] for p in pods for ref in p["metadata"].get("ownerReferences") or []
+              if ref.get("kind") == "ReplicaSet"}
     moment = ScaleUp(app=app, replicas=(before, before + by), at_seconds=at_seconds,
-                     pods_before={p["metadata"]["name"] for p in _pods(core, app)}, nodes_before=_node_names(core))
-    apps.patch_namespaced_replica_set(app, NAMESPACE, {"spec": {"replicas": before + by}})
+                     pods_before={p["metadata"]["name"] for p in pods}, nodes_before=_node_names(core),
+                     replica_set=min(owners, default=""))
+    apps.patch_namespaced_deployment_scale(app, NAMESPACE, {"spec": {"replicas": before + by}})
     return moment
 
 
@@ -154,8 +160,8 @@ def watch_rehoming(core: Any, nodes: list[dict[str, Any]]) -> Rehoming | None:
     if not pool:
         return None
     try:
-        rs = k8s.AppsV1Api(core.api_client).read_namespaced_replica_set(REHOMED_APP, NAMESPACE)
+        dep = k8s.AppsV1Api(core.api_client).read_namespaced_deployment(REHOMED_APP, NAMESPACE)
     except k8s.ApiException:
         return None
     return Rehoming(original_nodes=pool, initial_nodes={n["metadata"]["name"] for n in nodes},
-                    replicas=int(rs.spec.replicas or 0))
+                    replicas=int(dep.spec.replicas or 0))

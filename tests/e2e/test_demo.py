@@ -2,7 +2,7 @@
 simulator, the in-process worker and planner schedule) on the bundled 30-node scenario for 75 s.
 
 In that time the first planner passes start Expiration (batch pool), Emptiness (ci pool) and Drift, the crawler
-ReplicaSet is scaled up at 20 s and the spot interruption is injected at 30 s; the expired batch nodes' pods and the
+Deployment is scaled up at 20 s and the spot interruption is injected at 30 s; the expired batch nodes' pods and the
 scale-up's pods get nodes from the provisioner. Consolidation usually follows but is not asserted here because a
 loaded machine can push it past the window (the full 180 s run covers every method).
 """
@@ -49,7 +49,7 @@ def test_demo_exits_zero_and_writes_the_report(demo_run: tuple[subprocess.Comple
     assert set(data["commandsByMethod"]) == {"Emptiness", "Drift", "MultiNodeConsolidation",
                                              "SingleNodeConsolidation", "Expiration", "Interruption"}
     assert "injected a spot interruption warning for node spot-" in proc.stderr
-    assert "scaled ReplicaSet crawler from 8 to 12 at" in proc.stderr
+    assert "scaled Deployment crawler from 8 to 12 at" in proc.stderr
 
 
 def test_demo_is_safe(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:

@@ -4,13 +4,15 @@ bundled scenario that makes both need new nodes."""
 from __future__ import annotations
 
 import json
+import time
 from types import SimpleNamespace
 from typing import Any
 
 from api import labels as L
 from api.quantity import parse_cpu
 from devstack.demo_scenario import demo_cluster
-from starter.demo_capacity import REHOMED_APP, REHOMED_POOL, SCALE_UP_APP, Rehoming, ScaleUp
+from simulator.server import Simulator
+from starter.demo_capacity import REHOMED_APP, REHOMED_POOL, SCALE_UP_APP, Rehoming, ScaleUp, scale_up
 
 
 class _Cluster:
@@ -84,7 +86,7 @@ def _room(objs: list[dict[str, Any]], node: dict[str, Any]) -> float:
 
 def test_the_scenario_makes_the_scale_up_and_the_expired_pods_need_new_nodes() -> None:
     objs = demo_cluster()
-    rs = {o["metadata"]["name"]: o for o in objs if o["kind"] == "ReplicaSet"}
+    rs = {o["metadata"]["name"]: o for o in objs if o["kind"] == "Deployment"}
     crawler = rs[SCALE_UP_APP]["spec"]["template"]["spec"]
     assert crawler["nodeSelector"] == {L.CAPACITY_TYPE_LABEL: "spot"}
     reports = rs[REHOMED_APP]["spec"]["template"]["spec"]
@@ -96,3 +98,27 @@ def test_the_scenario_makes_the_scale_up_and_the_expired_pods_need_new_nodes() -
     batch = [n for n in nodes if n["metadata"]["labels"][L.NODEPOOL_LABEL] == REHOMED_POOL]
     pool = next(o for o in objs if o["kind"] == "NodePool" and o["metadata"]["name"] == REHOMED_POOL)
     assert batch and pool["spec"]["template"]["spec"]["expireAfter"] == "24h"  # the nodes are three days old
+
+
+def test_the_scale_up_scales_the_deployment_that_the_simulator_adopted_without_a_rollout() -> None:
+    """The scenario's ReplicaSets are the ones the Deployment controller would make: loading it rolls nothing
+    out, and the scale-up goes through the Deployment to its ReplicaSet's pods."""
+    from kubernetes import client
+
+    with Simulator(objects=demo_cluster(), time_scale=0.01, ready_delay=0.5) as sim:
+        api = sim.api_client()
+        core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+        rs_before = {r.metadata.name for r in apps.list_namespaced_replica_set("default").items}
+        moment = scale_up(core, 20.0)
+        assert moment is not None and moment.replicas == (8, 12)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            crawler = core.list_namespaced_pod("default", label_selector=f"app={SCALE_UP_APP}").items
+            if len(crawler) == 12:
+                break
+            time.sleep(0.05)
+        assert len(crawler) == 12 and {p.metadata.owner_references[0].name for p in crawler} == {
+            moment.replica_set}
+        assert {r.metadata.name for r in apps.list_namespaced_replica_set("default").items} == rs_before
+        assert moment.report()["deployment"] == f"default/{SCALE_UP_APP}"
+        api.close()
