@@ -43,6 +43,13 @@ def running_on(pods: list[dict[str, Any]]) -> dict[str, str]:
             if (p.get("status") or {}).get("phase") == "Running" and (p.get("spec") or {}).get("nodeName")}
 
 
+def _replica_set(pods: list[dict[str, Any]]) -> str:
+    """The ReplicaSet the app's pods belong to (its Deployment's current one)."""
+    owners = {ref["name"] for p in pods for ref in p["metadata"].get("ownerReferences") or []
+              if ref.get("kind") == "ReplicaSet"}
+    return min(owners, default="")
+
+
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 1)
 
@@ -104,11 +111,9 @@ def scale_up(core: Any, at_seconds: float, app: str = SCALE_UP_APP, by: int = SC
     except k8s.ApiException:
         return None
     pods = _pods(core, app)
-    owners = {ref["name"] for p in pods for ref in p["metadata"].get("ownerReferences") or []
-              if ref.get("kind") == "ReplicaSet"}
     moment = ScaleUp(app=app, replicas=(before, before + by), at_seconds=at_seconds,
                      pods_before={p["metadata"]["name"] for p in pods}, nodes_before=_node_names(core),
-                     replica_set=min(owners, default=""))
+                     replica_set=_replica_set(pods))
     apps.patch_namespaced_deployment_scale(app, NAMESPACE, {"spec": {"replicas": before + by}})
     return moment
 
@@ -126,6 +131,7 @@ class Rehoming:
     expired_gone: int = 0
     pods_on_new_nodes: int = 0
     new_nodes: set[str] = field(default_factory=set)
+    replica_set: str = ""
 
     def observe(self, core: Any) -> list[str]:
         names = _node_names(core)
@@ -145,7 +151,8 @@ class Rehoming:
                 f"{self.pods_on_new_nodes}/{self.replicas} {REHOMED_APP} pods on new nodes ({done})")
 
     def report(self) -> dict[str, Any]:
-        return {"nodePool": REHOMED_POOL, "replicaSet": f"{NAMESPACE}/{REHOMED_APP}",
+        return {"nodePool": REHOMED_POOL, "deployment": f"{NAMESPACE}/{REHOMED_APP}",
+                "replicaSet": f"{NAMESPACE}/{self.replica_set}",
                 "expiredNodesGone": self.expired_gone, "expiredNodes": len(self.original_nodes),
                 "pods": self.replicas, "podsOnNewNodes": self.pods_on_new_nodes, "newNodes": len(self.new_nodes),
                 "rehomedAfterSeconds": _round(self.rehomed_after)}
@@ -164,4 +171,4 @@ def watch_rehoming(core: Any, nodes: list[dict[str, Any]]) -> Rehoming | None:
     except k8s.ApiException:
         return None
     return Rehoming(original_nodes=pool, initial_nodes={n["metadata"]["name"] for n in nodes},
-                    replicas=int(dep.spec.replicas or 0))
+                    replicas=int(dep.spec.replicas or 0), replica_set=_replica_set(_pods(core, REHOMED_APP)))
