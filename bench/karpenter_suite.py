@@ -36,7 +36,7 @@ from bench.karpenter_phases import PhaseWatch, say, watch
 from bench.karpenter_probe import ProcessSampler, look
 from bench.karpenter_scenarios import SCENARIOS, Phase, Scenario
 from bench.karpenter_verdict import simulated_seconds, verdict, within_half
-from bench.karpenter_world import DRIFT_ANNOTATION, POOL, SuiteWorld, replica_set
+from bench.karpenter_world import DRIFT_ANNOTATION, POOL, SuiteWorld, deployment
 from bench.soak_world import WorldOptions
 
 DRIFT_SETTLE = 30.0  # Karpenter's suite lets the cluster settle this long before it changes the template
@@ -53,10 +53,10 @@ def _act(world: SuiteWorld, scenario: Scenario, phase: Phase) -> None:
     apps, custom = k8s.AppsV1Api(api), k8s.CustomObjectsApi(api)
     if phase.kind == "scaleOut":
         for w in scenario.workloads:
-            apps.create_namespaced_replica_set("default", replica_set(w))
+            apps.create_namespaced_deployment("default", deployment(w))
     elif phase.kind == "consolidation":
         for name, replicas in phase.scale_to.items():
-            apps.patch_namespaced_replica_set(name, "default", {"spec": {"replicas": replicas}})
+            apps.patch_namespaced_deployment_scale(name, "default", {"spec": {"replicas": replicas}})
     else:
         body = {"spec": {"template": {"metadata": {"annotations": {DRIFT_ANNOTATION: f"drift-{int(time.time())}"}}}}}
         custom.patch_cluster_custom_object("karpenter.sh", "v1", "nodepools", POOL, body)

@@ -44,14 +44,15 @@ def _constraints(w: Workload, match: dict[str, str]) -> dict[str, Any]:
     return spec
 
 
-def replica_set(w: Workload) -> dict[str, Any]:
-    """A workload as a ReplicaSet (the simulator's controllers create, replace and scale its pods)."""
+def deployment(w: Workload) -> dict[str, Any]:
+    """A workload as a Deployment, as Karpenter's suite makes them (the simulator's Deployment controller makes
+    its ReplicaSet, whose controller creates, replaces and scales the pods)."""
     match = {"app": w.name, SUITE_LABEL: "unspecified"}
     annotations = {L.DO_NOT_DISRUPT_ANNOTATION: "true"} if w.do_not_disrupt else {}
     pod_spec = {"terminationGracePeriodSeconds": 30, **_constraints(w, match),
                 "containers": [{"name": "main", "image": "registry.example/app:1",
                                 "resources": {"requests": {"cpu": w.cpu, "memory": w.memory}}}]}
-    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": w.name, "namespace": "default", "labels": {"app": w.name}},
             "spec": {"replicas": w.replicas, "selector": {"matchLabels": match},
                      "template": {"metadata": {"labels": match, "annotations": annotations}, "spec": pod_spec}}}

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.soak --minutes 60 [--seed N] [--json] [--sample-seconds 30] [--workdir DIR]
 
-The demo's stack (bench/soak_world.py) runs while a seeded driver (bench/soak_churn.py) scales ReplicaSets up
+The demo's stack (bench/soak_world.py) runs while a seeded driver (bench/soak_churn.py) scales Deployments up
 and down, changes NodePool templates (drift), keeps one pool's expireAfter short (expiration), sends spot
 interruption warnings to SQS and deletes nodes, with the simulator failing 1% of API requests (429/500/409).
 Every --sample-seconds it records the worker's RSS, the history of the long-running workflows, pods pending,

@@ -1,7 +1,7 @@
 """The soak's churn driver: what users and AWS do to the demo world, seeded, through production interfaces only
 (the Kubernetes API over HTTP, SQS on moto). Each kind of churn comes round at its own period (jittered):
 
-- scale: a ReplicaSet scaled up or down (pending pods go to the provisioner, surplus pods leave nodes empty);
+- scale: a Deployment scaled up or down (pending pods go to the provisioner, surplus pods leave nodes empty);
 - drift: a NodePool template changed (a label), so its nodes drift and are replaced under its budget;
 - interruption: an EC2 spot interruption warning on the queue for a live spot node;
 - delete: `kubectl delete node` of a random node (the deletion watcher starts its termination);
@@ -89,7 +89,7 @@ class Churn:
         app = self.rng.choice(sorted(SCALABLE))
         base = SCALABLE[app]
         replicas = self.rng.randint(max(1, base // 2), base + base // 2)
-        retry(self.apps.patch_namespaced_replica_set, app, "default", {"spec": {"replicas": replicas}})
+        retry(self.apps.patch_namespaced_deployment_scale, app, "default", {"spec": {"replicas": replicas}})
         return f"scale {app} to {replicas}"
 
     def drift(self) -> str:
