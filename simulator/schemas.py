@@ -45,13 +45,17 @@ def _type_schema(type_name: str, out: Components) -> dict[str, Any]:
     return ref(type_name)
 
 
+def _client() -> Any:
+    from kubernetes import client  # imported when a document is first asked for: a large package
+
+    return client
+
+
 def add_model(name: str, out: Components) -> None:
     """Add the client model `name` and every model it refers to (the recursion ends at names already added)."""
     if name in out:
         return
-    from kubernetes import client
-
-    model = getattr(client, name)
+    model = getattr(_client(), name)
     schema: dict[str, Any] = {"type": "object", "properties": {}}
     out[name] = schema
     for attr, type_name in model.openapi_types.items():
@@ -83,9 +87,12 @@ def kind_schema(rt: ResourceType, out: Components) -> str:
         name = f"{rt.group}.{rt.version}.{rt.kind}"
         add_model(OBJECT_META, out)
         out[name] = dict(crd)
-    else:
+    elif hasattr(_client(), model_name(rt)):
         name = model_name(rt)
         add_model(name, out)
         out[name] = dict(out[name])
+    else:  # served, but neither a CRD here nor a client model: every field goes
+        name = f"{rt.group}.{rt.version}.{rt.kind}"
+        out[name] = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     out[name]["x-kubernetes-group-version-kind"] = [{"group": rt.group, "version": rt.version, "kind": rt.kind}]
     return name
