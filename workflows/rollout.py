@@ -104,15 +104,18 @@ class DriftRolloutWorkflow:
             st.waves = len(st.targets)
             for i, target in enumerate(st.targets):
                 st.wave = i + 1
-                await self._wave(inp, target, last=i == len(st.targets) - 1)
+                exhausted = await self._wave(inp, target, last=i == len(st.targets) - 1)
+                if exhausted:
+                    break  # no drifted node left: no bake, no more waves
                 if i < len(st.targets) - 1:
                     await self._bake(inp.start.waves.bake_seconds)
         except _Aborted:
             return await self._end(RolloutPhase.ABORTED, f"aborted at wave {st.wave}: {self._abort}")
         return await self._end(RolloutPhase.SUCCEEDED, f"{st.disrupted} drifted node(s) replaced in {st.waves} wave(s)")
 
-    async def _wave(self, inp: RolloutInput, target: int, last: bool) -> None:
-        """Disrupt until `target` nodes (cumulative) are done; halt and wait on failures or unhealthy workloads."""
+    async def _wave(self, inp: RolloutInput, target: int, last: bool) -> bool:
+        """Disrupt until `target` nodes (cumulative) are done; halt and wait on failures or unhealthy workloads.
+        True when the pool has no drifted node left."""
         self._workloads = []
         while True:
             exhausted = await self._disrupt_until(inp, target, last)
@@ -121,7 +124,7 @@ class DriftRolloutWorkflow:
             if halted is not None:
                 await self._halt(*halted)
             elif exhausted or self._status.disrupted >= target:
-                return
+                return exhausted
 
     async def _disrupt_until(self, inp: RolloutInput, target: int, last: bool) -> bool:
         """Start the wave's disruptions as budgets allow; True when the pool has no drifted node left."""

@@ -103,3 +103,36 @@ async def test_approve_acks_a_waiting_disruption(temporal_client, sim_ec2, moto_
         assert "approved" in out
         result = await asyncio.wait_for(handle.result(), 40)
         assert result.outcome == DisruptionPhase.SUCCEEDED, result.message
+
+
+async def test_blocked_drain_is_escalated_then_forced(temporal_client, sim_ec2, moto_endpoint) -> None:
+    """A PDB that allows no eviction appears while the replacement comes up: the drain blocks, an Event names the
+    PDB at notifyAfter, and at forceAfter the termination's force path drains the node."""
+    from kubernetes import client as k8s
+    from support.sim_objects import pdb
+
+    from workflows.policy_controls import EscalationSpec
+
+    objs = [node_pool("default", budgets=[{"nodes": "1"}], consolidate_after="Never")]
+    objs += node_objects("old-0", "m5.large", annotations={labels.TEMPLATE_HASH_ANNOTATION: "stale-template"})
+    objs.append(replica_set("api", 1, "1500m"))  # fits nowhere else: drift launches a replacement first
+    sim_ec2.load_objects(fresh(objs))
+    async with endpoint([200]) as notify, disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        policy = PolicyControls(policy="p", notify_url=notify.url,
+                                escalation=EscalationSpec(notify_after_seconds=2, force_after_seconds=5))
+        handle = await _start(stack, policy)
+        for _ in range(300):
+            if (await handle.query(DisruptionWorkflow.progress)).phase == DisruptionPhase.WAITING_READY:
+                break
+            await asyncio.sleep(0.1)
+        k8s.PolicyV1Api(stack.api).create_namespaced_pod_disruption_budget(
+            "default", pdb("api", {"app": "api"}, minAvailable=1))
+        result = await asyncio.wait_for(handle.result(), 50)
+        await record_history(handle, "DisruptionWorkflow", "policy_escalation_forced")
+
+        assert result.outcome == DisruptionPhase.SUCCEEDED, result.message
+        assert notify.events() == ["started", "blocked", "forced", "finished"]
+        reasons = {(e["involvedObject"]["kind"], e["reason"]): e["message"] for e in stack.events()}
+        assert "default/api" in reasons[("Node", "DisruptionEscalated")]
+        assert "escalation.forceAfter" in reasons[("NodePool", "DisruptionForced")]
+        await wait_for(lambda: "old-0" not in {n["metadata"]["name"] for n in stack.nodes()}, what="old-0 gone")

@@ -1,0 +1,94 @@
+"""Durability of a drift rollout's bake: the worker process is SIGKILLed while wave 1 bakes and a new one takes
+over. The bake deadline is workflow state (a durable timer), so the new worker keeps it: wave 2 starts no earlier
+than the deadline set before the kill, and the rollout finishes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.disruption_stack import FAST, fresh, replica_set
+from temporalio.client import Client
+
+from api import labels
+from bench.clusters import node_objects, node_pool
+from workflows.policy_controls import RolloutStart, WavesSpec
+from workflows.policy_models import RolloutInput, RolloutPhase
+from workflows.rollout import DriftRolloutWorkflow
+
+pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parents[2]
+BAKE = 10.0
+
+
+def _spawn(client: Client, sim: Any, moto_endpoint: str, tq: str, log: Path) -> subprocess.Popen:
+    cmd = [sys.executable, str(ROOT / "worker.py"), "--address", client.service_client.config.target_host,
+           "--kubeconfig", sim.kubeconfig_path, "--ec2-endpoint", moto_endpoint, "--task-queue", tq,
+           "--resync-seconds", "1", "--no-provisioning"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
+
+
+def _stop(proc: subprocess.Popen | None) -> None:
+    if proc is not None and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+async def _status(handle, timeout: float, check) -> Any:
+    """Query until `check` holds (the query waits for a worker: none answers while the new one starts)."""
+    loop = asyncio.get_running_loop()
+    end, last = loop.time() + timeout, None
+    while loop.time() < end:
+        try:
+            last = await asyncio.wait_for(handle.query(DriftRolloutWorkflow.status), 5)
+            if check(last):
+                return last
+        except Exception:  # no worker yet
+            pass
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"rollout status never matched: {last}")
+
+
+async def test_worker_sigkill_during_bake_keeps_the_bake_deadline(temporal_client: Client, sim_ec2: Any,
+                                                                  moto_endpoint: str, tmp_path: Path) -> None:
+    objs = [node_pool("default", budgets=[{"nodes": "1"}], consolidate_after="Never")]
+    for i in range(2):
+        objs += node_objects(f"old-{i}", "m5.large", annotations={labels.TEMPLATE_HASH_ANNOTATION: "stale"})
+    objs += node_objects("spare-0", "m5.large")
+    objs.append(replica_set("api", 2, "500m"))
+    sim_ec2.load_objects(fresh(objs))
+    tq = f"tq-rollout-{uuid.uuid4().hex[:8]}"
+    start = RolloutStart(node_pool="default", generation=f"gen-{uuid.uuid4().hex}",
+                         waves=WavesSpec(waves=[1, "100%"], bake_seconds=BAKE, health_timeout_seconds=20))
+    first = _spawn(temporal_client, sim_ec2, moto_endpoint, tq, tmp_path / "worker-1.log")
+    second = None
+    try:
+        handle = await temporal_client.start_workflow(
+            DriftRolloutWorkflow.run, RolloutInput(start=start, settings=FAST), id=start.workflow_id, task_queue=tq)
+        baking = await _status(handle, 150, lambda s: s.phase == RolloutPhase.BAKING)  # a loaded host starts slowly
+        first.kill()  # SIGKILL mid-bake: nothing is saved on the way out
+        first.wait(10)
+        second = _spawn(temporal_client, sim_ec2, moto_endpoint, tq, tmp_path / "worker-2.log")
+        after = await _status(handle, 120, lambda s: True)
+        result = await asyncio.wait_for(handle.result(), 90)
+        started = sorted([w.start_time async for w in temporal_client.list_workflows(
+            f"WorkflowType = 'DisruptionWorkflow' AND TaskQueue = '{tq}'")])
+    finally:
+        _stop(first)
+        _stop(second)
+    assert baking.bake_until is not None and baking.wave == 1
+    if after.phase == RolloutPhase.BAKING:  # the new worker answered before the bake ended: the same deadline
+        assert after.bake_until == baking.bake_until
+    assert result.phase == RolloutPhase.SUCCEEDED and result.disrupted == 2, result.message
+    assert len(started) == 2, started
+    assert started[1] >= baking.bake_until, (started, baking.bake_until)
