@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "starter.cmd_budgets",
     "starter.cmd_sim",
     "starter.cmd_rollout",  # rollout status|resume|abort, approve
+    "starter.cmd_completion",  # and the hidden `__complete` the scripts call
 )
 
 
@@ -45,6 +46,12 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 
 
 def run(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["__complete"]:  # what the completion scripts call on TAB (starter/cmd_completion.py)
+        from starter.cmd_completion import answer
+
+        sys.stdout.write(answer(argv[1:]))
+        return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)

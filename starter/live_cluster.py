@@ -22,9 +22,8 @@ def load_live_snapshot(kubeconfig: str | None, context: str | None = None) -> tu
     try:
         objs = KubeClient(api).cluster_objects()
     except Exception as exc:
-        status = getattr(exc, "status", None)
-        raise CliError(f"cannot read the cluster at {api.configuration.host}: "
-                       f"{status or ''} {getattr(exc, 'reason', None) or exc}".strip()) from exc
+        why = " ".join(str(p) for p in (getattr(exc, "status", None), getattr(exc, "reason", None) or exc) if p)
+        raise CliError(f"cannot read the cluster at {api.configuration.host} ({kubeconfig}): {why}") from exc
     finally:
         api.close()
     excluded = tainted_nodes(objs)
