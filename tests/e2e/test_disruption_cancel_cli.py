@@ -1,23 +1,41 @@
 """`nodeflow cancel NODE` reaches a disruption in flight: the command is rolled back (taint removed, the
-replacement that never became Ready deleted) and the CLI says so; once nothing runs, it exits non-zero."""
+replacement that never became Ready deleted) and the CLI says so; once nothing runs, it exits non-zero. The
+node is then held from re-planning for the cool-down (`nodeflow plan` says why) until `nodeflow resume NODE`."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
+import json
 
 import pytest
 from support.cli_runner import nodeflow
 from support.disruption_stack import FAST, disruption_stack, never_ready_drift, wait_for
 
 from api import labels
+from starter import cli
 from workflows.disruption import DisruptionWorkflow
 from workflows.disruption_models import DisruptionPhase
 
 pytestmark = pytest.mark.e2e
 
 
+async def _plan(kubeconfig: str) -> dict:
+    """`nodeflow plan --kubeconfig` (it talks to the cluster only, so no --address) as JSON."""
+    out = io.StringIO()
+
+    def run() -> int:
+        with contextlib.redirect_stdout(out):
+            return cli.run(["plan", "--kubeconfig", kubeconfig, "-o", "json"])
+
+    assert await asyncio.to_thread(run) == 0
+    return json.loads(out.getvalue())
+
+
 async def test_cancel_rolls_back_a_disruption_waiting_for_its_replacement(temporal_client, sim_ec2,
                                                                           moto_endpoint) -> None:
+    """Then: no new disruption of the node within the hold, `plan` lists it as blocked; resume; planned again."""
     never_ready_drift(sim_ec2)
 
     settings = FAST.model_copy(update={"ready_timeout_seconds": 120.0})
@@ -48,3 +66,22 @@ async def test_cancel_rolls_back_a_disruption_waiting_for_its_replacement(tempor
 
         code, _out, err = await nodeflow(temporal_client, "cancel", "old-0")
         assert code == 1 and "nothing to cancel" in err
+
+        again = await stack.planner_pass()  # held: the cancel is not undone by the next pass
+        assert again.started == [] and again.blocked >= 1
+        annotations = next(n for n in stack.nodes() if n["metadata"]["name"] == "old-0")["metadata"]["annotations"]
+        held_until = annotations[labels.DISRUPTION_HELD_UNTIL_ANNOTATION]
+        kube = ("--kubeconfig", sim_ec2.kubeconfig_path)
+        plan = await _plan(sim_ec2.kubeconfig_path)
+        assert plan["commands"] == []
+        (blocked,) = [b for b in plan["blocked"] if b["node"] == "old-0"]
+        assert blocked["reason"].startswith("disruption cancelled by operator at ")
+        assert f"held until {held_until}" in blocked["reason"]
+
+        code, out, err = await nodeflow(temporal_client, "resume", "old-0", *kube)
+        assert code == 0 and f"held until {held_until}" in out, err
+        resumed = await stack.planner_pass()
+        assert len(resumed.started) == 1, resumed
+        code, out, err = await nodeflow(temporal_client, "cancel", "old-0", "--reason", "still frozen")
+        assert code == 0, err
+        await stack.outcome(resumed.started[0])
