@@ -184,8 +184,8 @@ def savings_percent_below(percent: float, threshold: float) -> str:
 
 
 def policy_conflict(pool: str, first: str, second: str) -> str:
-    return (f"NodePool {pool} is selected by DisruptionPolicies {first} and {second}; neither applies until "
-            "one of them no longer selects it")
+    return (f"NodePool {pool} is selected by DisruptionPolicies {first} and {second}: no voluntary disruption "
+            "starts until one of them no longer selects it")
 
 
 def disruption_escalated(after: timedelta, blockers: str) -> str:

@@ -185,8 +185,10 @@ def _report_policies(ctx: PassContext) -> None:
     for c in ctx.policies.conflicts:
         ctx.event("NodePool", c.nodepool, EventReason.DISRUPTION_POLICY_CONFLICT,
                   events.policy_conflict(c.nodepool, c.first, c.second), "Warning")
+    conflicted = {c.nodepool for c in ctx.policies.conflicts}
     for pool in ctx.policies.holds:
-        ctx.event("NodePool", pool, EventReason.DISRUPTION_BLOCKED, ctx.policies.hold_message(pool) or "")
+        if pool not in conflicted:
+            ctx.event("NodePool", pool, EventReason.DISRUPTION_BLOCKED, ctx.policies.hold_message(pool) or "")
 
 
 def _calendar_gate(ctx: PassContext, method: Method, cands: list[Any]) -> list[Any]:

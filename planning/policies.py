@@ -2,7 +2,8 @@
 
 Built once per pass from the snapshot's DisruptionPolicy objects and the pass's clock, so every method asks the
 same question the same way: is this pool in a calendar hold, when does its graceful expiry start, is this
-consolidation move worth its evictions? A pool two policies select gets neither (and a Warning Event).
+consolidation move worth its evictions? A pool two policies select gets neither, and no voluntary disruption of
+it starts until that is fixed (fail closed, like Karpenter's invalid budget; a Warning Event names both).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from api import events
 from api.disruption_policy import DisruptionPolicy, PolicyConflictError, resolve_policies
 from planning.commands import PolicyPool, SkippedMove
-from planning.policy_calendar import CalendarBlock, calendar_block
+from planning.policy_calendar import CalendarBlock, CalendarHold, calendar_block
 
 
 @dataclass
@@ -35,7 +36,9 @@ class PolicyView:
         if not policies:
             return cls(at)
         chosen, conflicts = resolve_policies(snapshot.node_pools, policies)
-        holds = {}
+        holds = {c.nodepool: CalendarBlock(CalendarHold.CONFLICT, None,
+                                           events.policy_conflict(c.nodepool, c.first, c.second))
+                 for c in conflicts}  # fail closed: which calendar applies is unknown
         for pool, policy in chosen.items():
             block = calendar_block(policy.spec.calendar, at)
             if block is not None:
@@ -51,7 +54,9 @@ class PolicyView:
 
     def hold_message(self, pool: str) -> str | None:
         block = self.holds.get(pool)
-        return None if block is None else f"{block.message} (DisruptionPolicy {self.by_pool[pool].name})"
+        if block is None or pool not in self.by_pool:
+            return None if block is None else block.message
+        return f"{block.message} (DisruptionPolicy {self.by_pool[pool].name})"
 
     def graceful_after(self, pool: str) -> timedelta | None:
         policy = self.by_pool.get(pool)

@@ -176,13 +176,16 @@ def test_other_pools_are_not_held():
     assert [b.node for b in result.blocked] == ["n1"]
 
 
-def test_conflicting_policies_apply_neither_and_warn():
-    np = nodepool(consolidate_after="Never", requirements=REQ)
-    objs = [np, _drifted("a"), pod("x-1", "a")]
-    one = policy("one", calendar={"exclusions": [{"from": "2026-11-22"}]})
+def test_conflicting_policies_hold_the_pool_and_warn():
+    np = nodepool(consolidate_after="Never", requirements=REQ, expire_after="24h")
+    objs = [np, _drifted("a"), pod("x-1", "a"), node_and_claim("dead", created=AT - timedelta(hours=25))]
+    one = policy("one", consolidation={"minSavingsPerHour": "0.01"})
     two = {**policy("two"), "spec": {"nodePoolSelector": {}}}
     result = plan(snapshot(*objs, one, two), AT)
-    assert [c.method for c in result.commands] == ["Drift"]
+    assert [c.method for c in result.commands] == ["Expiration"]  # forceful: not held
+    message = ("NodePool default is selected by DisruptionPolicies one and two: no voluntary disruption starts "
+               "until one of them no longer selects it")
+    assert [(b.node, b.reason) for b in result.blocked] == [("a", message)]
     (row,) = result.policy_pools
-    assert row.policy is None and "one" in row.conflict and "two" in row.conflict
+    assert row.policy is None and row.conflict == message and row.hold == "PolicyConflict"
     assert any(e.reason == "DisruptionPolicyConflict" and e.type == "Warning" for e in result.events)
