@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from temporalio import activity
@@ -24,6 +24,7 @@ from activities.kube_client import Eviction, KubeClient, Obj, node_ready
 from api import events, labels
 from api.duration import parse_optional_duration
 from api.events import EventReason
+from api.timestamps import format_seconds
 from planning import drain as rules
 from planning.selectors import match_label_selector
 from telemetry import metrics
@@ -83,9 +84,11 @@ class KubeActivities:
     """Activities over one KubeClient; blocking calls go to a private thread pool."""
 
     def __init__(self, kube: KubeClient, max_threads: int = 32, poll_min: float = 0.2, poll_max: float = 2.0,
-                 volume_poll: float = 1.0, progress_every: float = PROGRESS_EVERY) -> None:
+                 volume_poll: float = 1.0, progress_every: float = PROGRESS_EVERY,
+                 cancel_hold_seconds: float = 1800.0) -> None:
         self.kube = kube
         self.progress_every = progress_every
+        self.cancel_hold_seconds = cancel_hold_seconds  # runtime/settings.py; 0: a cancel holds nothing
         self._pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="kube")
         self.poll_min = poll_min
         self.poll_max = poll_max
@@ -387,8 +390,14 @@ class KubeActivities:
 
     @activity.defn(name="termination.untaint")
     async def untaint(self, inp: UntaintInput) -> None:
-        """Undo `prepare`'s taint and label after a cancel, so the node takes pods again."""
+        """Undo `prepare`'s taint and label after a cancel, so the node takes pods again; hold it from re-planning
+        for the cool-down (planning/candidates.py), as a cancelled disruption does."""
         await self._io(self.kube.untaint, inp.node_name, skip_deleting=False, drop_lb_label=True)
+        if inp.cancelled_at is not None and self.cancel_hold_seconds > 0:
+            until = inp.cancelled_at + timedelta(seconds=self.cancel_hold_seconds)
+            await self._io(self.kube.patch_node, inp.node_name, {"metadata": {"annotations": {
+                labels.DISRUPTION_CANCELLED_AT_ANNOTATION: format_seconds(inp.cancelled_at),
+                labels.DISRUPTION_HELD_UNTIL_ANNOTATION: format_seconds(until)}}})
         node = await self._io(self.kube.get_node, inp.node_name)
         await self._io(self.kube.event, "Node", node, inp.node_name, "TerminationCancelled",
                        f"Termination cancelled: {inp.reason or 'no reason given'}")

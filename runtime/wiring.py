@@ -55,7 +55,8 @@ def activities(deps: Deps) -> list[Callable[..., Any]]:
 
 
 def termination_activities(deps: Deps) -> list[Callable[..., Any]]:
-    return [*KubeActivities(deps.kube).all(), *CloudActivities(deps.ec2).all(),
+    return [*KubeActivities(deps.kube, cancel_hold_seconds=deps.settings.cancel_hold_seconds).all(),
+            *CloudActivities(deps.ec2).all(),
             *TerminationMarkerActivities(deps.kube).all()]
 
 

@@ -215,6 +215,8 @@ class FinalizeResult(BaseModel):
 class UntaintInput(BaseModel):
     node_name: str
     reason: str = ""
+    # an operator's cancel at this time: the node is also held from re-planning for the worker's cool-down
+    cancelled_at: AwareDatetime | None = None
 
 
 class DrainSignal(BaseModel):

@@ -456,7 +456,8 @@ class TerminationWorkflow:
 
     async def _cancelled(self, inp: TerminationInput) -> TerminationResult:
         await self._short(
-            KubeActivities.untaint, UntaintInput(node_name=inp.node_name, reason=self._cancel_reason or ""),
+            KubeActivities.untaint, UntaintInput(node_name=inp.node_name, reason=self._cancel_reason or "",
+                                                 cancelled_at=workflow.now()),
             f"untaint {inp.node_name}",
         )
         self._pods = []

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -24,6 +25,8 @@ from kubernetes import client as k8s
 from support.cli_runner import nodeflow
 from temporalio.client import Client
 
+from api import labels
+from api.timestamps import parse_timestamp
 from client.termination import start_termination
 from workflows.models import TerminationInput, TerminationPhase
 from workflows.termination import TerminationWorkflow
@@ -76,6 +79,9 @@ async def test_cancel_accepted_untaints_and_keeps_instance(
         assert "karpenter.sh/disrupted" not in _taints(api, "n1")
         assert instance_state(ec2, i1) == "running"
         assert k8s.CoreV1Api(api).read_node("n1").metadata.deletion_timestamp is None
+        held = k8s.CoreV1Api(api).read_node("n1").metadata.annotations  # held from re-planning for 30 min
+        cancelled_at = parse_timestamp(held[labels.DISRUPTION_CANCELLED_AT_ANNOTATION])
+        assert parse_timestamp(held[labels.DISRUPTION_HELD_UNTIL_ANNOTATION]) - cancelled_at == timedelta(minutes=30)
         # the user deletes it after all: a cancelled termination does not block a new one under the same id
         k8s.PolicyV1Api(api).delete_namespaced_pod_disruption_budget("web", "default")
         k8s.CoreV1Api(api).delete_node("n1")

@@ -53,6 +53,7 @@ class FakeCluster:
     calls: list[str] = field(default_factory=list)
     deletes: list[DeletePodsInput] = field(default_factory=list)
     marks: list[str | None] = field(default_factory=list)  # Drained status written on the NodeClaim
+    untaints: list[UntaintInput] = field(default_factory=list)
 
     def activities(self) -> list:
         cluster = self
@@ -105,6 +106,7 @@ class FakeCluster:
         @activity.defn(name="termination.untaint")
         async def untaint(inp: UntaintInput) -> None:
             cluster.calls.append("untaint")
+            cluster.untaints.append(inp)
 
         @activity.defn(name="termination.mark_nodeclaim")
         async def mark_nodeclaim(inp: TerminationMarkersInput) -> bool:
@@ -237,6 +239,7 @@ async def test_signals_named_like_the_updates_and_unknown_ones_reported(temporal
         await record_history(handle, "cancel_signal")
     assert result.phase == TerminationPhase.CANCELLED and result.message == "from the Web UI"
     assert "untaint" in cluster.calls and "terminate_instance" not in cluster.calls
+    assert cluster.untaints[0].cancelled_at is not None  # the untaint also holds the node from re-planning
 
 
 async def test_force_signal_under_both_names(temporal_client: Client) -> None:
