@@ -89,6 +89,26 @@ def calendar_block(cal: CalendarPolicy | None, at: datetime) -> CalendarBlock | 
         return block
     if window_open(cal, at):
         return None
-    until = next_window(cal, at)
+    until = _next_allowed(cal, zone, at)
     return CalendarBlock(CalendarHold.OUTSIDE_WINDOW, until,
                          events.outside_allow_window(_local(until, zone) if until else None))
+
+
+MAX_HOPS = 400  # window openings skipped because they fall on excluded days (more than a year of daily windows)
+
+
+def _next_allowed(cal: CalendarPolicy, zone: tzinfo, at: datetime) -> datetime | None:
+    """The first instant after `at` inside an allow window and outside every exclusion: a window opening on an
+    excluded day does not count, but a window still open when an exclusion ends does, from that end on."""
+    t = next_window(cal, at)
+    for _ in range(MAX_HOPS):
+        if t is None:
+            return None
+        block = _exclusion_block(cal, zone, t)
+        if block is None:
+            return t
+        end = block.until
+        if end is not None and window_open(cal, end):
+            return end
+        t = next_window(cal, end) if end is not None else None
+    return None

@@ -72,3 +72,39 @@ def test_window_across_daylight_saving_lasts_real_time():
                                          "allowWindows": [{"schedule": "0 1 * * *", "duration": "4h"}]})
     assert window_open(cal, utc(2026, 3, 29, 3, 59))
     assert not window_open(cal, utc(2026, 3, 29, 4, 0))
+
+
+def test_the_next_window_skips_excluded_days():
+    cal = CalendarPolicy.model_validate({"timeZone": "Europe/Berlin",
+                                         "exclusions": [{"from": "2026-11-24", "to": "2026-11-25"}],
+                                         "allowWindows": [{"schedule": "0 1 * * 1-5", "duration": "4h"}]})
+    block = calendar_block(cal, utc(2026, 11, 23, 12))  # Monday noon: Tue and Wed are excluded
+    assert block is not None and block.hold is CalendarHold.OUTSIDE_WINDOW
+    assert block.until == utc(2026, 11, 26, 0, 0)  # Thursday 01:00 Berlin
+    assert block.message == "outside allow window until 2026-11-26T01:00+01:00"
+
+
+def test_a_window_open_when_the_exclusion_ends_counts_from_that_end():
+    cal = CalendarPolicy.model_validate({"exclusions": [{"from": "2026-11-24"}],
+                                         "allowWindows": [{"schedule": "0 22 * * *", "duration": "4h"}]})
+    block = calendar_block(cal, utc(2026, 11, 24, 12))  # excluded now
+    assert block is not None and block.hold is CalendarHold.EXCLUSION
+    block = calendar_block(cal, utc(2026, 11, 23, 12))  # window at 22:00 on the 23rd is allowed
+    assert block is not None and block.until == utc(2026, 11, 23, 22)
+    cal2 = CalendarPolicy.model_validate({"exclusions": [{"from": "2026-11-23"}],
+                                          "allowWindows": [{"schedule": "0 22 * * *", "duration": "4h"}]})
+    block = calendar_block(cal2, utc(2026, 11, 22, 23))  # open now: 22:00-02:00 but the 23rd is excluded
+    assert block is None
+    block = calendar_block(cal2, utc(2026, 11, 23, 12))
+    assert block is not None and block.hold is CalendarHold.EXCLUSION and block.until == utc(2026, 11, 24)
+    # outside the window on the 24th at noon: the window that opened on the excluded 23rd ended at 02:00
+    assert calendar_block(cal2, utc(2026, 11, 24, 12)).until == utc(2026, 11, 24, 22)
+
+
+def test_a_window_that_is_still_open_when_the_exclusion_ends():
+    cal = CalendarPolicy.model_validate({"exclusions": [{"from": "2026-11-23"}],
+                                         "allowWindows": [{"schedule": "0 20 23 * *", "duration": "6h"}]})
+    # the only opening (23rd 20:00) is on the excluded day, but its window is still open when the exclusion ends
+    block = calendar_block(cal, utc(2026, 11, 22, 12))
+    assert block.hold is CalendarHold.OUTSIDE_WINDOW and block.until == utc(2026, 11, 24)
+    assert calendar_block(cal, utc(2026, 11, 24, 1)) is None
