@@ -29,6 +29,7 @@ from simulator.resources import BY_KIND, ResourceType, lookup
 from simulator.selectors import exact_field, parse_field_selector, parse_label_selector
 from simulator.store import Watcher
 from simulator.traffic import TRUE, Traffic, verb_of
+from simulator.watch_options import bookmark, initial_events
 from simulator.world import World, set_condition
 
 log = logging.getLogger(__name__)
@@ -726,7 +727,7 @@ class ApiServer:
             for kind, obj in backlog:
                 await self._write_event(resp, kind, obj)
             if query.initial_events:
-                await self._write_event(resp, "BOOKMARK", _bookmark(route.rt, current_rv, initial_events_end=True))
+                await self._write_event(resp, "BOOKMARK", bookmark(route.rt, current_rv, initial_events_end=True))
             await self._watch_follow(resp, watcher, route.rt, query, current_rv)
         except (ConnectionResetError, RuntimeError):
             pass
@@ -749,7 +750,7 @@ class ApiServer:
         except ValueError as exc:
             raise bad_request(f"invalid resource version {rv_text!r}") from exc
         bookmarks = request.query.get("allowWatchBookmarks") in TRUE
-        initial = _initial_events(request, bookmarks, route.rt)
+        initial = initial_events(request, bookmarks, route.rt)
 
         def matches(obj: dict[str, Any] | None) -> bool:
             if obj is None:
@@ -796,7 +797,7 @@ class ApiServer:
                                             timeout=min(remaining, 5.0 if query.bookmarks else remaining))
             except TimeoutError:
                 if query.bookmarks:
-                    await self._write_event(resp, "BOOKMARK", _bookmark(rt, max(last_rv, self.store.rv)))
+                    await self._write_event(resp, "BOOKMARK", bookmark(rt, max(last_rv, self.store.rv)))
                 continue
             if ev is None:
                 break
@@ -811,31 +812,6 @@ class ApiServer:
         data = (dumps({"type": kind, "object": obj}) + "\n").encode()
         self.traffic.sent("watch", len(data))
         await resp.write(data)
-
-
-def _bookmark(rt: ResourceType, rv: int, initial_events_end: bool = False) -> dict[str, Any]:
-    m: dict[str, Any] = {"resourceVersion": str(rv)}
-    if initial_events_end:
-        m["annotations"] = {"k8s.io/initial-events-end": "true"}
-    return {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": m}
-
-
-def _initial_events(request: web.Request, bookmarks: bool, rt: ResourceType) -> bool | None:
-    """`sendInitialEvents` (None when not given), with the API server's rules for the parameters around it."""
-    raw = request.query.get("sendInitialEvents")
-    match = request.query.get("resourceVersionMatch")
-    if raw is None:
-        if match:
-            raise invalid(rt.kind, "", "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for "
-                                       "watch unless sendInitialEvents is provided", rt.group)
-        return None
-    if match != "NotOlderThan":
-        raise invalid(rt.kind, "", "resourceVersionMatch: Forbidden: sendInitialEvents requires setting "
-                                   "resourceVersionMatch to NotOlderThan", rt.group)
-    if not bookmarks:
-        raise invalid(rt.kind, "", "allowWatchBookmarks: Forbidden: sendInitialEvents requires setting "
-                                   "allowWatchBookmarks to true", rt.group)
-    return raw in TRUE
 
 
 def _translate(ev: Any, matches: Any) -> tuple[str, dict[str, Any]] | None:
