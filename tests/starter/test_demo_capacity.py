@@ -12,7 +12,7 @@ from api import labels as L
 from api.quantity import parse_cpu
 from devstack.demo_scenario import demo_cluster
 from simulator.server import Simulator
-from starter.demo_capacity import REHOMED_APP, REHOMED_POOL, SCALE_UP_APP, Rehoming, ScaleUp, scale_up
+from starter.demo_capacity import REHOMED_APP, REHOMED_POOL, SCALE_UP_APP, Rehoming, ScaleUp, scale_up, watch_rehoming
 
 
 class _Cluster:
@@ -121,4 +121,9 @@ def test_the_scale_up_scales_the_deployment_that_the_simulator_adopted_without_a
             moment.replica_set}
         assert {r.metadata.name for r in apps.list_namespaced_replica_set("default").items} == rs_before
         assert moment.report()["deployment"] == f"default/{SCALE_UP_APP}"
+        nodes = [n.to_dict() | {"metadata": {"name": n.metadata.name, "labels": n.metadata.labels}}
+                 for n in core.list_node().items]
+        rehoming = watch_rehoming(core, nodes)
+        assert rehoming is not None and rehoming.replicas == 6
+        assert rehoming.report()["replicaSet"].startswith(f"default/{REHOMED_APP}-")
         api.close()
