@@ -19,6 +19,8 @@ from workflows.provisioning_models import LAUNCH_REASON, STATIC_LAUNCH_REASON, P
 SUMMARY_LIMIT = 200  # Temporal shows one line; keep it short enough for the list's column
 NAMES_SHOWN = 3  # names in a summary before "+N"
 ROWS_SHOWN = 50  # table rows in details before "... and N more"
+# The Temporal UI list without the scheduled passes (README, Temporal UI section; docs/decisions.md §14)
+WORK_VIEW = 'WorkflowType NOT IN ("PlannerWorkflow", "NodeClassWorkflow")'
 
 
 class UiText(NamedTuple):
@@ -37,7 +39,7 @@ def termination(inp: TerminationInput) -> UiText:
     facts = [("node", inp.node_name), ("uid", inp.node_uid), ("NodeClaim", inp.node_claim_name),
              ("NodePool", inp.node_pool), ("providerID", inp.provider_id), ("reason", inp.reason),
              ("requested by", inp.requested_by),
-             ("deadline", inp.deadline.isoformat() if inp.deadline else "none (drain respects PDBs)"),
+             ("deadline", inp.deadline.isoformat() if inp.deadline else None),  # else the NodeClaim's grace
              ("terminationGracePeriod", _duration(inp.grace_period) if inp.grace_period else None)]
     return UiText(_line(summary), f"### Terminate node `{inp.node_name}`\n\n{_facts(facts)}")
 
@@ -91,7 +93,7 @@ def planner_pass(every: timedelta, task_queue: str) -> UiText:
     return UiText(f"planner pass (every {_duration(every)})",
                   f"Started by the `nodeflow-planner` Schedule on task queue `{task_queue}`, overlap SKIP. One pass "
                   "reads the cluster, plans, and starts a DisruptionWorkflow per command. Hide passes from the list "
-                  "with the query `WorkflowType != \"PlannerWorkflow\"` (README, Temporal UI section).")
+                  f"with the query `{WORK_VIEW}` (README, Temporal UI section).")
 
 
 def nodeclass_pass(every: timedelta) -> UiText:

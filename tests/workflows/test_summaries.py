@@ -23,7 +23,7 @@ def test_termination_names_node_reason_and_pool() -> None:
     assert text.summary == "drain general-01 (Drifted, pool general)"
     assert "- **NodeClaim**: `general-01-claim`" in text.details
     assert "- **requested by**: `disrupt-u1`" in text.details
-    assert "none (drain respects PDBs)" in text.details
+    assert "deadline" not in text.details  # none given: the workflow reads the NodeClaim's terminationGracePeriod
 
 
 def test_termination_without_pool_and_with_a_deadline() -> None:
@@ -78,7 +78,7 @@ def test_static_scale_up_and_prespin() -> None:
 def test_schedule_passes_say_how_often_and_how_to_hide_them() -> None:
     text = summaries.planner_pass(timedelta(seconds=10), "nodeflow")
     assert text.summary == "planner pass (every 10s)"
-    assert 'WorkflowType != "PlannerWorkflow"' in text.details
+    assert 'WorkflowType NOT IN ("PlannerWorkflow", "NodeClassWorkflow")' in text.details
     assert summaries.nodeclass_pass(timedelta(minutes=1)).summary == "resolve EC2NodeClasses (every 1m)"
 
 
