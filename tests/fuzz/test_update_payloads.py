@@ -141,16 +141,19 @@ async def test_invalid_updates_are_rejected_and_the_workflow_keeps_going(tempora
         after_updates = len((await typed.fetch_history()).events)
         assert after_updates - before < 5, "rejected updates leave no trace in history"
         # signals cannot be rejected: invalid ones must be ignored ({} is a valid cancel: its reason is optional)
-        for name, payloads in (("force_signal", (None, 42, {"reason": 5}, {"reason": ""})),
-                               ("cancel_signal", (None, 42, {"reason": 5}, [1]))):
+        for names, payloads in ((("force", "force_signal"), (None, 42, {"reason": 5}, {"reason": ""})),
+                                (("cancel", "cancel_signal"), (None, 42, {"reason": 5}, [1]))):
             for payload in payloads:
-                await untyped.signal(name, payload)
+                for name in names:
+                    await untyped.signal(name, payload)
+        await untyped.signal("no_such_signal", {"reason": "x"})  # logged and listed, never acted on
         await asyncio.sleep(1.0)
 
         desc = await typed.describe()
         assert desc.status == WorkflowExecutionStatus.RUNNING
         progress = await typed.query(TerminationWorkflow.progress)
         assert progress.phase == TerminationPhase.DRAINING and progress.forced is None and progress.cancelled is None
+        assert progress.unknown_signals == ["no_such_signal"]
         history = await typed.fetch_history()
         failed_tasks = [e for e in history.events if e.HasField("workflow_task_failed_event_attributes")]
         assert not failed_tasks, "a bad payload must not fail workflow tasks"
