@@ -135,7 +135,8 @@ def divert_drift(read: Any, commands: list[Any]) -> tuple[list[Any], dict[str, P
             continue
         if cmd.node_pool not in rollouts:
             pool_obj = next(p for p in _pools(read) if _name(p) == cmd.node_pool)
-            generation = parse_pool(pool_obj).template_hash or ""
+            # the pool's uid too: another cluster's same-named pool in one Temporal namespace never collides
+            generation = f"{pool_obj.metadata.uid or ''}/{parse_pool(pool_obj).template_hash or ''}"
             rollouts[cmd.node_pool] = RolloutStart(node_pool=cmd.node_pool, generation=generation, waves=waves,
                                                    controls=controls.get(cmd.node_pool))
     return kept, controls, list(rollouts.values())

@@ -121,7 +121,11 @@ def drain_list(page: Page, ui: str, namespace: str, node: str, out: Path) -> Non
     columns = {namespace: [{"label": c} for c in LIST_COLUMNS]}
     page.evaluate(f"localStorage.setItem('namespace-workflow-table-columns', {json.dumps(json.dumps(columns))})")
     query = urllib.parse.quote('NodeflowPhase="Draining"')
-    page.goto(f"{ui}/namespaces/{namespace}/workflows?query={query}", wait_for=node)
+    url = f"{ui}/namespaces/{namespace}/workflows?query={query}"
+    try:  # better with company: the demo's drift rollout drains a few nodes in its first minutes
+        page.goto(url, wait_for="Drifted", timeout=10.0, attempts=4)
+    except TimeoutError:
+        page.goto(url, wait_for=node)
     page.screenshot(out / "ui-draining-list.png", 1800, 600)
 
 

@@ -1,6 +1,7 @@
-"""Durability of a drift rollout's bake: the worker process is SIGKILLed while wave 1 bakes and a new one takes
-over. The bake deadline is workflow state (a durable timer), so the new worker keeps it: wave 2 starts no earlier
-than the deadline set before the kill, and the rollout finishes."""
+"""Durability of a drift rollout's bake: the worker process (planner schedule included) finds the pool's
+DisruptionPolicy with drift waves and starts the pool's DriftRolloutWorkflow; it is SIGKILLed while wave 1 bakes
+and a new one takes over. The bake deadline is workflow state (a durable timer), so the new worker keeps it: wave 2
+starts no earlier than the deadline set before the kill, and the rollout finishes."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.disruption_stack import FAST, fresh, replica_set
+from support.disruption_stack import fresh, replica_set
 from temporalio.client import Client
 
 from api import labels
 from bench.clusters import node_objects, node_pool
-from workflows.policy_controls import RolloutStart, WavesSpec
-from workflows.policy_models import RolloutInput, RolloutPhase
+from client.rollout import find_rollout
+from workflows.disruption_models import DisruptionResult
+from workflows.policy_models import RolloutPhase
 from workflows.rollout import DriftRolloutWorkflow
 
 pytestmark = pytest.mark.e2e
@@ -31,7 +33,7 @@ def _spawn(client: Client, sim: Any, moto_endpoint: str, tq: str, log: Path) -> 
     cmd = [sys.executable, str(ROOT / "worker.py"), "--address", client.service_client.config.target_host,
            "--kubeconfig", sim.kubeconfig_path, "--ec2-endpoint", moto_endpoint, "--task-queue", tq,
            "--resync-seconds", "1", "--no-provisioning"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NODEFLOW_PLANNER_SECONDS="2")
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
 
 
@@ -42,6 +44,18 @@ def _stop(proc: subprocess.Popen | None) -> None:
             proc.wait(10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+async def _rollout(client: Client, timeout: float) -> Any:
+    """The pool's rollout, once a planner pass started it."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while loop.time() < end:
+        handle = await find_rollout(client, "default")
+        if handle is not None:
+            return handle
+        await asyncio.sleep(0.5)
+    raise AssertionError("no planner pass started the pool's drift rollout")
 
 
 async def _status(handle, timeout: float, check) -> Any:
@@ -66,29 +80,32 @@ async def test_worker_sigkill_during_bake_keeps_the_bake_deadline(temporal_clien
         objs += node_objects(f"old-{i}", "m5.large", annotations={labels.TEMPLATE_HASH_ANNOTATION: "stale"})
     objs += node_objects("spare-0", "m5.large")
     objs.append(replica_set("api", 2, "500m"))
+    objs.append({"apiVersion": "nodeflow.dev/v1alpha1", "kind": "DisruptionPolicy", "metadata": {"name": "waves"},
+                 "spec": {"nodePools": ["default"], "drift": {"waves": [1, "100%"], "bakeTime": f"{BAKE:g}s",
+                                                               "healthTimeout": "20s"}}})
     sim_ec2.load_objects(fresh(objs))
     tq = f"tq-rollout-{uuid.uuid4().hex[:8]}"
-    start = RolloutStart(node_pool="default", generation=f"gen-{uuid.uuid4().hex}",
-                         waves=WavesSpec(waves=[1, "100%"], bake_seconds=BAKE, health_timeout_seconds=20))
     first = _spawn(temporal_client, sim_ec2, moto_endpoint, tq, tmp_path / "worker-1.log")
     second = None
     try:
-        handle = await temporal_client.start_workflow(
-            DriftRolloutWorkflow.run, RolloutInput(start=start, settings=FAST), id=start.workflow_id, task_queue=tq)
-        baking = await _status(handle, 150, lambda s: s.phase == RolloutPhase.BAKING)  # a loaded host starts slowly
+        handle = await _rollout(temporal_client, 150)  # a loaded host starts a worker slowly
+        baking = await _status(handle, 60, lambda s: s.phase == RolloutPhase.BAKING)
         first.kill()  # SIGKILL mid-bake: nothing is saved on the way out
         first.wait(10)
         second = _spawn(temporal_client, sim_ec2, moto_endpoint, tq, tmp_path / "worker-2.log")
         after = await _status(handle, 120, lambda s: True)
         result = await asyncio.wait_for(handle.result(), 90)
-        started = sorted([w.start_time async for w in temporal_client.list_workflows(
-            f"WorkflowType = 'DisruptionWorkflow' AND TaskQueue = '{tq}'")])
+        listed = [w async for w in temporal_client.list_workflows(
+            f"WorkflowType = 'DisruptionWorkflow' AND TaskQueue = '{tq}'")]
+        started = sorted(w.start_time for w in listed)
+        outcomes = [(await temporal_client.get_workflow_handle(w.id, result_type=DisruptionResult).result())
+                    for w in listed]
     finally:
         _stop(first)
         _stop(second)
     assert baking.bake_until is not None and baking.wave == 1
     if after.phase == RolloutPhase.BAKING:  # the new worker answered before the bake ended: the same deadline
         assert after.bake_until == baking.bake_until
-    assert result.phase == RolloutPhase.SUCCEEDED and result.disrupted == 2, result.message
+    assert result.phase == RolloutPhase.SUCCEEDED and result.disrupted == 2, (result.message, outcomes)
     assert len(started) == 2, started
     assert started[1] >= baking.bake_until, (started, baking.bake_until)
