@@ -128,20 +128,20 @@ class Controllers:
             active.sort(key=lambda p: (bool((p.get("spec") or {}).get("nodeName")), meta(p).get("creationTimestamp")))
             for pod in active[: len(active) - replicas]:
                 self.world.delete_pod(pod, None, "delete")
-        self._replicaset_status(rs)
+        self._replicaset_status(rs, active if len(active) == replicas else None)
 
-    def _replicaset_status(self, rs: dict[str, Any]) -> None:
+    def _replicaset_status(self, rs: dict[str, Any], active: list[dict[str, Any]] | None) -> None:
         """replicas, readyReplicas and availableReplicas from the pods (what `kubectl get rs` and the
         Deployment controller read)."""
-        active = self._active_pods(meta(rs)["uid"])
+        if active is None:
+            active = self._active_pods(meta(rs)["uid"])
         ready = sum(1 for p in active if condition_true(p, "Ready"))
         status = dict(rs.get("status") or {}, replicas=len(active), fullyLabeledReplicas=len(active),
                       readyReplicas=ready, availableReplicas=ready,
                       observedGeneration=meta(rs).get("generation", 1))
         if status != rs.get("status"):
-            fresh = deep_copy(rs)
-            fresh["status"] = status
-            self.world.store.replace(BY_KIND["ReplicaSet"], fresh)
+            # a new top level and metadata; spec is shared, as stored objects are never changed in place
+            self.world.store.replace(BY_KIND["ReplicaSet"], dict(rs, metadata=dict(rs["metadata"]), status=status))
 
     def _statefulset(self, sts: dict[str, Any]) -> None:
         replicas = int((sts.get("spec") or {}).get("replicas", 1))
