@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.provisioning import ProvisioningActivities
     from api import events
     from api.events import EventReason
+    from workflows import disruption_policy_steps as policy_steps
     from workflows import search_attributes as sa
     from workflows.disruption_models import (
         NO_RETURN_PHASES,
@@ -46,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
         ValidationResult,
     )
     from workflows.errors import ErrorType
+    from workflows.policy_models import NotifyKind
     from workflows.retries import SHORT
     from workflows.retries import STEP_RETRY as RETRY
 
@@ -88,6 +90,8 @@ class DisruptionWorkflow:
         self._deadline = None
         self._cancel_reason: str | None = None
         self._error: str | None = None
+        self._policy = None  # the pool's DisruptionPolicy controls, for executions past POLICY_PATCH
+        self._approved: str | None = None  # `approve`: a person acked the pre-disruption hook
         self._unknown_signals: list[str] = []
 
     # ---- messages -------------------------------------------------------------------------------------------
@@ -141,6 +145,21 @@ class DisruptionWorkflow:
         workflow.logger.warning("signal %r ignored: DisruptionWorkflow has no such signal", name)
         self._unknown_signals = [*self._unknown_signals, name][-MAX_UNKNOWN_SIGNALS:]
 
+    @workflow.update
+    def approve(self, reason: str) -> str:
+        """Ack the pre-disruption hook by hand (`nodeflow approve NODE`): the disruption goes on."""
+        self._approved = reason or "approved"
+        return f"disruption of {', '.join(self.progress().nodes)} approved"
+
+    @approve.validator
+    def _validate_approve(self, reason: str) -> None:
+        if self._phase not in (DisruptionPhase.PENDING, DisruptionPhase.VALIDATING):
+            raise ApplicationError(f"nothing to approve: disruption is {self._phase.value}")
+
+    @workflow.signal
+    def approve_signal(self, reason: str) -> None:
+        self._approved = reason or "approved"
+
     # ---- run ------------------------------------------------------------------------------------------------
 
     @workflow.run
@@ -162,6 +181,12 @@ class DisruptionWorkflow:
             invalid = await self._validate(inp)
             if invalid is not None:
                 return invalid
+
+        if inp.policy is not None and workflow.patched(policy_steps.POLICY_PATCH):
+            self._policy = inp.policy
+            abandoned = await self._policy_gate(inp)
+            if abandoned is not None:
+                return abandoned
 
         self._set_phase(DisruptionPhase.TAINTING)
         try:
@@ -198,6 +223,17 @@ class DisruptionWorkflow:
             start_to_close_timeout=timedelta(minutes=2), heartbeat_timeout=timedelta(seconds=30), retry_policy=RETRY)
         if not verdict.valid:
             return await self._finish(DisruptionPhase.INVALID, f"validation failed: {verdict.reason}")
+        return None
+
+    async def _policy_gate(self, inp: DisruptionInput) -> DisruptionResult | None:
+        """The pool's pre-disruption hook (and its ack) before anything is tainted, then `started`; returns the
+        result of a disruption abandoned for want of an ack."""
+        cmd, hook = inp.command, inp.policy.pre_disruption
+        if hook is not None and not await policy_steps.pre_disruption(hook, cmd, lambda: self._approved is not None):
+            why = events.disruption_abandoned(timedelta(seconds=hook.ack_timeout_seconds), inp.policy.policy)
+            await policy_steps.notify(self._policy, NotifyKind.BLOCKED, cmd, why)
+            return await self._finish(DisruptionPhase.ABANDONED, why)
+        await policy_steps.notify(self._policy, NotifyKind.STARTED, cmd, f"disrupting: {cmd.reason}")
         return None
 
     async def _launch_and_wait(self, inp: DisruptionInput) -> None:
@@ -281,7 +317,9 @@ class DisruptionWorkflow:
             TaintInput(nodes=cmd.nodes, reason=cmd.reason, hold=self._cancel_hold() if cancelled else None),
             start_to_close_timeout=SHORT, retry_policy=RETRY)
         outcome = DisruptionPhase.CANCELLED if cancelled else DisruptionPhase.ROLLED_BACK
-        return await self._finish(outcome, why)
+        result = await self._finish(outcome, why)
+        result.rollback_cause = cause.value
+        return result
 
     def _cancel_hold(self) -> CancelHold | None:
         """An operator's cancel holds the nodes from re-planning for the cool-down (docs/configuration.md); the
@@ -306,11 +344,14 @@ class DisruptionWorkflow:
                               requested_by=workflow.info().workflow_id),
             start_to_close_timeout=SHORT, retry_policy=RETRY)
         try:
-            await workflow.execute_activity_method(
-                CandidateActivities.await_terminations,
-                AwaitTerminationsInput(workflow_ids=ids, poll_seconds=s.termination_poll_seconds),
-                start_to_close_timeout=timedelta(seconds=s.termination_timeout_seconds),
-                heartbeat_timeout=timedelta(seconds=30), retry_policy=RETRY)
+            if self._policy is not None and self._policy.escalation is not None:
+                await policy_steps.await_terminations(self._policy, cmd, ids, s.termination_poll_seconds)
+            else:
+                await workflow.execute_activity_method(
+                    CandidateActivities.await_terminations,
+                    AwaitTerminationsInput(workflow_ids=ids, poll_seconds=s.termination_poll_seconds),
+                    start_to_close_timeout=timedelta(seconds=s.termination_timeout_seconds),
+                    heartbeat_timeout=timedelta(seconds=30), retry_policy=RETRY)
         except ActivityError as exc:  # past the point of no return: report it, do not pretend to undo
             self._error = _cause(exc)
             return await self._finish(DisruptionPhase.FAILED, f"termination failed: {self._error}", ids)
@@ -320,12 +361,16 @@ class DisruptionWorkflow:
                       terminations: list[str] | None = None) -> DisruptionResult:
         cmd = self._input.command
         specs = []
-        if outcome in (DisruptionPhase.ROLLED_BACK, DisruptionPhase.INVALID, DisruptionPhase.FAILED):
+        if outcome in (DisruptionPhase.ROLLED_BACK, DisruptionPhase.INVALID, DisruptionPhase.FAILED,
+                       DisruptionPhase.ABANDONED):
             specs = [EventSpec(kind="NodePool", name=cmd.node_pool, reason=EventReason.DISRUPTION_BLOCKED,
                                type="Warning", message=events.disruption_stopped(cmd.method,
                                                                                  [n.name for n in cmd.nodes], message))]
         self._set_phase(outcome)
         await self._record(specs, outcome.value)
+        if outcome in (DisruptionPhase.SUCCEEDED, DisruptionPhase.ROLLED_BACK, DisruptionPhase.FAILED):
+            kind = NotifyKind.FINISHED if outcome == DisruptionPhase.SUCCEEDED else NotifyKind.FAILED
+            await policy_steps.notify(self._policy, kind, cmd, message)
         return DisruptionResult(outcome=outcome, message=message, replacements=self._replacements,
                                 terminations=terminations or [])
 
