@@ -8,6 +8,8 @@ the benchmarks run without a cluster.
         sim.world.set_node_ready("n1", False); sim.inject_faults(rate=0.1); sim.stats()
 
 Modules: server (Simulator, thread + loop), api (REST routing and verbs), store (objects, indexes, watch
-log), world (deletion, cascade, PDBs, eviction, kubelets), controllers, scheduler, ec2, ledger, faults,
-patch, selectors, discovery, scenario (snapshot loading), generate (realistic clusters).
+log), world (deletion, cascade, PDBs, eviction, kubelets), controllers (ReplicaSet, StatefulSet, DaemonSet),
+deployments (Deployment -> ReplicaSets), scale (the scale subresource), scheduler, ec2, ledger, faults,
+patch, selectors, discovery, openapi + schemas (/openapi/v3) and fieldcheck (fieldValidation), watch_options
+(sendInitialEvents), scenario (snapshot loading), generate (realistic clusters).
 """
