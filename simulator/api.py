@@ -613,6 +613,9 @@ class ApiServer:
         if patch is None:
             raise bad_request("the body of the request was empty")
         with self.store.lock:
+            if ctype == "application/apply-patch+yaml" and not status_only and \
+                    self.store.get(rt, route.namespace or "", route.name or "") is None:
+                return self._create(route, patch, request)  # server-side apply creates what is missing
             old = self.store.must_get(rt, route.namespace or "", route.name or "")
             if ctype == "application/json-patch+json":
                 new = json_patch(old, patch)

@@ -122,7 +122,8 @@ def test_explain_reads_the_served_schemas(sim: Simulator) -> None:
 def test_get_scale_and_roll_a_deployment(sim: Simulator) -> None:
     sim.load_objects([node("n1", cpu="32", memory="64Gi")])
     manifest = BAD_DEPLOYMENT.replace("imagePullPolicyy", "imagePullPolicy")
-    assert kubectl(sim, "apply", "-f", "-", stdin=manifest).returncode == 0
+    created = kubectl(sim, "apply", "--server-side", "-f", "-", stdin=manifest)  # server-side apply creates it
+    assert created.returncode == 0 and "serverside-applied" in created.stdout, created.stderr
     wait_for(lambda: "1/1" in kubectl(sim, "get", "deploy", "typo").stdout, what="1/1 ready")
     scaled = kubectl(sim, "scale", "deploy", "typo", "--replicas=3")
     assert scaled.returncode == 0, scaled.stderr
