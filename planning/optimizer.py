@@ -257,8 +257,11 @@ class OptimizingConsolidation:
     def _destinations(self, groups: list[_Group]) -> tuple[dict[str, _Free], dict[int, list[NodeInfo]]]:
         """Free room of every destination node, and per group the nodes one of its pods fits on alone."""
         dests = self.ctx.scheduler.dest
-        free = {n.name: (_milli(n.cpu) - _milli(n.used_cpu), n.mem - n.used_mem, n.max_pods - n.used_pods,
-                         (n.eph - n.used_eph) if n.eph else None) for n in dests}
+        free: dict[str, _Free] = {}
+        for n in dests:  # less the room reserved for in-flight nodes' pods (docs/semantics.md §2)
+            rcpu, rmem, rpods, reph = self.ctx.scheduler.reserved_usage(n)
+            free[n.name] = (_milli(n.cpu) - _milli(n.used_cpu + rcpu), n.mem - n.used_mem - rmem,
+                            n.max_pods - n.used_pods - rpods, (n.eph - n.used_eph - reph) if n.eph else None)
         dest_ok: dict[int, list[NodeInfo]] = {}
         for gi, g in enumerate(groups):
             pod = g.pods[0]

@@ -23,7 +23,7 @@ from api import events
 from api import labels as L
 from api.catalog import InstanceTypeCatalog
 from api.events import EventReason
-from planning.candidates import EVENTUAL, GRACEFUL, CandidateSet, build_candidates
+from planning.candidates import EVENTUAL, GRACEFUL, CandidateSet, build_candidates, in_flight_pods
 from planning.cluster import Cluster, Parsed, parse_pool, type_labels
 from planning.commands import Blocked, Command, FinalState, PlanEvent, PlanResult, Replacement, StaticPool
 from planning.drift import Drift
@@ -127,7 +127,9 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     for row in rows:
         allowed.setdefault(row["reason"], {})[row["nodePool"]] = row["allowed"]
     policies = PolicyView.build(snapshot, at)
-    expiration_ctx = PassContext(cluster, Scheduler(cluster, exclude), at, limits or Limits(), policies=policies)
+    # In-flight nodes' pods are placed first in every simulation of the pass (docs/semantics.md §2).
+    expiration_ctx = PassContext(cluster, Scheduler(cluster, exclude, in_flight_pods(cluster, exclude, at)), at,
+                                 limits or Limits(), policies=policies)
     expiration = Expiration(expiration_ctx, exclude)
     expiring = expiration.candidates()
     expiring_names = {c.name for c in expiring}
@@ -135,7 +137,8 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     repairs = _repairs(cluster, at, exclude | expiring_names, repair)
 
     busy = exclude | expiring_names | {r.node for r in repairs.repairs}
-    ctx = PassContext(cluster, Scheduler(cluster, busy), at, limits or Limits(), policies=policies)
+    ctx = PassContext(cluster, Scheduler(cluster, busy, in_flight_pods(cluster, busy, at)), at, limits or Limits(),
+                      policies=policies)
     ctx.events = expiration_ctx.events
     _report_repairs(ctx, repairs)
     _report_policies(ctx)

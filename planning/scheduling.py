@@ -131,11 +131,28 @@ class SimState:
         # shrinks during a simulation, so a pod at least as big never fits in an earlier block.
         self.frontier: dict[tuple[float, int, int], int] = {}
 
+    def copy(self) -> SimState:
+        """An independent copy (a Scheduler's reservation is copied into each simulation that starts from it)."""
+        out = SimState()
+        out.used = {k: list(v) for k, v in self.used.items()}
+        out.placed = {k: list(v) for k, v in self.placed.items()}
+        out.removed = set(self.removed)
+        out.spread_delta = {k: dict(v) for k, v in self.spread_delta.items()}
+        out.new_nodes = list(self.new_nodes)
+        out.block_max = dict(self.block_max)
+        out.super_max = dict(self.super_max)
+        out.frontier = dict(self.frontier)
+        return out
+
 
 class Scheduler:
-    """Built once per pass over a Cluster; `simulate` answers one what-if at a time."""
+    """Built once per pass over a Cluster; `simulate` answers one what-if at a time.
 
-    def __init__(self, cluster: Cluster, exclude: Iterable[str] = ()) -> None:
+    `reserve`: pods of in-flight nodes that will need room elsewhere. They are placed first-fit once, and every
+    simulation starts from that placement, so no command counts on room they will take (docs/semantics.md §2).
+    Those that fit on no existing node are left out: the provisioner launches capacity for them."""
+
+    def __init__(self, cluster: Cluster, exclude: Iterable[str] = (), reserve: Sequence[PodInfo] = ()) -> None:
         self.cluster = cluster
         excluded = set(exclude)
         self.dest: list[NodeInfo] = [
@@ -167,6 +184,31 @@ class Scheduler:
         # Static NodePools launch only their replicas (planning/static_capacity.py), never a node for pods.
         self.pools_by_weight = sorted((p for p in cluster.pools.values() if not p.static),
                                       key=lambda p: (-p.weight, p.name))
+        self._reserve = list(reserve)
+        self._baseline = self._reserved_state(()) if self._reserve else None
+        self._reserved_on = frozenset(self._baseline.placed) if self._baseline is not None else frozenset()
+
+    # ---- reservation for in-flight nodes' pods -------------------------------------------------------
+
+    def _reserved_state(self, remove: Sequence[NodeInfo]) -> SimState:
+        """The reserved pods placed first-fit on the destinations other than `remove`; no new node is opened."""
+        state = SimState()
+        self.simulate(remove, [], max_new=0, state=state, pending=self._reserve)
+        return state
+
+    def new_state(self, remove: Sequence[NodeInfo] = ()) -> SimState:
+        """Where a simulation removing `remove` starts: the reservation, placed again without a removed node
+        that holds reserved pods. Each simulation gets its own copy; the Scheduler (one pass) keeps the original."""
+        if self._baseline is None:
+            return SimState()
+        if self._reserved_on and any(n.name in self._reserved_on for n in remove):
+            return self._reserved_state(remove)
+        return self._baseline.copy()
+
+    def reserved_usage(self, node: NodeInfo) -> tuple[float, int, int, int]:
+        """(cpu, memory, pods, ephemeral-storage) the reservation takes on `node`."""
+        used = self._baseline.used.get(node.index) if self._baseline is not None else None
+        return (used[0], int(used[1]), int(used[2]), int(used[3])) if used is not None else (0.0, 0, 0, 0)
 
     # ---- existing nodes -------------------------------------------------------------------------
 
@@ -525,7 +567,7 @@ class Scheduler:
     def simulate(self, remove: Sequence[NodeInfo], pods: Sequence[PodInfo], max_new: int = 1,
                  state: SimState | None = None, pending: Sequence[PodInfo] = ()) -> SimResult:
         """Place `pods` (from the `remove`d nodes) and `pending` pods; at most `max_new` new nodes."""
-        state = state or SimState()
+        state = state or self.new_state(remove)
         for n in remove:
             state.removed.add(n.name)  # spread counts of its pods drop with it
         removed_idx = {n.index for n in remove} | {
@@ -547,8 +589,8 @@ class Scheduler:
                     result.placements.append((pod, nn.name))
                     placed = True
                     break
-            if placed:
-                continue
+            if placed or (max_new == 0 and pod.key in pending_keys):
+                continue  # a pending pod that fits no node here is left alone, with or without a new node
             nn, why = self._open_new(pod, state)
             if nn is None:
                 if pod.key not in pending_keys:
