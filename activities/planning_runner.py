@@ -426,6 +426,8 @@ class PlanningActivities:
         from activities.rollout import divert_drift  # here: it plans through this module
 
         out.commands, out.policies, out.rollouts = divert_drift(read, out.commands)
+        if out.rollouts and not out.commands:  # the pass's drift went to rollouts: plan the other pools' too
+            out.commands = await asyncio.to_thread(self._plan_besides_rollouts, read, inp, out)
         _take_repairs(result, index, excluded, out)
         _take_static(result, index, excluded, out)
         for b in result.blocked:
@@ -440,6 +442,20 @@ class PlanningActivities:
         metrics.PLANNER_PASSES.labels(result=outcome).inc()
         await self._publish(result, index)
         return out
+
+    def _plan_besides_rollouts(self, read: ClusterRead, inp: PlanPassInput, out: PlanPassResult
+                               ) -> list[DisruptionCommand]:
+        """Plan again without the drifted nodes of pools whose drift goes in waves (docs/semantics.md §15.2)."""
+        from dataclasses import replace
+
+        from activities.rollout import divert_drift, wave_pools_drifted
+
+        skip = wave_pools_drifted(read, self._catalog_for(inp.catalog_path), {r.node_pool for r in out.rollouts})
+        again = replace(read, excluded=read.excluded | skip)
+        result = self._plan(again, inp.at, inp.catalog_path)
+        cmds = [to_command(c, read.index) for c in result.commands
+                if c.method != "Expiration" and not any(n in again.excluded for n in c.nodes)]
+        return divert_drift(again, cmds)[0]
 
     async def _publish(self, result: Any, index: Mapping[str, NodeRef]) -> None:
         if self._events is None or not result.events:

@@ -153,3 +153,17 @@ def _pools(read: Any) -> list[Any]:
 
 def _name(pool: Any) -> str:
     return pool.metadata.name
+
+
+def wave_pools_drifted(read: Any, catalog: Any, pools: set[str]) -> set[str]:
+    """The drifted nodes of `pools` (pools whose drift goes to rollouts), for a second plan that leaves them out:
+    a pass's one drift command must not be spent on a pool the planner does not drift itself."""
+    from api.snapshot import Snapshot
+    from planning.cluster import Cluster
+    from planning.rollout import drifted_in_pool
+
+    snapshot = read.snapshot if read.snapshot is not None else Snapshot.from_objects(read.objs)
+    parsed = read.parsed
+    cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
+        Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims)
+    return {n.name for pool in pools for n in drifted_in_pool(cluster, pool, read.excluded)}

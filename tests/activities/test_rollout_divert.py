@@ -4,7 +4,7 @@ The rollout's own planning sees the pool's drifted nodes and the workloads a wav
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
 from activities.planning_runner import node_index, to_command
@@ -77,3 +77,25 @@ def test_rollout_plan_counts_drifted_nodes_and_names_displaced_workloads() -> No
     assert len(out.commands) == 1 and len(out.commands[0].nodes) == 1
     if out.commands[0].nodes[0].name == "old-0":
         assert [(w.kind, w.name) for w in out.workloads] == [("ReplicaSet", "api")]
+
+
+def test_a_pass_whose_drift_went_to_a_rollout_drifts_the_other_pools() -> None:
+    """Drift plans one command per pass, oldest drift first: the wave pool's nodes must not shadow another pool's."""
+    from activities.planning_runner import ClusterRead, PlanningActivities
+    from workflows.disruption_models import PlanPassInput, PlanPassResult
+
+    objs = _objs({"drift": {"waves": [1, "100%"]}})
+    objs.append(node_pool("plain", budgets=[{"nodes": "1"}], consolidate_after="Never"))
+    objs += node_objects("plain-old", "m5.large", pool="plain", annotations={labels.TEMPLATE_HASH_ANNOTATION: "x"})
+    objs += node_objects("plain-spare", "m5.xlarge", pool="plain")
+    for o in objs:  # the plain pool's node drifted last: a single pass picks the wave pool's
+        if o["kind"] in ("Node", "NodeClaim") and o["metadata"]["name"].startswith("plain"):
+            o["metadata"]["creationTimestamp"] = NOW.strftime("%Y-%m-%dT%H:%M:%SZ")
+        elif o["kind"] in ("Node", "NodeClaim"):
+            o["metadata"]["creationTimestamp"] = (NOW - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    read = ClusterRead(objs, node_index(objs), set(), set(), [])
+    out = PlanPassResult()
+    out.commands, out.policies, out.rollouts = divert_drift(read, _commands(objs))
+    assert out.commands == [] and [r.node_pool for r in out.rollouts] == ["general"]
+    again = PlanningActivities(kube=None)._plan_besides_rollouts(read, PlanPassInput(at=NOW), out)
+    assert [(c.method, c.node_pool, [n.name for n in c.nodes]) for c in again] == [("Drift", "plain", ["plain-old"])]
