@@ -17,6 +17,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 
 from activities.kube_client import KubeClient
+from telemetry import metrics
 from workflows.errors import ErrorType
 from workflows.policy_models import HookCall, Notification, TerminationBlocker, WatchInput
 
@@ -42,10 +43,15 @@ class PolicyHookActivities:
         self._kube = kube
         self._client = temporal_client
 
-    async def _post(self, url: str, body: dict[str, Any]) -> int:
-        async with aiohttp.ClientSession(timeout=HTTP_TIMEOUT) as session, session.post(url, json=body) as resp:
-            await resp.read()
-            return resp.status
+    async def _post(self, url: str, body: dict[str, Any], hook: str) -> int:
+        try:
+            async with aiohttp.ClientSession(timeout=HTTP_TIMEOUT) as session, session.post(url, json=body) as resp:
+                await resp.read()
+        except (aiohttp.ClientError, TimeoutError):
+            metrics.POLICY_HOOK_CALLS.labels(hook=hook, result="unreachable").inc()
+            raise
+        metrics.POLICY_HOOK_CALLS.labels(hook=hook, result="ok" if 200 <= resp.status < 300 else "refused").inc()
+        return resp.status
 
     @activity.defn(name="policy_pre_disruption_hook")
     async def pre_disruption_hook(self, call: HookCall) -> int:
@@ -54,7 +60,7 @@ class PolicyHookActivities:
         body = {"node": call.node, "pool": call.pool, "reason": call.reason, "pods": pods,
                 "deadline": call.deadline.isoformat() if call.deadline else None, "workflowId": call.workflow_id}
         try:
-            status = await self._post(call.url, body)
+            status = await self._post(call.url, body, "preDisruption")
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise ApplicationError(f"pre-disruption hook {call.url} unreachable: {exc}",
                                    type=ErrorType.HOOK_REFUSED.value) from exc
@@ -69,7 +75,7 @@ class PolicyHookActivities:
         body = {"event": n.kind.value, "nodes": n.nodes, "pool": n.pool, "reason": n.reason, "message": n.message,
                 "workflowId": n.workflow_id, "policy": n.policy}
         try:
-            status = await self._post(n.url, body)
+            status = await self._post(n.url, body, "notify")
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise ApplicationError(f"notify {n.url} unreachable: {exc}") from exc
         if not 200 <= status < 300:

@@ -29,6 +29,11 @@ DISRUPTION_BLOCKED = Counter(
     ["nodepool"],
     registry=REGISTRY,
 )
+POLICY_HOOK_CALLS = Counter(
+    "nodeflow_policy_hook_calls_total",
+    "DisruptionPolicy HTTP calls by hook (preDisruption, notify) and result (ok, refused, unreachable).",
+    ["hook", "result"],
+)
 PLANNER_PASSES = Counter(
     "nodeflow_planner_passes_total",
     "Planner passes run, by result (commands|idle|paused|skipped).",
