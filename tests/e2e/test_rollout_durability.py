@@ -19,7 +19,6 @@ from temporalio.client import Client
 
 from api import labels
 from bench.clusters import node_objects, node_pool
-from client.rollout import find_rollout
 from workflows.disruption_models import DisruptionResult
 from workflows.policy_models import RolloutPhase
 from workflows.rollout import DriftRolloutWorkflow
@@ -46,14 +45,14 @@ def _stop(proc: subprocess.Popen | None) -> None:
             proc.kill()
 
 
-async def _rollout(client: Client, timeout: float) -> Any:
-    """The pool's rollout, once a planner pass started it."""
+async def _rollout(client: Client, tq: str, timeout: float) -> Any:
+    """The pool's rollout on this test's task queue (the session's dev server holds other tests' rollouts of a pool
+    named `default`), once a planner pass started it."""
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
     while loop.time() < end:
-        handle = await find_rollout(client, "default")
-        if handle is not None:
-            return handle
+        async for wf in client.list_workflows(f"WorkflowType = 'DriftRolloutWorkflow' AND TaskQueue = '{tq}'"):
+            return client.get_workflow_handle_for(DriftRolloutWorkflow.run, wf.id, run_id=wf.run_id)
         await asyncio.sleep(0.5)
     raise AssertionError("no planner pass started the pool's drift rollout")
 
@@ -88,7 +87,7 @@ async def test_worker_sigkill_during_bake_keeps_the_bake_deadline(temporal_clien
     first = _spawn(temporal_client, sim_ec2, moto_endpoint, tq, tmp_path / "worker-1.log")
     second = None
     try:
-        handle = await _rollout(temporal_client, 150)  # a loaded host starts a worker slowly
+        handle = await _rollout(temporal_client, tq, 150)  # a loaded host starts a worker slowly
         baking = await _status(handle, 60, lambda s: s.phase == RolloutPhase.BAKING)
         first.kill()  # SIGKILL mid-bake: nothing is saved on the way out
         first.wait(10)
