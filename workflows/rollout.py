@@ -15,14 +15,25 @@ import contextlib
 from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.events import EventActivities
     from activities.planning_runner import MEMO_NODES
     from activities.rollout import RolloutActivities
+    from api import events
+    from api.events import EventReason
     from workflows import search_attributes as sa
     from workflows.disruption import DisruptionWorkflow
-    from workflows.disruption_models import DisruptionCommand, DisruptionInput, DisruptionPhase, DisruptionResult
+    from workflows.disruption_models import (
+        DisruptionCommand,
+        DisruptionInput,
+        DisruptionPhase,
+        DisruptionResult,
+        EventsInput,
+        EventSpec,
+    )
     from workflows.policy_models import (
         HaltCause,
         RolloutInput,
@@ -222,6 +233,8 @@ class DriftRolloutWorkflow:
         self._upsert_phase(RolloutPhase.HALTED)
         st.halted, st.halt_reason = cause, why
         workflow.logger.warning("rollout of %s halted: %s", st.node_pool, why)
+        await self._event(EventSpec(kind="NodePool", name=st.node_pool, reason=EventReason.ROLLOUT_HALTED,
+                                    type="Warning", message=events.rollout_halted(st.wave, why)))
         self._resume = None
         await workflow.wait_condition(lambda: self._resume is not None or self._abort is not None)
         self._check_abort()
@@ -229,6 +242,13 @@ class DriftRolloutWorkflow:
         st.halted, st.halt_reason, st.failed_replacements = None, "", 0
         st.message = f"resumed: {self._resume}"
         self._workloads = []
+
+    async def _event(self, spec: EventSpec) -> None:
+        """Best effort: an Event that cannot be recorded must not stop the rollout."""
+        with contextlib.suppress(ActivityError):
+            await workflow.execute_activity_method(EventActivities.record_events, EventsInput(events=[spec]),
+                                                   start_to_close_timeout=timedelta(seconds=30),
+                                                   retry_policy=RetryPolicy(maximum_attempts=3))
 
     async def _bake(self, seconds: float) -> None:
         st = self._status

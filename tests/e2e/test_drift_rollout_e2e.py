@@ -63,6 +63,8 @@ async def test_rollout_halts_on_a_never_ready_replacement_and_resumes(temporal_c
         halted = await _until(handle, lambda s: s.phase == RolloutPhase.HALTED, 40, "the rollout to halt")
         assert halted.halted == HaltCause.FAILED_REPLACEMENTS and halted.wave == 1 and halted.targets == [1, 2]
         assert "never became Ready" in halted.halt_reason and halted.disrupted == 0
+        await wait_for(lambda: any(e["reason"] == "RolloutHalted" and "wave 1" in e["message"]
+                                   for e in stack.events()), what="RolloutHalted Event on the NodePool")
 
         await asyncio.sleep(1.5)  # a halted rollout stays halted: nothing more is started
         assert (await _status(handle)).disruptions == halted.disruptions
