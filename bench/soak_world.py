@@ -29,6 +29,7 @@ from devstack.processes import MotoServer, TemporalDevServer, free_port
 from devstack.stack import INTERRUPTION_QUEUE
 from runtime.cloud_clients import ec2_client, iam_client, sqs_client
 from simulator.server import Simulator
+from workflows import summaries
 from workflows.nodeclass import NodeClassWorkflow
 from workflows.nodeclass_models import NodeClassInput
 from workflows.search_attributes import TASK_QUEUE
@@ -89,7 +90,8 @@ class World:
         await self.wait_ready(120.0)
         await self.client.execute_workflow(NodeClassWorkflow.run, NodeClassInput(),
                                            id=f"nodeflow-nodeclass-start-{uuid.uuid4().hex[:8]}",
-                                           task_queue=TASK_QUEUE, execution_timeout=timedelta(minutes=2))
+                                           task_queue=TASK_QUEUE, execution_timeout=timedelta(minutes=2),
+                                           **summaries.nodeclass_now().kwargs())
 
     def worker_command(self) -> list[str]:
         assert self.sim is not None

@@ -128,13 +128,15 @@ class Stack:
     async def resolve_node_classes(self) -> Any:
         """One NodeClassWorkflow now, as the `nodeflow-nodeclass` Schedule runs it (its first run is up to a minute
         away): launches find the classes Ready from the first planner pass on."""
+        from workflows import summaries
         from workflows.nodeclass import NodeClassWorkflow
         from workflows.nodeclass_models import NodeClassInput
         from workflows.search_attributes import TASK_QUEUE
 
         return await self.client.execute_workflow(NodeClassWorkflow.run, NodeClassInput(),
                                                   id=f"nodeflow-nodeclass-start-{uuid.uuid4().hex[:8]}",
-                                                  task_queue=TASK_QUEUE, execution_timeout=timedelta(minutes=2))
+                                                  task_queue=TASK_QUEUE, execution_timeout=timedelta(minutes=2),
+                                                  **summaries.nodeclass_now().kwargs())
 
     async def start_worker(self) -> None:
         from devstack.demo_aws import CLUSTER_CA, CLUSTER_NAME

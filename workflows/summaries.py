@@ -102,6 +102,13 @@ def nodeclass_pass(every: timedelta) -> UiText:
                   "writes them to each EC2NodeClass's status.")
 
 
+def nodeclass_now() -> UiText:
+    """A one-off resolution a local stack runs at start-up, before the Schedule's first tick."""
+    return UiText("resolve EC2NodeClasses now (stack start-up)",
+                  "Run once when a local stack starts (`nodeflow demo`, the soak), so launches find the classes "
+                  "Ready from the first planner pass; the `nodeflow-nodeclass` Schedule runs it every minute after.")
+
+
 def _why(reason: str, pool: str | None) -> str:
     return f"{reason}, pool {pool}" if pool else reason
 

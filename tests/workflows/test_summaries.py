@@ -87,3 +87,7 @@ def test_a_summary_stays_one_short_line() -> None:
     assert len(text.summary) == summaries.SUMMARY_LIMIT and "\n" not in text.summary
     assert text.summary.endswith("…")
     assert text.kwargs() == {"static_summary": text.summary, "static_details": text.details}
+
+
+def test_a_local_stacks_one_off_resolution_says_so() -> None:
+    assert summaries.nodeclass_now().summary == "resolve EC2NodeClasses now (stack start-up)"
