@@ -67,7 +67,8 @@ def test_demo_runs_the_early_methods_and_saves_money(demo_run: tuple[subprocess.
     # the batch pool's three nodes expire and the ci pool's three empty nodes go (all in the first pass)
     assert by_method["Expiration"] == 3, data
     assert data["terminatedByReason"].get("Expired") == 3, data
-    assert data["terminatedByReason"].get("Empty") == 3, data
+    # at least those three: a node that other moves left empty later in the run also goes as Empty
+    assert data["terminatedByReason"].get("Empty", 0) >= 3, data
     assert data["disruptionOutcomes"]["Emptiness"].get("Succeeded", 0) >= 1, data
     assert data["nodesTerminated"] >= 3 + 3 + 1 + 1, data
     assert data["costPerHourAfter"] < data["costPerHourBefore"], data

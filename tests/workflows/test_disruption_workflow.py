@@ -56,13 +56,11 @@ async def test_drift_is_not_validated_and_taints_at_once(ts_env: WorkflowEnviron
     async with Worker(ts_env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
         handle = await ts_env.client.start_workflow(DisruptionWorkflow.run, inp, id=f"disrupt-{uuid.uuid4()}",
                                                     task_queue=tq)
-        start = await ts_env.get_current_time()
         result = await handle.result()
-        took = (await ts_env.get_current_time() - start).total_seconds()
         await record_history(handle, "DisruptionWorkflow", "drift_not_validated")
+    # no validation activity, so no 15 s delay before it (virtual time itself may jump while polling for Ready)
     assert result.outcome == DisruptionPhase.SUCCEEDED and fakes.validate_scheduled == []
     assert fakes.calls == ["taint", "launch", "terminate"] and fakes.termination_reasons == ["Drifted"]
-    assert took < 15
 
 
 async def test_ready_timeout_rolls_back(ts_env: WorkflowEnvironment) -> None:
