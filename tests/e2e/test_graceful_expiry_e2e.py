@@ -32,8 +32,8 @@ async def test_a_node_past_graceful_expiry_is_replaced_with_reason_expiring(temp
         result = await stack.planner_pass()
         assert len(result.started) == 1, result
         handle = stack.client.get_workflow_handle(result.started[0])
-        desc = await handle.describe()
         outcome = await stack.outcome(result.started[0], timeout=60)
+        desc = await handle.describe()  # after it ran: its first task upserts the search attributes
         assert outcome.outcome == DisruptionPhase.SUCCEEDED, outcome.message
         assert "Expiring" in outcome.message
         assert desc.search_attributes.get("NodeflowReason") == ["Expiring"]

@@ -95,7 +95,9 @@ async def test_status_force_cancel_use_kubeconfig_env(temporal_client: Client, s
         assert lines[1].startswith("planner: PAUSED (maintenance)")
         assert lines[2].startswith("stuck drain: n1 running") and lines[2].endswith("blocked by default/web")
         assert lines[3].split()[:4] == ["NODE", "NODEPOOL", "REASON", "PHASE"]
-        assert lines[4].split()[:6] == ["n1", "default", "Underutilized", "Draining", "2", "default/web"]
+        # the session's dev server may hold other tests' terminations too: find this one's row
+        row = next(line for line in lines[4:] if line.split()[:1] == ["n1"] and "Draining" in line)
+        assert row.split()[:6] == ["n1", "default", "Underutilized", "Draining", "2", "default/web"]
         screen = await _watch_once(temporal_client, _Tty(), schedule_id)
         assert screen.startswith("\x1b[?1049h\x1b[Hnodeflow status --watch") and screen.endswith("\x1b[?1049l")
         assert f"\nKUBECONFIG: {sim.kubeconfig_path} (from $KUBECONFIG" in screen
