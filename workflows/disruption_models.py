@@ -81,7 +81,7 @@ class DisruptionSettings(_Model):
 
 class PlannerInput(_Model):
     settings: DisruptionSettings = Field(default_factory=DisruptionSettings)
-    replan_limit: int = Field(default=50, ge=0)  # passes planned again at once after a command (workflows/planner.py)
+    replan_limit: int = Field(default=5, ge=0)  # passes planned again at once after a command (workflows/planner.py)
 
 
 class PlanPassInput(_Model):
