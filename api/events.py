@@ -204,6 +204,16 @@ def rollout_halted(wave: int, why: str) -> str:
     return f"Drift rollout halted at wave {wave}: {why}"
 
 
+def rollout_baking_blocked(wave: int, waves: int, until: str) -> str:
+    """A drifted node of a pool whose drift rollout bakes (`nodeflow plan`'s blocked reason)."""
+    return f"drift rollout wave {wave}/{waves} baking until {until}"
+
+
+def rollout_halted_blocked(wave: int, waves: int, why: str, pool: str) -> str:
+    """A drifted node of a pool whose drift rollout is halted (`nodeflow plan`'s blocked reason)."""
+    return f"drift rollout halted at wave {wave}/{waves}: {why or 'no reason given'} (nodeflow rollout resume {pool})"
+
+
 def cancel_hold(cancelled_at: str, held_until: str, node: str) -> str:
     """A node whose disruption an operator cancelled, held from re-planning (planning/candidates.py)."""
     return f"disruption cancelled by operator at {cancelled_at}, held until {held_until} (nodeflow resume {node})"

@@ -38,6 +38,8 @@ TERMINATION_WORKFLOW_ANNOTATION = "nodeflow.dev/termination-workflow"
 # held-until (planning/candidates.py); `nodeflow resume NODE` removes both.
 DISRUPTION_CANCELLED_AT_ANNOTATION = "nodeflow.dev/disruption-cancelled-at"
 DISRUPTION_HELD_UNTIL_ANNOTATION = "nodeflow.dev/disruption-held-until"
+# on a NodePool: its drift rollout's wave, phase, bake deadline, halt reason (JSON; api/rollout_state.py)
+ROLLOUT_ANNOTATION = "nodeflow.dev/rollout"
 
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"

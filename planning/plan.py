@@ -35,6 +35,7 @@ from planning.multinode import MultiNodeConsolidation
 from planning.optimizer import optimizer_method
 from planning.policies import PolicyView
 from planning.repair import DEFAULT_POLICIES, NodeHealth, RepairDecision, RepairPolicy, decide_repairs
+from planning.rollout import rollout_block
 from planning.scheduling import Scheduler
 from planning.singlenode import SingleNodeConsolidation
 from planning.static_capacity import count_pools, decide_static
@@ -62,6 +63,7 @@ class PassOutcome:
 # Methods whose should_disrupt means "would disrupt this node": a calendar hold lists their candidates as blocked.
 # Consolidation's filter only means "may be considered", so its candidates in a held pool are dropped quietly.
 DECIDING_METHODS = frozenset({"Emptiness", "StaticDrift", "Drift", "GracefulExpiration"})
+ROLLOUT_METHOD = "Drift"  # the method whose commands a pool's DriftRolloutWorkflow carries out (activities/rollout.py)
 
 
 def _utc(at: datetime) -> datetime:
@@ -105,19 +107,22 @@ def _gc_paused() -> Iterator[None]:
 def run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None,
              exclude_nodes: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
              compute_all: bool = False, optimize: bool = False, parsed: Parsed | None = None,
-             repair: Sequence[RepairPolicy] = DEFAULT_POLICIES) -> PassOutcome:
+             repair: Sequence[RepairPolicy] = DEFAULT_POLICIES, rollouts: bool = False) -> PassOutcome:
     """One planner pass. With `compute_all` every method computes its commands (for benchmarks and
     explanations), but only the first method with commands contributes them, as in a real pass. `parsed`: the
     snapshot's pods and claims already parsed (the worker's watch cache keeps them; see Cluster.from_parts).
-    `repair`: the node repair policies (planning/repair.py; empty: no repair)."""
+    `repair`: the node repair policies (planning/repair.py; empty: no repair). `rollouts`: drifted nodes of a pool
+    whose drift rollout bakes or is halted (its NodePool's annotation) are listed as blocked, not drifted: the dry
+    run's view (the worker's planner leaves a pool's drift to its DriftRolloutWorkflow instead)."""
     with _gc_paused():
-        return _run_pass(snapshot, at, catalog, exclude_nodes, limits, compute_all, optimize, parsed, repair)
+        return _run_pass(snapshot, at, catalog, exclude_nodes, limits, compute_all, optimize, parsed, repair,
+                         rollouts)
 
 
 def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
               exclude_nodes: set[str] | frozenset[str], limits: Limits | None, compute_all: bool,
               optimize: bool, parsed: Parsed | None = None,
-              repair: Sequence[RepairPolicy] = DEFAULT_POLICIES) -> PassOutcome:
+              repair: Sequence[RepairPolicy] = DEFAULT_POLICIES, rollouts: bool = False) -> PassOutcome:
     at = _utc(at)
     exclude = set(exclude_nodes)
     cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
@@ -169,6 +174,8 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
             break
         cands = _calendar_gate(ctx, method, [c for c in sets[method.disruption_class].candidates
                                              if method.should_disrupt(c)])
+        if rollouts and method.name == ROLLOUT_METHOD:
+            cands = _rollout_gate(ctx, cands)
         eligible[method.name] = len(cands)
         if not cands:
             continue
@@ -205,6 +212,19 @@ def _calendar_gate(ctx: PassContext, method: Method, cands: list[Any]) -> list[A
         if why is None:
             out.append(c)
         elif method.name in DECIDING_METHODS:
+            ctx.block(c.node, why)
+    return out
+
+
+def _rollout_gate(ctx: PassContext, cands: list[Any]) -> list[Any]:
+    """The drift candidates whose pool's drift rollout is not baking or halted; the others are listed as blocked
+    with the rollout's wave and deadline or halt reason (docs/semantics.md §15.2)."""
+    out = []
+    for c in cands:
+        why = rollout_block(c.pool)
+        if why is None:
+            out.append(c)
+        else:
             ctx.block(c.node, why)
     return out
 
@@ -253,12 +273,14 @@ def _live(cluster: Cluster) -> list[Any]:
 def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None, until_stable: bool = False,
          exclude_nodes: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
          max_passes: int = MAX_PASSES, optimize: bool = False, parsed: Parsed | None = None,
-         repair: Sequence[RepairPolicy] = DEFAULT_POLICIES) -> PlanResult:
+         repair: Sequence[RepairPolicy] = DEFAULT_POLICIES, rollouts: bool = False) -> PlanResult:
     """The planner's decision for `snapshot` at `at` (docs/contracts.md §3). Pure: no I/O, the snapshot stays as is.
     `parsed`: parts of the snapshot already parsed (first pass only; later passes plan on changed copies).
-    Node repairs are the first pass's (their replacements are the provisioner's, not simulated here)."""
+    Node repairs are the first pass's (their replacements are the provisioner's, not simulated here).
+    `rollouts`: see run_pass (the dry run's view of drift rollouts)."""
     at = _utc(at)
-    first = run_pass(snapshot, at, catalog, exclude_nodes, limits, optimize=optimize, parsed=parsed, repair=repair)
+    first = run_pass(snapshot, at, catalog, exclude_nodes, limits, optimize=optimize, parsed=parsed, repair=repair,
+                     rollouts=rollouts)
     if not until_stable:
         removed = {n for c in first.commands for n in c.nodes}
         live = [n for n in _live(first.cluster) if n.name not in removed]
@@ -274,7 +296,8 @@ def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None
     while outcome.commands and passes < max_passes:
         commands += outcome.commands
         snap = apply_commands(snap, outcome.commands, at=at, catalog=catalog, tag=f"p{passes}")
-        outcome = run_pass(snap, at, catalog, exclude_nodes, limits, optimize=optimize, repair=repair)
+        outcome = run_pass(snap, at, catalog, exclude_nodes, limits, optimize=optimize, repair=repair,
+                           rollouts=rollouts)
         passes += 1
     live = _live(outcome.cluster)
     final = FinalState(nodes=len(live), cost_per_hour=outcome.cluster.cost_per_hour(live), passes=passes)
@@ -293,9 +316,10 @@ def run_plan(snapshot: Any, at: datetime | None = None, until_stable: bool = Fal
              catalog: InstanceTypeCatalog | None = None,
              exclude_nodes: set[str] | frozenset[str] = frozenset(), optimize: bool = False,
              repair: Sequence[RepairPolicy] = DEFAULT_POLICIES) -> PlanResult:
-    """`nodeflow plan`'s entry point, for a snapshot file or a live cluster read into a snapshot."""
+    """`nodeflow plan`'s entry point, for a snapshot file or a live cluster read into a snapshot; a pool's baking
+    or halted drift rollout shows as its drifted nodes' blocked reason."""
     return plan(snapshot, at or datetime.now(UTC), catalog=catalog, until_stable=until_stable,
-                exclude_nodes=exclude_nodes, optimize=optimize, repair=repair)
+                exclude_nodes=exclude_nodes, optimize=optimize, repair=repair, rollouts=True)
 
 
 # ---- applying commands to a copy of the snapshot -----------------------------------------------------

@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from api import events
 from api import labels as L
-from planning.cluster import Cluster, NodeInfo
+from api.rollout_state import RolloutNotePhase, parse_rollout_note
+from api.timestamps import format_seconds
+from planning.cluster import Cluster, NodeInfo, PoolInfo
 from planning.drift import drift_reason
 
 
@@ -20,6 +23,19 @@ def drifted_in_pool(cluster: Cluster, pool: str, excluded: Iterable[str] = ()) -
     node_class = cluster.node_classes.get(info.node_class) if info.node_class else None
     return [n for n in cluster.nodes if n.pool == pool and not n.deleting and n.name not in skip
             and drift_reason(n, info, node_class) is not None]
+
+
+def rollout_block(pool: PoolInfo) -> str | None:
+    """Why the pool's drifted nodes wait on its drift rollout (baking or halted), from the NodePool's
+    `nodeflow.dev/rollout` annotation; None when no rollout holds them (none, or one that is disrupting)."""
+    note = parse_rollout_note(pool.annotations.get(L.ROLLOUT_ANNOTATION))
+    if note is None:
+        return None
+    if note.phase == RolloutNotePhase.HALTED:
+        return events.rollout_halted_blocked(note.wave, note.waves, note.halt_reason, pool.name)
+    if note.phase == RolloutNotePhase.BAKING and note.bake_until is not None:
+        return events.rollout_baking_blocked(note.wave, note.waves, format_seconds(note.bake_until))
+    return None
 
 
 def drift_generation(cluster: Cluster, pool: str) -> str:
