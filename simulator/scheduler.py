@@ -1,5 +1,6 @@
 """A kube-scheduler for the simulator: binds pending pods to the least allocated Ready node that passes the
-filters (cordon, taints, nodeSelector, required node affinity, cpu / memory / pod-count requests)."""
+filters (cordon, taints, nodeSelector, required node affinity, cpu / memory / pod-count requests, hard topology
+spread and required pod anti-affinity: simulator/topology.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from simulator.pods import (
 )
 from simulator.resources import BY_KIND, ResourceType
 from simulator.scheduling import schedulable_on
+from simulator.topology import TopologyRound, has_constraints
 
 if TYPE_CHECKING:
     from simulator.world import World
@@ -96,10 +98,16 @@ class Scheduler:
         pods = [p for p in (store.get(PODS, *k) for k in list(self.pending)) if p is not None]
         pods.sort(key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0),
                                  meta(p).get("creationTimestamp") or ""))
+        spread: TopologyRound | None = None
         for pod in pods:
             spec = pod.get("spec") or {}
             cpu, mem = self._requests_of(pod)
             best, best_score = None, None
+            eligible: list[dict[str, Any]] | None = None
+            if has_constraints(spec):
+                spread = spread or TopologyRound(store.list(PODS), {n: store.get(NODES, "", n) for n, _ in nodes})
+                eligible = [n for n in (store.get(NODES, "", name) for name, _ in nodes)
+                            if n is not None and schedulable_on(spec, n)]
             feasible = 0
             wanted = feasible_nodes_to_find(len(nodes))
             self._start = self._start % len(nodes) if nodes else 0
@@ -110,6 +118,8 @@ class Scheduler:
                     continue
                 node = store.get(NODES, "", name)
                 if node is None or not schedulable_on(spec, node):
+                    continue
+                if eligible is not None and spread is not None and not spread.allows(pod, node, eligible):
                     continue
                 score = max((used[0] + cpu) / a_cpu if a_cpu else 1.0, (used[1] + mem) / a_mem if a_mem else 1.0)
                 if best_score is None or score < best_score:
@@ -123,6 +133,8 @@ class Scheduler:
                 new["spec"]["nodeName"] = best
                 _set_scheduled(new, "True", "", "")
                 store.replace(PODS, new)
+                if spread is not None:
+                    spread.bind(new, store.get(NODES, "", best) or {})
             elif _set_scheduled(new, "False", "Unschedulable",
                                 f"0/{len(store.objects['nodes'])} nodes are available: no node fits the pod."):
                 store.replace(PODS, new)
