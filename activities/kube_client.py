@@ -336,6 +336,11 @@ class KubeClient:
         return self._patch(lambda: self.custom.patch_cluster_custom_object_status(
             *KARPENTER, "nodeclaims", name, body, _content_type=MERGE_PATCH, _preload_content=False))
 
+    def patch_node_pool(self, name: str, body: Obj) -> Obj | None:
+        """Merge-patch a NodePool's metadata (nodeflow's own annotations); None when the pool is gone."""
+        return self._patch(lambda: self.custom.patch_cluster_custom_object(
+            *KARPENTER, "nodepools", name, body, _content_type=MERGE_PATCH, _preload_content=False))
+
     def patch_node_class(self, name: str, body: Obj) -> Obj | None:
         """Merge-patch an EC2NodeClass's metadata (its hash annotations)."""
         return self._patch(lambda: self.custom.patch_cluster_custom_object(

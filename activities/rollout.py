@@ -11,8 +11,16 @@ from temporalio import activity
 
 from activities.kube_client import KubeClient
 from activities.planning_runner import PlanningActivities, heartbeating, to_command
+from api import labels as L
 from workflows.policy_controls import PolicyControls, RolloutStart, controls_of
-from workflows.policy_models import RolloutPlan, RolloutPlanInput, WorkloadRef, WorkloadsInput, waves_of
+from workflows.policy_models import (
+    RolloutNoteInput,
+    RolloutPlan,
+    RolloutPlanInput,
+    WorkloadRef,
+    WorkloadsInput,
+    waves_of,
+)
 
 DRIFT_METHOD = "Drift"
 
@@ -38,6 +46,13 @@ class RolloutActivities:
     async def workloads_ready(self, inp: WorkloadsInput) -> list[str]:
         """The displaced workloads that still have a pod not Running and Ready (empty: all healthy)."""
         return await asyncio.to_thread(self._unready, inp.workloads)
+
+    @activity.defn(name="rollout_annotate")
+    async def annotate(self, inp: RolloutNoteInput) -> bool:
+        """Set (or, with no value, remove) the NodePool's rollout annotation: one JSON merge patch, so a retry
+        writes the same; False when the pool is gone (nothing to annotate)."""
+        body = {"metadata": {"annotations": {L.ROLLOUT_ANNOTATION: inp.value}}}
+        return await asyncio.to_thread(self._kube.patch_node_pool, inp.node_pool, body) is not None
 
     def _unready(self, workloads: list[WorkloadRef]) -> list[str]:
         by_ns: dict[str, list[WorkloadRef]] = {}

@@ -85,7 +85,8 @@ def policy_activities(deps: Deps, planning: PlanningActivities) -> list[Callable
     """DisruptionPolicy controls in workflows: hooks, notifications, escalation's watch, drift rollout waves."""
     hooks = PolicyHookActivities(deps.kube, deps.temporal)
     rollout = RolloutActivities(planning, deps.kube)
-    return [hooks.pre_disruption_hook, hooks.notify, hooks.watch_terminations, rollout.plan, rollout.workloads_ready]
+    return [hooks.pre_disruption_hook, hooks.notify, hooks.watch_terminations, rollout.plan, rollout.workloads_ready,
+            rollout.annotate]
 
 
 def repair_policies(s: Any) -> tuple[Any, ...]:

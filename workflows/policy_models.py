@@ -76,6 +76,13 @@ class RolloutPlanInput(_Model):
     catalog_path: str | None = None
 
 
+class RolloutNoteInput(_Model):
+    """The NodePool's `nodeflow.dev/rollout` annotation to write (api/rollout_state.py); None removes it."""
+
+    node_pool: str
+    value: str | None = None
+
+
 class RolloutPlan(_Model):
     """The pool's drifted nodes now (not being disrupted already) and the drift commands a pass would start."""
 

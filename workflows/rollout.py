@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.rollout import RolloutActivities
     from api import events
     from api.events import EventReason
+    from api.rollout_state import RolloutNote, RolloutNotePhase
     from workflows import search_attributes as sa
     from workflows.disruption import DisruptionWorkflow
     from workflows.disruption_models import (
@@ -37,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.policy_models import (
         HaltCause,
         RolloutInput,
+        RolloutNoteInput,
         RolloutPhase,
         RolloutPlan,
         RolloutPlanInput,
@@ -115,6 +117,7 @@ class DriftRolloutWorkflow:
             st.waves = len(st.targets)
             for i, target in enumerate(st.targets):
                 st.wave = i + 1
+                await self._note()
                 exhausted = await self._wave(inp, target, last=i == len(st.targets) - 1)
                 if exhausted:
                     break  # no drifted node left: no bake, no more waves
@@ -235,6 +238,7 @@ class DriftRolloutWorkflow:
         workflow.logger.warning("rollout of %s halted: %s", st.node_pool, why)
         await self._event(EventSpec(kind="NodePool", name=st.node_pool, reason=EventReason.ROLLOUT_HALTED,
                                     type="Warning", message=events.rollout_halted(st.wave, why)))
+        await self._note()
         self._resume = None
         await workflow.wait_condition(lambda: self._resume is not None or self._abort is not None)
         self._check_abort()
@@ -242,6 +246,7 @@ class DriftRolloutWorkflow:
         st.halted, st.halt_reason, st.failed_replacements = None, "", 0
         st.message = f"resumed: {self._resume}"
         self._workloads = []
+        await self._note()
 
     async def _event(self, spec: EventSpec) -> None:
         """Best effort: an Event that cannot be recorded must not stop the rollout."""
@@ -250,12 +255,31 @@ class DriftRolloutWorkflow:
                                                    start_to_close_timeout=timedelta(seconds=30),
                                                    retry_policy=RetryPolicy(maximum_attempts=3))
 
+    async def _note(self) -> None:
+        """Best effort: the NodePool's `nodeflow.dev/rollout` annotation says where the rollout is, for `nodeflow
+        plan` (which reads no Temporal); written on each phase change, removed when the rollout ends."""
+        st = self._status
+        value, what = None, "remove"
+        if st.phase not in (RolloutPhase.SUCCEEDED, RolloutPhase.ABORTED):
+            phase = {RolloutPhase.HALTED: RolloutNotePhase.HALTED,
+                     RolloutPhase.BAKING: RolloutNotePhase.BAKING}.get(st.phase, RolloutNotePhase.RUNNING)
+            value = RolloutNote(generation=st.generation, wave=st.wave, waves=st.waves, phase=phase,
+                                bake_until=st.bake_until, halt_reason=st.halt_reason).to_annotation()
+            what = f"{phase.value} wave {st.wave}/{st.waves}"
+        with contextlib.suppress(ActivityError):
+            await workflow.execute_activity_method(RolloutActivities.annotate,
+                                                   RolloutNoteInput(node_pool=st.node_pool, value=value),
+                                                   start_to_close_timeout=timedelta(seconds=30),
+                                                   retry_policy=RetryPolicy(maximum_attempts=3),
+                                                   summary=f"rollout annotation of {st.node_pool}: {what}")
+
     async def _bake(self, seconds: float) -> None:
         st = self._status
         if seconds <= 0:
             return
         st.phase = RolloutPhase.BAKING
         st.bake_until = workflow.now() + timedelta(seconds=seconds)
+        await self._note()
         await self._sleep(seconds, f"bake after wave {st.wave}")
         self._check_abort()
         st.bake_until = None
@@ -288,6 +312,7 @@ class DriftRolloutWorkflow:
         st = self._status
         self._upsert_phase(phase)
         st.message, st.bake_until = message, None
+        await self._note()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return RolloutResult(phase=phase, disrupted=st.disrupted, message=message)
 

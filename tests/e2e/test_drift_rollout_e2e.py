@@ -1,18 +1,25 @@
 """Drift waves end to end (dev server + simulator + the real worker): a DriftRolloutWorkflow whose first wave's
-replacement never becomes Ready halts, says why in `nodeflow rollout status`, stays halted, and after
-`nodeflow rollout resume` finishes its waves with a bake between them."""
+replacement never becomes Ready halts, says why in `nodeflow rollout status`, on its NodePool's
+`nodeflow.dev/rollout` annotation and so in `nodeflow plan`, stays halted, and after `nodeflow rollout resume`
+finishes its waves with a bake between them (the annotation then gone)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
+import json
 import uuid
 
 import pytest
+from kubernetes import client as k8s
 from support.cli_runner import nodeflow
 from support.disruption_stack import FAST, disruption_stack, fresh, record_history, replica_set, wait_for
 
 from api import labels
+from api.rollout_state import RolloutNotePhase, parse_rollout_note
 from bench.clusters import node_objects, node_pool
+from starter import cli
 from workflows.policy_controls import RolloutStart, WavesSpec
 from workflows.policy_models import HaltCause, RolloutInput, RolloutPhase
 from workflows.rollout import DriftRolloutWorkflow
@@ -31,6 +38,24 @@ def _two_drifted(sim) -> None:
         objs += node_objects(f"old-{i}", "m5.large", annotations={labels.TEMPLATE_HASH_ANNOTATION: "stale"})
     objs.append(replica_set("api", 2, "1500m"))
     sim.load_objects(fresh(objs))
+
+
+def _note(stack):
+    """The `default` NodePool's rollout annotation, parsed (None: none)."""
+    pool = k8s.CustomObjectsApi(stack.api).get_cluster_custom_object("karpenter.sh", "v1", "nodepools", "default")
+    return parse_rollout_note((pool["metadata"].get("annotations") or {}).get(labels.ROLLOUT_ANNOTATION))
+
+
+async def _live_plan(kubeconfig: str) -> dict:
+    """`nodeflow plan --kubeconfig ... -o json` (in a thread: the CLI runs its own event loop)."""
+    out = io.StringIO()
+
+    def run() -> int:
+        with contextlib.redirect_stdout(out):
+            return cli.run(["plan", "--kubeconfig", kubeconfig, "-o", "json"])
+
+    assert await asyncio.to_thread(run) == 0
+    return json.loads(out.getvalue())
 
 
 async def _status(handle):
@@ -65,6 +90,17 @@ async def test_rollout_halts_on_a_never_ready_replacement_and_resumes(temporal_c
         assert "never became Ready" in halted.halt_reason and halted.disrupted == 0
         await wait_for(lambda: any(e["reason"] == "RolloutHalted" and "wave 1" in e["message"]
                                    for e in stack.events()), what="RolloutHalted Event on the NodePool")
+        await wait_for(lambda: (n := _note(stack)) is not None and n.phase == RolloutNotePhase.HALTED,
+                       what="the NodePool's rollout annotation to say Halted")
+        note = _note(stack)
+        assert (note.wave, note.waves, note.generation) == (1, 2, start.generation)
+        assert "never became Ready" in note.halt_reason
+        plan = await _live_plan(sim_ec2.kubeconfig_path)
+        assert not any(c["method"] == "Drift" for c in plan["commands"]), plan["commands"]
+        halts = [b for b in plan["blocked"] if b["reason"].startswith("drift rollout halted at wave 1/2: ")]
+        assert halts and all("never became Ready" in b["reason"]
+                             and b["reason"].endswith("(nodeflow rollout resume default)") for b in halts), plan
+        assert {b["node"] for b in halts} <= {"old-0", "old-1"}
 
         await asyncio.sleep(1.5)  # a halted rollout stays halted: nothing more is started
         assert (await _status(handle)).disruptions == halted.disruptions
@@ -83,5 +119,6 @@ async def test_rollout_halts_on_a_never_ready_replacement_and_resumes(temporal_c
 
         assert result.phase == RolloutPhase.SUCCEEDED and result.disrupted == 2, result.message
         assert not any(n["metadata"]["name"].startswith("old-") for n in stack.nodes())
+        assert _note(stack) is None  # a finished rollout leaves no annotation behind
         code, _out, err = await nodeflow(temporal_client, "rollout", "resume", "default")
         assert code == 1 and "no running drift rollout" in err
