@@ -282,7 +282,7 @@ class DriftRolloutWorkflow:
         await self._note()
         await self._sleep(seconds, f"bake after wave {st.wave}")
         self._check_abort()
-        st.bake_until = None
+        st.phase, st.bake_until = RolloutPhase.ROLLING, None  # baked: the next wave's note says Running
 
     async def _sleep(self, seconds: float, summary: str = "wait") -> None:
         with contextlib.suppress(TimeoutError):
