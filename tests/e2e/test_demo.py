@@ -27,7 +27,9 @@ REPORT_KEYS = {"commandsByMethod", "nodesTerminated", "costPerHourBefore", "cost
                "leakedInstances", "stuckFinalizers", "podsPendingAtEnd", "nodesLaunched"}
 
 
-@pytest.fixture(scope="module")
+# session scope: its tests share one xdist worker, but other modules' tests may run between them there, and a
+# module-scoped fixture would then run the two-minute demo again
+@pytest.fixture(scope="session")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
     work = tmp_path_factory.mktemp("demo")
     report = work / "report.json"
