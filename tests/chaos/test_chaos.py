@@ -462,7 +462,9 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
     assert report["leakedInstances"] == [] and report["nodesWithoutInstance"] == [], report
     assert report["stuckFinalizers"] == [], report
     assert report["duplicateLaunches"] == [], report
-    assert report["replacementLaunches"] == 4, report
+    # one replacement per drifted node, plus one per disruption the faults rolled back (its replacement is deleted,
+    # as leakedInstances above shows, and the node is disrupted again with a new one)
+    assert report["replacementLaunches"] == len(DRIFTED) + outcomes.get("RolledBack", 0), (report, outcomes)
     assert double_terminate == {} and never_terminated == [], (dict(proxy.terminations), never_terminated)
     assert vis["bad"] == [], vis["bad"]
     assert vis["overlaps"] == [], vis["overlaps"]

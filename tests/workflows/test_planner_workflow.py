@@ -38,7 +38,8 @@ async def test_pass_starts_one_disruption_per_command_and_terminates_expired(ts_
                                                       id=f"planner-{uuid.uuid4()}", task_queue=tq)
         assert result.started == [a.workflow_id, b.workflow_id]
         assert result.terminations == [f"terminate-{expired.uid}"]
-        assert fakes.termination_reasons == ["Expired"]
+        # the pass's own terminations: the children's (Drifted, when they finish) may already be recorded too
+        assert fakes.termination_reasons.count("Expired") == 1
 
         # the same commands again while the first disruptions are still running: nothing new starts
         again = await ts_env.client.execute_workflow(PlannerWorkflow.run, PlannerInput(settings=settings),
