@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -121,16 +122,27 @@ class TemporalDevServer(ManagedProcess):
 
 
 class MotoServer(ManagedProcess):
-    """moto in server mode (EC2 + SQS) on loopback. State is in memory: a restart forgets it."""
+    """moto in server mode (EC2 + SQS) on loopback. State is in memory: a restart forgets it.
+
+    `indexed_tags` (the default) runs it with `devstack.moto_indexed`, which answers a resource's tags without
+    moto's scan of every tag, so that hundreds of instances measure nodeflow rather than moto.
+    """
 
     name = "moto"
+
+    def __init__(self, port: int | None = None, log_path: Path | None = None, indexed_tags: bool = True) -> None:
+        super().__init__(port, log_path)
+        self.indexed_tags = indexed_tags
 
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
-        return [find_binary("moto_server") or "moto_server", "-H", "127.0.0.1", "-p", str(self.port)]
+        args = ["-H", "127.0.0.1", "-p", str(self.port)]
+        if self.indexed_tags:
+            return [sys.executable, "-m", "devstack.moto_indexed", *args]
+        return [find_binary("moto_server") or "moto_server", *args]
 
     def environment(self) -> dict[str, str]:
         env = dict(os.environ)

@@ -25,6 +25,7 @@ NODECLAIMS = BY_KIND["NodeClaim"]
 NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 NODEPOOL_TAG = "karpenter.sh/nodepool"
 GONE_STATES = frozenset({"shutting-down", "terminated", "stopping", "stopped"})
+LISTED_STATES = ("pending", "running", "shutting-down", "stopping", "stopped")  # all but terminated
 KUBELET_VERSION = "v1.32.0"
 DEFAULT_AMI = "ami-0a1b2c3d4e5f60718"
 
@@ -61,13 +62,59 @@ class Ec2World:
         self.gone_handled: set[str] = set()
         self.counts: Counter[str] = Counter()
         self._image_id: str | None = None
+        self._known: dict[str, dict[str, Any]] = {}  # not terminated, as last described
+        self._ended: dict[str, dict[str, Any]] = {}  # seen terminated (or gone from the listing)
 
     # ---- boto3 side --------------------------------------------------------------------------------------
     def describe(self) -> list[dict[str, Any]]:
+        """Every instance as DescribeInstances shows it, read incrementally (docs/decisions.md §17).
+
+        States come from DescribeInstanceStatus, which costs moto ~0.7 ms an instance against ~5-10 ms for a
+        full description (1,000 instances: 0.7 s against 4.5-10 s a poll); an instance is described in full
+        when first seen, when its state changes, and while it carries no NodeClaim tag (the simulator's own
+        scenario instances are tagged after launch). A known instance missing from the live listing has been
+        terminated: it is kept with that state, as moto (and EC2 for an hour) keeps terminated instances.
+        """
+        states: dict[str, str] = {}
+        for page in self.client.get_paginator("describe_instance_status").paginate(
+                IncludeAllInstances=True, Filters=[{"Name": "instance-state-name", "Values": list(LISTED_STATES)}]):
+            for status in page.get("InstanceStatuses", []):
+                states[status["InstanceId"]] = status["InstanceState"]["Name"]
+        stale = [iid for iid, state in states.items() if self._needs_description(iid, state)]
+        for inst in self._describe_ids(stale):
+            self._known[inst["InstanceId"]] = inst
+        for iid in [iid for iid in self._known if iid not in states]:
+            ended = self._known.pop(iid)
+            self._ended[iid] = {**ended, "State": {"Code": 48, "Name": "terminated"}}
+        live = [{**inst, "State": {**inst.get("State", {}), "Name": states[iid]}}
+                for iid, inst in self._known.items() if iid in states]
+        return live + list(self._ended.values())
+
+    def _needs_description(self, iid: str, state: str) -> bool:
+        known = self._known.get(iid)
+        if known is None:
+            return True
+        if (known.get("State") or {}).get("Name") != state:
+            return True
+        return not any(t.get("Key") == NODECLAIM_TAG for t in known.get("Tags") or [])
+
+    def _describe_ids(self, ids: list[str]) -> list[dict[str, Any]]:
+        """Full descriptions of `ids`, 200 to a call; ids moto no longer knows (a restarted moto) are skipped."""
+        from botocore.exceptions import ClientError
+
         out: list[dict[str, Any]] = []
-        for page in self.client.get_paginator("describe_instances").paginate():
-            for res in page.get("Reservations", []):
-                out.extend(res.get("Instances", []))
+        for start in range(0, len(ids), 200):
+            chunk = ids[start:start + 200]
+            try:
+                pages = [self.client.describe_instances(InstanceIds=chunk)]
+            except ClientError:
+                pages = []
+                for iid in chunk:
+                    try:
+                        pages.append(self.client.describe_instances(InstanceIds=[iid]))
+                    except ClientError:
+                        continue
+            out.extend(i for page in pages for res in page.get("Reservations", []) for i in res.get("Instances", []))
         return out
 
     def image_id(self) -> str:

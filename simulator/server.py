@@ -14,6 +14,7 @@ import os
 import socket
 import tempfile
 import threading
+import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -165,12 +166,15 @@ class Simulator:
         loop = asyncio.get_running_loop()
         ec2 = self.world.ec2
         while True:
+            started = time.monotonic()
             try:
                 instances = await loop.run_in_executor(None, ec2.describe)
                 ec2.apply(instances)
             except Exception:
                 log.exception("EC2 sync failed")
-            await asyncio.sleep(self.ec2_poll_seconds)
+            # A poll of 1,000+ instances costs moto ~1 s; polling at most a quarter of the time leaves moto
+            # to the EC2 calls under test (docs/decisions.md §17).
+            await asyncio.sleep(max(self.ec2_poll_seconds, 3 * (time.monotonic() - started)))
 
     def _write_kubeconfig(self) -> None:
         if self._kubeconfig_arg is not None:
