@@ -60,6 +60,11 @@ LOCAL_ACTIVITIES_PATCH = "short-activities-local"
 NOTREADY_GONE_PATCH = "notready-instance-gone-fast-path"
 MARKERS_PATCH = "nodeclaim-termination-markers"
 SIGNAL_NAMES_PATCH = "signals-named-force-cancel"  # before it, signals `force`/`cancel` had no handler
+SKIP_VOLUME_WAIT_PATCH = "skip-volume-wait-without-attachments"
+# Every patch decided in the first activation, before any local activity (docs/decisions.md §18).
+PATCHES_FIRST_PATCH = "patches-decided-before-local-activities"
+UPFRONT_PATCHES = (LOCAL_ACTIVITIES_PATCH, NOTREADY_GONE_PATCH, MARKERS_PATCH, SKIP_VOLUME_WAIT_PATCH,
+                   SIGNAL_NAMES_PATCH)
 MAX_UNKNOWN_SIGNALS = 10  # the progress query keeps the latest few wrongly named signals
 RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=10))
 
@@ -105,6 +110,7 @@ class TerminationWorkflow:
         self._evicted = 0
         self._deleted = 0
         self._unknown_signals: list[str] = []
+        self._patches: dict[str, bool] = {}
 
     # ---- messages ----------------------------------------------------------------------------------------
 
@@ -186,7 +192,7 @@ class TerminationWorkflow:
 
     def _signal_names_patched(self, name: str) -> bool:
         """Executions whose histories predate the `force`/`cancel` signals saw them do nothing; they still do."""
-        if workflow.patched(SIGNAL_NAMES_PATCH):
+        if self._patched(SIGNAL_NAMES_PATCH):
             return True
         self._note_unknown_signal(name)
         return False
@@ -251,6 +257,7 @@ class TerminationWorkflow:
 
     @workflow.run
     async def run(self, inp: TerminationInput) -> TerminationResult:
+        self._decide_patches()
         self._started_at = workflow.now()
         log = {"node": inp.node_name, "reason": inp.reason, "workflow_id": workflow.info().workflow_id}
         workflow.logger.info("termination started", extra=log)
@@ -314,7 +321,7 @@ class TerminationWorkflow:
         """Karpenter's fast path (semantics.md §9.1): a NotReady node whose instance no longer exists has no kubelet
         to stop its pods, so a drain could only wait for the deadline; skip it and finish. Ready nodes (and
         histories recorded before this check) never ask."""
-        if prep.node_ready is not False or not provider_id or not workflow.patched(NOTREADY_GONE_PATCH):
+        if prep.node_ready is not False or not provider_id or not self._patched(NOTREADY_GONE_PATCH):
             return False
         res = await self._short(CloudActivities.instance_state,
                                 InstanceInput(provider_id=provider_id, node_name=self._inp.node_name),
@@ -328,7 +335,7 @@ class TerminationWorkflow:
     async def _mark_claim(self, prep: PrepareResult, drained: DrainedStatus | None) -> bool:
         """Karpenter's markers on the NodeClaim: termination-timestamp annotation, `Drained` condition.
         Executions that started before this existed (their histories) never write them."""
-        if not prep.node_claim_exists or not prep.node_claim_name or not workflow.patched(MARKERS_PATCH):
+        if not prep.node_claim_exists or not prep.node_claim_name or not self._patched(MARKERS_PATCH):
             return False
         await self._short(
             TerminationMarkerActivities.mark_nodeclaim,
@@ -408,7 +415,7 @@ class TerminationWorkflow:
         if self._force_reason is not None:
             return
         # A tainted node gains no attachments: none at prepare time means nothing to wait for (saves an activity).
-        if workflow.patched("skip-volume-wait-without-attachments") and self._volume_attachments == 0:
+        if self._patched(SKIP_VOLUME_WAIT_PATCH) and self._volume_attachments == 0:
             return
         self._set_phase(TerminationPhase.AWAITING_VOLUMES)
         while True:
@@ -422,11 +429,23 @@ class TerminationWorkflow:
 
     # ---- helpers -----------------------------------------------------------------------------------------
 
+    def _decide_patches(self) -> None:
+        """Take every patch decision before the first local activity. A patch asked for after one could land in
+        the next workflow task when the activity finished just as its task completed (a query arriving then
+        does it); replay then met the marker where the code had not asked and failed (docs/decisions.md §18).
+        Histories from before this patch keep asking where they did."""
+        if workflow.patched(PATCHES_FIRST_PATCH):
+            self._patches = {patch_id: workflow.patched(patch_id) for patch_id in UPFRONT_PATCHES}
+
+    def _patched(self, patch_id: str) -> bool:
+        decided = self._patches.get(patch_id)
+        return workflow.patched(patch_id) if decided is None else decided
+
     async def _short(self, fn: Callable[..., Any], arg: Any, summary: str, timeout: timedelta = SHORT,
                      remote_opts: dict[str, Any] | None = None) -> Any:
         """A short, idempotent activity. New executions run it as a local activity: one marker event and no
         extra workflow task instead of six events, which keeps history and server load per node small."""
-        if workflow.patched(LOCAL_ACTIVITIES_PATCH):
+        if self._patched(LOCAL_ACTIVITIES_PATCH):
             return await workflow.execute_local_activity_method(fn, arg, start_to_close_timeout=timeout,
                                                                 retry_policy=RETRY, summary=summary)
         opts = remote_opts or {"start_to_close_timeout": timeout}
