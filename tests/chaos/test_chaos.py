@@ -462,9 +462,11 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
     assert report["leakedInstances"] == [] and report["nodesWithoutInstance"] == [], report
     assert report["stuckFinalizers"] == [], report
     assert report["duplicateLaunches"] == [], report
-    # one replacement per drifted node, plus one per disruption the faults rolled back (its replacement is deleted,
-    # as leakedInstances above shows, and the node is disrupted again with a new one)
-    assert report["replacementLaunches"] == len(DRIFTED) + outcomes.get("RolledBack", 0), (report, outcomes)
+    # one replacement per drifted node, plus at most one per disruption the faults rolled back: a rollback after the
+    # launch deletes its replacement (leakedInstances above shows none is left) and the node is disrupted again
+    # with a new one; a rollback before it (a taint or launch activity failing under the API faults) launched none
+    rolled_back = outcomes.get("RolledBack", 0)
+    assert len(DRIFTED) <= report["replacementLaunches"] <= len(DRIFTED) + rolled_back, (report, outcomes)
     assert double_terminate == {} and never_terminated == [], (dict(proxy.terminations), never_terminated)
     assert vis["bad"] == [], vis["bad"]
     assert vis["overlaps"] == [], vis["overlaps"]
