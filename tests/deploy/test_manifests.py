@@ -4,27 +4,25 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import tomllib
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
 from api.nodepool import NodePool
+from devstack.binaries import find_binary
 from simulator.server import Simulator
 
 ROOT = Path(__file__).resolve().parents[2]
-KUBECTL = shutil.which("kubectl")
-needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed (scripts/setup.sh installs it)")
+KUBECTL = find_binary("kubectl")
 
 
 @cache
 def render(path: str = "deploy") -> tuple[dict[str, Any], ...]:
-    out = subprocess.run([KUBECTL or "kubectl", "kustomize", str(ROOT / path)], check=True, capture_output=True,
+    out = subprocess.run([KUBECTL, "kustomize", str(ROOT / path)], check=True, capture_output=True,
                          text=True, timeout=60).stdout
     return tuple(d for d in yaml.safe_load_all(out) if d)
 
@@ -37,11 +35,10 @@ def one(docs: tuple[dict[str, Any], ...], kind: str, name: str | None = None) ->
 
 def kubectl(sim: Simulator, *args: str) -> subprocess.CompletedProcess[str]:
     # kubectl validates fields as it would against a real cluster (the simulator serves /openapi/v3).
-    return subprocess.run([KUBECTL or "kubectl", "--kubeconfig", sim.kubeconfig_path, *args],
+    return subprocess.run([KUBECTL, "--kubeconfig", sim.kubeconfig_path, *args],
                           capture_output=True, text=True, timeout=60)
 
 
-@needs_kubectl
 def test_worker_deployment_is_hardened_and_probed() -> None:
     docs = render()
     dep = one(docs, "Deployment", "nodeflow-worker")
@@ -67,7 +64,6 @@ def test_worker_deployment_is_hardened_and_probed() -> None:
     assert {"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"} in terms[0]["matchExpressions"]
 
 
-@needs_kubectl
 def test_config_only_sets_variables_the_worker_reads() -> None:
     sources = (ROOT / "worker.py").read_text() + (ROOT / "client" / "connection.py").read_text()
     read = set(re.findall(r"""env\(\s*["']([A-Z0-9_]+)["']""", sources))
@@ -76,7 +72,6 @@ def test_config_only_sets_variables_the_worker_reads() -> None:
     assert not unknown, f"ConfigMap sets variables nothing reads: {unknown}"
 
 
-@needs_kubectl
 def test_search_attribute_job_runs_the_registration_script() -> None:
     docs = render()
     job = one(docs, "Job", "nodeflow-search-attributes")
@@ -87,7 +82,6 @@ def test_search_attribute_job_runs_the_registration_script() -> None:
         assert name in script
 
 
-@needs_kubectl
 def test_example_nodepools_are_valid() -> None:
     pools = [d for d in render("deploy/examples") if d["kind"] == "NodePool"]
     assert len(pools) >= 2
@@ -95,7 +89,6 @@ def test_example_nodepools_are_valid() -> None:
         NodePool.model_validate(doc)
 
 
-@needs_kubectl
 def test_base_and_examples_apply_to_the_simulator(sim: Simulator) -> None:
     # A real API server rejects a dry run of namespaced objects whose namespace does not exist yet, so the
     # namespace is applied first, then the whole base is dry-run on the server, then applied.
@@ -139,7 +132,6 @@ def test_dockerfile_matches_the_deployment() -> None:
     assert deployment["spec"]["template"]["spec"]["containers"][0]["command"] == ["python", "-m", "worker"]
 
 
-@needs_kubectl
 def test_worker_runs_on_system_nodes() -> None:
     """It tolerates the CriticalAddonsOnly taint of dedicated system node groups, and selects Linux nodes."""
     pod = one(render(), "Deployment", "nodeflow-worker")["spec"]["template"]["spec"]
@@ -147,7 +139,6 @@ def test_worker_runs_on_system_nodes() -> None:
     assert pod["nodeSelector"] == {"kubernetes.io/os": "linux"}
 
 
-@needs_kubectl
 def test_base_has_no_monitoring_crs_and_no_role() -> None:
     """ServiceMonitor and PrometheusRule need the Prometheus Operator's CRDs, so they are opt-in (a component)."""
     docs = render()
@@ -156,7 +147,6 @@ def test_base_has_no_monitoring_crs_and_no_role() -> None:
     assert "eks.amazonaws.com/role-arn" not in (sa["metadata"].get("annotations") or {})
 
 
-@needs_kubectl
 def test_production_overlay_scrapes_alerts_and_assumes_its_role() -> None:
     docs = render("examples/production-overlay")
     service = one(docs, "Service", "nodeflow-worker-metrics")
@@ -182,13 +172,12 @@ def test_production_overlay_scrapes_alerts_and_assumes_its_role() -> None:
         "nodeflow-worker", "nodeflow-search-attributes"}
 
 
-@needs_kubectl
 def test_irsa_component_without_a_role_set_keeps_a_placeholder_that_cannot_be_assumed(tmp_path: Path) -> None:
     """Left unset, the role ARN names account 000000000000, which AWS rejects: no silent fallback to node roles."""
     deploy = Path(os.path.relpath(ROOT / "deploy", tmp_path))  # kustomize takes no absolute roots
     (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({
         "resources": [str(deploy)], "components": [str(deploy / "components" / "irsa")]}))
-    out = subprocess.run([KUBECTL or "kubectl", "kustomize", str(tmp_path)], check=True, capture_output=True,
+    out = subprocess.run([KUBECTL, "kustomize", str(tmp_path)], check=True, capture_output=True,
                          text=True, timeout=60).stdout
     sa = one(tuple(d for d in yaml.safe_load_all(out) if d), "ServiceAccount", "nodeflow")
     assert sa["metadata"]["annotations"]["eks.amazonaws.com/role-arn"].startswith("arn:aws:iam::000000000000:")

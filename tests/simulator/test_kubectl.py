@@ -12,8 +12,7 @@ from support.sim_objects import node, pdb, replicaset, wait_for
 from devstack.binaries import find_binary
 from simulator.server import Simulator
 
-KUBECTL = find_binary("kubectl", required=False)
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (scripts/setup.sh installs it)")
+KUBECTL = find_binary("kubectl")
 WEB = {"app": "web"}
 ROOT = Path(__file__).resolve().parents[2]
 # The examples that are object manifests (the plan-*.yaml snapshots carry uids and status for `nodeflow plan`).

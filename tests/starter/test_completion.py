@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from devstack.binaries import find_binary
 from simulator.server import Simulator
 from starter.cli import build_parser, run
 from starter.cmd_completion import FILES, NO_FILES, candidates
@@ -88,9 +88,6 @@ def test_zsh_script_loads_bash_completion() -> None:
 
 
 def test_kubectl_completes_the_plugin(tmp_path: Path) -> None:
-    kubectl = shutil.which("kubectl") or (str(VENV_BIN / "kubectl") if (VENV_BIN / "kubectl").exists() else None)
-    if kubectl is None:
-        pytest.skip("kubectl is not installed")
-    done = subprocess.run([kubectl, "__complete", "nodeflow", "st"], capture_output=True, text=True,
+    done = subprocess.run([find_binary("kubectl"), "__complete", "nodeflow", "st"], capture_output=True, text=True,
                           env=_env(tmp_path), timeout=60)
     assert done.stdout.splitlines() == ["status", ":4"], (done.stdout, done.stderr)

@@ -4,7 +4,6 @@ bin is on PATH, and its help and usage say `kubectl nodeflow`."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from devstack.binaries import find_binary
 from starter.cli import PLUGIN_EXECUTABLE, build_parser, program_name
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,9 +32,7 @@ def test_program_name_follows_how_it_was_invoked(argv0: str, prog: str) -> None:
 
 
 def _kubectl() -> str:
-    found = shutil.which("kubectl") or (str(VENV_BIN / "kubectl") if (VENV_BIN / "kubectl").exists() else None)
-    if found is None:
-        pytest.skip("kubectl is not installed")
+    found = find_binary("kubectl")
     if not (VENV_BIN / PLUGIN_EXECUTABLE).exists():
         pytest.fail(f"{VENV_BIN / PLUGIN_EXECUTABLE} is missing: run ./scripts/setup.sh (pyproject.toml changed)")
     return found
