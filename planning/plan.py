@@ -38,7 +38,7 @@ from planning.repair import DEFAULT_POLICIES, NodeHealth, RepairDecision, Repair
 from planning.rollout import rollout_block
 from planning.scheduling import Scheduler
 from planning.singlenode import SingleNodeConsolidation
-from planning.static_capacity import count_pools, decide_static
+from planning.static_capacity import PoolCounts, count_pools, decide_static
 from planning.static_drift import StaticDrift
 
 MAX_PASSES = 200
@@ -145,13 +145,7 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     ctx = PassContext(cluster, Scheduler(cluster, busy, in_flight_pods(cluster, busy, at)), at, limits or Limits(),
                       policies=policies)
     ctx.events = expiration_ctx.events
-    _report_repairs(ctx, repairs)
-    _report_policies(ctx)
-    for row in rows:
-        if row["total"] > 0 and row["limit"] == 0:
-            ctx.event("NodePool", row["nodePool"], EventReason.DISRUPTION_BLOCKED,
-                      events.budget_blocks_reason(row["reason"]))
-    _report_launch_blockers(ctx)
+    _report_pass_blockers(ctx, repairs, rows)
     counts = count_pools(cluster, busy)  # static NodePools (planning/static_capacity.py)
     static = decide_static(ctx, counts, busy)
     pod_blocks: dict[str, str | None] = {}
@@ -160,14 +154,44 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
             EVENTUAL: build_candidates(cluster, at, busy, EVENTUAL, pod_blocks, checks)}
     _report_rejections(ctx, sets[GRACEFUL])
 
+    eligible: dict[str, int] = {"Expiration": len(expiring)}
+    winner, computed = _first_method_with_commands(
+        ctx, _methods(ctx, counts, static, optimize), sets, allowed, eligible, compute_all, rollouts)
+    commands += winner
+    in_commands = {n for c in commands for n in c.nodes}
+    blocked = [b for name, b in ctx.blocked.items() if name not in in_commands]
+    return PassOutcome(cluster, rows, commands, blocked, ctx.events, computed, eligible, repairs, static, policies)
+
+
+def _report_pass_blockers(ctx: PassContext, repairs: RepairDecision, rows: list[dict[str, Any]]) -> None:
+    """The pass's Events that do not depend on a method: repairs, policies, zero budgets, launch blockers."""
+    _report_repairs(ctx, repairs)
+    _report_policies(ctx)
+    for row in rows:
+        if row["total"] > 0 and row["limit"] == 0:
+            ctx.event("NodePool", row["nodePool"], EventReason.DISRUPTION_BLOCKED,
+                      events.budget_blocks_reason(row["reason"]))
+    _report_launch_blockers(ctx)
+
+
+def _methods(ctx: PassContext, counts: dict[str, PoolCounts], static: list[StaticPool], optimize: bool
+             ) -> list[Method]:
+    """The methods in Karpenter's order (docs/semantics.md §2), the optional optimizer before Multi-node."""
     methods: list[Method] = [Emptiness(ctx), StaticDrift(ctx, counts, {p.node_pool: p.launch for p in static}),
                              Drift(ctx), GracefulExpiration(ctx), MultiNodeConsolidation(ctx),
                              SingleNodeConsolidation(ctx)]
     optimizing = optimizer_method(ctx, optimize)  # planning/optimizer.py: opt-in CP-SAT consolidation
     if optimizing is not None:
         methods.insert(4, optimizing)
+    return methods
+
+
+def _first_method_with_commands(ctx: PassContext, methods: list[Method], sets: dict[str, CandidateSet],
+                                allowed: dict[str, dict[str, int]], eligible: dict[str, int], compute_all: bool,
+                                rollouts: bool) -> tuple[list[Command], dict[str, int]]:
+    """The first method's commands (the pass's winner) and each computed method's count; with `compute_all`
+    every method computes, for benchmarks and explanations. Fills `eligible` with each method's candidates."""
     computed: dict[str, int] = {}
-    eligible: dict[str, int] = {"Expiration": len(expiring)}
     winner: list[Command] = []
     for method in methods:
         if winner and not compute_all:
@@ -184,10 +208,7 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
         computed[method.name] = len(found)
         if found and not winner:
             winner = found
-    commands += winner
-    in_commands = {n for c in commands for n in c.nodes}
-    blocked = [b for name, b in ctx.blocked.items() if name not in in_commands]
-    return PassOutcome(cluster, rows, commands, blocked, ctx.events, computed, eligible, repairs, static, policies)
+    return winner, computed
 
 
 def _report_policies(ctx: PassContext) -> None:
