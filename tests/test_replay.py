@@ -10,11 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.replay import replay_failure
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
-
-from runtime.wiring import workflows
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
@@ -22,9 +19,8 @@ HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
 async def test_history_replays(path: Path) -> None:
     history = WorkflowHistory.from_json(f"replay-{path.stem}", path.read_text(encoding="utf-8"))
-    replayer = Replayer(workflows=workflows(), data_converter=pydantic_data_converter)
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+    failure = await replay_failure(history)
+    assert failure is None, f"{path.name}: {failure}"
 
 
 def test_termination_histories_are_recorded() -> None:

@@ -13,11 +13,8 @@ from typing import Any
 
 import pytest
 from support.history_split import local_activity_markers, split_after_local_activity
+from support.replay import replay_failure
 from temporalio.client import WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
-
-from runtime.wiring import workflows
 
 HISTORIES = Path(__file__).parent / "histories"
 PATCHES_FIRST = json.loads((HISTORIES / "TerminationWorkflow__patches_decided_first.json").read_text("utf-8"))
@@ -25,10 +22,7 @@ LAZY_PATCHES = json.loads((HISTORIES / "TerminationWorkflow__nodeclaim_markers.j
 
 
 async def _replay_failure(history: dict[str, Any]) -> str | None:
-    replayer = Replayer(workflows=workflows(), data_converter=pydantic_data_converter)
-    result = await replayer.replay_workflow(WorkflowHistory.from_json("split", json.dumps(history)),
-                                            raise_on_replay_failure=False)
-    return None if result.replay_failure is None else str(result.replay_failure)
+    return await replay_failure(WorkflowHistory.from_json("split", json.dumps(history)))
 
 
 @pytest.mark.parametrize("nth", range(local_activity_markers(PATCHES_FIRST)))

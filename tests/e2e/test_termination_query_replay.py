@@ -10,12 +10,10 @@ from typing import Any
 import pytest
 from e2e.termination_helpers import PodSpec, cluster_objects, ec2_client, launch_instances, running_worker
 from kubernetes import client as k8s
+from support.replay import replay_failure
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.worker import Replayer
 
 from client.termination import start_termination
-from runtime.wiring import workflows
 from workflows.models import CancelRequest, TerminationInput, TerminationPhase
 from workflows.termination import TerminationWorkflow
 
@@ -50,10 +48,8 @@ async def test_queries_during_the_first_local_activities_leave_a_replayable_hist
             await spam
             await handle.execute_update(TerminationWorkflow.cancel, CancelRequest(reason="test"))
             assert (await handle.result()).phase == TerminationPhase.CANCELLED
-            history = await handle.fetch_history()
-            replayer = Replayer(workflows=workflows(), data_converter=pydantic_data_converter)
-            result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-            if result.replay_failure is not None:
-                failures.append(str(result.replay_failure)[:300])
+            failure = await replay_failure(await handle.fetch_history())
+            if failure is not None:
+                failures.append(failure[:300])
     api.close()
     assert not failures, failures
