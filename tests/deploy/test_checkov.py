@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.deploy.test_manifests import needs_kubectl, one, render
+from tests.deploy.test_manifests import one, render
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKOV = ROOT / ".venv-tools" / "bin" / "checkov"
@@ -61,7 +61,6 @@ def failed(reports: dict[str, dict[str, Any]]) -> list[str]:
                   for r in reports.values() for c in r["results"]["failed_checks"])
 
 
-@needs_kubectl
 def test_shipped_manifests_and_dockerfile_pass_checkov(tmp_path: Path) -> None:
     (tmp_path / "deploy.yaml").write_text(yaml.safe_dump_all(render(), sort_keys=False))
     shutil.copy(ROOT / "deploy" / "Dockerfile", tmp_path / "Dockerfile")
@@ -88,7 +87,6 @@ def test_checkov_reports_a_root_privileged_pod_and_a_root_image(tmp_path: Path) 
     assert {"CKV_K8S_16", "CKV_K8S_23", "CKV_DOCKER_7", "CKV_DOCKER_8"} <= ids, ids
 
 
-@needs_kubectl
 def test_networkpolicy_component_selects_the_base_pods(tmp_path: Path) -> None:
     """The CKV2_K8S_6 suppressions point to deploy/components/networkpolicy: it renders on the base and its
     policies select the worker's and the Job's pods."""
