@@ -132,6 +132,10 @@ def _node_gone(api: Any, name: str) -> bool:
         return exc.status == 404
 
 
+def _claims(api: Any) -> list[dict[str, Any]]:
+    return k8s.CustomObjectsApi(api).list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
+
+
 async def test_nodepool_deletion_terminates_its_nodes(temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
     ec2 = ec2_client(moto_endpoint)
     i1, i2 = launch_instances(ec2, 2)
@@ -140,9 +144,9 @@ async def test_nodepool_deletion_terminates_its_nodes(temporal_client: Client, s
     async with running_worker(temporal_client, sim, moto_endpoint, resync=0.5):
         await asyncio.sleep(1.0)  # the watcher has seen the pool
         k8s.CustomObjectsApi(api).delete_cluster_custom_object("karpenter.sh", "v1", "nodepools", "default")
-        await eventually(lambda: _node_gone(api, "n1") and _node_gone(api, "n2"), timeout=30, what="nodes gone")
-        claims = k8s.CustomObjectsApi(api).list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
-    assert claims == []
+        # The NodeClaim's finalizer goes last, after the Node and the instance, so wait for both.
+        await eventually(lambda: _node_gone(api, "n1") and _node_gone(api, "n2") and not _claims(api),
+                         timeout=30, what="nodes and NodeClaims gone")
     assert {instance_state(ec2, i) for i in (i1, i2)} <= {"shutting-down", "terminated"}
     api.close()
 
