@@ -28,7 +28,7 @@ from api import labels
 from api.catalog import InstanceTypeCatalog, load_catalog
 from api.timestamps import parse_time
 from planning.repair import DEFAULT_POLICIES, RepairPolicy
-from planning.validation import Decision, same_decision
+from planning.validation import CONSOLIDATION_METHODS, Decision, Mismatch, recheck_consolidation, same_decision
 from telemetry import metrics
 from workflows.disruption_models import (
     BlockedNode,
@@ -390,6 +390,15 @@ class PlanningActivities:
         return plan(snapshot, at, catalog=self._catalog_for(catalog_path), exclude_nodes=read.excluded,
                     parsed=read.parsed, repair=self._repair)
 
+    def _recheck(self, read: ClusterRead, inp: ValidateInput, decision: Decision) -> Mismatch | None:
+        """A consolidation command re-simulated on its own candidates (planning/validation.py)."""
+        from api.snapshot import Snapshot
+
+        snapshot = read.snapshot if read.snapshot is not None else Snapshot.from_objects(read.objs)
+        return recheck_consolidation(snapshot, inp.at, [n.name for n in inp.command.nodes], decision,
+                                     catalog=self._catalog_for(inp.catalog_path), exclude=read.excluded,
+                                     parsed=read.parsed, repair=self._repair)
+
     @activity.defn(name="planner_pass")
     async def plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
         """Heartbeats while it reads and plans: a pass whose worker died is retried within the heartbeat
@@ -491,12 +500,19 @@ class PlanningActivities:
                 return ValidationResult(valid=False, reason=f"candidate {n.name} is gone")
             if n.name in excluded:
                 return ValidationResult(valid=False, reason=f"candidate {n.name} is already being disrupted")
+        names = {n.name for n in ours.nodes}
+        decision = Decision.of(ours.method, names, ours.replacements)
+        if ours.method in CONSOLIDATION_METHODS and len(ours.replacements) <= 1:
+            try:
+                problem = await asyncio.to_thread(self._recheck, read, inp, decision)
+            except Exception as exc:
+                raise ApplicationError(f"planning failed: {exc}") from exc
+            return ValidationResult(valid=True) if problem is None else ValidationResult(valid=False,
+                                                                                          reason=problem.value)
         try:
             result = await asyncio.to_thread(self._plan, read, inp.at, inp.catalog_path)
         except Exception as exc:
             raise ApplicationError(f"planning failed: {exc}") from exc
-        names = {n.name for n in ours.nodes}
-        decision = Decision.of(ours.method, names, ours.replacements)
         why = "candidates are no longer chosen"
         for c in result.commands:
             if c.method != ours.method or not names & set(c.nodes):

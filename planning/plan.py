@@ -119,10 +119,27 @@ def run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = 
                          rollouts)
 
 
-def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
-              exclude_nodes: set[str] | frozenset[str], limits: Limits | None, compute_all: bool,
-              optimize: bool, parsed: Parsed | None = None,
-              repair: Sequence[RepairPolicy] = DEFAULT_POLICIES, rollouts: bool = False) -> PassOutcome:
+@dataclass
+class PassSetup:
+    """What every method of a pass starts from: the view, the budgets, the busy nodes and the candidates."""
+
+    ctx: PassContext
+    rows: list[dict[str, Any]]
+    allowed: dict[str, dict[str, int]]
+    busy: set[str]
+    sets: dict[str, CandidateSet]
+    expiring: list[Any]
+    expiration_commands: list[Command]
+    repairs: RepairDecision
+    counts: dict[str, PoolCounts]
+    static: list[StaticPool]
+
+
+def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
+                 exclude_nodes: set[str] | frozenset[str], limits: Limits | None, parsed: Parsed | None = None,
+                 repair: Sequence[RepairPolicy] = DEFAULT_POLICIES) -> PassSetup:
+    """Everything a pass decides before its methods run (expiration, repair, static pools, candidates); the
+    planner's pass and the validation of a consolidation command (planning/validation.py) share it."""
     at = _utc(at)
     exclude = set(exclude_nodes)
     cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
@@ -138,29 +155,40 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     expiration = Expiration(expiration_ctx, exclude)
     expiring = expiration.candidates()
     expiring_names = {c.name for c in expiring}
-    commands = expiration.compute_commands({}, expiring)
+    expiration_commands = expiration.compute_commands({}, expiring)
     repairs = _repairs(cluster, at, exclude | expiring_names, repair)
 
     busy = exclude | expiring_names | {r.node for r in repairs.repairs}
     ctx = PassContext(cluster, Scheduler(cluster, busy, in_flight_pods(cluster, busy, at)), at, limits or Limits(),
                       policies=policies)
     ctx.events = expiration_ctx.events
-    _report_pass_blockers(ctx, repairs, rows)
     counts = count_pools(cluster, busy)  # static NodePools (planning/static_capacity.py)
     static = decide_static(ctx, counts, busy)
     pod_blocks: dict[str, str | None] = {}
     checks: dict[str, Any] = {}
     sets = {GRACEFUL: build_candidates(cluster, at, busy, GRACEFUL, pod_blocks, checks),
             EVENTUAL: build_candidates(cluster, at, busy, EVENTUAL, pod_blocks, checks)}
-    _report_rejections(ctx, sets[GRACEFUL])
+    return PassSetup(ctx, rows, allowed, busy, sets, expiring, expiration_commands, repairs, counts, static)
 
-    eligible: dict[str, int] = {"Expiration": len(expiring)}
+
+def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
+              exclude_nodes: set[str] | frozenset[str], limits: Limits | None, compute_all: bool,
+              optimize: bool, parsed: Parsed | None = None,
+              repair: Sequence[RepairPolicy] = DEFAULT_POLICIES, rollouts: bool = False) -> PassOutcome:
+    setup = prepare_pass(snapshot, at, catalog, exclude_nodes, limits, parsed, repair)
+    ctx = setup.ctx
+    _report_pass_blockers(ctx, setup.repairs, setup.rows)
+    _report_rejections(ctx, setup.sets[GRACEFUL])
+
+    eligible: dict[str, int] = {"Expiration": len(setup.expiring)}
     winner, computed = _first_method_with_commands(
-        ctx, _methods(ctx, counts, static, optimize), sets, allowed, eligible, compute_all, rollouts)
-    commands += winner
+        ctx, _methods(ctx, setup.counts, setup.static, optimize), setup.sets, setup.allowed, eligible, compute_all,
+        rollouts)
+    commands = setup.expiration_commands + winner
     in_commands = {n for c in commands for n in c.nodes}
     blocked = [b for name, b in ctx.blocked.items() if name not in in_commands]
-    return PassOutcome(cluster, rows, commands, blocked, ctx.events, computed, eligible, repairs, static, policies)
+    return PassOutcome(ctx.cluster, setup.rows, commands, blocked, ctx.events, computed, eligible, setup.repairs,
+                       setup.static, ctx.policies)
 
 
 def _report_pass_blockers(ctx: PassContext, repairs: RepairDecision, rows: list[dict[str, Any]]) -> None:

@@ -1,15 +1,24 @@
-"""Karpenter's validation of a disruption command (pure): does a fresh plan still make the same decision?
+"""Karpenter's validation of a disruption command (pure): does the decision still hold after the delay?
 
-After the validation delay the command is re-planned; `same_decision` compares the command being carried
-out with a fresh one for the same method and candidates, as Karpenter's validators do.
+Consolidation commands are re-simulated on their own candidates (`recheck_consolidation`, Karpenter's
+ConsolidationValidator); the other validated methods are re-planned, and `same_decision` compares the command
+being carried out with the fresh one for the same method and candidates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from planning.repair import DEFAULT_POLICIES, RepairPolicy
+
+if TYPE_CHECKING:
+    from api.catalog import InstanceTypeCatalog
+    from planning.cluster import Parsed
 
 
 class Mismatch(StrEnum):
@@ -17,6 +26,8 @@ class Mismatch(StrEnum):
 
     CANDIDATES_CHANGED = "candidates changed"
     NEW_SCHEDULING_RESULTS = "scheduling simulation produced new results"
+    BUDGET = "the NodePool's disruption budget allows no more Underutilized disruptions"
+    HELD = "a DisruptionPolicy calendar holds the NodePool"
 
 
 # Methods whose command may shrink on re-planning (each candidate stands alone); the others must match exactly.
@@ -64,3 +75,43 @@ def same_decision(ours: Decision, new: Decision) -> Mismatch | None:
         if a.capacity_type != b.capacity_type or not a.instance_types & b.instance_types:
             return Mismatch.NEW_SCHEDULING_RESULTS
     return None
+
+
+# Consolidation commands are re-checked as Karpenter's ConsolidationValidator does (docs/semantics.md §5.8):
+# the same candidates, re-simulated, rather than a whole fresh pass that must pick them again.
+SINGLE_NODE = "SingleNodeConsolidation"
+CONSOLIDATION_METHODS = frozenset({"MultiNodeConsolidation", SINGLE_NODE})
+
+
+def recheck_consolidation(snapshot: Any, at: datetime, nodes: Sequence[str], ours: Decision,
+                          catalog: InstanceTypeCatalog | None = None, exclude: frozenset[str] | set[str] = frozenset(),
+                          parsed: Parsed | None = None, repair: Sequence[RepairPolicy] = DEFAULT_POLICIES
+                          ) -> Mismatch | None:
+    """None when a consolidation command still holds on `snapshot`: every node is still a candidate the
+    method may disrupt, in no calendar hold and within its pool's budget, and removing exactly these nodes
+    still schedules every pod on the others plus the same replacement (Karpenter's ConsolidationValidator).
+    A pass that would now prefer other nodes does not invalidate it: in a cluster that changes every 10 s
+    the fresh pass often does, and requiring it failed most commands of bench.karpenter_suite's basic run."""
+    from planning.candidates import GRACEFUL
+    from planning.multinode import MultiNodeConsolidation
+    from planning.plan import prepare_pass
+    from planning.singlenode import SingleNodeConsolidation
+
+    setup = prepare_pass(snapshot, at, catalog, exclude, None, parsed, repair)
+    single = ours.method == SINGLE_NODE
+    method = SingleNodeConsolidation(setup.ctx) if single else MultiNodeConsolidation(setup.ctx)
+    by_name = {c.name: c for c in setup.sets[GRACEFUL].candidates}
+    chosen = [by_name.get(n) for n in nodes]
+    if any(c is None or not method.should_disrupt(c) for c in chosen):
+        return Mismatch.CANDIDATES_CHANGED
+    cands = [c for c in chosen if c is not None]
+    if any(setup.ctx.policies.hold_message(c.pool.name) is not None for c in cands):
+        return Mismatch.HELD
+    allowed = setup.allowed.get(method.reason, {})
+    if any(allowed.get(pool, 0) < n for pool, n in Counter(c.pool.name for c in cands).items()):
+        return Mismatch.BUDGET
+    attempt = method.compute_consolidation(method, cands, single=single)
+    if attempt.command is None:
+        return Mismatch.NEW_SCHEDULING_RESULTS
+    fresh = attempt.command
+    return same_decision(ours, Decision.of(fresh.method, fresh.nodes, fresh.replacements))

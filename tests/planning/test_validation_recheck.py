@@ -1,0 +1,85 @@
+"""planning/validation.py `recheck_consolidation`: a consolidation command re-simulated on its own candidates.
+
+Node x (m5.2xlarge, 8 cpu) has 3 cpu free; a and b (m5.xlarge) each run one 1-cpu pod. Deleting a onto x is a
+valid single-node command even when a fresh pass would rather delete a and b together (Karpenter's
+ConsolidationValidator); it stops being valid when its candidate changes, the room goes or the budget runs out.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from api import labels as L
+from planning.commands import Replacement
+from planning.plan import run_pass
+from planning.validation import Decision, Mismatch, recheck_consolidation
+from tests.planning.planning_factory import AT, node_and_claim, nodepool, pod, snapshot
+
+TYPES = {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.xlarge", "m5.2xlarge"]}
+ON_DEMAND = {"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]}
+SINGLE, MULTI = "SingleNodeConsolidation", "MultiNodeConsolidation"
+
+
+def _objects(x_used: str = "5", a_event: Any = None, **pool: Any) -> list[Any]:
+    return [nodepool(requirements=[ON_DEMAND, TYPES], **pool),
+            node_and_claim("x", "m5.2xlarge"), pod("big-1", "x", cpu=x_used, memory="1Gi"),
+            node_and_claim("a", "m5.xlarge", last_pod_event=a_event), pod("wa-1", "a", cpu="1", memory="1Gi"),
+            node_and_claim("b", "m5.xlarge"), pod("wb-1", "b", cpu="1", memory="1Gi")]
+
+
+def _recheck(objs: list[Any], nodes: list[str], *reps: tuple[str, list[str]], method: str = SINGLE,
+             exclude: frozenset[str] = frozenset()) -> Mismatch | None:
+    ours = Decision.of(method, nodes, [Replacement(instance_types=t, capacity_type=c, price=0.1) for c, t in reps])
+    return recheck_consolidation(snapshot(*objs), AT, nodes, ours, exclude=exclude)
+
+
+def test_a_command_the_fresh_pass_would_not_pick_still_holds() -> None:
+    fresh = run_pass(snapshot(*_objects()), AT).commands
+    assert [(c.method, sorted(c.nodes)) for c in fresh] == [(MULTI, ["a", "b"])]  # the pass prefers both
+    assert _recheck(_objects(), ["a"]) is None
+    assert _recheck(_objects(), ["a", "b"], method=MULTI) is None
+
+
+def test_room_taken_meanwhile_is_new_scheduling_results() -> None:
+    objs = _objects(x_used="7500m")
+    assert _recheck(objs, ["a"]) is None  # b still has room
+    objs[-1] = pod("wb-1", "b", cpu="3500m", memory="1Gi")
+    assert _recheck(objs, ["a"]) is Mismatch.NEW_SCHEDULING_RESULTS
+
+
+def test_room_reserved_for_an_in_flight_node_is_new_scheduling_results() -> None:
+    objs = _objects(x_used="6")  # 2 cpu free: b's pod (in flight) takes one, a's would take the other
+    assert _recheck(objs, ["a"]) is None
+    objs[-1] = pod("wb-1", "b", cpu="1500m", memory="1Gi")
+    assert _recheck(objs, ["a"], exclude=frozenset({"b"})) is Mismatch.NEW_SCHEDULING_RESULTS
+
+
+def test_a_candidate_no_longer_consolidatable_or_gone_is_candidates_changed() -> None:
+    recent = _objects(a_event=AT - timedelta(seconds=5), consolidate_after="30s")
+    assert _recheck(recent, ["a"]) is Mismatch.CANDIDATES_CHANGED
+    gone = [o for o in _objects() if not (isinstance(o, list) and o[0]["metadata"]["name"] == "a")]
+    assert _recheck(gone, ["a"]) is Mismatch.CANDIDATES_CHANGED
+    assert _recheck(_objects(), ["a"], exclude=frozenset({"a"})) is Mismatch.CANDIDATES_CHANGED
+
+
+def test_a_budget_that_allows_fewer_nodes_is_budget() -> None:
+    one = _objects(budgets=[{"nodes": "1"}])
+    assert _recheck(one, ["a"]) is None
+    assert _recheck(one, ["a", "b"], method=MULTI) is Mismatch.BUDGET
+
+
+def test_a_calendar_hold_is_held() -> None:
+    calendar = {"exclusions": [{"from": "2026-11-20", "to": "2026-11-25"}]}
+    held = {"apiVersion": "nodeflow.dev/v1alpha1", "kind": "DisruptionPolicy", "metadata": {"name": "freeze"},
+            "spec": {"nodePools": ["default"], "calendar": calendar}}
+    assert _recheck([*_objects(), held], ["a"]) is Mismatch.HELD
+
+
+def test_a_replacement_must_still_be_the_one_launched() -> None:
+    full = [nodepool(requirements=[ON_DEMAND, TYPES]),
+            node_and_claim("x", "m5.2xlarge"), pod("big-1", "x", cpu="7500m", memory="1Gi"),
+            node_and_claim("a", "m5.2xlarge"), pod("wa-1", "a", cpu="3", memory="1Gi")]
+    assert _recheck(full, ["a"], ("on-demand", ["m5.xlarge"])) is None
+    assert _recheck(full, ["a"]) is Mismatch.NEW_SCHEDULING_RESULTS  # planned as a delete: now needs a node
+    assert _recheck(full, ["a"], ("spot", ["m5.xlarge"])) is Mismatch.NEW_SCHEDULING_RESULTS
