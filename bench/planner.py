@@ -25,7 +25,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from api import labels as L
-from api.catalog import load_default_catalog
+from api.catalog import InstanceType, load_default_catalog
 from api.quantity import format_cpu
 
 AT = datetime.now(UTC).replace(microsecond=0)
@@ -38,6 +38,98 @@ def _ts(t: datetime) -> str:
     return t.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _node_pool(packed: bool) -> dict[str, Any]:
+    """The one NodePool every generated node belongs to; `packed` pins it to t3.xlarge so that no bigger,
+    cheaper-per-core replacement exists."""
+    pool: dict[str, Any] = {
+        "apiVersion": L.API_VERSION, "kind": "NodePool", "metadata": {"name": "default"},
+        "spec": {"template": {"spec": {"requirements": [
+            {"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
+            {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}],
+            "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}},
+            "disruption": {"consolidateAfter": "30s", "budgets": [{"nodes": "10%"}]}}}
+    if packed:
+        pool["spec"]["template"]["spec"]["requirements"].append(
+            {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["t3.xlarge"]})
+    return pool
+
+
+def _pdbs(rng: random.Random, deployments: int) -> list[dict[str, Any]]:
+    """A PDB on every tenth deployment, a third of them allowing no disruption, so budgets block some moves."""
+    return [{"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+             "metadata": {"name": f"app-{d}", "namespace": "default"},
+             "spec": {"selector": {"matchLabels": {"app": f"app-{d}"}}, "maxUnavailable": 1},
+             "status": {"disruptionsAllowed": rng.choice((0, 1, 1))}}
+            for d in range(0, deployments, 10)]
+
+
+def _node_and_claim(i: int, it: InstanceType, drifted: bool, created: datetime) -> list[dict[str, Any]]:
+    """Node `node-{i}` and its NodeClaim (same labels and providerID), the claim marked Drifted when asked."""
+    name = f"node-{i:05d}"
+    zone = ZONES[i % 3]
+    labels = {L.NODEPOOL_LABEL: "default", L.INSTANCE_TYPE_LABEL: it.name, L.CAPACITY_TYPE_LABEL: "on-demand",
+              L.ZONE_LABEL: zone, L.ARCH_LABEL: it.arch, L.HOSTNAME_LABEL: name, L.INITIALIZED_LABEL: "true"}
+    alloc = {"cpu": format_cpu(it.cpu_cores), "memory": it.memory, "pods": str(it.pods)}
+    pid = f"aws:///{zone}/i-{i:017x}"
+    conditions = [{"type": "Initialized", "status": "True", "lastTransitionTime": _ts(created)}]
+    if drifted:
+        conditions.append({"type": "Drifted", "status": "True", "reason": "NodePoolDrifted",
+                           "lastTransitionTime": _ts(created)})
+    node = {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": f"uid-{name}", "labels": labels, "creationTimestamp": _ts(created)},
+            "spec": {"providerID": pid},
+            "status": {"allocatable": alloc, "capacity": alloc, "conditions": [{"type": "Ready", "status": "True"}]}}
+    claim = {"apiVersion": L.API_VERSION, "kind": "NodeClaim",
+             "metadata": {"name": name, "uid": f"uid-claim-{name}", "labels": dict(labels),
+                          "creationTimestamp": _ts(created)},
+             "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}},
+             "status": {"nodeName": name, "providerID": pid, "conditions": conditions}}
+    return [node, claim]
+
+
+def _pod(i: int, j: int, node: str, app: str, cpu: float, mem_b: int, created: datetime) -> dict[str, Any]:
+    """Running pod j on node i; j == 0 is the node's DaemonSet pod, the others belong to a ReplicaSet, and
+    apps ending in 7 carry a zone spread constraint so topology is part of the simulation."""
+    daemon = j == 0
+    owner_kind = "DaemonSet" if daemon else "ReplicaSet"
+    spec: dict[str, Any] = {"nodeName": node, "containers": [
+        {"name": "c", "resources": {"requests": {"cpu": format_cpu(max(cpu, 0.001)), "memory": str(mem_b)}}}]}
+    if not daemon and app.endswith("7"):
+        spec["topologySpreadConstraints"] = [{"maxSkew": 5, "topologyKey": L.ZONE_LABEL,
+                                              "whenUnsatisfiable": "DoNotSchedule",
+                                              "labelSelector": {"matchLabels": {"app": app}}}]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"{app}-{i}-{j}", "namespace": "default", "uid": f"uid-p-{i}-{j}",
+                         "labels": {"app": app},
+                         "ownerReferences": [{"kind": owner_kind, "name": app, "uid": f"o-{app}", "controller": True}]},
+            "spec": spec, "status": {"phase": "Running", "startTime": _ts(created),
+                                     "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def _node_pods(rng: random.Random, i: int, it: InstanceType, pods_per_node: int, deployments: int, packed: bool,
+               created: datetime) -> list[dict[str, Any]]:
+    """The pods of node i: a few nodes keep only their DaemonSet pod (emptiness has work), the rest fill
+    30-85% of the CPU (98% of CPU and memory when `packed`), each pod taking at most its share of what is left."""
+    node = f"node-{i:05d}"
+    empty = rng.random() < 0.01 and not packed
+    budget_cpu = it.cpu_cores * (0.98 if packed else rng.uniform(0.3, 0.85))
+    budget_mem = it.memory_bytes * (0.98 if packed else 0.85)
+    pods: list[dict[str, Any]] = []
+    for j in range(pods_per_node):
+        daemon = j == 0
+        if empty and not daemon:
+            break
+        cpu, mem = (0.05, 0.125) if daemon else POD_SIZES[rng.randrange(len(POD_SIZES))]
+        share_cpu, share_mem = budget_cpu / max(1, pods_per_node - j), budget_mem / max(1, pods_per_node - j)
+        cpu = share_cpu if packed and not daemon else min(cpu, share_cpu)
+        budget_cpu -= cpu
+        mem_b = int(share_mem) if packed and not daemon else min(int(mem * 2**30), int(share_mem))
+        budget_mem -= mem_b
+        app = "node-exporter" if daemon else f"app-{rng.randrange(deployments)}"
+        pods.append(_pod(i, j, node, app, cpu, mem_b, created))
+    return pods
+
+
 def local_cluster(nodes: int, pods_per_node: int, seed: int, packed: bool = False) -> list[dict[str, Any]]:
     """Nodes of a few types over 3 zones, pods_per_node pods each (one DaemonSet pod), deployments with PDBs
     and zone spread, a few drifted and a few empty nodes: every method has work.
@@ -47,75 +139,14 @@ def local_cluster(nodes: int, pods_per_node: int, seed: int, packed: bool = Fals
     rng = random.Random(seed)
     catalog = load_default_catalog()
     created = AT - timedelta(days=3)
-    pool = {"apiVersion": L.API_VERSION, "kind": "NodePool", "metadata": {"name": "default"},
-            "spec": {"template": {"spec": {"requirements": [
-                {"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
-                {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}],
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}}},
-                "disruption": {"consolidateAfter": "30s", "budgets": [{"nodes": "10%"}]}}}
-    if packed:  # one instance type only: no bigger, cheaper-per-core replacement exists
-        pool["spec"]["template"]["spec"]["requirements"].append(
-            {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["t3.xlarge"]})
-    objs: list[dict[str, Any]] = [pool]
     deployments = max(1, nodes // 5)
-    for d in range(0, deployments, 10):
-        objs.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-                     "metadata": {"name": f"app-{d}", "namespace": "default"},
-                     "spec": {"selector": {"matchLabels": {"app": f"app-{d}"}}, "maxUnavailable": 1},
-                     "status": {"disruptionsAllowed": rng.choice((0, 1, 1))}})
+    objs: list[dict[str, Any]] = [_node_pool(packed), *_pdbs(rng, deployments)]
     for i in range(nodes):
-        name = f"node-{i:05d}"
         it = catalog.get("t3.xlarge" if packed else TYPES[i % len(TYPES)])
         assert it is not None
-        zone = ZONES[i % 3]
-        labels = {L.NODEPOOL_LABEL: "default", L.INSTANCE_TYPE_LABEL: it.name, L.CAPACITY_TYPE_LABEL: "on-demand",
-                  L.ZONE_LABEL: zone, L.ARCH_LABEL: it.arch, L.HOSTNAME_LABEL: name, L.INITIALIZED_LABEL: "true"}
-        alloc = {"cpu": format_cpu(it.cpu_cores), "memory": it.memory, "pods": str(it.pods)}
-        pid = f"aws:///{zone}/i-{i:017x}"
-        conditions = [{"type": "Initialized", "status": "True", "lastTransitionTime": _ts(created)}]
-        if rng.random() < 0.02 and not packed:
-            conditions.append({"type": "Drifted", "status": "True", "reason": "NodePoolDrifted",
-                               "lastTransitionTime": _ts(created)})
-        objs.append({"apiVersion": "v1", "kind": "Node",
-                     "metadata": {"name": name, "uid": f"uid-{name}", "labels": labels,
-                                  "creationTimestamp": _ts(created)},
-                     "spec": {"providerID": pid},
-                     "status": {"allocatable": alloc, "capacity": alloc,
-                                "conditions": [{"type": "Ready", "status": "True"}]}})
-        objs.append({"apiVersion": L.API_VERSION, "kind": "NodeClaim",
-                     "metadata": {"name": name, "uid": f"uid-claim-{name}", "labels": dict(labels),
-                                  "creationTimestamp": _ts(created)},
-                     "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass",
-                                               "name": "default"}},
-                     "status": {"nodeName": name, "providerID": pid, "conditions": conditions}})
-        empty = rng.random() < 0.01 and not packed
-        budget_cpu = it.cpu_cores * (0.98 if packed else rng.uniform(0.3, 0.85))
-        budget_mem = it.memory_bytes * (0.98 if packed else 0.85)
-        for j in range(pods_per_node):
-            daemon = j == 0
-            if empty and not daemon:
-                break
-            cpu, mem = (0.05, 0.125) if daemon else POD_SIZES[rng.randrange(len(POD_SIZES))]
-            share_cpu, share_mem = budget_cpu / max(1, pods_per_node - j), budget_mem / max(1, pods_per_node - j)
-            cpu = share_cpu if packed and not daemon else min(cpu, share_cpu)
-            budget_cpu -= cpu
-            mem_b = int(share_mem) if packed and not daemon else min(int(mem * 2**30), int(share_mem))
-            budget_mem -= mem_b
-            app = "node-exporter" if daemon else f"app-{rng.randrange(deployments)}"
-            owner_kind = "DaemonSet" if daemon else "ReplicaSet"
-            spec: dict[str, Any] = {"nodeName": name, "containers": [
-                {"name": "c", "resources": {"requests": {"cpu": format_cpu(max(cpu, 0.001)), "memory": str(mem_b)}}}]}
-            if not daemon and app.endswith("7"):
-                spec["topologySpreadConstraints"] = [{"maxSkew": 5, "topologyKey": L.ZONE_LABEL,
-                                                      "whenUnsatisfiable": "DoNotSchedule",
-                                                      "labelSelector": {"matchLabels": {"app": app}}}]
-            objs.append({"apiVersion": "v1", "kind": "Pod",
-                         "metadata": {"name": f"{app}-{i}-{j}", "namespace": "default", "uid": f"uid-p-{i}-{j}",
-                                      "labels": {"app": app},
-                                      "ownerReferences": [{"kind": owner_kind, "name": app, "uid": f"o-{app}",
-                                                           "controller": True}]},
-                         "spec": spec, "status": {"phase": "Running", "startTime": _ts(created),
-                                                  "conditions": [{"type": "Ready", "status": "True"}]}})
+        drifted = rng.random() < 0.02 and not packed  # drawn even when packed: the same seed, the same cluster
+        objs += _node_and_claim(i, it, drifted, created)
+        objs += _node_pods(rng, i, it, pods_per_node, deployments, packed, created)
     return objs
 
 
