@@ -103,7 +103,7 @@ def _loadavg() -> float | None:
         return None
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods-per-node", type=int, default=15)
@@ -111,8 +111,65 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="duration of each request-rate run")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of a report")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+def _loaded_simulator(objects: list[dict[str, Any]]) -> tuple[Simulator, float, float]:
+    """A simulator holding `objects`, with the wall and CPU seconds of loading them: what a big cluster costs
+    before the first request, measured apart from serving."""
+    sim = Simulator(time_scale=0.01)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    sim.load_objects(objects, initial=True, copy=False)  # the bench hands its objects over
+    sim.world.tick()  # the first PDB status pass belongs to loading
+    return sim, time.perf_counter() - started, time.process_time() - cpu_started
+
+
+def _list_latencies(base: str, some_node: str) -> dict[str, dict[str, Any]]:
+    """Latency and body size of the LISTs controllers make: everything, by field and label selector, paged.
+    The full pod list is timed once (it is the slowest); the others take the median of 3."""
+    lists = {}
+    for label, path in (("allPods", "/api/v1/pods"),
+                        ("podsOnOneNode", f"/api/v1/pods?fieldSelector=spec.nodeName%3D{some_node}"),
+                        ("podsByLabel", "/api/v1/pods?labelSelector=app%3Dkube-proxy"),
+                        ("nodes", "/api/v1/nodes"),
+                        ("pdbs", "/apis/policy/v1/poddisruptionbudgets"),
+                        ("podsPage500", "/api/v1/pods?limit=500")):
+        seconds, size = _timed_get(base + path, repeat=1 if label == "allPods" else 3)
+        lists[label] = {"ms": round(seconds * 1000, 1), "bytes": size}
+    return lists
+
+
+def _request_rates(base: str, pods: list[tuple[str, str]], nodes: list[str], seconds: float,
+                   concurrency: int) -> dict[str, dict[str, Any]]:
+    """Requests per second for pod GETs, node PATCHes and evictions, each from a separate client process.
+    Evictions go to a shuffled sample of at most 20,000 pods outside kube-system, each evicted once."""
+    rates = {
+        "get": _load_in_client(base, "get", pods, seconds, concurrency),
+        "patch": _load_in_client(base, "patch", nodes, seconds, concurrency),
+    }
+    rng = random.Random(2)
+    victims = [p for p in pods if p[0] != "kube-system"]
+    rng.shuffle(victims)
+    rates["eviction"] = _load_in_client(base, "eviction", victims[:20000], seconds, concurrency)
+    return rates
+
+
+def _print_report(report: dict[str, Any], generate_s: float, load_s: float, load_cpu: float) -> None:
+    """The human-readable form of `report` (the load average is read again at printing time)."""
+    cluster, stats = report["cluster"], report["ledger"]
+    print(f"cluster: {cluster['nodes']} nodes, {cluster['pods']} pods, {cluster['objects']} objects "
+          f"(generated in {generate_s:.1f} s)")
+    print(f"load: {load_s:.2f} s wall, {load_cpu:.2f} s cpu (machine load average {_loadavg()})")
+    for label, row in report["listLatency"].items():
+        print(f"list {label:<14} {row['ms']:>9.1f} ms  {row['bytes'] / 1e6:8.2f} MB")
+    for kind, row in report["requestRates"].items():
+        print(f"{kind:<9} {row['reqPerSec']:>8.1f} req/s  p50 {row['p50ms']} ms  p99 {row['p99ms']} ms  "
+              f"codes {row['codes']}")
+    print(f"ledger: evictions {stats['evictions']}, PDB violations {stats['pdbViolations']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
     started = time.perf_counter()
     objects = generate_cluster(args.nodes, args.pods_per_node, args.seed)
     generate_s = time.perf_counter() - started
@@ -121,32 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     protected = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects
                  if o["kind"] == "PodDisruptionBudget"}
 
-    sim = Simulator(time_scale=0.01)
-    started, cpu_started = time.perf_counter(), time.process_time()
-    sim.load_objects(objects, initial=True, copy=False)  # the bench hands its objects over
-    sim.world.tick()  # the first PDB status pass belongs to loading
-    load_s, load_cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    sim, load_s, load_cpu = _loaded_simulator(objects)
     sim.start()
-    base = sim.base_url
     try:
-        some_node = nodes[len(nodes) // 2]
-        lists = {}
-        for label, path in (("allPods", "/api/v1/pods"),
-                            ("podsOnOneNode", f"/api/v1/pods?fieldSelector=spec.nodeName%3D{some_node}"),
-                            ("podsByLabel", "/api/v1/pods?labelSelector=app%3Dkube-proxy"),
-                            ("nodes", "/api/v1/nodes"),
-                            ("pdbs", "/apis/policy/v1/poddisruptionbudgets"),
-                            ("podsPage500", "/api/v1/pods?limit=500")):
-            seconds, size = _timed_get(base + path, repeat=1 if label == "allPods" else 3)
-            lists[label] = {"ms": round(seconds * 1000, 1), "bytes": size}
-        rates = {
-            "get": _load_in_client(base, "get", pods, args.seconds, args.concurrency),
-            "patch": _load_in_client(base, "patch", nodes, args.seconds, args.concurrency),
-        }
-        rng = random.Random(2)
-        victims = [p for p in pods if p[0] != "kube-system"]
-        rng.shuffle(victims)
-        rates["eviction"] = _load_in_client(base, "eviction", victims[:20000], args.seconds, args.concurrency)
+        lists = _list_latencies(sim.base_url, nodes[len(nodes) // 2])
+        rates = _request_rates(sim.base_url, pods, nodes, args.seconds, args.concurrency)
         stats = sim.stats()
     finally:
         sim.stop()
@@ -163,16 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.json:
         print(json.dumps(report, indent=2))
-        return 0
-    print(f"cluster: {len(nodes)} nodes, {len(pods)} pods, {len(objects)} objects "
-          f"(generated in {generate_s:.1f} s)")
-    print(f"load: {load_s:.2f} s wall, {load_cpu:.2f} s cpu (machine load average {_loadavg()})")
-    for label, row in lists.items():
-        print(f"list {label:<14} {row['ms']:>9.1f} ms  {row['bytes'] / 1e6:8.2f} MB")
-    for kind, row in rates.items():
-        print(f"{kind:<9} {row['reqPerSec']:>8.1f} req/s  p50 {row['p50ms']} ms  p99 {row['p99ms']} ms  "
-              f"codes {row['codes']}")
-    print(f"ledger: evictions {stats['evictions']}, PDB violations {stats['pdbViolationsTotal']}")
+    else:
+        _print_report(report, generate_s, load_s, load_cpu)
     return 0
 
 
