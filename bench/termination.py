@@ -19,11 +19,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import boto3
 from kubernetes import client as k8s
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -81,107 +83,182 @@ def _launch(ec2: Any, count: int) -> list[str]:
     return ids
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
-    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
-    moto_port = _free_port()
+@dataclass
+class _Stack:
+    """The processes of one benchmark run, filled in as they come up so that teardown stops only what started."""
+
+    env: WorkflowEnvironment
+    moto: subprocess.Popen
+    logdir: Path
+    endpoint: str = ""
+    ec2: Any = None
+    ids: list[str] = field(default_factory=list)
+    sim: Simulator | None = None
+    worker: subprocess.Popen | None = None
+
+
+@dataclass
+class _Histories:
+    """What the TerminationWorkflow histories say: their size, retries, start lag and activity durations."""
+
+    events: list[int] = field(default_factory=list)
+    retried: int = 0
+    starts: list[float] = field(default_factory=list)
+    activity_seconds: dict[str, list[float]] = field(default_factory=dict)
+
+    def figures(self) -> dict[str, Any]:
+        events, starts = self.events, self.starts
+        return {
+            "workflows": len(events),
+            "historyEventsPerNode": {"mean": round(statistics.mean(events), 1) if events else None,
+                                     "max": max(events, default=None)},
+            "workflowsWithRetriedActivities": self.retried,
+            "workflowStartAfterDeleteSeconds": {"min": round(min(starts, default=0), 2),
+                                                "max": round(max(starts, default=0), 2)},
+            "activityMeanSeconds": {k: round(statistics.mean(v), 2)
+                                    for k, v in sorted(self.activity_seconds.items())},
+        }
+
+
+async def _start_services(moto_port: int) -> _Stack:
+    """moto_server and a Temporal dev server with nodeflow's search attributes, as the worker expects them."""
     moto = subprocess.Popen([find_binary("moto_server"), "-H", "127.0.0.1", "-p", str(moto_port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     env = await WorkflowEnvironment.start_local(dev_server_existing_path=find_binary("temporal"),
                                                 data_converter=pydantic_data_converter,
                                                 search_attributes=list(SEARCH_ATTRIBUTES))
-    worker: subprocess.Popen | None = None
-    sim: Simulator | None = None
-    logdir = Path(tempfile.mkdtemp(prefix="nodeflow-bench-"))
+    return _Stack(env=env, moto=moto, logdir=Path(tempfile.mkdtemp(prefix="nodeflow-bench-")))
+
+
+def _start_worker(args: argparse.Namespace, stack: _Stack, sim: Simulator) -> subprocess.Popen:
+    """One `python worker.py` process, as in production, so its memory and CPU are measured on their own."""
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "worker.py"), "--address", stack.env.client.service_client.config.target_host,
+         "--kubeconfig", sim.kubeconfig_path, "--ec2-endpoint", stack.endpoint, "--task-queue", "nodeflow-bench",
+         "--resync-seconds", str(args.resync), "--log-level", "WARNING"],
+        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL,
+        stderr=(stack.logdir / "worker.log").open("wb"))
+
+
+async def _bring_up(args: argparse.Namespace, stack: _Stack, moto_port: int) -> None:
+    """EC2 instances in moto, a simulated cluster whose nodes point at them, and the worker, warmed up."""
+    wait_for_port(moto_port)
+    stack.endpoint = f"http://127.0.0.1:{moto_port}"
+    stack.ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=stack.endpoint)
+    stack.ids = _launch(stack.ec2, args.nodes)
+    nodes = {f"bench-{i:04d}": iid for i, iid in enumerate(stack.ids)}
+    pods = [PodSpec(f"app-{i:04d}", name, count=args.pods_per_node, grace=args.pod_grace,
+                    controller=args.controllers) for i, name in enumerate(nodes)]
+    stack.sim = Simulator(time_scale=args.time_scale, ready_delay=0.5, objects=cluster_objects(nodes, pods),
+                          tick_seconds=args.tick)
+    stack.sim.start()
+    stack.worker = _start_worker(args, stack, stack.sim)
+    await asyncio.sleep(args.warmup)  # imports, first watcher pass
+
+
+async def _tear_down(stack: _Stack) -> None:
+    """Stop whatever came up: the worker first (15 s to exit, then killed) while its servers are still there."""
+    if stack.worker is not None:
+        stack.worker.terminate()
+        try:
+            stack.worker.wait(15)
+        except subprocess.TimeoutExpired:
+            stack.worker.kill()
+    if stack.sim is not None:
+        stack.sim.stop()
+    await stack.env.shutdown()
+    stack.moto.terminate()
+
+
+def _cpu_now(worker_pid: int) -> dict[str, float]:
+    """CPU seconds so far of the worker, this process (bench + simulator) and the services it started."""
+    return {"worker": _cpu_seconds(worker_pid), "bench+simulator": _cpu_seconds(os.getpid()), **_children_cpu()}
+
+
+async def _wait_until_gone(core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, t0: float, timeout: float,
+                           remaining: int) -> int:
+    """Poll until no Node and no NodeClaim is left (their finalizers gone) or `timeout` seconds after t0;
+    returns how many are left."""
+    while time.monotonic() - t0 < timeout:
+        node_items = json.loads(core.list_node(_preload_content=False).data)["items"]
+        claim_items = custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
+        remaining = len(node_items) + len(claim_items)
+        if remaining == 0:
+            break
+        await asyncio.sleep(0.2)
+    return remaining
+
+
+async def _histories(client: Client, wall0: float) -> _Histories:
+    """Read every TerminationWorkflow history: events per node, retried activities, start lag after the
+    DELETE (wall clock `wall0`) and seconds from each activity's scheduling to its completion."""
+    out = _Histories()
+    async for wf in client.list_workflows("WorkflowType = 'TerminationWorkflow'"):
+        hist = await client.get_workflow_handle(wf.id, run_id=wf.run_id).fetch_history()
+        out.events.append(len(hist.events))
+        out.retried += any(e.HasField("activity_task_failed_event_attributes") for e in hist.events)
+        first = hist.events[0].event_time.ToDatetime().timestamp()
+        out.starts.append(first - wall0)
+        scheduled: dict[int, tuple[str, float]] = {}
+        for e in hist.events:
+            ts = e.event_time.ToDatetime().timestamp()
+            if e.HasField("activity_task_scheduled_event_attributes"):
+                scheduled[e.event_id] = (e.activity_task_scheduled_event_attributes.activity_type.name, ts)
+            elif e.HasField("activity_task_completed_event_attributes"):
+                name, at = scheduled[e.activity_task_completed_event_attributes.scheduled_event_id]
+                out.activity_seconds.setdefault(name, []).append(ts - at)
+    return out
+
+
+def _terminated(ec2: Any, ids: list[str]) -> int:
+    """How many of the launched instances are shutting down or terminated (none may leak)."""
+    states = [r["Instances"] for r in ec2.describe_instances(InstanceIds=ids)["Reservations"]]
+    return sum(1 for group in states for i in group if i["State"]["Name"] in ("shutting-down", "terminated"))
+
+
+async def _measure(args: argparse.Namespace, stack: _Stack) -> dict[str, Any]:
+    """Delete every node with one call, wait until all are gone, then gather the figures. Process figures
+    are read before the histories so that reading them does not count."""
+    assert stack.sim is not None and stack.worker is not None
+    api = stack.sim.api_client()
+    core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)
+    cpu0 = _cpu_now(stack.worker.pid)
+    t0 = time.monotonic()
+    wall0 = time.time()
+    core.delete_collection_node(label_selector=f"{labels.NODEPOOL_LABEL}=default")
+    remaining = await _wait_until_gone(core, custom, t0, args.timeout, args.nodes)
+    elapsed = time.monotonic() - t0
+    peak_mb = _peak_rss_mb(stack.worker.pid)
+    cpu1 = _cpu_now(stack.worker.pid)
+    cpu = {k: round(cpu1[k] - cpu0.get(k, 0.0), 1) for k in cpu1 if k in ("worker", "bench+simulator", "temporal",
+                                                                       "moto_server")}
+    load = os.getloadavg()[0]
+    histories = await _histories(stack.env.client, wall0)
+    terminated = _terminated(stack.ec2, stack.ids)
+    stats = stack.sim.stats()
+    api.close()
+    return {
+        "nodes": args.nodes, "podsPerNode": args.pods_per_node, "controllers": args.controllers,
+        "podGraceSeconds": args.pod_grace,
+        "timeScale": args.time_scale, "cpus": os.cpu_count(),
+        "secondsUntilLastFinalizerGone": round(elapsed, 2), "objectsLeft": remaining,
+        **histories.figures(),
+        "workerPeakRssMiB": round(peak_mb, 1), "cpuSecondsDuringRun": cpu,
+        "loadAverage1m": round(load, 1), "instancesTerminated": terminated,
+        "evictions": stats.get("evictions"), "pdbViolations": stats.get("pdbViolationsTotal"),
+        "apiRequests": stats.get("requests"), "workerLog": str(stack.logdir / "worker.log"),
+    }
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION="us-east-1")
+    moto_port = _free_port()
+    stack = await _start_services(moto_port)
     try:
-        wait_for_port(moto_port)
-        endpoint = f"http://127.0.0.1:{moto_port}"
-        ec2 = boto3.client("ec2", region_name="us-east-1", endpoint_url=endpoint)
-        ids = _launch(ec2, args.nodes)
-        nodes = {f"bench-{i:04d}": iid for i, iid in enumerate(ids)}
-        pods = [PodSpec(f"app-{i:04d}", name, count=args.pods_per_node, grace=args.pod_grace,
-                        controller=args.controllers) for i, name in enumerate(nodes)]
-        sim = Simulator(time_scale=args.time_scale, ready_delay=0.5, objects=cluster_objects(nodes, pods),
-                        tick_seconds=args.tick)
-        sim.start()
-        tq = "nodeflow-bench"
-        worker = subprocess.Popen(
-            [sys.executable, str(ROOT / "worker.py"), "--address", env.client.service_client.config.target_host,
-             "--kubeconfig", sim.kubeconfig_path, "--ec2-endpoint", endpoint, "--task-queue", tq,
-             "--resync-seconds", str(args.resync), "--log-level", "WARNING"],
-            cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL,
-            stderr=(logdir / "worker.log").open("wb"))
-        await asyncio.sleep(args.warmup)  # imports, first watcher pass
-        api = sim.api_client()
-        core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)
-        cpu0 = {"worker": _cpu_seconds(worker.pid), "bench+simulator": _cpu_seconds(os.getpid()), **_children_cpu()}
-        t0 = time.monotonic()
-        wall0 = time.time()
-        core.delete_collection_node(label_selector=f"{labels.NODEPOOL_LABEL}=default")
-        remaining = args.nodes
-        while time.monotonic() - t0 < args.timeout:
-            node_items = json.loads(core.list_node(_preload_content=False).data)["items"]
-            claim_items = custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
-            remaining = len(node_items) + len(claim_items)
-            if remaining == 0:
-                break
-            await asyncio.sleep(0.2)
-        elapsed = time.monotonic() - t0
-        peak_mb = _peak_rss_mb(worker.pid)
-        cpu1 = {"worker": _cpu_seconds(worker.pid), "bench+simulator": _cpu_seconds(os.getpid()), **_children_cpu()}
-        cpu = {k: round(cpu1[k] - cpu0.get(k, 0.0), 1) for k in cpu1 if k in ("worker", "bench+simulator", "temporal",
-                                                                           "moto_server")}
-        load = os.getloadavg()[0]
-        events: list[int] = []
-        retried = 0
-        starts: list[float] = []
-        activity_seconds: dict[str, list[float]] = {}
-        async for wf in env.client.list_workflows("WorkflowType = 'TerminationWorkflow'"):
-            hist = await env.client.get_workflow_handle(wf.id, run_id=wf.run_id).fetch_history()
-            events.append(len(hist.events))
-            retried += any(e.HasField("activity_task_failed_event_attributes") for e in hist.events)
-            first = hist.events[0].event_time.ToDatetime().timestamp()
-            starts.append(first - wall0)
-            scheduled: dict[int, tuple[str, float]] = {}
-            for e in hist.events:
-                ts = e.event_time.ToDatetime().timestamp()
-                if e.HasField("activity_task_scheduled_event_attributes"):
-                    scheduled[e.event_id] = (e.activity_task_scheduled_event_attributes.activity_type.name, ts)
-                elif e.HasField("activity_task_completed_event_attributes"):
-                    name, at = scheduled[e.activity_task_completed_event_attributes.scheduled_event_id]
-                    activity_seconds.setdefault(name, []).append(ts - at)
-        states = [r["Instances"] for r in ec2.describe_instances(InstanceIds=ids)["Reservations"]]
-        terminated = sum(1 for group in states for i in group if i["State"]["Name"] in ("shutting-down",
-                                                                                       "terminated"))
-        stats = sim.stats()
-        api.close()
-        return {
-            "nodes": args.nodes, "podsPerNode": args.pods_per_node, "controllers": args.controllers,
-            "podGraceSeconds": args.pod_grace,
-            "timeScale": args.time_scale, "cpus": os.cpu_count(),
-            "secondsUntilLastFinalizerGone": round(elapsed, 2), "objectsLeft": remaining,
-            "workflows": len(events),
-            "historyEventsPerNode": {"mean": round(statistics.mean(events), 1) if events else None,
-                                     "max": max(events, default=None)},
-            "workflowsWithRetriedActivities": retried,
-            "workflowStartAfterDeleteSeconds": {"min": round(min(starts, default=0), 2),
-                                                "max": round(max(starts, default=0), 2)},
-            "activityMeanSeconds": {k: round(statistics.mean(v), 2) for k, v in sorted(activity_seconds.items())},
-            "workerPeakRssMiB": round(peak_mb, 1), "cpuSecondsDuringRun": cpu,
-            "loadAverage1m": round(load, 1), "instancesTerminated": terminated,
-            "evictions": stats.get("evictions"), "pdbViolations": stats.get("pdbViolationsTotal"),
-            "apiRequests": stats.get("requests"), "workerLog": str(logdir / "worker.log"),
-        }
+        await _bring_up(args, stack, moto_port)
+        return await _measure(args, stack)
     finally:
-        if worker is not None:
-            worker.terminate()
-            try:
-                worker.wait(15)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-        if sim is not None:
-            sim.stop()
-        await env.shutdown()
-        moto.terminate()
+        await _tear_down(stack)
 
 
 def main(argv: list[str] | None = None) -> None:
