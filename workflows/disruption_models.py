@@ -82,7 +82,6 @@ class DisruptionSettings(_Model):
 class PlannerInput(_Model):
     settings: DisruptionSettings = Field(default_factory=DisruptionSettings)
     replan_limit: int = Field(default=5, ge=0)  # passes planned again at once after a command (workflows/planner.py)
-    consolidation_replans: int = Field(default=2, ge=0)  # of those, the most that follow consolidation commands
 
 
 class PlanPassInput(_Model):

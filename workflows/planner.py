@@ -18,7 +18,6 @@ with workflow.unsafe.imports_passed_through():
     from activities.candidates import CandidateActivities
     from activities.planning_runner import MEMO_METHOD, MEMO_NODES, PlanningActivities
     from api.labels import REASON_UNHEALTHY
-    from planning.validation import CONSOLIDATION_METHODS
     from workflows import summaries
     from workflows.disruption import DisruptionWorkflow
     from workflows.disruption_models import (
@@ -43,7 +42,6 @@ ROLLOUT_PATCH = "drift-rollouts"  # passes recorded before DisruptionPolicy drif
 STATIC_PATCH = "static-capacity"  # passes recorded before static NodePools never scale them
 REPLAN_PATCH = "replan-after-command"  # passes recorded before it plan once per run
 REPLANNED_METHODS = frozenset({"Drift", "StaticDrift", "Emptiness"})  # see PlannerWorkflow._replan
-CONSOLIDATION_REPLAN_PATCH = "replan-after-consolidation"  # runs recorded before it ended after a consolidation
 STATIC_REASON = "Overprovisioned"  # a static NodePool above its replicas (Karpenter: "overprovisioned")
 RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=5)
 
@@ -96,19 +94,15 @@ class PlannerWorkflow:
         return started
 
     async def _replan(self, inp: PlannerInput, started: list[DisruptionCommand], out: PlannerResult) -> None:
-        """Plan again at once after a pass that started a command, as Karpenter's disruption loop requeues
-        immediately after an action (docs/semantics.md §2), until a pass starts nothing new, up to `replan_limit`
-        passes, of which at most `consolidation_replans` follow consolidation commands (the pods of in-flight
-        nodes are reserved in every plan, so two commands never count on the same spare room). The nodes of the
-        commands started so far are excluded by uid, since Temporal visibility may not list their workflows yet."""
+        """Plan again at once after a pass that started a drift or emptiness command, as Karpenter's disruption
+        loop requeues immediately after an action (docs/semantics.md §2), until a pass starts nothing new, up to
+        `replan_limit` passes. The nodes of the commands started so far are excluded by uid, since Temporal
+        visibility may not list their workflows yet. Consolidation keeps the 10 s pace: its commands are validated
+        15 s later, and a second one planned meanwhile would count on the same spare room."""
         exclude = {n.uid for c in started for n in c.nodes}
-        consolidations_left = inp.consolidation_replans
         for _ in range(inp.replan_limit):
             if not any(c.method in REPLANNED_METHODS for c in started):
-                if consolidations_left <= 0 or not any(c.method in CONSOLIDATION_METHODS for c in started) \
-                        or not workflow.patched(CONSOLIDATION_REPLAN_PATCH):
-                    return
-                consolidations_left -= 1
+                return
             plan = await self._pass(inp, sorted(exclude), "plan again after a command")
             if plan.skipped is not None:
                 return
