@@ -257,6 +257,12 @@ class ClusterRead:
     snapshot: Any = None
     parsed: Any = None
 
+    def planning_snapshot(self) -> Any:
+        """The cache's snapshot, or one loaded from the LISTed objects."""
+        from api.snapshot import Snapshot
+
+        return self.snapshot if self.snapshot is not None else Snapshot.from_objects(self.objs)
+
     def untaint(self, names: set[str]) -> None:
         """Plan on the nodes whose leftover taint was just removed as they now are."""
         def fix(o: dict[str, Any]) -> dict[str, Any]:
@@ -383,19 +389,14 @@ class PlanningActivities:
     def _plan(self, read: ClusterRead, at: datetime, catalog_path: str | None) -> Any:
         """Plan on the cache's snapshot and parsed parts (a steady pass re-parses only what changed), or load the
         LISTed objects."""
-        from api.snapshot import Snapshot
         from planning.plan import plan
 
-        snapshot = read.snapshot if read.snapshot is not None else Snapshot.from_objects(read.objs)
-        return plan(snapshot, at, catalog=self._catalog_for(catalog_path), exclude_nodes=read.excluded,
+        return plan(read.planning_snapshot(), at, catalog=self._catalog_for(catalog_path), exclude_nodes=read.excluded,
                     parsed=read.parsed, repair=self._repair)
 
     def _recheck(self, read: ClusterRead, inp: ValidateInput, decision: Decision) -> Mismatch | None:
         """A consolidation command re-simulated on its own candidates (planning/validation.py)."""
-        from api.snapshot import Snapshot
-
-        snapshot = read.snapshot if read.snapshot is not None else Snapshot.from_objects(read.objs)
-        return recheck_consolidation(snapshot, inp.at, [n.name for n in inp.command.nodes], decision,
+        return recheck_consolidation(read.planning_snapshot(), inp.at, [n.name for n in inp.command.nodes], decision,
                                      catalog=self._catalog_for(inp.catalog_path), exclude=read.excluded,
                                      parsed=read.parsed, repair=self._repair)
 
