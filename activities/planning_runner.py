@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -56,6 +56,7 @@ def in_flight_query(task_queue: str) -> str:
     return f"{IN_FLIGHT_QUERY} AND TaskQueue = '{task_queue.replace(chr(39), '')}'"
 MEMO_NODES = "nodes"
 MEMO_METHOD = "method"  # a DisruptionWorkflow's planning method, for the demo's tally
+MEMO_PLACEMENTS = "placements"  # a DisruptionWorkflow's DisruptionCommand.placements, reserved while it runs
 ORPHAN_GRACE = timedelta(seconds=60)
 CACHE_WAIT_SECONDS = 2.0  # how long an attempt waits for a stale cache to become healthy
 CACHE_ATTEMPTS = 3  # attempts 1..N-1 fail (retryable) on a stale cache; attempt N skips. Planner retries allow >= 5
@@ -204,9 +205,21 @@ def to_command(cmd: Any, index: Mapping[str, NodeRef]) -> DisruptionCommand:
             ref.provider_id = cmd.provider_ids[i]
         ref.node_pool = ref.node_pool or cmd.node_pool
         refs.append(ref)
+    placements: dict[str, list[str]] = {}
+    for move in cmd.pods:  # a destination that is no node of the cluster is one of the command's replacements
+        placements.setdefault(move.to if move.to in index else "", []).append(move.pod)
     return DisruptionCommand(method=cmd.method, reason=cmd.reason, node_pool=cmd.node_pool, nodes=refs,
                              replacements=[to_replacement(r) for r in cmd.replacements],
-                             savings_per_hour=cmd.savings_per_hour, pods=len(cmd.pods))
+                             savings_per_hour=cmd.savings_per_hour, pods=len(cmd.pods), placements=placements)
+
+
+def planned_pods(placements: Mapping[str, Sequence[str]], into: dict[str, str]) -> dict[str, str]:
+    """DisruptionCommand.placements (node -> pod keys) added to `into` (pod key -> node), as the Scheduler reads
+    them."""
+    for node, pods in placements.items():
+        for key in pods:
+            into[key] = node
+    return into
 
 
 def policy_metrics(result: Any) -> None:
@@ -256,6 +269,7 @@ class ClusterRead:
     released: list[str]
     snapshot: Any = None
     parsed: Any = None
+    planned: dict[str, str] = field(default_factory=dict)  # where in-flight commands planned their pods
 
     def planning_snapshot(self) -> Any:
         """The cache's snapshot, or one loaded from the LISTed objects."""
@@ -304,8 +318,10 @@ class PlanningActivities:
     def _catalog_for(self, path: str | None) -> InstanceTypeCatalog | None:
         return load_catalog(path) if path else self._catalog
 
-    async def _in_flight(self, own_workflow_id: str | None) -> tuple[set[str], set[str], set[str]]:
-        """(node names, node uids, workflow ids) of running disruption/termination workflows other than ours."""
+    async def _in_flight(self, own_workflow_id: str | None, planned: dict[str, str]
+                         ) -> tuple[set[str], set[str], set[str]]:
+        """(node names, node uids, workflow ids) of running disruption/termination workflows other than ours;
+        where their commands planned their pods goes into `planned`."""
         client = self._client or activity.client()
         names: set[str] = set()
         uids: set[str] = set()
@@ -319,6 +335,7 @@ class PlanningActivities:
                     uids.add(wf.id[len(prefix):])
             memo = await wf.memo()
             names.update(memo.get(MEMO_NODES) or [])
+            planned_pods(memo.get(MEMO_PLACEMENTS) or {}, planned)
         return names, uids, ids
 
     async def _read(self) -> tuple[list[dict[str, Any]], Any, Any]:
@@ -362,7 +379,8 @@ class PlanningActivities:
         (docs/semantics.md §2, docs/decisions.md §6)."""
         objs, snapshot, parsed = await self._read()
         control = [o for o in objs if o.get("kind") != "Pod"]  # what the checks below read (not 72k pods)
-        names, uids, ids = await self._in_flight(own_workflow_id)
+        planned: dict[str, str] = {}
+        names, uids, ids = await self._in_flight(own_workflow_id, planned)
         names |= replacement_nodes(control, ids)
         index = node_index(control)
         released: set[str] = set()
@@ -373,7 +391,8 @@ class PlanningActivities:
         excluded = (tainted_nodes(control) - released) | {n for n in names if n in index} | \
             index.named_by_uid(uids)
         # Paused NodePools are not excluded here: planning blocks their nodes itself and says why.
-        read = ClusterRead(objs, index, excluded, paused_node_pools(control), sorted(released), snapshot, parsed)
+        read = ClusterRead(objs, index, excluded, paused_node_pools(control), sorted(released), snapshot, parsed,
+                           planned)
         if released:
             read.untaint(released)
         return read
@@ -392,13 +411,13 @@ class PlanningActivities:
         from planning.plan import plan
 
         return plan(read.planning_snapshot(), at, catalog=self._catalog_for(catalog_path), exclude_nodes=read.excluded,
-                    parsed=read.parsed, repair=self._repair)
+                    parsed=read.parsed, repair=self._repair, planned=read.planned)
 
     def _recheck(self, read: ClusterRead, inp: ValidateInput, decision: Decision) -> Mismatch | None:
         """A consolidation command re-simulated on its own candidates (planning/validation.py)."""
         return recheck_consolidation(read.planning_snapshot(), inp.at, [n.name for n in inp.command.nodes], decision,
                                      catalog=self._catalog_for(inp.catalog_path), exclude=read.excluded,
-                                     parsed=read.parsed, repair=self._repair)
+                                     parsed=read.parsed, repair=self._repair, planned=read.planned)
 
     @activity.defn(name="planner_pass")
     async def plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
@@ -419,6 +438,7 @@ class PlanningActivities:
             metrics.PLANNER_PASSES.labels(result="skipped").inc()
             return PlanPassResult(skipped=exc.reason, skipped_detail=str(exc))
         read.excluded |= read.index.named_by_uid(set(inp.exclude_uids))
+        planned_pods(inp.placements, read.planned)
         result = await asyncio.to_thread(self._plan, read, inp.at, inp.catalog_path)
         index, excluded, paused = read.index, read.excluded, read.paused
         out = PlanPassResult(excluded_nodes=sorted(excluded), paused_node_pools=sorted(paused), nodes=len(index),

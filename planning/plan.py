@@ -13,7 +13,7 @@ import copy
 import dataclasses
 import gc
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -107,16 +107,18 @@ def _gc_paused() -> Iterator[None]:
 def run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None,
              exclude_nodes: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
              compute_all: bool = False, optimize: bool = False, parsed: Parsed | None = None,
-             repair: Sequence[RepairPolicy] = DEFAULT_POLICIES, rollouts: bool = False) -> PassOutcome:
+             repair: Sequence[RepairPolicy] = DEFAULT_POLICIES, rollouts: bool = False,
+             planned: Mapping[str, str] | None = None) -> PassOutcome:
     """One planner pass. With `compute_all` every method computes its commands (for benchmarks and
     explanations), but only the first method with commands contributes them, as in a real pass. `parsed`: the
     snapshot's pods and claims already parsed (the worker's watch cache keeps them; see Cluster.from_parts).
     `repair`: the node repair policies (planning/repair.py; empty: no repair). `rollouts`: drifted nodes of a pool
     whose drift rollout bakes or is halted (its NodePool's annotation) are listed as blocked, not drifted: the dry
-    run's view (the worker's planner leaves a pool's drift to its DriftRolloutWorkflow instead)."""
+    run's view (the worker's planner leaves a pool's drift to its DriftRolloutWorkflow instead). `planned`: where
+    the in-flight commands' own plans put their pods (pod key -> node, "" for a replacement; Scheduler)."""
     with _gc_paused():
         return _run_pass(snapshot, at, catalog, exclude_nodes, limits, compute_all, optimize, parsed, repair,
-                         rollouts)
+                         rollouts, planned)
 
 
 @dataclass
@@ -137,7 +139,8 @@ class PassSetup:
 
 def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
                  exclude_nodes: set[str] | frozenset[str], limits: Limits | None, parsed: Parsed | None = None,
-                 repair: Sequence[RepairPolicy] = DEFAULT_POLICIES) -> PassSetup:
+                 repair: Sequence[RepairPolicy] = DEFAULT_POLICIES, planned: Mapping[str, str] | None = None
+                 ) -> PassSetup:
     """Everything a pass decides before its methods run (expiration, repair, static pools, candidates); the
     planner's pass and the validation of a consolidation command (planning/validation.py) share it."""
     at = _utc(at)
@@ -150,8 +153,8 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
         allowed.setdefault(row["reason"], {})[row["nodePool"]] = row["allowed"]
     policies = PolicyView.build(snapshot, at)
     # In-flight nodes' pods are placed first in every simulation of the pass (docs/semantics.md §2).
-    expiration_ctx = PassContext(cluster, Scheduler(cluster, exclude, in_flight_pods(cluster, exclude, at)), at,
-                                 limits or Limits(), policies=policies)
+    expiration_ctx = PassContext(cluster, Scheduler(cluster, exclude, in_flight_pods(cluster, exclude, at), planned),
+                                 at, limits or Limits(), policies=policies)
     expiration = Expiration(expiration_ctx, exclude)
     expiring = expiration.candidates()
     expiring_names = {c.name for c in expiring}
@@ -159,8 +162,8 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
     repairs = _repairs(cluster, at, exclude | expiring_names, repair)
 
     busy = exclude | expiring_names | {r.node for r in repairs.repairs}
-    ctx = PassContext(cluster, Scheduler(cluster, busy, in_flight_pods(cluster, busy, at)), at, limits or Limits(),
-                      policies=policies)
+    ctx = PassContext(cluster, Scheduler(cluster, busy, in_flight_pods(cluster, busy, at), planned), at,
+                      limits or Limits(), policies=policies)
     ctx.events = expiration_ctx.events
     counts = count_pools(cluster, busy)  # static NodePools (planning/static_capacity.py)
     static = decide_static(ctx, counts, busy)
@@ -174,8 +177,9 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
 def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
               exclude_nodes: set[str] | frozenset[str], limits: Limits | None, compute_all: bool,
               optimize: bool, parsed: Parsed | None = None,
-              repair: Sequence[RepairPolicy] = DEFAULT_POLICIES, rollouts: bool = False) -> PassOutcome:
-    setup = prepare_pass(snapshot, at, catalog, exclude_nodes, limits, parsed, repair)
+              repair: Sequence[RepairPolicy] = DEFAULT_POLICIES, rollouts: bool = False,
+              planned: Mapping[str, str] | None = None) -> PassOutcome:
+    setup = prepare_pass(snapshot, at, catalog, exclude_nodes, limits, parsed, repair, planned)
     ctx = setup.ctx
     _report_pass_blockers(ctx, setup.repairs, setup.rows)
     _report_rejections(ctx, setup.sets[GRACEFUL])
@@ -322,14 +326,15 @@ def _live(cluster: Cluster) -> list[Any]:
 def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None, until_stable: bool = False,
          exclude_nodes: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
          max_passes: int = MAX_PASSES, optimize: bool = False, parsed: Parsed | None = None,
-         repair: Sequence[RepairPolicy] = DEFAULT_POLICIES, rollouts: bool = False) -> PlanResult:
+         repair: Sequence[RepairPolicy] = DEFAULT_POLICIES, rollouts: bool = False,
+         planned: Mapping[str, str] | None = None) -> PlanResult:
     """The planner's decision for `snapshot` at `at` (docs/contracts.md §3). Pure: no I/O, the snapshot stays as is.
     `parsed`: parts of the snapshot already parsed (first pass only; later passes plan on changed copies).
     Node repairs are the first pass's (their replacements are the provisioner's, not simulated here).
-    `rollouts`: see run_pass (the dry run's view of drift rollouts)."""
+    `rollouts`, `planned`: see run_pass."""
     at = _utc(at)
     first = run_pass(snapshot, at, catalog, exclude_nodes, limits, optimize=optimize, parsed=parsed, repair=repair,
-                     rollouts=rollouts)
+                     rollouts=rollouts, planned=planned)
     if not until_stable:
         removed = {n for c in first.commands for n in c.nodes}
         live = [n for n in _live(first.cluster) if n.name not in removed]
@@ -346,7 +351,7 @@ def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None
         commands += outcome.commands
         snap = apply_commands(snap, outcome.commands, at=at, catalog=catalog, tag=f"p{passes}")
         outcome = run_pass(snap, at, catalog, exclude_nodes, limits, optimize=optimize, repair=repair,
-                           rollouts=rollouts)
+                           rollouts=rollouts, planned=planned)
         passes += 1
     live = _live(outcome.cluster)
     final = FinalState(nodes=len(live), cost_per_hour=outcome.cluster.cost_per_hour(live), passes=passes)

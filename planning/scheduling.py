@@ -11,7 +11,7 @@ NodePool requirements, taints and limits for new nodes.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -148,11 +148,14 @@ class SimState:
 class Scheduler:
     """Built once per pass over a Cluster; `simulate` answers one what-if at a time.
 
-    `reserve`: pods of in-flight nodes that will need room elsewhere. They are placed first-fit once, and every
-    simulation starts from that placement, so no command counts on room they will take (docs/semantics.md §2).
-    Those that fit on no existing node are left out: the provisioner launches capacity for them."""
+    `reserve`: pods of in-flight nodes that will need room elsewhere. They are placed once, and every simulation
+    starts from that placement, so no command counts on room they will take (docs/semantics.md §2). `planned`
+    (pod key -> node) says where their own command's plan put them: there they are placed first, and a pod planned
+    onto its command's replacement ("") needs no room here. The rest go first-fit; those that fit on no existing
+    node are left out: the provisioner launches capacity for them."""
 
-    def __init__(self, cluster: Cluster, exclude: Iterable[str] = (), reserve: Sequence[PodInfo] = ()) -> None:
+    def __init__(self, cluster: Cluster, exclude: Iterable[str] = (), reserve: Sequence[PodInfo] = (),
+                 planned: Mapping[str, str] | None = None) -> None:
         self.cluster = cluster
         excluded = set(exclude)
         self.dest: list[NodeInfo] = [
@@ -185,16 +188,38 @@ class Scheduler:
         self.pools_by_weight = sorted((p for p in cluster.pools.values() if not p.static),
                                       key=lambda p: (-p.weight, p.name))
         self._reserve = list(reserve)
+        self._planned = dict(planned or {})
         self._baseline = self._reserved_state(()) if self._reserve else None
         self._reserved_on = frozenset(self._baseline.placed) if self._baseline is not None else frozenset()
 
     # ---- reservation for in-flight nodes' pods -------------------------------------------------------
 
     def _reserved_state(self, remove: Sequence[NodeInfo]) -> SimState:
-        """The reserved pods placed first-fit on the destinations other than `remove`; no new node is opened."""
+        """The reserved pods on the destinations other than `remove`: where their command planned them when that
+        node still takes them, else first-fit; no new node is opened."""
         state = SimState()
-        self.simulate(remove, [], max_new=0, state=state, pending=self._reserve)
+        state.removed.update(n.name for n in remove)
+        self.simulate(remove, [], max_new=0, state=state, pending=self._pin_planned(state))
         return state
+
+    def _pin_planned(self, state: SimState) -> list[PodInfo]:
+        """Place the reserved pods whose command planned them on a node that still takes them (largest first, as
+        a simulation orders them); returns the others, less those bound for their command's replacement.
+
+        Placing them where their own plan put them keeps every plan consistent with the ones before it: a
+        first-fit of all in-flight pods together, largest first, could fill the room an earlier command planned
+        on and fail its validation (docs/semantics.md §2)."""
+        rest: list[PodInfo] = []
+        for pod in sorted(self._reserve, key=lambda p: (-p.cpu, -p.mem, p.key)):
+            to = self._planned.get(pod.key)
+            if to == "":
+                continue
+            node = self.cluster.by_name.get(to) if to and to not in state.removed and to in self.dest_pos else None
+            if node is not None and self._fits_existing(pod, node, state):
+                self._place_existing(pod, node, state)
+            else:
+                rest.append(pod)
+        return rest
 
     def new_state(self, remove: Sequence[NodeInfo] = ()) -> SimState:
         """Where a simulation removing `remove` starts: the reservation, placed again without a removed node

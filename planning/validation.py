@@ -8,7 +8,7 @@ being carried out with the fresh one for the same method and candidates.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -85,19 +85,21 @@ CONSOLIDATION_METHODS = frozenset({"MultiNodeConsolidation", SINGLE_NODE})
 
 def recheck_consolidation(snapshot: Any, at: datetime, nodes: Sequence[str], ours: Decision,
                           catalog: InstanceTypeCatalog | None = None, exclude: frozenset[str] | set[str] = frozenset(),
-                          parsed: Parsed | None = None, repair: Sequence[RepairPolicy] = DEFAULT_POLICIES
-                          ) -> Mismatch | None:
+                          parsed: Parsed | None = None, repair: Sequence[RepairPolicy] = DEFAULT_POLICIES,
+                          planned: Mapping[str, str] | None = None) -> Mismatch | None:
     """None when a consolidation command still holds on `snapshot`: every node is still a candidate the
     method may disrupt, in no calendar hold and within its pool's budget, and removing exactly these nodes
     still schedules every pod on the others plus the same replacement (Karpenter's ConsolidationValidator).
     A pass that would now prefer other nodes does not invalidate it: in a cluster that changes every 10 s
-    the fresh pass often does, and requiring it failed most commands of bench.karpenter_suite's basic run."""
+    the fresh pass often does, and requiring it failed most commands of bench.karpenter_suite's basic run.
+    `planned`: where the other in-flight commands planned their pods (Scheduler), so their reservation leaves
+    this command the room it planned on."""
     from planning.candidates import GRACEFUL
     from planning.multinode import MultiNodeConsolidation
     from planning.plan import prepare_pass
     from planning.singlenode import SingleNodeConsolidation
 
-    setup = prepare_pass(snapshot, at, catalog, exclude, None, parsed, repair)
+    setup = prepare_pass(snapshot, at, catalog, exclude, None, parsed, repair, planned)
     single = ours.method == SINGLE_NODE
     method = SingleNodeConsolidation(setup.ctx) if single else MultiNodeConsolidation(setup.ctx)
     by_name = {c.name: c for c in setup.sets[GRACEFUL].candidates}

@@ -45,9 +45,10 @@ class Replacement(_Model):
 
 class DisruptionCommand(_Model):
     """One command of a planner pass in workflow payloads: `planning.commands.Command` with its nodes resolved
-    to NodeRefs (uid, NodeClaim, providerID) and its simulated pod moves reduced to a count. Planning's model
-    keeps names and parallel lists for the public plan JSON (camelCase); see `Replacement` for why the two
-    cannot be one class. Converted once, in activities/planning_runner.py `to_command`."""
+    to NodeRefs (uid, NodeClaim, providerID) and its simulated pod moves reduced to a count and, per destination,
+    the pods (`placements`). Planning's model keeps names and parallel lists for the public plan JSON (camelCase);
+    see `Replacement` for why the two cannot be one class. Converted once, in activities/planning_runner.py
+    `to_command`."""
 
     method: str
     reason: str
@@ -56,6 +57,9 @@ class DisruptionCommand(_Model):
     replacements: list[Replacement] = Field(default_factory=list)
     savings_per_hour: float = 0.0
     pods: int = 0
+    # Where the plan put the candidates' pods: node name -> pod keys ("" for the command's replacements). Later
+    # passes and validations reserve them there while the command is in flight (planning/scheduling.py Scheduler).
+    placements: dict[str, list[str]] = Field(default_factory=dict)
 
     @property
     def workflow_id(self) -> str:
@@ -82,12 +86,14 @@ class DisruptionSettings(_Model):
 class PlannerInput(_Model):
     settings: DisruptionSettings = Field(default_factory=DisruptionSettings)
     replan_limit: int = Field(default=5, ge=0)  # passes planned again at once after a command (workflows/planner.py)
+    consolidation_replans: int = Field(default=2, ge=0)  # of those, the most that follow consolidation commands
 
 
 class PlanPassInput(_Model):
     at: datetime
     catalog_path: str | None = None
     exclude_uids: list[str] = Field(default_factory=list)  # nodes of commands this run started (not yet visible)
+    placements: dict[str, list[str]] = Field(default_factory=dict)  # their DisruptionCommand.placements, merged
 
 
 class BlockedNode(_Model):

@@ -9,6 +9,7 @@ ProvisioningWorkflow, above them a termination per node removed (docs/semantics.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
@@ -16,8 +17,9 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
     from activities.candidates import CandidateActivities
-    from activities.planning_runner import MEMO_METHOD, MEMO_NODES, PlanningActivities
+    from activities.planning_runner import MEMO_METHOD, MEMO_NODES, MEMO_PLACEMENTS, PlanningActivities
     from api.labels import REASON_UNHEALTHY
+    from planning.validation import CONSOLIDATION_METHODS
     from workflows import summaries
     from workflows.disruption import DisruptionWorkflow
     from workflows.disruption_models import (
@@ -42,6 +44,7 @@ ROLLOUT_PATCH = "drift-rollouts"  # passes recorded before DisruptionPolicy drif
 STATIC_PATCH = "static-capacity"  # passes recorded before static NodePools never scale them
 REPLAN_PATCH = "replan-after-command"  # passes recorded before it plan once per run
 REPLANNED_METHODS = frozenset({"Drift", "StaticDrift", "Emptiness"})  # see PlannerWorkflow._replan
+CONSOLIDATION_REPLAN_PATCH = "replan-after-consolidation"  # runs recorded before it ended after a consolidation
 STATIC_REASON = "Overprovisioned"  # a static NodePool above its replicas (Karpenter: "overprovisioned")
 RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=5)
 
@@ -84,7 +87,7 @@ class PlannerWorkflow:
                                                             policy=policies.get(cmd.node_pool)),
                     id=cmd.workflow_id, task_queue=workflow.info().task_queue,
                     parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                    memo={MEMO_NODES: [n.name for n in cmd.nodes], MEMO_METHOD: cmd.method},
+                    memo=_memo(cmd),
                     **summaries.disruption(cmd).kwargs(),
                 )
                 out.started.append(cmd.workflow_id)
@@ -94,27 +97,35 @@ class PlannerWorkflow:
         return started
 
     async def _replan(self, inp: PlannerInput, started: list[DisruptionCommand], out: PlannerResult) -> None:
-        """Plan again at once after a pass that started a drift or emptiness command, as Karpenter's disruption
-        loop requeues immediately after an action (docs/semantics.md §2), until a pass starts nothing new, up to
-        `replan_limit` passes. The nodes of the commands started so far are excluded by uid, since Temporal
-        visibility may not list their workflows yet. Consolidation keeps the 10 s pace: its commands are validated
-        15 s later, and a second one planned meanwhile would count on the same spare room."""
+        """Plan again at once after a pass that started a command, as Karpenter's disruption loop requeues
+        immediately after an action (docs/semantics.md §2), until a pass starts nothing new, up to `replan_limit`
+        passes, of which at most `consolidation_replans` follow consolidation commands (the pods of in-flight
+        nodes are reserved in every plan, so two commands never count on the same spare room). The nodes of the
+        commands started so far are excluded by uid, since Temporal visibility may not list their workflows yet, and
+        where their plans put their pods is passed on for the same reason."""
         exclude = {n.uid for c in started for n in c.nodes}
+        placements = _merged_placements(started, {})
+        consolidations_left = inp.consolidation_replans
         for _ in range(inp.replan_limit):
             if not any(c.method in REPLANNED_METHODS for c in started):
-                return
-            plan = await self._pass(inp, sorted(exclude), "plan again after a command")
+                if consolidations_left <= 0 or not any(c.method in CONSOLIDATION_METHODS for c in started) \
+                        or not workflow.patched(CONSOLIDATION_REPLAN_PATCH):
+                    return
+                consolidations_left -= 1
+            plan = await self._pass(inp, sorted(exclude), "plan again after a command", placements)
             if plan.skipped is not None:
                 return
             out.blocked = len(plan.blocked)
             started = await self._start_commands(plan.commands, inp.settings, out, plan.policies)
             exclude |= {n.uid for c in started for n in c.nodes}
+            placements = _merged_placements(started, placements)
             out.replans += 1
 
-    async def _pass(self, inp: PlannerInput, exclude_uids: list[str], summary: str) -> PlanPassResult:
+    async def _pass(self, inp: PlannerInput, exclude_uids: list[str], summary: str,
+                    placements: dict[str, list[str]] | None = None) -> PlanPassResult:
         return await workflow.execute_activity_method(
             PlanningActivities.plan_pass, PlanPassInput(at=workflow.now(), catalog_path=inp.settings.catalog_path,
-                                                        exclude_uids=exclude_uids),
+                                                        exclude_uids=exclude_uids, placements=placements or {}),
             start_to_close_timeout=timedelta(minutes=5), schedule_to_close_timeout=READ_LIMIT,
             heartbeat_timeout=timedelta(seconds=30), retry_policy=READ_RETRY, summary=summary)
 
@@ -163,3 +174,21 @@ def _provisioning(s: DisruptionSettings) -> ProvisioningSettings:
     """The launch and readiness timing of the pass's disruptions, for a static scale-up."""
     return ProvisioningSettings(ready_timeout_seconds=s.ready_timeout_seconds, ready_poll_seconds=s.ready_poll_seconds,
                                 catalog_path=s.catalog_path)
+
+
+def _memo(cmd: DisruptionCommand) -> dict[str, Any]:
+    """What a pass reads of a running disruption from Temporal visibility: its nodes, its method, and where its
+    plan put their pods (reserved there while it runs; planning/scheduling.py Scheduler)."""
+    memo: dict[str, Any] = {MEMO_NODES: [n.name for n in cmd.nodes], MEMO_METHOD: cmd.method}
+    if cmd.placements:
+        memo[MEMO_PLACEMENTS] = cmd.placements
+    return memo
+
+
+def _merged_placements(started: list[DisruptionCommand], into: dict[str, list[str]]) -> dict[str, list[str]]:
+    """`into` plus the placements of the commands just started (a new dict: activity inputs stay as sent)."""
+    out = {node: list(pods) for node, pods in into.items()}
+    for cmd in started:
+        for node, pods in cmd.placements.items():
+            out.setdefault(node, []).extend(pods)
+    return out
