@@ -28,7 +28,14 @@ from api import labels
 from api.catalog import InstanceTypeCatalog, load_catalog
 from api.timestamps import parse_time
 from planning.repair import DEFAULT_POLICIES, RepairPolicy
-from planning.validation import CONSOLIDATION_METHODS, Decision, Mismatch, recheck_consolidation, same_decision
+from planning.validation import (
+    CONSOLIDATION_METHODS,
+    Decision,
+    Mismatch,
+    Verdict,
+    recheck_consolidation,
+    same_decision,
+)
 from telemetry import metrics
 from workflows.disruption_models import (
     BlockedNode,
@@ -503,43 +510,45 @@ class PlanningActivities:
     @activity.defn(name="disruption_validate")
     async def validate_command(self, inp: ValidateInput) -> ValidationResult:
         """Karpenter's validation: after the delay, re-plan and require the same decision for these nodes."""
-        return await heartbeating(self._validate_command(inp))
+        outcome, reason = await heartbeating(self._validate_command(inp))
+        metrics.DISRUPTION_VALIDATIONS.labels(method=inp.command.method, result=outcome.value).inc()
+        return ValidationResult(valid=outcome is Verdict.VALID, reason=reason)
 
-    async def _validate_command(self, inp: ValidateInput) -> ValidationResult:
+    async def _validate_command(self, inp: ValidateInput) -> tuple[Verdict, str]:
+        """(typed verdict, the message a user reads) for a command about to be tainted."""
         try:
             read = await self._snapshot(inp.own_workflow_id)
         except StaleCluster as exc:
             self._stale(exc, "validation")
-            return ValidationResult(valid=False, reason=f"cluster cache not fresh: {exc}")
+            return Verdict.CACHE_STALE, f"cluster cache not fresh: {exc}"
         ours = inp.command
-        index, excluded, paused = read.index, read.excluded, read.paused
-        if ours.node_pool in paused:
-            return ValidationResult(valid=False, reason=f"NodePool {ours.node_pool} is paused")
+        if ours.node_pool in read.paused:
+            return Verdict.POOL_PAUSED, f"NodePool {ours.node_pool} is paused"
         for n in ours.nodes:
-            ref = index.get(n.name)
+            ref = read.index.get(n.name)
             if ref is None or ref.uid != n.uid:
-                return ValidationResult(valid=False, reason=f"candidate {n.name} is gone")
-            if n.name in excluded:
-                return ValidationResult(valid=False, reason=f"candidate {n.name} is already being disrupted")
-        names = {n.name for n in ours.nodes}
-        decision = Decision.of(ours.method, names, ours.replacements)
-        if ours.method in CONSOLIDATION_METHODS and len(ours.replacements) <= 1:
-            try:
-                problem = await asyncio.to_thread(self._recheck, read, inp, decision)
-            except Exception as exc:
-                raise ApplicationError(f"planning failed: {exc}") from exc
-            return ValidationResult(valid=True) if problem is None else ValidationResult(valid=False,
-                                                                                          reason=problem.value)
+                return Verdict.CANDIDATE_GONE, f"candidate {n.name} is gone"
+            if n.name in read.excluded:
+                return Verdict.CANDIDATE_IN_FLIGHT, f"candidate {n.name} is already being disrupted"
+        decision = Decision.of(ours.method, {n.name for n in ours.nodes}, ours.replacements)
         try:
-            result = await asyncio.to_thread(self._plan, read, inp.at, inp.catalog_path)
+            if ours.method in CONSOLIDATION_METHODS and len(ours.replacements) <= 1:
+                problem = await asyncio.to_thread(self._recheck, read, inp, decision)
+            else:
+                problem = await asyncio.to_thread(self._replanned, read, inp, decision)
         except Exception as exc:
             raise ApplicationError(f"planning failed: {exc}") from exc
-        why = "candidates are no longer chosen"
+        return (Verdict.VALID, "") if problem is None else (Verdict.of(problem), problem.value)
+
+    def _replanned(self, read: ClusterRead, inp: ValidateInput, decision: Decision) -> Mismatch | None:
+        """A command other than a consolidation's: a fresh pass must make the same decision for these nodes."""
+        ours = inp.command
+        result = self._plan(read, inp.at, inp.catalog_path)
+        why: Mismatch | None = Mismatch.NOT_CHOSEN
         for c in result.commands:
-            if c.method != ours.method or not names & set(c.nodes):
+            if c.method != ours.method or not decision.nodes & set(c.nodes):
                 continue
-            problem = same_decision(decision, Decision.of(c.method, c.nodes, c.replacements))
-            if problem is None:
-                return ValidationResult(valid=True)
-            why = problem.value
-        return ValidationResult(valid=False, reason=why)
+            why = same_decision(decision, Decision.of(c.method, c.nodes, c.replacements))
+            if why is None:
+                return None
+        return why

@@ -28,6 +28,27 @@ class Mismatch(StrEnum):
     NEW_SCHEDULING_RESULTS = "scheduling simulation produced new results"
     BUDGET = "the NodePool's disruption budget allows no more Underutilized disruptions"
     HELD = "a DisruptionPolicy calendar holds the NodePool"
+    NOT_CHOSEN = "candidates are no longer chosen"  # a re-planned (non-consolidation) command's pass picked others
+
+
+class Verdict(StrEnum):
+    """A validation's outcome: the `result` label of nodeflow_disruption_validations_total, so failures are
+    counted by typed reason (a message can name a node)."""
+
+    VALID = "valid"
+    CACHE_STALE = "cache_stale"
+    POOL_PAUSED = "pool_paused"
+    CANDIDATE_GONE = "candidate_gone"
+    CANDIDATE_IN_FLIGHT = "candidate_in_flight"
+    NOT_CHOSEN = "not_chosen"
+    CANDIDATES_CHANGED = "candidates_changed"
+    NEW_SCHEDULING_RESULTS = "new_scheduling_results"
+    BUDGET = "budget"
+    HELD = "held"
+
+    @classmethod
+    def of(cls, mismatch: Mismatch) -> Verdict:
+        return cls[mismatch.name]
 
 
 # Methods whose command may shrink on re-planning (each candidate stands alone); the others must match exactly.

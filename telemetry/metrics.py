@@ -17,6 +17,13 @@ DISRUPTION_DECISIONS = Counter(
     ["method", "reason", "decision"],
     registry=REGISTRY,
 )
+DISRUPTION_VALIDATIONS = Counter(
+    "nodeflow_disruption_validations_total",
+    "Disruption commands validated before tainting, by method and result (valid, or why not: "
+    "planning/validation.py Verdict).",
+    ["method", "result"],
+    registry=REGISTRY,
+)
 DISRUPTION_OUTCOMES = Counter(
     "nodeflow_disruption_outcomes_total",
     "Disruption commands that finished, by reason and outcome (Succeeded|RolledBack|Invalid|Cancelled).",

@@ -1,0 +1,60 @@
+"""Validations are counted by typed verdict (nodeflow_disruption_validations_total), never by message text.
+
+Real parts: the simulator over HTTP and the Temporal dev server (visibility), the activity in Temporal's
+ActivityEnvironment on its own task queue.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from support.disruption_fakes import command
+from support.sim_objects import node
+from temporalio.client import Client
+from temporalio.testing import ActivityEnvironment
+
+from activities.kube_client import KubeClient
+from activities.planning_runner import PlanningActivities
+from api import labels
+from api.timestamps import format_seconds
+from planning.validation import Mismatch, Verdict
+from telemetry import metrics
+from workflows.disruption_models import ValidateInput
+
+METHOD = "SingleNodeConsolidation"
+
+
+def _count(result: Verdict) -> float:
+    return metrics.REGISTRY.get_sample_value("nodeflow_disruption_validations_total",
+                                             {"method": METHOD, "result": result.value}) or 0.0
+
+
+def test_every_mismatch_has_a_verdict() -> None:
+    assert {Verdict.of(m) for m in Mismatch} <= set(Verdict) and Verdict.VALID not in {Verdict.of(m) for m in Mismatch}
+
+
+async def test_a_gone_and_an_in_flight_candidate_count_under_their_own_result(sim: Any, k8s: Any,
+                                                                           temporal_client: Client) -> None:
+    taint = [{**labels.DISRUPTED_TAINT, "timeAdded": format_seconds(datetime.now(UTC))}]
+    sim.load_objects([node("vv-busy", taints=taint, uid="uid-busy")])
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, task_queue=f"verdicts-{uuid.uuid4().hex[:8]}")
+    acts = PlanningActivities(KubeClient(k8s), temporal_client)
+    before = {v: _count(v) for v in (Verdict.CANDIDATE_GONE, Verdict.CANDIDATE_IN_FLIGHT)}
+
+    gone = command(n=1, method=METHOD)
+    gone.nodes[0].name = "vv-gone"
+    verdict = await env.run(acts.validate_command, ValidateInput(command=gone, at=datetime.now(UTC),
+                                                                 own_workflow_id="disrupt-vv-gone"))
+    assert not verdict.valid and verdict.reason == "candidate vv-gone is gone"
+
+    busy = command(n=1, method=METHOD)
+    busy.nodes[0].name, busy.nodes[0].uid = "vv-busy", "uid-busy"
+    verdict = await env.run(acts.validate_command, ValidateInput(command=busy, at=datetime.now(UTC),
+                                                                 own_workflow_id="disrupt-vv-busy"))
+    assert not verdict.valid and "already being disrupted" in verdict.reason
+    assert _count(Verdict.CANDIDATE_GONE) == before[Verdict.CANDIDATE_GONE] + 1
+    assert _count(Verdict.CANDIDATE_IN_FLIGHT) == before[Verdict.CANDIDATE_IN_FLIGHT] + 1
