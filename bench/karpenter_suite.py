@@ -32,6 +32,7 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from bench import worker_metrics
 from bench.karpenter_phases import PhaseWatch, say, watch
 from bench.karpenter_probe import ProcessSampler, look
 from bench.karpenter_scenarios import SCENARIOS, Phase, Scenario
@@ -69,6 +70,7 @@ async def run_phase(world: SuiteWorld, sampler: ProcessSampler, scenario: Scenar
     before = look(world.sim)
     say(f"{scenario.name}/{phase.name}: {phase.kind}, {phase.pods} pods expected, {len(before.nodes)} nodes now")
     sampler.sample()
+    counted = worker_metrics.validations(world.metrics_port)
     t0 = time.monotonic()
     w = PhaseWatch(phase, t0, args.quiet, old_nodes=before.nodes if phase.kind == "drift" else frozenset())
     await asyncio.to_thread(_act, world, scenario, phase)
@@ -94,7 +96,8 @@ async def run_phase(world: SuiteWorld, sampler: ProcessSampler, scenario: Scenar
     return {"phase": phase.name, "kind": phase.kind, "finished": finished, "figures": figures,
             "thresholds": phase.limits.__dict__, "checks": checks, "passed": all(checks.values()),
             "processes": procs, "nodesBefore": len(before.nodes), "nodesAfter": len(after.nodes),
-            "maxNodes": w.max_nodes, "podsHealthy": after.healthy, "loadAverage": _loadavg()}
+            "maxNodes": w.max_nodes, "podsHealthy": after.healthy, "loadAverage": _loadavg(),
+            "validations": worker_metrics.since(counted, worker_metrics.validations(world.metrics_port))}
 
 
 def _options(args: argparse.Namespace, workdir: Path) -> WorldOptions:
@@ -161,6 +164,8 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
              "worker avg cores | temporal / moto / simulator cores | nodes | load avg |",
              "|---|---|---|---|---|---|---|---|---|"]
     lines += [_row(r["scenario"], p) for r in results for p in r["phases"]]
+    lines += [f"{r['scenario']}/{p['phase']}: disruption validations by result {p['validations']}"
+              for r in results for p in r["phases"] if p.get("validations")]
     return "\n".join(lines)
 
 
