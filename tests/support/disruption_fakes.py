@@ -59,6 +59,11 @@ class Fakes:
     plan: PlanPassResult = field(default_factory=PlanPassResult)
 
     def activities(self) -> list:
+        """Every activity a disruption or planner workflow calls, answered from this record's knobs."""
+        return self._deciding() + self._acting()
+
+    def _deciding(self) -> list:
+        """Planning, validation and tainting: what happens before anything launches."""
         f = self
 
         @activity.defn(name="disruption_validate")
@@ -78,6 +83,18 @@ class Fakes:
         async def untaint(inp: TaintInput) -> list[str]:
             f.calls.append("untaint")
             return [n.name for n in inp.nodes]
+
+        @activity.defn(name="planner_pass")
+        async def plan_pass(inp: PlanPassInput) -> PlanPassResult:
+            f.calls.append("plan")
+            f.plan_inputs.append(inp)
+            return f.plans.pop(0) if f.plans else f.plan
+
+        return [validate, taint, untaint, plan_pass]
+
+    def _acting(self) -> list:
+        """Launching, waiting, terminating and recording: what a disruption does once it is valid."""
+        f = self
 
         @activity.defn(name="disruption_launch_replacement")
         async def launch(inp: LaunchInput) -> LaunchedReplacement:
@@ -120,10 +137,4 @@ class Fakes:
                 f.outcomes.append(inp.outcome)
             return len(inp.events)
 
-        @activity.defn(name="planner_pass")
-        async def plan_pass(inp: PlanPassInput) -> PlanPassResult:
-            f.calls.append("plan")
-            f.plan_inputs.append(inp)
-            return f.plans.pop(0) if f.plans else f.plan
-
-        return [validate, taint, untaint, launch, status, delete, start_terms, await_terms, events, plan_pass]
+        return [launch, status, delete, start_terms, await_terms, events]
