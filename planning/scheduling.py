@@ -189,6 +189,7 @@ class Scheduler:
         self.pools_by_weight = sorted((p for p in cluster.pools.values() if not p.static),
                                       key=lambda p: (-p.weight, p.name))
         self._reserve = list(reserve)
+        self._reserved_from = frozenset(p.node_name for p in self._reserve)
         self._planned = dict(planned or {})
         self._baseline = self._reserved_state(()) if self._reserve else None
         self._reserved_on = frozenset(self._baseline.placed) if self._baseline is not None else frozenset()
@@ -199,6 +200,10 @@ class Scheduler:
         """The reserved pods on the destinations other than `remove`: where their command planned them when that
         node still takes them, else first-fit; no new node is opened."""
         state = SimState()
+        # The in-flight nodes count as gone for topology spread: their pods count where they are reserved, not
+        # twice (counted at their old zone too, the zone skew of every plan depended on which commands were in
+        # flight, so a validation judged its command on other counts than its plan; docs/semantics.md §2).
+        state.removed.update(self._reserved_from)
         state.removed.update(n.name for n in remove)
         self.simulate(remove, [], max_new=0, state=state, pending=self._pin_planned(state))
         return state

@@ -85,3 +85,25 @@ def test_the_first_command_still_holds_when_the_second_is_reserved_where_it_was_
     assert _recheck(set(), None) is None  # nothing in flight: a goes onto x
     assert _recheck({"b"}, None) is Mismatch.NEW_SCHEDULING_RESULTS  # first-fit: b's pod takes x's room
     assert _recheck({"b"}, {_key("wb-1"): "y"}) is None
+
+
+def test_in_flight_pods_count_for_zone_spread_where_reserved_not_twice() -> None:
+    """A zone-spread pod of an in-flight node counts in the zone it is reserved in and no longer in its old one.
+    Counted in both, zone 1a looked allowed for f's pod (1a: 1, 1b: 1 with f's own pod) and every plan's skew
+    depended on which commands were in flight. Counted once, f's pod must stay in 1b: it is reserved on e, though
+    d (1a) is emptier."""
+    spread = [{"maxSkew": 1, "topologyKey": L.ZONE_LABEL, "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "web"}}}]
+    snap = snapshot(
+        nodepool(requirements=[ON_DEMAND, TYPES]),
+        node_and_claim("d", "m5.2xlarge", zone="us-east-1a"),
+        node_and_claim("e", "m5.xlarge", zone="us-east-1b"), pod("fill-e", "e", cpu="1"),
+        node_and_claim("g", "m5.xlarge", zone="us-east-1a"), pod("web-g", "g", labels={"app": "web"}, spread=spread),
+        node_and_claim("f", "m5.xlarge", zone="us-east-1b"), pod("web-f", "f", labels={"app": "web"}, spread=spread),
+    )
+    cluster = Cluster.from_snapshot(snap)
+    sched = Scheduler(cluster, {"f"}, in_flight_pods(cluster, {"f"}, AT))
+    state = sched.new_state()
+    assert {n: [p.key for p in ps] for n, ps in state.placed.items()} == {"e": [_key("web-f")]}
+    counts = sched._zone_counts(cluster.by_name["f"].pods[0], spread[0]["labelSelector"], state)
+    assert (counts.get("us-east-1a", 0), counts.get("us-east-1b", 0)) == (1, 1)
