@@ -150,10 +150,9 @@ class Scheduler:
 
     `reserve`: pods of in-flight nodes that will need room elsewhere. They are placed once, and every simulation
     starts from that placement, so no command counts on room they will take (docs/semantics.md §2). `planned`
-    (pod key -> node) says where their own command's plan put them: on an existing node they are placed there
-    first. The rest go first-fit, including those planned onto their command's replacement (""): kube-scheduler
-    spreads evicted pods over the least-allocated nodes, not only onto the replacement. Those that fit on no
-    existing node are left out: the provisioner launches capacity for them."""
+    (pod key -> node) says where their own command's plan put them: there they are placed first, and a pod planned
+    onto its command's replacement ("") needs no room here. The rest go first-fit; those that fit on no existing
+    node are left out: the provisioner launches capacity for them."""
 
     def __init__(self, cluster: Cluster, exclude: Iterable[str] = (), reserve: Sequence[PodInfo] = (),
                  planned: Mapping[str, str] | None = None) -> None:
@@ -209,8 +208,8 @@ class Scheduler:
         return state
 
     def _pin_planned(self, state: SimState) -> list[PodInfo]:
-        """Place the reserved pods whose command planned them on an existing node that still takes them (largest
-        first, as a simulation orders them); returns the others.
+        """Place the reserved pods whose command planned them on a node that still takes them (largest first, as
+        a simulation orders them); returns the others, less those bound for their command's replacement.
 
         Placing them where their own plan put them keeps every plan consistent with the ones before it: a
         first-fit of all in-flight pods together, largest first, could fill the room an earlier command planned
@@ -218,6 +217,8 @@ class Scheduler:
         rest: list[PodInfo] = []
         for pod in sorted(self._reserve, key=lambda p: (-p.cpu, -p.mem, p.key)):
             to = self._planned.get(pod.key)
+            if to == "":
+                continue
             node = self.cluster.by_name.get(to) if to and to not in state.removed and to in self.dest_pos else None
             if node is not None and self._fits_existing(pod, node, state):
                 self._place_existing(pod, node, state)

@@ -57,10 +57,14 @@ def test_a_planned_pod_is_reserved_on_its_planned_node() -> None:
     assert sched.reserved_usage(cluster.by_name["x"])[0] == 0.0
 
 
-def test_a_pod_planned_onto_its_replacement_is_reserved_first_fit() -> None:
-    """kube-scheduler spreads evicted pods over the least-allocated nodes, not only onto the replacement."""
+def test_a_pod_planned_onto_its_replacement_takes_no_room_here() -> None:
     cluster, sched = _scheduler({"b"}, {_key("wb-1"): ""})
-    assert sched.reserved_usage(cluster.by_name["x"])[0] == 2.0
+    assert all(sched.reserved_usage(n) == (0.0, 0, 0, 0) for n in cluster.nodes)
+
+
+def test_room_a_replacement_bound_pod_does_not_need_is_free_for_others() -> None:
+    """b's pod is bound for b's replacement: x keeps its room, and a's command holds."""
+    assert _recheck({"b"}, {_key("wb-1"): ""}) is None
 
 
 def test_a_planned_node_that_no_longer_takes_the_pod_falls_back_to_first_fit() -> None:
