@@ -187,7 +187,8 @@ class Scheduler:
         # Static NodePools launch only their replicas (planning/static_capacity.py), never a node for pods.
         self.pools_by_weight = sorted((p for p in cluster.pools.values() if not p.static),
                                       key=lambda p: (-p.weight, p.name))
-        self._reserve = list(reserve)
+        # largest first, as a simulation orders pods: sorted once, placed again for every removal that needs it
+        self._reserve = sorted(reserve, key=lambda p: (-p.cpu, -p.mem, p.key))
         self._reserved_from = frozenset(p.node_name for p in self._reserve)
         self._planned = dict(planned or {})
         self._baseline = self._reserved_state(()) if self._reserve else None
@@ -215,7 +216,7 @@ class Scheduler:
         first-fit of all in-flight pods together, largest first, could fill the room an earlier command planned
         on and fail its validation (docs/semantics.md §2)."""
         rest: list[PodInfo] = []
-        for pod in sorted(self._reserve, key=lambda p: (-p.cpu, -p.mem, p.key)):
+        for pod in self._reserve:
             to = self._planned.get(pod.key)
             if to == "":
                 continue
