@@ -325,14 +325,15 @@ class PlanningActivities:
     def _catalog_for(self, path: str | None) -> InstanceTypeCatalog | None:
         return load_catalog(path) if path else self._catalog
 
-    async def _in_flight(self, own_workflow_id: str | None, planned: dict[str, str]
-                         ) -> tuple[set[str], set[str], set[str]]:
-        """(node names, node uids, workflow ids) of running disruption/termination workflows other than ours;
-        where their commands planned their pods goes into `planned`."""
+    async def _in_flight(self, own_workflow_id: str | None
+                         ) -> tuple[set[str], set[str], set[str], dict[str, str]]:
+        """(node names, node uids, workflow ids, where their commands planned their pods: pod key -> node) of
+        running disruption/termination workflows other than ours."""
         client = self._client or activity.client()
         names: set[str] = set()
         uids: set[str] = set()
         ids: set[str] = set()
+        planned: dict[str, str] = {}
         async for wf in client.list_workflows(in_flight_query(activity.info().task_queue)):
             if wf.id == own_workflow_id:
                 continue
@@ -343,7 +344,7 @@ class PlanningActivities:
             memo = await wf.memo()
             names.update(memo.get(MEMO_NODES) or [])
             planned_pods(memo.get(MEMO_PLACEMENTS) or {}, planned)
-        return names, uids, ids
+        return names, uids, ids, planned
 
     async def _read(self) -> tuple[list[dict[str, Any]], Any, Any]:
         """The cluster's objects; from the cache, also their Snapshot and parsed parts (else None, None)."""
@@ -386,8 +387,7 @@ class PlanningActivities:
         (docs/semantics.md §2, docs/decisions.md §6)."""
         objs, snapshot, parsed = await self._read()
         control = [o for o in objs if o.get("kind") != "Pod"]  # what the checks below read (not 72k pods)
-        planned: dict[str, str] = {}
-        names, uids, ids = await self._in_flight(own_workflow_id, planned)
+        names, uids, ids, planned = await self._in_flight(own_workflow_id)
         names |= replacement_nodes(control, ids)
         index = node_index(control)
         released: set[str] = set()
