@@ -125,6 +125,10 @@ class SimState:
         self.removed: set[str] = set()
         self.spread_delta: dict[tuple[str, str], dict[str, int]] = {}
         self.new_nodes: list[NewNode] = []
+        # New node name -> the zone it is bound to since a pod spread over zones joined it. Karpenter narrows a
+        # NodeClaim to one domain (its topology's next domain) the same way, so pods on new nodes count in a zone and
+        # a scale-up spreads its new nodes over the zones instead of launching them all in the cheapest one.
+        self.new_zones: dict[str, str] = {}
         self.block_max: dict[int, tuple[float, int, int]] = {}
         self.super_max: dict[int, tuple[float, int, int]] = {}
         # (cpu, memory, ephemeral-storage) of unconstrained pods -> first block where such a pod last fit; capacity only
@@ -139,6 +143,7 @@ class SimState:
         out.removed = set(self.removed)
         out.spread_delta = {k: dict(v) for k, v in self.spread_delta.items()}
         out.new_nodes = list(self.new_nodes)
+        out.new_zones = dict(self.new_zones)
         out.block_max = dict(self.block_max)
         out.super_max = dict(self.super_max)
         out.frontier = dict(self.frontier)
@@ -290,8 +295,8 @@ class Scheduler:
         return base + state.spread_delta.get(key, {}).get(node_name, 0)
 
     def _zone_counts(self, pod: PodInfo, selector: dict[str, Any], state: SimState) -> dict[str, int]:
-        """Matching pods per zone: the cluster's, minus removed nodes', plus this simulation's placements.
-        Pods placed on new nodes count in no zone yet (the launch picks the zone)."""
+        """Matching pods per zone: the cluster's, minus removed nodes', plus this simulation's placements (on a new
+        node, in the zone it is bound to)."""
         key = (pod.namespace, selector_key(selector))
         counts = dict(self.cluster.zone_counts(pod.namespace, selector))
         base = self.cluster.match_counts(pod.namespace, selector)
@@ -302,8 +307,9 @@ class Scheduler:
                 counts[zone] = counts.get(zone, 0) - c
         for name, c in state.spread_delta.get(key, {}).items():
             node = self.cluster.by_name.get(name)
-            if node is not None and name not in state.removed:
-                counts[node.zone] = counts.get(node.zone, 0) + c
+            zone = state.new_zones.get(name) if node is None else None if name in state.removed else node.zone
+            if zone is not None:
+                counts[zone] = counts.get(zone, 0) + c
         return counts
 
     def _zone_domains(self, pod: PodInfo) -> set[str]:
@@ -561,11 +567,34 @@ class Scheduler:
         allowed = self._pod_allowed(pod, nn.pool)
         zones = self._zone_allowed_for_spread(pod, state) if pod.spread else None
         if zones is not None:
+            bound = state.new_zones.get(nn.name)
+            if bound is not None:
+                zones = zones & {bound}
             base = allowed if allowed is not None else {
                 (o.itype.name, off.zone, off.capacity_type) for o in nn.options for off in o.offerings}
             allowed = {t for t in base if t[1] in zones}
         options = self._narrow(nn.options, allowed, nn.cpu + pod.cpu, nn.mem + pod.mem, nn.npods + 1, nn.eph + pod.eph)
+        if options and zones is not None and nn.name not in state.new_zones:
+            options = self._in_least_zone(pod, options, state)
         return options or None
+
+    def _in_least_zone(self, pod: PodInfo, options: list[TypeOption], state: SimState) -> list[TypeOption]:
+        """`options` narrowed to the zone (of theirs) holding the fewest of the pod's spread peers, by name on a tie:
+        the domain Karpenter's topology gives a new NodeClaim for a pod spread over zones."""
+        counts: dict[str, int] = {}
+        for topology_key, _, selector in pod.spread:
+            if topology_key == L.ZONE_LABEL and match_label_selector(selector, pod.labels):
+                for zone, c in self._zone_counts(pod, selector, state).items():
+                    counts[zone] = counts.get(zone, 0) + c
+        offered = {o.zone for opt in options for o in opt.offerings}
+        zone = min(offered, key=lambda z: (counts.get(z, 0), z))
+        out: list[TypeOption] = []
+        for opt in options:
+            offs = tuple(o for o in opt.offerings if o.zone == zone)
+            if offs:
+                out.append(opt if len(offs) == len(opt.offerings) else
+                           TypeOption(opt.itype, offs, opt.cpu, opt.mem, opt.pods))
+        return out
 
     def _open_new(self, pod: PodInfo, state: SimState) -> tuple[NewNode | None, str]:
         """A fresh node from the first pool (by weight) that can run `pod`, or why none can."""
@@ -641,6 +670,11 @@ class Scheduler:
 
     def _join(self, pod: PodInfo, nn: NewNode, options: list[TypeOption], state: SimState) -> None:
         nn.options = options
+        if nn.name not in state.new_zones and any(k == L.ZONE_LABEL and match_label_selector(sel, pod.labels)
+                                                  for k, _, sel in pod.spread):
+            zones = {o.zone for opt in options for o in opt.offerings}
+            if len(zones) == 1:
+                state.new_zones[nn.name] = zones.pop()
         nn.pods.append(pod)
         nn.cpu += pod.cpu
         nn.mem += pod.mem

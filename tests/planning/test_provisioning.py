@@ -155,3 +155,35 @@ def test_daemonset_and_terminal_pods_are_not_provisioned_for() -> None:
     objs = [pod("ds-0", None, owner="DaemonSet"), pod("done-0", None, phase="Succeeded")]
     decision = decide(snapshot(nodepool(), *objs))
     assert decision.launches == [] and decision.unservable == []
+
+
+def _zone_spread_pods(n: int, cpu: str) -> list[dict[str, Any]]:
+    spread = [{"maxSkew": 1, "topologyKey": L.ZONE_LABEL, "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": {"matchLabels": {"app": "web"}}}]
+    return [pod(f"web-{i}", None, cpu=cpu, memory="1Gi", labels={"app": "web"}, spread=spread) for i in range(n)]
+
+
+def _zone_of(launch: Any) -> str:
+    reqs = {r.key: r.values for r in launch.replacement.requirements} if launch.replacement.requirements else {}
+    zones = reqs.get(L.ZONE_LABEL) or ([launch.replacement.zone] if launch.replacement.zone else [])
+    assert len(zones) == 1, zones  # each new node is bound to one zone
+    return zones[0]
+
+
+def test_a_scale_up_spreads_new_nodes_over_the_zones_of_a_zone_spread() -> None:
+    """With no node yet, pods spread over zones must not all land in the cheapest zone: once a node exists in
+    another zone, kube-scheduler counts it as a domain, and every later pod would have to move there (the wide
+    scenario of Karpenter's suite migrated its whole cluster one consolidation at a time)."""
+    decision = decide(snapshot(nodepool(requirements=ON_DEMAND_AMD64), *_zone_spread_pods(30, "3")))
+    per_zone: dict[str, int] = {}
+    for launch in decision.launches:
+        zone = _zone_of(launch)
+        per_zone[zone] = per_zone.get(zone, 0) + len(launch.pods)
+    assert len(per_zone) == 3 and max(per_zone.values()) - min(per_zone.values()) <= 1, per_zone
+
+
+def test_small_zone_spread_pods_get_one_node_per_zone() -> None:
+    """Nine small pods would fit one node, but a node is in one zone: maxSkew 1 over three zones needs three."""
+    decision = decide(snapshot(nodepool(requirements=ON_DEMAND_AMD64), *_zone_spread_pods(9, "100m")))
+    assert sorted(len(launch.pods) for launch in decision.launches) == [3, 3, 3]
+    assert len({_zone_of(launch) for launch in decision.launches}) == 3
