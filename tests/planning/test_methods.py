@@ -157,6 +157,24 @@ def test_single_node_delete_when_pods_fit_elsewhere():
     assert cmd.pods[0].to == "b"
 
 
+def test_a_pending_pod_that_fits_no_node_is_left_to_the_provisioner():
+    """It takes room on existing nodes, but never opens the replacement: a node launched for it by consolidation
+    would duplicate the provisioner's launch (here it also made the delete of "a" a replace, never cheaper)."""
+    np = nodepool(requirements=M5)
+    objs = [node_and_claim("a", "m5.large"), node_and_claim("b", "m5.2xlarge"),
+            pod("x-1", "a", "1500m", "1Gi"), pod("y-1", "b", "6", "20Gi"), pod("pending-1", None, "8", "1Gi")]
+    (cmd,) = plan(snapshot(np, *objs), AT).commands
+    assert cmd.method == "SingleNodeConsolidation" and cmd.nodes == ["a"] and cmd.replacements == []
+    assert [(m.pod, m.to) for m in cmd.pods] == [("default/x-1", "b")]
+
+
+def test_a_pending_pod_that_fits_keeps_its_room():
+    np = nodepool(requirements=M5)
+    objs = [node_and_claim("a", "m5.large"), node_and_claim("b", "m5.2xlarge"),
+            pod("x-1", "a", "1500m", "1Gi"), pod("y-1", "b", "6", "20Gi"), pod("pending-1", None, "1800m", "1Gi")]
+    assert plan(snapshot(np, *objs), AT).commands == []  # b's room is the pending pod's: "a" cannot go
+
+
 def test_pods_that_fit_nowhere_block_and_are_named():
     np = nodepool(requirements=M5)
     result = plan(snapshot(np, node_and_claim("a", "m5.large"), node_and_claim("b", "m5.large"),
