@@ -538,19 +538,28 @@ class Scheduler:
                 out.append(opt if offs is opt.offerings else TypeOption(opt.itype, offs, opt.cpu, opt.mem, opt.pods))
         return out
 
-    def _zone_allowed_for_spread(self, pod: PodInfo, state: SimState) -> set[str] | None:
+    @staticmethod
+    def _zone_spreads(pod: PodInfo) -> list[tuple[int, dict[str, Any]]]:
+        """(maxSkew, selector) of the pod's spread constraints over zones that count the pod itself."""
+        return [(max_skew, selector) for topology_key, max_skew, selector in pod.spread
+                if topology_key == L.ZONE_LABEL and match_label_selector(selector, pod.labels)]
+
+    def _zone_allowed_for_spread(self, pod: PodInfo, state: SimState) -> tuple[set[str] | None, dict[str, int]]:
+        """The zones where the pod keeps every zone spread within its skew (None: no constraint), and its spread
+        peers per zone summed over those constraints (which zone a new node for it is bound to)."""
         zones: set[str] | None = None
-        for topology_key, max_skew, selector in pod.spread:
-            if topology_key != L.ZONE_LABEL or not match_label_selector(selector, pod.labels):
-                continue
+        peers: dict[str, int] = {}
+        for max_skew, selector in self._zone_spreads(pod):
             counts = self._zone_counts(pod, selector, state)
+            for zone, c in counts.items():
+                peers[zone] = peers.get(zone, 0) + c
             domains = self._zone_domains(pod)
             if not domains:
                 continue
             low = min(counts.get(z, 0) for z in domains)
             ok = {z for z in domains if counts.get(z, 0) + 1 - low <= max_skew}
             zones = ok if zones is None else zones & ok
-        return zones
+        return zones, peers
 
     def _try_new(self, pod: PodInfo, nn: NewNode, state: SimState) -> list[TypeOption] | None:
         """Remaining options if `pod` joins new node `nn`, else None."""
@@ -565,7 +574,7 @@ class Scheduler:
                 if same + 1 > max_skew:
                     return None
         allowed = self._pod_allowed(pod, nn.pool)
-        zones = self._zone_allowed_for_spread(pod, state) if pod.spread else None
+        zones, peers = self._zone_allowed_for_spread(pod, state) if pod.spread else (None, {})
         if zones is not None:
             bound = state.new_zones.get(nn.name)
             if bound is not None:
@@ -575,19 +584,15 @@ class Scheduler:
             allowed = {t for t in base if t[1] in zones}
         options = self._narrow(nn.options, allowed, nn.cpu + pod.cpu, nn.mem + pod.mem, nn.npods + 1, nn.eph + pod.eph)
         if options and zones is not None and nn.name not in state.new_zones:
-            options = self._in_least_zone(pod, options, state)
+            options = self._in_least_zone(options, peers)
         return options or None
 
-    def _in_least_zone(self, pod: PodInfo, options: list[TypeOption], state: SimState) -> list[TypeOption]:
-        """`options` narrowed to the zone (of theirs) holding the fewest of the pod's spread peers, by name on a tie:
+    @staticmethod
+    def _in_least_zone(options: list[TypeOption], peers: dict[str, int]) -> list[TypeOption]:
+        """`options` narrowed to the zone (of theirs) holding the fewest of the pod's spread `peers`, by name on a tie:
         the domain Karpenter's topology gives a new NodeClaim for a pod spread over zones."""
-        counts: dict[str, int] = {}
-        for topology_key, _, selector in pod.spread:
-            if topology_key == L.ZONE_LABEL and match_label_selector(selector, pod.labels):
-                for zone, c in self._zone_counts(pod, selector, state).items():
-                    counts[zone] = counts.get(zone, 0) + c
         offered = {o.zone for opt in options for o in opt.offerings}
-        zone = min(offered, key=lambda z: (counts.get(z, 0), z))
+        zone = min(offered, key=lambda z: (peers.get(z, 0), z))
         out: list[TypeOption] = []
         for opt in options:
             offs = tuple(o for o in opt.offerings if o.zone == zone)
@@ -674,8 +679,7 @@ class Scheduler:
 
     def _join(self, pod: PodInfo, nn: NewNode, options: list[TypeOption], state: SimState) -> None:
         nn.options = options
-        if nn.name not in state.new_zones and any(k == L.ZONE_LABEL and match_label_selector(sel, pod.labels)
-                                                  for k, _, sel in pod.spread):
+        if nn.name not in state.new_zones and self._zone_spreads(pod):
             zones = {o.zone for opt in options for o in opt.offerings}
             if len(zones) == 1:
                 state.new_zones[nn.name] = zones.pop()
