@@ -20,7 +20,7 @@ from temporalio.client import Client
 from client.connection import InsecureTemporalAddress, connect, forward_core_logs
 from client.nodeclass_schedule import ensure_nodeclass_schedule
 from client.planner_schedule import ensure_planner_schedule
-from runtime.cloud_clients import ec2_client, iam_client, kube_api_client, sqs_client, ssm_client
+from runtime.cloud_clients import RegionNotConfigured, aws_clients, kube_api_client, resolve_region
 from runtime.health import ReadinessCheck, start_health_server
 from runtime.settings import Deps, Settings
 from runtime.temporal_metrics import new_buffer, pump, track_planner_pause
@@ -46,7 +46,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="connect in plaintext to a Temporal address that is not loopback (trusted networks only)")
     p.add_argument("--task-queue", default=env("NODEFLOW_TASK_QUEUE", TASK_QUEUE))
     p.add_argument("--kubeconfig", default=env("KUBECONFIG"), help="default: in-cluster config")
-    p.add_argument("--region", default=env("AWS_REGION") or env("AWS_DEFAULT_REGION") or "us-east-1")
+    p.add_argument("--region", default=None,
+                   help="AWS region of every AWS client (default: AWS_REGION, then AWS_DEFAULT_REGION)")
     p.add_argument("--ec2-endpoint", default=env("NODEFLOW_EC2_ENDPOINT"), help="e.g. a moto_server URL")
     p.add_argument("--sqs-endpoint", default=env("NODEFLOW_SQS_ENDPOINT"))
     p.add_argument("--no-watch", action="store_true", help="do not run the deletion watcher")
@@ -130,10 +131,14 @@ async def amain(args: argparse.Namespace) -> int:
                         node_repair_toleration_seconds=args.node_repair_toleration,
                         node_repair_conditions=tuple(args.node_repair_condition),
                         cancel_hold_seconds=args.cancel_hold)
-    deps = Deps(kube_api=kube_api_client(args.kubeconfig), ec2=ec2_client(args.region, args.ec2_endpoint),
-                sqs=sqs_client(args.region, args.sqs_endpoint or args.ec2_endpoint), temporal=client,
-                ssm=ssm_client(args.region, args.ec2_endpoint), iam=iam_client(args.iam_endpoint or args.ec2_endpoint),
-                settings=settings)
+    try:
+        aws = aws_clients(resolve_region(args.region), ec2_endpoint=args.ec2_endpoint,
+                          sqs_endpoint=args.sqs_endpoint, iam_endpoint=args.iam_endpoint)
+    except RegionNotConfigured as exc:
+        log.error("refusing to start: %s", exc)
+        return 2
+    deps = Deps(kube_api=kube_api_client(args.kubeconfig), ec2=aws.ec2, sqs=aws.sqs, temporal=client,
+                ssm=aws.ssm, iam=aws.iam, settings=settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

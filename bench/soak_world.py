@@ -80,7 +80,7 @@ class World:
         self.sqs = sqs_client("us-east-1", self.moto.endpoint)
         self.queue_url = self.sqs.create_queue(QueueName=INTERRUPTION_QUEUE,
                                                Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
-        await asyncio.to_thread(DemoAws(self.ec2, iam_client(self.moto.endpoint)).create)
+        await asyncio.to_thread(DemoAws(self.ec2, iam_client("us-east-1", self.moto.endpoint)).create)
         self.sim = Simulator(objects=self.cluster_objects(), ec2_endpoint=self.moto.endpoint,
                              time_scale=self.o.time_scale, ready_delay=self.o.ready_delay,
                              ec2_poll_seconds=self.ec2_poll_seconds, kubeconfig_path=self.o.workdir / "kubeconfig")

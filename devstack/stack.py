@@ -103,7 +103,7 @@ class Stack:
             from devstack.demo_aws import DemoAws
             from runtime.cloud_clients import iam_client
 
-            self.aws = await asyncio.to_thread(DemoAws(self.ec2, iam_client(self.moto.endpoint)).create)
+            self.aws = await asyncio.to_thread(DemoAws(self.ec2, iam_client("us-east-1", self.moto.endpoint)).create)
         self.sim = Simulator(scenario=self.o.scenario, ec2_endpoint=self.moto.endpoint, time_scale=self.o.time_scale,
                              ready_delay=self.o.ready_delay, port=self.o.sim_port or 0,
                              kubeconfig_path=self.o.workdir / "kubeconfig")
@@ -147,7 +147,7 @@ class Stack:
         api = self.sim.api_client()
         api.configuration.connection_pool_maxsize = 64
         deps = Deps(kube_api=api, ec2=self.ec2, sqs=self.sqs, temporal=self.client,
-                    ssm=ssm_client("us-east-1", self.moto.endpoint), iam=iam_client(self.moto.endpoint),
+                    ssm=ssm_client("us-east-1", self.moto.endpoint), iam=iam_client("us-east-1", self.moto.endpoint),
                     settings=Settings(interruption_queue_url=self.queue_url, resync_seconds=self.o.resync_seconds,
                                       cluster_name=CLUSTER_NAME, cluster_endpoint=self.sim.base_url,
                                       cluster_ca=CLUSTER_CA, provisioning=self.o.provisioning))

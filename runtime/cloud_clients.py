@@ -1,9 +1,50 @@
-"""The process's clients of Kubernetes, EC2, SQS, SSM and IAM, configured once (pools sized for the activities)."""
+"""The process's clients of Kubernetes, EC2, SQS, SSM and IAM, configured once (pools sized for the activities).
+
+Every AWS client takes the one region `resolve_region` settled at startup (docs/configuration.md#region): a
+client built without one reads only `AWS_DEFAULT_REGION`, so on a cluster that sets `AWS_REGION` (as EKS Pod
+Identity and IRSA do) it failed with "You must specify a region".
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
+
+REGION_SOURCES = ("--region", "AWS_REGION", "AWS_DEFAULT_REGION")
+
+
+class RegionNotConfigured(ValueError):
+    """No region from the flag or the environment: the worker refuses to start rather than guess one."""
+
+
+def resolve_region(flag: str | None, environ: Mapping[str, str] | None = None) -> str:
+    """The `--region` flag, else `AWS_REGION`, else `AWS_DEFAULT_REGION`, the order of the AWS SDKs."""
+    env = os.environ if environ is None else environ
+    for value in (flag, env.get("AWS_REGION"), env.get("AWS_DEFAULT_REGION")):
+        if value and value.strip():
+            return value.strip()
+    raise RegionNotConfigured(f"no AWS region: set {', '.join(REGION_SOURCES[:-1])} or {REGION_SOURCES[-1]}")
+
+
+@dataclass(frozen=True)
+class AwsClients:
+    """The worker's AWS clients, all in one region."""
+
+    region: str
+    ec2: Any
+    sqs: Any
+    ssm: Any
+    iam: Any
+
+
+def aws_clients(region: str, *, ec2_endpoint: str | None = None, sqs_endpoint: str | None = None,
+                iam_endpoint: str | None = None) -> AwsClients:
+    """Every AWS client the worker uses, built for `region` (SSM shares EC2's endpoint, as moto serves both)."""
+    return AwsClients(region=region, ec2=ec2_client(region, ec2_endpoint),
+                      sqs=sqs_client(region, sqs_endpoint or ec2_endpoint),
+                      ssm=ssm_client(region, ec2_endpoint), iam=iam_client(region, iam_endpoint or ec2_endpoint))
 
 
 def kube_api_client(kubeconfig: str | None, pool_size: int = 64) -> Any:
@@ -41,8 +82,9 @@ def ssm_client(region: str | None, endpoint: str | None) -> Any:
     return boto3.client("ssm", region_name=region, endpoint_url=endpoint)
 
 
-def iam_client(endpoint: str | None) -> Any:
-    """IAM, for the instance profiles of EC2NodeClass roles (a global service)."""
+def iam_client(region: str, endpoint: str | None) -> Any:
+    """IAM, for the instance profiles of EC2NodeClass roles: a global service, but botocore still needs a region
+    to pick the partition's endpoint (aws, aws-cn, aws-us-gov)."""
     import boto3
 
-    return boto3.client("iam", endpoint_url=endpoint)
+    return boto3.client("iam", region_name=region, endpoint_url=endpoint)

@@ -71,9 +71,11 @@ class Deps:
 
     @property
     def ssm_client(self) -> Any:
-        """The SSM client given, else one for the region of the EC2 client."""
+        """The SSM client given, else one for the region of the EC2 client (else the flag-less resolution: an
+        SSM client with no region fails only at its first call, far from the cause)."""
         if self.ssm is None:
-            from runtime.cloud_clients import ssm_client
+            from runtime.cloud_clients import resolve_region, ssm_client
 
-            self.ssm = ssm_client(getattr(getattr(self.ec2, "meta", None), "region_name", None), None)
+            region = getattr(getattr(self.ec2, "meta", None), "region_name", None)
+            self.ssm = ssm_client(resolve_region(region), None)
         return self.ssm
