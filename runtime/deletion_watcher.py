@@ -51,6 +51,15 @@ def _has_finalizer(obj: Obj) -> bool:
     return labels.TERMINATION_FINALIZER in (_meta(obj).get("finalizers") or [])
 
 
+def _is_managed(node: Obj, pool_names: set[str], claim: Obj | None) -> bool:
+    """Ours: a NodeClaim names the Node, or its `karpenter.sh/nodepool` label names a NodePool that exists, or it
+    already carries our finalizer (so its deletion still ends). A label alone is not enough: a Node labelled for
+    a pool this cluster does not have belongs to someone else, and our finalizer would hold its deletion until
+    nodeflow ran a termination it never planned (issue #23; docs/architecture.md §3)."""
+    pool = (_meta(node).get("labels") or {}).get(labels.NODEPOOL_LABEL)
+    return claim is not None or (pool is not None and pool in pool_names) or _has_finalizer(node)
+
+
 class DeletionWatcher:
     def __init__(self, kube: KubeClient, client: Any, settings: WatcherSettings | None = None,
                  start: Callable[[TerminationInput], Any] | None = None) -> None:
@@ -133,7 +142,8 @@ class DeletionWatcher:
             return claim_by_node.get(_meta(node)["name"]) or claim_by_provider.get(
                 (node.get("spec") or {}).get("providerID") or "")
 
-        managed = [n for n in nodes if labels.NODEPOOL_LABEL in (_meta(n).get("labels") or {}) or claim_of(n)]
+        pool_names = {_meta(p)["name"] for p in pools}
+        managed = [n for n in nodes if _is_managed(n, pool_names, claim_of(n))]
         await self._cascade_pools(pools, claims)
         fixes = [asyncio.to_thread(self.kube.add_finalizer, "Node", _meta(n)["name"])
                  for n in managed if not _deleting(n) and not _has_finalizer(n)]

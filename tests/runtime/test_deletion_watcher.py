@@ -109,3 +109,26 @@ async def test_the_first_termination_to_start_owns_the_claim(sim: Any) -> None:
     assert claim["metadata"]["annotations"][key] == "terminate-a"
     assert kube.claim_annotation("no-such-claim", key, "terminate-c") is None
     api.close()
+
+
+def _bare_node(name: str, pool: str) -> dict[str, Any]:
+    """A Node labelled for `pool` that no NodeClaim names (joined by hand, or by another provisioner)."""
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {labels.NODEPOOL_LABEL: pool}},
+            "spec": {"providerID": f"aws:///us-east-1a/i-{name}"}}
+
+
+async def test_only_nodes_of_an_existing_pool_or_a_claim_get_the_finalizer(sim: Any) -> None:
+    """Issue #23: a Node labelled for a NodePool that does not exist is not ours; no finalizer, no termination."""
+    objs = _strip_finalizers(cluster_objects({"n1": "i-01"}, []))
+    sim.load_objects([*objs, _bare_node("stray", "ghost"), _bare_node("handmade", "default")])
+    watcher, started, api = _watcher(sim)
+    core = k8s.CoreV1Api(api)
+    await watcher.reconcile()
+    assert labels.TERMINATION_FINALIZER in core.read_node("n1").metadata.finalizers  # has a NodeClaim
+    assert labels.TERMINATION_FINALIZER in core.read_node("handmade").metadata.finalizers  # its pool exists
+    assert labels.TERMINATION_FINALIZER not in (core.read_node("stray").metadata.finalizers or [])
+    core.delete_node("stray")
+    assert await watcher.reconcile() == 0 and not started
+    assert "stray" not in {n.metadata.name for n in core.list_node().items}  # nothing held its deletion
+    api.close()
