@@ -21,7 +21,7 @@ from client.connection import InsecureTemporalAddress, connect, forward_core_log
 from client.nodeclass_schedule import ensure_nodeclass_schedule
 from client.planner_schedule import ensure_planner_schedule
 from runtime.cloud_clients import RegionNotConfigured, aws_clients, kube_api_client, resolve_region
-from runtime.health import ReadinessCheck, start_health_server
+from runtime.health import ReadinessCheck, metrics_bind, parse_metrics_address, start_health_server
 from runtime.settings import Deps, Settings
 from runtime.temporal_metrics import new_buffer, pump, track_planner_pause
 from runtime.worker_loop import run_worker
@@ -77,7 +77,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="SQS queue URL of EventBridge interruption events (unset: no interruption handling)")
     p.add_argument("--catalog", default=env("NODEFLOW_CATALOG"), help="instance type catalog YAML (default: bundled)")
     p.add_argument("--metrics-port", type=int, default=int(env("NODEFLOW_METRICS_PORT", "0")),
-                   help="serve /healthz, /readyz and /metrics on this port (0: off)")
+                   help="serve /healthz, /readyz and /metrics on this port of every interface (0: off)")
+    p.add_argument("--metrics-address", default=env("NODEFLOW_METRICS_ADDRESS"), type=_metrics_address,
+                   help="HOST:PORT of /healthz, /readyz and /metrics, e.g. 127.0.0.1:8080 (wins over --metrics-port)")
     p.add_argument("--ami-id", default=env("NODEFLOW_AMI_ID"),
                    help="AMI for replacement instances (default: discovered with DescribeImages)")
     p.add_argument("--cluster-name", default=env("NODEFLOW_CLUSTER_NAME"),
@@ -101,6 +103,15 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+def _metrics_address(text: str) -> str:
+    """Checked at parse time, so a typo stops the worker before it connects anywhere."""
+    try:
+        parse_metrics_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return text
+
+
 def readiness_checks(client: Client, deps: Deps) -> dict[str, ReadinessCheck]:
     """Ready once Temporal answers and the cluster cache has synced: during a rolling update the new pod takes
     over (and the old one is stopped) only when it can plan from a warm cache."""
@@ -112,7 +123,8 @@ def readiness_checks(client: Client, deps: Deps) -> dict[str, ReadinessCheck]:
 
 
 async def amain(args: argparse.Namespace) -> int:
-    buffer = new_buffer() if args.metrics_port else None  # the SDK's failure counters, for /metrics
+    bind = metrics_bind(args.metrics_address, args.metrics_port)
+    buffer = new_buffer() if bind else None  # the SDK's failure counters, for /metrics
     if buffer is not None:
         forward_core_logs(buffer)
     try:
@@ -144,8 +156,8 @@ async def amain(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     health = None
-    if args.metrics_port and buffer is not None:
-        health = await start_health_server(args.metrics_port, checks=readiness_checks(client, deps))
+    if bind and buffer is not None:
+        health = await start_health_server(bind.port, checks=readiness_checks(client, deps), host=bind.host)
         pumping = asyncio.gather(pump(buffer, stop), track_planner_pause(client, stop))
     every = timedelta(seconds=float(os.environ.get("NODEFLOW_PLANNER_SECONDS", "10")))
     await ensure_planner_schedule(client, every=every, task_queue=settings.task_queue,  # idempotent; keeps a pause

@@ -11,6 +11,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -21,12 +22,36 @@ log = logging.getLogger(__name__)
 
 ReadinessCheck = Callable[[], bool | Awaitable[bool]]
 CHECK_TIMEOUT = 2.0
+ALL_INTERFACES = "0.0.0.0"
+
+
+@dataclass(frozen=True)
+class MetricsBind:
+    """Where the health and metrics endpoint listens."""
+
+    host: str
+    port: int
+
+
+def parse_metrics_address(text: str) -> MetricsBind:
+    """`HOST:PORT`, `:PORT` (every interface, as Go's net.Listen reads it) or `[v6]:PORT`; port 0 picks a free one."""
+    host, sep, port = text.strip().rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"metrics address {text!r} is not HOST:PORT (e.g. 127.0.0.1:8080 or :8080)")
+    return MetricsBind(host=host.strip("[]") or ALL_INTERFACES, port=int(port))
+
+
+def metrics_bind(address: str | None, port: int) -> MetricsBind | None:
+    """`--metrics-address` when given (host and port), else `--metrics-port` on every interface, else off."""
+    if address:
+        return parse_metrics_address(address)
+    return MetricsBind(host=ALL_INTERFACES, port=port) if port else None
 
 
 class HealthServer:
     """Serve health and metrics on `host:port` until `stop()`; checks are named so `/readyz` can say which failed."""
 
-    def __init__(self, port: int, host: str = "0.0.0.0", registry: CollectorRegistry = REGISTRY,
+    def __init__(self, port: int, host: str = ALL_INTERFACES, registry: CollectorRegistry = REGISTRY,
                  checks: dict[str, ReadinessCheck] | None = None) -> None:
         self.host = host
         self.port = port
@@ -89,6 +114,6 @@ class HealthServer:
 
 
 async def start_health_server(port: int, checks: dict[str, ReadinessCheck] | None = None,
-                              host: str = "0.0.0.0") -> HealthServer:
-    """What worker.py calls for `--metrics-port`; 0 picks a free port (tests)."""
+                              host: str = ALL_INTERFACES) -> HealthServer:
+    """What worker.py calls for `--metrics-address` / `--metrics-port`; 0 picks a free port (tests)."""
     return await HealthServer(port, host=host, checks=checks).start()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import aiohttp
+import pytest
 
-from runtime.health import start_health_server
+from runtime.health import MetricsBind, metrics_bind, parse_metrics_address, start_health_server
 from runtime.settings import Deps
 from telemetry import metrics
 
@@ -71,4 +72,41 @@ async def test_not_ready_until_the_cluster_cache_has_synced(k8s: object, tempora
             assert (await _get(session, url))[0] == 200
     finally:
         deps.cluster.stop()
+        await server.stop()
+
+
+def test_metrics_address_gives_host_and_port_and_wins_over_the_port() -> None:
+    import worker
+
+    args = worker.parse_args(["--metrics-address", "127.0.0.1:8080", "--metrics-port", "9000"])
+    assert metrics_bind(args.metrics_address, args.metrics_port) == MetricsBind("127.0.0.1", 8080)
+    assert metrics_bind(None, 9000) == MetricsBind("0.0.0.0", 9000)  # the port alone: every interface, as before
+    assert metrics_bind(None, 0) is None
+    assert parse_metrics_address(":8080") == MetricsBind("0.0.0.0", 8080)
+    assert parse_metrics_address("[::1]:8080") == MetricsBind("::1", 8080)
+    with pytest.raises(SystemExit):
+        worker.parse_args(["--metrics-address", "127.0.0.1"])
+
+
+def test_the_environment_sets_the_metrics_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    import worker
+
+    monkeypatch.setenv("NODEFLOW_METRICS_ADDRESS", "127.0.0.1:9100")
+    assert worker.parse_args([]).metrics_address == "127.0.0.1:9100"
+
+
+async def test_the_endpoint_binds_only_where_asked() -> None:
+    """Bound to 127.0.0.2 (a loopback alias on Linux), it answers there and refuses 127.0.0.1 on the same port."""
+    import worker
+
+    args = worker.parse_args(["--metrics-address", "127.0.0.2:0"])
+    bind = metrics_bind(args.metrics_address, args.metrics_port)
+    assert bind is not None
+    server = await start_health_server(bind.port, host=bind.host)
+    try:
+        async with aiohttp.ClientSession() as session:
+            assert (await _get(session, f"http://127.0.0.2:{server.port}/metrics"))[0] == 200
+            with pytest.raises(aiohttp.ClientConnectorError):
+                await _get(session, f"http://127.0.0.1:{server.port}/metrics")
+    finally:
         await server.stop()
