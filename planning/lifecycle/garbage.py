@@ -1,0 +1,69 @@
+"""Garbage collection (Karpenter's nodeclaim/garbagecollection, core and AWS; karpenter-behaviour.md "NodeClaim
+lifecycle" §6): an instance of this cluster that no NodeClaim accounts for is terminated once 30 s old, and a
+registered NodeClaim whose instance is gone is deleted unless its Node is still Ready."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from api.nodeclaim import REGISTERED
+from api.provider_id import instance_id_from_provider_id
+from planning.lifecycle.conditions import Obj, is_true
+
+INSTANCE_GRACE = timedelta(seconds=30)
+NODECLAIM_TAG = "karpenter.sh/nodeclaim"
+NODECLAIM_UID_TAG = "nodeflow.dev/nodeclaim-uid"
+LIVE_STATES = frozenset({"pending", "running", "stopping", "stopped"})
+
+
+def _tags(instance: Mapping[str, Any]) -> dict[str, str]:
+    return {t.get("Key", ""): t.get("Value", "") for t in instance.get("Tags") or []}
+
+
+def _claimed(claims: Iterable[Obj]) -> tuple[set[str], dict[str, str]]:
+    """(instance ids named by claims' providerIDs, claim name -> uid)."""
+    ids: set[str] = set()
+    names: dict[str, str] = {}
+    for c in claims:
+        meta = c.get("metadata") or {}
+        names[meta.get("name", "")] = meta.get("uid", "")
+        iid = instance_id_from_provider_id((c.get("status") or {}).get("providerID"))
+        if iid:
+            ids.add(iid)
+    return ids, names
+
+
+def orphan_instances(instances: Sequence[Mapping[str, Any]], claims: Sequence[Obj], now: datetime,
+                     grace: timedelta = INSTANCE_GRACE) -> list[Mapping[str, Any]]:
+    """Live instances older than `grace` that no claim names: not by providerID, and not by the claim tag of a
+    claim that still exists (a claim whose launch record is not written yet still owns its instance)."""
+    ids, names = _claimed(claims)
+    out = []
+    for inst in instances:
+        if (inst.get("State") or {}).get("Name") not in LIVE_STATES or inst.get("InstanceId") in ids:
+            continue
+        tags = _tags(inst)
+        owner = tags.get(NODECLAIM_TAG)
+        if owner in names and tags.get(NODECLAIM_UID_TAG, names[owner]) == names[owner]:
+            continue
+        launched = inst.get("LaunchTime")
+        if isinstance(launched, datetime) and now - launched < grace:
+            continue
+        out.append(inst)
+    return out
+
+
+def claims_without_instance(claims: Sequence[Obj], live_ids: set[str], ready_nodes: set[str]) -> list[Obj]:
+    """Registered, not deleting claims whose instance is not live, unless their Node is Ready."""
+    out = []
+    for c in claims:
+        meta, status = c.get("metadata") or {}, c.get("status") or {}
+        if meta.get("deletionTimestamp") or not is_true(c, REGISTERED):
+            continue
+        iid = instance_id_from_provider_id(status.get("providerID"))
+        if not iid or iid in live_ids or status.get("nodeName", "") in ready_nodes:
+            continue
+        out.append(c)
+    return out

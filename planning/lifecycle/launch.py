@@ -1,0 +1,80 @@
+"""Launch: what a NodeClaim records once its instance exists (Karpenter's lifecycle/launch.go with the AWS
+provider's result, karpenter-behaviour.md "NodeClaim lifecycle" §1): providerID, imageID, capacity and
+allocatable, the instance type's single-valued labels plus zone and capacity type (the claim's own labels
+win), and `Launched=True`.
+
+nodeflow's launch activity creates the instance; this record is written right after RunInstances by that
+activity and, should it have crashed in between, by the lifecycle controller from the instance it finds by tag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from api import labels as L
+from api.catalog import InstanceType
+from api.nodeclaim import LAUNCHED
+from planning.cluster import type_labels
+from planning.lifecycle.conditions import TRUE, Obj, conditions_of, is_true, with_condition
+
+SPOT_LIFECYCLE = "spot"
+
+
+def provider_id(zone: str, instance_id: str) -> str:
+    return f"aws:///{zone}/{instance_id}"
+
+
+def instance_zone(instance: Mapping[str, Any]) -> str:
+    return str((instance.get("Placement") or {}).get("AvailabilityZone") or "")
+
+
+def capacity_type(instance: Mapping[str, Any]) -> str:
+    return L.CAPACITY_SPOT if instance.get("InstanceLifecycle") == SPOT_LIFECYCLE else L.CAPACITY_ON_DEMAND
+
+
+def resources(itype: InstanceType | None) -> tuple[dict[str, str], dict[str, str]]:
+    """(capacity, allocatable) of a type as the claim records them; allocatable as planning computes it."""
+    if itype is None:
+        return {}, {}
+    capacity = {"cpu": itype.cpu, "memory": itype.memory, "pods": str(itype.pods),
+                "ephemeral-storage": itype.ephemeral_storage}
+    return capacity, allocatable_of(itype, capacity)
+
+
+def allocatable_of(itype: InstanceType, capacity: dict[str, str]) -> dict[str, str]:
+    """The type's allocatable as planning predicts it (INTEGRATION: api/allocatable.py)."""
+    return dict(capacity)
+
+
+def launched_labels(claim: Obj, instance: Mapping[str, Any], itype: InstanceType | None) -> dict[str, str]:
+    """The instance's labels under the claim's own (which win, as in Karpenter's PopulateNodeClaimDetails)."""
+    zone = instance_zone(instance)
+    out = dict(type_labels(itype)) if itype is not None else {}
+    out[L.INSTANCE_TYPE_LABEL] = str(instance.get("InstanceType") or out.get(L.INSTANCE_TYPE_LABEL, ""))
+    if zone:
+        out[L.ZONE_LABEL] = zone
+        out[L.REGION_LABEL] = zone[:-1]
+    out[L.CAPACITY_TYPE_LABEL] = capacity_type(instance)
+    out.update((claim.get("metadata") or {}).get("labels") or {})
+    return out
+
+
+def launch_patch(claim: Obj, instance: Mapping[str, Any], itype: InstanceType | None,
+                 now: datetime) -> tuple[Obj | None, Obj | None]:
+    """(metadata patch, status patch) recording the launch; (None, None) once the claim says Launched."""
+    if is_true(claim, LAUNCHED) and (claim.get("status") or {}).get("providerID"):
+        return None, None
+    status = dict(claim.get("status") or {})
+    capacity, allocatable = resources(itype)
+    status["providerID"] = provider_id(instance_zone(instance), str(instance["InstanceId"]))
+    if instance.get("ImageId"):
+        status["imageID"] = instance["ImageId"]
+    if capacity:
+        status["capacity"], status["allocatable"] = capacity, allocatable
+    status["conditions"] = with_condition(conditions_of(claim), LAUNCHED, TRUE, "Launched", "", now)
+    current = (claim.get("metadata") or {}).get("labels") or {}
+    wanted = launched_labels(claim, instance, itype)
+    meta = {"labels": wanted} if wanted != current else None
+    return ({"metadata": meta} if meta else None), {"status": status}
