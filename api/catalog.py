@@ -31,8 +31,25 @@ class Offering(BaseModel):
     available: bool = True
 
 
+class Accelerator(BaseModel):
+    """A GPU, an inference accelerator or a Neuron device of an instance type, as DescribeInstanceTypes lists it."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    name: str
+    manufacturer: str
+    count: int = Field(ge=0)
+    memory_mib: int | None = Field(default=None, alias="memoryMiB")
+    cores: int | None = None  # Neuron cores per device
+
+
 class InstanceType(BaseModel):
-    """One instance type: capacity and offerings."""
+    """One instance type: capacity and offerings.
+
+    `cpu`, `memory` and `pods` are the raw capacity (vCPUs, the type's memory, ENI-limited pods); everything
+    below `offerings` is optional and filled by discovery (api/instance_types/from_describe.py) for the
+    well-known labels and Karpenter's allocatable (api/allocatable.py, docs/semantics.md "Instance types and
+    allocatable"). A hand-written catalog may leave them out."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
@@ -43,6 +60,23 @@ class InstanceType(BaseModel):
     arch: Literal["amd64", "arm64"] = "amd64"
     ephemeral_storage: str = Field(default="20Gi", alias="ephemeralStorage")
     offerings: tuple[Offering, ...] = ()
+    cpu_manufacturer: str | None = Field(default=None, alias="cpuManufacturer")
+    sustained_clock_speed_ghz: float | None = Field(default=None, alias="sustainedClockSpeedGhz")
+    hypervisor: str | None = None
+    bare_metal: bool = Field(default=False, alias="bareMetal")
+    current_generation: bool | None = Field(default=None, alias="currentGeneration")
+    gpus: tuple[Accelerator, ...] = ()
+    inference_accelerators: tuple[Accelerator, ...] = Field(default=(), alias="inferenceAccelerators")
+    neuron_devices: tuple[Accelerator, ...] = Field(default=(), alias="neuronDevices")
+    max_enis: int | None = Field(default=None, ge=0, alias="maxENIs")  # of the default network card
+    ipv4_per_eni: int | None = Field(default=None, ge=0, alias="ipv4PerENI")
+    efa_interfaces: int = Field(default=0, ge=0, alias="efaInterfaces")
+    instance_storage_gb: int | None = Field(default=None, ge=0, alias="instanceStorageGB")
+    local_nvme: bool = Field(default=False, alias="localNVMe")
+    network_bandwidth_mbps: int | None = Field(default=None, alias="networkBandwidthMbps")
+    ebs_bandwidth_mbps: int | None = Field(default=None, alias="ebsBandwidthMbps")
+    encryption_in_transit: bool = Field(default=False, alias="encryptionInTransitSupported")
+    nitro_enclaves: bool = Field(default=False, alias="nitroEnclavesSupported")
 
     @field_validator("cpu", "memory", "ephemeral_storage", mode="before")
     @classmethod
@@ -65,6 +99,17 @@ class InstanceType(BaseModel):
     @cached_property
     def ephemeral_storage_bytes(self) -> int:
         return parse_memory(self.ephemeral_storage)
+
+    @cached_property
+    def memory_mib(self) -> int:
+        return self.memory_bytes // 2**20
+
+    @cached_property
+    def labels(self) -> dict[str, str]:
+        """The well-known labels a node of this type carries (computed once: the planner asks per option)."""
+        from api.instance_types.labels import instance_type_labels
+
+        return instance_type_labels(self)
 
     def offering(self, zone: str, capacity_type: str) -> Offering | None:
         """The offering for an exact (zone, capacity type), if any."""
@@ -97,6 +142,9 @@ class InstanceTypeCatalog(BaseModel):
     kind: Literal["InstanceTypeCatalog"] = CATALOG_KIND
     metadata: dict = Field(default_factory=lambda: {"name": "default"})
     instance_types: list[InstanceType] = Field(alias="instanceTypes")
+    # Karpenter's --vm-memory-overhead-percent: the share of memory the hypervisor keeps (api/allocatable.py)
+    vm_memory_overhead_percent: float = Field(default=0.075, ge=0, lt=1, alias="vmMemoryOverheadPercent")
+    region: str | None = None  # the region discovery read (None for a hand-written catalog)
 
     @field_validator("instance_types")
     @classmethod
