@@ -18,6 +18,7 @@ from api import labels as L
 from api.duration import DurationError, parse_duration
 from api.timestamps import format_seconds, parse_time
 from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo
+from planning.exclusions import NO_POOL_LABEL, NOT_INITIALIZED, NOT_MANAGED, pool_not_found
 from planning.selectors import tolerates
 
 GRACEFUL = "graceful"
@@ -207,10 +208,10 @@ def node_check(node: NodeInfo, cluster: Cluster, exclude: set[str], at: datetime
     cancel hold last."""
     if node.name in exclude:
         return NotCandidate(node, "candidate is already being disrupted", blocking=False, event=False)
-    if node.claim is None:
-        return NotCandidate(node, "node isn't managed by karpenter", blocking=False, event=False)
+    if node.claim is None:  # these membership tests are also `nodeflow plan`'s `excluded` (planning/exclusions.py)
+        return NotCandidate(node, NOT_MANAGED, blocking=False, event=False)
     if not node.initialized and not node.claim.condition_true("Initialized"):
-        return NotCandidate(node, "node isn't initialized", blocking=False)
+        return NotCandidate(node, NOT_INITIALIZED, blocking=False)
     if node.marked_for_deletion or node.tainted_disrupted:
         return NotCandidate(node, "node is deleting or marked for deletion", blocking=False)
     key = L.DO_NOT_DISRUPT_ANNOTATION
@@ -219,10 +220,10 @@ def node_check(node: NodeInfo, cluster: Cluster, exclude: set[str], at: datetime
         return NotCandidate(node, f'disruption is blocked through the "{L.DO_NOT_DISRUPT_ANNOTATION}" annotation',
                             blocking=True)
     if not node.labels.get(L.NODEPOOL_LABEL):
-        return NotCandidate(node, f"node doesn't have required label (label={L.NODEPOOL_LABEL})", blocking=True)
+        return NotCandidate(node, NO_POOL_LABEL, blocking=True)
     pool = cluster.pools.get(node.pool)
     if pool is None:
-        return NotCandidate(node, f"nodepool not found (NodePool={node.pool})", blocking=True)
+        return NotCandidate(node, pool_not_found(node.pool), blocking=True)
     if pool.paused:
         return NotCandidate(node, f"nodepool {pool.name} is paused ({L.PAUSED_ANNOTATION})", blocking=True)
     return hold_check(node, at) if at is not None else None

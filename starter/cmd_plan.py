@@ -88,6 +88,7 @@ def handle(args: argparse.Namespace) -> int:
     data["staticNodePools"] = result.static_public()  # static NodePools and StaticDrift (docs/contracts.md §3.1)
     data["disruptionPolicies"] = [p.to_public() for p in result.policy_pools]  # DisruptionPolicy (§3.1)
     data["skippedMoves"] = [m.model_dump(mode="json", by_alias=True) for m in result.skipped]
+    data["excluded"] = _excluded(snapshot, catalog)  # nodes no decision counts, and why (docs/contracts.md §3.1)
     print_output(data, args.output, table=lambda d: render_plan(d, unservable))
     return 0
 
@@ -100,6 +101,16 @@ def _repair_policies(toleration: str) -> Any:
         return default_policies(parse_duration(toleration))
     except DurationError as exc:
         raise CliError(f"--node-repair-toleration: {exc}") from exc
+
+
+def _excluded(snapshot: Any, catalog: Any) -> list[dict[str, str]]:
+    """The snapshot's nodes the planner leaves out (no NodeClaim, not initialized, no or an unknown NodePool):
+    built from its nodes, claims and pools only, the pods are not needed."""
+    from planning.cluster import Cluster
+    from planning.exclusions import excluded_nodes
+
+    cluster = Cluster.from_parts(snapshot, (), catalog)
+    return [e.to_public() for e in excluded_nodes(cluster.nodes, cluster.pools)]
 
 
 def _provisioning(snapshot: Any, catalog: Any) -> tuple[list[dict[str, Any]], list[Any]]:
@@ -140,6 +151,11 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
     out.append(f"BLOCKED ({len(blocked)})" if blocked else "BLOCKED: none")
     if blocked:
         out.append(render_table(["NODE", "REASON"], [[b["node"], b["reason"]] for b in blocked]).rstrip())
+    if data.get("excluded"):
+        out.append("")
+        out.append(f"EXCLUDED ({len(data['excluded'])}): nodes no decision counts")
+        out.append(render_table(["NODE", "REASON", "MESSAGE"],
+                                [[e["node"], e["reason"], e["message"]] for e in data["excluded"]]).rstrip())
     if data.get("nodePoolsBlocked"):
         out.append("")
         out.append(f"NODEPOOLS THAT CANNOT LAUNCH ({len(data['nodePoolsBlocked'])})")
