@@ -16,6 +16,7 @@ from api.nodeclaim import REGISTERED
 from planning.lifecycle.conditions import FALSE, TRUE, UNKNOWN, Obj, conditions_of, with_condition
 
 UNREGISTERED_TAINT_KEY = "karpenter.sh/unregistered"
+UNREGISTERED_TAINT_EFFECT = "NoExecute"  # matched by key and effect, as Karpenter's MatchTaint does
 DO_NOT_SYNC_TAINTS_LABEL = "karpenter.sh/do-not-sync-taints"
 
 
@@ -48,7 +49,7 @@ def owner_reference(claim: Obj) -> Obj:
 
 def _merged_taints(node: Obj, claim: Obj) -> list[Obj]:
     """The Node's taints plus the claim's taints and startup taints (by key and effect), minus unregistered."""
-    taints = [t for t in (node.get("spec") or {}).get("taints") or [] if t.get("key") != UNREGISTERED_TAINT_KEY]
+    taints = [t for t in (node.get("spec") or {}).get("taints") or [] if not _is_unregistered(t)]
     sync = (_meta(node).get("labels") or {}).get(DO_NOT_SYNC_TAINTS_LABEL) != "true"
     if sync:
         spec = claim.get("spec") or {}
@@ -86,8 +87,12 @@ def node_patch(node: Obj, claim: Obj) -> Obj | None:
     return patch if patch["metadata"] or "spec" in patch else None
 
 
+def _is_unregistered(taint: Obj) -> bool:
+    return taint.get("key") == UNREGISTERED_TAINT_KEY and taint.get("effect") == UNREGISTERED_TAINT_EFFECT
+
+
 def has_unregistered_taint(node: Obj) -> bool:
-    return any(t.get("key") == UNREGISTERED_TAINT_KEY for t in (node.get("spec") or {}).get("taints") or [])
+    return any(_is_unregistered(t) for t in (node.get("spec") or {}).get("taints") or [])
 
 
 def register(claim: Obj, nodes: Sequence[Obj], now: datetime) -> Registration:
