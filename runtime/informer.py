@@ -138,6 +138,9 @@ class Informer:
         self._resp: Any = None
         self._backoff = Backoff(self.settings.backoff_base_seconds, self.settings.backoff_cap_seconds)
         self._thread: threading.Thread | None = None
+        # Called from the informer's thread after each watch event as (kind, old, new), and after each LIST as
+        # (kind, None, None): a controller that keeps its own marks (runtime/nodeclaim_lifecycle.py) must not block.
+        self.listeners: list[Callable[[str, Obj | None, Obj | None], None]] = []
 
     @property
     def kind(self) -> str:
@@ -154,6 +157,17 @@ class Informer:
 
     def __len__(self) -> int:
         return len(self._items)
+
+    def get(self, key: Key) -> Obj | None:
+        with self._lock:
+            return self._items.get(key)
+
+    def _notify(self, old: Obj | None, new: Obj | None) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(self.spec.kind, old, new)
+            except Exception:
+                log.exception("%s informer: a listener failed", self.kind)
 
     def start(self) -> None:
         if self._thread is not None:
@@ -249,6 +263,7 @@ class Informer:
         self.listed = True
         self._need_list = False
         self.state = State.RESUMING  # fresh data; the watch opens next
+        self._notify(None, None)
         self._bump("lists")
         metrics.CLUSTER_CACHE_OBJECTS.labels(kind=self.kind).set(len(items))
         self._backoff.reset()
@@ -315,12 +330,15 @@ class Informer:
         if kind != "DELETED" and self.transform is not None:
             obj = self.transform(self.spec.kind, obj)
         with self._lock:
+            old = self._items.get(key)
             if kind == "DELETED":
                 self._items.pop(key, None)
             else:
                 self._items[key] = obj
             if rv:
                 self.resource_version = rv
+        if self.listeners:
+            self._notify(old, None if kind == "DELETED" else obj)
         self.counters.watch_events += 1
         metrics.CLUSTER_CACHE_WATCH_EVENTS.labels(kind=self.kind, type=kind).inc()
         metrics.CLUSTER_CACHE_OBJECTS.labels(kind=self.kind).set(len(self._items))

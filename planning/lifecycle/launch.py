@@ -48,21 +48,23 @@ def allocatable_of(itype: InstanceType, capacity: dict[str, str]) -> dict[str, s
     return dict(capacity)
 
 
-def launched_labels(claim: Obj, instance: Mapping[str, Any], itype: InstanceType | None) -> dict[str, str]:
-    """The instance's labels under the claim's own (which win, as in Karpenter's PopulateNodeClaimDetails)."""
+def launched_labels(claim: Obj, instance: Mapping[str, Any], itype: InstanceType | None,
+                    capacity: str | None = None) -> dict[str, str]:
+    """The instance's labels under the claim's own (which win, as in Karpenter's PopulateNodeClaimDetails);
+    `capacity`: the capacity type launched, when the caller knows it better than the instance description."""
     zone = instance_zone(instance)
     out = dict(type_labels(itype)) if itype is not None else {}
     out[L.INSTANCE_TYPE_LABEL] = str(instance.get("InstanceType") or out.get(L.INSTANCE_TYPE_LABEL, ""))
     if zone:
         out[L.ZONE_LABEL] = zone
         out[L.REGION_LABEL] = zone[:-1]
-    out[L.CAPACITY_TYPE_LABEL] = capacity_type(instance)
+    out[L.CAPACITY_TYPE_LABEL] = capacity or capacity_type(instance)
     out.update((claim.get("metadata") or {}).get("labels") or {})
     return out
 
 
 def launch_patch(claim: Obj, instance: Mapping[str, Any], itype: InstanceType | None,
-                 now: datetime) -> tuple[Obj | None, Obj | None]:
+                 now: datetime, capacity: str | None = None) -> tuple[Obj | None, Obj | None]:
     """(metadata patch, status patch) recording the launch; (None, None) once the claim says Launched."""
     if is_true(claim, LAUNCHED) and (claim.get("status") or {}).get("providerID"):
         return None, None
@@ -75,6 +77,6 @@ def launch_patch(claim: Obj, instance: Mapping[str, Any], itype: InstanceType | 
         status["capacity"], status["allocatable"] = capacity, allocatable
     status["conditions"] = with_condition(conditions_of(claim), LAUNCHED, TRUE, "Launched", "", now)
     current = (claim.get("metadata") or {}).get("labels") or {}
-    wanted = launched_labels(claim, instance, itype)
+    wanted = launched_labels(claim, instance, itype, capacity)
     meta = {"labels": wanted} if wanted != current else None
     return ({"metadata": meta} if meta else None), {"status": status}

@@ -1,0 +1,155 @@
+"""Garbage collection of instances and NodeClaims that lost each other (Karpenter's nodeclaim/garbagecollection,
+core and AWS; docs/decisions.md §30).
+
+- An instance tagged for this cluster (`eks:eks-cluster-name=<cluster>`, with a `karpenter.sh/nodepool` tag)
+  that no NodeClaim accounts for is terminated once 30 s old, and any Node of it deleted. Other clusters'
+  instances are never listed. Without a cluster name (`--cluster-name`) this half is off: nothing tells this
+  cluster's instances from another's.
+- A registered NodeClaim whose instance is gone (not found, or shutting down / terminated) is deleted unless its
+  Node is still Ready; its termination then removes the finalizers.
+
+Runs every 10 s for the first 20 passes, then every 2 min, as Karpenter's AWS collector does. Every call is
+idempotent: TerminateInstances on a terminated instance and DELETE on a deleting claim change nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from activities.kube_client import KubeClient, Obj, node_ready
+from api import labels as L
+from api.nodeclass_launch import EKS_CLUSTER_TAG
+from api.provider_id import instance_id_from_provider_id
+from planning.lifecycle import garbage
+from runtime.cluster_cache import ClusterCache
+from telemetry import metrics
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GcSettings:
+    fast_seconds: float = 10.0
+    fast_passes: int = 20
+    slow_seconds: float = 120.0
+    instance_grace_seconds: float = garbage.INSTANCE_GRACE.total_seconds()
+
+
+@dataclass
+class GcResult:
+    instances_terminated: list[str] = field(default_factory=list)
+    claims_deleted: list[str] = field(default_factory=list)
+
+
+def _objs(cache: ClusterCache, kind: str) -> list[Obj]:
+    inf = cache.informers.get(kind)
+    return inf.objects() if inf is not None else []
+
+
+class GarbageCollector:
+    def __init__(self, kube: KubeClient, cache: ClusterCache, ec2: Any, cluster_name: str | None,
+                 settings: GcSettings | None = None, clock: Callable[[], datetime] | None = None) -> None:
+        self.kube, self.cache, self.ec2, self.cluster_name = kube, cache, ec2, cluster_name
+        self.settings = settings or GcSettings()
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.passes = 0
+        self._stopping = asyncio.Event()
+        if not cluster_name:
+            log.warning("instance garbage collection is off: no cluster name (--cluster-name) tells this "
+                        "cluster's instances from another's; NodeClaims whose instance is gone are still collected")
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def run(self) -> None:
+        await asyncio.to_thread(self.cache.wait_synced, 60.0)
+        while not self._stopping.is_set():
+            try:
+                await asyncio.to_thread(self.collect)
+            except Exception as exc:
+                log.warning("garbage collection pass failed: %s", exc)
+            s = self.settings
+            every = s.fast_seconds if self.passes < s.fast_passes else s.slow_seconds
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), timeout=every)
+
+    def collect(self) -> GcResult:
+        """One pass (blocking: EC2 and API calls)."""
+        claims, nodes = _objs(self.cache, "NodeClaim"), _objs(self.cache, "Node")
+        listed = self._cluster_instances()
+        result = GcResult()
+        grace = timedelta(seconds=self.settings.instance_grace_seconds)
+        for inst in garbage.orphan_instances(listed, claims, self.clock(), grace):
+            self._terminate_orphan(inst, nodes)
+            result.instances_terminated.append(str(inst["InstanceId"]))
+        live = {str(i["InstanceId"]) for i in listed if (i.get("State") or {}).get("Name") in garbage.LIVE_STATES}
+        live |= self._live_of_claims(claims, live)
+        ready = {(n.get("metadata") or {}).get("name", "") for n in nodes if node_ready(n)}
+        for claim in garbage.claims_without_instance(claims, live, ready):
+            name = claim["metadata"]["name"]
+            pid = (claim.get("status") or {}).get("providerID")
+            log.info("nodeclaim %s: instance %s is gone, deleting the NodeClaim", name, pid, extra={"nodeclaim": name})
+            if self.kube.delete_node_claim(name):
+                metrics.NODECLAIMS_LIFECYCLE_DELETED.labels(reason="garbage_collected").inc()
+                self.kube.event("NodeClaim", claim, name, "GarbageCollected",
+                                f"Instance {pid} is gone; deleting the NodeClaim")
+                result.claims_deleted.append(name)
+        self.passes += 1
+        return result
+
+    def _cluster_instances(self) -> list[dict[str, Any]]:
+        if not self.cluster_name:
+            return []
+        out: list[dict[str, Any]] = []
+        pages = self.ec2.get_paginator("describe_instances").paginate(Filters=[
+            {"Name": f"tag:{EKS_CLUSTER_TAG}", "Values": [self.cluster_name]},
+            {"Name": "tag-key", "Values": [L.NODEPOOL_LABEL]},
+            {"Name": "instance-state-name", "Values": sorted(garbage.LIVE_STATES)}])
+        for page in pages:
+            out += [i for r in page.get("Reservations", []) for i in r.get("Instances", [])]
+        return out
+
+    def _live_of_claims(self, claims: list[Obj], known: set[str]) -> set[str]:
+        """Instances of registered claims the cluster listing did not show (no cluster tag): asked by id."""
+        ids = sorted({iid for c in claims if (iid := instance_id_from_provider_id(
+            (c.get("status") or {}).get("providerID"))) and iid not in known})
+        live: set[str] = set()
+        for start in range(0, len(ids), 200):
+            for inst in self._describe(ids[start:start + 200]):
+                if (inst.get("State") or {}).get("Name") in garbage.LIVE_STATES:
+                    live.add(str(inst["InstanceId"]))
+        return live
+
+    def _describe(self, ids: list[str]) -> list[dict[str, Any]]:
+        """Instances by id; an id EC2 no longer knows is left out (asked one by one after a NotFound)."""
+        try:
+            resp = self.ec2.describe_instances(InstanceIds=ids)
+            return [i for r in resp.get("Reservations", []) for i in r.get("Instances", [])]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") not in ("InvalidInstanceID.NotFound",
+                                                                  "InvalidInstanceID.Malformed"):
+                raise
+        if len(ids) == 1:
+            return []
+        return [i for iid in ids for i in self._describe([iid])]
+
+    def _terminate_orphan(self, inst: dict[str, Any], nodes: list[Obj]) -> None:
+        iid = str(inst["InstanceId"])
+        log.info("instance %s has no NodeClaim, terminating it", iid, extra={"instance": iid})
+        self.ec2.terminate_instances(InstanceIds=[iid])
+        metrics.INSTANCES_GARBAGE_COLLECTED.inc()
+        for node in nodes:
+            if instance_id_from_provider_id((node.get("spec") or {}).get("providerID")) == iid:
+                name = node["metadata"]["name"]
+                self.kube.event("Node", node, name, "GarbageCollected",
+                                f"Instance {iid} has no NodeClaim; terminated it and deleting the Node",
+                                type_="Warning")
+                self.kube.delete_node(name)

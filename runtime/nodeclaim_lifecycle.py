@@ -1,0 +1,365 @@
+"""The NodeClaim lifecycle controller: turns a launched instance into a node nodeflow manages.
+
+Karpenter's `nodeclaim/lifecycle` and `nodeclaim/podevents` (docs/decisions.md §30): for each NodeClaim it
+records the launch (from the instance, should the launch activity not have), registers the claim's Node
+(finalizer, owner reference, labels, taints, `karpenter.sh/registered`), initializes it
+(`karpenter.sh/initialized`), deletes a claim that never launched or registered in time (its termination then
+terminates the instance), keeps `status.lastPodEventTime` and the `Consolidatable` condition.
+
+Level-triggered: the worker's watch cache (runtime/cluster_cache.py) tells which claims changed, a resync looks at
+all of them every `resync_seconds`, and every write is computed from the freshest object and patched with its
+resourceVersion (KubeClient.update), so a crash, a missed event or a second worker replica changes nothing but
+timing. The decisions themselves are pure (planning/lifecycle/).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from activities.kube_client import KubeClient, Obj
+from api import labels as L
+from api.catalog import InstanceTypeCatalog
+from api.duration import parse_nillable_duration
+from api.nodeclaim import INITIALIZED, LAUNCHED, REGISTERED
+from api.timestamps import format_seconds, parse_time
+from planning.lifecycle import consolidatable, initialization, launch, liveness, registration
+from planning.lifecycle.conditions import TRUE, UNKNOWN, conditions_of, is_true, same, with_condition
+from runtime.cluster_cache import ClusterCache
+from telemetry import metrics
+
+log = logging.getLogger(__name__)
+KINDS = ("NodePool", "NodeClaim", "Node", "Pod")
+NODECLAIM_TAG = "karpenter.sh/nodeclaim"
+
+
+@dataclass
+class LifecycleSettings:
+    resync_seconds: float = 10.0
+    debounce_seconds: float = 0.2
+    launch_lookup_after_seconds: float = 5.0  # a claim this old with no launch record has its instance looked up
+    launch_ttl_seconds: float = liveness.LAUNCH_TTL.total_seconds()
+    registration_ttl_seconds: float = liveness.REGISTRATION_TTL.total_seconds()
+    concurrency: int = 16
+
+
+def _meta(obj: Obj) -> dict[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _pool_timing(pool: Obj | None) -> tuple[timedelta | None, bool]:
+    """(consolidateAfter, static) of a NodePool; a malformed duration reads as "Never" (no Consolidatable)."""
+    spec = (pool or {}).get("spec") or {}
+    raw = (spec.get("disruption") or {}).get("consolidateAfter", "0s")
+    try:
+        after = parse_nillable_duration(str(raw))
+    except ValueError:
+        after = None
+    return after, spec.get("replicas") is not None
+
+
+class NodeClaimLifecycle:
+    """One per worker process; `run()` until `stop()`."""
+
+    def __init__(self, kube: KubeClient, cache: ClusterCache, ec2: Any,
+                 catalog: Callable[[], InstanceTypeCatalog], settings: LifecycleSettings | None = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        self.kube, self.cache, self.ec2, self.catalog = kube, cache, ec2, catalog
+        self.settings = settings or LifecycleSettings()
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self._lock = threading.Lock()
+        self._dirty: set[str] = set()
+        self._all_dirty = True
+        self._pod_events: dict[str, datetime] = {}  # node name -> last pod event not written yet
+        self._claim_of_node: dict[str, str] = {}  # node name or providerID -> claim name
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = asyncio.Event()
+        self.passes = 0
+
+    # ---- change tracking (informer threads) ------------------------------------------------------------------
+
+    def attach(self) -> None:
+        for kind in KINDS:
+            inf = self.cache.informers.get(kind)
+            if inf is not None and self._on_change not in inf.listeners:
+                inf.listeners.append(self._on_change)
+
+    def detach(self) -> None:
+        for inf in self.cache.informers.values():
+            with contextlib.suppress(ValueError):
+                inf.listeners.remove(self._on_change)
+
+    def _on_change(self, kind: str, old: Obj | None, new: Obj | None) -> None:
+        with self._lock:
+            if old is None and new is None:
+                self._all_dirty = True
+            elif kind == "NodeClaim":
+                self._dirty.add(_meta(new or old or {}).get("name", ""))
+            elif kind == "Node":
+                obj = new or old or {}
+                for key in (_meta(obj).get("name", ""), (obj.get("spec") or {}).get("providerID") or ""):
+                    if key in self._claim_of_node:
+                        self._dirty.add(self._claim_of_node[key])
+            elif kind == "Pod":
+                node = consolidatable.pod_event_node(old, new)
+                if node:
+                    self._pod_events[node] = self.clock()
+                    if node in self._claim_of_node:
+                        self._dirty.add(self._claim_of_node[node])
+            elif kind == "NodePool":
+                self._all_dirty = True
+        self._poke()
+
+    def _poke(self) -> None:
+        if self._loop is not None and self._wake is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed while a watch event came in
+                self._loop.call_soon_threadsafe(self._wake.set)
+
+    # ---- the loop ----------------------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._poke()
+
+    async def run(self) -> None:
+        self._loop, self._wake = asyncio.get_running_loop(), asyncio.Event()
+        self.attach()
+        try:
+            await asyncio.to_thread(self.cache.wait_synced, 60.0)
+            while not self._stopping.is_set():
+                try:
+                    await self.reconcile()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.warning("nodeclaim lifecycle pass failed: %s", exc)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=self.settings.resync_seconds)
+                self._wake.clear()
+                await asyncio.sleep(self.settings.debounce_seconds)
+        finally:
+            self.detach()
+
+    def _take_dirty(self) -> set[str] | None:
+        """The claims to look at (None: all of them) since the last pass."""
+        with self._lock:
+            everything, names = self._all_dirty, self._dirty
+            self._all_dirty, self._dirty = False, set()
+        return None if everything else names
+
+    async def reconcile(self, full: bool = False) -> int:
+        """One pass over the changed claims (all of them at a resync or when `full`); returns how many."""
+        wanted = None if full else self._take_dirty()
+        if wanted is None or not self._resynced_recently():
+            wanted = None
+        view = _View.read(self.cache)
+        self._index(view)
+        claims = [c for c in view.claims if wanted is None or _meta(c).get("name") in wanted]
+        instances = await asyncio.to_thread(self._instances_for, claims)
+        sem = asyncio.Semaphore(self.settings.concurrency)
+
+        async def one(claim: Obj) -> None:
+            async with sem:
+                try:
+                    await asyncio.to_thread(self._reconcile_claim, claim, view, instances)
+                except Exception as exc:
+                    log.warning("nodeclaim %s: lifecycle step failed: %s", _meta(claim).get("name"), exc)
+
+        await asyncio.gather(*(one(c) for c in claims))
+        self.passes += 1
+        return len(claims)
+
+    _last_full: float = 0.0
+
+    def _resynced_recently(self) -> bool:
+        """False once `resync_seconds` have passed since the last full pass (which this pass then becomes)."""
+        now = self.clock().timestamp()
+        if now - self._last_full >= self.settings.resync_seconds:
+            self._last_full = now
+            return False
+        return True
+
+    def _index(self, view: _View) -> None:
+        with self._lock:
+            self._claim_of_node = {}
+            for c in view.claims:
+                status, name = c.get("status") or {}, _meta(c).get("name", "")
+                for key in (status.get("nodeName"), status.get("providerID")):
+                    if key:
+                        self._claim_of_node[key] = name
+
+    # ---- one claim ---------------------------------------------------------------------------------------------
+
+    def _reconcile_claim(self, claim: Obj, view: _View, instances: dict[str, dict[str, Any]]) -> None:
+        if _meta(claim).get("deletionTimestamp"):
+            return
+        name, now = _meta(claim)["name"], self.clock()
+        if L.TERMINATION_FINALIZER not in (_meta(claim).get("finalizers") or []):
+            self.kube.add_finalizer("NodeClaim", name)
+        if not is_true(claim, LAUNCHED) or not (claim.get("status") or {}).get("providerID"):
+            if name in instances:
+                self.record_launch(name, instances[name])
+            else:
+                self._liveness(claim, now)
+            return
+        if not is_true(claim, REGISTERED):
+            self._register(claim, view, now)
+            return
+        node = view.nodes_by_name.get((claim.get("status") or {}).get("nodeName") or "")
+        if not is_true(claim, INITIALIZED):
+            self._initialize(claim, node, now)
+        self._pod_event(claim, now)
+        self._consolidatable(claim, view, now)
+
+    def record_launch(self, name: str, instance: dict[str, Any]) -> None:
+        """Write the launch record of claim `name` from its instance (idempotent)."""
+        itype = self.catalog().get(str(instance.get("InstanceType") or ""))
+        meta_body: list[Obj | None] = [None]
+
+        def change(obj: Obj) -> Obj | None:
+            meta_patch, status_patch = launch.launch_patch(obj, instance, itype, self.clock())
+            meta_body[0] = meta_patch
+            return status_patch
+
+        if self.kube.update("NodeClaim", name, change, status=True) and meta_body[0] is not None:
+            self.kube.patch_node_claim(name, meta_body[0])
+            metrics.NODECLAIM_LIFECYCLE.labels(step="launched").inc()
+
+    def _liveness(self, claim: Obj, now: datetime) -> None:
+        timeout = liveness.expired(claim, now, timedelta(seconds=self.settings.launch_ttl_seconds),
+                                   timedelta(seconds=self.settings.registration_ttl_seconds))
+        if timeout is None:
+            return
+        name = _meta(claim)["name"]
+        log.info("nodeclaim %s: %s, deleting it", name, timeout.value, extra={"nodeclaim": name})
+        if self.kube.delete_node_claim(name):
+            metrics.NODECLAIMS_LIFECYCLE_DELETED.labels(reason=timeout.value).inc()
+
+    def _register(self, claim: Obj, view: _View, now: datetime) -> None:
+        name = _meta(claim)["name"]
+        nodes = view.nodes_by_provider.get((claim.get("status") or {}).get("providerID") or "", [])
+        reg = registration.register(claim, nodes, now)
+        if reg.node_name:
+            self.kube.update("Node", reg.node_name, lambda n: registration.node_patch(n, claim))
+        if reg.taint_missing:
+            self.kube.event("Node", nodes[0], reg.node_name, "UnregisteredTaintMissing",
+                            f"Missing karpenter.sh/unregistered taint which prevents registration related race "
+                            f"conditions on Karpenter-managed nodes (NodeClaim {name})", type_="Warning")
+        extra = {"nodeName": reg.node_name} if reg.node_name else {}
+        if self._patch_status(name, lambda obj: (registration.register(obj, nodes, now).conditions, extra)) \
+                and reg.node_name:
+            metrics.NODECLAIM_LIFECYCLE.labels(step="registered").inc()
+        if not reg.node_name:
+            self._liveness(claim, now)
+
+    def _patch_status(self, name: str, decide: Callable[[Obj], tuple[list[Obj], dict[str, Any]]]) -> bool:
+        """Decide the conditions (and other status fields) on the freshest claim; patch only a change."""
+        def change(obj: Obj) -> Obj | None:
+            conds, extra = decide(obj)
+            status = obj.get("status") or {}
+            if same(conds, conditions_of(obj)) and all(status.get(k) == v for k, v in extra.items()):
+                return None
+            return {"status": {"conditions": conds, **extra}}
+
+        return bool(self.kube.update("NodeClaim", name, change, status=True))
+
+    def _initialize(self, claim: Obj, node: Obj | None, now: datetime) -> None:
+        verdict = initialization.check(claim, node)
+        if verdict.reason is not None or node is None:
+            reason = verdict.reason.value if verdict.reason else ""
+            self._patch_status(_meta(claim)["name"], lambda obj: (with_condition(
+                conditions_of(obj), INITIALIZED, UNKNOWN, reason, verdict.message, now), {}))
+            return
+        self.kube.update("Node", _meta(node)["name"], lambda n: None if (_meta(n).get("labels") or {}).get(
+            L.INITIALIZED_LABEL) == "true" else {"metadata": {"labels": {L.INITIALIZED_LABEL: "true"}}})
+
+        def initialized(obj: Obj) -> tuple[list[Obj], dict[str, Any]]:
+            conds = with_condition(conditions_of(obj), INITIALIZED, TRUE, "Initialized", "", now)
+            return with_condition(conds, "Ready", TRUE, "Ready", "", now), {}
+
+        if self._patch_status(_meta(claim)["name"], initialized):
+            metrics.NODECLAIM_LIFECYCLE.labels(step="initialized").inc()
+
+    def _pod_event(self, claim: Obj, now: datetime) -> None:
+        node = (claim.get("status") or {}).get("nodeName") or ""
+        with self._lock:
+            seen = self._pod_events.get(node)
+        if seen is None:
+            return
+
+        def change(obj: Obj) -> Obj | None:
+            if not consolidatable.pod_event_due(obj, seen):
+                return None
+            return {"status": {"lastPodEventTime": format_seconds(seen)}}
+
+        self.kube.update("NodeClaim", _meta(claim)["name"], change, status=True)
+        with self._lock:
+            if self._pod_events.get(node) == seen:
+                del self._pod_events[node]
+
+    def _consolidatable(self, claim: Obj, view: _View, now: datetime) -> None:
+        after, static = _pool_timing(view.pools.get((_meta(claim).get("labels") or {}).get(L.NODEPOOL_LABEL, "")))
+
+        def change(obj: Obj) -> Obj | None:
+            conds, _ = consolidatable.consolidatable_conditions(obj, after, static, now)
+            return None if same(conds, conditions_of(obj)) else {"status": {"conditions": conds}}
+
+        self.kube.update("NodeClaim", _meta(claim)["name"], change, status=True)
+
+    # ---- instances of claims with no launch record ---------------------------------------------------------------
+
+    def _instances_for(self, claims: Iterable[Obj]) -> dict[str, dict[str, Any]]:
+        """Claim name -> its live instance, for claims old enough and still without a launch record."""
+        now = self.clock()
+        names = []
+        for c in claims:
+            created = parse_time(_meta(c).get("creationTimestamp"))
+            unlaunched = not is_true(c, LAUNCHED) or not (c.get("status") or {}).get("providerID")
+            old = created is None or (now - created).total_seconds() >= self.settings.launch_lookup_after_seconds
+            if unlaunched and old and not _meta(c).get("deletionTimestamp"):
+                names.append(_meta(c)["name"])
+        uids = {_meta(c)["name"]: _meta(c).get("uid", "") for c in claims}
+        out: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(names), 200):
+            resp = self.ec2.describe_instances(Filters=[
+                {"Name": f"tag:{NODECLAIM_TAG}", "Values": names[start:start + 200]},
+                {"Name": "instance-state-name", "Values": ["pending", "running"]}])
+            for res in resp.get("Reservations", []):
+                for inst in res.get("Instances", []):
+                    tags = {t["Key"]: t["Value"] for t in inst.get("Tags") or []}
+                    owner = tags.get(NODECLAIM_TAG, "")
+                    if tags.get("nodeflow.dev/nodeclaim-uid", uids.get(owner)) == uids.get(owner):
+                        out[owner] = inst
+        return out
+
+
+@dataclass(frozen=True)
+class _View:
+    """One consistent read of the cache for a pass."""
+
+    claims: list[Obj]
+    nodes_by_name: dict[str, Obj]
+    nodes_by_provider: dict[str, list[Obj]]
+    pools: dict[str, Obj]
+
+    @classmethod
+    def read(cls, cache: ClusterCache) -> _View:
+        def objs(kind: str) -> list[Obj]:
+            inf = cache.informers.get(kind)
+            return inf.objects() if inf is not None else []
+
+        nodes = objs("Node")
+        by_provider: dict[str, list[Obj]] = {}
+        for n in nodes:
+            pid = (n.get("spec") or {}).get("providerID")
+            if pid:
+                by_provider.setdefault(pid, []).append(n)
+        return cls(claims=objs("NodeClaim"), nodes_by_name={_meta(n)["name"]: n for n in nodes},
+                   nodes_by_provider=by_provider, pools={_meta(p)["name"]: p for p in objs("NodePool")})
