@@ -47,10 +47,12 @@ def _bound(pod: Obj | None) -> str:
     return str(((pod or {}).get("spec") or {}).get("nodeName") or "")
 
 
-def _finished(pod: Obj | None) -> bool:
-    p = pod or {}
-    return ((p.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-            or bool((p.get("metadata") or {}).get("deletionTimestamp")))
+def _terminal(pod: Obj | None) -> bool:
+    return ((pod or {}).get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def _terminating(pod: Obj | None) -> bool:
+    return bool(((pod or {}).get("metadata") or {}).get("deletionTimestamp"))
 
 
 def _daemon(pod: Obj) -> bool:
@@ -63,6 +65,8 @@ def pod_event_node(old: Obj | None, new: Obj | None) -> str | None:
     became terminal or terminating (a pod seen for the first time bound counts too). DaemonSet pods never."""
     if new is None or not _bound(new) or _daemon(new):
         return None
-    if not _bound(old) or (_finished(new) and not _finished(old)):
+    # terminal and terminating are separate transitions (podevents' predicate): a Succeeded pod being deleted counts
+    if (not _bound(old) or (_terminal(new) and not _terminal(old))
+            or (_terminating(new) and not _terminating(old))):
         return _bound(new)
     return None
