@@ -69,12 +69,12 @@ def launch_patch(claim: Obj, instance: Mapping[str, Any], itype: InstanceType | 
     if is_true(claim, LAUNCHED) and (claim.get("status") or {}).get("providerID"):
         return None, None
     status = dict(claim.get("status") or {})
-    capacity, allocatable = resources(itype)
+    cap, allocatable = resources(itype)
     status["providerID"] = provider_id(instance_zone(instance), str(instance["InstanceId"]))
     if instance.get("ImageId"):
         status["imageID"] = instance["ImageId"]
-    if capacity:
-        status["capacity"], status["allocatable"] = capacity, allocatable
+    if cap:
+        status["capacity"], status["allocatable"] = cap, allocatable
     status["conditions"] = with_condition(conditions_of(claim), LAUNCHED, TRUE, "Launched", "", now)
     current = (claim.get("metadata") or {}).get("labels") or {}
     wanted = launched_labels(claim, instance, itype, capacity)
