@@ -7,9 +7,13 @@ so a Karpenter-suite run measured moto, not nodeflow (docs/decisions.md §17). R
 a roughly constant time. This module answers the exact-id case from moto's own per-resource dict instead:
 the same tags, in the same order, without the scan. Any other filter goes through moto's code unchanged.
 
-Run as `python -m devstack.moto_indexed -H 127.0.0.1 -p PORT` (the same arguments as `moto_server`).
-The tests' shared moto_server stays unpatched, so nodeflow's own calls are checked against moto as shipped;
-`tests/devstack/test_moto_indexed.py` checks that both give the same answers.
+Run as `python -m devstack.moto_indexed -H 127.0.0.1 -p PORT` (the same arguments as `moto_server`). This is
+the devstack's EC2 stand-in: besides the tag index, `main()` installs `devstack.moto_spot` (a spot price history
+that varies by type, zone and hour) and `devstack.pricing_api` (the Pricing API's GetProducts,
+DescribeServices and GetAttributeValues over the bundled price table), both answered on the same port
+(docs/architecture.md, "The EC2 stand-in"). The tests' shared `moto_endpoint` stays unpatched, so nodeflow's
+own calls are checked against moto as shipped; `tests/devstack/test_moto_indexed.py` checks that both give the
+same tag answers, and the `cloud_endpoint` fixture runs this module.
 """
 
 from __future__ import annotations
@@ -49,6 +53,10 @@ def install() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     install()
+    from devstack import moto_spot, pricing_api
+
+    moto_spot.install()
+    pricing_api.install()
     from moto.server import main as moto_main
 
     moto_main(argv if argv is not None else sys.argv[1:])

@@ -125,7 +125,9 @@ class MotoServer(ManagedProcess):
     """moto in server mode (EC2 + SQS) on loopback. State is in memory: a restart forgets it.
 
     `indexed_tags` (the default) runs it with `devstack.moto_indexed`, which answers a resource's tags without
-    moto's scan of every tag, so that hundreds of instances measure nodeflow rather than moto.
+    moto's scan of every tag, so that hundreds of instances measure nodeflow rather than moto, and also serves a
+    varying spot price history and the Pricing API (GetProducts) on the same endpoint. `indexed_tags=False`
+    runs plain `moto_server`, without those.
     """
 
     name = "moto"

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from devstack.binaries import find_binary
+from devstack.processes import MotoServer
 from support.ports import free_port, wait_for_port
 
 AWS_TEST_ENV = {
@@ -37,3 +38,14 @@ def moto_endpoint() -> Iterator[str]:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="session")
+def cloud_endpoint() -> Iterator[str]:
+    """URL of the devstack's EC2 stand-in (`python -m devstack.moto_indexed`, as the demo and e2e stack run it):
+    moto plus a spot price history that varies by type, zone and hour, and the Pricing API (GetProducts,
+    DescribeServices, GetAttributeValues) over the bundled price table. Sets the same AWS env vars as
+    `moto_endpoint`; pass it as `endpoint_url` to both the `ec2` and the `pricing` boto3 clients."""
+    os.environ.update(AWS_TEST_ENV)
+    with MotoServer(indexed_tags=True) as moto:
+        yield moto.endpoint
