@@ -96,10 +96,16 @@ def block_device_mappings(nc: EC2NodeClass) -> list[dict[str, Any]]:
     return [{"DeviceName": m.device_name, "Ebs": _ebs(m)} for m in nc.spec.block_device_mappings if m.device_name]
 
 
+def cluster_tags(cluster: str) -> dict[str, str]:
+    """The tags that say an instance belongs to `cluster` (garbage collection lists only these; none without a
+    name, so no other cluster's collector takes the instance for its own)."""
+    return {f"kubernetes.io/cluster/{cluster}": "owned", EKS_CLUSTER_TAG: cluster} if cluster else {}
+
+
 def instance_tags(nc: EC2NodeClass, cluster: str, node_pool: str, node_claim: str) -> dict[str, str]:
     """The class's tags, then Karpenter's own (which win): pool, claim, class, cluster ownership."""
     return {**(nc.spec.tags or {}), "karpenter.sh/nodepool": node_pool, "karpenter.sh/nodeclaim": node_claim,
-            NODECLASS_TAG: nc.name, f"kubernetes.io/cluster/{cluster}": "owned", EKS_CLUSTER_TAG: cluster}
+            NODECLASS_TAG: nc.name, **cluster_tags(cluster)}
 
 
 # -- user data -----------------------------------------------------------------------------------------------

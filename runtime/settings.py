@@ -35,6 +35,9 @@ class Settings:
     node_repair_toleration_seconds: float = 1800.0  # Ready False/Unknown tolerated this long (Karpenter: 30 min)
     node_repair_conditions: tuple[str, ...] = ()  # more repair policies, "Type=Status:Duration" each
     cancel_hold_seconds: float = 1800.0  # a cancelled disruption's nodes are not re-planned this long (0: off)
+    lifecycle: bool = True  # run the NodeClaim lifecycle controller and garbage collection (runtime/nodeclaim_*.py)
+    lifecycle_settings: Any = None  # runtime.nodeclaim_lifecycle.LifecycleSettings; None: Karpenter's timings
+    gc_settings: Any = None  # runtime.nodeclaim_gc.GcSettings; None: Karpenter's timings
 
 
 @dataclass
@@ -68,6 +71,18 @@ class Deps:
 
             self._cache["cluster"] = ClusterView(ClusterCache(self.kube_api))
         return self._cache["cluster"]
+
+    @property
+    def offerings(self) -> Any:
+        """The worker's one planning.unavailable_offerings.UnavailableOfferings: launches mark and skip what EC2
+        refused, the interruption intake marks reclaimed spot offerings, every plan reads it (built on first use)."""
+        if "offerings" not in self._cache:
+            from planning.unavailable_offerings import UnavailableOfferings
+            from telemetry.metrics import OFFERINGS_MARKED_UNAVAILABLE
+
+            self._cache["offerings"] = UnavailableOfferings(
+                on_mark=lambda reason: OFFERINGS_MARKED_UNAVAILABLE.labels(reason=reason.value).inc())
+        return self._cache["offerings"]
 
     @property
     def ssm_client(self) -> Any:

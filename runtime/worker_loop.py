@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Worker
@@ -46,6 +47,28 @@ def _start_watcher(client: Client, deps: Deps, task_queue: str) -> tuple[Deletio
     return watcher, asyncio.create_task(watcher.run(), name="deletion-watcher")
 
 
+def _start_lifecycle(deps: Deps) -> tuple[list[Any], list[asyncio.Task[None]], Any]:
+    """The NodeClaim lifecycle controller and garbage collection, on the worker's watch cache (or their own)."""
+    from runtime.cluster_cache import ClusterCache
+    from runtime.nodeclaim_gc import GarbageCollector
+    from runtime.nodeclaim_lifecycle import KINDS, NodeClaimLifecycle
+    from runtime.wiring import catalog_from
+
+    s = deps.settings
+    own = None
+    if deps.cluster is not None:
+        cache = deps.cluster.cache
+    else:
+        cache = own = ClusterCache(deps.kube_api, kinds=KINDS)
+        own.start()
+    catalog = catalog_from(s.catalog_path)
+    lifecycle = NodeClaimLifecycle(deps.kube, cache, deps.ec2, lambda: catalog, s.lifecycle_settings)
+    gc = GarbageCollector(deps.kube, cache, deps.ec2, s.cluster_name, s.gc_settings)
+    tasks = [asyncio.create_task(lifecycle.run(), name="nodeclaim-lifecycle"),
+             asyncio.create_task(gc.run(), name="nodeclaim-gc")]
+    return [lifecycle, gc], tasks, own
+
+
 def _start_intake(client: Client, deps: Deps, task_queue: str) -> tuple[PendingPodIntake, asyncio.Task[None]]:
     """The pending-pod intake reads the watch cache when the worker has one, else LISTs pods."""
     s = deps.settings
@@ -67,6 +90,7 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
     worker = build_worker(client, deps, queue)
     watcher, watcher_task = _start_watcher(client, deps, queue) if deps.settings.watch else (None, None)
     intake, intake_task = _start_intake(client, deps, queue) if deps.settings.provisioning else (None, None)
+    controllers, controller_tasks, own_cache = _start_lifecycle(deps) if deps.settings.lifecycle else ([], [], None)
     worker_task = asyncio.create_task(worker.run(), name="temporal-worker")
     if deps.settings.interruption_queue_url:
         await ensure_interruption_poller(client, queue, deps.settings.interruption_poll)
@@ -83,6 +107,13 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
         if intake is not None and intake_task is not None:
             intake.stop()
             await asyncio.gather(intake_task, return_exceptions=True)
+        for controller in controllers:
+            controller.stop()
+        for task in controller_tasks:
+            task.cancel()
+        await asyncio.gather(*controller_tasks, return_exceptions=True)
+        if own_cache is not None:
+            await asyncio.to_thread(own_cache.stop)
         stop_task.cancel()
         if not worker_task.done():
             await worker.shutdown()

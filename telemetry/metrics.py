@@ -205,6 +205,13 @@ ACTIVITY_FAILURES = Counter(
     ["activity_type"],
     registry=REGISTRY,
 )
+OFFERINGS_MARKED_UNAVAILABLE = Counter(
+    "nodeflow_offerings_marked_unavailable_total",
+    "Offerings (instance type, zone, capacity type) marked unavailable for 3 minutes, by reason "
+    "(InsufficientInstanceCapacity, UnfulfillableCapacity, SpotInterruption; planning/unavailable_offerings.py).",
+    ["reason"],
+    registry=REGISTRY,
+)
 PLANNER_PAUSED = Gauge(
     "nodeflow_planner_paused",
     "1 while the planner schedule is paused (`nodeflow pause`), 0 otherwise, as this worker last read it.",
@@ -212,3 +219,18 @@ PLANNER_PAUSED = Gauge(
 )
 RUNNING_DRAINS = RunningDrains("nodeflow_drain_started_timestamp_seconds")
 REGISTRY.register(RUNNING_DRAINS)
+
+NODECLAIM_LIFECYCLE = Counter(
+    "nodeflow_nodeclaim_lifecycle_transitions_total",
+    "NodeClaims nodeflow moved through a lifecycle step (launched: launch record written from the instance by the "
+    "lifecycle controller; registered; initialized)",
+    ["step"], registry=REGISTRY)
+NODECLAIMS_LIFECYCLE_DELETED = Counter(
+    "nodeflow_nodeclaims_lifecycle_deleted_total",
+    "NodeClaims the lifecycle controller or garbage collection deleted, by Karpenter's reason "
+    "(launch_timeout, registration_timeout, garbage_collected)",
+    ["reason"], registry=REGISTRY)
+INSTANCES_GARBAGE_COLLECTED = Counter(
+    "nodeflow_instances_garbage_collected_total",
+    "EC2 instances of this cluster that no NodeClaim accounted for, terminated by garbage collection",
+    registry=REGISTRY)

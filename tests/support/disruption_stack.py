@@ -112,7 +112,8 @@ async def disruption_stack(client: Client, sim: Any, moto_endpoint: str, setting
     tq = f"e2e-disrupt-{uuid.uuid4()}"
     api = sim.api_client()
     ec2 = ec2_client("us-east-1", moto_endpoint)
-    ws = Settings(task_queue=tq, watch=False, activity_threads=8, max_concurrent_activities=50, **(worker or {}))
+    ws = Settings(**{"task_queue": tq, "watch": False, "activity_threads": 8, "max_concurrent_activities": 50,
+                     **(worker or {})})
     ws.ami_id = sim.world.ec2.image_id()
     deps = Deps(kube_api=api, ec2=ec2, temporal=client, settings=ws, ssm=ssm, iam=iam)
     stop = asyncio.Event()
