@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from api.catalog import InstanceType
-from api.ec2nodeclass import EC2NodeClassSpec, KubeletConfiguration
+from api.ec2nodeclass import EC2NodeClass, EC2NodeClassSpec, KubeletConfiguration
 from api.instance_types.from_describe import eni_limited_pods
 from api.quantity import QuantityError, format_cpu, format_memory, parse_cpu, parse_memory, parse_quantity
 
@@ -200,3 +200,11 @@ def node_resources(it: InstanceType, spec: EC2NodeClassSpec | None = None, famil
         ephemeral=eviction_signal(ephemeral, hard.get("nodefs.available", "10%")))
     return NodeResources(capacity=capacity, kube_reserved=Resources(**kube), system_reserved=Resources(**system),
                          eviction=eviction)
+
+
+def for_node_class(it: InstanceType, node_class: EC2NodeClass | None,
+                   overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT) -> NodeResources:
+    """`node_resources` under an EC2NodeClass (its spec and AMI family), or the AL2023 default without one."""
+    if node_class is None:
+        return node_resources(it, None, DEFAULT_FAMILY, overhead_percent)
+    return node_resources(it, node_class.spec, node_class.ami_family, overhead_percent)

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from api import labels as L
+from api.allocatable import for_node_class
 from api.catalog import InstanceType, InstanceTypeCatalog
 from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
@@ -79,17 +80,9 @@ def _conditions(status: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def type_labels(it: InstanceType) -> dict[str, str]:
-    """Labels a node of this instance type carries (the well-known ones requirements may name)."""
-    family, _, size = it.name.partition(".")
-    return {
-        L.INSTANCE_TYPE_LABEL: it.name,
-        L.ARCH_LABEL: it.arch,
-        L.OS_LABEL: "linux",
-        "karpenter.k8s.aws/instance-family": family,
-        "karpenter.k8s.aws/instance-size": size,
-        "karpenter.k8s.aws/instance-cpu": str(int(it.cpu_cores)),
-        "karpenter.k8s.aws/instance-memory": str(it.memory_bytes // 2**20),
-    }
+    """Labels a node of this instance type carries: every well-known one Karpenter's AWS provider computes
+    (api/instance_types/labels.py), so requirements on any of them work on every path. Shared: do not mutate."""
+    return it.labels
 
 
 @dataclass(slots=True)
@@ -544,6 +537,7 @@ class Cluster:
         self._pdb_cache: dict[tuple[str, frozenset[tuple[str, str]]], list[PdbInfo]] = {}
         self._label_index: dict[tuple[str, str, str], list[PodInfo]] | None = None
         self._daemon_overhead: dict[str, tuple[float, int, int]] | None = None
+        self._type_alloc: dict[tuple[str, str], tuple[float, int, int]] = {}
 
     @classmethod
     def from_snapshot(cls, snapshot: Any, catalog: InstanceTypeCatalog | None = None) -> Cluster:
@@ -600,6 +594,19 @@ class Cluster:
                 pdb.disruptions_allowed = pdb_allowed_from_pods(pdb.spec, cluster.matching_pods(pdb.namespace,
                                                                                                 pdb.selector))
         return cluster
+
+    def new_node_allocatable(self, it: InstanceType, node_class: str = "") -> tuple[float, int, int]:
+        """(cpu cores, memory bytes, pods) allocatable on a new node of `it` launched from the EC2NodeClass named
+        `node_class`, as Karpenter computes it before launch (api/allocatable.py: its kubelet block, AMI family and
+        disks; an AL2023 class without a kubelet block when the class is unknown). Cached per (class, type)."""
+        key = (node_class, it.name)
+        got = self._type_alloc.get(key)
+        if got is None:
+            res = for_node_class(it, self.node_classes.get(node_class),
+                                 self.catalog.vm_memory_overhead_percent).allocatable
+            got = (res.cpu_milli / 1000, res.memory, res.pods)
+            self._type_alloc[key] = got
+        return got
 
     def pdbs_for(self, pod: PodInfo) -> list[PdbInfo]:
         """PDBs whose selector matches the pod (cached per namespace and label set: replicas share it)."""

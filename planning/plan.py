@@ -389,10 +389,11 @@ def _replace(snapshot: Any, **fields: Any) -> Any:
     return clone
 
 
-def _new_node_objects(rep: Replacement, name: str, pool: Any, catalog: InstanceTypeCatalog,
-                      at: datetime) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A Ready, initialized Node and its NodeClaim for a launched replacement (cheapest allowed offering)."""
-    from api.quantity import format_cpu
+def _new_node_objects(rep: Replacement, name: str, pool: Any, catalog: InstanceTypeCatalog, at: datetime,
+                      node_classes: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A Ready, initialized Node and its NodeClaim for a launched replacement (cheapest allowed offering), its
+    capacity and allocatable as Karpenter computes them for the pool's EC2NodeClass (api/allocatable.py)."""
+    from api.allocatable import for_node_class
 
     best = None
     zones = set()
@@ -417,14 +418,15 @@ def _new_node_objects(rep: Replacement, name: str, pool: Any, catalog: InstanceT
         L.ARCH_LABEL: it.arch, L.OS_LABEL: "linux",
     })
     ts = at.strftime("%Y-%m-%dT%H:%M:%SZ")
-    resources = {"cpu": format_cpu(it.cpu_cores), "memory": it.memory, "pods": str(it.pods),
-                 "ephemeral-storage": it.ephemeral_storage}
+    node_class = (node_classes or {}).get(pool.node_class) if pool is not None else None
+    computed = for_node_class(it, node_class, catalog.vm_memory_overhead_percent)
+    capacity, allocatable = computed.capacity.quantities(), computed.allocatable.quantities()
     provider_id = f"aws:///{off.zone}/i-{hashlib.sha1(name.encode()).hexdigest()[:17]}"
     node = {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "uid": f"uid-{name}", "labels": node_labels, "creationTimestamp": ts},
         "spec": {"providerID": provider_id, "taints": list(pool.taints) if pool is not None else []},
-        "status": {"capacity": resources, "allocatable": resources,
+        "status": {"capacity": capacity, "allocatable": allocatable,
                    "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": ts}]},
     }
     claim_meta: dict[str, Any] = {"name": name, "uid": f"uid-claim-{name}", "labels": dict(node_labels),
@@ -450,6 +452,7 @@ def apply_commands(snapshot: Any, commands: list[Command], at: datetime | None =
     at = _utc(at or datetime.now(UTC))
     catalog = catalog or getattr(snapshot, "catalog", None) or load_default_catalog()
     cluster_pools = {p.name: p for p in (parse_pool(np) for np in snapshot.node_pools)}
+    classes = {c.metadata.name: c for c in getattr(snapshot, "node_classes", ())}
     removed = {n for c in commands for n in c.nodes}
     new_nodes: list[dict[str, Any]] = []
     new_claims: list[Any] = []
@@ -459,7 +462,8 @@ def apply_commands(snapshot: Any, commands: list[Command], at: datetime | None =
         for ri, rep in enumerate([*cmd.replacements, *cmd.provisioning]):
             digest = hashlib.sha1(f"{tag}/{ci}/{ri}/{','.join(cmd.nodes)}".encode()).hexdigest()[:6]
             name = f"{rep.node_pool or cmd.node_pool}-{tag}-{digest}"
-            node, claim = _new_node_objects(rep, name, cluster_pools.get(rep.node_pool or cmd.node_pool), catalog, at)
+            node, claim = _new_node_objects(rep, name, cluster_pools.get(rep.node_pool or cmd.node_pool), catalog, at,
+                                            classes)
             new_nodes.append(node)
             new_claims.append(NodeClaim.model_validate(claim))
             names[f"new-{ri}"] = name

@@ -21,7 +21,7 @@ from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
 from planning.cluster import Cluster, NodeInfo, Parsed, PodInfo, PoolInfo, as_dict, type_labels
 from planning.commands import Replacement
 from planning.pricing import launch_replacement
-from planning.scheduling import Scheduler, SimState
+from planning.scheduling import TYPE_KEYS, Scheduler, SimState
 from planning.selectors import match_requirement, tolerates_all
 
 MAX_NEW_NODES = 10_000
@@ -160,7 +160,7 @@ def _add_launching(cluster: Cluster, snapshot: Any) -> set[str]:
         meta = claim.get("metadata") or {}
         if meta.get("name") in with_node or meta.get("deletionTimestamp"):
             continue
-        node = _claim_node(len(cluster.nodes), claim, cluster.catalog)
+        node = _claim_node(len(cluster.nodes), claim, cluster)
         if node is not None:
             cluster.nodes.append(node)
             cluster.by_name[node.name] = node
@@ -178,8 +178,10 @@ def _requested_types(claim: Mapping[str, Any]) -> list[str]:
     return []
 
 
-def _claim_node(index: int, claim: Mapping[str, Any], catalog: InstanceTypeCatalog) -> NodeInfo | None:
-    """A Node-less NodeClaim as a node: its allocatable when launched, else its smallest requested type."""
+def _claim_node(index: int, claim: Mapping[str, Any], cluster: Cluster) -> NodeInfo | None:
+    """A Node-less NodeClaim as a node: its allocatable when launched, else its smallest requested type's
+    allocatable as Karpenter computes it for the claim's EC2NodeClass."""
+    catalog = cluster.catalog
     meta, status = claim.get("metadata") or {}, claim.get("status") or {}
     types = [it for it in (catalog.get(n) for n in _requested_types(claim)) if it is not None]
     if not types:
@@ -194,12 +196,14 @@ def _claim_node(index: int, claim: Mapping[str, Any], catalog: InstanceTypeCatal
     labels.update({**type_labels(itype), L.INSTANCE_TYPE_LABEL: itype.name, L.INITIALIZED_LABEL: "true",
                    L.HOSTNAME_LABEL: f"<launching:{meta.get('name', '')}>"})
     name = f"<launching:{meta.get('name', '')}>"
+    node_class = ((claim.get("spec") or {}).get("nodeClassRef") or {}).get("name", "")
+    cpu, mem, pods = cluster.new_node_allocatable(itype, node_class)
     node = NodeInfo(
         index=index, name=name, uid=meta.get("uid", ""), labels=labels, annotations={},
         taints=list((claim.get("spec") or {}).get("taints") or ()), unschedulable=False, ready=True, deleting=False,
-        created=None, cpu=parse_cpu(str(alloc.get("cpu", itype.cpu))) if alloc.get("cpu") else itype.cpu_cores,
-        mem=parse_memory(str(alloc["memory"])) if alloc.get("memory") else itype.memory_bytes,
-        max_pods=int(alloc.get("pods") or itype.pods), eph=itype.ephemeral_storage_bytes,
+        created=None, cpu=parse_cpu(str(alloc["cpu"])) if alloc.get("cpu") else cpu,
+        mem=parse_memory(str(alloc["memory"])) if alloc.get("memory") else mem,
+        max_pods=int(alloc.get("pods") or pods), eph=itype.ephemeral_storage_bytes,
         pool=labels.get(L.NODEPOOL_LABEL, ""), itype=itype)
     return node
 
@@ -253,12 +257,14 @@ def _failing_requirement(sched: Scheduler, pod: PodInfo, pool: PoolInfo) -> str:
     label_sets = _pool_label_sets(sched, pool)
     pool_keys = {r.get("key") for r in pool.requirements}
     for key, value in pod.node_selector.items():
-        if not any(ls.get(key) == value or (key not in ls and key in pool_keys) for ls in label_sets):
+        if not any(ls.get(key) == value or (key not in ls and key in pool_keys and key not in TYPE_KEYS)
+                   for ls in label_sets):
             return f"nodeSelector {key}={value} is not satisfied by any instance type, zone or label of the pool"
     for term in pod.affinity_terms:
         for e in term.get("matchExpressions") or ():
             key, op, values = e.get("key", ""), e.get("operator", ""), e.get("values") or ()
-            if not any((key not in ls and key in pool_keys) or match_requirement(key, op, values, ls)
+            if not any((key not in ls and key in pool_keys and key not in TYPE_KEYS)
+                       or match_requirement(key, op, values, ls)
                        for ls in label_sets):
                 return (f"node affinity {key} {op} {list(values)} is not satisfied by any instance type, zone or "
                         f"label of the pool")

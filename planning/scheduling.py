@@ -18,6 +18,7 @@ from typing import Any
 
 from api import labels as L
 from api.catalog import InstanceType, Offering
+from api.instance_types.labels import WELL_KNOWN_TYPE_KEYS
 from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
 from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo, type_labels
 from planning.nodeclass_readiness import launch_blocker
@@ -32,9 +33,8 @@ from planning.selectors import (
 BLOCK = 16
 SUPER = 16  # blocks per super-block
 OFFERING_KEYS = (L.ZONE_LABEL, L.CAPACITY_TYPE_LABEL)
-TYPE_KEYS = frozenset({*OFFERING_KEYS, L.INSTANCE_TYPE_LABEL, L.ARCH_LABEL, L.OS_LABEL,
-                       "karpenter.k8s.aws/instance-family", "karpenter.k8s.aws/instance-size",
-                       "karpenter.k8s.aws/instance-cpu", "karpenter.k8s.aws/instance-memory"})
+# Keys the instance type and offering decide: never a custom label the pool sets (absent = DoesNotExist)
+TYPE_KEYS = frozenset({*OFFERING_KEYS, *WELL_KNOWN_TYPE_KEYS})
 CAPACITY_ORDER = ("reserved", "spot", "on-demand")
 
 
@@ -410,7 +410,9 @@ class Scheduler:
                     if all(self._pool_req_ok(r, labels) for r in pool.requirements):
                         allowed.append(o)
                 if allowed:
-                    cpu, mem, pods = self._type_alloc.get(it.name, (it.cpu_cores, it.memory_bytes, it.pods))
+                    # what kube-scheduler sees on a node of the type, else what Karpenter computes (semantics §15)
+                    cpu, mem, pods = self._type_alloc.get(it.name) or self.cluster.new_node_allocatable(
+                        it, pool.node_class)
                     opts.append(TypeOption(it, tuple(allowed), cpu, mem, pods))
             opts.sort(key=lambda t: (t.cheapest().price, t.itype.name))  # type: ignore[union-attr]
             self._pool_options[pool.name] = opts
@@ -431,7 +433,7 @@ class Scheduler:
     @staticmethod
     def _pool_req_ok(req: dict[str, Any], labels: dict[str, str]) -> bool:
         key = req.get("key", "")
-        if key not in labels and key not in (L.ZONE_LABEL, L.CAPACITY_TYPE_LABEL) and req.get("operator") == "In":
+        if key not in labels and key not in TYPE_KEYS and req.get("operator") == "In":
             return True  # a custom label the pool itself sets on its nodes
         return match_requirement(key, req.get("operator", ""), req.get("values") or (), labels)
 
@@ -471,7 +473,7 @@ class Scheduler:
     @staticmethod
     def _pod_matches_new(pod: PodInfo, labels: dict[str, str], pool_keys: set[Any]) -> bool:
         for k, v in pod.node_selector.items():
-            if labels.get(k) != v and not (k not in labels and k in pool_keys):
+            if labels.get(k) != v and not (k not in labels and k in pool_keys and k not in TYPE_KEYS):
                 return False
         if not pod.affinity_terms:
             return True
@@ -481,7 +483,7 @@ class Scheduler:
                 k = e.get("key", "")
                 if k == L.HOSTNAME_LABEL and e.get("operator") == "In":
                     ok = False
-                elif k not in labels and k in pool_keys:
+                elif k not in labels and k in pool_keys and k not in TYPE_KEYS:
                     continue
                 elif not match_requirement(k, e.get("operator", ""), e.get("values") or (), labels):
                     ok = False

@@ -74,7 +74,7 @@ def test_single_node_tries_every_candidate_while_time_stands_still() -> None:
 def test_multi_node_returns_the_best_prefix_found_before_the_limit() -> None:
     objs: list = []
     for i in range(8):
-        objs += [node_and_claim(f"n{i}", "m5.2xlarge"), pod(f"x{i}-1", f"n{i}", "500m", "1Gi")]
+        objs += [node_and_claim(f"n{i}", "m5.2xlarge"), pod(f"x{i}-1", f"n{i}", "400m", "1Gi")]
     unhurried = _context(objs, FakeClock(), seconds_per_simulation=0)
     method = MultiNodeConsolidation(unhurried)
     (full,) = method.compute_commands({"default": 8}, _candidates(unhurried, method))

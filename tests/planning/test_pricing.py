@@ -78,7 +78,7 @@ def test_spot_to_spot_single_node_needs_15_cheaper_types_and_keeps_the_15_cheape
 def test_multi_node_spot_to_spot_has_no_15_type_rule():
     spot_pool = nodepool(requirements=[{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["spot"]}])
     result = _plan(_spot_catalog(3), _node("a", "cur.8x", "spot"), _node("b", "cur.8x", "spot"),
-                   pod("x-1", "a", "1", "1Gi"), pod("y-1", "b", "1", "1Gi"), pool=spot_pool)
+                   pod("x-1", "a", "900m", "1Gi"), pod("y-1", "b", "900m", "1Gi"), pool=spot_pool)
     (cmd,) = result.commands
     assert cmd.method == "MultiNodeConsolidation" and sorted(cmd.nodes) == ["a", "b"]
     assert len(cmd.replacements[0].instance_types) == 3

@@ -1,0 +1,93 @@
+"""Requirements on Karpenter's well-known instance labels and computed allocatable on the planner's paths
+(planning/scheduling.py `_options`, planning/provisioning.py, planning/plan.py); docs/semantics.md §15."""
+
+from __future__ import annotations
+
+from api import labels as L
+from api.catalog import load_default_catalog
+from api.instance_types import labels as T
+from planning.plan import apply_commands, plan
+from planning.provisioning import decide
+from tests.planning.planning_factory import AT, node_and_claim, nodepool, pod, snapshot
+
+OD = {"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]}
+
+
+def _types(decision: object) -> set[str]:
+    return {t for launch in decision.launches for t in launch.replacement.instance_types}  # type: ignore[attr-defined]
+
+
+def _generation(name: str) -> int:
+    return int(load_default_catalog().get(name).labels[T.GENERATION])  # type: ignore[union-attr]
+
+
+def test_generation_gt_6_launches_only_such_types() -> None:
+    pool = nodepool(requirements=[OD, {"key": T.GENERATION, "operator": "Gt", "values": ["6"]}])
+    decision = decide(snapshot(pool, pod("p-1", None, "1", "1Gi", phase="Pending")))
+    types = _types(decision)
+    assert types and all(_generation(t) > 6 for t in types)
+
+
+def test_in_and_notin_on_category_and_exists_on_a_label_no_bundled_type_has() -> None:
+    only_c = nodepool(requirements=[OD, {"key": T.CATEGORY, "operator": "In", "values": ["c"]}])
+    types = _types(decide(snapshot(only_c, pod("p-1", None, "1", "1Gi", phase="Pending"))))
+    assert types and all(t.startswith("c") for t in types)
+    not_t = nodepool(requirements=[OD, {"key": T.CATEGORY, "operator": "NotIn", "values": ["t", "m"]}])
+    types = _types(decide(snapshot(not_t, pod("p-1", None, "1", "1Gi", phase="Pending"))))
+    assert types and not any(t[0] in "tm" for t in types)
+    # no bundled type has a GPU: Exists on gpu-name (a well-known key, so never a label the pool sets) allows none
+    gpu = nodepool(requirements=[OD, {"key": T.GPU_NAME, "operator": "In", "values": ["a100"]}])
+    decision = decide(snapshot(gpu, pod("p-1", None, "1", "1Gi", phase="Pending")))
+    assert decision.launches == [] and decision.unservable
+
+
+def test_pod_node_affinity_on_generation_narrows_the_new_node() -> None:
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": T.GENERATION, "operator": "Lt", "values": ["6"]}]}]}}}
+    decision = decide(snapshot(nodepool(requirements=[OD]),
+                               pod("p-1", None, "1", "1Gi", phase="Pending", affinity=affinity)))
+    types = _types(decision)
+    assert types and all(_generation(t) < 6 for t in types)
+
+
+def test_four_one_cpu_pods_do_not_fit_a_four_vcpu_type() -> None:
+    """The issue's c5.xlarge: 4 vCPU is 3920m allocatable, so four 1-CPU pods need more than one such node."""
+    pool = nodepool(requirements=[OD, {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["c5.xlarge"]}])
+    pods = [pod(f"p-{i}", None, "1", "1Gi", phase="Pending") for i in range(4)]
+    decision = decide(snapshot(pool, *pods))
+    assert len(decision.launches) == 2
+    assert sorted(len(launch.pods) for launch in decision.launches) == [1, 3]
+
+
+def test_observed_allocatable_of_a_real_node_wins_over_the_computed_one() -> None:
+    """A node of the type reports its allocatable (what kube-scheduler sees): a new node of that type gets it."""
+    node, claim = node_and_claim("n-1", "c5.xlarge")  # the factory's node reports raw capacity (4 CPU)
+    busy = pod("busy", "n-1", "3900m", "1Gi")
+    pool = nodepool(requirements=[OD, {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["c5.xlarge"]}])
+    pods = [pod(f"p-{i}", None, "1", "1Gi", phase="Pending") for i in range(4)]
+    decision = decide(snapshot(pool, node, claim, busy, *pods))
+    assert [len(launch.pods) for launch in decision.launches] == [4]
+
+
+def test_min_values_on_a_well_known_label_is_honoured() -> None:
+    pool = nodepool(requirements=[OD, {"key": T.FAMILY, "operator": "Exists", "minValues": 3}])
+    (launch,) = decide(snapshot(pool, pod("p-1", None, "1", "1Gi", phase="Pending"))).launches
+    families = {t.split(".")[0] for t in launch.replacement.instance_types}
+    assert len(families) >= 3
+
+
+def test_a_launched_replacement_reports_computed_allocatable() -> None:
+    objs = [nodepool(requirements=[OD]), *node_and_claim("a", "m5.2xlarge"), *node_and_claim("b", "m5.2xlarge"),
+            pod("x-1", "a", "300m", "1Gi"), pod("y-1", "b", "300m", "1Gi")]
+    snap = snapshot(*objs)
+    result = plan(snap, AT)
+    assert result.commands
+    after = apply_commands(snap, result.commands, at=AT)
+    new = [n for n in after.nodes if n["metadata"]["name"] not in ("a", "b")]
+    assert new
+    for n in new:
+        status = n["status"]
+        assert status["allocatable"] != status["capacity"]
+        assert status["allocatable"]["pods"] == status["capacity"]["pods"]
+        if n["metadata"]["labels"][L.INSTANCE_TYPE_LABEL] == "m5.large":
+            assert status["allocatable"]["cpu"] == "1930m" and status["allocatable"]["memory"] == "6903Mi"
