@@ -30,7 +30,7 @@ from api.duration import parse_nillable_duration
 from api.nodeclaim import INITIALIZED, LAUNCHED, REGISTERED
 from api.timestamps import format_seconds, parse_time
 from planning.lifecycle import consolidatable, initialization, launch, liveness, registration
-from planning.lifecycle.conditions import TRUE, UNKNOWN, conditions_of, is_true, same, with_condition
+from planning.lifecycle.conditions import TRUE, UNKNOWN, conditions_of, is_true, same, status_of, with_condition
 from runtime.cluster_cache import ClusterCache
 from telemetry import metrics
 
@@ -210,7 +210,10 @@ class NodeClaimLifecycle:
                 self._liveness(claim, now)
             return
         if not is_true(claim, REGISTERED):
-            self._register(claim, view, now)
+            if status_of(claim, REGISTERED) == UNKNOWN:  # MultipleNodesFound (False) is final: liveness decides
+                self._register(claim, view, now)
+            else:
+                self._liveness(claim, now)
             return
         node = view.nodes_by_name.get((claim.get("status") or {}).get("nodeName") or "")
         if not is_true(claim, INITIALIZED):

@@ -10,6 +10,7 @@ from typing import Any
 
 from api.nodeclaim import REGISTERED
 from api.provider_id import instance_id_from_provider_id
+from api.timestamps import parse_time
 from planning.lifecycle.conditions import Obj, is_true
 
 INSTANCE_GRACE = timedelta(seconds=30)
@@ -48,8 +49,8 @@ def orphan_instances(instances: Sequence[Mapping[str, Any]], claims: Sequence[Ob
         owner = tags.get(NODECLAIM_TAG)
         if owner in names and tags.get(NODECLAIM_UID_TAG, names[owner]) == names[owner]:
             continue
-        launched = inst.get("LaunchTime")
-        if isinstance(launched, datetime) and now - launched < grace:
+        launched = parse_time(inst.get("LaunchTime"))  # a datetime from boto3, a string across a payload
+        if launched is not None and now - launched < grace:
             continue
         out.append(inst)
     return out

@@ -171,3 +171,62 @@ async def test_garbage_collection_and_liveness(temporal_client, sim_ec2, moto_en
         await wait_for(lambda: all(c["metadata"]["name"] != "never-registers" for c in claims(stack.api)),
                        timeout=30, what="the claim that never launched deleted at its launch timeout")
     ec2.terminate_instances(InstanceIds=[other])
+
+
+async def _provisioned(stack: Any, count: int) -> dict[str, Any]:
+    """Provision the pending pods through the ProvisioningWorkflow; the initialized claim of their node."""
+    refs = await wait_for(lambda: (r := pending_refs(stack.api)) and len(r) == count and r, what=f"{count} pending")
+    handle = await stack.client.start_workflow(
+        ProvisioningWorkflow.run, ProvisioningInput(pods=refs, settings=FAST),
+        id=f"provision-test-{uuid.uuid4()}", task_queue=stack.task_queue)
+    result = await asyncio.wait_for(handle.result(), 90)
+    assert result.outcome == ProvisioningPhase.SUCCEEDED, result.message
+    return await wait_for(lambda: initialized_claim(stack.api), timeout=30, what="an initialized NodeClaim")
+
+
+async def test_a_launched_node_that_empties_is_consolidated(temporal_client, sim_ec2, moto_endpoint) -> None:
+    sim_ec2.load_objects(fresh([node_pool("default", requirements=ON_DEMAND, consolidate_after="0s"),
+                                replica_set("web", 1, "500m")]))
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        claim = await _provisioned(stack, 1)
+        node_name = claim["status"]["nodeName"]
+        k8s.AppsV1Api(stack.api).patch_namespaced_replica_set("web", "default", {"spec": {"replicas": 0}})
+        await wait_for(lambda: condition(next((c for c in claims(stack.api) if c["metadata"]["name"]
+                                                == claim["metadata"]["name"]), {}), "Consolidatable") == "True",
+                       timeout=20, what="the claim Consolidatable")
+        result = await stack.planner_pass()
+        assert result.started, "the empty node nodeflow launched was not consolidated"
+        await wait_for(lambda: node(stack.api, node_name) is None, timeout=60, what="the empty node gone")
+        await wait_for(lambda: not claims(stack.api), timeout=30, what="its NodeClaim gone")
+
+
+async def test_kubectl_delete_node_drains_with_its_deadline(temporal_client, sim_ec2, moto_endpoint) -> None:
+    pool = node_pool("default", requirements=ON_DEMAND, consolidate_after="Never")
+    pool["spec"]["template"]["spec"]["terminationGracePeriod"] = "1h"
+    blocking = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web",
+                "namespace": "default"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}
+    sim_ec2.load_objects(fresh([pool, replica_set("web", 1, "500m"), blocking]))
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker={"watch": True}) as stack:
+        claim = await _provisioned(stack, 1)
+        node_name = claim["status"]["nodeName"]
+        uid = node(stack.api, node_name)["metadata"]["uid"]
+        await wait_for(lambda: (r := k8s.CoreV1Api(stack.api).list_namespaced_pod(
+            "default", label_selector="app=web").items) and r[0].status.phase == "Running", what="web running")
+        k8s.CoreV1Api(stack.api).delete_node(node_name)
+        handle = stack.client.get_workflow_handle(f"terminate-{uid}")
+
+        async def progress() -> Any:
+            try:
+                return await handle.query("progress")
+            except Exception:
+                return None
+
+        prog = None
+        for _ in range(100):
+            prog = await progress()
+            if prog is not None and prog.get("deadline"):
+                break
+            await asyncio.sleep(0.2)
+        assert prog is not None and prog.get("deadline"), f"no deadline for a node of a pool with one: {prog}"
+        assert node(stack.api, node_name) is not None  # the PDB holds the drain
+        await handle.cancel()
