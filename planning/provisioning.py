@@ -12,14 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from api import labels as L
 from api.catalog import InstanceTypeCatalog
+from api.nodeclaim import REGISTERED
 from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
 from planning.cluster import Cluster, NodeInfo, Parsed, PodInfo, PoolInfo, as_dict, type_labels
 from planning.commands import Replacement
+from planning.lifecycle import liveness
+from planning.lifecycle.conditions import UNKNOWN, status_of
 from planning.pricing import launch_replacement
 from planning.scheduling import TYPE_KEYS, Scheduler, SimState
 from planning.selectors import match_requirement, tolerates_all
@@ -102,14 +106,15 @@ def provisionable(pod: PodInfo) -> bool:
 
 
 def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iterable[str] | None = None,
-           parsed: Parsed | None = None) -> ProvisioningDecision:
+           parsed: Parsed | None = None, at: datetime | None = None) -> ProvisioningDecision:
     """NodeClaims to launch for the pending pods named in `pods` (`namespace/name` or uid; None: every pending
     pod). Other pending pods compete for room on existing and launching nodes first but launch nothing, so two
     batches in flight do not count the same free capacity twice. `parsed`: the snapshot's pods and claims already
-    parsed (the worker's watch cache; as planning.plan.plan takes them). Pure: the snapshot stays as is."""
+    parsed (the worker's watch cache; as planning.plan.plan takes them). `at`: the time a launching claim's
+    liveness TTLs are measured at (None: now, for the activity). Pure otherwise: the snapshot stays as is."""
     cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
         Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims)
-    launching = _add_launching(cluster, snapshot)
+    launching = _add_launching(cluster, snapshot, at)
     wanted = None if pods is None else set(pods)
     pending = [p for p in cluster.pending if provisionable(p)]
     batch = [p for p in pending if wanted is None or p.key in wanted or p.uid in wanted]
@@ -141,9 +146,21 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
 
 # ---- NodeClaims still launching count as nodes --------------------------------------------------------------
 
-def _add_launching(cluster: Cluster, snapshot: Any) -> set[str]:
+def still_launching(claim: Mapping[str, Any], at: datetime) -> bool:
+    """Whether a NodeClaim no Node has joined is capacity on its way (docs/architecture.md, ProvisioningWorkflow).
+    Not when it is being deleted; not once `Registered` left Unknown (True: its Node is gone; False: registration
+    failed for good); not past liveness's launch or registration TTL (planning/lifecycle/liveness.py, Karpenter's
+    liveness.go), when Karpenter deletes it: a claim whose Node never came would otherwise hold its pods pending
+    for ever."""
+    if (claim.get("metadata") or {}).get("deletionTimestamp") or status_of(claim, REGISTERED) != UNKNOWN:
+        return False
+    return liveness.expired(dict(claim), at) is None
+
+
+def _add_launching(cluster: Cluster, snapshot: Any, at: datetime | None = None) -> set[str]:
     """Make every NodeClaim still launching a schedulable node of its requested type (Karpenter's in-flight
     NodeClaims), so pods expected to land on it are not provisioned again; returns their node names."""
+    at = at or datetime.now(UTC)
     names: set[str] = set()
     with_node: set[str] = set()
     for node in cluster.nodes:
@@ -158,7 +175,7 @@ def _add_launching(cluster: Cluster, snapshot: Any) -> set[str]:
     for raw in getattr(snapshot, "node_claims", ()):
         claim = as_dict(raw)
         meta = claim.get("metadata") or {}
-        if meta.get("name") in with_node or meta.get("deletionTimestamp"):
+        if meta.get("name") in with_node or not still_launching(claim, at):
             continue
         node = _claim_node(len(cluster.nodes), claim, cluster)
         if node is not None:

@@ -13,12 +13,15 @@ drained (tainted `karpenter.sh/disrupted`: another interruption, a disruption's 
 and launch nothing, as Karpenter's provisioner schedules them together: a replacement pre-spun for another node a
 moment ago is not free room while the pods it was launched for wait; so that this holds also before the other
 node's termination has tainted it, a pre-spin NodeClaim still launching is never offered to another node's pods.
-The node's instance type is left out on spot everywhere: the reclaimed pool is short of capacity.
+The node's instance type is left out on spot everywhere: the reclaimed pool is short of capacity. The node's own
+NodeClaim is never room for its pods, also when no Node link shows it (a claim not yet recording its Node), and a
+claim past its liveness TTL is no room at all (planning/provisioning.py `still_launching`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from api import labels as L
@@ -44,20 +47,22 @@ class SpotSizing:
 
 
 def size_interrupted(snapshot: Any, node_name: str, catalog: InstanceTypeCatalog | None = None,
-                     parsed: Parsed | None = None) -> SpotSizing:
-    """The NodeClaims the provisioner would launch for `node_name`'s pods once the node is gone. Pure."""
+                     parsed: Parsed | None = None, at: datetime | None = None) -> SpotSizing:
+    """The NodeClaims the provisioner would launch for `node_name`'s pods once the node is gone. Pure but for `at`
+    (None: now), the time launching claims' liveness TTLs are measured at."""
     raw = next((n for n in snapshot.nodes if (n.get("metadata") or {}).get("name") == node_name), None)
     if raw is None:
         return SpotSizing(found=False)
     catalog = _without_reclaimed(catalog or getattr(snapshot, "catalog", None), raw)
     cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
         Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims)
-    launching = _add_launching(cluster, snapshot)
+    launching = _add_launching(cluster, snapshot, at)
     node = cluster.by_name[node_name]
     pods, others = _displaced(node, [p for p in cluster.pending if provisionable(p)])
     others += [p for n in cluster.nodes if n is not node and (n.marked_for_deletion or n.tainted_disrupted)
                for p in n.pods if p.reschedulable]
-    sched = Scheduler(cluster, exclude={node_name} | _prespins_launching(cluster, snapshot, launching))
+    dying = {node_name} | {f"<launching:{c}>" for c in _own_claims(raw, snapshot)}
+    sched = Scheduler(cluster, exclude=dying | _prespins_launching(cluster, snapshot, launching))
     state = SimState()
     if others:
         sched.simulate([node], [], max_new=0, state=state, pending=others)
@@ -96,6 +101,20 @@ def _displaced(node: NodeInfo, pending: list[PodInfo]) -> tuple[list[PodInfo], l
         else:
             ours.append(p)
     return ours, [p for p in pending if id(p) not in taken]
+
+
+def _own_claims(node: dict[str, Any], snapshot: Any) -> set[str]:
+    """The interrupted node's NodeClaims: the one its owner reference names, or whose status names the node or its
+    providerID. Its instance is the one going away, so such a claim, even shown as still launching, is no room."""
+    meta, spec = node.get("metadata") or {}, node.get("spec") or {}
+    names = {o.get("name", "") for o in meta.get("ownerReferences") or () if o.get("kind") == "NodeClaim"}
+    provider = spec.get("providerID")
+    for raw in getattr(snapshot, "node_claims", ()):
+        claim = as_dict(raw)
+        status = claim.get("status") or {}
+        if status.get("nodeName") == meta.get("name") or (provider and status.get("providerID") == provider):
+            names.add((claim.get("metadata") or {}).get("name", ""))
+    return names - {""}
 
 
 PRESPIN_KEY_PREFIX = "prespin-"  # a pre-spin's launch key (workflows/interruption_models.py prespin_workflow_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from starter.output import CliError, add_output_flag, print_output, render_table
@@ -81,7 +82,7 @@ def handle(args: argparse.Namespace) -> int:
     except SolverMissingError as exc:
         raise CliError(str(exc)) from exc
     data = result.to_public()
-    data["provisioning"], unservable = _provisioning(snapshot, catalog)
+    data["provisioning"], unservable = _provisioning(snapshot, catalog, at)
     data["nodePoolsBlocked"] = pools_that_cannot_launch(snapshot)  # a missing / not Ready EC2NodeClass
     data["repairs"] = [r.to_public() for r in result.repairs]  # node repair (docs/contracts.md §3.1)
     data["repairsBlocked"] = [b.to_public() for b in result.repairs_blocked]
@@ -113,12 +114,12 @@ def _excluded(snapshot: Any, catalog: Any) -> list[dict[str, str]]:
     return [e.to_public() for e in excluded_nodes(cluster.nodes, cluster.pools)]
 
 
-def _provisioning(snapshot: Any, catalog: Any) -> tuple[list[dict[str, Any]], list[Any]]:
+def _provisioning(snapshot: Any, catalog: Any, at: datetime) -> tuple[list[dict[str, Any]], list[Any]]:
     """The NodeClaims the provisioner would launch for the pending pods (docs/contracts.md §3.1), and the pods
-    no NodePool serves (table only)."""
+    no NodePool serves (table only); launching claims' liveness TTLs measured at `--at`."""
     from planning.provisioning import decide
 
-    decision = decide(snapshot, catalog)
+    decision = decide(snapshot, catalog, at=at)
     return [launch.to_public() for launch in decision.launches], decision.unservable
 
 

@@ -49,7 +49,7 @@ def test_a_nodeclaim_still_launching_takes_the_pods_first() -> None:
     claim["metadata"]["creationTimestamp"] = ts(AT)
     snap = snapshot(nodepool(requirements=SPOT_OR_OD), spot_node("doomed", "m5.large"), claim,
                     pod("web-1", "doomed", "1", "1Gi"))
-    sizing = size_interrupted(snap, "doomed")
+    sizing = size_interrupted(snap, "doomed", at=AT)
     assert sizing.launches == [] and sizing.placed == {"default/web-1": "<launching:coming>"}
 
 
@@ -92,7 +92,7 @@ def test_an_empty_node_needs_nothing_and_an_unknown_node_is_not_found() -> None:
 
 def test_other_pending_pods_take_free_room_first() -> None:
     """A replacement pre-spun for another node a moment ago is not free while the pods it is for wait."""
-    claim = node_and_claim("prespun", "m5.large")[1]
+    claim = node_and_claim("prespun", "m5.large", created=AT)[1]  # launched a moment ago: within its liveness TTLs
     claim["status"] = {}
     claim["spec"]["requirements"] = [{"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large"]}]
     waiting = pod("other-1", None, "1500m", "4Gi", phase="Pending")
@@ -102,7 +102,7 @@ def test_other_pending_pods_take_free_room_first() -> None:
     assert launch.pods == ["default/web-1"]
     alone = snapshot(nodepool(requirements=SPOT_OR_OD), spot_node("doomed", "m5.large"), claim,
                      pod("web-1", "doomed", "1500m", "4Gi"))
-    assert size_interrupted(alone, "doomed").launches == []  # nominated to the launching claim
+    assert size_interrupted(alone, "doomed", at=AT).launches == []  # nominated to the launching claim
 
 
 def test_an_evicted_pod_with_a_pending_successor_counts_once() -> None:
@@ -116,7 +116,7 @@ def test_an_evicted_pod_with_a_pending_successor_counts_once() -> None:
 
 def test_pods_of_other_nodes_being_drained_take_free_room_first() -> None:
     """Two spot warnings at once: the first node's pre-spun claim is for its own pods, not the second node's."""
-    claim = node_and_claim("prespun", "m5.large")[1]
+    claim = node_and_claim("prespun", "m5.large", created=AT)[1]  # launched a moment ago: within its liveness TTLs
     claim["status"] = {}
     claim["spec"]["requirements"] = [{"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large"]}]
     first = spot_node("first", "m5.large")
@@ -128,7 +128,7 @@ def test_pods_of_other_nodes_being_drained_take_free_room_first() -> None:
     untainted = snapshot(nodepool(requirements=SPOT_OR_OD), spot_node("first", "m5.large"),
                          pod("a-1", "first", "1500m", "4Gi"), spot_node("second", "m5.large"),
                          pod("b-1", "second", "1500m", "4Gi"), claim)
-    assert size_interrupted(untainted, "second").launches == []  # nothing says the first node is going
+    assert size_interrupted(untainted, "second", at=AT).launches == []  # nothing says the first node is going
 
 
 def test_a_prespin_still_launching_is_kept_for_the_node_it_replaces() -> None:
@@ -137,7 +137,7 @@ def test_a_prespin_still_launching_is_kept_for_the_node_it_replaces() -> None:
     from workflows.interruption_models import prespin_workflow_id
 
     assert prespin_workflow_id("uid-x").startswith(PRESPIN_KEY_PREFIX)
-    claim = node_and_claim("prespun", "m5.large")[1]
+    claim = node_and_claim("prespun", "m5.large", created=AT)[1]  # launched a moment ago: within its liveness TTLs
     claim["status"] = {}
     claim["spec"]["requirements"] = [{"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large"]}]
     claim["metadata"]["annotations"] = {L.DISRUPTION_ANNOTATION: prespin_workflow_id("uid-first")}
