@@ -29,6 +29,7 @@ from api.interruption import (
     rebalance_mode,
 )
 from api.provider_id import instance_id_from_provider_id
+from planning.unavailable_offerings import UnavailableOfferings, UnavailableReason, with_unavailable
 from workflows.disruption_models import EventSpec, Replacement
 from workflows.interruption_models import PrespinInput
 from workflows.models import TerminationInput
@@ -50,6 +51,7 @@ class NodeInfo:
     instance_type: str | None
     capacity_type: str | None
     arch: str | None
+    zone: str | None = None
 
 
 def index_nodes(nodes: list[dict[str, Any]], node_claims: list[dict[str, Any]]) -> dict[str, NodeInfo]:
@@ -76,7 +78,8 @@ def index_nodes(nodes: list[dict[str, Any]], node_claims: list[dict[str, Any]]) 
             out[instance_id] = NodeInfo(
                 name="", uid=uid, provider_id=status["providerID"], node_pool=claim_labels.get(labels.NODEPOOL_LABEL),
                 node_claim=name, instance_type=claim_labels.get(labels.INSTANCE_TYPE_LABEL),
-                capacity_type=claim_labels.get(labels.CAPACITY_TYPE_LABEL), arch=claim_labels.get(labels.ARCH_LABEL))
+                capacity_type=claim_labels.get(labels.CAPACITY_TYPE_LABEL), arch=claim_labels.get(labels.ARCH_LABEL),
+                zone=claim_labels.get(labels.ZONE_LABEL))
     for node in nodes:
         meta = node.get("metadata") or {}
         provider_id = (node.get("spec") or {}).get("providerID") or ""
@@ -91,6 +94,7 @@ def index_nodes(nodes: list[dict[str, Any]], node_claims: list[dict[str, Any]]) 
             instance_type=node_labels.get(labels.INSTANCE_TYPE_LABEL),
             capacity_type=node_labels.get(labels.CAPACITY_TYPE_LABEL),
             arch=node_labels.get(labels.ARCH_LABEL),
+            zone=node_labels.get(labels.ZONE_LABEL),
         )
     return out
 
@@ -149,9 +153,10 @@ class InterruptionDispatcher:
     """
 
     def __init__(self, kube: KubeClient, catalog: InstanceTypeCatalog, start_termination: StartTermination,
-                 start_prespin: StartPrespin) -> None:
+                 start_prespin: StartPrespin, offerings: UnavailableOfferings | None = None) -> None:
         self._kube = kube
         self._catalog = catalog
+        self._offerings = offerings  # a spot interruption marks the node's offering here (the worker's one cache)
         self._start_termination = start_termination
         self._start_prespin = start_prespin
 
@@ -171,6 +176,7 @@ class InterruptionDispatcher:
             log.info("interruption %s for instance %s: no Node has that providerID; nothing to do",
                      event.kind, instance_id, extra={"message_id": event.message_id})
             return NO_NODE
+        self._mark_reclaimed(event, node)
         pool = await asyncio.to_thread(self._kube.get_node_pool, node.node_pool) if node.node_pool else None
         annotations = ((pool or {}).get("metadata") or {}).get("annotations") or {}
         action = action_for(event, rebalance_mode(annotations.get(labels.REBALANCE_ANNOTATION)))
@@ -180,7 +186,8 @@ class InterruptionDispatcher:
                  instance_id, action, extra={"message_id": event.message_id, "node": node.name})
         steps: list[Awaitable[Any]] = []
         if action is Action.PRESPIN_AND_TERMINATE and node.node_pool and pool is not None:
-            replacement = spot_replacement(node, self._catalog, pool)
+            replacement = spot_replacement(node, with_unavailable(self._catalog, self._offerings) or self._catalog,
+                                           pool)
             if replacement is not None:  # first, alone: its workflow task is queued before the termination's
                 await self._start_prespin(PrespinInput(
                     node_name=node.name, node_uid=node.uid, node_pool=node.node_pool, replacement=replacement,
@@ -197,6 +204,15 @@ class InterruptionDispatcher:
             steps.append(asyncio.to_thread(self._record_event, event, node))
         await asyncio.gather(*steps)
         return str(action)
+
+    def _mark_reclaimed(self, event: InterruptionEvent, node: NodeInfo) -> None:
+        """EC2 is taking this spot capacity back: no launch or plan of this worker uses the offering for 3
+        minutes (Karpenter's interruption controller, markUnavailableOfferings)."""
+        if event.kind is not InterruptionKind.SPOT_INTERRUPTION or self._offerings is None:
+            return
+        if node.instance_type and node.zone:
+            self._offerings.mark(node.instance_type, node.zone, labels.CAPACITY_SPOT,
+                                 UnavailableReason.SPOT_INTERRUPTION)
 
     def _record_event(self, event: InterruptionEvent, node: NodeInfo) -> None:
         """One Event per (message, node): a redelivered message hits 409 instead of repeating it."""

@@ -28,6 +28,7 @@ from api import labels
 from api.catalog import InstanceTypeCatalog, load_catalog
 from api.timestamps import parse_time
 from planning.repair import DEFAULT_POLICIES, RepairPolicy
+from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
 from planning.validation import (
     CONSOLIDATION_METHODS,
     Decision,
@@ -314,8 +315,10 @@ class PlanningActivities:
 
     def __init__(self, kube: KubeClient, temporal_client: Client | None = None,
                  catalog: InstanceTypeCatalog | None = None, events: EventActivities | None = None,
-                 cluster: ClusterSource | None = None, repair: Sequence[RepairPolicy] = DEFAULT_POLICIES) -> None:
+                 cluster: ClusterSource | None = None, repair: Sequence[RepairPolicy] = DEFAULT_POLICIES,
+                 offerings: UnavailableOfferings | None = None) -> None:
         self._kube = kube
+        self._offerings = offerings  # offerings EC2 refused lately: planned on as unavailable (docs/semantics.md §16.1)
         self._repair = tuple(repair)  # node repair policies (planning/repair.py); empty: no repair
         self._cluster = cluster  # None: LIST every kind on each read (nodeflow plan, tests, --no-cluster-cache)
         self._client = temporal_client
@@ -323,7 +326,7 @@ class PlanningActivities:
         self._events = events
 
     def _catalog_for(self, path: str | None) -> InstanceTypeCatalog | None:
-        return load_catalog(path) if path else self._catalog
+        return with_unavailable(load_catalog(path) if path else self._catalog, self._offerings)
 
     async def _in_flight(self, own_workflow_id: str | None
                          ) -> tuple[set[str], set[str], set[str], dict[str, str]]:

@@ -25,6 +25,7 @@ from api import labels
 from api.catalog import InstanceTypeCatalog, Offering
 from api.ec2nodeclass import EC2NodeClass
 from api.nodeclass_launch import ClusterInfo, subnet_zones
+from planning.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
 from workflows.disruption_models import (
     LaunchedReplacement,
     LaunchInput,
@@ -43,7 +44,7 @@ FATAL_EC2_ERRORS = {"InsufficientInstanceCapacity", "InvalidParameterValue", "Un
 
 
 # EC2 errors that mean "no capacity for this offering now": the launch passes to the next offering.
-ICE_ERRORS = {"InsufficientInstanceCapacity", "UnfulfillableCapacity"}
+ICE_ERRORS = set(ERROR_REASONS)  # InsufficientInstanceCapacity, UnfulfillableCapacity: marked for 3 minutes
 MAX_OFFERINGS_TRIED = 30  # RunInstances calls one launch makes at most (a CreateFleet request takes 60 overrides)
 
 
@@ -106,6 +107,12 @@ def offerings_cheapest_first(catalog: InstanceTypeCatalog, r: Replacement,
     return out
 
 
+def _offer_key(itype: str, zone: str) -> str:
+    """Later attempts' ClientToken suffix: the offering, not its position, which the unavailable offerings
+    change between activity attempts (one token must never name two different requests)."""
+    return hashlib.sha256(f"{itype}/{zone}".encode()).hexdigest()[:8]
+
+
 def _offer_of(instance: dict[str, Any], offers: list[tuple[str, Offering]]) -> tuple[str, Offering]:
     """The offering an already-running instance was launched as (a retried activity reports what runs)."""
     zone = (instance.get("Placement") or {}).get("AvailabilityZone")
@@ -119,11 +126,14 @@ class ProvisioningActivities:
     """Clients come in: the Kubernetes gateway, an EC2 client (boto3), the catalog."""
 
     def __init__(self, kube: KubeClient, ec2: Any, catalog: InstanceTypeCatalog, ami_id: str | None = None,
-                 cluster: ClusterInfo | None = None) -> None:
+                 cluster: ClusterInfo | None = None, offerings: UnavailableOfferings | None = None) -> None:
         self._kube = kube
         self._ec2 = ec2
         self._catalog = catalog
         self._ami_id = ami_id
+        # The worker's one cache of offerings EC2 refused lately (planning/unavailable_offerings.py): a launch skips
+        # them and marks what it is refused; a fresh one when none is given (tests, tools).
+        self._offerings = offerings if offerings is not None else UnavailableOfferings()
         self._classes = NodeClassLauncher(kube, catalog, cluster)
 
     # ---- launch ---------------------------------------------------------------------------------------------
@@ -147,16 +157,30 @@ class ProvisioningActivities:
                 f"no available offering for {inp.replacement.capacity_type} {inp.replacement.instance_types}",
                 type=ErrorType.LAUNCH_FAILED.value, non_retryable=True)
         existing = self._existing_instance(meta["name"], meta["uid"])
-        if existing is not None:
+        if existing is not None:  # a retry reports what runs, even if its offering was marked since
             itype, off = _offer_of(existing, offers)
             instance = existing
         else:
+            offers = self._not_refused(meta["name"], inp.replacement, zones, offers)
             instance, itype, off = self._run_first_available(claim, inp, offers, node_class)
         if node_class is not None:
             self._classes.record(claim, instance, node_class)
         return LaunchedReplacement(node_claim=meta["name"], uid=meta["uid"], instance_id=instance["InstanceId"],
                                    instance_type=itype, zone=off.zone, capacity_type=inp.replacement.capacity_type,
                                    price=off.price)
+
+    def _not_refused(self, claim_name: str, r: Replacement, zones: set[str] | None,
+                     offers: list[tuple[str, Offering]]) -> list[tuple[str, Offering]]:
+        """`offers` without those EC2 refused in the last 3 minutes. When that leaves none, no capacity: the
+        provisioner backs off and tries again, a disruption rolls back (as after ICE on every offering)."""
+        left = offerings_cheapest_first(self._offerings.apply(self._catalog), r, zones)
+        if left:
+            return left
+        self._delete_claim(claim_name)
+        refused = [f"{t}/{o.zone}" for t, o in offers]
+        raise ApplicationError(f"InsufficientInstanceCapacity: every offering was refused in the last "
+                               f"{int(self._offerings.ttl_seconds)}s: {', '.join(refused[:10])}", refused,
+                               type=ErrorType.INSUFFICIENT_CAPACITY.value, non_retryable=True)
 
     def _run_first_available(self, claim: Obj, inp: LaunchInput, offers: list[tuple[str, Offering]],
                              node_class: EC2NodeClass | None) -> tuple[dict[str, Any], str, Offering]:
@@ -166,7 +190,8 @@ class ProvisioningActivities:
         for attempt, (itype, off) in enumerate(offers[:MAX_OFFERINGS_TRIED]):
             try:
                 return self._run_instance(claim, inp, itype, off.zone, node_class, attempt), itype, off
-            except _InsufficientCapacity:
+            except _InsufficientCapacity as exc:
+                self._offerings.mark(itype, off.zone, inp.replacement.capacity_type, ERROR_REASONS[str(exc)])
                 refused.append(f"{itype}/{off.zone}")
                 activity.logger.info("launch %s: %s in %s has no capacity, trying the next offering",
                                      claim["metadata"]["name"], itype, off.zone)
@@ -232,7 +257,7 @@ class ProvisioningActivities:
         params = self._launch_params(claim, inp, itype, zone, node_class)
         uid = claim["metadata"]["uid"]
         params.update(InstanceType=itype, MinCount=1, MaxCount=1,
-                      ClientToken=client_token(uid if attempt == 0 else f"{uid}-{attempt}"))
+                      ClientToken=client_token(uid if attempt == 0 else f"{uid}-{_offer_key(itype, zone)}"))
         if inp.replacement.capacity_type == labels.CAPACITY_SPOT:
             params["InstanceMarketOptions"] = {"MarketType": "spot",
                                                "SpotOptions": {"SpotInstanceType": "one-time"}}

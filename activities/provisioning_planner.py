@@ -21,6 +21,7 @@ from api import events
 from api.catalog import InstanceTypeCatalog, load_catalog
 from api.events import EventReason
 from planning.provisioning import Exclusion
+from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
 from workflows.provisioning_models import (
     LaunchFailedInput,
     NodeClaimLaunch,
@@ -74,10 +75,12 @@ def explanation_events(decision: Any, batch_id: str, now: datetime) -> list[dict
 class ProvisioningPlanner:
     """Clients come in: the Kubernetes gateway (Events), the planner's cluster reader, the catalog."""
 
-    def __init__(self, kube: KubeClient, reader: ClusterReader, catalog: InstanceTypeCatalog | None = None) -> None:
+    def __init__(self, kube: KubeClient, reader: ClusterReader, catalog: InstanceTypeCatalog | None = None,
+                 offerings: UnavailableOfferings | None = None) -> None:
         self._kube = kube
         self._reader = reader
         self._catalog = catalog
+        self._offerings = offerings  # offerings EC2 refused lately are not planned on
 
     @activity.defn(name="provisioning_plan")
     async def plan(self, inp: ProvisioningPlanInput) -> ProvisioningPlan:
@@ -91,7 +94,8 @@ class ProvisioningPlanner:
         from api.snapshot import Snapshot
         from planning.provisioning import decide
 
-        catalog = load_catalog(inp.catalog_path) if inp.catalog_path else self._catalog
+        catalog = with_unavailable(load_catalog(inp.catalog_path) if inp.catalog_path else self._catalog,
+                                   self._offerings)
         snapshot = snapshot if snapshot is not None else Snapshot.from_objects(objs)
         return decide(snapshot, catalog, pods=[p.uid for p in inp.pods], parsed=parsed)
 

@@ -12,6 +12,7 @@ from temporalio import activity
 from activities.planning_runner import to_replacement
 from activities.provisioning_planner import ClusterReader
 from api.catalog import InstanceTypeCatalog, load_catalog
+from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
 from workflows.interruption_models import SizedLaunch, SizedReplacements, SizeInput
 
 
@@ -28,9 +29,11 @@ def to_sized(sizing: Any) -> SizedReplacements:
 class SpotSizingActivities:
     """Clients come in: the planner's cluster reader and the catalog."""
 
-    def __init__(self, reader: ClusterReader, catalog: InstanceTypeCatalog | None = None) -> None:
+    def __init__(self, reader: ClusterReader, catalog: InstanceTypeCatalog | None = None,
+                 offerings: UnavailableOfferings | None = None) -> None:
         self._reader = reader
         self._catalog = catalog
+        self._offerings = offerings  # the interrupted offering (and any EC2 refused lately) is not sized onto
 
     @activity.defn(name="interruption_size_replacement")
     async def size_replacement(self, inp: SizeInput) -> SizedReplacements:
@@ -41,6 +44,7 @@ class SpotSizingActivities:
         from api.snapshot import Snapshot
         from planning.spot_sizing import size_interrupted
 
-        catalog = load_catalog(inp.catalog_path) if inp.catalog_path else self._catalog
+        catalog = with_unavailable(load_catalog(inp.catalog_path) if inp.catalog_path else self._catalog,
+                                   self._offerings)
         snapshot = snapshot if snapshot is not None else Snapshot.from_objects(objs)
         return to_sized(size_interrupted(snapshot, inp.node_name, catalog, parsed=parsed))

@@ -66,9 +66,10 @@ def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:
     events = EventActivities(deps.kube)
     s = deps.settings
     planning = PlanningActivities(deps.kube, deps.temporal, catalog, events, cluster=deps.cluster,
-                                  repair=repair_policies(s))
+                                  repair=repair_policies(s), offerings=deps.offerings)
     cluster = ClusterInfo(s.cluster_name or "", s.cluster_endpoint or "", s.cluster_ca or "")
-    provisioning = ProvisioningActivities(deps.kube, deps.ec2, catalog, ami_id=s.ami_id, cluster=cluster)
+    provisioning = ProvisioningActivities(deps.kube, deps.ec2, catalog, ami_id=s.ami_id, cluster=cluster,
+                                          offerings=deps.offerings)
     candidates = CandidateActivities(deps.kube, _candidate_starter(deps), deps.temporal)
     return [
         planning.plan_pass, planning.validate_command,
@@ -102,8 +103,9 @@ def provisioning_activities(deps: Deps, reader: PlanningActivities, catalog: Ins
                             ) -> list[Callable[..., Any]]:
     """ProvisioningWorkflow's own activities (it launches through the disruption's), and the spot pre-spin's sizing:
     both read the cluster through the planner's reader, so provisioning adds no second read path."""
-    planner = ProvisioningPlanner(deps.kube, reader, catalog)
-    return [planner.plan, planner.no_capacity, SpotSizingActivities(reader, catalog).size_replacement]
+    planner = ProvisioningPlanner(deps.kube, reader, catalog, offerings=deps.offerings)
+    return [planner.plan, planner.no_capacity,
+            SpotSizingActivities(reader, catalog, offerings=deps.offerings).size_replacement]
 
 
 def nodeclass_activities(deps: Deps) -> list[Callable[..., Any]]:
@@ -118,7 +120,8 @@ def interruption_activities(deps: Deps) -> list[Callable[..., Any]]:
     if not s.interruption_queue_url or deps.temporal is None:
         return []
     terminate, prespin = temporal_starters(deps.temporal, s.task_queue)
-    dispatcher = InterruptionDispatcher(deps.kube, catalog_from(s.catalog_path), terminate, prespin)
+    dispatcher = InterruptionDispatcher(deps.kube, catalog_from(s.catalog_path), terminate, prespin,
+                                        offerings=deps.offerings)
     queue = InterruptionQueueActivities(SqsQueue(deps.sqs, s.interruption_queue_url), dispatcher)
     return [queue.poll_interruption_queue]
 
