@@ -14,6 +14,7 @@ import asyncio
 import copy
 import hashlib
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from temporalio import activity
@@ -24,7 +25,8 @@ from activities.nodeclass_launch import NodeClassLauncher
 from api import labels
 from api.catalog import InstanceTypeCatalog, Offering
 from api.ec2nodeclass import EC2NodeClass
-from api.nodeclass_launch import ClusterInfo, subnet_zones
+from api.nodeclass_launch import ClusterInfo, cluster_tags, subnet_zones
+from planning.lifecycle.launch import launch_patch
 from planning.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
 from workflows.disruption_models import (
     LaunchedReplacement,
@@ -135,6 +137,7 @@ class ProvisioningActivities:
         # them and marks what it is refused; a fresh one when none is given (tests, tools).
         self._offerings = offerings if offerings is not None else UnavailableOfferings()
         self._classes = NodeClassLauncher(kube, catalog, cluster)
+        self._cluster_name = cluster.name if cluster is not None else ""
 
     # ---- launch ---------------------------------------------------------------------------------------------
 
@@ -165,9 +168,23 @@ class ProvisioningActivities:
             instance, itype, off = self._run_first_available(claim, inp, offers, node_class)
         if node_class is not None:
             self._classes.record(claim, instance, node_class)
+        self._record_launch(meta["name"], instance, itype, inp.replacement.capacity_type)
         return LaunchedReplacement(node_claim=meta["name"], uid=meta["uid"], instance_id=instance["InstanceId"],
                                    instance_type=itype, zone=off.zone, capacity_type=inp.replacement.capacity_type,
                                    price=off.price)
+
+    def _record_launch(self, name: str, instance: dict[str, Any], itype: str, capacity: str) -> None:
+        """The claim's launch record (providerID, imageID, capacity, labels, Launched), as Karpenter writes it right
+        after Create; the lifecycle controller writes the same from the instance should this attempt die first."""
+        meta_body: list[Obj | None] = [None]
+        described = {**instance, "InstanceType": itype}
+
+        def change(obj: Obj) -> Obj | None:
+            meta_body[0], status = launch_patch(obj, described, self._catalog.get(itype), datetime.now(UTC), capacity)
+            return status
+
+        if self._kube.update("NodeClaim", name, change, status=True) and meta_body[0] is not None:
+            self._kube.patch_node_claim(name, meta_body[0])
 
     def _not_refused(self, claim_name: str, r: Replacement, zones: set[str] | None,
                      offers: list[tuple[str, Offering]]) -> list[tuple[str, Offering]]:
@@ -237,7 +254,7 @@ class ProvisioningActivities:
         """Image, placement and tags: from the class when there is one, else the AMI setting and the zone."""
         meta = claim["metadata"]
         tags = {NODECLAIM_TAG: meta["name"], NODEPOOL_TAG: inp.node_pool, NODECLAIM_UID_TAG: meta["uid"],
-                "Name": meta["name"]}
+                "Name": meta["name"], **cluster_tags(self._cluster_name)}
         if node_class is None:
             params: dict[str, Any] = {"ImageId": self._image_id(), "Placement": {"AvailabilityZone": zone}}
         else:
@@ -294,7 +311,11 @@ class ProvisioningActivities:
         node = self._find_node(claim, r)
         if node is None:
             return ReplacementStatus(node_claim=r.node_claim)
-        return ReplacementStatus(node_claim=r.node_claim, node=node["metadata"]["name"], ready=node_ready(node))
+        # Ready and initialized (the lifecycle controller's karpenter.sh/initialized), as Karpenter's disruption
+        # waits on Initialized: a Ready node may still carry startup or ephemeral taints (docs/decisions.md §19)
+        initialized = (node["metadata"].get("labels") or {}).get(labels.INITIALIZED_LABEL) == "true"
+        return ReplacementStatus(node_claim=r.node_claim, node=node["metadata"]["name"],
+                                 ready=node_ready(node) and initialized)
 
     def _find_node(self, claim: Obj, r: LaunchedReplacement) -> Obj | None:
         """The claim's Node: by `status.nodeName`, else by the claim label, else by the instance's providerID."""

@@ -1,5 +1,5 @@
 """Garbage collection of instances and NodeClaims that lost each other (Karpenter's nodeclaim/garbagecollection,
-core and AWS; docs/decisions.md §30).
+core and AWS; docs/decisions.md §19).
 
 - An instance tagged for this cluster (`eks:eks-cluster-name=<cluster>`, with a `karpenter.sh/nodepool` tag)
   that no NodeClaim accounts for is terminated once 30 s old, and any Node of it deleted. Other clusters'

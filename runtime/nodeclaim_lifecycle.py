@@ -1,6 +1,6 @@
 """The NodeClaim lifecycle controller: turns a launched instance into a node nodeflow manages.
 
-Karpenter's `nodeclaim/lifecycle` and `nodeclaim/podevents` (docs/decisions.md §30): for each NodeClaim it
+Karpenter's `nodeclaim/lifecycle` and `nodeclaim/podevents` (docs/decisions.md §19): for each NodeClaim it
 records the launch (from the instance, should the launch activity not have), registers the claim's Node
 (finalizer, owner reference, labels, taints, `karpenter.sh/registered`), initializes it
 (`karpenter.sh/initialized`), deletes a claim that never launched or registered in time (its termination then

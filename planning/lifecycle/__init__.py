@@ -1,4 +1,4 @@
 """Karpenter's NodeClaim lifecycle as pure decisions (launch record, registration, initialization, liveness,
 Consolidatable, garbage collection): each module takes the objects as the API server shows them and returns
-what to write. runtime/nodeclaim_lifecycle.py reads the cluster and applies the answers (docs/decisions.md §30).
+what to write. runtime/nodeclaim_lifecycle.py reads the cluster and applies the answers (docs/decisions.md §19).
 """
