@@ -39,6 +39,7 @@ POLICY_DURATION_PATTERN = r"^([0-9]+(s|m|h))+$"
 DECIMAL_PATTERN = r"^[0-9]+(\.[0-9]+)?$"
 # A drift wave: a node count >= 1, or a percentage 1%-100% of the pool's drifted nodes.
 WAVE_PERCENT_PATTERN = r"^(100|[1-9][0-9]?)%$"
+WAVE_MAX_LENGTH = 4  # "100%": the CRD's maxLength on a wave string, which bounds the cost of its CEL regex
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
 

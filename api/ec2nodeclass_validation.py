@@ -23,6 +23,7 @@ from api.validation import QUANTITY_PATTERN, _check_metadata, _Problems
 
 MAX_TERMS = 30
 MAX_TERM_TAGS = 20
+MAX_TAGS = 50  # EC2's limit of tags on one resource; the CRD's maxProperties of spec.tags (bounds its CEL rules' cost)
 MAX_BLOCK_DEVICE_MAPPINGS = 50
 ALIAS_MAX_LENGTH = 30
 ALIAS_PATTERN = r"^[a-zA-Z0-9]+@.+$"
@@ -169,7 +170,10 @@ def _check_identity(p: _Problems, spec: dict[str, Any]) -> None:
 
 
 def _check_tags(p: _Problems, obj: Any) -> None:
-    for key, value in (p.mapping("spec.tags", obj) or {}).items():
+    tags = p.mapping("spec.tags", obj) or {}
+    if len(tags) > MAX_TAGS:
+        p.add("spec.tags", f"has {len(tags)} tags, at most {MAX_TAGS} allowed (maxProperties)")
+    for key, value in tags.items():
         path = f"spec.tags[{key}]"
         if key == "":
             p.add(path, "empty tag keys aren't supported")

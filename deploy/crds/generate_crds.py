@@ -25,6 +25,7 @@ from api.ec2nodeclass_validation import (
     HTTP_TOKENS,
     INSTANCE_STORE_POLICIES,
     MAX_BLOCK_DEVICE_MAPPINGS,
+    MAX_TAGS,
     MAX_TERM_TAGS,
     MAX_TERMS,
     RESERVED_KEYS,
@@ -345,7 +346,8 @@ nodepool_schema = {
                 {"message": STATIC_TRANSITION_MESSAGE, "rule": "has(self.replicas) == has(oldSelf.replicas)"},
                 {
                     "message": STATIC_LIMITS_MESSAGE,
-                    "rule": "!has(self.replicas) || !has(self.limits) || self.limits.all(k, k == 'nodes')",
+                    # the same meaning as `self.limits.all(k, k == 'nodes')` at a constant cost (limits has no maxProperties)
+                    "rule": "!has(self.replicas) || !has(self.limits) || self.limits.size() == 0 || (self.limits.size() == 1 && 'nodes' in self.limits)",
                 },
                 {"message": STATIC_WEIGHT_MESSAGE, "rule": "!has(self.replicas) || !has(self.weight)"},
             ],
@@ -553,7 +555,9 @@ def key_map(field, keys, desc, quantity=False):
     rules = [{"message": f"valid keys for {field} are [{listed}]", "rule": f"self.all(x, x in [{listed}])"}]
     if quantity:
         rules.append({"message": f"{field} value cannot be a negative resource quantity", "rule": "self.all(x, !self[x].startsWith('-'))"})
-    return {"description": desc, "type": "object", "additionalProperties": {"type": "string"}, "x-kubernetes-validations": rules}
+    # maxProperties: only len(keys) keys are allowed, and the bound keeps the all() rules within the cost budget.
+    return {"description": desc, "type": "object", "maxProperties": len(keys), "additionalProperties": {"type": "string"},
+            "x-kubernetes-validations": rules}
 
 
 kubelet = {
@@ -657,7 +661,7 @@ ec2nodeclass_schema = {
                 "role": s("IAM role of the nodes; an instance profile is made for it (exclusive with instanceProfile).", **{"x-kubernetes-validations": [{"message": "role cannot be empty", "rule": "self != ''"}]}),
                 "securityGroupSelectorTerms": security_group_terms,
                 "subnetSelectorTerms": subnet_terms,
-                "tags": {"description": "Tags of the instances, volumes and launch templates.", "type": "object", "additionalProperties": {"type": "string"}, "x-kubernetes-validations": restricted_tag_rules},
+                "tags": {"description": "Tags of the instances, volumes and launch templates.", "type": "object", "maxProperties": MAX_TAGS, "additionalProperties": {"type": "string"}, "x-kubernetes-validations": restricted_tag_rules},
                 "userData": s("User data merged with what Karpenter generates for the family."),
             },
         },
@@ -716,6 +720,9 @@ wave = {
     "description": "A cumulative target: a node count >= 1 or a percentage (1%-100%) of the pool's drifted nodes.",
     "x-kubernetes-int-or-string": True,
     "anyOf": [{"type": "integer"}, {"type": "string"}],
+    # "100%" is the longest percentage the rule allows; without a bound kube-apiserver prices the regex over a 3 MiB
+    # string and refuses the CRD (issue #23; simulator/cel_cost.py checks every rule).
+    "maxLength": dp.WAVE_MAX_LENGTH,
     "x-kubernetes-validations": [{"message": "a wave is a count >= 1 or a percentage 1%-100%",
                                   "rule": f"type(self) == int ? self >= 1 : self.matches('{dp.WAVE_PERCENT_PATTERN}')"}],
 }
