@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from simulator import discovery, fieldcheck, openapi, scale
+from simulator import crd_validation, discovery, fieldcheck, openapi, scale
 from simulator.errors import ApiError, bad_request, conflict, invalid, not_found
 from simulator.faults import Faults
 from simulator.patch import deep_copy, json_patch, merge_patch, strategic_merge_patch
@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 PODS = BY_KIND["Pod"]
 NAMESPACES = BY_KIND["Namespace"]
 PDBS = BY_KIND["PodDisruptionBudget"]
+CRDS = BY_KIND["CustomResourceDefinition"]
 NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 JSON_CT = "application/json"
 DEFAULT_WATCH_TIMEOUT = 1800
@@ -500,6 +501,15 @@ class ApiServer:
                 raise invalid(rt.kind, name, f"{field}: Invalid value: must be an object", rt.group)
         return body
 
+    @staticmethod
+    def _admit(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """What the real server checks past metadata: a custom resource against its CRD's schema and rules
+        (pruned and defaulted in place), a CRD's rules for compilation and cost (simulator/crd_validation.py)."""
+        if rt.custom:
+            crd_validation.admit(rt, obj, old)
+        elif rt is CRDS:
+            crd_validation.check_crd(obj)
+
     def _create(self, route: Route, body: Any, request: web.Request) -> web.Response:
         rt = route.rt
         obj = self._validate_meta(route, body, creating=True)
@@ -519,6 +529,7 @@ class ApiServer:
             obj["status"] = {"phase": "Pending"}
         elif rt.custom:
             obj.pop("status", None)
+        self._admit(rt, obj, None)
         if rt is NAMESPACES:
             obj.setdefault("status", {"phase": "Active"})
         with self.store.lock:
@@ -576,8 +587,10 @@ class ApiServer:
                 if old_node and (result.get("spec") or {}).get("nodeName") != old_node:
                     raise invalid("Pod", om["name"], "spec: Forbidden: pod updates may not change fields other "
                                                      "than spec.containers[*].image, spec.tolerations, ...")
-            if "generation" in om and result.get("spec") != old.get("spec"):
-                rm["generation"] = int(om["generation"]) + 1
+        self._admit(rt, result, old)
+        if not status_only and "generation" in om and \
+                result.get("spec") != crd_validation.as_read(rt, old).get("spec"):
+            result["metadata"]["generation"] = int(om["generation"]) + 1
         self._validate_meta(Route(rt, route.namespace, route.name, None, False), result, creating=False)
         result["metadata"]["resourceVersion"] = om.get("resourceVersion")
         if request.query.get("dryRun"):

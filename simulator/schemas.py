@@ -67,16 +67,31 @@ def model_name(rt: ResourceType) -> str:
 
 
 @cache
+def crd_documents() -> tuple[dict[str, Any], ...]:
+    """The CRD documents in deploy/crds/, as nodeflow ships them."""
+    return tuple(yaml.safe_load(path.read_text(encoding="utf-8")) for path in sorted(CRD_DIR.glob("*.yaml")))
+
+
+@cache
+def crd_validation_schemas() -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(group, version, kind) -> the openAPIV3Schema of each CRD in deploy/crds/ as written: what the simulator
+    validates custom resources against (simulator/crd_validation.py). Read only: never mutate."""
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for crd in crd_documents():
+        spec = crd["spec"]
+        for version in spec["versions"]:
+            out[(spec["group"], version["name"], spec["names"]["kind"])] = version["schema"]["openAPIV3Schema"]
+    return out
+
+
+@cache
 def crd_schemas() -> dict[tuple[str, str, str], dict[str, Any]]:
     """(group, version, kind) -> the openAPIV3Schema of each CRD in deploy/crds/, metadata as ObjectMeta."""
     out: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for path in sorted(CRD_DIR.glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text(encoding="utf-8"))
-        spec = crd["spec"]
-        for version in spec["versions"]:
-            schema = dict(version["schema"]["openAPIV3Schema"])
-            schema["properties"] = dict(schema.get("properties") or {}, metadata=ref(OBJECT_META))
-            out[(spec["group"], version["name"], spec["names"]["kind"])] = schema
+    for key, raw in crd_validation_schemas().items():
+        schema = dict(raw)
+        schema["properties"] = dict(schema.get("properties") or {}, metadata=ref(OBJECT_META))
+        out[key] = schema
     return out
 
 

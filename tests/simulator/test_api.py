@@ -9,7 +9,7 @@ import urllib.request
 import pytest
 from kubernetes import client
 from kubernetes.client import ApiException
-from support.sim_objects import node, nodeclaim, pod
+from support.sim_objects import node, nodeclaim, nodepool, pod
 
 from simulator.server import Simulator
 
@@ -121,8 +121,14 @@ def test_status_subresource_is_separate_from_the_main_resource(sim: Simulator, k
                                               {"status": {"nodeName": "n1"}})
     got = custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1")
     assert got["status"]["nodeName"] == "n1" and got["metadata"]["generation"] == 1
-    custom.patch_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1", {"spec": {"expireAfter": "1h"}})
-    assert custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1")["metadata"]["generation"] == 2
+    with pytest.raises(ApiException) as refused:  # the CRD's CEL rule on spec: `self == oldSelf`
+        custom.patch_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1", {"spec": {"expireAfter": "1h"}})
+    assert refused.value.status == 422 and "spec is immutable" in json.loads(refused.value.body)["message"]
+    custom.patch_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1", {"metadata": {"labels": {"a": "b"}}})
+    assert custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1")["metadata"]["generation"] == 1
+    custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", nodepool("p1"))
+    custom.patch_cluster_custom_object("karpenter.sh", "v1", "nodepools", "p1", {"spec": {"weight": 5}})
+    assert custom.get_cluster_custom_object("karpenter.sh", "v1", "nodepools", "p1")["metadata"]["generation"] == 2
 
 
 def test_label_and_field_selectors(sim: Simulator, k8s: client.ApiClient) -> None:

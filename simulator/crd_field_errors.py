@@ -1,0 +1,64 @@
+"""Field errors of a refused custom resource, worded and shaped as kube-apiserver's field.Error
+(k8s.io/apimachinery/pkg/util/validation/field/errors.go) and aggregated into one 422 `Status` with
+`details.causes[].field/message/reason`, so a client that reads the causes sees what a real cluster sends."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.errors import ApiError
+
+# field.ErrorType -> what its message starts with
+_BODIES = {
+    "FieldValueInvalid": "Invalid value",
+    "FieldValueRequired": "Required value",
+    "FieldValueNotSupported": "Unsupported value",
+    "FieldValueForbidden": "Forbidden",
+    "FieldValueTooLong": "Too long",
+    "FieldValueTooMany": "Too many",
+    "FieldValueDuplicate": "Duplicate value",
+    "FieldValueTypeInvalid": "Invalid value",
+}
+
+
+def show(value: Any) -> str:
+    """A value as field.Error prints it: strings quoted, numbers bare, anything else by its JSON."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One cause: where (`field`), the error type (`reason`), and the text after the error type's words."""
+
+    field: str
+    reason: str
+    detail: str
+
+    @property
+    def body(self) -> str:
+        head = _BODIES.get(self.reason, "Invalid value")
+        return f"{head}: {self.detail}" if self.detail else head
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.body}"
+
+
+def invalid(field: str, value: Any, detail: str) -> FieldError:
+    return FieldError(field, "FieldValueInvalid", f"{show(value)}: {detail}")
+
+
+def type_invalid(field: str, value: Any, detail: str) -> FieldError:
+    return FieldError(field, "FieldValueTypeInvalid", f"{show(value)}: {detail}")
+
+
+def refused(kind: str, group: str, name: str, errors: list[FieldError]) -> ApiError:
+    """The 422 Invalid answer for `errors` (one or more), as the API server aggregates them."""
+    qualified = f"{kind}.{group}" if group else kind
+    listed = str(errors[0]) if len(errors) == 1 else "[" + ", ".join(str(e) for e in errors) + "]"
+    causes = [{"reason": e.reason, "message": e.body, "field": e.field} for e in errors]
+    return ApiError(422, f'{qualified} "{name}" is invalid: {listed}',
+                    details={"name": name, "group": group, "kind": kind, "causes": causes})
