@@ -1,6 +1,11 @@
-"""The EC2 side of the world (boto3 against moto_server): kubelets that register Nodes for running instances,
-Karpenter's NodeClaim lifecycle (Launched, Registered, Initialized), and the cloud-controller-manager that
-takes a Node away when its instance is shutting down or terminated.
+"""The EC2 side of the world (boto3 against moto_server): which instances are this cluster's nodes, their
+kubelets (simulator/kubelet.py) and the cloud controller manager (simulator/ccm.py).
+
+A running instance joins when its user data's bootstrap names this cluster (simulator/user_data.py,
+simulator/membership.py); one launched without user data joins when this cluster has the NodeClaim its
+`karpenter.sh/nodeclaim` tag names (a stand-in for an AMI with a baked-in bootstrap). The world never writes a
+NodeClaim nor anything on a Node that only Karpenter's controllers write (docs/architecture.md, "Simulated
+kubelets and CCM").
 
 boto3 calls run outside the store lock (`describe` in an executor thread); `apply` then updates the cluster.
 """
@@ -10,15 +15,22 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter, defaultdict
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from api import labels as L
-from simulator.patch import deep_copy
-from simulator.pods import is_deleting, meta, node_ready
+from simulator.ccm import CloudControllerManager
+from simulator.ice import IceInjector
+from simulator.kubelet import KUBELET_VERSION, Kubelets, provider_id
+from simulator.membership import ClusterIdentity
+from simulator.pods import meta
 from simulator.resources import BY_KIND, ResourceType
+from simulator.user_data import Bootstrap, decode, parse
 
 if TYPE_CHECKING:
     from simulator.world import World
+
+__all__ = ["DEFAULT_AMI", "KUBELET_VERSION", "Ec2World", "IceInjector", "instance_id_of", "provider_id"]
 
 NODES = BY_KIND["Node"]
 NODECLAIMS = BY_KIND["NodeClaim"]
@@ -26,12 +38,9 @@ NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 NODEPOOL_TAG = "karpenter.sh/nodepool"
 GONE_STATES = frozenset({"shutting-down", "terminated", "stopping", "stopped"})
 LISTED_STATES = ("pending", "running", "shutting-down", "stopping", "stopped")  # all but terminated
-KUBELET_VERSION = "v1.32.0"
 DEFAULT_AMI = "ami-0a1b2c3d4e5f60718"
-
-
-def provider_id(zone: str, instance_id: str) -> str:
-    return f"aws:///{zone}/{instance_id}"
+# moto reports LaunchTime to the second: an instance launched in the second this world started is not older.
+_LAUNCH_SLACK = timedelta(seconds=2)
 
 
 def instance_id_of(pid: str | None) -> str | None:
@@ -41,13 +50,14 @@ def instance_id_of(pid: str | None) -> str | None:
 
 
 class Ec2World:
-    """Follows EC2 instances tagged `karpenter.sh/nodeclaim` and plays kubelet + CCM + NodeClaim lifecycle.
+    """Follows EC2 instances and plays the kubelets and the CCM of those that are this cluster's nodes.
 
-    Only instances whose NodeClaim exists in this cluster join it, so simulators sharing one moto_server
-    (tests) do not pick up each other's instances.
+    Instances launched before this world started are never its members (other than those `adopt` launched):
+    simulators sharing one moto_server (tests) could otherwise reuse a port an earlier one's instances name.
     """
 
-    def __init__(self, world: World, endpoint: str, region: str = "us-east-1", client: Any = None) -> None:
+    def __init__(self, world: World, endpoint: str, region: str = "us-east-1", client: Any = None,
+                 cluster_name: str | None = None) -> None:
         if client is None:
             import boto3
 
@@ -57,6 +67,10 @@ class Ec2World:
                 aws_secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY", "testing"))
         self.client = client
         self.world = world
+        self.identity = ClusterIdentity(name=cluster_name)  # the server sets identity.url once it listens
+        self.kubelets = Kubelets(world)
+        self.ccm = CloudControllerManager(world)
+        self.started_at = datetime.now(UTC)
         self.first_running: dict[str, float] = {}
         self.registered: set[str] = set()  # instances that have (or had) a Node
         self.gone_handled: set[str] = set()
@@ -64,6 +78,8 @@ class Ec2World:
         self._image_id: str | None = None
         self._known: dict[str, dict[str, Any]] = {}  # not terminated, as last described
         self._ended: dict[str, dict[str, Any]] = {}  # seen terminated (or gone from the listing)
+        self._bootstraps: dict[str, tuple[bool, Bootstrap | None]] = {}  # iid -> (has user data, its bootstrap)
+        self._named: dict[str, bool] = {}  # iid -> its bootstrap names this cluster
 
     # ---- boto3 side --------------------------------------------------------------------------------------
     def describe(self) -> list[dict[str, Any]]:
@@ -81,8 +97,10 @@ class Ec2World:
             for status in page.get("InstanceStatuses", []):
                 states[status["InstanceId"]] = status["InstanceState"]["Name"]
         stale = [iid for iid, state in states.items() if self._needs_description(iid, state)]
-        for inst in self._describe_ids(stale):
+        described = self._describe_ids(stale)
+        for inst in described:
             self._known[inst["InstanceId"]] = inst
+        self._read_user_data(described)
         for iid in [iid for iid in self._known if iid not in states]:
             ended = self._known.pop(iid)
             self._ended[iid] = {**ended, "State": {"Code": 48, "Name": "terminated"}}
@@ -116,6 +134,32 @@ class Ec2World:
                         continue
             out.extend(i for page in pages for res in page.get("Reservations", []) for i in res.get("Instances", []))
         return out
+
+    def _read_user_data(self, instances: list[dict[str, Any]]) -> None:
+        """Each new instance's user data, once (it cannot change while the instance runs); only instances
+        launched since this world started can be members, so older ones are not read."""
+        from botocore.exceptions import ClientError
+
+        for inst in instances:
+            iid = inst["InstanceId"]
+            if iid in self._bootstraps or iid in self.registered or not self._launched_since_start(inst):
+                continue
+            try:
+                attr = self.client.describe_instance_attribute(InstanceId=iid, Attribute="userData")
+            except ClientError:
+                continue  # gone from moto; read again if it shows up
+            raw = (attr.get("UserData") or {}).get("Value")
+            self._bootstraps[iid] = (bool(raw), parse(decode(raw)) if raw else None)
+
+    def _launched_since_start(self, inst: dict[str, Any]) -> bool:
+        launched = inst.get("LaunchTime")
+        if isinstance(launched, str):
+            launched = datetime.fromisoformat(launched.replace("Z", "+00:00"))
+        if not isinstance(launched, datetime):
+            return True
+        if launched.tzinfo is None:
+            launched = launched.replace(tzinfo=UTC)
+        return launched >= self.started_at - _LAUNCH_SLACK
 
     def image_id(self) -> str:
         """The AMI scenario instances launch from (moto accepts any id; listing its images takes seconds)."""
@@ -185,210 +229,60 @@ class Ec2World:
     def instance_counts(self) -> dict[str, int]:
         return dict(self.counts)
 
+    def is_member(self, inst: dict[str, Any]) -> bool:
+        """Whether `inst` is one of this cluster's nodes (see the module docstring)."""
+        iid = inst["InstanceId"]
+        if iid in self.registered:
+            return True
+        if not self._launched_since_start(inst):
+            return False
+        has_user_data, boot = self._bootstraps.get(iid, (None, None))
+        if has_user_data is None:
+            return False  # user data not read yet
+        if has_user_data:
+            if iid not in self._named:
+                self._named[iid] = boot is not None and self.identity.named_by(boot)
+            return self._named[iid]
+        return self._claim_admits(inst)
+
+    def _claim_admits(self, inst: dict[str, Any]) -> bool:
+        """The stand-in for instances without user data: this cluster has the NodeClaim the tag names, and the
+        claim is not bound (status.providerID) to another instance. Claim names repeat across clusters sharing
+        one moto (old-0 in many tests): a stranger tagged with a bound claim's name must not join."""
+        tags = {t["Key"]: t["Value"] for t in inst.get("Tags", []) or []}
+        claim = self.world.store.get(NODECLAIMS, "", tags.get(NODECLAIM_TAG, ""))
+        if claim is None:
+            return False
+        bound = (claim.get("status") or {}).get("providerID")
+        return not bound or instance_id_of(bound) == inst["InstanceId"]
+
     def apply(self, instances: list[dict[str, Any]]) -> None:
+        """One round of kubelets and CCM over the described instances."""
         world = self.world
         with world.store.lock:
-            ours = [i for i in instances if i["InstanceId"] in self.registered or world.store.get(
-                NODECLAIMS, "", {t["Key"]: t["Value"] for t in i.get("Tags", []) or []}.get(NODECLAIM_TAG, ""))]
-            self.counts = Counter(i.get("State", {}).get("Name", "unknown") for i in ours)
             nodes_by_iid: dict[str, dict[str, Any]] = {}
             for node in world.store.list(NODES):
                 iid = instance_id_of((node.get("spec") or {}).get("providerID"))
                 if iid:
                     nodes_by_iid[iid] = node
+            counts: Counter[str] = Counter()
             now = time.monotonic()
             for inst in instances:
                 iid = inst["InstanceId"]
                 state = inst.get("State", {}).get("Name", "")
-                tags = {t["Key"]: t["Value"] for t in inst.get("Tags", []) or []}
                 node = nodes_by_iid.get(iid)
-                if state == "running":
-                    claim = world.store.get(NODECLAIMS, "", tags.get(NODECLAIM_TAG, ""))
-                    if claim is None:
-                        continue  # not this cluster's instance (Karpenter would garbage-collect it)
-                    bound = (claim.get("status") or {}).get("providerID")
-                    if bound and instance_id_of(bound) != iid:
-                        # A NodeClaim is bound to one instance. Another running instance tagged with its name
-                        # (an earlier cluster's on the same moto, since claim names repeat) is not this one's:
-                        # joining it re-pointed the claim at a stranger's Node and stalled the e2e drift rollout.
-                        continue
-                    if not bound:
-                        self._launched(claim, inst)
-                    if node is None and iid not in self.registered:
-                        started = self.first_running.setdefault(iid, now)
-                        if now - started >= world.ready_delay * world.time_scale:
-                            self._register(inst, tags)
+                member = self.is_member(inst)
+                if member:
+                    counts[state] += 1
+                if state == "running" and node is not None:
+                    self.ccm.initialize(node, inst)
+                elif state == "running" and member and iid not in self.registered:
+                    started = self.first_running.setdefault(iid, now)
+                    if now - started >= world.ready_delay * world.time_scale:  # the instance boots
+                        self.registered.add(iid)
+                        self.kubelets.register(inst, self._bootstraps.get(iid, (False, None))[1])
                 elif state in GONE_STATES and node is not None and iid not in self.gone_handled:
                     self.gone_handled.add(iid)
-                    self._instance_gone(meta(node)["name"])
-
-    def _zone(self, inst: dict[str, Any]) -> str:
-        return (inst.get("Placement") or {}).get("AvailabilityZone", "us-east-1a")
-
-    def _capacity_type(self, inst: dict[str, Any], tags: dict[str, str]) -> str:
-        if inst.get("InstanceLifecycle") == "spot":
-            return L.CAPACITY_SPOT
-        return tags.get(L.CAPACITY_TYPE_LABEL, L.CAPACITY_ON_DEMAND)
-
-    def _resources(self, itype: str) -> dict[str, str]:
-        it = self.world.catalog.get(itype)
-        if it is None:
-            return {"cpu": "2", "memory": "8Gi", "pods": "110", "ephemeral-storage": "20Gi"}
-        return {"cpu": it.cpu, "memory": it.memory, "pods": str(it.pods), "ephemeral-storage": it.ephemeral_storage}
-
-    def _launched(self, claim: dict[str, Any], inst: dict[str, Any]) -> None:
-        from simulator.world import set_condition
-
-        new = deep_copy(claim)
-        status = new.setdefault("status", {})
-        status["providerID"] = provider_id(self._zone(inst), inst["InstanceId"])
-        status["imageID"] = inst.get("ImageId", "")
-        res = self._resources(inst.get("InstanceType", ""))
-        status["capacity"] = dict(res)
-        status["allocatable"] = dict(res)
-        set_condition(new, "Launched", "True", "Launched")
-        self.world.store.replace(NODECLAIMS, new)
-
-    def _register(self, inst: dict[str, Any], tags: dict[str, str]) -> None:
-        """The kubelet joins: a NotReady Node for the instance; it turns Ready after a further ready delay."""
-        from simulator.world import set_condition
-
-        world = self.world
-        iid, itype, zone = inst["InstanceId"], inst.get("InstanceType", ""), self._zone(inst)
-        name = inst.get("PrivateDnsName") or f"ip-{iid}.ec2.internal"
-        self.registered.add(iid)
-        claim = world.store.get(NODECLAIMS, "", tags[NODECLAIM_TAG])
-        it = world.catalog.get(itype)
-        labels = dict((meta(claim).get("labels") or {}) if claim else {})
-        labels.update({
-            L.INSTANCE_TYPE_LABEL: itype, "beta.kubernetes.io/instance-type": itype,
-            L.ZONE_LABEL: zone, "topology.kubernetes.io/region": zone[:-1],
-            L.CAPACITY_TYPE_LABEL: self._capacity_type(inst, tags),
-            L.ARCH_LABEL: it.arch if it else "amd64", L.OS_LABEL: "linux",
-            L.HOSTNAME_LABEL: name, L.REGISTERED_LABEL: "true",
-        })
-        pool = tags.get(NODEPOOL_TAG) or labels.get(L.NODEPOOL_LABEL)
-        if pool:
-            labels[L.NODEPOOL_LABEL] = pool
-        res = self._resources(itype)
-        node: dict[str, Any] = {
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": labels, "finalizers": [L.TERMINATION_FINALIZER],
-                         "annotations": {"alpha.kubernetes.io/provided-node-ip": inst.get("PrivateIpAddress", "")}},
-            "spec": {"providerID": provider_id(zone, iid)},
-            "status": {
-                "capacity": dict(res), "allocatable": dict(res),
-                "addresses": [{"type": "InternalIP", "address": inst.get("PrivateIpAddress", "")},
-                              {"type": "Hostname", "address": name}, {"type": "InternalDNS", "address": name}],
-                "nodeInfo": {"kubeletVersion": KUBELET_VERSION, "architecture": labels[L.ARCH_LABEL],
-                             "operatingSystem": "linux", "containerRuntimeVersion": "containerd://1.7.0",
-                             "osImage": "Amazon Linux 2023", "kernelVersion": "6.1.0", "machineID": iid,
-                             "systemUUID": iid, "bootID": iid, "kubeProxyVersion": KUBELET_VERSION},
-            },
-        }
-        set_condition(node, "Ready", "False", "KubeletNotReady", "container runtime network not ready")
-        if claim is not None:
-            node["metadata"]["ownerReferences"] = [{
-                "apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "name": meta(claim)["name"],
-                "uid": meta(claim)["uid"], "blockOwnerDeletion": True}]
-            taints = [deep_copy(t) for t in (claim.get("spec") or {}).get("taints") or []]
-            if taints:
-                node["spec"]["taints"] = taints
-        if world.store.get(NODES, "", name) is not None:
-            return
-        world.store.create(NODES, node)
-        if claim is not None:
-            new = deep_copy(claim)
-            status = new.setdefault("status", {})
-            status.update(nodeName=name, providerID=provider_id(zone, iid))
-            status.setdefault("capacity", dict(res))
-            status.setdefault("allocatable", dict(res))
-            set_condition(new, "Launched", "True", "Launched")
-            set_condition(new, "Registered", "True", "Registered")
-            world.store.replace(NODECLAIMS, new)
-        if itype not in world.never_ready_types:
-            world.after(world.ready_delay, lambda: self._ready(name))
-
-    def _ready(self, name: str) -> None:
-        from simulator.world import set_condition
-
-        world = self.world
-        node = world.store.get(NODES, "", name)
-        if node is None or is_deleting(node) or node_ready(node):
-            return
-        itype = (meta(node).get("labels") or {}).get(L.INSTANCE_TYPE_LABEL, "")
-        if itype in world.never_ready_types:
-            return
-        new = deep_copy(node)
-        set_condition(new, "Ready", "True", "KubeletReady", "kubelet is posting ready status")
-        new["metadata"]["labels"][L.INITIALIZED_LABEL] = "true"
-        world.store.replace(NODES, new)
-        for ref in meta(node).get("ownerReferences") or []:
-            if ref.get("kind") != "NodeClaim":
-                continue
-            claim = world.store.get(NODECLAIMS, "", ref.get("name", ""))
-            if claim is None:
-                continue
-            updated = deep_copy(claim)
-            set_condition(updated, "Initialized", "True", "Initialized")
-            set_condition(updated, "Ready", "True", "Ready")
-            world.store.replace(NODECLAIMS, updated)
-
-    def _instance_gone(self, node_name: str) -> None:
-        """Instance stopping / terminated: the Node goes NotReady, then the CCM deletes it (finalizers hold it)."""
-        from simulator.world import set_condition
-
-        world = self.world
-        node = world.store.get(NODES, "", node_name)
-        if node is None:
-            return
-        if node_ready(node):
-            new = deep_copy(node)
-            set_condition(new, "Ready", "Unknown", "NodeStatusUnknown", "Kubelet stopped posting node status.")
-            world.store.replace(NODES, new)
-
-        def delete_node() -> None:
-            current = world.store.get(NODES, "", node_name)
-            if current is not None and not is_deleting(current):
-                world.delete(NODES, "", node_name)
-
-        world.after(world.ready_delay, delete_node)
-
-
-
-class _HttpStatus:
-    """The part of a botocore HTTP response the client reads when a before-call hook answers instead of EC2."""
-
-    status_code = 400
-    headers: dict[str, str] = {}
-
-
-class IceInjector:
-    """Makes RunInstances answer InsufficientInstanceCapacity for chosen (instance type, zone) pairs, as EC2 does
-    when a pool is out of capacity; moto never does. Installed on the launcher's boto3 EC2 client (a botocore
-    `before-call` hook answers before any request is sent), so a test can prove a launch falls back."""
-
-    def __init__(self) -> None:
-        self.unavailable: set[tuple[str, str]] = set()  # (type, zone); zone "*" means every zone
-        self.refused: list[tuple[str, str]] = []
-
-    def exhaust(self, itype: str, zone: str = "*") -> None:
-        self.unavailable.add((itype, zone))
-
-    def restore(self) -> None:
-        self.unavailable.clear()
-
-    def install(self, client: Any) -> IceInjector:
-        client.meta.events.register("before-call.ec2.RunInstances", self._before_call)
-        return self
-
-    def _before_call(self, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]] | None:
-        body = params.get("body") or {}
-        itype, zone = body.get("InstanceType", ""), body.get("Placement.AvailabilityZone", "")
-        if (itype, zone) not in self.unavailable and (itype, "*") not in self.unavailable:
-            return None
-        self.refused.append((itype, zone))
-        message = (f"We currently do not have sufficient {itype} capacity in the Availability Zone you requested "
-                   f"({zone}).")
-        return _HttpStatus(), {"Error": {"Code": "InsufficientInstanceCapacity", "Message": message},
-                               "ResponseMetadata": {"HTTPStatusCode": 400}}
+                    self.kubelets.stop(meta(node)["name"])
+                    self.ccm.instance_gone(meta(node)["name"])
+            self.counts = counts

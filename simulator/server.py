@@ -52,7 +52,8 @@ class Simulator:
                  time_scale: float = 1.0, ready_delay: float = 2.0, port: int = 0,
                  kubeconfig_path: str | Path | None = None, host: str = "127.0.0.1",
                  objects: list[dict[str, Any]] | None = None, tick_seconds: float = 0.01,
-                 ec2_poll_seconds: float = 0.25, region: str = "us-east-1", pod_start_delay: float = 3.0) -> None:
+                 ec2_poll_seconds: float = 0.25, region: str = "us-east-1", pod_start_delay: float = 3.0,
+                 cluster_name: str | None = None) -> None:
         if time_scale <= 0:
             raise ValueError("time_scale must be positive")
         self.store = Store()
@@ -66,6 +67,7 @@ class Simulator:
         self.ec2_poll_seconds = ec2_poll_seconds
         self.ec2_endpoint = ec2_endpoint
         self.region = region
+        self.cluster_name = cluster_name  # instances whose bootstrap names it join, besides those naming base_url
         self._scenario = scenario
         self._initial_objects = objects
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
@@ -89,7 +91,8 @@ class Simulator:
         if self.ec2_endpoint:
             from simulator.ec2 import Ec2World
 
-            self.world.ec2 = Ec2World(self.world, self.ec2_endpoint, region=self.region)
+            self.world.ec2 = Ec2World(self.world, self.ec2_endpoint, region=self.region,
+                                      cluster_name=self.cluster_name)
         if self._scenario:
             self.load_objects(read_snapshot(self._scenario), initial=True, copy=False)
         self.load_objects(self._initial_objects or [], initial=True)  # also creates the default namespaces
@@ -97,6 +100,8 @@ class Simulator:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
+        if self.world.ec2 is not None:
+            self.world.ec2.identity.url = self.base_url  # nodes whose bootstrap names this URL join
         self._write_kubeconfig()
         self._thread = threading.Thread(target=self._run, args=(sock,), name=f"simulator-{self.port}", daemon=True)
         self._thread.start()
@@ -165,6 +170,7 @@ class Simulator:
     async def _ec2_loop(self) -> None:
         loop = asyncio.get_running_loop()
         ec2 = self.world.ec2
+        first = True
         while True:
             started = time.monotonic()
             try:
@@ -173,8 +179,11 @@ class Simulator:
             except Exception:
                 log.exception("EC2 sync failed")
             # A poll of 1,000+ instances costs moto ~1 s; polling at most a quarter of the time leaves moto
-            # to the EC2 calls under test (docs/decisions.md §17).
-            await asyncio.sleep(max(self.ec2_poll_seconds, 3 * (time.monotonic() - started)))
+            # to the EC2 calls under test (docs/decisions.md §17). Not after the first poll: a cold moto takes
+            # seconds to answer its first call, and waiting three times that delayed every first registration.
+            spent = 0.0 if first else time.monotonic() - started
+            first = False
+            await asyncio.sleep(max(self.ec2_poll_seconds, 3 * spent))
 
     def _write_kubeconfig(self) -> None:
         if self._kubeconfig_arg is not None:

@@ -1,84 +1,186 @@
-"""EC2-backed kubelets against moto: registration, readiness, NodeClaim status, instance loss, never-ready
-types, and scenario nodes adopted as real instances."""
+"""EC2-backed kubelets and the cloud controller manager against moto: membership by user data, registration
+as nodeadm configures it, CCM initialization, readiness, never-ready types, instance loss, scenario adoption,
+and that the simulator never does Karpenter's NodeClaim lifecycle (docs/architecture.md, "Simulated kubelets
+and CCM")."""
 
 from __future__ import annotations
 
+import base64
 import time
 import uuid
+from typing import Any
 
 import boto3
 from kubernetes import client
 from kubernetes.client import ApiException
 from support.sim_objects import node, nodeclaim, wait_for
 
+from api.quantity import parse_cpu, parse_memory
 from simulator.ec2 import DEFAULT_AMI
 from simulator.server import Simulator
 
+GI, MI = 2**30, 2**20
+UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
+KUBELET_LABELS = {"kubernetes.io/os", "kubernetes.io/arch", "kubernetes.io/hostname", "beta.kubernetes.io/os",
+                  "beta.kubernetes.io/arch"}
+CCM_LABELS = {"node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type", "topology.kubernetes.io/zone",
+              "topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
+              "failure-domain.beta.kubernetes.io/region"}
 
-def _ec2(endpoint: str):  # type: ignore[no-untyped-def]
+
+def _ec2(endpoint: str) -> Any:
     return boto3.client("ec2", endpoint_url=endpoint, region_name="us-east-1")
 
 
-def _launch(ec2, claim: str, itype: str = "m5.large", zone: str = "us-east-1b", spot: bool = False) -> str:  # type: ignore[no-untyped-def]
-    kwargs = {"InstanceMarketOptions": {"MarketType": "spot"}} if spot else {}
+def nodeadm(endpoint: str, labels: dict[str, str], taints: list[str], config: str = "",
+            name: str = "sim") -> str:
+    """An AL2023 MIME user data document with a nodeadm NodeConfig, as Karpenter writes one."""
+    flags = [f"    - --node-labels={','.join(f'{k}={v}' for k, v in sorted(labels.items()))}"] if labels else []
+    if taints:
+        flags.append(f"    - --register-with-taints={','.join(taints)}")
+    kubelet = ["  kubelet:"] + (["    config:", *(f"      {line}" for line in config.splitlines())] if config else [])
+    kubelet += ["    flags:", *flags] if flags else []
+    return "\n".join([
+        "MIME-Version: 1.0", 'Content-Type: multipart/mixed; boundary="//"', "", "--//",
+        "Content-Type: application/node.eks.aws", "",
+        "apiVersion: node.eks.aws/v1alpha1", "kind: NodeConfig", "spec:", "  cluster:", f"    name: {name}",
+        f"    apiServerEndpoint: {endpoint}", "    certificateAuthority: Q0E=", "    cidr: 10.100.0.0/16",
+        *(kubelet if len(kubelet) > 1 else []), "--//--", ""])
+
+
+def _launch(ec2: Any, claim: str | None = None, itype: str = "m5.large", zone: str = "us-east-1b",
+            user_data: str | None = None) -> str:
+    tags = [{"Key": "karpenter.sh/nodepool", "Value": "default"}]
+    if claim:
+        tags.append({"Key": "karpenter.sh/nodeclaim", "Value": claim})
+    kwargs: dict[str, Any] = {"UserData": user_data} if user_data else {}
     resp = ec2.run_instances(ImageId=DEFAULT_AMI, InstanceType=itype, MinCount=1, MaxCount=1,
-                             Placement={"AvailabilityZone": zone}, TagSpecifications=[{
-                                 "ResourceType": "instance", "Tags": [{"Key": "karpenter.sh/nodeclaim", "Value": claim},
-                                                                      {"Key": "karpenter.sh/nodepool",
-                                                                       "Value": "default"}]}], **kwargs)
+                             Placement={"AvailabilityZone": zone},
+                             TagSpecifications=[{"ResourceType": "instance", "Tags": tags}], **kwargs)
     return resp["Instances"][0]["InstanceId"]
 
 
-def _claim(api: client.ApiClient) -> str:
-    name = f"c-{uuid.uuid4().hex[:8]}"
-    client.CustomObjectsApi(api).create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", nodeclaim(name))
-    return name
+def _claim(api: client.ApiClient, claim: dict[str, Any] | None = None) -> dict[str, Any]:
+    body = claim or nodeclaim(f"c-{uuid.uuid4().hex[:8]}")
+    return client.CustomObjectsApi(api).create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", body)
 
 
-def _node_for(v1: client.CoreV1Api, iid: str):  # type: ignore[no-untyped-def]
+def _node_for(v1: client.CoreV1Api, iid: str) -> Any:
     return next((n for n in v1.list_node().items if (n.spec.provider_id or "").endswith("/" + iid)), None)
 
 
-def _ready(n) -> bool:  # type: ignore[no-untyped-def]
+def _ready(n: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])
 
 
-def test_running_instance_registers_a_node_that_turns_ready(sim_ec2: Simulator, moto_endpoint: str) -> None:
+def _initialized_and_ready(v1: client.CoreV1Api, iid: str) -> Any:
+    n = _node_for(v1, iid)
+    if n is None or not _ready(n) or any(t.key == UNINITIALIZED for t in n.spec.taints or []):
+        return None
+    return n
+
+
+def test_nodeadm_user_data_registers_exactly_its_labels_and_taints(sim_ec2: Simulator, moto_endpoint: str) -> None:
     api = sim_ec2.api_client()
-    v1, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
-    claim_name = _claim(api)
-    iid = _launch(_ec2(moto_endpoint), claim_name, itype="c5.xlarge", zone="us-east-1c", spot=True)
+    v1, coord = client.CoreV1Api(api), client.CoordinationV1Api(api)
+    labels = {"karpenter.sh/nodepool": "default", "karpenter.sh/capacity-type": "spot", "team": "ml"}
+    doc = nodeadm(sim_ec2.base_url.replace("127.0.0.1", "localhost"), labels,
+                  ["dedicated=gpu:NoSchedule", "karpenter.sh/unregistered:NoExecute"])
+    iid = _launch(_ec2(moto_endpoint), itype="c5.xlarge", zone="us-east-1c", user_data=doc)
+
     n = wait_for(lambda: _node_for(v1, iid), timeout=20, what="node registered")
     assert n.spec.provider_id == f"aws:///us-east-1c/{iid}"
-    labels = n.metadata.labels
-    assert labels["node.kubernetes.io/instance-type"] == "c5.xlarge"
-    assert labels["topology.kubernetes.io/zone"] == "us-east-1c"
-    assert labels["karpenter.sh/capacity-type"] == "spot"
-    assert labels["karpenter.sh/nodepool"] == "default" and labels["karpenter.sh/registered"] == "true"
-    assert labels["kubernetes.io/hostname"] == n.metadata.name and n.metadata.name.endswith(".ec2.internal")
-    assert n.status.capacity["cpu"] == "4" and n.status.allocatable["memory"] == "8Gi"
-    assert n.metadata.finalizers == ["karpenter.sh/termination"]
-    n = wait_for(lambda: (x := _node_for(v1, iid)) is not None and _ready(x) and x, timeout=20, what="node ready")
-    assert n.metadata.labels["karpenter.sh/initialized"] == "true"
-
-    def claim_initialized() -> dict | None:
-        got = custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", claim_name)
-        conds = {c["type"]: c["status"] for c in got.get("status", {}).get("conditions", [])}
-        return got if conds.get("Initialized") == "True" else None
-
-    got = wait_for(claim_initialized, timeout=10, what="nodeclaim initialized")
-    conds = {c["type"]: c["status"] for c in got["status"]["conditions"]}
-    assert conds["Launched"] == conds["Registered"] == "True"
-    assert got["status"]["nodeName"] == n.metadata.name and got["status"]["providerID"] == n.spec.provider_id
+    assert n.metadata.name.endswith(".ec2.internal") and n.metadata.labels["kubernetes.io/hostname"] == n.metadata.name
+    assert not n.metadata.finalizers and not n.metadata.owner_references
+    n = wait_for(lambda: _initialized_and_ready(v1, iid), timeout=20, what="node initialized by the CCM and Ready")
+    got = n.metadata.labels
+    assert set(got) == set(labels) | KUBELET_LABELS | CCM_LABELS, "no label beyond the user data's and the system's"
+    assert {k: got[k] for k in labels} == labels
+    assert got["node.kubernetes.io/instance-type"] == "c5.xlarge" and got["topology.kubernetes.io/zone"] == "us-east-1c"
+    assert got["topology.kubernetes.io/region"] == "us-east-1"
+    assert sorted((t.key, t.value, t.effect) for t in n.spec.taints) == [
+        ("dedicated", "gpu", "NoSchedule"), ("karpenter.sh/unregistered", None, "NoExecute")]
+    assert n.status.node_info.os_image == "Amazon Linux 2023"
+    lease = wait_for(lambda: coord.read_namespaced_lease(n.metadata.name, "kube-node-lease"), what="node lease")
+    assert lease.spec.holder_identity == n.metadata.name and lease.metadata.owner_references[0].kind == "Node"
     api.close()
 
 
-def test_terminated_instance_takes_its_node_away(sim_ec2: Simulator, moto_endpoint: str) -> None:
+def test_allocatable_follows_the_user_datas_kubelet_config(sim_ec2: Simulator, moto_endpoint: str) -> None:
+    api = sim_ec2.api_client()
+    v1 = client.CoreV1Api(api)
+    config = ("maxPods: 50\nkubeReserved: {cpu: 250m, memory: 1Gi, ephemeral-storage: 2Gi}\n"
+              "systemReserved: {memory: 256Mi}\nevictionHard: {memory.available: 200Mi, nodefs.available: 15%}")
+    iid = _launch(_ec2(moto_endpoint), itype="m5.xlarge", user_data=nodeadm(sim_ec2.base_url, {}, [], config))
+    n = wait_for(lambda: _node_for(v1, iid), timeout=20, what="node registered")
+    capacity, allocatable = n.status.capacity, n.status.allocatable
+    assert parse_cpu(capacity["cpu"]) == 4 and parse_memory(capacity["memory"]) == 16 * GI
+    assert capacity["pods"] == allocatable["pods"] == "50"
+    assert parse_cpu(allocatable["cpu"]) == 4 - 0.25
+    assert parse_memory(allocatable["memory"]) == 16 * GI - GI - 256 * MI - 200 * MI
+    assert parse_memory(allocatable["ephemeral-storage"]) == 20 * GI - 2 * GI - int(20 * GI * 0.15)
+    api.close()
+
+
+def test_user_data_naming_another_cluster_never_joins(sim_ec2: Simulator, moto_endpoint: str) -> None:
     api = sim_ec2.api_client()
     v1 = client.CoreV1Api(api)
     ec2 = _ec2(moto_endpoint)
-    iid = _launch(ec2, _claim(api))
-    n = wait_for(lambda: (x := _node_for(v1, iid)) is not None and _ready(x) and x, timeout=20, what="ready")
+    claim = _claim(api)["metadata"]["name"]  # even a claim of this cluster named by the tag does not pull it in
+    other = _launch(ec2, claim, user_data=nodeadm("https://other.example.com", {"a": "b"}, [], name="other"))
+    blank = _launch(ec2, user_data="#!/bin/bash\necho no bootstrap here\n")
+    ours = _launch(ec2, user_data=nodeadm(sim_ec2.base_url, {}, []))
+    wait_for(lambda: _node_for(v1, ours), timeout=20, what="this cluster's instance registered")
+    time.sleep(0.3)  # several more sync rounds
+    assert _node_for(v1, other) is None and _node_for(v1, blank) is None
+    assert sim_ec2.stats()["instances"] == {"running": 1}
+    ec2.terminate_instances(InstanceIds=[other, blank, ours])
+    api.close()
+
+
+def test_cluster_name_names_this_cluster_when_configured(moto_endpoint: str) -> None:
+    with Simulator(time_scale=0.01, ec2_endpoint=moto_endpoint, ec2_poll_seconds=0.05, cluster_name="sim-a") as sim:
+        api = sim.api_client()
+        v1 = client.CoreV1Api(api)
+        ec2 = _ec2(moto_endpoint)
+        by_name = _launch(ec2, user_data=nodeadm("https://eks.example.com", {}, [], name="sim-a"))
+        wait_for(lambda: _node_for(v1, by_name), timeout=20, what="instance naming the cluster registered")
+        ec2.terminate_instances(InstanceIds=[by_name])
+        api.close()
+
+
+def test_the_simulator_never_writes_a_nodeclaim(sim_ec2: Simulator, moto_endpoint: str) -> None:
+    """Without nodeflow, a launched node registers and turns Ready, but its NodeClaim stays as created: no
+    status, no finalizer, and the Node carries no karpenter.sh label, taint, finalizer or ownerReference."""
+    api = sim_ec2.api_client()
+    v1, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    body = nodeclaim(f"c-{uuid.uuid4().hex[:8]}", team="ml")
+    body["metadata"]["finalizers"] = []
+    body["spec"]["taints"] = [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]
+    created = _claim(api, body)
+    name = created["metadata"]["name"]
+    iid = _launch(_ec2(moto_endpoint), name, itype="m5.large")  # no user data: the baked-in bootstrap stand-in
+    n = wait_for(lambda: _initialized_and_ready(v1, iid), timeout=20, what="node Ready and initialized by the CCM")
+    time.sleep(0.2)  # more sync rounds
+    claim = custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", name)
+    assert claim["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"], "claim was written"
+    assert not claim.get("status") and not claim["metadata"].get("finalizers")
+    n = v1.read_node(n.metadata.name)
+    assert set(n.metadata.labels) == KUBELET_LABELS | CCM_LABELS
+    assert not n.spec.taints and not n.metadata.finalizers and not n.metadata.owner_references
+    # the kubelet's own figures, nodeadm defaults: m5.large (2 cores, 8Gi, 29 ENI pods)
+    assert n.status.capacity["pods"] == "29" and parse_cpu(n.status.allocatable["cpu"]) == 2 - 0.07
+    assert parse_memory(n.status.allocatable["memory"]) == 8 * GI - (11 * 29 + 255) * MI - 100 * MI
+    api.close()
+
+
+def test_ccm_deletes_the_node_of_a_terminated_instance(sim_ec2: Simulator, moto_endpoint: str) -> None:
+    api = sim_ec2.api_client()
+    v1 = client.CoreV1Api(api)
+    ec2 = _ec2(moto_endpoint)
+    iid = _launch(ec2, user_data=nodeadm(sim_ec2.base_url, {}, []))
+    n = wait_for(lambda: _initialized_and_ready(v1, iid), timeout=20, what="ready")
+    v1.patch_node(n.metadata.name, {"metadata": {"finalizers": ["karpenter.sh/termination"]}})  # as nodeflow would
     ec2.terminate_instances(InstanceIds=[iid])
     n = wait_for(lambda: (x := v1.read_node(n.metadata.name)).metadata.deletion_timestamp and x, timeout=20,
                  what="node deleting after its instance went")
@@ -97,11 +199,28 @@ def test_never_ready_instance_type(sim_ec2: Simulator, moto_endpoint: str) -> No
     sim_ec2.world.mark_never_ready("m5.2xlarge")
     api = sim_ec2.api_client()
     v1 = client.CoreV1Api(api)
-    iid = _launch(_ec2(moto_endpoint), _claim(api), itype="m5.2xlarge")
+    iid = _launch(_ec2(moto_endpoint), _claim(api)["metadata"]["name"], itype="m5.2xlarge")
     n = wait_for(lambda: _node_for(v1, iid), timeout=20, what="registered")
     time.sleep(0.3)  # many ready delays at this time scale
     assert not _ready(v1.read_node(n.metadata.name))
     api.close()
+
+
+def test_instances_older_than_the_simulator_never_join(moto_endpoint: str) -> None:
+    """A simulator reusing an earlier one's port must not take the earlier one's instances."""
+    ec2 = _ec2(moto_endpoint)
+    with Simulator(time_scale=0.01, ec2_endpoint=moto_endpoint, ec2_poll_seconds=0.05) as first:
+        port, base_url = first.port, first.base_url
+    old = _launch(ec2, user_data=nodeadm(base_url, {}, []))
+    time.sleep(2.5)  # moto's LaunchTime is to the second
+    with Simulator(time_scale=0.01, ec2_endpoint=moto_endpoint, ec2_poll_seconds=0.05, port=port) as second:
+        api = second.api_client()
+        v1 = client.CoreV1Api(api)
+        new = _launch(ec2, user_data=nodeadm(second.base_url, {}, []))
+        wait_for(lambda: _node_for(v1, new), timeout=20, what="the new instance registered")
+        assert _node_for(v1, old) is None
+        api.close()
+    ec2.terminate_instances(InstanceIds=[old, new])
 
 
 def test_scenario_nodes_get_real_instances(moto_endpoint: str) -> None:
@@ -129,19 +248,31 @@ def test_scenario_nodes_get_real_instances(moto_endpoint: str) -> None:
 
 def test_a_claim_bound_to_its_instance_ignores_a_stranger_of_the_same_name(sim_ec2: Simulator,
                                                                           moto_endpoint: str) -> None:
-    """Claim names repeat across clusters sharing one moto (old-0 in many tests): a running instance of another
-    cluster tagged with the claim's name must not join and re-point the claim."""
+    """Claim names repeat across clusters sharing one moto (old-0 in many tests): once a claim is bound to its
+    instance (status.providerID, written by nodeflow), another instance tagged with its name does not join."""
     api = sim_ec2.api_client()
     v1, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
     ec2 = _ec2(moto_endpoint)
-    claim_name = _claim(api)
+    claim_name = _claim(api)["metadata"]["name"]
     own = _launch(ec2, claim_name)
+    custom.patch_cluster_custom_object_status("karpenter.sh", "v1", "nodeclaims", claim_name, {
+        "status": {"providerID": f"aws:///us-east-1b/{own}"}})
     wait_for(lambda: _node_for(v1, own), timeout=20, what="own instance registered")
     stranger = _launch(ec2, claim_name)
     time.sleep(0.5)  # ten EC2 sync rounds
     assert _node_for(v1, stranger) is None, "a stranger instance joined"
-    got = custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", claim_name)
-    assert got["status"]["providerID"].endswith("/" + own)
     assert len(v1.list_node().items) == 1
     ec2.terminate_instances(InstanceIds=[own, stranger])
+    api.close()
+
+
+def test_user_data_is_read_as_base64(sim_ec2: Simulator, moto_endpoint: str) -> None:
+    """boto3 base64-encodes RunInstances UserData; DescribeInstanceAttribute returns it base64 again."""
+    ec2 = _ec2(moto_endpoint)
+    iid = _launch(ec2, user_data=nodeadm(sim_ec2.base_url, {"x": "y"}, []))
+    raw = ec2.describe_instance_attribute(InstanceId=iid, Attribute="userData")["UserData"]["Value"]
+    assert "NodeConfig" in base64.b64decode(raw).decode()
+    api = sim_ec2.api_client()
+    n = wait_for(lambda: _node_for(client.CoreV1Api(api), iid), timeout=20, what="registered")
+    assert n.metadata.labels["x"] == "y"
     api.close()
