@@ -9,7 +9,8 @@ the benchmarks run without a cluster.
 
 Modules: server (Simulator, thread + loop), api (REST routing and verbs), store (objects, indexes, watch
 log), world (deletion, cascade, PDBs, eviction, kubelets), controllers (ReplicaSet, StatefulSet, DaemonSet),
-deployments (Deployment -> ReplicaSets), scale (the scale subresource), scheduler, ec2, ledger, faults,
+deployments (Deployment -> ReplicaSets), scale (the scale subresource), scheduler, ec2 (instances -> nodes;
+user_data, membership, kubelet, kubelet_resources, ccm, ice), ledger, faults,
 patch, selectors, discovery, openapi + schemas (/openapi/v3) and fieldcheck (fieldValidation), watch_options
 (sendInitialEvents), scenario (snapshot loading), generate (realistic clusters).
 """
