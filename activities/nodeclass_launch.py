@@ -20,10 +20,10 @@ from api.catalog import InstanceTypeCatalog
 from api.ec2nodeclass import KIND, SUBNET_ANNOTATION, EC2NodeClass, launch_annotations, load_ec2nodeclass
 from api.nodeclass_launch import (
     ClusterInfo,
-    NodeIdentity,
     block_device_mappings,
     instance_tags,
     metadata_options,
+    node_identity,
     subnet_in_zone,
     user_data,
 )
@@ -102,11 +102,8 @@ class NodeClassLauncher:
         if subnet is None:
             raise ValueError(f"EC2NodeClass {nc.name} has no subnet in {zone}")
         groups = [g.id for g in nc.status.security_groups or ()]
-        meta, spec = claim["metadata"], claim.get("spec") or {}
-        node_labels = {k: v for k, v in (meta.get("labels") or {}).items()
-                       if not k.split("/")[0].endswith(("kubernetes.io", "k8s.io"))}
-        taints = [*(spec.get("taints") or []), *(spec.get("startupTaints") or [])]
-        data = user_data(nc, self._cluster, NodeIdentity(labels=node_labels, taints=taints))
+        meta = claim["metadata"]
+        data = user_data(nc, self._cluster, node_identity(claim, nc.ami_family, instance_type, zone))
         tags = instance_tags(nc, self._cluster.name or "nodeflow", node_pool, meta["name"])
         params: dict[str, Any] = {
             "ImageId": image, "BlockDeviceMappings": block_device_mappings(nc),

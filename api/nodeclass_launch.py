@@ -18,6 +18,8 @@ from typing import Any
 import yaml
 
 from api.ec2nodeclass import BlockDeviceMapping, EC2NodeClass, SubnetStatus
+from api.labels import INSTANCE_TYPE_LABEL, ZONE_LABEL
+from api.node_registration import kubelet_labels, registration_taints
 from api.quantity import parse_memory
 
 MIME_BOUNDARY = "//"
@@ -51,6 +53,15 @@ class NodeIdentity:
 
     labels: Mapping[str, str]
     taints: Sequence[Mapping[str, Any]]
+
+
+def node_identity(claim: Mapping[str, Any], family: str, instance_type: str, zone: str) -> NodeIdentity:
+    """What the kubelet of this launch registers with, as Karpenter's (api/node_registration.py): the claim's labels
+    and single-valued requirements it may set itself, the chosen instance type and zone, and the claim's taints
+    plus `karpenter.sh/unregistered:NoExecute`. Custom sends no nodeflow bootstrap, so it keeps taint sync on."""
+    node_labels = {**kubelet_labels(claim, sync_taints_in_kubelet=family != "Custom"),
+                   INSTANCE_TYPE_LABEL: instance_type, ZONE_LABEL: zone}
+    return NodeIdentity(labels=node_labels, taints=registration_taints(claim))
 
 
 def instance_profile_name(cluster: str, region: str, node_class: str) -> str:
@@ -192,8 +203,11 @@ def bottlerocket_user_data(nc: EC2NodeClass, cluster: ClusterInfo, node: NodeIde
         lines += ["[settings.kubernetes.node-labels]",
                   *(f"{json.dumps(k)} = {json.dumps(v)}" for k, v in sorted(node.labels.items()))]
     if node.taints:
+        by_key: dict[str, list[str]] = {}
+        for t in node.taints:  # a TOML key appears once: a key's effects share its list
+            by_key.setdefault(t["key"], []).append(_bottlerocket_taint(t))
         lines.append("[settings.kubernetes.node-taints]")
-        lines += [f"{json.dumps(t['key'])} = [{json.dumps(_bottlerocket_taint(t))}]" for t in node.taints]
+        lines += [f"{json.dumps(k)} = [{', '.join(json.dumps(v) for v in vs)}]" for k, vs in by_key.items()]
     return "\n".join(line for line in lines if line) + "\n"
 
 

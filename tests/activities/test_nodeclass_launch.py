@@ -85,9 +85,10 @@ async def test_launch_uses_the_resolved_class(kube: KubeClient, world: AwsWorld)
     assert config["spec"]["cluster"] == {"name": "demo", "apiServerEndpoint": CLUSTER.endpoint,
                                          "certificateAuthority": CLUSTER.ca}
     assert config["spec"]["kubelet"]["config"] == {"maxPods": 42}
-    assert "--register-with-taints=dedicated=web:NoSchedule" in config["spec"]["kubelet"]["flags"]
+    assert "--register-with-taints=dedicated=web:NoSchedule,karpenter.sh/unregistered:NoExecute" in \
+        config["spec"]["kubelet"]["flags"]  # registers unregistered, as Karpenter's nodes do
     assert any(f.startswith("--node-labels=") and "karpenter.sh/nodepool=web" in f and "team=web" in f
-               for f in config["spec"]["kubelet"]["flags"])
+               and "karpenter.sh/do-not-sync-taints=true" in f for f in config["spec"]["kubelet"]["flags"])
 
 
 async def test_the_nodeclaim_records_what_it_was_launched_with(kube: KubeClient, world: AwsWorld) -> None:
