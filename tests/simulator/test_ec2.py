@@ -11,8 +11,10 @@ import uuid
 from typing import Any
 
 import boto3
+import pytest
 from kubernetes import client
 from kubernetes.client import ApiException
+from support.node_bootstrap import bootstrap_sh, bottlerocket, nodeadm
 from support.sim_objects import node, nodeclaim, wait_for
 
 from api.quantity import parse_cpu, parse_memory
@@ -30,22 +32,6 @@ CCM_LABELS = {"node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-t
 
 def _ec2(endpoint: str) -> Any:
     return boto3.client("ec2", endpoint_url=endpoint, region_name="us-east-1")
-
-
-def nodeadm(endpoint: str, labels: dict[str, str], taints: list[str], config: str = "",
-            name: str = "sim") -> str:
-    """An AL2023 MIME user data document with a nodeadm NodeConfig, as Karpenter writes one."""
-    flags = [f"    - --node-labels={','.join(f'{k}={v}' for k, v in sorted(labels.items()))}"] if labels else []
-    if taints:
-        flags.append(f"    - --register-with-taints={','.join(taints)}")
-    kubelet = ["  kubelet:"] + (["    config:", *(f"      {line}" for line in config.splitlines())] if config else [])
-    kubelet += ["    flags:", *flags] if flags else []
-    return "\n".join([
-        "MIME-Version: 1.0", 'Content-Type: multipart/mixed; boundary="//"', "", "--//",
-        "Content-Type: application/node.eks.aws", "",
-        "apiVersion: node.eks.aws/v1alpha1", "kind: NodeConfig", "spec:", "  cluster:", f"    name: {name}",
-        f"    apiServerEndpoint: {endpoint}", "    certificateAuthority: Q0E=", "    cidr: 10.100.0.0/16",
-        *(kubelet if len(kubelet) > 1 else []), "--//--", ""])
 
 
 def _launch(ec2: Any, claim: str | None = None, itype: str = "m5.large", zone: str = "us-east-1b",
@@ -103,6 +89,26 @@ def test_nodeadm_user_data_registers_exactly_its_labels_and_taints(sim_ec2: Simu
     assert n.status.node_info.os_image == "Amazon Linux 2023"
     lease = wait_for(lambda: coord.read_namespaced_lease(n.metadata.name, "kube-node-lease"), what="node lease")
     assert lease.spec.holder_identity == n.metadata.name and lease.metadata.owner_references[0].kind == "Node"
+    api.close()
+
+
+@pytest.mark.parametrize("flavor", ["AL2", "Bottlerocket"])
+def test_al2_and_bottlerocket_user_data_register_their_labels_taints_and_max_pods(
+        sim_ec2: Simulator, moto_endpoint: str, flavor: str) -> None:
+    api = sim_ec2.api_client()
+    v1 = client.CoreV1Api(api)
+    labels = {"karpenter.sh/nodepool": "default"}
+    doc = bootstrap_sh(sim_ec2.base_url, labels, ["dedicated=gpu:NoSchedule"], max_pods=17) if flavor == "AL2" \
+        else bottlerocket(sim_ec2.base_url, labels, {"dedicated": "gpu:NoSchedule"}, max_pods=17)
+    iid = _launch(_ec2(moto_endpoint), itype="m5.large", user_data=doc)
+    n = wait_for(lambda: _initialized_and_ready(v1, iid), timeout=20, what="node initialized and Ready")
+    assert set(n.metadata.labels) == set(labels) | KUBELET_LABELS | CCM_LABELS
+    assert [(t.key, t.value, t.effect) for t in n.spec.taints] == [("dedicated", "gpu", "NoSchedule")]
+    assert n.status.capacity["pods"] == "17"
+    assert n.status.node_info.os_image.startswith("Amazon Linux 2" if flavor == "AL2" else "Bottlerocket")
+    # Bottlerocket reserves memory for its own max-pods; bootstrap.sh for the ENI limit (29 on an m5.large)
+    reserve_pods = 29 if flavor == "AL2" else 17
+    assert parse_memory(n.status.allocatable["memory"]) == 8 * GI - (11 * reserve_pods + 255) * MI - 100 * MI
     api.close()
 
 

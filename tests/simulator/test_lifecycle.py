@@ -1,14 +1,18 @@
-"""Finalizers and deletionTimestamp, ownerReference cascade, graceful pod deletion, and the safety ledger."""
+"""Finalizers and deletionTimestamp, ownerReference cascade, graceful pod deletion, the safety ledger, and an EC2
+node's life as its kubelet and the CCM play it without nodeflow."""
 
 from __future__ import annotations
 
 import time
 
+import boto3
 import pytest
 from kubernetes import client
 from kubernetes.client import ApiException
+from support.node_bootstrap import nodeadm
 from support.sim_objects import node, nodeclaim, nodepool, pdb, pod, replicaset, wait_for
 
+from simulator.ec2 import DEFAULT_AMI
 from simulator.server import Simulator
 
 
@@ -136,3 +140,32 @@ def test_snapshot_owner_references_are_linked_by_name(sim: Simulator, k8s: clien
     assert sorted(p.metadata.name for p in pods) == ["web-a", "web-b"], "the ReplicaSet adopted its pods"
     rs_uid = client.AppsV1Api(k8s).read_namespaced_replica_set("web", "default").metadata.uid
     assert all(p.metadata.owner_references[0].uid == rs_uid for p in pods)
+
+
+def test_an_ec2_nodes_life_without_nodeflow(sim_ec2: Simulator, moto_endpoint: str) -> None:
+    """Boot, register, CCM init, Ready, a pod runs; the instance ends: the CCM deletes the Node (nothing holds
+    it: no finalizer without nodeflow), its Lease goes with it (ownerReference) and its pod with a node-gone
+    ledger entry."""
+    api = sim_ec2.api_client()
+    v1, coord = client.CoreV1Api(api), client.CoordinationV1Api(api)
+    ec2 = boto3.client("ec2", endpoint_url=moto_endpoint, region_name="us-east-1")
+    doc = nodeadm(sim_ec2.base_url, {"team": "ml"}, [])
+    iid = ec2.run_instances(ImageId=DEFAULT_AMI, InstanceType="m5.large", MinCount=1, MaxCount=1,
+                            UserData=doc)["Instances"][0]["InstanceId"]
+
+    def ready_node() -> client.V1Node | None:
+        nodes = [n for n in v1.list_node().items if (n.spec.provider_id or "").endswith("/" + iid)]
+        ok = nodes and not nodes[0].spec.taints and any(
+            c.type == "Ready" and c.status == "True" for c in nodes[0].status.conditions or [])
+        return nodes[0] if ok else None
+
+    name = wait_for(ready_node, timeout=20, what="node Ready without the uninitialized taint").metadata.name
+    assert coord.read_namespaced_lease(name, "kube-node-lease").spec.holder_identity == name
+    sim_ec2.load_objects([pod("web", name)])
+    wait_for(lambda: v1.read_namespaced_pod("web", "default").status.phase == "Running", what="pod running")
+    ec2.terminate_instances(InstanceIds=[iid])
+    wait_for(lambda: _gone(v1.read_node, name), timeout=20, what="node deleted by the CCM")
+    assert _gone(coord.read_namespaced_lease, name, "kube-node-lease")
+    wait_for(lambda: _gone(v1.read_namespaced_pod, "web", "default"), what="pod of the vanished node removed")
+    assert [r["cause"] for r in sim_ec2.ledger() if r["pod"] == "default/web"] == ["node-gone"]
+    api.close()
