@@ -25,6 +25,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 
 from api import price_table
 
@@ -54,13 +55,24 @@ class SpotRecord:
 
 def _unit(*parts: object) -> float:
     """A uniform number in [0, 1) fixed by `parts`, the same in every process."""
-    digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
+    digest = hashlib.blake2b("|".join(str(p) for p in parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2**64
+
+
+@cache
+def _phase(instance_type: str, zone: str) -> int:
+    return int(_unit(instance_type, zone, "phase") * MAX_GAP_HOURS)
+
+
+@cache
+def _level(instance_type: str, zone: str) -> float:
+    return 0.28 + 0.14 * _unit(instance_type, zone, "level")
 
 
 def _is_change(instance_type: str, zone: str, hour: int) -> bool:
-    phase = int(_unit(instance_type, zone, "phase") * MAX_GAP_HOURS)
-    return hour % MAX_GAP_HOURS == phase or _unit(instance_type, zone, hour, "change") < CHANGE_PROBABILITY
+    if hour % MAX_GAP_HOURS == _phase(instance_type, zone):
+        return True
+    return _unit(instance_type, zone, hour, "change") < CHANGE_PROBABILITY
 
 
 def _last_change(instance_type: str, zone: str, hour: int) -> int:
@@ -72,11 +84,12 @@ def _last_change(instance_type: str, zone: str, hour: int) -> int:
 
 def spot_price(on_demand: float, instance_type: str, zone: str, change_hour: int) -> str:
     """The price set at `change_hour` (hours since the epoch), as EC2's 4-decimal string."""
-    level = 0.28 + 0.14 * _unit(instance_type, zone, "level")
+    level = _level(instance_type, zone)
     jitter = 0.06 * (_unit(instance_type, zone, change_hour, "jitter") - 0.5)
     return f"{max(0.0001, round(on_demand * (level + jitter), 4)):.4f}"
 
 
+@cache
 def reference_on_demand(region: str, instance_type: str, vcpus: int | None, memory_mib: int | None) -> float | None:
     """The on-demand price that a spot price is a fraction of (see the module docstring for the order)."""
     for where in (region, "us-east-1", *price_table.regions()):
@@ -97,6 +110,11 @@ def _matches(fields: dict[str, str], filters: dict[str, list[str]], names: Itera
     return all(any(fnmatch.fnmatchcase(fields[n], v) for v in filters[n]) for n in names if n in filters)
 
 
+def _record_fields(record: SpotRecord) -> dict[str, str]:
+    return {"product-description": PRODUCT_DESCRIPTION, "spot-price": record.price,
+            "timestamp": record.timestamp.strftime("%Y-%m-%dT%H:%M:%S.000Z")}
+
+
 def select_offerings(offerings: Iterable[tuple[str, str]],
                      filters: dict[str, list[str]]) -> list[tuple[str, str]]:
     """The (type, zone) pairs the zone and type filters let through, before any price is computed."""
@@ -108,6 +126,7 @@ def history(offerings: Iterable[tuple[str, str]], on_demand: Callable[[str], flo
             start: datetime, end: datetime, filters: dict[str, list[str]] | None = None) -> list[SpotRecord]:
     """Every price change of each (type, zone) in (start, end], with the one in force at `start`; oldest first."""
     filters = filters or {}
+    record_filters = [n for n in ("product-description", "spot-price", "timestamp") if n in filters]
     records: list[SpotRecord] = []
     first_hour, last_hour = _hour(start), _hour(end)
     for instance_type, zone in select_offerings(offerings, filters):
@@ -119,9 +138,7 @@ def history(offerings: Iterable[tuple[str, str]], on_demand: Callable[[str], flo
         for hour in hours:
             record = SpotRecord(instance_type, zone, spot_price(base, instance_type, zone, hour),
                                 datetime.fromtimestamp(hour * 3600, UTC))
-            fields = {"product-description": PRODUCT_DESCRIPTION, "spot-price": record.price,
-                      "timestamp": record.timestamp.strftime("%Y-%m-%dT%H:%M:%S.000Z")}
-            if _matches(fields, filters, fields):
+            if not record_filters or _matches(_record_fields(record), filters, record_filters):
                 records.append(record)
     records.sort(key=lambda r: (r.timestamp, r.instance_type, r.zone))
     return records
