@@ -580,8 +580,10 @@ class ApiServer:
             if om.get("deletionTimestamp"):
                 added = set(rm.get("finalizers") or []) - set(om.get("finalizers") or [])
                 if added:
+                    found = "[]string{" + ", ".join(f'"{f}"' for f in sorted(added)) + "}"
                     raise invalid(rt.kind, om["name"], "metadata.finalizers: Forbidden: no new finalizers can be "
-                                                       "added if the object is being deleted", rt.group)
+                                                       f"added if the object is being deleted, found new finalizers "
+                                                       f"{found}", rt.group)
             if rt is PODS:
                 old_node = (old.get("spec") or {}).get("nodeName")
                 if old_node and (result.get("spec") or {}).get("nodeName") != old_node:
@@ -676,7 +678,9 @@ class ApiServer:
         if request.query.get("dryRun") or (isinstance(body, dict) and body.get("dryRun")):
             return json_response(self.store.must_get(route.rt, route.namespace or "", route.name or ""))
         obj, gone = self.world.delete(route.rt, route.namespace or "", route.name or "", grace, propagation, pre)
-        return json_response(obj, status=200 if gone else 202)
+        # apiserver handlers/delete.go: 202 only for a deletion still pending that asked orphanDependents=false
+        pending_cascade = not gone and isinstance(body, dict) and body.get("orphanDependents") is False
+        return json_response(obj, status=202 if pending_cascade else 200)
 
     def _delete_collection(self, request: web.Request, route: Route) -> web.Response:
         grace, propagation, _ = self._delete_options(request, {})
