@@ -203,12 +203,15 @@ class NodeClaimLifecycle:
         name, now = _meta(claim)["name"], self.clock()
         if L.TERMINATION_FINALIZER not in (_meta(claim).get("finalizers") or []):
             self.kube.add_finalizer("NodeClaim", name)
-        if not is_true(claim, LAUNCHED) or not (claim.get("status") or {}).get("providerID"):
+        if not (claim.get("status") or {}).get("providerID"):
             if name in instances:
                 self.record_launch(name, instances[name])
             else:
                 self._liveness(claim, now)
             return
+        if not is_true(claim, LAUNCHED):  # a providerID from elsewhere (a restored or imported claim) is a launch
+            self._patch_status(claim, lambda obj: (with_condition(
+                conditions_of(obj), LAUNCHED, TRUE, "Launched", "", now), {}))
         if not is_true(claim, REGISTERED):
             if status_of(claim, REGISTERED) == UNKNOWN:  # MultipleNodesFound (False) is final: liveness decides
                 self._register(claim, view, now)
@@ -256,14 +259,15 @@ class NodeClaimLifecycle:
                             f"Missing karpenter.sh/unregistered taint which prevents registration related race "
                             f"conditions on Karpenter-managed nodes (NodeClaim {name})", type_="Warning")
         extra = {"nodeName": reg.node_name} if reg.node_name else {}
-        if self._patch_status(name, lambda obj: (registration.register(obj, nodes, now).conditions, extra)) \
+        if self._patch_status(claim, lambda obj: (registration.register(obj, nodes, now).conditions, extra)) \
                 and reg.node_name:
             metrics.NODECLAIM_LIFECYCLE.labels(step="registered").inc()
         if not reg.node_name:
             self._liveness(claim, now)
 
-    def _patch_status(self, name: str, decide: Callable[[Obj], tuple[list[Obj], dict[str, Any]]]) -> bool:
-        """Decide the conditions (and other status fields) on the freshest claim; patch only a change."""
+    def _patch_status(self, cached: Obj, decide: Callable[[Obj], tuple[list[Obj], dict[str, Any]]]) -> bool:
+        """Decide the conditions (and other status fields) on the cached claim; when they would change, decide
+        again on the freshest one and patch that (so a steady resync makes no API call)."""
         def change(obj: Obj) -> Obj | None:
             conds, extra = decide(obj)
             status = obj.get("status") or {}
@@ -271,23 +275,29 @@ class NodeClaimLifecycle:
                 return None
             return {"status": {"conditions": conds, **extra}}
 
-        return bool(self.kube.update("NodeClaim", name, change, status=True))
+        if change(cached) is None:
+            return False
+        return bool(self.kube.update("NodeClaim", _meta(cached)["name"], change, status=True))
 
     def _initialize(self, claim: Obj, node: Obj | None, now: datetime) -> None:
         verdict = initialization.check(claim, node)
         if verdict.reason is not None or node is None:
             reason = verdict.reason.value if verdict.reason else ""
-            self._patch_status(_meta(claim)["name"], lambda obj: (with_condition(
+            self._patch_status(claim, lambda obj: (with_condition(
                 conditions_of(obj), INITIALIZED, UNKNOWN, reason, verdict.message, now), {}))
             return
-        self.kube.update("Node", _meta(node)["name"], lambda n: None if (_meta(n).get("labels") or {}).get(
-            L.INITIALIZED_LABEL) == "true" else {"metadata": {"labels": {L.INITIALIZED_LABEL: "true"}}})
+        def label(n: Obj) -> Obj | None:
+            done = (_meta(n).get("labels") or {}).get(L.INITIALIZED_LABEL) == "true"
+            return None if done else {"metadata": {"labels": {L.INITIALIZED_LABEL: "true"}}}
+
+        if label(node) is not None:
+            self.kube.update("Node", _meta(node)["name"], label)
 
         def initialized(obj: Obj) -> tuple[list[Obj], dict[str, Any]]:
             conds = with_condition(conditions_of(obj), INITIALIZED, TRUE, "Initialized", "", now)
             return with_condition(conds, "Ready", TRUE, "Ready", "", now), {}
 
-        if self._patch_status(_meta(claim)["name"], initialized):
+        if self._patch_status(claim, initialized):
             metrics.NODECLAIM_LIFECYCLE.labels(step="initialized").inc()
 
     def _pod_event(self, claim: Obj, now: datetime) -> None:
@@ -302,19 +312,16 @@ class NodeClaimLifecycle:
                 return None
             return {"status": {"lastPodEventTime": format_seconds(seen)}}
 
-        self.kube.update("NodeClaim", _meta(claim)["name"], change, status=True)
+        if change(claim) is not None:
+            self.kube.update("NodeClaim", _meta(claim)["name"], change, status=True)
         with self._lock:
             if self._pod_events.get(node) == seen:
                 del self._pod_events[node]
 
     def _consolidatable(self, claim: Obj, view: _View, now: datetime) -> None:
         after, static = _pool_timing(view.pools.get((_meta(claim).get("labels") or {}).get(L.NODEPOOL_LABEL, "")))
-
-        def change(obj: Obj) -> Obj | None:
-            conds, _ = consolidatable.consolidatable_conditions(obj, after, static, now)
-            return None if same(conds, conditions_of(obj)) else {"status": {"conditions": conds}}
-
-        self.kube.update("NodeClaim", _meta(claim)["name"], change, status=True)
+        self._patch_status(claim, lambda obj: (
+            consolidatable.consolidatable_conditions(obj, after, static, now)[0], {}))
 
     # ---- instances of claims with no launch record ---------------------------------------------------------------
 
@@ -324,7 +331,7 @@ class NodeClaimLifecycle:
         names = []
         for c in claims:
             created = parse_time(_meta(c).get("creationTimestamp"))
-            unlaunched = not is_true(c, LAUNCHED) or not (c.get("status") or {}).get("providerID")
+            unlaunched = not (c.get("status") or {}).get("providerID")
             old = created is None or (now - created).total_seconds() >= self.settings.launch_lookup_after_seconds
             if unlaunched and old and not _meta(c).get("deletionTimestamp"):
                 names.append(_meta(c)["name"])

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s
+from support.cli_runner import nodeflow
 from support.disruption_stack import disruption_stack, fresh, replica_set, wait_for
 
 from activities.kube_client import KubeClient
@@ -229,4 +230,13 @@ async def test_kubectl_delete_node_drains_with_its_deadline(temporal_client, sim
             await asyncio.sleep(0.2)
         assert prog is not None and prog.get("deadline"), f"no deadline for a node of a pool with one: {prog}"
         assert node(stack.api, node_name) is not None  # the PDB holds the drain
-        await handle.cancel()
+        # forced: the instance, the Node and the NodeClaim all go (the claim once stayed and blocked the pool)
+        code, _, err = await nodeflow(stack.client, "force", node_name, "--reason", "test")
+        assert code == 0, err
+        await asyncio.wait_for(handle.result(), 60)
+        iid = claim["status"]["providerID"].rsplit("/", 1)[-1]
+        state = stack.ec2.describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]["State"]["Name"]
+        assert state in ("shutting-down", "terminated")
+        await wait_for(lambda: node(stack.api, node_name) is None, timeout=30, what="the Node gone")
+        await wait_for(lambda: all(c["metadata"]["name"] != claim["metadata"]["name"] for c in claims(stack.api)),
+                       timeout=30, what="the NodeClaim gone")
