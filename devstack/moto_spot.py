@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import threading
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,6 +20,7 @@ from devstack import spot_prices
 DEFAULT_PAGE = 1000
 _CACHE_SIZE = 8
 _cache: dict[tuple[Any, ...], list[spot_prices.SpotRecord]] = {}
+_cache_lock = threading.Lock()  # moto_server serves requests on threads
 
 
 def _time(value: Any) -> datetime | None:
@@ -44,27 +46,36 @@ def _untoken(token: str) -> tuple[int, tuple[int, int]]:
         raise InvalidNextToken(token) from err
 
 
+def _frozen(values: dict[str, list[str]]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple(sorted((k, tuple(v)) for k, v in values.items()))
+
+
 def _records(region: str, filters: dict[str, list[str]], params: dict[str, list[str]],
              hours: tuple[int, int]) -> list[spot_prices.SpotRecord]:
     """The whole answer for one query, cached so that paging through it computes it once."""
     from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS, INSTANCE_TYPES
 
-    key = (region, hours, tuple(sorted((k, tuple(v)) for k, v in (filters | {"#": []} | params).items())))
-    if key not in _cache:
-        offerings = [(o["InstanceType"], o["Location"])
-                     for o in INSTANCE_TYPE_OFFERINGS["availability-zone"].get(region, [])
-                     if _passes(o["InstanceType"], o["Location"], params)]
+    key = (region, hours, _frozen(filters), _frozen(params))
+    with _cache_lock:
+        cached = _cache.get(key)
+    if cached is not None:
+        return cached
+    offerings = [(o["InstanceType"], o["Location"])
+                 for o in INSTANCE_TYPE_OFFERINGS["availability-zone"].get(region, [])
+                 if _passes(o["InstanceType"], o["Location"], params)]
 
-        def on_demand(instance_type: str) -> float | None:
-            info = INSTANCE_TYPES.get(instance_type, {})
-            return spot_prices.reference_on_demand(region, instance_type, info.get("VCpuInfo", {}).get("DefaultVCpus"),
-                                                   info.get("MemoryInfo", {}).get("SizeInMiB"))
+    def on_demand(instance_type: str) -> float | None:
+        info = INSTANCE_TYPES.get(instance_type, {})
+        return spot_prices.reference_on_demand(region, instance_type, info.get("VCpuInfo", {}).get("DefaultVCpus"),
+                                               info.get("MemoryInfo", {}).get("SizeInMiB"))
 
-        start, end = (datetime.fromtimestamp(h * 3600, UTC) for h in hours)
-        if len(_cache) >= _CACHE_SIZE:
+    start, end = (datetime.fromtimestamp(h * 3600, UTC) for h in hours)
+    records = spot_prices.history(offerings, on_demand, start, end, filters)
+    with _cache_lock:
+        while len(_cache) >= _CACHE_SIZE:
             _cache.pop(next(iter(_cache)))
-        _cache[key] = spot_prices.history(offerings, on_demand, start, end, filters)
-    return _cache[key]
+        _cache[key] = records
+    return records
 
 
 def _request_filters(response: Any) -> dict[str, list[str]]:

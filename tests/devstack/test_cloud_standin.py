@@ -88,6 +88,14 @@ def test_filters_and_parameters(cloud_endpoint: str) -> None:
     by_price = ec2.describe_spot_price_history(StartTime=AT, EndTime=AT, InstanceTypes=["m5.large", "m5.xlarge"],
                                                Filters=[{"Name": "spot-price", "Values": [price]}])
     assert {r["SpotPrice"] for r in by_price["SpotPriceHistory"]} == {price}
+    plain = ec2.describe_spot_price_history(StartTime=AT, EndTime=AT, InstanceTypes=["m5.large"])
+    assert plain["SpotPriceHistory"]
+    disjoint = ec2.describe_spot_price_history(StartTime=AT, EndTime=AT, InstanceTypes=["m5.large"],
+                                               Filters=[{"Name": "instance-type", "Values": ["c5.large"]}])
+    assert disjoint["SpotPriceHistory"] == []  # a parameter and a filter on one field are ANDed
+    one_zone = ec2.describe_spot_price_history(StartTime=AT, EndTime=AT, InstanceTypes=["m5.large"],
+                                               AvailabilityZone=f"{REGION}c")["SpotPriceHistory"]
+    assert [(r["InstanceType"], r["AvailabilityZone"]) for r in one_zone] == [("m5.large", f"{REGION}c")]
     windows = ec2.describe_spot_price_history(InstanceTypes=["m5.large"], ProductDescriptions=["Windows"])
     assert windows["SpotPriceHistory"] == []
     both = ec2.describe_spot_price_history(InstanceTypes=["m5.large"], StartTime=AT, EndTime=AT,

@@ -47,5 +47,5 @@ def cloud_endpoint() -> Iterator[str]:
     DescribeServices, GetAttributeValues) over the bundled price table. Sets the same AWS env vars as
     `moto_endpoint`; pass it as `endpoint_url` to both the `ec2` and the `pricing` boto3 clients."""
     os.environ.update(AWS_TEST_ENV)
-    with MotoServer(indexed_tags=True) as moto:
+    with MotoServer() as moto:  # the default, as devstack/stack.py runs it
         yield moto.endpoint
