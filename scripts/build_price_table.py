@@ -60,7 +60,8 @@ def read_libcloud(wheel: Path) -> tuple[dict[str, dict[str, object]], datetime, 
 
 
 def shared_tenancy_cells(ec2_linux: dict[str, dict[str, object]]) -> tuple[Table, int]:
-    """The cells that sit on their family's lowest per-size rate in their region; and how many were dropped."""
+    """The cells that sit on their family's lowest per-size rate in their region; and how many positive prices
+    were dropped (0.0, "n/a" and Local Zone cells are not counted)."""
     groups: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for instance_type, by_region in ec2_linux.items():
         for region, price in by_region.items():
