@@ -234,3 +234,24 @@ INSTANCES_GARBAGE_COLLECTED = Counter(
     "nodeflow_instances_garbage_collected_total",
     "EC2 instances of this cluster that no NodeClaim accounted for, terminated by garbage collection",
     registry=REGISTRY)
+
+# --- instance types discovered from the cloud (activities/instance_types.py) ---
+INSTANCE_TYPE_REFRESHES = Counter(
+    "nodeflow_instance_type_refreshes_total",
+    "Instance-type catalog refreshes from EC2 and the Pricing API, by result (ok|failed: the last good catalog "
+    "is kept).",
+    ["result"],
+    registry=REGISTRY,
+)
+INSTANCE_TYPE_PRICE_FALLBACKS = Counter(
+    "nodeflow_instance_type_price_fallbacks_total",
+    "Refreshes whose prices came from a fallback, by prices (on-demand|spot) and source (price-table|"
+    "bundled-catalog|last-known).",
+    ["prices", "source"],
+    registry=REGISTRY,
+)
+INSTANCE_TYPES_DISCOVERED = Gauge(
+    "nodeflow_instance_types_discovered",
+    "Instance types in the catalog of the last successful refresh.",
+    registry=REGISTRY,
+)

@@ -1,0 +1,82 @@
+"""Benchmark: discovering every instance type of a region (activities/instance_types.py) and what it holds.
+
+    .venv/bin/python -m bench.instance_discovery [--region eu-west-1 --region us-east-1] [--endpoint URL]
+
+Without --endpoint it starts the devstack's EC2 stand-in (moto with spot price history and the Pricing API) on
+loopback. Per region it prints JSON: types and offerings in the catalog, seconds per call (DescribeInstanceTypes,
+DescribeInstanceTypeOfferings, GetProducts, DescribeSpotPriceHistory) and for the whole refresh, the peak Python
+memory of the refresh (tracemalloc) and the memory the catalog keeps, and the seconds to compute allocatable
+for every type. moto's answer times dominate the calls; AWS answers DescribeInstanceTypes in pages of 100.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+import tracemalloc
+from typing import Any
+
+import boto3
+
+from activities.instance_discovery import describe_instance_types, describe_offerings, on_demand_prices, spot_prices
+from activities.instance_types import InstanceTypeProvider
+from api.allocatable import node_resources
+from devstack.processes import MotoServer
+
+
+def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
+    t0 = time.perf_counter()
+    out = fn(*args)
+    return out, round(time.perf_counter() - t0, 3)
+
+
+def measure(endpoint: str, region: str) -> dict[str, Any]:
+    ec2 = boto3.client("ec2", region_name=region, endpoint_url=endpoint)
+    pricing = boto3.client("pricing", region_name="us-east-1", endpoint_url=endpoint)
+    calls = {}
+    _, calls["describeInstanceTypes"] = _timed(describe_instance_types, ec2)
+    _, calls["describeInstanceTypeOfferings"] = _timed(describe_offerings, ec2)
+    _, calls["getProducts"] = _timed(on_demand_prices, pricing, region)
+    _, calls["describeSpotPriceHistory"] = _timed(spot_prices, ec2)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    t0 = time.perf_counter()
+    catalog = InstanceTypeProvider(ec2, pricing).catalog()
+    refresh = time.perf_counter() - t0
+    kept, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    t0 = time.perf_counter()
+    for it in catalog.instance_types:
+        node_resources(it)
+        _ = it.labels
+    alloc = time.perf_counter() - t0
+    return {"region": region, "types": len(catalog.instance_types),
+            "offerings": sum(len(it.offerings) for it in catalog.instance_types),
+            "zones": sorted({o.zone for it in catalog.instance_types for o in it.offerings}),
+            "callSeconds": calls, "refreshSeconds": round(refresh, 3),
+            "refreshPeakMiB": round((peak - before) / 2**20, 1), "catalogKeptMiB": round((kept - before) / 2**20, 1),
+            "allocatableAndLabelsAllTypesSeconds": round(alloc, 3), "onDemandPrices": catalog.metadata.get(
+                "onDemandPrices")}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--region", action="append", help="repeatable (default: eu-west-1 and us-east-1)")
+    parser.add_argument("--endpoint", help="an EC2 endpoint serving the Pricing API too (default: start one)")
+    args = parser.parse_args()
+    regions = args.region or ["eu-west-1", "us-east-1"]
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    if args.endpoint:
+        for region in regions:
+            print(json.dumps(measure(args.endpoint, region)))
+        return
+    with MotoServer(indexed_tags=True) as moto:
+        for region in regions:
+            print(json.dumps(measure(moto.endpoint, region)))
+
+
+if __name__ == "__main__":
+    main()

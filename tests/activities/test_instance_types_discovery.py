@@ -1,0 +1,121 @@
+"""Instance-type discovery against moto_server through boto3 (activities/instance_types.py): DescribeInstanceTypes
+and DescribeInstanceTypeOfferings answer with AWS's real data for every region; the devstack's EC2 stand-in adds
+spot price history and the Pricing API over the bundled price table."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+from botocore.config import Config
+
+from activities.instance_discovery import on_demand_prices, spot_prices
+from activities.instance_types import InstanceTypeProvider
+from api import price_table
+from api.instance_types import labels as T
+from telemetry.metrics import INSTANCE_TYPE_REFRESHES
+
+DEAD = "http://127.0.0.1:9"  # nothing listens: connection refused at once
+NO_RETRY = Config(retries={"total_max_attempts": 1}, connect_timeout=2)
+_CACHE: dict[tuple[str, str, str], object] = {}
+
+
+def _discovered(endpoint: str, region: str, zones: frozenset[str] | None = None) -> object:
+    """One discovery per region and endpoint for the module: moto answers DescribeInstanceTypes in ~10 s."""
+    key = (endpoint, region, ",".join(sorted(zones or ())))
+    if key not in _CACHE:
+        ec2, pricing = _clients(endpoint, region)
+        _CACHE[key] = InstanceTypeProvider(ec2, pricing, zones=set(zones) if zones else None).catalog()
+    return _CACHE[key]
+
+
+def _clients(endpoint: str, region: str) -> tuple[object, object]:
+    ec2 = boto3.client("ec2", region_name=region, endpoint_url=endpoint)
+    pricing = boto3.client("pricing", region_name="us-east-1", endpoint_url=endpoint)
+    return ec2, pricing
+
+
+@pytest.mark.parametrize("region", ["eu-west-1", "us-east-1"])
+def test_a_region_gets_its_own_zones_and_types(cloud_endpoint: str, region: str) -> None:
+    catalog = _discovered(cloud_endpoint, region)
+    assert catalog.region == region
+    zones = {o.zone for it in catalog.instance_types for o in it.offerings}
+    assert zones and all(z.startswith(region) for z in zones)
+    assert len(catalog.instance_types) > 300
+    c5 = catalog.get("c5.large")  # the bundled table (the stand-in's Pricing API) lacks m5.large in eu-west-1
+    assert c5 is not None and c5.max_enis == 3 and c5.ipv4_per_eni == 10
+    assert c5.labels[T.CPU_MANUFACTURER] == "intel"
+    assert {o.capacity_type for o in c5.offerings} == {"on-demand", "spot"}
+    od = {o.price for o in c5.offerings if o.capacity_type == "on-demand"}
+    assert od == {price_table.on_demand_price(region, "c5.large")}
+    assert catalog.metadata["onDemandPrices"] == "pricing-api"
+
+
+def test_offerings_limited_to_the_node_class_zones(cloud_endpoint: str) -> None:
+    catalog = _discovered(cloud_endpoint, "eu-west-1", frozenset({"eu-west-1b"}))
+    assert {o.zone for it in catalog.instance_types for o in it.offerings} == {"eu-west-1b"}
+
+
+def test_spot_prices_vary_and_are_the_latest_per_type_and_zone(cloud_endpoint: str) -> None:
+    ec2, _ = _clients(cloud_endpoint, "us-east-1")
+    prices = spot_prices(ec2)
+    assert prices
+    c5 = {z: p for (t, z), p in prices.items() if t == "c5.large"}
+    assert c5 and len(set(prices.values())) > 1
+    catalog = _discovered(cloud_endpoint, "us-east-1")
+    spot = [o for o in catalog.get("c5.large").offerings if o.capacity_type == "spot"]  # type: ignore[union-attr]
+    assert spot
+    for o in spot:
+        assert o.price == c5.get(o.zone, o.price)
+
+
+def test_pricing_api_filters_to_the_region(cloud_endpoint: str) -> None:
+    _, pricing = _clients(cloud_endpoint, "us-east-1")
+    prices = on_demand_prices(pricing, "eu-west-1")
+    assert prices["c5.large"] == price_table.on_demand_price("eu-west-1", "c5.large")
+    assert prices["c5.large"] != price_table.on_demand_price("us-east-1", "c5.large")
+
+
+def test_pricing_api_unreachable_falls_back_to_the_bundled_table(moto_endpoint: str) -> None:
+    """moto has no Pricing API: GetProducts fails, so on-demand prices come from api/data/prices/."""
+    ec2 = boto3.client("ec2", region_name="eu-west-1", endpoint_url=moto_endpoint)
+    pricing = boto3.client("pricing", region_name="us-east-1", endpoint_url=DEAD, config=NO_RETRY)
+    provider = InstanceTypeProvider(ec2, pricing)
+    catalog = provider.catalog()
+    assert provider.price_source.startswith("price-table")
+    od = [o.price for o in catalog.get("c5.large").offerings if o.capacity_type == "on-demand"]  # type: ignore
+    assert od and od[0] == price_table.on_demand_price("eu-west-1", "c5.large")
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_failed_refresh_keeps_the_last_good_catalog_and_refreshes_on_schedule(cloud_endpoint: str) -> None:
+    ec2, pricing = _clients(cloud_endpoint, "eu-west-1")
+    clock = _Clock()
+    provider = InstanceTypeProvider(ec2, pricing, refresh_seconds=3600, clock=clock)
+    first = provider.catalog()
+    assert provider.catalog() is first  # within the period: no new read
+    provider._ec2 = boto3.client("ec2", region_name="eu-west-1", endpoint_url=DEAD, config=NO_RETRY)
+    failed_before = INSTANCE_TYPE_REFRESHES.labels(result="failed")._value.get()
+    clock.now = 3600
+    assert provider.catalog() is first
+    assert provider.last_error is not None
+    assert INSTANCE_TYPE_REFRESHES.labels(result="failed")._value.get() == failed_before + 1
+    provider._ec2 = ec2
+    clock.now = 7200
+    again = provider.catalog()
+    assert again is not first and provider.last_error is None
+    assert again.get("c5.large") == first.get("c5.large")
+
+
+def test_before_any_success_the_bundled_catalog_stands_in() -> None:
+    ec2 = boto3.client("ec2", region_name="eu-west-1", endpoint_url=DEAD, config=NO_RETRY,
+                       aws_access_key_id="x", aws_secret_access_key="x")
+    provider = InstanceTypeProvider(ec2, None)
+    catalog = provider.catalog()
+    assert catalog.region is None and catalog.get("m5.large") is not None and provider.last_error
