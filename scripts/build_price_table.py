@@ -16,6 +16,11 @@ cell is kept only when its price per factor equals the lowest price per factor o
 (within 0.2%) and at least two sizes agree on that rate. Everything else is dropped, never estimated: a type
 the table lacks has no fallback price. api/data/catalog.yaml's us-east-1 prices (public prices, checked to
 agree with every kept us-east-1 cell) then fill and override us-east-1. Local Zones are left out.
+
+Checked on the 2025-03-02 data (3.9.1): 34 regions, 8,594 prices, about half of each region's types. us-east-1
+and us-west-2, which price nearly every type alike, agree on all 365 types both hold; us-east-1 and us-east-2
+on 326 of 336 (8 Graviton sizes differ by 0.3%, and m5zn's two us-east-2 cells are 10% higher: a family whose
+every cell libcloud took from a Dedicated SKU passes the check, so a small residue of such cells remains).
 """
 
 from __future__ import annotations
