@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from api import labels as L
+from api.quantity import parse_memory
 from simulator.kubelet_resources import Machine, node_resources
 from simulator.patch import deep_copy
 from simulator.pods import is_deleting, meta, node_ready
@@ -56,8 +57,6 @@ class Kubelets:
         it = self.world.catalog.get(itype)
         if it is None:
             return Machine(cpu=2.0, memory=8 * 2**30, ephemeral_storage=20 * 2**30, eni_pods=110)
-        from api.quantity import parse_memory
-
         return Machine(cpu=it.cpu_cores, memory=it.memory_bytes, ephemeral_storage=parse_memory(it.ephemeral_storage),
                        eni_pods=it.pods)
 
