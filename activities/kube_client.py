@@ -271,6 +271,17 @@ class KubeClient:
                 return []
             raise
 
+    def list_node_overlays(self) -> list[Obj]:
+        """Every NodeOverlay (karpenter.sh/v1alpha1); empty when the API server does not serve the kind."""
+        try:
+            return _typed(_items(self.custom.list_cluster_custom_object(labels.GROUP, "v1alpha1", "nodeoverlays",
+                                                                        _preload_content=False)),
+                          f"{labels.GROUP}/v1alpha1", "NodeOverlay")
+        except ApiException as exc:
+            if exc.status == 404:
+                return []
+            raise
+
     def server_version(self) -> str:
         """The API server's Kubernetes version as MAJOR.MINOR ("1.32"; EKS's "32+" minor loses its "+").
 
@@ -300,7 +311,7 @@ class KubeClient:
             raise
 
     def cluster_objects(self) -> list[Obj]:
-        """NodePools, NodeClaims, EC2NodeClasses, Nodes, Pods, PDBs and DisruptionPolicies as plain dicts, like
+        """NodePools, NodeClaims, EC2NodeClasses, Nodes, Pods, PDBs, DisruptionPolicies and NodeOverlays as dicts, like
         `kubectl get -o json` prints them (the kinds and order of the planner's watch cache,
         runtime/cluster_cache.py)."""
         return [*_typed(self.list_node_pools(), labels.API_VERSION, "NodePool"),
@@ -310,7 +321,8 @@ class KubeClient:
                 *_typed(_items(self.core.list_pod_for_all_namespaces(_preload_content=False)), "v1", "Pod"),
                 *_typed(_items(self.policy.list_pod_disruption_budget_for_all_namespaces(_preload_content=False)),
                         "policy/v1", "PodDisruptionBudget"),
-                *self.list_disruption_policies()]
+                *self.list_disruption_policies(),
+                *self.list_node_overlays()]
 
     def watch(self, kind: str, timeout_seconds: int = 30) -> tuple[Watch, Iterator[Any]]:
         """A watch on Nodes (`nodes`) or a Karpenter kind; stop it with the returned Watch."""

@@ -26,6 +26,9 @@ from api.disruption_policy import KIND as POLICY_KIND
 from api.disruption_policy import DisruptionPolicy
 from api.ec2nodeclass import API_VERSION as EC2_API_VERSION
 from api.ec2nodeclass import EC2NodeClass
+from api.node_overlay import API_VERSION as OVERLAY_API_VERSION
+from api.node_overlay import KIND as OVERLAY_KIND
+from api.node_overlay import NodeOverlay
 from api.nodeclaim import NodeClaim
 from api.nodepool import NodePool
 from api.object_shapes import check_shape
@@ -41,6 +44,7 @@ KNOWN_KINDS: dict[str, tuple[str, ...]] = {
     "PodDisruptionBudget": ("policy/v1",),
     CATALOG_KIND: ("nodeflow.dev/v1alpha1",),
     POLICY_KIND: (POLICY_API_VERSION,),
+    OVERLAY_KIND: (OVERLAY_API_VERSION,),
 }
 NAMESPACED = {"Pod", "PodDisruptionBudget"}
 
@@ -104,6 +108,7 @@ class Snapshot:
     source: str = "<objects>"
     warnings: list[str] = field(default_factory=list)
     disruption_policies: list[DisruptionPolicy] = field(default_factory=list)
+    node_overlays: list[NodeOverlay] = field(default_factory=list)
 
     @classmethod
     def from_objects(cls, objects: Iterable[Any], source: str = "<objects>") -> Snapshot:
@@ -128,6 +133,7 @@ class Snapshot:
         out += [c.to_dict() for c in self.node_classes]
         out += self.nodes + self.pods + self.pdbs
         out += [p.to_dict() for p in self.disruption_policies]
+        out += [o.to_dict() for o in self.node_overlays]
         if self.catalog is not None:
             out.append(self.catalog.model_dump(mode="json", by_alias=True))
         out += self.others
@@ -210,6 +216,8 @@ class _Builder:
             snap.pdbs.append(obj)
         elif kind == POLICY_KIND:
             snap.disruption_policies.append(DisruptionPolicy.model_validate(obj))
+        elif kind == OVERLAY_KIND:
+            snap.node_overlays.append(NodeOverlay.model_validate(obj))
         elif kind == CATALOG_KIND:
             cat = InstanceTypeCatalog.model_validate(obj)
             names = {t.name for t in self.catalog_types}
@@ -235,7 +243,7 @@ def load_object(obj: dict[str, Any]) -> Any:
     EC2NodeClass, else the object itself. Raises SnapshotError as `from_objects` would."""
     snap = Snapshot.from_objects([obj])
     for items in (snap.node_pools, snap.node_claims, snap.node_classes, snap.nodes, snap.pods, snap.pdbs,
-                  snap.disruption_policies, snap.others):
+                  snap.disruption_policies, snap.node_overlays, snap.others):
         if items:
             return items[0]
     raise SnapshotError(f"{obj.get('kind')} is not a cluster object")

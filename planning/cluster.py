@@ -18,6 +18,7 @@ from api.allocatable import for_node_class
 from api.catalog import InstanceType, InstanceTypeCatalog
 from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
+from planning.node_overlays import apply_overlays
 from planning.selectors import match_label_selector, selector_key
 
 DEFAULT_EXPIRE_AFTER = timedelta(hours=720)
@@ -552,6 +553,7 @@ class Cluster:
         from api.catalog import load_default_catalog
 
         catalog = catalog or getattr(snapshot, "catalog", None) or load_default_catalog()
+        catalog = apply_overlays(catalog, getattr(snapshot, "node_overlays", None) or ())  # docs/semantics.md §16.2
         pools = {p.name: p for p in (parse_pool(np) for np in snapshot.node_pools)}
         claims = [parse_claim(c) for c in snapshot.node_claims] if claims is None else list(claims)
         nodes = [parse_node(i, raw) for i, raw in enumerate(snapshot.nodes)]

@@ -28,7 +28,7 @@ from runtime.informer import CacheSettings, Counters, Informer, KindSpec, Obj, S
 NODE_CLASS_GROUP = "karpenter.k8s.aws"  # EC2NodeClass: drift reads the class a NodePool names (planning/drift.py)
 POLICY_GROUP = "nodeflow.dev"  # DisruptionPolicy (api/disruption_policy.py): optional, like EC2NodeClass
 KINDS = ("NodePool", "NodeClaim", "EC2NodeClass", "Node", "Pod", "PodDisruptionBudget",
-         "DisruptionPolicy")  # cluster_objects() order
+         "DisruptionPolicy", "NodeOverlay")  # cluster_objects() order
 
 
 class Reason(StrEnum):
@@ -67,6 +67,9 @@ def kind_specs(api_client: k8s.ApiClient, kinds: Iterable[str] = KINDS) -> list[
                                         policy.list_pod_disruption_budget_for_all_namespaces),
         "DisruptionPolicy": KindSpec("DisruptionPolicy", f"{POLICY_GROUP}/v1alpha1", functools.partial(
             custom.list_cluster_custom_object, POLICY_GROUP, "v1alpha1", "disruptionpolicies"), optional=True),
+        # NodeOverlay (api/node_overlay.py): prices every decision reads; optional (Karpenter's CRD may be absent)
+        "NodeOverlay": KindSpec("NodeOverlay", f"{labels.GROUP}/v1alpha1", functools.partial(
+            custom.list_cluster_custom_object, labels.GROUP, "v1alpha1", "nodeoverlays"), optional=True),
     }
     return [table[k] for k in kinds]
 

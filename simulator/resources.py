@@ -50,6 +50,8 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
                  custom=True, categories=("karpenter",)),
     ResourceType("nodeflow.dev", "v1alpha1", "disruptionpolicies", "DisruptionPolicy", False, "disruptionpolicy",
                  ("dp",), ("status",), custom=True, categories=("nodeflow",)),
+    ResourceType("karpenter.sh", "v1alpha1", "nodeoverlays", "NodeOverlay", False, "nodeoverlay", ("overlays",),
+                 ("status",), custom=True, categories=("karpenter",)),
     ResourceType("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, "volumeattachment", (),
                  ("status",)),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),

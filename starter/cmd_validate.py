@@ -13,7 +13,7 @@ from starter.output import CliError
 from starter.snapshot_source import require_pools_or_nodes
 
 # besides NodePools and Nodes, the kinds a file may hold alone for `validate` (manifests, not a snapshot)
-VALIDATED_KINDS = ("NodeClaim", "EC2NodeClass", "InstanceTypeCatalog", "DisruptionPolicy")
+VALIDATED_KINDS = ("NodeClaim", "EC2NodeClass", "InstanceTypeCatalog", "DisruptionPolicy", "NodeOverlay")
 # the kinds of the API groups whose misspelt kinds validate points out (other groups' kinds are not known here)
 KINDS_BY_GROUP: dict[str, tuple[str, ...]] = {
     "karpenter.sh": ("NodePool", "NodeClaim", "NodeOverlay"),
@@ -66,6 +66,10 @@ def problems_of(obj: Any) -> tuple[list[str], list[str]]:
         from api.disruption_policy_validation import validate_disruption_policy
 
         return validate_disruption_policy(obj), []
+    if kind == "NodeOverlay":
+        from api.node_overlay import node_overlay_warnings, validate_node_overlay
+
+        return validate_node_overlay(obj), node_overlay_warnings(obj)
     problems = []
     if not isinstance(kind, str) or not kind:
         problems.append("kind: required field is missing")
@@ -137,4 +141,29 @@ def _print_set_problems(located: list[tuple[str, Any]]) -> int:
     lines = policy_set_lines(located)
     for line in lines:
         print(line)
+    for line in overlay_conflicts(located):
+        print(f"warning: {line}", file=sys.stderr)
     return len(lines)
+
+
+def overlay_conflicts(located: list[tuple[str, Any]]) -> list[str]:
+    """NodeOverlays another overlay of the same weight overrides on the bundled catalog: Karpenter applies such an
+    overlay nowhere and sets its ValidationSucceeded condition False (planning/node_overlays.py)."""
+    from pydantic import ValidationError
+
+    from api.catalog import load_default_catalog
+    from api.node_overlay import NodeOverlay
+    from planning.node_overlays import evaluate_overlays
+
+    overlays: dict[str, tuple[str, NodeOverlay]] = {}
+    for where, obj in located:
+        if isinstance(obj, dict) and obj.get("kind") == "NodeOverlay":
+            try:
+                overlay = NodeOverlay.model_validate(obj)
+            except ValidationError:
+                continue  # already reported
+            overlays[overlay.name] = (where, overlay)
+    result = evaluate_overlays(load_default_catalog(), [o for _, o in overlays.values()])
+    return [f"{overlays[name][0]}: conflicts with another NodeOverlay of weight {overlays[name][1].weight} on the "
+            f"same offerings or capacity; it is applied nowhere (give one of them another weight)"
+            for name in result.conflicts]

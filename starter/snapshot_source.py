@@ -65,6 +65,7 @@ def snapshot_kinds(snapshot: Any) -> Counter[str]:
     kinds = Counter({"NodePool": len(snapshot.node_pools), "NodeClaim": len(snapshot.node_claims),
                      "EC2NodeClass": len(snapshot.node_classes), "Node": len(snapshot.nodes),
                      "Pod": len(snapshot.pods), "PodDisruptionBudget": len(snapshot.pdbs),
-                     "DisruptionPolicy": len(getattr(snapshot, "disruption_policies", ()))})
+                     "DisruptionPolicy": len(getattr(snapshot, "disruption_policies", ())),
+                     "NodeOverlay": len(getattr(snapshot, "node_overlays", ()))})
     kinds.update(str(obj.get("kind")) for obj in snapshot.others)
     return +kinds

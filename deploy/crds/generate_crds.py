@@ -12,6 +12,7 @@ if str(CRD_DIR.parent.parent) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(CRD_DIR.parent.parent))
 from api import disruption_policy as dp
 from api import labels
+from api import node_overlay as no
 from api.budgets import NODES_PATTERN, REASONS, SCHEDULE_PATTERN
 from api.duration import BUDGET_DURATION_PATTERN, NILLABLE_DURATION_PATTERN, TERMINATION_GRACE_PERIOD_PATTERN
 from api.ec2nodeclass import AMI_FAMILIES, METADATA_DEFAULTS
@@ -786,6 +787,70 @@ dp_cols = [
 ]
 
 
+# ---- NodeOverlay (karpenter.sh/v1alpha1; Karpenter's own CRD, kubernetes-sigs/karpenter nodeoverlay.go) ----------
+overlay_requirement_rules = [
+    {"message": "requirements with operator 'NotIn' must have a value defined",
+     "rule": "self.all(x, x.operator == 'NotIn' ? has(x.values) && x.values.size() != 0 : true)"},
+    {"message": "requirements with operator 'In' must have a value defined",
+     "rule": "self.all(x, x.operator == 'In' ? has(x.values) && x.values.size() != 0 : true)"},
+    {"message": "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer value",
+     "rule": "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (has(x.values) && x.values.size() == 1 && x.values[0].matches('^[0-9]+$')) : true)"},
+]
+nodeoverlay_schema = {
+    "description": "NodeOverlay: price, price adjustment and extended capacity for the instance types and offerings its requirements select (Karpenter v1alpha1; docs/semantics.md).",
+    "type": "object",
+    "properties": {
+        **OBJECT_META,
+        "spec": {
+            "type": "object",
+            "required": ["requirements"],
+            "properties": {
+                "requirements": {
+                    "description": "Which instance types and offerings the overlay applies to, by their labels.",
+                    "type": "array",
+                    "maxItems": no.MAX_REQUIREMENTS,
+                    "x-kubernetes-list-type": "atomic",
+                    "items": {
+                        "type": "object",
+                        "required": ["key", "operator"],
+                        "properties": {
+                            "key": s("Label key.", maxLength=316, pattern=QUALIFIED_NAME_PATTERN),
+                            "operator": s("How the key relates to the values.", enum=list(no.OPERATORS)),
+                            "values": {"type": "array", "maxItems": 1000, "x-kubernetes-list-type": "atomic",
+                                       "items": {"type": "string", "maxLength": 63, "pattern": LABEL_VALUE_PATTERN}},
+                        },
+                    },
+                    "x-kubernetes-validations": overlay_requirement_rules,
+                },
+                "price": s("US dollars per hour replacing the offering's price.", pattern=no.PRICE_PATTERN),
+                "priceAdjustment": s("A signed change of the price: an amount (+0.1, -0.05) or a percentage (+10%, -15%).",
+                                     pattern=no.PRICE_ADJUSTMENT_PATTERN),
+                "capacity": {
+                    "description": "Extended resources added to the node's capacity (never cpu, memory, ephemeral-storage or pods).",
+                    "type": "object",
+                    "maxProperties": 100,
+                    "additionalProperties": {"anyOf": [{"type": "integer"}, {"type": "string"}], "pattern": QUANTITY_PATTERN,
+                                             "x-kubernetes-int-or-string": True},
+                    "x-kubernetes-validations": [{"message": no.RESTRICTED_CAPACITY_MESSAGE,
+                                                  "rule": "self.all(x, !(x in ['cpu', 'memory', 'ephemeral-storage', 'pods']))"}],
+                },
+                "weight": {"description": "Priority among overlays: higher wins; unset is 0.", "type": "integer",
+                           "format": "int32", "minimum": no.WEIGHT_RANGE[0], "maximum": no.WEIGHT_RANGE[1]},
+            },
+        },
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    },
+    "required": ["spec"],
+    "x-kubernetes-validations": [{"message": no.BOTH_PRICES_MESSAGE,
+                                  "rule": "!has(self.spec.price) || !has(self.spec.priceAdjustment)"}],
+}
+no_cols = [
+    {"name": "Ready", "type": "string", "jsonPath": '.status.conditions[?(@.type=="Ready")].status'},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    {"name": "Weight", "type": "integer", "jsonPath": ".spec.weight", "priority": 1},
+]
+
+
 def render() -> dict[str, str]:
     """File name -> YAML text of each CRD."""
 
@@ -801,6 +866,9 @@ def render() -> dict[str, str]:
         f"{dp.GROUP}_{dp.PLURAL}.yaml": dump(
             crd(dp.PLURAL, dp.KIND, ["dp"], disruptionpolicy_schema, dp_cols, group=dp.GROUP, version=dp.VERSION,
                 categories=("nodeflow",))
+        ),
+        f"{no.GROUP}_{no.PLURAL}.yaml": dump(
+            crd(no.PLURAL, no.KIND, ["overlays"], nodeoverlay_schema, no_cols, group=no.GROUP, version=no.VERSION)
         ),
     }
 

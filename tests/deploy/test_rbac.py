@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER_PACKAGES = ("activities", "client", "runtime")
 WORKER_SOURCES = [ROOT / "worker.py", *(p for pkg in WORKER_PACKAGES for p in sorted((ROOT / pkg).rglob("*.py")))]
 CUSTOM_PLURALS = {"nodepools": "karpenter.sh", "nodeclaims": "karpenter.sh",
-                  "ec2nodeclasses": "karpenter.k8s.aws", "disruptionpolicies": "nodeflow.dev"}
+                  "ec2nodeclasses": "karpenter.k8s.aws", "disruptionpolicies": "nodeflow.dev",
+                  "nodeoverlays": "karpenter.sh"}
 HTTP_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 
 

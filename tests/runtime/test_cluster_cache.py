@@ -89,10 +89,13 @@ NODE_CLASS = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "met
 
 POLICY = {"apiVersion": "nodeflow.dev/v1alpha1", "kind": "DisruptionPolicy", "metadata": {"name": "freeze"},
           "spec": {"nodePoolSelector": {}, "calendar": {"exclusions": [{"from": "2026-12-24"}]}}}
+OVERLAY = {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": "savings-plan"},
+           "spec": {"requirements": [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}],
+                    "priceAdjustment": "-10%"}}
 
 
 def _seed(sim: Simulator) -> None:
-    sim.load_objects([*generate_cluster(6, 6, seed=3), NODE_CLASS, POLICY])
+    sim.load_objects([*generate_cluster(6, 6, seed=3), NODE_CLASS, POLICY, OVERLAY])
 
 
 def test_not_healthy_until_synced(sim: Simulator, cache: ClusterCache) -> None:

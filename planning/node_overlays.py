@@ -1,0 +1,160 @@
+"""NodeOverlays applied to the instance type catalog: the prices (and extended capacity) every decision reads.
+
+Follows kubernetes-sigs/karpenter pkg/controllers/nodeoverlay (controller.go, store.go): overlays are taken by
+weight (highest first; at equal weight the name later in the alphabet first, `OrderByWeight`); an offering keeps the
+price of the first overlay that selects it; an overlay of the same weight as the one that already set an offering's
+price (or one of a type's capacity resources) conflicts, and a conflicting overlay is applied nowhere. An overlay
+selects an offering when its requirements match the type's well-known labels plus the offering's zone and capacity
+type (docs/semantics.md §16.2). nodeflow has one catalog for every NodePool, so a requirement on
+`karpenter.sh/nodepool` or on a pool's template labels selects nothing (Karpenter evaluates overlays per pool).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from api import labels as L
+from api.catalog import InstanceType, InstanceTypeCatalog, Offering
+from api.node_overlay import NodeOverlay, OverlayRequirement, adjusted_price, by_weight
+from planning.selectors import match_requirement
+from planning.unavailable_offerings import replaced
+
+OfferingKey = tuple[str, str]  # (zone, capacity type) within one instance type
+
+
+@dataclass
+class _PriceUpdate:
+    change: str
+    weight: int  # the lowest weight that selected the offering so far
+
+
+@dataclass
+class _CapacityUpdate:
+    resources: dict[str, str]
+    lowest: dict[str, str]  # the resources of the lowest-weight overlay so far
+    weight: int
+
+
+@dataclass
+class OverlayResult:
+    """What the overlays did: the catalog with their prices, each type's added capacity, and who conflicted."""
+
+    catalog: InstanceTypeCatalog
+    capacity: dict[str, dict[str, str]] = field(default_factory=dict)  # type -> extended resources added
+    applied: dict[str, int] = field(default_factory=dict)  # overlay -> offerings it priced or types it gave capacity
+    conflicts: list[str] = field(default_factory=list)  # applied nowhere (Karpenter: ValidationSucceeded False)
+
+
+def _matches(req: OverlayRequirement, have: Mapping[str, str]) -> bool:
+    if req.operator in ("Gte", "Lte"):
+        if req.key not in have:
+            return False
+        try:
+            value, bound = int(have[req.key]), int(req.values[0])
+        except ValueError:
+            return False
+        return value >= bound if req.operator == "Gte" else value <= bound
+    return match_requirement(req.key, req.operator, req.values, have)
+
+
+def selected_offerings(overlay: NodeOverlay, it: InstanceType) -> list[Offering]:
+    """The offerings of `it` the overlay's requirements select (none: it does not select the type)."""
+    type_labels = it.labels
+    out = []
+    for o in it.offerings:
+        have = {**type_labels, L.ZONE_LABEL: o.zone, L.CAPACITY_TYPE_LABEL: o.capacity_type}
+        if all(_matches(r, have) for r in overlay.spec.requirements):
+            out.append(o)
+    return out
+
+
+class _Store:
+    """Karpenter's internalInstanceTypeStore, for the one catalog: per type, per offering, the winning change."""
+
+    def __init__(self) -> None:
+        self.prices: dict[str, dict[OfferingKey, _PriceUpdate]] = {}
+        self.capacity: dict[str, _CapacityUpdate] = {}
+
+    def conflicts(self, overlay: NodeOverlay, selected: dict[str, list[Offering]]) -> bool:
+        for name, offerings in selected.items():
+            if overlay.price_change is not None:
+                prices = self.prices.get(name, {})
+                if any((u := prices.get((o.zone, o.capacity_type))) and u.weight == overlay.weight for o in offerings):
+                    return True
+            cap = self.capacity.get(name)
+            if overlay.spec.capacity and cap is not None and cap.weight == overlay.weight \
+                    and set(overlay.spec.capacity) & set(cap.lowest):
+                return True
+        return False
+
+    def store(self, overlay: NodeOverlay, selected: dict[str, list[Offering]]) -> int:
+        """Record the overlay where nothing heavier decided already; returns how much it touched."""
+        touched = 0
+        for name, offerings in selected.items():
+            if overlay.price_change is not None:
+                prices = self.prices.setdefault(name, {})
+                for o in offerings:
+                    key = (o.zone, o.capacity_type)
+                    if key in prices:
+                        prices[key].weight = overlay.weight
+                    else:
+                        prices[key] = _PriceUpdate(overlay.price_change, overlay.weight)
+                        touched += 1
+            if overlay.spec.capacity:
+                cap = self.capacity.get(name)
+                if cap is None:
+                    self.capacity[name] = _CapacityUpdate(dict(overlay.spec.capacity), dict(overlay.spec.capacity),
+                                                          overlay.weight)
+                    touched += 1
+                else:
+                    for res, qty in overlay.spec.capacity.items():
+                        cap.resources.setdefault(res, qty)
+                    cap.lowest, cap.weight = dict(overlay.spec.capacity), overlay.weight
+        return touched
+
+
+def evaluate_overlays(catalog: InstanceTypeCatalog, overlays: Sequence[NodeOverlay]) -> OverlayResult:
+    """Apply `overlays` to `catalog` (a copy; the types no overlay selects are shared, not copied)."""
+    if not overlays:
+        return OverlayResult(catalog)
+    store = _Store()
+    result = OverlayResult(catalog)
+    for overlay in by_weight(overlays):
+        selected = {it.name: offs for it in catalog.instance_types if (offs := selected_offerings(overlay, it))}
+        if store.conflicts(overlay, selected):
+            result.conflicts.append(overlay.name)
+            continue
+        result.applied[overlay.name] = store.store(overlay, selected)
+    result.capacity = {name: dict(u.resources) for name, u in store.capacity.items()}
+    if store.prices:
+        result.catalog = replaced(catalog, instance_types=[
+            _priced(it, store.prices[it.name]) if it.name in store.prices else it for it in catalog.instance_types])
+    return result
+
+
+def _priced(it: InstanceType, updates: Mapping[OfferingKey, _PriceUpdate]) -> InstanceType:
+    offerings = tuple(o.model_copy(update={"price": adjusted_price(o.price, u.change)})
+                      if (u := updates.get((o.zone, o.capacity_type))) is not None else o for o in it.offerings)
+    return replaced(it, offerings=offerings)
+
+
+_cache_lock = threading.Lock()
+_cache: tuple[InstanceTypeCatalog, tuple[str, ...], InstanceTypeCatalog] | None = None
+
+
+def apply_overlays(catalog: InstanceTypeCatalog, overlays: Sequence[NodeOverlay]) -> InstanceTypeCatalog:
+    """The catalog as the overlays price it: `catalog` itself without overlays; the last result is kept for the
+    same catalog object and overlays (a planner pass asks once per read, with the same inputs pass after pass)."""
+    global _cache
+    if not overlays:
+        return catalog
+    key = tuple(o.model_dump_json() for o in overlays)
+    with _cache_lock:
+        if _cache is not None and _cache[0] is catalog and _cache[1] == key:
+            return _cache[2]
+    out = evaluate_overlays(catalog, overlays).catalog
+    with _cache_lock:
+        _cache = (catalog, key, out)
+    return out

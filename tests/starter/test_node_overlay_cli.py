@@ -1,0 +1,75 @@
+"""A NodeOverlay in the snapshot changes what `nodeflow plan` decides (issue #24), and `nodeflow validate` checks it.
+
+examples/plan-consolidate.yaml: two m5.2xlarge ($0.384/h each) run 2.5 vCPU of pods. Without an overlay the plan
+replaces both with one c6a.xlarge ($0.153/h). A Savings Plan making m5 80% cheaper turns the replacement into an
+m5.xlarge; a reservation pricing m5.2xlarge at $0.05/h makes any replacement dearer than the pair, so only the
+delete of one node (its pods fit on the other) is left.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from starter.cli import run
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+AT = "2026-11-22T20:00:00Z"
+
+
+def overlay(name: str, requirements: list[dict], **spec: object) -> dict:
+    return {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": name},
+            "spec": {"requirements": requirements, **spec}}
+
+
+def plan(capsys: pytest.CaptureFixture[str], tmp_path: Path, *extra: dict) -> dict:
+    path = tmp_path / "snapshot.yaml"
+    path.write_text((EXAMPLES / "plan-consolidate.yaml").read_text() + "---\n" + yaml.safe_dump_all(extra))
+    assert run(["plan", "-f", str(path), "--at", AT, "-o", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def decision(data: dict) -> list[tuple[str, list[str], list[str], float]]:
+    return [(c["method"], sorted(c["nodes"]), [r["instanceTypes"][0] for r in c["replacements"]],
+             round(c["savingsPerHour"], 4)) for c in data["commands"]]
+
+
+def test_without_an_overlay_the_pair_is_replaced_by_a_c6a(capsys, tmp_path) -> None:
+    data = plan(capsys, tmp_path)
+    assert decision(data) == [("MultiNodeConsolidation", ["node-a", "node-b"], ["c6a.xlarge"], 0.615)]
+
+
+def test_a_savings_plan_overlay_changes_the_replacement_type(capsys, tmp_path) -> None:
+    sp = overlay("m5-savings-plan", [{"key": "karpenter.k8s.aws/instance-family", "operator": "In",
+                                      "values": ["m5"]}], priceAdjustment="-80%")
+    data = plan(capsys, tmp_path, sp)
+    # the pair now costs 2 * 0.0768; an m5.xlarge at 0.0384 is the one type cheaper than that with room
+    assert decision(data) == [("MultiNodeConsolidation", ["node-a", "node-b"], ["m5.xlarge"], 0.1152)]
+    assert data["final"]["costPerHour"] == pytest.approx(0.0384)
+
+
+def test_a_reservation_overlay_leaves_no_cheaper_replacement(capsys, tmp_path) -> None:
+    ri = overlay("m5-2xlarge-reserved", [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                                          "values": ["m5.2xlarge"]}], price="0.05")
+    data = plan(capsys, tmp_path, ri)
+    assert decision(data) == [("SingleNodeConsolidation", ["node-b"], [], 0.05)]
+    assert data["final"] == {"nodes": 1, "costPerHour": 0.05, "passes": 1}
+
+
+def test_validate_reports_overlay_problems_and_conflicts(capsys, tmp_path) -> None:
+    m5 = [{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m5"]}]
+    path = tmp_path / "overlays.yaml"
+    path.write_text(yaml.safe_dump_all([overlay("a", m5, price="1"), overlay("b", m5, price="2"),
+                                        overlay("c", m5, price="1", priceAdjustment="+1")]))
+    assert run(["validate", "-f", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert "document 3 (NodeOverlay/c): spec: cannot set both 'price' and 'priceAdjustment'" in out
+    assert "document 1 (NodeOverlay/a): conflicts with another NodeOverlay of weight 0" in err
+    assert "NodeOverlay/b" not in err  # b (later in the alphabet) is the one applied
+
+
+def test_the_example_overlays_validate(capsys) -> None:
+    assert run(["validate", "-f", str(EXAMPLES / "nodeoverlay.yaml")]) == 0
