@@ -20,7 +20,7 @@ from temporalio.client import Client
 from client.connection import InsecureTemporalAddress, connect, forward_core_logs
 from client.nodeclass_schedule import ensure_nodeclass_schedule
 from client.planner_schedule import ensure_planner_schedule
-from runtime.cloud_clients import RegionNotConfigured, aws_clients, kube_api_client, resolve_region
+from runtime.cloud_clients import RegionNotConfigured, aws_clients, kube_api_client, pricing_client, resolve_region
 from runtime.health import ReadinessCheck, metrics_bind, parse_metrics_address, start_health_server
 from runtime.settings import Deps, Settings
 from runtime.temporal_metrics import new_buffer, pump, track_planner_pause
@@ -75,7 +75,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--log-level", default=env("NODEFLOW_LOG_LEVEL", "INFO"))
     p.add_argument("--interruption-queue", default=env("NODEFLOW_INTERRUPTION_QUEUE"),
                    help="SQS queue URL of EventBridge interruption events (unset: no interruption handling)")
-    p.add_argument("--catalog", default=env("NODEFLOW_CATALOG"), help="instance type catalog YAML (default: bundled)")
+    p.add_argument("--catalog", default=env("NODEFLOW_CATALOG"),
+                   help="instance type catalog YAML (default: discovered from EC2 and the Pricing API)")
+    p.add_argument("--no-instance-type-discovery", action="store_true",
+                   default=(env("NODEFLOW_NO_INSTANCE_TYPE_DISCOVERY") or "").lower() in ("1", "true", "yes"),
+                   help="without --catalog, use the bundled catalog instead of discovering the region's types")
+    p.add_argument("--instance-type-refresh", type=_seconds, default=env("NODEFLOW_INSTANCE_TYPE_REFRESH", "12h"),
+                   help="how often instance types, offerings and prices are discovered again (Go duration)")
+    p.add_argument("--vm-memory-overhead-percent", type=float,
+                   default=float(env("NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT", "0.075")),
+                   help="share of an instance's memory the hypervisor keeps, for new nodes' allocatable")
     p.add_argument("--metrics-port", type=int, default=int(env("NODEFLOW_METRICS_PORT", "0")),
                    help="serve /healthz, /readyz and /metrics on this port of every interface (0: off)")
     p.add_argument("--metrics-address", default=env("NODEFLOW_METRICS_ADDRESS"), type=_metrics_address,
@@ -142,7 +151,10 @@ async def amain(args: argparse.Namespace) -> int:
                         batch_max_seconds=args.batch_max_duration, node_repair=not args.no_node_repair,
                         node_repair_toleration_seconds=args.node_repair_toleration,
                         node_repair_conditions=tuple(args.node_repair_condition),
-                        cancel_hold_seconds=args.cancel_hold)
+                        cancel_hold_seconds=args.cancel_hold,
+                        discover_instance_types=not (args.catalog or args.no_instance_type_discovery),
+                        instance_type_refresh_seconds=args.instance_type_refresh,
+                        vm_memory_overhead_percent=args.vm_memory_overhead_percent)
     try:
         aws = aws_clients(resolve_region(args.region), ec2_endpoint=args.ec2_endpoint,
                           sqs_endpoint=args.sqs_endpoint, iam_endpoint=args.iam_endpoint)
@@ -150,7 +162,7 @@ async def amain(args: argparse.Namespace) -> int:
         log.error("refusing to start: %s", exc)
         return 2
     deps = Deps(kube_api=kube_api_client(args.kubeconfig), ec2=aws.ec2, sqs=aws.sqs, temporal=client,
-                ssm=aws.ssm, iam=aws.iam, settings=settings)
+                ssm=aws.ssm, iam=aws.iam, settings=settings, pricing=pricing_client(aws.region, args.ec2_endpoint))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -55,6 +55,8 @@ class InstanceTypeProvider:
         self._clock = clock
         self._progress = progress or (lambda _msg: None)
         self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
         self._current: InstanceTypeCatalog | None = None
         self._spot: dict[tuple[str, str], float] = {}
         self._at: float | None = None  # clock time of the last attempt, good or not
@@ -65,11 +67,29 @@ class InstanceTypeProvider:
         return self.catalog()
 
     def catalog(self) -> InstanceTypeCatalog:
-        """The current catalog, refreshed first when the last attempt is older than the refresh period."""
+        """The current catalog. Without a background refresher, refreshed first when the last attempt is older than
+        the refresh period (the CLI); with one, never waits: the bundled catalog until the first success."""
+        if self._thread is not None:
+            current = self._current
+            return current if current is not None else load_default_catalog()
         with self._lock:
             if self._at is None or self._clock() - self._at >= self._refresh:
                 self._refresh_locked()
             return self._current if self._current is not None else load_default_catalog()
+
+    def start(self) -> None:
+        """Refresh now and every period in a daemon thread (the worker: no activity waits for a discovery)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="instance-type-refresh", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            self.refresh()
+            self._stopping.wait(self._refresh)
 
     def refresh(self) -> bool:
         """Read the region now; False (the last good catalog kept) when EC2 could not be read."""
@@ -128,3 +148,38 @@ class InstanceTypeProvider:
         self.price_source = "bundled-catalog"
         INSTANCE_TYPE_PRICE_FALLBACKS.labels(prices="on-demand", source="bundled-catalog").inc()
         return _catalog_prices(load_default_catalog())
+
+
+class LiveCatalog:
+    """What activities hold instead of a fixed InstanceTypeCatalog when the catalog is discovered: `current()` (or
+    calling it) is the catalog in force now. api.catalog.current_catalog resolves it once per pass (the planner,
+    provisioning and interruption paths go through planning.unavailable_offerings.with_unavailable, which does);
+    the read-only attributes below delegate for code that reads the catalog directly (a launch's `get`)."""
+
+    def __init__(self, provider: InstanceTypeProvider) -> None:
+        self.provider = provider
+
+    def current(self) -> InstanceTypeCatalog:
+        return self.provider.catalog()
+
+    def __call__(self) -> InstanceTypeCatalog:
+        return self.current()
+
+    def get(self, name: str) -> Any:
+        return self.current().get(name)
+
+    @property
+    def instance_types(self) -> list[Any]:
+        return self.current().instance_types
+
+    @property
+    def by_name(self) -> dict[str, Any]:
+        return self.current().by_name
+
+    @property
+    def vm_memory_overhead_percent(self) -> float:
+        return self.current().vm_memory_overhead_percent
+
+    @property
+    def region(self) -> str | None:
+        return self.current().region

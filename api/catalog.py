@@ -164,6 +164,14 @@ class InstanceTypeCatalog(BaseModel):
         return self.by_name.get(name)
 
 
+def current_catalog(catalog: object) -> object:
+    """A catalog source resolved to the catalog in force now: a refreshing source (anything with `current()`, e.g.
+    activities.instance_types.LiveCatalog) gives its current catalog, so one pass plans on one catalog; a plain
+    InstanceTypeCatalog (or None) is itself."""
+    current = getattr(catalog, "current", None)
+    return current() if callable(current) else catalog
+
+
 def load_catalog(path: str | Path) -> InstanceTypeCatalog:
     """Read a catalog document from a YAML file."""
     with open(path, encoding="utf-8") as fh:

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from api.catalog import InstanceType, InstanceTypeCatalog
+from api.catalog import InstanceType, InstanceTypeCatalog, current_catalog
 
 TTL_SECONDS = 180.0  # Karpenter's UnavailableOfferingsTTL
 
@@ -83,7 +83,8 @@ class UnavailableOfferings:
 
     def apply(self, catalog: InstanceTypeCatalog) -> InstanceTypeCatalog:
         """`catalog` with the marked offerings `available: False`: the same object when none of them is marked,
-        else a copy, made once per (catalog, seq)."""
+        else a copy, made once per (catalog, seq). A refreshing catalog source is resolved to its current catalog."""
+        catalog = current_catalog(catalog)  # type: ignore[assignment]
         with self._lock:
             self._purge()
             if not self._expiry:
@@ -111,6 +112,7 @@ def with_unavailable(catalog: InstanceTypeCatalog | None, offerings: Unavailable
                      ) -> InstanceTypeCatalog | None:
     """What an activity plans on: its catalog with the worker's unavailable offerings applied (either may be
     absent: no catalog means the planner's default, applied by nobody; no cache, nothing marked)."""
+    catalog = current_catalog(catalog)  # type: ignore[assignment]  # one catalog for the whole pass
     if catalog is None or offerings is None:
         return catalog
     return offerings.apply(catalog)

@@ -88,3 +88,12 @@ def iam_client(region: str, endpoint: str | None) -> Any:
     import boto3
 
     return boto3.client("iam", region_name=region, endpoint_url=endpoint)
+
+
+def pricing_client(region: str, endpoint: str | None) -> Any:
+    """The Price List Query API, for on-demand prices: served from one region per partition (us-east-1 for aws,
+    cn-northwest-1 for aws-cn), whatever the cluster's region, as Karpenter's pricing provider does."""
+    import boto3
+
+    return boto3.client("pricing", region_name="cn-northwest-1" if region.startswith("cn-") else "us-east-1",
+                        endpoint_url=endpoint)

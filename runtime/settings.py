@@ -22,7 +22,10 @@ class Settings:
     io_threads: int = 64  # the event loop's default executor: async activities' blocking calls (asyncio.to_thread)
     interruption_queue_url: str | None = None  # SQS queue of EventBridge interruption events; None: no intake
     interruption_poll: Any = None  # workflows.interruption_models.PollInput; None: production defaults
-    catalog_path: str | None = None  # instance type catalog for launches; None: the bundled one
+    catalog_path: str | None = None  # instance type catalog for launches; None: discovered, or the bundled one
+    discover_instance_types: bool = False  # no catalog_path: discover from EC2 + Pricing (worker.py turns it on)
+    instance_type_refresh_seconds: float = 43200.0  # rediscover this often (Karpenter: 12 h)
+    vm_memory_overhead_percent: float = 0.075  # memory the hypervisor keeps, for computed allocatable
     ami_id: str | None = None  # image for launched instances; None: discovered with DescribeImages
     cluster_name: str | None = None  # EKS cluster nodes join (user data, tags, instance profile names)
     cluster_endpoint: str | None = None  # its API server URL, for the nodes' bootstrap
@@ -50,6 +53,7 @@ class Deps:
     temporal: Client | None = None
     ssm: Any = None  # boto3 SSM client (AMI aliases); None: built for the EC2 client's region
     iam: Any = None  # boto3 IAM client (instance profiles of spec.role); None: profiles are named, not created
+    pricing: Any = None  # boto3 Pricing client (on-demand prices); None: the bundled price table
     settings: Settings = field(default_factory=Settings)
     _cache: dict[str, Any] = field(default_factory=dict)
 
@@ -83,6 +87,28 @@ class Deps:
             self._cache["offerings"] = UnavailableOfferings(
                 on_mark=lambda reason: OFFERINGS_MARKED_UNAVAILABLE.labels(reason=reason.value).inc())
         return self._cache["offerings"]
+
+    @property
+    def catalog_source(self) -> Any:
+        """The one instance-type catalog source of the worker's activities: the `--catalog` file; else, when
+        discovery is on, an activities.instance_types.LiveCatalog refreshed in the background from EC2 and the
+        Pricing API (docs/semantics.md "Instance types and allocatable"); else the bundled catalog."""
+        if "catalog" not in self._cache:
+            from api.catalog import load_catalog, load_default_catalog
+
+            s = self.settings
+            if s.catalog_path:
+                self._cache["catalog"] = load_catalog(s.catalog_path)
+            elif s.discover_instance_types and self.ec2 is not None:
+                from activities.instance_types import InstanceTypeProvider, LiveCatalog
+
+                provider = InstanceTypeProvider(self.ec2, self.pricing, refresh_seconds=s.instance_type_refresh_seconds,
+                                                overhead_percent=s.vm_memory_overhead_percent)
+                provider.start()
+                self._cache["catalog"] = LiveCatalog(provider)
+            else:
+                self._cache["catalog"] = load_default_catalog()
+        return self._cache["catalog"]
 
     @property
     def ssm_client(self) -> Any:

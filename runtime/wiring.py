@@ -62,7 +62,7 @@ def termination_activities(deps: Deps) -> list[Callable[..., Any]]:
 
 def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:
     """The planner's and the disruption's activities (pass, validation, launches, candidates, events)."""
-    catalog = catalog_from(deps.settings.catalog_path)
+    catalog = deps.catalog_source  # read afresh each pass when discovered (activities/instance_types.py)
     events = EventActivities(deps.kube)
     s = deps.settings
     planning = PlanningActivities(deps.kube, deps.temporal, catalog, events, cluster=deps.cluster,
@@ -120,7 +120,7 @@ def interruption_activities(deps: Deps) -> list[Callable[..., Any]]:
     if not s.interruption_queue_url or deps.temporal is None:
         return []
     terminate, prespin = temporal_starters(deps.temporal, s.task_queue)
-    dispatcher = InterruptionDispatcher(deps.kube, catalog_from(s.catalog_path), terminate, prespin,
+    dispatcher = InterruptionDispatcher(deps.kube, deps.catalog_source, terminate, prespin,
                                         offerings=deps.offerings)
     queue = InterruptionQueueActivities(SqsQueue(deps.sqs, s.interruption_queue_url), dispatcher)
     return [queue.poll_interruption_queue]

@@ -49,10 +49,10 @@ def _start_watcher(client: Client, deps: Deps, task_queue: str) -> tuple[Deletio
 
 def _start_lifecycle(deps: Deps) -> tuple[list[Any], list[asyncio.Task[None]], Any]:
     """The NodeClaim lifecycle controller and garbage collection, on the worker's watch cache (or their own)."""
+    from api.catalog import current_catalog
     from runtime.cluster_cache import ClusterCache
     from runtime.nodeclaim_gc import GarbageCollector
     from runtime.nodeclaim_lifecycle import KINDS, NodeClaimLifecycle
-    from runtime.wiring import catalog_from
 
     s = deps.settings
     own = None
@@ -61,8 +61,8 @@ def _start_lifecycle(deps: Deps) -> tuple[list[Any], list[asyncio.Task[None]], A
     else:
         cache = own = ClusterCache(deps.kube_api, kinds=KINDS)
         own.start()
-    catalog = catalog_from(s.catalog_path)
-    lifecycle = NodeClaimLifecycle(deps.kube, cache, deps.ec2, lambda: catalog, s.lifecycle_settings)
+    source = deps.catalog_source  # the discovered catalog in force at each read, or a fixed one
+    lifecycle = NodeClaimLifecycle(deps.kube, cache, deps.ec2, lambda: current_catalog(source), s.lifecycle_settings)
     gc = GarbageCollector(deps.kube, cache, deps.ec2, s.cluster_name, s.gc_settings)
     tasks = [asyncio.create_task(lifecycle.run(), name="nodeclaim-lifecycle"),
              asyncio.create_task(gc.run(), name="nodeclaim-gc")]
