@@ -208,3 +208,18 @@ def for_node_class(it: InstanceType, node_class: EC2NodeClass | None,
     if node_class is None:
         return node_resources(it, None, DEFAULT_FAMILY, overhead_percent)
     return node_resources(it, node_class.spec, node_class.ami_family, overhead_percent)
+
+
+def extended_resources(it: InstanceType) -> dict[str, int]:
+    """Device resources a node of `it` advertises (computeCapacity in types.go), those it has any of: GPUs by
+    manufacturer, Neuron devices and their cores, Habana Gaudi, EFA interfaces."""
+    by_maker: dict[str, int] = {}
+    for gpu in it.gpus:
+        by_maker[gpu.manufacturer] = by_maker.get(gpu.manufacturer, 0) + gpu.count
+    out = {"nvidia.com/gpu": by_maker.get("NVIDIA", 0), "amd.com/gpu": by_maker.get("AMD", 0),
+           "habana.ai/gaudi": by_maker.get("Habana", 0),
+           "aws.amazon.com/neuron": sum(d.count for d in it.neuron_devices),
+           "aws.amazon.com/neuroncore": (it.neuron_devices[0].count * (it.neuron_devices[0].cores or 0)
+                                         if it.neuron_devices else 0),
+           "vpc.amazonaws.com/efa": it.efa_interfaces}
+    return {k: v for k, v in out.items() if v}
