@@ -25,8 +25,10 @@ from activities.nodeclass_launch import NodeClassLauncher
 from api import labels
 from api.catalog import InstanceTypeCatalog, Offering
 from api.ec2nodeclass import EC2NodeClass
+from api.node_overlay import load_node_overlay
 from api.nodeclass_launch import ClusterInfo, cluster_tags, subnet_zones
 from planning.lifecycle.launch import launch_patch
+from planning.node_overlays import apply_overlays
 from planning.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
 from workflows.disruption_models import (
     LaunchedReplacement,
@@ -153,7 +155,8 @@ class ProvisioningActivities:
         zones = allowed_zones(claim["spec"]["requirements"])
         if node_class is not None:  # only zones the class has a subnet in
             zones = subnet_zones(node_class) if zones is None else zones & subnet_zones(node_class)
-        offers = offerings_cheapest_first(self._catalog, inp.replacement, zones)
+        priced = self._priced_catalog()
+        offers = offerings_cheapest_first(priced, inp.replacement, zones)
         if not offers:
             self._delete_claim(meta["name"])
             raise ApplicationError(
@@ -164,7 +167,7 @@ class ProvisioningActivities:
             itype, off = _offer_of(existing, offers)
             instance = existing
         else:
-            offers = self._not_refused(meta["name"], inp.replacement, zones, offers)
+            offers = self._not_refused(meta["name"], inp.replacement, zones, offers, priced)
             instance, itype, off = self._run_first_available(claim, inp, offers, node_class)
         if node_class is not None:
             self._classes.record(claim, instance, node_class)
@@ -186,11 +189,28 @@ class ProvisioningActivities:
         if self._kube.update("NodeClaim", name, change, status=True) and meta_body[0] is not None:
             self._kube.patch_node_claim(name, meta_body[0])
 
+    def _priced_catalog(self) -> InstanceTypeCatalog:
+        """The catalog with the cluster's NodeOverlay prices, so a launch tries offerings in the order planning
+        priced them (a reserved type first), as Karpenter's fleet takes overlay prices as priorities
+        (docs/semantics.md §16.2). Overlays that cannot be read or parsed price nothing."""
+        try:
+            objs = self._kube.list_node_overlays()
+        except Exception as exc:  # e.g. RBAC without nodeoverlays: launch on the catalog's prices
+            activity.logger.warning("could not read NodeOverlays, launching on catalog prices: %s", exc)
+            return self._catalog
+        overlays = []
+        for obj in objs:
+            try:
+                overlays.append(load_node_overlay(obj))
+            except ValueError:  # the CRD refuses these; one written without it is ignored, not fatal
+                continue
+        return apply_overlays(self._catalog, overlays)
+
     def _not_refused(self, claim_name: str, r: Replacement, zones: set[str] | None,
-                     offers: list[tuple[str, Offering]]) -> list[tuple[str, Offering]]:
+                     offers: list[tuple[str, Offering]], priced: InstanceTypeCatalog) -> list[tuple[str, Offering]]:
         """`offers` without those EC2 refused in the last 3 minutes. When that leaves none, no capacity: the
         provisioner backs off and tries again, a disruption rolls back (as after ICE on every offering)."""
-        left = offerings_cheapest_first(self._offerings.apply(self._catalog), r, zones)
+        left = offerings_cheapest_first(self._offerings.apply(priced), r, zones)
         if left:
             return left
         self._delete_claim(claim_name)

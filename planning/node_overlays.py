@@ -140,21 +140,24 @@ def _priced(it: InstanceType, updates: Mapping[OfferingKey, _PriceUpdate]) -> In
     return replaced(it, offerings=offerings)
 
 
+_CACHE_SIZE = 4  # the planner's catalog and the launch's (each with or without unavailable offerings)
 _cache_lock = threading.Lock()
-_cache: tuple[InstanceTypeCatalog, tuple[str, ...], InstanceTypeCatalog] | None = None
+_cache: list[tuple[InstanceTypeCatalog, tuple[str, ...], InstanceTypeCatalog]] = []
 
 
 def apply_overlays(catalog: InstanceTypeCatalog, overlays: Sequence[NodeOverlay]) -> InstanceTypeCatalog:
-    """The catalog as the overlays price it: `catalog` itself without overlays; the last result is kept for the
-    same catalog object and overlays (a planner pass asks once per read, with the same inputs pass after pass)."""
-    global _cache
+    """The catalog as the overlays price it: `catalog` itself without overlays. The last few results are kept by
+    catalog object and overlays: planner passes and launches ask with the same inputs again and again."""
     if not overlays:
         return catalog
     key = tuple(o.model_dump_json() for o in overlays)
     with _cache_lock:
-        if _cache is not None and _cache[0] is catalog and _cache[1] == key:
-            return _cache[2]
+        for i, (cat, k, out) in enumerate(_cache):
+            if cat is catalog and k == key:
+                _cache.insert(0, _cache.pop(i))
+                return out
     out = evaluate_overlays(catalog, overlays).catalog
     with _cache_lock:
-        _cache = (catalog, key, out)
+        _cache.insert(0, (catalog, key, out))
+        del _cache[_CACHE_SIZE:]
     return out
