@@ -1,6 +1,7 @@
 """Registration: the launched claim finds its Node by providerID and nodeflow makes the Node its own
 (Karpenter's lifecycle/registration.go; karpenter-behaviour.md "NodeClaim lifecycle" §2): the termination
-finalizer, an owner reference to the claim, the claim's labels, annotations and taints (not with
+finalizer, an owner reference to the claim, the claim's labels (with its single-valued requirements:
+api/node_registration.py), annotations and taints (not with
 `karpenter.sh/do-not-sync-taints`), the `karpenter.sh/unregistered` taint removed and `karpenter.sh/registered`
 set; then `Registered=True` and `status.nodeName` on the claim."""
 
@@ -12,6 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from api import labels as L
+from api.node_registration import registration_labels
 from api.nodeclaim import REGISTERED
 from planning.lifecycle.conditions import FALSE, TRUE, UNKNOWN, Obj, conditions_of, with_condition
 
@@ -64,7 +66,7 @@ def _merged_taints(node: Obj, claim: Obj) -> list[Obj]:
 def node_patch(node: Obj, claim: Obj) -> Obj | None:
     """The merge patch that makes `node` the claim's registered Node; None when it already is."""
     meta = _meta(node)
-    labels = {**(meta.get("labels") or {}), **(_meta(claim).get("labels") or {}), L.REGISTERED_LABEL: "true"}
+    labels = {**(meta.get("labels") or {}), **registration_labels(claim), L.REGISTERED_LABEL: "true"}
     annotations = {**(meta.get("annotations") or {}), **(_meta(claim).get("annotations") or {})}
     finalizers = list(meta.get("finalizers") or [])
     if L.TERMINATION_FINALIZER not in finalizers and not meta.get("deletionTimestamp"):
