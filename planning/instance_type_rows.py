@@ -2,7 +2,7 @@
 
 Per type: Karpenter's capacity and allocatable (api/allocatable.py), its well-known labels, and the offerings the
 pool's requirements and the class's zones allow, sorted by the cheapest available offering (docs/contracts.md
-"instance-types JSON"). The requirement rules are the scheduler's (planning/scheduling.py `_pool_req_ok`). Pure.
+§8). The requirement rules are the scheduler's (planning/scheduling.py `_pool_req_ok`). Pure.
 """
 
 from __future__ import annotations

@@ -410,7 +410,7 @@ class Scheduler:
                     if all(self._pool_req_ok(r, labels) for r in pool.requirements):
                         allowed.append(o)
                 if allowed:
-                    # what kube-scheduler sees on a node of the type, else what Karpenter computes (semantics §15)
+                    # what kube-scheduler sees on a node of the type, else what Karpenter computes (semantics §17.3)
                     cpu, mem, pods = self._type_alloc.get(it.name) or self.cluster.new_node_allocatable(
                         it, pool.node_class)
                     opts.append(TypeOption(it, tuple(allowed), cpu, mem, pods))

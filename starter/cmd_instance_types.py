@@ -1,5 +1,5 @@
 """`nodeflow instance-types`: the instance types a NodePool may launch, with Karpenter's capacity, allocatable,
-labels and offerings, discovered from the region (activities/instance_types.py; docs/contracts.md §3.6).
+labels and offerings, discovered from the region (activities/instance_types.py; docs/contracts.md §8).
 
 With no --nodepool/--nodeclass it needs no cluster: every type of the region, as a pool without requirements and
 an AL2023 EC2NodeClass without a kubelet block would see them. AWS comes from the standard environment (region from

@@ -1,5 +1,5 @@
 """Requirements on Karpenter's well-known instance labels and computed allocatable on the planner's paths
-(planning/scheduling.py `_options`, planning/provisioning.py, planning/plan.py); docs/semantics.md §15."""
+(planning/scheduling.py `_options`, planning/provisioning.py, planning/plan.py); docs/semantics.md §17."""
 
 from __future__ import annotations
 
