@@ -78,5 +78,5 @@ def test_a_snapshot_reads_overlays_and_refuses_invalid_ones() -> None:
     assert [o.name for o in snap.node_overlays] == ["sp"] and snap.to_objects()[0]["spec"]["price"] == "0.05"
     with pytest.raises(SnapshotError, match="cannot set both"):
         parse_snapshot(yaml.safe_dump(overlay(price="0.05", priceAdjustment="+1")), "s.yaml")
-    with pytest.raises(SnapshotError, match="apiVersion 'karpenter.sh/v1' is not supported for NodeOverlay"):
+    with pytest.raises(SnapshotError, match=r"apiVersion 'karpenter\.sh/v1' is not supported for NodeOverlay"):
         parse_snapshot(yaml.safe_dump({**overlay(price="1"), "apiVersion": "karpenter.sh/v1"}), "s.yaml")
