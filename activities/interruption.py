@@ -20,6 +20,7 @@ from activities.kube_client import KubeClient
 from api import labels
 from api.catalog import InstanceTypeCatalog
 from api.events import INTERRUPTION_REASONS
+from api.instance_types.labels import WELL_KNOWN_TYPE_KEYS
 from api.interruption import (
     TERMINATION_REASONS,
     Action,
@@ -29,6 +30,7 @@ from api.interruption import (
     rebalance_mode,
 )
 from api.provider_id import instance_id_from_provider_id
+from planning.selectors import match_requirement
 from planning.unavailable_offerings import UnavailableOfferings, UnavailableReason, with_unavailable
 from workflows.disruption_models import EventSpec, Replacement
 from workflows.interruption_models import PrespinInput
@@ -110,6 +112,13 @@ def _requirement_allows(requirements: list[dict[str, Any]], key: str, value: str
     return True
 
 
+def _type_allowed(requirements: list[dict[str, Any]], type_labels: dict[str, str]) -> bool:
+    """Every pool requirement on a well-known instance label (type, family, generation, cpu, gpu, ...) holds for
+    the type, with the scheduler's rules (docs/semantics.md §17.2); zone and capacity type are the offering's."""
+    return all(match_requirement(r.get("key", ""), r.get("operator", ""), r.get("values") or (), type_labels)
+               for r in requirements if r.get("key") in WELL_KNOWN_TYPE_KEYS)
+
+
 def spot_replacement(node: NodeInfo, catalog: InstanceTypeCatalog, pool: dict[str, Any] | None) -> Replacement | None:
     """Instance types at least as large as the interrupted one, cheapest first, not the reclaimed type itself.
 
@@ -127,7 +136,7 @@ def spot_replacement(node: NodeInfo, catalog: InstanceTypeCatalog, pool: dict[st
     for it in catalog.instance_types:
         if it.arch != current.arch or it.cpu_cores < current.cpu_cores or it.memory_bytes < current.memory_bytes:
             continue
-        if not _requirement_allows(reqs, labels.INSTANCE_TYPE_LABEL, it.name):
+        if not _type_allowed(reqs, it.labels):
             continue
         offering = it.cheapest(None, {capacity})
         if offering is not None:

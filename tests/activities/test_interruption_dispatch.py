@@ -65,6 +65,22 @@ def test_spot_replacement_honours_the_nodepool_requirements() -> None:
     assert r.capacity_type == "on-demand" and r.instance_types == ["m5.xlarge"]
 
 
+def test_spot_replacement_honours_requirements_on_well_known_labels() -> None:
+    """A pool allowing only generation > 5 of category m or c: the replacement offers only such types."""
+    catalog = load_default_catalog()
+    info = index_nodes([node("n1", "u1", "i-01")], [])["i-01"]
+    pool = {"spec": {"template": {"spec": {"requirements": [
+        {"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": ["5"]},
+        {"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": ["m", "c"]},
+    ]}}}}
+    r = spot_replacement(info, catalog, pool)
+    assert r is not None and r.instance_types
+    for name in r.instance_types:
+        labels_of = catalog.get(name).labels
+        assert int(labels_of["karpenter.k8s.aws/instance-generation"]) > 5
+        assert labels_of["karpenter.k8s.aws/instance-category"] in ("m", "c")
+
+
 def test_no_replacement_for_an_unknown_instance_type() -> None:
     info = index_nodes([node("n1", "u1", "i-01", **{labels.INSTANCE_TYPE_LABEL: "x9.huge"})], [])["i-01"]
     assert spot_replacement(info, load_default_catalog(), None) is None
