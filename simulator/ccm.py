@@ -18,32 +18,39 @@ if TYPE_CHECKING:
     from simulator.world import World
 
 NODES = BY_KIND["Node"]
+ZONE_ID_LABEL = "topology.k8s.aws/zone-id"
 
 
 def is_uninitialized(node: dict[str, Any]) -> bool:
     return any(t.get("key") == UNINITIALIZED_TAINT["key"] for t in (node.get("spec") or {}).get("taints") or [])
 
 
-def cloud_labels(inst: dict[str, Any]) -> dict[str, str]:
-    """The labels the cloud-node controller sets from DescribeInstances (GA and the beta names it still keeps)."""
+def cloud_labels(inst: dict[str, Any], zone_id: str = "") -> dict[str, str]:
+    """The labels the cloud-node controller sets from DescribeInstances (GA and the beta names it still keeps);
+    `topology.k8s.aws/zone-id` when the zone's id is known (DescribeAvailabilityZones)."""
     itype = inst.get("InstanceType", "")
     zone = (inst.get("Placement") or {}).get("AvailabilityZone", "")
     region = zone[:-1] if zone and zone[-1].isalpha() else zone
-    return {L.INSTANCE_TYPE_LABEL: itype, "beta.kubernetes.io/instance-type": itype,
-            L.ZONE_LABEL: zone, "failure-domain.beta.kubernetes.io/zone": zone,
-            L.REGION_LABEL: region, "failure-domain.beta.kubernetes.io/region": region}
+    out = {L.INSTANCE_TYPE_LABEL: itype, "beta.kubernetes.io/instance-type": itype,
+           L.ZONE_LABEL: zone, "failure-domain.beta.kubernetes.io/zone": zone,
+           L.REGION_LABEL: region, "failure-domain.beta.kubernetes.io/region": region}
+    if zone_id:
+        out[ZONE_ID_LABEL] = zone_id
+    return out
 
 
 class CloudControllerManager:
     def __init__(self, world: World) -> None:
         self.world = world
+        self.zone_ids: dict[str, str] = {}  # zone name -> zone id, filled from the EC2 side
 
     def initialize(self, node: dict[str, Any], inst: dict[str, Any]) -> None:
         """Cloud-node controller: labels from the instance, then the uninitialized taint goes."""
         if not is_uninitialized(node) or is_deleting(node):
             return
         new = deep_copy(node)
-        new["metadata"].setdefault("labels", {}).update(cloud_labels(inst))
+        zone = (inst.get("Placement") or {}).get("AvailabilityZone", "")
+        new["metadata"].setdefault("labels", {}).update(cloud_labels(inst, self.zone_ids.get(zone, "")))
         new["spec"]["taints"] = [t for t in new["spec"].get("taints") or []
                                  if t.get("key") != UNINITIALIZED_TAINT["key"]]
         if not new["spec"]["taints"]:

@@ -97,6 +97,8 @@ class Ec2World:
             for status in page.get("InstanceStatuses", []):
                 states[status["InstanceId"]] = status["InstanceState"]["Name"]
         stale = [iid for iid, state in states.items() if self._needs_description(iid, state)]
+        if not self.ccm.zone_ids:
+            self.ccm.zone_ids = self._zone_ids()
         described = self._describe_ids(stale)
         for inst in described:
             self._known[inst["InstanceId"]] = inst
@@ -150,6 +152,16 @@ class Ec2World:
                 continue  # gone from moto; read again if it shows up
             raw = (attr.get("UserData") or {}).get("Value")
             self._bootstraps[iid] = (bool(raw), parse(decode(raw)) if raw else None)
+
+    def _zone_ids(self) -> dict[str, str]:
+        """Zone name -> zone id, for the CCM's topology.k8s.aws/zone-id label (empty if EC2 will not say)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            zones = self.client.describe_availability_zones().get("AvailabilityZones", [])
+        except (BotoCoreError, ClientError):
+            return {}
+        return {z["ZoneName"]: z["ZoneId"] for z in zones if z.get("ZoneName") and z.get("ZoneId")}
 
     def _launched_since_start(self, inst: dict[str, Any]) -> bool:
         launched = inst.get("LaunchTime")

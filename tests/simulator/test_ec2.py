@@ -27,7 +27,7 @@ KUBELET_LABELS = {"kubernetes.io/os", "kubernetes.io/arch", "kubernetes.io/hostn
                   "beta.kubernetes.io/arch"}
 CCM_LABELS = {"node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type", "topology.kubernetes.io/zone",
               "topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
-              "failure-domain.beta.kubernetes.io/region"}
+              "failure-domain.beta.kubernetes.io/region", "topology.k8s.aws/zone-id"}
 
 
 def _ec2(endpoint: str) -> Any:
@@ -83,7 +83,7 @@ def test_nodeadm_user_data_registers_exactly_its_labels_and_taints(sim_ec2: Simu
     assert set(got) == set(labels) | KUBELET_LABELS | CCM_LABELS, "no label beyond the user data's and the system's"
     assert {k: got[k] for k in labels} == labels
     assert got["node.kubernetes.io/instance-type"] == "c5.xlarge" and got["topology.kubernetes.io/zone"] == "us-east-1c"
-    assert got["topology.kubernetes.io/region"] == "us-east-1"
+    assert got["topology.kubernetes.io/region"] == "us-east-1" and got["topology.k8s.aws/zone-id"].startswith("use1-az")
     assert sorted((t.key, t.value, t.effect) for t in n.spec.taints) == [
         ("dedicated", "gpu", "NoSchedule"), ("karpenter.sh/unregistered", None, "NoExecute")]
     assert n.status.node_info.os_image == "Amazon Linux 2023"
