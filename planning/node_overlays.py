@@ -43,7 +43,8 @@ class OverlayResult:
 
     catalog: InstanceTypeCatalog
     capacity: dict[str, dict[str, str]] = field(default_factory=dict)  # type -> extended resources added
-    applied: dict[str, int] = field(default_factory=dict)  # overlay -> offerings it priced or types it gave capacity
+    priced: dict[str, int] = field(default_factory=dict)  # overlay -> offerings whose price it decided
+    gave_capacity: dict[str, int] = field(default_factory=dict)  # overlay -> types it added a resource to
     conflicts: list[str] = field(default_factory=list)  # applied nowhere (Karpenter: ValidationSucceeded False)
 
 
@@ -89,9 +90,10 @@ class _Store:
                 return True
         return False
 
-    def store(self, overlay: NodeOverlay, selected: dict[str, list[Offering]]) -> int:
-        """Record the overlay where nothing heavier decided already; returns how much it touched."""
-        touched = 0
+    def store(self, overlay: NodeOverlay, selected: dict[str, list[Offering]]) -> tuple[int, int]:
+        """Record the overlay where nothing heavier decided already; returns (offerings priced, types given
+        capacity) by it."""
+        priced = types = 0
         for name, offerings in selected.items():
             if overlay.price_change is not None:
                 prices = self.prices.setdefault(name, {})
@@ -101,18 +103,20 @@ class _Store:
                         prices[key].weight = overlay.weight
                     else:
                         prices[key] = _PriceUpdate(overlay.price_change, overlay.weight)
-                        touched += 1
+                        priced += 1
             if overlay.spec.capacity:
                 cap = self.capacity.get(name)
                 if cap is None:
                     self.capacity[name] = _CapacityUpdate(dict(overlay.spec.capacity), dict(overlay.spec.capacity),
                                                           overlay.weight)
-                    touched += 1
+                    types += 1
                 else:
-                    for res, qty in overlay.spec.capacity.items():
-                        cap.resources.setdefault(res, qty)
+                    added = [r for r in overlay.spec.capacity if r not in cap.resources]
+                    for res in added:
+                        cap.resources[res] = overlay.spec.capacity[res]
                     cap.lowest, cap.weight = dict(overlay.spec.capacity), overlay.weight
-        return touched
+                    types += bool(added)
+        return priced, types
 
 
 def evaluate_overlays(catalog: InstanceTypeCatalog, overlays: Sequence[NodeOverlay]) -> OverlayResult:
@@ -126,7 +130,7 @@ def evaluate_overlays(catalog: InstanceTypeCatalog, overlays: Sequence[NodeOverl
         if store.conflicts(overlay, selected):
             result.conflicts.append(overlay.name)
             continue
-        result.applied[overlay.name] = store.store(overlay, selected)
+        result.priced[overlay.name], result.gave_capacity[overlay.name] = store.store(overlay, selected)
     result.capacity = {name: dict(u.resources) for name, u in store.capacity.items()}
     if store.prices:
         result.catalog = replaced(catalog, instance_types=[

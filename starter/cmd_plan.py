@@ -90,6 +90,7 @@ def handle(args: argparse.Namespace) -> int:
     data["disruptionPolicies"] = [p.to_public() for p in result.policy_pools]  # DisruptionPolicy (§3.1)
     data["skippedMoves"] = [m.model_dump(mode="json", by_alias=True) for m in result.skipped]
     data["excluded"] = _excluded(snapshot, catalog)  # nodes no decision counts, and why (docs/contracts.md §3.1)
+    data["nodeOverlays"] = _overlays(snapshot, catalog)  # what each NodeOverlay priced (docs/semantics.md §16.2)
     print_output(data, args.output, table=lambda d: render_plan(d, unservable))
     return 0
 
@@ -112,6 +113,22 @@ def _excluded(snapshot: Any, catalog: Any) -> list[dict[str, str]]:
 
     cluster = Cluster.from_parts(snapshot, (), catalog)
     return [e.to_public() for e in excluded_nodes(cluster.nodes, cluster.pools)]
+
+
+def _overlays(snapshot: Any, catalog: Any) -> list[dict[str, Any]]:
+    """Each NodeOverlay of the snapshot, heaviest first: the offerings whose price it decided, the types it added
+    capacity to, and whether it conflicted (then it is applied nowhere)."""
+    from api.catalog import load_default_catalog
+    from api.node_overlay import by_weight
+    from planning.node_overlays import evaluate_overlays
+
+    overlays = getattr(snapshot, "node_overlays", None) or []
+    if not overlays:
+        return []
+    result = evaluate_overlays(catalog or snapshot.catalog or load_default_catalog(), overlays)
+    return [{"name": o.name, "weight": o.weight, "offeringsPriced": result.priced.get(o.name, 0),
+             "typesGivenCapacity": result.gave_capacity.get(o.name, 0), "conflict": o.name in result.conflicts}
+            for o in by_weight(overlays)]
 
 
 def _provisioning(snapshot: Any, catalog: Any, at: datetime) -> tuple[list[dict[str, Any]], list[Any]]:
@@ -164,12 +181,23 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
                                 [[p["nodePool"], p["reason"]] for p in data["nodePoolsBlocked"]]).rstrip())
     out.append("")
     out += _render_policies(data.get("disruptionPolicies") or [], data.get("skippedMoves") or [])
+    out += _render_overlays(data.get("nodeOverlays") or [])
     out += _render_repairs(data.get("repairs") or [], data.get("repairsBlocked") or [])
     out += _render_static(data.get("staticNodePools") or [])
     out += _render_provisioning(data.get("provisioning") or [], unservable)
     final = data["final"]
     out.append(f"FINAL: {final['nodes']} nodes, ${final['costPerHour']:.4f}/h after {final['passes']} pass(es)")
     return "\n".join(out) + "\n"
+
+
+def _render_overlays(overlays: list[dict[str, Any]]) -> list[str]:
+    if not overlays:
+        return []
+    rows = [[o["name"], o["weight"], o["offeringsPriced"], o["typesGivenCapacity"],
+             "conflict: applied nowhere" if o["conflict"] else ""] for o in overlays]
+    return [f"NODEOVERLAYS ({len(overlays)})",
+            render_table(["NODEOVERLAY", "WEIGHT", "OFFERINGS PRICED", "TYPES GIVEN CAPACITY", "NOTE"], rows).rstrip(),
+            ""]
 
 
 def _render_policies(pools: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> list[str]:

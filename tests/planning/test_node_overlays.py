@@ -66,6 +66,9 @@ def test_the_heavier_overlay_wins_and_a_lighter_one_still_prices_the_rest() -> N
     one = ov("one", [req(TYPE, "In", "m5.large")], price="0.01", weight=50)
     result = evaluate_overlays(catalog, [family, one])
     assert price(result.catalog, "m5.large") == 0.01  # weight 50 decides m5.large
+    m5_offerings = sum(len(it.offerings) for it in catalog.instance_types if it.name.startswith("m5."))
+    one_offerings = len(catalog.get("m5.large").offerings)
+    assert result.priced == {"one": one_offerings, "family": m5_offerings - one_offerings}
     assert price(result.catalog, "m5.xlarge") == pytest.approx(price(catalog, "m5.xlarge") + 1)
     assert result.conflicts == []
 
@@ -86,7 +89,7 @@ def test_a_requirement_on_the_nodepool_selects_nothing() -> None:
     catalog = load_default_catalog()
     pool = ov("pool", [req("karpenter.sh/nodepool", "In", "default")], price="0")
     result = evaluate_overlays(catalog, [pool])
-    assert result.catalog is catalog and result.applied == {"pool": 0}
+    assert result.catalog is catalog and result.priced == {"pool": 0}
 
 
 def test_capacity_merges_by_weight_and_conflicts_on_the_same_resource() -> None:
@@ -97,6 +100,8 @@ def test_capacity_merges_by_weight_and_conflicts_on_the_same_resource() -> None:
     result = evaluate_overlays(catalog, [light, heavy])
     assert result.capacity["m5.large"] == {"example.com/fpga": "2", "example.com/nic": "4"}
     assert result.capacity["m5.xlarge"] == {"example.com/fpga": "1", "example.com/nic": "4"}
+    m5_types = sum(1 for it in catalog.instance_types if it.name.startswith("m5."))
+    assert result.gave_capacity == {"heavy": 1, "light": m5_types}  # light still adds example.com/nic to m5.large
     twin = ov("twin", [req(TYPE, "In", "m5.large")], capacity={"example.com/fpga": "3"}, weight=20)
     assert evaluate_overlays(catalog, [heavy, twin]).conflicts == ["heavy"]
 

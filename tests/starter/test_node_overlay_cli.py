@@ -40,6 +40,19 @@ def decision(data: dict) -> list[tuple[str, list[str], list[str], float]]:
 def test_without_an_overlay_the_pair_is_replaced_by_a_c6a(capsys, tmp_path) -> None:
     data = plan(capsys, tmp_path)
     assert decision(data) == [("MultiNodeConsolidation", ["node-a", "node-b"], ["c6a.xlarge"], 0.615)]
+    assert data["nodeOverlays"] == []
+
+
+def test_the_table_lists_overlays_and_conflicts(capsys, tmp_path) -> None:
+    m5 = [{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m5"]}]
+    path = tmp_path / "snapshot.yaml"
+    path.write_text((EXAMPLES / "plan-consolidate.yaml").read_text() + "---\n" + yaml.safe_dump_all(
+        [overlay("a", m5, price="1"), overlay("b", m5, price="2")]))
+    assert run(["plan", "-f", str(path), "--at", AT, "-o", "table"]) == 0
+    out = capsys.readouterr().out
+    assert "NODEOVERLAYS (2)" in out
+    (line_a,) = [ln for ln in out.splitlines() if ln.startswith("a ")]
+    assert line_a.split()[1:3] == ["0", "0"] and line_a.endswith("conflict: applied nowhere")
 
 
 def test_a_savings_plan_overlay_changes_the_replacement_type(capsys, tmp_path) -> None:
@@ -49,6 +62,9 @@ def test_a_savings_plan_overlay_changes_the_replacement_type(capsys, tmp_path) -
     # the pair now costs 2 * 0.0768; an m5.xlarge at 0.0384 is the one type cheaper than that with room
     assert decision(data) == [("MultiNodeConsolidation", ["node-a", "node-b"], ["m5.xlarge"], 0.1152)]
     assert data["final"]["costPerHour"] == pytest.approx(0.0384)
+    (row,) = data["nodeOverlays"]
+    assert row == {"name": "m5-savings-plan", "weight": 0, "offeringsPriced": row["offeringsPriced"],
+                   "typesGivenCapacity": 0, "conflict": False} and row["offeringsPriced"] > 0
 
 
 def test_a_reservation_overlay_leaves_no_cheaper_replacement(capsys, tmp_path) -> None:
