@@ -214,7 +214,11 @@ def _claim_node(index: int, claim: Mapping[str, Any], cluster: Cluster) -> NodeI
                    L.HOSTNAME_LABEL: f"<launching:{meta.get('name', '')}>"})
     name = f"<launching:{meta.get('name', '')}>"
     node_class = ((claim.get("spec") or {}).get("nodeClassRef") or {}).get("name", "")
-    cpu, mem, pods = cluster.new_node_allocatable(itype, node_class)
+    # what a real node of the type reports (kube-scheduler's view, as Scheduler._options takes it), else computed
+    seen = next(((n.cpu, n.mem, n.max_pods) for n in cluster.nodes
+                 if n.itype is not None and n.itype.name == itype.name and n.cpu > 0 and not n.name.startswith("<")),
+                None)
+    cpu, mem, pods = seen or cluster.new_node_allocatable(itype, node_class)
     node = NodeInfo(
         index=index, name=name, uid=meta.get("uid", ""), labels=labels, annotations={},
         taints=list((claim.get("spec") or {}).get("taints") or ()), unschedulable=False, ready=True, deleting=False,

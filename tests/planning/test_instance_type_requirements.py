@@ -91,3 +91,18 @@ def test_a_launched_replacement_reports_computed_allocatable() -> None:
         assert status["allocatable"]["pods"] == status["capacity"]["pods"]
         if n["metadata"]["labels"][L.INSTANCE_TYPE_LABEL] == "m5.large":
             assert status["allocatable"]["cpu"] == "1930m" and status["allocatable"]["memory"] == "6903Mi"
+
+
+def test_a_launching_claim_holds_karpenters_allocatable_unless_a_real_node_of_its_type_reports_one() -> None:
+    """A c5.xlarge NodeClaim still launching (no status): 3920m, so three of four 1-CPU pods are nominated to it."""
+    claim = node_and_claim("booting", "c5.xlarge", created=AT)[1]
+    claim["status"] = {}
+    claim["spec"]["requirements"] = [{"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["c5.xlarge"]}]
+    pool = nodepool(requirements=[OD])
+    pods = [pod(f"p-{i}", None, "1", "1Gi", phase="Pending") for i in range(4)]
+    decision = decide(snapshot(pool, claim, *pods), at=AT)
+    assert len(decision.nominated) == 3 and sum(len(launch.pods) for launch in decision.launches) == 1
+    node, real_claim = node_and_claim("real", "c5.xlarge")  # reports 4 CPU allocatable
+    full = pod("full", "real", "4", "1Gi")
+    decision = decide(snapshot(pool, claim, node, real_claim, full, *pods), at=AT)
+    assert len(decision.nominated) == 4 and decision.launches == []
