@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from api import labels as L
+from api.allocatable import node_resources
 from api.catalog import InstanceType
 from api.nodeclaim import LAUNCHED
 from planning.cluster import type_labels
@@ -44,8 +45,9 @@ def resources(itype: InstanceType | None) -> tuple[dict[str, str], dict[str, str
 
 
 def allocatable_of(itype: InstanceType, capacity: dict[str, str]) -> dict[str, str]:
-    """The type's allocatable as planning predicts it (INTEGRATION: api/allocatable.py)."""
-    return dict(capacity)
+    """The type's allocatable as planning predicts it for a new node: Karpenter's computation (api/allocatable.py,
+    docs/semantics.md §17.3) for an AL2023 class without a kubelet block, the claim's class not being at hand."""
+    return node_resources(itype).allocatable.quantities()
 
 
 def launched_labels(claim: Obj, instance: Mapping[str, Any], itype: InstanceType | None,

@@ -106,3 +106,15 @@ def test_a_launching_claim_holds_karpenters_allocatable_unless_a_real_node_of_it
     full = pod("full", "real", "4", "1Gi")
     decision = decide(snapshot(pool, claim, node, real_claim, full, *pods), at=AT)
     assert len(decision.nominated) == 4 and decision.launches == []
+
+
+def test_the_launch_record_writes_karpenters_allocatable_on_the_claim() -> None:
+    from planning.lifecycle.launch import launch_patch
+
+    claim = node_and_claim("c", "m5.large")[1]
+    claim["status"] = {}
+    instance = {"InstanceId": "i-1", "Placement": {"AvailabilityZone": "us-east-1a"}}
+    _, status = launch_patch(claim, instance, load_default_catalog().get("m5.large"), AT)
+    assert status is not None
+    alloc = status["status"]["allocatable"]
+    assert (alloc["cpu"], alloc["memory"], alloc["pods"]) == ("1930m", "6903Mi", "29")
