@@ -23,7 +23,7 @@ from temporalio.exceptions import ApplicationError
 from activities.kube_client import KubeClient, Obj, node_ready
 from activities.nodeclass_launch import NodeClassLauncher
 from api import labels
-from api.catalog import InstanceTypeCatalog, Offering
+from api.catalog import InstanceTypeCatalog, Offering, current_catalog
 from api.ec2nodeclass import EC2NodeClass
 from api.node_overlay import load_node_overlay
 from api.nodeclass_launch import ClusterInfo, cluster_tags, subnet_zones
@@ -192,19 +192,21 @@ class ProvisioningActivities:
     def _priced_catalog(self) -> InstanceTypeCatalog:
         """The catalog with the cluster's NodeOverlay prices, so a launch tries offerings in the order planning
         priced them (a reserved type first), as Karpenter's fleet takes overlay prices as priorities
-        (docs/semantics.md §16.2). Overlays that cannot be read or parsed price nothing."""
+        (docs/semantics.md §16.2). Overlays that cannot be read or parsed price nothing. One catalog per launch:
+        a refreshing source is resolved to its current catalog first."""
+        catalog: InstanceTypeCatalog = current_catalog(self._catalog)  # type: ignore[assignment]
         try:
             objs = self._kube.list_node_overlays()
         except Exception as exc:  # e.g. RBAC without nodeoverlays: launch on the catalog's prices
             activity.logger.warning("could not read NodeOverlays, launching on catalog prices: %s", exc)
-            return self._catalog
+            return catalog
         overlays = []
         for obj in objs:
             try:
                 overlays.append(load_node_overlay(obj))
             except ValueError:  # the CRD refuses these; one written without it is ignored, not fatal
                 continue
-        return apply_overlays(self._catalog, overlays)
+        return apply_overlays(catalog, overlays)
 
     def _not_refused(self, claim_name: str, r: Replacement, zones: set[str] | None,
                      offers: list[tuple[str, Offering]], priced: InstanceTypeCatalog) -> list[tuple[str, Offering]]:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from api import labels as L
-from api.catalog import InstanceType, InstanceTypeCatalog, Offering
+from api.catalog import InstanceType, InstanceTypeCatalog, Offering, current_catalog
 from api.node_overlay import NodeOverlay, OverlayRequirement, adjusted_price, by_weight
 from planning.selectors import match_requirement
 from planning.unavailable_offerings import replaced
@@ -154,6 +154,7 @@ def apply_overlays(catalog: InstanceTypeCatalog, overlays: Sequence[NodeOverlay]
     catalog object and overlays: planner passes and launches ask with the same inputs again and again."""
     if not overlays:
         return catalog
+    catalog = current_catalog(catalog)  # type: ignore[assignment]  # a refreshing source: its catalog now
     key = tuple(o.model_dump_json() for o in overlays)
     with _cache_lock:
         for i, (cat, k, out) in enumerate(_cache):

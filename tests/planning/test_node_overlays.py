@@ -113,3 +113,14 @@ def test_apply_keeps_its_last_result_for_the_same_inputs() -> None:
     assert apply_overlays(catalog, list(overlays)) is first
     other = apply_overlays(catalog, [ov("sp", [req(FAMILY, "In", "m5")], priceAdjustment="-30%")])
     assert other is not first and price(other, "m5.large") == pytest.approx(0.7 * 0.096)
+
+
+def test_a_refreshing_catalog_source_is_priced_as_its_current_catalog() -> None:
+    catalog = load_default_catalog()
+
+    class Source:  # like activities.instance_types.LiveCatalog
+        def current(self) -> Any:
+            return catalog
+
+    out = apply_overlays(Source(), [ov("sp", [req(FAMILY, "In", "m5")], price="0.5")])  # type: ignore[arg-type]
+    assert price(out, "m5.large") == 0.5 and out.get("c5.large") is catalog.get("c5.large")
