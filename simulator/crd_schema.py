@@ -33,7 +33,8 @@ def _preserves(schema: Schema) -> bool:
 
 
 def prune(value: Any, schema: Schema, root: bool = False) -> Any:
-    """`value` without the fields its schema does not declare (in place; returns it)."""
+    """`value` without the fields its schema does not declare, nor null fields it does not make `nullable`
+    (in place; returns it)."""
     if isinstance(value, dict):
         props = schema.get("properties")
         extra = schema.get("additionalProperties")
@@ -41,7 +42,10 @@ def prune(value: Any, schema: Schema, root: bool = False) -> Any:
             if root and key in ROOT_META:
                 continue
             if props is not None and key in props:
-                prune(value[key], props[key])
+                if value[key] is None and not props[key].get("nullable"):
+                    del value[key]  # a null for a field that is not nullable is dropped (then defaulted), since 1.20
+                else:
+                    prune(value[key], props[key])
             elif isinstance(extra, dict):
                 prune(value[key], extra)
             elif not (_preserves(schema) or extra is True):

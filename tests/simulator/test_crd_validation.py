@@ -134,7 +134,7 @@ def test_transition_rules_run_on_update_only(sim: Simulator, k8s: client.ApiClie
      "should be less than or equal to 100"),
     ({"calendar": {"exclusions": [{"from": "2026-13-01"}]}}, "spec.calendar.exclusions[0].from",
      "FieldValueTypeInvalid", "must be of type date"),
-    ({"drift": {"bakeTime": None}}, "spec.drift.bakeTime", "FieldValueTypeInvalid", 'must be of type string: "null"'),
+    ({"nodePools": [None]}, "spec.nodePools[0]", "FieldValueTypeInvalid", 'must be of type string: "null"'),
     ({"nodePools": []}, "spec.nodePools", "FieldValueInvalid", "should have at least 1 items"),
 ])
 def test_schema_value_checks(sim: Simulator, k8s: client.ApiClient, spec: dict[str, Any], field: str, reason: str,
@@ -166,6 +166,9 @@ def test_defaults_are_applied_as_the_api_server_does(sim: Simulator, k8s: client
         "consolidateAfter": "5m", "budgets": [{"schedule": "0 1 * * *", "duration": "1h"}]})))
     assert created["spec"]["disruption"]["budgets"] == [{"schedule": "0 1 * * *", "duration": "1h", "nodes": "10%"}]
     assert created["spec"]["disruption"]["consolidateAfter"] == "5m"
+    # a null for a field that is not nullable is dropped, then defaulted (Kubernetes 1.20+)
+    created = create(k8s, NP, dict(nodepool("f"), spec=dict(nodepool("f")["spec"], disruption=None, weight=None)))
+    assert created["spec"]["disruption"]["consolidateAfter"] == "0s" and "weight" not in created["spec"]
 
 
 def test_objects_stored_before_a_rule_stay_writable_ratcheting(sim: Simulator, k8s: client.ApiClient) -> None:
