@@ -66,7 +66,7 @@ class OverlayRequirement(BaseModel):
 class NodeOverlaySpec(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
-    requirements: tuple[OverlayRequirement, ...] = Field(default=(), max_length=MAX_REQUIREMENTS)
+    requirements: tuple[OverlayRequirement, ...] = Field(max_length=MAX_REQUIREMENTS)  # required, may be empty
     price: str | None = None
     price_adjustment: str | None = Field(default=None, alias="priceAdjustment")
     capacity: dict[str, str] = Field(default_factory=dict)
@@ -193,7 +193,8 @@ def validate_node_overlay(obj: Any) -> list[str]:
         NodeOverlay.model_validate(obj)
     except ValidationError as exc:
         for err in exc.errors():
-            msg = "unknown field" if err["type"] == "extra_forbidden" else str(err["msg"]).removeprefix("Value error, ")
+            msg = {"extra_forbidden": "unknown field", "missing": "required field is missing"}.get(
+                err["type"], str(err["msg"]).removeprefix("Value error, "))
             line = f"{_path(err['loc'])}: {msg}"
             if line not in problems:
                 problems.append(line)

@@ -814,7 +814,11 @@ nodeoverlay_schema = {
                         "type": "object",
                         "required": ["key", "operator"],
                         "properties": {
-                            "key": s("Label key.", maxLength=316, pattern=QUALIFIED_NAME_PATTERN),
+                            "key": s("Label key.", maxLength=316, pattern=QUALIFIED_NAME_PATTERN, **{"x-kubernetes-validations": [
+                                {"message": 'label domain "karpenter.sh" is restricted',
+                                 "rule": f'self in ["{labels.CAPACITY_TYPE_LABEL}", "{labels.NODEPOOL_LABEL}"] || !self.find("^([^/]+)").endsWith("karpenter.sh")'},
+                                {"message": f'label "{labels.HOSTNAME_LABEL}" is restricted', "rule": f'self != "{labels.HOSTNAME_LABEL}"'},
+                            ]}),
                             "operator": s("How the key relates to the values.", enum=list(no.OPERATORS)),
                             "values": {"type": "array", "maxItems": 1000, "x-kubernetes-list-type": "atomic",
                                        "items": {"type": "string", "maxLength": 63, "pattern": LABEL_VALUE_PATTERN}},

@@ -49,6 +49,13 @@ def test_invalid_overlays_name_the_field(spec: dict[str, Any], problem: str) -> 
     assert any(p.startswith(problem) for p in problems), problems
 
 
+def test_requirements_are_required_but_may_be_empty() -> None:
+    doc = overlay(price="1")
+    del doc["spec"]["requirements"]
+    assert validate_node_overlay(doc) == ["spec.requirements: required field is missing"]
+    assert validate_node_overlay(overlay(price="1", requirements=[])) == []
+
+
 def test_the_nodepool_label_is_a_valid_key_but_warned_about() -> None:
     doc = overlay(requirements=[{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["default"]}],
                   price="0.01")

@@ -4,6 +4,7 @@ them."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -45,10 +46,16 @@ def test_the_crd_refuses_what_karpenter_refuses(cluster: Any) -> None:
     for spec, message in (({"price": "1", "priceAdjustment": "+1"}, "cannot set both 'price' and 'priceAdjustment'"),
                           ({"priceAdjustment": "10%"}, "spec.priceAdjustment"),
                           ({"capacity": {"memory": "1Gi"}}, "invalid resource restricted"),
-                          ({"weight": 0}, "spec.weight")):
+                          ({"weight": 0}, "spec.weight"),
+                          ({"requirements": [{"key": "kubernetes.io/hostname", "operator": "Exists"}]},
+                           'label "kubernetes.io/hostname" is restricted'),
+                          ({"requirements": [{"key": "karpenter.sh/foo", "operator": "Exists"}]},
+                           'label domain "karpenter.sh" is restricted')):
         with pytest.raises(ApiException) as err:
             create(cluster, overlay("bad", **spec))
-        assert err.value.status == 422 and message in err.value.body
+        body = json.loads(err.value.body)
+        said = [body["message"], *(c.get("message", "") for c in body["details"]["causes"])]
+        assert err.value.status == 422 and any(message in m for m in said), said
 
 
 def test_a_list_pass_and_the_watch_cache_plan_on_the_overlay_prices(cluster: Any) -> None:
