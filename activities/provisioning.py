@@ -43,12 +43,12 @@ NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 NODEPOOL_TAG = labels.NODEPOOL_LABEL
 NODECLAIM_UID_TAG = "nodeflow.dev/nodeclaim-uid"
 # EC2 errors that another attempt will not fix: roll the disruption back instead.
-FATAL_EC2_ERRORS = {"InsufficientInstanceCapacity", "InvalidParameterValue", "Unsupported", "InvalidAMIID.NotFound",
+FATAL_EC2_ERRORS = {"InsufficientInstanceCapacity", "InvalidParameterValue", "InvalidAMIID.NotFound",
                     "InvalidAMIID.Malformed", "UnfulfillableCapacity", "MaxSpotInstanceCountExceeded"}
 
 
 # EC2 errors that mean "no capacity for this offering now": the launch passes to the next offering.
-ICE_ERRORS = set(ERROR_REASONS)  # InsufficientInstanceCapacity, UnfulfillableCapacity: marked for 3 minutes
+ICE_ERRORS = set(ERROR_REASONS)  # InsufficientInstanceCapacity, UnfulfillableCapacity, Unsupported: marked 3 min
 MAX_OFFERINGS_TRIED = 30  # RunInstances calls one launch makes at most (a CreateFleet request takes 60 overrides)
 
 

@@ -31,14 +31,17 @@ class UnavailableReason(StrEnum):
 
     INSUFFICIENT_INSTANCE_CAPACITY = "InsufficientInstanceCapacity"
     UNFULFILLABLE_CAPACITY = "UnfulfillableCapacity"
+    UNSUPPORTED = "Unsupported"  # the type is not offered in that zone (EC2 says so only when asked)
     SPOT_INTERRUPTION = "SpotInterruption"
 
 
-# EC2 error codes that mark the offering (Karpenter's IsUnfulfillableCapacity set, as far as nodeflow's launch
-# can meet them: the codes about limits and subnets are account or class problems, not one offering's).
+# EC2 error codes that mark the offering (Karpenter's IsUnfulfillableCapacity set, as far as they are one
+# offering's: the limit codes, VcpuLimitExceeded and MaxSpotInstanceCountExceeded, hold for every offering of the
+# account or capacity type, and a subnet out of addresses is the class's; those fail the launch instead).
 ERROR_REASONS: dict[str, UnavailableReason] = {
     "InsufficientInstanceCapacity": UnavailableReason.INSUFFICIENT_INSTANCE_CAPACITY,
     "UnfulfillableCapacity": UnavailableReason.UNFULFILLABLE_CAPACITY,
+    "Unsupported": UnavailableReason.UNSUPPORTED,
 }
 
 

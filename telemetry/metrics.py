@@ -208,7 +208,8 @@ ACTIVITY_FAILURES = Counter(
 OFFERINGS_MARKED_UNAVAILABLE = Counter(
     "nodeflow_offerings_marked_unavailable_total",
     "Offerings (instance type, zone, capacity type) marked unavailable for 3 minutes, by reason "
-    "(InsufficientInstanceCapacity, UnfulfillableCapacity, SpotInterruption; planning/unavailable_offerings.py).",
+    "(InsufficientInstanceCapacity, UnfulfillableCapacity, Unsupported, SpotInterruption; "
+    "planning/unavailable_offerings.py).",
     ["reason"],
     registry=REGISTRY,
 )

@@ -134,3 +134,33 @@ async def test_a_spot_interruption_marks_the_nodes_offering(kube: KubeClient) ->
                               time=now, deadline=now)
     await dispatcher.dispatch(event, nodes)
     assert cache.marked() == {("c5.large", "us-east-1b", "spot")}
+
+
+class _Refusal:
+    status_code = 400
+    headers: dict[str, str] = {}
+
+
+async def test_a_type_unsupported_in_a_zone_is_marked_and_the_launch_moves_on(kube: KubeClient, ec2: Any) -> None:
+    """EC2 answers `Unsupported` for a type its zone does not offer: Karpenter counts it unfulfillable for that
+    offering, so the launch passes to the next zone instead of failing."""
+    create(kube, node_pool("web", "absent", requirements=ON_DEMAND))
+    asked: list[tuple[str, str]] = []
+
+    def unsupported(params: dict[str, Any], **_: Any) -> Any:
+        body = params.get("body") or {}
+        offer = (body.get("InstanceType", ""), body.get("Placement.AvailabilityZone", ""))
+        asked.append(offer)
+        if offer != ("m5.large", "us-east-1a"):
+            return None
+        return _Refusal(), {"Error": {"Code": "Unsupported", "Message": "not supported in us-east-1a"},
+                            "ResponseMetadata": {"HTTPStatusCode": 400}}
+
+    ec2.meta.events.register("before-call.ec2.RunInstances", unsupported)
+    reasons: list[UnavailableReason] = []
+    cache = UnavailableOfferings(FakeClock(), on_mark=reasons.append)
+    acts = ProvisioningActivities(kube, ec2, load_default_catalog(), offerings=cache)
+    launched = await _launch(acts, "disrupt-u/1/0")
+    assert (launched.instance_type, launched.zone) == ("m5.large", "us-east-1b")
+    assert asked == [("m5.large", "us-east-1a"), ("m5.large", "us-east-1b")]
+    assert reasons == [UnavailableReason.UNSUPPORTED] and cache.unavailable("m5.large", "us-east-1a", "on-demand")
