@@ -72,8 +72,9 @@ async def _resolve(stack: Stack) -> NodeClassResult:
 
 async def _launch(stack: Stack, zones: list[str]) -> list[str]:
     """Nodes launched from the class (the provisioning activity, as a disruption's replacement launch runs it)."""
+    # the nodes' bootstrap names this cluster's API server, or its kubelets would join none (simulator/membership.py)
     acts = ProvisioningActivities(KubeClient(stack.api), stack.ec2, load_default_catalog(),
-                                  cluster=ClusterInfo("e2e", "https://e2e.example", CA))
+                                  cluster=ClusterInfo("e2e", stack.sim.base_url, CA))
     claims = []
     for i, zone in enumerate(zones):
         inp = LaunchInput(key=f"seed-{uuid.uuid4().hex[:6]}/1/{i}", node_pool="default", reason="Provisioning",
