@@ -32,6 +32,28 @@ def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
     return out, round(time.perf_counter() - t0, 3)
 
 
+def offline_catalog(region: str = "us-east-1") -> Any:
+    """A region's catalog as discovery builds it, from the data moto ships (AWS's DescribeInstanceTypes and
+    DescribeInstanceTypeOfferings answers) and the bundled price table, without a server: for planner benchmarks
+    with every type of a region (spot at the on-demand price, as before any spot history is read)."""
+    import gzip
+    from importlib import resources
+
+    from api import price_table
+    from api.instance_types.build import build_catalog
+
+    base = resources.files("moto.ec2.resources")
+    with base.joinpath("instance_types.json.gz").open("rb") as fh, gzip.open(fh) as data:
+        items = list(json.load(data).values())
+    path = f"instance_type_offerings/availability-zone/{region}.json.gz"
+    with base.joinpath(path).open("rb") as fh, gzip.open(fh) as data:
+        offered = json.load(data)
+    zones: dict[str, set[str]] = {}
+    for o in offered:
+        zones.setdefault(o["InstanceType"], set()).add(o["Location"])
+    return build_catalog(region, items, zones, price_table.region_prices(region), {})
+
+
 def measure(endpoint: str, region: str) -> dict[str, Any]:
     ec2 = boto3.client("ec2", region_name=region, endpoint_url=endpoint)
     pricing = boto3.client("pricing", region_name="us-east-1", endpoint_url=endpoint)

@@ -165,7 +165,8 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def bench(size: int, runs: int, pods_per_node: int = 15, packed: bool = False) -> dict[str, Any]:
+def bench(size: int, runs: int, pods_per_node: int = 15, packed: bool = False, catalog: Any = None,
+          catalog_name: str = "bundled") -> dict[str, Any]:
     from api.snapshot import Snapshot, SnapshotError
     from planning.plan import run_pass
 
@@ -186,12 +187,14 @@ def bench(size: int, runs: int, pods_per_node: int = 15, packed: bool = False) -
     outcome = None
     for _ in range(runs):
         t0, c0 = time.perf_counter(), time.process_time()
-        outcome = run_pass(snapshot, AT, compute_all=True)
+        outcome = run_pass(snapshot, AT, catalog, compute_all=True)
         times.append(time.perf_counter() - t0)
         cpu_times.append(time.process_time() - c0)
     assert outcome is not None
     return {
-        "nodes": size, "pods": len(snapshot.pods), "generator": source, "snapshotLoadSeconds": round(load_s, 3),
+        "nodes": size, "pods": len(snapshot.pods), "generator": source, "catalog": catalog_name,
+        "instanceTypes": len((catalog or load_default_catalog()).instance_types),
+        "snapshotLoadSeconds": round(load_s, 3),
         "passSecondsP50": round(statistics.median(times), 3), "passSecondsMax": round(max(times), 3),
         "passCpuSecondsP50": round(statistics.median(cpu_times), 3),
         "commands": [f"{c.method}:{len(c.nodes)}" for c in outcome.commands], "computed": outcome.computed,
@@ -206,13 +209,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--packed", action="store_true", help="worst case: full nodes, no command possible")
+    ap.add_argument("--catalogs", default="bundled",
+                    help="comma-separated: bundled (49 types), discovered (every us-east-1 type, moto's data and the "
+                         "bundled price table; bench/instance_discovery.py offline_catalog), side by side")
     args = ap.parse_args(argv)
     rows = []
-    for size in (int(s) for s in args.sizes.split(",")):
-        row = bench(size, args.runs, packed=args.packed)
+    catalogs = {"bundled": None}
+    if "discovered" in args.catalogs.split(","):
+        from bench.instance_discovery import offline_catalog
+
+        catalogs["discovered"] = offline_catalog("us-east-1")
+    for size, name in ((int(s), c) for s in args.sizes.split(",") for c in args.catalogs.split(",")):
+        row = bench(size, args.runs, packed=args.packed, catalog=catalogs[name], catalog_name=name)
         rows.append(row)
         if not args.json:
-            print(f"{row['nodes']:>6} nodes {row['pods']:>6} pods  pass p50 {row['passSecondsP50']:>7.3f}s "
+            print(f"{name:>10} ({row['instanceTypes']} types) {row['nodes']:>6} nodes {row['pods']:>6} pods  "
+                  f"pass p50 {row['passSecondsP50']:>7.3f}s "
                   f"(max {row['passSecondsMax']:.3f}s, cpu {row['passCpuSecondsP50']:.3f}s)  "
                   f"load {row['snapshotLoadSeconds']:.2f}s  "
                   f"peak RSS {row['peakRssMiB']:.0f} MiB  commands {row['commands']}  eligible {row['eligible']}",
