@@ -11,6 +11,8 @@ Modules: server (Simulator, thread + loop), api (REST routing and verbs), store 
 log), world (deletion, cascade, PDBs, eviction, kubelets), controllers (ReplicaSet, StatefulSet, DaemonSet),
 deployments (Deployment -> ReplicaSets), scale (the scale subresource), scheduler, ec2 (instances -> nodes;
 user_data, membership, kubelet, kubelet_resources, ccm, ice), ledger, faults,
-patch, selectors, discovery, openapi + schemas (/openapi/v3) and fieldcheck (fieldValidation), watch_options
-(sendInitialEvents), scenario (snapshot loading), generate (realistic clusters).
+patch, selectors, discovery, openapi + schemas (/openapi/v3) and fieldcheck (fieldValidation), crd_validation
+(custom resources pruned, defaulted and checked as kube-apiserver admits them: crd_schema, crd_cel + cel_library;
+CRDs refused by cel_cost, docs/decisions.md §20), watch_options (sendInitialEvents), scenario (snapshot loading),
+generate (realistic clusters).
 """

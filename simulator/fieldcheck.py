@@ -1,5 +1,8 @@
 """Server-side field validation (`?fieldValidation=Strict|Warn`, what kubectl sends when the OpenAPI document
-says the server supports it): fields the kind's schema does not declare, and values of the wrong shape."""
+says the server supports it): fields the kind's schema does not declare, and values of the wrong shape.
+
+This is the decoding step, for every kind; what a custom resource's schema and rules refuse after decoding (and
+what is pruned when the client did not ask for Strict) is simulator/crd_validation.py."""
 
 from __future__ import annotations
 
