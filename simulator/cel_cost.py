@@ -108,6 +108,14 @@ class _Walker:
             self.walk(child)
         return OTHER
 
+    def _expr(self, t: Tree) -> Shape:
+        """`c ? a : b`: the larger of the two branches (an unbounded one makes the result unbounded)."""
+        shapes = [self.walk(child) for child in t.children]
+        if len(shapes) != 3:
+            return OTHER
+        a, b = shapes[1], shapes[2]
+        return a if not a.bounded or b.kind == "other" else b
+
     def _ident(self, t: Tree) -> Shape:
         return self.env.get(str(t.children[0]), OTHER)
 

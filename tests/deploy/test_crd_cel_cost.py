@@ -68,6 +68,8 @@ MUST_REFUSE = [
     ("string concatenation in a loop", "self.l.map(x, x + '!').size() > 0",
      _obj(l={"type": "array", "maxItems": 3, "items": UNBOUNDED_STRING}), "`+` reads self.l[*]"),
     ("the global form of a string function", "matches(self, '^a$')", UNBOUNDED_STRING, "matches() reads self"),
+    ("a regex on what a conditional picks", "(has(self.a) ? self.a : 'x').matches('^a$')",
+     _obj(a=UNBOUNDED_STRING), "matches() reads self.a"),
     ("an int-or-string with no maxLength", "type(self) == int || self.matches('^[0-9]+%$')",
      {"x-kubernetes-int-or-string": True, "anyOf": [{"type": "integer"}, {"type": "string"}]}, "matches() reads self"),
 ]
