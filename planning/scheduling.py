@@ -19,6 +19,7 @@ from typing import Any
 from api import labels as L
 from api.catalog import InstanceType, Offering
 from api.instance_types.labels import WELL_KNOWN_TYPE_KEYS
+from api.nodeclass_launch import subnet_zones
 from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
 from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo, type_labels
 from planning.nodeclass_readiness import launch_blocker
@@ -400,11 +401,12 @@ class Scheduler:
         if opts is None:
             opts = []
             fixed = self.pool_labels(pool)
+            zones = self._class_zones(pool)
             for it in self.cluster.catalog.instance_types:
                 tl = fixed | type_labels(it)
                 allowed = []
                 for o in it.offerings:
-                    if not o.available:
+                    if not o.available or (zones is not None and o.zone not in zones):
                         continue
                     labels = tl | {L.ZONE_LABEL: o.zone, L.CAPACITY_TYPE_LABEL: o.capacity_type}
                     if all(self._pool_req_ok(r, labels) for r in pool.requirements):
@@ -417,6 +419,13 @@ class Scheduler:
             opts.sort(key=lambda t: (t.cheapest().price, t.itype.name))  # type: ignore[union-attr]
             self._pool_options[pool.name] = opts
         return opts
+
+    def _class_zones(self, pool: PoolInfo) -> set[str] | None:
+        """The zones of the pool's EC2NodeClass's resolved subnets, None when unknown (no class, none resolved):
+        Karpenter offers a type only in zones where the class has a subnet (computeRequirements, semantics §17.1)."""
+        node_class = self.cluster.node_classes.get(pool.node_class)
+        zones = subnet_zones(node_class) if node_class is not None else set()
+        return zones or None
 
     def launch_blocker(self, pool: PoolInfo) -> str | None:
         """Why `pool` cannot launch a node now (its EC2NodeClass missing or not Ready), or None."""

@@ -118,3 +118,21 @@ def test_the_launch_record_writes_karpenters_allocatable_on_the_claim() -> None:
     assert status is not None
     alloc = status["status"]["allocatable"]
     assert (alloc["cpu"], alloc["memory"], alloc["pods"]) == ("1930m", "6903Mi", "29")
+
+
+def test_offerings_are_limited_to_the_zones_of_the_node_class_subnets() -> None:
+    """Karpenter intersects a type's offering zones with the EC2NodeClass's subnet zones (computeRequirements)."""
+    node_class = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
+                  "spec": {"role": "NodeRole", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                           "subnetSelectorTerms": [{"tags": {"k": "v"}}],
+                           "securityGroupSelectorTerms": [{"tags": {"k": "v"}}]},
+                  "status": {"amis": [{"id": "ami-1", "name": "al2023", "requirements": [
+                      {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]}],
+                      "subnets": [{"id": "subnet-b", "zone": "us-east-1b"}], "securityGroups": [{"id": "sg-a"}],
+                      "conditions": [{"type": "Ready", "status": "True", "reason": "Ready",
+                                      "lastTransitionTime": "2026-11-22T19:00:00Z"}]}}
+    (launch,) = decide(snapshot(nodepool(requirements=[OD]), node_class,
+                                pod("p-1", None, "1", "1Gi", phase="Pending"))).launches
+    assert launch.replacement.zone == "us-east-1b"
+    (free,) = decide(snapshot(nodepool(requirements=[OD]), pod("p-1", None, "1", "1Gi", phase="Pending"))).launches
+    assert free.replacement.zone is None  # no class: every zone of the catalog
