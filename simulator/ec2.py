@@ -22,6 +22,7 @@ from api import labels as L
 from simulator.ccm import CloudControllerManager
 from simulator.ice import IceInjector
 from simulator.kubelet import KUBELET_VERSION, Kubelets, provider_id
+from simulator.kubelet_resources import Machine
 from simulator.membership import ClusterIdentity
 from simulator.pods import meta
 from simulator.resources import BY_KIND, ResourceType
@@ -69,6 +70,7 @@ class Ec2World:
         self.world = world
         self.identity = ClusterIdentity(name=cluster_name)  # the server sets identity.url once it listens
         self.kubelets = Kubelets(world)
+        self._no_machine: set[str] = set()
         self.ccm = CloudControllerManager(world)
         self.started_at = datetime.now(UTC)
         self.first_running: dict[str, float] = {}
@@ -103,6 +105,7 @@ class Ec2World:
         for inst in described:
             self._known[inst["InstanceId"]] = inst
         self._read_user_data(described)
+        self._read_machines(described)
         for iid in [iid for iid in self._known if iid not in states]:
             ended = self._known.pop(iid)
             self._ended[iid] = {**ended, "State": {"Code": 48, "Name": "terminated"}}
@@ -136,6 +139,31 @@ class Ec2World:
                         continue
             out.extend(i for page in pages for res in page.get("Reservations", []) for i in res.get("Instances", []))
         return out
+
+    def _read_machines(self, instances: list[dict[str, Any]]) -> None:
+        """The hardware of instance types not seen before, from DescribeInstanceTypes (vCPUs, memory, the
+        ENI-limited pod count, architecture), so a kubelet on any type reports what its machine has."""
+        from botocore.exceptions import ClientError
+
+        new = sorted({str(i.get("InstanceType")) for i in instances if i.get("InstanceType")}
+                     - set(self.kubelets.machines) - self._no_machine)
+        for start in range(0, len(new), 100):
+            chunk = new[start:start + 100]
+            try:
+                found = self.client.describe_instance_types(InstanceTypes=chunk).get("InstanceTypes", [])
+            except ClientError:
+                self._no_machine.update(chunk)  # a type EC2 does not describe: the catalog (or defaults) speak
+                continue
+            for t in found:
+                name = t["InstanceType"]
+                net = t.get("NetworkInfo") or {}
+                enis, ips = net.get("MaximumNetworkInterfaces", 3), net.get("Ipv4AddressesPerInterface", 10)
+                self.kubelets.machines[name] = Machine(
+                    cpu=float((t.get("VCpuInfo") or {}).get("DefaultVCpus", 2)),
+                    memory=int((t.get("MemoryInfo") or {}).get("SizeInMiB", 8192)) * 2**20,
+                    ephemeral_storage=20 * 2**30, eni_pods=enis * (ips - 1) + 2)
+                arches = (t.get("ProcessorInfo") or {}).get("SupportedArchitectures") or ["x86_64"]
+                self.kubelets.arches[name] = "arm64" if "arm64" in arches else "amd64"
 
     def _read_user_data(self, instances: list[dict[str, Any]]) -> None:
         """Each new instance's user data, once (it cannot change while the instance runs); only instances

@@ -52,8 +52,15 @@ class Kubelets:
     def __init__(self, world: World) -> None:
         self.world = world
         self._stopped: set[str] = set()
+        # The hardware of each instance type as EC2 describes it (filled outside the store lock by the EC2 world,
+        # simulator/ec2.py `_read_machines`): what a kubelet finds on the machine it boots on, for any type.
+        self.machines: dict[str, Machine] = {}
+        self.arches: dict[str, str] = {}
 
     def machine(self, itype: str) -> Machine:
+        known = self.machines.get(itype)
+        if known is not None:
+            return known
         it = self.world.catalog.get(itype)
         if it is None:
             return Machine(cpu=2.0, memory=8 * 2**30, ephemeral_storage=20 * 2**30, eni_pods=110)
@@ -69,7 +76,7 @@ class Kubelets:
         name = inst.get("PrivateDnsName") or f"ip-{iid}.ec2.internal"
         ip = inst.get("PrivateIpAddress", "")
         it = self.world.catalog.get(itype)
-        arch = it.arch if it else "amd64"
+        arch = self.arches.get(itype) or (it.arch if it else "amd64")
         flavor = boot.flavor if boot else Flavor.NODEADM
         capacity, allocatable = node_resources(self.machine(itype), boot.kubelet if boot else {},
                                                reserve_for_config_pods=flavor is Flavor.BOTTLEROCKET)

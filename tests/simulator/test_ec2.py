@@ -128,6 +128,21 @@ def test_allocatable_follows_the_user_datas_kubelet_config(sim_ec2: Simulator, m
     api.close()
 
 
+def test_a_type_outside_the_bundled_catalog_reports_its_machine_as_ec2_describes_it(
+        sim_ec2: Simulator, moto_endpoint: str) -> None:
+    """The kubelet reads the hardware it boots on: a type the simulator's catalog lacks (c7g.xlarge: 4 Graviton
+    vCPUs, 8 GiB, 4 ENIs of 15 addresses) still reports its own cores, memory, architecture and ENI pod count."""
+    assert sim_ec2.world.catalog.get("c7g.xlarge") is None
+    api = sim_ec2.api_client()
+    v1 = client.CoreV1Api(api)
+    iid = _launch(_ec2(moto_endpoint), itype="c7g.xlarge", user_data=nodeadm(sim_ec2.base_url, {}, [], ""))
+    n = wait_for(lambda: _node_for(v1, iid), timeout=20, what="node registered")
+    assert parse_cpu(n.status.capacity["cpu"]) == 4 and parse_memory(n.status.capacity["memory"]) == 8 * GI
+    assert n.status.capacity["pods"] == str(4 * (15 - 1) + 2)
+    assert n.metadata.labels["kubernetes.io/arch"] == "arm64"
+    api.close()
+
+
 def test_user_data_naming_another_cluster_never_joins(sim_ec2: Simulator, moto_endpoint: str) -> None:
     api = sim_ec2.api_client()
     v1 = client.CoreV1Api(api)
