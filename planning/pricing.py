@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 from api import labels as L
 from planning.candidates import Candidate
-from planning.cluster import type_labels
 from planning.commands import Replacement, Requirement
-from planning.scheduling import NewNode, TypeOption, worst_launch_price
+from planning.scheduling import NewNode, TypeOption, option_label_values, worst_launch_price
 
 SPOT_TO_SPOT_MIN_TYPES = 15
 MAX_INSTANCE_TYPES = 60
@@ -49,7 +48,9 @@ def _cheapest_first(options: Sequence[TypeOption]) -> list[TypeOption]:
 def to_replacement(nn: NewNode, options: Sequence[TypeOption], capacity_type: str,
                    pool_zones: set[str] | None = None) -> PricedReplacement:
     """The Replacement of docs/contracts.md §3 for a new node restricted to `options` and one capacity type."""
-    options = _cheapest_first(_only(options, capacity_type))[:MAX_INSTANCE_TYPES]
+    ordered = _cheapest_first(_only(options, capacity_type))
+    # the 60 cheapest, or as many as it takes to keep minValues (Karpenter's Truncate refuses instead: semantics §17.2)
+    options = ordered[:max(MAX_INSTANCE_TYPES, min_values_prefix(nn, ordered))]
     zones = sorted({o.zone for opt in options for o in opt.offerings})
     price = min(o.price for opt in options for o in opt.offerings)
     requirements = [
@@ -98,13 +99,7 @@ def _preferred_capacity_type(cts: set[str]) -> str:
     return L.CAPACITY_ON_DEMAND if L.CAPACITY_ON_DEMAND in cts else sorted(cts)[0]
 
 
-def _label_values(opt: TypeOption, key: str) -> set[str]:
-    if key == L.ZONE_LABEL:
-        return {o.zone for o in opt.offerings}
-    if key == L.CAPACITY_TYPE_LABEL:
-        return {o.capacity_type for o in opt.offerings}
-    value = type_labels(opt.itype).get(key)
-    return {value} if value is not None else set()
+_label_values = option_label_values  # one definition, shared with the scheduler's minValues check
 
 
 def min_values_problem(nn: NewNode, options: Sequence[TypeOption]) -> str | None:

@@ -53,6 +53,25 @@ class TypeOption:
         return min(self.offerings, key=lambda o: o.price, default=None)
 
 
+def option_label_values(opt: TypeOption, key: str) -> set[str]:
+    """The values a label may take on a node of `opt`: its offerings' zones or capacity types, else the type's."""
+    if key == L.ZONE_LABEL:
+        return {o.zone for o in opt.offerings}
+    if key == L.CAPACITY_TYPE_LABEL:
+        return {o.capacity_type for o in opt.offerings}
+    value = type_labels(opt.itype).get(key)
+    return {value} if value is not None else set()
+
+
+def min_values_met(requirements: Sequence[Mapping[str, Any]], options: Sequence[TypeOption]) -> bool:
+    """Every requirement with `minValues` has that many distinct values among `options` (docs/semantics.md §17.2)."""
+    for req in requirements:
+        need = req.get("minValues")
+        if need and len(set().union(*(option_label_values(o, req.get("key", "")) for o in options))) < int(need):
+            return False
+    return True
+
+
 @dataclass
 class NewNode:
     """A node the simulation had to add: its pool, pods, summed requests and remaining type options."""
@@ -596,6 +615,8 @@ class Scheduler:
         options = self._narrow(nn.options, allowed, nn.cpu + pod.cpu, nn.mem + pod.mem, nn.npods + 1, nn.eph + pod.eph)
         if options and zones is not None and nn.name not in state.new_zones:
             options = self._in_least_zone(options, peers)
+        if options and not min_values_met(nn.pool.requirements, options):
+            return None  # Karpenter's NodeClaim.Add: the remaining types must still satisfy minValues
         return options or None
 
     @staticmethod

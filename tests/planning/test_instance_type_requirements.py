@@ -136,3 +136,28 @@ def test_offerings_are_limited_to_the_zones_of_the_node_class_subnets() -> None:
     assert launch.replacement.zone == "us-east-1b"
     (free,) = decide(snapshot(nodepool(requirements=[OD]), pod("p-1", None, "1", "1Gi", phase="Pending"))).launches
     assert free.replacement.zone is None  # no class: every zone of the catalog
+
+
+def test_a_pool_whose_types_cannot_meet_min_values_launches_nothing() -> None:
+    """Karpenter's scheduler keeps a new NodeClaim only while its remaining types satisfy minValues: 2 families
+    (m5, c5) never meet a minValues of 3 on instance-family, however the pod fits."""
+    pool = nodepool(requirements=[
+        OD, {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large", "m5.xlarge", "c5.xlarge"]},
+        {"key": T.FAMILY, "operator": "Exists", "minValues": 3}])
+    decision = decide(snapshot(pool, pod("p-1", None, "1", "1Gi", phase="Pending")))
+    assert decision.launches == [] and [u.pod for u in decision.unservable] == ["default/p-1"]
+    pool["spec"]["template"]["spec"]["requirements"][2]["minValues"] = 2
+    (launch,) = decide(snapshot(pool, pod("p-1", None, "1", "1Gi", phase="Pending"))).launches
+    assert {t.split(".")[0] for t in launch.replacement.instance_types} == {"m5", "c5"}
+
+
+def test_a_big_pod_narrows_the_options_below_min_values_and_opens_no_node() -> None:
+    """Options shrink as pods join: a 3.5-CPU pod leaves only 4-vCPU-and-up types; with minValues 2 on
+    instance-cpu among {m5.large (2), c5.xlarge (4)} only one cpu value remains, so no new node takes it."""
+    pool = nodepool(requirements=[
+        OD, {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large", "c5.xlarge"]},
+        {"key": T.CPU, "operator": "Exists", "minValues": 2}])
+    small = decide(snapshot(pool, pod("s-1", None, "500m", "1Gi", phase="Pending")))
+    assert len(small.launches) == 1
+    big = decide(snapshot(pool, pod("b-1", None, "3500m", "1Gi", phase="Pending")))
+    assert big.launches == []
