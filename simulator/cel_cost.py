@@ -91,6 +91,7 @@ class _Walker:
 
     def __init__(self, self_shape: Shape) -> None:
         self.findings: list[str] = []
+        self.undefined: list[str] = []  # fields a rule selects that its schema does not declare
         self.env: dict[str, Shape] = {"self": self_shape, "oldSelf": replace(self_shape, origin="oldSelf")}
 
     def refuse(self, what: str, s: Shape) -> None:
@@ -130,6 +131,10 @@ class _Walker:
 
     def _member_dot(self, t: Tree) -> Shape:
         base, name = self.walk(t.children[0]), str(t.children[1])
+        s = base.schema or {}
+        if base.kind == "object" and s.get("properties") and name not in s["properties"] \
+                and not s.get("additionalProperties") and not s.get("x-kubernetes-preserve-unknown-fields"):
+            self.undefined.append(name)
         return _child(base, name, f"{base.origin}.{name}")
 
     def _member_index(self, t: Tree) -> Shape:
@@ -162,7 +167,9 @@ class _Walker:
         name = str(t.children[0])
         args = _args(t.children[1] if len(t.children) > 1 else None)
         if name == "has":
-            return OTHER  # a presence test reads nothing
+            for a in args:
+                self.walk(a)  # for undefined fields only: a presence test costs nothing
+            return OTHER
         shapes = [self.walk(a) for a in args]
         if name in STRING_FUNCTIONS | LIST_FUNCTIONS and shapes:  # the global form f(target, ...)
             return self._method(name, shapes[0], shapes[1:])
@@ -236,6 +243,14 @@ def _element(target: Shape) -> Shape:
     if target.kind == "map":
         return Shape("string", target.bounded, f"the keys of {target.origin}")
     return OTHER
+
+
+def undefined_fields(rule: str, schema: Schema) -> list[str]:
+    """The fields `rule` selects on an object whose schema does not declare them: the real server's type check
+    refuses such a CRD (`compilation failed: ... undefined field 'x'`); cel-python has no type check."""
+    walker = _Walker(shape_of(schema, "self"))
+    walker.walk(_ENV.compile(rule))
+    return walker.undefined
 
 
 def rule_findings(rule: str, schema: Schema) -> list[str]:

@@ -4,7 +4,8 @@ A custom resource (create, update, patch, status): unknown fields pruned, defaul
 schema's value checks (simulator/crd_schema.py), then, when those pass, every `x-kubernetes-validations` rule
 (simulator/crd_cel.py); any error answers 422 Invalid with one cause per field. The schemas are those of the CRDs
 nodeflow ships (deploy/crds/), not of a CRD object stored in the simulator.
-A CustomResourceDefinition (create, update): each rule must compile and pass the bounded-cost check
+A CustomResourceDefinition (create, update): each rule must compile, select only fields its schema declares
+(the real server type-checks rules; cel-python does not) and pass the bounded-cost check
 (simulator/cel_cost.py), else 422 Invalid at `spec.validation.openAPIV3Schema....rule`, as the real server
 refused our DisruptionPolicy CRD (issue #23).
 """
@@ -54,11 +55,15 @@ def _rule_errors(schema: dict[str, Any], prefix: str) -> list[FieldError]:
     while stack:
         node, path = stack.pop()
         for i, entry in enumerate(node.get("x-kubernetes-validations") or []):
+            where = f"{path}.x-kubernetes-validations[{i}].rule"
             try:
                 compile_rule(entry)
             except (RuleCompileError, KeyError) as exc:
-                out.append(FieldError(f"{path}.x-kubernetes-validations[{i}].rule", "FieldValueInvalid",
-                                      f'"{entry.get("rule", "")}": {exc}'))
+                out.append(FieldError(where, "FieldValueInvalid", f'"{entry.get("rule", "")}": {exc}'))
+                continue
+            for name in cel_cost.undefined_fields(str(entry["rule"]), node):
+                out.append(FieldError(where, "FieldValueInvalid",
+                                      f'"{entry["rule"]}": compilation failed: undefined field \'{name}\''))
         stack.extend((sub, f"{path}.properties[{k}]") for k, sub in (node.get("properties") or {}).items())
         for key in ("items", "additionalProperties"):
             if isinstance(node.get(key), dict):

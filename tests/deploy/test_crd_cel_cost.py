@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from api.ec2nodeclass_validation import MAX_TAGS, validate_ec2nodeclass
-from simulator.cel_cost import crd_findings, rule_findings, schema_findings
+from simulator.cel_cost import crd_findings, rule_findings, schema_findings, undefined_fields
 
 CRDS = sorted((Path(__file__).resolve().parents[2] / "deploy" / "crds").glob("*.yaml"))
 UNBOUNDED_STRING = {"type": "string"}
@@ -101,6 +101,13 @@ def test_must_refuse(case: str, rule: str, schema: dict[str, Any], why: str) -> 
 @pytest.mark.parametrize(("case", "rule", "schema"), MUST_PASS, ids=[c[0] for c in MUST_PASS])
 def test_must_pass(case: str, rule: str, schema: dict[str, Any]) -> None:
     assert rule_findings(rule, schema) == [], case
+
+
+def test_fields_a_rule_selects_must_be_declared() -> None:
+    schema = _obj(a=BOUNDED_STRING, m={"type": "object", "additionalProperties": BOUNDED_STRING},
+                  free={"type": "object", "x-kubernetes-preserve-unknown-fields": True})
+    assert undefined_fields("has(self.b) || self.a == 'x'", schema) == ["b"]
+    assert undefined_fields("self.m.anything == 'x' && self.free.whatever == 1 && self.a.size() > 0", schema) == []
 
 
 def test_a_costly_rule_under_an_unbounded_list_runs_unboundedly_often() -> None:

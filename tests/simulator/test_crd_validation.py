@@ -247,6 +247,15 @@ def test_a_crd_whose_rule_does_not_compile_is_refused(sim: Simulator, k8s: clien
     with pytest.raises(ApiException) as exc:
         client.ApiextensionsV1Api(k8s).create_custom_resource_definition(crd)
     assert exc.value.status == 422 and "compilation failed" in exc.value.body
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"] = [
+        {"rule": "has(self.nodePool) != has(self.nodePoolSelector)", "message": "x"}]  # a typo: nodePools
+    with pytest.raises(ApiException) as exc:
+        client.ApiextensionsV1Api(k8s).create_custom_resource_definition(crd)
+    assert exc.value.status == 422 and "compilation failed: undefined field 'nodePool'" in _status_message(exc)
+
+
+def _status_message(exc: pytest.ExceptionInfo[ApiException]) -> str:
+    return str(json.loads(exc.value.body)["message"])
 
 
 # ---- rule options the shipped CRDs do not use (the evaluator alone) ----------------------------------------------
