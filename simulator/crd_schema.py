@@ -1,7 +1,7 @@
 """Structural-schema handling of custom resources as kube-apiserver does it for a CRD: unknown fields pruned
 (kept under `x-kubernetes-preserve-unknown-fields`), `default`s applied, then the OpenAPI value checks (type,
 `nullable`, `enum`, `pattern`, `format` date/date-time, `minLength`/`maxLength`, `minItems`/`maxItems`,
-`minProperties`/`maxProperties`, `minimum`/`maximum`, `required`).
+`minProperties`/`maxProperties`, `minimum`/`maximum`, `required`, `x-kubernetes-list-type` set/map uniqueness).
 
 Follows k8s.io/apiextensions-apiserver/pkg/apiserver/schema (pruning, defaulting) and its validation of
 kube-openapi's validate package, with CRD validation ratcheting (GA in 1.33): on an update, a subtree equal to
@@ -171,6 +171,25 @@ def _count_errors(value: list[Any] | dict[str, Any], schema: Schema, path: str) 
     return out
 
 
+def _duplicate_errors(items: list[Any], schema: Schema, path: str) -> list[FieldError]:
+    """`x-kubernetes-list-type: set` holds each value once, `map` each combination of its list-map-keys once."""
+    kind = schema.get("x-kubernetes-list-type")
+    if kind not in ("set", "map"):
+        return []
+    keys = schema.get("x-kubernetes-list-map-keys") or []
+    seen: list[Any] = []
+    out: list[FieldError] = []
+    for i, item in enumerate(items):
+        ident = item if kind == "set" else {k: item.get(k) for k in keys if isinstance(item, dict) and k in item}
+        if ident in seen:
+            shown = show(ident) if kind == "set" else \
+                "map[string]interface {}{" + ", ".join(f"{show(k)}:{show(v)}" for k, v in ident.items()) + "}"
+            out.append(FieldError(f"{path}[{i}]", "FieldValueDuplicate", shown))
+        else:
+            seen.append(ident)
+    return out
+
+
 def validate(value: Any, schema: Schema, path: str = "", old: Any = MISSING, root: bool = False) -> list[FieldError]:
     """Every value error under `value`; with `old` (the stored value at the same place), unchanged subtrees pass."""
     if old is not MISSING and value == old:
@@ -186,7 +205,7 @@ def validate(value: Any, schema: Schema, path: str = "", old: Any = MISSING, roo
     if isinstance(value, dict):
         return _object_errors(value, schema, path, old, root)
     if isinstance(value, list):
-        out = _count_errors(value, schema, path)
+        out = _count_errors(value, schema, path) + _duplicate_errors(value, schema, path)
         items = schema.get("items")
         if isinstance(items, dict):
             olds = old if isinstance(old, list) else []

@@ -147,6 +147,14 @@ def test_schema_value_checks(sim: Simulator, k8s: client.ApiClient, spec: dict[s
     assert found and found[0][1] == reason and words in found[0][2], causes(status)
 
 
+def test_a_set_list_holds_each_value_once(sim: Simulator, k8s: client.ApiClient) -> None:
+    pool = nodepool("dup")
+    pool["spec"]["disruption"] = {"consolidateAfter": "0s", "budgets": [{"nodes": "1", "reasons": ["Empty", "Empty"]}]}
+    status = refused(lambda: create(k8s, NP, pool))
+    assert causes(status) == [("spec.disruption.budgets[0].reasons[1]", "FieldValueDuplicate",
+                               'Duplicate value: "Empty"')]
+
+
 def test_unknown_fields_are_pruned_and_preserved_where_the_schema_says(sim: Simulator, k8s: client.ApiClient) -> None:
     api = client.CustomObjectsApi(k8s)
     created = create(k8s, DP, policy(drift={"bakeTime": "30m", "speed": "fast"}, colour="blue"))
