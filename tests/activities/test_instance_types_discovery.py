@@ -119,3 +119,20 @@ def test_before_any_success_the_bundled_catalog_stands_in() -> None:
     provider = InstanceTypeProvider(ec2, None)
     catalog = provider.catalog()
     assert catalog.region is None and catalog.get("m5.large") is not None and provider.last_error
+
+
+def test_a_pool_in_eu_west_1_plans_discovered_types_in_its_zones(cloud_endpoint: str) -> None:
+    """The provisioner's decision on the discovered eu-west-1 catalog: a pool allowing only generation > 6 gets only
+    such types (c7i, m7g, r8g, ... which the bundled catalog lacks), offered in eu-west-1's zones."""
+    from planning.provisioning import decide
+    from tests.planning.planning_factory import nodepool, pod, snapshot
+
+    catalog = _discovered(cloud_endpoint, "eu-west-1")
+    pool = nodepool(requirements=[{"key": T.GENERATION, "operator": "Gt", "values": ["6"]},
+                                  {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}])
+    (launch,) = decide(snapshot(pool, pod("p-1", None, "1", "1Gi", phase="Pending")), catalog).launches
+    types = [catalog.get(t) for t in launch.replacement.instance_types]  # type: ignore[union-attr]
+    assert types and all(int(it.labels[T.GENERATION]) > 6 for it in types)  # type: ignore[union-attr]
+    zones = {o.zone for it in types for o in it.offerings if o.available}  # type: ignore[union-attr]
+    assert zones and all(z.startswith("eu-west-1") for z in zones)
+    assert launch.replacement.zone is None or launch.replacement.zone.startswith("eu-west-1")
