@@ -28,7 +28,7 @@ from api.ec2nodeclass import EC2NodeClass
 from api.node_overlay import load_node_overlay
 from api.nodeclass_launch import ClusterInfo, cluster_tags, subnet_zones
 from planning.lifecycle.launch import launch_patch
-from planning.node_overlays import apply_overlays
+from planning.node_overlays import pool_catalog
 from planning.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
 from workflows.disruption_models import (
     LaunchedReplacement,
@@ -155,7 +155,7 @@ class ProvisioningActivities:
         zones = allowed_zones(claim["spec"]["requirements"])
         if node_class is not None:  # only zones the class has a subnet in
             zones = subnet_zones(node_class) if zones is None else zones & subnet_zones(node_class)
-        priced = self._priced_catalog()
+        priced = self._priced_catalog(pool)
         offers = offerings_cheapest_first(priced, inp.replacement, zones)
         if not offers:
             self._delete_claim(meta["name"])
@@ -189,9 +189,9 @@ class ProvisioningActivities:
         if self._kube.update("NodeClaim", name, change, status=True) and meta_body[0] is not None:
             self._kube.patch_node_claim(name, meta_body[0])
 
-    def _priced_catalog(self) -> InstanceTypeCatalog:
-        """The catalog with the cluster's NodeOverlay prices, so a launch tries offerings in the order planning
-        priced them (a reserved type first), as Karpenter's fleet takes overlay prices as priorities
+    def _priced_catalog(self, pool: Obj) -> InstanceTypeCatalog:
+        """The catalog with the cluster's NodeOverlay prices for this NodePool, so a launch tries offerings in the
+        order planning priced them (a reserved type first), as Karpenter's fleet takes overlay prices as priorities
         (docs/semantics.md §16.2). Overlays that cannot be read or parsed price nothing. One catalog per launch:
         a refreshing source is resolved to its current catalog first."""
         catalog: InstanceTypeCatalog = current_catalog(self._catalog)  # type: ignore[assignment]
@@ -206,7 +206,9 @@ class ProvisioningActivities:
                 overlays.append(load_node_overlay(obj))
             except ValueError:  # the CRD refuses these; one written without it is ignored, not fatal
                 continue
-        return apply_overlays(catalog, overlays)
+        template = (pool.get("spec") or {}).get("template") or {}
+        return pool_catalog(catalog, overlays, (pool.get("metadata") or {}).get("name", ""),
+                            (template.get("metadata") or {}).get("labels") or {})
 
     def _not_refused(self, claim_name: str, r: Replacement, zones: set[str] | None,
                      offers: list[tuple[str, Offering]], priced: InstanceTypeCatalog) -> list[tuple[str, Offering]]:

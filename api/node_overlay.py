@@ -159,11 +159,6 @@ def node_overlay_warnings(obj: Any) -> list[str]:
     if not isinstance(spec, dict):
         return []
     out = []
-    for i, req in enumerate(spec.get("requirements") or []):
-        if isinstance(req, dict) and req.get("key") == labels.NODEPOOL_LABEL \
-                and req.get("operator") in ("In", "Exists"):
-            out.append(f"spec.requirements[{i}]: nodeflow prices one catalog for every NodePool, so a requirement "
-                       f"on {labels.NODEPOOL_LABEL} selects no instance type (Karpenter applies it per pool)")
     if spec.get("capacity"):
         out.append("spec.capacity: nodeflow's scheduling simulation does not count extended resources yet; the "
                    "capacity is recorded, not scheduled on")

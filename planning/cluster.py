@@ -18,7 +18,7 @@ from api.allocatable import for_node_class
 from api.catalog import InstanceType, InstanceTypeCatalog
 from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
-from planning.node_overlays import apply_overlays
+from planning.node_overlays import overlay_pool_labels, priced_by_overlays
 from planning.selectors import match_label_selector, selector_key
 
 DEFAULT_EXPIRE_AFTER = timedelta(hours=720)
@@ -531,6 +531,8 @@ class Cluster:
             else:
                 self._pdb_other.setdefault(p.namespace, []).append(p)
         self.catalog = catalog
+        # per NodePool, when a NodeOverlay prices pools differently (planning/node_overlays.py); else `catalog`
+        self.pool_catalogs: dict[str, InstanceTypeCatalog] = {}
         self.node_classes: dict[str, Any] = {}  # EC2NodeClass models by name (api.ec2nodeclass)
         self.has_anti_affinity = any(p.anti_affinity for n in nodes for p in n.pods)
         self._match_counts: dict[tuple[str, str], dict[str, int]] = {}
@@ -553,8 +555,10 @@ class Cluster:
         from api.catalog import load_default_catalog
 
         catalog = catalog or getattr(snapshot, "catalog", None) or load_default_catalog()
-        catalog = apply_overlays(catalog, getattr(snapshot, "node_overlays", None) or ())  # docs/semantics.md §16.2
         pools = {p.name: p for p in (parse_pool(np) for np in snapshot.node_pools)}
+        priced = priced_by_overlays(catalog, getattr(snapshot, "node_overlays", None) or (),  # semantics §16.2
+                                    {p.name: overlay_pool_labels(p.name, p.template_labels) for p in pools.values()})
+        catalog = priced.catalog
         claims = [parse_claim(c) for c in snapshot.node_claims] if claims is None else list(claims)
         nodes = [parse_node(i, raw) for i, raw in enumerate(snapshot.nodes)]
         by_name = {n.name: n for n in nodes}
@@ -580,7 +584,7 @@ class Cluster:
                 node.used_eph += pod.eph
         for n in nodes:
             n.pool = n.labels.get(L.NODEPOOL_LABEL, "") or (n.claim.node_pool if n.claim else "")
-            n.itype = catalog.get(n.labels.get(L.INSTANCE_TYPE_LABEL, ""))
+            n.itype = priced.pools.get(n.pool, catalog).get(n.labels.get(L.INSTANCE_TYPE_LABEL, ""))
             if n.itype is not None:
                 off = n.itype.offering(n.zone, n.capacity_type)
                 n.price = off.price if off is not None else 0.0
@@ -590,12 +594,18 @@ class Cluster:
                     n.eph = n.itype.ephemeral_storage_bytes
         pdbs = [parse_pdb(p) for p in snapshot.pdbs]
         cluster = cls(nodes, pools, claims, pending, pdbs, catalog)
+        cluster.pool_catalogs = priced.pools
         cluster.node_classes = {c.metadata.name: c for c in getattr(snapshot, "node_classes", ())}
         for pdb in pdbs:
             if pdb.spec is not None:  # a snapshot written without PDB status: derive it from the pods
                 pdb.disruptions_allowed = pdb_allowed_from_pods(pdb.spec, cluster.matching_pods(pdb.namespace,
                                                                                                 pdb.selector))
         return cluster
+
+    def catalog_for(self, pool: str) -> InstanceTypeCatalog:
+        """The catalog a NodePool's new nodes are chosen and priced from: its NodeOverlay prices
+        (docs/semantics.md §16.2)."""
+        return self.pool_catalogs.get(pool, self.catalog)
 
     def new_node_allocatable(self, it: InstanceType, node_class: str = "") -> tuple[float, int, int]:
         """(cpu cores, memory bytes, pods) allocatable on a new node of `it` launched from the EC2NodeClass named

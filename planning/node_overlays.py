@@ -3,10 +3,11 @@
 Follows kubernetes-sigs/karpenter pkg/controllers/nodeoverlay (controller.go, store.go): overlays are taken by
 weight (highest first; at equal weight the name later in the alphabet first, `OrderByWeight`); an offering keeps the
 price of the first overlay that selects it; an overlay of the same weight as the one that already set an offering's
-price (or one of a type's capacity resources) conflicts, and a conflicting overlay is applied nowhere. An overlay
-selects an offering when its requirements match the type's well-known labels plus the offering's zone and capacity
-type (docs/semantics.md §16.2). nodeflow has one catalog for every NodePool, so a requirement on
-`karpenter.sh/nodepool` or on a pool's template labels selects nothing (Karpenter evaluates overlays per pool).
+price (or one of a type's capacity resources) conflicts, in any NodePool, and a conflicting overlay is applied
+nowhere. Per NodePool, as Karpenter: an overlay selects an offering when its requirements match the pool's name
+(`karpenter.sh/nodepool`) and template labels, the type's well-known labels and the offering's zone and capacity
+type (docs/semantics.md §16.2). Overlays that name no pool-level key price every pool alike, so they are evaluated
+once.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from api import labels as L
 from api.catalog import InstanceType, InstanceTypeCatalog, Offering, current_catalog
@@ -37,14 +39,19 @@ class _CapacityUpdate:
     weight: int
 
 
+PoolLabels = Mapping[str, str]  # a NodePool's name label and template labels (`overlay_pool_labels`)
+
+
 @dataclass
 class OverlayResult:
-    """What the overlays did: the catalog with their prices, each type's added capacity, and who conflicted."""
+    """What the overlays did: the catalog with their prices (for no pool in particular, and per NodePool when
+    some overlay names a pool-level label), each type's added capacity, and who conflicted."""
 
     catalog: InstanceTypeCatalog
+    pools: dict[str, InstanceTypeCatalog] = field(default_factory=dict)  # pool -> its catalog (when they differ)
     capacity: dict[str, dict[str, str]] = field(default_factory=dict)  # type -> extended resources added
-    priced: dict[str, int] = field(default_factory=dict)  # overlay -> offerings whose price it decided
-    gave_capacity: dict[str, int] = field(default_factory=dict)  # overlay -> types it added a resource to
+    priced: dict[str, int] = field(default_factory=dict)  # overlay -> offerings whose price it decided (most in a pool)
+    gave_capacity: dict[str, int] = field(default_factory=dict)  # overlay -> types it added a resource to (same)
     conflicts: list[str] = field(default_factory=list)  # applied nowhere (Karpenter: ValidationSucceeded False)
 
 
@@ -63,11 +70,18 @@ def _matches(req: OverlayRequirement, have: Mapping[str, str]) -> bool:
 _OFFERING_KEYS = (L.ZONE_LABEL, L.CAPACITY_TYPE_LABEL)
 
 
-def selected_offerings(overlay: NodeOverlay, it: InstanceType) -> list[Offering]:
-    """The offerings of `it` the overlay's requirements select (none: it does not select the type). The type's own
-    labels are checked once, the zone and capacity type per offering (700 types x 10 overlays stay cheap)."""
+def overlay_pool_labels(name: str, template_labels: Mapping[str, str]) -> dict[str, str]:
+    """The labels a pool adds to its types for overlays (Karpenter's getOverlaidOfferings): its template labels and
+    its name."""
+    return {**template_labels, L.NODEPOOL_LABEL: name}
+
+
+def selected_offerings(overlay: NodeOverlay, it: InstanceType, pool: PoolLabels | None = None) -> list[Offering]:
+    """The offerings of `it` the overlay's requirements select in `pool` (none: it does not select the type). The
+    type's own labels are checked once, the zone and capacity type per offering (700 types x 10 overlays stay
+    cheap)."""
     reqs = overlay.spec.requirements
-    type_labels = it.labels
+    type_labels = {**pool, **it.labels} if pool else it.labels
     if not all(_matches(r, type_labels) for r in reqs if r.key not in _OFFERING_KEYS):
         return []
     per_offering = [r for r in reqs if r.key in _OFFERING_KEYS]
@@ -78,7 +92,7 @@ def selected_offerings(overlay: NodeOverlay, it: InstanceType) -> list[Offering]
 
 
 class _Store:
-    """Karpenter's internalInstanceTypeStore, for the one catalog: per type, per offering, the winning change."""
+    """Karpenter's internalInstanceTypeStore for one NodePool (or none): per type, per offering, the winning change."""
 
     def __init__(self) -> None:
         self.prices: dict[str, dict[OfferingKey, _PriceUpdate]] = {}
@@ -125,23 +139,42 @@ class _Store:
         return priced, types
 
 
-def evaluate_overlays(catalog: InstanceTypeCatalog, overlays: Sequence[NodeOverlay]) -> OverlayResult:
-    """Apply `overlays` to `catalog` (a copy; the types no overlay selects are shared, not copied)."""
+def evaluate_overlays(catalog: InstanceTypeCatalog, overlays: Sequence[NodeOverlay],
+                      pools: Mapping[str, PoolLabels] | None = None) -> OverlayResult:
+    """Apply `overlays` to `catalog` (copies; the types no overlay selects are shared, not copied): for no pool in
+    particular (`catalog`) and, when an overlay names the pool or one of its template labels, for each pool of
+    `pools` (`pools`; else every pool prices as `catalog`). Conflicts count in any pool, as Karpenter validates an
+    overlay against every NodePool before storing it."""
     if not overlays:
         return OverlayResult(catalog)
-    store = _Store()
+    pool_keys = {L.NODEPOOL_LABEL, *(k for labels in (pools or {}).values() for k in labels)}
+    per_pool = bool(pools) and any(r.key in pool_keys for o in overlays for r in o.spec.requirements)
+    contexts: dict[str, PoolLabels | None] = {"": None, **(dict(pools or {}) if per_pool else {})}
+    stores = {name: _Store() for name in contexts}
+    judged = [n for n in contexts if n] or [""]  # Karpenter judges conflicts per NodePool
     result = OverlayResult(catalog)
     for overlay in by_weight(overlays):
-        selected = {it.name: offs for it in catalog.instance_types if (offs := selected_offerings(overlay, it))}
-        if store.conflicts(overlay, selected):
+        selected = {name: {it.name: offs for it in catalog.instance_types
+                           if (offs := selected_offerings(overlay, it, labels))}
+                    for name, labels in contexts.items()}
+        if any(stores[n].conflicts(overlay, selected[n]) for n in judged):
             result.conflicts.append(overlay.name)
             continue
-        result.priced[overlay.name], result.gave_capacity[overlay.name] = store.store(overlay, selected)
-    result.capacity = {name: dict(u.resources) for name, u in store.capacity.items()}
-    if store.prices:
-        result.catalog = replaced(catalog, instance_types=[
-            _priced(it, store.prices[it.name]) if it.name in store.prices else it for it in catalog.instance_types])
+        counts = {name: stores[name].store(overlay, selected[name]) for name in contexts}
+        judged_counts = [counts[n] for n in judged]  # per pool: the most it decided in any one NodePool
+        result.priced[overlay.name] = max(c[0] for c in judged_counts)
+        result.gave_capacity[overlay.name] = max(c[1] for c in judged_counts)
+    result.capacity = {name: dict(u.resources) for name, u in stores[""].capacity.items()}
+    result.catalog = _priced_catalog(catalog, stores[""])
+    result.pools = {name: _priced_catalog(catalog, stores[name]) for name in contexts if name}
     return result
+
+
+def _priced_catalog(catalog: InstanceTypeCatalog, store: _Store) -> InstanceTypeCatalog:
+    if not store.prices:
+        return catalog
+    return replaced(catalog, instance_types=[
+        _priced(it, store.prices[it.name]) if it.name in store.prices else it for it in catalog.instance_types])
 
 
 def _priced(it: InstanceType, updates: Mapping[OfferingKey, _PriceUpdate]) -> InstanceType:
@@ -152,23 +185,41 @@ def _priced(it: InstanceType, updates: Mapping[OfferingKey, _PriceUpdate]) -> In
 
 _CACHE_SIZE = 4  # the planner's catalog and the launch's (each with or without unavailable offerings)
 _cache_lock = threading.Lock()
-_cache: list[tuple[InstanceTypeCatalog, tuple[str, ...], InstanceTypeCatalog]] = []
+_cache: list[tuple[InstanceTypeCatalog, tuple[Any, ...], OverlayResult]] = []
 
 
-def apply_overlays(catalog: InstanceTypeCatalog, overlays: Sequence[NodeOverlay]) -> InstanceTypeCatalog:
-    """The catalog as the overlays price it: `catalog` itself without overlays. The last few results are kept by
-    catalog object and overlays: planner passes and launches ask with the same inputs again and again."""
-    if not overlays:
-        return catalog
+def priced_by_overlays(catalog: InstanceTypeCatalog, overlays: Sequence[NodeOverlay],
+                       pools: Mapping[str, PoolLabels] | None = None) -> OverlayResult:
+    """`evaluate_overlays`, the last few results kept by catalog object, overlays and pools: planner passes and
+    launches ask with the same inputs again and again."""
     catalog = current_catalog(catalog)  # type: ignore[assignment]  # a refreshing source: its catalog now
-    key = tuple(o.model_dump_json() for o in overlays)
+    if not overlays:
+        return OverlayResult(catalog)
+    key = (tuple(o.model_dump_json() for o in overlays),
+           tuple(sorted((name, tuple(sorted(labels.items()))) for name, labels in (pools or {}).items())))
     with _cache_lock:
         for i, (cat, k, out) in enumerate(_cache):
             if cat is catalog and k == key:
                 _cache.insert(0, _cache.pop(i))
                 return out
-    out = evaluate_overlays(catalog, overlays).catalog
+    out = evaluate_overlays(catalog, overlays, pools)
     with _cache_lock:
         _cache.insert(0, (catalog, key, out))
         del _cache[_CACHE_SIZE:]
     return out
+
+
+def apply_overlays(catalog: InstanceTypeCatalog, overlays: Sequence[NodeOverlay]) -> InstanceTypeCatalog:
+    """The catalog as the overlays price it for no pool in particular: `catalog` itself without overlays."""
+    if not overlays:
+        return catalog
+    return priced_by_overlays(catalog, overlays).catalog
+
+
+def pool_catalog(catalog: InstanceTypeCatalog, overlays: Sequence[NodeOverlay], pool: str,
+                 template_labels: Mapping[str, str]) -> InstanceTypeCatalog:
+    """The catalog as the overlays price it for one NodePool (a launch knows its pool)."""
+    if not overlays:
+        return catalog
+    result = priced_by_overlays(catalog, overlays, {pool: overlay_pool_labels(pool, template_labels)})
+    return result.pools.get(pool, result.catalog)

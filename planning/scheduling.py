@@ -421,7 +421,7 @@ class Scheduler:
             opts = []
             fixed = self.pool_labels(pool)
             zones = self._class_zones(pool)
-            for it in self.cluster.catalog.instance_types:
+            for it in self.cluster.catalog_for(pool.name).instance_types:  # its NodeOverlay prices
                 tl = fixed | type_labels(it)
                 allowed = []
                 for o in it.offerings:

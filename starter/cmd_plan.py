@@ -120,12 +120,14 @@ def _overlays(snapshot: Any, catalog: Any) -> list[dict[str, Any]]:
     capacity to, and whether it conflicted (then it is applied nowhere)."""
     from api.catalog import load_default_catalog
     from api.node_overlay import by_weight
-    from planning.node_overlays import evaluate_overlays
+    from planning.cluster import parse_pool
+    from planning.node_overlays import overlay_pool_labels, priced_by_overlays
 
     overlays = getattr(snapshot, "node_overlays", None) or []
     if not overlays:
         return []
-    result = evaluate_overlays(catalog or snapshot.catalog or load_default_catalog(), overlays)
+    pools = {p.name: overlay_pool_labels(p.name, p.template_labels) for p in map(parse_pool, snapshot.node_pools)}
+    result = priced_by_overlays(catalog or snapshot.catalog or load_default_catalog(), overlays, pools)
     return [{"name": o.name, "weight": o.weight, "offeringsPriced": result.priced.get(o.name, 0),
              "typesGivenCapacity": result.gave_capacity.get(o.name, 0), "conflict": o.name in result.conflicts}
             for o in by_weight(overlays)]

@@ -58,3 +58,16 @@ async def test_a_reserved_offering_is_launched_first(kube_client: KubeClient, k8
     kube.CustomObjectsApi(k8s).create_cluster_custom_object("karpenter.sh", "v1alpha1", "nodeoverlays", RESERVED)
     reserved = await _launch(kube_client, ec2, "disrupt-r/1/0")
     assert (reserved.instance_type, reserved.zone, reserved.price) == ("m5.xlarge", "us-east-1b", 0.0)
+
+
+
+@pytest.mark.parametrize(("pool", "expected"), [("web", ("m5.xlarge", "us-east-1b", 0.0)),
+                                                ("batch", ("m5.large", "us-east-1a", 0.096))])
+async def test_an_overlay_for_a_nodepool_orders_only_that_pools_launches(kube_client: KubeClient, k8s: Any, ec2: Any,
+                                                                        pool: str, expected: tuple) -> None:
+    create(kube_client, node_pool("web", "absent", requirements=ON_DEMAND))
+    scoped = {**RESERVED, "spec": {**RESERVED["spec"], "requirements": [
+        *RESERVED["spec"]["requirements"], {"key": "karpenter.sh/nodepool", "operator": "In", "values": [pool]}]}}
+    kube.CustomObjectsApi(k8s).create_cluster_custom_object("karpenter.sh", "v1alpha1", "nodeoverlays", scoped)
+    launched = await _launch(kube_client, ec2, f"disrupt-{pool}/1/0")
+    assert (launched.instance_type, launched.zone, launched.price) == expected

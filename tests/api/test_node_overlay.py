@@ -56,12 +56,12 @@ def test_requirements_are_required_but_may_be_empty() -> None:
     assert validate_node_overlay(overlay(price="1", requirements=[])) == []
 
 
-def test_the_nodepool_label_is_a_valid_key_but_warned_about() -> None:
+def test_the_nodepool_label_is_a_valid_key_and_capacity_is_warned_about() -> None:
     doc = overlay(requirements=[{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["default"]}],
                   price="0.01")
-    assert validate_node_overlay(doc) == []
-    (warning,) = node_overlay_warnings(doc)
-    assert "selects no instance type" in warning
+    assert validate_node_overlay(doc) == [] and node_overlay_warnings(doc) == []
+    (warning,) = node_overlay_warnings(overlay(capacity={"example.com/fpga": "1"}))
+    assert "does not count extended resources" in warning
 
 
 @pytest.mark.parametrize(("price", "change", "expected"), [

@@ -8,7 +8,7 @@ import pytest
 
 from api.catalog import load_default_catalog
 from api.node_overlay import NodeOverlay
-from planning.node_overlays import apply_overlays, evaluate_overlays
+from planning.node_overlays import apply_overlays, evaluate_overlays, overlay_pool_labels
 
 TYPE = "node.kubernetes.io/instance-type"
 FAMILY = "karpenter.k8s.aws/instance-family"
@@ -85,11 +85,35 @@ def test_equal_weights_on_one_offering_conflict_and_the_later_name_wins() -> Non
     assert price(result.catalog, "m5.xlarge") == price(catalog, "m5.xlarge")
 
 
-def test_a_requirement_on_the_nodepool_selects_nothing() -> None:
+def test_a_requirement_on_the_nodepool_prices_that_pool_only() -> None:
+    """Karpenter evaluates overlays per NodePool: its name and template labels count as the type's labels."""
     catalog = load_default_catalog()
-    pool = ov("pool", [req("karpenter.sh/nodepool", "In", "default")], price="0")
-    result = evaluate_overlays(catalog, [pool])
-    assert result.catalog is catalog and result.priced == {"pool": 0}
+    pools = {"a": overlay_pool_labels("a", {"team": "web"}), "b": overlay_pool_labels("b", {})}
+    by_pool = ov("pool-a", [req("karpenter.sh/nodepool", "In", "a"), req(TYPE, "In", "m5.large")], price="0")
+    by_label = ov("team-web", [req("team", "In", "web"), req(TYPE, "In", "m5.xlarge")], price="0.01")
+    result = evaluate_overlays(catalog, [by_pool, by_label], pools)
+    assert price(result.pools["a"], "m5.large") == 0 and price(result.pools["a"], "m5.xlarge") == 0.01
+    assert price(result.pools["b"], "m5.large") == 0.096 and result.pools["b"].get("m5.xlarge") is \
+        catalog.get("m5.xlarge")
+    assert result.catalog is catalog  # no pool in particular: neither selects
+    assert evaluate_overlays(catalog, [by_pool]).catalog is catalog  # without pools: nothing to select
+
+
+def test_overlays_without_pool_keys_price_every_pool_alike() -> None:
+    catalog = load_default_catalog()
+    pools = {"a": overlay_pool_labels("a", {}), "b": overlay_pool_labels("b", {})}
+    result = evaluate_overlays(catalog, [ov("sp", [req(FAMILY, "In", "m5")], price="0.5")], pools)
+    assert result.pools == {} and price(result.catalog, "m5.large") == 0.5
+
+
+def test_a_conflict_in_one_pool_applies_the_overlay_nowhere() -> None:
+    catalog = load_default_catalog()
+    pools = {"a": overlay_pool_labels("a", {}), "b": overlay_pool_labels("b", {})}
+    in_a = ov("z-a", [req("karpenter.sh/nodepool", "In", "a"), req(TYPE, "In", "m5.large")], price="1")
+    both = ov("a-both", [req(TYPE, "In", "m5.large", "m5.xlarge")], price="2")
+    result = evaluate_overlays(catalog, [in_a, both], pools)
+    assert result.conflicts == ["a-both"]  # same weight as z-a on m5.large in pool a
+    assert price(result.pools["b"], "m5.xlarge") == price(catalog, "m5.xlarge")  # so not even in pool b
 
 
 def test_capacity_merges_by_weight_and_conflicts_on_the_same_resource() -> None:

@@ -89,3 +89,16 @@ def test_validate_reports_overlay_problems_and_conflicts(capsys, tmp_path) -> No
 
 def test_the_example_overlays_validate(capsys) -> None:
     assert run(["validate", "-f", str(EXAMPLES / "nodeoverlay.yaml")]) == 0
+
+
+@pytest.mark.parametrize(("pool", "expected"), [
+    ("default", [("SingleNodeConsolidation", ["node-b"], [], 0.05)]),
+    ("other", [("MultiNodeConsolidation", ["node-a", "node-b"], ["c6a.xlarge"], 0.615)]),
+])
+def test_an_overlay_for_one_nodepool_prices_only_that_pool(capsys, tmp_path, pool, expected) -> None:
+    ri = overlay("m5-2xlarge-reserved", [{"key": "karpenter.sh/nodepool", "operator": "In", "values": [pool]},
+                                         {"key": "node.kubernetes.io/instance-type", "operator": "In",
+                                          "values": ["m5.2xlarge"]}], price="0.05")
+    data = plan(capsys, tmp_path, ri)
+    assert decision(data) == expected
+    assert data["nodeOverlays"][0]["offeringsPriced"] == (6 if pool == "default" else 0)
