@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, timedelta
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -39,6 +39,7 @@ POLICY_DURATION_PATTERN = r"^([0-9]+(s|m|h))+$"
 DECIMAL_PATTERN = r"^[0-9]+(\.[0-9]+)?$"
 # A drift wave: a node count >= 1, or a percentage 1%-100% of the pool's drifted nodes.
 WAVE_PERCENT_PATTERN = r"^(100|[1-9][0-9]?)%$"
+NODEPOOL_NAME_MAX_LENGTH = 63  # the CRD's maxLength of spec.nodePools[*]: a NodePool name is a label value
 WAVE_MAX_LENGTH = 4  # "100%": the CRD's maxLength on a wave string, which bounds the cost of its CEL regex
 SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 
@@ -335,7 +336,8 @@ class CalendarPolicy(_PolicyModel):
 
 
 class DisruptionPolicySpec(_PolicyModel):
-    node_pools: list[str] | None = Field(default=None, min_length=1)
+    node_pools: list[Annotated[str, Field(max_length=NODEPOOL_NAME_MAX_LENGTH)]] | None = Field(default=None,
+                                                                                             min_length=1)
     node_pool_selector: LabelSelector | None = None
     expiration: ExpirationPolicy | None = None
     drift: DriftPolicy | None = None
