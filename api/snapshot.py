@@ -235,6 +235,8 @@ class _Builder:
                 apiVersion=self.catalog_doc.api_version,
                 metadata=self.catalog_doc.metadata,
                 instanceTypes=self.catalog_types,
+                vmMemoryOverheadPercent=self.catalog_doc.vm_memory_overhead_percent,
+                region=self.catalog_doc.region,
             )
 
 

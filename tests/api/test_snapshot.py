@@ -77,6 +77,13 @@ def test_several_catalog_documents_merge() -> None:
         parse_snapshot(yaml.safe_dump_all([CATALOG, {**CATALOG, "metadata": {"name": "again"}}]), "c.yaml")
 
 
+def test_a_catalog_keeps_its_overhead_and_region_through_the_snapshot() -> None:
+    doc = {**json.loads(json.dumps(CATALOG)), "vmMemoryOverheadPercent": 0.05, "region": "eu-west-1"}
+    snap = parse_snapshot(yaml.safe_dump_all([doc]))
+    assert snap.catalog is not None
+    assert (snap.catalog.vm_memory_overhead_percent, snap.catalog.region) == (0.05, "eu-west-1")
+
+
 def test_deprecated_alias_warning_is_collected() -> None:
     snap = load_snapshot(EXAMPLES / "nodepool-aks-nap.yaml")
     assert snap.node_pools[0].expire_after is None
