@@ -147,23 +147,32 @@ def _print_set_problems(located: list[tuple[str, Any]]) -> int:
 
 
 def overlay_conflicts(located: list[tuple[str, Any]]) -> list[str]:
-    """NodeOverlays another overlay of the same weight overrides on the bundled catalog: Karpenter applies such an
-    overlay nowhere and sets its ValidationSucceeded condition False (planning/node_overlays.py)."""
+    """NodeOverlays another overlay of the same weight overrides on the bundled catalog (in the files' NodePools,
+    when they hold any): Karpenter applies such an overlay nowhere and sets its ValidationSucceeded condition False
+    (planning/node_overlays.py)."""
     from pydantic import ValidationError
 
     from api.catalog import load_default_catalog
     from api.node_overlay import NodeOverlay
-    from planning.node_overlays import evaluate_overlays
+    from planning.cluster import parse_pool
+    from planning.node_overlays import evaluate_overlays, overlay_pool_labels
 
     overlays: dict[str, tuple[str, NodeOverlay]] = {}
+    pools: dict[str, dict[str, str]] = {}
     for where, obj in located:
-        if isinstance(obj, dict) and obj.get("kind") == "NodeOverlay":
-            try:
+        kind = obj.get("kind") if isinstance(obj, dict) else None
+        try:
+            if kind == "NodeOverlay":
                 overlay = NodeOverlay.model_validate(obj)
-            except ValidationError:
-                continue  # already reported
-            overlays[overlay.name] = (where, overlay)
-    result = evaluate_overlays(load_default_catalog(), [o for _, o in overlays.values()])
+                overlays[overlay.name] = (where, overlay)
+            elif kind == "NodePool":
+                pool = parse_pool(obj)
+                pools[pool.name] = overlay_pool_labels(pool.name, pool.template_labels)
+        except (ValidationError, ValueError, TypeError, AttributeError):
+            continue  # already reported
+    if not overlays:
+        return []
+    result = evaluate_overlays(load_default_catalog(), [o for _, o in overlays.values()], pools or None)
     return [f"{overlays[name][0]}: conflicts with another NodeOverlay of weight {overlays[name][1].weight} on the "
             f"same offerings or capacity; it is applied nowhere (give one of them another weight)"
             for name in result.conflicts]

@@ -102,3 +102,18 @@ def test_an_overlay_for_one_nodepool_prices_only_that_pool(capsys, tmp_path, poo
     data = plan(capsys, tmp_path, ri)
     assert decision(data) == expected
     assert data["nodeOverlays"][0]["offeringsPriced"] == (6 if pool == "default" else 0)
+
+
+def test_validate_judges_conflicts_in_the_files_nodepools(capsys, tmp_path) -> None:
+    """Overlay a selects everything in pool web; b every m5 anywhere: in pool web both select m5 at weight 0."""
+    pool = yaml.safe_load((EXAMPLES / "plan-consolidate.yaml").read_text().split("---")[1])
+    pool["metadata"]["name"] = "web"
+    path = tmp_path / "overlays.yaml"
+    web = [{"key": "karpenter.sh/nodepool", "operator": "In", "values": ["web"]}]
+    m5 = [{"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m5"]}]
+    path.write_text(yaml.safe_dump_all([pool, overlay("a", web, price="0.05"), overlay("b", m5, price="0.06")]))
+    assert run(["validate", "-f", str(path)]) == 0
+    assert "(NodeOverlay/a): conflicts with another NodeOverlay" in capsys.readouterr().err
+    path.write_text(yaml.safe_dump_all([overlay("a", web, price="0.05"), overlay("b", m5, price="0.06")]))
+    assert run(["validate", "-f", str(path)]) == 0  # no pool web in the file: a selects nothing, no conflict
+    assert "conflicts with another NodeOverlay" not in capsys.readouterr().err
