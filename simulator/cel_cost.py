@@ -206,10 +206,12 @@ class _Walker:
         priced = STRING_FUNCTIONS if target.kind == "string" else LIST_FUNCTIONS if target.kind == "list" else set()
         if name in priced and not target.bounded:
             self.refuse(f"{name}()", target)
-        if name in ("split", "findAll"):
+        if name in ("split", "findAll"):  # pieces of a bounded string are bounded, in number and in length
+            limit = int((target.schema or {}).get("maxLength") or 0) if target.bounded else None
+            bounds = {} if limit is None else {"maxLength": limit}
             return Shape("list", target.bounded, f"{target.origin}.{name}(...)",
-                         {"type": "array", "items": {"type": "string", **({"maxLength": 1} if target.bounded else {})},
-                          **({"maxItems": 1} if target.bounded else {})})
+                         {"type": "array", "items": {"type": "string", **bounds},
+                          **({} if limit is None else {"maxItems": limit + 1})})
         if name in STRING_RESULTS:
             return Shape("string", target.bounded, f"{target.origin}.{name}(...)")
         return OTHER
