@@ -4,6 +4,7 @@ interruption poller's bootstrap; `run_worker()` is what `worker.py`, the demo, t
 from __future__ import annotations
 
 import asyncio
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
@@ -12,10 +13,13 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from client.interruption import ensure_interruption_poller
+from runtime import karpenter_state
 from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
 from runtime.pending_pods import IntakeSettings, PendingPodIntake, cache_pods, listed_pods
 from runtime.settings import Deps
 from runtime.wiring import activities, workflows
+
+log = logging.getLogger(__name__)
 
 
 def build_worker(client: Client, deps: Deps, task_queue: str | None = None) -> Worker:
@@ -69,6 +73,25 @@ def _start_lifecycle(deps: Deps) -> tuple[list[Any], list[asyncio.Task[None]], A
     return [lifecycle, gc], tasks, own
 
 
+def _start_karpenter_state(cache: Any) -> tuple[Any, asyncio.Task[None] | None]:
+    """Karpenter's state gauges read this worker's watch cache when scraped (runtime/karpenter_state.py); a tick
+    every 2 s remembers pods seen pending, so a pod's startup is observed even if it started between scrapes."""
+    if cache is None:
+        return None, None
+    source = karpenter_state.cache_source(cache)
+    karpenter_state.STATE.attach(source)
+
+    async def tick() -> None:
+        while True:
+            await asyncio.sleep(2)
+            try:
+                await asyncio.to_thread(karpenter_state.STATE.tick)
+            except Exception as exc:  # metrics are best effort; never end the worker over them
+                log.debug("karpenter state tick failed: %s", exc)
+
+    return source, asyncio.create_task(tick(), name="karpenter-state")
+
+
 def _start_intake(client: Client, deps: Deps, task_queue: str) -> tuple[PendingPodIntake, asyncio.Task[None]]:
     """The pending-pod intake reads the watch cache when the worker has one, else LISTs pods."""
     s = deps.settings
@@ -91,6 +114,7 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
     watcher, watcher_task = _start_watcher(client, deps, queue) if deps.settings.watch else (None, None)
     intake, intake_task = _start_intake(client, deps, queue) if deps.settings.provisioning else (None, None)
     controllers, controller_tasks, own_cache = _start_lifecycle(deps) if deps.settings.lifecycle else ([], [], None)
+    state_source, state_task = _start_karpenter_state(cluster.cache if cluster is not None else own_cache)
     worker_task = asyncio.create_task(worker.run(), name="temporal-worker")
     if deps.settings.interruption_queue_url:
         await ensure_interruption_poller(client, queue, deps.settings.interruption_poll)
@@ -112,6 +136,10 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
         for task in controller_tasks:
             task.cancel()
         await asyncio.gather(*controller_tasks, return_exceptions=True)
+        if state_source is not None and state_task is not None:
+            karpenter_state.STATE.detach(state_source)
+            state_task.cancel()
+            await asyncio.gather(state_task, return_exceptions=True)
         if own_cache is not None:
             await asyncio.to_thread(own_cache.stop)
         stop_task.cancel()
