@@ -27,6 +27,7 @@ from telemetry.metrics import INSTANCE_TYPE_PRICE_FALLBACKS, INSTANCE_TYPE_REFRE
 log = logging.getLogger(__name__)
 
 DEFAULT_REFRESH_SECONDS = 12 * 3600.0
+FAILED_RETRY_SECONDS = 300.0  # after a failed refresh, try again this soon (not a whole period on stale data)
 PRICING_REGION = "us-east-1"  # the Pricing API's endpoint region for the commercial partition (Karpenter's choice)
 
 
@@ -73,9 +74,13 @@ class InstanceTypeProvider:
             current = self._current
             return current if current is not None else load_default_catalog()
         with self._lock:
-            if self._at is None or self._clock() - self._at >= self._refresh:
+            if self._at is None or self._clock() - self._at >= self._period():
                 self._refresh_locked()
             return self._current if self._current is not None else load_default_catalog()
+
+    def _period(self) -> float:
+        """The refresh period, shorter after a failure."""
+        return self._refresh if self.last_error is None else min(self._refresh, FAILED_RETRY_SECONDS)
 
     def start(self) -> None:
         """Refresh now and every period in a daemon thread (the worker: no activity waits for a discovery)."""
@@ -89,7 +94,7 @@ class InstanceTypeProvider:
     def _run(self) -> None:
         while not self._stopping.is_set():
             self.refresh()
-            self._stopping.wait(self._refresh)
+            self._stopping.wait(self._period())
 
     def refresh(self) -> bool:
         """Read the region now; False (the last good catalog kept) when EC2 could not be read."""

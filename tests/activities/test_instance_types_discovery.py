@@ -107,7 +107,9 @@ def test_a_failed_refresh_keeps_the_last_good_catalog_and_refreshes_on_schedule(
     assert provider.last_error is not None
     assert INSTANCE_TYPE_REFRESHES.labels(result="failed")._value.get() == failed_before + 1
     provider._ec2 = ec2
-    clock.now = 7200
+    clock.now = 3600 + 299
+    assert provider.catalog() is first  # retried 5 min after a failure, not a whole period later
+    clock.now = 3600 + 300
     again = provider.catalog()
     assert again is not first and provider.last_error is None
     assert again.get("c5.large") == first.get("c5.large")
