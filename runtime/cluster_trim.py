@@ -19,7 +19,9 @@ POD_METADATA = ("name", "namespace", "uid", "labels", "annotations", "ownerRefer
 POD_SPEC = ("nodeName", "nodeSelector", "affinity", "tolerations", "topologySpreadConstraints", "priority",
             "priorityClassName", "terminationGracePeriodSeconds", "overhead")
 CONTAINER_FIELDS = ("name", "resources", "restartPolicy")  # restartPolicy: an init container that is a sidecar
-CONDITION_FIELDS = ("type", "status", "reason")  # Ready decides readiness; transition times are not read
+CONDITION_FIELDS = ("type", "status", "reason")  # Ready decides readiness
+# ... and when Ready and PodScheduled turned: Karpenter's pod startup and bound durations (runtime/karpenter_state.py)
+TIMED_CONDITIONS = frozenset({"Ready", "PodScheduled"})
 POD_STATUS = ("phase", "startTime")
 
 
@@ -45,6 +47,13 @@ def _pod_volumes(volumes: list[Obj]) -> list[Obj]:
     return [v for v in volumes if "persistentVolumeClaim" in v or "ephemeral" in v]
 
 
+def _condition(c: Obj) -> Obj:
+    out = {k: c[k] for k in CONDITION_FIELDS if k in c}
+    if c.get("type") in TIMED_CONDITIONS and "lastTransitionTime" in c:
+        out["lastTransitionTime"] = c["lastTransitionTime"]
+    return out
+
+
 def trim_pod(pod: Obj) -> Obj:
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
@@ -60,7 +69,7 @@ def trim_pod(pod: Obj) -> Obj:
     if status:
         new_status: Obj = {k: status[k] for k in POD_STATUS if k in status}
         if status.get("conditions"):
-            new_status["conditions"] = [{k: c[k] for k in CONDITION_FIELDS if k in c} for c in status["conditions"]]
+            new_status["conditions"] = [_condition(c) for c in status["conditions"]]
         out["status"] = new_status
     return out
 
