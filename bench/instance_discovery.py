@@ -1,12 +1,16 @@
 """Benchmark: discovering every instance type of a region (activities/instance_types.py) and what it holds.
 
-    .venv/bin/python -m bench.instance_discovery [--region eu-west-1 --region us-east-1] [--endpoint URL]
-
 Without --endpoint it starts the devstack's EC2 stand-in (moto with spot price history and the Pricing API) on
-loopback. Per region it prints JSON: types and offerings in the catalog, seconds per call (DescribeInstanceTypes,
-DescribeInstanceTypeOfferings, GetProducts, DescribeSpotPriceHistory) and for the whole refresh, the peak Python
-memory of the refresh (tracemalloc) and the memory the catalog keeps, and the seconds to compute allocatable
-for every type. moto's answer times dominate the calls; AWS answers DescribeInstanceTypes in pages of 100.
+loopback, as the demo starts it (devstack/stack.py). Per region it prints JSON: types (and how many have an
+available, priced offering) and offerings in the catalog, seconds per call (DescribeInstanceTypes,
+DescribeInstanceTypeOfferings, GetProducts, DescribeSpotPriceHistory), then two whole refreshes of
+`InstanceTypeProvider` (what the worker runs): one untraced for its wall time and resident memory (the process's
+peak RSS during it, from VmHWM reset through /proc/self/clear_refs, and what stays), one under tracemalloc for
+the peak Python memory and what the catalog keeps (tracemalloc slows allocation, so its seconds are separate), and
+the seconds to compute allocatable and labels for every type. moto's answer times dominate the calls; AWS answers
+DescribeInstanceTypes in pages of 100. The machine's load average is printed before and after.
+
+    .venv/bin/python -m bench.instance_discovery [--region eu-west-1 --region us-east-1] [--endpoint URL]
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -30,6 +36,28 @@ def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
     t0 = time.perf_counter()
     out = fn(*args)
     return out, round(time.perf_counter() - t0, 3)
+
+
+def _status_kib(field: str) -> int:
+    """A /proc/self/status figure in KiB (VmRSS now, VmHWM the peak since the last reset); 0 where there is none."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _reset_peak_rss() -> bool:
+    """Reset the process's peak RSS (VmHWM) to its current RSS (Linux: '5' to clear_refs); False where it cannot."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        return False
+    return True
 
 
 def offline_catalog(region: str = "us-east-1") -> Any:
@@ -62,11 +90,19 @@ def measure(endpoint: str, region: str) -> dict[str, Any]:
     _, calls["describeInstanceTypeOfferings"] = _timed(describe_offerings, ec2)
     _, calls["getProducts"] = _timed(on_demand_prices, pricing, region)
     _, calls["describeSpotPriceHistory"] = _timed(spot_prices, ec2)
+    rss_before = _status_kib("VmRSS")
+    peak_reset = _reset_peak_rss()
+    t0 = time.perf_counter()
+    catalog = InstanceTypeProvider(ec2, pricing).catalog()
+    refresh = time.perf_counter() - t0
+    rss = {"refreshPeakRssMiB": round((_status_kib("VmHWM") - rss_before) / 1024, 1) if peak_reset else None,
+           "refreshKeptRssMiB": round((_status_kib("VmRSS") - rss_before) / 1024, 1)}
+    del catalog
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     t0 = time.perf_counter()
     catalog = InstanceTypeProvider(ec2, pricing).catalog()
-    refresh = time.perf_counter() - t0
+    traced = time.perf_counter() - t0
     kept, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     t0 = time.perf_counter()
@@ -75,9 +111,11 @@ def measure(endpoint: str, region: str) -> dict[str, Any]:
         _ = it.labels
     alloc = time.perf_counter() - t0
     return {"region": region, "types": len(catalog.instance_types),
+            "typesAvailable": sum(1 for it in catalog.instance_types if any(o.available for o in it.offerings)),
             "offerings": sum(len(it.offerings) for it in catalog.instance_types),
             "zones": sorted({o.zone for it in catalog.instance_types for o in it.offerings}),
-            "callSeconds": calls, "refreshSeconds": round(refresh, 3),
+            "callSeconds": calls, "refreshSeconds": round(refresh, 3), **rss,
+            "tracedRefreshSeconds": round(traced, 3),
             "refreshPeakMiB": round((peak - before) / 2**20, 1), "catalogKeptMiB": round((kept - before) / 2**20, 1),
             "allocatableAndLabelsAllTypesSeconds": round(alloc, 3), "onDemandPrices": catalog.metadata.get(
                 "onDemandPrices")}
@@ -91,13 +129,16 @@ def main() -> None:
     regions = args.region or ["eu-west-1", "us-east-1"]
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    print(json.dumps({"loadAverage": [round(x, 2) for x in os.getloadavg()], "at": "start"}))
     if args.endpoint:
         for region in regions:
             print(json.dumps(measure(args.endpoint, region)))
-        return
-    with MotoServer(indexed_tags=True) as moto:
-        for region in regions:
-            print(json.dumps(measure(moto.endpoint, region)))
+    else:
+        with tempfile.TemporaryDirectory(prefix="nodeflow-bench-") as work, \
+                MotoServer(log_path=Path(work) / "moto.log") as moto:  # as devstack/stack.py starts it
+            for region in regions:
+                print(json.dumps(measure(moto.endpoint, region)), flush=True)
+    print(json.dumps({"loadAverage": [round(x, 2) for x in os.getloadavg()], "at": "end"}))
 
 
 if __name__ == "__main__":

@@ -72,11 +72,12 @@ def _delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, dict[str,
 class WorkerProcess:
     """The planner activity in its own process (`--serve`), one pass per request line."""
 
-    def __init__(self, mode: str, kubeconfig: str, temporal: str) -> None:
+    def __init__(self, mode: str, kubeconfig: str, temporal: str, extra: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "bench.planner_live", "--serve", mode, "--kubeconfig", kubeconfig,
-             "--temporal", temporal], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-            cwd=Path(__file__).resolve().parent.parent, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+             "--temporal", temporal, *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            cwd=Path(__file__).resolve().parent.parent, env={**(env or {}), **os.environ, "PYTHONUNBUFFERED": "1"})
         self.hello = self._read()
 
     def _read(self) -> dict[str, Any]:
@@ -178,11 +179,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--serve", choices=("list", "cache"), help=argparse.SUPPRESS)
     p.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     p.add_argument("--temporal", help=argparse.SUPPRESS)
+    p.add_argument("--discover-endpoint", help=argparse.SUPPRESS)  # bench/planner_catalogs.py
+    p.add_argument("--region", default="us-east-1", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.serve:
         from bench.planner_live_worker import serve
 
-        return serve(args.serve, args.kubeconfig, args.temporal)
+        return serve(args.serve, args.kubeconfig, args.temporal, args.discover_endpoint, args.region)
     report = run(args.nodes, args.list_passes, max(args.cache_passes, 2), args.seed)
     if args.json:
         print(json.dumps(report, indent=2))

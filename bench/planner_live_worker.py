@@ -1,7 +1,8 @@
 """The worker side of bench/planner_live.py: the planner activity as the worker wires it, one pass per stdin line.
 
 Mode `list`: PlanningActivities without a cluster source (a LIST of every kind per pass). Mode `cache`: with a
-ClusterView over a ClusterCache started here (the sync time is reported first). Each pass runs
+ClusterView over a ClusterCache started here (the sync time is reported first). The catalog is the bundled one,
+or with `--discover-endpoint` the one discovered from that EC2 endpoint (bench/planner_catalogs.py). Each pass runs
 `plan_pass` in Temporal's ActivityEnvironment (the visibility query goes to the dev server) and answers one
 JSON line: seconds (wall), cpuSeconds (the process's CPU time meanwhile: the pass and the watch threads
 keeping the cache current; on a loaded machine the wall time grows, this does not), commands, skip reason, pods
@@ -62,20 +63,46 @@ def _say(obj: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-async def _serve(mode: str, kubeconfig: str, temporal: str) -> None:
+def _catalog(discover: str | None, region: str) -> tuple[Any, dict[str, Any]]:
+    """The bundled catalog; or, with `discover` (an EC2 endpoint that serves the Pricing API too), the catalog the
+    worker discovers (runtime/settings.py `catalog_source`: an InstanceTypeProvider behind a LiveCatalog), its first
+    refresh done here so every pass plans on the discovered types. The dict describes it for the hello line."""
+    if discover is None:
+        catalog = load_default_catalog()
+        return catalog, {"catalog": "bundled", "instanceTypes": len(catalog.instance_types)}
+    from activities.instance_types import InstanceTypeProvider, LiveCatalog
+    from runtime.cloud_clients import ec2_client, pricing_client
+
+    provider = InstanceTypeProvider(ec2_client(region, discover), pricing_client(region, discover))
+    t = time.monotonic()
+    if not provider.refresh():
+        raise RuntimeError(f"instance-type discovery in {region} failed: {provider.last_error}")
+    found = provider.catalog()
+    return LiveCatalog(provider), {
+        "catalog": "discovered", "region": region, "instanceTypes": len(found.instance_types),
+        "offerings": sum(len(it.offerings) for it in found.instance_types),
+        "discoverySeconds": round(time.monotonic() - t, 3), "onDemandPrices": provider.price_source}
+
+
+async def _serve(mode: str, kubeconfig: str, temporal: str, discover: str | None = None,
+                 region: str = "us-east-1") -> None:
     api = kube_api_client(kubeconfig)
     client = await Client.connect(temporal, data_converter=pydantic_data_converter)
+    catalog, described = await asyncio.to_thread(_catalog, discover, region)
+    catalog_rss = rss_mib()
     view = None
     started = time.monotonic()
     if mode == "cache":
         view = ClusterView(ClusterCache(api))
         view.start()
         await asyncio.to_thread(view.cache.wait_synced, 600)
-    _say({"mode": mode, "syncSeconds": round(time.monotonic() - started, 3), "rssMiB": rss_mib()})
+    _say({"mode": mode, "syncSeconds": round(time.monotonic() - started, 3), "rssMiB": rss_mib(),
+          "catalogRssMiB": catalog_rss, **described})
     kube = TimedKube(api)
-    planning = PlanningActivities(kube, client, load_default_catalog(), cluster=view)
+    planning = PlanningActivities(kube, client, catalog, cluster=view)
     env = ActivityEnvironment()
     profile = _profiler(mode)
+    suffix = f".{mode}" if discover is None else f".{mode}.discovered"
     passes = 0
     threads = _profile_threads(planning, view, lambda: passes > 0) if profile is not None else None
     try:
@@ -95,9 +122,9 @@ async def _serve(mode: str, kubeconfig: str, temporal: str) -> None:
         if view is not None:
             view.stop()
         if profile is not None:
-            profile.dump_stats(os.environ[PROFILE_ENV] + f".{mode}")
+            profile.dump_stats(os.environ[PROFILE_ENV] + suffix)
         if threads is not None:
-            threads.dump_stats(os.environ[PROFILE_ENV] + f".{mode}.threads")
+            threads.dump_stats(os.environ[PROFILE_ENV] + f"{suffix}.threads")
 
 
 def _profiler(mode: str) -> cProfile.Profile | None:
@@ -105,8 +132,8 @@ def _profiler(mode: str) -> cProfile.Profile | None:
     return cProfile.Profile() if os.environ.get(PROFILE_ENV) else None
 
 
-def serve(mode: str, kubeconfig: str, temporal: str) -> int:
-    asyncio.run(_serve(mode, kubeconfig, temporal))
+def serve(mode: str, kubeconfig: str, temporal: str, discover: str | None = None, region: str = "us-east-1") -> int:
+    asyncio.run(_serve(mode, kubeconfig, temporal, discover, region))
     return 0
 
 
