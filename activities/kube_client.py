@@ -353,6 +353,11 @@ class KubeClient:
         return self._patch(lambda: self.custom.patch_cluster_custom_object(
             *KARPENTER, "nodepools", name, body, _content_type=MERGE_PATCH, _preload_content=False))
 
+    def patch_node_pool_status(self, name: str, body: Obj) -> Obj | None:
+        """Merge-patch a NodePool's status subresource (resources, nodes, conditions: runtime/nodepool_status.py)."""
+        return self._patch(lambda: self.custom.patch_cluster_custom_object_status(
+            *KARPENTER, "nodepools", name, body, _content_type=MERGE_PATCH, _preload_content=False))
+
     def patch_node_class(self, name: str, body: Obj) -> Obj | None:
         """Merge-patch an EC2NodeClass's metadata (its hash annotations)."""
         return self._patch(lambda: self.custom.patch_cluster_custom_object(
@@ -376,14 +381,15 @@ class KubeClient:
 
     def update(self, kind: str, name: str, change: Change, attempts: int = UPDATE_ATTEMPTS,
                status: bool = False) -> bool | None:
-        """Read-modify-patch of a Node or NodeClaim with the resourceVersion as precondition, retried on 409.
-        `status`: the change is to a NodeClaim's status (its conditions), patched through the status subresource.
+        """Read-modify-patch of a Node, NodeClaim or NodePool with the resourceVersion as precondition, retried on
+        409. `status`: the change is to the object's status, patched through the status subresource.
 
         None: the object is gone; False: it already was as wanted; True: patched.
         """
-        get = self.get_node if kind == "Node" else self.get_node_claim
-        patch = self.patch_node if kind == "Node" else (self.patch_node_claim_status if status else
-                                                        self.patch_node_claim)
+        get = self.get_node if kind == "Node" else self.get_node_pool if kind == "NodePool" else self.get_node_claim
+        patch = self.patch_node if kind == "Node" else (
+            (self.patch_node_pool_status if status else self.patch_node_pool) if kind == "NodePool" else
+            (self.patch_node_claim_status if status else self.patch_node_claim))
         for _ in range(attempts):
             obj = get(name)
             if obj is None:

@@ -57,6 +57,7 @@ def _start_lifecycle(deps: Deps) -> tuple[list[Any], list[asyncio.Task[None]], A
     from runtime.cluster_cache import ClusterCache
     from runtime.nodeclaim_gc import GarbageCollector
     from runtime.nodeclaim_lifecycle import KINDS, NodeClaimLifecycle
+    from runtime.nodepool_status import start_nodepool_status
 
     s = deps.settings
     own = None
@@ -70,7 +71,8 @@ def _start_lifecycle(deps: Deps) -> tuple[list[Any], list[asyncio.Task[None]], A
     gc = GarbageCollector(deps.kube, cache, deps.ec2, s.cluster_name, s.gc_settings)
     tasks = [asyncio.create_task(lifecycle.run(), name="nodeclaim-lifecycle"),
              asyncio.create_task(gc.run(), name="nodeclaim-gc")]
-    return [lifecycle, gc], tasks, own
+    status, status_task = start_nodepool_status(deps.kube, cache, s.lifecycle_settings)  # NodePool status (#25)
+    return [lifecycle, gc, status], [*tasks, status_task], own
 
 
 def _start_karpenter_state(cache: Any) -> tuple[Any, asyncio.Task[None] | None]:

@@ -1,0 +1,212 @@
+"""The NodePool status controller: `status.resources`, `status.nodes`, the conditions and allowed disruptions.
+
+Karpenter's nodepool counter, readiness, validation and registrationhealth controllers in one watch-driven loop
+(docs/semantics.md §18), the same shape as runtime/nodeclaim_lifecycle.py: the worker's watch cache says what
+changed (NodePools, NodeClaims, Nodes, EC2NodeClasses), passes are debounced, a resync every `resync_seconds`
+re-decides everything (budget windows open and close with the clock), the decisions are pure
+(planning/nodepool_status.py) and a write happens only when the status or annotation would change, computed
+again on the freshest object and patched with its resourceVersion (KubeClient.update).
+
+NodeRegistrationHealthy needs history a level cannot give: the last 4 launch outcomes per pool. They are
+kept in memory (Karpenter's nodepoolhealth.State) and fed by NodeClaim watch events; a restart hydrates them
+from the condition already written, as Karpenter's controller does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from activities.kube_client import KubeClient, Obj
+from api import labels as L
+from api.budgets import compute_budget_rows
+from api.nodepool import NodePool
+from planning import nodepool_status as nps
+from planning.lifecycle import liveness
+from runtime.cluster_cache import ClusterCache
+
+log = logging.getLogger(__name__)
+KINDS = ("NodePool", "NodeClaim", "Node", "EC2NodeClass")
+
+
+@dataclass
+class StatusSettings:
+    resync_seconds: float = 10.0
+    debounce_seconds: float = 1.0  # a burst of node events makes one pass
+    launch_ttl_seconds: float = liveness.LAUNCH_TTL.total_seconds()
+    registration_ttl_seconds: float = liveness.REGISTRATION_TTL.total_seconds()
+
+
+def _meta(obj: Obj) -> dict[str, Any]:
+    return obj.get("metadata") or {}
+
+
+class NodePoolStatusController:
+    """One per worker process; `run()` until `stop()`. Every replica may run it: writes are optimistic."""
+
+    def __init__(self, kube: KubeClient, cache: ClusterCache, settings: StatusSettings | None = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        self.kube, self.cache = kube, cache
+        self.settings = settings or StatusSettings()
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self._lock = threading.Lock()
+        self._trackers: dict[str, nps.RegistrationTracker] = {}
+        self._failures: dict[str, nps.Cond] = {}  # pool -> the failing claim's reason, not yet written
+        self._dirty = True
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = asyncio.Event()
+        self.passes = 0
+        self.writes = 0
+
+    # ---- change tracking (informer threads) ------------------------------------------------------------------
+
+    def attach(self) -> None:
+        for kind in KINDS:
+            inf = self.cache.informers.get(kind)
+            if inf is not None and self._on_change not in inf.listeners:
+                inf.listeners.append(self._on_change)
+
+    def detach(self) -> None:
+        for inf in self.cache.informers.values():
+            with contextlib.suppress(ValueError):
+                inf.listeners.remove(self._on_change)
+
+    def _on_change(self, kind: str, old: Obj | None, new: Obj | None) -> None:
+        if kind == "NodeClaim":
+            self._registration_event(old, new)
+        elif kind not in KINDS:
+            return
+        with self._lock:
+            self._dirty = True
+        if self._loop is not None and self._wake is not None:
+            with contextlib.suppress(RuntimeError):  # the loop closed while a watch event came in
+                self._loop.call_soon_threadsafe(self._wake.set)
+
+    def _registration_event(self, old: Obj | None, new: Obj | None) -> None:
+        ok = nps.registration_outcome(old, new, self.clock(),
+                                      timedelta(seconds=self.settings.launch_ttl_seconds),
+                                      timedelta(seconds=self.settings.registration_ttl_seconds))
+        pool = (_meta(new or {}).get("labels") or {}).get(L.NODEPOOL_LABEL)
+        if ok is None or not pool:
+            return
+        with self._lock:
+            tracker = self._tracker(pool)
+            if not ok and tracker.status(False) is nps.Health.UNHEALTHY:
+                self._failures[pool] = nps.failure_cond(old or {})
+            tracker.record(ok)
+
+    def _tracker(self, pool: str) -> nps.RegistrationTracker:
+        """The pool's tracker, hydrated from its written condition the first time (under self._lock)."""
+        tracker = self._trackers.get(pool)
+        if tracker is None:
+            tracker = self._trackers[pool] = nps.RegistrationTracker()
+            inf = self.cache.informers.get("NodePool")
+            cached = inf.get(("", pool)) if inf is not None else None
+            if cached is not None:
+                tracker.set(nps.health_of(cached))
+        return tracker
+
+    # ---- the loop ----------------------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._loop is not None and self._wake is not None:
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._wake.set)
+
+    async def run(self) -> None:
+        self._loop, self._wake = asyncio.get_running_loop(), asyncio.Event()
+        self.attach()
+        try:
+            await asyncio.to_thread(self.cache.wait_synced, 60.0)  # counter: never patch from a half-synced cache
+            while not self._stopping.is_set():
+                try:
+                    await asyncio.to_thread(self.reconcile)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.warning("nodepool status pass failed: %s", exc)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout=self.settings.resync_seconds)
+                self._wake.clear()
+                await asyncio.sleep(self.settings.debounce_seconds)
+        finally:
+            self.detach()
+
+    def _objects(self, kind: str) -> list[Obj]:
+        inf = self.cache.informers.get(kind)
+        if inf is not None:
+            return inf.objects()
+        return self.kube.list_node_classes() if kind == "EC2NodeClass" else []
+
+    def reconcile(self) -> int:
+        """One pass over every NodePool; returns how many it patched (status or annotation)."""
+        with self._lock:
+            self._dirty = False
+        now = self.clock()
+        pools = [p for p in self._objects("NodePool") if not _meta(p).get("deletionTimestamp")]
+        claims, nodes = self._objects("NodeClaim"), self._objects("Node")
+        classes = {_meta(c).get("name"): c for c in self._objects("EC2NodeClass")}
+        resources = nps.pool_resources(claims, nodes)
+        models = []
+        for p in pools:
+            with contextlib.suppress(ValidationError):
+                models.append(NodePool.model_validate(p))
+        rows = compute_budget_rows(models, nodes, claims, now)
+        patched = 0
+        for pool in pools:
+            if not nps.managed(pool):
+                continue
+            name = _meta(pool).get("name", "")
+            try:
+                patched += self._reconcile_pool(pool, classes.get(nps.node_class_ref(pool).get("name")),
+                                                nps.resources_for(name, resources),
+                                                nps.allowed_disruptions(name, rows), now)
+            except Exception as exc:
+                log.warning("nodepool %s: status not written: %s", name, exc)
+        self.passes += 1
+        self.writes += patched
+        return patched
+
+    def _reconcile_pool(self, pool: Obj, node_class: Obj | None, resources: dict[str, str], allowed: str,
+                        now: datetime) -> int:
+        name = _meta(pool)["name"]
+        class_gen = _meta(node_class).get("generation") if node_class is not None else None
+        reset = nps.registration_reset(pool, class_gen)
+        with self._lock:
+            tracker = self._tracker(name)
+            if reset:
+                tracker.set(nps.Health.UNKNOWN)
+                self._failures.pop(name, None)
+            registration = nps.registration(pool, tracker.status(), reset, self._failures.pop(name, None))
+        decided = nps.status_conditions(pool, node_class, registration)
+        patched = 0
+        if nps.status_patch(pool, resources, decided, class_gen, now) is not None and self.kube.update(
+                "NodePool", name, lambda obj: nps.status_patch(obj, resources, decided, class_gen, now), status=True):
+            patched += 1
+        if allowed and nps.annotation_patch(pool, allowed) is not None and self.kube.update(
+                "NodePool", name, lambda obj: nps.annotation_patch(obj, allowed)):
+            patched += 1
+        return patched
+
+
+def start_nodepool_status(kube: KubeClient, cache: ClusterCache,
+                          lifecycle_settings: Any = None) -> tuple[NodePoolStatusController, asyncio.Task[None]]:
+    """The controller and its task, on the worker's watch cache (timings shrink with the lifecycle's in tests)."""
+    settings = StatusSettings()
+    if lifecycle_settings is not None:
+        settings.resync_seconds = lifecycle_settings.resync_seconds
+        settings.debounce_seconds = min(settings.debounce_seconds, lifecycle_settings.debounce_seconds * 5)
+        settings.launch_ttl_seconds = lifecycle_settings.launch_ttl_seconds
+        settings.registration_ttl_seconds = lifecycle_settings.registration_ttl_seconds
+    controller = NodePoolStatusController(kube, cache, settings)
+    return controller, asyncio.create_task(controller.run(), name="nodepool-status")
