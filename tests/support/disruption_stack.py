@@ -36,6 +36,7 @@ class Stack:
     ec2: Any
     settings: DisruptionSettings = field(default_factory=lambda: FAST.model_copy())
     started: list[str] = field(default_factory=list)
+    deps: Deps | None = None  # the worker's clients and caches (e.g. its discovered catalog source)
 
     async def planner_pass(self) -> PlannerResult:
         handle = await self.client.start_workflow(
@@ -106,19 +107,20 @@ class Stack:
 @asynccontextmanager
 async def disruption_stack(client: Client, sim: Any, moto_endpoint: str, settings: DisruptionSettings = FAST,
                            worker: dict[str, Any] | None = None, ssm: Any = None,
-                           iam: Any = None) -> AsyncIterator[Stack]:
+                           iam: Any = None, region: str = "us-east-1", pricing: Any = None) -> AsyncIterator[Stack]:
     """`worker`: more Settings of the worker (the cluster's name, endpoint and CA for EC2NodeClass launches);
-    `ssm` / `iam`: the clients EC2NodeClass resolution uses (moto's)."""
+    `ssm` / `iam`: the clients EC2NodeClass resolution uses (moto's); `region`: the EC2 client's (the simulator's
+    must match); `pricing`: the worker's Pricing client (with `discover_instance_types` in `worker`)."""
     tq = f"e2e-disrupt-{uuid.uuid4()}"
     api = sim.api_client()
-    ec2 = ec2_client("us-east-1", moto_endpoint)
+    ec2 = ec2_client(region, moto_endpoint)
     ws = Settings(**{"task_queue": tq, "watch": False, "activity_threads": 8, "max_concurrent_activities": 50,
                      **(worker or {})})
     ws.ami_id = sim.world.ec2.image_id()
-    deps = Deps(kube_api=api, ec2=ec2, temporal=client, settings=ws, ssm=ssm, iam=iam)
+    deps = Deps(kube_api=api, ec2=ec2, temporal=client, settings=ws, ssm=ssm, iam=iam, pricing=pricing)
     stop = asyncio.Event()
     task = asyncio.create_task(run_worker(client, deps, stop, tq))
-    stack = Stack(client=client, sim=sim, task_queue=tq, api=api, ec2=ec2, settings=settings)
+    stack = Stack(client=client, sim=sim, task_queue=tq, api=api, ec2=ec2, settings=settings, deps=deps)
     before = {i["InstanceId"] for i in stack.instances()}
     try:
         yield stack
