@@ -1,0 +1,112 @@
+"""The lifecycle controller against the simulator (no EC2): two replicas racing make one result, steps stop
+once done, a resync costs no writes, and a pod event moves lastPodEventTime."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from typing import Any
+
+from kubernetes import client as k8s
+from support.sim_objects import node, pod
+
+from activities.kube_client import KubeClient
+from api import labels as L
+from api.catalog import load_default_catalog
+from runtime.cluster_cache import ClusterCache
+from runtime.nodeclaim_lifecycle import KINDS, NodeClaimLifecycle
+
+PID = "aws:///us-east-1a/i-0123456789abcdef0"
+
+
+def _claim(name: str = "c1") -> dict[str, Any]:
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+            "metadata": {"name": name, "labels": {L.NODEPOOL_LABEL: "default", "team": "a"}},
+            "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                     "requirements": [{"key": L.ZONE_LABEL, "operator": "In", "values": ["us-east-1a"]}]}}
+
+
+def _pool() -> dict[str, Any]:
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"},
+            "spec": {"disruption": {"consolidateAfter": "0s"}, "template": {"spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"},
+                "requirements": []}}}}
+
+
+def _setup(api: Any) -> None:
+    custom = k8s.CustomObjectsApi(api)
+    custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", _pool())
+    custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", _claim())
+    custom.patch_cluster_custom_object_status("karpenter.sh", "v1", "nodeclaims", "c1", {"status": {
+        "providerID": PID, "conditions": [{"type": "Launched", "status": "True", "reason": "Launched",
+                                           "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
+    n = node("n1", taints=[{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}])
+    n["spec"]["providerID"] = PID
+    k8s.CoreV1Api(api).create_node(n)
+
+
+def _controller(api: Any) -> tuple[NodeClaimLifecycle, ClusterCache]:
+    cache = ClusterCache(api, kinds=KINDS)
+    cache.start()
+    assert cache.wait_synced(10)
+    catalog = load_default_catalog()
+    return NodeClaimLifecycle(KubeClient(api), cache, ec2=None, catalog=lambda: catalog), cache
+
+
+async def _settle(controllers: list[NodeClaimLifecycle], rounds: int = 6) -> None:
+    for _ in range(rounds):
+        await asyncio.gather(*(c.reconcile(full=True) for c in controllers))
+        await asyncio.sleep(0.1)  # let the caches see the writes
+
+
+async def test_two_replicas_register_and_initialize_once(sim: Any) -> None:
+    api = sim.api_client()
+    _setup(api)
+    (a, ca), (b, cb) = _controller(api), _controller(api)
+    try:
+        await _settle([a, b])
+        n = api.sanitize_for_serialization(k8s.CoreV1Api(api).read_node("n1"))
+        claim = k8s.CustomObjectsApi(api).get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1")
+        assert n["metadata"]["finalizers"] == [L.TERMINATION_FINALIZER]
+        assert [o["name"] for o in n["metadata"]["ownerReferences"]] == ["c1"]
+        assert n["metadata"]["labels"]["team"] == "a" and n["metadata"]["labels"][L.ZONE_LABEL] == "us-east-1a"
+        assert n["metadata"]["labels"][L.REGISTERED_LABEL] == n["metadata"]["labels"][L.INITIALIZED_LABEL] == "true"
+        assert not n["spec"].get("taints")
+        types = Counter(c["type"] for c in claim["status"]["conditions"])
+        assert max(types.values()) == 1, types  # no condition written twice by the two replicas
+        statuses = {c["type"]: c["status"] for c in claim["status"]["conditions"]}
+        assert statuses.items() >= {"Launched": "True", "Registered": "True", "Initialized": "True",
+                                    "Consolidatable": "True"}.items()
+        assert claim["status"]["nodeName"] == "n1"
+        assert L.TERMINATION_FINALIZER in claim["metadata"]["finalizers"]
+        # settled: a further resync writes nothing
+        rv = claim["metadata"]["resourceVersion"]
+        node_rv = n["metadata"]["resourceVersion"]
+        await _settle([a, b], rounds=2)
+        again = k8s.CustomObjectsApi(api).get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1")
+        assert again["metadata"]["resourceVersion"] == rv
+        assert k8s.CoreV1Api(api).read_node("n1").metadata.resource_version == node_rv
+    finally:
+        ca.stop()
+        cb.stop()
+        api.close()
+
+
+async def test_a_pod_bound_to_the_node_moves_last_pod_event_time(sim: Any) -> None:
+    api = sim.api_client()
+    _setup(api)
+    ctl, cache = _controller(api)
+    try:
+        ctl.attach()
+        await _settle([ctl], rounds=3)
+        before = k8s.CustomObjectsApi(api).get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1")
+        assert "lastPodEventTime" not in before["status"]
+        k8s.CoreV1Api(api).create_namespaced_pod("default", pod("p1", node_name="n1"))
+        await asyncio.sleep(0.3)
+        await _settle([ctl], rounds=2)
+        after = k8s.CustomObjectsApi(api).get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "c1")
+        assert after["status"].get("lastPodEventTime")
+    finally:
+        ctl.detach()
+        cache.stop()
+        api.close()
