@@ -15,6 +15,7 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 
+from activities.karpenter_metrics import DISRUPTED_ONCE, record_disrupted
 from activities.kube_client import KubeClient
 from api import labels
 from api.timestamps import format_seconds
@@ -63,10 +64,16 @@ class CandidateActivities:
 
     @activity.defn(name="disruption_start_terminations")
     async def start_terminations(self, inp: TerminationsInput) -> list[str]:
-        """One TerminationWorkflow per candidate (idempotent: an existing one is reused)."""
-        return [await self._start_termination(termination_input(n, inp.reason, inp.requested_by, inp.deadline),
-                                              inp.task_queue)
-                for n in inp.nodes]
+        """One TerminationWorkflow per candidate (idempotent: an existing one is reused); each one started is a
+        NodeClaim disrupted in Karpenter's metrics (activities/karpenter_metrics.py)."""
+        ids = []
+        for n in inp.nodes:
+            wid = await self._start_termination(termination_input(n, inp.reason, inp.requested_by, inp.deadline),
+                                                inp.task_queue)
+            ids.append(wid)
+            if DISRUPTED_ONCE.first(wid):
+                await asyncio.to_thread(record_disrupted, self._kube, n.name, n.node_claim, n.node_pool, inp.reason)
+        return ids
 
     @activity.defn(name="disruption_await_terminations")
     async def await_terminations(self, inp: AwaitTerminationsInput) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -18,6 +19,8 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from api.provider_id import instance_id_from_provider_id
+from telemetry import karpenter_metrics as km
+from telemetry.karpenter_metrics import cloudprovider_call
 from workflows.errors import ErrorType
 from workflows.models import InstanceInput, InstanceResult
 
@@ -83,10 +86,12 @@ class CloudActivities:
                                    type=ErrorType.INVALID_PROVIDER_ID.value, non_retryable=True)
         state = await self._io(self._state, instance_id)
         called = False
+        started = time.perf_counter()
         if state not in (*DONE_STATES, "gone"):
             log.info("TerminateInstances %s (node %s)", instance_id, inp.node_name,
                      extra={"instance": instance_id, "node": inp.node_name})
-            state = await self._io(self._terminate, instance_id)
+            with cloudprovider_call("nodeclaim.lifecycle", "Delete"):
+                state = await self._io(self._terminate, instance_id)
             called = True
         local = activity.info().is_local  # local activities cannot heartbeat
         while state not in (*DONE_STATES, "gone"):
@@ -94,6 +99,8 @@ class CloudActivities:
                 activity.heartbeat({"instance": instance_id, "state": state})
             await asyncio.sleep(self.poll)
             state = await self._io(self._state, instance_id)
+        if called:  # nodeclaim/lifecycle: from TerminateInstances until the instance is shutting down or gone
+            km.INSTANCE_TERMINATION_DURATION.labels(nodepool="").observe(time.perf_counter() - started)
         return InstanceResult(instance_id=instance_id, state=state, terminate_called=called)
 
     def all(self) -> list[Callable[..., Any]]:

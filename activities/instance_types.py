@@ -22,6 +22,8 @@ from activities.instance_discovery import describe_instance_types, describe_offe
 from api import price_table
 from api.catalog import InstanceTypeCatalog, load_default_catalog
 from api.instance_types.build import build_catalog
+from api.quantity import parse_quantity
+from telemetry import karpenter_metrics as km
 from telemetry.metrics import INSTANCE_TYPE_PRICE_FALLBACKS, INSTANCE_TYPE_REFRESHES, INSTANCE_TYPES_DISCOVERED
 
 log = logging.getLogger(__name__)
@@ -114,6 +116,7 @@ class InstanceTypeProvider:
         self._current, self.last_error = catalog, None
         INSTANCE_TYPE_REFRESHES.labels(result="ok").inc()
         INSTANCE_TYPES_DISCOVERED.set(len(catalog.instance_types))
+        karpenter_instance_types(catalog)
         log.info("instance types of %s discovered: %d types, on-demand prices from %s", self.region,
                  len(catalog.instance_types), self.price_source)
         return True
@@ -188,3 +191,17 @@ class LiveCatalog:
     @property
     def region(self) -> str | None:
         return self.current().region
+
+
+def karpenter_instance_types(catalog: InstanceTypeCatalog) -> None:
+    """The provider's instance-type gauges from a refreshed catalog (pkg/controllers/metrics,
+    pkg/providers/instancetype/metrics.go): vCPUs, memory bytes, each offering's availability and price."""
+    for gauge in (km.OFFERING_AVAILABLE, km.OFFERING_PRICE, km.INSTANCE_TYPE_CPU, km.INSTANCE_TYPE_MEMORY):
+        gauge.clear()  # a type or offering gone from the catalog leaves no stale series
+    for it in catalog.instance_types:
+        km.INSTANCE_TYPE_CPU.labels(instance_type=it.name).set(float(parse_quantity(it.cpu)))
+        km.INSTANCE_TYPE_MEMORY.labels(instance_type=it.name).set(float(parse_quantity(it.memory)))
+        for off in it.offerings:
+            labels = {"instance_type": it.name, "capacity_type": off.capacity_type, "zone": off.zone}
+            km.OFFERING_AVAILABLE.labels(**labels).set(1 if off.available else 0)
+            km.OFFERING_PRICE.labels(**labels).set(off.price)

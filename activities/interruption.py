@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from activities.events import event_body
+from activities.karpenter_metrics import message_type, record_disrupted
 from activities.kube_client import KubeClient
 from api import labels
 from api.catalog import InstanceTypeCatalog
@@ -209,6 +210,8 @@ class InterruptionDispatcher:
                 node_name=node.name, node_uid=node.uid, node_claim_name=node.node_claim, node_pool=node.node_pool,
                 provider_id=node.provider_id, reason=TERMINATION_REASONS[event.kind], deadline=event.deadline,
                 requested_by="interruption")))
+            steps.append(asyncio.to_thread(record_disrupted, self._kube, node.name, node.node_claim, node.node_pool,
+                                           message_type(event)))
         if action is not Action.IGNORE and node.name:
             steps.append(asyncio.to_thread(self._record_event, event, node))
         await asyncio.gather(*steps)

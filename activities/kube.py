@@ -27,6 +27,7 @@ from api.events import EventReason
 from api.timestamps import format_seconds
 from planning import drain as rules
 from planning.selectors import match_label_selector
+from telemetry import karpenter_metrics as km
 from telemetry import metrics
 from workflows.models import (
     DeletePodsInput,
@@ -175,6 +176,7 @@ class KubeActivities:
             waiting = [p for p in pods if rules.is_waiting_eviction(p, now)]
             if not waiting:
                 metrics.RUNNING_DRAINS.finished(inp.node_name)
+                await self._io(_record_drained, self.kube, inp.node_name)
                 if inp.started_at is not None:
                     metrics.DRAIN_DURATION.observe(max(0.0, (now - inp.started_at).total_seconds()))
                 return DrainResult(drained=True, evicted=run.evicted)
@@ -210,7 +212,10 @@ class KubeActivities:
             return False
         answer = await self._io(self.kube.evict, pod)
         st.attempts += 1
+        # Karpenter's terminator counts a success as code 200 (terminator/eviction.go)
+        km.EVICTION_REQUESTS.labels(code="200" if answer.outcome is Eviction.EVICTED else str(answer.code)).inc()
         if answer.outcome is Eviction.EVICTED:
+            km.PODS_DRAINED.labels(reason=km.snake(inp.reason)).inc()
             run.evicted += 1
             st.status, st.pdb, st.next_at = "Evicting", None, mono + 1.0
             await self._io(self.kube.event, "Node", run.node_obj(inp), inp.node_name, EventReason.EVICTED,
@@ -379,13 +384,14 @@ class KubeActivities:
             if inp.delete_objects and not rules.deletion_time(node):
                 await self._io(self.kube.delete_node, inp.node_name)
         node_removed = await self._io(self.kube.remove_finalizer, "Node", inp.node_name)
-        claim_removed = False
+        claim_removed, claim = False, None
         if inp.node_claim_name:
             claim = await self._io(self.kube.get_node_claim, inp.node_claim_name)
             if claim is not None and inp.delete_objects and not rules.deletion_time(claim):
                 await self._io(self.kube.delete_node_claim, inp.node_claim_name)
             claim_removed = await self._io(self.kube.remove_finalizer, "NodeClaim", inp.node_claim_name)
         metrics.NODES_TERMINATED.labels(reason=inp.reason or "Unknown").inc()
+        _record_terminated(node if node_removed else None, claim if claim_removed else None, inp.started_at)
         return FinalizeResult(node_finalizer_removed=node_removed, node_claim_finalizer_removed=claim_removed)
 
     @activity.defn(name="termination.untaint")
@@ -412,3 +418,33 @@ def _pod_state(pod: Obj) -> PodState:
                     tier=rules.tier_of(pod), grace_seconds=rules.grace_seconds(pod),
                     status="Terminating" if meta.get("deletionTimestamp") else "Waiting")
 
+def _record_drained(kube: KubeClient, node_name: str) -> None:
+    """karpenter_nodes_drained_total, labelled with the node's pool (terminator: once per node drained)."""
+    node = kube.get_node(node_name)
+    pool = (((node or {}).get("metadata") or {}).get("labels") or {}).get(labels.NODEPOOL_LABEL, "")
+    km.NODES_DRAINED.labels(nodepool=pool).inc()
+
+
+def _record_terminated(node: Obj | None, claim: Obj | None, started_at: datetime | None) -> None:
+    """Karpenter's node and NodeClaim termination metrics at the removal of their finalizers
+    (node/termination/controller.go, nodeclaim/lifecycle/termination.go): counts, the time since deletion was
+    asked for (the termination's start when nodeflow asked for it), and the node's lifetime."""
+    now = datetime.now(UTC)
+    since = (now - started_at).total_seconds() if started_at is not None else None
+    if node is not None:
+        meta = node.get("metadata") or {}
+        node_labels = meta.get("labels") or {}
+        pool = node_labels.get(labels.NODEPOOL_LABEL, "")
+        km.NODES_TERMINATED.labels(nodepool=pool, zone=node_labels.get(labels.ZONE_LABEL, "")).inc()
+        if since is not None:
+            km.NODE_TERMINATION_DURATION.observe(max(0.0, since), nodepool=pool)
+        created = rules.parse_time(meta.get("creationTimestamp"))
+        if created is not None:
+            km.NODE_LIFETIME.labels(nodepool=pool).observe(max(0.0, (now - created).total_seconds()))
+    if claim is not None:
+        claim_labels = (claim.get("metadata") or {}).get("labels") or {}
+        pool = claim_labels.get(labels.NODEPOOL_LABEL, "")
+        km.NODECLAIMS_TERMINATED.labels(nodepool=pool, capacity_type=claim_labels.get(labels.CAPACITY_TYPE_LABEL, ""),
+                                        zone=claim_labels.get(labels.ZONE_LABEL, "")).inc()
+        if since is not None:
+            km.NODECLAIM_TERMINATION_DURATION.labels(nodepool=pool).observe(max(0.0, since))

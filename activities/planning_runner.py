@@ -13,6 +13,7 @@ is warm); the last of CACHE_ATTEMPTS attempts returns a pass skipped with the re
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -37,6 +38,7 @@ from planning.validation import (
     recheck_consolidation,
     same_decision,
 )
+from telemetry import karpenter_metrics as km
 from telemetry import metrics
 from workflows.disruption_models import (
     BlockedNode,
@@ -241,12 +243,50 @@ def policy_metrics(result: Any) -> None:
         metrics.CONSOLIDATION_SKIPPED.labels(nodepool=m.node_pool).inc()
 
 
+# disruption/{emptiness,multinodeconsolidation,singlenodeconsolidation}.go ConsolidationType(); drift has none
+CONSOLIDATION_TYPES = {"Emptiness": "empty", "MultiNodeConsolidation": "multi", "SingleNodeConsolidation": "single"}
+# the reason each method's eligible_nodes gauge carries (disruption/controller.go: strings.ToLower(Reason()))
+ELIGIBLE_REASONS = {"Emptiness": "empty", "Drift": "drifted", "StaticDrift": "drifted",
+                    "MultiNodeConsolidation": "underutilized", "SingleNodeConsolidation": "underutilized"}
+
+
+def karpenter_pass(result: Any, seconds: float) -> None:
+    """Karpenter's gauges of a disruption pass: eligible nodes per reason, each pool's allowed disruptions and the
+    nodes consuming its budget; the pass's evaluation and scheduling-simulation time (docs/semantics.md §18)."""
+    eligible: dict[str, int] = {}
+    for method, count in (getattr(result, "eligible", None) or {}).items():
+        reason = ELIGIBLE_REASONS.get(method)
+        if reason is not None:  # single and multi see the same candidates: the larger count
+            eligible[reason] = max(eligible.get(reason, 0), count)
+    for reason, count in eligible.items():
+        km.ELIGIBLE_NODES.labels(reason=reason).set(count)
+    for row in result.budgets:
+        pool, reason = row.get("nodePool", ""), row.get("reason", "")
+        disrupting = int(row.get("disrupting", 0))
+        # api/budgets.py `allowed` has the disrupting nodes taken off; Karpenter's gauge is the budget itself
+        km.ALLOWED_DISRUPTIONS.labels(nodepool=pool, reason=reason).set(int(row.get("allowed", 0)) + disrupting)
+        km.NODES_CONSUMING_BUDGETS.labels(nodepool=pool, reason=reason).set(disrupting)
+    km.EVALUATION_DURATION.labels(reason="", consolidation_type="").observe(seconds)
+    km.SCHEDULING_DURATION.labels(controller="disruption").observe(seconds)
+
+
+def karpenter_decision(method: str, reason: str, decision: str, node_pool: str) -> None:
+    """karpenter_voluntary_disruption_decisions_total (and by nodepool) for a command the pass starts."""
+    if method not in CONSOLIDATION_TYPES and method not in ("Drift", "StaticDrift"):
+        return  # expiration, repair and static scale-down are not voluntary disruption decisions
+    labels = {"decision": decision, "reason": reason.lower(), "consolidation_type": CONSOLIDATION_TYPES.get(method, "")}
+    km.DECISIONS.labels(**labels).inc()
+    km.DECISIONS_BY_NODEPOOL.labels(nodepool=node_pool, **labels).inc()
+
+
 def _take_repairs(result: Any, index: Mapping[str, NodeRef], excluded: set[str], out: PlanPassResult) -> None:
     """Node repairs and the pools the safety valve holds back, into the pass result and the metrics."""
     for r in result.repairs:
         if r.node in index and r.node not in excluded:
             out.repairs.append(index[r.node])
             metrics.NODE_REPAIRS.labels(nodepool=r.node_pool, condition=r.policy.condition).inc()
+            km.UNHEALTHY_DISRUPTED.labels(condition=r.policy.condition, nodepool=r.node_pool, capacity_type="",
+                                          image_id="").inc()
     for b in result.repairs_blocked:
         out.repairs_blocked.append(b.node_pool)
         metrics.NODE_REPAIRS_BLOCKED.labels(nodepool=b.node_pool).inc()
@@ -449,7 +489,9 @@ class PlanningActivities:
             return PlanPassResult(skipped=exc.reason, skipped_detail=str(exc))
         read.excluded |= read.index.named_by_uid(set(inp.exclude_uids))
         planned_pods(inp.placements, read.planned)
+        started = time.perf_counter()
         result = await asyncio.to_thread(self._plan, read, inp.at, inp.catalog_path)
+        karpenter_pass(result, time.perf_counter() - started)
         index, excluded, paused = read.index, read.excluded, read.paused
         out = PlanPassResult(excluded_nodes=sorted(excluded), paused_node_pools=sorted(paused), nodes=len(index),
                              released=read.released,
@@ -459,6 +501,7 @@ class PlanningActivities:
                 continue
             cmd = to_command(c, index)
             metrics.DISRUPTION_DECISIONS.labels(method=c.method, reason=c.reason, decision=cmd.decision).inc()
+            karpenter_decision(c.method, c.reason, cmd.decision, c.node_pool)
             if c.method == "Expiration":
                 out.expirations += cmd.nodes
             else:
@@ -515,6 +558,9 @@ class PlanningActivities:
         """Karpenter's validation: after the delay, re-plan and require the same decision for these nodes."""
         outcome, reason = await heartbeating(self._validate_command(inp))
         metrics.DISRUPTION_VALIDATIONS.labels(method=inp.command.method, result=outcome.value).inc()
+        if outcome is not Verdict.VALID:  # Karpenter counts each candidate of a failed validation
+            km.FAILED_VALIDATIONS.labels(consolidation_type=CONSOLIDATION_TYPES.get(inp.command.method, "")).inc(
+                len(inp.command.nodes))
         return ValidationResult(valid=outcome is Verdict.VALID, reason=reason)
 
     async def _validate_command(self, inp: ValidateInput) -> tuple[Verdict, str]:

@@ -30,6 +30,7 @@ from api.nodeclass_launch import ClusterInfo, cluster_tags, subnet_zones
 from planning.lifecycle.launch import launch_patch
 from planning.node_overlays import pool_catalog
 from planning.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
+from telemetry import karpenter_metrics as km
 from workflows.disruption_models import (
     LaunchedReplacement,
     LaunchInput,
@@ -39,6 +40,7 @@ from workflows.disruption_models import (
 )
 from workflows.errors import ErrorType
 
+MIN_VALUES_RELAXED = "karpenter.sh/nodeclaim-min-values-relaxed"  # Karpenter's annotation (v1 NodeClaim)
 NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 NODEPOOL_TAG = labels.NODEPOOL_LABEL
 NODECLAIM_UID_TAG = "nodeflow.dev/nodeclaim-uid"
@@ -248,7 +250,14 @@ class ProvisioningActivities:
 
     def _ensure_nodeclaim(self, pool: Obj, inp: LaunchInput) -> Obj:
         name = nodeclaim_name(inp.node_pool, inp.key)
-        return self._kube.get_node_claim(name) or self._kube.create_node_claim(build_nodeclaim(pool, name, inp))
+        existing = self._kube.get_node_claim(name)
+        if existing is not None:
+            return existing
+        created = self._kube.create_node_claim(build_nodeclaim(pool, name, inp))
+        relaxed = ((created.get("metadata") or {}).get("annotations") or {}).get(MIN_VALUES_RELAXED, "false")
+        km.NODECLAIMS_CREATED.labels(reason=km.snake(inp.reason), nodepool=inp.node_pool,
+                                     min_values_relaxed=relaxed).inc()  # provisioning/provisioner.go
+        return created
 
     def _existing_instance(self, claim_name: str, claim_uid: str) -> dict[str, Any] | None:
         """The live instance launched for this very NodeClaim (its uid tag tells apart a same-named one)."""
@@ -303,9 +312,12 @@ class ProvisioningActivities:
             params["InstanceMarketOptions"] = {"MarketType": "spot",
                                                "SpotOptions": {"SpotInstanceType": "one-time"}}
         try:
-            return self._ec2.run_instances(**params)["Instances"][0]
+            with km.cloudprovider_call("nodeclaim.lifecycle", "Create", _launch_error):
+                return self._ec2.run_instances(**params)["Instances"][0]
         except Exception as exc:
             code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            km.LAUNCH_FAILURES.labels(zone=zone, zone_id="", capacity_type=inp.replacement.capacity_type,
+                                      reason=code or type(exc).__name__).inc()
             if code in ICE_ERRORS:
                 raise _InsufficientCapacity(code) from exc
             if code in FATAL_EC2_ERRORS:
@@ -425,3 +437,9 @@ def _template_hash(pool: dict[str, Any]) -> str | None:
         return load_nodepool(pool).template_hash()
     except ValueError:  # an invalid NodePool still gets its replacement; drift falls back to requirements
         return None
+
+
+def _launch_error(exc: Exception) -> str:
+    """The cloudprovider error label: Karpenter's typed error for no capacity, "" for the rest."""
+    code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+    return "InsufficientCapacityError" if code in ICE_ERRORS else ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -22,6 +23,7 @@ from api.catalog import InstanceTypeCatalog, load_catalog
 from api.events import EventReason
 from planning.provisioning import Exclusion
 from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
+from telemetry import karpenter_metrics as km
 from workflows.provisioning_models import (
     LaunchFailedInput,
     NodeClaimLaunch,
@@ -97,7 +99,11 @@ class ProvisioningPlanner:
         catalog = with_unavailable(load_catalog(inp.catalog_path) if inp.catalog_path else self._catalog,
                                    self._offerings)
         snapshot = snapshot if snapshot is not None else Snapshot.from_objects(objs)
-        return decide(snapshot, catalog, pods=[p.uid for p in inp.pods], parsed=parsed)
+        started = time.perf_counter()
+        try:
+            return decide(snapshot, catalog, pods=[p.uid for p in inp.pods], parsed=parsed)
+        finally:  # Karpenter's provisioner times its scheduling simulation the same way (scheduling/metrics.go)
+            km.SCHEDULING_DURATION.labels(controller="provisioner").observe(time.perf_counter() - started)
 
     def _explain(self, bodies: list[dict[str, Any]]) -> None:
         for body in bodies:

@@ -20,7 +20,9 @@ from typing import Any, Protocol
 from temporalio import activity
 
 from activities.interruption import NodeInfo
+from activities.karpenter_metrics import message_type
 from api.interruption import InterruptionEvent, Malformed, Unknown, parse_message
+from telemetry import karpenter_metrics as km
 from telemetry import metrics
 from workflows.interruption_models import PollCounts, PollInput
 
@@ -110,6 +112,8 @@ class InterruptionQueueActivities:
             counts.received += 1
             counts.by_kind[kind] += 1
             metrics.INTERRUPTION_MESSAGES.labels(kind=kind).inc()
+            if isinstance(p, InterruptionEvent):  # the provider counts the messages it parsed, by its kinds
+                km.INTERRUPTION_RECEIVED.labels(message_type=message_type(p)).inc()
         nodes: dict[str, NodeInfo] = {}
         if any(isinstance(p, InterruptionEvent) for _, p in parsed):
             nodes = await self._dispatcher.load_nodes()
@@ -144,7 +148,9 @@ class InterruptionQueueActivities:
                     metrics.INTERRUPTION_ACTIONS.labels(action=action).inc()
                 if msg.sent_at is not None:
                     metrics.INTERRUPTION_MESSAGE_AGE.observe(max(0.0, time.time() - msg.sent_at))
+                    km.INTERRUPTION_LATENCY.observe(max(0.0, time.time() - msg.sent_at))
         await asyncio.to_thread(self._queue.delete, msg.receipt_handle)
+        km.INTERRUPTION_DELETED.inc()
         counts.deleted += 1
 
 

@@ -200,6 +200,8 @@ class PlanResult(_Model):
     # DisruptionPolicy (planning/policies.py); `nodeflow plan` adds them as `disruptionPolicies` / `skippedMoves`
     policy_pools: list[PolicyPool] = Field(default_factory=list)
     skipped: list[SkippedMove] = Field(default_factory=list)
+    # candidates per method of the first pass, for Karpenter's eligible_nodes gauge; never in the JSON (exclude)
+    eligible: dict[str, int] = Field(default_factory=dict, exclude=True)
 
     def to_public(self, internal: bool = False) -> dict[str, Any]:
         """JSON-ready dict: exactly docs/contracts.md §3, §7, or with the internal fields too."""

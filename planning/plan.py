@@ -344,7 +344,7 @@ def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None
         return PlanResult(at=at, budgets=first.budgets, commands=first.commands, blocked=first.blocked,
                           final=final, events=first.events, repairs=first.repair.repairs,
                           repairs_blocked=first.repair.blocked, static_node_pools=first.static,
-                          **_policy_fields(first, snapshot))
+                          eligible=first.eligible, **_policy_fields(first, snapshot))
     commands: list[Command] = []
     outcome, snap, passes = first, snapshot, 1
     while outcome.commands and passes < max_passes:
@@ -357,7 +357,7 @@ def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None
     final = FinalState(nodes=len(live), cost_per_hour=outcome.cluster.cost_per_hour(live), passes=passes)
     return PlanResult(at=at, budgets=first.budgets, commands=commands, blocked=outcome.blocked, final=final,
                       events=outcome.events, repairs=first.repair.repairs, repairs_blocked=first.repair.blocked,
-                      static_node_pools=first.static, **_policy_fields(outcome, snapshot))
+                      static_node_pools=first.static, eligible=first.eligible, **_policy_fields(outcome, snapshot))
 
 
 def _policy_fields(outcome: PassOutcome, snapshot: Any) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from api.nodeclass_launch import EKS_CLUSTER_TAG
 from api.provider_id import instance_id_from_provider_id
 from planning.lifecycle import garbage
 from runtime.cluster_cache import ClusterCache
+from telemetry import karpenter_metrics as km
 from telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,8 @@ class GarbageCollector:
         await asyncio.to_thread(self.cache.wait_synced, 60.0)
         while not self._stopping.is_set():
             try:
-                await asyncio.to_thread(self.collect)
+                with km.reconcile("nodeclaim.garbagecollection"):  # controller_runtime_reconcile_* (#25)
+                    await asyncio.to_thread(self.collect)
             except Exception as exc:
                 log.warning("garbage collection pass failed: %s", exc)
             s = self.settings
@@ -99,6 +101,7 @@ class GarbageCollector:
             log.info("nodeclaim %s: instance %s is gone, deleting the NodeClaim", name, pid, extra={"nodeclaim": name})
             if self.kube.delete_node_claim(name):
                 metrics.NODECLAIMS_LIFECYCLE_DELETED.labels(reason="garbage_collected").inc()
+                km.record_liveness_deleted(claim, "garbage_collected")
                 self.kube.event("NodeClaim", claim, name, "GarbageCollected",
                                 f"Instance {pid} is gone; deleting the NodeClaim")
                 result.claims_deleted.append(name)

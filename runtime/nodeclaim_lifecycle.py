@@ -32,6 +32,7 @@ from api.timestamps import format_seconds, parse_time
 from planning.lifecycle import consolidatable, initialization, launch, liveness, registration
 from planning.lifecycle.conditions import TRUE, UNKNOWN, conditions_of, is_true, same, status_of, with_condition
 from runtime.cluster_cache import ClusterCache
+from telemetry import karpenter_metrics as km
 from telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -135,7 +136,8 @@ class NodeClaimLifecycle:
             await asyncio.to_thread(self.cache.wait_synced, 60.0)
             while not self._stopping.is_set():
                 try:
-                    await self.reconcile()
+                    with km.reconcile("nodeclaim.lifecycle"):  # controller_runtime_reconcile_* (#25)
+                        await self.reconcile()
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
@@ -247,6 +249,7 @@ class NodeClaimLifecycle:
         log.info("nodeclaim %s: %s, deleting it", name, timeout.value, extra={"nodeclaim": name})
         if self.kube.delete_node_claim(name):
             metrics.NODECLAIMS_LIFECYCLE_DELETED.labels(reason=timeout.value).inc()
+            km.record_liveness_deleted(claim, timeout.value)
 
     def _register(self, claim: Obj, view: _View, now: datetime) -> None:
         name = _meta(claim)["name"]
@@ -262,6 +265,7 @@ class NodeClaimLifecycle:
         if self._patch_status(claim, lambda obj: (registration.register(obj, nodes, now).conditions, extra)) \
                 and reg.node_name:
             metrics.NODECLAIM_LIFECYCLE.labels(step="registered").inc()
+            km.record_node_created(claim)
         if not reg.node_name:
             self._liveness(claim, now)
 

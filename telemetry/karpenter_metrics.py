@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -259,3 +259,39 @@ def reconcile(controller: str) -> Iterator[None]:
         RECONCILE_TOTAL.labels(controller=controller, result="success").inc()
     finally:
         RECONCILE_TIME.labels(controller=controller).observe(time.perf_counter() - start)
+
+
+@contextmanager
+def cloudprovider_call(controller: str, method: str, error: Callable[[Exception], str] | None = None
+                       ) -> Iterator[None]:
+    """Karpenter's cloudprovider decorator (pkg/cloudprovider/metrics): time a Create/Delete/Get/List call; an
+    error is counted with its typed name (`error(exc)`, e.g. InsufficientCapacityError) or "" as Karpenter does."""
+    start = time.perf_counter()
+    labels = {"controller": controller, "method": method, "provider": "aws"}
+    try:
+        yield
+    except Exception as exc:
+        CLOUDPROVIDER_ERRORS.labels(**labels, error=error(exc) if error else "").inc()
+        raise
+    finally:
+        CLOUDPROVIDER_DURATION.labels(**labels).observe(time.perf_counter() - start)
+
+
+def _claim_labels(claim: dict[str, Any]) -> dict[str, str]:
+    return (claim.get("metadata") or {}).get("labels") or {}
+
+
+def record_node_created(claim: dict[str, Any]) -> None:
+    """karpenter_nodes_created_total when a claim's Node registers (nodeclaim/lifecycle/registration.go)."""
+    claim_labels = _claim_labels(claim)
+    NODES_CREATED.labels(nodepool=claim_labels.get("karpenter.sh/nodepool", ""),
+                         zone=claim_labels.get("topology.kubernetes.io/zone", "")).inc()
+
+
+def record_liveness_deleted(claim: dict[str, Any], reason: str) -> None:
+    """karpenter_nodeclaims_disrupted_total for a claim the lifecycle controller (launch or registration timeout)
+    or garbage collection deleted (nodeclaim/lifecycle/liveness.go, nodeclaim/garbagecollection)."""
+    claim_labels = _claim_labels(claim)
+    NODECLAIMS_DISRUPTED.labels(reason=reason, nodepool=claim_labels.get("karpenter.sh/nodepool", ""),
+                                capacity_type=claim_labels.get("karpenter.sh/capacity-type", ""),
+                                consolidation_policy="", termination_mode=termination_mode(claim)).inc()

@@ -205,6 +205,8 @@ class FinalizeInput(BaseModel):
     node_claim_name: str | None = None
     reason: str = ""
     delete_objects: bool = True  # DELETE Node/NodeClaim first when no one did (disruption-started runs)
+    # when the node's deletion was asked for (or the termination began): Karpenter's termination duration metric
+    started_at: AwareDatetime | None = None
 
 
 class FinalizeResult(BaseModel):

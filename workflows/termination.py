@@ -307,7 +307,8 @@ class TerminationWorkflow:
         self._set_phase(TerminationPhase.FINALIZING)
         await self._short(
             KubeActivities.finalize,
-            FinalizeInput(node_name=inp.node_name, node_claim_name=prep.node_claim_name, reason=inp.reason),
+            FinalizeInput(node_name=inp.node_name, node_claim_name=prep.node_claim_name, reason=inp.reason,
+                          started_at=prep.deleting_since or self._started_at),
             f"remove finalizers of {inp.node_name}",
         )
         self._pods = []
