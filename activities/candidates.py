@@ -7,20 +7,26 @@ removing it is the rollback. Deleting a candidate means starting its Termination
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
+from kubernetes.client.rest import ApiException
 from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 
 from activities.karpenter_metrics import DISRUPTED_ONCE, record_disrupted
-from activities.kube_client import KubeClient
+from activities.kube_client import Conflict, KubeClient
 from api import labels
 from api.timestamps import format_seconds
+from planning.nodeclaim_conditions import Change, disruption_reason, no_disruption_reason
 from workflows.disruption_models import AwaitTerminationsInput, NodeRef, TaintInput, TerminationsInput
 from workflows.errors import ErrorType
+
+log = logging.getLogger(__name__)
 
 # Starts (or joins) one node's TerminationWorkflow on a task queue and returns its workflow id; the worker's
 # wiring binds it to `client.termination.start_termination`, so this module never imports the client side.
@@ -46,7 +52,19 @@ class CandidateActivities:
         if missing:
             raise ApplicationError(f"candidate node(s) gone: {', '.join(missing)}", type=ErrorType.CANDIDATE_GONE.value,
                                    non_retryable=True)
+        await asyncio.to_thread(self._mark_claims, inp.nodes, disruption_reason(inp.reason, datetime.now(UTC)))
         return [n.name for n in inp.nodes]
+
+    def _mark_claims(self, nodes: list[NodeRef], change: Change) -> None:
+        """The candidates' NodeClaims' DisruptionReason (docs/semantics.md §18): a marker for users and tools, so a
+        claim that is gone or refuses the write never fails the command."""
+        for n in nodes:
+            if not n.node_claim:
+                continue
+            try:
+                self._kube.update("NodeClaim", n.node_claim, change, status=True)
+            except (ApiException, Conflict) as exc:
+                log.warning("NodeClaim %s: DisruptionReason not written: %s", n.node_claim, exc)
 
     @activity.defn(name="disruption_untaint_candidates")
     async def untaint_candidates(self, inp: TaintInput) -> list[str]:
@@ -60,6 +78,7 @@ class CandidateActivities:
                 await asyncio.to_thread(self._kube.patch_node, n.name, {"metadata": {"annotations": {
                     labels.DISRUPTION_CANCELLED_AT_ANNOTATION: format_seconds(inp.hold.cancelled_at),
                     labels.DISRUPTION_HELD_UNTIL_ANNOTATION: format_seconds(inp.hold.held_until)}}})
+        await asyncio.to_thread(self._mark_claims, inp.nodes, no_disruption_reason())
         return done
 
     @activity.defn(name="disruption_start_terminations")

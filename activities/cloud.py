@@ -12,13 +12,17 @@ import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
+from kubernetes.client.rest import ApiException
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.kube_client import Conflict, KubeClient
 from api.provider_id import instance_id_from_provider_id
+from planning.nodeclaim_conditions import instance_terminating
 from telemetry import karpenter_metrics as km
 from telemetry.karpenter_metrics import cloudprovider_call
 from workflows.errors import ErrorType
@@ -33,8 +37,9 @@ DONE_STATES = ("shutting-down", "terminated")
 class CloudActivities:
     """Activities over a boto3 EC2 client (blocking calls in a private thread pool)."""
 
-    def __init__(self, ec2: Any, max_threads: int = 16, poll: float = 0.5) -> None:
+    def __init__(self, ec2: Any, max_threads: int = 16, poll: float = 0.5, kube: KubeClient | None = None) -> None:
         self.ec2 = ec2
+        self.kube = kube  # marks the NodeClaim InstanceTerminating (docs/semantics.md §18); None: not marked
         self.poll = poll
         self._pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="ec2")
 
@@ -93,6 +98,7 @@ class CloudActivities:
             with cloudprovider_call("nodeclaim.lifecycle", "Delete"):
                 state = await self._io(self._terminate, instance_id)
             called = True
+        await self._io(self._mark_terminating, inp.node_claim_name)
         local = activity.info().is_local  # local activities cannot heartbeat
         while state not in (*DONE_STATES, "gone"):
             if not local:
@@ -102,6 +108,15 @@ class CloudActivities:
         if called:  # nodeclaim/lifecycle: from TerminateInstances until the instance is shutting down or gone
             km.INSTANCE_TERMINATION_DURATION.labels(nodepool="").observe(time.perf_counter() - started)
         return InstanceResult(instance_id=instance_id, state=state, terminate_called=called)
+
+    def _mark_terminating(self, claim: str | None) -> None:
+        """Karpenter's InstanceTerminating once the instance's deletion was asked for (a marker: never fails)."""
+        if self.kube is None or not claim:
+            return
+        try:
+            self.kube.update("NodeClaim", claim, instance_terminating(datetime.now(UTC)), status=True)
+        except (ApiException, Conflict) as exc:
+            log.warning("NodeClaim %s: InstanceTerminating not written: %s", claim, exc)
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.instance_state, self.terminate_instance]

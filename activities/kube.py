@@ -18,14 +18,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+from kubernetes.client.rest import ApiException
 from temporalio import activity
 
-from activities.kube_client import Eviction, KubeClient, Obj, node_ready
+from activities.kube_client import Conflict, Eviction, KubeClient, Obj, node_ready
 from api import events, labels
 from api.duration import parse_optional_duration
 from api.events import EventReason
 from api.timestamps import format_seconds
 from planning import drain as rules
+from planning.nodeclaim_conditions import volumes_detached
 from planning.selectors import match_label_selector
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
@@ -336,15 +338,32 @@ class KubeActivities:
 
     @activity.defn(name="termination.wait_volumes")
     async def wait_volumes(self, inp: VolumesInput) -> VolumesResult:
-        """Wait until the node's VolumeAttachments are gone, but not past the deadline (docs/semantics.md §9.5)."""
+        """Wait until the node's VolumeAttachments are gone, but not past the deadline (docs/semantics.md §9.5);
+        the NodeClaim's VolumesDetached says which (Unknown while waiting, True, or False past the deadline)."""
+        waiting_marked = False
         while True:
             pending = await self._io(self._pending_attachments, inp.node_name)
             if not pending:
+                await self._io(self._mark_volumes, inp.node_claim_name, True, False)
                 return VolumesResult(detached=True)
             if inp.deadline is not None and datetime.now(UTC) > inp.deadline:
+                await self._io(self._mark_volumes, inp.node_claim_name, False, True)
                 return VolumesResult(detached=False, pending=pending)
+            if not waiting_marked:
+                waiting_marked = await self._io(self._mark_volumes, inp.node_claim_name, False, False)
             activity.heartbeat({"pending": pending})
             await asyncio.sleep(self.volume_poll)
+
+    def _mark_volumes(self, claim: str | None, detached: bool, deadline_passed: bool) -> bool:
+        """VolumesDetached on the claim (a marker: a claim that is gone or refuses the write changes nothing)."""
+        if not claim:
+            return True
+        try:
+            self.kube.update("NodeClaim", claim, volumes_detached(detached, deadline_passed, datetime.now(UTC)),
+                             status=True)
+        except (ApiException, Conflict) as exc:
+            log.warning("NodeClaim %s: VolumesDetached not written: %s", claim, exc)
+        return True
 
     def _node_attachments(self, node: str) -> int:
         return len(self._attachments_of(node))

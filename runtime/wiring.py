@@ -56,7 +56,7 @@ def activities(deps: Deps) -> list[Callable[..., Any]]:
 
 def termination_activities(deps: Deps) -> list[Callable[..., Any]]:
     return [*KubeActivities(deps.kube, cancel_hold_seconds=deps.settings.cancel_hold_seconds).all(),
-            *CloudActivities(deps.ec2).all(),
+            *CloudActivities(deps.ec2, kube=deps.kube).all(),
             *TerminationMarkerActivities(deps.kube).all()]
 
 

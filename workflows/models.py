@@ -182,6 +182,7 @@ class DeletePodsResult(BaseModel):
 class VolumesInput(BaseModel):
     node_name: str
     deadline: AwareDatetime | None = None
+    node_claim_name: str | None = None  # its VolumesDetached condition is written (older runs: None, not written)
 
 
 class VolumesResult(BaseModel):
@@ -192,6 +193,7 @@ class VolumesResult(BaseModel):
 class InstanceInput(BaseModel):
     provider_id: str
     node_name: str = ""
+    node_claim_name: str | None = None  # terminate_instance marks it InstanceTerminating (older runs: None)
 
 
 class InstanceResult(BaseModel):

@@ -288,7 +288,7 @@ class TerminationWorkflow:
                 await self._drain()
                 if marked and self._cancel_reason is None:
                     await self._mark_claim(prep, DrainedStatus.DRAINED)
-                await self._await_volumes()
+                await self._await_volumes(prep.node_claim_name if prep.node_claim_exists else None)
         except _Interrupted:
             pass
         if self._cancel_reason is not None:
@@ -299,7 +299,9 @@ class TerminationWorkflow:
         instance_terminated = False
         if provider_id:
             res = await self._short(
-                CloudActivities.terminate_instance, InstanceInput(provider_id=provider_id, node_name=inp.node_name),
+                CloudActivities.terminate_instance, InstanceInput(
+                    provider_id=provider_id, node_name=inp.node_name,
+                    node_claim_name=prep.node_claim_name if prep.node_claim_exists else None),
                 f"terminate {provider_id}", timeout=timedelta(minutes=2),
                 remote_opts={"start_to_close_timeout": timedelta(minutes=10), "heartbeat_timeout": HEARTBEAT},
             )
@@ -412,7 +414,7 @@ class TerminationWorkflow:
         )
         self._deleted += len(res.deleted)
 
-    async def _await_volumes(self) -> None:
+    async def _await_volumes(self, claim: str | None = None) -> None:
         if self._force_reason is not None:
             return
         # A tainted node gains no attachments: none at prepare time means nothing to wait for (saves an activity).
@@ -421,7 +423,8 @@ class TerminationWorkflow:
         self._set_phase(TerminationPhase.AWAITING_VOLUMES)
         while True:
             res = await self._interruptible(
-                KubeActivities.wait_volumes, VolumesInput(node_name=self._inp.node_name, deadline=self._deadline),
+                KubeActivities.wait_volumes, VolumesInput(node_name=self._inp.node_name, deadline=self._deadline,
+                                                          node_claim_name=claim),
                 start_to_close_timeout=DRAIN_WINDOW + timedelta(minutes=1), heartbeat_timeout=HEARTBEAT,
                 summary=f"wait for volume detachment from {self._inp.node_name}",
             )
