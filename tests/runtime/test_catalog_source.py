@@ -52,3 +52,15 @@ def test_discovered_catalog_reaches_every_pass_once_refreshed(cloud_endpoint: st
     planning = PlanningActivities(None, None, source)  # type: ignore[arg-type]
     assert planning._catalog_for(None) is current
     assert {o.zone for o in current.get("c5.large").offerings} == {"eu-west-1a", "eu-west-1b", "eu-west-1c"}
+
+
+def test_worker_flags_for_discovery() -> None:
+    import worker
+
+    args = worker.parse_args([])
+    assert (args.catalog, args.no_instance_type_discovery) == (None, False)
+    assert (args.instance_type_refresh, args.vm_memory_overhead_percent) == (12 * 3600.0, 0.075)
+    args = worker.parse_args(["--instance-type-refresh", "90m", "--vm-memory-overhead-percent", "0.05",
+                              "--no-instance-type-discovery"])
+    assert (args.instance_type_refresh, args.vm_memory_overhead_percent) == (5400.0, 0.05)
+    assert args.no_instance_type_discovery
