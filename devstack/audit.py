@@ -71,6 +71,13 @@ def our_launches(instances: list[dict[str, Any]]) -> int:
     return sum(1 for i in instances if CLAIM_UID_TAG in _tags(i))
 
 
+def our_launches_by_zone(instances: list[dict[str, Any]]) -> dict[str, int]:
+    """our_launches by the instance's availability zone (the demo's report shows where it launched)."""
+    zones = Counter((i.get("Placement") or {}).get("AvailabilityZone", "") for i in instances
+                    if CLAIM_UID_TAG in _tags(i))
+    return dict(sorted(zones.items()))
+
+
 def pdb_violations(stats: dict[str, Any]) -> dict[str, int]:
     """The simulator ledger's PDB violations by cause, without the grace-deadline path (allowed by design)."""
     return {c: n for c, n in (stats.get("pdbViolations") or {}).items() if c != "grace-deadline" and n}

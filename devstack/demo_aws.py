@@ -18,8 +18,19 @@ CLUSTER_NAME = "nodeflow-demo"
 CLUSTER_CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nnodeflow demo\n-----END CERTIFICATE-----\n").decode()
 NODE_ROLE = "nodeflow-demo-node"
 BASE_IMAGE = "ami-04681a1dbd79675a5"  # amzn2-ami-hvm x86_64, in moto's bundled image list
-ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")  # the default region's (us-east-1) demo zones
 CLASSES = ("default", "memory")
+ZONE_COUNT = 3  # the demo spreads over three zones, as a production cluster usually does
+
+
+def region_zones(ec2: Any, count: int = ZONE_COUNT) -> tuple[str, ...]:
+    """The first `count` available zones of the EC2 client's region, as DescribeAvailabilityZones names them (in
+    us-east-1, ZONES): the demo's subnets and its scenario's zone labels come from here, so `nodeflow demo
+    --region R` runs in R's zones."""
+    zones = ec2.describe_availability_zones(Filters=[{"Name": "state", "Values": ["available"]}])
+    names = sorted(z["ZoneName"] for z in zones["AvailabilityZones"]
+                   if z.get("ZoneType", "availability-zone") == "availability-zone")
+    return tuple(names[:count])
 
 
 def image_tag(node_class: str) -> str:
@@ -43,12 +54,13 @@ class DemoAws:
     subnets: dict[str, str] = field(default_factory=dict)  # zone -> subnet id
     security_group: str = ""
     images: list[str] = field(default_factory=list)  # every image made here, oldest first
+    zones: tuple[str, ...] = ZONES  # one subnet each (region_zones of the EC2 client's region)
 
     def create(self) -> DemoAws:
         """VPC, subnets, security group, role (kept when it exists); BASE_IMAGE tagged for every class."""
         discovery = [{"Key": "karpenter.sh/discovery", "Value": DISCOVERY}]
         vpc = self.ec2.create_vpc(CidrBlock="10.42.0.0/16")["Vpc"]["VpcId"]
-        for i, zone in enumerate(ZONES):
+        for i, zone in enumerate(self.zones):
             subnet = self.ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.42.{i * 16}.0/20", AvailabilityZone=zone)
             self.subnets[zone] = subnet["Subnet"]["SubnetId"]
         self.ec2.create_tags(Resources=list(self.subnets.values()), Tags=discovery)

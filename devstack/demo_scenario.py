@@ -62,8 +62,9 @@ def _req(key: str, *values: str) -> dict[str, Any]:
 
 
 class _Builder:
-    def __init__(self, now: datetime) -> None:
+    def __init__(self, now: datetime, zones: tuple[str, ...] = ZONES) -> None:
         self.now = now
+        self.zones = zones
         self.objects: list[dict[str, Any]] = []
         self.catalog = load_default_catalog()
         self.n = 0
@@ -73,7 +74,7 @@ class _Builder:
              image: str | None = None) -> str:
         self.n += 1
         name = f"{pool}-{self.n:02d}"
-        zone = ZONES[self.n % 3]
+        zone = self.zones[self.n % len(self.zones)]
         it = self.catalog.get(itype)
         assert it is not None, itype
         created = _ts(self.now - age)
@@ -180,11 +181,13 @@ class _Builder:
                      "template": {"metadata": {"labels": {"app": "node-agent"}}, "spec": spec}}})
 
 
-def demo_cluster(now: datetime | None = None, node_classes: bool = False) -> list[dict[str, Any]]:
+def demo_cluster(now: datetime | None = None, node_classes: bool = False,
+                 zones: tuple[str, ...] = ZONES) -> list[dict[str, Any]]:
     """The demo's objects: 30 nodes in five NodePools, with workloads, PDBs and one do-not-disrupt pod; with
-    `node_classes`, the two EC2NodeClasses of devstack/demo_aws.py too."""
+    `node_classes`, the two EC2NodeClasses of devstack/demo_aws.py too. Nodes take `zones` in turn (another
+    region's, from devstack.demo_aws.region_zones, for `nodeflow demo --region`)."""
     now = now or datetime.now(UTC)
-    b = _Builder(now)
+    b = _Builder(now, zones)
     od = [_req(L.CAPACITY_TYPE_LABEL, "on-demand"), _req(L.ARCH_LABEL, "amd64")]
     memory_class, memory_image = ("memory", BASE_IMAGE) if node_classes else ("default", None)
     if node_classes:

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -51,6 +52,12 @@ class StackOptions:
     provisioning: bool = False  # the worker's pending-pod intake (the demo turns it on)
     # the demo's AWS side for its EC2NodeClasses (devstack/demo_aws.py), resolved once before planning starts
     node_classes: bool = False
+    region: str = "us-east-1"  # of every AWS client, the simulator's EC2 world and the demo's subnets
+    # the worker discovers the region's instance types, offerings and prices (the bundled catalog is us-east-1's);
+    # start() returns once the first discovery is in force
+    discover_instance_types: bool = False
+    # builds the scenario from the region's zones (devstack.demo_aws.region_zones) once moto runs; else `scenario`
+    scenario_for_zones: Callable[[tuple[str, ...]], Path] | None = None
     env: dict[str, str] = field(default_factory=lambda: {
         "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"})
 
@@ -72,6 +79,8 @@ class Stack:
         self.ec2: Any = None
         self.sqs: Any = None
         self.aws: Any = None  # devstack.demo_aws.DemoAws when options.node_classes
+        self.zones: tuple[str, ...] = ()  # the demo's zones of the region (devstack.demo_aws.region_zones)
+        self.deps: Any = None  # the worker's runtime.settings.Deps
         self._stop = asyncio.Event()
         self._worker_task: asyncio.Task[None] | None = None
 
@@ -91,27 +100,20 @@ class Stack:
         db = self.o.workdir / "temporal.db"
         db.unlink(missing_ok=True)
         await asyncio.gather(asyncio.to_thread(self.temporal.start), asyncio.to_thread(self.moto.start))
-        from runtime.cloud_clients import ec2_client, sqs_client
+        await asyncio.to_thread(self._start_aws)
         from simulator.server import Simulator
 
-        self.ec2 = ec2_client("us-east-1", self.moto.endpoint)
-        self.sqs = sqs_client("us-east-1", self.moto.endpoint)
-        if self.o.interruption:
-            self.queue_url = self.sqs.create_queue(QueueName=INTERRUPTION_QUEUE,
-                                                   Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
-        if self.o.node_classes:
-            from devstack.demo_aws import DemoAws
-            from runtime.cloud_clients import iam_client
-
-            self.aws = await asyncio.to_thread(DemoAws(self.ec2, iam_client("us-east-1", self.moto.endpoint)).create)
-        self.sim = Simulator(scenario=self.o.scenario, ec2_endpoint=self.moto.endpoint, time_scale=self.o.time_scale,
+        scenario = self.o.scenario_for_zones(self.zones) if self.o.scenario_for_zones else self.o.scenario
+        self.sim = Simulator(scenario=scenario, ec2_endpoint=self.moto.endpoint, time_scale=self.o.time_scale,
                              ready_delay=self.o.ready_delay, port=self.o.sim_port or 0,
-                             kubeconfig_path=self.o.workdir / "kubeconfig")
+                             kubeconfig_path=self.o.workdir / "kubeconfig", region=self.o.region)
         await asyncio.to_thread(self.sim.start)
         from client.connection import connect
 
         self.client = await connect(self.temporal.address, "default")
         await self.start_worker()
+        if self.o.discover_instance_types:
+            await self.wait_for_instance_types()
         from client.nodeclass_schedule import ensure_nodeclass_schedule
 
         await ensure_nodeclass_schedule(self.client)
@@ -124,6 +126,45 @@ class Stack:
             await ensure_planner_schedule(self.client, every=self.o.planner_every, settings=DisruptionSettings(
                 validation_delay_seconds=self.o.validation_delay, ready_timeout_seconds=self.o.ready_timeout,
                 ready_poll_seconds=2.0))
+
+    def _start_aws(self) -> None:
+        """The region's clients and zones, the interruption queue and, with node_classes, the demo's VPC."""
+        from devstack.demo_aws import DemoAws, region_zones
+        from runtime.cloud_clients import ec2_client, iam_client, sqs_client
+
+        region, endpoint = self.o.region, self.moto.endpoint
+        self.ec2 = ec2_client(region, endpoint)
+        self.sqs = sqs_client(region, endpoint)
+        self.zones = region_zones(self.ec2)
+        if not self.zones:
+            raise RuntimeError(f"EC2 names no availability zone in region {region!r}")
+        if self.o.interruption:
+            self.queue_url = self.sqs.create_queue(QueueName=INTERRUPTION_QUEUE,
+                                                   Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
+        if self.o.node_classes:
+            self.aws = DemoAws(self.ec2, iam_client(region, endpoint), zones=self.zones).create()
+
+    async def wait_for_instance_types(self, timeout: float = 300.0) -> None:
+        """Until the worker's catalog is the region's discovered one: until then it is the bundled (us-east-1)
+        catalog, whose zones no subnet of another region is in, so nothing could launch."""
+        source = self.deps.catalog_source
+        deadline = asyncio.get_running_loop().time() + timeout
+        while await asyncio.to_thread(lambda: source.region) != self.o.region:
+            failure = self.worker_failed()
+            if failure is not None:
+                raise RuntimeError(f"the worker stopped: {failure}")
+            if asyncio.get_running_loop().time() > deadline:
+                raise RuntimeError(f"instance types of {self.o.region} not discovered in {timeout:.0f}s: "
+                                   f"{source.provider.last_error}")
+            await asyncio.sleep(0.5)
+
+    def catalog(self) -> Any:
+        """The instance-type catalog the worker plans with now (prices for the demo's cost figures)."""
+        from api.catalog import load_default_catalog
+
+        if self.o.discover_instance_types and self.deps is not None:
+            return self.deps.catalog_source.current()
+        return load_default_catalog()
 
     async def resolve_node_classes(self) -> Any:
         """One NodeClassWorkflow now, as the `nodeflow-nodeclass` Schedule runs it (its first run is up to a minute
@@ -140,17 +181,21 @@ class Stack:
 
     async def start_worker(self) -> None:
         from devstack.demo_aws import CLUSTER_CA, CLUSTER_NAME
-        from runtime.cloud_clients import iam_client, ssm_client
+        from runtime.cloud_clients import iam_client, pricing_client, ssm_client
         from runtime.settings import Deps, Settings
         from runtime.worker_loop import run_worker
 
         api = self.sim.api_client()
         api.configuration.connection_pool_maxsize = 64
+        region, endpoint, discover = self.o.region, self.moto.endpoint, self.o.discover_instance_types
         deps = Deps(kube_api=api, ec2=self.ec2, sqs=self.sqs, temporal=self.client,
-                    ssm=ssm_client("us-east-1", self.moto.endpoint), iam=iam_client("us-east-1", self.moto.endpoint),
+                    ssm=ssm_client(region, endpoint), iam=iam_client(region, endpoint),
+                    pricing=pricing_client(region, endpoint) if discover else None,
                     settings=Settings(interruption_queue_url=self.queue_url, resync_seconds=self.o.resync_seconds,
                                       cluster_name=CLUSTER_NAME, cluster_endpoint=self.sim.base_url,
-                                      cluster_ca=CLUSTER_CA, provisioning=self.o.provisioning))
+                                      cluster_ca=CLUSTER_CA, provisioning=self.o.provisioning,
+                                      discover_instance_types=discover))
+        self.deps = deps
         self._stop = asyncio.Event()
         self._worker_task = asyncio.create_task(run_worker(self.client, deps, self._stop), name="nodeflow-worker")
 

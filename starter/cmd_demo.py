@@ -24,6 +24,7 @@ from starter.output import CliError
 
 INTERRUPT_AFTER = 30.0
 DO_NOT_DISRUPT_NODE = "general-01"  # the bundled scenario's node with the do-not-disrupt ledger pod
+DEFAULT_REGION = "us-east-1"  # the bundled catalog's region: there the demo plans on it, elsewhere on discovery
 
 
 def register(subparsers: Any) -> None:
@@ -36,6 +37,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--workdir", type=Path, default=Path("out/demo"), help="logs, kubeconfig, Temporal db")
     p.add_argument("-f", "--scenario", type=Path, help="cluster snapshot to run on (default: the bundled one)")
     p.add_argument("--no-interruption", action="store_true", help="do not inject the spot interruption")
+    p.add_argument("--region", default=DEFAULT_REGION,
+                   help="AWS region the whole demo runs in: its zones (EC2's DescribeAvailabilityZones), subnets "
+                        "and, outside us-east-1, its instance types and prices discovered from EC2 and the Pricing "
+                        f"API (default: {DEFAULT_REGION})")
     p.add_argument("--settle", type=float, default=90.0,
                    help="seconds to let in-flight work finish before the report (planner paused)")
     p.set_defaults(func=run)
@@ -53,24 +58,24 @@ def run(args: argparse.Namespace) -> int:
         return 143
 
 
-def _write_scenario(workdir: Path) -> Path:
+def _write_scenario(workdir: Path, zones: tuple[str, ...]) -> Path:
+    """The bundled scenario with its nodes in `zones` (the region's, once moto runs)."""
     import yaml
 
     from devstack.demo_scenario import demo_cluster
 
     path = workdir / "demo-cluster.yaml"
-    path.write_text(yaml.safe_dump_all(demo_cluster(node_classes=True), sort_keys=False))
+    path.write_text(yaml.safe_dump_all(demo_cluster(node_classes=True, zones=zones), sort_keys=False))
     return path
 
 
 async def _demo(args: argparse.Namespace, duration: float | None) -> int:
-    from api.catalog import load_default_catalog
     from starter.demo_report import cost_per_hour
 
     say = (lambda *a: print(*a, file=sys.stderr)) if args.headless else print
     stack = await _start_stack(args, say)
     try:
-        catalog = load_default_catalog()
+        catalog = stack.catalog()
         core = _core(stack)
         initial = _nodes(core)
         cost_before, nodes_before = cost_per_hour(initial, catalog), len(initial)
@@ -97,16 +102,17 @@ async def _start_stack(args: argparse.Namespace, say: Any) -> Any:
     warnings.filterwarnings("ignore", message="Worker max_concurrent_activities", category=UserWarning)
     args.workdir.mkdir(parents=True, exist_ok=True)
     _log_to_file(args.workdir / "worker.log")
-    scenario = args.scenario or _write_scenario(args.workdir)
-    if not scenario.exists():
-        raise CliError(f"{scenario}: no such file")
+    if args.scenario is not None and not args.scenario.exists():
+        raise CliError(f"{args.scenario}: no such file")
     task = asyncio.current_task()
     if task is not None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    stack = Stack(StackOptions(workdir=args.workdir, scenario=scenario, headless_ui=args.headless,
+    bundled = None if args.scenario is not None else (lambda zones: _write_scenario(args.workdir, zones))
+    stack = Stack(StackOptions(workdir=args.workdir, scenario=args.scenario, headless_ui=args.headless,
                                interruption=not args.no_interruption, node_classes=args.scenario is None,
-                               provisioning=True))
-    say("starting Temporal dev server, moto (EC2 + SQS), the simulated cluster and the worker ...")
+                               provisioning=True, region=args.region, scenario_for_zones=bundled,
+                               discover_instance_types=args.region != DEFAULT_REGION))
+    say(f"starting Temporal dev server, moto (EC2 + SQS), the simulated cluster and the worker in {args.region} ...")
     t0 = time.monotonic()
     try:
         await stack.start()
@@ -360,8 +366,8 @@ def _inject_spot_interruption(stack: Any, core: Any) -> str | None:
             continue
         body = {"version": "0", "id": str(uuid.uuid4()), "detail-type": "EC2 Spot Instance Interruption Warning",
                 "source": "aws.ec2", "account": "123456789012",
-                "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "region": "us-east-1",
-                "resources": [f"arn:aws:ec2:us-east-1:123456789012:instance/{iid}"],
+                "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "region": stack.o.region,
+                "resources": [f"arn:aws:ec2:{stack.o.region}:123456789012:instance/{iid}"],
                 "detail": {"instance-id": iid, "instance-action": "terminate"}}
         stack.sqs.send_message(QueueUrl=stack.queue_url, MessageBody=json.dumps(body))
         return meta.get("name")
@@ -372,7 +378,7 @@ async def _final_report(stack: Any, core: Any, catalog: Any, cost_before: float,
                         settle: float, say: Any) -> dict[str, Any]:
     """Pause the planner, let in-flight work finish and pending pods be placed (bounded), then count what happened."""
     from client.planner_schedule import set_planner_paused
-    from devstack.audit import leaked_instances, our_launches, stuck_finalizers
+    from devstack.audit import leaked_instances, our_launches, our_launches_by_zone, stuck_finalizers
     from starter.demo_report import METHODS, pending_pods
 
     await set_planner_paused(stack.client, True, note="demo finished")
@@ -393,6 +399,8 @@ async def _final_report(stack: Any, core: Any, catalog: Any, cost_before: float,
         "stuckFinalizers": len(stuck_finalizers(nodes, claims)),
         "podsPendingAtEnd": len(pending_pods(_pods(core))),
         "nodesLaunched": our_launches(instances),
+        "region": stack.o.region,
+        "nodesLaunchedByZone": our_launches_by_zone(instances),
         "disruptionOutcomes": {m: dict(c) for m, c in sorted(tally.outcomes_by_method.items())},
         "terminatedByReason": dict(sorted(tally.terminated_by_reason.items())),
         "unfinishedWorkflows": sum(unfinished.values()),
