@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from simulator.pods import condition_true, is_deleting, meta, node_ready, pod_phase
+from simulator import printer_columns
+from simulator.pods import is_deleting, meta, node_ready, pod_phase
 from simulator.resources import RESOURCE_TYPES, ResourceType, group_versions
 
 VERSION_INFO = {
@@ -122,15 +123,6 @@ def _pod_row(pod: dict[str, Any]) -> list[Any]:
             (pod.get("spec") or {}).get("nodeName", "<none>")]
 
 
-def _nodeclaim_row(nc: dict[str, Any]) -> list[Any]:
-    labels = meta(nc).get("labels") or {}
-    status = nc.get("status") or {}
-    return [meta(nc)["name"], labels.get("node.kubernetes.io/instance-type", ""),
-            labels.get("karpenter.sh/capacity-type", ""), labels.get("topology.kubernetes.io/zone", ""),
-            status.get("nodeName", ""), "True" if condition_true(nc, "Ready") or condition_true(nc, "Initialized")
-            else "False", _age(meta(nc).get("creationTimestamp"))]
-
-
 def _pdb_row(pdb: dict[str, Any]) -> list[Any]:
     spec, status = pdb.get("spec") or {}, pdb.get("status") or {}
     return [meta(pdb)["name"], str(spec.get("minAvailable", "N/A")), str(spec.get("maxUnavailable", "N/A")),
@@ -159,8 +151,6 @@ TABLES = {
                ("Version", "string", 0), ("Instance-Type", "string", 1)], _node_row),
     "pods": ([("Name", "string", 0), ("Ready", "string", 0), ("Status", "string", 0), ("Restarts", "integer", 0),
               ("Age", "string", 0), ("IP", "string", 1), ("Node", "string", 1)], _pod_row),
-    "nodeclaims": ([("Name", "string", 0), ("Type", "string", 0), ("Capacity", "string", 0), ("Zone", "string", 0),
-                    ("Node", "string", 0), ("Ready", "string", 0), ("Age", "string", 0)], _nodeclaim_row),
     "poddisruptionbudgets": ([("Name", "string", 0), ("Min Available", "string", 0),
                               ("Max Unavailable", "string", 0), ("Allowed Disruptions", "integer", 0),
                               ("Age", "string", 0)], _pdb_row),
@@ -168,6 +158,13 @@ TABLES = {
 
 
 def to_table(rt: ResourceType, objects: list[dict[str, Any]], list_meta: dict[str, Any]) -> dict[str, Any]:
+    printer = printer_columns.columns_of(rt.group, rt.version, rt.kind) if rt.custom else None
+    if printer is not None:  # a CRD's table comes from its additionalPrinterColumns (simulator/printer_columns.py)
+        defs, cells = printer_columns.table(printer, objects, _age)
+        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": list_meta, "columnDefinitions": defs,
+                "rows": [{"cells": c, "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                                                 "metadata": o.get("metadata") or {}}}
+                         for c, o in zip(cells, objects, strict=True)]}
     columns, row_fn = TABLES.get(rt.plural, ([("Name", "string", 0), ("Age", "string", 0)],
                                              lambda o: [meta(o)["name"], _age(meta(o).get("creationTimestamp"))]))
     rows = [{"cells": row_fn(o), "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
