@@ -540,7 +540,7 @@ class Cluster:
         self._pdb_cache: dict[tuple[str, frozenset[tuple[str, str]]], list[PdbInfo]] = {}
         self._label_index: dict[tuple[str, str, str], list[PodInfo]] | None = None
         self._daemon_overhead: dict[str, tuple[float, int, int]] | None = None
-        self._type_alloc: dict[tuple[str, str], tuple[float, int, int]] = {}
+        self._type_alloc: dict[tuple[str, str], tuple[float, int, int, int]] = {}
 
     @classmethod
     def from_snapshot(cls, snapshot: Any, catalog: InstanceTypeCatalog | None = None) -> Cluster:
@@ -607,16 +607,17 @@ class Cluster:
         (docs/semantics.md §16.2)."""
         return self.pool_catalogs.get(pool, self.catalog)
 
-    def new_node_allocatable(self, it: InstanceType, node_class: str = "") -> tuple[float, int, int]:
-        """(cpu cores, memory bytes, pods) allocatable on a new node of `it` launched from the EC2NodeClass named
-        `node_class`, as Karpenter computes it before launch (api/allocatable.py: its kubelet block, AMI family and
-        disks; an AL2023 class without a kubelet block when the class is unknown). Cached per (class, type)."""
+    def new_node_allocatable(self, it: InstanceType, node_class: str = "") -> tuple[float, int, int, int]:
+        """(cpu cores, memory bytes, pods, ephemeral-storage bytes) allocatable on a new node of `it` launched
+        from the EC2NodeClass named `node_class`, as Karpenter computes it before launch (api/allocatable.py: its
+        kubelet block, AMI family and disks; an AL2023 class without a kubelet block when the class is unknown).
+        Cached per (class, type)."""
         key = (node_class, it.name)
         got = self._type_alloc.get(key)
         if got is None:
             res = for_node_class(it, self.node_classes.get(node_class),
                                  self.catalog.vm_memory_overhead_percent).allocatable
-            got = (res.cpu_milli / 1000, res.memory, res.pods)
+            got = (res.cpu_milli / 1000, res.memory, res.pods, res.ephemeral)
             self._type_alloc[key] = got
         return got
 

@@ -429,7 +429,7 @@ class OptimizingConsolidation:
                     fits = {gi for gi in tolerating
                             if (allowed[gi] is None or key in allowed[gi])
                             and groups[gi].cpu <= cpu and groups[gi].mem <= mem
-                            and (not groups[gi].eph or groups[gi].eph <= opt.itype.ephemeral_storage_bytes)}
+                            and (not groups[gi].eph or groups[gi].eph <= opt.eph_room)}
                     if fits:
                         out.append(_NewType(pool, opt, off.zone, off.capacity_type, off.price, cpu, mem, pods, fits))
         kept = []

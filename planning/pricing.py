@@ -37,7 +37,7 @@ def _only(options: Sequence[TypeOption], capacity_type: str) -> list[TypeOption]
     for opt in options:
         offs = tuple(o for o in opt.offerings if o.capacity_type == capacity_type)
         if offs:
-            out.append(TypeOption(opt.itype, offs, opt.cpu, opt.mem, opt.pods))
+            out.append(TypeOption(opt.itype, offs, opt.cpu, opt.mem, opt.pods, opt.eph))
     return out
 
 

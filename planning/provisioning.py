@@ -215,16 +215,17 @@ def _claim_node(index: int, claim: Mapping[str, Any], cluster: Cluster) -> NodeI
     name = f"<launching:{meta.get('name', '')}>"
     node_class = ((claim.get("spec") or {}).get("nodeClassRef") or {}).get("name", "")
     # what a real node of the type reports (kube-scheduler's view, as Scheduler._options takes it), else computed
-    seen = next(((n.cpu, n.mem, n.max_pods) for n in cluster.nodes
+    seen = next(((n.cpu, n.mem, n.max_pods, n.eph) for n in cluster.nodes
                  if n.itype is not None and n.itype.name == itype.name and n.cpu > 0 and not n.name.startswith("<")),
                 None)
-    cpu, mem, pods = seen or cluster.new_node_allocatable(itype, node_class)
+    cpu, mem, pods, eph = seen or cluster.new_node_allocatable(itype, node_class)
     node = NodeInfo(
         index=index, name=name, uid=meta.get("uid", ""), labels=labels, annotations={},
         taints=list((claim.get("spec") or {}).get("taints") or ()), unschedulable=False, ready=True, deleting=False,
         created=None, cpu=parse_cpu(str(alloc["cpu"])) if alloc.get("cpu") else cpu,
         mem=parse_memory(str(alloc["memory"])) if alloc.get("memory") else mem,
-        max_pods=int(alloc.get("pods") or pods), eph=itype.ephemeral_storage_bytes,
+        max_pods=int(alloc.get("pods") or pods),
+        eph=parse_memory(str(alloc["ephemeral-storage"])) if alloc.get("ephemeral-storage") else eph,
         pool=labels.get(L.NODEPOOL_LABEL, ""), itype=itype)
     return node
 

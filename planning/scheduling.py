@@ -48,6 +48,11 @@ class TypeOption:
     cpu: float
     mem: int
     pods: int
+    eph: int = 0  # allocatable ephemeral storage; 0: unknown, the type's `ephemeralStorage` stands in
+
+    @property
+    def eph_room(self) -> int:
+        return self.eph or self.itype.ephemeral_storage_bytes
 
     def cheapest(self) -> Offering | None:
         return min(self.offerings, key=lambda o: o.price, default=None)
@@ -268,12 +273,12 @@ class Scheduler:
 
     # ---- existing nodes -------------------------------------------------------------------------
 
-    def _observed_allocatable(self) -> dict[str, tuple[float, int, int]]:
+    def _observed_allocatable(self) -> dict[str, tuple[float, int, int, int]]:
         """Allocatable of each instance type as existing nodes report it (kubelet reservations included)."""
-        seen: dict[str, tuple[float, int, int]] = {}
+        seen: dict[str, tuple[float, int, int, int]] = {}
         for n in self.cluster.nodes:
             if n.itype is not None and n.cpu > 0 and n.itype.name not in seen:
-                seen[n.itype.name] = (n.cpu, n.mem, n.max_pods)
+                seen[n.itype.name] = (n.cpu, n.mem, n.max_pods, n.eph)
         return seen
 
     def _static_ok(self, pod: PodInfo, node: NodeInfo) -> bool:
@@ -432,9 +437,9 @@ class Scheduler:
                         allowed.append(o)
                 if allowed:
                     # what kube-scheduler sees on a node of the type, else what Karpenter computes (semantics §17.3)
-                    cpu, mem, pods = self._type_alloc.get(it.name) or self.cluster.new_node_allocatable(
+                    cpu, mem, pods, eph = self._type_alloc.get(it.name) or self.cluster.new_node_allocatable(
                         it, pool.node_class)
-                    opts.append(TypeOption(it, tuple(allowed), cpu, mem, pods))
+                    opts.append(TypeOption(it, tuple(allowed), cpu, mem, pods, eph))
             opts.sort(key=lambda t: (t.cheapest().price, t.itype.name))  # type: ignore[union-attr]
             self._pool_options[pool.name] = opts
         return opts
@@ -560,12 +565,13 @@ class Scheduler:
                 cpu: float, mem: int, npods: int, eph: int) -> list[TypeOption]:
         out: list[TypeOption] = []
         for opt in options:
-            if opt.cpu + 1e-9 < cpu or opt.mem < mem or opt.pods < npods or opt.itype.ephemeral_storage_bytes < eph:
+            if opt.cpu + 1e-9 < cpu or opt.mem < mem or opt.pods < npods or opt.eph_room < eph:
                 continue
             offs = opt.offerings if allowed is None else tuple(
                 o for o in opt.offerings if (opt.itype.name, o.zone, o.capacity_type) in allowed)
             if offs:
-                out.append(opt if offs is opt.offerings else TypeOption(opt.itype, offs, opt.cpu, opt.mem, opt.pods))
+                out.append(opt if offs is opt.offerings else
+                           TypeOption(opt.itype, offs, opt.cpu, opt.mem, opt.pods, opt.eph))
         return out
 
     @staticmethod
@@ -630,7 +636,7 @@ class Scheduler:
             offs = tuple(o for o in opt.offerings if o.zone == zone)
             if offs:
                 out.append(opt if len(offs) == len(opt.offerings) else
-                           TypeOption(opt.itype, offs, opt.cpu, opt.mem, opt.pods))
+                           TypeOption(opt.itype, offs, opt.cpu, opt.mem, opt.pods, opt.eph))
         return out
 
     def _open_new(self, pod: PodInfo, state: SimState) -> tuple[NewNode | None, str]:

@@ -161,3 +161,16 @@ def test_a_big_pod_narrows_the_options_below_min_values_and_opens_no_node() -> N
     assert len(small.launches) == 1
     big = decide(snapshot(pool, pod("b-1", None, "3500m", "1Gi", phase="Pending")))
     assert big.launches == []
+
+
+def test_ephemeral_storage_allocatable_of_a_new_node_is_karpenters() -> None:
+    """AL2023's 20Gi root volume less 1Gi kube-reserved and 10% nodefs.available: 17Gi, so an 18Gi pod needs a
+    class with a bigger volume."""
+    pool = nodepool(requirements=[OD])
+    big = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "ephemeral-storage": "18Gi"}}}]}
+    fits = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "ephemeral-storage": "16Gi"}}}]}
+    p_big, p_fits = pod("big", None, phase="Pending"), pod("fits", None, phase="Pending")
+    p_big["spec"].update(big)
+    p_fits["spec"].update(fits)
+    assert decide(snapshot(pool, p_big)).launches == []
+    assert len(decide(snapshot(pool, p_fits)).launches) == 1
