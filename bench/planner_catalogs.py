@@ -60,8 +60,8 @@ def quantile(values: list[float], q: float) -> float:
 
 def figures(hello: dict[str, Any], first: dict[str, Any] | None, rows: list[dict[str, Any]]) -> dict[str, Any]:
     """One catalog's figures: what it holds, its worker's start, then the alternated (steady) passes."""
-    out = {k: hello[k] for k in ("instanceTypes", "offerings", "discoverySeconds", "onDemandPrices", "region")
-           if k in hello}
+    out = {k: hello[k] for k in ("instanceTypes", "instanceTypesAvailable", "offerings", "discoverySeconds",
+                                 "onDemandPrices", "region") if k in hello}
     out |= {"syncSeconds": hello["syncSeconds"], "rssAfterCatalogMiB": hello["catalogRssMiB"],
             "firstPassSeconds": first["seconds"] if first else None, "passes": [r["seconds"] for r in rows]}
     if rows:
@@ -69,6 +69,7 @@ def figures(hello: dict[str, Any], first: dict[str, Any] | None, rows: list[dict
         out |= {"passSecondsMedian": round(statistics.median(secs), 3), "passSecondsP90": round(quantile(secs, 0.9), 3),
                 "passCpuSecondsMedian": round(statistics.median(cpu), 3),
                 "passCpuSecondsP90": round(quantile(cpu, 0.9), 3), "commands": rows[-1]["commands"],
+                "plannedOnTypes": rows[-1]["catalogTypes"],
                 "skipped": [r["skipped"] for r in rows if r["skipped"]]}
     seen = [hello["rssMiB"], *(r["rssMiB"] for r in ([first] if first else []) + rows)]
     out["workerRssMiB"] = max(seen)
@@ -144,7 +145,8 @@ def _print(report: dict[str, Any]) -> None:
           f"alternated, load average {report['loadAverage']}{partial}")
     for name, c in report["catalogs"].items():
         found = f", discovered in {c['discoverySeconds']} s" if "discoverySeconds" in c else ""
-        print(f"{name:>10} {c['instanceTypes']:>5} types{found}: pass median {c.get('passSecondsMedian')} s "
+        print(f"{name:>10} {c['instanceTypes']:>5} types ({c['instanceTypesAvailable']} priced){found}: "
+              f"pass median {c.get('passSecondsMedian')} s "
               f"p90 {c.get('passSecondsP90')} s (CPU median {c.get('passCpuSecondsMedian')} s), first pass "
               f"{c['firstPassSeconds']} s, worker RSS {c['workerRssMiB']} MiB "
               f"({c['rssAfterCatalogMiB']} MiB with only the catalog)")

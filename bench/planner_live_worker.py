@@ -69,7 +69,8 @@ def _catalog(discover: str | None, region: str) -> tuple[Any, dict[str, Any]]:
     refresh done here so every pass plans on the discovered types. The dict describes it for the hello line."""
     if discover is None:
         catalog = load_default_catalog()
-        return catalog, {"catalog": "bundled", "instanceTypes": len(catalog.instance_types)}
+        return catalog, {"catalog": "bundled", "instanceTypes": len(catalog.instance_types),
+                         "instanceTypesAvailable": _available(catalog)}
     from activities.instance_types import InstanceTypeProvider, LiveCatalog
     from runtime.cloud_clients import ec2_client, pricing_client
 
@@ -80,8 +81,14 @@ def _catalog(discover: str | None, region: str) -> tuple[Any, dict[str, Any]]:
     found = provider.catalog()
     return LiveCatalog(provider), {
         "catalog": "discovered", "region": region, "instanceTypes": len(found.instance_types),
+        "instanceTypesAvailable": _available(found),
         "offerings": sum(len(it.offerings) for it in found.instance_types),
         "discoverySeconds": round(time.monotonic() - t, 3), "onDemandPrices": provider.price_source}
+
+
+def _available(catalog: Any) -> int:
+    """Types with an offering the planner may use (available, so priced: semantics §17.1)."""
+    return sum(1 for it in catalog.instance_types if any(o.available for o in it.offerings))
 
 
 async def _serve(mode: str, kubeconfig: str, temporal: str, discover: str | None = None,
@@ -117,7 +124,8 @@ async def _serve(mode: str, kubeconfig: str, temporal: str, discover: str | None
             _say({"seconds": round(time.monotonic() - t, 3), "cpuSeconds": round(time.process_time() - cpu, 3),
                   "listSeconds": round(kube.list_seconds, 3),
                   "commands": len(result.commands),
-                  "skipped": result.skipped, "reparsed": view.reparsed if view else None, "rssMiB": rss_mib()})
+                  "skipped": result.skipped, "reparsed": view.reparsed if view else None, "rssMiB": rss_mib(),
+                  "catalogTypes": _planned_types(planning)})
     finally:
         if view is not None:
             view.stop()
@@ -125,6 +133,12 @@ async def _serve(mode: str, kubeconfig: str, temporal: str, discover: str | None
             profile.dump_stats(os.environ[PROFILE_ENV] + suffix)
         if threads is not None:
             threads.dump_stats(os.environ[PROFILE_ENV] + f"{suffix}.threads")
+
+
+def _planned_types(planning: PlanningActivities) -> int:
+    """How many instance types a pass plans on: the catalog the activity resolves for it, as `_plan` does."""
+    catalog = planning._catalog_for(None)
+    return len(catalog.instance_types) if catalog is not None else 0
 
 
 def _profiler(mode: str) -> cProfile.Profile | None:
