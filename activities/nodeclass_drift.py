@@ -21,6 +21,7 @@ from api import labels
 from api.ec2nodeclass import KIND, EC2NodeClass
 from api.nodeclaim import DRIFTED, LAUNCHED, NodeClaim
 from api.timestamps import format_seconds
+from planning.nodeclaim_conditions import NODEPOOL_DRIFT_REASONS
 from planning.nodeclass_drift import NodeClassDriftReason, nodeclass_drift
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,8 @@ def drifted_change(reason: NodeClassDriftReason | None, now: datetime) -> Change
             if current is None or current.get("reason") not in OURS:
                 return None
             return {"status": {"conditions": rest}}
+        if current is not None and current.get("status") == "True" and current.get("reason") in NODEPOOL_DRIFT_REASONS:
+            return None  # NodePool drift comes first in Karpenter's order; the NodePool status controller owns it
         if current is not None and current.get("status") == "True" and current.get("reason") == reason.value:
             return None
         since = current.get("lastTransitionTime") if current is not None and current.get("status") == "True" \

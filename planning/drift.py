@@ -32,6 +32,20 @@ def drift_reason(node: NodeInfo, pool: PoolInfo, node_class: EC2NodeClass | None
         return None
     if claim.condition_true("Drifted"):
         return claim.conditions["Drifted"].get("reason") or "Drifted"
+    reason = nodepool_drift(node, pool)
+    if reason is None and node_class is not None:
+        drifted = nodeclass_drift(launch_record(claim, node.labels), node_class)
+        return drifted.value if drifted is not None else None
+    return reason
+
+
+def nodepool_drift(node: NodeInfo, pool: PoolInfo) -> str | None:
+    """NodePoolDrifted (the template hash it was launched from is not the pool's) or RequirementsDrifted (its
+    labels no longer satisfy the pool's requirements), Karpenter's areStaticFieldsDrifted and
+    areRequirementsDrifted; None otherwise. Also what the NodeClaim's Drifted condition says (docs/semantics.md §18)."""
+    claim = node.claim
+    if claim is None:
+        return None
     ours = claim.annotations.get(L.TEMPLATE_HASH_ANNOTATION)
     if ours and pool.template_hash and ours != pool.template_hash:
         return "NodePoolDrifted"
@@ -51,9 +65,6 @@ def drift_reason(node: NodeInfo, pool: PoolInfo, node_class: EC2NodeClass | None
             return "RequirementsDrifted"
         if not match_requirement(key, op, req.get("values") or (), node_labels):
             return "RequirementsDrifted"
-    if node_class is not None:
-        reason = nodeclass_drift(launch_record(claim, node.labels), node_class)
-        return reason.value if reason is not None else None
     return None
 
 

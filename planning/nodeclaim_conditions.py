@@ -5,7 +5,9 @@
 - `VolumesDetached`: Unknown/AwaitingVolumeDetachment while attachments remain, True once none do, False/
   TerminationGracePeriodElapsed when the deadline passes first (pkg/controllers/node/termination/controller.go).
 - `InstanceTerminating` True once the instance's termination was asked for (same file, awaitInstanceTermination).
-(`Drained` is termination_markers' and `Drifted` the nodeclass drift marker's: activities/.)
+- `Drifted` for NodePool drift (NodePoolDrifted, RequirementsDrifted: pkg/controllers/nodeclaim/disruption/drift.go),
+  which wins over the EC2NodeClass reasons the NodeClassWorkflow writes (activities/nodeclass_drift.py).
+(`Drained` is termination_markers'.)
 Each function returns a Change for KubeClient.update: the status patch, or None when the claim already says so.
 """
 
@@ -15,13 +17,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from api.nodeclaim import DISRUPTION_REASON, INSTANCE_TERMINATING, VOLUMES_DETACHED
+from api.nodeclaim import DISRUPTION_REASON, DRIFTED, INSTANCE_TERMINATING, VOLUMES_DETACHED
 from planning.lifecycle.conditions import FALSE, TRUE, UNKNOWN, condition, conditions_of, with_condition
 
 Obj = dict[str, Any]
 Change = Callable[[Obj], Obj | None]
 AWAITING_VOLUME_DETACHMENT = "AwaitingVolumeDetachment"
 GRACE_PERIOD_ELAPSED = "TerminationGracePeriodElapsed"
+NODEPOOL_DRIFT_REASONS = frozenset({"NodePoolDrifted", "RequirementsDrifted"})
 
 
 def set_condition(ctype: str, status: str, reason: str, message: str, now: datetime) -> Change:
@@ -65,3 +68,18 @@ def volumes_detached(detached: bool, deadline_passed: bool, now: datetime) -> Ch
 
 def instance_terminating(now: datetime) -> Change:
     return set_condition(INSTANCE_TERMINATING, TRUE, INSTANCE_TERMINATING, "", now)
+
+
+def nodepool_drifted(reason: str | None, now: datetime) -> Change:
+    """Drifted True with a NodePool drift reason; with None, remove a Drifted condition that has one (a
+    Drifted of another reason, the class's, is not ours to clear)."""
+    if reason is not None:
+        return set_condition(DRIFTED, TRUE, reason, reason, now)
+
+    def change(obj: Obj) -> Obj | None:
+        current = condition(obj, DRIFTED)
+        if current is None or current.get("reason") not in NODEPOOL_DRIFT_REASONS:
+            return None
+        return clear_condition(DRIFTED)(obj)
+
+    return change

@@ -7,6 +7,9 @@ re-decides everything (budget windows open and close with the clock), the decisi
 (planning/nodepool_status.py) and a write happens only when the status or annotation would change, computed
 again on the freshest object and patched with its resourceVersion (KubeClient.update).
 
+It also keeps the NodeClaims' `Drifted` condition for NodePool drift (NodePoolDrifted, RequirementsDrifted), as
+Karpenter's nodeclaim disruption controller does, since it reads the same pools and claims.
+
 NodeRegistrationHealthy needs history a level cannot give: the last 4 launch outcomes per pool. They are
 kept in memory (Karpenter's nodepoolhealth.State) and fed by NodeClaim watch events; a restart hydrates them
 from the condition already written, as Karpenter's controller does.
@@ -28,9 +31,14 @@ from pydantic import ValidationError
 from activities.kube_client import KubeClient, Obj
 from api import labels as L
 from api.budgets import compute_budget_rows
+from api.nodeclaim import LAUNCHED
 from api.nodepool import NodePool
 from planning import nodepool_status as nps
+from planning.cluster import parse_claim, parse_node, parse_pool
+from planning.drift import nodepool_drift
 from planning.lifecycle import liveness
+from planning.lifecycle.conditions import is_true
+from planning.nodeclaim_conditions import nodepool_drifted
 from runtime.cluster_cache import ClusterCache
 
 log = logging.getLogger(__name__)
@@ -162,7 +170,7 @@ class NodePoolStatusController:
             with contextlib.suppress(ValidationError):
                 models.append(NodePool.model_validate(p))
         rows = compute_budget_rows(models, nodes, claims, now)
-        patched = 0
+        patched = self._mark_drift(models, claims, nodes, now)
         for pool in pools:
             if not nps.managed(pool):
                 continue
@@ -175,6 +183,30 @@ class NodePoolStatusController:
                 log.warning("nodepool %s: status not written: %s", name, exc)
         self.passes += 1
         self.writes += patched
+        return patched
+
+    def _mark_drift(self, models: list[NodePool], claims: list[Obj], nodes: list[Obj], now: datetime) -> int:
+        """NodeClaims' Drifted for NodePool drift (Karpenter's nodeclaim disruption controller, static and
+        requirements drift): set on launched claims whose pool they no longer match, cleared when they match again.
+        Returns how many claims it patched."""
+        pools = {p.name: parse_pool(p) for p in models}
+        patched = 0
+        for claim, node in nps.pair_nodes(claims, nodes):
+            if claim is None or _meta(claim).get("deletionTimestamp") or not is_true(claim, LAUNCHED):
+                continue
+            pool = pools.get((_meta(claim).get("labels") or {}).get(L.NODEPOOL_LABEL, ""))
+            if pool is None or not pool.node_class:
+                continue
+            info = parse_node(0, node or {"metadata": {"name": (claim.get("status") or {}).get("nodeName") or ""}})
+            info.claim = parse_claim(claim)
+            change = nodepool_drifted(nodepool_drift(info, pool), now)
+            if change(claim) is None:
+                continue
+            try:
+                if self.kube.update("NodeClaim", _meta(claim)["name"], change, status=True):
+                    patched += 1
+            except Exception as exc:
+                log.warning("nodeclaim %s: Drifted not written: %s", _meta(claim).get("name"), exc)
         return patched
 
     def _reconcile_pool(self, pool: Obj, node_class: Obj | None, resources: dict[str, str], allowed: str,

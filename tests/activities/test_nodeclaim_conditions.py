@@ -101,3 +101,24 @@ async def test_terminate_instance_marks_instance_terminating(sim: Simulator, mot
     without_kube = CloudActivities(ec2, poll=0.05)  # older wiring: terminates, writes nothing
     assert (await ActivityEnvironment().run(without_kube.terminate_instance, InstanceInput(
         provider_id=f"aws:///us-east-1a/{iid}", node_name="n2", node_claim_name="n2-claim"))).state == "terminated"
+
+
+def test_nodepool_drift_is_set_then_cleared_and_leaves_class_drift_alone() -> None:
+    drifted = ncc.nodepool_drifted("RequirementsDrifted", NOW)({})
+    assert drifted is not None
+    c = cond({"status": drifted["status"]}, "Drifted")
+    assert c is not None and (c["status"], c["reason"]) == ("True", "RequirementsDrifted")
+    assert ncc.nodepool_drifted("RequirementsDrifted", NOW)({"status": drifted["status"]}) is None
+    assert ncc.nodepool_drifted(None, NOW)({"status": drifted["status"]}) == {"status": {"conditions": []}}
+    ami = {"status": {"conditions": [{"type": "Drifted", "status": "True", "reason": "AMIDrift"}]}}
+    assert ncc.nodepool_drifted(None, NOW)(ami) is None  # the class's drift: the NodeClassWorkflow's to clear
+    over = ncc.nodepool_drifted("NodePoolDrifted", NOW)(ami)  # NodePool drift first, as Karpenter checks it
+    assert over is not None and cond({"status": over["status"]}, "Drifted")["reason"] == "NodePoolDrifted"  # type: ignore[index]
+
+
+def test_class_drift_does_not_overwrite_nodepool_drift() -> None:
+    from activities.nodeclass_drift import drifted_change
+    from planning.nodeclass_drift import NodeClassDriftReason
+
+    claim = {"status": {"conditions": [{"type": "Drifted", "status": "True", "reason": "NodePoolDrifted"}]}}
+    assert drifted_change(NodeClassDriftReason.AMI, NOW)(claim) is None

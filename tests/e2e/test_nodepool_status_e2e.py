@@ -79,6 +79,35 @@ async def test_nodepool_status_shows_resources_nodes_conditions_and_allowed_disr
             assert row.split()[-1] == "Empty=1,Drifted=0,Underutilized=1"
 
 
+def claim_drift(api: Any) -> dict[str, str]:
+    items = k8s.CustomObjectsApi(api).list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
+    return {c["metadata"]["name"]: next((x["reason"] for x in c["status"].get("conditions") or []
+                                         if x["type"] == "Drifted" and x["status"] == "True"), "") for c in items}
+
+
+async def test_requirements_drift_is_written_on_the_claims_and_cleared_when_reverted(
+        temporal_client, sim_ec2, moto_endpoint) -> None:
+    objs: list[dict[str, Any]] = [READY_CLASS, node_pool("default", consolidate_after="Never")]
+    objs += node_objects("n0", "m5.large") + node_objects("n1", "m5.xlarge")
+    sim_ec2.load_objects(fresh(objs))
+    custom = k8s.CustomObjectsApi(sim_ec2.api_client())
+
+    def requirements(reqs: list[dict[str, Any]]) -> None:
+        custom.patch_cluster_custom_object("karpenter.sh", "v1", "nodepools", "default",
+                                           {"spec": {"template": {"spec": {"requirements": reqs}}}})
+
+    base = node_pool("default")["spec"]["template"]["spec"]["requirements"]
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        await wait_for(lambda: pool(stack.api).get("status", {}).get("nodes") == 2, timeout=30, what="counted")
+        assert set(claim_drift(stack.api).values()) == {""}
+        requirements([*base, {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["m5.xlarge"]}])
+        drift = await wait_for(lambda: (d := claim_drift(stack.api))["n0-claim"] and d, timeout=30,
+                               what="n0's claim Drifted")
+        assert drift == {"n0-claim": "RequirementsDrifted", "n1-claim": ""}
+        requirements(base)
+        await wait_for(lambda: set(claim_drift(stack.api).values()) == {""}, timeout=30, what="Drifted cleared")
+
+
 async def test_a_missing_node_class_makes_the_pool_not_ready(temporal_client, sim_ec2, moto_endpoint) -> None:
     sim_ec2.load_objects(fresh([node_pool("default", consolidate_after="Never")]))
     async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
