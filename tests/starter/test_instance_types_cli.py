@@ -91,3 +91,16 @@ def test_no_region_is_a_usage_error(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "starter.cli", "instance-types"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "AWS_REGION" in proc.stderr
+
+
+def test_offline_with_the_bundled_catalog_as_a_table(capsys: Any, monkeypatch: Any) -> None:
+    """--catalog needs no AWS at all; the table lists one line per type, cheapest first."""
+    from api.catalog import DEFAULT_CATALOG_PATH
+    from starter import cli
+
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    assert cli.run(["instance-types", "--catalog", str(DEFAULT_CATALOG_PATH)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["NAME", "CPU", "MEMORY"]
+    assert lines[1].split()[0] == "t3.medium" and "1930m" in lines[1] and "3246Mi" in lines[1]
+    assert len(lines) == 1 + 48
