@@ -253,20 +253,35 @@ class PodTracker:
     def __init__(self) -> None:
         self.pending: set[str] = set()
         self.unbound: set[str] = set()
+        self.known: set[str] = set()
+        self.since: float | None = None  # the first update: a pod first seen Ready after it was pending before
         self._lock = threading.Lock()
 
     def update(self, pods: Iterable[Obj], now: float) -> None:
         with self._lock:
+            if self.since is None:
+                self.since = now
             seen: set[str] = set()
             for pod in pods:
                 meta = pod.get("metadata") or {}
                 key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
                 seen.add(key)
                 created = timestamp(meta.get("creationTimestamp"))
+                if key not in self.known and self._started_while_watched(pod, created):
+                    self.pending.add(key)  # pending when the tracker began, Ready before the cache showed it
                 self._startup(key, pod, created, now)
                 self._bound(key, pod, created, now)
             self.pending &= seen
             self.unbound &= seen
+            self.known = seen
+
+    def _started_while_watched(self, pod: Obj, created: float | None) -> bool:
+        """A pod the cache shows first already Ready, that was created before the tracker began and turned Ready
+        after: it was pending while this worker ran, though the cache had not synced its kind yet."""
+        ready = condition(pod, "Ready")
+        at = timestamp((ready or {}).get("lastTransitionTime"))
+        return (self.since is not None and created is not None and at is not None and created < self.since <= at
+                and (ready or {}).get("status") == "True")
 
     def _startup(self, key: str, pod: Obj, created: float | None, now: float) -> None:
         if (pod.get("status") or {}).get("phase") == "Pending":
