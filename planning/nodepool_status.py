@@ -231,9 +231,12 @@ def registration_outcome(old: Obj | None, new: Obj | None, now: datetime,
                          launch_ttl: timedelta = liveness.LAUNCH_TTL,
                          registration_ttl: timedelta = liveness.REGISTRATION_TTL) -> bool | None:
     """What a NodeClaim watch event says about its pool's registration health: True when the claim just turned
-    Registered, False when it is being deleted past its liveness timeout (launch or registration), else None."""
-    if new is None or old is None:
+    Registered, False when it is being deleted (or is gone, without a finalizer to hold it) past its liveness
+    timeout (launch or registration), else None."""
+    if old is None:
         return None
+    if new is None:
+        return None if _deleting(old) or liveness.expired(old, now, launch_ttl, registration_ttl) is None else False
     if is_true(new, REGISTERED) and not is_true(old, REGISTERED):
         return True
     if _deleting(new) and not _deleting(old):

@@ -103,7 +103,7 @@ class NodePoolStatusController:
         ok = nps.registration_outcome(old, new, self.clock(),
                                       timedelta(seconds=self.settings.launch_ttl_seconds),
                                       timedelta(seconds=self.settings.registration_ttl_seconds))
-        pool = (_meta(new or {}).get("labels") or {}).get(L.NODEPOOL_LABEL)
+        pool = (_meta(new or old or {}).get("labels") or {}).get(L.NODEPOOL_LABEL)
         if ok is None or not pool:
             return
         with self._lock:

@@ -190,6 +190,9 @@ def test_registration_outcome_from_watch_events() -> None:
     young_deleted = {**young, "metadata": {**young["metadata"], "deletionTimestamp": NOW.isoformat()}}
     assert nps.registration_outcome(young, young_deleted, NOW) is None  # a user's deletion says nothing
     assert nps.registration_outcome(registered, registered, NOW) is None
+    assert nps.registration_outcome(unregistered, None, NOW) is False  # gone at once: no finalizer held it
+    assert nps.registration_outcome(timed_out, None, NOW) is None  # counted when it started deleting
+    assert nps.registration_outcome(young, None, NOW) is None
 
 
 def test_failure_reason_is_the_launchs_when_it_never_launched() -> None:
