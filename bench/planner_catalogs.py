@@ -6,12 +6,13 @@ cluster (`simulator.generate`, 15 pods per node) while 1% of its pods change eve
 process of its own. Two such processes run at once: one on the bundled catalog, one on a `LiveCatalog` over the
 `InstanceTypeProvider` the worker builds (runtime/settings.py `catalog_source`), discovered from the devstack's EC2
 stand-in (`devstack.moto_indexed`: DescribeInstanceTypes/Offerings with AWS's data, spot history, Pricing API),
-started as the demo starts it. After one first pass each, passes alternate A B A B ... (one round per 10 s, the
-planner schedule), so the machine's noise falls on both; each catalog gets the median and p90 of its pass seconds
-(wall, and the process's CPU) and its worker's resident memory. A run cut short (`--budget`, a worker that died)
-says `"partial": true` and how many rounds it has.
+started as the demo starts it. With `--consolidating` the cluster has no empty or drifted node, so every pass goes
+on to consolidation, where new nodes are priced on the catalog. After one first pass each, passes alternate
+A B A B ... (one round per 10 s, the planner schedule), so the machine's noise falls on both; each catalog gets the
+median and p90 of its pass seconds (wall, and the process's CPU) and its worker's resident memory. A run cut short
+(`--budget`, a worker that died) says `"partial": true` and how many rounds it has. docs/benchmarks.md.
 
-    .venv/bin/python -m bench.planner_catalogs --nodes 5000 [--rounds 6] [--region us-east-1] [--json]
+    .venv/bin/python -m bench.planner_catalogs --nodes 5000 [--rounds 6] [--consolidating] [--region R] [--json]
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def figures(hello: dict[str, Any], first: dict[str, Any] | None, rows: list[dict
                 "passCpuSecondsMedian": round(statistics.median(cpu), 3),
                 "passCpuSecondsP90": round(quantile(cpu, 0.9), 3), "commands": rows[-1]["commands"],
                 "plannedOnTypes": rows[-1]["catalogTypes"],
+                "methods": sorted({m for r in rows for m in r["methods"]}),
                 "skipped": [r["skipped"] for r in rows if r["skipped"]]}
     seen = [hello["rssMiB"], *(r["rssMiB"] for r in ([first] if first else []) + rows)]
     out["workerRssMiB"] = max(seen)
@@ -109,11 +111,15 @@ def _start_workers(sim: Simulator, temporal: str, endpoint: str, region: str) ->
 
 
 def run(nodes: int, rounds: int, seed: int = 1, every: float = PASS_EVERY, region: str = "us-east-1",
-        budget: float = 1800.0) -> dict[str, Any]:
-    """The side-by-side run; `budget` seconds bound the alternated rounds (the figures then say partial)."""
-    objects = generate_cluster(nodes, 15, seed)
+        budget: float = 1800.0, consolidating: bool = False) -> dict[str, Any]:
+    """The side-by-side run; `budget` seconds bound the alternated rounds (the figures then say partial).
+    `consolidating`: no empty and no drifted node, so that every pass reaches consolidation, the methods that
+    price new nodes on the catalog (a pass stops at the first method with commands, and emptiness or drift
+    usually has some in the default cluster)."""
+    shape = {"empty_fraction": 0.0, "drift_fraction": 0.0} if consolidating else {}
+    objects = generate_cluster(nodes, 15, seed, **shape)  # type: ignore[arg-type]
     pods = sum(1 for o in objects if o["kind"] == "Pod")
-    report: dict[str, Any] = {"nodes": nodes, "pods": pods, "commit": _commit(),
+    report: dict[str, Any] = {"nodes": nodes, "pods": pods, "consolidating": consolidating, "commit": _commit(),
                               "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"), "loadAverage": {"start": _load()},
                               "roundsRequested": rounds}
     with tempfile.TemporaryDirectory(prefix="nodeflow-bench-") as work, \
@@ -148,7 +154,8 @@ def _print(report: dict[str, Any]) -> None:
         print(f"{name:>10} {c['instanceTypes']:>5} types ({c['instanceTypesAvailable']} priced){found}: "
               f"pass median {c.get('passSecondsMedian')} s "
               f"p90 {c.get('passSecondsP90')} s (CPU median {c.get('passCpuSecondsMedian')} s), first pass "
-              f"{c['firstPassSeconds']} s, worker RSS {c['workerRssMiB']} MiB "
+              f"{c['firstPassSeconds']} s, commands {c.get('commands')} {c.get('methods')}, "
+              f"worker RSS {c['workerRssMiB']} MiB "
               f"({c['rssAfterCatalogMiB']} MiB with only the catalog)")
 
 
@@ -159,9 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--region", default="us-east-1", help="the region the stand-in is asked for")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--budget", type=float, default=1800.0, help="seconds for the rounds; past it, partial figures")
+    p.add_argument("--consolidating", action="store_true",
+                   help="a cluster without empty or drifted nodes: every pass computes consolidation")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of a report")
     args = p.parse_args(argv)
-    report = run(args.nodes, max(args.rounds, 1), args.seed, region=args.region, budget=args.budget)
+    report = run(args.nodes, max(args.rounds, 1), args.seed, region=args.region, budget=args.budget,
+                 consolidating=args.consolidating)
     report["command"] = " ".join(["python -m bench.planner_catalogs", *(argv if argv is not None else sys.argv[1:])])
     if args.json:
         print(json.dumps(report, indent=2))

@@ -123,7 +123,7 @@ async def _serve(mode: str, kubeconfig: str, temporal: str, discover: str | None
             passes += 1
             _say({"seconds": round(time.monotonic() - t, 3), "cpuSeconds": round(time.process_time() - cpu, 3),
                   "listSeconds": round(kube.list_seconds, 3),
-                  "commands": len(result.commands),
+                  "commands": len(result.commands), "methods": sorted({c.method for c in result.commands}),
                   "skipped": result.skipped, "reparsed": view.reparsed if view else None, "rssMiB": rss_mib(),
                   "catalogTypes": _planned_types(planning)})
     finally:

@@ -24,10 +24,10 @@ def test_side_by_side_report_shape_at_tiny_scale() -> None:
     assert discovered["instanceTypes"] > 300 and discovered["region"] == "us-east-1"
     assert discovered["onDemandPrices"] == "pricing-api" and discovered["offerings"] > discovered["instanceTypes"]
     assert 300 < discovered["instanceTypesAvailable"] <= discovered["instanceTypes"]
-    assert bundled["plannedOnTypes"] == bundled["instanceTypes"]
+    assert bundled["plannedOnTypes"] == bundled["instanceTypes"] and report["consolidating"] is False
     assert discovered["plannedOnTypes"] == discovered["instanceTypes"]  # the passes planned on what was discovered
     for fig in (bundled, discovered):
-        assert len(fig["passes"]) == 1 and fig["skipped"] == []
+        assert len(fig["passes"]) == 1 and fig["skipped"] == [] and isinstance(fig["methods"], list)
         assert fig["passSecondsMedian"] == fig["passSecondsP90"] == fig["passes"][0]
         assert fig["firstPassSeconds"] is not None and fig["workerRssMiB"] >= fig["rssAfterCatalogMiB"] > 0
 
