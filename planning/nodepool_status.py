@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 from api import labels
@@ -79,6 +80,17 @@ def _capacity(claim: Mapping[str, Any] | None, node: Mapping[str, Any] | None) -
 
 
 def _quantity(value: Any) -> Decimal:
+    if isinstance(value, str):
+        return _quantity_text(value)
+    try:
+        return parse_quantity(value)
+    except QuantityError:
+        return Decimal(0)
+
+
+@lru_cache(maxsize=4096)
+def _quantity_text(value: str) -> Decimal:
+    """Capacities repeat across thousands of nodes ("4", "16Gi"): parse each string once."""
     try:
         return parse_quantity(value)
     except QuantityError:

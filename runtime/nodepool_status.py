@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -31,7 +32,7 @@ from pydantic import ValidationError
 from activities.kube_client import KubeClient, Obj
 from api import labels as L
 from api.budgets import compute_budget_rows
-from api.nodeclaim import LAUNCHED
+from api.nodeclaim import LAUNCHED, NodeClaim
 from api.nodepool import NodePool
 from planning import nodepool_status as nps
 from planning.cluster import parse_claim, parse_node, parse_pool
@@ -43,6 +44,7 @@ from runtime.cluster_cache import ClusterCache
 
 log = logging.getLogger(__name__)
 KINDS = ("NodePool", "NodeClaim", "Node", "EC2NodeClass")
+PACE = 4.0  # the wait after a pass is at least PACE times what the pass took
 
 
 @dataclass
@@ -68,6 +70,8 @@ class NodePoolStatusController:
         self._lock = threading.Lock()
         self._trackers: dict[str, nps.RegistrationTracker] = {}
         self._failures: dict[str, nps.Cond] = {}  # pool -> the failing claim's reason, not yet written
+        self._claims: dict[str, tuple[str, NodeClaim]] = {}  # name -> (resourceVersion, model)
+        self._drift_checked: dict[str, tuple[Any, ...]] = {}  # claim -> the versions its Drifted was right for
         self._dirty = True
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -137,16 +141,19 @@ class NodePoolStatusController:
         try:
             await asyncio.to_thread(self.cache.wait_synced, 60.0)  # counter: never patch from a half-synced cache
             while not self._stopping.is_set():
+                started = time.monotonic()
                 try:
                     await asyncio.to_thread(self.reconcile)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
                     log.warning("nodepool status pass failed: %s", exc)
+                took = time.monotonic() - started
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout=self.settings.resync_seconds)
                 self._wake.clear()
-                await asyncio.sleep(self.settings.debounce_seconds)
+                # a pass costs ~1 s of CPU at 5,000 nodes: under churn, pass at most a fifth of the time
+                await asyncio.sleep(max(self.settings.debounce_seconds, PACE * took))
         finally:
             self.detach()
 
@@ -169,7 +176,7 @@ class NodePoolStatusController:
         for p in pools:
             with contextlib.suppress(ValidationError):
                 models.append(NodePool.model_validate(p))
-        rows = compute_budget_rows(models, nodes, claims, now)
+        rows = compute_budget_rows(models, nodes, self._claim_models(claims), now)
         patched = self._mark_drift(models, claims, nodes, now)
         for pool in pools:
             if not nps.managed(pool):
@@ -190,24 +197,51 @@ class NodePoolStatusController:
         requirements drift): set on launched claims whose pool they no longer match, cleared when they match again.
         Returns how many claims it patched."""
         pools = {p.name: parse_pool(p) for p in models}
-        patched = 0
+        versions = {p.name: p.metadata.resource_version or "" for p in models}
+        patched, seen = 0, {}
         for claim, node in nps.pair_nodes(claims, nodes):
             if claim is None or _meta(claim).get("deletionTimestamp") or not is_true(claim, LAUNCHED):
                 continue
-            pool = pools.get((_meta(claim).get("labels") or {}).get(L.NODEPOOL_LABEL, ""))
+            pool_name = (_meta(claim).get("labels") or {}).get(L.NODEPOOL_LABEL, "")
+            pool = pools.get(pool_name)
             if pool is None or not pool.node_class:
                 continue
+            name = _meta(claim)["name"]
+            key = (_meta(claim).get("resourceVersion"), _meta(node or {}).get("resourceVersion"), versions[pool_name])
+            seen[name] = key
+            if self._drift_checked.get(name) == key:
+                continue  # nothing it depends on changed since it was found as wanted
             info = parse_node(0, node or {"metadata": {"name": (claim.get("status") or {}).get("nodeName") or ""}})
             info.claim = parse_claim(claim)
             change = nodepool_drifted(nodepool_drift(info, pool), now)
             if change(claim) is None:
                 continue
+            seen.pop(name)  # written (or failed): look again at the next pass
             try:
-                if self.kube.update("NodeClaim", _meta(claim)["name"], change, status=True):
+                if self.kube.update("NodeClaim", name, change, status=True):
                     patched += 1
             except Exception as exc:
-                log.warning("nodeclaim %s: Drifted not written: %s", _meta(claim).get("name"), exc)
+                log.warning("nodeclaim %s: Drifted not written: %s", name, exc)
+        self._drift_checked = seen
         return patched
+
+    def _claim_models(self, claims: list[Obj]) -> list[NodeClaim]:
+        """The claims as models for api.budgets, validated again only when their resourceVersion moved (0.85 ms a
+        claim: 4 s a pass at 5,000 nodes otherwise)."""
+        models: dict[str, tuple[str, NodeClaim]] = {}
+        out = []
+        for c in claims:
+            name, rv = _meta(c).get("name", ""), _meta(c).get("resourceVersion", "")
+            cached = self._claims.get(name)
+            if cached is None or cached[0] != rv or not rv:
+                try:
+                    cached = (rv, NodeClaim.model_validate(c))
+                except ValidationError:
+                    continue
+            models[name] = cached
+            out.append(cached[1])
+        self._claims = models
+        return out
 
     def _reconcile_pool(self, pool: Obj, node_class: Obj | None, resources: dict[str, str], allowed: str,
                         now: datetime) -> int:
