@@ -158,18 +158,20 @@ class ProvisioningActivities:
         if node_class is not None:  # only zones the class has a subnet in
             zones = subnet_zones(node_class) if zones is None else zones & subnet_zones(node_class)
         priced = self._priced_catalog(pool)
-        offers = offerings_cheapest_first(priced, inp.replacement, zones)
+        offers = self._offers(priced, inp.replacement, zones, node_class)
         if not offers:
             self._delete_claim(meta["name"])
+            served = "" if node_class is None or not offerings_cheapest_first(priced, inp.replacement, zones) else \
+                f" (EC2NodeClass {node_class.name} has an image for none of them)"
             raise ApplicationError(
-                f"no available offering for {inp.replacement.capacity_type} {inp.replacement.instance_types}",
+                f"no available offering for {inp.replacement.capacity_type} {inp.replacement.instance_types}{served}",
                 type=ErrorType.LAUNCH_FAILED.value, non_retryable=True)
         existing = self._existing_instance(meta["name"], meta["uid"])
         if existing is not None:  # a retry reports what runs, even if its offering was marked since
             itype, off = _offer_of(existing, offers)
             instance = existing
         else:
-            offers = self._not_refused(meta["name"], inp.replacement, zones, offers, priced)
+            offers = self._not_refused(meta["name"], inp.replacement, zones, offers, priced, node_class)
             instance, itype, off = self._run_first_available(claim, inp, offers, node_class)
         if node_class is not None:
             self._classes.record(claim, instance, node_class)
@@ -212,11 +214,26 @@ class ProvisioningActivities:
         return pool_catalog(catalog, overlays, (pool.get("metadata") or {}).get("name", ""),
                             (template.get("metadata") or {}).get("labels") or {})
 
+    def _offers(self, catalog: InstanceTypeCatalog, r: Replacement, zones: set[str] | None,
+                node_class: EC2NodeClass | None) -> list[tuple[str, Offering]]:
+        """Offerings cheapest first, less the types no image of the class serves (an arm64 type when its images are
+        all x86_64): Karpenter's launch template resolution (amifamily Resolve -> MapToInstanceTypes) leaves them
+        out of the fleet request, so the launch takes the next type the claim allows instead of failing."""
+        offers = offerings_cheapest_first(catalog, r, zones)
+        if node_class is None:
+            return offers
+        served: dict[str, bool] = {}
+        for t, _ in offers:
+            if t not in served:
+                served[t] = self._classes.image_for(node_class, t) is not None
+        return [(t, o) for t, o in offers if served[t]]
+
     def _not_refused(self, claim_name: str, r: Replacement, zones: set[str] | None,
-                     offers: list[tuple[str, Offering]], priced: InstanceTypeCatalog) -> list[tuple[str, Offering]]:
+                     offers: list[tuple[str, Offering]], priced: InstanceTypeCatalog,
+                     node_class: EC2NodeClass | None) -> list[tuple[str, Offering]]:
         """`offers` without those EC2 refused in the last 3 minutes. When that leaves none, no capacity: the
         provisioner backs off and tries again, a disruption rolls back (as after ICE on every offering)."""
-        left = offerings_cheapest_first(self._offerings.apply(priced), r, zones)
+        left = self._offers(self._offerings.apply(priced), r, zones, node_class)
         if left:
             return left
         self._delete_claim(claim_name)

@@ -4,14 +4,15 @@ EC2 stand-in), the simulator's kubelets and CCM in eu-west-1, and the dev server
 
 - pending pods -> ProvisioningWorkflow -> a NodeClaim in one of eu-west-1's zones (as EC2's
   DescribeAvailabilityZones names them) with a type EC2 offers there; its Node registers and is initialized;
-- a pool allowing only `karpenter.k8s.aws/instance-generation Gt 6` launches only such types (types the bundled
-  us-east-1 catalog does not have, so the launch shows the discovered catalog was used).
+- a pool allowing only `karpenter.k8s.aws/instance-generation Gt 6`, under an EC2NodeClass whose one subnet is in
+  eu-west-1b, launches only such types (types the bundled us-east-1 catalog does not have, so the launch shows the
+  discovered catalog was used), all in eu-west-1b.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
+import base64
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -24,8 +25,11 @@ from api import labels
 from api.catalog import load_default_catalog
 from api.instance_types import labels as T
 from bench.clusters import node_pool
-from runtime.cloud_clients import ec2_client, pricing_client
+from devstack.demo_aws import BASE_IMAGE
+from runtime.cloud_clients import ec2_client, iam_client, pricing_client, ssm_client
 from simulator.server import Simulator
+from workflows.nodeclass import NodeClassWorkflow
+from workflows.nodeclass_models import NodeClassInput
 from workflows.provisioning import ProvisioningWorkflow
 from workflows.provisioning_models import PodRef, ProvisioningInput, ProvisioningPhase, ProvisioningSettings
 
@@ -70,12 +74,24 @@ def initialized_claims(stack: Stack, count: int) -> list[dict[str, Any]] | None:
     return done if len(done) >= count else None
 
 
-async def discovered(stack: Stack) -> float:
-    """Seconds until the worker's catalog source serves eu-west-1's discovered catalog (not the bundled one)."""
-    start = time.monotonic()
+async def discovered(stack: Stack) -> None:
+    """Until the worker's catalog source serves eu-west-1's discovered catalog (not the bundled one)."""
     source = stack.deps.catalog_source  # type: ignore[union-attr]
     await wait_for(lambda: source.region == REGION, timeout=120, interval=0.5, what="eu-west-1's catalog discovered")
-    return time.monotonic() - start
+
+
+def subnet_in(endpoint: str, zone: str) -> dict[str, Any]:
+    """A VPC with one subnet (in `zone`) and a security group tagged for discovery, and a node role: the spec of an
+    EC2NodeClass that selects them and moto's bundled x86_64 image."""
+    ec2, tag = ec2_client(REGION, endpoint), f"region-e2e-{uuid.uuid4().hex[:8]}"
+    vpc = ec2.create_vpc(CidrBlock="10.77.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.77.1.0/24", AvailabilityZone=zone)["Subnet"]["SubnetId"]
+    group = ec2.create_security_group(GroupName=tag, Description="nodes", VpcId=vpc)["GroupId"]
+    ec2.create_tags(Resources=[subnet, group], Tags=[{"Key": "karpenter.sh/discovery", "Value": tag}])
+    iam_client(REGION, endpoint).create_role(RoleName=tag, AssumeRolePolicyDocument="{}")
+    selector = [{"tags": {"karpenter.sh/discovery": tag}}]
+    return {"amiFamily": "AL2023", "amiSelectorTerms": [{"id": BASE_IMAGE}], "subnetSelectorTerms": selector,
+            "securityGroupSelectorTerms": selector, "role": tag}
 
 
 async def provision(stack: Stack, pods: int) -> Any:
@@ -88,9 +104,13 @@ async def provision(stack: Stack, pods: int) -> Any:
     return result
 
 
-def eu_stack(temporal_client: Any, sim: Simulator, endpoint: str) -> Any:
+def eu_stack(temporal_client: Any, sim: Simulator, endpoint: str, node_class: bool = False) -> Any:
+    worker: dict[str, Any] = {"discover_instance_types": True}
+    if node_class:  # launches from an EC2NodeClass bootstrap nodes into this cluster
+        worker |= {"cluster_name": "region-e2e", "cluster_endpoint": sim.base_url,
+                   "cluster_ca": base64.b64encode(b"-----CA-----").decode()}
     return disruption_stack(temporal_client, sim, endpoint, region=REGION, pricing=pricing_client(REGION, endpoint),
-                            worker={"discover_instance_types": True})
+                            worker=worker, ssm=ssm_client(REGION, endpoint), iam=iam_client(REGION, endpoint))
 
 
 async def test_a_pool_in_eu_west_1_launches_into_its_zones_with_discovered_types(temporal_client, sim_eu,
@@ -124,9 +144,16 @@ async def test_a_pool_allowing_generation_over_6_launches_only_such_types(tempor
     big["spec"]["template"]["spec"]["affinity"] = {"podAntiAffinity": {
         "requiredDuringSchedulingIgnoredDuringExecution": [{
             "labelSelector": {"matchLabels": {"app": "batch"}}, "topologyKey": labels.HOSTNAME_LABEL}]}}
-    sim_eu.load_objects(fresh([node_pool("default", requirements=NEW_GEN, consolidate_after="Never"), big]))
+    spec = await asyncio.to_thread(subnet_in, cloud_endpoint, "eu-west-1b")
+    node_class = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
+                  "spec": spec}
+    sim_eu.load_objects(fresh([node_class, node_pool("default", requirements=NEW_GEN, consolidate_after="Never"),
+                               big]))
     bundled = {it.name for it in load_default_catalog().instance_types}
-    async with eu_stack(temporal_client, sim_eu, cloud_endpoint) as stack:
+    async with eu_stack(temporal_client, sim_eu, cloud_endpoint, node_class=True) as stack:
+        resolved = await stack.client.execute_workflow(NodeClassWorkflow.run, NodeClassInput(),
+                                                       id=f"nodeclass-{uuid.uuid4()}", task_queue=stack.task_queue)
+        assert [(c.name, c.ready) for c in resolved.classes] == [("default", True)], resolved
         await discovered(stack)
         catalog = stack.deps.catalog_source.current()  # type: ignore[union-attr]
         result = await provision(stack, 3)
@@ -136,7 +163,8 @@ async def test_a_pool_allowing_generation_over_6_launches_only_such_types(tempor
         for claim in claims:  # every type the launch could take, not only the one EC2 gave
             (req,) = [r for r in claim["spec"]["requirements"] if r["key"] == labels.INSTANCE_TYPE_LABEL]
             assert req["values"] and all(int(catalog.get(t).labels[T.GENERATION]) > 6 for t in req["values"])
-            assert claim["metadata"]["labels"][labels.ZONE_LABEL].startswith(REGION)
+            assert claim["metadata"]["labels"][labels.ZONE_LABEL] == "eu-west-1b"  # the class's one subnet
+            assert claim["spec"]["nodeClassRef"]["name"] == "default"
         generations = {int(catalog.get(t).labels[T.GENERATION]) for t in launched}
         assert min(generations) > 6
         assert launched - bundled, "a launched type only discovery knows shows the discovered catalog was used"
