@@ -2,7 +2,7 @@
 
 The labels need what the event's input does not carry (the node's capacity type, the claim's
 terminationGracePeriod, the pool's consolidation policy, the node's reschedulable pods), so they are read here,
-best effort: a metric is never worth failing a disruption over (docs/semantics.md §18).
+best effort: a metric is never worth failing a disruption over (docs/semantics.md §19).
 """
 
 from __future__ import annotations

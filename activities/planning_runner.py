@@ -252,7 +252,7 @@ ELIGIBLE_REASONS = {"Emptiness": "empty", "Drift": "drifted", "StaticDrift": "dr
 
 def karpenter_pass(result: Any, seconds: float) -> None:
     """Karpenter's gauges of a disruption pass: eligible nodes per reason, each pool's allowed disruptions and the
-    nodes consuming its budget; the pass's evaluation and scheduling-simulation time (docs/semantics.md §18)."""
+    nodes consuming its budget; the pass's evaluation and scheduling-simulation time (docs/semantics.md §19)."""
     eligible: dict[str, int] = {}
     for method, count in (getattr(result, "eligible", None) or {}).items():
         reason = ELIGIBLE_REASONS.get(method)

@@ -2,7 +2,7 @@
 
 Operators moving a NodePool from Karpenter bring its Grafana dashboards and alerts; these keep them working
 (issue #25). Read from kubernetes-sigs/karpenter v1.14 (after 2266468) and aws/karpenter-provider-aws (after
-1d92708); what feeds each one, and what is not emitted, is in docs/semantics.md §18.
+1d92708); what feeds each one, and what is not emitted, is in docs/semantics.md §19.
 
 | Karpenter source (core unless "provider:") | metrics (type) |
 |---|---|
