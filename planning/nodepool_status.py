@@ -366,7 +366,9 @@ def status_patch(pool: Mapping[str, Any], resources: Mapping[str, str], decided:
     same_conds = _cond_keys(new_conds) == _cond_keys(conds)
     if same_conds and all(status.get(k) == v for k, v in want.items()):
         return None
-    return {"status": {**want, "conditions": new_conds}}
+    # a merge patch merges maps: a resource no node provides any more (a GPU pool scaled to 0) is nulled out
+    stale = {k: None for k in status.get("resources") or {} if k not in resources}
+    return {"status": {**want, "resources": {**want["resources"], **stale}, "conditions": new_conds}}
 
 
 def _cond_keys(conds: Sequence[Obj]) -> set[tuple[Any, ...]]:

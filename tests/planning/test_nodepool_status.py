@@ -253,3 +253,10 @@ def test_a_pool_naming_another_providers_class_is_not_managed() -> None:
     p = pool()
     p["spec"]["template"]["spec"]["nodeClassRef"]["kind"] = "AKSNodeClass"
     assert not nps.managed(p) and nps.managed(pool())
+
+
+def test_a_resource_no_node_provides_any_more_is_removed() -> None:
+    p = pool(nodes=1, resources={"cpu": "4", "nvidia.com/gpu": "1", "nodes": "1"})
+    patch = nps.status_patch(p, nps.resources_for("general", {}), {}, None, NOW)
+    assert patch is not None and patch["status"]["resources"]["nvidia.com/gpu"] is None
+    assert patch["status"]["resources"]["cpu"] == "0" and patch["status"]["nodes"] == 0
