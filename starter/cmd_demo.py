@@ -50,12 +50,21 @@ def run(args: argparse.Namespace) -> int:
     duration = args.duration if args.duration is not None else (180.0 if args.headless else None)
     if duration is not None and duration <= 0:
         raise CliError("--duration must be positive")
+    _check_region(args.region)
     try:
         return asyncio.run(_demo(args, duration))
     except KeyboardInterrupt:
         return 130
     except asyncio.CancelledError:  # SIGTERM: the stack was stopped on the way out
         return 143
+
+
+def _check_region(region: str) -> None:
+    """A region EC2 has (botocore's endpoint data, offline): another would fail deep inside the EC2 stand-in."""
+    import boto3
+
+    if region not in boto3.session.Session().get_available_regions("ec2"):
+        raise CliError(f"--region {region}: not an EC2 region (e.g. us-east-1, eu-west-1)")
 
 
 def _write_scenario(workdir: Path, zones: tuple[str, ...]) -> Path:

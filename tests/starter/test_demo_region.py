@@ -5,11 +5,13 @@ zone. us-east-1 keeps the zones the demo always had. The whole demo in eu-west-1
 from __future__ import annotations
 
 import boto3
+import pytest
 
 from api import labels as L
 from devstack.audit import CLAIM_UID_TAG, our_launches_by_zone
 from devstack.demo_aws import ZONES, DemoAws, region_zones
 from devstack.demo_scenario import demo_cluster
+from starter.cli import run
 
 EU = ("eu-west-1a", "eu-west-1b", "eu-west-1c")
 
@@ -47,3 +49,8 @@ def test_launches_by_zone_count_only_nodeflows() -> None:
     instances = [instance("eu-west-1a", True), instance("eu-west-1a", True), instance("eu-west-1c", True),
                  instance("eu-west-1b", False)]
     assert our_launches_by_zone(instances) == {"eu-west-1a": 2, "eu-west-1c": 1}
+
+
+def test_an_unknown_region_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["demo", "--headless", "--region", "xx-nowhere-1"]) != 0
+    assert "--region xx-nowhere-1: not an EC2 region" in capsys.readouterr().err
