@@ -109,7 +109,8 @@ class HealthServer:
             return False
 
     async def _metrics(self, _: web.Request) -> web.Response:
-        body = generate_latest(self._registry)
+        # in a thread: Karpenter's state gauges make a scrape of a large cluster take seconds (docs/semantics.md §19.2)
+        body = await asyncio.to_thread(generate_latest, self._registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 

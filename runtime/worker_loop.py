@@ -77,7 +77,7 @@ def _start_lifecycle(deps: Deps) -> tuple[list[Any], list[asyncio.Task[None]], A
 
 def _start_karpenter_state(cache: Any) -> tuple[Any, asyncio.Task[None] | None]:
     """Karpenter's state gauges read this worker's watch cache when scraped (runtime/karpenter_state.py); a tick
-    every 2 s remembers pods seen pending, so a pod's startup is observed even if it started between scrapes."""
+    every 5 s remembers pods seen pending, so a pod's startup is observed even if it started between scrapes."""
     if cache is None:
         return None, None
     source = karpenter_state.cache_source(cache)
@@ -85,7 +85,7 @@ def _start_karpenter_state(cache: Any) -> tuple[Any, asyncio.Task[None] | None]:
 
     async def tick() -> None:
         while True:
-            await asyncio.sleep(2)
+            await asyncio.sleep(5)  # Karpenter's metrics controllers requeue every 5 s
             try:
                 await asyncio.to_thread(karpenter_state.STATE.tick)
             except Exception as exc:  # metrics are best effort; never end the worker over them

@@ -157,7 +157,11 @@ def test_state_gauges_come_from_the_cache() -> None:
     assert value("karpenter_cluster_state_synced") == 1
     labels = next(s.labels for s in fams["karpenter_nodes_allocatable"].samples)
     assert {"nodepool", "zone", "arch", "capacity_type", "instance_type", "node_name", "phase", "managed",
-            "resource_type", "instance_category", "zone_id"} <= set(labels)
+            "resource_type"} <= set(labels)
+    assert "zone_id" not in labels  # a well-known label the node lacks: empty, which Prometheus reads as absent
+    objs[1]["metadata"]["labels"]["karpenter.k8s.aws/instance-category"] = "m"  # the provider's, snake case
+    labels = next(s.labels for f in collector.collect() if f.name == "karpenter_nodes_allocatable" for s in f.samples)
+    assert labels["instance_category"] == "m"
 
 
 def test_a_pod_seen_pending_then_ready_is_observed_once() -> None:
