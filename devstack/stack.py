@@ -205,6 +205,8 @@ class Stack:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._worker_task, 20)
             self._worker_task = None
+        if self.o.discover_instance_types and self.deps is not None:  # its discovery thread ends with it
+            self.deps.catalog_source.provider.stop()
 
     async def stop(self) -> None:
         await self.stop_worker()

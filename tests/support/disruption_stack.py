@@ -127,6 +127,8 @@ async def disruption_stack(client: Client, sim: Any, moto_endpoint: str, setting
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
+        if ws.discover_instance_types and not ws.catalog_path:  # the worker's discovery thread ends with it
+            deps.catalog_source.provider.stop()
         api.close()
         # moto is shared by the session: leave no running instance for the next test's simulator to adopt
         leftover = [i["InstanceId"] for i in stack.instances() if i["InstanceId"] not in before]
