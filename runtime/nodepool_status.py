@@ -72,7 +72,6 @@ class NodePoolStatusController:
         self._failures: dict[str, nps.Cond] = {}  # pool -> the failing claim's reason, not yet written
         self._claims: dict[str, tuple[str, NodeClaim]] = {}  # name -> (resourceVersion, model)
         self._drift_checked: dict[str, tuple[Any, ...]] = {}  # claim -> the versions its Drifted was right for
-        self._dirty = True
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = asyncio.Event()
@@ -97,8 +96,6 @@ class NodePoolStatusController:
             self._registration_event(old, new)
         elif kind not in KINDS:
             return
-        with self._lock:
-            self._dirty = True
         if self._loop is not None and self._wake is not None:
             with contextlib.suppress(RuntimeError):  # the loop closed while a watch event came in
                 self._loop.call_soon_threadsafe(self._wake.set)
@@ -165,8 +162,6 @@ class NodePoolStatusController:
 
     def reconcile(self) -> int:
         """One pass over every NodePool; returns how many it patched (status or annotation)."""
-        with self._lock:
-            self._dirty = False
         now = self.clock()
         pools = [p for p in self._objects("NodePool") if not _meta(p).get("deletionTimestamp")]
         claims, nodes = self._objects("NodeClaim"), self._objects("Node")
