@@ -260,8 +260,13 @@ class PodTracker:
         self.pending: set[str] = set()
         self.unbound: set[str] = set()
         self.known: set[str] = set()
-        self.since: float | None = None  # the first update: a pod first seen Ready after it was pending before
+        self.since: float | None = None  # when watching began (begin(), else the first update)
         self._lock = threading.Lock()
+
+    def begin(self, at: float) -> None:
+        """Watching starts (a worker attached its cache): a pod created before and Ready after was pending then."""
+        with self._lock:
+            self.since = at
 
     def update(self, pods: Iterable[Obj], now: float) -> None:
         with self._lock:
@@ -348,8 +353,10 @@ class KarpenterStateCollector:
         self._lock = threading.Lock()
 
     def attach(self, source: Source) -> None:
+        """A worker's cache, from now on: pods pending from here are this worker's to observe."""
         with self._lock:
             self._sources.append(source)
+        self.pods.begin(self._clock())
 
     def detach(self, source: Source) -> None:
         with self._lock:

@@ -177,3 +177,13 @@ def test_a_pod_seen_pending_then_ready_is_observed_once() -> None:
 def _count(name: str) -> float:
     fam = exposition()[name]
     return sum(s.value for s in fam.samples if s.name == name + "_count")
+
+
+def test_a_pod_that_started_before_the_cache_showed_it_is_observed() -> None:
+    """Pending when the worker attached its cache, Ready before the cache's first look: pending under this worker."""
+    before = _count("karpenter_pods_startup_duration_seconds")
+    tracker = PodTracker()
+    tracker.begin(1767225610.0)  # 10 s after the pods' creation
+    tracker.update([_pod("late", "n1", "Running", ready_at="2026-01-01T00:00:20Z"),  # Ready after: counted
+                    _pod("old", "n1", "Running", ready_at="2026-01-01T00:00:05Z")], now=1767225630.0)  # before: not
+    assert _count("karpenter_pods_startup_duration_seconds") == before + 1
