@@ -15,7 +15,6 @@ timing. The decisions themselves are pure (planning/lifecycle/).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -31,6 +30,7 @@ from api.nodeclaim import INITIALIZED, LAUNCHED, REGISTERED
 from api.timestamps import format_seconds, parse_time
 from planning.lifecycle import consolidatable, initialization, launch, liveness, registration
 from planning.lifecycle.conditions import TRUE, UNKNOWN, conditions_of, is_true, same, status_of, with_condition
+from runtime.cache_controller import CacheController
 from runtime.cluster_cache import ClusterCache
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
@@ -65,39 +65,29 @@ def _pool_timing(pool: Obj | None) -> tuple[timedelta | None, bool]:
     return after, spec.get("replicas") is not None
 
 
-class NodeClaimLifecycle:
+class NodeClaimLifecycle(CacheController):
     """One per worker process; `run()` until `stop()`."""
+
+    name = "nodeclaim lifecycle"
+    kinds = KINDS
 
     def __init__(self, kube: KubeClient, cache: ClusterCache, ec2: Any,
                  catalog: Callable[[], InstanceTypeCatalog], settings: LifecycleSettings | None = None,
                  clock: Callable[[], datetime] | None = None) -> None:
-        self.kube, self.cache, self.ec2, self.catalog = kube, cache, ec2, catalog
         self.settings = settings or LifecycleSettings()
+        super().__init__(cache, self.settings.resync_seconds, self.settings.debounce_seconds)
+        self.kube, self.ec2, self.catalog = kube, ec2, catalog
         self.clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.Lock()
         self._dirty: set[str] = set()
         self._all_dirty = True
         self._pod_events: dict[str, datetime] = {}  # node name -> last pod event not written yet
         self._claim_of_node: dict[str, str] = {}  # node name or providerID -> claim name
-        self._wake: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping = asyncio.Event()
         self.passes = 0
 
     # ---- change tracking (informer threads) ------------------------------------------------------------------
 
-    def attach(self) -> None:
-        for kind in KINDS:
-            inf = self.cache.informers.get(kind)
-            if inf is not None and self._on_change not in inf.listeners:
-                inf.listeners.append(self._on_change)
-
-    def detach(self) -> None:
-        for inf in self.cache.informers.values():
-            with contextlib.suppress(ValueError):
-                inf.listeners.remove(self._on_change)
-
-    def _on_change(self, kind: str, old: Obj | None, new: Obj | None) -> None:
+    def changed(self, kind: str, old: Obj | None, new: Obj | None) -> bool:
         with self._lock:
             if old is None and new is None:
                 self._all_dirty = True
@@ -116,38 +106,11 @@ class NodeClaimLifecycle:
                         self._dirty.add(self._claim_of_node[node])
             elif kind == "NodePool":
                 self._all_dirty = True
-        self._poke()
+        return True
 
-    def _poke(self) -> None:
-        if self._loop is not None and self._wake is not None:
-            with contextlib.suppress(RuntimeError):  # the loop closed while a watch event came in
-                self._loop.call_soon_threadsafe(self._wake.set)
-
-    # ---- the loop ----------------------------------------------------------------------------------------------
-
-    def stop(self) -> None:
-        self._stopping.set()
-        self._poke()
-
-    async def run(self) -> None:
-        self._loop, self._wake = asyncio.get_running_loop(), asyncio.Event()
-        self.attach()
-        try:
-            await asyncio.to_thread(self.cache.wait_synced, 60.0)
-            while not self._stopping.is_set():
-                try:
-                    with km.reconcile("nodeclaim.lifecycle"):  # controller_runtime_reconcile_* (#25)
-                        await self.reconcile()
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    log.warning("nodeclaim lifecycle pass failed: %s", exc)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=self.settings.resync_seconds)
-                self._wake.clear()
-                await asyncio.sleep(self.settings.debounce_seconds)
-        finally:
-            self.detach()
+    async def pass_once(self) -> None:
+        with km.reconcile("nodeclaim.lifecycle"):  # controller_runtime_reconcile_* (#25)
+            await self.reconcile()
 
     def _take_dirty(self) -> set[str] | None:
         """The claims to look at (None: all of them) since the last pass."""

@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -40,6 +39,7 @@ from planning.drift import nodepool_drift
 from planning.lifecycle import liveness
 from planning.lifecycle.conditions import is_true
 from planning.nodeclaim_conditions import nodepool_drifted
+from runtime.cache_controller import CacheController
 from runtime.cluster_cache import ClusterCache
 
 log = logging.getLogger(__name__)
@@ -59,46 +59,33 @@ def _meta(obj: Obj) -> dict[str, Any]:
     return obj.get("metadata") or {}
 
 
-class NodePoolStatusController:
+class NodePoolStatusController(CacheController):
     """One per worker process; `run()` until `stop()`. Every replica may run it: writes are optimistic."""
+
+    name = "nodepool status"
+    kinds = KINDS
 
     def __init__(self, kube: KubeClient, cache: ClusterCache, settings: StatusSettings | None = None,
                  clock: Callable[[], datetime] | None = None) -> None:
-        self.kube, self.cache = kube, cache
         self.settings = settings or StatusSettings()
+        # a pass costs ~1 s of CPU at 5,000 nodes: under churn, pass at most a fifth of the time
+        super().__init__(cache, self.settings.resync_seconds, self.settings.debounce_seconds, pace=PACE)
+        self.kube = kube
         self.clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.Lock()
         self._trackers: dict[str, nps.RegistrationTracker] = {}
         self._failures: dict[str, nps.Cond] = {}  # pool -> the failing claim's reason, not yet written
         self._claims: dict[str, tuple[str, NodeClaim]] = {}  # name -> (resourceVersion, model)
         self._drift_checked: dict[str, tuple[Any, ...]] = {}  # claim -> the versions its Drifted was right for
-        self._wake: asyncio.Event | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stopping = asyncio.Event()
         self.passes = 0
         self.writes = 0
 
     # ---- change tracking (informer threads) ------------------------------------------------------------------
 
-    def attach(self) -> None:
-        for kind in KINDS:
-            inf = self.cache.informers.get(kind)
-            if inf is not None and self._on_change not in inf.listeners:
-                inf.listeners.append(self._on_change)
-
-    def detach(self) -> None:
-        for inf in self.cache.informers.values():
-            with contextlib.suppress(ValueError):
-                inf.listeners.remove(self._on_change)
-
-    def _on_change(self, kind: str, old: Obj | None, new: Obj | None) -> None:
+    def changed(self, kind: str, old: Obj | None, new: Obj | None) -> bool:
         if kind == "NodeClaim":
             self._registration_event(old, new)
-        elif kind not in KINDS:
-            return
-        if self._loop is not None and self._wake is not None:
-            with contextlib.suppress(RuntimeError):  # the loop closed while a watch event came in
-                self._loop.call_soon_threadsafe(self._wake.set)
+        return kind in KINDS
 
     def _registration_event(self, old: Obj | None, new: Obj | None) -> None:
         ok = nps.registration_outcome(old, new, self.clock(),
@@ -126,33 +113,8 @@ class NodePoolStatusController:
 
     # ---- the loop ----------------------------------------------------------------------------------------------
 
-    def stop(self) -> None:
-        self._stopping.set()
-        if self._loop is not None and self._wake is not None:
-            with contextlib.suppress(RuntimeError):
-                self._loop.call_soon_threadsafe(self._wake.set)
-
-    async def run(self) -> None:
-        self._loop, self._wake = asyncio.get_running_loop(), asyncio.Event()
-        self.attach()
-        try:
-            await asyncio.to_thread(self.cache.wait_synced, 60.0)  # counter: never patch from a half-synced cache
-            while not self._stopping.is_set():
-                started = time.monotonic()
-                try:
-                    await asyncio.to_thread(self.reconcile)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    log.warning("nodepool status pass failed: %s", exc)
-                took = time.monotonic() - started
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), timeout=self.settings.resync_seconds)
-                self._wake.clear()
-                # a pass costs ~1 s of CPU at 5,000 nodes: under churn, pass at most a fifth of the time
-                await asyncio.sleep(max(self.settings.debounce_seconds, PACE * took))
-        finally:
-            self.detach()
+    async def pass_once(self) -> None:
+        await asyncio.to_thread(self.reconcile)
 
     def _objects(self, kind: str) -> list[Obj]:
         inf = self.cache.informers.get(kind)
