@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
+pytestmark = [pytest.mark.e2e]  # no shared fixture: any xdist worker (the "demo" group is for test_demo.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 REGION = "eu-west-1"

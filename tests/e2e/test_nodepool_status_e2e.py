@@ -19,7 +19,7 @@ from bench.clusters import node_objects, node_pool
 from devstack.binaries import find_binary
 from planning.nodepool_status import ALLOWED_DISRUPTIONS_ANNOTATION, parse_allowed
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
+pytestmark = [pytest.mark.e2e]  # no shared fixture: any xdist worker (the "demo" group is for test_demo.py)
 KUBECTL = find_binary("kubectl")
 BUDGETS = [{"nodes": "50%"}, {"nodes": "0", "reasons": ["Drifted"]}]
 READY_CLASS = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},

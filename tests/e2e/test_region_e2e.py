@@ -33,7 +33,7 @@ from workflows.nodeclass_models import NodeClassInput
 from workflows.provisioning import ProvisioningWorkflow
 from workflows.provisioning_models import PodRef, ProvisioningInput, ProvisioningPhase, ProvisioningSettings
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
+pytestmark = [pytest.mark.e2e]  # no shared fixture: any xdist worker (the "demo" group is for test_demo.py)
 REGION = "eu-west-1"
 FAST = ProvisioningSettings(ready_timeout_seconds=30, ready_poll_seconds=1, ice_backoff_seconds=1, ice_attempts=2)
 ON_DEMAND_AMD64 = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},

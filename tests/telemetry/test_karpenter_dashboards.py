@@ -28,7 +28,7 @@ from telemetry.metrics import REGISTRY
 from workflows.provisioning import ProvisioningWorkflow
 from workflows.provisioning_models import PodRef, ProvisioningInput, ProvisioningPhase, ProvisioningSettings
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
+pytestmark = [pytest.mark.e2e]  # no shared fixture: any xdist worker (the "demo" group is for test_demo.py)
 NAMES = Path(__file__).parent / "data" / "karpenter_dashboard_metrics.txt"
 FAST = ProvisioningSettings(ready_timeout_seconds=30, ready_poll_seconds=1, ice_backoff_seconds=1, ice_attempts=2)
 ON_DEMAND = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
