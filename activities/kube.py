@@ -437,6 +437,7 @@ def _pod_state(pod: Obj) -> PodState:
                     tier=rules.tier_of(pod), grace_seconds=rules.grace_seconds(pod),
                     status="Terminating" if meta.get("deletionTimestamp") else "Waiting")
 
+
 def _record_drained(kube: KubeClient, node_name: str) -> None:
     """karpenter_nodes_drained_total, labelled with the node's pool (terminator: once per node drained)."""
     node = kube.get_node(node_name)
