@@ -267,17 +267,7 @@ class TerminationWorkflow:
                          reason=inp.reason, cascade=inp.requested_by == "watcher"),
             f"taint {inp.node_name}, read pods and claim",
         )
-        self._node_pool = self._node_pool or prep.node_pool
-        self._user_deleting = self._user_deleting or prep.deleting_since is not None
-        if self._user_deleting and self._cancel_reason is not None:
-            self._cancel_rejected = self._cancel_problem() or "the node is being deleted"
-            self._cancel_reason = None
-        self._deadline = self._compute_deadline(inp, prep)
-        signalled = self._signalled_deadline
-        if signalled is not None and (self._deadline is None or signalled < self._deadline):
-            self._deadline = signalled
-        self._pods = list(prep.pods)
-        self._volume_attachments = prep.volume_attachments
+        self._adopt(inp, prep)
         provider_id = inp.provider_id or prep.provider_id
         self._set_phase(TerminationPhase.DRAINING)
         if prep.node_exists and await self._instance_already_gone(prep, provider_id):
@@ -295,17 +285,7 @@ class TerminationWorkflow:
             return await self._cancelled(inp)
 
         # Point of no return: from here on cancel is rejected.
-        self._set_phase(TerminationPhase.TERMINATING_INSTANCE)
-        instance_terminated = False
-        if provider_id:
-            res = await self._short(
-                CloudActivities.terminate_instance, InstanceInput(
-                    provider_id=provider_id, node_name=inp.node_name,
-                    node_claim_name=prep.node_claim_name if prep.node_claim_exists else None),
-                f"terminate {provider_id}", timeout=timedelta(minutes=2),
-                remote_opts={"start_to_close_timeout": timedelta(minutes=10), "heartbeat_timeout": HEARTBEAT},
-            )
-            instance_terminated = res.state in ("shutting-down", "terminated", "gone")
+        instance_terminated = await self._terminate_instance(inp, prep, provider_id)
         self._set_phase(TerminationPhase.FINALIZING)
         await self._short(
             KubeActivities.finalize,
@@ -319,6 +299,35 @@ class TerminationWorkflow:
         await workflow.wait_condition(workflow.all_handlers_finished)
         return TerminationResult(node_name=inp.node_name, phase=self._phase, instance_terminated=instance_terminated,
                                  pods_evicted=self._evicted, pods_deleted=self._deleted)
+
+    def _adopt(self, inp: TerminationInput, prep: PrepareResult) -> None:
+        """Take what `prepare` found: pool, a user's deletion (which rejects a pending cancel), the deadline
+        (an earlier signalled one wins), the pods and volume attachments to wait for."""
+        self._node_pool = self._node_pool or prep.node_pool
+        self._user_deleting = self._user_deleting or prep.deleting_since is not None
+        if self._user_deleting and self._cancel_reason is not None:
+            self._cancel_rejected = self._cancel_problem() or "the node is being deleted"
+            self._cancel_reason = None
+        self._deadline = self._compute_deadline(inp, prep)
+        signalled = self._signalled_deadline
+        if signalled is not None and (self._deadline is None or signalled < self._deadline):
+            self._deadline = signalled
+        self._pods = list(prep.pods)
+        self._volume_attachments = prep.volume_attachments
+
+    async def _terminate_instance(self, inp: TerminationInput, prep: PrepareResult, provider_id: str | None) -> bool:
+        """Phase TerminatingInstance: terminate the machine (when there is one); True once it is going or gone."""
+        self._set_phase(TerminationPhase.TERMINATING_INSTANCE)
+        if not provider_id:
+            return False
+        res = await self._short(
+            CloudActivities.terminate_instance, InstanceInput(
+                provider_id=provider_id, node_name=inp.node_name,
+                node_claim_name=prep.node_claim_name if prep.node_claim_exists else None),
+            f"terminate {provider_id}", timeout=timedelta(minutes=2),
+            remote_opts={"start_to_close_timeout": timedelta(minutes=10), "heartbeat_timeout": HEARTBEAT},
+        )
+        return res.state in ("shutting-down", "terminated", "gone")
 
     async def _instance_already_gone(self, prep: PrepareResult, provider_id: str | None) -> bool:
         """Karpenter's fast path (semantics.md §9.1): a NotReady node whose instance no longer exists has no kubelet
