@@ -543,52 +543,11 @@ class ApiServer:
 
     def _finish_write(self, route: Route, old: dict[str, Any], new: dict[str, Any], status_only: bool,
                       request: web.Request) -> web.Response:
-        """Common tail of PUT and PATCH: immutable fields, status handling, generation, finalizers."""
+        """Common tail of PUT and PATCH: identity and preconditions, the written part, admission, generation."""
         rt = route.rt
-        if not isinstance(new, dict) or not isinstance(new.get("metadata"), dict):
-            raise invalid(rt.kind, route.name or "", "metadata: Required value", rt.group)
-        om, nm = old["metadata"], new["metadata"]
-        if nm.get("name") != om["name"] or (rt.namespaced and nm.get("namespace", om.get("namespace"))
-                                            != om.get("namespace")):
-            raise bad_request("the name of the object does not match the name on the URL")
-        if nm.get("uid") and nm["uid"] != om.get("uid"):
-            raise conflict(rt.plural, om["name"], rt.group)
-        rv = nm.get("resourceVersion")
-        if rv and rv != om.get("resourceVersion"):
-            raise conflict(rt.plural, om["name"], rt.group)
-        if status_only:
-            result = deep_copy(old)
-            if "status" in new:
-                result["status"] = new.get("status")
-            else:
-                result.pop("status", None)
-        else:
-            result = new
-            result["apiVersion"], result["kind"] = rt.api_version, rt.kind
-            if rt.has_status:
-                if "status" in old:
-                    result["status"] = deep_copy(old["status"])
-                else:
-                    result.pop("status", None)
-            rm = result["metadata"]
-            for field in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-                          "generation", "namespace"):
-                if field in om:
-                    rm[field] = om[field]
-                else:
-                    rm.pop(field, None)
-            if om.get("deletionTimestamp"):
-                added = set(rm.get("finalizers") or []) - set(om.get("finalizers") or [])
-                if added:
-                    found = "[]string{" + ", ".join(f'"{f}"' for f in sorted(added)) + "}"
-                    raise invalid(rt.kind, om["name"], "metadata.finalizers: Forbidden: no new finalizers can be "
-                                                       f"added if the object is being deleted, found new finalizers "
-                                                       f"{found}", rt.group)
-            if rt is PODS:
-                old_node = (old.get("spec") or {}).get("nodeName")
-                if old_node and (result.get("spec") or {}).get("nodeName") != old_node:
-                    raise invalid("Pod", om["name"], "spec: Forbidden: pod updates may not change fields other "
-                                                     "than spec.containers[*].image, spec.tolerations, ...")
+        self._check_identity(route, old, new)
+        result = self._status_write(old, new) if status_only else self._object_write(rt, old, new)
+        om = old["metadata"]
         self._admit(rt, result, old)
         if not status_only and "generation" in om and \
                 result.get("spec") != crd_validation.as_read(rt, old).get("spec"):
@@ -604,6 +563,64 @@ class ApiServer:
             gone = self.store.rv
             stored = dict(stored, metadata=dict(stored["metadata"], resourceVersion=str(gone)))
         return json_response(stored)
+
+    @staticmethod
+    def _check_identity(route: Route, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """The body names the object on the URL (name, namespace, uid) at its current resourceVersion, if given."""
+        rt = route.rt
+        if not isinstance(new, dict) or not isinstance(new.get("metadata"), dict):
+            raise invalid(rt.kind, route.name or "", "metadata: Required value", rt.group)
+        om, nm = old["metadata"], new["metadata"]
+        if nm.get("name") != om["name"] or (rt.namespaced and nm.get("namespace", om.get("namespace"))
+                                            != om.get("namespace")):
+            raise bad_request("the name of the object does not match the name on the URL")
+        if nm.get("uid") and nm["uid"] != om.get("uid"):
+            raise conflict(rt.plural, om["name"], rt.group)
+        rv = nm.get("resourceVersion")
+        if rv and rv != om.get("resourceVersion"):
+            raise conflict(rt.plural, om["name"], rt.group)
+
+    @staticmethod
+    def _status_write(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+        """Through the status subresource only status changes."""
+        result = deep_copy(old)
+        if "status" in new:
+            result["status"] = new.get("status")
+        else:
+            result.pop("status", None)
+        return result
+
+    @staticmethod
+    def _object_write(rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+        """A main-resource write: status (where it is a subresource) and server-owned metadata kept; no new
+        finalizer on a deleting object; a bound pod's node never changes."""
+        om, result = old["metadata"], new
+        result["apiVersion"], result["kind"] = rt.api_version, rt.kind
+        if rt.has_status:
+            if "status" in old:
+                result["status"] = deep_copy(old["status"])
+            else:
+                result.pop("status", None)
+        rm = result["metadata"]
+        for field in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                      "generation", "namespace"):
+            if field in om:
+                rm[field] = om[field]
+            else:
+                rm.pop(field, None)
+        if om.get("deletionTimestamp"):
+            added = set(rm.get("finalizers") or []) - set(om.get("finalizers") or [])
+            if added:
+                found = "[]string{" + ", ".join(f'"{f}"' for f in sorted(added)) + "}"
+                raise invalid(rt.kind, om["name"], "metadata.finalizers: Forbidden: no new finalizers can be "
+                                                   f"added if the object is being deleted, found new finalizers "
+                                                   f"{found}", rt.group)
+        if rt is PODS:
+            old_node = (old.get("spec") or {}).get("nodeName")
+            if old_node and (result.get("spec") or {}).get("nodeName") != old_node:
+                raise invalid("Pod", om["name"], "spec: Forbidden: pod updates may not change fields other "
+                                                 "than spec.containers[*].image, spec.tolerations, ...")
+        return result
 
     def _update(self, route: Route, body: Any, request: web.Request, status_only: bool = False) -> web.Response:
         rt = route.rt
