@@ -34,6 +34,11 @@ log = logging.getLogger("nodeflow.worker")
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     env = os.environ.get
+
+    def env_flag(name: str) -> bool:
+        """A boolean environment setting: 1, true or yes (any case) is on."""
+        return (env(name) or "").lower() in ("1", "true", "yes")
+
     p = argparse.ArgumentParser(prog="worker.py", description="Run the nodeflow Temporal worker and watcher.")
     p.add_argument("--address", default=env("NODEFLOW_TEMPORAL_ADDRESS"), help="Temporal host:port")
     p.add_argument("--namespace", default=env("NODEFLOW_TEMPORAL_NAMESPACE"), help="Temporal namespace")
@@ -42,7 +47,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tls-key", default=env("NODEFLOW_TEMPORAL_TLS_KEY"))
     p.add_argument("--tls-ca", default=env("NODEFLOW_TEMPORAL_TLS_CA"))
     p.add_argument("--allow-insecure-temporal", action="store_true",
-                   default=(env("NODEFLOW_TEMPORAL_ALLOW_INSECURE") or "").lower() in ("1", "true", "yes"),
+                   default=env_flag("NODEFLOW_TEMPORAL_ALLOW_INSECURE"),
                    help="connect in plaintext to a Temporal address that is not loopback (trusted networks only)")
     p.add_argument("--task-queue", default=env("NODEFLOW_TASK_QUEUE", TASK_QUEUE))
     p.add_argument("--kubeconfig", default=env("KUBECONFIG"), help="default: in-cluster config")
@@ -52,11 +57,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sqs-endpoint", default=env("NODEFLOW_SQS_ENDPOINT"))
     p.add_argument("--no-watch", action="store_true", help="do not run the deletion watcher")
     p.add_argument("--no-cluster-cache", action="store_true",
-                   default=(env("NODEFLOW_NO_CLUSTER_CACHE") or "").lower() in ("1", "true", "yes"),
+                   default=env_flag("NODEFLOW_NO_CLUSTER_CACHE"),
                    help="planner passes LIST the cluster each time instead of reading the watch cache")
     p.add_argument("--resync-seconds", type=float, default=float(env("NODEFLOW_RESYNC_SECONDS", "30")))
     p.add_argument("--no-provisioning", action="store_true",
-                   default=(env("NODEFLOW_NO_PROVISIONING") or "").lower() in ("1", "true", "yes"),
+                   default=env_flag("NODEFLOW_NO_PROVISIONING"),
                    help="do not run the pending-pod intake (no ProvisioningWorkflow for Unschedulable pods)")
     p.add_argument("--batch-idle-duration", type=float, default=float(env("NODEFLOW_BATCH_IDLE_DURATION", "1")),
                    help="seconds: a provisioning batch closes this long after its last new pending pod")
@@ -68,7 +73,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    default=[c for c in (env("NODEFLOW_NODE_REPAIR_CONDITIONS") or "").split(",") if c.strip()],
                    help="another node condition that triggers repair, e.g. NetworkingReady=False:10m (repeatable)")
     p.add_argument("--no-node-repair", action="store_true",
-                   default=(env("NODEFLOW_NO_NODE_REPAIR") or "").lower() in ("1", "true", "yes"),
+                   default=env_flag("NODEFLOW_NO_NODE_REPAIR"),
                    help="never replace unhealthy nodes")
     p.add_argument("--cancel-hold", type=_seconds, default=env("NODEFLOW_CANCEL_HOLD", "30m"),
                    help="how long a cancelled disruption's nodes are not planned again (Go duration; 0s: off)")
@@ -78,7 +83,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--catalog", default=env("NODEFLOW_CATALOG"),
                    help="instance type catalog YAML (default: discovered from EC2 and the Pricing API)")
     p.add_argument("--no-instance-type-discovery", action="store_true",
-                   default=(env("NODEFLOW_NO_INSTANCE_TYPE_DISCOVERY") or "").lower() in ("1", "true", "yes"),
+                   default=env_flag("NODEFLOW_NO_INSTANCE_TYPE_DISCOVERY"),
                    help="without --catalog, use the bundled catalog instead of discovering the region's types")
     p.add_argument("--instance-type-refresh", type=_seconds, default=env("NODEFLOW_INSTANCE_TYPE_REFRESH", "12h"),
                    help="how often instance types, offerings and prices are discovered again (Go duration)")

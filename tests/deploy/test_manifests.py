@@ -66,7 +66,7 @@ def test_worker_deployment_is_hardened_and_probed() -> None:
 
 def test_config_only_sets_variables_the_worker_reads() -> None:
     sources = "".join((ROOT / p).read_text() for p in ("worker.py", "client/connection.py", "runtime/cloud_clients.py"))
-    read = set(re.findall(r"""env(?:\.get)?\(\s*["']([A-Z0-9_]+)["']""", sources))
+    read = set(re.findall(r"""env(?:_flag|\.get)?\(\s*["']([A-Z0-9_]+)["']""", sources))
     config = one(render(), "ConfigMap", "nodeflow-config")
     unknown = sorted(k for k in config["data"] if k not in read)
     assert not unknown, f"ConfigMap sets variables nothing reads: {unknown}"
