@@ -20,12 +20,22 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from api.cron import CronError, load_zone, parse_schedule
 from api.duration import parse_duration
 from api.meta import K8sModel, ObjectMeta
 from api.nodepool import NodePool
+from api.policy_controls import DrainPolicy, LimitsPolicy, ProvisioningPolicy, SpotPolicy
+from api.policy_fields import (
+    PERCENT_MAX_LENGTH,
+    PolicyModel,
+    decimal_string,
+    percent_fraction,
+    percent_string,
+    policy_duration,
+    to_timedelta,
+)
 
 GROUP = "nodeflow.dev"
 VERSION = "v1alpha1"
@@ -33,10 +43,6 @@ API_VERSION = f"{GROUP}/{VERSION}"
 KIND = "DisruptionPolicy"
 PLURAL = "disruptionpolicies"
 
-# A positive Go duration made of whole s/m/h components ("30m", "1h30m", "600h").
-POLICY_DURATION_PATTERN = r"^([0-9]+(s|m|h))+$"
-# A non-negative decimal amount of US dollars ("0.05", "1", "0.004").
-DECIMAL_PATTERN = r"^[0-9]+(\.[0-9]+)?$"
 # A drift wave: a node count >= 1, or a percentage 1%-100% of the pool's drifted nodes.
 WAVE_PERCENT_PATTERN = r"^(100|[1-9][0-9]?)%$"
 NODEPOOL_NAME_MAX_LENGTH = 63  # the CRD's maxLength of spec.nodePools[*]: a NodePool name is a label value
@@ -58,37 +64,7 @@ class OnTimeout(StrEnum):
     PROCEED = "Proceed"
 
 
-def _duration(value: str | None) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or re.fullmatch(POLICY_DURATION_PATTERN, value) is None:
-        raise ValueError(f"{value!r} is not a duration like 30m, 1h30m or 600h (pattern {POLICY_DURATION_PATTERN})")
-    if parse_duration(value) <= timedelta(0):
-        raise ValueError(f"{value!r} must be longer than 0s")
-    return value
-
-
-def _to_timedelta(value: str | None) -> timedelta | None:
-    return None if value is None else parse_duration(value)
-
-
-def _decimal(value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise ValueError(f"{value!r} must be a quoted decimal string like \"0.05\" (money is never a float)")
-    if re.fullmatch(DECIMAL_PATTERN, value) is None:
-        raise ValueError(f"{value!r} is not a decimal amount like \"0.05\" (pattern {DECIMAL_PATTERN})")
-    return value
-
-
-class _PolicyModel(K8sModel):
-    """Unknown fields are errors here (a typo in a control must not silently switch it off)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class LabelSelectorRequirement(_PolicyModel):
+class LabelSelectorRequirement(PolicyModel):
     key: str = Field(min_length=1)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: list[str] | None = None
@@ -110,7 +86,7 @@ class LabelSelectorRequirement(_PolicyModel):
         return present if self.operator == "Exists" else not present
 
 
-class LabelSelector(_PolicyModel):
+class LabelSelector(PolicyModel):
     """A metav1.LabelSelector over NodePool metadata.labels; `{}` selects every pool."""
 
     match_labels: dict[str, str] | None = None
@@ -123,25 +99,39 @@ class LabelSelector(_PolicyModel):
         return all(e.matches(labels) for e in self.match_expressions or ())
 
 
-class ExpirationPolicy(_PolicyModel):
-    """Soft-then-hard expiry: from gracefulExpireAfter a node is replaced like drift (reason Expiring)."""
+class ExpirationPolicy(PolicyModel):
+    """Soft-then-hard expiry: from gracefulExpireAfter a node is replaced like drift (reason Expiring).
+
+    `jitter` ("10%") spreads each node's expiry earlier by up to that share, fixed per node, so a fleet
+    launched in one hour does not expire in one hour (aws/karpenter-provider-aws issue 1884).
+    """
 
     graceful_expire_after: str | None = None
+    jitter: str | None = Field(default=None, max_length=PERCENT_MAX_LENGTH)
 
     @field_validator("graceful_expire_after")
     @classmethod
     def _check(cls, v: str | None) -> str | None:
-        return _duration(v)
+        return policy_duration(v)
+
+    @field_validator("jitter", mode="before")
+    @classmethod
+    def _jitter(cls, v: Any) -> str | None:
+        return percent_string(v)
 
     @property
     def graceful_after(self) -> timedelta | None:
-        return _to_timedelta(self.graceful_expire_after)
+        return to_timedelta(self.graceful_expire_after)
+
+    @property
+    def jitter_fraction(self) -> Decimal | None:
+        return percent_fraction(self.jitter)
 
 
 Wave = int | str  # a node count, or a percentage string ("10%")
 
 
-class DriftPolicy(_PolicyModel):
+class DriftPolicy(PolicyModel):
     """Drift rolled out in waves: cumulative targets of the pool's drifted nodes, a bake between waves."""
 
     waves: list[Any] | None = Field(default=None, min_length=1, max_length=20)
@@ -152,7 +142,7 @@ class DriftPolicy(_PolicyModel):
     @field_validator("bake_time", "health_timeout")
     @classmethod
     def _durations(cls, v: str | None) -> str | None:
-        return _duration(v)
+        return policy_duration(v)
 
     @field_validator("waves")
     @classmethod
@@ -166,11 +156,11 @@ class DriftPolicy(_PolicyModel):
 
     @property
     def bake(self) -> timedelta | None:
-        return _to_timedelta(self.bake_time)
+        return to_timedelta(self.bake_time)
 
     @property
     def health(self) -> timedelta | None:
-        return _to_timedelta(self.health_timeout)
+        return to_timedelta(self.health_timeout)
 
     def wave_targets(self, drifted: int) -> list[int]:
         """Cumulative node counts after each wave for `drifted` nodes: percentages round up, counts are capped,
@@ -188,7 +178,7 @@ class DriftPolicy(_PolicyModel):
         return targets
 
 
-class PreDisruptionHook(_PolicyModel):
+class PreDisruptionHook(PolicyModel):
     url: str = Field(min_length=1)
     ack: AckMode = AckMode.NONE
     ack_timeout: str | None = None
@@ -197,7 +187,7 @@ class PreDisruptionHook(_PolicyModel):
     @field_validator("ack_timeout")
     @classmethod
     def _durations(cls, v: str | None) -> str | None:
-        return _duration(v)
+        return policy_duration(v)
 
     @field_validator("url")
     @classmethod
@@ -206,10 +196,10 @@ class PreDisruptionHook(_PolicyModel):
 
     @property
     def ack_wait(self) -> timedelta | None:
-        return _to_timedelta(self.ack_timeout)
+        return to_timedelta(self.ack_timeout)
 
 
-class NotifyHook(_PolicyModel):
+class NotifyHook(PolicyModel):
     url: str = Field(min_length=1)
 
     @field_validator("url")
@@ -224,12 +214,12 @@ def _check_url(v: str) -> str:
     return v
 
 
-class Hooks(_PolicyModel):
+class Hooks(PolicyModel):
     pre_disruption: PreDisruptionHook | None = None
     notify: NotifyHook | None = None
 
 
-class EscalationPolicy(_PolicyModel):
+class EscalationPolicy(PolicyModel):
     """For graceful disruptions blocked by PDBs or do-not-disrupt: notify after notifyAfter, force after forceAfter."""
 
     notify_after: str | None = None
@@ -238,7 +228,7 @@ class EscalationPolicy(_PolicyModel):
     @field_validator("notify_after", "force_after")
     @classmethod
     def _durations(cls, v: str | None) -> str | None:
-        return _duration(v)
+        return policy_duration(v)
 
     @model_validator(mode="after")
     def _order(self) -> EscalationPolicy:
@@ -249,14 +239,14 @@ class EscalationPolicy(_PolicyModel):
 
     @property
     def notify(self) -> timedelta | None:
-        return _to_timedelta(self.notify_after)
+        return to_timedelta(self.notify_after)
 
     @property
     def force(self) -> timedelta | None:
-        return _to_timedelta(self.force_after)
+        return to_timedelta(self.force_after)
 
 
-class ConsolidationPolicy(_PolicyModel):
+class ConsolidationPolicy(PolicyModel):
     """Consolidate only when the savings justify the evictions (docs/semantics.md §15.3)."""
 
     min_savings_per_hour: str | None = None
@@ -266,7 +256,7 @@ class ConsolidationPolicy(_PolicyModel):
     @field_validator("min_savings_per_hour", "per_pod_disruption_cost", mode="before")
     @classmethod
     def _decimals(cls, v: Any) -> str | None:
-        return _decimal(v)
+        return decimal_string(v)
 
     @property
     def min_per_hour(self) -> Decimal | None:
@@ -277,7 +267,7 @@ class ConsolidationPolicy(_PolicyModel):
         return Decimal(self.per_pod_disruption_cost or "0")
 
 
-class DateRange(_PolicyModel):
+class DateRange(PolicyModel):
     """Whole days, both ends inclusive, in the calendar's time zone; `to` defaults to `from` (one day)."""
 
     from_: date = Field(alias="from")
@@ -294,7 +284,7 @@ class DateRange(_PolicyModel):
         return self.to or self.from_
 
 
-class AllowWindow(_PolicyModel):
+class AllowWindow(PolicyModel):
     """A window that opens at each hit of `schedule` (in the calendar's time zone) and lasts `duration`."""
 
     schedule: str
@@ -303,7 +293,7 @@ class AllowWindow(_PolicyModel):
     @field_validator("duration")
     @classmethod
     def _durations(cls, v: str | None) -> str | None:
-        return _duration(v)
+        return policy_duration(v)
 
     @field_validator("schedule")
     @classmethod
@@ -319,7 +309,7 @@ class AllowWindow(_PolicyModel):
         return parse_duration(self.duration)
 
 
-class CalendarPolicy(_PolicyModel):
+class CalendarPolicy(PolicyModel):
     time_zone: str | None = None
     exclusions: list[DateRange] | None = Field(default=None, max_length=100)
     allow_windows: list[AllowWindow] | None = Field(default=None, max_length=50)
@@ -335,7 +325,7 @@ class CalendarPolicy(_PolicyModel):
         return v
 
 
-class DisruptionPolicySpec(_PolicyModel):
+class DisruptionPolicySpec(PolicyModel):
     node_pools: list[Annotated[str, Field(max_length=NODEPOOL_NAME_MAX_LENGTH)]] | None = Field(default=None,
                                                                                              min_length=1)
     node_pool_selector: LabelSelector | None = None
@@ -345,6 +335,11 @@ class DisruptionPolicySpec(_PolicyModel):
     escalation: EscalationPolicy | None = None
     consolidation: ConsolidationPolicy | None = None
     calendar: CalendarPolicy | None = None
+    # round two (issue #26; names fixed by DESIGN.md §4)
+    drain: DrainPolicy | None = None
+    spot: SpotPolicy | None = None
+    provisioning: ProvisioningPolicy | None = None
+    limits: LimitsPolicy | None = None
 
     @model_validator(mode="after")
     def _one_target(self) -> DisruptionPolicySpec:

@@ -13,6 +13,8 @@ if str(CRD_DIR.parent.parent) not in sys.path:  # run as a script from anywhere
 from api import disruption_policy as dp
 from api import labels
 from api import node_overlay as no
+from api import policy_controls as pc
+from api import policy_fields as pf
 from api.budgets import NODES_PATTERN, REASONS, SCHEDULE_PATTERN
 from api.duration import BUDGET_DURATION_PATTERN, NILLABLE_DURATION_PATTERN, TERMINATION_GRACE_PERIOD_PATTERN
 from api.ec2nodeclass import AMI_FAMILIES, METADATA_DEFAULTS
@@ -711,7 +713,7 @@ ec2nc_cols = [
 
 # ---- DisruptionPolicy (nodeflow.dev/v1alpha1) -------------------------------------------------------------
 def policy_duration(desc):
-    return s(desc, pattern=dp.POLICY_DURATION_PATTERN,
+    return s(desc, pattern=pf.POLICY_DURATION_PATTERN,
              **{"x-kubernetes-validations": [{"message": "must be longer than 0s", "rule": "duration(self) > duration('0s')"}]})
 
 
@@ -720,7 +722,12 @@ def url(desc):
 
 
 def money(desc):
-    return s(desc, pattern=dp.DECIMAL_PATTERN)
+    return s(desc, pattern=pf.DECIMAL_PATTERN)
+
+
+def percent(desc):
+    # maxLength bounds the regex's cost for kube-apiserver's CEL/schema estimator (issue #23)
+    return s(desc, pattern=pf.PERCENT_PATTERN, maxLength=pf.PERCENT_MAX_LENGTH)
 
 
 def obj(desc, props, required=None, rules=None):
@@ -764,6 +771,7 @@ disruptionpolicy_schema = {
             "nodePoolSelector": label_selector,
             "expiration": obj("Soft-then-hard expiry.", {
                 "gracefulExpireAfter": policy_duration("From this age on a node is replaced like drift (reason Expiring); shorter than the NodePool's expireAfter."),
+                "jitter": percent("Each node expires earlier by up to this share of its expiry, fixed per node."),
             }),
             "drift": obj("Drift rolled out in waves.", {
                 "waves": {"type": "array", "minItems": 1, "maxItems": 20, "items": wave},
@@ -800,6 +808,24 @@ disruptionpolicy_schema = {
                     "Opens at each hit of schedule, lasts duration.",
                     {"schedule": s(pattern=SCHEDULE_PATTERN), "duration": policy_duration("How long the window lasts.")},
                     required=["schedule", "duration"])},
+            }),
+            "drain": obj("What a voluntary disruption's drain does with pods that run to completion.", {
+                "jobs": s("Wait: Job pods (and pods annotated nodeflow.dev/wait-for-completion) run to completion.",
+                          enum=[m.value for m in pc.JobsDrain]),
+                "maxWait": policy_duration("The longest a drain waits for them (the terminationGracePeriod deadline still applies)."),
+            }),
+            "spot": obj("Spot fallback and return.", {
+                "returnAfter": policy_duration("On-demand nodes launched because spot was unavailable go back to spot after this long."),
+                "maxOnDemandFraction": percent("The largest share of the pool's nodes that may fall back to on-demand."),
+            }),
+            "provisioning": obj("Launch controls.", {
+                "zoneBalance": {"description": "The largest node-count difference between the pool's zones.",
+                                "type": "integer", "minimum": 1},
+                "deprecated": {"description": "No new launches; the pool's nodes go as they empty or expire.",
+                               "type": "boolean"},
+            }),
+            "limits": obj("Cost limits.", {
+                "costPerHour": money("US dollars per hour for all the pools the policy selects, a decimal string."),
             }),
         }, rules=[{"message": "exactly one of 'nodePools' and 'nodePoolSelector' must be set",
                    "rule": "has(self.nodePools) != has(self.nodePoolSelector)"}]),

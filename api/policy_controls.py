@@ -1,0 +1,99 @@
+"""DisruptionPolicy controls, round two (issue #26): drain, spot, provisioning and cost limits.
+
+Each is what Karpenter's operators keep asking for and Karpenter does not offer; the issue each answers is
+named on its model. Semantics: docs/semantics.md §15. Field names are fixed by DESIGN.md §4.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from api.policy_fields import (
+    PERCENT_MAX_LENGTH,
+    PolicyModel,
+    decimal_string,
+    percent_fraction,
+    percent_string,
+    policy_duration,
+    to_timedelta,
+)
+
+DO_NOT_CONSOLIDATE_ANNOTATION = "nodeflow.dev/do-not-consolidate"  # on a pod: blocks consolidation of its node only
+DISRUPTION_COST_ANNOTATION = "nodeflow.dev/disruption-cost"  # on a pod: relative weight, default 1
+WAIT_FOR_COMPLETION_ANNOTATION = "nodeflow.dev/wait-for-completion"  # on a pod: left to finish like a Job's
+
+
+class JobsDrain(StrEnum):
+    """What a voluntary disruption's drain does with pods that run to completion."""
+
+    EVICT = "Evict"  # as Karpenter: evicted with the rest (the default)
+    WAIT = "Wait"  # left to finish, up to maxWait or the terminationGracePeriod deadline
+
+
+class DrainPolicy(PolicyModel):
+    """Let Jobs finish (kubernetes-sigs/karpenter issues 701, 1209, 651)."""
+
+    jobs: JobsDrain = JobsDrain.EVICT
+    max_wait: str | None = None
+
+    @field_validator("max_wait")
+    @classmethod
+    def _durations(cls, v: str | None) -> str | None:
+        return policy_duration(v)
+
+    @property
+    def wait(self) -> timedelta | None:
+        return to_timedelta(self.max_wait)
+
+
+class SpotPolicy(PolicyModel):
+    """Spot fallback and return (aws/karpenter-provider-aws issues 714, 6425, 8298)."""
+
+    return_after: str | None = None
+    max_on_demand_fraction: str | None = Field(default=None, max_length=PERCENT_MAX_LENGTH)
+
+    @field_validator("return_after")
+    @classmethod
+    def _durations(cls, v: str | None) -> str | None:
+        return policy_duration(v)
+
+    @field_validator("max_on_demand_fraction", mode="before")
+    @classmethod
+    def _percent(cls, v: Any) -> str | None:
+        return percent_string(v)
+
+    @property
+    def return_delay(self) -> timedelta | None:
+        return to_timedelta(self.return_after)
+
+    @property
+    def on_demand_cap(self) -> Decimal | None:
+        return percent_fraction(self.max_on_demand_fraction)
+
+
+class ProvisioningPolicy(PolicyModel):
+    """Zone balance without spread constraints (aws/karpenter-provider-aws 7311); deprecated pools
+    (kubernetes-sigs/karpenter 2667)."""
+
+    zone_balance: int | None = Field(default=None, ge=1)  # max node-count difference between zones
+    deprecated: bool = False
+
+
+class LimitsPolicy(PolicyModel):
+    """Cost limits (kubernetes-sigs/karpenter 1215): US dollars per hour for the pools the policy selects."""
+
+    cost_per_hour: str | None = None
+
+    @field_validator("cost_per_hour", mode="before")
+    @classmethod
+    def _decimals(cls, v: Any) -> str | None:
+        return decimal_string(v)
+
+    @property
+    def cost_limit(self) -> Decimal | None:
+        return None if self.cost_per_hour is None else Decimal(self.cost_per_hour)
