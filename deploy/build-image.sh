@@ -16,7 +16,7 @@
 # NODEFLOW_STORAGE_DRIVER (overlay|vfs, default: overlay if an overlay mount works here, else vfs),
 # NODEFLOW_OCI_RUNTIME (crun|runc, default: crun unless the cgroup layout is one crun rejects, see below).
 #
-# What this machine needed, and why (README "Container image" has the evidence):
+# What this machine needed, and why (docs/operations.md "Container image" has the evidence):
 # - crun 1.8 refuses cgroup "hybrid" mode (v1 controllers plus a cgroup2 mount with controllers enabled in
 #   its cgroup.controllers, here hugetlb): "crun: cgroups in hybrid mode not supported, drop all controllers from
 #   cgroupv2". This script then uses runc, which handles hybrid mode, rather than changing the host's cgroups.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Re-take the README's Temporal UI screenshots (docs/images/ui-*.png) against the demo. Not part of the test run.
+# Re-take docs/operations.md's Temporal UI screenshots (docs/images/ui-*.png) against the demo. Not part of the test run.
 #
 # Needs Debian's Chromium (apt-get install -y chromium) and kubectl. Starts `nodeflow demo` in the background,
 # deletes node general-01 (its do-not-disrupt pod keeps the TerminationWorkflow in phase Draining), waits for

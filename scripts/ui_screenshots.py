@@ -1,4 +1,4 @@
-"""Screenshots of the Temporal Web UI for the README, driven over the Chrome DevTools protocol.
+"""Screenshots of the Temporal Web UI for docs/operations.md, driven over the Chrome DevTools protocol.
 
 Runs Debian's headless Chromium against a running demo (scripts/ui-screenshots.sh starts one) and saves PNGs:
 the workflow list filtered by `NodeflowPhase="Draining"` with nodeflow's search attributes as columns, and one
@@ -29,7 +29,7 @@ from typing import Any
 
 import websocket  # websocket-client, a dependency of the kubernetes client
 
-from workflows.summaries import WORK_VIEW  # the README's saved view
+from workflows.summaries import WORK_VIEW  # docs/operations.md's saved view
 
 LIST_COLUMNS = ["Status", "NodeflowNode", "NodeflowReason", "NodeflowNodePool", "NodeflowPhase", "Workflow ID",
                 "Type", "Start"]
@@ -140,7 +140,7 @@ def drain_page(page: Page, ui: str, namespace: str, workflow_id: str, node: str,
 
 
 async def count_rows(address: str, namespace: str) -> None:
-    """Check the README's saved-view query on this server: how many rows it keeps of all."""
+    """Check docs/operations.md's saved-view query on this server: how many rows it keeps of all."""
     from temporalio.client import Client
 
     client = await Client.connect(address, namespace=namespace)

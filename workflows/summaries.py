@@ -19,7 +19,7 @@ from workflows.provisioning_models import LAUNCH_REASON, STATIC_LAUNCH_REASON, P
 SUMMARY_LIMIT = 200  # Temporal shows one line; keep it short enough for the list's column
 NAMES_SHOWN = 3  # names in a summary before "+N"
 ROWS_SHOWN = 50  # table rows in details before "... and N more"
-# The Temporal UI list without the scheduled passes (README, Temporal UI section; docs/decisions.md §14)
+# The Temporal UI list without the scheduled passes (docs/operations.md, Temporal UI section; docs/decisions.md §14)
 WORK_VIEW = 'WorkflowType NOT IN ("PlannerWorkflow", "NodeClassWorkflow")'
 
 
@@ -93,7 +93,7 @@ def planner_pass(every: timedelta, task_queue: str) -> UiText:
     return UiText(f"planner pass (every {_duration(every)})",
                   f"Started by the `nodeflow-planner` Schedule on task queue `{task_queue}`, overlap SKIP. One pass "
                   "reads the cluster, plans, and starts a DisruptionWorkflow per command. Hide passes from the list "
-                  f"with the query `{WORK_VIEW}` (README, Temporal UI section).")
+                  f"with the query `{WORK_VIEW}` (docs/operations.md, Temporal UI section).")
 
 
 def nodeclass_pass(every: timedelta) -> UiText:

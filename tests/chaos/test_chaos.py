@@ -363,7 +363,7 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
         await chaos.run()
         assert chaos.done_at is not None
         # Alone it converges 17-42 s after the last fault. Beside the full suite on 2 cores it once had not at 150 s;
-        # once alone it had not before the test's timeout (cause not found; see the README's known limits).
+        # once alone it had not before the test's timeout (cause not found; see docs/known-limits.md).
         deadline = time.monotonic() + 240
         while not await asyncio.to_thread(settled, api):
             assert time.monotonic() < deadline, f"not settled in time; events: {chaos.events}"
