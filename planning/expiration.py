@@ -13,6 +13,7 @@ from api import labels as L
 from planning.candidates import Candidate, currently_reschedulable, disruption_cost, reschedulable_of
 from planning.cluster import NodeInfo
 from planning.commands import Command
+from planning.expiry_jitter import jitter_offset, pool_jitter
 from planning.method import PassContext, make_command
 from planning.pricing import launch_replacements
 
@@ -20,7 +21,8 @@ MAX_PROVISIONED = 50
 
 
 def expires_at(node: NodeInfo, ctx: PassContext) -> datetime | None:
-    """creationTimestamp of the NodeClaim + expireAfter (the claim's own, else its NodePool's)."""
+    """creationTimestamp of the NodeClaim + expireAfter (the claim's own, else its NodePool's), moved earlier by
+    the pool's DisruptionPolicy `expiration.jitter` (planning/expiry_jitter.py, docs/semantics.md §15.5)."""
     claim = node.claim
     if claim is None or claim.created is None:
         return None
@@ -28,7 +30,7 @@ def expires_at(node: NodeInfo, ctx: PassContext) -> datetime | None:
     expire = claim.expire_after if claim.has_expire_after else (pool.expire_after if pool else None)
     if expire is None:
         return None
-    return claim.created + expire
+    return claim.created + expire - jitter_offset(claim.name, expire, pool_jitter(ctx.policies, node.pool))
 
 
 class Expiration:

@@ -16,18 +16,23 @@ from planning.candidates import Candidate
 from planning.cluster import NodeInfo
 from planning.drift import Drift, drift_reason
 from planning.expiration import expires_at
+from planning.expiry_jitter import jitter_offset, pool_jitter
 from planning.method import PassContext
 
 REASON_EXPIRING = "Expiring"
 
 
 def graceful_since(node: NodeInfo, ctx: PassContext) -> datetime | None:
-    """When the node's graceful expiry starts: its NodeClaim's creation + the policy's gracefulExpireAfter."""
+    """When the node's graceful expiry starts: its NodeClaim's creation + the policy's gracefulExpireAfter, moved
+    earlier by the same share of it as the hard expiry (`expiration.jitter`, docs/semantics.md §15.5), so the
+    graceful start stays before the node's own hard expiry."""
     claim = node.claim
     if claim is None or claim.created is None:
         return None
     after = ctx.policies.graceful_after(node.pool)
-    return None if after is None else claim.created + after
+    if after is None:
+        return None
+    return claim.created + after - jitter_offset(claim.name, after, pool_jitter(ctx.policies, node.pool))
 
 
 class GracefulExpiration(Drift):
