@@ -19,6 +19,7 @@ from api.catalog import InstanceType, InstanceTypeCatalog
 from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
 from planning.node_overlays import overlay_pool_labels, priced_by_overlays
+from planning.pod_requests import pod_requests
 from planning.selectors import match_label_selector, selector_key
 
 DEFAULT_EXPIRE_AFTER = timedelta(hours=720)
@@ -154,22 +155,7 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
     name = meta.get("name", "")
     owners = meta.get("ownerReferences") or ()
     owner = next((o for o in owners if o.get("controller")), owners[0] if owners else {})
-    cpu = mem = eph = 0.0
-    for c in spec.get("containers") or ():
-        req = (c.get("resources") or {}).get("requests") or {}
-        cpu += _q_cpu(req.get("cpu", 0))
-        mem += _q_mem(req.get("memory", 0))
-        eph += _q_mem(req.get("ephemeral-storage", 0))
-    for c in spec.get("initContainers") or ():
-        req = (c.get("resources") or {}).get("requests") or {}
-        cpu = max(cpu, _q_cpu(req.get("cpu", 0)))
-        mem = max(mem, _q_mem(req.get("memory", 0)))
-        eph = max(eph, _q_mem(req.get("ephemeral-storage", 0)))
-    for k, v in (spec.get("overhead") or {}).items():
-        if k == "cpu":
-            cpu += _q_cpu(v)
-        elif k == "memory":
-            mem += _q_mem(v)
+    req = pod_requests(spec)  # init containers, sidecars and overhead as kube counts them (pod_requests.py)
     affinity = spec.get("affinity") or {}
     node_aff = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = list(node_aff.get("nodeSelectorTerms") or ())
@@ -197,7 +183,7 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
         labels=meta.get("labels") or {}, annotations=meta.get("annotations") or {},
         node_name=spec.get("nodeName") or "", phase=status.get("phase") or "Running",
         terminating=bool(meta.get("deletionTimestamp")), owner_kind=owner.get("kind", ""),
-        owner_uid=owner.get("uid") or owner.get("name", ""), cpu=cpu, mem=int(mem), eph=int(eph),
+        owner_uid=owner.get("uid") or owner.get("name", ""), cpu=req.cpu, mem=req.mem, eph=req.eph,
         priority=spec.get("priority"), tolerations=tolerations, node_selector=node_selector,
         affinity_terms=terms, anti_affinity=anti, spread=spread,
         start_raw=status.get("startTime"), ready=ready, sig=sig, raw=raw,

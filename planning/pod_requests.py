@@ -1,0 +1,80 @@
+"""A pod's effective resource requests, as kube-scheduler and Karpenter count them.
+
+kube's resource helpers (k8s.io/component-helpers/resource PodRequests), which Karpenter's
+`resources.RequestsForPods` calls: the containers' requests summed, plus every sidecar (an init container
+with `restartPolicy: Always`, which keeps running beside the containers); a plain init container runs alone,
+after the sidecars started before it, so it needs its own request plus theirs; the pod needs the larger of the
+two, plus `spec.overhead` (RuntimeClass). docs/semantics.md §3.5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from api.quantity import QuantityError, parse_cpu, parse_memory
+
+KEYS = ("cpu", "memory", "ephemeral-storage")
+
+
+@dataclass(frozen=True, slots=True)
+class Requests:
+    """cpu cores, memory bytes, ephemeral-storage bytes."""
+
+    cpu: float = 0.0
+    mem: int = 0
+    eph: int = 0
+
+    def __add__(self, other: Requests) -> Requests:
+        return Requests(self.cpu + other.cpu, self.mem + other.mem, self.eph + other.eph)
+
+    def max(self, other: Requests) -> Requests:
+        return Requests(max(self.cpu, other.cpu), max(self.mem, other.mem), max(self.eph, other.eph))
+
+
+@lru_cache(maxsize=8192)
+def _quantity_text(key: str, text: str) -> float:
+    """Unparsable counts as 0 (a snapshot is read, not validated, here). Cached: values repeat."""
+    try:
+        return parse_cpu(text) if key == "cpu" else float(parse_memory(text))
+    except (QuantityError, TypeError, ValueError):
+        return 0.0
+
+
+def _quantity(key: str, value: Any) -> float:
+    return 0.0 if value in (None, "") else _quantity_text(key, str(value))
+
+
+def resource_list(values: Mapping[str, Any] | None) -> Requests:
+    """cpu / memory / ephemeral-storage of a ResourceList (other resources are not simulated)."""
+    values = values or {}
+    return Requests(_quantity("cpu", values.get("cpu")), int(_quantity("memory", values.get("memory"))),
+                    int(_quantity("ephemeral-storage", values.get("ephemeral-storage"))))
+
+
+def container_requests(container: Mapping[str, Any]) -> Requests:
+    return resource_list((container.get("resources") or {}).get("requests"))
+
+
+def is_sidecar(container: Mapping[str, Any]) -> bool:
+    """An init container that keeps running (KEP-753 sidecar): `restartPolicy: Always`."""
+    return container.get("restartPolicy") == "Always"
+
+
+def pod_requests(spec: Mapping[str, Any]) -> Requests:
+    """max(containers + all sidecars, each init container + the sidecars before it) + overhead."""
+    total = Requests()
+    for c in spec.get("containers") or ():
+        total = total + container_requests(c)
+    sidecars = Requests()
+    init_peak = Requests()
+    for c in spec.get("initContainers") or ():
+        req = container_requests(c)
+        if is_sidecar(c):
+            sidecars = sidecars + req
+            init_peak = init_peak.max(sidecars)
+        else:
+            init_peak = init_peak.max(req + sidecars)
+    return (total + sidecars).max(init_peak) + resource_list(spec.get("overhead"))
