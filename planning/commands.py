@@ -17,11 +17,13 @@ from planning.repair import Repair, RepairBlocked
 
 # StaticDrift (static NodePools) is internal: `nodeflow plan` reports it under `staticNodePools`, not `commands`.
 Method = Literal["Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation", "Expiration",
-                 "StaticDrift", "GracefulExpiration"]
+                 "StaticDrift", "GracefulExpiration", "SpotReturn"]
 STATIC_DRIFT = "StaticDrift"
 # Expiring: a DisruptionPolicy's gracefulExpireAfter passed (planning/graceful_expiration.py); it spends the Drifted
 # budget (docs/semantics.md §15.1).
-Reason = Literal["Empty", "Drifted", "Underutilized", "Expired", "Expiring"]
+# SpotFallback: an on-demand node launched because spot had no capacity goes back to spot (planning/spot_return.py);
+# it spends the Underutilized budget (docs/semantics.md §15.5).
+Reason = Literal["Empty", "Drifted", "Underutilized", "Expired", "Expiring", "SpotFallback"]
 
 METHOD_REASON: dict[str, str] = {
     "Emptiness": "Empty",
@@ -31,6 +33,7 @@ METHOD_REASON: dict[str, str] = {
     "Expiration": "Expired",
     "StaticDrift": "Drifted",
     "GracefulExpiration": "Expiring",
+    "SpotReturn": "SpotFallback",
 }
 
 

@@ -34,10 +34,11 @@ from planning.method import Limits, Method, PassContext
 from planning.multinode import MultiNodeConsolidation
 from planning.optimizer import optimizer_method
 from planning.policies import PolicyView
+from planning.policy_scheduler import LaunchControls, scheduler_for
 from planning.repair import DEFAULT_POLICIES, NodeHealth, RepairDecision, RepairPolicy, decide_repairs
 from planning.rollout import rollout_block
-from planning.scheduling import Scheduler
 from planning.singlenode import SingleNodeConsolidation
+from planning.spot_return import SpotReturn
 from planning.static_capacity import PoolCounts, count_pools, decide_static
 from planning.static_drift import StaticDrift
 
@@ -62,7 +63,7 @@ class PassOutcome:
 
 # Methods whose should_disrupt means "would disrupt this node": a calendar hold lists their candidates as blocked.
 # Consolidation's filter only means "may be considered", so its candidates in a held pool are dropped quietly.
-DECIDING_METHODS = frozenset({"Emptiness", "StaticDrift", "Drift", "GracefulExpiration"})
+DECIDING_METHODS = frozenset({"Emptiness", "StaticDrift", "Drift", "GracefulExpiration", "SpotReturn"})
 ROLLOUT_METHOD = "Drift"  # the method whose commands a pool's DriftRolloutWorkflow carries out (activities/rollout.py)
 
 
@@ -153,7 +154,10 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
         allowed.setdefault(row["reason"], {})[row["nodePool"]] = row["allowed"]
     policies = PolicyView.build(snapshot, at)
     # In-flight nodes' pods are placed first in every simulation of the pass (docs/semantics.md §2).
-    expiration_ctx = PassContext(cluster, Scheduler(cluster, exclude, in_flight_pods(cluster, exclude, at), planned),
+    # Deprecated pools and cost limits bound replacements too (planning/policy_scheduler.py, semantics §15.6-15.7).
+    controls = LaunchControls.build(snapshot, cluster, at)
+    expiration_ctx = PassContext(cluster, scheduler_for(cluster, controls, exclude,
+                                                        in_flight_pods(cluster, exclude, at), planned),
                                  at, limits or Limits(), policies=policies)
     expiration = Expiration(expiration_ctx, exclude)
     expiring = expiration.candidates()
@@ -162,7 +166,7 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
     repairs = _repairs(cluster, at, exclude | expiring_names, repair)
 
     busy = exclude | expiring_names | {r.node for r in repairs.repairs}
-    ctx = PassContext(cluster, Scheduler(cluster, busy, in_flight_pods(cluster, busy, at), planned), at,
+    ctx = PassContext(cluster, scheduler_for(cluster, controls, busy, in_flight_pods(cluster, busy, at), planned), at,
                       limits or Limits(), policies=policies)
     ctx.events = expiration_ctx.events
     counts = count_pools(cluster, busy)  # static NodePools (planning/static_capacity.py)
@@ -188,6 +192,7 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     winner, computed = _first_method_with_commands(
         ctx, _methods(ctx, setup.counts, setup.static, optimize), setup.sets, setup.allowed, eligible, compute_all,
         rollouts)
+    _report_rejections(ctx, setup.sets[GRACEFUL], consolidation_only=True)
     commands = setup.expiration_commands + winner
     in_commands = {n for c in commands for n in c.nodes}
     blocked = [b for name, b in ctx.blocked.items() if name not in in_commands]
@@ -210,11 +215,11 @@ def _methods(ctx: PassContext, counts: dict[str, PoolCounts], static: list[Stati
              ) -> list[Method]:
     """The methods in Karpenter's order (docs/semantics.md §2), the optional optimizer before Multi-node."""
     methods: list[Method] = [Emptiness(ctx), StaticDrift(ctx, counts, {p.node_pool: p.launch for p in static}),
-                             Drift(ctx), GracefulExpiration(ctx), MultiNodeConsolidation(ctx),
+                             Drift(ctx), GracefulExpiration(ctx), SpotReturn(ctx), MultiNodeConsolidation(ctx),
                              SingleNodeConsolidation(ctx)]
     optimizing = optimizer_method(ctx, optimize)  # planning/optimizer.py: opt-in CP-SAT consolidation
     if optimizing is not None:
-        methods.insert(4, optimizing)
+        methods.insert(len(methods) - 2, optimizing)  # before Multi-node
     return methods
 
 
@@ -311,10 +316,15 @@ def _report_launch_blockers(ctx: PassContext) -> None:
             ctx.event("NodePool", pool.name, EventReason.NODE_CLASS_NOT_READY, f"no launch: {blocker}")
 
 
-def _report_rejections(ctx: PassContext, rejected: CandidateSet) -> None:
+def _report_rejections(ctx: PassContext, rejected: CandidateSet, consolidation_only: bool = False) -> None:
+    """Blocked nodes and their Events; the do-not-consolidate ones (`consolidation_only`) after the methods ran,
+    so a node that drift or expiry blocked for another reason is listed with that reason (§15.9)."""
     for r in rejected.rejected:
+        if r.consolidation_only != consolidation_only:
+            continue
         if r.blocking:
-            ctx.block(r.node, r.message)
+            ctx.block(r.node, r.message, EventReason.UNCONSOLIDATABLE if consolidation_only else
+                      EventReason.DISRUPTION_BLOCKED)
         elif r.event:
             ctx.node_event(r.node, EventReason.DISRUPTION_BLOCKED, r.message)
 

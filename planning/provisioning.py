@@ -22,8 +22,11 @@ from api.nodeclaim import REGISTERED
 from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
 from planning.cluster import Cluster, NodeInfo, Parsed, PodInfo, PoolInfo, as_dict, type_labels
 from planning.commands import Replacement
+from planning.cost_limits import cost_limit_reached, launch_price
+from planning.deprecated_pools import pool_deprecated
 from planning.lifecycle import liveness
 from planning.lifecycle.conditions import UNKNOWN, status_of
+from planning.policy_scheduler import LaunchControls, PolicyScheduler, scheduler_for
 from planning.pricing import launch_replacement
 from planning.scheduling import TYPE_KEYS, Scheduler, SimState
 from planning.selectors import match_requirement, tolerates_all
@@ -44,6 +47,9 @@ class Exclusion(StrEnum):
     NODE_CLASS = "NodeClassNotReady"  # the pool's EC2NodeClass is missing or not Ready
     SCHEDULING = "Scheduling"  # anti-affinity / topology spread left no place
     NO_NODEPOOL = "NoNodePool"  # the cluster has no NodePool at all
+    DEPRECATED = "Deprecated"  # a DisruptionPolicy deprecates the pool: no new launches (docs/semantics.md §15.7)
+    COST_LIMIT = "CostLimit"  # a new node would take a DisruptionPolicy's costPerHour over its limit (§15.6)
+    SPOT_FALLBACK_CAP = "SpotFallbackCap"  # spot has no capacity and maxOnDemandFraction forbids on-demand (§15.5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +99,9 @@ class ProvisioningDecision:
     nominated: dict[str, str] = field(default_factory=dict)  # pod -> NodeClaim still launching it will land on
     scheduled: dict[str, str] = field(default_factory=dict)  # pod -> existing node with room for it
     pools_at_limit: dict[str, str] = field(default_factory=dict)  # pool -> which limit stops a launch
+    pools_at_cost_limit: dict[str, str] = field(default_factory=dict)  # pool -> the cost limit that stops a launch
+    cost_limits: list[dict[str, Any]] = field(default_factory=list)  # `costLimits` of `nodeflow plan` (§15.6)
+    no_compatible_types: list[str] = field(default_factory=list)  # pools whose requirements leave no type offered
 
     @property
     def price_per_hour(self) -> float:
@@ -115,17 +124,18 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
     cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
         Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims)
     launching = _add_launching(cluster, snapshot, at)
+    controls = LaunchControls.build(snapshot, cluster, at or datetime.now(UTC))
     wanted = None if pods is None else set(pods)
     pending = [p for p in cluster.pending if provisionable(p)]
     batch = [p for p in pending if wanted is None or p.key in wanted or p.uid in wanted]
     in_batch = {id(p) for p in batch}
     others = [p for p in pending if id(p) not in in_batch]
-    sched = Scheduler(cluster)
+    sched = scheduler_for(cluster, controls)
     state = SimState()
     if others:
         sched.simulate([], [], max_new=0, state=state, pending=others)
     result = sched.simulate([], batch, max_new=MAX_NEW_NODES, state=state)
-    decision = ProvisioningDecision()
+    decision = ProvisioningDecision(no_compatible_types=no_compatible_types(sched) if batch else [])
     for pod, target in result.placements:
         if target in launching:
             decision.nominated[pod.key] = target
@@ -133,15 +143,33 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
             decision.scheduled[pod.key] = target
     for nn in result.new_nodes:
         priced = launch_replacement(nn, sched.pool_options(nn.pool))
-        if priced is not None:
+        if priced is None:
+            continue
+        over = controls.cost.admit(nn.pool.name, priced.price)
+        if over is None:
             decision.launches.append(Launch(priced.replacement, [p.key for p in nn.pods]))
+            continue
+        # the simulation's node grew past the limit as pods joined it: its pods wait (docs/semantics.md §15.6)
+        held = PoolExclusion(nn.pool.name, Exclusion.COST_LIMIT, cost_limit_reached(over, priced.price))
+        decision.unservable += [Unservable(p.key, p.uid, [held]) for p in nn.pods]
     for pod, _why in result.failures:
-        exclusions = diagnose(sched, pod, state)
-        decision.unservable.append(Unservable(pod.key, pod.uid, exclusions))
-        for e in exclusions:
+        decision.unservable.append(Unservable(pod.key, pod.uid, diagnose(sched, pod, state)))
+    for u in decision.unservable:
+        for e in u.exclusions:
             if e.reason is Exclusion.LIMITS:
                 decision.pools_at_limit.setdefault(e.node_pool, e.detail)
+            elif e.reason is Exclusion.COST_LIMIT:
+                decision.pools_at_cost_limit.setdefault(e.node_pool, e.detail)
+    decision.cost_limits = controls.cost.public()
     return decision
+
+
+def no_compatible_types(sched: Scheduler) -> list[str]:
+    """NodePools whose requirements filter out every available instance type (Karpenter's scheduler.go emits
+    NoCompatibleInstanceTypes for them); a pool whose EC2NodeClass blocks launches says so elsewhere."""
+    return [pool.name for pool in sched.pools_by_weight
+            if sched.launch_blocker(pool) is None and sched.cluster.catalog_for(pool.name).instance_types
+            and not sched.pool_options(pool)]
 
 
 # ---- NodeClaims still launching count as nodes --------------------------------------------------------------
@@ -233,13 +261,14 @@ def _claim_node(index: int, claim: Mapping[str, Any], cluster: Cluster) -> NodeI
 # ---- why a pod fits no pool ---------------------------------------------------------------------------------
 
 def diagnose(sched: Scheduler, pod: PodInfo, state: SimState) -> list[PoolExclusion]:
-    """For each NodePool (by weight), the first thing that stops it serving `pod`."""
-    if not sched.pools_by_weight:
+    """For each NodePool (by weight, deprecated ones too), the first thing that stops it serving `pod`."""
+    pools = getattr(sched, "all_pools_by_weight", sched.pools_by_weight)
+    if not pools:
         static = sorted(sched.cluster.pools)  # only static pools: they keep their replicas, never launch for pods
         detail = f"only static NodePools exist ({', '.join(static)}), which launch no node for pods" if static \
             else "no NodePool exists"
         return [PoolExclusion("", Exclusion.NO_NODEPOOL, detail)]
-    return [_exclusion(sched, pod, pool, state) for pool in sched.pools_by_weight]
+    return [_exclusion(sched, pod, pool, state) for pool in pools]
 
 
 def _exclusion(sched: Scheduler, pod: PodInfo, pool: PoolInfo, state: SimState) -> PoolExclusion:
@@ -257,6 +286,9 @@ def _exclusion(sched: Scheduler, pod: PodInfo, pool: PoolInfo, state: SimState) 
     allowed = sched.pod_allowed(pod, pool)
     if allowed is not None and not allowed:
         return out(Exclusion.REQUIREMENT, _failing_requirement(sched, pod, pool))
+    controls = sched.controls if isinstance(sched, PolicyScheduler) else None
+    if controls is not None and pool.name in controls.deprecated:  # the pool would serve it, but may not launch
+        return out(Exclusion.DEPRECATED, pool_deprecated(controls.deprecated[pool.name]))
     dcpu, dmem, dpods = sched.cluster.daemon_overhead(pool.name)
     fitting = [o for o in options if o.cpu + 1e-9 >= pod.cpu + dcpu and o.mem >= pod.mem + dmem
                and o.pods >= dpods + 1 and (allowed is None or any(
@@ -265,8 +297,13 @@ def _exclusion(sched: Scheduler, pod: PodInfo, pool: PoolInfo, state: SimState) 
         return out(Exclusion.RESOURCES, f"no instance type has room for cpu {format_cpu(pod.cpu)}, memory "
                                         f"{format_memory(pod.mem)} (plus daemonset overhead)")
     fitting_names = {o.itype.name for o in fitting}
-    if not any(o.itype.name in fitting_names for o in sched._limit_filter(pool, options, state)):
+    within = Scheduler._limit_filter(sched, pool, options, state)  # spec.limits alone, without the cost limit
+    if not any(o.itype.name in fitting_names for o in within):
         return out(Exclusion.LIMITS, f"limits {_limits_text(pool)} reached")
+    if controls is not None and not any(o.itype.name in fitting_names for o in sched.cost_filter(pool, within, state)):
+        cheapest = min(launch_price([o]) for o in fitting)
+        group = controls.cost.blocking(pool.name, cheapest) or controls.cost.by_pool[pool.name][0]
+        return out(Exclusion.COST_LIMIT, cost_limit_reached(group, cheapest))
     return out(Exclusion.SCHEDULING, "its anti-affinity or topology spread constraints leave no place")
 
 
