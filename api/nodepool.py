@@ -30,9 +30,14 @@ DEFAULT_EXPIRE_AFTER = "720h"
 DEFAULT_CONSOLIDATE_AFTER = "0s"
 DEFAULT_CONSOLIDATION_POLICY = "WhenEmptyOrUnderutilized"
 DEFAULT_BUDGET_NODES = "10%"
-# v1.9.1 policies (docs/semantics.md §12: match v1.9.1 where HEAD differs; HEAD's "Balanced" is not supported).
-CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
-ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized"]
+# Karpenter v1.14's policies (pkg/apis/v1/nodepool.go; "Balanced" since v1.14.0, #2962; docs/semantics.md §5.10).
+POLICY_WHEN_EMPTY = "WhenEmpty"
+POLICY_WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
+POLICY_BALANCED = "Balanced"
+CONSOLIDATION_POLICIES = (POLICY_WHEN_EMPTY, POLICY_WHEN_EMPTY_OR_UNDERUTILIZED, POLICY_BALANCED)
+ConsolidationPolicy = Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"]
+# Balanced approves a move when its score reaches 1/k (Karpenter's BalancedK).
+BALANCED_K = 2
 
 DEPRECATED_EXPIRE_AFTER_WARNING = (
     "spec.disruption.expireAfter is deprecated (AKS NAP spelling); Karpenter v1 reads "

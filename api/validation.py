@@ -297,8 +297,7 @@ def _check_disruption(p: _Problems, path: str, obj: Any) -> None:
     p.unknown(path, d, DISRUPTION_FIELDS)
     policy = d.get("consolidationPolicy")
     if policy is not None and policy not in CONSOLIDATION_POLICIES:
-        hint = " (Balanced exists only in Karpenter after v1.9.1)" if policy == "Balanced" else ""
-        p.not_one_of(f"{path}.consolidationPolicy", policy, CONSOLIDATION_POLICIES, hint)
+        p.not_one_of(f"{path}.consolidationPolicy", policy, CONSOLIDATION_POLICIES, "")
     _check_duration_field(p, f"{path}.consolidateAfter", "consolidateAfter", d.get("consolidateAfter"))
     for i, budget in enumerate(p.listing(f"{path}.budgets", d.get("budgets"), MAX_BUDGETS)):
         _check_budget(p, f"{path}.budgets[{i}]", budget)

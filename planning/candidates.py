@@ -2,7 +2,7 @@
 
 A node that fails a check gets the message Karpenter would put in its `DisruptionBlocked` event; the
 planner lists the blocking ones (do-not-disrupt, PDBs, pool paused, an operator's cancel hold) as `blocked`.
-Also: eviction and disruption cost (the v1.9.1 sort), and consolidateAfter from the NodeClaim.
+Also: eviction and disruption costs (the v1.14 sort and emptiness), and consolidateAfter from the NodeClaim.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from planning.exclusions import NO_POOL_LABEL, NOT_INITIALIZED, NOT_MANAGED, poo
 from planning.selectors import tolerates
 
 GRACEFUL = "graceful"
+# Karpenter's PerNodeBaseDisruptionCost: what draining a node costs before any pod is counted.
+BASE_DISRUPTION_COST = 1.0
 EVENTUAL = "eventual"
 # How long a node stays held after an operator cancelled its disruption, when its annotation says only when
 # (the worker writes held-until from its setting, docs/configuration.md).
@@ -49,9 +51,19 @@ class Candidate:
         return self.node.name
 
     @property
+    def reschedule_cost(self) -> float:
+        """Karpenter v1.14's RescheduleDisruptionCost: 1 + the positive eviction costs of the reschedulable pods."""
+        return reschedule_disruption_cost(self.reschedulable)
+
+    @property
     def empty(self) -> bool:
-        """v1.9.1 emptiness: no reschedulable pods."""
-        return not self.reschedulable
+        """v1.14 emptiness (IsEmpty): no reschedulable pod has a positive eviction cost (docs/semantics.md §3.3)."""
+        return self.reschedule_cost <= BASE_DISRUPTION_COST
+
+    @property
+    def savings_ratio(self) -> float:
+        """Price per unit of disruption, the v1.14 consolidation sort key (higher goes first)."""
+        return self.price / self.reschedule_cost
 
 
 @dataclass(slots=True)
@@ -87,6 +99,12 @@ def eviction_cost(pod: PodInfo) -> float:
     return max(-10.0, min(10.0, cost))
 
 
+def reschedule_disruption_cost(pods: Iterable[PodInfo]) -> float:
+    """1 (the cost of draining any node) + sum of max(0, eviction cost): Karpenter v1.14's per-node disruption cost,
+    for the sort (§3.3), emptiness and the Balanced score (§5.10)."""
+    return BASE_DISRUPTION_COST + sum(max(0.0, eviction_cost(p)) for p in pods)
+
+
 def lifetime_remaining(node: NodeInfo, pool: PoolInfo, at: datetime) -> float:
     """Share of the node's expireAfter still ahead of it, in [0, 1]; 1 when it never expires."""
     claim = node.claim
@@ -106,7 +124,8 @@ def reschedulable_of(node: NodeInfo) -> list[PodInfo]:
 
 
 def disruption_cost(node: NodeInfo, pool: PoolInfo, at: datetime) -> float:
-    """v1.9.1 sort key: sum of eviction costs of all pods times lifetime remaining."""
+    """Karpenter's DisruptionCost: sum of eviction costs of all pods times lifetime remaining (the v1.9.1 sort key;
+    static pools still pick which node to remove by it)."""
     if node.eviction_sum is None:
         node.eviction_sum = sum(eviction_cost(p) for p in node.pods)
     return node.eviction_sum * lifetime_remaining(node, pool, at)
@@ -282,8 +301,10 @@ def consolidatable(c: Candidate, at: datetime) -> bool:
 
 
 def sort_for_consolidation(cands: list[Candidate]) -> list[Candidate]:
-    """v1.9.1 order: DisruptionCost ascending (ties by name, for a stable answer)."""
-    return sorted(cands, key=lambda c: (c.disruption_cost, c.name))
+    """v1.14 order (#2962): savings ratio (price / RescheduleDisruptionCost) descending, so a budget-limited pass
+    takes the moves worth most per unit of disruption first; ties by name, for a stable answer (docs/semantics.md
+    §3.3)."""
+    return sorted(cands, key=lambda c: (-c.savings_ratio, c.name))
 
 
 def sentence(message: str) -> str:

@@ -12,13 +12,13 @@ from enum import Enum
 
 from api import labels as L
 from api.events import EventReason
+from api.nodepool import POLICY_WHEN_EMPTY
+from planning.balanced import PoolTotals, approve, is_balanced
 from planning.candidates import GRACEFUL, Candidate, consolidatable, currently_reschedulable
 from planning.commands import Command, SkippedMove
 from planning.method import Method, PassContext, make_command
 from planning.pricing import consolidation_replacement
 from planning.scheduling import Unschedulable
-
-WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
 
 
 class Refusal(Enum):
@@ -49,6 +49,8 @@ class Consolidation:
 
     def __init__(self, ctx: PassContext) -> None:
         self.ctx = ctx
+        # The pools' cost and disruption totals for the Balanced score, set by compute_commands (§5.10).
+        self.totals: dict[str, PoolTotals] = {}
 
     def should_disrupt(self, c: Candidate) -> bool:
         """ShouldDisrupt of docs/semantics.md §5.3 in order; each refusal but emptiness emits `Unconsolidatable`."""
@@ -66,8 +68,8 @@ class Consolidation:
             message = f'NodePool "{pool.name}" has consolidation disabled'
         elif c.empty:
             return False
-        elif pool.consolidation_policy != WHEN_EMPTY_OR_UNDERUTILIZED:
-            message = f'NodePool "{pool.name}" has non-empty consolidation disabled'
+        elif pool.consolidation_policy == POLICY_WHEN_EMPTY:  # v1.14: Balanced pools go on, to be scored (§5.10)
+            message = f'NodePool "{pool.name}" has consolidation policy WhenEmpty, but node is not empty'
         if message is not None:
             self.ctx.node_event(node, EventReason.UNCONSOLIDATABLE, message)
             return False
@@ -75,6 +77,13 @@ class Consolidation:
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         raise NotImplementedError
+
+    def balanced_rejects(self, cmd: Command, cands: list[Candidate]) -> bool:
+        """True when a Balanced pool among `cands` scores the move below its threshold (docs/semantics.md §5.10)."""
+        if not any(is_balanced(c) for c in cands):
+            return False
+        approved, _ = approve(cands, cmd.savings_per_hour, self.totals)
+        return not approved
 
     def compute_consolidation(self, method: Method, cands: list[Candidate], single: bool) -> Attempt:
         """A delete or replace command for removing `cands`, or the refusal and why not."""

@@ -98,7 +98,8 @@ class Drift:
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         floor = datetime.min.replace(tzinfo=self.ctx.at.tzinfo)
-        ordered = sorted(candidates, key=lambda c: (not c.empty, self.since(c.node) or floor, c.name))
+        # Nodes without reschedulable pods first: v1.14's drift.go still partitions on that, not on IsEmpty (§4.2).
+        ordered = sorted(candidates, key=lambda c: (bool(c.reschedulable), self.since(c.node) or floor, c.name))
         for c in ordered:
             if self.ctx.budget_exhausted(c, self.budget_reason, budgets):
                 continue

@@ -2,11 +2,13 @@
 
 Up to 100 candidates (after the budget), binary search over prefixes: a prefix is valid when its pods fit
 on the rest plus at most one new node strictly cheaper than all removed nodes, and never a type they
-already run unless cheaper (filterOutSameInstanceType). A time budget returns the best found so far.
+already run unless cheaper (filterOutSameInstanceType), and that a Balanced pool approves (§5.10). A time budget
+returns the best found so far.
 """
 
 from __future__ import annotations
 
+from planning.balanced import pool_totals
 from planning.candidates import Candidate, sort_for_consolidation
 from planning.commands import Command, SkippedMove
 from planning.consolidation import Consolidation
@@ -17,6 +19,7 @@ class MultiNodeConsolidation(Consolidation):
     name = "MultiNodeConsolidation"
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
+        self.totals = pool_totals(self.ctx.cluster, candidates)
         within = self.ctx.take_within_budget(self.reason, budgets, sort_for_consolidation(candidates))
         cmd = self.first_n_option(within)
         return [cmd] if cmd is not None else []
@@ -37,7 +40,7 @@ class MultiNodeConsolidation(Consolidation):
                 break
             mid = (lo + hi) // 2
             attempt = self.compute_consolidation(self, cands[: mid + 1], single=False)
-            if attempt.command is not None:
+            if attempt.command is not None and not self.balanced_rejects(attempt.command, cands[: mid + 1]):
                 best = attempt.command
                 lo = mid + 1
             else:

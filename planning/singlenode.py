@@ -9,6 +9,7 @@ from __future__ import annotations
 from itertools import zip_longest
 
 from api.events import EventReason
+from planning.balanced import can_pass, pool_totals
 from planning.candidates import Candidate, sort_for_consolidation
 from planning.commands import Command
 from planning.consolidation import Consolidation, Refusal
@@ -20,13 +21,18 @@ class SingleNodeConsolidation(Consolidation):
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         deadline = Deadline(self.ctx.limits.single_node_seconds, self.ctx.clock)
+        self.totals = pool_totals(self.ctx.cluster, candidates)
         for c in interleave_by_pool(sort_for_consolidation(candidates)):
             if deadline.passed():
                 break
             if self.ctx.budget_exhausted(c, self.reason, budgets):
                 continue
+            if not can_pass(c, self.totals):  # Balanced: even deleting it would not score enough (§5.10)
+                continue
             attempt = self.compute_consolidation(self, [c], single=True)
             if attempt.command is not None:
+                if self.balanced_rejects(attempt.command, [c]):  # Karpenter: no event, the next candidate
+                    continue
                 return [attempt.command]
             if attempt.skipped is not None:
                 self.ctx.policies.skip(attempt.skipped)

@@ -42,7 +42,9 @@ class StaticDrift:
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         floor = datetime.min.replace(tzinfo=self.ctx.at.tzinfo)
-        ordered = sorted(candidates, key=lambda c: (c.pool.name, not c.empty, drifted_since(c.node) or floor, c.name))
+        # Nodes without reschedulable pods first (drift keeps v1.9.1's "empty", not v1.14's IsEmpty).
+        ordered = sorted(candidates,
+                         key=lambda c: (c.pool.name, bool(c.reschedulable), drifted_since(c.node) or floor, c.name))
         commands: list[Command] = []
         for _, group in groupby(ordered, key=lambda c: c.pool.name):
             commands += self._pool_commands(budgets, list(group))

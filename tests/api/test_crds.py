@@ -123,7 +123,7 @@ def test_valid_examples_pass_the_schema() -> None:
         ("spec.disruption.budgets", [{"nodes": "0", "schedule": "@daily", "duration": "30s"}]),
         ("spec.disruption.budgets", [{"nodes": "1"}] * 51),
         ("spec.disruption.consolidateAfter", "1.5h"),
-        ("spec.disruption.consolidationPolicy", "Balanced"),
+        ("spec.disruption.consolidationPolicy", "balanced"),
         ("spec.template.spec.expireAfter", "30d"),
         ("spec.template.spec.terminationGracePeriod", "Never"),
         ("spec.template.spec.requirements", [{"key": "a", "operator": "Like"}]),

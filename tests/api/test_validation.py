@@ -118,7 +118,7 @@ def test_at_most_fifty_budgets_and_all_problems_reported() -> None:
     ("path", "value", "expected"),
     [
         ("spec.disruption.consolidationPolicy", "WhenUnderutilized", "spec.disruption.consolidationPolicy: "),
-        ("spec.disruption.consolidationPolicy", "Balanced", "Balanced exists only"),
+        ("spec.disruption.consolidationPolicy", "balanced", "'balanced' is not one of WhenEmpty, WhenEmptyOr"),
         ("spec.disruption.consolidateAfter", "1.5h", "spec.disruption.consolidateAfter: '1.5h' does not match"),
         ("spec.disruption.consolidateAfter", "never", "does not match"),
         ("spec.template.spec.expireAfter", "30d", "spec.template.spec.expireAfter: '30d' does not match"),

@@ -147,7 +147,8 @@ def test_eviction_cost(annotations, priority, cost):
     assert eviction_cost(parse_pod(pod("x-1", "a", annotations=annotations, priority=priority))) == cost
 
 
-def test_sort_fewer_pods_and_sooner_expiry_first():
+def test_sort_highest_savings_ratio_first_expiry_no_longer_counts():
+    """v1.14 (#2962): price / (1 + positive eviction costs), descending; ties by name. v1.9.1 put "old" first."""
     np = nodepool(expire_after="100h")
     snap = snapshot(np, node_and_claim("busy", created=AT - timedelta(hours=10)),
                     node_and_claim("light", created=AT - timedelta(hours=10)),
@@ -155,7 +156,7 @@ def test_sort_fewer_pods_and_sooner_expiry_first():
                     pod("a-1", "busy"), pod("a-2", "busy"), pod("a-3", "busy"), pod("b-1", "light"),
                     pod("c-1", "old"), pod("c-2", "old"), pod("c-3", "old"))
     cands = build_candidates(Cluster.from_snapshot(snap), AT, set(), GRACEFUL).candidates
-    assert [c.name for c in sort_for_consolidation(cands)] == ["old", "light", "busy"]
+    assert [c.name for c in sort_for_consolidation(cands)] == ["light", "busy", "old"]
 
 
 def _one(snap):

@@ -190,7 +190,8 @@ def test_pods_that_fit_nowhere_block_and_are_named():
 def test_when_empty_policy_and_consolidation_disabled_emit_unconsolidatable():
     result = plan(snapshot(nodepool(policy="WhenEmpty"), node_and_claim("a"), pod("x-1", "a")), AT)
     assert result.commands == []
-    assert any(e.message == 'NodePool "default" has non-empty consolidation disabled' for e in result.events)
+    assert any(e.message == 'NodePool "default" has consolidation policy WhenEmpty, but node is not empty'
+               for e in result.events)
     result = plan(snapshot(nodepool(consolidate_after="Never"), node_and_claim("a"), pod("x-1", "a")), AT)
     assert any(e.message == 'NodePool "default" has consolidation disabled' for e in result.events)
 
