@@ -27,10 +27,13 @@ from api.catalog import InstanceTypeCatalog, Offering, current_catalog
 from api.ec2nodeclass import EC2NodeClass
 from api.node_overlay import load_node_overlay
 from api.nodeclass_launch import ClusterInfo, cluster_tags, subnet_zones
+from api.policy_controls import SPOT_FALLBACK_ANNOTATION
 from planning.lifecycle.launch import launch_patch
 from planning.node_overlays import pool_catalog
+from planning.spot_return import fallback_value, fell_back
 from planning.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
 from telemetry import karpenter_metrics as km
+from telemetry import metrics
 from workflows.disruption_models import (
     LaunchedReplacement,
     LaunchInput,
@@ -176,6 +179,7 @@ class ProvisioningActivities:
         if node_class is not None:
             self._classes.record(claim, instance, node_class)
         self._record_launch(meta["name"], instance, itype, inp.replacement.capacity_type)
+        self._note_spot_fallback(claim, pool, inp.replacement, zones, priced)
         return LaunchedReplacement(node_claim=meta["name"], uid=meta["uid"], instance_id=instance["InstanceId"],
                                    instance_type=itype, zone=off.zone, capacity_type=inp.replacement.capacity_type,
                                    price=off.price)
@@ -192,6 +196,21 @@ class ProvisioningActivities:
 
         if self._kube.update("NodeClaim", name, change, status=True) and meta_body[0] is not None:
             self._kube.patch_node_claim(name, meta_body[0])
+
+    def _note_spot_fallback(self, claim: Obj, pool: Obj, r: Replacement, zones: set[str] | None,
+                            priced: InstanceTypeCatalog) -> None:
+        """An on-demand launch only because EC2 refused spot lately (in a pool that admits spot) is recorded on its
+        claim, `nodeflow.dev/spot-fallback: <now>`, for spot.returnAfter and maxOnDemandFraction
+        (planning/spot_return.py, docs/semantics.md §15.5). A retried attempt keeps the first time."""
+        meta = claim["metadata"]
+        if SPOT_FALLBACK_ANNOTATION in (meta.get("annotations") or {}):
+            return
+        reqs = (((pool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("requirements") or []
+        if not fell_back(reqs, r.capacity_type, r.instance_types, zones, priced, self._offerings.apply(priced)):
+            return
+        self._kube.patch_node_claim(meta["name"], {"metadata": {"annotations": {
+            SPOT_FALLBACK_ANNOTATION: fallback_value(datetime.now(UTC))}}})
+        metrics.SPOT_FALLBACKS.labels(nodepool=(pool.get("metadata") or {}).get("name", "")).inc()
 
     def _priced_catalog(self, pool: Obj) -> InstanceTypeCatalog:
         """The catalog with the cluster's NodeOverlay prices for this NodePool, so a launch tries offerings in the

@@ -123,6 +123,19 @@ POLICY_HELD = Gauge(
     ["nodepool", "hold"],
     registry=REGISTRY,
 )
+SPOT_FALLBACKS = Counter(
+    "nodeflow_spot_fallbacks_total",
+    "NodeClaims launched on-demand because EC2 refused spot lately, in a pool that admits spot (recorded on the "
+    "claim as nodeflow.dev/spot-fallback; docs/semantics.md §15.5).",
+    ["nodepool"],
+    registry=REGISTRY,
+)
+SPOT_FALLBACKS_CAPPED = Counter(
+    "nodeflow_spot_fallbacks_capped_total",
+    "On-demand fallback launches a DisruptionPolicy's spot.maxOnDemandFraction refused (their pods stay pending).",
+    ["nodepool"],
+    registry=REGISTRY,
+)
 CONSOLIDATION_SKIPPED = Counter(
     "nodeflow_consolidation_skipped_total",
     "Consolidation moves a DisruptionPolicy's savings threshold refused, counted once per pass.",
