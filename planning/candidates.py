@@ -19,6 +19,7 @@ from api.duration import DurationError, parse_duration
 from api.timestamps import format_seconds, parse_time
 from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo
 from planning.exclusions import NO_POOL_LABEL, NOT_INITIALIZED, NOT_MANAGED, pool_not_found
+from planning.pod_annotations import consolidation_block
 from planning.selectors import tolerates
 
 GRACEFUL = "graceful"
@@ -75,6 +76,9 @@ class NotCandidate:
     blocking: bool
     event: bool = True
     refusal: NodeRefusal | None = None
+    # nodeflow.dev/do-not-consolidate (§15.9): only consolidation refuses it, so it is reported (`Unconsolidatable`)
+    # after the pass's methods ran, and a drift or expiry block of the same node is the one `blocked` shows
+    consolidation_only: bool = False
 
 
 @dataclass
@@ -272,6 +276,8 @@ def build_candidates(cluster: Cluster, at: datetime, exclude: set[str], disrupti
                 message = pod_blocks[node.name]
             if message is not None:
                 problem = NotCandidate(node, message, blocking=True)
+            elif disruption_class == GRACEFUL and (pinned := consolidation_block(node)) is not None:
+                problem = NotCandidate(node, pinned, blocking=True, consolidation_only=True)
         if problem is not None:
             out.rejected.append(problem)
             continue

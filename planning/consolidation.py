@@ -23,6 +23,7 @@ from planning.scheduling import Unschedulable
 
 class Refusal(Enum):
     """Why a consolidation what-if said no; single-node consolidation blocks a node only for UNSCHEDULABLE."""
+from planning.pod_annotations import disruption_units
 
     UNSCHEDULABLE = "Unschedulable"  # some pod would fit nowhere
     TOO_MANY_NEW_NODES = "TooManyNewNodes"  # the pods need more than one new node
@@ -108,7 +109,8 @@ class Consolidation:
         """The command, or BELOW_THRESHOLD when a DisruptionPolicy of its pools asks for more savings."""
         pods = sum(len(c.reschedulable) for c in cands)
         why = self.ctx.policies.savings_refusal([c.pool.name for c in cands], cmd.savings_per_hour,
-                                                sum(c.price for c in cands), pods)
+                                                sum(c.price for c in cands), pods,
+                                                disruption_units(p for c in cands for p in c.reschedulable))
         if why is None:
             return Attempt(cmd)
         move = SkippedMove(method=cmd.method, node_pool=cmd.node_pool, nodes=list(cmd.nodes),

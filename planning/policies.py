@@ -62,18 +62,23 @@ class PolicyView:
         policy = self.by_pool.get(pool)
         return policy.graceful_expire_after if policy is not None else None
 
-    def savings_refusal(self, pools: Sequence[str], savings: float, removed_price: float, pods: int) -> str | None:
+    def savings_refusal(self, pools: Sequence[str], savings: float, removed_price: float, pods: int,
+                        units: Decimal | None = None) -> str | None:
         """Why a move saving `savings` $/h by removing nodes costing `removed_price` $/h and evicting `pods` pods is
-        not worth it under the consolidation thresholds of the pools it touches (each must be met), or None."""
+        not worth it under the consolidation thresholds of the pools it touches (each must be met), or None.
+        `units`: the pods' summed nodeflow.dev/disruption-cost weights (§15.9); None counts each pod as 1."""
+        weight = Decimal(pods) if units is None else units
         for pool in dict.fromkeys(pools):
             policy = self.by_pool.get(pool)
             rule = policy.spec.consolidation if policy is not None else None
             if rule is None:
                 continue
             if rule.min_per_hour is not None or rule.per_pod_disruption_cost is not None:
-                threshold = (rule.min_per_hour or Decimal(0)) + rule.pod_cost * pods
+                threshold = (rule.min_per_hour or Decimal(0)) + rule.pod_cost * weight
                 if Decimal(str(round(savings, 6))) < threshold:
-                    return events.savings_below(savings, float(threshold), pods, float(rule.pod_cost))
+                    if weight == pods:
+                        return events.savings_below(savings, float(threshold), pods, float(rule.pod_cost))
+                    return _weighted_savings_below(savings, threshold, pods, weight, rule.pod_cost)
             if rule.min_savings_percent is not None and removed_price > 0:
                 percent = savings / removed_price * 100
                 if percent < rule.min_savings_percent:
@@ -97,3 +102,9 @@ class PolicyView:
                                    held=block.message if block else None, held_until=block.until if block else None,
                                    conflict=conflicts.get(name), hold=block.hold.value if block else None))
         return rows
+
+
+def _weighted_savings_below(savings: float, threshold: Decimal, pods: int, units: Decimal, per_pod: Decimal) -> str:
+    """events.savings_below's text when the pods' nodeflow.dev/disruption-cost weights are not all 1 (§15.9)."""
+    extra = f" ({pods} pod(s) weighing {units.normalize():f} x ${events.money(float(per_pod))})" if per_pod else ""
+    return f"savings ${events.money(savings)}/h below threshold ${events.money(float(threshold))}/h{extra}"
