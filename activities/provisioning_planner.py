@@ -19,11 +19,13 @@ from temporalio import activity
 from activities.kube_client import KubeClient, event_body
 from activities.planning_runner import to_replacement
 from api import events
-from api.catalog import InstanceTypeCatalog, load_catalog
+from api.catalog import InstanceTypeCatalog, current_catalog, load_catalog
 from api.events import EventReason
 from planning.provisioning import Exclusion
+from planning.spot_return import cap_fallbacks
 from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
 from telemetry import karpenter_metrics as km
+from telemetry import metrics
 from workflows.provisioning_models import (
     LaunchFailedInput,
     NodeClaimLaunch,
@@ -96,14 +98,15 @@ class ProvisioningPlanner:
         from api.snapshot import Snapshot
         from planning.provisioning import decide
 
-        catalog = with_unavailable(load_catalog(inp.catalog_path) if inp.catalog_path else self._catalog,
-                                   self._offerings)
+        full = current_catalog(load_catalog(inp.catalog_path) if inp.catalog_path else self._catalog)
+        catalog = with_unavailable(full, self._offerings)
         snapshot = snapshot if snapshot is not None else Snapshot.from_objects(objs)
         started = time.perf_counter()
         try:
-            return decide(snapshot, catalog, pods=[p.uid for p in inp.pods], parsed=parsed)
+            decision = decide(snapshot, catalog, pods=[p.uid for p in inp.pods], parsed=parsed)
         finally:  # Karpenter's provisioner times its scheduling simulation the same way (scheduling/metrics.go)
             km.SCHEDULING_DURATION.labels(controller="provisioner").observe(time.perf_counter() - started)
+        return cap_spot_fallbacks(decision, snapshot, full, catalog)
 
     def _explain(self, bodies: list[dict[str, Any]]) -> None:
         for body in bodies:
@@ -121,3 +124,14 @@ class ProvisioningPlanner:
         body = event_body("NodePool", inp.node_pool, EventReason.INSUFFICIENT_CAPACITY, message, now,
                           type_="Warning", event_name=f"{inp.node_pool}.{digest}")
         await asyncio.to_thread(self._explain, [body])
+
+
+def cap_spot_fallbacks(decision: Any, snapshot: Any, full: InstanceTypeCatalog | None,
+                       applied: InstanceTypeCatalog | None) -> Any:
+    """spot.maxOnDemandFraction (planning/spot_return.py): on-demand fallback launches over a pool's cap are dropped
+    and their pods get a FailedScheduling Event naming the cap. Nothing refused lately: no launch is a fallback."""
+    if full is None or applied is None or applied is full:
+        return decision
+    for capped in cap_fallbacks(decision, snapshot, full, applied, datetime.now(UTC)):
+        metrics.SPOT_FALLBACKS_CAPPED.labels(nodepool=capped.node_pool).inc()
+    return decision
