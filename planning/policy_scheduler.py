@@ -1,0 +1,74 @@
+"""The scheduling simulation under the DisruptionPolicies' launch controls: deprecated pools launch nothing
+(planning/deprecated_pools.py) and no new node takes a cost-limited group of pools over its limit
+(planning/cost_limits.py). Both act where `spec.limits` acts, in the choice of a pool and instance types for a
+new node, so a pod a deprecated or capped pool cannot take goes to the next pool by weight, as Karpenter's
+scheduler passes over a pool at its limits (provisioning/scheduling/scheduler.go).
+
+Used by the provisioner and the planner alike: a disruption's replacement is a launch too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from planning.cluster import Cluster, PodInfo
+from planning.cost_limits import CostLimits, launching_claims
+from planning.deprecated_pools import deprecated_pools
+from planning.scheduling import Scheduler, SimState, TypeOption
+
+
+@dataclass(slots=True)
+class LaunchControls:
+    """What the policies of one snapshot allow launches: the deprecated pools and the cost-limit groups."""
+
+    deprecated: dict[str, str] = field(default_factory=dict)  # pool -> deprecating policy
+    cost: CostLimits = field(default_factory=CostLimits)
+
+    @classmethod
+    def build(cls, snapshot: Any, cluster: Cluster, at: datetime,
+              launching: Iterable[Mapping[str, Any]] | None = None) -> LaunchControls:
+        """`launching`: NodeClaims still launching without a Node (None: found in the snapshot at `at`)."""
+        policies = getattr(snapshot, "disruption_policies", None) or ()
+        if not any(p.spec.limits is not None and p.spec.limits.cost_limit is not None for p in policies):
+            return cls(deprecated_pools(snapshot))
+        claims = launching_claims(snapshot, cluster, at) if launching is None else launching
+        return cls(deprecated_pools(snapshot), CostLimits.build(snapshot, cluster, claims))
+
+    def __bool__(self) -> bool:
+        return bool(self.deprecated) or bool(self.cost)
+
+
+class PolicyScheduler(Scheduler):
+    """A Scheduler whose new nodes come only from pools not deprecated and within their cost limits."""
+
+    def __init__(self, cluster: Cluster, controls: LaunchControls, exclude: Iterable[str] = (),
+                 reserve: Sequence[PodInfo] = (), planned: Mapping[str, str] | None = None) -> None:
+        self.controls = controls
+        super().__init__(cluster, exclude, reserve, planned)
+        self.all_pools_by_weight = list(self.pools_by_weight)
+        self.pools_by_weight = [p for p in self.pools_by_weight if p.name not in controls.deprecated]
+
+    def _limit_filter(self, pool: Any, options: list[TypeOption], state: SimState) -> list[TypeOption]:
+        return self.cost_filter(pool, super()._limit_filter(pool, options, state), state)
+
+    def cost_filter(self, pool: Any, options: list[TypeOption], state: SimState) -> list[TypeOption]:
+        """`options` less those that would take a cost-limited group of `pool` over its limit."""
+        if not options or pool.name not in self.controls.cost.by_pool:
+            return options
+        removed: dict[str, float] = {}
+        for name in state.removed:
+            node = self.cluster.by_name.get(name)
+            if node is not None and not node.marked_for_deletion:
+                removed[node.pool] = removed.get(node.pool, 0.0) + node.price
+        return self.controls.cost.filter(pool.name, options, removed, state.new_nodes)
+
+
+def scheduler_for(cluster: Cluster, controls: LaunchControls, exclude: Iterable[str] = (),
+                  reserve: Sequence[PodInfo] = (), planned: Mapping[str, str] | None = None) -> Scheduler:
+    """A PolicyScheduler when a policy controls launches, else the plain Scheduler (no cost on the hot path)."""
+    if controls:
+        return PolicyScheduler(cluster, controls, exclude, reserve, planned)
+    return Scheduler(cluster, exclude, reserve, planned)
