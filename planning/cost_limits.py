@@ -1,4 +1,4 @@
-"""Cost limits (docs/semantics.md §15.6, kubernetes-sigs/karpenter issue 1215): `limits.costPerHour` of a
+"""Cost limits (docs/semantics.md §15.10, kubernetes-sigs/karpenter issue 1215): `limits.costPerHour` of a
 DisruptionPolicy caps what the pools it selects cost together, in US dollars per hour.
 
 What counts: every node of those pools not marked for deletion at its offering's price, plus every NodeClaim still

@@ -1,4 +1,4 @@
-"""Deprecated NodePools (docs/semantics.md §15.7, kubernetes-sigs/karpenter issue 2667): a DisruptionPolicy's
+"""Deprecated NodePools (docs/semantics.md §15.11, kubernetes-sigs/karpenter issue 2667): a DisruptionPolicy's
 `provisioning.deprecated: true` stops every new launch in the pools it selects, for pending pods and for
 disruption replacements alike; other pools serve the pods. The pool's nodes stay until they go the usual ways
 (emptiness, consolidation, expiry, drift, deletion), so retiring a pool needs no drain of its own.

@@ -22,7 +22,7 @@ MAX_PROVISIONED = 50
 
 def expires_at(node: NodeInfo, ctx: PassContext) -> datetime | None:
     """creationTimestamp of the NodeClaim + expireAfter (the claim's own, else its NodePool's), moved earlier by
-    the pool's DisruptionPolicy `expiration.jitter` (planning/expiry_jitter.py, docs/semantics.md §15.5)."""
+    the pool's DisruptionPolicy `expiration.jitter` (planning/expiry_jitter.py, docs/semantics.md §15.12)."""
     claim = node.claim
     if claim is None or claim.created is None:
         return None

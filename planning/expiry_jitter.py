@@ -1,4 +1,4 @@
-"""Expiry jitter (docs/semantics.md §15.5, aws/karpenter-provider-aws issue 1884): each node expires EARLIER by a
+"""Expiry jitter (docs/semantics.md §15.12, aws/karpenter-provider-aws issue 1884): each node expires EARLIER by a
 fixed share of its expireAfter, so a fleet launched in one hour does not expire in one hour.
 
 The share is a hash of the NodeClaim's name, never a random number or the clock: every planner pass, every worker

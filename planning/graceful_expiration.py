@@ -24,7 +24,7 @@ REASON_EXPIRING = "Expiring"
 
 def graceful_since(node: NodeInfo, ctx: PassContext) -> datetime | None:
     """When the node's graceful expiry starts: its NodeClaim's creation + the policy's gracefulExpireAfter, moved
-    earlier by the same share of it as the hard expiry (`expiration.jitter`, docs/semantics.md §15.5), so the
+    earlier by the same share of it as the hard expiry (`expiration.jitter`, docs/semantics.md §15.12), so the
     graceful start stays before the node's own hard expiry."""
     claim = node.claim
     if claim is None or claim.created is None:

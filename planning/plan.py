@@ -154,7 +154,7 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
         allowed.setdefault(row["reason"], {})[row["nodePool"]] = row["allowed"]
     policies = PolicyView.build(snapshot, at)
     # In-flight nodes' pods are placed first in every simulation of the pass (docs/semantics.md §2).
-    # Deprecated pools and cost limits bound replacements too (planning/policy_scheduler.py, semantics §15.6-15.7).
+    # Deprecated pools and cost limits bound replacements too (planning/policy_scheduler.py, semantics §15.10-15.11).
     controls = LaunchControls.build(snapshot, cluster, at)
     expiration_ctx = PassContext(cluster, scheduler_for(cluster, controls, exclude,
                                                         in_flight_pods(cluster, exclude, at), planned),

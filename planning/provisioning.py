@@ -47,8 +47,8 @@ class Exclusion(StrEnum):
     NODE_CLASS = "NodeClassNotReady"  # the pool's EC2NodeClass is missing or not Ready
     SCHEDULING = "Scheduling"  # anti-affinity / topology spread left no place
     NO_NODEPOOL = "NoNodePool"  # the cluster has no NodePool at all
-    DEPRECATED = "Deprecated"  # a DisruptionPolicy deprecates the pool: no new launches (docs/semantics.md §15.7)
-    COST_LIMIT = "CostLimit"  # a new node would take a DisruptionPolicy's costPerHour over its limit (§15.6)
+    DEPRECATED = "Deprecated"  # a DisruptionPolicy deprecates the pool: no new launches (docs/semantics.md §15.11)
+    COST_LIMIT = "CostLimit"  # a new node would take a DisruptionPolicy's costPerHour over its limit (§15.10)
     SPOT_FALLBACK_CAP = "SpotFallbackCap"  # spot has no capacity and maxOnDemandFraction forbids on-demand (§15.5)
 
 
@@ -100,7 +100,7 @@ class ProvisioningDecision:
     scheduled: dict[str, str] = field(default_factory=dict)  # pod -> existing node with room for it
     pools_at_limit: dict[str, str] = field(default_factory=dict)  # pool -> which limit stops a launch
     pools_at_cost_limit: dict[str, str] = field(default_factory=dict)  # pool -> the cost limit that stops a launch
-    cost_limits: list[dict[str, Any]] = field(default_factory=list)  # `costLimits` of `nodeflow plan` (§15.6)
+    cost_limits: list[dict[str, Any]] = field(default_factory=list)  # `costLimits` of `nodeflow plan` (§15.10)
     no_compatible_types: list[str] = field(default_factory=list)  # pools whose requirements leave no type offered
 
     @property
@@ -149,7 +149,7 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
         if over is None:
             decision.launches.append(Launch(priced.replacement, [p.key for p in nn.pods]))
             continue
-        # the simulation's node grew past the limit as pods joined it: its pods wait (docs/semantics.md §15.6)
+        # the simulation's node grew past the limit as pods joined it: its pods wait (docs/semantics.md §15.10)
         held = PoolExclusion(nn.pool.name, Exclusion.COST_LIMIT, cost_limit_reached(over, priced.price))
         decision.unservable += [Unservable(p.key, p.uid, [held]) for p in nn.pods]
     for pod, _why in result.failures:

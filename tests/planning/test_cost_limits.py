@@ -1,4 +1,4 @@
-"""Cost limits (docs/semantics.md §15.6): `limits.costPerHour` of a DisruptionPolicy caps what its pools cost; the
+"""Cost limits (docs/semantics.md §15.10): `limits.costPerHour` of a DisruptionPolicy caps what its pools cost; the
 provisioner launches nothing past it, and replacements that do not raise cost pass."""
 
 from __future__ import annotations

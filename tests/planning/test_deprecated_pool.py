@@ -1,4 +1,4 @@
-"""Deprecated pools (docs/semantics.md §15.7): `provisioning.deprecated: true` stops new launches in a pool, for
+"""Deprecated pools (docs/semantics.md §15.11): `provisioning.deprecated: true` stops new launches in a pool, for
 pending pods and replacements alike; other pools serve; the pool's nodes go the usual ways."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Expiry jitter (docs/semantics.md §15.5): each node's expiry moves earlier by a share of expireAfter fixed by its
+"""Expiry jitter (docs/semantics.md §15.12): each node's expiry moves earlier by a share of expireAfter fixed by its
 NodeClaim's name, stable across passes and processes, spread over the window, never later than without jitter."""
 
 from __future__ import annotations
