@@ -20,13 +20,19 @@ class IceInjector:
 
     def __init__(self) -> None:
         self.unavailable: set[tuple[str, str]] = set()  # (type, zone); zone "*" means every zone
+        self.spot_unavailable: set[tuple[str, str]] = set()  # the same, for spot requests only
         self.refused: list[tuple[str, str]] = []
 
     def exhaust(self, itype: str, zone: str = "*") -> None:
         self.unavailable.add((itype, zone))
 
+    def exhaust_spot(self, itype: str, zone: str = "*") -> None:
+        """Spot pools run dry apart from on-demand capacity: only spot requests for the type are refused."""
+        self.spot_unavailable.add((itype, zone))
+
     def restore(self) -> None:
         self.unavailable.clear()
+        self.spot_unavailable.clear()
 
     def install(self, client: Any) -> IceInjector:
         client.meta.events.register("before-call.ec2.RunInstances", self._before_call)
@@ -35,7 +41,10 @@ class IceInjector:
     def _before_call(self, params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]] | None:
         body = params.get("body") or {}
         itype, zone = body.get("InstanceType", ""), body.get("Placement.AvailabilityZone", "")
-        if (itype, zone) not in self.unavailable and (itype, "*") not in self.unavailable:
+        refused = self.unavailable
+        if body.get("InstanceMarketOptions.MarketType") == "spot":
+            refused = self.unavailable | self.spot_unavailable
+        if (itype, zone) not in refused and (itype, "*") not in refused:
             return None
         self.refused.append((itype, zone))
         message = (f"We currently do not have sufficient {itype} capacity in the Availability Zone you requested "

@@ -1,0 +1,97 @@
+"""Spot fallback and return end to end (dev server + simulator + moto + the real worker's wiring; docs/semantics.md
+§15.5): with spot m5.large out of capacity the pool's pod launches on-demand and the NodeClaim records the fallback;
+once spot is back and `spot.returnAfter` has passed, `nodeflow plan` shows the SpotReturn and the planner replaces
+the node with spot."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from support.disruption_stack import disruption_stack, fresh, replica_set, wait_for
+
+from api import labels
+from api.policy_controls import SPOT_FALLBACK_ANNOTATION
+from api.timestamps import parse_time
+from bench.clusters import node_pool
+from simulator.ec2 import IceInjector
+from starter.cli import run
+from telemetry.metrics import REGISTRY
+from workflows.disruption_models import DisruptionPhase
+from workflows.provisioning import ProvisioningWorkflow
+from workflows.provisioning_models import PodRef, ProvisioningInput, ProvisioningPhase, ProvisioningSettings
+
+pytestmark = [pytest.mark.e2e]
+FAST = ProvisioningSettings(ready_timeout_seconds=30, ready_poll_seconds=1, ice_backoff_seconds=1, ice_attempts=1)
+REQS = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["spot", "on-demand"]},
+        {"key": labels.ARCH_LABEL, "operator": "In", "values": ["amd64"]},
+        {"key": labels.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large"]}]
+RETURN_AFTER = timedelta(seconds=10)
+POLICY = {"apiVersion": "nodeflow.dev/v1alpha1", "kind": "DisruptionPolicy", "metadata": {"name": "spot-back"},
+          "spec": {"nodePools": ["default"], "spot": {"returnAfter": "10s", "maxOnDemandFraction": "100%"}}}
+
+
+def pending(stack: Any, app: str) -> list[PodRef]:
+    from kubernetes import client as k8s
+
+    items = stack.api.sanitize_for_serialization(
+        k8s.CoreV1Api(stack.api).list_namespaced_pod("default", label_selector=f"app={app}").items)
+    return [PodRef(key=f"default/{p['metadata']['name']}", uid=p["metadata"]["uid"]) for p in items
+            if any(c.get("reason") == "Unschedulable" for c in (p.get("status") or {}).get("conditions") or [])]
+
+
+async def provision(stack: Any, refs: list[PodRef]) -> Any:
+    handle = await stack.client.start_workflow(ProvisioningWorkflow.run, ProvisioningInput(pods=refs, settings=FAST),
+                                               id=f"provision-test-{uuid.uuid4()}", task_queue=stack.task_queue)
+    return await asyncio.wait_for(handle.result(), 90)
+
+
+def fallbacks() -> float:
+    return REGISTRY.get_sample_value("nodeflow_spot_fallbacks_total", {"nodepool": "default"}) or 0.0
+
+
+def live_nodes(stack: Any) -> list[dict[str, Any]]:
+    return [n for n in stack.nodes() if not n["metadata"].get("deletionTimestamp")]
+
+
+async def test_spot_falls_back_to_on_demand_under_ice_and_returns(temporal_client, sim_ec2, moto_endpoint,
+                                                                   capsys) -> None:
+    sim_ec2.load_objects(fresh([node_pool("default", requirements=REQS, consolidate_after="Never"),
+                                replica_set("web", 1, "1500m"), POLICY]))
+    before = fallbacks()
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        stack.deps.offerings.ttl_seconds = 3  # EC2's refusals are remembered 3 s here, not 3 min
+        ice = IceInjector().install(stack.ec2)
+        ice.exhaust_spot("m5.large")
+        refs = await wait_for(lambda: pending(stack, "web"), what="the web pod pending")
+
+        first = await provision(stack, refs)  # spot is planned and refused in every zone
+        assert first.outcome == ProvisioningPhase.FAILED and first.no_capacity == ["default"], first.message
+        second = await provision(stack, refs)  # planned on what EC2 refused: on-demand
+        assert second.outcome == ProvisioningPhase.SUCCEEDED, second.message
+        (launched,) = second.launched
+        assert launched.capacity_type == "on-demand"
+        (claim,) = [c for c in stack.node_claims() if c["metadata"]["name"] == launched.node_claim]
+        since = parse_time(claim["metadata"]["annotations"][SPOT_FALLBACK_ANNOTATION])
+        assert since is not None and fallbacks() == before + 1
+
+        ice.restore()
+        await wait_for(lambda: not stack.deps.offerings.marked() and datetime.now(UTC) > since + RETURN_AFTER,
+                       timeout=30, what="spot offered again and returnAfter passed")
+        assert run(["plan", "--kubeconfig", sim_ec2.kubeconfig_path, "-o", "json"]) == 0
+        (cmd,) = json.loads(capsys.readouterr().out)["commands"]
+        assert (cmd["method"], cmd["reason"]) == ("SpotReturn", "SpotFallback")
+        assert [r["capacityType"] for r in cmd["replacements"]] == ["spot"]
+
+        result = await stack.planner_pass()
+        (started,) = result.started
+        outcome = await stack.outcome(started, timeout=60)
+        assert outcome.outcome == DisruptionPhase.SUCCEEDED, (outcome.message, await stack.failures(started))
+        nodes = await wait_for(lambda: [n for n in live_nodes(stack) if n["metadata"]["labels"].get(
+            labels.CAPACITY_TYPE_LABEL) == "spot"], what="a spot node")
+        assert [n["metadata"]["labels"][labels.CAPACITY_TYPE_LABEL] for n in live_nodes(stack)] == ["spot"]
+        assert nodes[0]["metadata"]["labels"][labels.INSTANCE_TYPE_LABEL] == "m5.large"
