@@ -54,6 +54,8 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
                  ("status",), custom=True, categories=("karpenter",)),
     ResourceType("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, "volumeattachment", (),
                  ("status",)),
+    # Read by the scheduler's VolumeBinding filter (WaitForFirstConsumer): simulator/scheduling_volumes.py
+    ResourceType("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, "storageclass", ("sc",)),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),
     ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, "replicaset", ("rs",), ("status", "scale"),
                  categories=("all",)),

@@ -1,45 +1,52 @@
-"""A kube-scheduler for the simulator: binds pending pods to the least allocated Ready node that passes the
-filters (cordon, taints, nodeSelector, required node affinity, cpu / memory / pod-count requests, hard topology
-spread and required pod anti-affinity: simulator/topology.py)."""
+"""A kube-scheduler for the simulator: binds each pending pod to the best node that passes kube-scheduler's Filter
+plugins (simulator/scheduling_filters.py), or leaves it Pending with kube's `0/N nodes are available: ...` message
+on its PodScheduled condition and a FailedScheduling Event.
+
+Scoring is simpler than kube-scheduler's (docs/decisions.md §20): more matching preferred node affinity weight
+first, then fewer untolerated PreferNoSchedule taints, then the least allocated node. Like kube-scheduler it stops
+after percentageOfNodesToScore feasible nodes and resumes its scan where the last one stopped.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from simulator.patch import deep_copy
-from simulator.pods import (
-    is_deleting,
-    meta,
-    node_allocatable,
-    node_ready,
-    pod_requests,
-    pod_terminal,
-)
+from simulator.pods import is_deleting, meta, node_ready, pod_terminal
 from simulator.resources import BY_KIND, ResourceType
-from simulator.scheduling import schedulable_on
-from simulator.topology import TopologyRound, has_constraints
+from simulator.scheduling_affinity import has_required_anti_affinity
+from simulator.scheduling_binding import bind_claims, failed_scheduling_event, preference_score
+from simulator.scheduling_filters import ClusterView, PodFilters, fit_error
+from simulator.scheduling_requests import Requests, node_allocatable, pod_requests
+from simulator.scheduling_volumes import Volumes, claim_names
 
 if TYPE_CHECKING:
     from simulator.world import World
 
 PODS = BY_KIND["Pod"]
 NODES = BY_KIND["Node"]
+NAMESPACES = BY_KIND["Namespace"]
 DEFAULT_SCHEDULER = "default-scheduler"
+NOT_READY = "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
+Key = tuple[str, str]
 
 
 class Scheduler:
-    """Tracks pending pods and per-node requested resources incrementally from store changes."""
+    """Tracks pending pods, per-node requested resources and pods with required anti-affinity incrementally from
+    store changes."""
 
     def __init__(self, world: World) -> None:
         self.world = world
-        self.pending: set[tuple[str, str]] = set()
+        self.pending: set[Key] = set()
         self.dirty = False
-        self.usage: dict[str, list[float]] = {}  # node -> [cpu, memory, pods]
-        self._requests: dict[str, tuple[float, float]] = {}
-        self._nodes: list[tuple[str, tuple[float, float, int]]] | None = None  # Ready, not deleting: name, allocatable
+        self.usage: dict[str, Requests] = {}
+        self.pod_counts: dict[str, int] = {}
+        self._requests: dict[str, Requests] = {}
+        self._anti: set[Key] = set()  # assigned pods with required anti-affinity
+        self._names: tuple[list[str], list[str]] | None = None  # (every node, the Ready and not deleting ones)
         self._start = 0  # kube-scheduler resumes its node scan where the last one stopped
 
-    def _requests_of(self, pod: dict[str, Any]) -> tuple[float, float]:
+    def _requests_of(self, pod: dict[str, Any]) -> Requests:
         uid = meta(pod).get("uid") or ""
         req = self._requests.get(uid)
         if req is None:
@@ -52,92 +59,134 @@ class Scheduler:
         node = (pod.get("spec") or {}).get("nodeName")
         if not node:
             return
-        cpu, mem = self._requests_of(pod)
-        used = self.usage.setdefault(node, [0.0, 0.0, 0.0])
-        used[0] += sign * cpu
-        used[1] += sign * mem
-        used[2] += sign
+        used = self.usage.setdefault(node, {})
+        for k, v in self._requests_of(pod).items():
+            used[k] = used.get(k, 0) + sign * v
+        self.pod_counts[node] = self.pod_counts.get(node, 0) + sign
+        key = (meta(pod).get("namespace") or "", meta(pod).get("name") or "")
+        if sign > 0 and has_required_anti_affinity(pod):
+            self._anti.add(key)
+        elif sign < 0:
+            self._anti.discard(key)
 
     def on_change(self, rt: ResourceType, kind: str, old: dict | None, new: dict | None) -> None:
         if rt is PODS:
-            self._account(old, -1)
-            self._account(new, +1)
-            pod = new or old or {}
-            key = (meta(pod).get("namespace") or "", meta(pod).get("name") or "")
-            spec = (new or {}).get("spec") or {}
-            if new is not None and not spec.get("nodeName") and not is_deleting(new) and not pod_terminal(new) \
-                    and spec.get("schedulerName", DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER:
-                if key not in self.pending:
-                    self.pending.add(key)
-                    self.dirty = True
-            else:
-                self.pending.discard(key)
-            if new is None:
-                self._requests.pop(meta(old or {}).get("uid") or "", None)
-                self.dirty = True
-            elif old is not None and pod_terminal(new) and not pod_terminal(old):
-                self.dirty = True
+            self._on_pod(old, new)
         elif rt is NODES:
             self.dirty = True
             if new is None or old is None or node_ready(old) != node_ready(new) or is_deleting(old) != is_deleting(
-                    new) or (old.get("status") or {}).get("allocatable") != (new.get("status") or {}).get(
-                    "allocatable"):
-                self._nodes = None
+                    new):
+                self._names = None
             if new is None:
                 self.usage.pop(meta(old or {}).get("name") or "", None)
+                self.pod_counts.pop(meta(old or {}).get("name") or "", None)
+        elif rt.plural in ("persistentvolumes", "persistentvolumeclaims", "storageclasses", "namespaces"):
+            self.dirty = True
+
+    def _on_pod(self, old: dict | None, new: dict | None) -> None:
+        self._account(old, -1)
+        self._account(new, +1)
+        pod = new or old or {}
+        key = (meta(pod).get("namespace") or "", meta(pod).get("name") or "")
+        spec = (new or {}).get("spec") or {}
+        if new is not None and not spec.get("nodeName") and not is_deleting(new) and not pod_terminal(new) \
+                and spec.get("schedulerName", DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER:
+            if key not in self.pending:
+                self.pending.add(key)
+                self.dirty = True
+        else:
+            self.pending.discard(key)
+        if new is None:
+            self._requests.pop(meta(old or {}).get("uid") or "", None)
+            self.dirty = True
+        elif old is not None and ((pod_terminal(new) and not pod_terminal(old))
+                                  or is_deleting(new) != is_deleting(old)):
+            self.dirty = True
+
+    def _node_names(self) -> tuple[list[str], list[str]]:
+        if self._names is None:
+            nodes = list(self.world.store.list(NODES))
+            self._names = ([meta(n)["name"] for n in nodes],
+                           [meta(n)["name"] for n in nodes if node_ready(n) and not is_deleting(n)])
+        return self._names
+
+    def _view(self, pods: list[dict[str, Any]]) -> ClusterView:
+        store = self.world.store
+        every, _ = self._node_names()
+
+        def nodes() -> list[dict[str, Any]]:
+            return [n for n in (store.get(NODES, "", name) for name in every) if n is not None]
+
+        def pods_on(name: str) -> list[dict[str, Any]]:
+            return [p for p in store.pods_on_node(name) if not pod_terminal(p)]
+
+        def anti_pods() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+            found = ((store.get(PODS, *k)) for k in list(self._anti))
+            return [(p, n) for p in found if p is not None
+                    for n in [store.get(NODES, "", p["spec"]["nodeName"])] if n is not None]
+
+        volumes = Volumes.of(store.list(BY_KIND["PersistentVolume"]), store.list(BY_KIND["PersistentVolumeClaim"]),
+                             store.list(BY_KIND["StorageClass"])) if any(claim_names(p) for p in pods) else Volumes()
+        return ClusterView(nodes, pods_on, lambda name: (self.usage.get(name, {}), self.pod_counts.get(name, 0)),
+                           anti_pods, volumes, lambda ns: meta(store.get(NAMESPACES, "", ns) or {}).get("labels") or {})
 
     def schedule(self) -> None:
         if not self.pending or not self.dirty:
             return
         self.dirty = False
         store = self.world.store
-        if self._nodes is None:
-            self._nodes = [(meta(n)["name"], node_allocatable(n)) for n in store.list(NODES)
-                           if node_ready(n) and not is_deleting(n)]
-        nodes = self._nodes
         pods = [p for p in (store.get(PODS, *k) for k in list(self.pending)) if p is not None]
         pods.sort(key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0),
                                  meta(p).get("creationTimestamp") or ""))
-        spread: TopologyRound | None = None
+        view = self._view(pods)
         for pod in pods:
-            spec = pod.get("spec") or {}
-            cpu, mem = self._requests_of(pod)
-            best, best_score = None, None
-            eligible: list[dict[str, Any]] | None = None
-            if has_constraints(spec):
-                spread = spread or TopologyRound(store.list(PODS), {n: store.get(NODES, "", n) for n, _ in nodes})
-                eligible = [n for n in (store.get(NODES, "", name) for name, _ in nodes)
-                            if n is not None and schedulable_on(spec, n)]
-            feasible = 0
-            wanted = feasible_nodes_to_find(len(nodes))
-            self._start = self._start % len(nodes) if nodes else 0
-            for i in range(len(nodes)):
-                name, (a_cpu, a_mem, a_pods) = nodes[(self._start + i) % len(nodes)]
-                used = self.usage.get(name, [0.0, 0.0, 0.0])
-                if used[2] + 1 > a_pods or used[0] + cpu > a_cpu + 1e-9 or used[1] + mem > a_mem:
-                    continue
-                node = store.get(NODES, "", name)
-                if node is None or not schedulable_on(spec, node):
-                    continue
-                if eligible is not None and spread is not None and not spread.allows(pod, node, eligible):
-                    continue
-                score = max((used[0] + cpu) / a_cpu if a_cpu else 1.0, (used[1] + mem) / a_mem if a_mem else 1.0)
-                if best_score is None or score < best_score:
-                    best, best_score = name, score
-                feasible += 1
-                if feasible >= wanted:
-                    self._start += i + 1
-                    break
-            new = deep_copy(pod)
-            if best is not None:
-                new["spec"]["nodeName"] = best
-                _set_scheduled(new, "True", "", "")
-                store.replace(PODS, new)
-                if spread is not None:
-                    spread.bind(new, store.get(NODES, "", best) or {})
-            elif _set_scheduled(new, "False", "Unschedulable",
-                                f"0/{len(store.objects['nodes'])} nodes are available: no node fits the pod."):
-                store.replace(PODS, new)
+            self._schedule_one(pod, view)
+
+    def _schedule_one(self, pod: dict[str, Any], view: ClusterView) -> None:
+        store = self.world.store
+        every, ready = self._node_names()
+        filters = PodFilters(pod, view)
+        reasons: dict[str, list[str]] = {}
+        best, best_score = None, None
+        feasible, wanted = 0, feasible_nodes_to_find(len(ready))
+        self._start = self._start % len(ready) if ready else 0
+        for i in range(len(ready)):
+            name = ready[(self._start + i) % len(ready)]
+            node = store.get(NODES, "", name)
+            if node is None:
+                continue
+            why = filters.reasons(node)
+            if why:
+                reasons[name] = why
+                continue
+            score = (*preference_score(pod, node), _allocation(filters.request, node, self.usage.get(name, {})))
+            if best_score is None or score < best_score:
+                best, best_score = node, score
+            feasible += 1
+            if feasible >= wanted:
+                self._start += i + 1
+                break
+        new = deep_copy(pod)
+        if best is not None:
+            bind_claims(store, filters.volumes, pod, best)
+            new["spec"]["nodeName"] = meta(best)["name"]
+            _set_scheduled(new, "True", "", "")
+            store.replace(PODS, new)
+            view.bind(new, best)
+            return
+        ready_set = set(ready)
+        reasons.update({n: [NOT_READY] for n in every if n not in ready_set and n not in reasons})
+        message = fit_error(len(every), reasons, filters.prefilter)
+        if _set_scheduled(new, "False", "Unschedulable", message):
+            store.replace(PODS, new)
+            failed_scheduling_event(store, new, message)
+
+
+def _allocation(request: Requests, node: dict[str, Any], used: Requests) -> float:
+    """The larger of the cpu and memory fractions the node would have allocated: lower is emptier."""
+    alloc = node_allocatable(node)
+    fractions = [(used.get(k, 0) + request.get(k, 0)) / alloc[k] if alloc.get(k) else 1.0 for k in ("cpu", "memory")]
+    return max(fractions)
 
 
 def feasible_nodes_to_find(total: int) -> int:
@@ -149,6 +198,14 @@ def feasible_nodes_to_find(total: int) -> int:
 
 
 def _set_scheduled(pod: dict[str, Any], status: str, reason: str, message: str) -> bool:
+    """Set PodScheduled; True when its status, reason or message changed (a new message is a new Event)."""
     from simulator.world import set_condition
 
+    conds = (pod.get("status") or {}).get("conditions") or []
+    current = next((c for c in conds if c.get("type") == "PodScheduled"), None)
+    if current is not None and current.get("status") == status and current.get("reason", "") == reason:
+        if current.get("message", "") == message:
+            return False
+        current["message"] = message
+        return True
     return set_condition(pod, "PodScheduled", status, reason, message)

@@ -1,7 +1,9 @@
 """Whether a pod may run on a node: taints and tolerations, nodeSelector, required node affinity, cordon.
 
 The simulator's scheduler and DaemonSet controller share these rules, which mirror kube-scheduler's
-filter plugins for the fields nodeflow's workloads use.
+NodeUnschedulable, TaintToleration and NodeAffinity filter plugins (and component-helpers' nodeaffinity matching:
+terms are ORed, an empty term matches no node, NotIn and DoesNotExist match a node without the label, Gt / Lt
+need an integer label value; matchFields know only `metadata.name`).
 """
 
 from __future__ import annotations
@@ -29,17 +31,22 @@ def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, Any]) -> bool:
     return False
 
 
-def taints_tolerated(pod_spec: dict[str, Any], node: dict[str, Any]) -> bool:
+def untolerated_taint(pod_spec: dict[str, Any], node: dict[str, Any]) -> dict[str, Any] | None:
+    """The first NoSchedule / NoExecute taint the pod does not tolerate (TaintToleration's filter), or None."""
     tolerations = pod_spec.get("tolerations") or []
     for taint in (node.get("spec") or {}).get("taints") or []:
         if taint.get("effect") not in ("NoSchedule", "NoExecute"):
             continue
         if not tolerates(tolerations, taint):
-            return False
-    return True
+            return taint
+    return None
 
 
-def _match_expression(expr: dict[str, Any], node_labels: dict[str, str]) -> bool:
+def taints_tolerated(pod_spec: dict[str, Any], node: dict[str, Any]) -> bool:
+    return untolerated_taint(pod_spec, node) is None
+
+
+def match_node_expression(expr: dict[str, Any], node_labels: dict[str, str]) -> bool:
     key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
     value = node_labels.get(key)
     if op == "In":
@@ -51,9 +58,11 @@ def _match_expression(expr: dict[str, Any], node_labels: dict[str, str]) -> bool
     if op == "DoesNotExist":
         return key not in node_labels
     if op in ("Gt", "Lt"):
+        if value is None or len(values) != 1:
+            return False
         try:
-            lhs, rhs = int(value or ""), int(values[0])
-        except (ValueError, IndexError):
+            lhs, rhs = int(value), int(values[0])
+        except ValueError:
             return False
         return lhs > rhs if op == "Gt" else lhs < rhs
     return False
@@ -73,8 +82,11 @@ def node_affinity_matches(pod_spec: dict[str, Any], node: dict[str, Any]) -> boo
         exprs = term.get("matchExpressions") or []
         fields = term.get("matchFields") or []
         name = (node.get("metadata") or {}).get("name")
-        if all(_match_expression(e, node_labels) for e in exprs) and all(
-                _match_expression(f, {"metadata.name": name}) for f in fields):
+        if not exprs and not fields:
+            continue  # an empty term matches no node
+        if all(match_node_expression(e, node_labels) for e in exprs) and all(
+                f.get("key") == "metadata.name" and f.get("operator") in ("In", "NotIn")
+                and match_node_expression(f, {"metadata.name": name}) for f in fields):
             return True
     return False
 
