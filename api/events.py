@@ -45,6 +45,7 @@ class EventReason(StrEnum):
     SPOT_REBALANCE_RECOMMENDATION = "SpotRebalanceRecommendation"
     INSTANCE_SCHEDULED_CHANGE = "InstanceScheduledChange"
     INSTANCE_STATE_CHANGE = "InstanceStateChange"
+    COST_LIMIT_REACHED = "CostLimitReached"  # a launch would take a DisruptionPolicy's costPerHour over its limit
 
 
 # Per-worker dedupe windows, like Karpenter's recorder: a planner pass every 10 s must not repeat itself.

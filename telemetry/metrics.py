@@ -136,6 +136,21 @@ SPOT_FALLBACKS_CAPPED = Counter(
     ["nodepool"],
     registry=REGISTRY,
 )
+PROVISIONING_BLOCKED = Counter(
+    "nodeflow_provisioning_blocked_total",
+    "Pending pods a provisioning plan left pending because a DisruptionPolicy forbids the launch they need, by "
+    "NodePool and reason (CostLimit: limits.costPerHour; Deprecated: provisioning.deprecated; docs/semantics.md "
+    "§15.10-15.11).",
+    ["nodepool", "reason"],
+    registry=REGISTRY,
+)
+COST_LIMIT_HEADROOM = Gauge(
+    "nodeflow_cost_limit_headroom_dollars_per_hour",
+    "What a DisruptionPolicy's limits.costPerHour leaves for new nodes after the last provisioning plan (limit less "
+    "its pools' nodes, launches in flight and the plan's launches; negative when over), by policy.",
+    ["policy"],
+    registry=REGISTRY,
+)
 CONSOLIDATION_SKIPPED = Counter(
     "nodeflow_consolidation_skipped_total",
     "Consolidation moves a DisruptionPolicy's savings threshold refused, counted once per pass.",
