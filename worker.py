@@ -19,7 +19,7 @@ from temporalio.client import Client
 
 from client.connection import InsecureTemporalAddress, connect, forward_core_logs
 from client.nodeclass_schedule import ensure_nodeclass_schedule
-from client.planner_schedule import ensure_planner_schedule
+from client.planner_schedule import ensure_planner_schedule, planner_schedule_id
 from runtime.cloud_clients import RegionNotConfigured, aws_clients, kube_api_client, pricing_client, resolve_region
 from runtime.health import ReadinessCheck, metrics_bind, parse_metrics_address, start_health_server
 from runtime.settings import Deps, Settings
@@ -49,7 +49,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--allow-insecure-temporal", action="store_true",
                    default=env_flag("NODEFLOW_TEMPORAL_ALLOW_INSECURE"),
                    help="connect in plaintext to a Temporal address that is not loopback (trusted networks only)")
-    p.add_argument("--task-queue", default=env("NODEFLOW_TASK_QUEUE", TASK_QUEUE))
+    p.add_argument("--task-queue", default=env("NODEFLOW_TASK_QUEUE", TASK_QUEUE),
+                   help="this cluster's queue; in a fleet each cluster has its own, e.g. nodeflow-<cluster>")
+    p.add_argument("--fleet-task-queue", default=env("NODEFLOW_FLEET_TASK_QUEUE"),
+                   help="also run fleet rollouts (FleetRolloutWorkflow) from this queue, e.g. nodeflow-fleet")
     p.add_argument("--kubeconfig", default=env("KUBECONFIG"), help="default: in-cluster config")
     p.add_argument("--region", default=None,
                    help="AWS region of every AWS client (default: AWS_REGION, then AWS_DEFAULT_REGION)")
@@ -148,7 +151,8 @@ async def amain(args: argparse.Namespace) -> int:
     except InsecureTemporalAddress as exc:
         log.error("refusing to start: %s", exc)
         return 2
-    settings = Settings(task_queue=args.task_queue, watch=not args.no_watch, resync_seconds=args.resync_seconds,
+    settings = Settings(task_queue=args.task_queue, fleet_task_queue=args.fleet_task_queue,
+                        watch=not args.no_watch, resync_seconds=args.resync_seconds,
                         interruption_queue_url=args.interruption_queue, catalog_path=args.catalog,
                         ami_id=args.ami_id, cluster_name=args.cluster_name, cluster_endpoint=args.cluster_endpoint,
                         cluster_ca=args.cluster_ca, cluster_cache=not args.no_cluster_cache,
@@ -175,7 +179,8 @@ async def amain(args: argparse.Namespace) -> int:
     health = None
     if bind and buffer is not None:
         health = await start_health_server(bind.port, checks=readiness_checks(client, deps), host=bind.host)
-        pumping = asyncio.gather(pump(buffer, stop), track_planner_pause(client, stop))
+        pumping = asyncio.gather(pump(buffer, stop), track_planner_pause(
+            client, stop, schedule_id=planner_schedule_id(settings.task_queue)))
     every = timedelta(seconds=float(os.environ.get("NODEFLOW_PLANNER_SECONDS", "10")))
     await ensure_planner_schedule(client, every=every, task_queue=settings.task_queue,  # idempotent; keeps a pause
                                   settings=DisruptionSettings(cancel_hold_seconds=settings.cancel_hold_seconds))

@@ -293,6 +293,10 @@ class KubeClient:
         minor = "".join(ch for ch in str(info.get("minor", "")) if ch.isdigit())
         return f"{info.get('major', '')}.{minor}"
 
+    def list_all_pods(self) -> list[Obj]:
+        """Every pod of the cluster (a fleet rollout's pods-ready gate; nothing on a hot path lists them all)."""
+        return _items(self.core.list_pod_for_all_namespaces(_preload_content=False))
+
     def list_node_pods(self, node: str) -> list[Obj]:
         if not node:  # never list every pod of the cluster by accident
             return []

@@ -202,7 +202,13 @@ class NodeClassActivities:
     # ---- Kubernetes -----------------------------------------------------------------------------------------
 
     def _write(self, nc: EC2NodeClass, res: Resolution) -> None:
-        """Status, hash annotations, and an Event when the class is not Ready for a new reason."""
+        """Status, hash annotations, and an Event when the class is not Ready for a new reason.
+
+        Each condition carries the generation it was resolved for (`observedGeneration`, as Karpenter's status
+        conditions do), so a reader knows whether a spec change has been resolved yet (a fleet rollout waits on
+        it: docs/fleet.md)."""
+        for condition in res.status.conditions or ():
+            condition.observed_generation = nc.metadata.generation
         self._kube.patch_node_class_status(nc.name, {"status": res.status.to_dict()})
         wanted = nc.hash_annotations()
         if any(nc.annotation(k) != v for k, v in wanted.items()):

@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 def poller_workflow_id(task_queue: str) -> str:
     """`nodeflow-interruption-poller` on the production queue; suffixed elsewhere so tests never share one."""
-    return POLLER_WORKFLOW_ID if task_queue == sa.TASK_QUEUE else f"{POLLER_WORKFLOW_ID}-{task_queue}"
+    return sa.queue_scoped(POLLER_WORKFLOW_ID, task_queue)
 
 
 def temporal_starters(client: Client, task_queue: str) -> tuple[StartTermination, StartPrespin]:

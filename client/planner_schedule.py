@@ -14,11 +14,16 @@ from client.schedules import ensure_schedule, interval_schedule
 from workflows import summaries
 from workflows.disruption_models import DisruptionSettings, PlannerInput
 from workflows.planner import PlannerWorkflow
-from workflows.search_attributes import TASK_QUEUE
+from workflows.search_attributes import TASK_QUEUE, queue_scoped
 
 PLANNER_SCHEDULE_ID = "nodeflow-planner"
 PLANNER_WORKFLOW_ID = "nodeflow-planner-pass"
 DEFAULT_EVERY = timedelta(seconds=10)
+
+
+def planner_schedule_id(task_queue: str = TASK_QUEUE) -> str:
+    """`nodeflow-planner` for the production queue; one per cluster queue in a fleet (docs/fleet.md)."""
+    return queue_scoped(PLANNER_SCHEDULE_ID, task_queue)
 
 
 def planner_schedule(every: timedelta = DEFAULT_EVERY, task_queue: str = TASK_QUEUE,
@@ -26,7 +31,7 @@ def planner_schedule(every: timedelta = DEFAULT_EVERY, task_queue: str = TASK_QU
                      note: str = "") -> Schedule:
     """The schedule: a planner pass every `every`."""
     action = ScheduleActionStartWorkflow(PlannerWorkflow.run, PlannerInput(settings=settings or DisruptionSettings()),
-                                         id=PLANNER_WORKFLOW_ID, task_queue=task_queue,
+                                         id=queue_scoped(PLANNER_WORKFLOW_ID, task_queue), task_queue=task_queue,
                                          execution_timeout=max(every * 30, timedelta(minutes=10)),
                                          **summaries.planner_pass(every, task_queue).kwargs())
     return interval_schedule(action, every, paused, note)
@@ -34,9 +39,9 @@ def planner_schedule(every: timedelta = DEFAULT_EVERY, task_queue: str = TASK_QU
 
 async def ensure_planner_schedule(client: Client, every: timedelta = DEFAULT_EVERY, task_queue: str = TASK_QUEUE,
                                   settings: DisruptionSettings | None = None,
-                                  schedule_id: str = PLANNER_SCHEDULE_ID) -> ScheduleHandle:
+                                  schedule_id: str | None = None) -> ScheduleHandle:
     """Create the planner schedule, or update an existing one in place (its paused state is kept)."""
-    return await ensure_schedule(client, schedule_id,
+    return await ensure_schedule(client, schedule_id or planner_schedule_id(task_queue),
                                  lambda paused, note: planner_schedule(every, task_queue, settings, paused, note))
 
 

@@ -41,6 +41,7 @@ class Settings:
     lifecycle: bool = True  # run the NodeClaim lifecycle controller and garbage collection (runtime/nodeclaim_*.py)
     lifecycle_settings: Any = None  # runtime.nodeclaim_lifecycle.LifecycleSettings; None: Karpenter's timings
     gc_settings: Any = None  # runtime.nodeclaim_gc.GcSettings; None: Karpenter's timings
+    fleet_task_queue: str | None = None  # also run FleetRolloutWorkflows on this queue (docs/fleet.md)
 
 
 @dataclass

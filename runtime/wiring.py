@@ -11,6 +11,7 @@ from typing import Any
 from activities.candidates import CandidateActivities
 from activities.cloud import CloudActivities
 from activities.events import EventActivities
+from activities.fleet import FleetActivities
 from activities.interruption import InterruptionDispatcher
 from activities.kube import KubeActivities
 from activities.nodeclass import NodeClassActivities
@@ -51,7 +52,13 @@ def catalog_from(path: str | None) -> InstanceTypeCatalog:
 def activities(deps: Deps) -> list[Callable[..., Any]]:
     """Every activity the worker registers, bound to `deps`' clients."""
     return [*termination_activities(deps), *disruption_activities(deps), *interruption_activities(deps),
-            *nodeclass_activities(deps)]
+            *nodeclass_activities(deps), *fleet_activities(deps)]
+
+
+def fleet_activities(deps: Deps) -> list[Callable[..., Any]]:
+    """What a fleet rollout asks of this cluster, on this worker's own queue (docs/fleet.md)."""
+    fleet = FleetActivities(deps.kube)
+    return [fleet.apply, fleet.observe]
 
 
 def termination_activities(deps: Deps) -> list[Callable[..., Any]]:

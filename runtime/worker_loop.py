@@ -15,6 +15,7 @@ from temporalio.worker import Worker
 from client.interruption import ensure_interruption_poller
 from runtime import karpenter_state
 from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
+from runtime.fleet_worker import build_fleet_worker
 from runtime.pending_pods import IntakeSettings, PendingPodIntake, cache_pods, listed_pods
 from runtime.settings import Deps
 from runtime.wiring import activities, workflows
@@ -118,13 +119,16 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
     controllers, controller_tasks, own_cache = _start_lifecycle(deps) if deps.settings.lifecycle else ([], [], None)
     state_source, state_task = _start_karpenter_state(cluster.cache if cluster is not None else own_cache)
     worker_task = asyncio.create_task(worker.run(), name="temporal-worker")
+    fleet = build_fleet_worker(client, deps.settings.fleet_task_queue) if deps.settings.fleet_task_queue else None
+    fleet_task = asyncio.create_task(fleet.run(), name="fleet-worker") if fleet is not None else None
     if deps.settings.interruption_queue_url:
         await ensure_interruption_poller(client, queue, deps.settings.interruption_poll)
     stop_task = asyncio.create_task(stop.wait())
     try:
-        done, _ = await asyncio.wait({worker_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
-        if worker_task in done:
-            worker_task.result()  # the worker died: surface why
+        running = {worker_task, stop_task, *([fleet_task] if fleet_task is not None else [])}
+        done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+        for task in done & {worker_task, fleet_task}:
+            task.result()  # a worker died: surface why
     finally:
         if watcher is not None and watcher_task is not None:
             watcher.stop()
@@ -145,6 +149,10 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
         if own_cache is not None:
             await asyncio.to_thread(own_cache.stop)
         stop_task.cancel()
+        if fleet is not None and fleet_task is not None:
+            if not fleet_task.done():
+                await fleet.shutdown()
+            await asyncio.gather(fleet_task, return_exceptions=True)
         if not worker_task.done():
             await worker.shutdown()
         await asyncio.gather(worker_task, return_exceptions=True)

@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "starter.cmd_instance_types",  # instance-types: what a NodePool may launch, discovered from the region
     "starter.cmd_sim",
     "starter.cmd_rollout",  # rollout status|resume|abort, approve
+    "starter.cmd_fleet",  # fleet rollout start|status|pause|resume|abort
     "starter.cmd_completion",  # and the hidden `__complete` the scripts call
 )
 

@@ -21,6 +21,9 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--address", help="Temporal host:port (default $NODEFLOW_TEMPORAL_ADDRESS or localhost:7233)")
     parser.add_argument("--namespace", help="Temporal namespace")
     parser.add_argument("--schedule-id", default=None, help="planner schedule id (default nodeflow-planner)")
+    parser.add_argument("--task-queue", default=None,
+                        help="the cluster's worker task queue in a fleet: its planner schedule is "
+                             "nodeflow-planner-<queue> (default nodeflow: nodeflow-planner)")
     add_output_flag(parser)
 
 
@@ -52,9 +55,9 @@ async def _global(args: argparse.Namespace, paused: bool) -> bool:
     from temporalio.service import RPCError, RPCStatusCode
 
     from client.connection import connect
-    from client.planner_schedule import PLANNER_SCHEDULE_ID, set_planner_paused
+    from client.planner_schedule import planner_schedule_id, set_planner_paused
 
-    sid = args.schedule_id or PLANNER_SCHEDULE_ID
+    sid = args.schedule_id or planner_schedule_id(args.task_queue or "nodeflow")
     try:
         client = await connect(args.address, args.namespace)
     except Exception as exc:

@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.planning_runner import MEMO_METHOD, MEMO_NODES, MEMO_PLACEMENTS, PlanningActivities
     from api.labels import REASON_UNHEALTHY
     from planning.validation import CONSOLIDATION_METHODS
+    from workflows import search_attributes as sa
     from workflows import summaries
     from workflows.disruption import DisruptionWorkflow
     from workflows.disruption_models import (
@@ -40,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.rollout import DriftRolloutWorkflow
 
 REPAIR_PATCH = "node-repair"  # passes recorded before node repair never start repairs
+QUEUE_SCOPED_ROLLOUT_PATCH = "queue-scoped-rollout-ids"
 ROLLOUT_PATCH = "drift-rollouts"  # passes recorded before DisruptionPolicy drift waves never start rollouts
 STATIC_PATCH = "static-capacity"  # passes recorded before static NodePools never scale them
 REPLAN_PATCH = "replan-after-command"  # passes recorded before it plan once per run
@@ -152,15 +154,26 @@ async def _rollouts(plan: PlanPassResult, s: DisruptionSettings, out: PlannerRes
     """One DriftRolloutWorkflow per pool and drift generation (docs/semantics.md §15.2): while it runs (or was
     aborted or finished) a later pass starts nothing; only a failed one may start again."""
     for start in plan.rollouts:
+        rollout_id = _rollout_workflow_id(start.workflow_id)
         try:
             await workflow.start_child_workflow(
-                DriftRolloutWorkflow.run, RolloutInput(start=start, settings=s), id=start.workflow_id,
+                DriftRolloutWorkflow.run, RolloutInput(start=start, settings=s), id=rollout_id,
                 task_queue=workflow.info().task_queue, parent_close_policy=workflow.ParentClosePolicy.ABANDON,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
                 static_summary=f"drift rollout of NodePool {start.node_pool} in waves {start.waves.waves}"[:200])
-            out.rollouts.append(start.workflow_id)
+            out.rollouts.append(rollout_id)
         except WorkflowAlreadyStartedError:
             pass  # running, finished or aborted: this generation's rollout is in hand
+
+
+def _rollout_workflow_id(base: str) -> str:
+    """`rollout-<pool>-<generation>`, with the task queue in it on any queue but `nodeflow`: clusters of a fleet
+    share one namespace and often a pool name and template (docs/fleet.md). The production queue's ids, and so
+    every history recorded on it, are unchanged; on another queue the new id is behind a patch."""
+    queue = workflow.info().task_queue
+    if queue == sa.TASK_QUEUE or not workflow.patched(QUEUE_SCOPED_ROLLOUT_PATCH):
+        return base
+    return sa.queue_scoped(base, queue)
 
 
 async def _terminate(inp: TerminationsInput, summary: str | None = None) -> list[str]:

@@ -1,0 +1,20 @@
+"""The fleet's own worker: FleetRolloutWorkflows on the fleet task queue (issue #27, docs/fleet.md).
+
+Any cluster's worker may run it beside its own (`--fleet-task-queue`); several may, for availability. It holds no
+cluster credentials: everything that touches a cluster is an activity on that cluster's queue.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.fleet import prometheus_gate
+from workflows.fleet import FleetRolloutWorkflow
+
+
+def build_fleet_worker(client: Client, task_queue: str) -> Worker:
+    return Worker(client, task_queue=task_queue, workflows=[FleetRolloutWorkflow], activities=[prometheus_gate],
+                  graceful_shutdown_timeout=timedelta(seconds=5))

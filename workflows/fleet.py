@@ -1,0 +1,328 @@
+"""FleetRolloutWorkflow: one change carried through a fleet of clusters in stages (issue #27, docs/fleet.md).
+
+Runs on the fleet's task queue; everything that touches a cluster is an activity on that cluster's own queue, done
+by its worker. Per stage, up to `maxClustersInFlight` clusters at a time: apply the change (with its record), then
+observe until the cluster's own machinery (NodeClass resolution, drift, its DisruptionPolicy waves) has rolled it
+through the target pools and every pod is Running and Ready; then the stage bakes (a durable timer, re-checking the
+gates), then the next stage. A cluster that fails halts the fleet (or, with `onFailure: Skip`, is left and
+reported); a cluster whose worker does not answer blocks its stage and is reported, never skipped. `pause`,
+`resume` and `abort` are updates; halted and paused are workflow state, so they survive every restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError, TimeoutType
+from temporalio.exceptions import TimeoutError as ActivityTimeout
+
+with workflow.unsafe.imports_passed_through():
+    from activities.fleet import FleetActivities, prometheus_gate
+    from api.duration import parse_duration
+    from api.fleet import FleetCluster, FleetRollout, OnFailure
+    from api.fleet_observation import ClusterObservation
+    from planning.fleet_progress import ClusterState, WaitReason, judge
+    from workflows import search_attributes as sa
+    from workflows.fleet_models import (
+        ApplyInput,
+        ClusterPhase,
+        ClusterStatus,
+        FleetInput,
+        FleetPhase,
+        FleetStatus,
+        GateInput,
+        ObserveInput,
+        StageStatus,
+        pool_statuses,
+    )
+    from workflows.policy_controls import rollout_id
+    from workflows.rollout import DriftRolloutWorkflow
+
+CLUSTER_CALL = timedelta(minutes=2)
+CLUSTER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(seconds=20),
+                            maximum_attempts=5)
+LOG_LINES = 50
+
+
+class _Aborted(Exception):
+    """Internal: `abort` arrived."""
+
+
+@workflow.defn
+class FleetRolloutWorkflow:
+    def __init__(self) -> None:
+        self._st = FleetStatus(id="")
+        self._halts: list[str] = []
+        self._paused: str | None = None
+        self._abort: str | None = None
+        self._baking = False
+        self._resumes = 0
+
+    # ---- messages -------------------------------------------------------------------------------------------
+
+    @workflow.query
+    def status(self) -> FleetStatus:
+        return self._st
+
+    @workflow.update
+    def pause(self, reason: str) -> str:
+        """No new cluster or stage starts; clusters already rolling go on (their rollouts are their own)."""
+        self._paused = reason or "paused"
+        self._refresh(f"paused: {self._paused}")
+        return f"{self._st.id} paused"
+
+    @pause.validator
+    def _validate_pause(self, reason: str) -> None:
+        self._refuse_if_ended()
+        if self._paused is not None:
+            raise ApplicationError(f"{self._st.id} is already paused ({self._paused})")
+
+    @workflow.update
+    def resume(self, reason: str) -> str:
+        """Lift a pause or a halt; a halted pool drift rollout is resumed with it, and a failed bake restarts."""
+        what = "halt" if self._halts else "pause"
+        self._halts, self._paused = [], None
+        self._resumes += 1
+        self._refresh(f"resumed ({what}): {reason or 'no reason given'}")
+        return f"{self._st.id} resumes at stage {self._st.stage}/{len(self._st.stages)}"
+
+    @resume.validator
+    def _validate_resume(self, reason: str) -> None:
+        self._refuse_if_ended()
+        if not self._halts and self._paused is None:
+            raise ApplicationError(f"{self._st.id} is {self._st.phase.value}, neither halted nor paused")
+
+    @workflow.update
+    def abort(self, reason: str) -> str:
+        """Stop for good: no cluster gets the change from now on; every cluster that has it keeps it with its record."""
+        self._abort = reason or "aborted"
+        return f"{self._st.id} aborted at stage {self._st.stage}/{len(self._st.stages)}"
+
+    @abort.validator
+    def _validate_abort(self, reason: str) -> None:
+        self._refuse_if_ended()
+
+    def _refuse_if_ended(self) -> None:
+        if self._st.phase in (FleetPhase.SUCCEEDED, FleetPhase.ABORTED):
+            raise ApplicationError(f"{self._st.id} already ended {self._st.phase.value}")
+
+    # ---- run ------------------------------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, inp: FleetInput) -> FleetStatus:
+        r = inp.rollout
+        self._st = FleetStatus(id=r.rollout_id, name=r.metadata.name, stages=[
+            StageStatus(name=s.name, clusters=[ClusterStatus(name=c.name, task_queue=c.queue) for c in s.clusters])
+            for s in r.spec.stages])
+        self._refresh("started")
+        try:
+            for i in range(len(r.spec.stages)):
+                self._st.stage = i + 1
+                await self._stage(inp, i)
+                await self._bake(inp, i)
+        except _Aborted:
+            self._log(f"aborted: {self._abort}")
+            self._st.phase = FleetPhase.ABORTED
+        else:
+            self._log("succeeded")
+            self._st.phase = FleetPhase.SUCCEEDED
+        workflow.upsert_search_attributes([sa.PHASE.value_set(self._st.phase.value)])
+        return self._st
+
+    async def _stage(self, inp: FleetInput, i: int) -> None:
+        stage, ss = inp.rollout.spec.stages[i], self._st.stages[i]
+        await self._until_running()
+        ss.phase, ss.started_at = "Rolling", workflow.now()
+        self._log(f"stage {stage.name} started")
+        slots = asyncio.Semaphore(inp.rollout.spec.max_clusters_in_flight)
+        await asyncio.gather(*(self._cluster(inp, i, j, slots) for j in range(len(stage.clusters))))
+        self._check_abort()
+
+    async def _cluster(self, inp: FleetInput, i: int, j: int, slots: asyncio.Semaphore) -> None:
+        r, stage = inp.rollout, inp.rollout.spec.stages[i]
+        cluster, cs = stage.clusters[j], self._st.stages[i].clusters[j]
+        async with slots:
+            await self._until_running()
+            cs.phase = ClusterPhase.APPLYING
+            await self._reach(inp, cluster, cs, "apply", FleetActivities.apply,
+                              ApplyInput(rollout_id=r.rollout_id, stage=stage.name, cluster=cluster.name,
+                                         change=_change(r), node_pools=cluster.node_pools))
+            cs.phase, cs.applied_at = ClusterPhase.ROLLING, workflow.now()
+            self._log(f"{cluster.name}: change applied")
+            await self._follow(inp, i, cluster, cs)
+
+    async def _follow(self, inp: FleetInput, i: int, cluster: FleetCluster, cs: ClusterStatus) -> None:
+        """Observe the cluster until it is done, failing it on a halt, a missing target or the stage's timeout."""
+        spec, limit = inp.rollout.spec, inp.rollout.spec.stages[i].time_limit
+        deadline = workflow.now() + limit if limit else None
+        while True:
+            obs = await self._observe(inp, cluster, cs)
+            verdict = judge(obs, spec.gates.pods_ready)
+            cs.pools, cs.message = pool_statuses(obs), verdict.message
+            if verdict.state == ClusterState.DONE:
+                cs.phase, cs.done_at = ClusterPhase.DONE, workflow.now()
+                self._log(f"{cluster.name}: done")
+                return
+            late = deadline is not None and workflow.now() >= deadline
+            if verdict.state == ClusterState.FAILED or late:
+                message = verdict.message if not late else f"not finished within {limit}: {verdict.message}"
+                if not await self._fail(spec.on_failure, cluster, cs, message):
+                    return
+                if verdict.reason == WaitReason.POOL_ROLLOUT_HALTED:
+                    await _resume_pool_rollouts(cluster, obs)
+                deadline = workflow.now() + limit if limit else None
+                continue
+            await self._sleep(inp.settings.poll_seconds)
+
+    async def _fail(self, on_failure: OnFailure, cluster: FleetCluster, cs: ClusterStatus, message: str) -> bool:
+        """Skip the cluster (False) or halt the fleet until resumed (True: observe it again)."""
+        cs.message = message
+        if on_failure == OnFailure.SKIP:
+            cs.phase = ClusterPhase.SKIPPED
+            self._log(f"{cluster.name}: skipped: {message}")
+            return False
+        cs.phase = ClusterPhase.FAILED
+        await self._halt(f"{cluster.name}: {message}")
+        cs.phase = ClusterPhase.ROLLING
+        return True
+
+    async def _bake(self, inp: FleetInput, i: int) -> None:
+        """Wait the stage's bake time, checking the gates; a failed gate halts, and the bake restarts on resume."""
+        stage, ss = inp.rollout.spec.stages[i], self._st.stages[i]
+        while stage.bake > timedelta(0):
+            ss.phase, ss.bake_until = "Baking", workflow.now() + stage.bake
+            self._baking = True
+            self._refresh(f"stage {stage.name} baking until {ss.bake_until:%H:%M:%S}")
+            failed = await self._bake_until(inp, i)
+            self._baking = False
+            if failed is None:
+                break
+            await self._halt(f"stage {stage.name}: {failed}")
+        ss.phase, ss.done_at = "Done", workflow.now()
+        self._refresh(f"stage {stage.name} done")
+
+    async def _bake_until(self, inp: FleetInput, i: int) -> str | None:
+        """None when the bake ran its time with every gate holding; else what failed."""
+        ss = self._st.stages[i]
+        while workflow.now() < ss.bake_until:
+            left = (ss.bake_until - workflow.now()).total_seconds()
+            await self._sleep(min(inp.settings.gate_seconds, left))
+            failed = await self._gates(inp, i)
+            if failed is not None:
+                return failed
+        return None
+
+    async def _gates(self, inp: FleetInput, i: int) -> str | None:
+        spec, stage = inp.rollout.spec, inp.rollout.spec.stages[i]
+        for cluster, cs in zip(stage.clusters, self._st.stages[i].clusters, strict=True):
+            if cs.phase != ClusterPhase.DONE:
+                continue
+            verdict = judge(await self._observe(inp, cluster, cs), spec.gates.pods_ready)
+            if verdict.state != ClusterState.DONE:
+                return f"{cluster.name}: {verdict.message}"
+        if spec.gates.prometheus is not None:
+            gate = await workflow.execute_activity(
+                prometheus_gate, GateInput(url=spec.gates.prometheus.url, query=spec.gates.prometheus.query),
+                start_to_close_timeout=timedelta(seconds=30), retry_policy=CLUSTER_RETRY, summary="Prometheus gate")
+            if not gate.ok:
+                return gate.message
+        return None
+
+    # ---- reaching a cluster -------------------------------------------------------------------------------
+
+    async def _observe(self, inp: FleetInput, cluster: FleetCluster, cs: ClusterStatus) -> ClusterObservation:
+        r = inp.rollout
+        return await self._reach(inp, cluster, cs, "observe", FleetActivities.observe,
+                                 ObserveInput(rollout_id=r.rollout_id, cluster=cluster.name, change=_change(r),
+                                              node_pools=cluster.node_pools))
+
+    async def _reach(self, inp: FleetInput, cluster: FleetCluster, cs: ClusterStatus, what: str, fn: Any,
+                     arg: Any) -> Any:
+        """Run `fn` on the cluster's queue until it answers. A worker that never picks the task up is reported
+        (Unreachable) and waited for: its stage is blocked, never skipped (issue #27)."""
+        wait = timedelta(seconds=_seconds(inp.rollout.spec.worker_timeout))
+        while True:
+            try:
+                result = await workflow.execute_activity_method(
+                    fn, arg, task_queue=cluster.queue, schedule_to_start_timeout=wait,
+                    start_to_close_timeout=CLUSTER_CALL, retry_policy=CLUSTER_RETRY,
+                    summary=f"{what} {cluster.name}")
+            except ActivityError as exc:
+                self._unreachable(cluster, cs, what, exc, wait)
+                await self._sleep(inp.settings.unreachable_retry_seconds)
+                continue
+            if cs.phase == ClusterPhase.UNREACHABLE:
+                cs.phase = ClusterPhase.APPLYING if what == "apply" else ClusterPhase.ROLLING
+                self._log(f"{cluster.name}: its worker answers again")
+            return result
+
+    def _unreachable(self, cluster: FleetCluster, cs: ClusterStatus, what: str, exc: ActivityError,
+                     wait: timedelta) -> None:
+        cause = exc.cause
+        if isinstance(cause, ActivityTimeout) and cause.type == TimeoutType.SCHEDULE_TO_START:
+            cs.phase = ClusterPhase.UNREACHABLE
+            cs.message = (f"no worker polled task queue {cluster.queue} within {wait}; stage "
+                          f"{self._st.stage} waits for it")
+        else:
+            cs.message = f"{what} failed: {getattr(cause, 'message', None) or cause or exc}; retrying"
+        self._log(f"{cluster.name}: {cs.message}")
+
+    # ---- state ----------------------------------------------------------------------------------------------
+
+    async def _halt(self, reason: str) -> None:
+        self._halts.append(reason)
+        self._refresh(f"halted: {reason}")
+        resumes = self._resumes
+        await workflow.wait_condition(lambda: self._resumes > resumes or self._abort is not None)
+        self._check_abort()
+
+    async def _until_running(self) -> None:
+        """Wait while the fleet is paused or halted."""
+        await workflow.wait_condition(lambda: (not self._halts and self._paused is None) or self._abort is not None)
+        self._check_abort()
+
+    async def _sleep(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):  # the time passed without an abort
+            await workflow.wait_condition(lambda: self._abort is not None, timeout=max(seconds, 0.001))
+        self._check_abort()
+
+    def _check_abort(self) -> None:
+        if self._abort is not None:
+            raise _Aborted()
+
+    def _refresh(self, line: str) -> None:
+        st = self._st
+        st.halted_reason, st.paused_reason = "; ".join(self._halts), self._paused or ""
+        if st.phase not in (FleetPhase.SUCCEEDED, FleetPhase.ABORTED):
+            st.phase = (FleetPhase.HALTED if self._halts else FleetPhase.PAUSED if self._paused is not None
+                        else FleetPhase.BAKING if self._baking else FleetPhase.RUNNING)
+        workflow.upsert_search_attributes([sa.PHASE.value_set(st.phase.value)])
+        self._log(line)
+
+    def _log(self, line: str) -> None:
+        self._st.log = [*self._st.log, f"{workflow.now():%Y-%m-%dT%H:%M:%SZ} {line}"][-LOG_LINES:]
+
+
+def _change(r: FleetRollout) -> dict:
+    return r.spec.change.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _seconds(duration: str) -> float:
+    return parse_duration(duration).total_seconds()
+
+
+async def _resume_pool_rollouts(cluster: FleetCluster, obs: ClusterObservation) -> None:
+    """Signal `resume` to each of the cluster's halted pool drift rollouts (by their queue-scoped id)."""
+    for pool in obs.pools:
+        note = pool.rollout
+        if note is None or not note.generation:
+            continue
+        wid = sa.queue_scoped(rollout_id(pool.name, note.generation), cluster.queue)
+        handle = workflow.get_external_workflow_handle_for(DriftRolloutWorkflow.run, wid)
+        with contextlib.suppress(FailureError):  # ended meanwhile, or never ran on this queue: nothing to resume
+            await handle.signal(DriftRolloutWorkflow.resume_signal, "fleet rollout resumed")
