@@ -10,7 +10,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubernetes.client.rest import ApiException
@@ -87,8 +87,8 @@ class CandidateActivities:
         NodeClaim disrupted in Karpenter's metrics (activities/karpenter_metrics.py)."""
         ids = []
         for n in inp.nodes:
-            wid = await self._start_termination(termination_input(n, inp.reason, inp.requested_by, inp.deadline),
-                                                inp.task_queue)
+            wid = await self._start_termination(termination_input(n, inp.reason, inp.requested_by, inp.deadline,
+                                                                  inp.drain), inp.task_queue)
             ids.append(wid)
             if DISRUPTED_ONCE.first(wid):
                 await asyncio.to_thread(record_disrupted, self._kube, n.name, n.node_claim, n.node_pool, inp.reason)
@@ -116,10 +116,15 @@ class CandidateActivities:
         return list(inp.workflow_ids)
 
 
-def termination_input(node: NodeRef, reason: str, requested_by: str, deadline: Any = None) -> Any:
-    """The termination area's input model for one candidate (`deadline`: forceful, e.g. node repair's now)."""
-    from workflows.models import TerminationInput
+def termination_input(node: NodeRef, reason: str, requested_by: str, deadline: Any = None, drain: Any = None) -> Any:
+    """The termination area's input model for one candidate (`deadline`: forceful, e.g. node repair's now;
+    `drain`: the pool policy's drain.jobs Wait, a workflows.policy_controls.DrainSpec)."""
+    from workflows.models import CompletionWait, TerminationInput
 
+    wait = None
+    if drain is not None and drain.wait_for_completion:
+        seconds = drain.max_wait_seconds
+        wait = CompletionWait(max_wait=timedelta(seconds=seconds) if seconds is not None else None, policy=drain.policy)
     return TerminationInput(node_name=node.name, node_uid=node.uid, node_claim_name=node.node_claim,
                             node_pool=node.node_pool, provider_id=node.provider_id, reason=reason,
-                            requested_by=requested_by, deadline=deadline)
+                            requested_by=requested_by, deadline=deadline, completion_wait=wait)

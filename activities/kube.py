@@ -32,6 +32,7 @@ from planning.selectors import match_label_selector
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
 from workflows.models import (
+    WAITING_FOR_COMPLETION,
     DeletePodsInput,
     DeletePodsResult,
     DrainInput,
@@ -216,6 +217,10 @@ class KubeActivities:
         st.attempts += 1
         # Karpenter's terminator counts a success as code 200 (terminator/eviction.go)
         km.EVICTION_REQUESTS.labels(code="200" if answer.outcome is Eviction.EVICTED else str(answer.code)).inc()
+        if rules.completion_held(pod, inp.wait_for_completion):  # drain.jobs Wait: left to finish (§15.8)
+            changed = st.status != WAITING_FOR_COMPLETION
+            st.status, st.pdb = WAITING_FOR_COMPLETION, None
+            return changed
         if answer.outcome is Eviction.EVICTED:
             km.PODS_DRAINED.labels(reason=km.snake(inp.reason)).inc()
             run.evicted += 1
@@ -248,9 +253,12 @@ class KubeActivities:
         pods left changed and `progress_every` passed since the last signal: `nodeflow status` is never stale for
         long, a drain done within it sends nothing, and a steady blocked drain sends nothing either."""
         pod_states = [self._pod_progress(p, run.states) for p in waiting]
-        blocking = frozenset((p.key, p.blocking_pdb) for p in pod_states if p.status in ("Blocked", "DoNotDisrupt"))
+        blocking = frozenset((p.key, p.blocking_pdb) for p in pod_states
+                             if p.status in ("Blocked", "DoNotDisrupt", WAITING_FOR_COMPLETION))
+        held = {p.key for p in pod_states if p.status == WAITING_FOR_COMPLETION}
         activity.heartbeat({"pods_left": len(waiting), "evicted": run.evicted,
-                            "blocking": sorted({b or "do-not-disrupt" for _, b in blocking})})
+                            "blocking": sorted({b or "do-not-disrupt" for k, b in blocking if k not in held}),
+                            "waiting_for_completion": len(held)})
         mono = time.monotonic()
         recount = len(pod_states) != run.last_left and mono - run.signalled_at >= self.progress_every
         if blocking != run.last_blocking or recount:
@@ -435,7 +443,8 @@ def _pod_state(pod: Obj) -> PodState:
     meta = pod["metadata"]
     return PodState(namespace=meta.get("namespace", ""), name=meta.get("name", ""), uid=meta.get("uid", ""),
                     tier=rules.tier_of(pod), grace_seconds=rules.grace_seconds(pod),
-                    status="Terminating" if meta.get("deletionTimestamp") else "Waiting")
+                    status="Terminating" if meta.get("deletionTimestamp") else "Waiting",
+                    started_at=rules.pod_start(pod), runs_to_completion=rules.runs_to_completion(pod))
 
 
 def _record_drained(kube: KubeClient, node_name: str) -> None:

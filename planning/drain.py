@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from api import labels
+from api.policy_controls import WAIT_FOR_COMPLETION_ANNOTATION
 from api.timestamps import parse_timestamp
 
 STUCK_TERMINATING_AFTER = timedelta(minutes=1)
@@ -125,3 +126,41 @@ def deadline_grace(deadline: datetime, at: datetime) -> int:
     return max(int((deadline - at).total_seconds()), 1)
 
 
+
+
+# ---- drain.jobs: Wait (DisruptionPolicy, docs/semantics.md §15.8) -------------------------------------------------
+
+JOB_OWNER_KINDS = ("Job",)  # a CronJob's pods are owned by the Job it made, so they count too
+WAIT_FOR_COMPLETION_VALUE = "true"
+
+
+def runs_to_completion(pod: Pod) -> bool:
+    """A pod a `jobs: Wait` drain leaves to finish: owned by a Job (kubernetes-sigs/karpenter#701, #1209), or
+    annotated nodeflow.dev/wait-for-completion: "true" (a bare pod or another controller's run-to-completion pod)."""
+    meta = pod.get("metadata") or {}
+    if (meta.get("annotations") or {}).get(WAIT_FOR_COMPLETION_ANNOTATION) == WAIT_FOR_COMPLETION_VALUE:
+        return True
+    return any(o.get("kind") in JOB_OWNER_KINDS and str(o.get("apiVersion", "")).startswith("batch/")
+               for o in meta.get("ownerReferences") or [])
+
+
+def completion_hold_until(started: datetime, max_wait: timedelta | None, deadline: datetime | None
+                          ) -> datetime | None:
+    """Until when run-to-completion pods are left alone: `started + maxWait` or the grace-period deadline, whichever
+    is first; None when neither bounds it (they wait like do-not-disrupt pods, until they finish or are forced)."""
+    ends = [t for t in (started + max_wait if max_wait is not None else None, deadline) if t is not None]
+    return min(ends) if ends else None
+
+
+def completion_held(pod: Pod, waiting: bool) -> bool:
+    """The drain skips this pod's eviction now: a run-to-completion pod while the hold lasts (`waiting`)."""
+    return waiting and runs_to_completion(pod)
+
+
+def pod_start(pod: Pod) -> datetime | None:
+    """status.startTime (when the kubelet accepted the pod), else its creation time; None when neither parses."""
+    raw = (pod.get("status") or {}).get("startTime") or (pod.get("metadata") or {}).get("creationTimestamp")
+    try:
+        return parse_time(raw)
+    except ValueError:
+        return None

@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
         ValidationResult,
     )
     from workflows.errors import ErrorType
+    from workflows.policy_controls import DrainSpec
     from workflows.policy_models import NotifyKind
     from workflows.retries import SHORT
     from workflows.retries import STEP_RETRY as RETRY
@@ -341,7 +342,7 @@ class DisruptionWorkflow:
         ids: list[str] = await workflow.execute_activity_method(
             CandidateActivities.start_terminations,
             TerminationsInput(nodes=cmd.nodes, reason=cmd.reason, task_queue=workflow.info().task_queue,
-                              requested_by=workflow.info().workflow_id),
+                              requested_by=workflow.info().workflow_id, drain=self._drain_spec()),
             start_to_close_timeout=SHORT, retry_policy=RETRY)
         try:
             if self._policy is not None and self._policy.escalation is not None:
@@ -356,6 +357,14 @@ class DisruptionWorkflow:
             self._error = _cause(exc)
             return await self._finish(DisruptionPhase.FAILED, f"termination failed: {self._error}", ids)
         return await self._finish(DisruptionPhase.SUCCEEDED, f"{len(cmd.nodes)} node(s) disrupted: {cmd.reason}", ids)
+
+    def _drain_spec(self) -> DrainSpec | None:
+        """The pool policy's drain.jobs Wait for the candidates' terminations (docs/semantics.md §15.8); executions
+        recorded before DRAIN_PATCH never pass one."""
+        drain = self._policy.drain if self._policy is not None else None
+        if drain is None or not workflow.patched(policy_steps.DRAIN_PATCH):
+            return None
+        return drain
 
     async def _finish(self, outcome: DisruptionPhase, message: str,
                       terminations: list[str] | None = None) -> DisruptionResult:

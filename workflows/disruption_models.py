@@ -10,7 +10,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.policy_controls import PolicyControls, RolloutStart
+from workflows.policy_controls import DrainSpec, PolicyControls, RolloutStart
 
 
 class _Model(BaseModel):
@@ -228,6 +228,7 @@ class TerminationsInput(_Model):
     task_queue: str
     requested_by: str = ""
     deadline: datetime | None = None  # a forceful termination's grace-period deadline (node repair: now)
+    drain: DrainSpec | None = None  # the pool policy's drain.jobs Wait (voluntary disruptions only, §15.8)
 
 
 class AwaitTerminationsInput(_Model):

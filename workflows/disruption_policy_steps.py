@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.policy_models import HookCall, Notification, NotifyKind, TerminationBlocker, WatchInput
 
 POLICY_PATCH = "disruption-policy-controls"  # executions before it never call hooks or escalate
+DRAIN_PATCH = "disruption-policy-drain-wait"  # executions before it never pass drain.jobs Wait to terminations
 HOOK_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), backoff_coefficient=2.0,
                          maximum_interval=timedelta(seconds=60))
 NOTIFY_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3)

@@ -7,7 +7,7 @@ with defaults without breaking recorded histories.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 
 from pydantic import AwareDatetime, BaseModel, Field
@@ -31,6 +31,15 @@ class TerminationPhase(StrEnum):
 POINT_OF_NO_RETURN = (TerminationPhase.TERMINATING_INSTANCE, TerminationPhase.FINALIZING, TerminationPhase.TERMINATED)
 
 
+class CompletionWait(BaseModel):
+    """A DisruptionPolicy's `drain: {jobs: Wait}` for one voluntary disruption (docs/semantics.md §15.8): Job pods
+    and pods annotated nodeflow.dev/wait-for-completion are left to finish for up to `max_wait` (None: until the
+    grace-period deadline, or until they finish when there is none)."""
+
+    max_wait: timedelta | None = None
+    policy: str = ""  # the DisruptionPolicy's name, for the progress and the Web UI
+
+
 class TerminationInput(BaseModel):
     """What a starter (watcher, disruption, interruption) knows about the node to terminate."""
 
@@ -43,6 +52,7 @@ class TerminationInput(BaseModel):
     deadline: AwareDatetime | None = None  # absolute override, e.g. a spot interruption's time
     grace_period: timedelta | None = None  # NodeClaim terminationGracePeriod; deadline = deletion time + grace
     requested_by: str = ""  # "watcher" when a user/cascade deleted the object; else the starting workflow
+    completion_wait: CompletionWait | None = None  # drain.jobs Wait of the pool's policy (voluntary disruptions only)
 
 
 class DeadlineRequest(BaseModel):
@@ -68,9 +78,11 @@ class PodState(BaseModel):
     uid: str = ""
     tier: Tier = Tier.PLAIN
     grace_seconds: int = 30  # spec.terminationGracePeriodSeconds (API default 30)
-    status: str = "Waiting"  # Waiting | Evicting | Terminating | Blocked | DoNotDisrupt
+    status: str = "Waiting"  # Waiting | Evicting | Terminating | Blocked | DoNotDisrupt | WaitingForCompletion
     blocking_pdb: str | None = None  # "namespace/name" of the PDB that refused the eviction
     attempts: int = 0
+    started_at: AwareDatetime | None = None  # status.startTime (how long a Job pod has been running)
+    runs_to_completion: bool = False  # a Job's pod or annotated nodeflow.dev/wait-for-completion
 
     @property
     def key(self) -> str:
@@ -94,6 +106,36 @@ class TerminationProgress(BaseModel):
     message: str = ""
     blocking: list[str] = Field(default_factory=list)  # blocking_of(pods): PDBs and do-not-disrupt pods
     unknown_signals: list[str] = Field(default_factory=list)  # latest signal names no handler has (ignored)
+    # drain.jobs Wait: run-to-completion pods are left alone until this instant (None: no hold, or an unbounded one)
+    completion_until: AwareDatetime | None = None
+    waiting: str | None = None  # completion_summary(): "waiting for 2 Job pods, longest running 14m"
+
+
+WAITING_FOR_COMPLETION = "WaitingForCompletion"  # PodState.status of a pod a `jobs: Wait` drain leaves to finish
+
+
+def completion_summary(pods: list[PodState], now: datetime, until: datetime | None = None) -> str | None:
+    """What a `jobs: Wait` drain waits for, as `nodeflow status` and the Web UI say it; None when nothing."""
+    held = [p for p in pods if p.status == WAITING_FOR_COMPLETION]
+    if not held:
+        return None
+    noun = "Job pod" if len(held) == 1 else "Job pods"
+    text = f"waiting for {len(held)} {noun}"
+    starts = [p.started_at for p in held if p.started_at is not None]
+    if starts:
+        text += f", longest running {_span(now - min(starts))}"
+    if until is not None:
+        text += f", until {until.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+    return text
+
+
+def _span(delta: timedelta) -> str:
+    secs = max(int(delta.total_seconds()), 0)
+    if secs < 120:
+        return f"{secs}s"
+    if secs < 7200:
+        return f"{secs // 60}m"
+    return f"{secs // 3600}h{(secs % 3600) // 60}m"
 
 
 DO_NOT_DISRUPT_BLOCK = "do-not-disrupt: "
@@ -156,6 +198,7 @@ class DrainInput(BaseModel):
     deadline: AwareDatetime | None = None
     workflow_id: str | None = None  # where to signal blocking changes (progress query)
     started_at: AwareDatetime | None = None  # when the termination began (drain duration metric)
+    wait_for_completion: bool = False  # drain.jobs Wait in force now: leave run-to-completion pods to finish
 
 
 class DrainResult(BaseModel):

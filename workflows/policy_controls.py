@@ -1,6 +1,7 @@
 """The controls of a DisruptionPolicy that a DisruptionWorkflow carries in its input (docs/semantics.md §15): the
-pre-disruption hook, the notify URL and escalation. Plain seconds, not the resource's Go durations, so the input
-stays decodable by workers of the previous release whatever the resource's shape grows into."""
+pre-disruption hook, the notify URL, escalation and the drain's `jobs: Wait` (§15.8). Plain seconds, not the
+resource's Go durations, so the input stays decodable by workers of the previous release whatever the resource's
+shape grows into."""
 
 from __future__ import annotations
 
@@ -34,6 +35,15 @@ class EscalationSpec(_Model):
     force_after_seconds: float | None = None
 
 
+class DrainSpec(_Model):
+    """`drain: {jobs: Wait, maxWait}`: the candidates' terminations leave Job pods (and pods annotated
+    nodeflow.dev/wait-for-completion) to finish for up to `max_wait_seconds` (None: until the grace-period deadline)."""
+
+    wait_for_completion: bool = True
+    max_wait_seconds: float | None = None
+    policy: str = ""  # the DisruptionPolicy's name (progress, Web UI)
+
+
 class WavesSpec(_Model):
     """Drift waves: cumulative targets (counts or "N%") of the pool's drifted nodes, a bake between waves."""
 
@@ -50,15 +60,24 @@ class PolicyControls(_Model):
     pre_disruption: HookSpec | None = None
     notify_url: str | None = None
     escalation: EscalationSpec | None = None
+    drain: DrainSpec | None = None  # None: Jobs' pods are evicted with the rest, as Karpenter does
 
 
 def _seconds(d: Any, default: Any) -> Any:
     return d.total_seconds() if d is not None else default
 
 
+def drain_of(policy: Any) -> DrainSpec | None:
+    """The `drain` of a DisruptionPolicy when it waits for Jobs; None for `jobs: Evict` (the default) or no drain."""
+    drain = policy.spec.drain if policy is not None else None
+    if drain is None or drain.jobs.value != "Wait":
+        return None
+    return DrainSpec(max_wait_seconds=_seconds(drain.wait, None), policy=policy.name)
+
+
 def controls_of(policy: Any) -> PolicyControls | None:
-    """The hook, notify and escalation parts of an `api.disruption_policy.DisruptionPolicy`; None when it has none
-    (so a disruption without them keeps the exact history it had before policies existed)."""
+    """The hook, notify, escalation and drain parts of an `api.disruption_policy.DisruptionPolicy`; None when it
+    has none (so a disruption without them keeps the exact history it had before policies existed)."""
     if policy is None:
         return None
     spec = policy.spec
@@ -72,7 +91,8 @@ def controls_of(policy: Any) -> PolicyControls | None:
     if esc is not None and (esc.notify or esc.force):
         out.escalation = EscalationSpec(notify_after_seconds=_seconds(esc.notify, None),
                                         force_after_seconds=_seconds(esc.force, None))
-    if out.pre_disruption is None and out.notify_url is None and out.escalation is None:
+    out.drain = drain_of(policy)
+    if out.pre_disruption is None and out.notify_url is None and out.escalation is None and out.drain is None:
         return None
     return out
 

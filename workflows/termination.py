@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from activities.cloud import CloudActivities
     from activities.kube import KubeActivities
     from activities.termination_markers import TerminationMarkerActivities
+    from planning.drain import completion_hold_until
     from workflows import search_attributes as sa
     from workflows.errors import ErrorType
     from workflows.models import (
@@ -51,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
         UntaintInput,
         VolumesInput,
         blocking_of,
+        completion_summary,
     )
 
 SHORT = timedelta(seconds=30)
@@ -65,6 +67,8 @@ SKIP_VOLUME_WAIT_PATCH = "skip-volume-wait-without-attachments"
 PATCHES_FIRST_PATCH = "patches-decided-before-local-activities"
 UPFRONT_PATCHES = (LOCAL_ACTIVITIES_PATCH, NOTREADY_GONE_PATCH, MARKERS_PATCH, SKIP_VOLUME_WAIT_PATCH,
                    SIGNAL_NAMES_PATCH)
+# drain.jobs Wait (docs/semantics.md §15.8): asked for, up front, only by inputs that carry a CompletionWait.
+COMPLETION_WAIT_PATCH = "drain-wait-for-completion"
 MAX_UNKNOWN_SIGNALS = 10  # the progress query keeps the latest few wrongly named signals
 RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=10))
 
@@ -111,6 +115,7 @@ class TerminationWorkflow:
         self._deleted = 0
         self._unknown_signals: list[str] = []
         self._patches: dict[str, bool] = {}
+        self._completion_wait = False  # drain.jobs Wait applies to this execution (input and patch)
 
     # ---- messages ----------------------------------------------------------------------------------------
 
@@ -122,6 +127,7 @@ class TerminationWorkflow:
             blocking_pdbs=sorted({p.blocking_pdb for p in self._pods if p.blocking_pdb}),
             forced=self._force_reason, cancelled=self._cancel_reason, user_deleting=self._user_deleting,
             message=self._message, blocking=blocking_of(self._pods), unknown_signals=list(self._unknown_signals),
+            completion_until=self._completion_until(), waiting=self._waiting_text(),
         )
 
     @workflow.update
@@ -268,6 +274,7 @@ class TerminationWorkflow:
             f"taint {inp.node_name}, read pods and claim",
         )
         self._adopt(inp, prep)
+        self._completion_wait = inp.completion_wait is not None and self._patched(COMPLETION_WAIT_PATCH)
         provider_id = inp.provider_id or prep.provider_id
         self._set_phase(TerminationPhase.DRAINING)
         if prep.node_exists and await self._instance_already_gone(prep, provider_id):
@@ -386,13 +393,16 @@ class TerminationWorkflow:
                     last_delete = max(due)
                     await self._delete_pods(now, force=False)
             upcoming = self._instants(last_delete)
-            window_end = min([now + DRAIN_WINDOW, *upcoming])
+            holding = self._holding(now)
+            hold_end = self._completion_until() if holding else None
+            window_end = min([now + DRAIN_WINDOW, *upcoming, *([hold_end] if hold_end else [])])
             res = await self._interruptible(
                 KubeActivities.drain,
                 DrainInput(node_name=inp.node_name, reason=inp.reason, return_by=window_end, deadline=self._deadline,
-                           workflow_id=workflow.info().workflow_id, started_at=self._started_at),
+                           workflow_id=workflow.info().workflow_id, started_at=self._started_at,
+                           wait_for_completion=holding),
                 start_to_close_timeout=DRAIN_WINDOW + timedelta(minutes=1), heartbeat_timeout=HEARTBEAT,
-                summary=f"drain {inp.node_name}",
+                summary=f"drain {inp.node_name}" + (", Job pods left to finish" if holding else ""),
             )
             if res is None:
                 continue
@@ -405,6 +415,25 @@ class TerminationWorkflow:
             remaining = window_end - workflow.now()
             if remaining > timedelta(0):
                 await self._sleep(remaining, f"drain of {inp.node_name} blocked; retry at next deadline step")
+
+    def _completion_until(self) -> datetime | None:
+        """When the drain.jobs Wait hold ends: the start plus maxWait or the (current) deadline, whichever is first."""
+        wait = self._inp.completion_wait
+        if not self._completion_wait or wait is None or self._started_at is None:
+            return None
+        return completion_hold_until(self._started_at, wait.max_wait, self._deadline)
+
+    def _holding(self, now: datetime) -> bool:
+        """Run-to-completion pods are left alone now: the hold applies, is not over, and no force arrived."""
+        if not self._completion_wait or self._force_reason is not None:
+            return False
+        until = self._completion_until()
+        return until is None or now < until
+
+    def _waiting_text(self) -> str | None:
+        if not self._completion_wait or self._phase != TerminationPhase.DRAINING:
+            return None
+        return completion_summary(self._pods, workflow.now(), self._completion_until())
 
     def _instants(self, after: datetime | None) -> list[datetime]:
         """When pods must be deleted so each still gets its full grace before the deadline (docs/semantics.md §9.4)."""
@@ -448,7 +477,8 @@ class TerminationWorkflow:
         does it); replay then met the marker where the code had not asked and failed (docs/decisions.md §18).
         Histories from before this patch keep asking where they did."""
         if workflow.patched(PATCHES_FIRST_PATCH):
-            self._patches = {patch_id: workflow.patched(patch_id) for patch_id in UPFRONT_PATCHES}
+            ids = UPFRONT_PATCHES + ((COMPLETION_WAIT_PATCH,) if self._inp.completion_wait is not None else ())
+            self._patches = {patch_id: workflow.patched(patch_id) for patch_id in ids}
 
     def _patched(self, patch_id: str) -> bool:
         decided = self._patches.get(patch_id)
@@ -518,6 +548,9 @@ class TerminationWorkflow:
             blocking = blocking_of(self._pods)
             if blocking:
                 parts.append("blocked by " + ", ".join(blocking))
+            waiting = self._waiting_text()
+            if waiting:
+                parts.append(waiting)
         if self._deadline is not None:
             parts.append(f"deadline {self._deadline.isoformat()}")
         if self._force_reason is not None:
