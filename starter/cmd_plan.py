@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from starter.output import CliError, add_output_flag, print_output, render_table
+from starter.plan_limits import render_cost_limits, render_expiry
 from starter.snapshot_source import (
     add_source_flags,
     live_kubeconfig,
@@ -61,6 +62,7 @@ def load_inputs(path: str, catalog_path: str | None) -> tuple[Any, Any]:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from planning.expiry_report import expiry_rows
     from planning.nodeclass_readiness import pools_that_cannot_launch
     from planning.optimizer import SolverMissingError
     from planning.plan import run_plan
@@ -82,7 +84,8 @@ def handle(args: argparse.Namespace) -> int:
     except SolverMissingError as exc:
         raise CliError(str(exc)) from exc
     data = result.to_public()
-    data["provisioning"], unservable = _provisioning(snapshot, catalog, at)
+    data["provisioning"], unservable, data["costLimits"] = _provisioning(snapshot, catalog, at)
+    data["expiry"] = expiry_rows(snapshot, result.at, catalog, result.commands)  # with jitter (semantics §15.12)
     data["nodePoolsBlocked"] = pools_that_cannot_launch(snapshot)  # a missing / not Ready EC2NodeClass
     data["repairs"] = [r.to_public() for r in result.repairs]  # node repair (docs/contracts.md §3.1)
     data["repairsBlocked"] = [b.to_public() for b in result.repairs_blocked]
@@ -133,13 +136,15 @@ def _overlays(snapshot: Any, catalog: Any) -> list[dict[str, Any]]:
             for o in by_weight(overlays)]
 
 
-def _provisioning(snapshot: Any, catalog: Any, at: datetime) -> tuple[list[dict[str, Any]], list[Any]]:
-    """The NodeClaims the provisioner would launch for the pending pods (docs/contracts.md §3.1), and the pods
-    no NodePool serves (table only); launching claims' liveness TTLs measured at `--at`."""
+def _provisioning(snapshot: Any, catalog: Any, at: datetime
+                  ) -> tuple[list[dict[str, Any]], list[Any], list[dict[str, Any]]]:
+    """The NodeClaims the provisioner would launch for the pending pods (docs/contracts.md §3.1), the pods
+    no NodePool serves (table only) and each cost limit's headroom after them (`costLimits`, semantics §15.10);
+    launching claims' liveness TTLs measured at `--at`."""
     from planning.provisioning import decide
 
     decision = decide(snapshot, catalog, at=at)
-    return [launch.to_public() for launch in decision.launches], decision.unservable
+    return [launch.to_public() for launch in decision.launches], decision.unservable, decision.cost_limits
 
 
 def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
@@ -187,6 +192,7 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
     out += _render_repairs(data.get("repairs") or [], data.get("repairsBlocked") or [])
     out += _render_static(data.get("staticNodePools") or [])
     out += _render_provisioning(data.get("provisioning") or [], unservable)
+    out += render_cost_limits(data.get("costLimits") or []) + render_expiry(data.get("expiry") or [])
     final = data["final"]
     out.append(f"FINAL: {final['nodes']} nodes, ${final['costPerHour']:.4f}/h after {final['passes']} pass(es)")
     return "\n".join(out) + "\n"
