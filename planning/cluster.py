@@ -7,6 +7,7 @@ simulation never touch dicts or pydantic models in their inner loops.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -20,6 +21,8 @@ from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
 from planning.node_overlays import overlay_pool_labels, priced_by_overlays
 from planning.pod_requests import pod_requests
+from planning.scheduling_pod import MoreConstraints, parse_constraints
+from planning.scheduling_volumes import VOLUME_KINDS, Volumes, claim_names, node_terms, volume_needs
 from planning.selectors import match_label_selector, selector_key
 
 DEFAULT_EXPIRE_AFTER = timedelta(hours=720)
@@ -109,14 +112,16 @@ class PodInfo:
     tolerations: list[dict[str, Any]]
     node_selector: dict[str, str]
     affinity_terms: list[dict[str, Any]]
-    anti_affinity: list[tuple[dict[str, Any], frozenset[str]]]
-    spread: list[tuple[str, int, dict[str, Any]]]
+    anti_affinity: list[tuple[Any, frozenset[str]]]  # required anti-affinity on hostname: (selector, namespaces)
+    spread: list[tuple[str, int, Any]]  # DoNotSchedule spread on zone and hostname: (key, maxSkew, selector)
     start_raw: Any
     ready: bool
     sig: str
     raw: dict[str, Any]
     # labels as a key, made on first use (Cluster.pdbs_for); a cache, so not part of equality
     label_set: frozenset[tuple[str, str]] | None = field(default=None, compare=False)
+    more: MoreConstraints | None = None  # pod affinity, other keys, host ports, preferences (scheduling_pod.py)
+    volume_blocked: str = ""  # why its volumes let it run nowhere (scheduling_volumes.py); "" = they do not block
 
     @property
     def start_time(self) -> datetime | None:
@@ -147,6 +152,36 @@ class PodInfo:
         return self.active or (self.terminating and self.owner_kind == "StatefulSet" and not self.terminal)
 
 
+def _sig(node_selector: dict[str, str], terms: list[dict[str, Any]], tolerations: list[dict[str, Any]],
+         strict_pns: bool) -> str:
+    """What decides which nodes a pod's static checks pass (nodeSelector, node affinity, tolerations): a cache key."""
+    if not (node_selector or terms or tolerations or strict_pns):
+        return ""
+    return repr((sorted(node_selector.items()), terms, tolerations, strict_pns))
+
+
+def pod_sig(pod: PodInfo) -> str:
+    """`PodInfo.sig` again, after its affinity terms or strictness changed."""
+    return _sig(pod.node_selector, pod.affinity_terms, pod.tolerations, pod.more is not None and pod.more.strict_pns)
+
+
+def with_volume_needs(pod: PodInfo, volumes: Volumes) -> PodInfo:
+    """A copy of `pod` whose node affinity terms also carry its volumes' topology (each group of terms ANDed in,
+    as Karpenter's volumetopology.go Inject), or that runs nowhere when a claim cannot be met."""
+    needs = volume_needs(pod.namespace, pod.raw.get("spec") or {}, volumes)
+    if needs.blocked:
+        return dataclasses.replace(pod, volume_blocked=needs.blocked)
+    terms = list(pod.affinity_terms) or [{"matchExpressions": []}]
+    for group in node_terms(needs):
+        terms = [{"matchExpressions": [*(t.get("matchExpressions") or ()), *(g.get("matchExpressions") or ())]}
+                 for t in terms for g in group]
+    if terms == [{"matchExpressions": []}]:
+        return pod
+    out = dataclasses.replace(pod, affinity_terms=terms)
+    out.sig = pod_sig(out)
+    return out
+
+
 def parse_pod(raw: dict[str, Any]) -> PodInfo:
     meta = raw.get("metadata") or {}
     spec = raw.get("spec") or {}
@@ -159,19 +194,10 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
     affinity = spec.get("affinity") or {}
     node_aff = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = list(node_aff.get("nodeSelectorTerms") or ())
-    anti: list[tuple[dict[str, Any], frozenset[str]]] = []
-    for term in (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or ():
-        if term.get("topologyKey") == L.HOSTNAME_LABEL:
-            anti.append((term.get("labelSelector") or {}, frozenset(term.get("namespaces") or (ns,))))
-    spread = [
-        (c.get("topologyKey", ""), int(c.get("maxSkew", 1)), c.get("labelSelector") or {})
-        for c in spec.get("topologySpreadConstraints") or ()
-        if c.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
-        and c.get("topologyKey") in (L.ZONE_LABEL, L.HOSTNAME_LABEL)
-    ]
+    anti, spread, more = parse_constraints(spec, ns, meta.get("labels") or {})  # planning/scheduling_pod.py
     tolerations = list(spec.get("tolerations") or ())
     node_selector = dict(spec.get("nodeSelector") or {})
-    sig = repr((sorted(node_selector.items()), terms, tolerations)) if (node_selector or terms or tolerations) else ""
+    sig = _sig(node_selector, terms, tolerations, False)
     # a snapshot written without pod status (e.g. generated) means running and ready
     ready = True
     for c in status.get("conditions") or ():
@@ -186,7 +212,7 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
         owner_uid=owner.get("uid") or owner.get("name", ""), cpu=req.cpu, mem=req.mem, eph=req.eph,
         priority=spec.get("priority"), tolerations=tolerations, node_selector=node_selector,
         affinity_terms=terms, anti_affinity=anti, spread=spread,
-        start_raw=status.get("startTime"), ready=ready, sig=sig, raw=raw,
+        start_raw=status.get("startTime"), ready=ready, sig=sig, raw=raw, more=more,
     )
 
 
@@ -527,6 +553,13 @@ class Cluster:
         self._label_index: dict[tuple[str, str, str], list[PodInfo]] | None = None
         self._daemon_overhead: dict[str, tuple[float, int, int]] | None = None
         self._type_alloc: dict[tuple[str, str], tuple[float, int, int, int]] = {}
+        self.volumes = Volumes()  # PersistentVolumes, claims and StorageClasses of the snapshot
+
+    def with_volumes(self, pod: PodInfo) -> PodInfo:
+        """`pod` with its claims' volume topology in its node requirements (planning/scheduling_volumes.py)."""
+        if not self.volumes or not claim_names(pod.raw.get("spec") or {}):
+            return pod
+        return with_volume_needs(pod, self.volumes)
 
     @classmethod
     def from_snapshot(cls, snapshot: Any, catalog: InstanceTypeCatalog | None = None) -> Cluster:
@@ -556,7 +589,10 @@ class Cluster:
             if node is not None:
                 node.claim = c
         pending: list[PodInfo] = []
+        volumes = Volumes.from_objects(o for o in getattr(snapshot, "others", ()) if o.get("kind") in VOLUME_KINDS)
         for pod in pods:
+            if volumes and claim_names(pod.raw.get("spec") or {}):
+                pod = with_volume_needs(pod, volumes)
             node = by_name.get(pod.node_name) if pod.node_name else None
             if node is None:
                 if not pod.node_name and pod.active:
@@ -582,6 +618,7 @@ class Cluster:
         cluster = cls(nodes, pools, claims, pending, pdbs, catalog)
         cluster.pool_catalogs = priced.pools
         cluster.node_classes = {c.metadata.name: c for c in getattr(snapshot, "node_classes", ())}
+        cluster.volumes = volumes
         for pdb in pdbs:
             if pdb.spec is not None:  # a snapshot written without PDB status: derive it from the pods
                 pdb.disruptions_allowed = pdb_allowed_from_pods(pdb.spec, cluster.matching_pods(pdb.namespace,

@@ -3,15 +3,18 @@
 Pods are placed largest first (cpu, then memory), first-fit over the existing nodes, then onto new nodes
 from a NodePool. Existing nodes are grouped into blocks with the largest free capacity of each block
 precomputed, so a pod skips whole blocks that cannot fit it: a pass over thousands of nodes stays cheap.
-Constraints: cpu, memory, pods, ephemeral-storage, nodeSelector, required node affinity, taints and
-tolerations, required pod anti-affinity on hostname, DoNotSchedule topology spread on zone and hostname,
-NodePool requirements, taints and limits for new nodes.
+Constraints: cpu, memory, pods, ephemeral-storage (init containers, sidecars and overhead: pod_requests.py),
+nodeSelector, required node affinity, taints and tolerations, required pod anti-affinity on hostname,
+DoNotSchedule topology spread on zone and hostname (with minDomains), NodePool requirements, taints and limits
+for new nodes; and, through scheduling_more.py, pod affinity and anti-affinity on any key, spread on other keys,
+host ports and volume topology, with Karpenter's preference relaxation (scheduling_preferences.py).
+docs/semantics.md §3.5.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -23,6 +26,8 @@ from api.nodeclass_launch import subnet_zones
 from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
 from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo, type_labels
 from planning.nodeclass_readiness import launch_blocker
+from planning.scheduling_more import MoreChecks, PodContext, anti_of, needs_context
+from planning.scheduling_variants import pod_ladder
 from planning.selectors import (
     match_label_selector,
     match_node_selector_terms,
@@ -100,6 +105,9 @@ class NewNode:
         return min(prices) if prices else math.inf
 
 
+_PLACED, _TRY_NEXT, _DONE = "placed", "try-next", "done"  # what one relaxation rung's placement came to
+
+
 class Unschedulable(Enum):
     """Why a simulation did not place every pod. Decisions branch on this; people read the messages."""
 
@@ -159,6 +167,8 @@ class SimState:
         # (cpu, memory, ephemeral-storage) of unconstrained pods -> first block where such a pod last fit; capacity only
         # shrinks during a simulation, so a pod at least as big never fits in an earlier block.
         self.frontier: dict[tuple[float, int, int], int] = {}
+        self.version = 0  # placements so far: a pod's PodContext is reused until the next one
+        self.anti_placed = False  # a placed pod has anti-affinity terms other pods must respect
 
     def copy(self) -> SimState:
         """An independent copy (a Scheduler's reservation is copied into each simulation that starts from it)."""
@@ -172,6 +182,8 @@ class SimState:
         out.block_max = dict(self.block_max)
         out.super_max = dict(self.super_max)
         out.frontier = dict(self.frontier)
+        out.version = self.version
+        out.anti_placed = self.anti_placed
         return out
 
 
@@ -214,6 +226,10 @@ class Scheduler:
         self._zone_domain_cache: dict[str, set[str]] = {}
         self._pool_usage_cache: dict[str, tuple[float, int, int]] = {}
         self._type_alloc = self._observed_allocatable()
+        self.more = MoreChecks(cluster)
+        self._ctx_cache: dict[tuple[str, int, int, int], PodContext] = {}
+        self._rule_domain_cache: dict[tuple[str, str], set[str]] = {}
+        self._ladders: dict[str, list[PodInfo]] = {}
         # Static NodePools launch only their replicas (planning/static_capacity.py), never a node for pods.
         self.pools_by_weight = sorted((p for p in cluster.pools.values() if not p.static),
                                       key=lambda p: (-p.weight, p.name))
@@ -290,7 +306,7 @@ class Scheduler:
         if ok is None:
             ok = (all(node.labels.get(k) == v for k, v in pod.node_selector.items())
                   and match_node_selector_terms(pod.affinity_terms, node.labels)
-                  and tolerates_all(pod.tolerations, node.taints))
+                  and tolerates_all(pod.tolerations, node.taints) and MoreChecks.pns_ok(pod, node.taints))
             self._static[key] = ok
         return ok
 
@@ -351,6 +367,14 @@ class Scheduler:
             self._zone_domain_cache[pod.sig] = domains
         return domains
 
+    @staticmethod
+    def _zone_low(pod: PodInfo, counts: dict[str, int], domains: set[str]) -> int:
+        """The global minimum of a zone spread: 0 while fewer zones than its minDomains exist (kube, Karpenter
+        topologygroup.go), the zones existing nodes and NodePools offer counting as domains."""
+        if pod.more is not None and len(domains) < pod.more.zone_min_domains:
+            return 0
+        return min(counts.get(z, 0) for z in domains)
+
     def _spread_ok(self, pod: PodInfo, node_name: str, zone: str, state: SimState) -> bool:
         for topology_key, max_skew, selector in pod.spread:
             if not match_label_selector(selector, pod.labels):
@@ -362,12 +386,14 @@ class Scheduler:
             else:
                 counts = self._zone_counts(pod, selector, state)
                 domains = self._zone_domains(pod) | {zone}
-                low = min(counts.get(z, 0) for z in domains)
+                low = self._zone_low(pod, counts, domains)
                 if counts.get(zone, 0) + 1 - low > max_skew:
                     return False
         return True
 
     def _fits_existing(self, pod: PodInfo, node: NodeInfo, state: SimState) -> bool:
+        if pod.volume_blocked:
+            return False
         used = state.used.get(node.index)
         ucpu, umem, upods, ueph = (used if used is not None else (0.0, 0, 0, 0))
         if (pod.cpu > node.cpu - node.used_cpu - ucpu + 1e-9 or pod.mem > node.mem - node.used_mem - umem
@@ -379,16 +405,74 @@ class Scheduler:
         if (pod.anti_affinity or self.cluster.has_anti_affinity) and not self._anti_ok(
                 pod, self._node_pods(node.name, state)):
             return False
-        return not pod.spread or self._spread_ok(pod, node.name, node.zone, state)
+        if pod.spread and not self._spread_ok(pod, node.name, node.zone, state):
+            return False
+        return self._more_ok(pod, node.name, node.labels, state)
 
-    def _place_existing(self, pod: PodInfo, node: NodeInfo, state: SimState) -> None:
+    # ---- beyond the fast path (scheduling_more.py) -------------------------------------------------
+
+    def _sym_possible(self, state: SimState) -> bool:
+        """Whether some placed pod's anti-affinity (on a key other than hostname) may rule nodes out."""
+        return bool(self.more.holders) or state.anti_placed
+
+    def _ctx(self, pod: PodInfo, state: SimState) -> PodContext:
+        key = (pod.key, id(pod.more), id(state), state.version)
+        ctx = self._ctx_cache.get(key)
+        if ctx is None:
+            if len(self._ctx_cache) > 4096:
+                self._ctx_cache.clear()
+            ctx = self._ctx_cache[key] = self.more.context(pod, state)
+        return ctx
+
+    def _rule_domains(self, pod: PodInfo) -> dict[str, set[str]]:
+        """Per key of the pod's other-key spread rules: the values over the nodes it may use, existing and new."""
+        out: dict[str, set[str]] = {}
+        for rule in pod.more.spread_rules if pod.more is not None else ():
+            got = self._rule_domain_cache.get((pod.sig, rule.key))
+            if got is None:
+                got = {n.labels[rule.key] for n in self.dest if rule.key in n.labels and self._static_ok(pod, n)}
+                got |= {self.pool_labels(p)[rule.key] for p in self.pools_by_weight if rule.key in self.pool_labels(p)}
+                self._rule_domain_cache[(pod.sig, rule.key)] = got
+            out[rule.key] = got
+        return out
+
+    def _more_ok(self, pod: PodInfo, node_name: str, labels: dict[str, str], state: SimState) -> bool:
+        m = pod.more
+        if m is not None and m.host_ports and not MoreChecks.ports_ok(pod, self._node_pods(node_name, state)):
+            return False
+        if not needs_context(pod) and not self._sym_possible(state):
+            return True
+        return self.more.domains_ok(pod, self._ctx(pod, state), labels, self._rule_domains(pod))
+
+    def _zone_keyed(self, pod: PodInfo, ctx: PodContext) -> bool:
+        m = pod.more
+        keys = {t.key for t in (*m.pod_affinity, *m.anti_terms)} | {r.key for r in m.spread_rules} if m else set()
+        return L.ZONE_LABEL in keys or L.ZONE_LABEL in ctx.sym_blocked
+
+    def _new_node_zones(self, pod: PodInfo, nn: NewNode, state: SimState) -> set[str] | None:
+        """The zones a new node may take for the pod's affinity, anti-affinity and other-key spread: None = any."""
+        if pod.more is not None and pod.more.host_ports and not MoreChecks.ports_ok(pod, nn.pods):
+            return set()
+        if not needs_context(pod) and not self._sym_possible(state):
+            return None
+        ctx, domains = self._ctx(pod, state), self._rule_domains(pod)
+        labels = self.more.new_node_labels(nn, state)
+        if L.ZONE_LABEL in labels or not self._zone_keyed(pod, ctx):
+            return None if self.more.domains_ok(pod, ctx, labels, domains) else set()
+        offered = {o.zone for opt in nn.options for o in opt.offerings}
+        return {z for z in offered if self.more.domains_ok(pod, ctx, {**labels, L.ZONE_LABEL: z}, domains)}
+
+    def _place_existing(self, pod: PodInfo, node: NodeInfo, state: SimState, counted: PodInfo | None = None) -> None:
+        """Place `pod`; `counted` (the relaxation variant it fit as) decides which spread counts it joins."""
+        state.version += 1
+        state.anti_placed = state.anti_placed or bool(anti_of(pod))
         used = state.used.setdefault(node.index, [0.0, 0, 0, 0])
         used[0] += pod.cpu
         used[1] += pod.mem
         used[2] += 1
         used[3] += pod.eph
         state.placed.setdefault(node.name, []).append(pod)
-        self._count_spread(pod, node.name, state)
+        self._count_spread(counted or pod, node.name, state)
         b = self.dest_pos[node.name] // BLOCK
         bcpu, bmem, bpods = state.block_max.get(b) or self.block_max[b]
         u = state.used[node.index]
@@ -592,14 +676,15 @@ class Scheduler:
             domains = self._zone_domains(pod)
             if not domains:
                 continue
-            low = min(counts.get(z, 0) for z in domains)
+            low = self._zone_low(pod, counts, domains)
             ok = {z for z in domains if counts.get(z, 0) + 1 - low <= max_skew}
             zones = ok if zones is None else zones & ok
         return zones, peers
 
     def _try_new(self, pod: PodInfo, nn: NewNode, state: SimState) -> list[TypeOption] | None:
         """Remaining options if `pod` joins new node `nn`, else None."""
-        if not tolerates_all(pod.tolerations, nn.pool.taints):
+        if pod.volume_blocked or not tolerates_all(pod.tolerations, nn.pool.taints) or not MoreChecks.pns_ok(
+                pod, nn.pool.taints):
             return None
         if (pod.anti_affinity or self.cluster.has_anti_affinity) and not self._anti_ok(pod, nn.pods):
             return None
@@ -611,6 +696,11 @@ class Scheduler:
                     return None
         allowed = self._pod_allowed(pod, nn.pool)
         zones, peers = self._zone_allowed_for_spread(pod, state) if pod.spread else (None, {})
+        more_zones = self._new_node_zones(pod, nn, state)
+        if more_zones is not None:
+            if not more_zones:
+                return None
+            zones = more_zones if zones is None else zones & more_zones
         if zones is not None:
             bound = state.new_zones.get(nn.name)
             if bound is not None:
@@ -668,8 +758,10 @@ class Scheduler:
     # ---- the simulation -------------------------------------------------------------------------
 
     def simulate(self, remove: Sequence[NodeInfo], pods: Sequence[PodInfo], max_new: int = 1,
-                 state: SimState | None = None, pending: Sequence[PodInfo] = ()) -> SimResult:
-        """Place `pods` (from the `remove`d nodes) and `pending` pods; at most `max_new` new nodes.
+                 state: SimState | None = None, pending: Sequence[PodInfo] = (),
+                 closed: Collection[str] = ()) -> SimResult:
+        """Place `pods` (from the `remove`d nodes) and `pending` pods; at most `max_new` new nodes. `closed`: nodes that
+        take no pod of `pods` but still take pending ones (a consolidation's nodes under consolidateAfter, §5.1).
 
         A pending pod takes room on existing nodes (so no command counts on it) but never joins or opens a new node:
         the provisioner launches its capacity. Allowed to, it made consolidation "replace" a node whose own pods fit
@@ -682,42 +774,69 @@ class Scheduler:
             self.cluster.by_name[name].index for name in state.removed if name in self.cluster.by_name}
         result = SimResult()
         pending_keys = {p.key for p in pending}
+        closed_idx = removed_idx | {self.cluster.by_name[n].index for n in closed if n in self.cluster.by_name} \
+            if closed else removed_idx
         ordered = sorted([*pods, *pending], key=lambda p: (-p.cpu, -p.mem, p.key))
         for pod in ordered:
-            target = self._first_fit(pod, removed_idx, state)
-            if target is not None:
-                self._place_existing(pod, target, state)
-                result.placements.append((pod, target.name))
-                continue
-            if pod.key in pending_keys:
-                continue
-            placed = False
-            for nn in state.new_nodes:
-                remaining = self._try_new(pod, nn, state)
-                if remaining is not None:
-                    self._join(pod, nn, remaining, state)
-                    result.placements.append((pod, nn.name))
-                    placed = True
+            shut = closed_idx if closed and pod.key not in pending_keys else None
+            why = ""
+            for variant in self._ladder(pod):  # strictest first (Karpenter preferences.go)
+                outcome, why = self._place(pod, variant, shut or removed_idx, shut is None,
+                                           pod.key in pending_keys, max_new, state, result)
+                if outcome != _TRY_NEXT:
                     break
-            if placed:
-                continue
-            nn, why = self._open_new(pod, state)
-            if nn is None:
-                result.failures.append((pod, self._why_not(pod, why)))
-                continue
-            if len(state.new_nodes) >= max_new:
-                result.too_many_new = True
+            else:
+                if pod.key not in pending_keys:
+                    result.failures.append((pod, self._why_not(pod, why)))
+            if result.too_many_new:
                 break
-            remaining = self._try_new(pod, nn, state)
-            state.new_nodes.append(nn)
-            self._join(pod, nn, remaining or nn.options, state)
-            result.placements.append((pod, nn.name))
         result.new_nodes = list(state.new_nodes)
         return result
 
-    def _join(self, pod: PodInfo, nn: NewNode, options: list[TypeOption], state: SimState) -> None:
+    def _ladder(self, pod: PodInfo) -> list[PodInfo]:
+        got = self._ladders.get(pod.key)
+        if got is None or got[-1].uid != pod.uid:
+            got = self._ladders[pod.key] = pod_ladder(pod, self.cluster, self.more.any_pns)
+        return got
+
+    def _place(self, pod: PodInfo, variant: PodInfo, skip: set[int], record: bool, pending: bool, max_new: int,
+               state: SimState, result: SimResult) -> tuple[str, str]:
+        """Place `pod` as `variant` (one rung of its relaxation ladder): on an existing node, a new node of this
+        simulation, or a fresh one. (_PLACED | _TRY_NEXT | _DONE, why the variant fit nowhere)."""
+        target = self._first_fit(variant, skip, state, record=record)
+        if target is not None:
+            self._place_existing(pod, target, state, counted=variant)
+            result.placements.append((pod, target.name))
+            return _PLACED, ""
+        if pending:
+            return _TRY_NEXT, ""  # never a new node: the provisioner launches capacity for it
+        for nn in state.new_nodes:
+            remaining = self._try_new(variant, nn, state)
+            if remaining is not None:
+                self._join(pod, nn, remaining, state, counted=variant)
+                result.placements.append((pod, nn.name))
+                return _PLACED, ""
+        nn, why = self._open_new(variant, state)
+        if nn is None:
+            return _TRY_NEXT, why
+        if len(state.new_nodes) >= max_new:
+            result.too_many_new = True
+            return _DONE, ""
+        remaining = self._try_new(variant, nn, state)
+        state.new_nodes.append(nn)
+        self._join(pod, nn, remaining or nn.options, state, counted=variant)
+        result.placements.append((pod, nn.name))
+        return _PLACED, ""
+
+    def _join(self, pod: PodInfo, nn: NewNode, options: list[TypeOption], state: SimState,
+              counted: PodInfo | None = None) -> None:
+        """`pod` joins `nn`; `counted` is the relaxation variant it fit as (its zone terms bind the node's zone)."""
+        counted = counted or pod
+        state.version += 1
+        state.anti_placed = state.anti_placed or bool(anti_of(pod))
         nn.options = options
-        if nn.name not in state.new_zones and self._zone_spreads(pod):
+        if nn.name not in state.new_zones and (self._zone_spreads(counted) or (
+                counted.more is not None and self._zone_keyed(counted, self._ctx(counted, state)))):
             zones = {o.zone for opt in options for o in opt.offerings}
             if len(zones) == 1:
                 state.new_zones[nn.name] = zones.pop()
@@ -726,12 +845,15 @@ class Scheduler:
         nn.mem += pod.mem
         nn.npods += 1
         nn.eph += pod.eph
-        self._count_spread(pod, nn.name, state)
+        self._count_spread(counted, nn.name, state)
 
-    def _first_fit(self, pod: PodInfo, removed_idx: set[int], state: SimState) -> NodeInfo | None:
+    def _first_fit(self, pod: PodInfo, removed_idx: set[int], state: SimState, record: bool = True) -> NodeInfo | None:
+        """The first destination that takes the pod. `record=False` (more nodes skipped than for other pods) reads the
+        frontier memo but does not write it: what it would record holds only for pods with the same nodes shut."""
         dest = self.dest
         overrides = state.block_max
-        plain = not pod.sig and not pod.spread and not pod.anti_affinity and not self.cluster.has_anti_affinity
+        plain = (not pod.sig and not pod.spread and not pod.anti_affinity and not self.cluster.has_anti_affinity
+                 and pod.more is None and not pod.volume_blocked and not self._sym_possible(state))
         start = 0
         if plain:
             for (c, m, e), b in state.frontier.items():
@@ -751,10 +873,10 @@ class Scheduler:
                     if node.index in removed_idx:
                         continue
                     if self._fits_existing(pod, node, state):
-                        if plain:
+                        if plain and record:
                             state.frontier[(pod.cpu, pod.mem, pod.eph)] = b
                         return node
-        if plain:
+        if plain and record:
             state.frontier[(pod.cpu, pod.mem, pod.eph)] = len(self.block_max)
         return None
 

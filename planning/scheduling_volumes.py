@@ -24,6 +24,7 @@ ZONE_KEYS = {"failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/z
              "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region"}
 TOPOLOGY_KEYS = (*ZONE_KEYS, *ZONE_KEYS.values())
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
+VOLUME_KINDS = frozenset({"PersistentVolume", "PersistentVolumeClaim", "StorageClass"})
 
 
 @dataclass
