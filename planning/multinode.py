@@ -13,6 +13,7 @@ from planning.candidates import Candidate, sort_for_consolidation
 from planning.commands import Command, SkippedMove
 from planning.consolidation import Consolidation
 from planning.method import Deadline
+from planning.zone_balance import prefer_fullest_zones
 
 
 class MultiNodeConsolidation(Consolidation):
@@ -20,7 +21,8 @@ class MultiNodeConsolidation(Consolidation):
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         self.totals = pool_totals(self.ctx.cluster, candidates)
-        within = self.ctx.take_within_budget(self.reason, budgets, sort_for_consolidation(candidates))
+        ordered = prefer_fullest_zones(sort_for_consolidation(candidates), self.ctx)  # zoneBalance ties (§15.6)
+        within = self.ctx.take_within_budget(self.reason, budgets, ordered)
         cmd = self.first_n_option(within)
         return [cmd] if cmd is not None else []
 

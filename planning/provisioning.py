@@ -30,6 +30,7 @@ from planning.policy_scheduler import LaunchControls, PolicyScheduler, scheduler
 from planning.pricing import launch_replacement
 from planning.scheduling import TYPE_KEYS, Scheduler, SimState
 from planning.selectors import match_requirement, tolerates_all
+from planning.zone_balance import ZoneBalance
 
 MAX_NEW_NODES = 10_000
 # Taints a node carries while it starts; a launching node will lose them, so nomination ignores them.
@@ -125,6 +126,7 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
         Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims)
     launching = _add_launching(cluster, snapshot, at)
     controls = LaunchControls.build(snapshot, cluster, at or datetime.now(UTC))
+    balance = ZoneBalance.build(snapshot, cluster, at or datetime.now(UTC))  # zoneBalance (docs/semantics.md §15.6)
     wanted = None if pods is None else set(pods)
     pending = [p for p in cluster.pending if provisionable(p)]
     batch = [p for p in pending if wanted is None or p.key in wanted or p.uid in wanted]
@@ -145,6 +147,7 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
         priced = launch_replacement(nn, sched.pool_options(nn.pool))
         if priced is None:
             continue
+        priced = balance.place(nn, priced, sched.pool_options(nn.pool))
         over = controls.cost.admit(nn.pool.name, priced.price)
         if over is None:
             decision.launches.append(Launch(priced.replacement, [p.key for p in nn.pods]))

@@ -14,6 +14,7 @@ from planning.candidates import Candidate, sort_for_consolidation
 from planning.commands import Command
 from planning.consolidation import Consolidation, Refusal
 from planning.method import Deadline
+from planning.zone_balance import prefer_fullest_zones
 
 
 class SingleNodeConsolidation(Consolidation):
@@ -22,7 +23,7 @@ class SingleNodeConsolidation(Consolidation):
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         deadline = Deadline(self.ctx.limits.single_node_seconds, self.ctx.clock)
         self.totals = pool_totals(self.ctx.cluster, candidates)
-        for c in interleave_by_pool(sort_for_consolidation(candidates)):
+        for c in interleave_by_pool(prefer_fullest_zones(sort_for_consolidation(candidates), self.ctx)):
             if deadline.passed():
                 break
             if self.ctx.budget_exhausted(c, self.reason, budgets):
