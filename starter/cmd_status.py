@@ -1,5 +1,6 @@
 """`nodeflow status [NODE]`: in-flight terminations with phase, pods left, what blocks them (PDBs and
-do-not-disrupt pods), age and deadline."""
+do-not-disrupt pods) or what they wait for (a DisruptionPolicy's drain.jobs Wait: "waiting for 2 Job pods, longest
+running 14m"), age and deadline."""
 
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "phase": attrs.get(sa.PHASE), "status": wf.status.name if wf.status else None,
                 "workflowId": wf.id, "startedAt": wf.start_time.isoformat() if wf.start_time else None,
                 "age": _age(wf.start_time, now), "deadline": None, "podsLeft": None, "blockingPDBs": [],
-                "blocking": [], "pods": [],
+                "blocking": [], "pods": [], "waiting": None, "completionUntil": None,
             }
             if wf.status is not None and wf.status.name == "RUNNING":
                 handle = client.get_workflow_handle_for(TerminationWorkflow.run, wf.id, run_id=wf.run_id)
@@ -87,7 +88,10 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
                     row.update(phase=p.phase.value, deadline=p.deadline.isoformat() if p.deadline else None,
                                podsLeft=len(p.pods), blockingPDBs=p.blocking_pdbs, blocking=p.blocking, forced=p.forced,
                                pods=[{"pod": q.key, "tier": q.tier.value, "status": q.status,
-                                      "blockingPDB": q.blocking_pdb} for q in p.pods])
+                                      "blockingPDB": q.blocking_pdb,
+                                      "startedAt": q.started_at.isoformat() if q.started_at else None}
+                                     for q in p.pods])
+                    row.update(_waiting(p, now))
                 except Exception as exc:  # no worker answering: the search attributes still tell the phase
                     row["queryError"] = str(exc)
             rows.append(row)
@@ -99,11 +103,22 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     return rows
 
 
+def _waiting(p: Any, now: datetime) -> dict[str, Any]:
+    """drain.jobs Wait: what the drain leaves to finish, with "longest running" counted on this machine's clock."""
+    from workflows.models import completion_summary
+
+    until = p.completion_until
+    waiting = completion_summary(p.pods, now, until) if p.waiting else None
+    return {"waiting": waiting, "completionUntil": until.isoformat() if until else None}
+
+
 def table(rows: list[dict[str, Any]]) -> str:
+    from starter.status_watch import blocking_cell
+
     if not rows:
         return "No terminations in flight."
     return render_table(
         ["NODE", "NODEPOOL", "REASON", "PHASE", "PODS LEFT", "BLOCKING", "AGE", "DEADLINE"],
-        [[r["node"], r["nodePool"], r["reason"], r["phase"], r["podsLeft"], ",".join(r["blocking"]) or None,
+        [[r["node"], r["nodePool"], r["reason"], r["phase"], r["podsLeft"], blocking_cell(r),
           r["age"], r["deadline"]] for r in rows],
     )

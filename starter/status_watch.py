@@ -108,9 +108,16 @@ def header(clock: str, target: str, kube: str, planner: str, stuck: list[dict[st
     return lines
 
 
+def blocking_cell(row: dict[str, Any]) -> str | None:
+    """The BLOCKING column: PDBs and do-not-disrupt pods, then what a drain.jobs Wait waits for (docs/semantics.md
+    §15.8), e.g. "waiting for 2 Job pods, longest running 14m"."""
+    parts = [",".join(blocking_of(row)), row.get("waiting") or ""]
+    return "; ".join(p for p in parts if p) or None
+
+
 def row_cells(row: dict[str, Any]) -> list[Any]:
     return [row["node"], row["nodePool"], row["reason"], row["phase"], row["podsLeft"],
-            ",".join(blocking_of(row)) or None, row["age"], row["deadline"]]
+            blocking_cell(row), row["age"], row["deadline"]]
 
 
 class TerminalScreen:
