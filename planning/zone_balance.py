@@ -114,3 +114,19 @@ def prefer_fullest_zones(cands: list[Candidate], ctx: PassContext) -> list[Candi
         return counts[c.pool.name].get(c.node.zone, 0) if c.pool.name in counts else 0
 
     return sorted(cands, key=lambda c: (-c.savings_ratio, -fullness(c)))
+
+
+def zone_balance_rows(snapshot: Any, at: datetime, catalog: Any) -> list[dict[str, Any]]:
+    """The `zoneBalance` entries of `nodeflow plan -o json`: each pool with a zoneBalance, its live nodes per zone
+    and the spread between its fullest and emptiest zone among those it has nodes in."""
+    limits = zone_limits(PolicyView.build(snapshot, at)) if getattr(snapshot, "disruption_policies", None) else {}
+    if not limits:
+        return []
+    cluster = Cluster.from_parts(snapshot, (), catalog)
+    rows = []
+    for pool in sorted(limits):
+        counts = pool_zone_counts(cluster, pool)
+        spread = max(counts.values()) - min(counts.values()) if counts else 0
+        rows.append({"nodePool": pool, "zoneBalance": limits[pool], "nodesByZone": dict(sorted(counts.items())),
+                     "spread": spread})
+    return rows

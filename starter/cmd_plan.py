@@ -9,6 +9,7 @@ from typing import Any
 
 from starter.output import CliError, add_output_flag, print_output, render_table
 from starter.plan_limits import render_cost_limits, render_expiry
+from starter.plan_spot import render_spot_fallbacks, render_zone_balance
 from starter.snapshot_source import (
     add_source_flags,
     live_kubeconfig,
@@ -66,6 +67,8 @@ def handle(args: argparse.Namespace) -> int:
     from planning.nodeclass_readiness import pools_that_cannot_launch
     from planning.optimizer import SolverMissingError
     from planning.plan import run_plan
+    from planning.spot_return import spot_fallback_rows
+    from planning.zone_balance import zone_balance_rows
 
     at = parse_at(args.at)
     exclude: set[str] = set()
@@ -86,6 +89,9 @@ def handle(args: argparse.Namespace) -> int:
     data = result.to_public()
     data["provisioning"], unservable, data["costLimits"] = _provisioning(snapshot, catalog, at)
     data["expiry"] = expiry_rows(snapshot, result.at, catalog, result.commands)  # with jitter (semantics §15.12)
+    # spot fallbacks and their return, zone balance (docs/semantics.md §15.5-15.6)
+    data["spotFallbacks"] = spot_fallback_rows(snapshot, result.at, catalog, result.commands, result.blocked)
+    data["zoneBalance"] = zone_balance_rows(snapshot, result.at, catalog)
     data["nodePoolsBlocked"] = pools_that_cannot_launch(snapshot)  # a missing / not Ready EC2NodeClass
     data["repairs"] = [r.to_public() for r in result.repairs]  # node repair (docs/contracts.md §3.1)
     data["repairsBlocked"] = [b.to_public() for b in result.repairs_blocked]
@@ -193,6 +199,7 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
     out += _render_static(data.get("staticNodePools") or [])
     out += _render_provisioning(data.get("provisioning") or [], unservable)
     out += render_cost_limits(data.get("costLimits") or []) + render_expiry(data.get("expiry") or [])
+    out += render_spot_fallbacks(data.get("spotFallbacks") or []) + render_zone_balance(data.get("zoneBalance") or [])
     final = data["final"]
     out.append(f"FINAL: {final['nodes']} nodes, ${final['costPerHour']:.4f}/h after {final['passes']} pass(es)")
     return "\n".join(out) + "\n"
