@@ -14,14 +14,22 @@ DescribeServices and GetAttributeValues over the bundled price table), both answ
 (docs/architecture.md, "The EC2 stand-in"). The tests' shared `moto_endpoint` stays unpatched, so nodeflow's
 own calls are checked against moto as shipped; `tests/devstack/test_moto_indexed.py` checks that both give the
 same tag answers, and the `cloud_endpoint` fixture runs this module.
+
+It also keeps the rendered answer of the two static catalog calls, DescribeInstanceTypes and
+DescribeInstanceTypeOfferings, per account, region and query: moto builds the same 5.8 MB of XML (1,395 types)
+from the same static data on every call, which took 4.6 s of a 5.5 s call, once per discovery (the worker's, the
+demo's and each test's). The answer is moto's own, rendered once; `tests/devstack/test_moto_indexed.py` checks that
+a second call answers exactly as moto as shipped does.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
 _WILDCARDS = frozenset("*?[")
+STATIC_ACTIONS = frozenset({"DescribeInstanceTypes", "DescribeInstanceTypeOfferings"})
 
 
 def _exact_resource_id(filters: dict[str, list[str]] | None) -> str | None:
@@ -51,15 +59,56 @@ def install() -> None:
     TagBackend.describe_tags = describe_tags  # type: ignore[method-assign]
 
 
+def _static_key(response: Any) -> tuple[Any, ...] | None:
+    """What a static catalog answer depends on (account, region, the query), or None for any other action."""
+    action = response._get_action()
+    if action not in STATIC_ACTIONS:
+        return None
+    query = tuple(sorted((k, tuple(v)) for k, v in response.querystring.items()))
+    return response.current_account, response.region, action, query
+
+
+def install_static_cache() -> None:
+    """Patch moto's EC2 responses in this process to render each static catalog answer once (idempotent).
+    Errors are never kept; the request id is still set per call (moto's `_enrich_response` runs after this)."""
+    from moto.ec2.responses import EC2Response
+
+    original = getattr(EC2Response.serialized, "__wrapped_render__", EC2Response.serialized)
+    rendered: dict[tuple[Any, ...], tuple[int, dict[str, Any], Any]] = {}
+
+    def serialized(self: Any, action_result: Any) -> Any:
+        key = None if isinstance(action_result.result, Exception) else _static_key(self)
+        if key is None:
+            return original(self, action_result)
+        if key not in rendered:
+            status, headers, body = original(self, action_result)
+            if status != 200:
+                return status, headers, body
+            rendered[key] = (status, dict(headers), body)
+        status, headers, body = rendered[key]
+        return status, {**headers, **self.response_headers}, body
+
+    serialized.__wrapped_render__ = original  # type: ignore[attr-defined]
+    EC2Response.serialized = serialized  # type: ignore[method-assign]
+
+
+def _exit_now(signum: int, frame: Any) -> None:
+    """SIGTERM/SIGINT: leave at once. moto's own handler calls sys.exit, and tearing down moto's in-memory state
+    took 3-5 s per stop; the state is meant to vanish with the process (nothing is written to disk)."""
+    os._exit(0)
+
+
 def main(argv: list[str] | None = None) -> None:
     install()
+    install_static_cache()
     from devstack import moto_spot, pricing_api
 
     moto_spot.install()
     pricing_api.install()
-    from moto.server import main as moto_main
+    import moto.server
 
-    moto_main(argv if argv is not None else sys.argv[1:])
+    moto.server.signal_handler = _exit_now  # main() installs it for SIGTERM and SIGINT
+    moto.server.main(argv if argv is not None else sys.argv[1:])
 
 
 if __name__ == "__main__":

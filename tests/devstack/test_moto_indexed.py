@@ -85,3 +85,31 @@ def test_indexed_moto_answers_as_moto_does(indexed_endpoint: str, moto_endpoint:
 def test_only_a_single_literal_resource_id_takes_the_index(filters: dict[str, list[str]] | None,
                                                            rid: str | None) -> None:
     assert _exact_resource_id(filters) == rid
+
+
+def _catalog_answers(ec2: Any) -> list[Any]:
+    """Small static catalog queries (each asked twice: the second answer is the kept rendering) and one error."""
+    out: list[Any] = []
+    for _ in range(2):
+        out.append(ec2.describe_instance_types(InstanceTypes=["m5.large", "c5.large"])["InstanceTypes"])
+        out.append(ec2.describe_instance_types(InstanceTypes=["r6g.medium"])["InstanceTypes"])
+        out.append(ec2.describe_instance_type_offerings(
+            LocationType="availability-zone",
+            Filters=[{"Name": "instance-type", "Values": ["m5.large"]}])["InstanceTypeOfferings"])
+        with pytest.raises(ec2.exceptions.ClientError) as err:
+            ec2.describe_instance_types(InstanceTypes=["m5.nosuch"])
+        out.append(err.value.response["Error"]["Code"])
+    return out
+
+
+def test_kept_catalog_answers_are_moto_s_per_query_and_region(indexed_endpoint: str, moto_endpoint: str) -> None:
+    """The rendered DescribeInstanceTypes / DescribeInstanceTypeOfferings answer is kept per query and region:
+    a repeat, another query, another region and an error all answer as plain moto does."""
+    plain, indexed = _ec2(moto_endpoint), _ec2(indexed_endpoint)
+    expected, got = _catalog_answers(plain), _catalog_answers(indexed)
+    assert got == expected
+    assert got[0] != got[1] and got[3] == "InvalidInstanceType"  # the queries differ; the error is not kept
+    other = boto3.client("ec2", endpoint_url=indexed_endpoint, region_name="us-west-2",
+                         aws_access_key_id="testing", aws_secret_access_key="testing")
+    zones = {o["Location"] for o in _catalog_answers(other)[2]}
+    assert zones and all(z.startswith("us-west-2") for z in zones)
