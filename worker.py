@@ -21,12 +21,14 @@ from client.connection import InsecureTemporalAddress, connect, forward_core_log
 from client.nodeclass_schedule import ensure_nodeclass_schedule
 from client.planner_schedule import ensure_planner_schedule, planner_schedule_id
 from runtime.cloud_clients import RegionNotConfigured, aws_clients, kube_api_client, pricing_client, resolve_region
+from runtime.fleet_worker import run_fleet_worker
 from runtime.health import ReadinessCheck, metrics_bind, parse_metrics_address, start_health_server
 from runtime.settings import Deps, Settings
 from runtime.temporal_metrics import new_buffer, pump, track_planner_pause
 from runtime.worker_loop import run_worker
 from telemetry.logs import JsonFormatter
 from workflows.disruption_models import DisruptionSettings
+from workflows.fleet_models import FLEET_TASK_QUEUE
 from workflows.search_attributes import TASK_QUEUE
 
 log = logging.getLogger("nodeflow.worker")
@@ -53,6 +55,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="this cluster's queue; in a fleet each cluster has its own, e.g. nodeflow-<cluster>")
     p.add_argument("--fleet-task-queue", default=env("NODEFLOW_FLEET_TASK_QUEUE"),
                    help="also run fleet rollouts (FleetRolloutWorkflow) from this queue, e.g. nodeflow-fleet")
+    p.add_argument("--fleet-only", action="store_true", default=env_flag("NODEFLOW_FLEET_ONLY"),
+                   help="run only fleet rollouts (no cluster: no Kubernetes or AWS access needed), from "
+                        "--fleet-task-queue or nodeflow-fleet")
     p.add_argument("--kubeconfig", default=env("KUBECONFIG"), help="default: in-cluster config")
     p.add_argument("--region", default=None,
                    help="AWS region of every AWS client (default: AWS_REGION, then AWS_DEFAULT_REGION)")
@@ -151,6 +156,8 @@ async def amain(args: argparse.Namespace) -> int:
     except InsecureTemporalAddress as exc:
         log.error("refusing to start: %s", exc)
         return 2
+    if args.fleet_only:
+        return await _fleet_only(client, args.fleet_task_queue or FLEET_TASK_QUEUE)
     settings = Settings(task_queue=args.task_queue, fleet_task_queue=args.fleet_task_queue,
                         watch=not args.no_watch, resync_seconds=args.resync_seconds,
                         interruption_queue_url=args.interruption_queue, catalog_path=args.catalog,
@@ -193,6 +200,17 @@ async def amain(args: argparse.Namespace) -> int:
             pumping.cancel()
             await health.stop()
     log.info("worker stopped")
+    return 0
+
+
+async def _fleet_only(client: Client, queue: str) -> int:
+    """A worker for the fleet's rollouts alone (docs/fleet.md): it touches no cluster itself."""
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(sig, stop.set)
+    log.info("fleet worker started", extra={"task_queue": queue})
+    await run_fleet_worker(client, queue, stop)
+    log.info("fleet worker stopped")
     return 0
 
 

@@ -6,6 +6,7 @@ cluster credentials: everything that touches a cluster is an activity on that cl
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from temporalio.client import Client
@@ -18,3 +19,16 @@ from workflows.fleet import FleetRolloutWorkflow
 def build_fleet_worker(client: Client, task_queue: str) -> Worker:
     return Worker(client, task_queue=task_queue, workflows=[FleetRolloutWorkflow], activities=[prometheus_gate],
                   graceful_shutdown_timeout=timedelta(seconds=5))
+
+
+async def run_fleet_worker(client: Client, task_queue: str, stop: asyncio.Event) -> None:
+    """Run only the fleet's worker until `stop` is set (`worker.py --fleet-only`)."""
+    worker = build_fleet_worker(client, task_queue)
+    task = asyncio.create_task(worker.run(), name="fleet-worker")
+    stopping = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        task.result()  # the worker died: surface why
+    stopping.cancel()
+    await worker.shutdown()
+    await asyncio.gather(task, return_exceptions=True)
