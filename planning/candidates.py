@@ -306,6 +306,17 @@ def consolidatable(c: Candidate, at: datetime) -> bool:
     return at - t >= after
 
 
+def under_consolidate_after(node: NodeInfo, pool: PoolInfo, at: datetime) -> bool:
+    """Karpenter v1.14's IsUnderConsolidateAfter (#3006): an initialized NodeClaim whose last pod event (else its
+    initialization) is less than a non-zero consolidateAfter ago. Such a node takes no pod of a consolidation's
+    candidates (docs/semantics.md §5.1); `Never` and `0s` pools never hold one back."""
+    after, claim = pool.consolidate_after, node.claim
+    if after is None or after <= timedelta(0) or claim is None or not claim.condition_true("Initialized"):
+        return False
+    t = claim.last_pod_event or claim.condition_time("Initialized") or claim.created
+    return t is not None and at - t < after
+
+
 def sort_for_consolidation(cands: list[Candidate]) -> list[Candidate]:
     """v1.14 order (#2962): savings ratio (price / RescheduleDisruptionCost) descending, so a budget-limited pass
     takes the moves worth most per unit of disruption first; ties by name, for a stable answer (docs/semantics.md

@@ -14,16 +14,22 @@ from api import labels as L
 from api.events import EventReason
 from api.nodepool import POLICY_WHEN_EMPTY
 from planning.balanced import PoolTotals, approve, is_balanced
-from planning.candidates import GRACEFUL, Candidate, consolidatable, currently_reschedulable
+from planning.candidates import (
+    GRACEFUL,
+    Candidate,
+    consolidatable,
+    currently_reschedulable,
+    under_consolidate_after,
+)
 from planning.commands import Command, SkippedMove
 from planning.method import Method, PassContext, make_command
+from planning.pod_annotations import disruption_units
 from planning.pricing import consolidation_replacement
 from planning.scheduling import Unschedulable
 
 
 class Refusal(Enum):
     """Why a consolidation what-if said no; single-node consolidation blocks a node only for UNSCHEDULABLE."""
-from planning.pod_annotations import disruption_units
 
     UNSCHEDULABLE = "Unschedulable"  # some pod would fit nowhere
     TOO_MANY_NEW_NODES = "TooManyNewNodes"  # the pods need more than one new node
@@ -52,6 +58,7 @@ class Consolidation:
         self.ctx = ctx
         # The pools' cost and disruption totals for the Balanced score, set by compute_commands (§5.10).
         self.totals: dict[str, PoolTotals] = {}
+        self._closed: frozenset[str] | None = None
 
     def should_disrupt(self, c: Candidate) -> bool:
         """ShouldDisrupt of docs/semantics.md §5.3 in order; each refusal but emptiness emits `Unconsolidatable`."""
@@ -86,11 +93,21 @@ class Consolidation:
         approved, _ = approve(cands, cmd.savings_per_hour, self.totals)
         return not approved
 
+    def closed_destinations(self) -> frozenset[str]:
+        """Nodes still under their pool's consolidateAfter: no candidate's pod moves onto them (v1.14, #3006), so a
+        node that just took pods is not filled further before it could settle. Computed once per pass."""
+        if self._closed is None:
+            cluster, at = self.ctx.cluster, self.ctx.at
+            self._closed = frozenset(n.name for n in cluster.nodes if n.pool in cluster.pools
+                                     and under_consolidate_after(n, cluster.pools[n.pool], at))
+        return self._closed
+
     def compute_consolidation(self, method: Method, cands: list[Candidate], single: bool) -> Attempt:
         """A delete or replace command for removing `cands`, or the refusal and why not."""
         ctx = self.ctx
         pods = currently_reschedulable(ctx.cluster, (p for c in cands for p in c.reschedulable), ctx.at)
-        sim = ctx.scheduler.simulate([c.node for c in cands], pods, max_new=1, pending=ctx.cluster.pending)
+        sim = ctx.scheduler.simulate([c.node for c in cands], pods, max_new=1, pending=ctx.cluster.pending,
+                                     closed=self.closed_destinations())
         if sim.unschedulable is Unschedulable.NO_FIT:
             return Attempt(None, Refusal.UNSCHEDULABLE, sim.failure_message())
         if sim.unschedulable is Unschedulable.TOO_MANY_NEW_NODES:
