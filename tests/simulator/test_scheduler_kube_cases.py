@@ -10,7 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
+from simulator.patch import deep_copy
+from simulator.resources import BY_KIND
 from simulator.scheduling_filters import feasible_nodes
+from simulator.store import Store
+from simulator.world import World
 
 CASES_FILE = Path(__file__).resolve().parents[1] / "planning" / "data" / "kube_scheduler_cases.yaml"
 CASES: list[dict[str, Any]] = yaml.safe_load(CASES_FILE.read_text()) if CASES_FILE.exists() else []
@@ -27,3 +31,25 @@ def test_the_emulator_filters_as_kube_scheduler_does(case: dict[str, Any]) -> No
     got = feasible_nodes(case["pod"], case["nodes"], case.get("existingPods") or (), case.get("pvs") or (),
                          case.get("pvcs") or (), case.get("storageClasses") or (), case.get("namespaces") or ())
     assert sorted(got) == sorted(case["expect"]["feasibleNodes"]), case.get("note", "")
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c['source'].split('plugins/')[-1]}::{c['name']}" for c in CASES])
+def test_the_emulators_scheduler_binds_where_kube_scheduler_may(case: dict[str, Any]) -> None:
+    """The same cases through the emulator's Scheduler over its store (the wiring: usage, indexes, volumes)."""
+    store = Store()
+    world = World(store)
+    objects = [obj for key in ("nodes", "existingPods", "pvs", "pvcs", "storageClasses") for obj in case.get(key) or ()]
+    for obj in [*objects, case["pod"]]:
+        store.create(BY_KIND[obj["kind"]], deep_copy(obj))
+    world.scheduler.schedule()
+    ident = case["pod"]["metadata"]
+    pod = store.get(BY_KIND["Pod"], ident.get("namespace") or "default", ident["name"])
+    assert pod is not None
+    where = pod["spec"].get("nodeName")
+    feasible = case["expect"]["feasibleNodes"]
+    if feasible:
+        assert where in feasible, case.get("note", "")
+    else:
+        assert where is None
+        (cond,) = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
+        assert cond["reason"] == "Unschedulable" and cond["message"].startswith(f"0/{len(case['nodes'])} nodes")
