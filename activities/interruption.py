@@ -15,12 +15,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from activities.events import event_body
+from activities.events import event_body, recorder_for
 from activities.karpenter_metrics import message_type, record_disrupted
 from activities.kube_client import KubeClient
 from api import labels
 from api.catalog import InstanceTypeCatalog
-from api.events import INTERRUPTION_REASONS
+from api.events import (
+    INTERRUPTION_MESSAGES,
+    EventReason,
+    interruption_reason,
+    spec_of,
+    terminating_on_interruption,
+)
 from api.instance_types.labels import WELL_KNOWN_TYPE_KEYS
 from api.interruption import (
     TERMINATION_REASONS,
@@ -212,8 +218,9 @@ class InterruptionDispatcher:
                 requested_by="interruption")))
             steps.append(asyncio.to_thread(record_disrupted, self._kube, node.name, node.node_claim, node.node_pool,
                                            message_type(event)))
-        if action is not Action.IGNORE and node.name:
-            steps.append(asyncio.to_thread(self._record_event, event, node))
+        if action is not Action.IGNORE:
+            steps.append(asyncio.to_thread(self._record_events, event, node,
+                                           action in (Action.PRESPIN_AND_TERMINATE, Action.TERMINATE)))
         await asyncio.gather(*steps)
         return str(action)
 
@@ -226,23 +233,28 @@ class InterruptionDispatcher:
             self._offerings.mark(node.instance_type, node.zone, labels.CAPACITY_SPOT,
                                  UnavailableReason.SPOT_INTERRUPTION)
 
-    def _record_event(self, event: InterruptionEvent, node: NodeInfo) -> None:
-        """One Event per (message, node): a redelivered message hits 409 instead of repeating it."""
-        spec = EventSpec(kind="Node", name=node.name, uid=node.uid, reason=INTERRUPTION_REASONS[event.kind],
-                         type="Normal" if event.kind is InterruptionKind.REBALANCE_RECOMMENDATION else "Warning",
-                         message=_event_message(event))
-        body = event_body(spec, datetime.now(UTC))
-        key = hashlib.sha1(f"{event.message_id}/{event.kind}/{node.uid}".encode()).hexdigest()[:16]
-        body["metadata"]["name"] = f"{node.name}.{key}"
-        self._kube.create_event(body)
+    def _record_events(self, event: InterruptionEvent, node: NodeInfo, terminating: bool) -> None:
+        """The provider's events on the NodeClaim and the Node (interruption/events/events.go): what the message
+        says, then TerminatingOnInterruption when it starts a termination. Deduplicated by the worker's Recorder
+        and named by the message, so a redelivered message hits 409 on another worker instead of repeating."""
+        reason = interruption_reason(event.kind, event.state)
+        specs = [EventSpec(kind=kind, name=name, uid=uid, reason=reason, message=INTERRUPTION_MESSAGES[reason],
+                           type=spec_of(reason, kind).type) for kind, name, uid in _objects(node)]
+        if terminating:
+            specs += [EventSpec(kind=kind, name=name, uid=uid, reason=EventReason.TERMINATING_ON_INTERRUPTION,
+                                type="Warning", message=terminating_on_interruption(kind))
+                      for kind, name, uid in _objects(node)]
+        now = datetime.now(UTC)
+        for spec in recorder_for(self._kube).fresh(specs):
+            body = event_body(spec, now)
+            key = hashlib.sha1(f"{event.message_id}/{event.kind}/{spec.kind}/{spec.name}/{spec.reason}".encode()
+                               ).hexdigest()[:16]
+            body["metadata"]["name"] = f"{spec.name}.{key}"
+            self._kube.create_event(body)
 
 
-def _event_message(event: InterruptionEvent) -> str:
-    if event.kind is InterruptionKind.SPOT_INTERRUPTION:
-        deadline = event.deadline.strftime("%H:%M:%SZ") if event.deadline else "?"
-        return f"Spot interruption warning: instance reclaimed at {deadline}; replacing and draining"
-    if event.kind is InterruptionKind.REBALANCE_RECOMMENDATION:
-        return "EC2 rebalance recommendation: this spot instance is at elevated risk of interruption"
-    if event.kind is InterruptionKind.SCHEDULED_CHANGE:
-        return f"AWS Health scheduled change {event.event_type_code or ''}: draining".replace("  ", " ")
-    return f"Instance is {event.state}: draining"
+def _objects(node: NodeInfo) -> list[tuple[str, str, str | None]]:
+    """The NodeClaim (the provider's first event) and the Node (when one registered) an instance backs."""
+    claim_uid = None if node.name else node.uid  # NodeInfo.uid is the Node's, else the NodeClaim's
+    out: list[tuple[str, str, str | None]] = [("NodeClaim", node.node_claim, claim_uid)] if node.node_claim else []
+    return out + ([("Node", node.name, node.uid)] if node.name else [])

@@ -12,7 +12,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from kubernetes.client.rest import ApiException
 from temporalio import activity
 
+from activities.events import recorder_for
 from activities.kube_client import Conflict, Eviction, KubeClient, Obj, node_ready
 from api import events, labels
 from api.duration import parse_optional_duration
@@ -31,6 +32,7 @@ from planning.nodeclaim_conditions import volumes_detached
 from planning.selectors import match_label_selector
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
+from workflows.disruption_models import EventSpec
 from workflows.models import (
     WAITING_FOR_COMPLETION,
     DeletePodsInput,
@@ -78,11 +80,6 @@ class _DrainRun:
     evicted: int = 0
     poll: float = 0.0
 
-    @staticmethod
-    def node_obj(inp: DrainInput) -> Obj:
-        """Events of the drain name the Node; its uid is not needed (the name identifies it on the API)."""
-        return {"metadata": {"name": inp.node_name}}
-
 
 class KubeActivities:
     """Activities over one KubeClient; blocking calls go to a private thread pool."""
@@ -97,6 +94,13 @@ class KubeActivities:
         self.poll_min = poll_min
         self.poll_max = poll_max
         self.volume_poll = volume_poll
+        self.recorder = recorder_for(kube)  # Karpenter's dedupe windows, shared by the worker's activities
+
+    def _publish(self, kind: str, name: str, reason: str, message: str, uid: str | None = None,
+                 namespace: str | None = None) -> Awaitable[int]:
+        """An Event through the worker's Recorder (its reason's type and window, api/events.py)."""
+        return self._io(self.recorder.publish, EventSpec(kind=kind, name=name, uid=uid, namespace=namespace,
+                                                         reason=reason, message=message))
 
     async def _io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -190,6 +194,10 @@ class KubeActivities:
                 changed |= await self._evict_step(inp, pod, run, time.monotonic())
             run.pdb_cache.clear()
             pod_states = await self._report_round(inp, waiting, run)
+            # Karpenter's awaitDrain: a drain that leaves pods is a FailedDraining (the Recorder keeps one per node
+            # per 2 min; a PDB's refusal in this round already took that slot with the pod and PDB it names)
+            await self._publish("Node", inp.node_name, EventReason.FAILED_DRAINING,
+                                events.failed_draining_waiting(len(waiting)))
             now = datetime.now(UTC)
             if inp.return_by is not None and now >= inp.return_by:
                 return DrainResult(drained=False, evicted=run.evicted, pods=pod_states)
@@ -209,6 +217,10 @@ class KubeActivities:
             return changed
         if mono < st.next_at:
             return False
+        if rules.completion_held(pod, inp.wait_for_completion):  # drain.jobs Wait: left to finish (§15.8)
+            changed = st.status != WAITING_FOR_COMPLETION
+            st.status, st.pdb = WAITING_FOR_COMPLETION, None
+            return changed
         if rules.has_do_not_disrupt(pod):
             st.status = "DoNotDisrupt"
             self._back_off(st, mono)
@@ -217,16 +229,12 @@ class KubeActivities:
         st.attempts += 1
         # Karpenter's terminator counts a success as code 200 (terminator/eviction.go)
         km.EVICTION_REQUESTS.labels(code="200" if answer.outcome is Eviction.EVICTED else str(answer.code)).inc()
-        if rules.completion_held(pod, inp.wait_for_completion):  # drain.jobs Wait: left to finish (§15.8)
-            changed = st.status != WAITING_FOR_COMPLETION
-            st.status, st.pdb = WAITING_FOR_COMPLETION, None
-            return changed
         if answer.outcome is Eviction.EVICTED:
             km.PODS_DRAINED.labels(reason=km.snake(inp.reason)).inc()
             run.evicted += 1
             st.status, st.pdb, st.next_at = "Evicting", None, mono + 1.0
-            await self._io(self.kube.event, "Node", run.node_obj(inp), inp.node_name, EventReason.EVICTED,
-                           events.evicted(key[0], inp.reason))
+            await self._publish("Pod", meta["name"], EventReason.EVICTED, events.evicted(
+                events.eviction_reason(inp.reason)), uid=meta.get("uid"), namespace=meta["namespace"])
             return True
         if answer.outcome is Eviction.GONE:
             st.status = "Gone"
@@ -245,8 +253,8 @@ class KubeActivities:
         if (key, st.pdb or "") in run.reported:
             return
         run.reported.add((key, st.pdb or ""))
-        await self._io(self.kube.event, "Node", run.node_obj(inp), inp.node_name, EventReason.FAILED_DRAINING,
-                       events.failed_draining(code == 429, key, st.pdb), "Warning")
+        await self._publish("Node", inp.node_name, EventReason.FAILED_DRAINING,
+                            events.failed_draining(code == 429, key, st.pdb))
 
     async def _report_round(self, inp: DrainInput, waiting: list[Obj], run: _DrainRun) -> list[PodState]:
         """Heartbeat the round; signal the workflow when the blocked pods (and PDBs) changed, or when the number of
@@ -333,13 +341,9 @@ class KubeActivities:
             if await self._io(self.kube.delete_pod, pod, grace):
                 key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
                 deleted.append(f"{key} (grace {grace}s)")
-                why = (f"forced: {inp.reason}" if inp.force else
-                       f"to accommodate the terminationTime {inp.deadline.isoformat() if inp.deadline else ''} "
-                       "of the node")
-                await self._io(self.kube.event, "Pod", pod, pod["metadata"]["name"], "Disrupted",
-                               f"Deleting the pod {why}. The pod was granted {grace} seconds of grace-period of its "
-                               f"{rules.grace_seconds(pod)} terminationGracePeriodSeconds. This bypasses the PDB of "
-                               "the pod and the do-not-disrupt annotation.", "Normal", pod["metadata"]["namespace"])
+                await self._publish("Pod", pod["metadata"]["name"], EventReason.DISRUPTED, events.disrupted(
+                    inp.deadline, grace, rules.grace_seconds(pod), inp.reason if inp.force else None),
+                    uid=pod["metadata"].get("uid"), namespace=pod["metadata"]["namespace"])
         return DeletePodsResult(deleted=deleted)
 
     # ---- volumes -------------------------------------------------------------------------------------
@@ -357,6 +361,8 @@ class KubeActivities:
             if inp.deadline is not None and datetime.now(UTC) > inp.deadline:
                 await self._io(self._mark_volumes, inp.node_claim_name, False, True)
                 return VolumesResult(detached=False, pending=pending)
+            await self._publish("Node", inp.node_name, EventReason.AWAITING_VOLUME_DETACHMENT,
+                                events.awaiting_volume_detachment(pending))
             if not waiting_marked:
                 waiting_marked = await self._io(self._mark_volumes, inp.node_claim_name, False, False)
             activity.heartbeat({"pending": pending})
@@ -406,7 +412,7 @@ class KubeActivities:
         """Delete the objects if no one did yet, then remove the Node finalizer, then the NodeClaim's."""
         node = await self._io(self.kube.get_node, inp.node_name)
         if node is not None:
-            await self._io(self.kube.event, "Node", node, inp.node_name, "Terminated",
+            await self._io(self.kube.event, "Node", node, inp.node_name, EventReason.TERMINATED,
                            f"Instance terminated; removing finalizer {labels.TERMINATION_FINALIZER}")
             if inp.delete_objects and not rules.deletion_time(node):
                 await self._io(self.kube.delete_node, inp.node_name)
@@ -432,7 +438,7 @@ class KubeActivities:
                 labels.DISRUPTION_CANCELLED_AT_ANNOTATION: format_seconds(inp.cancelled_at),
                 labels.DISRUPTION_HELD_UNTIL_ANNOTATION: format_seconds(until)}}})
         node = await self._io(self.kube.get_node, inp.node_name)
-        await self._io(self.kube.event, "Node", node, inp.node_name, "TerminationCancelled",
+        await self._io(self.kube.event, "Node", node, inp.node_name, EventReason.TERMINATION_CANCELLED,
                        f"Termination cancelled: {inp.reason or 'no reason given'}")
 
     def all(self) -> list[Callable[..., Any]]:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from temporalio import activity
 
+from activities.events import nominated_spec, recorder_for
 from activities.kube_client import KubeClient, event_body
 from activities.planning_runner import to_replacement
 from api import events
@@ -26,6 +27,7 @@ from planning.spot_return import cap_fallbacks
 from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
+from workflows.disruption_models import EventSpec
 from workflows.provisioning_models import (
     LaunchFailedInput,
     NodeClaimLaunch,
@@ -54,26 +56,54 @@ def to_plan(decision: Any, batch: int) -> ProvisioningPlan:
                             pools_at_limit=sorted(decision.pools_at_limit), gone=max(batch - pending, 0))
 
 
-def explanation_events(decision: Any, batch_id: str, now: datetime) -> list[dict[str, Any]]:
-    """FailedScheduling on each pod no pool serves; NodePoolLimitsReached on each pool whose limits stop a launch.
-    Named by batch and content, so a retried activity records each once."""
-    def named(kind: str, name: str, reason: str, message: str, namespace: str = "default",
-              uid: str | None = None) -> dict[str, Any]:
-        digest = hashlib.sha1(f"{batch_id}/{kind}/{namespace}/{name}/{reason}/{message}".encode()).hexdigest()[:16]
-        return event_body(kind, name, reason, message, now, uid=uid, type_="Warning", namespace=namespace,
-                          event_name=f"{name}.{digest}")
-
+def explanation_specs(decision: Any, claims_by_node: dict[str, str] | None = None) -> list[EventSpec]:
+    """FailedScheduling on each pod no pool serves; NodePoolLimitsReached on each pool whose limits stop a launch;
+    NoCompatibleInstanceTypes on each pool no instance type is left for; Nominated on each pod the decision
+    expects on a launching NodeClaim or an existing Node (Karpenter's scheduler.go)."""
     out = []
     for u in decision.unservable:
         namespace, _, name = u.pod.partition("/")
-        out.append(named("Pod", name, EventReason.FAILED_SCHEDULING, events.no_nodepool_serves(u.message()),
-                         namespace, u.uid))
+        out.append(EventSpec(kind="Pod", name=name, namespace=namespace, uid=u.uid, type="Warning",
+                             reason=EventReason.FAILED_SCHEDULING, message=events.no_nodepool_serves(u.message())))
     for pool, detail in sorted(decision.pools_at_limit.items()):
         waiting = sum(1 for u in decision.unservable for e in u.exclusions
                       if e.node_pool == pool and e.reason is Exclusion.LIMITS)
-        out.append(named("NodePool", pool, EventReason.NODEPOOL_LIMITS_REACHED,
-                         events.nodepool_limits_reached(pool, detail, waiting)))
+        out.append(EventSpec(kind="NodePool", name=pool, reason=EventReason.NODEPOOL_LIMITS_REACHED, type="Warning",
+                             message=events.nodepool_limits_reached(pool, detail, waiting)))
+    for pool in getattr(decision, "no_compatible_types", ()):
+        out.append(EventSpec(kind="NodePool", name=pool, reason=EventReason.NO_COMPATIBLE_INSTANCE_TYPES,
+                             type="Warning", message=events.NO_COMPATIBLE_INSTANCE_TYPES))
+    for pod, target in sorted(decision.nominated.items()):
+        out.append(nominated_spec(pod, node_claim=launching_claim(target)))
+    for pod, node in sorted(decision.scheduled.items()):
+        out.append(nominated_spec(pod, node_claim=(claims_by_node or {}).get(node), node=node))
     return out
+
+
+def launching_claim(target: str) -> str:
+    """The NodeClaim a launching node of the simulation stands for (planning/provisioning.py `<launching:name>`)."""
+    return target.removeprefix("<launching:").removesuffix(">")
+
+
+def claims_by_node(objs: list[dict[str, Any]]) -> dict[str, str]:
+    """Node name -> its NodeClaim's name (status.nodeName), for Nominated's `nodeclaim/x, node/y`."""
+    return {c["status"]["nodeName"]: c["metadata"]["name"] for c in objs
+            if c.get("kind") == "NodeClaim" and (c.get("status") or {}).get("nodeName")}
+
+
+def named_bodies(specs: list[EventSpec], batch_id: str, now: datetime) -> list[dict[str, Any]]:
+    """Event bodies named by batch and content, so a retried activity on another worker records each once."""
+    def body(ev: EventSpec) -> dict[str, Any]:
+        key = f"{batch_id}/{ev.kind}/{ev.namespace or 'default'}/{ev.name}/{ev.reason}/{ev.message}"
+        return event_body(ev.kind, ev.name, ev.reason, ev.message, now, uid=ev.uid, type_=ev.type,
+                          namespace=ev.namespace or "default",
+                          event_name=f"{ev.name}.{hashlib.sha1(key.encode()).hexdigest()[:16]}")
+    return [body(ev) for ev in specs]
+
+
+def explanation_events(decision: Any, batch_id: str, now: datetime) -> list[dict[str, Any]]:
+    """The bodies of explanation_specs (tests and tools; the activity filters through the worker's Recorder)."""
+    return named_bodies(explanation_specs(decision), batch_id, now)
 
 
 class ProvisioningPlanner:
@@ -85,13 +115,15 @@ class ProvisioningPlanner:
         self._reader = reader
         self._catalog = catalog
         self._offerings = offerings  # offerings EC2 refused lately are not planned on
+        self._recorder = recorder_for(kube)  # Karpenter's dedupe: FailedScheduling 5 min per pod, and the rest
 
     @activity.defn(name="provisioning_plan")
     async def plan(self, inp: ProvisioningPlanInput) -> ProvisioningPlan:
         """Re-plan the batch on the cluster as it is now: pods bound or gone since the batch closed launch nothing."""
         objs, snapshot, parsed = await self._reader.read_cluster()
         decision = await asyncio.to_thread(self._decide, objs, snapshot, parsed, inp)
-        await asyncio.to_thread(self._explain, explanation_events(decision, inp.batch_id, datetime.now(UTC)))
+        specs = self._recorder.fresh(explanation_specs(decision, claims_by_node(objs)))
+        await asyncio.to_thread(self._explain, named_bodies(specs, inp.batch_id, datetime.now(UTC)))
         return to_plan(decision, len(inp.pods))
 
     def _decide(self, objs: list[dict[str, Any]], snapshot: Any, parsed: Any, inp: ProvisioningPlanInput) -> Any:
@@ -117,13 +149,12 @@ class ProvisioningPlanner:
 
     @activity.defn(name="provisioning_no_capacity")
     async def no_capacity(self, inp: LaunchFailedInput) -> None:
-        """A Warning on the NodePool: every offering of a launch answered ICE, and whether the batch retries."""
-        now = datetime.now(UTC)
-        message = events.insufficient_capacity(inp.offerings, inp.retry_seconds)
-        digest = hashlib.sha1(f"{inp.batch_id}/{inp.node_pool}/{message}".encode()).hexdigest()[:16]
-        body = event_body("NodePool", inp.node_pool, EventReason.INSUFFICIENT_CAPACITY, message, now,
-                          type_="Warning", event_name=f"{inp.node_pool}.{digest}")
-        await asyncio.to_thread(self._explain, [body])
+        """InsufficientCapacityError (Karpenter's reason, nodeclaim/lifecycle/events.go) on the NodePool: every
+        offering of a launch answered ICE, and whether the batch retries. No NodeClaim got an instance to carry it."""
+        spec = EventSpec(kind="NodePool", name=inp.node_pool, reason=EventReason.INSUFFICIENT_CAPACITY_ERROR,
+                         type="Warning", message=events.insufficient_capacity(inp.offerings, inp.retry_seconds))
+        specs = self._recorder.fresh([spec])
+        await asyncio.to_thread(self._explain, named_bodies(specs, inp.batch_id, datetime.now(UTC)))
 
 
 def cap_spot_fallbacks(decision: Any, snapshot: Any, full: InstanceTypeCatalog | None,

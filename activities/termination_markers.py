@@ -16,10 +16,13 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 from temporalio import activity
 
+from activities.events import recorder_for
 from activities.kube_client import Conflict, KubeClient
-from api import labels
+from api import events, labels
 from api.duration import parse_optional_duration
+from api.events import EventReason
 from api.timestamps import format_seconds, parse_time
+from workflows.disruption_models import EventSpec
 from workflows.models import DrainedStatus, TerminationMarkersInput
 
 log = logging.getLogger(__name__)
@@ -77,10 +80,26 @@ class TerminationMarkerActivities:
         if claim is None:
             return False
         stamp = termination_timestamp(claim, inp.since)
-        if stamp is not None and self.kube.claim_annotation(
-                inp.node_claim_name, labels.TERMINATION_TIMESTAMP_ANNOTATION, stamp) is None:
-            return False
+        held = ((claim.get("metadata") or {}).get("annotations") or {}).get(labels.TERMINATION_TIMESTAMP_ANNOTATION)
+        if stamp is not None:
+            held = self.kube.claim_annotation(inp.node_claim_name, labels.TERMINATION_TIMESTAMP_ANNOTATION, stamp)
+            if held is None:
+                return False
+        if held:
+            self._grace_period_expiring(claim, held)
         return self._set_drained(inp.node_claim_name, inp.drained)
+
+    def _grace_period_expiring(self, claim: dict[str, Any], at: str) -> None:
+        """Karpenter's TerminationGracePeriodExpiring on the NodeClaim (lifecycle) and its Node (termination), while
+        the claim carries the termination-timestamp annotation; the Recorder keeps one per object per 2 min."""
+        node = (claim.get("status") or {}).get("nodeName")
+        message = events.grace_period_expiring(at)
+        specs = [EventSpec(kind="NodeClaim", name=claim["metadata"]["name"], uid=claim["metadata"].get("uid"),
+                           reason=EventReason.TERMINATION_GRACE_PERIOD_EXPIRING, message=message, type="Warning")]
+        if node:
+            specs.append(EventSpec(kind="Node", name=node, reason=EventReason.TERMINATION_GRACE_PERIOD_EXPIRING,
+                                   message=message, type="Warning"))
+        recorder_for(self.kube).publish(*specs)
 
     def _set_drained(self, name: str, status: DrainedStatus | None) -> bool:
         """Read-modify-patch of status.conditions (a merge patch replaces the whole list) under resourceVersion."""

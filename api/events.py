@@ -7,6 +7,7 @@ activities word the same thing the same way.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
@@ -14,50 +15,183 @@ from api.interruption import InterruptionKind
 
 
 class EventReason(StrEnum):
-    # planner decisions (on Nodes, NodeClaims and NodePools)
+    """Karpenter's reasons (kubernetes-sigs/karpenter v1.14 `pkg/events/reason.go`, each controller's `events.go`;
+    aws/karpenter-provider-aws `pkg/controllers/interruption/events/events.go`), then nodeflow's own for what
+    Karpenter has no word for. REASONS below says where each comes from."""
+
+    # disruption (on Nodes, NodeClaims and NodePools)
     DISRUPTION_BLOCKED = "DisruptionBlocked"
-    UNCONSOLIDATABLE = "Unconsolidatable"
-    NODE_CLASS_NOT_READY = "NodeClassNotReady"  # on a NodePool whose EC2NodeClass is missing or not Ready
-    DISRUPTION_POLICY_CONFLICT = "DisruptionPolicyConflict"  # two DisruptionPolicies select one NodePool
-    # node repair (on the Node; blocked also on its NodePool)
-    NODE_REPAIR = "NodeRepair"  # an unhealthy node past its toleration: terminated forcefully
-    NODE_REPAIR_BLOCKED = "NodeRepairBlocked"  # Karpenter's: too much of the pool is unhealthy to repair
-    # provisioning (on a pending Pod, on a NodePool)
-    FAILED_SCHEDULING = "FailedScheduling"  # Karpenter's reason on a pod no NodePool can serve
-    NODEPOOL_LIMITS_REACHED = "NodePoolLimitsReached"  # a pod needs a node but the pool's spec.limits are used up
-    INSUFFICIENT_CAPACITY = "InsufficientCapacity"  # every offering of a launch answered ICE: backing off
-    PROVISIONING_LAUNCHED = "Launched"  # a NodeClaim launched for pending pods
-    # a disruption in flight
-    DISRUPTING = "Disrupting"
     DISRUPTION_LAUNCHING = "DisruptionLaunching"
+    DISRUPTION_TERMINATING = "DisruptionTerminating"
     DISRUPTION_WAITING_READINESS = "DisruptionWaitingReadiness"
-    # DisruptionPolicy controls in workflows (docs/semantics.md §15)
+    UNCONSOLIDATABLE = "Unconsolidatable"
+    # provisioning/scheduling (on Pods and NodePools)
+    FAILED_SCHEDULING = "FailedScheduling"
+    NO_COMPATIBLE_INSTANCE_TYPES = "NoCompatibleInstanceTypes"
+    NOMINATED = "Nominated"
+    # node/health
+    NODE_REPAIR_BLOCKED = "NodeRepairBlocked"
+    # node/termination/terminator
+    DISRUPTED = "Disrupted"  # on a Pod deleted at the node's termination deadline
+    EVICTED = "Evicted"
+    FAILED_DRAINING = "FailedDraining"
+    AWAITING_VOLUME_DETACHMENT = "AwaitingVolumeDetachment"
+    TERMINATION_GRACE_PERIOD_EXPIRING = "TerminationGracePeriodExpiring"
+    # nodeclaim/lifecycle
+    INSUFFICIENT_CAPACITY_ERROR = "InsufficientCapacityError"
+    NODE_CLASS_NOT_READY = "NodeClassNotReady"
+    # the AWS provider's interruption controller (on NodeClaim and Node)
+    SPOT_INTERRUPTED = "SpotInterrupted"
+    SPOT_REBALANCE_RECOMMENDATION = "SpotRebalanceRecommendation"
+    INSTANCE_STOPPING = "InstanceStopping"
+    INSTANCE_TERMINATING = "InstanceTerminating"
+    INSTANCE_UNHEALTHY = "InstanceUnhealthy"  # a scheduled change (AWS Health) or a failed status check
+    TERMINATING_ON_INTERRUPTION = "TerminatingOnInterruption"
+
+    # ---- nodeflow's own: Karpenter has no word for these ----
+    DISRUPTION_POLICY_CONFLICT = "DisruptionPolicyConflict"  # two DisruptionPolicies select one NodePool
+    NODE_REPAIR = "NodeRepair"  # an unhealthy node past its toleration: terminated forcefully (Karpenter only logs)
+    NODEPOOL_LIMITS_REACHED = "NodePoolLimitsReached"  # a pod needs a node but the pool's spec.limits are used up
+    PROVISIONING_LAUNCHED = "Launched"  # a NodeClaim launched for pending pods (or a static pool's replicas)
     DISRUPTION_ESCALATED = "DisruptionEscalated"  # a graceful disruption's drain blocked past notifyAfter
     DISRUPTION_FORCED = "DisruptionForced"  # ... and past forceAfter: the drain is forced
     DISRUPTION_ABANDONED = "DisruptionAbandoned"  # a required pre-disruption ack never came
     ROLLOUT_HALTED = "RolloutHalted"  # a drift rollout stopped after failed replacements or unhealthy workloads
-    # termination
-    TERMINATING = "Terminating"
-    EVICTED = "Evicted"
-    FAILED_DRAINING = "FailedDraining"
-    # interruption intake
-    SPOT_INTERRUPTED = "SpotInterrupted"
-    SPOT_REBALANCE_RECOMMENDATION = "SpotRebalanceRecommendation"
-    INSTANCE_SCHEDULED_CHANGE = "InstanceScheduledChange"
-    INSTANCE_STATE_CHANGE = "InstanceStateChange"
+    TERMINATING = "Terminating"  # the termination tainted the node and starts its drain
+    TERMINATED = "Terminated"  # the instance is gone; the finalizers come off
+    TERMINATION_CANCELLED = "TerminationCancelled"  # an operator cancelled a termination before the instance went
     COST_LIMIT_REACHED = "CostLimitReached"  # a launch would take a DisruptionPolicy's costPerHour over its limit
 
 
-# Per-worker dedupe windows, like Karpenter's recorder: a planner pass every 10 s must not repeat itself.
-DEDUPE_SECONDS: dict[str, float] = {EventReason.UNCONSOLIDATABLE: 15 * 60, EventReason.DISRUPTION_BLOCKED: 60}
-DEFAULT_DEDUPE_SECONDS = 120.0
+NORMAL, WARNING = "Normal", "Warning"
+KARPENTER = "kubernetes-sigs/karpenter v1.14 "
+AWS = "aws/karpenter-provider-aws v1.14 "
+NODEFLOW = "nodeflow"
+DEFAULT_DEDUPE_SECONDS = 120.0  # Karpenter's recorder (pkg/events/recorder.go): defaultDedupeTimeout
+
+
+@dataclass(frozen=True, slots=True)
+class ReasonSpec:
+    """How one reason is recorded: its type, how long a repeat is suppressed, and what the repeat is.
+
+    Karpenter's recorder drops an Event whose key (reason + DedupeValues) it published within DedupeTimeout.
+    Its DedupeValues are the involved object, sometimes with the disruption reason (which nodeflow's message
+    carries): `by_message` False keys on the object alone (a new message within the window is dropped, as
+    Karpenter drops it); True keys on the message too (each distinct explanation is news)."""
+
+    type: str
+    source: str
+    dedupe_seconds: float = DEFAULT_DEDUPE_SECONDS
+    by_message: bool = False
+    per_second: float | None = None  # a token bucket across objects (Karpenter's PodNominationRateLimiter)
+    burst: int = 0
+
+
+_DISRUPTION = KARPENTER + "pkg/controllers/disruption/events/events.go"
+_SCHEDULING = KARPENTER + "pkg/controllers/provisioning/scheduling/events.go"
+_TERMINATOR = KARPENTER + "pkg/controllers/node/termination/terminator/events/events.go"
+_LIFECYCLE = KARPENTER + "pkg/controllers/nodeclaim/lifecycle/events.go"
+_HEALTH = KARPENTER + "pkg/controllers/node/health/events.go"
+_INTERRUPTION = AWS + "pkg/controllers/interruption/events/events.go"
+
+R = EventReason
+REASONS: dict[EventReason, ReasonSpec] = {
+    R.DISRUPTION_BLOCKED: ReasonSpec(NORMAL, _DISRUPTION),  # Blocked: node/nodeclaim UID
+    R.DISRUPTION_LAUNCHING: ReasonSpec(NORMAL, _DISRUPTION, by_message=True),  # UID + reason
+    R.DISRUPTION_TERMINATING: ReasonSpec(NORMAL, _DISRUPTION, by_message=True),  # UID + reason
+    R.DISRUPTION_WAITING_READINESS: ReasonSpec(NORMAL, _DISRUPTION),
+    R.UNCONSOLIDATABLE: ReasonSpec(NORMAL, _DISRUPTION, dedupe_seconds=15 * 60),
+    R.FAILED_SCHEDULING: ReasonSpec(WARNING, _SCHEDULING, dedupe_seconds=5 * 60),
+    R.NO_COMPATIBLE_INSTANCE_TYPES: ReasonSpec(WARNING, _SCHEDULING, dedupe_seconds=60),
+    R.NOMINATED: ReasonSpec(NORMAL, _SCHEDULING, per_second=5, burst=10),
+    R.NODE_REPAIR_BLOCKED: ReasonSpec(WARNING, _HEALTH, dedupe_seconds=15 * 60),
+    R.DISRUPTED: ReasonSpec(NORMAL, _TERMINATOR),
+    R.EVICTED: ReasonSpec(NORMAL, _TERMINATOR),
+    R.FAILED_DRAINING: ReasonSpec(WARNING, _TERMINATOR),
+    R.AWAITING_VOLUME_DETACHMENT: ReasonSpec(NORMAL, _TERMINATOR),
+    R.TERMINATION_GRACE_PERIOD_EXPIRING: ReasonSpec(WARNING, _TERMINATOR),
+    R.INSUFFICIENT_CAPACITY_ERROR: ReasonSpec(WARNING, _LIFECYCLE),
+    R.NODE_CLASS_NOT_READY: ReasonSpec(WARNING, _LIFECYCLE),
+    R.SPOT_INTERRUPTED: ReasonSpec(WARNING, _INTERRUPTION),
+    R.SPOT_REBALANCE_RECOMMENDATION: ReasonSpec(NORMAL, _INTERRUPTION),
+    R.INSTANCE_STOPPING: ReasonSpec(WARNING, _INTERRUPTION),
+    R.INSTANCE_TERMINATING: ReasonSpec(WARNING, _INTERRUPTION),
+    R.INSTANCE_UNHEALTHY: ReasonSpec(WARNING, _INTERRUPTION),
+    R.TERMINATING_ON_INTERRUPTION: ReasonSpec(WARNING, _INTERRUPTION),
+    R.DISRUPTION_POLICY_CONFLICT: ReasonSpec(WARNING, NODEFLOW, by_message=True),
+    R.NODE_REPAIR: ReasonSpec(WARNING, NODEFLOW, by_message=True),
+    R.NODEPOOL_LIMITS_REACHED: ReasonSpec(WARNING, NODEFLOW, by_message=True),
+    R.PROVISIONING_LAUNCHED: ReasonSpec(NORMAL, NODEFLOW, by_message=True),
+    R.DISRUPTION_ESCALATED: ReasonSpec(WARNING, NODEFLOW, by_message=True),
+    R.DISRUPTION_FORCED: ReasonSpec(WARNING, NODEFLOW, by_message=True),
+    R.DISRUPTION_ABANDONED: ReasonSpec(WARNING, NODEFLOW, by_message=True),
+    R.ROLLOUT_HALTED: ReasonSpec(WARNING, NODEFLOW, by_message=True),
+    R.TERMINATING: ReasonSpec(NORMAL, NODEFLOW, by_message=True),
+    R.TERMINATED: ReasonSpec(NORMAL, NODEFLOW, by_message=True),
+    R.TERMINATION_CANCELLED: ReasonSpec(NORMAL, NODEFLOW, by_message=True),
+    R.COST_LIMIT_REACHED: ReasonSpec(WARNING, NODEFLOW, by_message=True),
+}
+
+# Where one reason is recorded differently on one kind of object: Karpenter's NodePool DisruptionBlocked keys on
+# (UID, disruption reason) for 1 min (NodePoolBlockedForDisruptionReason; nodeflow's calendar holds and stopped
+# disruptions share it); nodeflow's InsufficientCapacityError sits on the NodePool (one per launch round), not on
+# a NodeClaim that never got an instance.
+KIND_OVERRIDES: dict[tuple[EventReason, str], ReasonSpec] = {
+    (R.DISRUPTION_BLOCKED, "NodePool"): ReasonSpec(NORMAL, _DISRUPTION, dedupe_seconds=60, by_message=True),
+    (R.NODE_REPAIR_BLOCKED, "NodePool"): ReasonSpec(WARNING, NODEFLOW, dedupe_seconds=15 * 60, by_message=True),
+    (R.INSUFFICIENT_CAPACITY_ERROR, "NodePool"): ReasonSpec(WARNING, NODEFLOW, by_message=True),
+    (R.NODE_CLASS_NOT_READY, "NodePool"): ReasonSpec(WARNING, NODEFLOW, by_message=True),
+}
+_UNKNOWN = ReasonSpec(NORMAL, NODEFLOW, by_message=True)
+
+
+def spec_of(reason: str, kind: str) -> ReasonSpec:
+    """How `reason` on a `kind` is recorded; an unlisted reason: 2 min, keyed by message, type as given."""
+    try:
+        r = EventReason(reason)
+    except ValueError:
+        return _UNKNOWN
+    return KIND_OVERRIDES.get((r, kind)) or REASONS.get(r, _UNKNOWN)
+
+
+def dedupe_key(reason: str, kind: str, namespace: str, name: str, uid: str | None, message: str) -> tuple[str, ...]:
+    """Karpenter's `<reason>-<dedupe values>`: the involved object, and the message where `by_message`."""
+    extra = (message,) if spec_of(reason, kind).by_message else ()
+    return (reason.lower(), kind, namespace, name, uid or "", *extra)
+
 
 INTERRUPTION_REASONS: dict[InterruptionKind, EventReason] = {
     InterruptionKind.SPOT_INTERRUPTION: EventReason.SPOT_INTERRUPTED,
     InterruptionKind.REBALANCE_RECOMMENDATION: EventReason.SPOT_REBALANCE_RECOMMENDATION,
-    InterruptionKind.SCHEDULED_CHANGE: EventReason.INSTANCE_SCHEDULED_CHANGE,
-    InterruptionKind.STATE_CHANGE: EventReason.INSTANCE_STATE_CHANGE,
+    InterruptionKind.SCHEDULED_CHANGE: EventReason.INSTANCE_UNHEALTHY,
+    InterruptionKind.STATE_CHANGE: EventReason.INSTANCE_TERMINATING,
 }
+STOPPING_STATES = frozenset({"stopping", "stopped"})  # statechange/model.go: InstanceStoppedKind, else Terminated
+
+INTERRUPTION_MESSAGES: dict[EventReason, str] = {
+    EventReason.SPOT_INTERRUPTED: "Spot interruption warning was triggered",
+    EventReason.SPOT_REBALANCE_RECOMMENDATION: "Spot rebalance recommendation was triggered",
+    EventReason.INSTANCE_STOPPING: "Instance is stopping",
+    EventReason.INSTANCE_TERMINATING: "Instance is terminating",
+    EventReason.INSTANCE_UNHEALTHY: "An unhealthy warning was triggered for the instance",
+}
+
+
+def interruption_reason(kind: InterruptionKind, state: str | None) -> EventReason:
+    """The provider's notifyForMessage: a state change splits by the EC2 state (stopping/stopped -> Stopping)."""
+    if kind is InterruptionKind.STATE_CHANGE and state in STOPPING_STATES:
+        return EventReason.INSTANCE_STOPPING
+    return INTERRUPTION_REASONS[kind]
+
+
+def terminating_on_interruption(kind: str) -> str:
+    """TerminatingOnInterruption's message on the NodeClaim ("NodeClaim") or the Node ("Node")."""
+    return f"Interruption triggered termination for the {kind}"
+
+
+def title(reason: str) -> str:
+    """Go's cases.Title(language.Und, cases.NoLower): each word's first letter upper-cased, the rest kept."""
+    return " ".join(w[:1].upper() + w[1:] for w in reason.split(" "))
 
 
 def consolidation_disabled(pool: str) -> str:
@@ -69,14 +203,15 @@ def budget_blocks_reason(reason: str) -> str:
 
 
 def launching(reason: str) -> str:
-    return f"Launching NodeClaim: {reason}"
+    return f"Launching NodeClaim: {title(reason)}"
 
 
 WAITING_READINESS = "Waiting on readiness to continue disruption"
 
 
 def disrupting(kind: str, reason: str) -> str:
-    return f"Disrupting {kind}: {reason}"
+    """DisruptionTerminating on the candidate's Node ("Node") and NodeClaim ("NodeClaim")."""
+    return f"Disrupting {kind}: {title(reason)}"
 
 
 def disruption_stopped(method: str, nodes: list[str], why: str) -> str:
@@ -87,14 +222,71 @@ def terminating(reason: str, taint_key: str) -> str:
     return f"Terminating node ({reason or 'Deleted'}): tainted {taint_key}"
 
 
-def evicted(pod: str, reason: str) -> str:
-    return f"Evicted pod {pod}: {reason or 'Deleted'}"
+def evicted(reason: str) -> str:
+    """On the evicted Pod; `reason` is the disruption's (Karpenter: the NodeClaim's DisruptionReason)."""
+    return f"Evicted pod: {reason}"
+
+
+VOLUNTARY_REASONS = frozenset({"Drifted", "Underutilized", "Empty"})  # the disruption queue's DisruptionReason
+
+
+def eviction_reason(reason: str | None) -> str:
+    """What Karpenter's Evicted says (terminator/eviction.go evictionReason): the NodeClaim's DisruptionReason,
+    which only the disruption queue sets, else "Forceful Termination"."""
+    return reason if reason in VOLUNTARY_REASONS else "Forceful Termination"
 
 
 def failed_draining(pdb_refused: bool, pod: str, pdb: str | None) -> str:
-    """A 429 (a PDB forbids it) or the API server's 500 for a pod under several PDBs."""
+    """A 429 (a PDB forbids it) or the API server's 500 for a pod under several PDBs (terminator/eviction.go);
+    nodeflow adds the PDB it found to Karpenter's key-value list."""
     why = "evicting pod violates a PDB" if pdb_refused else "eviction does not support multiple PDBs"
-    return f"Failed to drain node, {why} (Pod={pod}, PDB={pdb or 'unknown'})"
+    return f"Failed to drain node, {why} (Pod={pod}" + (f", PodDisruptionBudget={pdb})" if pdb else ")")
+
+
+def failed_draining_waiting(pods: int) -> str:
+    """A drain round that left pods on the node (termination/controller.go awaitDrain, terminator.go Drain)."""
+    return f"Failed to drain node, {pods} pods are waiting to be evicted"
+
+
+def awaiting_volume_detachment(attachments: list[str]) -> str:
+    return f"Awaiting deletion of bound volumeattachments ({pretty_slice(attachments, 5)})"
+
+
+def grace_period_expiring(termination_time: str) -> str:
+    """TerminationGracePeriodExpiring on the Node and the NodeClaim: the annotation's RFC 3339 instant."""
+    return f"All pods will be deleted by {termination_time}"
+
+
+def disrupted(termination_time: datetime | None, grace: int, pod_grace: int, forced: str | None = None) -> str:
+    """On a Pod deleted at the node's deadline; `forced`: nodeflow's force-drain, which has no deadline."""
+    why = (f"forced: {forced}" if forced
+           else f"to accommodate the terminationTime {go_time(termination_time)} of the node")
+    return (f"Deleting the pod {why}. The pod was granted {grace} seconds of grace-period of its {pod_grace} "
+            "terminationGracePeriodSeconds. This bypasses the PDB of the pod and the do-not-disrupt annotation.")
+
+
+def nominated(node_claim: str | None, node: str | None) -> str:
+    """On a pending Pod the provisioner expects on a NodeClaim (new or launching) or an existing Node."""
+    info = ([f"nodeclaim/{node_claim}"] if node_claim else []) + ([f"node/{node}"] if node else [])
+    return f"Pod should schedule on: {', '.join(info)}"
+
+
+NO_COMPATIBLE_INSTANCE_TYPES = "NodePool requirements filtered out all compatible available instance types"
+
+
+def pretty_slice(items: list[str], max_items: int) -> str:
+    """Karpenter's pretty.Slice: the first `max_items`, then " and N other(s)"."""
+    shown = ", ".join(items[:max_items])
+    return shown + (f" and {len(items) - max_items} other(s)" if len(items) > max_items else "")
+
+
+def go_time(t: datetime | None) -> str:
+    """A time as Go's %v prints it (2026-01-01 12:00:00 +0000 UTC); Karpenter formats the deadline so."""
+    if t is None:
+        return "<nil>"
+    offset = t.strftime("%z") or "+0000"
+    zone = "UTC" if offset == "+0000" else (t.tzname() or offset)
+    return f"{t.strftime('%Y-%m-%d %H:%M:%S')} {offset} {zone}"
 
 
 def no_nodepool_serves(exclusions: str) -> str:

@@ -334,9 +334,9 @@ class DisruptionWorkflow:
     async def _terminate_candidates(self, inp: DisruptionInput) -> DisruptionResult:
         cmd, s = inp.command, inp.settings
         self._set_phase(DisruptionPhase.TERMINATING)
-        specs = [EventSpec(kind="Node", name=n.name, uid=n.uid, reason=EventReason.DISRUPTING,
+        specs = [EventSpec(kind="Node", name=n.name, uid=n.uid, reason=EventReason.DISRUPTION_TERMINATING,
                            message=events.disrupting("Node", cmd.reason)) for n in cmd.nodes]
-        specs += [EventSpec(kind="NodeClaim", name=n.node_claim, reason=EventReason.DISRUPTING,
+        specs += [EventSpec(kind="NodeClaim", name=n.node_claim, reason=EventReason.DISRUPTION_TERMINATING,
                             message=events.disrupting("NodeClaim", cmd.reason)) for n in cmd.nodes if n.node_claim]
         await self._record(specs, None)
         ids: list[str] = await workflow.execute_activity_method(

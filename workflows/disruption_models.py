@@ -237,14 +237,16 @@ class AwaitTerminationsInput(_Model):
 
 
 class EventSpec(_Model):
-    """A Kubernetes Event to record on a Node or NodePool."""
+    """A Kubernetes Event to record on a Node, NodeClaim, NodePool or Pod (api/events.py says how each reason is
+    typed and deduplicated)."""
 
-    kind: str  # Node | NodePool | NodeClaim
+    kind: str  # Node | NodePool | NodeClaim | Pod
     name: str
     reason: str
     message: str
     type: str = "Normal"
     uid: str | None = None
+    namespace: str | None = None  # a Pod's; cluster-scoped objects' Events go to "default"
 
 
 class EventsInput(_Model):

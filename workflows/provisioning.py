@@ -18,7 +18,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from activities.events import EventActivities
+    from activities.events import EventActivities, nominated_spec
     from activities.provisioning import ProvisioningActivities
     from activities.provisioning_planner import ProvisioningPlanner
     from api import events
@@ -191,6 +191,8 @@ class ProvisioningWorkflow:
                            message=events.static_launched(launch.node_pool) if self._static is not None
                            else events.provisioning_launched(len(launch.pods)))
                  for launch, r in zip(launches, results, strict=True) if r is not None]
+        specs += [nominated_spec(pod, r.node_claim)  # Karpenter's provisioner: each pod on its new NodeClaim
+                  for launch, r in zip(launches, results, strict=True) if r is not None for pod in launch.pods]
         if not specs:
             return
         try:

@@ -116,7 +116,7 @@ async def test_drift_rollout_one_at_a_time_with_prespun_nodes(temporal_client, s
         assert all(len(r.replacements) == 1 and len(r.terminations) == 1 for r in results)
         assert max(in_flight) == 1, "budget 1 allows one node in disruption at a time"
         events = {(e["involvedObject"]["name"], e["reason"], e["message"]) for e in stack.events()}
-        assert ("old-0", "Disrupting", "Disrupting Node: Drifted") in events
+        assert ("old-0", "DisruptionTerminating", "Disrupting Node: Drifted") in events
         assert (results[0].replacements[0].node_claim, "DisruptionLaunching", "Launching NodeClaim: Drifted") in events
 
         nodes = stack.nodes()

@@ -40,5 +40,5 @@ async def test_a_node_past_graceful_expiry_is_replaced_with_reason_expiring(temp
         names = {n["metadata"]["name"] for n in stack.nodes()}
         assert "aged-0" not in names and "young-0" in names
         events = {(e["involvedObject"]["name"], e["reason"], e["message"]) for e in stack.events()}
-        assert ("aged-0", "Disrupting", "Disrupting Node: Expiring") in events
+        assert ("aged-0", "DisruptionTerminating", "Disrupting Node: Expiring") in events
         assert labels.REASON_EXPIRED not in outcome.message

@@ -148,7 +148,8 @@ async def test_a_new_ami_rolls_the_nodes_one_at_a_time(world_stack: tuple[AwsWor
     assert len(results) == 2 and all(r.outcome == DisruptionPhase.SUCCEEDED for r in results), results
     assert peak <= 1, "a budget of 1 disrupts one node at a time"
     events = {(e["involvedObject"]["name"], e["reason"], e["message"]) for e in stack.events()}
-    assert any(reason == "Disrupting" and msg == "Disrupting Node: Drifted" for _, reason, msg in events), events
+    assert any(reason == "DisruptionTerminating" and msg == "Disrupting Node: Drifted"
+               for _, reason, msg in events), events
     replacements = [r.replacements[0].node_claim for r in results]
     claims = _claims(stack)
     assert set(claims) == set(replacements)

@@ -127,7 +127,7 @@ async def test_no_capacity_anywhere_backs_off_says_so_and_ends(temporal_client, 
         result = await provision(stack, refs)
         assert result.outcome == ProvisioningPhase.FAILED and result.no_capacity == ["default"]
         assert stack.node_claims() == [] and stack.nodes() == []  # the refused NodeClaims were deleted
-        messages = [e["message"] for e in stack.events() if e["reason"] == "InsufficientCapacity"]
+        messages = [e["message"] for e in stack.events() if e["reason"] == "InsufficientCapacityError"]
         assert any("retrying in 1s" in m for m in messages) and any("giving up" in m for m in messages)
 
 

@@ -1,0 +1,105 @@
+"""activities/events.py Recorder: Karpenter's dedupe (pkg/events/recorder.go) against the emulated API server.
+
+An Event is published once per (reason, object[, message]) within its reason's window, then again after it;
+Nominated is rate-limited across pods (5/s, burst 10) as PodNominationRateLimiter is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from activities.events import EventActivities, Recorder, nominated_spec
+from activities.kube_client import KubeClient
+from activities.provisioning_planner import explanation_specs
+from api import events
+from planning.provisioning import ProvisioningDecision
+from simulator.server import Simulator
+from workflows.disruption_models import EventSpec
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def kube(sim: Simulator) -> KubeClient:
+    return KubeClient(sim.api_client())
+
+
+def _recorded(kube: KubeClient, namespace: str = "default") -> list[tuple[str, str, str, str]]:
+    items = kube.core.list_namespaced_event(namespace).items
+    return [(e.involved_object.kind, e.involved_object.name, e.reason, e.type) for e in items]
+
+
+def test_an_event_is_dropped_within_its_window_and_published_after_it(kube: KubeClient) -> None:
+    clock = Clock()
+    rec = Recorder(kube, clock)
+    first = EventSpec(kind="Node", name="n1", uid="u1", reason="Unconsolidatable", message="Can't replace with a "
+                      "cheaper node")
+    other = first.model_copy(update={"message": "SpotToSpotConsolidation is disabled, can't replace a spot node "
+                                                "with a spot node"})
+    assert rec.publish(first, first) == 1  # twice in one pass: once
+    clock.now += 14 * 60
+    assert rec.publish(other) == 0  # keyed by the Node alone (DedupeValues: UID), 15 min
+    clock.now += 61
+    assert rec.publish(other) == 1
+    assert _recorded(kube).count(("Node", "n1", "Unconsolidatable", "Normal")) == 2
+
+
+def test_windows_follow_the_reason_and_the_kind(kube: KubeClient) -> None:
+    clock = Clock()
+    rec = Recorder(kube, clock)
+    pool = [EventSpec(kind="NodePool", name="default", reason="DisruptionBlocked",
+                      message=events.budget_blocks_reason(r)) for r in ("Drifted", "Empty")]
+    blocked = EventSpec(kind="Node", name="n1", reason="DisruptionBlocked", message="pdb default/web prevents it")
+    assert rec.publish(*pool, blocked) == 3  # per disruption reason on the NodePool
+    clock.now += 61
+    assert rec.publish(*pool, blocked) == 2  # NodePool: 1 min; Node: 2 min
+    clock.now += 60
+    assert rec.publish(blocked) == 1
+
+
+def test_karpenters_type_wins_for_karpenters_reasons(kube: KubeClient) -> None:
+    rec = Recorder(kube, Clock())
+    (ev,) = rec.fresh([EventSpec(kind="Node", name="n1", reason="FailedDraining", message="x")])
+    assert ev.type == "Warning"
+    (pool,) = rec.fresh([EventSpec(kind="NodePool", name="p", reason="NodePoolLimitsReached", type="Warning",
+                                   message="y")])
+    assert pool.type == "Warning"
+
+
+def test_nominated_is_rate_limited_across_pods_and_lands_in_the_pods_namespace(kube: KubeClient) -> None:
+    kube.core.create_namespace({"metadata": {"name": "shop"}})
+    clock = Clock()
+    rec = Recorder(kube, clock)
+    pods = [nominated_spec(f"shop/web-{i}", node_claim="default-x") for i in range(15)]
+    assert rec.publish(*pods) == 10  # burst 10
+    clock.now += 1.0
+    more = [nominated_spec(f"shop/api-{i}", node_claim="default-y") for i in range(15)]
+    assert rec.publish(*more) == 5  # 5 per second
+    recorded = _recorded(kube, "shop")
+    assert len(recorded) == 15 and all(r[0] == "Pod" and r[2] == "Nominated" for r in recorded)
+
+
+def test_the_planner_and_the_workflows_share_one_recorder_per_worker(kube: KubeClient) -> None:
+    a, b = EventActivities(kube), EventActivities(kube)
+    ev = EventSpec(kind="Node", name="n2", reason="Unconsolidatable", message="m")
+    assert a.fresh([ev]) == [ev] and b.fresh([ev]) == []
+
+
+def test_a_provisioning_decision_nominates_pods_and_names_pools_without_types() -> None:
+    decision = ProvisioningDecision(nominated={"shop/a": "<launching:default-abc>"},
+                                    scheduled={"shop/b": "ip-1"}, no_compatible_types=["gpu"])
+    specs: list[Any] = explanation_specs(decision, {"ip-1": "default-old"})
+    got = [(s.kind, s.namespace, s.name, s.reason, s.type, s.message) for s in specs]
+    assert got == [
+        ("NodePool", None, "gpu", "NoCompatibleInstanceTypes", "Warning", events.NO_COMPATIBLE_INSTANCE_TYPES),
+        ("Pod", "shop", "a", "Nominated", "Normal", "Pod should schedule on: nodeclaim/default-abc"),
+        ("Pod", "shop", "b", "Nominated", "Normal", "Pod should schedule on: nodeclaim/default-old, node/ip-1"),
+    ]
