@@ -49,7 +49,7 @@ def validate_disruption_policy(obj: Any) -> list[str]:
     if isinstance(meta, dict) and meta.get("namespace"):
         problems.append("metadata.namespace: DisruptionPolicy is cluster-scoped; remove the namespace")
     try:
-        DisruptionPolicy.model_validate(obj)
+        policy = DisruptionPolicy.model_validate(obj)
     except ValidationError as exc:
         seen = set()
         for err in exc.errors():
@@ -57,7 +57,22 @@ def validate_disruption_policy(obj: Any) -> list[str]:
             if line not in seen:
                 seen.add(line)
                 problems.append(line)
-    return problems
+        return problems
+    return problems + drain_problems(policy)
+
+
+def drain_problems(policy: DisruptionPolicy) -> list[str]:
+    """drain (docs/semantics.md §15.8): a maxWait that `jobs: Evict` ignores, and an escalation that would force
+    the Job pods off before maxWait ends (its forceAfter runs from the same start, the termination's)."""
+    drain, esc = policy.spec.drain, policy.spec.escalation
+    if drain is None or drain.wait is None:
+        return []
+    if drain.jobs.value != "Wait":
+        return [f"spec.drain.maxWait: {drain.max_wait} has no effect with jobs: {drain.jobs.value} (use jobs: Wait)"]
+    if esc is not None and esc.force is not None and esc.force <= drain.wait:
+        return [f"spec.drain.maxWait: {drain.max_wait} is not shorter than spec.escalation.forceAfter "
+                f"({esc.force_after}); the escalation would force the Job pods off before maxWait ends"]
+    return []
 
 
 def policy_set_problems(nodepools: Sequence[NodePool], policies: Sequence[DisruptionPolicy]) -> list[tuple[str, str]]:
