@@ -28,15 +28,14 @@ def pool_warnings(decision: Any) -> list[tuple[str, str, str]]:
 
 
 def blocked_pods(decision: Any) -> dict[tuple[str, str], int]:
-    """(NodePool, reason) -> pods the plan left pending only because a policy control forbids the launch: every
-    pool that could have served them is capped or deprecated (a pod some pool refuses for another reason too is
-    not counted: nothing would launch for it without the policies either)."""
+    """(NodePool, reason) -> pods the plan left pending that a pool would have served but for a policy control
+    (its cost limit or its deprecation), counted once each, for the first such pool by weight. A pod every pool
+    refuses for other reasons (taints, requirements, size) is not counted: the policies did not keep it pending."""
     out: dict[tuple[str, str], int] = {}
     for u in decision.unservable:
-        if not u.exclusions or any(e.reason not in BLOCKING for e in u.exclusions):
-            continue
-        e = u.exclusions[0]
-        out[(e.node_pool, e.reason.value)] = out.get((e.node_pool, e.reason.value), 0) + 1
+        e = next((e for e in u.exclusions if e.reason in BLOCKING), None)
+        if e is not None:
+            out[(e.node_pool, e.reason.value)] = out.get((e.node_pool, e.reason.value), 0) + 1
     return out
 
 
