@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from temporalio import activity
 
+from activities import launch_controls
 from activities.events import nominated_spec, recorder_for
 from activities.kube_client import KubeClient, event_body
 from activities.planning_runner import to_replacement
@@ -70,6 +71,8 @@ def explanation_specs(decision: Any, claims_by_node: dict[str, str] | None = Non
                       if e.node_pool == pool and e.reason is Exclusion.LIMITS)
         out.append(EventSpec(kind="NodePool", name=pool, reason=EventReason.NODEPOOL_LIMITS_REACHED, type="Warning",
                              message=events.nodepool_limits_reached(pool, detail, waiting)))
+    out += [EventSpec(kind="NodePool", name=pool, reason=reason, type="Warning", message=message)  # cost limits
+            for pool, reason, message in launch_controls.pool_warnings(decision)]
     for pool in getattr(decision, "no_compatible_types", ()):
         out.append(EventSpec(kind="NodePool", name=pool, reason=EventReason.NO_COMPATIBLE_INSTANCE_TYPES,
                              type="Warning", message=events.NO_COMPATIBLE_INSTANCE_TYPES))
@@ -122,6 +125,7 @@ class ProvisioningPlanner:
         """Re-plan the batch on the cluster as it is now: pods bound or gone since the batch closed launch nothing."""
         objs, snapshot, parsed = await self._reader.read_cluster()
         decision = await asyncio.to_thread(self._decide, objs, snapshot, parsed, inp)
+        launch_controls.record_metrics(decision)  # cost limits, deprecated pools (docs/semantics.md §15.10-15.11)
         specs = self._recorder.fresh(explanation_specs(decision, claims_by_node(objs)))
         await asyncio.to_thread(self._explain, named_bodies(specs, inp.batch_id, datetime.now(UTC)))
         return to_plan(decision, len(inp.pods))
