@@ -27,6 +27,7 @@ from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
 from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo, type_labels
 from planning.nodeclass_readiness import launch_blocker
 from planning.scheduling_more import MoreChecks, PodContext, anti_of, needs_context
+from planning.scheduling_topology import SpreadRule
 from planning.scheduling_variants import pod_ladder
 from planning.selectors import (
     match_label_selector,
@@ -228,8 +229,8 @@ class Scheduler:
         self._type_alloc = self._observed_allocatable()
         self.more = MoreChecks(cluster)
         self._ctx_cache: dict[tuple[str, int, int, int], PodContext] = {}
-        self._rule_domain_cache: dict[tuple[str, str], set[str]] = {}
-        self._ladders: dict[str, list[PodInfo]] = {}
+        self._rule_domain_cache: dict[tuple[str, str, bool, bool], set[str]] = {}
+        self._ladders: dict[str, tuple[dict[str, Any], list[PodInfo]]] = {}
         # Static NodePools launch only their replicas (planning/static_capacity.py), never a node for pods.
         self.pools_by_weight = sorted((p for p in cluster.pools.values() if not p.static),
                                       key=lambda p: (-p.weight, p.name))
@@ -313,7 +314,7 @@ class Scheduler:
     def _anti_ok(self, pod: PodInfo, others: Iterable[PodInfo]) -> bool:
         """Required anti-affinity on hostname, both ways: pod vs the pods already on the node."""
         for other in others:
-            if not other.active or other.uid == pod.uid:
+            if not other.active or other.key == pod.key:  # by key: a generated snapshot's pods may have no uid
                 continue
             for sel, namespaces in pod.anti_affinity:
                 if other.namespace in namespaces and match_label_selector(sel, other.labels):
@@ -421,18 +422,30 @@ class Scheduler:
         if ctx is None:
             if len(self._ctx_cache) > 4096:
                 self._ctx_cache.clear()
-            ctx = self._ctx_cache[key] = self.more.context(pod, state)
+            ctx = self._ctx_cache[key] = self.more.context(pod, state, self._spread_eligible)
         return ctx
+
+    def _spread_eligible(self, pod: PodInfo, rule: SpreadRule, node_name: str) -> bool:
+        """kube's nodeInclusionPolicy: whether a node's pods and domain count for the pod's spread `rule`."""
+        node = self.cluster.by_name.get(node_name)
+        if node is None:
+            return True  # a new node of this simulation: its pool's taints and labels already admitted the pod
+        if rule.honor_affinity and not (all(node.labels.get(k) == v for k, v in pod.node_selector.items())
+                                        and match_node_selector_terms(pod.affinity_terms, node.labels)):
+            return False
+        return not rule.honor_taints or tolerates_all(pod.tolerations, node.taints)
 
     def _rule_domains(self, pod: PodInfo) -> dict[str, set[str]]:
         """Per key of the pod's other-key spread rules: the values over the nodes it may use, existing and new."""
         out: dict[str, set[str]] = {}
         for rule in pod.more.spread_rules if pod.more is not None else ():
-            got = self._rule_domain_cache.get((pod.sig, rule.key))
+            cache_key = (pod.sig, rule.key, rule.honor_affinity, rule.honor_taints)
+            got = self._rule_domain_cache.get(cache_key)
             if got is None:
-                got = {n.labels[rule.key] for n in self.dest if rule.key in n.labels and self._static_ok(pod, n)}
+                got = {n.labels[rule.key] for n in self.cluster.nodes if rule.key in n.labels
+                       and not n.marked_for_deletion and self._spread_eligible(pod, rule, n.name)}
                 got |= {self.pool_labels(p)[rule.key] for p in self.pools_by_weight if rule.key in self.pool_labels(p)}
-                self._rule_domain_cache[(pod.sig, rule.key)] = got
+                self._rule_domain_cache[cache_key] = got
             out[rule.key] = got
         return out
 
@@ -793,11 +806,19 @@ class Scheduler:
         result.new_nodes = list(state.new_nodes)
         return result
 
+    def fits(self, pod: PodInfo, node: NodeInfo, state: SimState) -> bool:
+        """Whether `pod` (one variant of it) may go on existing `node` now: every check a first fit makes."""
+        return node.name in self.dest_pos and self._fits_existing(pod, node, state)
+
+    def variants(self, pod: PodInfo) -> list[PodInfo]:
+        """The pod as the simulation tries it: its preferences required first, then relaxed (preferences.go)."""
+        return self._ladder(pod)
+
     def _ladder(self, pod: PodInfo) -> list[PodInfo]:
         got = self._ladders.get(pod.key)
-        if got is None or got[-1].uid != pod.uid:
-            got = self._ladders[pod.key] = pod_ladder(pod, self.cluster, self.more.any_pns)
-        return got
+        if got is None or got[0] is not pod.raw:
+            got = self._ladders[pod.key] = (pod.raw, pod_ladder(pod, self.cluster, self.more.any_pns))
+        return got[1]
 
     def _place(self, pod: PodInfo, variant: PodInfo, skip: set[int], record: bool, pending: bool, max_new: int,
                state: SimState, result: SimResult) -> tuple[str, str]:

@@ -57,13 +57,20 @@ def _node(raw: Mapping[str, Any], pods: list[dict[str, Any]]) -> _Node:
                  bool(_spec(raw).get("unschedulable")), resource_list(alloc), int(alloc.get("pods") or 0), pods)
 
 
-def _terms_match(terms: Sequence[Mapping[str, Any]], labels: Mapping[str, str]) -> bool:
-    """Required node affinity: terms ORed, expressions ANDed; a term without expressions matches nothing."""
+def _terms_match(terms: Sequence[Mapping[str, Any]], labels: Mapping[str, str], name: str) -> bool:
+    """Required node affinity: terms ORed, their matchExpressions (labels) and matchFields (metadata.name) ANDed;
+    a term with neither matches nothing."""
     if not terms:
         return True
-    return any(t.get("matchExpressions") and all(
-        match_requirement(e.get("key", ""), e.get("operator", ""), e.get("values") or (), labels)
-        for e in t["matchExpressions"]) for t in terms)
+    for t in terms:
+        exprs, fields = t.get("matchExpressions") or (), t.get("matchFields") or ()
+        if (exprs or fields) and all(
+                match_requirement(e.get("key", ""), e.get("operator", ""), e.get("values") or (), labels)
+                for e in exprs) and all(
+                match_requirement(f.get("key", ""), f.get("operator", ""), f.get("values") or (),
+                                  {"metadata.name": name}) for f in fields):
+            return True
+    return False
 
 
 def _node_affinity(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -71,9 +78,9 @@ def _node_affinity(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list((req or {}).get("nodeSelectorTerms") or ())
 
 
-def _selects(spec: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+def _selects(spec: Mapping[str, Any], labels: Mapping[str, str], name: str) -> bool:
     return all(labels.get(k) == v for k, v in (spec.get("nodeSelector") or {}).items()) and \
-        _terms_match(_node_affinity(spec), labels)
+        _terms_match(_node_affinity(spec), labels, name)
 
 
 def _fits(req: Requests, node: _Node) -> bool:
@@ -138,7 +145,7 @@ def feasible_nodes(pod: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]], p
     for n in infos:
         if n.unschedulable and not tolerates(tolerations, UNSCHEDULABLE_TAINT):
             continue
-        if not (_fits(req, n) and _selects(spec, n.labels) and tolerates_all(tolerations, n.taints)):
+        if not (_fits(req, n) and _selects(spec, n.labels, n.name) and tolerates_all(tolerations, n.taints)):
             continue
         if ports and conflicts(ports, (hp for p in n.pods for hp in host_ports(_spec(p)))):
             continue

@@ -11,7 +11,7 @@ topology.go); docs/semantics.md §3.5.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from planning.scheduling import NewNode, SimState
 
 Where = tuple[Mapping[str, str], PodInfo]  # a placed pod with its node's labels
+Eligible = Callable[[PodInfo, SpreadRule, str], bool]  # whether a node (by name) counts for a spread rule
 
 
 @dataclass
@@ -71,49 +72,50 @@ class MoreChecks:
             labels[L.ZONE_LABEL] = zone
         return labels
 
-    def _simulated(self, state: SimState) -> Iterator[Where]:
+    def _simulated(self, state: SimState) -> Iterator[tuple[str, Mapping[str, str], PodInfo]]:
         for name, pods in state.placed.items():
             node = self.cluster.by_name.get(name)
             if node is not None and name not in state.removed:
-                yield from ((node.labels, p) for p in pods)
+                yield from ((name, node.labels, p) for p in pods)
         for nn in state.new_nodes:
             labels = self.new_node_labels(nn, state)
-            yield from ((labels, p) for p in nn.pods)
+            yield from ((nn.name, labels, p) for p in nn.pods)
 
-    def _candidates(self, term: PodTerm, state: SimState) -> Iterator[Where]:
-        """Placed pods that may match `term` (the cluster's through its label index when the namespaces are known)."""
+    def _candidates(self, term: PodTerm, state: SimState) -> Iterator[tuple[str, Mapping[str, str], PodInfo]]:
+        """(node name, node labels, pod) of the placed pods that may match `term` (the cluster's through its label
+        index when the namespaces are known)."""
         if term.ns_selector is None and term.selector is not None:
             for ns in term.namespaces:
                 for p in self.cluster.matching_pods(ns, dict(term.selector)):
                     node = self.cluster.by_name.get(p.node_name)
                     if node is not None and node.name not in state.removed:
-                        yield node.labels, p
+                        yield node.name, node.labels, p
         else:
             for n in self.cluster.nodes:
                 if n.name not in state.removed:
-                    yield from ((n.labels, p) for p in n.pods if p.active)
+                    yield from ((n.name, n.labels, p) for p in n.pods if p.active)
         yield from self._simulated(state)
 
     # ---- one pod's context -----------------------------------------------------------------------
 
-    def context(self, pod: PodInfo, state: SimState) -> PodContext:
+    def context(self, pod: PodInfo, state: SimState, eligible: Eligible) -> PodContext:
         ctx = PodContext()
         m = pod.more
         if m is not None and m.pod_affinity:
             self._affinity(pod, m.pod_affinity, state, ctx)
         for t in anti_of(pod):
-            ctx.anti_values.append({labels[t.key] for labels, p in self._candidates(t, state)
-                                    if t.key in labels and p.uid != pod.uid and t.matches(p.namespace, p.labels)})
+            ctx.anti_values.append({labels[t.key] for _, labels, p in self._candidates(t, state)
+                                    if t.key in labels and p.key != pod.key and t.matches(p.namespace, p.labels)})
         self._symmetric(pod, state, ctx)
         for rule in m.spread_rules if m is not None else ():
-            ctx.spread_counts.append(self._spread_counts(pod, rule, state))
+            ctx.spread_counts.append(self._spread_counts(pod, rule, state, eligible))
         return ctx
 
     def _affinity(self, pod: PodInfo, terms: Sequence[PodTerm], state: SimState, ctx: PodContext) -> None:
         ctx.aff_values = [set() for _ in terms]
         found = False
-        for labels, p in self._candidates(terms[0], state):
-            if p.uid == pod.uid or not matches_all(terms, p.namespace, p.labels):
+        for _, labels, p in self._candidates(terms[0], state):
+            if p.key == pod.key or not matches_all(terms, p.namespace, p.labels):
                 continue
             found = True
             for i, t in enumerate(terms):
@@ -123,19 +125,21 @@ class MoreChecks:
 
     def _symmetric(self, pod: PodInfo, state: SimState, ctx: PodContext) -> None:
         holders: list[Where] = [h for h in self.holders if h[1].node_name not in state.removed]
-        holders += [w for w in self._simulated(state) if anti_of(w[1])]
+        holders += [(labels, p) for _, labels, p in self._simulated(state) if anti_of(p)]
         for labels, p in holders:
             for t in anti_of(p):
-                if t.key in labels and p.uid != pod.uid and t.matches(pod.namespace, pod.labels):
+                if t.key in labels and p.key != pod.key and t.matches(pod.namespace, pod.labels):
                     ctx.sym_blocked.setdefault(t.key, set()).add(labels[t.key])
 
-    def _spread_counts(self, pod: PodInfo, rule: SpreadRule, state: SimState) -> dict[str, int]:
+    def _spread_counts(self, pod: PodInfo, rule: SpreadRule, state: SimState, eligible: Eligible) -> dict[str, int]:
+        """Matching pods per domain, on the nodes the rule's nodeAffinityPolicy / nodeTaintsPolicy let count."""
         counts: dict[str, int] = {}
         if rule.selector is None:
             return counts
-        for labels, p in self._candidates(PodTerm(rule.selector, rule.key, frozenset((pod.namespace,))), state):
-            if rule.key in labels and p.active and p.uid != pod.uid and counts_pod(rule, pod.namespace, p.namespace,
-                                                                                  p.labels):
+        term = PodTerm(rule.selector, rule.key, frozenset((pod.namespace,)))
+        for name, labels, p in self._candidates(term, state):
+            if rule.key in labels and p.active and p.key != pod.key and counts_pod(
+                    rule, pod.namespace, p.namespace, p.labels) and eligible(pod, rule, name):
                 counts[labels[rule.key]] = counts.get(labels[rule.key], 0) + 1
         return counts
 
