@@ -18,14 +18,18 @@ same tag answers, and the `cloud_endpoint` fixture runs this module.
 It also keeps the rendered answer of the two static catalog calls, DescribeInstanceTypes and
 DescribeInstanceTypeOfferings, per account, region and query: moto builds the same 5.8 MB of XML (1,395 types)
 from the same static data on every call, which took 4.6 s of a 5.5 s call, once per discovery (the worker's, the
-demo's and each test's). The answer is moto's own, rendered once; `tests/devstack/test_moto_indexed.py` checks that
-a second call answers exactly as moto as shipped does.
+demo's and each test's). The answer is moto's own, rendered once and shared between stand-in processes through a
+cache directory (`render_dir()`, keyed by moto's version); `tests/devstack/test_moto_indexed.py` checks that a
+kept answer is exactly what moto as shipped answers.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 _WILDCARDS = frozenset("*?[")
@@ -68,24 +72,81 @@ def _static_key(response: Any) -> tuple[Any, ...] | None:
     return response.current_account, response.region, action, query
 
 
-def install_static_cache() -> None:
-    """Patch moto's EC2 responses in this process to render each static catalog answer once (idempotent).
-    Errors are never kept; the request id is still set per call (moto's `_enrich_response` runs after this)."""
+def render_dir() -> Path | None:
+    """Where rendered catalog answers are shared between stand-in processes (every test session, demo and bench
+    starts its own): $NODEFLOW_MOTO_RENDER_CACHE, else $XDG_CACHE_HOME or ~/.cache under nodeflow/; "" keeps them
+    in memory only. The moto version is part of each key, so an upgrade renders afresh."""
+    configured = os.environ.get("NODEFLOW_MOTO_RENDER_CACHE")
+    if configured is not None:
+        return Path(configured) if configured else None
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "nodeflow" / "moto-render"
+
+
+class RenderStore:
+    """Rendered answers by key: in memory, and in `directory` when given (written atomically, read once)."""
+
+    def __init__(self, directory: Path | None, version: str) -> None:
+        self.directory, self.version = directory, version
+        self.memory: dict[tuple[Any, ...], tuple[int, dict[str, Any], str]] = {}
+
+    def _path(self, key: tuple[Any, ...]) -> Path | None:
+        if self.directory is None:
+            return None
+        digest = hashlib.sha256(repr((self.version, key)).encode()).hexdigest()[:32]
+        return self.directory / f"{digest}.json"
+
+    def get(self, key: tuple[Any, ...]) -> tuple[int, dict[str, Any], str] | None:
+        if key in self.memory:
+            return self.memory[key]
+        path = self._path(key)
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
+        except (OSError, ValueError):
+            return None  # absent or half-written by a process that died: render again
+        if doc is None or doc.get("key") != repr((self.version, key)):
+            return None
+        self.memory[key] = (int(doc["status"]), dict(doc["headers"]), str(doc["body"]))
+        return self.memory[key]
+
+    def put(self, key: tuple[Any, ...], status: int, headers: dict[str, Any], body: str) -> None:
+        self.memory[key] = (status, dict(headers), body)
+        path = self._path(key)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            doc = {"key": repr((self.version, key)), "status": status, "headers": headers, "body": body}
+            tmp.write_text(json.dumps(doc), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only home: memory only
+
+
+def install_static_cache(directory: Path | None = None) -> None:
+    """Patch moto's EC2 responses in this process to render each static catalog answer once (idempotent), kept in
+    memory and in `directory`. Errors are never kept; the request id and date are still set per call (moto's
+    `_enrich_response` runs after this)."""
+    import moto
     from moto.ec2.responses import EC2Response
 
     original = getattr(EC2Response.serialized, "__wrapped_render__", EC2Response.serialized)
-    rendered: dict[tuple[Any, ...], tuple[int, dict[str, Any], Any]] = {}
+    store = RenderStore(directory, moto.__version__)
 
     def serialized(self: Any, action_result: Any) -> Any:
         key = None if isinstance(action_result.result, Exception) else _static_key(self)
         if key is None:
             return original(self, action_result)
-        if key not in rendered:
+        kept = store.get(key)
+        if kept is None:
             status, headers, body = original(self, action_result)
-            if status != 200:
+            if status != 200 or not isinstance(body, str):
                 return status, headers, body
-            rendered[key] = (status, dict(headers), body)
-        status, headers, body = rendered[key]
+            store.put(key, status, {k: v for k, v in headers.items() if k not in self.response_headers}, body)
+            kept = store.get(key)
+            assert kept is not None
+        status, headers, body = kept
         return status, {**headers, **self.response_headers}, body
 
     serialized.__wrapped_render__ = original  # type: ignore[attr-defined]
@@ -100,7 +161,7 @@ def _exit_now(signum: int, frame: Any) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     install()
-    install_static_cache()
+    install_static_cache(render_dir())
     from devstack import moto_spot, pricing_api
 
     moto_spot.install()

@@ -3,20 +3,37 @@ tag filters and DescribeTags results, so a figure measured against it is a figur
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 
-from devstack.moto_indexed import _exact_resource_id
+from devstack.moto_indexed import RenderStore, _exact_resource_id
 from devstack.processes import MotoServer
 
 AMI = "ami-0a1b2c3d4e5f60718"
 
 
 @pytest.fixture(scope="module")
-def indexed_endpoint() -> Iterator[str]:
+def render_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh directory for the stand-in's rendered catalog answers (not the user's cache)."""
+    path = tmp_path_factory.mktemp("moto-render")
+    before = os.environ.get("NODEFLOW_MOTO_RENDER_CACHE")
+    os.environ["NODEFLOW_MOTO_RENDER_CACHE"] = str(path)
+    try:
+        yield path
+    finally:
+        if before is None:
+            os.environ.pop("NODEFLOW_MOTO_RENDER_CACHE", None)
+        else:
+            os.environ["NODEFLOW_MOTO_RENDER_CACHE"] = before
+
+
+@pytest.fixture(scope="module")
+def indexed_endpoint(render_cache: Path) -> Iterator[str]:
     with MotoServer(indexed_tags=True) as moto:
         yield moto.endpoint
 
@@ -102,9 +119,11 @@ def _catalog_answers(ec2: Any) -> list[Any]:
     return out
 
 
-def test_kept_catalog_answers_are_moto_s_per_query_and_region(indexed_endpoint: str, moto_endpoint: str) -> None:
+def test_kept_catalog_answers_are_moto_s_per_query_and_region(indexed_endpoint: str, moto_endpoint: str,
+                                                             render_cache: Path) -> None:
     """The rendered DescribeInstanceTypes / DescribeInstanceTypeOfferings answer is kept per query and region:
-    a repeat, another query, another region and an error all answer as plain moto does."""
+    a repeat, another query, another region and an error all answer as plain moto does, and so does a second
+    stand-in process that reads what the first one kept."""
     plain, indexed = _ec2(moto_endpoint), _ec2(indexed_endpoint)
     expected, got = _catalog_answers(plain), _catalog_answers(indexed)
     assert got == expected
@@ -113,3 +132,16 @@ def test_kept_catalog_answers_are_moto_s_per_query_and_region(indexed_endpoint: 
                          aws_access_key_id="testing", aws_secret_access_key="testing")
     zones = {o["Location"] for o in _catalog_answers(other)[2]}
     assert zones and all(z.startswith("us-west-2") for z in zones)
+    assert len(list(render_cache.glob("*.json"))) == 6  # 3 queries x 2 regions
+    with MotoServer(indexed_tags=True) as second:
+        assert _catalog_answers(_ec2(second.endpoint)) == expected
+
+
+def test_a_torn_or_foreign_kept_answer_is_rendered_again(tmp_path: Path) -> None:
+    key = ("123456789012", "eu-west-3", "DescribeInstanceTypes", (("Action", ("DescribeInstanceTypes",)),))
+    RenderStore(tmp_path, "5.2.5").put(key, 200, {"Content-Type": "text/xml"}, "<xml/>")
+    assert RenderStore(tmp_path, "5.2.5").get(key) == (200, {"Content-Type": "text/xml"}, "<xml/>")
+    assert RenderStore(tmp_path, "5.3.0").get(key) is None  # another moto version
+    (path,) = tmp_path.glob("*.json")
+    path.write_text(path.read_text()[:20])
+    assert RenderStore(tmp_path, "5.2.5").get(key) is None
