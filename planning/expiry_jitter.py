@@ -26,11 +26,10 @@ def node_share(claim_name: str) -> float:
 
 def jitter_offset(claim_name: str, window: timedelta, fraction: Decimal | float | None) -> timedelta:
     """How much earlier than `window` after creation the node's expiry falls: `window x fraction x share`, in
-    [0, window x fraction), whole microseconds rounded down so the result is never later than without jitter."""
+    [0, window x fraction), in whole seconds (as Kubernetes timestamps), rounded down so it never exceeds the share."""
     if not fraction or window <= timedelta(0):
         return timedelta(0)
-    micros = window // timedelta(microseconds=1)
-    return timedelta(microseconds=int(micros * float(fraction) * node_share(claim_name)))
+    return timedelta(seconds=int(window.total_seconds() * float(fraction) * node_share(claim_name)))
 
 
 def pool_jitter(policies: Any, pool: str) -> Decimal | None:

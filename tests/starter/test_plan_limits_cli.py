@@ -59,3 +59,24 @@ def test_plan_shows_each_jittered_nodes_effective_expiry(tmp_path: Path,
     assert [c["nodes"] for c in data["commands"] if c["method"] == "Expiration"] == (
         [["a"]] if expected <= AT else [])
     assert _plan(tmp_path, capsys, _objs({}))["expiry"] == []  # no jitter, nothing expiring: no rows
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_the_cost_limit_example_says_what_its_header_says(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["plan", "-f", str(EXAMPLES / "plan-cost-limit.yaml"), "--at", ts(AT), "-o", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(p["nodePool"], p["instanceTypes"]) for p in data["provisioning"]] == [("general", ["m5.large"])] * 2
+    assert data["costLimits"] == [{"policy": "cost-cap", "nodePools": ["general"], "limit": "0.30", "used": 0.096,
+                                   "planned": 0.192, "headroom": 0.012}]
+
+
+def test_the_jitter_example_expires_two_of_six(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["plan", "-f", str(EXAMPLES / "plan-expiry-jitter.yaml"), "--at", ts(AT), "-o", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(c["method"], c["nodes"]) for c in data["commands"]] == [("Expiration", ["general-3"]),
+                                                                    ("Expiration", ["general-6"])]
+    rows = data["expiry"]
+    assert [r["node"] for r in rows][:2] == ["general-3", "general-6"] and len(rows) == 6
+    assert all(0 < r["earlierBySeconds"] < 72 * 3600 for r in rows)
