@@ -183,6 +183,7 @@ class KubeActivities:
             waiting = [p for p in pods if rules.is_waiting_eviction(p, now)]
             if not waiting:
                 metrics.RUNNING_DRAINS.finished(inp.node_name)
+                metrics.set_awaiting_completion(inp.node_name, 0)
                 await self._io(_record_drained, self.kube, inp.node_name)
                 if inp.started_at is not None:
                     metrics.DRAIN_DURATION.observe(max(0.0, (now - inp.started_at).total_seconds()))
@@ -190,14 +191,21 @@ class KubeActivities:
             metrics.RUNNING_DRAINS.running(inp.node_name, inp.reason or "Unknown",
                                            inp.started_at.timestamp() if inp.started_at else None)
             changed = False
-            for pod in rules.first_tier(waiting):
+            tier = rules.first_tier(waiting)
+            for pod in tier:
                 changed |= await self._evict_step(inp, pod, run, time.monotonic())
             run.pdb_cache.clear()
             pod_states = await self._report_round(inp, waiting, run)
-            # Karpenter's awaitDrain: a drain that leaves pods is a FailedDraining (the Recorder keeps one per node
-            # per 2 min; a PDB's refusal in this round already took that slot with the pod and PDB it names)
-            await self._publish("Node", inp.node_name, EventReason.FAILED_DRAINING,
-                                events.failed_draining_waiting(len(waiting)))
+            held = [p.key for p in pod_states if p.status == WAITING_FOR_COMPLETION]
+            metrics.set_awaiting_completion(inp.node_name, len(held))
+            if held and len(held) == len(tier):  # drain.jobs Wait (§15.8): only Job pods left to finish, by design
+                await self._publish("Node", inp.node_name, EventReason.AWAITING_JOB_COMPLETION,
+                                    events.awaiting_job_completion(held, inp.completion_until))
+            else:
+                # Karpenter's awaitDrain: a drain that leaves pods is a FailedDraining (the Recorder keeps one per
+                # node per 2 min; a PDB's refusal in this round already took that slot with the pod and PDB it names)
+                await self._publish("Node", inp.node_name, EventReason.FAILED_DRAINING,
+                                    events.failed_draining_waiting(len(waiting)))
             now = datetime.now(UTC)
             if inp.return_by is not None and now >= inp.return_by:
                 return DrainResult(drained=False, evicted=run.evicted, pods=pod_states)

@@ -61,6 +61,7 @@ class EventReason(StrEnum):
     TERMINATED = "Terminated"  # the instance is gone; the finalizers come off
     TERMINATION_CANCELLED = "TerminationCancelled"  # an operator cancelled a termination before the instance went
     COST_LIMIT_REACHED = "CostLimitReached"  # a launch would take a DisruptionPolicy's costPerHour over its limit
+    AWAITING_JOB_COMPLETION = "AwaitingJobCompletion"  # drain.jobs Wait: the drain leaves Job pods to finish
 
 
 NORMAL, WARNING = "Normal", "Warning"
@@ -130,6 +131,7 @@ REASONS: dict[EventReason, ReasonSpec] = {
     R.TERMINATED: ReasonSpec(NORMAL, NODEFLOW, by_message=True),
     R.TERMINATION_CANCELLED: ReasonSpec(NORMAL, NODEFLOW, by_message=True),
     R.COST_LIMIT_REACHED: ReasonSpec(WARNING, NODEFLOW, by_message=True),
+    R.AWAITING_JOB_COMPLETION: ReasonSpec(NORMAL, NODEFLOW),  # once per node per 2 min, as FailedDraining it replaces
 }
 
 # Where one reason is recorded differently on one kind of object: Karpenter's NodePool DisruptionBlocked keys on
@@ -246,6 +248,12 @@ def failed_draining(pdb_refused: bool, pod: str, pdb: str | None) -> str:
 def failed_draining_waiting(pods: int) -> str:
     """A drain round that left pods on the node (termination/controller.go awaitDrain, terminator.go Drain)."""
     return f"Failed to drain node, {pods} pods are waiting to be evicted"
+
+
+def awaiting_job_completion(pods: list[str], until: datetime | None) -> str:
+    """A drain.jobs Wait drain whose first tier is only Job pods left to finish (docs/semantics.md §15.8)."""
+    end = f"until {until.strftime('%Y-%m-%dT%H:%M:%SZ')}" if until is not None else "until they finish"
+    return f"Leaving {len(pods)} Job pod(s) to finish before draining, {end} ({pretty_slice(sorted(pods), 5)})"
 
 
 def awaiting_volume_detachment(attachments: list[str]) -> str:

@@ -249,6 +249,23 @@ PLANNER_PAUSED = Gauge(
 RUNNING_DRAINS = RunningDrains("nodeflow_drain_started_timestamp_seconds")
 REGISTRY.register(RUNNING_DRAINS)
 
+# drain.jobs Wait (docs/semantics.md §15.8): pods the worker's running drains leave to finish, per node (summed)
+DRAIN_AWAITING_COMPLETION = Gauge(
+    "nodeflow_drain_pods_awaiting_completion",
+    "Job pods (and pods annotated nodeflow.dev/wait-for-completion) that this worker's running drains leave to "
+    "finish under a DisruptionPolicy's drain.jobs Wait",
+    registry=REGISTRY)
+_awaiting_completion: dict[str, int] = {}
+
+
+def set_awaiting_completion(node: str, pods: int) -> None:
+    """How many pods the drain of `node` leaves to finish now (0: none, or the drain ended)."""
+    if pods > 0:
+        _awaiting_completion[node] = pods
+    else:
+        _awaiting_completion.pop(node, None)
+    DRAIN_AWAITING_COMPLETION.set(sum(_awaiting_completion.values()))
+
 NODECLAIM_LIFECYCLE = Counter(
     "nodeflow_nodeclaim_lifecycle_transitions_total",
     "NodeClaims nodeflow moved through a lifecycle step (launched: launch record written from the instance by the "

@@ -199,6 +199,7 @@ class DrainInput(BaseModel):
     workflow_id: str | None = None  # where to signal blocking changes (progress query)
     started_at: AwareDatetime | None = None  # when the termination began (drain duration metric)
     wait_for_completion: bool = False  # drain.jobs Wait in force now: leave run-to-completion pods to finish
+    completion_until: AwareDatetime | None = None  # ... until then (for the AwaitingJobCompletion Event)
 
 
 class DrainResult(BaseModel):

@@ -400,7 +400,7 @@ class TerminationWorkflow:
                 KubeActivities.drain,
                 DrainInput(node_name=inp.node_name, reason=inp.reason, return_by=window_end, deadline=self._deadline,
                            workflow_id=workflow.info().workflow_id, started_at=self._started_at,
-                           wait_for_completion=holding),
+                           wait_for_completion=holding, completion_until=hold_end),
                 start_to_close_timeout=DRAIN_WINDOW + timedelta(minutes=1), heartbeat_timeout=HEARTBEAT,
                 summary=f"drain {inp.node_name}" + (", Job pods left to finish" if holding else ""),
             )

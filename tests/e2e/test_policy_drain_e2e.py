@@ -112,6 +112,10 @@ async def test_a_job_pod_finishes_on_the_tainted_node_before_it_goes(temporal_cl
         assert outcome.outcome == DisruptionPhase.SUCCEEDED, outcome.message
         await wait_for(lambda: "old-0" not in {n["metadata"]["name"] for n in stack.nodes()}, what="old-0 gone")
         assert await asyncio.to_thread(_evicted, stack) == []
+        waits = [e["message"] for e in stack.events() if e["reason"] == "AwaitingJobCompletion"
+                 and e["involvedObject"]["name"] == "old-0"]
+        assert waits and waits[0].startswith("Leaving 1 Job pod(s) to finish before draining, until "), waits
+        assert waits[0].endswith(f"(default/{JOB_POD})")
 
 
 async def test_max_wait_passes_and_the_job_pod_is_evicted(temporal_client, sim_ec2, moto_endpoint) -> None:

@@ -130,3 +130,27 @@ def test_completion_summary_counts_and_finds_the_longest_running():
 def test_completion_summary_is_none_when_nothing_waits():
     assert completion_summary([_state("c", "Evicting", T0)], T0) is None
     assert completion_summary([_state("a", WAITING_FOR_COMPLETION, None)], T0) == "waiting for 1 Job pod"
+
+
+# ---- Event and metric ---------------------------------------------------------------------------------------
+
+def test_the_awaiting_job_completion_event_names_the_pods_and_the_end():
+    from api.events import REASONS, EventReason, awaiting_job_completion
+
+    assert awaiting_job_completion(["batch/b", "batch/a"], T0) == \
+        "Leaving 2 Job pod(s) to finish before draining, until 2026-11-27T09:00:00Z (batch/a, batch/b)"
+    assert awaiting_job_completion(["batch/a"], None).endswith("until they finish (batch/a)")
+    spec = REASONS[EventReason.AWAITING_JOB_COMPLETION]
+    assert spec.type == "Normal" and not spec.by_message  # one per node per window, like the FailedDraining it replaces
+
+
+def test_the_awaiting_completion_gauge_sums_the_nodes():
+    from telemetry import metrics
+
+    metrics.set_awaiting_completion("n1", 2)
+    metrics.set_awaiting_completion("n2", 1)
+    assert metrics.DRAIN_AWAITING_COMPLETION._value.get() == 3
+    metrics.set_awaiting_completion("n1", 0)
+    assert metrics.DRAIN_AWAITING_COMPLETION._value.get() == 1
+    metrics.set_awaiting_completion("n2", 0)
+    assert metrics.DRAIN_AWAITING_COMPLETION._value.get() == 0
