@@ -8,9 +8,10 @@ requirement that still admits the labels is not drift; behavioural fields never 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from api import labels as L
+from api.catalog import InstanceTypeCatalog
 from api.ec2nodeclass import EC2NodeClass
 from planning.candidates import EVENTUAL, Candidate, currently_reschedulable
 from planning.cluster import NodeInfo, PoolInfo
@@ -22,21 +23,50 @@ from planning.scheduling import Unschedulable
 from planning.selectors import match_requirement
 
 MAX_DRIFT_REPLACEMENTS = 10
+INSTANCE_TYPE_NOT_FOUND = "InstanceTypeNotFound"
+# Karpenter checks instance type drift only on NodeClaims older than this (it lists instance types sparingly).
+INSTANCE_TYPE_DRIFT_AFTER = timedelta(hours=1)
+CAPACITY_RESERVED = "reserved"
 
 
-def drift_reason(node: NodeInfo, pool: PoolInfo, node_class: EC2NodeClass | None = None) -> str | None:
+def drift_reason(node: NodeInfo, pool: PoolInfo, node_class: EC2NodeClass | None = None,
+                 catalog: InstanceTypeCatalog | None = None, at: datetime | None = None) -> str | None:
     """Why the node is drifted (Karpenter's condition reasons), or None. Karpenter's order: the Drifted
-    condition, NodePool static drift, requirements drift, then the cloud provider (its EC2NodeClass)."""
+    condition, NodePool static drift, requirements drift, instance type drift (with `catalog` and `at`), then the
+    cloud provider (its EC2NodeClass)."""
     claim = node.claim
     if claim is None:
         return None
     if claim.condition_true("Drifted"):
         return claim.conditions["Drifted"].get("reason") or "Drifted"
     reason = nodepool_drift(node, pool)
+    if reason is None and catalog is not None and at is not None:
+        reason = instance_type_not_found(node, catalog, at)
     if reason is None and node_class is not None:
         drifted = nodeclass_drift(launch_record(claim, node.labels), node_class)
         return drifted.value if drifted is not None else None
     return reason
+
+
+def instance_type_not_found(node: NodeInfo, catalog: InstanceTypeCatalog, at: datetime) -> str | None:
+    """InstanceTypeNotFound (Karpenter nodeclaim/disruption/drift.go, docs/semantics.md §4.1): a NodeClaim older than
+    an hour whose instance type label is missing, whose type the catalog no longer lists, or whose type has no
+    offering, available or not, in its zone and capacity type (reserved also matches on-demand: a reservation can
+    be demoted). An empty catalog knows nothing, so it drifts nothing (Karpenter skips the check when listing fails)."""
+    claim = node.claim
+    if claim is None or claim.created is None or at - claim.created <= INSTANCE_TYPE_DRIFT_AFTER:
+        return None
+    if not catalog.instance_types:
+        return None
+    labels = node.labels | claim.labels
+    itype = catalog.get(labels.get(L.INSTANCE_TYPE_LABEL, ""))
+    if itype is None:
+        return INSTANCE_TYPE_NOT_FOUND
+    zone, ct = labels.get(L.ZONE_LABEL), labels.get(L.CAPACITY_TYPE_LABEL)
+    cts = {CAPACITY_RESERVED, L.CAPACITY_ON_DEMAND} if ct == CAPACITY_RESERVED else {ct}
+    if any((zone is None or o.zone == zone) and (ct is None or o.capacity_type in cts) for o in itype.offerings):
+        return None
+    return INSTANCE_TYPE_NOT_FOUND
 
 
 def nodepool_drift(node: NodeInfo, pool: PoolInfo) -> str | None:
@@ -89,8 +119,13 @@ class Drift:
     def _node_class(self, pool: PoolInfo) -> EC2NodeClass | None:
         return self.ctx.cluster.node_classes.get(pool.node_class) if pool.node_class else None
 
+    def drift_reason(self, c: Candidate) -> str | None:
+        """drift_reason with this pass's catalog and time, so InstanceTypeNotFound counts (§4.1)."""
+        return drift_reason(c.node, c.pool, self._node_class(c.pool), self.ctx.cluster.catalog_for(c.pool.name),
+                            self.ctx.at)
+
     def should_disrupt(self, c: Candidate) -> bool:
-        return not c.pool.static and drift_reason(c.node, c.pool, self._node_class(c.pool)) is not None
+        return not c.pool.static and self.drift_reason(c) is not None
 
     def since(self, node: NodeInfo) -> datetime | None:
         """When the node became a candidate of this method: the oldest goes first."""

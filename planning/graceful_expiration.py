@@ -14,7 +14,7 @@ from datetime import datetime
 from api import labels as L
 from planning.candidates import Candidate
 from planning.cluster import NodeInfo
-from planning.drift import Drift, drift_reason
+from planning.drift import Drift
 from planning.expiration import expires_at
 from planning.expiry_jitter import jitter_offset, pool_jitter
 from planning.method import PassContext
@@ -55,4 +55,4 @@ class GracefulExpiration(Drift):
         hard = expires_at(c.node, self.ctx)
         if hard is not None and hard <= self.ctx.at:  # the forceful Expiration's now
             return False
-        return drift_reason(c.node, c.pool, self._node_class(c.pool)) is None
+        return self.drift_reason(c) is None

@@ -38,7 +38,8 @@ class StaticDrift:
 
     def should_disrupt(self, c: Candidate) -> bool:
         node_class = self.ctx.cluster.node_classes.get(c.pool.node_class) if c.pool.node_class else None
-        return c.pool.static and drift_reason(c.node, c.pool, node_class) is not None
+        return c.pool.static and drift_reason(c.node, c.pool, node_class, self.ctx.cluster.catalog_for(c.pool.name),
+                                              self.ctx.at) is not None
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         floor = datetime.min.replace(tzinfo=self.ctx.at.tzinfo)
