@@ -34,6 +34,9 @@ class Requests:
         return Requests(max(self.cpu, other.cpu), max(self.mem, other.mem), max(self.eph, other.eph))
 
 
+ZERO = Requests()
+
+
 @lru_cache(maxsize=8192)
 def _quantity_text(key: str, text: str) -> float:
     """Unparsable counts as 0 (a snapshot is read, not validated, here). Cached: values repeat."""
@@ -49,7 +52,8 @@ def _quantity(key: str, value: Any) -> float:
 
 def resource_list(values: Mapping[str, Any] | None) -> Requests:
     """cpu / memory / ephemeral-storage of a ResourceList (other resources are not simulated)."""
-    values = values or {}
+    if not values:
+        return ZERO
     return Requests(_quantity("cpu", values.get("cpu")), int(_quantity("memory", values.get("memory"))),
                     int(_quantity("ephemeral-storage", values.get("ephemeral-storage"))))
 
@@ -63,18 +67,31 @@ def is_sidecar(container: Mapping[str, Any]) -> bool:
     return container.get("restartPolicy") == "Always"
 
 
+def _containers_sum(containers: Any) -> Requests:
+    """Summed in plain numbers: parse_pod runs this for every pod of a snapshot."""
+    cpu = mem = eph = 0.0
+    for c in containers or ():
+        req = (c.get("resources") or {}).get("requests")
+        if req:
+            cpu += _quantity("cpu", req.get("cpu"))
+            mem += _quantity("memory", req.get("memory"))
+            eph += _quantity("ephemeral-storage", req.get("ephemeral-storage"))
+    return Requests(cpu, int(mem), int(eph))
+
+
 def pod_requests(spec: Mapping[str, Any]) -> Requests:
     """max(containers + all sidecars, each init container + the sidecars before it) + overhead."""
-    total = Requests()
-    for c in spec.get("containers") or ():
-        total = total + container_requests(c)
-    sidecars = Requests()
-    init_peak = Requests()
-    for c in spec.get("initContainers") or ():
+    total = _containers_sum(spec.get("containers"))
+    inits, overhead = spec.get("initContainers"), spec.get("overhead")
+    if not inits and not overhead:
+        return total
+    sidecars = ZERO
+    init_peak = ZERO
+    for c in inits or ():
         req = container_requests(c)
         if is_sidecar(c):
             sidecars = sidecars + req
             init_peak = init_peak.max(sidecars)
         else:
             init_peak = init_peak.max(req + sidecars)
-    return (total + sidecars).max(init_peak) + resource_list(spec.get("overhead"))
+    return (total + sidecars).max(init_peak) + resource_list(overhead)

@@ -53,7 +53,12 @@ def relaxable(spec: Mapping[str, Any]) -> bool:
 def parse_constraints(spec: Mapping[str, Any], namespace: str, labels: Mapping[str, str]
                       ) -> tuple[list[tuple[Any, frozenset[str]]], list[Spread], MoreConstraints | None]:
     """(hostname anti-affinity, fast-path spread, the rest or None)."""
-    affinity = spec.get("affinity") or {}
+    affinity = spec.get("affinity")
+    spreads = spec.get("topologySpreadConstraints")
+    if not affinity and not spreads and not spec.get("initContainers") and not any(
+            c.get("ports") for c in spec.get("containers") or ()):
+        return [], [], None  # most pods: nothing but resources and node selection
+    affinity = affinity or {}
     anti_all = required_terms(affinity, "podAntiAffinity", namespace)
     anti = [(t.selector, t.namespaces) for t in anti_all
             if t.key == L.HOSTNAME_LABEL and t.ns_selector is None]
