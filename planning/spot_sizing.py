@@ -21,15 +21,16 @@ claim past its liveness TTL is no room at all (planning/provisioning.py `still_l
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from api import labels as L
 from api.catalog import InstanceTypeCatalog
 from planning.cluster import Cluster, NodeInfo, Parsed, PodInfo, as_dict
+from planning.policy_scheduler import LaunchControls, scheduler_for
 from planning.pricing import launch_replacement
 from planning.provisioning import MAX_NEW_NODES, Launch, _add_launching, provisionable
-from planning.scheduling import Scheduler, SimState
+from planning.scheduling import SimState
 
 
 @dataclass(slots=True)
@@ -62,7 +63,9 @@ def size_interrupted(snapshot: Any, node_name: str, catalog: InstanceTypeCatalog
     others += [p for n in cluster.nodes if n is not node and (n.marked_for_deletion or n.tainted_disrupted)
                for p in n.pods if p.reschedulable]
     dying = {node_name} | {f"<launching:{c}>" for c in _own_claims(raw, snapshot)}
-    sched = Scheduler(cluster, exclude=dying | _prespins_launching(cluster, snapshot, launching))
+    # a deprecated pool launches no pre-spin either; a cost limit lets the dying node's like-for-like replacement pass
+    controls = LaunchControls.build(snapshot, cluster, at or datetime.now(UTC))  # docs/semantics.md §15.10-15.11
+    sched = scheduler_for(cluster, controls, exclude=dying | _prespins_launching(cluster, snapshot, launching))
     state = SimState()
     if others:
         sched.simulate([node], [], max_new=0, state=state, pending=others)

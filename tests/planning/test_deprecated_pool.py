@@ -68,3 +68,15 @@ def test_an_empty_node_of_a_deprecated_pool_goes_by_emptiness():
     objs = [*_pools(), node_and_claim("o1", "m5.xlarge", pool="old")]
     (cmd,) = plan(snapshot(*objs, deprecate(["old"])), AT).commands
     assert (cmd.method, cmd.nodes) == ("Emptiness", ["o1"])
+
+
+def test_a_spot_interruption_pre_spin_comes_from_another_pool():
+    from planning.spot_sizing import size_interrupted
+
+    spot = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["spot"]},
+            {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]
+    objs = [nodepool("old", weight=50, requirements=spot), nodepool("new", requirements=spot),
+            node_and_claim("o1", "m5.xlarge", pool="old", capacity_type="spot"), pod("x-1", "o1", cpu="1")]
+    assert [lt.node_pool for lt in size_interrupted(snapshot(*objs), "o1", at=AT).launches] == ["old"]
+    (launch,) = size_interrupted(snapshot(*objs, deprecate(["old"])), "o1", at=AT).launches
+    assert launch.node_pool == "new"
