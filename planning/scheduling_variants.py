@@ -16,8 +16,7 @@ from planning.scheduling_preferences import ladder
 
 def pod_ladder(pod: PodInfo, cluster: Cluster, prefer_no_schedule: bool) -> list[PodInfo]:
     """Variants to try, strictest first; [pod] when there is nothing to relax."""
-    more = pod.more
-    if more is None or not (more.relaxable or prefer_no_schedule):
+    if not prefer_no_schedule and (pod.more is None or not pod.more.relaxable):
         return [pod]
     out: list[PodInfo] = []
     for spec, strict_pns in ladder(dict(pod.raw.get("spec") or {}), prefer_no_schedule):
