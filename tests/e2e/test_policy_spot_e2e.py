@@ -95,3 +95,26 @@ async def test_spot_falls_back_to_on_demand_under_ice_and_returns(temporal_clien
             labels.CAPACITY_TYPE_LABEL) == "spot"], what="a spot node")
         assert [n["metadata"]["labels"][labels.CAPACITY_TYPE_LABEL] for n in live_nodes(stack)] == ["spot"]
         assert nodes[0]["metadata"]["labels"][labels.INSTANCE_TYPE_LABEL] == "m5.large"
+
+
+async def test_at_max_on_demand_fraction_the_pod_stays_pending_and_says_why(temporal_client, sim_ec2,
+                                                                            moto_endpoint) -> None:
+    capped = {**POLICY, "spec": {"nodePools": ["default"], "spot": {"maxOnDemandFraction": "0%"}}}
+    sim_ec2.load_objects(fresh([node_pool("default", requirements=REQS, consolidate_after="Never"),
+                                replica_set("capped", 1, "1500m"), capped]))
+    before = REGISTRY.get_sample_value("nodeflow_spot_fallbacks_capped_total", {"nodepool": "default"}) or 0.0
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        ice = IceInjector().install(stack.ec2)
+        ice.exhaust_spot("m5.large")
+        refs = await wait_for(lambda: pending(stack, "capped"), what="the pod pending")
+        first = await provision(stack, refs)
+        assert first.outcome == ProvisioningPhase.FAILED, first.message
+        second = await provision(stack, refs)  # on-demand would be the fallback: 1 of 1 nodes is above 0%
+        assert second.launched == [] and "1 no NodePool serves" in second.message, second.message
+        assert stack.node_claims() == [] and pending(stack, "capped") == refs
+        (name,) = [r.key.split("/")[1] for r in refs]
+        events = await wait_for(lambda: [e for e in stack.events() if e["involvedObject"]["name"] == name
+                                         and e["reason"] == "FailedScheduling"], what="FailedScheduling on the pod")
+        assert any("spot.maxOnDemandFraction 0%" in e["message"] for e in events), [e["message"] for e in events]
+        after = REGISTRY.get_sample_value("nodeflow_spot_fallbacks_capped_total", {"nodepool": "default"})
+        assert after == before + 1
