@@ -87,8 +87,7 @@ def handle(args: argparse.Namespace) -> int:
     except SolverMissingError as exc:
         raise CliError(str(exc)) from exc
     data = result.to_public()
-    data["provisioning"], unservable, data["costLimits"] = _provisioning(snapshot, catalog, at)
-    data["expiry"] = expiry_rows(snapshot, result.at, catalog, result.commands)  # with jitter (semantics §15.12)
+    data["provisioning"], unservable, cost_limits = _provisioning(snapshot, catalog, at)
     # spot fallbacks and their return, zone balance (docs/semantics.md §15.5-15.6)
     data["spotFallbacks"] = spot_fallback_rows(snapshot, result.at, catalog, result.commands, result.blocked)
     data["zoneBalance"] = zone_balance_rows(snapshot, result.at, catalog)
@@ -100,6 +99,8 @@ def handle(args: argparse.Namespace) -> int:
     data["skippedMoves"] = [m.model_dump(mode="json", by_alias=True) for m in result.skipped]
     data["excluded"] = _excluded(snapshot, catalog)  # nodes no decision counts, and why (docs/contracts.md §3.1)
     data["nodeOverlays"] = _overlays(snapshot, catalog)  # what each NodeOverlay priced (docs/semantics.md §16.2)
+    data["costLimits"] = cost_limits  # each cost limit's headroom (docs/semantics.md §15.10)
+    data["expiry"] = expiry_rows(snapshot, result.at, catalog, result.commands)  # with jitter (semantics §15.12)
     print_output(data, args.output, table=lambda d: render_plan(d, unservable))
     return 0
 
