@@ -79,6 +79,10 @@ async def test_pending_pods_of_a_scaled_up_replicaset_get_nodes(temporal_client,
         await wait_for(lambda: running(stack, "web") == 6, what="6 web pods running")
         assert unschedulable(stack, "web") == []
         assert len(stack.nodes()) == len(result.launched)
+        # Karpenter's provisioner nominates each pod to the NodeClaim launched for it (scheduling/events.go)
+        nominated = {e["involvedObject"]["name"]: e["message"] for e in stack.events() if e["reason"] == "Nominated"}
+        assert set(nominated) == {r.key.split("/")[1] for r in refs}
+        assert all(m.startswith("Pod should schedule on: nodeclaim/") for m in nominated.values()), nominated
         # the same batch again (a worker restarted mid-batch): the pods are bound, nothing launches twice
         again = await provision(stack, refs)
         assert again.outcome == ProvisioningPhase.SUCCEEDED and again.launched == []
@@ -94,8 +98,8 @@ async def test_a_pod_no_pool_serves_gets_an_event_and_no_launch(temporal_client,
         result = await provision(stack, refs)
         assert result.launched == [] and result.unservable == [refs[0].key]
         assert stack.node_claims() == [] and stack.nodes() == []
-        (event,) = [e for e in stack.events() if e["involvedObject"]["kind"] == "Pod"
-                    and e["reason"] == "FailedScheduling"]
+        (event,) = [e for e in stack.events() if e["involvedObject"]["kind"] == "Pod"  # kube-scheduler's has its own
+                    and e["reason"] == "FailedScheduling" and e["source"]["component"] == "nodeflow"]
         assert event["involvedObject"]["name"] == refs[0].key.split("/")[1] and event["type"] == "Warning"
         assert "nodepool default" in event["message"] and f"nodeSelector {labels.ZONE_LABEL}=mars-1a" in \
             event["message"]
@@ -150,7 +154,7 @@ async def test_a_pool_at_its_limits_launches_what_fits_under_them_and_says_so(te
         (on_pool,) = [e for e in evs if e["reason"] == "NodePoolLimitsReached"]
         assert on_pool["involvedObject"]["kind"] == "NodePool" and on_pool["involvedObject"]["name"] == "default"
         assert on_pool["message"] == "NodePool default cannot launch for 1 pending pod(s): limits cpu=2 reached"
-        (on_pod,) = [e for e in evs if e["reason"] == "FailedScheduling"]
+        (on_pod,) = [e for e in evs if e["reason"] == "FailedScheduling" and e["source"]["component"] == "nodeflow"]
         assert on_pod["involvedObject"]["name"] == waiting.split("/")[1]
         assert "nodepool default: limits cpu=2 reached" in on_pod["message"]
 
