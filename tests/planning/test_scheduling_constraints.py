@@ -159,6 +159,6 @@ def test_spread_on_a_custom_key_the_nodes_carry():
                     pod("web-2", "b", labels={"app": "web"}, spread=spread),
                     pod("web-3", "c", labels={"app": "web"}, spread=spread),
                     pod("web-4", "e", labels={"app": "web"}, spread=spread),
-                    pod("web-5", "e", labels={"app": "web"}, spread=spread))
-    # without web-1: r1 holds 1, r2 holds 3; b (r1) is the only place within skew 1
+                    pod("web-5", "e", labels={"app": "web"}, spread=spread), pod("filler-1", "b", "2"))
+    # without web-1: r1 holds 1, r2 holds 3; b (r1, fuller than c) is the only place within skew 1
     assert _where(sim) == {"web-1": "b"}
