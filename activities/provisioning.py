@@ -20,17 +20,18 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.kube_client import KubeClient, Obj, node_ready
+from activities.kube_client import KubeClient, Obj, event_body, node_ready
 from activities.nodeclass_launch import NodeClassLauncher
 from api import labels
 from api.catalog import InstanceTypeCatalog, Offering, current_catalog
 from api.ec2nodeclass import EC2NodeClass
+from api.events import EventReason
 from api.node_overlay import load_node_overlay
 from api.nodeclass_launch import ClusterInfo, cluster_tags, subnet_zones
 from api.policy_controls import SPOT_FALLBACK_ANNOTATION
 from planning.lifecycle.launch import launch_patch
 from planning.node_overlays import pool_catalog
-from planning.spot_return import fallback_value, fell_back
+from planning.spot_return import fallback_message, fallback_value, fell_back
 from planning.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
@@ -208,9 +209,16 @@ class ProvisioningActivities:
         reqs = (((pool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("requirements") or []
         if not fell_back(reqs, r.capacity_type, r.instance_types, zones, priced, self._offerings.apply(priced)):
             return
+        now = datetime.now(UTC)
         self._kube.patch_node_claim(meta["name"], {"metadata": {"annotations": {
-            SPOT_FALLBACK_ANNOTATION: fallback_value(datetime.now(UTC))}}})
+            SPOT_FALLBACK_ANNOTATION: fallback_value(now)}}})
         metrics.SPOT_FALLBACKS.labels(nodepool=(pool.get("metadata") or {}).get("name", "")).inc()
+        try:  # an explanation is best effort; named, so a retried attempt records it once
+            self._kube.create_event(event_body("NodeClaim", meta["name"], EventReason.SPOT_FALLBACK,
+                                               fallback_message(r.instance_types), now, uid=meta.get("uid"),
+                                               event_name=f"{meta['name']}.spot-fallback"))
+        except Exception as exc:
+            activity.logger.warning("could not record the spot fallback event of %s: %s", meta["name"], exc)
 
     def _priced_catalog(self, pool: Obj) -> InstanceTypeCatalog:
         """The catalog with the cluster's NodeOverlay prices for this NodePool, so a launch tries offerings in the

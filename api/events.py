@@ -62,6 +62,7 @@ class EventReason(StrEnum):
     TERMINATION_CANCELLED = "TerminationCancelled"  # an operator cancelled a termination before the instance went
     COST_LIMIT_REACHED = "CostLimitReached"  # a launch would take a DisruptionPolicy's costPerHour over its limit
     AWAITING_JOB_COMPLETION = "AwaitingJobCompletion"  # drain.jobs Wait: the drain leaves Job pods to finish
+    SPOT_FALLBACK = "SpotFallback"  # a NodeClaim launched on-demand because EC2 refused spot (semantics §15.5)
 
 
 NORMAL, WARNING = "Normal", "Warning"
@@ -132,6 +133,7 @@ REASONS: dict[EventReason, ReasonSpec] = {
     R.TERMINATION_CANCELLED: ReasonSpec(NORMAL, NODEFLOW, by_message=True),
     R.COST_LIMIT_REACHED: ReasonSpec(WARNING, NODEFLOW, by_message=True),
     R.AWAITING_JOB_COMPLETION: ReasonSpec(NORMAL, NODEFLOW),  # once per node per 2 min, as FailedDraining it replaces
+    R.SPOT_FALLBACK: ReasonSpec(NORMAL, NODEFLOW),  # once per NodeClaim: recorded at its launch
 }
 
 # Where one reason is recorded differently on one kind of object: Karpenter's NodePool DisruptionBlocked keys on

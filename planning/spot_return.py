@@ -62,6 +62,13 @@ def fallback_value(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def fallback_message(instance_types: Sequence[str]) -> str:
+    """The SpotFallback Event on the NodeClaim."""
+    shown = ", ".join(instance_types[:3]) + (", ..." if len(instance_types) > 3 else "")
+    return (f"Launched on-demand: EC2 refused spot for {shown} lately; a DisruptionPolicy's spot.returnAfter "
+            f"replaces it with spot once spot is offered again")
+
+
 def fallback_since(annotations: Mapping[str, str]) -> datetime | None:
     """When a NodeClaim fell back from spot, None when it did not (or the value is unreadable)."""
     raw = annotations.get(SPOT_FALLBACK_ANNOTATION)

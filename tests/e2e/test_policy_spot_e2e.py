@@ -78,6 +78,8 @@ async def test_spot_falls_back_to_on_demand_under_ice_and_returns(temporal_clien
         (claim,) = [c for c in stack.node_claims() if c["metadata"]["name"] == launched.node_claim]
         since = parse_time(claim["metadata"]["annotations"][SPOT_FALLBACK_ANNOTATION])
         assert since is not None and fallbacks() == before + 1
+        assert any(e["reason"] == "SpotFallback" and e["involvedObject"]["name"] == launched.node_claim
+                   for e in stack.events())
 
         ice.restore()
         await wait_for(lambda: not stack.deps.offerings.marked() and datetime.now(UTC) > since + RETURN_AFTER,
