@@ -65,8 +65,12 @@ SIGNAL_NAMES_PATCH = "signals-named-force-cancel"  # before it, signals `force`/
 SKIP_VOLUME_WAIT_PATCH = "skip-volume-wait-without-attachments"
 # Every patch decided in the first activation, before any local activity (docs/decisions.md §18).
 PATCHES_FIRST_PATCH = "patches-decided-before-local-activities"
+# Karpenter v1.10's MinDrainTime (#2709, node/termination/controller.go; docs/semantics.md §9.5): a drain that ends
+# sooner than this after it began drains once more when it is up.
+MIN_DRAIN_PATCH = "min-drain-time"
+MIN_DRAIN_TIME = timedelta(seconds=5)
 UPFRONT_PATCHES = (LOCAL_ACTIVITIES_PATCH, NOTREADY_GONE_PATCH, MARKERS_PATCH, SKIP_VOLUME_WAIT_PATCH,
-                   SIGNAL_NAMES_PATCH)
+                   SIGNAL_NAMES_PATCH, MIN_DRAIN_PATCH)
 # drain.jobs Wait (docs/semantics.md §15.8): asked for, up front, only by inputs that carry a CompletionWait.
 COMPLETION_WAIT_PATCH = "drain-wait-for-completion"
 MAX_UNKNOWN_SIGNALS = 10  # the progress query keeps the latest few wrongly named signals
@@ -282,7 +286,9 @@ class TerminationWorkflow:
         marked = await self._mark_claim(prep, DrainedStatus.DRAINING if prep.node_exists else None)
         try:
             if prep.node_exists:
+                drain_began = workflow.now()
                 await self._drain()
+                await self._min_drain_time(prep, drain_began)
                 if marked and self._cancel_reason is None:
                     await self._mark_claim(prep, DrainedStatus.DRAINED)
                 await self._await_volumes(prep.node_claim_name if prep.node_claim_exists else None)
@@ -415,6 +421,18 @@ class TerminationWorkflow:
             remaining = window_end - workflow.now()
             if remaining > timedelta(0):
                 await self._sleep(remaining, f"drain of {inp.node_name} blocked; retry at next deadline step")
+
+    async def _min_drain_time(self, prep: PrepareResult, began: datetime) -> None:
+        """Karpenter's MinDrainTime: with a NodeClaim, the node counts as drained only once MIN_DRAIN_TIME has passed
+        since its drain began, and the drain then runs again: a pod kube-scheduler bound in the moment before it saw
+        the disrupted taint is evicted too, instead of being cut off by the instance's termination."""
+        if not prep.node_claim_exists or not self._patched(MIN_DRAIN_PATCH) or self._cancel_reason is not None:
+            return
+        left = began + MIN_DRAIN_TIME - workflow.now()
+        if left <= timedelta(0):
+            return
+        await self._sleep(left, f"minimum drain time of {self._inp.node_name}")
+        await self._drain()
 
     def _completion_until(self) -> datetime | None:
         """When the drain.jobs Wait hold ends: the start plus maxWait or the (current) deadline, whichever is first."""

@@ -61,6 +61,8 @@ class JobNode:
             if node.run_for is not None and now - node.started >= node.run_for:
                 node.finished_at = node.finished_at or now
                 return DrainResult(drained=True)
+            if node.evicted_at is not None:  # evicted by an earlier drain: gone
+                return DrainResult(drained=True)
             if inp.wait_for_completion:
                 return DrainResult(drained=False, pods=[JOB.model_copy(update={"status": WAITING_FOR_COMPLETION})])
             node.evicted_at = now
@@ -137,4 +139,4 @@ async def test_without_a_completion_wait_the_job_pod_is_evicted_at_once(ts_env) 
     node = JobNode(run_for=timedelta(minutes=14))
     result, patched = await _run(ts_env, node, None)
     assert result.pods_evicted == 1 and node.evicted_at == node.started and not patched
-    assert [waiting for _, waiting, _ in node.drains] == [False]
+    assert [waiting for _, waiting, _ in node.drains] == [False, False]  # the second after MinDrainTime (§9.5)

@@ -155,7 +155,8 @@ async def test_plain_drain_order_and_history_size(ts_env) -> None:
         result = await handle.result()
         history = await handle.fetch_history()
     assert result.phase == TerminationPhase.TERMINATED and result.pods_evicted == 1 and result.instance_terminated
-    assert cluster.calls == ["prepare", "drain", "wait_volumes", "terminate_instance", "finalize"]
+    # The drain took less than MinDrainTime (5 s, Karpenter v1.10): it runs once more when that is up
+    assert cluster.calls == ["prepare", "drain", "drain", "wait_volumes", "terminate_instance", "finalize"]
     assert cluster.marks == ["Unknown", "True"]  # Drained: Draining at drain start, True at its end
     assert len(history.events) <= 80
 

@@ -1,0 +1,125 @@
+"""MinDrainTime (Karpenter v1.10, #2709; docs/semantics.md §9.5) in TerminationWorkflow, on the time-skipping server.
+
+With a NodeClaim, a drain that ends less than 5 s after it began runs once more when the 5 s are up, so a pod bound
+in the moment before kube-scheduler saw the disrupted taint is evicted too; a longer drain, or a node without a
+NodeClaim, is not held.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from temporalio import activity
+from temporalio.worker import Worker
+
+from workflows.models import (
+    DeletePodsInput,
+    DeletePodsResult,
+    DrainInput,
+    DrainResult,
+    FinalizeInput,
+    FinalizeResult,
+    InstanceInput,
+    InstanceResult,
+    PodState,
+    PrepareInput,
+    PrepareResult,
+    TerminationInput,
+    TerminationMarkersInput,
+    TerminationPhase,
+    VolumesInput,
+    VolumesResult,
+)
+from workflows.termination import MIN_DRAIN_TIME, TerminationWorkflow, workflow_id
+
+WEB = PodState(namespace="default", name="web-1")
+
+
+@dataclass
+class Node:
+    """A node whose first `blocked` drains are refused (a PDB), and a pod that lands after the first drain."""
+
+    claim: bool = True
+    blocked: int = 0
+    late_pod: bool = False
+    drains: list[datetime] = field(default_factory=list)
+    evicted: list[str] = field(default_factory=list)
+
+    def activities(self, clock: object) -> list:
+        node = self
+
+        @activity.defn(name="termination.prepare")
+        async def prepare(inp: PrepareInput) -> PrepareResult:
+            return PrepareResult(node_exists=True, node_claim_name="c" if node.claim else None,
+                                 node_claim_exists=node.claim, node_pool="default",
+                                 provider_id="aws:///us-east-1a/i-0abc", pods=[WEB])
+
+        @activity.defn(name="termination.drain")
+        async def drain(inp: DrainInput) -> DrainResult:
+            node.drains.append(await clock.get_current_time())  # type: ignore[attr-defined]
+            if len(node.drains) <= node.blocked:
+                return DrainResult(drained=False, pods=[WEB.model_copy(update={"status": "Blocked"})])
+            # the first drain evicts web-1; a pod bound just before the taint was seen is there for the second
+            name = "web-1" if len(node.drains) == node.blocked + 1 else "late-1" if node.late_pod else None
+            if name is None:
+                return DrainResult(drained=True)
+            node.evicted.append(name)
+            return DrainResult(drained=True, evicted=1)
+
+        @activity.defn(name="termination.delete_pods")
+        async def delete_pods(inp: DeletePodsInput) -> DeletePodsResult:
+            return DeletePodsResult()
+
+        @activity.defn(name="termination.wait_volumes")
+        async def wait_volumes(inp: VolumesInput) -> VolumesResult:
+            return VolumesResult(detached=True)
+
+        @activity.defn(name="termination.terminate_instance")
+        async def terminate_instance(inp: InstanceInput) -> InstanceResult:
+            return InstanceResult(instance_id="i-0abc", state="terminated", terminate_called=True)
+
+        @activity.defn(name="termination.finalize")
+        async def finalize(inp: FinalizeInput) -> FinalizeResult:
+            return FinalizeResult(node_finalizer_removed=True, node_claim_finalizer_removed=True)
+
+        @activity.defn(name="termination.mark_nodeclaim")
+        async def mark_nodeclaim(inp: TerminationMarkersInput) -> bool:
+            return True
+
+        return [prepare, drain, delete_pods, wait_volumes, terminate_instance, finalize, mark_nodeclaim]
+
+
+async def _run(ts_env, node: Node):
+    uid = str(uuid.uuid4())
+    inp = TerminationInput(node_name=f"n-{uid[:6]}", node_uid=uid, node_claim_name="c" if node.claim else None,
+                           node_pool="default", provider_id="aws:///us-east-1a/i-0abc", reason="Drifted",
+                           requested_by="disrupt-x")
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(ts_env.client, task_queue=tq, workflows=[TerminationWorkflow],
+                      activities=node.activities(ts_env)):
+        handle = await ts_env.client.start_workflow(TerminationWorkflow.run, inp, id=workflow_id(uid), task_queue=tq)
+        return await handle.result()
+
+
+async def test_a_quick_drain_drains_again_after_the_minimum_time(ts_env) -> None:
+    node = Node(late_pod=True)
+    result = await _run(ts_env, node)
+    assert result.phase == TerminationPhase.TERMINATED
+    # 5 s from the drain's start in the workflow, a moment before the first drain activity read the clock
+    assert len(node.drains) == 2 and node.drains[1] - node.drains[0] >= MIN_DRAIN_TIME - timedelta(seconds=1)
+    assert node.evicted == ["web-1", "late-1"] and result.pods_evicted == 2
+
+
+async def test_a_drain_longer_than_the_minimum_is_not_held(ts_env) -> None:
+    node = Node(blocked=1)  # refused once: the retry comes at the next window, minutes later
+    result = await _run(ts_env, node)
+    assert result.phase == TerminationPhase.TERMINATED
+    assert len(node.drains) == 2 and node.drains[1] - node.drains[0] > MIN_DRAIN_TIME
+
+
+async def test_without_a_nodeclaim_there_is_no_minimum(ts_env) -> None:
+    node = Node(claim=False)
+    result = await _run(ts_env, node)
+    assert result.phase == TerminationPhase.TERMINATED and len(node.drains) == 1
