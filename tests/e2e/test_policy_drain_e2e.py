@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from support.disruption_stack import Stack, disruption_stack, fresh, replica_set, wait_for
+from e2e.termination_helpers import record_history as record_termination
+from support.disruption_stack import Stack, disruption_stack, fresh, record_history, replica_set, wait_for
 
 from api import labels
 from bench.clusters import node_objects, node_pool, pod
@@ -110,6 +111,8 @@ async def test_a_job_pod_finishes_on_the_tainted_node_before_it_goes(temporal_cl
                                 {"status": {"phase": "Succeeded"}})
         outcome = await stack.outcome(disruption, timeout=40)
         assert outcome.outcome == DisruptionPhase.SUCCEEDED, outcome.message
+        await record_history(stack.client.get_workflow_handle(disruption), "DisruptionWorkflow", "policy_drain_wait")
+        await record_termination(stack.client.get_workflow_handle(workflow_id(node_uid)), "completion_wait_finished")
         await wait_for(lambda: "old-0" not in {n["metadata"]["name"] for n in stack.nodes()}, what="old-0 gone")
         assert await asyncio.to_thread(_evicted, stack) == []
         waits = [e["message"] for e in stack.events() if e["reason"] == "AwaitingJobCompletion"
@@ -128,6 +131,7 @@ async def test_max_wait_passes_and_the_job_pod_is_evicted(temporal_client, sim_e
         assert outcome.outcome == DisruptionPhase.SUCCEEDED, outcome.message
         evicted = await asyncio.to_thread(_evicted, stack)
         assert evicted, "after maxWait the Job pod takes the usual path: an eviction"
+        await record_termination(stack.client.get_workflow_handle(workflow_id(node_uid)), "completion_wait_evicted")
         desc = await stack.client.get_workflow_handle(workflow_id(node_uid)).describe()
         history = await stack.client.get_workflow_handle(workflow_id(node_uid)).fetch_history()
         drains = [e for e in history.events if e.HasField("activity_task_scheduled_event_attributes")
