@@ -120,3 +120,17 @@ async def test_at_max_on_demand_fraction_the_pod_stays_pending_and_says_why(temp
         assert any("spot.maxOnDemandFraction 0%" in e["message"] for e in events), [e["message"] for e in events]
         after = REGISTRY.get_sample_value("nodeflow_spot_fallbacks_capped_total", {"nodepool": "default"})
         assert after == before + 1
+
+
+async def test_zone_balance_spreads_one_batch_over_the_zones(temporal_client, sim_ec2, moto_endpoint) -> None:
+    on_demand = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]}, *REQS[1:]]
+    balanced = {**POLICY, "spec": {"nodePools": ["default"], "provisioning": {"zoneBalance": 1}}}
+    sim_ec2.load_objects(fresh([node_pool("default", requirements=on_demand, consolidate_after="Never"),
+                                replica_set("wide", 3, "1500m"), balanced]))  # one pod per m5.large
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+        refs = await wait_for(lambda: len(pending(stack, "wide")) == 3 and pending(stack, "wide"),
+                              what="three pods pending")
+        result = await provision(stack, refs)
+        assert result.outcome == ProvisioningPhase.SUCCEEDED, result.message
+        # the same price everywhere: without zoneBalance all three would take the first zone
+        assert sorted(r.zone for r in result.launched) == ["us-east-1a", "us-east-1b", "us-east-1c"]
