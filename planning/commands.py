@@ -119,10 +119,12 @@ class PolicyPool(_Model):
     held_until: datetime | None = None
     conflict: str | None = None  # two policies select the pool: neither applies
     hold: str | None = None  # internal: the hold's kind (planning/policy_calendar.py CalendarHold), for metrics
+    drain: str | None = None  # drain.jobs Wait: what the pool's voluntary drains leave to finish (§15.8)
 
     def to_public(self) -> dict[str, Any]:
-        return {"nodePool": self.node_pool, "policy": self.policy, "held": self.held,
-                "heldUntil": _rfc3339(self.held_until) if self.held_until else None, "conflict": self.conflict}
+        row = {"nodePool": self.node_pool, "policy": self.policy, "held": self.held,
+               "heldUntil": _rfc3339(self.held_until) if self.held_until else None, "conflict": self.conflict}
+        return {**row, "drain": self.drain} if self.drain else row  # the key only where drain.jobs Wait applies
 
 
 class PlanEvent(_Model):

@@ -100,7 +100,8 @@ class PolicyView:
             block = self.holds.get(name)
             rows.append(PolicyPool(node_pool=name, policy=policy.name if policy else None,
                                    held=block.message if block else None, held_until=block.until if block else None,
-                                   conflict=conflicts.get(name), hold=block.hold.value if block else None))
+                                   conflict=conflicts.get(name), hold=block.hold.value if block else None,
+                                   drain=drain_summary(policy)))
         return rows
 
 
@@ -108,3 +109,12 @@ def _weighted_savings_below(savings: float, threshold: Decimal, pods: int, units
     """events.savings_below's text when the pods' nodeflow.dev/disruption-cost weights are not all 1 (§15.9)."""
     extra = f" ({pods} pod(s) weighing {units.normalize():f} x ${events.money(float(per_pod))})" if per_pod else ""
     return f"savings ${events.money(savings)}/h below threshold ${events.money(float(threshold))}/h{extra}"
+
+
+def drain_summary(policy: DisruptionPolicy | None) -> str | None:
+    """`nodeflow plan`'s word on a pool's drain.jobs Wait (docs/semantics.md §15.8); None for Evict or no policy."""
+    drain = policy.spec.drain if policy is not None else None
+    if drain is None or drain.jobs.value != "Wait":
+        return None
+    bound = f"up to {drain.max_wait}" if drain.max_wait else "until the grace-period deadline"
+    return f"Job pods finish before eviction, {bound}"

@@ -221,9 +221,10 @@ def _render_policies(pools: list[dict[str, Any]], skipped: list[dict[str, Any]])
     out: list[str] = []
     if pools:
         out.append(f"DISRUPTION POLICIES ({len(pools)})")
-        out.append(render_table(["NODEPOOL", "POLICY", "NOW"],
-                                [[p["nodePool"], p["policy"] or "-", p["conflict"] or p["held"] or "may disrupt"]
-                                 for p in pools]).rstrip())
+        drains = any(p.get("drain") for p in pools)  # the DRAIN column only when a pool has drain.jobs Wait
+        out.append(render_table(["NODEPOOL", "POLICY", "NOW", *(["DRAIN"] if drains else [])],
+                                [[p["nodePool"], p["policy"] or "-", p["conflict"] or p["held"] or "may disrupt",
+                                  *([p.get("drain") or "-"] if drains else [])] for p in pools]).rstrip())
         out.append("")
     if skipped:
         out.append(f"SKIPPED MOVES ({len(skipped)})")

@@ -154,3 +154,22 @@ def test_the_awaiting_completion_gauge_sums_the_nodes():
     assert metrics.DRAIN_AWAITING_COMPLETION._value.get() == 1
     metrics.set_awaiting_completion("n2", 0)
     assert metrics.DRAIN_AWAITING_COMPLETION._value.get() == 0
+
+
+# ---- nodeflow plan -----------------------------------------------------------------------------------------
+
+def test_plan_says_what_a_pools_drain_leaves_to_finish():
+    from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
+
+    from planning.plan import plan
+
+    def rows(drain: dict[str, Any] | None) -> list[dict[str, Any]]:
+        policy = {"apiVersion": "nodeflow.dev/v1alpha1", "kind": "DisruptionPolicy", "metadata": {"name": "batch"},
+                  "spec": {"nodePools": ["default"], **({"drain": drain} if drain else {}),
+                           "consolidation": {"minSavingsPerHour": "0"}}}
+        result = plan(snapshot(nodepool(), node_and_claim("a"), pod("x-1", "a"), policy), AT)
+        return [p.to_public() for p in result.policy_pools]
+
+    assert rows({"jobs": "Wait", "maxWait": "2h"})[0]["drain"] == "Job pods finish before eviction, up to 2h"
+    assert rows({"jobs": "Wait"})[0]["drain"] == "Job pods finish before eviction, until the grace-period deadline"
+    assert "drain" not in rows({"jobs": "Evict"})[0] and "drain" not in rows(None)[0]
