@@ -17,13 +17,14 @@ from typing import Any
 from api import labels as L
 from api.allocatable import for_node_class
 from api.catalog import InstanceType, InstanceTypeCatalog
+from api.instance_types.labels import WELL_KNOWN_TYPE_KEYS
 from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
 from planning.node_overlays import overlay_pool_labels, priced_by_overlays
 from planning.pod_requests import pod_requests
 from planning.scheduling_pod import MoreConstraints, parse_constraints
 from planning.scheduling_volumes import VOLUME_KINDS, Volumes, claim_names, node_terms, volume_needs
-from planning.selectors import match_label_selector, selector_key
+from planning.selectors import match_label_selector, match_requirement, selector_key, tolerates_all
 
 DEFAULT_EXPIRE_AFTER = timedelta(hours=720)
 
@@ -182,6 +183,34 @@ def with_volume_needs(pod: PodInfo, volumes: Volumes) -> PodInfo:
     return out
 
 
+# Labels an instance type or offering decides, so a pool that does not pin them may still meet a selector on them
+TYPE_DECIDED = frozenset({*WELL_KNOWN_TYPE_KEYS, L.ZONE_LABEL, L.CAPACITY_TYPE_LABEL, L.HOSTNAME_LABEL})
+
+
+def daemon_fits_pool(pod: PodInfo, pool: PoolInfo) -> bool:
+    """Whether a DaemonSet's pod would run on a new node of `pool` (Karpenter isDaemonPodCompatible): it tolerates
+    the pool's taints, and its nodeSelector and required node affinity hold on the pool's labels, a label the pool
+    leaves to the instance type counting as met."""
+    if not tolerates_all(pod.tolerations, pool.taints):
+        return False
+    labels = dict(pool.template_labels)
+    for r in pool.requirements:
+        if r.get("operator") == "In" and len(r.get("values") or ()) == 1:
+            labels.setdefault(r.get("key", ""), r["values"][0])
+    labels[L.NODEPOOL_LABEL] = pool.name
+
+    def holds(key: str, op: str, values: Sequence[str]) -> bool:
+        if key not in labels and key in TYPE_DECIDED:
+            return True
+        return match_requirement(key, op, values, labels)
+
+    if not all(holds(k, "In", (v,)) for k, v in pod.node_selector.items()):
+        return False
+    return not pod.affinity_terms or any(
+        all(holds(e.get("key", ""), e.get("operator", ""), e.get("values") or ())
+            for e in t.get("matchExpressions") or ()) for t in pod.affinity_terms)
+
+
 def parse_pod(raw: dict[str, Any]) -> PodInfo:
     meta = raw.get("metadata") or {}
     spec = raw.get("spec") or {}
@@ -323,6 +352,7 @@ class PoolInfo:
     node_class: str = ""  # the EC2NodeClass its template's nodeClassRef names ("" for another kind)
     replicas: int | None = None  # spec.replicas of a static NodePool (planning/static_capacity.py)
     uid: str = ""
+    deleting: bool = False  # metadata.deletionTimestamp set: static capacity leaves its NodeClaims alone (§14.2)
 
     @property
     def paused(self) -> bool:
@@ -373,6 +403,7 @@ def parse_pool(obj: Any) -> PoolInfo:
         node_class=_ec2_node_class(tspec.get("nodeClassRef")),
         replicas=_replicas(spec.get("replicas")),
         uid=str(meta.get("uid") or ""),
+        deleting=bool(meta.get("deletionTimestamp")),
     )
 
 
@@ -706,17 +737,26 @@ class Cluster:
         return counts
 
     def daemon_overhead(self, pool: str) -> tuple[float, int, int]:
-        """cpu, memory, pod count of the DaemonSet pods a new node of `pool` would run (one per DaemonSet)."""
+        """cpu, memory, pod count of the DaemonSet pods a new node of `pool` would run (one per DaemonSet): those
+        running on the pool's nodes, and those whose pod fits the pool's template (its taints tolerated, its node
+        selection met by the pool's labels): Karpenter's getDaemonOverhead, so a pool with no node yet counts them
+        too (docs/semantics.md §3.5)."""
         if self._daemon_overhead is None:
-            per_pool: dict[str, dict[str, PodInfo]] = {}
+            on_pool: dict[str, dict[str, PodInfo]] = {}
+            every: dict[str, PodInfo] = {}
             for n in self.nodes:
                 for p in n.pods:
                     if p.is_daemonset and p.active:
-                        per_pool.setdefault(n.pool, {}).setdefault(p.owner_uid, p)
-            self._daemon_overhead = {
-                name: (sum(p.cpu for p in ds.values()), sum(p.mem for p in ds.values()), len(ds))
-                for name, ds in per_pool.items()
-            }
+                        on_pool.setdefault(n.pool, {}).setdefault(p.owner_uid, p)
+                        every.setdefault(p.owner_uid, p)
+            self._daemon_overhead = {}
+            for name in {*on_pool, *self.pools}:
+                ds = dict(on_pool.get(name, {}))
+                info = self.pools.get(name)
+                if info is not None:
+                    ds.update({uid: p for uid, p in every.items() if uid not in ds and daemon_fits_pool(p, info)})
+                self._daemon_overhead[name] = (sum(p.cpu for p in ds.values()), sum(p.mem for p in ds.values()),
+                                               len(ds))
         return self._daemon_overhead.get(pool, (0.0, 0, 0))
 
     def cost_per_hour(self, nodes: Iterable[NodeInfo] | None = None) -> float:

@@ -76,7 +76,12 @@ def test_taints_need_tolerations():
     tol = [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]
     assert _where(_simulate(*objs, pod("x-1", "a", tolerations=tol))) == {"x-1": "b"}
     prefer = [{"key": "soft", "effect": "PreferNoSchedule"}]
-    assert _where(_simulate(node_and_claim("a"), node_and_claim("b", taints=prefer), pod("x-1", "a"))) == {"x-1": "b"}
+    # Karpenter's Taints.Tolerates counts PreferNoSchedule too, until the last relaxation (preferences.go,
+    # docs/semantics.md §3.5): a new node first, b only when none can be launched
+    objs = [node_and_claim("a"), node_and_claim("b", taints=prefer), pod("x-1", "a")]
+    assert _where(_simulate(*objs)) == {"x-1": "new-0"}
+    assert _where(_simulate(*objs, pool=nodepool(requirements=[*REQ, {
+        "key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["none.such"]}]))) == {"x-1": "b"}
 
 
 def test_pool_taints_apply_to_new_nodes():

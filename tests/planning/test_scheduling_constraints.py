@@ -162,3 +162,24 @@ def test_spread_on_a_custom_key_the_nodes_carry():
                     pod("web-5", "e", labels={"app": "web"}, spread=spread), pod("filler-1", "b", "2"))
     # without web-1: r1 holds 1, r2 holds 3; b (r1, fuller than c) is the only place within skew 1
     assert _where(sim) == {"web-1": "b"}
+
+
+def _daemon(name: str, node: str, cpu: str, **kw: Any) -> dict[str, Any]:
+    return pod(name, node, cpu, "100Mi", owner="DaemonSet", **kw)
+
+
+def test_daemonset_overhead_of_a_pool_without_nodes_comes_from_compatible_daemonsets():
+    # Karpenter getDaemonOverhead: every DaemonSet whose pod would run on the pool's nodes, not only those seen there
+    gpu = nodepool("gpu", requirements=REQ, taints=[{"key": "gpu", "value": "true", "effect": "NoSchedule"}],
+                   labels={"accel": "gpu"})
+    objs = snapshot(nodepool(requirements=REQ), gpu, node_and_claim("a"),
+                    _daemon("logs-a", "a", "200m", tolerations=[{"operator": "Exists"}]),
+                    _daemon("proxy-a", "a", "100m"),
+                    _daemon("nvidia-a", "a", "300m", node_selector={"accel": "gpu"},
+                            tolerations=[{"operator": "Exists"}]))
+    cluster = Cluster.from_snapshot(objs)
+    cpu, _, count = cluster.daemon_overhead("gpu")
+    # logs tolerates everything; proxy does not tolerate the gpu taint; nvidia selects accel=gpu, which the pool sets
+    assert count == 2 and abs(cpu - 0.5) < 1e-9
+    # on the default pool: the ones running there, nvidia included (seen on its node), and nothing else
+    assert cluster.daemon_overhead("default")[2] == 3
