@@ -13,6 +13,7 @@ docs/semantics.md §3.5.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -150,6 +151,9 @@ def _max3(items: Sequence[tuple[float, int, int]]) -> tuple[float, int, int]:
     return (max(t[0] for t in items), max(t[1] for t in items), max(t[2] for t in items))
 
 
+_STATE_SERIALS = itertools.count()
+
+
 class SimState:
     """Copy-on-write changes of one simulation (or of several that must not double-book capacity)."""
 
@@ -168,7 +172,8 @@ class SimState:
         # (cpu, memory, ephemeral-storage) of unconstrained pods -> first block where such a pod last fit; capacity only
         # shrinks during a simulation, so a pod at least as big never fits in an earlier block.
         self.frontier: dict[tuple[float, int, int], int] = {}
-        self.version = 0  # placements so far: a pod's PodContext is reused until the next one
+        self.serial = next(_STATE_SERIALS)  # with `version`, what a cached PodContext was computed from
+        self.version = 0  # placements (and removals) so far: a pod's PodContext is reused until the next one
         self.anti_placed = False  # a placed pod has anti-affinity terms other pods must respect
 
     def copy(self) -> SimState:
@@ -417,7 +422,7 @@ class Scheduler:
         return bool(self.more.holders) or state.anti_placed
 
     def _ctx(self, pod: PodInfo, state: SimState) -> PodContext:
-        key = (pod.key, id(pod.more), id(state), state.version)
+        key = (pod.key, id(pod.more), state.serial, state.version)
         ctx = self._ctx_cache.get(key)
         if ctx is None:
             if len(self._ctx_cache) > 4096:
@@ -783,6 +788,7 @@ class Scheduler:
         state = state or self.new_state(remove)
         for n in remove:
             state.removed.add(n.name)  # spread counts of its pods drop with it
+        state.version += 1
         removed_idx = {n.index for n in remove} | {
             self.cluster.by_name[name].index for name in state.removed if name in self.cluster.by_name}
         result = SimResult()
