@@ -1,4 +1,4 @@
-"""Which pods a drain evicts, in which order, and when the deadline deletes them (Karpenter terminator.go, v1.9.1).
+"""Which pods a drain evicts, in which order, and when the deadline deletes them (Karpenter terminator.go, v1.14.1).
 
 Pure functions over pod dicts as the API server returns them, so the rules are unit-testable without I/O.
 """

@@ -11,7 +11,8 @@ from planning.method import PassContext, make_command
 
 
 class Emptiness:
-    """Empty (no reschedulable pods, the v1.9.1 meaning) and past consolidateAfter: delete, no replacement."""
+    """Empty (no reschedulable pod with a positive eviction cost, v1.14's IsEmpty) and past consolidateAfter: delete,
+    no replacement."""
 
     name = "Emptiness"
     reason = L.REASON_EMPTY

@@ -1,4 +1,4 @@
-"""Candidate filters of docs/semantics.md §3, their messages, costs, consolidateAfter and the v1.9.1 sort."""
+"""Candidate filters of docs/semantics.md §3, their messages, costs, consolidateAfter and the v1.14 sort."""
 
 from __future__ import annotations
 

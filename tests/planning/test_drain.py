@@ -1,4 +1,5 @@
-"""Drain rules (Karpenter v1.9.1 terminator): what is skipped, tier order, deadline formula, PDB selectors."""
+"""Drain rules (Karpenter v1.14.1 terminator, as v1.9.1's): what is skipped, tier order, deadline formula, PDB
+selectors."""
 
 from __future__ import annotations
 
