@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from support.cli_runner import nodeflow
-from support.disruption_stack import FAST, Stack, disruption_stack, fresh, replica_set, wait_for
+from support.disruption_stack import FAST, Stack, disruption_stack, fresh, record_history, replica_set, wait_for
 from support.nodeclass_world import AwsWorld, create, node_class
 from temporalio.testing import ActivityEnvironment
 
@@ -195,6 +195,7 @@ async def test_an_ami_rolls_through_three_clusters_halts_in_stage_two_and_resume
                                             "--reason", "capacity fixed")
             assert code == 0, err
             result = await asyncio.wait_for(handle.result(), 240)
+            await record_history(handle, "FleetRolloutWorkflow", "three_stages_halt_resume")
             assert all(_images(s) == {new} for s in stacks)
         finally:
             proc.kill()

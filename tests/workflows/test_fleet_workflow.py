@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 from support.cli_runner import nodeflow
+from support.disruption_stack import record_history
 
 from api.fleet import load_fleet_rollout
 from runtime.fleet_worker import build_fleet_worker
@@ -75,5 +76,6 @@ async def test_an_unreachable_cluster_blocks_its_stage_until_aborted(temporal_cl
                                         "--reason", "wrong AMI")
         assert code == 0, err
         result = await asyncio.wait_for(handle.result(), 20)
+        await record_history(handle, "FleetRolloutWorkflow", "unreachable_abort")
     assert result.phase == FleetPhase.ABORTED and result.stages[1].clusters[0].applied_at is None
     assert any("aborted: wrong AMI" in line for line in result.log)
