@@ -13,12 +13,13 @@ from starter.output import CliError
 from starter.snapshot_source import require_pools_or_nodes
 
 # besides NodePools and Nodes, the kinds a file may hold alone for `validate` (manifests, not a snapshot)
-VALIDATED_KINDS = ("NodeClaim", "EC2NodeClass", "InstanceTypeCatalog", "DisruptionPolicy", "NodeOverlay")
+VALIDATED_KINDS = ("NodeClaim", "EC2NodeClass", "InstanceTypeCatalog", "DisruptionPolicy", "NodeOverlay",
+                   "FleetRollout")
 # the kinds of the API groups whose misspelt kinds validate points out (other groups' kinds are not known here)
 KINDS_BY_GROUP: dict[str, tuple[str, ...]] = {
     "karpenter.sh": ("NodePool", "NodeClaim", "NodeOverlay"),
     "karpenter.k8s.aws": ("EC2NodeClass",),
-    "nodeflow.dev": ("InstanceTypeCatalog", "DisruptionPolicy"),
+    "nodeflow.dev": ("InstanceTypeCatalog", "DisruptionPolicy", "FleetRollout"),
 }
 
 
@@ -77,9 +78,11 @@ def problems_of(obj: Any) -> tuple[list[str], list[str]]:
         problems.append("apiVersion: required field is missing")
     elif isinstance(kind, str) and kind and (problem := kind_problem(kind, obj["apiVersion"])):
         problems.append(problem)
-    if kind == CATALOG_KIND:
+    if kind in (CATALOG_KIND, "FleetRollout"):
+        from api.fleet import FleetRollout
+
         try:
-            InstanceTypeCatalog.model_validate(obj)
+            (InstanceTypeCatalog if kind == CATALOG_KIND else FleetRollout).model_validate(obj)
         except ValidationError as exc:
             problems += [f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in exc.errors()]
         return problems, []
