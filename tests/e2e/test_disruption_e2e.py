@@ -118,6 +118,10 @@ async def test_drift_rollout_one_at_a_time_with_prespun_nodes(temporal_client, s
         events = {(e["involvedObject"]["name"], e["reason"], e["message"]) for e in stack.events()}
         assert ("old-0", "DisruptionTerminating", "Disrupting Node: Drifted") in events
         assert (results[0].replacements[0].node_claim, "DisruptionLaunching", "Launching NodeClaim: Drifted") in events
+        assert (results[0].replacements[0].node_claim, "DisruptionWaitingReadiness",
+                "Waiting on readiness to continue disruption") in events
+        terminating = [m for _, r, m in events if r == "DisruptionTerminating"]
+        assert terminating.count("Disrupting NodeClaim: Drifted") == 10 and len(terminating) == 20
 
         nodes = stack.nodes()
         assert len(nodes) == 10 and all(not _tainted_or_deleting(n) for n in nodes)

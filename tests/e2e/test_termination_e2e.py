@@ -191,8 +191,9 @@ async def test_deadline_deletes_do_not_disrupt_pod_before_node_grace_ends(
     assert progress.deadline is not None
     removal = next(r for r in sim.ledger() if r["pod"] == "default/pinned-0")
     assert removal["cause"] in ("delete", "grace-deadline")
-    reasons = {r for r, _ in _events(api, "pinned-0")}
-    assert "Disrupted" in reasons
+    disrupted = [m for r, m in _events(api, "pinned-0") if r == "Disrupted"]
+    assert disrupted and disrupted[0].startswith("Deleting the pod to accommodate the terminationTime ")
+    assert any(r == "TerminationGracePeriodExpiring" for r, _ in _events(api, "n1"))
     api.close()
 
 
@@ -283,4 +284,8 @@ async def test_terminating_nodeclaim_shows_karpenters_markers(
     deleted = claim["metadata"]["deletionTimestamp"]
     assert parse_time(stamp) == parse_time(deleted).replace(microsecond=0) + timedelta(seconds=8), (stamp, deleted)
     assert result.phase == TerminationPhase.TERMINATED
+    # Karpenter's TerminationGracePeriodExpiring, Warning, on the NodeClaim and its Node, once each (2 min window)
+    for name in ("n1-claim", "n1"):
+        expiring = [m for r, m in _events(api, name) if r == "TerminationGracePeriodExpiring"]
+        assert expiring == [f"All pods will be deleted by {stamp}"], (name, expiring)
     api.close()
