@@ -29,6 +29,7 @@ from api import labels
 from api.catalog import InstanceTypeCatalog, load_catalog
 from api.timestamps import parse_time
 from planning.repair import DEFAULT_POLICIES, RepairPolicy
+from planning.spot_return import SPOT_RETURN, recheck_spot_return
 from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
 from planning.validation import (
     CONSOLIDATION_METHODS,
@@ -464,10 +465,11 @@ class PlanningActivities:
                     parsed=read.parsed, repair=self._repair, planned=read.planned)
 
     def _recheck(self, read: ClusterRead, inp: ValidateInput, decision: Decision) -> Mismatch | None:
-        """A consolidation command re-simulated on its own candidates (planning/validation.py)."""
-        return recheck_consolidation(read.planning_snapshot(), inp.at, [n.name for n in inp.command.nodes], decision,
-                                     catalog=self._catalog_for(inp.catalog_path), exclude=read.excluded,
-                                     parsed=read.parsed, repair=self._repair, planned=read.planned)
+        """A consolidation (or SpotReturn) command re-simulated on its own candidates (planning/validation.py)."""
+        recheck = recheck_spot_return if inp.command.method == SPOT_RETURN else recheck_consolidation
+        return recheck(read.planning_snapshot(), inp.at, [n.name for n in inp.command.nodes], decision,
+                       catalog=self._catalog_for(inp.catalog_path), exclude=read.excluded,
+                       parsed=read.parsed, repair=self._repair, planned=read.planned)
 
     @activity.defn(name="planner_pass")
     async def plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
@@ -581,7 +583,7 @@ class PlanningActivities:
                 return Verdict.CANDIDATE_IN_FLIGHT, f"candidate {n.name} is already being disrupted"
         decision = Decision.of(ours.method, {n.name for n in ours.nodes}, ours.replacements)
         try:
-            if ours.method in CONSOLIDATION_METHODS and len(ours.replacements) <= 1:
+            if (ours.method in CONSOLIDATION_METHODS and len(ours.replacements) <= 1) or ours.method == SPOT_RETURN:
                 problem = await asyncio.to_thread(self._recheck, read, inp, decision)
             else:
                 problem = await asyncio.to_thread(self._replanned, read, inp, decision)

@@ -28,6 +28,7 @@ from planning.method import PassContext, make_command
 from planning.pricing import pool_zones, to_replacement
 from planning.scheduling import NewNode, Unschedulable
 from planning.selectors import match_requirement
+from planning.validation import Mismatch
 
 SPOT_RETURN = "SpotReturn"  # the method (its commands' `method`)
 REASON_SPOT_FALLBACK = "SpotFallback"  # why the node goes (its commands' `reason`)
@@ -113,13 +114,13 @@ class SpotReturn:
         for c in sorted(candidates, key=lambda c: (self.since(c.node) or floor, c.name)):
             if self.ctx.budget_exhausted(c, self.budget_reason, budgets):
                 continue
-            cmd, why = self._return(c)
+            cmd, why = self.return_command(c)
             if cmd is not None:
                 return [cmd]
             self.ctx.block(c.node, why)
         return []
 
-    def _return(self, c: Candidate) -> tuple[Command | None, str]:
+    def return_command(self, c: Candidate) -> tuple[Command | None, str]:
         """The command replacing `c` with spot (or deleting it when its pods fit elsewhere), else why not."""
         ctx = self.ctx
         pods = currently_reschedulable(ctx.cluster, c.reschedulable, ctx.at)
@@ -304,3 +305,35 @@ def spot_fallback_rows(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog
                      "returnAt": fallback_value(due) if due is not None else None, "state": state, "reason": reason})
     rows.sort(key=lambda r: (r["since"], r["node"]))
     return rows
+
+
+# ---- validation ---------------------------------------------------------------------------------------------
+
+def recheck_spot_return(snapshot: Any, at: datetime, nodes: Sequence[str], ours: Any,
+                        catalog: InstanceTypeCatalog | None = None, exclude: set[str] | frozenset[str] = frozenset(),
+                        parsed: Any = None, repair: Any = None, planned: Mapping[str, str] | None = None
+                        ) -> Mismatch | None:
+    """None when a SpotReturn command still holds (planning/validation.py's Mismatch otherwise): its node is still a
+    due fallback candidate, in no calendar hold, within the Underutilized budget, and returning it still yields the
+    same spot replacement. Like consolidation's validator (§5.8), a pass that would now start something else does
+    not invalidate it: a return checked against the whole next pass would lose to every busier method."""
+    from planning.plan import prepare_pass
+    from planning.repair import DEFAULT_POLICIES
+    from planning.validation import Decision, same_decision
+
+    setup = prepare_pass(snapshot, at, catalog, exclude, None, parsed,
+                         DEFAULT_POLICIES if repair is None else repair, planned)
+    method = SpotReturn(setup.ctx)
+    by_name = {c.name: c for c in setup.sets[GRACEFUL].candidates}
+    chosen = [by_name.get(n) for n in nodes]
+    cands = [c for c in chosen if c is not None and method.should_disrupt(c)]
+    if len(cands) != len(nodes):
+        return Mismatch.CANDIDATES_CHANGED
+    if any(setup.ctx.policies.hold_message(c.pool.name) is not None for c in cands):
+        return Mismatch.HELD
+    if any(setup.allowed.get(method.budget_reason, {}).get(c.pool.name, 0) < 1 for c in cands):
+        return Mismatch.BUDGET
+    fresh, _why = method.return_command(cands[0])
+    if fresh is None:
+        return Mismatch.NEW_SCHEDULING_RESULTS
+    return same_decision(ours, Decision.of(fresh.method, fresh.nodes, fresh.replacements))

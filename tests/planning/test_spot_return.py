@@ -238,3 +238,23 @@ def test_capacity_counts_skips_deleting_claims():
 def _on_demand() -> Replacement:
     return Replacement(instance_types=["m5.xlarge"], capacity_type="on-demand", price=0.192, node_pool="default",
                        requirements=[Requirement(key=L.INSTANCE_TYPE_LABEL, operator="In", values=["m5.xlarge"])])
+
+
+# ---- validation -------------------------------------------------------------------------------------------------
+
+def test_validation_rechecks_the_return_on_its_own_node():
+    from planning.spot_return import recheck_spot_return
+    from planning.validation import Decision, Mismatch
+
+    snap = snapshot(*cluster(), policy(returnAfter="30m"))
+    (cmd,) = plan(snap, AT).commands
+    ours = Decision.of(cmd.method, cmd.nodes, cmd.replacements)
+    assert recheck_spot_return(snap, AT, cmd.nodes, ours) is None
+    drifted = node_and_claim("old", "m5.large", claim_annotations={L.TEMPLATE_HASH_ANNOTATION: "stale"})
+    busier = snapshot(*cluster(*drifted, pod("hog-1", "old", cpu="1800m")), policy(returnAfter="30m"))
+    assert plan(busier, AT).commands[0].method == "Drift"  # the next pass would start something else
+    assert recheck_spot_return(busier, AT, cmd.nodes, ours) is None  # the return still holds
+    assert recheck_spot_return(snap, AT, cmd.nodes, ours, catalog=no_spot()) is Mismatch.NEW_SCHEDULING_RESULTS
+    assert recheck_spot_return(snap, AT - timedelta(minutes=45), cmd.nodes, ours) is Mismatch.CANDIDATES_CHANGED
+    spent = snapshot(*cluster(budgets=[{"nodes": "0", "reasons": ["Underutilized"]}]), policy(returnAfter="30m"))
+    assert recheck_spot_return(spent, AT, cmd.nodes, ours) is Mismatch.BUDGET
