@@ -238,6 +238,7 @@ def cap_fallbacks(decision: Any, snapshot: Any, full: InstanceTypeCatalog, appli
     if not caps or not decision.launches:
         return []
     requirements = dict(_pool_requirements(p) for p in snapshot.node_pools)
+    class_zones = _class_zones(snapshot)
     pods = {f"{(p.get('metadata') or {}).get('namespace', 'default')}/{(p.get('metadata') or {}).get('name')}": p
             for p in map(as_dict, snapshot.pods)}
     counts = capacity_counts(snapshot.node_claims)
@@ -247,7 +248,8 @@ def cap_fallbacks(decision: Any, snapshot: Any, full: InstanceTypeCatalog, appli
         row = counts.setdefault(pool, [0, 0])
         cap = caps.get(pool)
         if cap is not None and not within_cap(cap, row[0], row[1]) \
-                and fell_back(requirements.get(pool, ()), r.capacity_type, r.instance_types, _zones(r), full, applied) \
+                and fell_back(requirements.get(pool, ()), r.capacity_type, r.instance_types,
+                              _zones(r, class_zones.get(pool)), full, applied) \
                 and all(pod_admits_spot(pods.get(key, {})) for key in launch.pods):
             message = cap_message(pool, cap, row[0], row[1])
             capped.append(Capped(pool, list(launch.pods), message))
@@ -263,6 +265,20 @@ def cap_fallbacks(decision: Any, snapshot: Any, full: InstanceTypeCatalog, appli
     return capped
 
 
+def _class_zones(snapshot: Any) -> dict[str, set[str]]:
+    """Pool -> the zones of its EC2NodeClass's subnets (where it can launch at all; the scheduler's _class_zones)."""
+    from api.nodeclass_launch import subnet_zones
+    from planning.cluster import parse_pool
+
+    by_name = {nc.metadata.name: subnet_zones(nc) for nc in getattr(snapshot, "node_classes", None) or ()}
+    out = {}
+    for obj in snapshot.node_pools:
+        pool = parse_pool(obj)
+        if by_name.get(pool.node_class):
+            out[pool.name] = by_name[pool.node_class]
+    return out
+
+
 def _pool_requirements(pool: Any) -> tuple[str, list[dict[str, Any]]]:
     raw = as_dict(pool)
     spec = raw.get("spec") or {}
@@ -270,11 +286,12 @@ def _pool_requirements(pool: Any) -> tuple[str, list[dict[str, Any]]]:
             list(((spec.get("template") or {}).get("spec") or {}).get("requirements") or ()))
 
 
-def _zones(r: Any) -> set[str] | None:
+def _zones(r: Any, class_zones: set[str] | None) -> set[str] | None:
+    """The zones a launch may use: its zone requirement, else its pool's class's subnets (None: any)."""
     for req in r.requirements or ():
         if req.key == L.ZONE_LABEL and req.operator == "In":
             return set(req.values)
-    return {r.zone} if r.zone else None
+    return {r.zone} if r.zone else class_zones
 
 
 # ---- `nodeflow plan` --------------------------------------------------------------------------------------------

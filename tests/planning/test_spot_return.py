@@ -258,3 +258,26 @@ def test_validation_rechecks_the_return_on_its_own_node():
     assert recheck_spot_return(snap, AT - timedelta(minutes=45), cmd.nodes, ours) is Mismatch.CANDIDATES_CHANGED
     spent = snapshot(*cluster(budgets=[{"nodes": "0", "reasons": ["Underutilized"]}]), policy(returnAfter="30m"))
     assert recheck_spot_return(spent, AT, cmd.nodes, ours) is Mismatch.BUDGET
+
+
+def test_the_cap_reads_the_zones_of_the_node_class_subnets():
+    """Spot refused in the class's zones a and b is a fallback even though the catalog still offers spot in c."""
+    node_class = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
+                  "spec": {"role": "NodeRole", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                           "subnetSelectorTerms": [{"tags": {"k": "v"}}],
+                           "securityGroupSelectorTerms": [{"tags": {"k": "v"}}]},
+                  "status": {"amis": [{"id": "ami-1", "name": "al2023", "requirements": [
+                      {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]}],
+                      "subnets": [{"id": "subnet-a", "zone": "us-east-1a"}, {"id": "subnet-b", "zone": "us-east-1b"}],
+                      "securityGroups": [{"id": "sg-a"}],
+                      "conditions": [{"type": "Ready", "status": "True", "reason": "Ready",
+                                      "lastTransitionTime": "2026-11-22T19:00:00Z"}]}}
+    full = load_default_catalog()
+    applied = without_offerings(full, {(it.name, z, "spot") for it in full.instance_types if it.name.startswith("m5.")
+                                       for z in ("us-east-1a", "us-east-1b")})
+    snap = snapshot(nodepool(consolidate_after="Never", requirements=BOTH), node_class,
+                    pod("new-1", None, cpu="1500m"), policy(maxOnDemandFraction="0%"))
+    decision = decide(snap, applied, at=AT)
+    (launch,) = decision.launches
+    assert launch.replacement.capacity_type == "on-demand" and launch.replacement.zone is None
+    assert [c.pods for c in cap_fallbacks(decision, snap, full, applied, AT)] == [["default/new-1"]]
