@@ -449,9 +449,27 @@ class Scheduler:
             if got is None:
                 got = {n.labels[rule.key] for n in self.cluster.nodes if rule.key in n.labels
                        and not n.marked_for_deletion and self._spread_eligible(pod, rule, n.name)}
-                got |= {self.pool_labels(p)[rule.key] for p in self.pools_by_weight if rule.key in self.pool_labels(p)}
+                for pool in self.pools_by_weight:
+                    got |= self._pool_domains(pod, pool, rule.key)
                 self._rule_domain_cache[cache_key] = got
             out[rule.key] = got
+        return out
+
+    def _pool_domains(self, pod: PodInfo, pool: PoolInfo, key: str) -> set[str]:
+        """The values of `key` a new node of `pool` may take for the pod: its label, or what its types and offerings
+        the pod allows offer (Karpenter counts the NodePools' domains, topology.go)."""
+        fixed = self.pool_labels(pool)
+        if key in fixed:
+            return {fixed[key]}
+        if key not in TYPE_KEYS or not tolerates_all(pod.tolerations, pool.taints):
+            return set()
+        allowed = self._pod_allowed(pod, pool)
+        out: set[str] = set()
+        for opt in self._options(pool):
+            for o in opt.offerings:
+                if allowed is None or (opt.itype.name, o.zone, o.capacity_type) in allowed:
+                    out |= {o.zone} if key == L.ZONE_LABEL else {o.capacity_type} if key == L.CAPACITY_TYPE_LABEL \
+                        else option_label_values(opt, key)
         return out
 
     def _more_ok(self, pod: PodInfo, node_name: str, labels: dict[str, str], state: SimState) -> bool:
@@ -462,23 +480,54 @@ class Scheduler:
             return True
         return self.more.domains_ok(pod, self._ctx(pod, state), labels, self._rule_domains(pod))
 
-    def _zone_keyed(self, pod: PodInfo, ctx: PodContext) -> bool:
+    @staticmethod
+    def _domain_keys(pod: PodInfo, ctx: PodContext) -> set[str]:
+        """The topology keys the pod's affinity, anti-affinity, other-key spread and others' anti-affinity read."""
         m = pod.more
         keys = {t.key for t in (*m.pod_affinity, *m.anti_terms)} | {r.key for r in m.spread_rules} if m else set()
-        return L.ZONE_LABEL in keys or L.ZONE_LABEL in ctx.sym_blocked
+        return keys | set(ctx.sym_blocked)
 
-    def _new_node_zones(self, pod: PodInfo, nn: NewNode, state: SimState) -> set[str] | None:
-        """The zones a new node may take for the pod's affinity, anti-affinity and other-key spread: None = any."""
+    def _zone_keyed(self, pod: PodInfo, ctx: PodContext) -> bool:
+        return L.ZONE_LABEL in self._domain_keys(pod, ctx)
+
+    def _new_node_offerings(self, pod: PodInfo, nn: NewNode, state: SimState) -> set[tuple[str, str, str]] | None:
+        """(type, zone, capacity type) a new node may launch as for the pod's host ports, affinity, anti-affinity and
+        other-key spread, a key the node's pool does not set taking each offering's value: None = any."""
         if pod.more is not None and pod.more.host_ports and not MoreChecks.ports_ok(pod, nn.pods):
             return set()
         if not needs_context(pod) and not self._sym_possible(state):
             return None
         ctx, domains = self._ctx(pod, state), self._rule_domains(pod)
         labels = self.more.new_node_labels(nn, state)
-        if L.ZONE_LABEL in labels or not self._zone_keyed(pod, ctx):
+        open_keys = self._domain_keys(pod, ctx) - labels.keys()
+        if not open_keys:
             return None if self.more.domains_ok(pod, ctx, labels, domains) else set()
-        offered = {o.zone for opt in nn.options for o in opt.offerings}
-        return {z for z in offered if self.more.domains_ok(pod, ctx, {**labels, L.ZONE_LABEL: z}, domains)}
+        out: set[tuple[str, str, str]] = set()
+        for opt in nn.options:
+            fixed = {**labels, **{k: v for k, v in type_labels(opt.itype).items() if k in open_keys}}
+            for o in opt.offerings:
+                trial = dict(fixed)
+                if L.ZONE_LABEL in open_keys:
+                    trial[L.ZONE_LABEL] = o.zone
+                if L.CAPACITY_TYPE_LABEL in open_keys:
+                    trial[L.CAPACITY_TYPE_LABEL] = o.capacity_type
+                if self.more.domains_ok(pod, ctx, trial, domains):
+                    out.add((opt.itype.name, o.zone, o.capacity_type))
+        return out
+
+    def _pin_domains(self, pod: PodInfo, nn: NewNode, options: list[TypeOption], state: SimState) -> list[TypeOption]:
+        """Narrow a new node to one value of each topology key the pod's constraints read that its pool leaves open
+        (the emptiest domain of a spread rule, else the first by name): Karpenter gives a NodeClaim one domain per
+        topology (topology.go), so the next pod counts it there."""
+        ctx = self._ctx(pod, state)
+        labels = self.more.new_node_labels(nn, state)
+        counts = {r.key: ctx.spread_counts[i] for i, r in enumerate(pod.more.spread_rules)} if pod.more else {}
+        for key in sorted(self._domain_keys(pod, ctx) - labels.keys()):
+            values = {v for opt in options for v in option_label_values(opt, key)}
+            if len(values) > 1:
+                pick = min(values, key=lambda v, k=key: (counts.get(k, {}).get(v, 0), v))
+                options = _keep_value(options, key, pick)
+        return options
 
     def _place_existing(self, pod: PodInfo, node: NodeInfo, state: SimState, counted: PodInfo | None = None) -> None:
         """Place `pod`; `counted` (the relaxation variant it fit as) decides which spread counts it joins."""
@@ -714,11 +763,11 @@ class Scheduler:
                     return None
         allowed = self._pod_allowed(pod, nn.pool)
         zones, peers = self._zone_allowed_for_spread(pod, state) if pod.spread else (None, {})
-        more_zones = self._new_node_zones(pod, nn, state)
-        if more_zones is not None:
-            if not more_zones:
+        more_allowed = self._new_node_offerings(pod, nn, state)
+        if more_allowed is not None:
+            if not more_allowed:
                 return None
-            zones = more_zones if zones is None else zones & more_zones
+            allowed = more_allowed if allowed is None else allowed & more_allowed
         if zones is not None:
             bound = state.new_zones.get(nn.name)
             if bound is not None:
@@ -729,6 +778,8 @@ class Scheduler:
         options = self._narrow(nn.options, allowed, nn.cpu + pod.cpu, nn.mem + pod.mem, nn.npods + 1, nn.eph + pod.eph)
         if options and zones is not None and nn.name not in state.new_zones:
             options = self._in_least_zone(options, peers)
+        if options and more_allowed is not None:
+            options = self._pin_domains(pod, nn, options, state)
         if options and not min_values_met(nn.pool.requirements, options):
             return None  # Karpenter's NodeClaim.Add: the remaining types must still satisfy minValues
         return options or None
@@ -867,12 +918,24 @@ class Scheduler:
             zones = {o.zone for opt in options for o in opt.offerings}
             if len(zones) == 1:
                 state.new_zones[nn.name] = zones.pop()
+        self._bind_domains(counted, nn, options, state)
         nn.pods.append(pod)
         nn.cpu += pod.cpu
         nn.mem += pod.mem
         nn.npods += 1
         nn.eph += pod.eph
         self._count_spread(counted, nn.name, state)
+
+    def _bind_domains(self, pod: PodInfo, nn: NewNode, options: list[TypeOption], state: SimState) -> None:
+        """Record on the new node the single value its options leave for each (non-zone) key the pod's constraints
+        read, so later pods see the node in that domain."""
+        if not needs_context(pod) and not self._sym_possible(state):
+            return
+        keys = self._domain_keys(pod, self._ctx(pod, state)) - nn.labels.keys() - {L.ZONE_LABEL, L.HOSTNAME_LABEL}
+        for key in keys:
+            values = {v for opt in options for v in option_label_values(opt, key)}
+            if len(values) == 1:
+                nn.labels = {**nn.labels, key: values.pop()}  # a copy: the pool's labels are shared
 
     def _first_fit(self, pod: PodInfo, removed_idx: set[int], state: SimState, record: bool = True) -> NodeInfo | None:
         """The first destination that takes the pod. `record=False` (more nodes skipped than for other pods) reads the
@@ -928,6 +991,20 @@ def replacement_offerings(nn: NewNode) -> list[tuple[TypeOption, Offering]]:
     pairs = [(opt, o) for opt in nn.options for o in opt.offerings]
     pairs.sort(key=lambda t: (t[1].price, t[0].itype.name, t[1].zone))
     return pairs
+
+
+def _keep_value(options: list[TypeOption], key: str, value: str) -> list[TypeOption]:
+    """`options` narrowed to offerings and types where label `key` is `value`."""
+    out: list[TypeOption] = []
+    for opt in options:
+        if key in OFFERING_KEYS:
+            offs = tuple(o for o in opt.offerings if (o.zone if key == L.ZONE_LABEL else o.capacity_type) == value)
+            if offs:
+                out.append(opt if len(offs) == len(opt.offerings) else
+                           TypeOption(opt.itype, offs, opt.cpu, opt.mem, opt.pods, opt.eph))
+        elif type_labels(opt.itype).get(key) == value:
+            out.append(opt)
+    return out
 
 
 def worst_launch_price(opt: TypeOption, capacity_types: set[str]) -> float:

@@ -183,3 +183,21 @@ def test_daemonset_overhead_of_a_pool_without_nodes_comes_from_compatible_daemon
     assert count == 2 and abs(cpu - 0.5) < 1e-9
     # on the default pool: the ones running there, nvidia included (seen on its node), and nothing else
     assert cluster.daemon_overhead("default")[2] == 3
+
+
+def test_spread_over_capacity_type_puts_new_nodes_in_both_domains():
+    # topology_test.go "should balance pods across capacity types": the pool offers spot and on-demand, so the
+    # second pod may not join the first's new node (1/0 would become 2/0)
+    spread = [{"maxSkew": 1, "topologyKey": L.CAPACITY_TYPE_LABEL, "whenUnsatisfiable": "DoNotSchedule",
+               "labelSelector": WEB}]
+    pool = nodepool(requirements=[{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["spot", "on-demand"]},
+                                  {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}])
+    cluster = Cluster.from_snapshot(snapshot(pool, node_and_claim("a"),
+                                             *(pod(f"web-{i}", "a", "100m", labels={"app": "web"}, spread=spread)
+                                               for i in (1, 2))))
+    a = cluster.by_name["a"]
+    sim = Scheduler(cluster).simulate([a], list(a.pods), max_new=2)
+    assert sim.all_scheduled and len(sim.new_nodes) == 2
+    assert {ct for nn in sim.new_nodes for opt in nn.options for ct in {o.capacity_type for o in opt.offerings}} == {
+        "spot", "on-demand"}
+    assert all(len({o.capacity_type for opt in nn.options for o in opt.offerings}) == 1 for nn in sim.new_nodes)
