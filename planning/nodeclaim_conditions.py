@@ -5,7 +5,8 @@
 - `VolumesDetached`: Unknown/AwaitingVolumeDetachment while attachments remain, True once none do, False/
   TerminationGracePeriodElapsed when the deadline passes first (pkg/controllers/node/termination/controller.go).
 - `InstanceTerminating` True once the instance's termination was asked for (same file, awaitInstanceTermination).
-- `Drifted` for NodePool drift (NodePoolDrifted, RequirementsDrifted: pkg/controllers/nodeclaim/disruption/drift.go),
+- `Drifted` for NodePool drift (NodePoolDrifted, RequirementsDrifted, InstanceTypeNotFound:
+  pkg/controllers/nodeclaim/disruption/drift.go),
   which wins over the EC2NodeClass reasons the NodeClassWorkflow writes (activities/nodeclass_drift.py).
 (`Drained` is termination_markers'.)
 Each function returns a Change for KubeClient.update: the status patch, or None when the claim already says so.
@@ -24,7 +25,7 @@ Obj = dict[str, Any]
 Change = Callable[[Obj], Obj | None]
 AWAITING_VOLUME_DETACHMENT = "AwaitingVolumeDetachment"
 GRACE_PERIOD_ELAPSED = "TerminationGracePeriodElapsed"
-NODEPOOL_DRIFT_REASONS = frozenset({"NodePoolDrifted", "RequirementsDrifted"})
+NODEPOOL_DRIFT_REASONS = frozenset({"NodePoolDrifted", "RequirementsDrifted", "InstanceTypeNotFound"})
 
 
 def set_condition(ctype: str, status: str, reason: str, message: str, now: datetime) -> Change:

@@ -31,11 +31,13 @@ from pydantic import ValidationError
 from activities.kube_client import KubeClient, Obj
 from api import labels as L
 from api.budgets import compute_budget_rows
+from api.catalog import InstanceTypeCatalog
 from api.nodeclaim import LAUNCHED, NodeClaim
 from api.nodepool import NodePool
+from api.timestamps import parse_time
 from planning import nodepool_status as nps
 from planning.cluster import parse_claim, parse_node, parse_pool
-from planning.drift import nodepool_drift
+from planning.drift import INSTANCE_TYPE_DRIFT_AFTER, instance_type_not_found, nodepool_drift
 from planning.lifecycle import liveness
 from planning.lifecycle.conditions import is_true
 from planning.nodeclaim_conditions import nodepool_drifted
@@ -66,8 +68,11 @@ class NodePoolStatusController(CacheController):
     kinds = KINDS
 
     def __init__(self, kube: KubeClient, cache: ClusterCache, settings: StatusSettings | None = None,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None,
+                 catalog: Callable[[], InstanceTypeCatalog | None] | None = None) -> None:
+        """`catalog`: the instance types in force, for InstanceTypeNotFound drift (none: that drift is not written)."""
         self.settings = settings or StatusSettings()
+        self.catalog = catalog
         # a pass costs ~1 s of CPU at 5,000 nodes: under churn, pass at most a fifth of the time
         super().__init__(cache, self.settings.resync_seconds, self.settings.debounce_seconds, pace=PACE)
         self.kube = kube
@@ -155,6 +160,7 @@ class NodePoolStatusController(CacheController):
         Returns how many claims it patched."""
         pools = {p.name: parse_pool(p) for p in models}
         versions = {p.name: p.metadata.resource_version or "" for p in models}
+        catalog = self.catalog() if self.catalog is not None else None
         patched, seen = 0, {}
         for claim, node in nps.pair_nodes(claims, nodes):
             if claim is None or _meta(claim).get("deletionTimestamp") or not is_true(claim, LAUNCHED):
@@ -164,13 +170,19 @@ class NodePoolStatusController(CacheController):
             if pool is None or not pool.node_class:
                 continue
             name = _meta(claim)["name"]
-            key = (_meta(claim).get("resourceVersion"), _meta(node or {}).get("resourceVersion"), versions[pool_name])
+            created = parse_time(_meta(claim).get("creationTimestamp"))
+            old = created is not None and now - created > INSTANCE_TYPE_DRIFT_AFTER  # InstanceTypeNotFound applies
+            key = (_meta(claim).get("resourceVersion"), _meta(node or {}).get("resourceVersion"), versions[pool_name],
+                   id(catalog), old)
             seen[name] = key
             if self._drift_checked.get(name) == key:
                 continue  # nothing it depends on changed since it was found as wanted
             info = parse_node(0, node or {"metadata": {"name": (claim.get("status") or {}).get("nodeName") or ""}})
             info.claim = parse_claim(claim)
-            change = nodepool_drifted(nodepool_drift(info, pool), now)
+            reason = nodepool_drift(info, pool)
+            if reason is None and catalog is not None:
+                reason = instance_type_not_found(info, catalog, now)  # docs/semantics.md §4.1
+            change = nodepool_drifted(reason, now)
             if change(claim) is None:
                 continue
             seen.pop(name)  # written (or failed): look again at the next pass
@@ -222,8 +234,9 @@ class NodePoolStatusController(CacheController):
         return patched
 
 
-def start_nodepool_status(kube: KubeClient, cache: ClusterCache,
-                          lifecycle_settings: Any = None) -> tuple[NodePoolStatusController, asyncio.Task[None]]:
+def start_nodepool_status(kube: KubeClient, cache: ClusterCache, lifecycle_settings: Any = None,
+                          catalog: Callable[[], InstanceTypeCatalog | None] | None = None
+                          ) -> tuple[NodePoolStatusController, asyncio.Task[None]]:
     """The controller and its task, on the worker's watch cache (timings shrink with the lifecycle's in tests)."""
     settings = StatusSettings()
     if lifecycle_settings is not None:
@@ -231,5 +244,5 @@ def start_nodepool_status(kube: KubeClient, cache: ClusterCache,
         settings.debounce_seconds = min(settings.debounce_seconds, lifecycle_settings.debounce_seconds * 5)
         settings.launch_ttl_seconds = lifecycle_settings.launch_ttl_seconds
         settings.registration_ttl_seconds = lifecycle_settings.registration_ttl_seconds
-    controller = NodePoolStatusController(kube, cache, settings)
+    controller = NodePoolStatusController(kube, cache, settings, catalog=catalog)
     return controller, asyncio.create_task(controller.run(), name="nodepool-status")
