@@ -69,7 +69,8 @@ class TokenBucket:
 
 
 class Recorder:
-    """Publishes EventSpecs through the Kubernetes gateway after Karpenter's dedupe and rate limits."""
+    """Publishes EventSpecs through the Kubernetes gateway after Karpenter's dedupe and rate limits; a listed
+    reason always gets its table's type (one reason, one type)."""
 
     def __init__(self, kube: KubeClient, clock: Callable[[], float] = time.monotonic) -> None:
         self._kube = kube
@@ -94,8 +95,7 @@ class Recorder:
                 self._until[key] = now + spec.dedupe_seconds
                 if spec.per_second is not None and not self._bucket(ev.reason, spec.per_second, spec.burst, now):
                     continue
-                out.append(ev if spec.source == "nodeflow" or ev.type == spec.type
-                           else ev.model_copy(update={"type": spec.type}))
+                out.append(ev if not spec.type or ev.type == spec.type else ev.model_copy(update={"type": spec.type}))
         return out
 
     def _bucket(self, reason: str, rate: float, burst: int, now: float) -> bool:

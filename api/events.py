@@ -146,11 +146,11 @@ KIND_OVERRIDES: dict[tuple[EventReason, str], ReasonSpec] = {
     (R.INSUFFICIENT_CAPACITY_ERROR, "NodePool"): ReasonSpec(WARNING, NODEFLOW, by_message=True),
     (R.NODE_CLASS_NOT_READY, "NodePool"): ReasonSpec(WARNING, NODEFLOW, by_message=True),
 }
-_UNKNOWN = ReasonSpec(NORMAL, NODEFLOW, by_message=True)
+_UNKNOWN = ReasonSpec("", NODEFLOW, by_message=True)  # type "": the emitter's
 
 
 def spec_of(reason: str, kind: str) -> ReasonSpec:
-    """How `reason` on a `kind` is recorded; an unlisted reason: 2 min, keyed by message, type as given."""
+    """How `reason` on a `kind` is recorded; an unlisted reason: 2 min, keyed by message, the emitter's type."""
     try:
         r = EventReason(reason)
     except ValueError:
@@ -321,8 +321,9 @@ def node_repair(condition: str, status: str, since: datetime, toleration: timede
 
 
 def node_repair_blocked(pool: str, unhealthy: int, total: int, allowed: int, percent: int) -> str:
-    return (f"Node repair blocked: {unhealthy} of {total} nodes of NodePool {pool} are unhealthy, more than "
-            f"{percent}% (at most {allowed})")
+    """Karpenter's sentence (node/health/controller.go), then nodeflow's counts."""
+    return (f"more than {percent}% nodes are unhealthy in the nodepool ({unhealthy} of {total} nodes of NodePool "
+            f"{pool} are unhealthy, at most {allowed} may be repaired)")
 
 
 def _duration(d: timedelta) -> str:

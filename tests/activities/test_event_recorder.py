@@ -72,6 +72,10 @@ def test_karpenters_type_wins_for_karpenters_reasons(kube: KubeClient) -> None:
     (pool,) = rec.fresh([EventSpec(kind="NodePool", name="p", reason="NodePoolLimitsReached", type="Warning",
                                    message="y")])
     assert pool.type == "Warning"
+    # the planner's NodeClassNotReady (emitted Normal) is Karpenter's Warning; an unlisted reason keeps its type
+    (blocked,) = rec.fresh([EventSpec(kind="NodePool", name="p", reason="NodeClassNotReady", message="no launch")])
+    (other,) = rec.fresh([EventSpec(kind="NodePool", name="p", reason="CostLimitReached", type="Warning", message="z")])
+    assert (blocked.type, other.type) == ("Warning", "Warning")
 
 
 def test_nominated_is_rate_limited_across_pods_and_lands_in_the_pods_namespace(kube: KubeClient) -> None:

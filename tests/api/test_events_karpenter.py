@@ -129,6 +129,13 @@ def test_provisioning_messages_are_karpenters() -> None:
     assert REASONS[EventReason.NOMINATED].per_second == 5 and REASONS[EventReason.NOMINATED].burst == 10
 
 
+def test_node_repair_blocked_says_karpenters_sentence_first() -> None:
+    """node/health/controller.go: "more than %s nodes are unhealthy in the nodepool" (the percent as "20%")."""
+    assert events.node_repair_blocked("default", 2, 3, 0, 20) == (
+        "more than 20% nodes are unhealthy in the nodepool (2 of 3 nodes of NodePool default are unhealthy, at most 0 "
+        "may be repaired)")
+
+
 @pytest.mark.parametrize(("kind", "state", "reason", "message"), [
     (InterruptionKind.SPOT_INTERRUPTION, None, "SpotInterrupted", "Spot interruption warning was triggered"),
     (InterruptionKind.REBALANCE_RECOMMENDATION, None, "SpotRebalanceRecommendation",
