@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CA = base64.b64encode(b"-----CA-----").decode()
 SETTINGS = FAST.model_copy(update={"ready_timeout_seconds": 20.0, "ready_poll_seconds": 0.5})
 FLEET = FleetSettings(poll_seconds=1.0, unreachable_retry_seconds=1.0, gate_seconds=1.0)
-BAKE_SECONDS = 20
+BAKE_SECONDS = 10
 
 
 def _class_spec(world: AwsWorld, image: str) -> dict[str, Any]:
