@@ -104,8 +104,8 @@ class SpotReturn:
         return None if delay is None or since is None else since + delay
 
     def should_disrupt(self, c: Candidate) -> bool:
-        if c.pool.static or c.node.capacity_type != L.CAPACITY_ON_DEMAND:
-            return False
+        if c.pool.static or c.node.capacity_type != L.CAPACITY_ON_DEMAND or not admits_spot(c.pool.requirements):
+            return False  # a pool changed to on-demand only since the fallback keeps the node
         due = self.due(c.node)
         return due is not None and due <= self.ctx.at
 

@@ -85,6 +85,13 @@ def test_a_spot_node_with_a_stale_record_is_left_alone():
     assert plan(snapshot(*objs), AT).commands == []
 
 
+def test_a_pool_that_no_longer_admits_spot_keeps_the_node_quietly():
+    objs = [nodepool(consolidate_after="Never", requirements=ON_DEMAND_ONLY), *fallback("od", timedelta(hours=1)),
+            pod("web-1", "od", cpu="1500m"), policy(returnAfter="30m")]
+    result = plan(snapshot(*objs), AT)
+    assert result.commands == [] and result.blocked == []
+
+
 def test_while_spot_is_unavailable_the_node_is_blocked_and_says_why():
     result = plan(snapshot(*cluster(), policy(returnAfter="30m")), AT, catalog=no_spot())
     assert result.commands == []
