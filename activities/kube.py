@@ -229,7 +229,7 @@ class KubeActivities:
             changed = st.status != WAITING_FOR_COMPLETION
             st.status, st.pdb = WAITING_FOR_COMPLETION, None
             return changed
-        if rules.has_do_not_disrupt(pod):
+        if rules.has_do_not_disrupt(pod, datetime.now(UTC)):
             st.status = "DoNotDisrupt"
             self._back_off(st, mono)
             return False

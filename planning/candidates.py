@@ -137,7 +137,12 @@ def disruption_cost(node: NodeInfo, pool: PoolInfo, at: datetime) -> float:
 
 def do_not_disrupt_active(pod: PodInfo, at: datetime) -> bool:
     """`"true"`, or a positive Go duration still running since the pod started (nil start: active)."""
-    value = pod.annotations.get(L.DO_NOT_DISRUPT_ANNOTATION)
+    return do_not_disrupt_value_active(pod.annotations.get(L.DO_NOT_DISRUPT_ANNOTATION), pod.start_time, at)
+
+
+def do_not_disrupt_value_active(value: str | None, start: datetime | None, at: datetime) -> bool:
+    """Karpenter's IsDoNotDisruptActive (v1.12, #2874) on an annotation value and the pod's status.startTime: candidacy
+    (§3.2) and the drain (§9.2) share it."""
     if value is None:
         return False
     if value == "true":
@@ -148,9 +153,9 @@ def do_not_disrupt_active(pod: PodInfo, at: datetime) -> bool:
         return False
     if d <= timedelta(0):
         return False
-    if pod.start_time is None:
+    if start is None:
         return True
-    return at - pod.start_time < d
+    return at - start < d
 
 
 def pod_block(cluster: Cluster, node: NodeInfo, at: datetime) -> str | None:

@@ -12,6 +12,7 @@ from typing import Any
 from api import labels
 from api.policy_controls import WAIT_FOR_COMPLETION_ANNOTATION
 from api.timestamps import parse_timestamp
+from planning.candidates import do_not_disrupt_value_active
 
 STUCK_TERMINATING_AFTER = timedelta(minutes=1)
 DEFAULT_GRACE_SECONDS = 30  # what the API server defaults spec.terminationGracePeriodSeconds to
@@ -106,9 +107,18 @@ def grace_seconds(pod: Pod) -> int:
     return DEFAULT_GRACE_SECONDS if value is None else int(value)
 
 
-def has_do_not_disrupt(pod: Pod) -> bool:
-    ann = (pod.get("metadata") or {}).get("annotations") or {}
-    return ann.get(labels.DO_NOT_DISRUPT_ANNOTATION) == "true"
+def has_do_not_disrupt(pod: Pod, at: datetime | None = None) -> bool:
+    """An active `karpenter.sh/do-not-disrupt`: the drain leaves the pod (docs/semantics.md §7, §9.2). With `at`, also
+    Karpenter v1.12's duration form (#2874: a positive Go duration from the pod's status.startTime, none: active), as
+    its terminator's IsEvictable; without, `"true"` only."""
+    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(labels.DO_NOT_DISRUPT_ANNOTATION)
+    if at is None:
+        return value == "true"
+    try:
+        start = parse_time((pod.get("status") or {}).get("startTime"))
+    except ValueError:
+        start = None
+    return do_not_disrupt_value_active(value, start, at)
 
 
 def needs_deadline_delete(pod: Pod, deadline: datetime | None, at: datetime) -> bool:
