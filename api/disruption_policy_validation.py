@@ -16,6 +16,7 @@ from api.disruption_policy import DisruptionPolicy, resolve_policies
 from api.duration import format_duration
 from api.nodepool import NodePool
 from api.policy_limits_validation import limits_set_problems
+from api.policy_spot_validation import spot_set_problems
 
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 MAX_NAME = 253
@@ -93,4 +94,5 @@ def policy_set_problems(nodepools: Sequence[NodePool], policies: Sequence[Disrup
         out.append((policy.name, f"spec.expiration.gracefulExpireAfter: {format_duration(graceful)} must be shorter "
                                  f"than NodePool {pool.name!r}'s expireAfter ({format_duration(hard)}); its nodes "
                                  "would expire forcefully before the graceful replacement starts"))
+    out += spot_set_problems(nodepools, policies)  # spot fallback, zone balance (api/policy_spot_validation.py)
     return out + limits_set_problems(nodepools, policies)  # deprecation, jitter (api/policy_limits_validation.py)
