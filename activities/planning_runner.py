@@ -546,7 +546,8 @@ class PlanningActivities:
         if self._events is None or not result.events:
             return
         specs = [EventSpec(kind=e.kind, name=e.name, reason=e.reason, message=e.message, type=e.type,
-                           uid=index[e.name].uid if e.kind == "Node" and e.name in index else None)
+                           uid=index[e.name].uid if e.kind == "Node" and e.name in index else None,
+                           namespace=e.namespace)
                  for e in result.events]
         events = self._events.fresh(specs)
         if events:

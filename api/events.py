@@ -8,9 +8,10 @@ activities word the same thing the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from api.duration import DurationError, parse_duration
 from api.interruption import InterruptionKind
 
 
@@ -47,6 +48,10 @@ class EventReason(StrEnum):
     INSTANCE_TERMINATING = "InstanceTerminating"
     INSTANCE_UNHEALTHY = "InstanceUnhealthy"  # a scheduled change (AWS Health) or a failed status check
     TERMINATING_ON_INTERRUPTION = "TerminatingOnInterruption"
+    # pkg/utils/pod: a pod's karpenter.sh/do-not-disrupt duration, seen by the disruption pass
+    INVALID_DO_NOT_DISRUPT_ANNOTATION = "InvalidDoNotDisruptAnnotation"
+    DO_NOT_DISRUPT_UNTIL = "DoNotDisruptUntil"
+    DO_NOT_DISRUPT_GRACE_PERIOD_ELAPSED = "DoNotDisruptGracePeriodElapsed"
 
     # ---- nodeflow's own: Karpenter has no word for these ----
     DISRUPTION_POLICY_CONFLICT = "DisruptionPolicyConflict"  # two DisruptionPolicies select one NodePool
@@ -95,6 +100,7 @@ _TERMINATOR = KARPENTER + "pkg/controllers/node/termination/terminator/events/ev
 _LIFECYCLE = KARPENTER + "pkg/controllers/nodeclaim/lifecycle/events.go"
 _HEALTH = KARPENTER + "pkg/controllers/node/health/events.go"
 _INTERRUPTION = AWS + "pkg/controllers/interruption/events/events.go"
+_POD = KARPENTER + "pkg/utils/pod/events.go"
 
 R = EventReason
 REASONS: dict[EventReason, ReasonSpec] = {
@@ -120,6 +126,9 @@ REASONS: dict[EventReason, ReasonSpec] = {
     R.INSTANCE_TERMINATING: ReasonSpec(WARNING, _INTERRUPTION),
     R.INSTANCE_UNHEALTHY: ReasonSpec(WARNING, _INTERRUPTION),
     R.TERMINATING_ON_INTERRUPTION: ReasonSpec(WARNING, _INTERRUPTION),
+    R.INVALID_DO_NOT_DISRUPT_ANNOTATION: ReasonSpec(WARNING, _POD, by_message=True),  # UID + the error
+    R.DO_NOT_DISRUPT_UNTIL: ReasonSpec(NORMAL, _POD, by_message=True),  # UID + the instant
+    R.DO_NOT_DISRUPT_GRACE_PERIOD_ELAPSED: ReasonSpec(NORMAL, _POD),
     R.DISRUPTION_POLICY_CONFLICT: ReasonSpec(WARNING, NODEFLOW, by_message=True),
     R.NODE_REPAIR: ReasonSpec(WARNING, NODEFLOW, by_message=True),
     R.NODEPOOL_LIMITS_REACHED: ReasonSpec(WARNING, NODEFLOW, by_message=True),
@@ -191,6 +200,35 @@ def interruption_reason(kind: InterruptionKind, state: str | None) -> EventReaso
 def terminating_on_interruption(kind: str) -> str:
     """TerminatingOnInterruption's message on the NodeClaim ("NodeClaim") or the Node ("Node")."""
     return f"Interruption triggered termination for the {kind}"
+
+
+def do_not_disrupt_event(value: str | None, started: datetime | None, at: datetime
+                         ) -> tuple[EventReason, str] | None:
+    """The Event Karpenter's IsDoNotDisruptActive publishes for a pod's do-not-disrupt value (pkg/utils/pod/
+    scheduling.go): none for "true", absent, or a duration on a pod not started yet (active, fail safe)."""
+    if value is None or value == "true":
+        return None
+    try:
+        d = parse_duration(value)
+    except DurationError:
+        unit = "missing unit in duration" if value.strip().lstrip("+-").replace(".", "").isdigit() else \
+            "invalid duration"
+        why = f'failed to parse "{value}" as a duration: time: {unit} "{value}"'
+        return EventReason.INVALID_DO_NOT_DISRUPT_ANNOTATION, invalid_do_not_disrupt(why)
+    if d <= timedelta(0):
+        why = f'duration "{value}" must be positive'
+        return EventReason.INVALID_DO_NOT_DISRUPT_ANNOTATION, invalid_do_not_disrupt(why)
+    if started is None:
+        return None
+    if at - started < d:
+        until = (started + d).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return EventReason.DO_NOT_DISRUPT_UNTIL, f"The karpenter.sh/do-not-disrupt grace period will elapse at {until}"
+    return (EventReason.DO_NOT_DISRUPT_GRACE_PERIOD_ELAPSED,
+            "The karpenter.sh/do-not-disrupt grace period has elapsed, pod is now disruptable")
+
+
+def invalid_do_not_disrupt(why: str) -> str:
+    return f"Invalid karpenter.sh/do-not-disrupt annotation: {why}, ignoring annotation"
 
 
 def title(reason: str) -> str:

@@ -130,11 +130,12 @@ class PolicyPool(_Model):
 class PlanEvent(_Model):
     """A Kubernetes Event Karpenter would emit for this decision (`Unconsolidatable`, `DisruptionBlocked`)."""
 
-    kind: Literal["Node", "NodeClaim", "NodePool"]
+    kind: Literal["Node", "NodeClaim", "NodePool", "Pod"]
     name: str
     reason: str
     message: str
     type: Literal["Normal", "Warning"] = "Normal"
+    namespace: str | None = None  # a Pod's (do-not-disrupt Events, api/events.py)
 
 
 class FinalState(_Model):

@@ -86,12 +86,13 @@ class PassContext:
         if node.claim is not None:
             self.event("NodeClaim", node.claim.name, reason, sentence(message))
 
-    def event(self, kind: str, name: str, reason: str, message: str, type_: str = "Normal") -> None:
-        key = (kind, name, reason + message)
+    def event(self, kind: str, name: str, reason: str, message: str, type_: str = "Normal",
+              namespace: str | None = None) -> None:
+        key = (kind, f"{namespace}/{name}" if namespace else name, reason + message)
         if key not in self._event_keys:
             self._event_keys.add(key)
             self.events.append(PlanEvent(kind=kind, name=name, reason=reason, message=message,  # type: ignore[arg-type]
-                                         type=type_))  # type: ignore[arg-type]
+                                         type=type_, namespace=namespace))  # type: ignore[arg-type]
 
 
 def budget_message(reason: str, pool: str) -> str:

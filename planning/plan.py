@@ -209,6 +209,24 @@ def _report_pass_blockers(ctx: PassContext, repairs: RepairDecision, rows: list[
             ctx.event("NodePool", row["nodePool"], EventReason.DISRUPTION_BLOCKED,
                       events.budget_blocks_reason(row["reason"]))
     _report_launch_blockers(ctx)
+    _report_do_not_disrupt(ctx)
+
+
+def _report_do_not_disrupt(ctx: PassContext) -> None:
+    """Karpenter's pod Events for a do-not-disrupt duration (invalid, active until T, elapsed) on the pods of the
+    managed nodes a pass looks at (statenode.go ValidatePodsDisruptable; Karpenter stops at a node's first blocking
+    pod, nodeflow tells every such pod). The Recorder keeps each once per 2 min."""
+    for node in ctx.cluster.nodes:
+        if node.claim is None or node.marked_for_deletion:
+            continue
+        for pod in node.pods:
+            value = pod.annotations.get(L.DO_NOT_DISRUPT_ANNOTATION)
+            if value is None or value == "true" or not pod.active:
+                continue
+            found = events.do_not_disrupt_event(value, pod.start_time, ctx.at)
+            if found is not None:
+                reason, message = found
+                ctx.event("Pod", pod.name, reason, message, events.REASONS[reason].type, namespace=pod.namespace)
 
 
 def _methods(ctx: PassContext, counts: dict[str, PoolCounts], static: list[StaticPool], optimize: bool

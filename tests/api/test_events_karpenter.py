@@ -16,6 +16,7 @@ from api.interruption import InterruptionKind
 
 CORE = "kubernetes-sigs/karpenter v1.14 pkg/controllers/"
 AWS = "aws/karpenter-provider-aws v1.14 pkg/controllers/interruption/events/events.go"
+POD = "kubernetes-sigs/karpenter v1.14 pkg/utils/pod/events.go"
 
 # (reason, type, DedupeTimeout in s, DedupeValues beyond the object's UID/name, file)
 KARPENTER_EVENTS: list[tuple[str, str, float, bool, str]] = [
@@ -41,6 +42,9 @@ KARPENTER_EVENTS: list[tuple[str, str, float, bool, str]] = [
     ("InstanceTerminating", "Warning", 120, False, AWS),
     ("InstanceUnhealthy", "Warning", 120, False, AWS),
     ("TerminatingOnInterruption", "Warning", 120, False, AWS),
+    ("InvalidDoNotDisruptAnnotation", "Warning", 120, True, POD),  # UID, the error
+    ("DoNotDisruptUntil", "Normal", 120, True, POD),  # UID, the instant
+    ("DoNotDisruptGracePeriodElapsed", "Normal", 120, False, POD),
 ]
 # Karpenter's reasons nodeflow has no occasion for (consolidation scoring of the Balanced policy, consistency
 # checks, capacity reservations): listed so a reason added to EventReason is checked against this file too.
@@ -155,3 +159,31 @@ def test_interruption_reasons_split_as_the_provider_does(kind: InterruptionKind,
     assert (got.value, events.INTERRUPTION_MESSAGES[got]) == (reason, message)
     assert events.terminating_on_interruption("NodeClaim") == "Interruption triggered termination for the NodeClaim"
     assert events.terminating_on_interruption("Node") == "Interruption triggered termination for the Node"
+
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("value", "started", "expected"), [
+    ("true", T0, None),
+    (None, T0, None),
+    ("5m", None, None),  # active, fail safe: Karpenter returns before publishing
+    ("5m", T0 - timedelta(minutes=2),
+     ("DoNotDisruptUntil", "The karpenter.sh/do-not-disrupt grace period will elapse at 2026-01-01T12:03:00Z")),
+    ("5m", T0 - timedelta(minutes=5),
+     ("DoNotDisruptGracePeriodElapsed", "The karpenter.sh/do-not-disrupt grace period has elapsed, pod is now "
+                                        "disruptable")),
+    ("0s", T0, ("InvalidDoNotDisruptAnnotation",
+                'Invalid karpenter.sh/do-not-disrupt annotation: duration "0s" must be positive, ignoring annotation')),
+    ("invalid-format", T0, ("InvalidDoNotDisruptAnnotation",
+                            'Invalid karpenter.sh/do-not-disrupt annotation: failed to parse "invalid-format" as a '
+                            'duration: time: invalid duration "invalid-format", ignoring annotation')),
+    ("5", T0, ("InvalidDoNotDisruptAnnotation",
+               'Invalid karpenter.sh/do-not-disrupt annotation: failed to parse "5" as a duration: time: missing unit '
+               'in duration "5", ignoring annotation')),
+])
+def test_do_not_disrupt_events_are_karpenters(value: str | None, started: datetime | None,
+                                               expected: tuple[str, str] | None) -> None:
+    """pkg/utils/pod/scheduling.go IsDoNotDisruptActive and pkg/utils/pod/events.go."""
+    got = events.do_not_disrupt_event(value, started, T0)
+    assert (None if got is None else (got[0].value, got[1])) == expected
