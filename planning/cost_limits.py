@@ -16,7 +16,7 @@ A pool selected by two policies is bound by both limits (fail closed: a second p
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -93,6 +93,7 @@ class CostLimits:
 
     groups: list[CostGroup] = field(default_factory=list)
     by_pool: dict[str, list[CostGroup]] = field(default_factory=dict)
+    _prices: dict[int, tuple[TypeOption, float]] = field(default_factory=dict)  # option -> its launch price
 
     @classmethod
     def build(cls, snapshot: Any, cluster: Cluster, launching: Iterable[Mapping[str, Any]] = ()) -> CostLimits:
@@ -128,17 +129,28 @@ class CostLimits:
     def __bool__(self) -> bool:
         return bool(self.groups)
 
-    def filter(self, pool: str, options: list[TypeOption], removed_price: Mapping[str, float],
+    def filter(self, pool: str, options: list[TypeOption], removed_price: Callable[[CostGroup], float],
                new_nodes: Sequence[NewNode]) -> list[TypeOption]:
-        """The options a new node of `pool` may take without a group crossing its limit, given the prices of the
-        nodes the simulation removes (by pool) and the new nodes it already added."""
+        """The options a new node of `pool` may take without a group crossing its limit, given what the nodes the
+        simulation removes cost in a group (asked only when an option would cross without them) and the new nodes
+        it already added."""
         for g in self.by_pool.get(pool, ()):
-            removed = sum(price for p, price in removed_price.items() if p in g.pools)
             added = sum(launch_price(nn.options) for nn in new_nodes if nn.pool.name in g.pools)
             ceiling = max(float(g.limit), g.used + g.planned) + EPSILON
-            base = g.used + g.planned - removed + added
-            options = [o for o in options if base + launch_price([o]) <= ceiling]
+            base = g.used + g.planned + added
+            if all(base + self._price(o) <= ceiling for o in options):
+                continue
+            base -= removed_price(g)
+            options = [o for o in options if base + self._price(o) <= ceiling]
         return options
+
+    def _price(self, opt: TypeOption) -> float:
+        """launch_price([opt]), cached: the scheduler hands the same option objects to every simulation."""
+        hit = self._prices.get(id(opt))
+        if hit is None or hit[0] is not opt:
+            hit = (opt, launch_price([opt]))  # holding the option keeps its id from being reused
+            self._prices[id(opt)] = hit
+        return hit[1]
 
     def admit(self, pool: str, price: float) -> CostGroup | None:
         """Count a launch of `price` in `pool` when every group binding it has room (None), else the first group
@@ -173,7 +185,15 @@ def launching_claims(snapshot: Any, cluster: Cluster, at: datetime) -> list[dict
     with_node = {n.claim.name for n in cluster.nodes if n.claim is not None}
     out = []
     for raw in getattr(snapshot, "node_claims", ()):
+        if _name(raw) in with_node:  # most claims: read the name before turning a model into a dict
+            continue
         claim = as_dict(raw)
-        if (claim.get("metadata") or {}).get("name") not in with_node and still_launching(claim, at):
+        if still_launching(claim, at):
             out.append(claim)
     return out
+
+
+def _name(raw: Any) -> str | None:
+    if isinstance(raw, dict):
+        return (raw.get("metadata") or {}).get("name")
+    return getattr(getattr(raw, "metadata", None), "name", None)

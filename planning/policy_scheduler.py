@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import repeat
 from typing import Any
 
 from planning.cluster import Cluster, PodInfo
-from planning.cost_limits import CostLimits, launching_claims
+from planning.cost_limits import CostGroup, CostLimits, launching_claims
 from planning.deprecated_pools import deprecated_pools
 from planning.scheduling import Scheduler, SimState, TypeOption
 
@@ -47,6 +48,7 @@ class PolicyScheduler(Scheduler):
     def __init__(self, cluster: Cluster, controls: LaunchControls, exclude: Iterable[str] = (),
                  reserve: Sequence[PodInfo] = (), planned: Mapping[str, str] | None = None) -> None:
         self.controls = controls
+        self._group_prices: dict[str, dict[str, float]] = {}  # policy -> node -> price, its pools' nodes only
         super().__init__(cluster, exclude, reserve, planned)
         self.all_pools_by_weight = list(self.pools_by_weight)
         self.pools_by_weight = [p for p in self.pools_by_weight if p.name not in controls.deprecated]
@@ -58,12 +60,20 @@ class PolicyScheduler(Scheduler):
         """`options` less those that would take a cost-limited group of `pool` over its limit."""
         if not options or pool.name not in self.controls.cost.by_pool:
             return options
-        removed: dict[str, float] = {}
-        for name in state.removed:
-            node = self.cluster.by_name.get(name)
-            if node is not None and not node.marked_for_deletion:
-                removed[node.pool] = removed.get(node.pool, 0.0) + node.price
-        return self.controls.cost.filter(pool.name, options, removed, state.new_nodes)
+        removed = state.removed
+        return self.controls.cost.filter(
+            pool.name, options, lambda g: sum(map(self._prices_of(g).get, removed, repeat(0.0))), state.new_nodes)
+
+    def _prices_of(self, group: CostGroup) -> dict[str, float]:
+        """Node -> price for the group's nodes not already marked for deletion (those count nowhere). Built once:
+        a what-if removing 1,000 expiring nodes sums their prices for every new node it opens, and reading
+        marked_for_deletion each time made a 1,000-node pass with a binding limit 1.8 times as long."""
+        prices = self._group_prices.get(group.policy)
+        if prices is None:
+            prices = {n.name: n.price for n in self.cluster.nodes
+                      if n.pool in group.pools and not n.marked_for_deletion}
+            self._group_prices[group.policy] = prices
+        return prices
 
 
 def scheduler_for(cluster: Cluster, controls: LaunchControls, exclude: Iterable[str] = (),
