@@ -27,7 +27,7 @@ from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
 from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo, type_labels
 from planning.nodeclass_readiness import launch_blocker
 from planning.scheduling_domains import DomainChecks
-from planning.scheduling_more import MoreChecks, PodContext, anti_of
+from planning.scheduling_more import MoreChecks, PodContext
 from planning.scheduling_options import TYPE_KEYS, TypeOption, option_label_values
 from planning.scheduling_variants import pod_ladder
 from planning.selectors import (
@@ -381,12 +381,15 @@ class Scheduler(DomainChecks):
             return False
         if pod.spread and not self._spread_ok(pod, node.name, node.zone, state):
             return False
+        if pod.more is None and not state.anti_placed and not self.more.holders:
+            return True  # the common pod: nothing beyond the fast path (inlined: this runs per node tried)
         return self._more_ok(pod, node.name, node.labels, state)
 
     def _place_existing(self, pod: PodInfo, node: NodeInfo, state: SimState, counted: PodInfo | None = None) -> None:
         """Place `pod`; `counted` (the relaxation variant it fit as) decides which spread counts it joins."""
         state.version += 1
-        state.anti_placed = state.anti_placed or bool(anti_of(pod))
+        if pod.more is not None and pod.more.anti_terms:
+            state.anti_placed = True
         used = state.used.setdefault(node.index, [0.0, 0, 0, 0])
         used[0] += pod.cpu
         used[1] += pod.mem
@@ -704,7 +707,8 @@ class Scheduler(DomainChecks):
         for pod in ordered:
             shut = closed_idx if closed and pod.key not in pending_keys else None
             why = ""
-            for variant in self._ladder(pod):  # strictest first (Karpenter preferences.go)
+            ladder = (pod,) if pod.more is None and not self.more.any_pns else self._ladder(pod)
+            for variant in ladder:  # strictest first (Karpenter preferences.go)
                 outcome, why = self._place(pod, variant, shut or removed_idx, shut is None,
                                            pod.key in pending_keys, max_new, state, result)
                 if outcome != _TRY_NEXT:
@@ -765,7 +769,8 @@ class Scheduler(DomainChecks):
         """`pod` joins `nn`; `counted` is the relaxation variant it fit as (its zone terms bind the node's zone)."""
         counted = counted or pod
         state.version += 1
-        state.anti_placed = state.anti_placed or bool(anti_of(pod))
+        if pod.more is not None and pod.more.anti_terms:
+            state.anti_placed = True
         nn.options = options
         if nn.name not in state.new_zones and (self._zone_spreads(counted) or (
                 counted.more is not None and self._zone_keyed(counted, self._ctx(counted, state)))):
@@ -786,7 +791,7 @@ class Scheduler(DomainChecks):
         dest = self.dest
         overrides = state.block_max
         plain = (not pod.sig and not pod.spread and not pod.anti_affinity and not self.cluster.has_anti_affinity
-                 and pod.more is None and not pod.volume_blocked and not self._sym_possible(state))
+                 and pod.more is None and not pod.volume_blocked and not state.anti_placed and not self.more.holders)
         start = 0
         if plain:
             for (c, m, e), b in state.frontier.items():
