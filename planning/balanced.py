@@ -66,9 +66,10 @@ def _node_disruption_cost(node: NodeInfo) -> float:
 
 
 def pool_totals(cluster: Cluster, candidates: Iterable[Candidate]) -> dict[str, PoolTotals]:
-    """Totals of each pool that has a candidate (computeNodePoolTotals). Cost is the pool's nodes' prices (Karpenter's
-    ClusterCost), else the candidates' when that is zero; disruption counts every node of the pool."""
-    by_name = {c.name: c for c in candidates}
+    """Totals of each Balanced pool that has a candidate (computeNodePoolTotals; only Balanced pools read them, so a
+    pass without one walks no pods). Cost is the pool's nodes' prices (Karpenter's ClusterCost), else the
+    candidates' when that is zero; disruption counts every node of the pool."""
+    by_name = {c.name: c for c in candidates if is_balanced(c)}
     fallback: dict[str, float] = {}
     for c in by_name.values():
         fallback[c.pool.name] = fallback.get(c.pool.name, 0.0) + c.price
