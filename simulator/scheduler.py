@@ -16,8 +16,8 @@ from simulator.pods import is_deleting, meta, node_ready, pod_terminal
 from simulator.resources import BY_KIND, ResourceType
 from simulator.scheduling_affinity import has_required_anti_affinity
 from simulator.scheduling_binding import bind_claims, failed_scheduling_event, preference_score
-from simulator.scheduling_filters import ClusterView, PodFilters, fit_error
-from simulator.scheduling_requests import Requests, node_allocatable, pod_requests
+from simulator.scheduling_filters import ERR_UNSCHEDULABLE, ClusterView, PodFilters, fit_error
+from simulator.scheduling_requests import Requests, pod_requests
 from simulator.scheduling_volumes import Volumes, claim_names
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ NAMESPACES = BY_KIND["Namespace"]
 DEFAULT_SCHEDULER = "default-scheduler"
 NOT_READY = "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
 Key = tuple[str, str]
+_NONE: Requests = {}
 
 
 class Scheduler:
@@ -45,6 +46,7 @@ class Scheduler:
         self._anti: set[Key] = set()  # assigned pods with required anti-affinity
         self._names: tuple[list[str], list[str]] | None = None  # (every node, the Ready and not deleting ones)
         self._start = 0  # kube-scheduler resumes its node scan where the last one stopped
+        self._alloc: dict[str, tuple[Any, Requests]] = {}  # node -> (resourceVersion, allocatable)
 
     def _requests_of(self, pod: dict[str, Any]) -> Requests:
         uid = meta(pod).get("uid") or ""
@@ -78,6 +80,7 @@ class Scheduler:
                     new):
                 self._names = None
             if new is None:
+                self._alloc.pop(meta(old or {}).get("name") or "", None)
                 self.usage.pop(meta(old or {}).get("name") or "", None)
                 self.pod_counts.pop(meta(old or {}).get("name") or "", None)
         elif rt.plural in ("persistentvolumes", "persistentvolumeclaims", "storageclasses", "namespaces"):
@@ -128,7 +131,8 @@ class Scheduler:
         volumes = Volumes.of(store.list(BY_KIND["PersistentVolume"]), store.list(BY_KIND["PersistentVolumeClaim"]),
                              store.list(BY_KIND["StorageClass"])) if any(claim_names(p) for p in pods) else Volumes()
         return ClusterView(nodes, pods_on, lambda name: (self.usage.get(name, {}), self.pod_counts.get(name, 0)),
-                           anti_pods, volumes, lambda ns: meta(store.get(NAMESPACES, "", ns) or {}).get("labels") or {})
+                           anti_pods, volumes, lambda ns: meta(store.get(NAMESPACES, "", ns) or {}).get("labels") or {},
+                           self._alloc)
 
     def schedule(self) -> None:
         if not self.pending or not self.dirty:
@@ -146,7 +150,7 @@ class Scheduler:
         store = self.world.store
         every, ready = self._node_names()
         filters = PodFilters(pod, view)
-        reasons: dict[str, list[str]] = {}
+        prefers = bool((pod.get("spec") or {}).get("affinity"))
         best, best_score = None, None
         feasible, wanted = 0, feasible_nodes_to_find(len(ready))
         self._start = self._start % len(ready) if ready else 0
@@ -155,11 +159,11 @@ class Scheduler:
             node = store.get(NODES, "", name)
             if node is None:
                 continue
-            why = filters.reasons(node)
-            if why:
-                reasons[name] = why
+            used, alloc = self.usage.get(name) or _NONE, view.allocatable(node)
+            if not filters.fits_with(node, used, self.pod_counts.get(name, 0), alloc):
                 continue
-            score = (*preference_score(pod, node), _allocation(filters.request, node, self.usage.get(name, {})))
+            score = (*(preference_score(pod, node) if prefers or node.get("spec") else (0, 0)),
+                     _allocation(filters.request, alloc, used))
             if best_score is None or score < best_score:
                 best, best_score = node, score
             feasible += 1
@@ -174,19 +178,26 @@ class Scheduler:
             store.replace(PODS, new)
             view.bind(new, best)
             return
-        ready_set = set(ready)
-        reasons.update({n: [NOT_READY] for n in every if n not in ready_set and n not in reasons})
+        reasons = {n: _why_not(filters, node) for n in every for node in [store.get(NODES, "", n)] if node is not None}
         message = fit_error(len(every), reasons, filters.prefilter)
         if _set_scheduled(new, "False", "Unschedulable", message):
             store.replace(PODS, new)
             failed_scheduling_event(store, new, message)
 
 
-def _allocation(request: Requests, node: dict[str, Any], used: Requests) -> float:
+def _why_not(filters: PodFilters, node: dict[str, Any]) -> list[str]:
+    """A node's reasons for the FailedScheduling message. A NotReady node carries the not-ready taint in a real
+    cluster; a deleting node the emulator never picks reads as cordoned (decisions §20)."""
+    if not node_ready(node):
+        return [NOT_READY]
+    return filters.reasons(node) or [ERR_UNSCHEDULABLE]
+
+
+def _allocation(request: Requests, alloc: Requests, used: Requests) -> float:
     """The larger of the cpu and memory fractions the node would have allocated: lower is emptier."""
-    alloc = node_allocatable(node)
-    fractions = [(used.get(k, 0) + request.get(k, 0)) / alloc[k] if alloc.get(k) else 1.0 for k in ("cpu", "memory")]
-    return max(fractions)
+    cpu, mem = alloc.get("cpu"), alloc.get("memory")
+    return max((used.get("cpu", 0) + request.get("cpu", 0)) / cpu if cpu else 1.0,
+               (used.get("memory", 0) + request.get("memory", 0)) / mem if mem else 1.0)
 
 
 def feasible_nodes_to_find(total: int) -> int:

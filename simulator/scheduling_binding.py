@@ -30,6 +30,8 @@ def preference_score(pod: Obj, node: Obj) -> tuple[int, int]:
     """(minus the weight of the preferred node affinity terms the node matches, the untolerated PreferNoSchedule
     taints): kube-scheduler's NodeAffinity and TaintToleration scores, compared before resource allocation."""
     spec = pod.get("spec") or {}
+    if not spec.get("affinity") and not (node.get("spec") or {}).get("taints"):
+        return 0, 0
     labels = meta(node).get("labels") or {}
     weight = 0
     preferred = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(

@@ -11,7 +11,7 @@ store, with incremental resource usage.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.pods import meta, pod_terminal
@@ -19,7 +19,7 @@ from simulator.scheduling import node_affinity_matches, tolerates, untolerated_t
 from simulator.scheduling_affinity import AffinityCheck, AffinityRound, has_required_anti_affinity
 from simulator.scheduling_ports import ERR_REASON as ERR_PORTS
 from simulator.scheduling_ports import conflicts, host_ports
-from simulator.scheduling_requests import Requests, insufficient, node_allocatable, pod_requests
+from simulator.scheduling_requests import PODS, Requests, checked, insufficient, node_allocatable, pod_requests
 from simulator.scheduling_volumes import VolumeCheck, Volumes, claim_names
 from simulator.topology import ERR_NOT_MATCH, SpreadCheck, SpreadCounts, spread_constraints
 
@@ -45,9 +45,19 @@ class ClusterView:
     volumes: Volumes
     ns_labels: Callable[[str], dict[str, str]]
 
+    alloc_cache: dict[str, tuple[Any, Requests]] = field(default_factory=dict)  # may outlive the round
+
     def __post_init__(self) -> None:
         self.spread = SpreadCounts(self.nodes, self.pods_on)
         self.affinity = AffinityRound(self.nodes, self.pods_on, self.anti_pods, self.ns_labels)
+
+    def allocatable(self, node: Obj) -> Requests:
+        """The node's allocatable, parsed once per round per node version."""
+        name, version = node["metadata"]["name"], node["metadata"].get("resourceVersion")
+        cached = self.alloc_cache.get(name)
+        if cached is None or cached[0] != version:
+            cached = self.alloc_cache[name] = (version, node_allocatable(node))
+        return cached[1]
 
     def bind(self, pod: Obj, node: Obj) -> None:
         """Keep the round's counts current once `pod` is bound to `node` (the pod indexes are the caller's)."""
@@ -61,6 +71,7 @@ class PodFilters:
     def __init__(self, pod: Obj, view: ClusterView) -> None:
         self.pod, self.spec, self.view = pod, pod.get("spec") or {}, view
         self.request = pod_requests(pod)
+        self._checked = checked(self.request)
         self.ports = host_ports(pod)
         self.volumes = VolumeCheck(pod, view.volumes) if claim_names(pod) else None
         self.prefilter = self.volumes.refusal if self.volumes is not None else None
@@ -68,11 +79,34 @@ class PodFilters:
         self.spread = SpreadCheck(pod, constraints, view.spread) if constraints and not self.prefilter else None
         affinity = AffinityCheck(pod, view.affinity) if not self.prefilter else None
         self.affinity = affinity if affinity is not None and affinity.needed() else None
+        self._asks_node = bool(self.spec.get("nodeSelector") or self.spec.get("affinity") or self.ports)
+        self._cluster = any(c is not None for c in (self.volumes, self.spread, self.affinity))
+
+    def fits(self, node: Obj) -> bool:
+        """reasons(node) == []."""
+        used, count = self.view.usage(node["metadata"]["name"])
+        return self.fits_with(node, used, count, self.view.allocatable(node))
+
+    def fits_with(self, node: Obj, used: Requests, count: int, alloc: Requests) -> bool:
+        """fits(node) given the node's usage and allocatable, with the resource check first: on a busy cluster
+        most nodes fail it, cheaply."""
+        if self.prefilter or count + 1 > alloc.get(PODS, 0):
+            return False
+        for name, amount in self._checked:
+            if amount > alloc.get(name, 0) - used.get(name, 0):
+                return False
+        if (self._asks_node or node.get("spec")) and self._node_rules(node):
+            return False
+        return not (self._cluster and self._cluster_rules(node))
 
     def reasons(self, node: Obj) -> list[str]:
-        """The first rejecting plugin's reasons; [] when the node passes every filter."""
+        """The first rejecting plugin's reasons, in kube-scheduler's plugin order; [] when the node passes all."""
         if self.prefilter:
             return [self.prefilter]
+        return self._node_rules(node) or self._lacking(node) or self._cluster_rules(node)
+
+    def _node_rules(self, node: Obj) -> list[str]:
+        """NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts."""
         spec = node.get("spec") or {}
         if spec.get("unschedulable") and not tolerates(self.spec.get("tolerations") or [], UNSCHEDULABLE_TAINT):
             return [ERR_UNSCHEDULABLE]
@@ -81,13 +115,18 @@ class PodFilters:
             return [f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value') or ''}}}"]
         if (self.spec.get("nodeSelector") or self.spec.get("affinity")) and not node_affinity_matches(self.spec, node):
             return [ERR_NODE_AFFINITY]
-        name = meta(node).get("name") or ""
-        if self.ports and conflicts(self.ports, (p for o in self.view.pods_on(name) for p in host_ports(o))):
+        if self.ports and conflicts(self.ports, (p for o in self.view.pods_on(node["metadata"]["name"])
+                                                 for p in host_ports(o))):
             return [ERR_PORTS]
-        used, count = self.view.usage(name)
-        lacking = insufficient(self.request, node_allocatable(node), used, count)
-        if lacking:
-            return lacking
+        return []
+
+    def _lacking(self, node: Obj) -> list[str]:
+        """NodeResourcesFit."""
+        used, count = self.view.usage(node["metadata"]["name"])
+        return insufficient(self._checked, self.view.allocatable(node), used, count)
+
+    def _cluster_rules(self, node: Obj) -> list[str]:
+        """VolumeBinding + VolumeZone, PodTopologySpread, InterPodAffinity."""
         for check in (self.volumes, self.spread, self.affinity):
             reason = check.reason(node) if check is not None else None
             if reason:

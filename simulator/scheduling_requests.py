@@ -18,15 +18,32 @@ Requests = dict[str, int]
 CPU, MEMORY, PODS = "cpu", "memory", "pods"
 
 
+_CACHE: dict[tuple[bool, Any], int] = {}
+
+
 def quantity(name: str, value: Any) -> int:
-    """A resource quantity in the scheduler's unit: millicores for cpu, the integer (rounded up) for the rest."""
+    """A resource quantity in the scheduler's unit: millicores for cpu, the integer (rounded up) for the rest.
+    Cached: a cluster repeats a handful of quantity strings, and parsing one is the scheduler's hottest step."""
+    key = (name == CPU, value)
+    try:
+        return _CACHE[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable value: not a quantity
+        return 0
     try:
         q = parse_quantity(value)
     except (QuantityError, TypeError, ValueError):
-        return 0
-    scaled = q * 1000 if name == CPU else q
-    whole = int(scaled)
-    return whole + 1 if scaled > whole else whole
+        q = None
+    if q is None:
+        result = 0
+    else:
+        scaled = q * 1000 if key[0] else q
+        whole = int(scaled)
+        result = whole + 1 if scaled > whole else whole
+    if len(_CACHE) < 100_000:
+        _CACHE[key] = result
+    return result
 
 
 def resource_list(values: Obj | None) -> Requests:
@@ -78,16 +95,20 @@ def node_allocatable(node: Obj) -> Requests:
     return alloc
 
 
-def insufficient(request: Requests, allocatable: Requests, used: Requests, pod_count: int) -> list[str]:
-    """The fit filter's reasons, in its order: `Too many pods`, then `Insufficient <resource>` for each resource
-    the pod requests (a zero request is never checked, so a pod asking nothing fits an overcommitted node)."""
+def checked(request: Requests) -> list[tuple[str, int]]:
+    """The requests the fit filter compares, in its order (cpu, memory, ephemeral-storage, then the rest): a zero
+    request is never checked, so a pod asking nothing fits an overcommitted node."""
+    return [(k, request[k]) for k in sorted(request, key=lambda k: (k not in (CPU, MEMORY, "ephemeral-storage"), k))
+            if request[k] > 0 and k != PODS]
+
+
+def insufficient(request: list[tuple[str, int]], allocatable: Requests, used: Requests, pod_count: int) -> list[str]:
+    """The fit filter's reasons, in its order: `Too many pods`, then `Insufficient <resource>` (`request`: from
+    `checked`)."""
     reasons = []
     if pod_count + 1 > allocatable.get(PODS, 0):
         reasons.append("Too many pods")
-    for name in sorted(request, key=lambda k: (k not in (CPU, MEMORY, "ephemeral-storage"), k)):
-        amount = request[name]
-        if amount <= 0 or name == PODS:
-            continue
+    for name, amount in request:
         if amount > allocatable.get(name, 0) - used.get(name, 0):
             reasons.append(f"Insufficient {name}")
     return reasons
