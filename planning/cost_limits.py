@@ -178,6 +178,12 @@ def cost_limit_reached(group: CostGroup, price: float) -> str:
             f"${group.used + group.planned:.4f}/h with launches in flight, a new node ${price:.4f}/h more")
 
 
+def cost_limit_left_none(pool: str, groups: Sequence[CostGroup]) -> str:
+    """Why a simulation found no instance type of `pool` within its cost limits (a what-if's blocked reason)."""
+    limits = ", ".join(f"${g.limit}/h of DisruptionPolicy {g.policy}" for g in groups)
+    return f"nodepool {pool}: cost limit {limits} leaves no instance type"
+
+
 def launching_claims(snapshot: Any, cluster: Cluster, at: datetime) -> list[dict[str, Any]]:
     """The snapshot's NodeClaims still launching (planning/provisioning.py still_launching) that no Node stands for."""
     from planning.provisioning import still_launching  # provisioning imports this module

@@ -16,9 +16,9 @@ from itertools import repeat
 from typing import Any
 
 from planning.cluster import Cluster, PodInfo
-from planning.cost_limits import CostGroup, CostLimits, launching_claims
+from planning.cost_limits import CostGroup, CostLimits, cost_limit_left_none, launching_claims
 from planning.deprecated_pools import deprecated_pools
-from planning.scheduling import Scheduler, SimState, TypeOption
+from planning.scheduling import NewNode, Scheduler, SimState, TypeOption
 
 
 @dataclass(slots=True)
@@ -49,12 +49,26 @@ class PolicyScheduler(Scheduler):
                  reserve: Sequence[PodInfo] = (), planned: Mapping[str, str] | None = None) -> None:
         self.controls = controls
         self._group_prices: dict[str, dict[str, float]] = {}  # policy -> node -> price, its pools' nodes only
+        self._capped: dict[str, str] = {}  # pool -> the cost limit that left it no option, in the current _open_new
         super().__init__(cluster, exclude, reserve, planned)
         self.all_pools_by_weight = list(self.pools_by_weight)
         self.pools_by_weight = [p for p in self.pools_by_weight if p.name not in controls.deprecated]
 
     def _limit_filter(self, pool: Any, options: list[TypeOption], state: SimState) -> list[TypeOption]:
-        return self.cost_filter(pool, super()._limit_filter(pool, options, state), state)
+        within = super()._limit_filter(pool, options, state)
+        kept = self.cost_filter(pool, within, state)
+        if within and not kept:
+            self._capped[pool.name] = cost_limit_left_none(pool.name, self.controls.cost.by_pool[pool.name])
+        return kept
+
+    def _open_new(self, pod: PodInfo, state: SimState) -> tuple[NewNode | None, str]:
+        """The base choice; when it found no pool, the why also names each cost limit that left a pool no
+        instance type (the base says only "no instance type within its limits")."""
+        self._capped = {}
+        nn, why = super()._open_new(pod, state)
+        if nn is None and self._capped:
+            why = "; ".join([why, *self._capped.values()])
+        return nn, why
 
     def cost_filter(self, pool: Any, options: list[TypeOption], state: SimState) -> list[TypeOption]:
         """`options` less those that would take a cost-limited group of `pool` over its limit."""

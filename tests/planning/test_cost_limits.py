@@ -136,3 +136,4 @@ def test_a_drift_replacement_no_dearer_passes_a_crossed_limit_a_dearer_one_does_
     assert over.commands == []  # it would raise the pools' cost to $0.384/h, over $0.30
     (blocked,) = over.blocked
     assert blocked.node == "small" and "within its limits" in blocked.reason
+    assert "nodepool default: cost limit $0.30/h of DisruptionPolicy cap leaves no instance type" in blocked.reason
