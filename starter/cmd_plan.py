@@ -88,9 +88,6 @@ def handle(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     data = result.to_public()
     data["provisioning"], unservable, cost_limits = _provisioning(snapshot, catalog, at)
-    # spot fallbacks and their return, zone balance (docs/semantics.md §15.5-15.6)
-    data["spotFallbacks"] = spot_fallback_rows(snapshot, result.at, catalog, result.commands, result.blocked)
-    data["zoneBalance"] = zone_balance_rows(snapshot, result.at, catalog)
     data["nodePoolsBlocked"] = pools_that_cannot_launch(snapshot)  # a missing / not Ready EC2NodeClass
     data["repairs"] = [r.to_public() for r in result.repairs]  # node repair (docs/contracts.md §3.1)
     data["repairsBlocked"] = [b.to_public() for b in result.repairs_blocked]
@@ -101,6 +98,9 @@ def handle(args: argparse.Namespace) -> int:
     data["nodeOverlays"] = _overlays(snapshot, catalog)  # what each NodeOverlay priced (docs/semantics.md §16.2)
     data["costLimits"] = cost_limits  # each cost limit's headroom (docs/semantics.md §15.10)
     data["expiry"] = expiry_rows(snapshot, result.at, catalog, result.commands)  # with jitter (semantics §15.12)
+    # spot fallbacks and their return, zone balance (docs/semantics.md §15.5-15.6); new keys go last (DESIGN §4)
+    data["spotFallbacks"] = spot_fallback_rows(snapshot, result.at, catalog, result.commands, result.blocked)
+    data["zoneBalance"] = zone_balance_rows(snapshot, result.at, catalog)
     print_output(data, args.output, table=lambda d: render_plan(d, unservable))
     return 0
 

@@ -41,7 +41,7 @@ def test_misspelt_field_enum_and_kind(tmp_path: Path, capsys: pytest.CaptureFixt
     assert run(["validate", "-f", str(path)]) == 1
     out = capsys.readouterr().out
     assert "spec.disruption.consolidationPolicy: 'WhenEmptyOrUnderutilised' is not one of WhenEmpty, " \
-           "WhenEmptyOrUnderutilized; did you mean 'WhenEmptyOrUnderutilized'?" in out
+           "WhenEmptyOrUnderutilized, Balanced; did you mean 'WhenEmptyOrUnderutilized'?" in out
     assert "spec.disruption.consolidateAftr: unknown field; did you mean 'consolidateAfter'?" in out
     assert "'reasons' value 'Drift' is not one of Empty, Drifted, Underutilized; did you mean 'Drifted'?" in out
     assert "taints[0].effect: 'NoSchedul' is not one of NoSchedule, PreferNoSchedule, NoExecute; " \
