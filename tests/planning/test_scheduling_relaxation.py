@@ -9,6 +9,7 @@ from planning_factory import node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
 from planning.cluster import Cluster
+from planning.provisioning import decide
 from planning.scheduling import NewNode, Scheduler, SimResult
 from planning.scheduling_preferences import ladder, strict_spec
 
@@ -115,3 +116,14 @@ def test_ladder_follows_preferences_go_order():
     assert "requiredDuringSchedulingIgnoredDuringExecution" not in rungs[2][0]["affinity"]["podAffinity"]
     assert rungs[4][0]["topologySpreadConstraints"] == []
     assert strict_spec({"containers": []})["topologySpreadConstraints"] == []
+
+
+def test_provisioning_launches_in_the_preferred_zone():
+    # Karpenter's provisioner: a pending pod's preferred zone is required on its first try, so the NodeClaim
+    # launches there though another zone is cheaper or first
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 10, "preference": _zone_in("us-east-1c")}]}}
+    decision = decide(snapshot(nodepool(requirements=REQ), pod("web-1", None, affinity=affinity)))
+    (launch,) = decision.launches
+    zone_reqs = [r for r in launch.replacement.requirements or () if r.key == L.ZONE_LABEL]
+    assert launch.replacement.zone == "us-east-1c" or any(r.values == ["us-east-1c"] for r in zone_reqs)
