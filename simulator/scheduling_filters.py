@@ -136,10 +136,13 @@ class PodFilters:
 
 def fit_error(total: int, reasons: dict[str, list[str]], prefilter: str | None = None) -> str:
     """kube-scheduler's FitError message with its preemption part (the emulator never preempts, so every node is
-    one kube's default preemption would find no victims on, or not helpful on)."""
+    one kube's default preemption would find no victims on, or not helpful on; after a PreFilter refusal a
+    v1.3x cluster says `N No preemption victims found for incoming pod`)."""
+    if total == 0:
+        return "no nodes available to schedule pods"  # kube-scheduler's ErrNoNodesAvailable
     msg = f"0/{total} nodes are available:"
     histogram: dict[str, int] = {}
-    helpless = total if prefilter else 0
+    helpless = 0
     if prefilter:
         msg += f" {prefilter}."
     else:

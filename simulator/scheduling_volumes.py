@@ -49,15 +49,19 @@ class Volumes:
                    {meta(s)["name"]: s for s in classes or ()})
 
 
-def claim_names(pod: Obj) -> list[str]:
-    """The claims a pod's volumes name, generic ephemeral volumes included (`<pod>-<volume>`)."""
+def claim_refs(pod: Obj) -> list[tuple[str, bool]]:
+    """(claim name, from a generic ephemeral volume) for each of the pod's claims (`<pod>-<volume>` if ephemeral)."""
     out = []
     for v in (pod.get("spec") or {}).get("volumes") or ():
         if v.get("persistentVolumeClaim"):
-            out.append(v["persistentVolumeClaim"].get("claimName") or "")
+            out.append((v["persistentVolumeClaim"].get("claimName") or "", False))
         elif v.get("ephemeral"):
-            out.append(f"{meta(pod).get('name')}-{v.get('name')}")
+            out.append((f"{meta(pod).get('name')}-{v.get('name')}", True))
     return out
+
+
+def claim_names(pod: Obj) -> list[str]:
+    return [name for name, _ in claim_refs(pod)]
 
 
 def _pv_as_pod(pv: Obj) -> Obj:
@@ -118,10 +122,15 @@ class VolumeCheck:
         self.delayed: list[Obj] = []  # unbound WaitForFirstConsumer claims
         self.refusal: str | None = None  # the pod fits no node
         ns = meta(pod).get("namespace") or "default"
-        for name in claim_names(pod):
+        for name, ephemeral in claim_refs(pod):
             pvc = volumes.pvcs.get((ns, name))
             if pvc is None:
-                self.refusal = f'persistentvolumeclaim "{name}" not found'
+                self.refusal = f'waiting for ephemeral volume controller to create the persistentvolumeclaim "{name}"' \
+                    if ephemeral else f'persistentvolumeclaim "{name}" not found'
+                return
+            if (pvc.get("status") or {}).get("phase") == "Lost":
+                self.refusal = f'persistentvolumeclaim "{name}" bound to non-existent persistentvolume ' \
+                    f'"{(pvc.get("spec") or {}).get("volumeName") or ""}"'
                 return
             if is_deleting(pvc):
                 self.refusal = f'persistentvolumeclaim "{name}" is being deleted'

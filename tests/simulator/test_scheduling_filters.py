@@ -144,6 +144,8 @@ def test_the_fit_error_reads_as_kube_schedulers() -> None:
         "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) didn't have free ports for the requested pod ports, "
         "1 node(s) had untolerated taint {dedicated: gpu}. preemption: 0/3 nodes are available: "
         "1 Preemption is not helpful for scheduling, 2 No preemption victims found for incoming pod..")
-    assert fit_error(2, {}, "pod has unbound immediate PersistentVolumeClaims") == (
-        "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/2 nodes are "
-        "available: 2 Preemption is not helpful for scheduling..")
+    # as a cluster shows it (kubectl describe pod, kube v1.3x)
+    assert fit_error(3, {}, 'persistentvolumeclaim "rc-definitely-missing-pvc" not found') == (
+        '0/3 nodes are available: persistentvolumeclaim "rc-definitely-missing-pvc" not found. preemption: 0/3 '
+        'nodes are available: 3 No preemption victims found for incoming pod..')
+    assert fit_error(0, {}) == "no nodes available to schedule pods"
