@@ -28,6 +28,7 @@ NODES = BY_KIND["Node"]
 NAMESPACES = BY_KIND["Namespace"]
 DEFAULT_SCHEDULER = "default-scheduler"
 NOT_READY = "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
+GATED = "Scheduling is blocked due to non-empty scheduling gates"
 Key = tuple[str, str]
 _NONE: Requests = {}
 
@@ -97,6 +98,9 @@ class Scheduler:
             if key not in self.pending:
                 self.pending.add(key)
                 self.dirty = True
+            elif old is not None and (old.get("spec") or {}) != spec:  # e.g. its scheduling gates removed
+                self._requests.pop(meta(new).get("uid") or "", None)
+                self.dirty = True
         else:
             self.pending.discard(key)
         if new is None:
@@ -148,6 +152,11 @@ class Scheduler:
 
     def _schedule_one(self, pod: dict[str, Any], view: ClusterView) -> None:
         store = self.world.store
+        if (pod.get("spec") or {}).get("schedulingGates"):  # kube-scheduler's SchedulingGates PreEnqueue
+            gated = deep_copy(pod)
+            if _set_scheduled(gated, "False", "SchedulingGated", GATED):
+                store.replace(PODS, gated)
+            return
         every, ready = self._node_names()
         filters = PodFilters(pod, view)
         prefers = bool((pod.get("spec") or {}).get("affinity"))

@@ -69,3 +69,16 @@ def test_preferred_node_affinity_wins_over_the_emptier_node(sim: Simulator, k8s:
              what="both pods bound")
     assert core.read_namespaced_pod("wants-ssd", "default").spec.node_name == "busy"
     assert core.read_namespaced_pod("plain", "default").spec.node_name == "empty"
+
+
+def test_a_gated_pod_waits_with_scheduling_gated_until_its_gates_are_removed(sim: Simulator,
+                                                                            k8s: client.ApiClient) -> None:
+    sim.load_objects([node("a"), pod("gated", schedulingGates=[{"name": "example.com/quota"}])])
+    cond = wait_for(lambda: _scheduled(k8s, "gated"), what="a PodScheduled condition on the gated pod")
+    assert (cond.status, cond.reason, cond.message) == (
+        "False", "SchedulingGated", "Scheduling is blocked due to non-empty scheduling gates")
+    core = client.CoreV1Api(k8s)
+    assert core.read_namespaced_pod("gated", "default").spec.node_name is None
+    core.patch_namespaced_pod("gated", "default", {"spec": {"schedulingGates": None}})
+    wait_for(lambda: core.read_namespaced_pod("gated", "default").spec.node_name == "a",
+             what="the pod bound once ungated")
