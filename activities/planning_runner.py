@@ -535,7 +535,8 @@ class PlanningActivities:
 
         from activities.rollout import divert_drift, wave_pools_drifted
 
-        skip = wave_pools_drifted(read, self._catalog_for(inp.catalog_path), {r.node_pool for r in out.rollouts})
+        skip = wave_pools_drifted(read, self._catalog_for(inp.catalog_path), {r.node_pool for r in out.rollouts},
+                                  inp.at)
         again = replace(read, excluded=read.excluded | skip)
         result = self._plan(again, inp.at, inp.catalog_path)
         cmds = [to_command(c, read.index) for c in result.commands

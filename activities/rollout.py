@@ -76,7 +76,7 @@ def _plan_pool(read: Any, catalog: Any, pool: str, limit: int, at: datetime) -> 
 
     snapshot = read.snapshot if read.snapshot is not None else Snapshot.from_objects(read.objs)
     outcome = run_pass(snapshot, at, catalog, read.excluded, parsed=read.parsed, repair=())
-    drifted = drifted_in_pool(outcome.cluster, pool, read.excluded)
+    drifted = drifted_in_pool(outcome.cluster, pool, read.excluded, at)
     commands, nodes = [], []
     for c in outcome.commands:
         if c.method != DRIFT_METHOD or c.node_pool != pool or len(nodes) + len(c.nodes) > limit:
@@ -170,7 +170,7 @@ def _name(pool: Any) -> str:
     return pool.metadata.name
 
 
-def wave_pools_drifted(read: Any, catalog: Any, pools: set[str]) -> set[str]:
+def wave_pools_drifted(read: Any, catalog: Any, pools: set[str], at: datetime | None = None) -> set[str]:
     """The drifted nodes of `pools` (pools whose drift goes to rollouts), for a second plan that leaves them out:
     a pass's one drift command must not be spent on a pool the planner does not drift itself."""
     from api.snapshot import Snapshot
@@ -181,4 +181,4 @@ def wave_pools_drifted(read: Any, catalog: Any, pools: set[str]) -> set[str]:
     parsed = read.parsed
     cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
         Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims)
-    return {n.name for pool in pools for n in drifted_in_pool(cluster, pool, read.excluded)}
+    return {n.name for pool in pools for n in drifted_in_pool(cluster, pool, read.excluded, at)}

@@ -4,6 +4,7 @@ pool's drift generation (one rollout each), and which workloads a wave displaces
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from api import events
@@ -14,15 +15,18 @@ from planning.cluster import Cluster, NodeInfo, PoolInfo
 from planning.drift import drift_reason
 
 
-def drifted_in_pool(cluster: Cluster, pool: str, excluded: Iterable[str] = ()) -> list[NodeInfo]:
-    """The pool's drifted nodes that nothing is disrupting yet (not deleting, not excluded)."""
+def drifted_in_pool(cluster: Cluster, pool: str, excluded: Iterable[str] = (), at: datetime | None = None
+                    ) -> list[NodeInfo]:
+    """The pool's drifted nodes that nothing is disrupting yet (not deleting, not excluded); with `at`, those whose
+    instance type is gone too (InstanceTypeNotFound, docs/semantics.md §4.1), as the planner's Drift sees them."""
     info = cluster.pools.get(pool)
     if info is None:
         return []
     skip = set(excluded)
     node_class = cluster.node_classes.get(info.node_class) if info.node_class else None
+    catalog = cluster.catalog_for(pool) if at is not None else None
     return [n for n in cluster.nodes if n.pool == pool and not n.deleting and n.name not in skip
-            and drift_reason(n, info, node_class) is not None]
+            and drift_reason(n, info, node_class, catalog, at) is not None]
 
 
 def rollout_block(pool: PoolInfo) -> str | None:

@@ -78,3 +78,12 @@ def test_the_pass_replaces_a_node_whose_type_is_gone() -> None:
     drift = [c for c in result.commands if c.method == "Drift"]
     assert [c.nodes for c in drift] == [["a"]]
     assert not [c for c in plan(snap, AT).commands if c.method == "Drift"]
+
+
+def test_a_pools_drifted_nodes_count_a_gone_type_when_asked_at_a_time() -> None:
+    from planning.rollout import drifted_in_pool
+
+    cluster = Cluster.from_snapshot(snapshot(nodepool(), node_and_claim("a", "m5.xlarge")),
+                                    _catalog(drop="m5.xlarge"))
+    assert [n.name for n in drifted_in_pool(cluster, "default", at=AT)] == ["a"]
+    assert drifted_in_pool(cluster, "default") == []  # without a time: template and requirements drift only
