@@ -3,7 +3,8 @@ plugins (simulator/scheduling_filters.py), or leaves it Pending with kube's `0/N
 on its PodScheduled condition and a FailedScheduling Event.
 
 Scoring is simpler than kube-scheduler's (docs/decisions.md §20): more matching preferred node affinity weight
-first, then fewer untolerated PreferNoSchedule taints, then the least allocated node. Like kube-scheduler it stops
+first, then the preferred pod (anti-)affinity score (simulator/scheduling_preferences.py), then fewer untolerated
+PreferNoSchedule taints, then the least allocated node. Like kube-scheduler it stops
 after percentageOfNodesToScore feasible nodes and resumes its scan where the last one stopped.
 """
 
@@ -160,6 +161,7 @@ class Scheduler:
         every, ready = self._node_names()
         filters = PodFilters(pod, view)
         prefers = bool((pod.get("spec") or {}).get("affinity"))
+        pod_pref = view.preferred.scorer(pod) if prefers else None
         best, best_score = None, None
         feasible, wanted = 0, feasible_nodes_to_find(len(ready))
         self._start = self._start % len(ready) if ready else 0
@@ -171,7 +173,8 @@ class Scheduler:
             used, alloc = self.usage.get(name) or _NONE, view.allocatable(node)
             if not filters.fits_with(node, used, self.pod_counts.get(name, 0), alloc):
                 continue
-            score = (*(preference_score(pod, node) if prefers or node.get("spec") else (0, 0)),
+            node_pref, soft_taints = preference_score(pod, node) if prefers or node.get("spec") else (0, 0)
+            score = (node_pref, -pod_pref(node) if pod_pref else 0, soft_taints,
                      _allocation(filters.request, alloc, used))
             if best_score is None or score < best_score:
                 best, best_score = node, score

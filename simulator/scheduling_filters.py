@@ -19,6 +19,7 @@ from simulator.scheduling import node_affinity_matches, tolerates, untolerated_t
 from simulator.scheduling_affinity import AffinityCheck, AffinityRound, has_required_anti_affinity
 from simulator.scheduling_ports import ERR_REASON as ERR_PORTS
 from simulator.scheduling_ports import conflicts, host_ports
+from simulator.scheduling_preferences import PreferredRound
 from simulator.scheduling_requests import PODS, Requests, checked, insufficient, node_allocatable, pod_requests
 from simulator.scheduling_volumes import VolumeCheck, Volumes, claim_names
 from simulator.topology import ERR_NOT_MATCH, SpreadCheck, SpreadCounts, spread_constraints
@@ -50,6 +51,7 @@ class ClusterView:
     def __post_init__(self) -> None:
         self.spread = SpreadCounts(self.nodes, self.pods_on)
         self.affinity = AffinityRound(self.nodes, self.pods_on, self.anti_pods, self.ns_labels)
+        self.preferred = PreferredRound(self.nodes, self.pods_on, self.ns_labels)
 
     def allocatable(self, node: Obj) -> Requests:
         """The node's allocatable, parsed once per round per node version."""
@@ -63,6 +65,7 @@ class ClusterView:
         """Keep the round's counts current once `pod` is bound to `node` (the pod indexes are the caller's)."""
         self.spread.bind(pod, node)
         self.affinity.bind(pod, node)
+        self.preferred.bind(pod, node)
 
 
 class PodFilters:

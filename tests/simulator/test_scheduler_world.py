@@ -82,3 +82,17 @@ def test_a_gated_pod_waits_with_scheduling_gated_until_its_gates_are_removed(sim
     core.patch_namespaced_pod("gated", "default", {"spec": {"schedulingGates": None}})
     wait_for(lambda: core.read_namespaced_pod("gated", "default").spec.node_name == "a",
              what="the pod bound once ungated")
+
+
+def test_preferred_pod_anti_affinity_keeps_replicas_apart_when_the_emptier_node_already_has_one(
+        sim: Simulator, k8s: client.ApiClient) -> None:
+    term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "web"}}}
+    apart = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": term}]}}
+    # `empty` is emptier but holds a web replica; `busy` holds none: the anti-affinity score wins over allocation
+    sim.load_objects([node("empty"), node("busy"), pod("filler", "busy", cpu="2"),
+                      pod("web-0", "empty", labels={"app": "web"})])
+    sim.load_objects([pod("web-1", labels={"app": "web"}, affinity=apart)])
+    core = client.CoreV1Api(k8s)
+    wait_for(lambda: core.read_namespaced_pod("web-1", "default").spec.node_name, what="web-1 bound")
+    assert core.read_namespaced_pod("web-1", "default").spec.node_name == "busy"
