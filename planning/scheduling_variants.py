@@ -58,6 +58,13 @@ def pod_ladder(pod: PodInfo, cluster: Cluster, prefer_no_schedule: bool) -> list
 
 
 def _overlay(pod: PodInfo, rung: PodInfo) -> PodInfo:
+    """`pod` with the rung's constraints; host ports stay the pod's own (the key does not cover containers)."""
     fields: dict[str, Any] = {f: getattr(rung, f) for f in (
-        "tolerations", "node_selector", "affinity_terms", "anti_affinity", "spread", "more", "sig")}
-    return dataclasses.replace(pod, **fields)
+        "tolerations", "node_selector", "affinity_terms", "anti_affinity", "spread", "sig")}
+    ports = pod.more.host_ports if pod.more is not None else frozenset()
+    more = rung.more
+    if more is not None and more.host_ports != ports:
+        more = dataclasses.replace(more, host_ports=ports)
+    elif more is None and ports:
+        more = MoreConstraints(host_ports=ports)
+    return dataclasses.replace(pod, more=more, **fields)
