@@ -79,6 +79,7 @@ class _DrainRun:
     signalled_at: float = field(default_factory=time.monotonic)  # last signal (or the activity's start)
     evicted: int = 0
     poll: float = 0.0
+    evict_reason: str | None = None  # what Evicted says (the NodeClaim's DisruptionReason), read at the first eviction
 
 
 class KubeActivities:
@@ -241,8 +242,10 @@ class KubeActivities:
             km.PODS_DRAINED.labels(reason=km.snake(inp.reason)).inc()
             run.evicted += 1
             st.status, st.pdb, st.next_at = "Evicting", None, mono + 1.0
-            await self._publish("Pod", meta["name"], EventReason.EVICTED, events.evicted(
-                events.eviction_reason(inp.reason)), uid=meta.get("uid"), namespace=meta["namespace"])
+            if run.evict_reason is None:  # read once per drain, at its first eviction
+                run.evict_reason = await self._io(self._eviction_reason, inp.node_name)
+            await self._publish("Pod", meta["name"], EventReason.EVICTED, events.evicted(run.evict_reason),
+                                uid=meta.get("uid"), namespace=meta["namespace"])
             return True
         if answer.outcome is Eviction.GONE:
             st.status = "Gone"
@@ -386,6 +389,11 @@ class KubeActivities:
         except (ApiException, Conflict) as exc:
             log.warning("NodeClaim %s: VolumesDetached not written: %s", claim, exc)
         return True
+
+    def _eviction_reason(self, node: str) -> str:
+        claim = next((c for c in self.kube.list_node_claims() if (c.get("status") or {}).get("nodeName") == node),
+                     None)
+        return events.eviction_reason(claim)
 
     def _node_attachments(self, node: str) -> int:
         return len(self._attachments_of(node))

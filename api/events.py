@@ -7,9 +7,11 @@ activities word the same thing the same way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
+from typing import Any
 
 from api.duration import DurationError, parse_duration
 from api.interruption import InterruptionKind
@@ -269,13 +271,17 @@ def evicted(reason: str) -> str:
     return f"Evicted pod: {reason}"
 
 
-VOLUNTARY_REASONS = frozenset({"Drifted", "Underutilized", "Empty"})  # the disruption queue's DisruptionReason
+FORCEFUL_TERMINATION = "Forceful Termination"
 
 
-def eviction_reason(reason: str | None) -> str:
-    """What Karpenter's Evicted says (terminator/eviction.go evictionReason): the NodeClaim's DisruptionReason,
-    which only the disruption queue sets, else "Forceful Termination"."""
-    return reason if reason in VOLUNTARY_REASONS else "Forceful Termination"
+def eviction_reason(claim: Mapping[str, Any] | None) -> str:
+    """What Karpenter's Evicted says (terminator/eviction.go evictionReason): the reason of the NodeClaim's
+    DisruptionReason condition when True (a disruption command set it, activities/candidates.py), else
+    "Forceful Termination"."""
+    for cond in ((claim or {}).get("status") or {}).get("conditions") or ():
+        if cond.get("type") == "DisruptionReason" and cond.get("status") == "True":
+            return str(cond.get("reason") or "")
+    return FORCEFUL_TERMINATION
 
 
 def failed_draining(pdb_refused: bool, pod: str, pdb: str | None) -> str:

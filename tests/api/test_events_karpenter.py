@@ -98,8 +98,10 @@ def test_disruption_messages_title_case_the_reason_as_cases_title_does() -> None
 
 def test_termination_messages_are_karpenters() -> None:
     """node/termination/terminator/events/events.go and terminator/eviction.go."""
-    assert events.evicted(events.eviction_reason("Drifted")) == "Evicted pod: Drifted"
-    assert events.evicted(events.eviction_reason("SpotInterrupted")) == "Evicted pod: Forceful Termination"
+    drifted = {"status": {"conditions": [{"type": "Ready", "status": "True"},
+                                         {"type": "DisruptionReason", "status": "True", "reason": "Drifted"}]}}
+    assert events.evicted(events.eviction_reason(drifted)) == "Evicted pod: Drifted"
+    assert events.evicted(events.eviction_reason({"status": {}})) == "Evicted pod: Forceful Termination"
     assert events.evicted(events.eviction_reason(None)) == "Evicted pod: Forceful Termination"
     assert events.failed_draining(True, "default/web-0", None) == (
         "Failed to drain node, evicting pod violates a PDB (Pod=default/web-0)")

@@ -122,6 +122,8 @@ async def test_drift_rollout_one_at_a_time_with_prespun_nodes(temporal_client, s
                 "Waiting on readiness to continue disruption") in events
         terminating = [m for _, r, m in events if r == "DisruptionTerminating"]
         assert terminating.count("Disrupting NodeClaim: Drifted") == 10 and len(terminating) == 20
+        # the drain tells each evicted pod the NodeClaim's DisruptionReason (terminator/eviction.go evictionReason)
+        assert {m for _, r, m in events if r == "Evicted"} == {"Evicted pod: Drifted"}
 
         nodes = stack.nodes()
         assert len(nodes) == 10 and all(not _tainted_or_deleting(n) for n in nodes)
