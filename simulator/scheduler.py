@@ -10,6 +10,7 @@ after percentageOfNodesToScore feasible nodes and resumes its scan where the las
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from simulator.patch import deep_copy
@@ -30,6 +31,7 @@ NAMESPACES = BY_KIND["Namespace"]
 DEFAULT_SCHEDULER = "default-scheduler"
 NOT_READY = "node(s) had untolerated taint {node.kubernetes.io/not-ready: }"
 GATED = "Scheduling is blocked due to non-empty scheduling gates"
+MESSAGE_EVERY = 10.0  # simulated seconds between two FailedScheduling messages of one pod
 Key = tuple[str, str]
 _NONE: Requests = {}
 
@@ -49,6 +51,7 @@ class Scheduler:
         self._names: tuple[list[str], list[str]] | None = None  # (every node, the Ready and not deleting ones)
         self._start = 0  # kube-scheduler resumes its node scan where the last one stopped
         self._alloc: dict[str, tuple[Any, Requests]] = {}  # node -> (resourceVersion, allocatable)
+        self._refused: dict[str, float] = {}  # pod uid -> when its FailedScheduling message may be recomputed
 
     def _requests_of(self, pod: dict[str, Any]) -> Requests:
         uid = meta(pod).get("uid") or ""
@@ -106,6 +109,7 @@ class Scheduler:
             self.pending.discard(key)
         if new is None:
             self._requests.pop(meta(old or {}).get("uid") or "", None)
+            self._refused.pop(meta(old or {}).get("uid") or "", None)
             self.dirty = True
         elif old is not None and ((pod_terminal(new) and not pod_terminal(old))
                                   or is_deleting(new) != is_deleting(old)):
@@ -190,11 +194,29 @@ class Scheduler:
             store.replace(PODS, new)
             view.bind(new, best)
             return
+        self._refuse(new, filters, every)
+
+    def _refuse(self, pod: dict[str, Any], filters: PodFilters, every: list[str]) -> None:
+        """Write kube's FitError to PodScheduled (and an Event when it changed). The message costs a pass over every
+        node, so a pod already marked Unschedulable gets a new one at most every MESSAGE_EVERY simulated seconds
+        (kube-scheduler itself retries an unschedulable pod only after a backoff of up to 10 s)."""
+        uid, now = meta(pod).get("uid") or "", time.monotonic()
+        if _condition_reason(pod) == "Unschedulable" and now < self._refused.get(uid, 0.0):
+            return
+        self._refused[uid] = now + MESSAGE_EVERY * self.world.time_scale
+        store = self.world.store
         reasons = {n: _why_not(filters, node) for n in every for node in [store.get(NODES, "", n)] if node is not None}
         message = fit_error(len(every), reasons, filters.prefilter)
-        if _set_scheduled(new, "False", "Unschedulable", message):
-            store.replace(PODS, new)
-            failed_scheduling_event(store, new, message)
+        if _set_scheduled(pod, "False", "Unschedulable", message):
+            store.replace(PODS, pod)
+            failed_scheduling_event(store, pod, message)
+
+
+def _condition_reason(pod: dict[str, Any]) -> str | None:
+    for c in (pod.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "PodScheduled":
+            return c.get("reason")
+    return None
 
 
 def _why_not(filters: PodFilters, node: dict[str, Any]) -> list[str]:

@@ -53,3 +53,25 @@ def test_the_emulators_scheduler_binds_where_kube_scheduler_may(case: dict[str, 
         assert where is None
         (cond,) = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
         assert cond["reason"] == "Unschedulable" and cond["message"].startswith(f"0/{len(case['nodes'])} nodes")
+
+
+def _refused_twice(time_scale: float) -> list[str]:
+    """A pod that fits nowhere, then a second node it cannot use either: the FailedScheduling Events written."""
+    store = Store()
+    world = World(store, time_scale=time_scale)
+    small = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a", "labels": {}}, "spec": {},
+             "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "110"},
+                        "conditions": [{"type": "Ready", "status": "True"}]}}
+    big = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "big", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}
+    store.create(BY_KIND["Node"], small)
+    store.create(BY_KIND["Pod"], big)
+    world.scheduler.schedule()
+    store.create(BY_KIND["Node"], {**deep_copy(small), "metadata": {"name": "b", "labels": {}}})
+    world.scheduler.schedule()
+    return [e["message"] for e in store.list(BY_KIND["Event"]) if e["reason"] == "FailedScheduling"]
+
+
+def test_a_refused_pods_message_is_refreshed_at_most_every_ten_simulated_seconds() -> None:
+    assert [m[:26] for m in _refused_twice(1.0)] == ["0/1 nodes are available: 1"]
+    assert [m[:26] for m in _refused_twice(0.0)] == ["0/1 nodes are available: 1", "0/2 nodes are available: 2"]
