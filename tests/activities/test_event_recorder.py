@@ -6,17 +6,22 @@ Nominated is rate-limited across pods (5/s, burst 10) as PodNominationRateLimite
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from temporalio.testing import ActivityEnvironment
 
 from activities.events import EventActivities, Recorder, nominated_spec
+from activities.kube import KubeActivities
 from activities.kube_client import KubeClient
 from activities.provisioning_planner import explanation_specs
 from api import events
+from bench.clusters import node_objects
 from planning.provisioning import ProvisioningDecision
 from simulator.server import Simulator
 from workflows.disruption_models import EventSpec
+from workflows.models import VolumesInput
 
 
 class Clock:
@@ -107,3 +112,21 @@ def test_a_provisioning_decision_nominates_pods_and_names_pools_without_types() 
         ("Pod", "shop", "a", "Nominated", "Normal", "Pod should schedule on: nodeclaim/default-abc"),
         ("Pod", "shop", "b", "Nominated", "Normal", "Pod should schedule on: nodeclaim/default-old, node/ip-1"),
     ]
+
+
+async def test_a_volume_wait_says_awaiting_volume_detachment_once_per_window(sim: Simulator) -> None:
+    """terminator/events.go NodeAwaitingVolumeDetachmentEvent: on the Node, the attachments' names, deduplicated
+    by the Node over the activity's polls (docs/semantics.md §9.5)."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db-0", "namespace": "default"},
+           "spec": {"nodeName": "n1", "containers": [{"name": "c"}]}, "status": {"phase": "Running"}}
+    attachment = {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment", "metadata": {"name": "csi-1"},
+                  "spec": {"attacher": "ebs.csi.aws.com", "nodeName": "n1", "source": {"persistentVolumeName": "pv-1"}}}
+    sim.load_objects([*node_objects("n1", "m5.large"), pod, attachment])
+    kube = KubeClient(sim.api_client())
+    acts = KubeActivities(kube, volume_poll=0.05)
+    res = await ActivityEnvironment().run(acts.wait_volumes, VolumesInput(
+        node_name="n1", node_claim_name="n1-claim", deadline=datetime.now(UTC) + timedelta(seconds=0.5)))
+    assert not res.detached and res.pending == ["csi-1"]
+    got = [(e.involved_object.kind, e.type, e.message) for e in kube.core.list_namespaced_event("default").items
+           if e.reason == "AwaitingVolumeDetachment"]
+    assert got == [("Node", "Normal", "Awaiting deletion of bound volumeattachments (csi-1)")]
