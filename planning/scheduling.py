@@ -143,6 +143,8 @@ class SimState:
         self.serial = next(_STATE_SERIALS)  # with `version`, what a cached PodContext was computed from
         self.version = 0  # placements (and removals) so far: a pod's PodContext is reused until the next one
         self.anti_placed = False  # a placed pod has anti-affinity terms other pods must respect
+        # a placed pod has hostname anti-affinity though no cluster pod had (a pending pod): _anti_ok runs for all
+        self.host_anti_placed = False
 
     def copy(self) -> SimState:
         """An independent copy (a Scheduler's reservation is copied into each simulation that starts from it)."""
@@ -158,6 +160,7 @@ class SimState:
         out.frontier = dict(self.frontier)
         out.version = self.version
         out.anti_placed = self.anti_placed
+        out.host_anti_placed = self.host_anti_placed
         return out
 
 
@@ -376,7 +379,7 @@ class Scheduler(DomainChecks):
             return False
         if not self._static_ok(pod, node):
             return False
-        if (pod.anti_affinity or self.cluster.has_anti_affinity) and not self._anti_ok(
+        if (pod.anti_affinity or self.cluster.has_anti_affinity or state.host_anti_placed) and not self._anti_ok(
                 pod, self._node_pods(node.name, state)):
             return False
         if pod.spread and not self._spread_ok(pod, node.name, node.zone, state):
@@ -390,6 +393,8 @@ class Scheduler(DomainChecks):
         state.version += 1
         if pod.more is not None and pod.more.anti_terms:
             state.anti_placed = True
+        if pod.anti_affinity:
+            state.host_anti_placed = True
         used = state.used.setdefault(node.index, [0.0, 0, 0, 0])
         used[0] += pod.cpu
         used[1] += pod.mem
@@ -610,7 +615,8 @@ class Scheduler(DomainChecks):
         if pod.volume_blocked or not tolerates_all(pod.tolerations, nn.pool.taints) or not MoreChecks.pns_ok(
                 pod, nn.pool.taints):
             return None
-        if (pod.anti_affinity or self.cluster.has_anti_affinity) and not self._anti_ok(pod, nn.pods):
+        if (pod.anti_affinity or self.cluster.has_anti_affinity or state.host_anti_placed) and not self._anti_ok(
+                pod, nn.pods):
             return None
         for topology_key, max_skew, selector in pod.spread:
             if topology_key == L.HOSTNAME_LABEL and match_label_selector(selector, pod.labels):
@@ -771,6 +777,8 @@ class Scheduler(DomainChecks):
         state.version += 1
         if pod.more is not None and pod.more.anti_terms:
             state.anti_placed = True
+        if pod.anti_affinity:
+            state.host_anti_placed = True
         nn.options = options
         if nn.name not in state.new_zones and (self._zone_spreads(counted) or (
                 counted.more is not None and self._zone_keyed(counted, self._ctx(counted, state)))):
@@ -791,7 +799,8 @@ class Scheduler(DomainChecks):
         dest = self.dest
         overrides = state.block_max
         plain = (not pod.sig and not pod.spread and not pod.anti_affinity and not self.cluster.has_anti_affinity
-                 and pod.more is None and not pod.volume_blocked and not state.anti_placed and not self.more.holders)
+                 and pod.more is None and not pod.volume_blocked and not state.anti_placed and not self.more.holders
+                 and not state.host_anti_placed)
         start = 0
         if plain:
             for (c, m, e), b in state.frontier.items():

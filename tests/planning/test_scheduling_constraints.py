@@ -201,3 +201,16 @@ def test_spread_over_capacity_type_puts_new_nodes_in_both_domains():
     assert {ct for nn in sim.new_nodes for opt in nn.options for ct in {o.capacity_type for o in opt.offerings}} == {
         "spot", "on-demand"}
     assert all(len({o.capacity_type for opt in nn.options for o in opt.offerings}) == 1 for nn in sim.new_nodes)
+
+
+def test_a_placed_pending_pods_hostname_anti_affinity_repels_later_pods():
+    # kube's symmetric anti-affinity for pods placed in the same simulation: the pending guard (placed first, the
+    # larger) keeps web-1 off b though no pod bound in the cluster has anti-affinity
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": WEB, "topologyKey": L.HOSTNAME_LABEL}]}}
+    cluster = Cluster.from_snapshot(snapshot(nodepool(requirements=REQ), node_and_claim("a"), node_and_claim("b"),
+                                             pod("guard-1", None, "2", affinity=anti),
+                                             pod("web-1", "a", labels={"app": "web"})))
+    a = cluster.by_name["a"]
+    sim = Scheduler(cluster).simulate([a], list(a.pods), max_new=1, pending=cluster.pending)
+    assert _where(sim) == {"guard-1": "b", "web-1": "new-0"}
