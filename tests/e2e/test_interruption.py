@@ -107,8 +107,9 @@ async def test_spot_warning_prespins_a_replacement_and_terminates_by_the_deadlin
         assert prog.reason == "SpotInterrupted"
         assert prog.deadline == warned_at + timedelta(minutes=2)
         assert await eventually(lambda: queue_depth(sqs, url) == (0, 0))
-        reasons = node_events(sim_ec2, "spot-a")
-        assert reasons.count("SpotInterrupted") == 1 and reasons.count("TerminatingOnInterruption") == 1
+        for name in ("spot-a", "spot-a-claim"):  # the provider's events are on the Node and its NodeClaim
+            reasons = node_events(sim_ec2, name)
+            assert reasons.count("SpotInterrupted") == 1 and reasons.count("TerminatingOnInterruption") == 1, name
 
 
 async def test_spot_warning_whose_pods_fit_elsewhere_prespins_nothing(
@@ -215,6 +216,7 @@ async def test_the_same_message_twice_starts_one_workflow(
         runs = await eventually(lambda: _runs(temporal_client, wf_id))
         assert len(runs) == 1, runs
         assert node_events(sim_ec2, "d-0").count("InstanceStopping") == 1  # the provider's split of the state
+        assert node_events(sim_ec2, "d-0-claim").count("InstanceStopping") == 1
 
 
 def _sample(name: str, **label_values: str) -> float:
