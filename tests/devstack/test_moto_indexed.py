@@ -11,7 +11,7 @@ from typing import Any
 import boto3
 import pytest
 
-from devstack.moto_indexed import RenderStore, _exact_resource_id
+from devstack.moto_indexed import RenderStore, _exact_resource_id, page
 from devstack.processes import MotoServer
 
 AMI = "ami-0a1b2c3d4e5f60718"
@@ -145,3 +145,25 @@ def test_a_torn_or_foreign_kept_answer_is_rendered_again(tmp_path: Path) -> None
     (path,) = tmp_path.glob("*.json")
     path.write_text(path.read_text()[:20])
     assert RenderStore(tmp_path, "5.2.5").get(key) is None
+
+
+def test_describe_instance_types_answers_in_pages_as_ec2_does(indexed_endpoint: str, moto_endpoint: str) -> None:
+    """Asked with MaxResults the stand-in pages (EC2's 5-100 per page, NextToken), and the pages together are moto's
+    one answer, in its order; without MaxResults it answers all at once, as before."""
+    from activities.instance_discovery import describe_instance_types
+
+    names = [t["InstanceType"] for t in describe_instance_types(_ec2(moto_endpoint))]  # plain moto: one page
+    first = _ec2(indexed_endpoint).describe_instance_types(MaxResults=100)
+    assert len(first["InstanceTypes"]) == 100 and first["NextToken"]
+    paged = [t["InstanceType"] for t in describe_instance_types(_ec2(indexed_endpoint))]
+    assert len(names) > 1000 and paged == names
+
+
+@pytest.mark.parametrize(("max_results", "token", "expected"), [
+    (None, None, (list(range(12)), None)),
+    (5, None, ([0, 1, 2, 3, 4], "5")),
+    (5, "10", ([10, 11], None)),
+    (500, None, (list(range(12)), None)),
+])
+def test_page(max_results: int | None, token: str | None, expected: tuple[list[int], str | None]) -> None:
+    assert page(list(range(12)), max_results, token) == expected
