@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from activities.instance_discovery import describe_instance_types, describe_offerings, on_demand_prices, spot_prices
@@ -195,13 +195,12 @@ class LiveCatalog:
 
 def karpenter_instance_types(catalog: InstanceTypeCatalog) -> None:
     """The provider's instance-type gauges from a refreshed catalog (pkg/controllers/metrics,
-    pkg/providers/instancetype/metrics.go): vCPUs, memory bytes, each offering's availability and price."""
-    for gauge in (km.OFFERING_AVAILABLE, km.OFFERING_PRICE, km.INSTANCE_TYPE_CPU, km.INSTANCE_TYPE_MEMORY):
-        gauge.clear()  # a type or offering gone from the catalog leaves no stale series
+    pkg/providers/instancetype/metrics.go): vCPUs, memory bytes, each offering's availability and price. They are
+    read from this catalog when scraped (telemetry/karpenter_metrics.py InstanceTypeGauges), not copied."""
+    km.INSTANCE_TYPES.set_source(lambda: _type_rows(catalog))
+
+
+def _type_rows(catalog: InstanceTypeCatalog) -> Iterator[km.TypeRow]:
     for it in catalog.instance_types:
-        km.INSTANCE_TYPE_CPU.labels(instance_type=it.name).set(float(parse_quantity(it.cpu)))
-        km.INSTANCE_TYPE_MEMORY.labels(instance_type=it.name).set(float(parse_quantity(it.memory)))
-        for off in it.offerings:
-            labels = {"instance_type": it.name, "capacity_type": off.capacity_type, "zone": off.zone}
-            km.OFFERING_AVAILABLE.labels(**labels).set(1 if off.available else 0)
-            km.OFFERING_PRICE.labels(**labels).set(off.price)
+        yield km.TypeRow(it.name, float(parse_quantity(it.cpu)), float(parse_quantity(it.memory)),
+                         ((o.capacity_type, o.zone, o.available, o.price) for o in it.offerings))
