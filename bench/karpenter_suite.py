@@ -106,9 +106,11 @@ def _options(args: argparse.Namespace, workdir: Path) -> WorldOptions:
                         planner_seconds=10.0, resync_seconds=30.0)
 
 
-async def run_scenario(scenario: Scenario, args: argparse.Namespace) -> dict[str, Any]:
+async def run_scenario(scenario: Scenario, args: argparse.Namespace,
+                       world_type: type[SuiteWorld] = SuiteWorld) -> dict[str, Any]:
+    """One scenario on a fresh stack; `world_type` may run the worker from another tree (bench/worker_footprint)."""
     workdir = Path(tempfile.mkdtemp(prefix=f"nodeflow-perf-{scenario.name}-"))
-    world = SuiteWorld(_options(args, workdir))
+    world = world_type(_options(args, workdir))
     say(f"{scenario.name}: starting the stack (logs in {workdir}) ...")
     phases: list[dict[str, Any]] = []
     sampler = ProcessSampler({})
