@@ -207,6 +207,7 @@ class Scheduler(DomainChecks):
         self._ctx_cache: dict[tuple[str, int, int, int], PodContext] = {}
         self._rule_domain_cache: dict[tuple[str, str, bool, bool], set[str]] = {}
         self._ladders: dict[str, tuple[dict[str, Any], list[PodInfo]]] = {}
+        self._originals: dict[str, PodInfo] = {}  # pod key -> the pod its rungs were made from
         # Static NodePools launch only their replicas (planning/static_capacity.py), never a node for pods.
         self.pools_by_weight = sorted((p for p in cluster.pools.values() if not p.static),
                                       key=lambda p: (-p.weight, p.name))
@@ -331,6 +332,9 @@ class Scheduler(DomainChecks):
         return counts
 
     def _zone_domains(self, pod: PodInfo) -> set[str]:
+        """The zones a zone spread counts: those of nodes the pod's own (not its relaxation rung's) selection
+        allows, as kube's nodeAffinityPolicy Honor reads the pod's required affinity only."""
+        pod = self._base(pod)
         domains = self._zone_domain_cache.get(pod.sig)
         if domains is None:
             domains = {n.zone for n in self.dest if n.zone and self._static_ok(pod, n)}
@@ -739,7 +743,12 @@ class Scheduler(DomainChecks):
         got = self._ladders.get(pod.key)
         if got is None or got[0] is not pod.raw:
             got = self._ladders[pod.key] = (pod.raw, pod_ladder(pod, self.cluster, self.more.any_pns))
+            self._originals[pod.key] = pod
         return got[1]
+
+    def _base(self, pod: PodInfo) -> PodInfo:
+        """The pod a relaxation rung was made from (itself when it is no rung)."""
+        return self._originals.get(pod.key, pod)
 
     def _place(self, pod: PodInfo, variant: PodInfo, skip: set[int], record: bool, pending: bool, max_new: int,
                state: SimState, result: SimResult) -> tuple[str, str]:

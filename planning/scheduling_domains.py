@@ -34,6 +34,7 @@ class DomainChecks:
     def pool_labels(self, pool: PoolInfo) -> dict[str, str]: ...
     def _options(self, pool: PoolInfo) -> list[TypeOption]: ...
     def _pod_allowed(self, pod: PodInfo, pool: PoolInfo) -> set[tuple[str, str, str]] | None: ...
+    def _base(self, pod: PodInfo) -> PodInfo: ...
 
     def _sym_possible(self, state: SimState) -> bool:
         """Whether some placed pod's anti-affinity (on a key other than hostname) may rule nodes out."""
@@ -49,7 +50,9 @@ class DomainChecks:
         return ctx
 
     def _spread_eligible(self, pod: PodInfo, rule: SpreadRule, node_name: str) -> bool:
-        """kube's nodeInclusionPolicy: whether a node's pods and domain count for the pod's spread `rule`."""
+        """kube's nodeInclusionPolicy: whether a node's pods and domain count for the pod's spread `rule` (by the
+        pod's own selection: a rung's preferences-as-requirements do not narrow the domains)."""
+        pod = self._base(pod)
         node = self.cluster.by_name.get(node_name)
         if node is None:
             return True  # a new node of this simulation: its pool's taints and labels already admitted the pod
@@ -61,14 +64,15 @@ class DomainChecks:
     def _rule_domains(self, pod: PodInfo) -> dict[str, set[str]]:
         """Per key of the pod's other-key spread rules: the values over the nodes it may use, existing and new."""
         out: dict[str, set[str]] = {}
+        base = self._base(pod)
         for rule in pod.more.spread_rules if pod.more is not None else ():
-            cache_key = (pod.sig, rule.key, rule.honor_affinity, rule.honor_taints)
+            cache_key = (base.sig, rule.key, rule.honor_affinity, rule.honor_taints)
             got = self._rule_domain_cache.get(cache_key)
             if got is None:
                 got = {n.labels[rule.key] for n in self.cluster.nodes if rule.key in n.labels
                        and not n.marked_for_deletion and self._spread_eligible(pod, rule, n.name)}
                 for pool in self.pools_by_weight:
-                    got |= self._pool_domains(pod, pool, rule.key)
+                    got |= self._pool_domains(base, pool, rule.key)
                 self._rule_domain_cache[cache_key] = got
             out[rule.key] = got
         return out

@@ -1,8 +1,10 @@
 """A pod's scheduling constraints as the simulation reads them, parsed once (planning/cluster.py parse_pod).
 
 The fast path (planning/scheduling.py) keeps hostname anti-affinity and zone / hostname DoNotSchedule spread
-in PodInfo's `anti_affinity` and `spread`; everything else a pod may ask lives in a `MoreConstraints`, None on
-the many pods that ask nothing more, so they pay nothing for it. docs/semantics.md §3.5.
+in PodInfo's `anti_affinity` and `spread` (a zone spread only where every node's pods count for it: no
+nodeSelector or required node affinity under nodeAffinityPolicy Honor, no nodeTaintsPolicy Honor); everything
+else a pod may ask lives in a `MoreConstraints`, None on the many pods that ask nothing more, so they pay
+nothing for it. docs/semantics.md §3.5.
 """
 
 from __future__ import annotations
@@ -63,12 +65,16 @@ def parse_constraints(spec: Mapping[str, Any], namespace: str, labels: Mapping[s
     anti = [(t.selector, t.namespaces) for t in anti_all
             if t.key == L.HOSTNAME_LABEL and t.ns_selector is None]
     rules = [r for r in parse_spread(spec.get("topologySpreadConstraints") or (), labels) if r.hard]
-    spread = [(r.key, r.max_skew, r.selector) for r in rules if r.key in FAST_KEYS]
+    selective = bool(spec.get("nodeSelector") or ((affinity.get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms"))
+    fast = [r for r in rules if r.key == L.HOSTNAME_LABEL or (
+        r.key == L.ZONE_LABEL and not r.honor_taints and not (selective and r.honor_affinity))]
+    spread = [(r.key, r.max_skew, r.selector) for r in fast]
     more = MoreConstraints(
         pod_affinity=required_terms(affinity, "podAffinity", namespace),
         anti_terms=tuple(t for t in anti_all if t.key != L.HOSTNAME_LABEL or t.ns_selector is not None),
-        spread_rules=tuple(r for r in rules if r.key not in FAST_KEYS),
-        zone_min_domains=max((r.min_domains for r in rules if r.key == L.ZONE_LABEL), default=1),
+        spread_rules=tuple(r for r in rules if r not in fast),  # counted on the nodes the policies include
+        zone_min_domains=max((r.min_domains for r in fast if r.key == L.ZONE_LABEL), default=1),
         host_ports=host_ports(spec), relaxable=relaxable(spec))
     return anti, spread, (more or None)
 

@@ -1,6 +1,7 @@
 """Differential test: the planner's simulation against the reference filter (planning/scheduling_check.py), which
 kube-scheduler's own cases and the emulator's differential test (tests/simulator/test_scheduling_differential.py)
-pin. Seeded random clusters and pods; every (pod, node) decision must agree: may the pod go on the node.
+pin. Seeded random clusters and pods (PreferNoSchedule taints and zonal / WaitForFirstConsumer volumes among
+them); every (pod, node) decision must agree: may the pod go on the node.
 Prints the agreement rate (docs/semantics.md §3.5)."""
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ def _node(rng: random.Random, i: int) -> dict[str, Any]:
     if rng.random() < 0.3:
         labels["disk"] = "ssd"
     taints = [{"key": "team", "value": "x", "effect": "NoSchedule"}] if rng.random() < 0.15 else []
+    if rng.random() < 0.15:
+        taints.append({"key": "soft", "value": "x", "effect": "PreferNoSchedule"})
     alloc = {"cpu": rng.choice(("2", "4")), "memory": rng.choice(("4Gi", "8Gi")), "pods": "20"}
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
             "spec": {"taints": taints} if taints else {},
@@ -79,11 +82,34 @@ def _pod(rng: random.Random, name: str, node: str = "") -> dict[str, Any]:
             "status": {"phase": "Running" if node else "Pending"}}
 
 
+def _volumes() -> list[dict[str, Any]]:
+    """A zonal bound volume per zone (claim data-<zone>) and a WaitForFirstConsumer class limited to two zones."""
+    out: list[dict[str, Any]] = [{
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "gp3"},
+        "provisioner": "ebs.csi.aws.com", "volumeBindingMode": "WaitForFirstConsumer",
+        "allowedTopologies": [{"matchLabelExpressions": [{"key": L.ZONE_LABEL, "values": list(ZONES[:2])}]}]}, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "fresh", "namespace": "default"},
+        "spec": {"storageClassName": "gp3"}, "status": {"phase": "Pending"}}]
+    for z in ZONES:
+        terms = [{"matchExpressions": [{"key": L.ZONE_LABEL, "operator": "In", "values": [z]}]}]
+        out += [{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"vol-{z}"},
+                 "spec": {"storageClassName": "gp3", "nodeAffinity": {"required": {"nodeSelectorTerms": terms}}},
+                 "status": {"phase": "Bound"}},
+                {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": f"data-{z}",
+                                                                                   "namespace": "default"},
+                 "spec": {"storageClassName": "gp3", "volumeName": f"vol-{z}"}, "status": {"phase": "Bound"}}]
+    return out
+
+
 def _cluster(seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     rng = random.Random(seed)
     nodes = [_node(rng, i) for i in range(rng.randint(5, 10))]
     existing = [_pod(rng, f"e{j}", rng.choice(nodes)["metadata"]["name"]) for j in range(rng.randint(5, 25))]
     incoming = [_pod(rng, f"p{k}") for k in range(8)]
+    for p in incoming:
+        if rng.random() < 0.15:
+            claim = rng.choice(["fresh", *(f"data-{z}" for z in ZONES)])
+            p["spec"]["volumes"] = [{"name": "d", "persistentVolumeClaim": {"claimName": claim}}]
     return nodes, existing, incoming
 
 
@@ -99,8 +125,9 @@ def test_planner_agrees_with_the_reference_filter() -> None:
     for seed in range(60):
         nodes, existing, incoming = _cluster(seed)
         for p in incoming:
-            case = {"pod": p, "nodes": nodes, "existingPods": existing, "pvs": [], "pvcs": [], "storageClasses": []}
-            want = set(feasible_nodes(p, nodes, existing))
+            vols = _volumes()
+            case = {"pod": p, "nodes": nodes, "existingPods": existing, "pvs": vols, "pvcs": [], "storageClasses": []}
+            want = set(feasible_nodes(p, nodes, existing, vols))
             got = set(planner_feasible(case))
             for n in nodes:
                 name = n["metadata"]["name"]
