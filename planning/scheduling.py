@@ -838,6 +838,8 @@ class Scheduler(DomainChecks):
 
     def _why_not(self, pod: PodInfo, new_why: str) -> str:
         """Why a pod fits nowhere, for the Unconsolidatable / blocked message (cached per pod signature)."""
+        if pod.volume_blocked:
+            return f"its volumes: {pod.volume_blocked}"
         compatible = self._compatible_cache.get(pod.sig)
         if compatible is None:
             compatible = any(self._static_ok(pod, n) for n in self.dest)
@@ -847,8 +849,14 @@ class Scheduler(DomainChecks):
         else:
             existing = (f"insufficient free capacity on the nodes it may use "
                         f"(needs cpu {format_cpu(pod.cpu)}, memory {format_memory(pod.mem)})")
-            if pod.anti_affinity or pod.spread:
-                existing += " or its anti-affinity / topology spread"
+            m = pod.more
+            extra = [what for what, present in (
+                ("anti-affinity", pod.anti_affinity or (m is not None and m.anti_terms)),
+                ("pod affinity", m is not None and m.pod_affinity),
+                ("topology spread", pod.spread or (m is not None and m.spread_rules)),
+                ("host ports", m is not None and m.host_ports)) if present]
+            if extra:
+                existing += " or its " + " / ".join(extra)
         return f"{existing}; {new_why}"
 
 

@@ -123,6 +123,7 @@ def test_a_bound_zonal_volume_pins_the_pod_to_its_zone():
 def test_a_missing_claim_lets_the_pod_run_nowhere():
     sim = _simulate(node_and_claim("a"), node_and_claim("b"), *_volume("us-east-1a"), _claimed(pod("x-1", "a"), "gone"))
     assert not sim.all_scheduled and sim.failures[0][0].name == "x-1"
+    assert 'persistentvolumeclaim "gone" not found' in sim.failure_message()
 
 
 def test_init_containers_sidecars_and_overhead_count():
