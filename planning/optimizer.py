@@ -208,8 +208,11 @@ class OptimizingConsolidation:
 
     @staticmethod
     def _movable(c: Candidate) -> bool:
-        """Pods the model places exactly: no hostname anti-affinity, no topology spread."""
-        return all(not p.anti_affinity and not p.spread for p in c.reschedulable)
+        """Pods the model places exactly: no hostname anti-affinity, no topology spread, nothing the scheduling
+        simulation checks beyond those (pod affinity, other keys, host ports, preferences, blocked volumes:
+        planning/scheduling_pod.py)."""
+        return all(not p.anti_affinity and not p.spread and p.more is None and not p.volume_blocked
+                   for p in c.reschedulable)
 
     # ---- the move --------------------------------------------------------------------------------
 
