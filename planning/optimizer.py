@@ -31,6 +31,7 @@ from planning.commands import Command, Replacement, Requirement
 from planning.consolidation import Consolidation
 from planning.method import PassContext, make_command
 from planning.scheduling import SimResult, TypeOption
+from planning.scheduling_more import anti_of
 from planning.selectors import match_label_selector, match_node_selector_terms, tolerates_all
 
 CONSOLIDATION_MODE_ANNOTATION = L.CONSOLIDATION_MODE_ANNOTATION
@@ -410,6 +411,12 @@ class OptimizingConsolidation:
                 for sel, namespaces in other.anti_affinity:
                     if other.active and pod.namespace in namespaces and match_label_selector(sel, pod.labels):
                         return False
+        # others' anti-affinity on zone or another key (planning/scheduling_more.py keeps who holds one)
+        for labels, other in self.ctx.scheduler.more.holders:
+            for t in anti_of(other):
+                if t.key in node.labels and labels.get(t.key) == node.labels[t.key] and t.matches(pod.namespace,
+                                                                                                  pod.labels):
+                    return False
         return True
 
     def _new_types(self, groups: list[_Group]) -> list[_NewType]:
