@@ -2,8 +2,9 @@
 pods' required anti-affinity against the incoming pod (kubernetes `pkg/scheduler/framework/plugins/
 interpodaffinity/filtering.go`).
 
-- A term selects pods by labelSelector (none selects nothing) in its namespaces: `namespaces` plus those matching
-  `namespaceSelector` (`{}`: all), or the owning pod's own namespace when both are unset. Terminating pods count.
+- A term selects pods by labelSelector (none selects nothing) narrowed by `matchLabelKeys` / `mismatchLabelKeys`
+  (the owning pod's values), in its namespaces: `namespaces` plus those matching `namespaceSelector` (`{}`: all),
+  or the owning pod's own namespace when both are unset. Terminating pods count.
 - Affinity: every term's topologyKey must be on the node, and for each term the node's (key, value) must hold a pod
   matching ALL the pod's affinity terms; unless no pod anywhere matches them all and the pod matches its own terms
   (the first pod of a group with affinity to itself), which then passes on any node with the keys.
@@ -46,7 +47,21 @@ def term_matches(term: Obj, owner: Obj, target: Obj, ns_labels: Callable[[str], 
     else:
         in_ns = target_ns in names or (ns_selector is not None and
                                        match_label_selector_object(ns_selector, ns_labels(target_ns)))
-    return in_ns and match_label_selector_object(term.get("labelSelector"), meta(target).get("labels") or {})
+    selector = term.get("labelSelector")
+    if term.get("matchLabelKeys") or term.get("mismatchLabelKeys"):
+        selector = _with_label_keys(term, selector, meta(owner).get("labels") or {})
+    return in_ns and match_label_selector_object(selector, meta(target).get("labels") or {})
+
+
+def _with_label_keys(term: Obj, selector: Obj | None, owner_labels: dict[str, str]) -> Obj | None:
+    """The term's selector with `matchLabelKeys` (key In [the owner's value]) and `mismatchLabelKeys` (NotIn) merged
+    in, as the API server merges them at the owner's creation (MatchLabelKeysInPodAffinity)."""
+    exprs = [{"key": k, "operator": op, "values": [owner_labels[k]]}
+             for field, op in (("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn"))
+             for k in term.get(field) or () if k in owner_labels]
+    if not exprs or selector is None:
+        return selector
+    return {**selector, "matchExpressions": [*(selector.get("matchExpressions") or ()), *exprs]}
 
 
 class _Incoming:

@@ -149,3 +149,15 @@ def test_the_fit_error_reads_as_kube_schedulers() -> None:
         '0/3 nodes are available: persistentvolumeclaim "rc-definitely-missing-pvc" not found. preemption: 0/3 '
         'nodes are available: 3 No preemption victims found for incoming pod..')
     assert fit_error(0, {}) == "no nodes available to schedule pods"
+
+
+def test_match_label_keys_in_pod_anti_affinity_keep_apart_only_the_same_revision() -> None:
+    term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "web"}},
+            "matchLabelKeys": ["rev"]}
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    nodes = [node("a"), node("b")]
+    old = [pod("old", "a", {"app": "web", "rev": "1"}), pod("new0", "b", {"app": "web", "rev": "2"})]
+    assert feasible_nodes(pod("new1", labels={"app": "web", "rev": "2"}, affinity=anti), nodes, old) == ["a"]
+    plain = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {k: v for k, v in term.items() if k != "matchLabelKeys"}]}}
+    assert feasible_nodes(pod("new1", labels={"app": "web", "rev": "2"}, affinity=plain), nodes, old) == []
