@@ -315,7 +315,8 @@ class KubeClient:
             raise
 
     def cluster_objects(self) -> list[Obj]:
-        """NodePools, NodeClaims, EC2NodeClasses, Nodes, Pods, PDBs, DisruptionPolicies and NodeOverlays as dicts, like
+        """NodePools, NodeClaims, EC2NodeClasses, Nodes, Pods, PDBs, DisruptionPolicies, NodeOverlays and the volume
+        kinds as dicts, like
         `kubectl get -o json` prints them (the kinds and order of the planner's watch cache,
         runtime/cluster_cache.py)."""
         return [*_typed(self.list_node_pools(), labels.API_VERSION, "NodePool"),
@@ -326,7 +327,23 @@ class KubeClient:
                 *_typed(_items(self.policy.list_pod_disruption_budget_for_all_namespaces(_preload_content=False)),
                         "policy/v1", "PodDisruptionBudget"),
                 *self.list_disruption_policies(),
-                *self.list_node_overlays()]
+                *self.list_node_overlays(),
+                *self.list_volume_topology()]
+
+    def list_volume_topology(self) -> list[Obj]:
+        """PersistentVolumes, PersistentVolumeClaims and StorageClasses: where a pod's volumes let it run
+        (docs/semantics.md §3.5). A server that does not serve one of them (404) has none."""
+        calls = ((self.core.list_persistent_volume, "v1", "PersistentVolume"),
+                 (self.core.list_persistent_volume_claim_for_all_namespaces, "v1", "PersistentVolumeClaim"),
+                 (k8s.StorageV1Api(self.api_client).list_storage_class, "storage.k8s.io/v1", "StorageClass"))
+        out: list[Obj] = []
+        for call, api_version, kind in calls:
+            try:
+                out += _typed(_items(call(_preload_content=False)), api_version, kind)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+        return out
 
     def watch(self, kind: str, timeout_seconds: int = 30) -> tuple[Watch, Iterator[Any]]:
         """A watch on Nodes (`nodes`) or a Karpenter kind; stop it with the returned Watch."""

@@ -28,7 +28,9 @@ from runtime.informer import CacheSettings, Counters, Informer, KindSpec, Obj, S
 NODE_CLASS_GROUP = "karpenter.k8s.aws"  # EC2NodeClass: drift reads the class a NodePool names (planning/drift.py)
 POLICY_GROUP = "nodeflow.dev"  # DisruptionPolicy (api/disruption_policy.py): optional, like EC2NodeClass
 KINDS = ("NodePool", "NodeClaim", "EC2NodeClass", "Node", "Pod", "PodDisruptionBudget",
-         "DisruptionPolicy", "NodeOverlay")  # cluster_objects() order
+         "DisruptionPolicy", "NodeOverlay",
+         # volume topology (docs/semantics.md §3.5): where a pod's bound PV or its StorageClass lets it run
+         "PersistentVolume", "PersistentVolumeClaim", "StorageClass")  # cluster_objects() order
 
 
 class Reason(StrEnum):
@@ -55,6 +57,7 @@ class Health:
 def kind_specs(api_client: k8s.ApiClient, kinds: Iterable[str] = KINDS) -> list[KindSpec]:
     """The list methods (raw JSON, for LIST and WATCH) of the kinds the planner reads."""
     core, custom, policy = k8s.CoreV1Api(api_client), k8s.CustomObjectsApi(api_client), k8s.PolicyV1Api(api_client)
+    storage = k8s.StorageV1Api(api_client)
     karpenter = functools.partial(custom.list_cluster_custom_object, labels.GROUP, "v1")
     table = {
         "NodePool": KindSpec("NodePool", labels.API_VERSION, functools.partial(karpenter, "nodepools")),
@@ -70,6 +73,10 @@ def kind_specs(api_client: k8s.ApiClient, kinds: Iterable[str] = KINDS) -> list[
         # NodeOverlay (api/node_overlay.py): prices every decision reads; optional (Karpenter's CRD may be absent)
         "NodeOverlay": KindSpec("NodeOverlay", f"{labels.GROUP}/v1alpha1", functools.partial(
             custom.list_cluster_custom_object, labels.GROUP, "v1alpha1", "nodeoverlays"), optional=True),
+        "PersistentVolume": KindSpec("PersistentVolume", "v1", core.list_persistent_volume, optional=True),
+        "PersistentVolumeClaim": KindSpec("PersistentVolumeClaim", "v1",
+                                          core.list_persistent_volume_claim_for_all_namespaces, optional=True),
+        "StorageClass": KindSpec("StorageClass", "storage.k8s.io/v1", storage.list_storage_class, optional=True),
     }
     return [table[k] for k in kinds]
 

@@ -64,7 +64,9 @@ class ClusterView:
             snap = Snapshot(source="<cluster cache>")
             lists = {"NodePool": snap.node_pools, "NodeClaim": snap.node_claims, "EC2NodeClass": snap.node_classes,
                      "Node": snap.nodes, "Pod": snap.pods, "PodDisruptionBudget": snap.pdbs,
-                     "DisruptionPolicy": snap.disruption_policies, "NodeOverlay": snap.node_overlays}
+                     "DisruptionPolicy": snap.disruption_policies, "NodeOverlay": snap.node_overlays,
+                     "PersistentVolume": snap.others, "PersistentVolumeClaim": snap.others,
+                     "StorageClass": snap.others}
             pods: list[PodInfo] = []
             claims: list[ClaimInfo] = []
             reparsed = 0

@@ -94,8 +94,21 @@ OVERLAY = {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metada
                     "priceAdjustment": "-10%"}}
 
 
+VOLUMES = [
+    {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "gp3"},
+     "provisioner": "ebs.csi.aws.com", "volumeBindingMode": "WaitForFirstConsumer"},
+    {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-a"},
+     "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "gp3",
+              "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                  {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]}]}]}}}},
+    {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "default"},
+     "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3",
+              "resources": {"requests": {"storage": "1Gi"}}}},
+]
+
+
 def _seed(sim: Simulator) -> None:
-    sim.load_objects([*generate_cluster(6, 6, seed=3), NODE_CLASS, POLICY, OVERLAY])
+    sim.load_objects([*generate_cluster(6, 6, seed=3), NODE_CLASS, POLICY, OVERLAY, *VOLUMES])
 
 
 def test_not_healthy_until_synced(sim: Simulator, cache: ClusterCache) -> None:

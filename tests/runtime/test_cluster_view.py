@@ -105,3 +105,24 @@ def test_a_steady_read_reparses_only_changed_pods(view: ClusterView, k8s: Any) -
         assert time.monotonic() < deadline, "the view never saw the label"
         time.sleep(0.05)
     assert view.reparsed == 1 and len(now) == len(pods)
+
+
+def test_volume_topology_reaches_the_snapshot(sim: Simulator, view: ClusterView) -> None:
+    """The scheduling simulation reads PVs, PVCs and StorageClasses from the snapshot's other objects
+    (docs/semantics.md §3.5); the live planner's snapshot is the cache's, so the cache must hold them."""
+    sim.load_objects([
+        {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "gp3"},
+         "provisioner": "ebs.csi.aws.com", "volumeBindingMode": "WaitForFirstConsumer"},
+        {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-b"},
+         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "gp3"}},
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "default"},
+         "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3",
+                  "resources": {"requests": {"storage": "1Gi"}}}}])
+    deadline = time.monotonic() + 10
+    while True:
+        _, snap, _ = view.read()
+        kinds = {o["kind"] for o in snap.others}
+        if {"StorageClass", "PersistentVolume", "PersistentVolumeClaim"} <= kinds or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert {"StorageClass", "PersistentVolume", "PersistentVolumeClaim"} <= kinds
