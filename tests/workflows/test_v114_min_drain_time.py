@@ -11,26 +11,18 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from support.termination_fakes import after_drain
 from temporalio import activity
 from temporalio.worker import Worker
 
 from workflows.models import (
-    DeletePodsInput,
-    DeletePodsResult,
     DrainInput,
     DrainResult,
-    FinalizeInput,
-    FinalizeResult,
-    InstanceInput,
-    InstanceResult,
     PodState,
     PrepareInput,
     PrepareResult,
     TerminationInput,
-    TerminationMarkersInput,
     TerminationPhase,
-    VolumesInput,
-    VolumesResult,
 )
 from workflows.termination import MIN_DRAIN_TIME, TerminationWorkflow, workflow_id
 
@@ -68,27 +60,7 @@ class Node:
             node.evicted.append(name)
             return DrainResult(drained=True, evicted=1)
 
-        @activity.defn(name="termination.delete_pods")
-        async def delete_pods(inp: DeletePodsInput) -> DeletePodsResult:
-            return DeletePodsResult()
-
-        @activity.defn(name="termination.wait_volumes")
-        async def wait_volumes(inp: VolumesInput) -> VolumesResult:
-            return VolumesResult(detached=True)
-
-        @activity.defn(name="termination.terminate_instance")
-        async def terminate_instance(inp: InstanceInput) -> InstanceResult:
-            return InstanceResult(instance_id="i-0abc", state="terminated", terminate_called=True)
-
-        @activity.defn(name="termination.finalize")
-        async def finalize(inp: FinalizeInput) -> FinalizeResult:
-            return FinalizeResult(node_finalizer_removed=True, node_claim_finalizer_removed=True)
-
-        @activity.defn(name="termination.mark_nodeclaim")
-        async def mark_nodeclaim(inp: TerminationMarkersInput) -> bool:
-            return True
-
-        return [prepare, drain, delete_pods, wait_volumes, terminate_instance, finalize, mark_nodeclaim]
+        return [prepare, drain, *after_drain()]
 
 
 async def _run(ts_env, node: Node):
