@@ -35,6 +35,7 @@ from typing import Any
 
 _WILDCARDS = frozenset("*?[")
 STATIC_ACTIONS = frozenset({"DescribeInstanceTypes", "DescribeInstanceTypeOfferings"})
+RENDER_FORMAT = 2  # part of every kept answer's key: bump it when this module changes what STATIC_ACTIONS answer
 
 
 def _exact_resource_id(filters: dict[str, list[str]] | None) -> str | None:
@@ -133,7 +134,7 @@ def install_static_cache(directory: Path | None = None) -> None:
     from moto.ec2.responses import EC2Response
 
     original = getattr(EC2Response.serialized, "__wrapped_render__", EC2Response.serialized)
-    store = RenderStore(directory, moto.__version__)
+    store = RenderStore(directory, f"{moto.__version__}/{RENDER_FORMAT}")
 
     def serialized(self: Any, action_result: Any) -> Any:
         key = None if isinstance(action_result.result, Exception) else _static_key(self)
