@@ -31,7 +31,7 @@ from activities.kube_client import KubeClient
 from activities.provisioning import ProvisioningActivities
 from api import labels
 from api.catalog import load_default_catalog
-from api.fleet import load_fleet_rollout
+from api.fleet import RECORD_ANNOTATION, load_fleet_rollout
 from api.nodeclass_launch import ClusterInfo
 from bench.clusters import node_pool
 from client.fleet import start_fleet_rollout
@@ -42,7 +42,7 @@ from workflows.fleet_models import ClusterPhase, FleetPhase, FleetSettings
 from workflows.nodeclass import NodeClassWorkflow
 from workflows.nodeclass_models import NodeClassInput
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 ROOT = Path(__file__).resolve().parents[2]
 CA = base64.b64encode(b"-----CA-----").decode()
 SETTINGS = FAST.model_copy(update={"ready_timeout_seconds": 20.0, "ready_poll_seconds": 0.5})
@@ -91,9 +91,15 @@ async def _resolve(stack: Stack) -> None:
                                         task_queue=stack.task_queue)
 
 
-async def _schedules(stack: Stack) -> None:
-    """What the cluster's Schedules do, faster: resolve the EC2NodeClasses and run a planner pass, every second."""
-    while True:
+async def _schedules(stack: Stack, new_image: str) -> None:
+    """What the cluster's Schedules do, faster: resolve the EC2NodeClasses and run a planner pass every second, from
+    when the fleet's change reaches the cluster until its nodes run the new image (three clusters planning every
+    second, idle or not, would load a 2-core machine for nothing)."""
+    kube = KubeClient(stack.api)
+    while not (await asyncio.to_thread(kube.get_node_class, "default") or {}).get("metadata", {}).get(
+            "annotations", {}).get(RECORD_ANNOTATION):
+        await asyncio.sleep(0.5)
+    while await asyncio.to_thread(_images, stack) != {new_image}:
         await _resolve(stack)
         await stack.planner_pass()
         await asyncio.sleep(1.0)
@@ -111,7 +117,7 @@ async def _clusters(client: Any, moto_endpoint: str, world: AwsWorld, n: int) ->
             stacks.append(await stack_of.enter_async_context(disruption_stack(
                 client, sim, moto_endpoint, SETTINGS, worker=worker, ssm=world.ssm, iam=world.iam)))
         await asyncio.gather(*(_seed(s, f"c{i + 1}-{world.tag}", world) for i, s in enumerate(stacks)))
-        loops = [asyncio.create_task(_schedules(s)) for s in stacks]
+        loops = [asyncio.create_task(_schedules(s, world.images["amd64-b"])) for s in stacks]
         try:
             yield stacks
         finally:
