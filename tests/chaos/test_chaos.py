@@ -3,7 +3,7 @@
 Two worker replicas (`python worker.py` in subprocesses, each with the deletion watcher and the planner
 Schedule's upkeep, as the Deployment runs them) against a simulator that fails 5% of API requests (429/500/409)
 and adds latency, a Temporal dev server on a SQLite file, and moto_server behind a proxy that counts the
-workers' EC2 calls. Planner passes come only from the `nodeflow-planner` Schedule (every 2 s, overlap SKIP).
+workers' EC2 calls. Planner passes come only from the `nodeflow-planner-<queue>` Schedule (every 2 s, overlap SKIP).
 For one seed, in one run (bounded to a few minutes):
 
 - replica `b` is SIGKILLed every few seconds all along; both are SIGKILLed around each grace deadline instant,
@@ -72,7 +72,7 @@ from support.moto_fixtures import AWS_TEST_ENV
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from client.planner_schedule import set_planner_paused
+from client.planner_schedule import planner_schedule_id, set_planner_paused
 from devstack.audit import termination_runs_per_machine
 from devstack.processes import MotoServer, TemporalDevServer
 from runtime.cloud_clients import ec2_client
@@ -371,7 +371,9 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
         converged = time.monotonic() - chaos.done_at
         await chaos.stop()
 
-        await _with_retries(lambda: set_planner_paused(client, True, note="chaos: end of run"), "pause planner")
+        # the replicas' queue is not `nodeflow`, so their Schedule's id carries it (docs/fleet.md §1)
+        await _with_retries(lambda: set_planner_paused(client, True, note="chaos: end of run",
+                                                       schedule_id=planner_schedule_id(tq)), "pause planner")
 
         async def no_running() -> bool:
             running = [w.id async for w in client.list_workflows('ExecutionStatus="Running"')]

@@ -86,6 +86,9 @@ async def test_plain_drain_terminates_instance_and_removes_finalizers(
 
 async def test_pdb_blocks_until_replacement_is_healthy(temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
     """minAvailable 1 of 2: the second eviction waits (429) until a replacement runs on n2; never violated."""
+    # the replacement takes 3 s to start (image pull, readiness), not 0.03 s: otherwise, on a loaded machine, it can
+    # be Ready before the drain asks for the second eviction, and nothing is refused
+    sim.world.pod_start_delay = 3.0 / sim.world.time_scale
     ec2 = ec2_client(moto_endpoint)
     i1, i2 = launch_instances(ec2, 2)
     sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, [PodSpec("web", "n1", count=2, grace=5)],
