@@ -79,7 +79,9 @@ from runtime.cloud_clients import ec2_client
 from simulator.server import Simulator
 from workflows.models import TerminationInput
 
-pytestmark = pytest.mark.chaos
+# one xdist worker runs the two heaviest tests one after the other (chaos, the three-cluster fleet): side by side on
+# two cores each starved the other's timing (a disruption in flight at each Temporal kill, a fleet's last stage)
+pytestmark = [pytest.mark.chaos, pytest.mark.xdist_group("heavy")]
 SEEDS = [int(s) for s in (os.environ.get("NODEFLOW_CHAOS_SEEDS") or os.environ.get("NODEFLOW_CHAOS_SEED")
                           or "20261122").split(",") if s.strip()]
 LONG = os.environ.get("NODEFLOW_CHAOS_LONG", "").lower() not in ("", "0", "false", "no")

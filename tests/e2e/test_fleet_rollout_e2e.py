@@ -42,7 +42,7 @@ from workflows.fleet_models import ClusterPhase, FleetPhase, FleetSettings
 from workflows.nodeclass import NodeClassWorkflow
 from workflows.nodeclass_models import NodeClassInput
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600), pytest.mark.xdist_group("heavy")]  # with chaos
 ROOT = Path(__file__).resolve().parents[2]
 CA = base64.b64encode(b"-----CA-----").decode()
 SETTINGS = FAST.model_copy(update={"ready_timeout_seconds": 20.0, "ready_poll_seconds": 0.5})
