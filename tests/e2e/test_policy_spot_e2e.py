@@ -5,14 +5,13 @@ the node with spot."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from support.disruption_stack import disruption_stack, fresh, replica_set, wait_for
+from support.provisioning_batch import pending, provision
 
 from api import labels
 from api.policy_controls import SPOT_FALLBACK_ANNOTATION
@@ -22,8 +21,7 @@ from simulator.ec2 import IceInjector
 from starter.cli import run
 from telemetry.metrics import REGISTRY
 from workflows.disruption_models import DisruptionPhase
-from workflows.provisioning import ProvisioningWorkflow
-from workflows.provisioning_models import PodRef, ProvisioningInput, ProvisioningPhase, ProvisioningSettings
+from workflows.provisioning_models import ProvisioningPhase, ProvisioningSettings
 
 pytestmark = [pytest.mark.e2e]
 FAST = ProvisioningSettings(ready_timeout_seconds=30, ready_poll_seconds=1, ice_backoff_seconds=1, ice_attempts=1)
@@ -33,21 +31,6 @@ REQS = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["spot",
 RETURN_AFTER = timedelta(seconds=10)
 POLICY = {"apiVersion": "nodeflow.dev/v1alpha1", "kind": "DisruptionPolicy", "metadata": {"name": "spot-back"},
           "spec": {"nodePools": ["default"], "spot": {"returnAfter": "10s", "maxOnDemandFraction": "100%"}}}
-
-
-def pending(stack: Any, app: str) -> list[PodRef]:
-    from kubernetes import client as k8s
-
-    items = stack.api.sanitize_for_serialization(
-        k8s.CoreV1Api(stack.api).list_namespaced_pod("default", label_selector=f"app={app}").items)
-    return [PodRef(key=f"default/{p['metadata']['name']}", uid=p["metadata"]["uid"]) for p in items
-            if any(c.get("reason") == "Unschedulable" for c in (p.get("status") or {}).get("conditions") or [])]
-
-
-async def provision(stack: Any, refs: list[PodRef]) -> Any:
-    handle = await stack.client.start_workflow(ProvisioningWorkflow.run, ProvisioningInput(pods=refs, settings=FAST),
-                                               id=f"provision-test-{uuid.uuid4()}", task_queue=stack.task_queue)
-    return await asyncio.wait_for(handle.result(), 90)
 
 
 def fallbacks() -> float:
@@ -69,9 +52,9 @@ async def test_spot_falls_back_to_on_demand_under_ice_and_returns(temporal_clien
         ice.exhaust_spot("m5.large")
         refs = await wait_for(lambda: pending(stack, "web"), what="the web pod pending")
 
-        first = await provision(stack, refs)  # spot is planned and refused in every zone
+        first = await provision(stack, refs, FAST)  # spot is planned and refused in every zone
         assert first.outcome == ProvisioningPhase.FAILED and first.no_capacity == ["default"], first.message
-        second = await provision(stack, refs)  # planned on what EC2 refused: on-demand
+        second = await provision(stack, refs, FAST)  # planned on what EC2 refused: on-demand
         assert second.outcome == ProvisioningPhase.SUCCEEDED, second.message
         (launched,) = second.launched
         assert launched.capacity_type == "on-demand"
@@ -109,9 +92,9 @@ async def test_at_max_on_demand_fraction_the_pod_stays_pending_and_says_why(temp
         ice = IceInjector().install(stack.ec2)
         ice.exhaust_spot("m5.large")
         refs = await wait_for(lambda: pending(stack, "capped"), what="the pod pending")
-        first = await provision(stack, refs)
+        first = await provision(stack, refs, FAST)
         assert first.outcome == ProvisioningPhase.FAILED, first.message
-        second = await provision(stack, refs)  # on-demand would be the fallback: 1 of 1 nodes is above 0%
+        second = await provision(stack, refs, FAST)  # on-demand would be the fallback: 1 of 1 nodes is above 0%
         assert second.launched == [] and "1 no NodePool serves" in second.message, second.message
         # the first batch's refused spot claim is deleted as that batch fails; under load it may still be going
         await wait_for(lambda: stack.node_claims() == [], timeout=30, what="the refused spot claim gone")
@@ -132,7 +115,7 @@ async def test_zone_balance_spreads_one_batch_over_the_zones(temporal_client, si
     async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
         refs = await wait_for(lambda: len(pending(stack, "wide")) == 3 and pending(stack, "wide"),
                               what="three pods pending")
-        result = await provision(stack, refs)
+        result = await provision(stack, refs, FAST)
         assert result.outcome == ProvisioningPhase.SUCCEEDED, result.message
         # the same price everywhere: without zoneBalance all three would take the first zone
         assert sorted(r.zone for r in result.launched) == ["us-east-1a", "us-east-1b", "us-east-1c"]

@@ -5,39 +5,23 @@ m5.large and its launch never asks EC2 for it; the marks are counted by reason."
 from __future__ import annotations
 
 import asyncio
-import uuid
 from typing import Any
 
 import pytest
 from support.disruption_stack import disruption_stack, fresh, replica_set, wait_for
+from support.provisioning_batch import pending, provision
 
 from api import labels
 from bench.clusters import node_pool
 from simulator.ec2 import IceInjector
 from telemetry.metrics import REGISTRY
-from workflows.provisioning import ProvisioningWorkflow
-from workflows.provisioning_models import PodRef, ProvisioningInput, ProvisioningPhase, ProvisioningSettings
+from workflows.provisioning_models import ProvisioningPhase, ProvisioningSettings
 
 pytestmark = [pytest.mark.e2e]  # no shared fixture: any xdist worker (the "demo" group is for test_demo.py)
 FAST = ProvisioningSettings(ready_timeout_seconds=30, ready_poll_seconds=1, ice_backoff_seconds=1, ice_attempts=2)
 REQS = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
         {"key": labels.ARCH_LABEL, "operator": "In", "values": ["amd64"]},
         {"key": labels.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large", "m5.xlarge"]}]
-
-
-def pending(stack: Any, app: str) -> list[PodRef]:
-    from kubernetes import client as k8s
-
-    items = stack.api.sanitize_for_serialization(
-        k8s.CoreV1Api(stack.api).list_namespaced_pod("default", label_selector=f"app={app}").items)
-    return [PodRef(key=f"default/{p['metadata']['name']}", uid=p["metadata"]["uid"]) for p in items
-            if any(c.get("reason") == "Unschedulable" for c in (p.get("status") or {}).get("conditions") or [])]
-
-
-async def provision(stack: Any, refs: list[PodRef]) -> Any:
-    handle = await stack.client.start_workflow(ProvisioningWorkflow.run, ProvisioningInput(pods=refs, settings=FAST),
-                                               id=f"provision-test-{uuid.uuid4()}", task_queue=stack.task_queue)
-    return await asyncio.wait_for(handle.result(), 90)
 
 
 def marked(reason: str) -> float:
@@ -60,7 +44,7 @@ async def test_ice_marks_the_offering_for_the_next_plan_and_launch(temporal_clie
         ice = IceInjector().install(stack.ec2)
         ice.exhaust("m5.large")  # every zone
         refs = await wait_for(lambda: pending(stack, "web-a"), what="the web-a pod pending")
-        first = await provision(stack, refs)
+        first = await provision(stack, refs, FAST)
         assert first.outcome == ProvisioningPhase.SUCCEEDED, first.message
         assert [r.instance_type for r in first.launched] == ["m5.xlarge"]
         assert ice.refused == [("m5.large", "us-east-1a")]  # the pod is pinned to 1a: one refusal, then m5.xlarge
@@ -69,7 +53,7 @@ async def test_ice_marks_the_offering_for_the_next_plan_and_launch(temporal_clie
         ice.exhaust("m5.large", "us-east-1b")  # EC2 would refuse 1b too; the cache does not know that yet
         await asyncio.to_thread(sim_ec2.load_objects, [web_b])
         refs = await wait_for(lambda: pending(stack, "web-b"), what="the web-b pod pending")
-        second = await provision(stack, refs)
+        second = await provision(stack, refs, FAST)
         assert second.outcome == ProvisioningPhase.SUCCEEDED, second.message
         (launched,) = second.launched
         (claim,) = [c for c in stack.node_claims() if c["metadata"]["name"] == launched.node_claim]
@@ -85,7 +69,7 @@ async def test_ice_marks_the_offering_for_the_next_plan_and_launch(temporal_clie
                 "topologyKey": labels.HOSTNAME_LABEL}]}}
         await asyncio.to_thread(sim_ec2.load_objects, [third_rs])
         refs = await wait_for(lambda: pending(stack, "web-c"), what="the web-c pod pending")
-        third = await provision(stack, refs)
+        third = await provision(stack, refs, FAST)
         assert third.outcome == ProvisioningPhase.SUCCEEDED, third.message
         (launched,) = third.launched
         (claim,) = [c for c in stack.node_claims() if c["metadata"]["name"] == launched.node_claim]
