@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 import pytest
+from support.termination_fakes import after_drain
 from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.worker import Worker
@@ -20,19 +21,13 @@ from workflows.models import (
     DeletePodsResult,
     DrainInput,
     DrainResult,
-    FinalizeInput,
-    FinalizeResult,
     ForceRequest,
-    InstanceInput,
-    InstanceResult,
     PodState,
     PrepareInput,
     PrepareResult,
     TerminationInput,
     TerminationPhase,
     UntaintInput,
-    VolumesInput,
-    VolumesResult,
 )
 from workflows.termination import TerminationWorkflow, workflow_id
 
@@ -65,27 +60,11 @@ class FakeNode:
             node.pods_deleted.set()
             return DeletePodsResult(deleted=[POD.key])
 
-        @activity.defn(name="termination.wait_volumes")
-        async def wait_volumes(inp: VolumesInput) -> VolumesResult:
-            return VolumesResult(detached=True)
-
-        @activity.defn(name="termination.terminate_instance")
-        async def terminate_instance(inp: InstanceInput) -> InstanceResult:
-            return InstanceResult(instance_id="i-0abc", state="terminated", terminate_called=True)
-
-        @activity.defn(name="termination.finalize")
-        async def finalize(inp: FinalizeInput) -> FinalizeResult:
-            return FinalizeResult(node_finalizer_removed=True, node_claim_finalizer_removed=True)
-
         @activity.defn(name="termination.untaint")
         async def untaint(inp: UntaintInput) -> None:
             return None
 
-        @activity.defn(name="termination.mark_nodeclaim")
-        async def mark_nodeclaim(inp: Any) -> bool:
-            return True
-
-        return [prepare, drain, delete_pods, wait_volumes, terminate_instance, finalize, untaint, mark_nodeclaim]
+        return [prepare, drain, untaint, *after_drain(delete=delete_pods)]
 
 
 def _chain(exc: BaseException | None) -> str:

@@ -47,5 +47,6 @@ async def mark_nodeclaim(inp: TerminationMarkersInput) -> bool:
     return True
 
 
-def after_drain() -> list[Callable[..., Any]]:
-    return [delete_pods, wait_volumes, terminate_instance, finalize, mark_nodeclaim]
+def after_drain(delete: Callable[..., Any] | None = None) -> list[Callable[..., Any]]:
+    """The five stand-ins; `delete` replaces termination.delete_pods for a test that watches the force-delete."""
+    return [delete or delete_pods, wait_volumes, terminate_instance, finalize, mark_nodeclaim]
