@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
@@ -21,6 +22,7 @@ from runtime.settings import Deps
 from runtime.wiring import activities, workflows
 
 log = logging.getLogger(__name__)
+Stop = Callable[[], Awaitable[Any]]  # stops one part started beside the worker and waits for it
 
 
 def build_worker(client: Client, deps: Deps, task_queue: str | None = None) -> Worker:
@@ -105,6 +107,71 @@ def _start_intake(client: Client, deps: Deps, task_queue: str) -> tuple[PendingP
     return intake, asyncio.create_task(intake.run(), name="pending-pod-intake")
 
 
+def _stopper(tasks: list[asyncio.Task[None]], *stops: Callable[[], Any], cancel: bool = True) -> Stop:
+    """How to stop one part: tell it (`stops`), cancel its tasks unless it ends them itself, wait for them."""
+    async def stop() -> None:
+        for tell in stops:
+            tell()
+        if cancel:
+            for task in tasks:
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    return stop
+
+
+def _start_optional(client: Client, deps: Deps, task_queue: str) -> list[Stop]:
+    """Start the parts beside the Temporal worker that the settings turn on; returns how to stop each, in the order
+    to call them: the state gauges read the lifecycle's own cache (when it has one), so that cache stops last."""
+    s = deps.settings
+    stops: list[Stop] = []
+    if s.watch:
+        watcher, watcher_task = _start_watcher(client, deps, task_queue)
+        stops.append(_stopper([watcher_task], watcher.stop))
+    if s.provisioning:
+        intake, intake_task = _start_intake(client, deps, task_queue)
+        stops.append(_stopper([intake_task], intake.stop, cancel=False))  # the intake ends its own task
+    own_cache = None
+    if s.lifecycle:
+        controllers, controller_tasks, own_cache = _start_lifecycle(deps)
+        stops.append(_stopper(controller_tasks, *(c.stop for c in controllers)))
+    cluster = deps.cluster
+    state_source, state_task = _start_karpenter_state(cluster.cache if cluster is not None else own_cache)
+    if state_source is not None and state_task is not None:
+        stops.append(_stopper([state_task], lambda: karpenter_state.STATE.detach(state_source)))
+    if own_cache is not None:
+        stops.append(lambda: asyncio.to_thread(own_cache.stop))
+    return stops
+
+
+def _start_workers(client: Client, worker: Worker, fleet_task_queue: str | None) -> dict[asyncio.Task[None], Worker]:
+    """Run the cluster's Temporal worker and, with a `fleet_task_queue`, the fleet's beside it (docs/fleet.md)."""
+    workers = {asyncio.create_task(worker.run(), name="temporal-worker"): worker}
+    if fleet_task_queue:
+        fleet = build_fleet_worker(client, fleet_task_queue)
+        workers[asyncio.create_task(fleet.run(), name="fleet-worker")] = fleet
+    return workers
+
+
+async def _until_stopped(stop: asyncio.Event, workers: dict[asyncio.Task[None], Worker]) -> None:
+    """Wait until `stop` is set or a worker ends; a worker that ended raises here (a worker died: surface why)."""
+    stop_task = asyncio.create_task(stop.wait())
+    try:
+        done, _ = await asyncio.wait({stop_task, *workers}, return_when=asyncio.FIRST_COMPLETED)
+        for task in done & workers.keys():
+            task.result()
+    finally:
+        stop_task.cancel()
+
+
+async def _shutdown_workers(workers: dict[asyncio.Task[None], Worker]) -> None:
+    """Shut the workers down gracefully, the last started first (the fleet's, then the cluster's)."""
+    for task, worker in reversed(workers.items()):
+        if not task.done():
+            await worker.shutdown()
+        await asyncio.gather(task, return_exceptions=True)
+
+
 async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue: str | None = None) -> None:
     """Run the worker (and the watcher) until `stop` is set; then shut both down gracefully. The cluster cache
     starts first, so its LISTs run while the worker connects; passes wait for it (activities/planning_runner.py)."""
@@ -115,47 +182,15 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
     if cluster is not None:
         cluster.start()
     worker = build_worker(client, deps, queue)
-    watcher, watcher_task = _start_watcher(client, deps, queue) if deps.settings.watch else (None, None)
-    intake, intake_task = _start_intake(client, deps, queue) if deps.settings.provisioning else (None, None)
-    controllers, controller_tasks, own_cache = _start_lifecycle(deps) if deps.settings.lifecycle else ([], [], None)
-    state_source, state_task = _start_karpenter_state(cluster.cache if cluster is not None else own_cache)
-    worker_task = asyncio.create_task(worker.run(), name="temporal-worker")
-    fleet = build_fleet_worker(client, deps.settings.fleet_task_queue) if deps.settings.fleet_task_queue else None
-    fleet_task = asyncio.create_task(fleet.run(), name="fleet-worker") if fleet is not None else None
+    stops = _start_optional(client, deps, queue)
+    workers = _start_workers(client, worker, deps.settings.fleet_task_queue)
     if deps.settings.interruption_queue_url:
         await ensure_interruption_poller(client, queue, deps.settings.interruption_poll)
-    stop_task = asyncio.create_task(stop.wait())
     try:
-        running = {worker_task, stop_task, *([fleet_task] if fleet_task is not None else [])}
-        done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-        for task in done & {worker_task, fleet_task}:
-            task.result()  # a worker died: surface why
+        await _until_stopped(stop, workers)
     finally:
-        if watcher is not None and watcher_task is not None:
-            watcher.stop()
-            watcher_task.cancel()
-            await asyncio.gather(watcher_task, return_exceptions=True)
-        if intake is not None and intake_task is not None:
-            intake.stop()
-            await asyncio.gather(intake_task, return_exceptions=True)
-        for controller in controllers:
-            controller.stop()
-        for task in controller_tasks:
-            task.cancel()
-        await asyncio.gather(*controller_tasks, return_exceptions=True)
-        if state_source is not None and state_task is not None:
-            karpenter_state.STATE.detach(state_source)
-            state_task.cancel()
-            await asyncio.gather(state_task, return_exceptions=True)
-        if own_cache is not None:
-            await asyncio.to_thread(own_cache.stop)
-        stop_task.cancel()
-        if fleet is not None and fleet_task is not None:
-            if not fleet_task.done():
-                await fleet.shutdown()
-            await asyncio.gather(fleet_task, return_exceptions=True)
-        if not worker_task.done():
-            await worker.shutdown()
-        await asyncio.gather(worker_task, return_exceptions=True)
+        for stop_part in stops:
+            await stop_part()
+        await _shutdown_workers(workers)
         if cluster is not None:
             await asyncio.to_thread(cluster.stop)
