@@ -35,13 +35,22 @@ log = logging.getLogger("nodeflow.worker")
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    env = os.environ.get
-
-    def env_flag(name: str) -> bool:
-        """A boolean environment setting: 1, true or yes (any case) is on."""
-        return (env(name) or "").lower() in ("1", "true", "yes")
-
+    """Every flag defaults to its NODEFLOW_* environment variable (docs/configuration.md lists both)."""
     p = argparse.ArgumentParser(prog="worker.py", description="Run the nodeflow Temporal worker and watcher.")
+    _temporal_args(p)
+    _cluster_args(p)
+    _launch_and_ops_args(p)
+    return p.parse_args(argv)
+
+
+def _env_flag(name: str) -> bool:
+    """A boolean environment setting: 1, true or yes (any case) is on."""
+    return (os.environ.get(name) or "").lower() in ("1", "true", "yes")
+
+
+def _temporal_args(p: argparse.ArgumentParser) -> None:
+    """Where Temporal is, how to reach it, and which task queues this worker polls."""
+    env = os.environ.get
     p.add_argument("--address", default=env("NODEFLOW_TEMPORAL_ADDRESS"), help="Temporal host:port")
     p.add_argument("--namespace", default=env("NODEFLOW_TEMPORAL_NAMESPACE"), help="Temporal namespace")
     p.add_argument("--api-key", default=env("NODEFLOW_TEMPORAL_API_KEY"), help="Temporal Cloud API key")
@@ -49,15 +58,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tls-key", default=env("NODEFLOW_TEMPORAL_TLS_KEY"))
     p.add_argument("--tls-ca", default=env("NODEFLOW_TEMPORAL_TLS_CA"))
     p.add_argument("--allow-insecure-temporal", action="store_true",
-                   default=env_flag("NODEFLOW_TEMPORAL_ALLOW_INSECURE"),
+                   default=_env_flag("NODEFLOW_TEMPORAL_ALLOW_INSECURE"),
                    help="connect in plaintext to a Temporal address that is not loopback (trusted networks only)")
     p.add_argument("--task-queue", default=env("NODEFLOW_TASK_QUEUE", TASK_QUEUE),
                    help="this cluster's queue; in a fleet each cluster has its own, e.g. nodeflow-<cluster>")
     p.add_argument("--fleet-task-queue", default=env("NODEFLOW_FLEET_TASK_QUEUE"),
                    help="also run fleet rollouts (FleetRolloutWorkflow) from this queue, e.g. nodeflow-fleet")
-    p.add_argument("--fleet-only", action="store_true", default=env_flag("NODEFLOW_FLEET_ONLY"),
+    p.add_argument("--fleet-only", action="store_true", default=_env_flag("NODEFLOW_FLEET_ONLY"),
                    help="run only fleet rollouts (no cluster: no Kubernetes or AWS access needed), from "
                         "--fleet-task-queue or nodeflow-fleet")
+
+
+def _cluster_args(p: argparse.ArgumentParser) -> None:
+    """The cluster and AWS endpoints, and the controllers that run beside the workflows (watcher, watch cache,
+    pending-pod intake, node repair, cancel hold)."""
+    env = os.environ.get
     p.add_argument("--kubeconfig", default=env("KUBECONFIG"), help="default: in-cluster config")
     p.add_argument("--region", default=None,
                    help="AWS region of every AWS client (default: AWS_REGION, then AWS_DEFAULT_REGION)")
@@ -65,11 +80,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sqs-endpoint", default=env("NODEFLOW_SQS_ENDPOINT"))
     p.add_argument("--no-watch", action="store_true", help="do not run the deletion watcher")
     p.add_argument("--no-cluster-cache", action="store_true",
-                   default=env_flag("NODEFLOW_NO_CLUSTER_CACHE"),
+                   default=_env_flag("NODEFLOW_NO_CLUSTER_CACHE"),
                    help="planner passes LIST the cluster each time instead of reading the watch cache")
     p.add_argument("--resync-seconds", type=float, default=float(env("NODEFLOW_RESYNC_SECONDS", "30")))
     p.add_argument("--no-provisioning", action="store_true",
-                   default=env_flag("NODEFLOW_NO_PROVISIONING"),
+                   default=_env_flag("NODEFLOW_NO_PROVISIONING"),
                    help="do not run the pending-pod intake (no ProvisioningWorkflow for Unschedulable pods)")
     p.add_argument("--batch-idle-duration", type=float, default=float(env("NODEFLOW_BATCH_IDLE_DURATION", "1")),
                    help="seconds: a provisioning batch closes this long after its last new pending pod")
@@ -81,17 +96,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    default=[c for c in (env("NODEFLOW_NODE_REPAIR_CONDITIONS") or "").split(",") if c.strip()],
                    help="another node condition that triggers repair, e.g. NetworkingReady=False:10m (repeatable)")
     p.add_argument("--no-node-repair", action="store_true",
-                   default=env_flag("NODEFLOW_NO_NODE_REPAIR"),
+                   default=_env_flag("NODEFLOW_NO_NODE_REPAIR"),
                    help="never replace unhealthy nodes")
     p.add_argument("--cancel-hold", type=_seconds, default=env("NODEFLOW_CANCEL_HOLD", "30m"),
                    help="how long a cancelled disruption's nodes are not planned again (Go duration; 0s: off)")
+
+
+def _launch_and_ops_args(p: argparse.ArgumentParser) -> None:
+    """What launches need (catalog, AMI, EKS bootstrap, IAM) and how the worker is run (logs, interruption
+    queue, health and metrics)."""
+    env = os.environ.get
     p.add_argument("--log-level", default=env("NODEFLOW_LOG_LEVEL", "INFO"))
     p.add_argument("--interruption-queue", default=env("NODEFLOW_INTERRUPTION_QUEUE"),
                    help="SQS queue URL of EventBridge interruption events (unset: no interruption handling)")
     p.add_argument("--catalog", default=env("NODEFLOW_CATALOG"),
                    help="instance type catalog YAML (default: discovered from EC2 and the Pricing API)")
     p.add_argument("--no-instance-type-discovery", action="store_true",
-                   default=env_flag("NODEFLOW_NO_INSTANCE_TYPE_DISCOVERY"),
+                   default=_env_flag("NODEFLOW_NO_INSTANCE_TYPE_DISCOVERY"),
                    help="without --catalog, use the bundled catalog instead of discovering the region's types")
     p.add_argument("--instance-type-refresh", type=_seconds, default=env("NODEFLOW_INSTANCE_TYPE_REFRESH", "12h"),
                    help="how often instance types, offerings and prices are discovered again (Go duration)")
@@ -112,7 +133,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help="the cluster's CA bundle (base64), for node bootstrap")
     p.add_argument("--iam-endpoint", default=env("NODEFLOW_IAM_ENDPOINT"),
                    help="IAM endpoint URL (instance profiles of EC2NodeClass roles)")
-    return p.parse_args(argv)
 
 
 def _seconds(text: str) -> float:
