@@ -7,14 +7,20 @@ through the target pools and every pod is Running and Ready; then the stage bake
 gates), then the next stage. A cluster that fails halts the fleet (or, with `onFailure: Skip`, is left and
 reported); a cluster whose worker does not answer blocks its stage and is reported, never skipped. `pause`,
 `resume` and `abort` are updates; halted and paused are workflow state, so they survive every restart.
+
+A long rollout continues as new (docs/fleet.md §8) once its history is long: new activities wait, those in flight
+finish, and the whole state goes to the next run, which picks up where this one was (a bake keeps its deadline, a
+halted fleet stays halted, an applied cluster is not applied again). Behind the patch `fleet-continue-as-new`, so
+runs started before it never continue as new.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from datetime import timedelta
-from typing import Any
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -32,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         ApplyInput,
         ClusterPhase,
         ClusterStatus,
+        FleetCarry,
         FleetInput,
         FleetPhase,
         FleetStatus,
@@ -47,6 +54,8 @@ CLUSTER_CALL = timedelta(minutes=2)
 CLUSTER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(seconds=20),
                             maximum_attempts=5)
 LOG_LINES = 50
+CONTINUE_AS_NEW_PATCH = "fleet-continue-as-new"
+T = TypeVar("T")
 
 
 class _Aborted(Exception):
@@ -62,6 +71,13 @@ class FleetRolloutWorkflow:
         self._abort: str | None = None
         self._baking = False
         self._resumes = 0
+        self._halted_at: dict[str, int] = {}  # who waits for a resume (cluster, `bake:<stage>`): the count then
+        self._deadlines: dict[str, datetime | None] = {}  # per cluster, its stage's timeout
+        self._pool_rollouts: dict[str, list[str]] = {}  # per halted cluster, its halted pool drift rollouts' ids
+        self._worker_wait = timedelta(minutes=2)  # the rollout's workerTimeout, parsed once per run
+        self._continues = False  # may this run continue as new (patched)
+        self._busy = 0  # activities and signals in flight
+        self._draining = False  # continuing as new: nothing new starts
 
     # ---- messages -------------------------------------------------------------------------------------------
 
@@ -116,15 +132,21 @@ class FleetRolloutWorkflow:
     @workflow.run
     async def run(self, inp: FleetInput) -> FleetStatus:
         r = inp.rollout
-        self._st = FleetStatus(id=r.rollout_id, name=r.metadata.name, stages=[
-            StageStatus(name=s.name, clusters=[ClusterStatus(name=c.name, task_queue=c.queue) for c in s.clusters])
-            for s in r.spec.stages])
-        self._refresh("started")
+        self._worker_wait = timedelta(seconds=_seconds(r.spec.worker_timeout))
+        self._continues = workflow.patched(CONTINUE_AS_NEW_PATCH)
+        if inp.carry is None:
+            self._st = FleetStatus(id=r.rollout_id, name=r.metadata.name, stages=[
+                StageStatus(name=s.name, clusters=[ClusterStatus(name=c.name, task_queue=c.queue)
+                                                   for c in s.clusters])
+                for s in r.spec.stages])
+            self._refresh("started")
+        else:
+            self._restore(inp.carry)
         try:
-            for i in range(len(r.spec.stages)):
-                self._st.stage = i + 1
-                await self._stage(inp, i)
-                await self._bake(inp, i)
+            if self._continues:
+                await self._stages_or_continue(inp)
+            else:
+                await self._stages(inp)
         except _Aborted:
             self._log(f"aborted: {self._abort}")
             self._st.phase = FleetPhase.ABORTED
@@ -134,11 +156,48 @@ class FleetRolloutWorkflow:
         workflow.upsert_search_attributes([sa.PHASE.value_set(self._st.phase.value)])
         return self._st
 
-    async def _stage(self, inp: FleetInput, i: int) -> None:
+    async def _stages(self, inp: FleetInput) -> None:
+        """Stage after stage from the current one (the first, or where the last run continued as new)."""
+        carried = inp.carry is not None
+        for i in range(max(self._st.stage - 1, 0), len(inp.rollout.spec.stages)):
+            here = carried and self._st.stage == i + 1  # the stage the last run was in
+            baking = here and self._st.stages[i].phase == "Baking"
+            self._st.stage = i + 1
+            if not baking:
+                await self._stage(inp, i, here)
+            await self._bake(inp, i, baking)
+
+    async def _stages_or_continue(self, inp: FleetInput) -> None:
+        """Run the stages until they end, or until the history is long: then continue as new with the state."""
+        stages = asyncio.create_task(self._stages(inp))
+        due = asyncio.create_task(self._until_continue(inp.settings.continue_as_new_events))
+        await workflow.wait([stages, due], return_when=asyncio.FIRST_COMPLETED)
+        if not stages.done() and due.result():
+            events = workflow.info().get_current_history_length()
+            self._log(f"continuing as new after {events} history events (run {self._st.runs})")
+            workflow.continue_as_new(FleetInput(rollout=inp.rollout, settings=inp.settings, carry=self._carry()))
+        due.cancel()
+        await stages
+
+    async def _until_continue(self, max_events: int) -> bool:
+        """True once the history is long and nothing is in flight; False when an abort came first."""
+        def long() -> bool:
+            info = workflow.info()
+            return info.is_continue_as_new_suggested() or info.get_current_history_length() >= max_events
+
+        await workflow.wait_condition(lambda: self._abort is not None or long())
+        self._draining = True
+        await workflow.wait_condition(lambda: self._abort is not None or (
+            self._busy == 0 and workflow.all_handlers_finished()))
+        self._draining = self._abort is None
+        return self._draining
+
+    async def _stage(self, inp: FleetInput, i: int, carried: bool = False) -> None:
         stage, ss = inp.rollout.spec.stages[i], self._st.stages[i]
-        await self._until_running()
-        ss.phase, ss.started_at = "Rolling", workflow.now()
-        self._log(f"stage {stage.name} started")
+        if not (carried and ss.phase == "Rolling"):
+            await self._until_running()
+            ss.phase, ss.started_at = "Rolling", workflow.now()
+            self._log(f"stage {stage.name} started")
         slots = asyncio.Semaphore(inp.rollout.spec.max_clusters_in_flight)
         await asyncio.gather(*(self._cluster(inp, i, j, slots) for j in range(len(stage.clusters))))
         self._check_abort()
@@ -146,21 +205,31 @@ class FleetRolloutWorkflow:
     async def _cluster(self, inp: FleetInput, i: int, j: int, slots: asyncio.Semaphore) -> None:
         r, stage = inp.rollout, inp.rollout.spec.stages[i]
         cluster, cs = stage.clusters[j], self._st.stages[i].clusters[j]
+        if cs.phase in (ClusterPhase.DONE, ClusterPhase.SKIPPED):  # in an earlier run
+            return
         async with slots:
-            await self._until_running()
-            cs.phase = ClusterPhase.APPLYING
-            await self._reach(inp, cluster, cs, "apply", FleetActivities.apply,
-                              ApplyInput(rollout_id=r.rollout_id, stage=stage.name, cluster=cluster.name,
-                                         change=_change(r), node_pools=cluster.node_pools))
-            cs.phase, cs.applied_at = ClusterPhase.ROLLING, workflow.now()
-            self._log(f"{cluster.name}: change applied")
+            if cs.applied_at is None:  # an applied cluster (in an earlier run) is not applied again
+                if cs.phase == ClusterPhase.PENDING:
+                    await self._until_running()
+                    cs.phase = ClusterPhase.APPLYING
+                await self._reach(inp, cluster, cs, "apply", FleetActivities.apply,
+                                  ApplyInput(rollout_id=r.rollout_id, stage=stage.name, cluster=cluster.name,
+                                             change=_change(r), node_pools=cluster.node_pools))
+                cs.phase, cs.applied_at = ClusterPhase.ROLLING, workflow.now()
+                self._log(f"{cluster.name}: change applied")
             await self._follow(inp, i, cluster, cs)
 
     async def _follow(self, inp: FleetInput, i: int, cluster: FleetCluster, cs: ClusterStatus) -> None:
         """Observe the cluster until it is done, failing it on a halt, a missing target or the stage's timeout."""
-        spec, limit = inp.rollout.spec, inp.rollout.spec.stages[i].time_limit
-        deadline = workflow.now() + limit if limit else None
+        spec, limit, name = inp.rollout.spec, inp.rollout.spec.stages[i].time_limit, cluster.name
+        if name not in self._deadlines:  # else carried from the last run
+            self._deadlines[name] = workflow.now() + limit if limit else None
         while True:
+            if name in self._halted_at:  # halted now, or when the last run continued as new
+                await self._wait_resume(name)
+                cs.phase = ClusterPhase.ROLLING
+                await self._signal_resume(self._pool_rollouts.pop(name, []))
+                self._deadlines[name] = workflow.now() + limit if limit else None
             obs = await self._observe(inp, cluster, cs)
             verdict = judge(obs, spec.gates.pods_ready)
             cs.pools, cs.message = pool_statuses(obs), verdict.message
@@ -168,41 +237,48 @@ class FleetRolloutWorkflow:
                 cs.phase, cs.done_at = ClusterPhase.DONE, workflow.now()
                 self._log(f"{cluster.name}: done")
                 return
+            deadline = self._deadlines[name]
             late = deadline is not None and workflow.now() >= deadline
             if verdict.state == ClusterState.FAILED or late:
                 message = verdict.message if not late else f"not finished within {limit}: {verdict.message}"
-                if not await self._fail(spec.on_failure, cluster, cs, message):
+                if not self._fail(spec.on_failure, cluster, cs, message):
                     return
                 if verdict.reason == WaitReason.POOL_ROLLOUT_HALTED:
-                    await _resume_pool_rollouts(cluster, obs)
-                deadline = workflow.now() + limit if limit else None
+                    self._pool_rollouts[name] = _pool_rollout_ids(cluster, obs)
                 continue
             await self._sleep(inp.settings.poll_seconds)
 
-    async def _fail(self, on_failure: OnFailure, cluster: FleetCluster, cs: ClusterStatus, message: str) -> bool:
-        """Skip the cluster (False) or halt the fleet until resumed (True: observe it again)."""
+    def _fail(self, on_failure: OnFailure, cluster: FleetCluster, cs: ClusterStatus, message: str) -> bool:
+        """Skip the cluster (False) or halt the fleet (True: observe it again once resumed)."""
         cs.message = message
         if on_failure == OnFailure.SKIP:
             cs.phase = ClusterPhase.SKIPPED
             self._log(f"{cluster.name}: skipped: {message}")
             return False
         cs.phase = ClusterPhase.FAILED
-        await self._halt(f"{cluster.name}: {message}")
-        cs.phase = ClusterPhase.ROLLING
+        self._halt(f"{cluster.name}: {message}", cluster.name)
         return True
 
-    async def _bake(self, inp: FleetInput, i: int) -> None:
-        """Wait the stage's bake time, checking the gates; a failed gate halts, and the bake restarts on resume."""
+    async def _bake(self, inp: FleetInput, i: int, carried: bool = False) -> None:
+        """Wait the stage's bake time, checking the gates; a failed gate halts, and the bake restarts on resume.
+        A bake carried from the last run keeps its deadline (or, halted then, waits for the resume)."""
         stage, ss = inp.rollout.spec.stages[i], self._st.stages[i]
+        key = f"bake:{stage.name}"
+        keep = carried and key not in self._halted_at
+        if carried and not keep:
+            await self._wait_resume(key)
         while stage.bake > timedelta(0):
-            ss.phase, ss.bake_until = "Baking", workflow.now() + stage.bake
+            if not keep:
+                ss.phase, ss.bake_until = "Baking", workflow.now() + stage.bake
+            keep = False
             self._baking = True
             self._refresh(f"stage {stage.name} baking until {ss.bake_until:%H:%M:%S}")
             failed = await self._bake_until(inp, i)
             self._baking = False
             if failed is None:
                 break
-            await self._halt(f"stage {stage.name}: {failed}")
+            self._halt(f"stage {stage.name}: {failed}", key)
+            await self._wait_resume(key)
         ss.phase, ss.done_at = "Done", workflow.now()
         self._refresh(f"stage {stage.name} done")
 
@@ -226,9 +302,10 @@ class FleetRolloutWorkflow:
             if verdict.state != ClusterState.DONE:
                 return f"{cluster.name}: {verdict.message}"
         if spec.gates.prometheus is not None:
-            gate = await workflow.execute_activity(
-                prometheus_gate, GateInput(url=spec.gates.prometheus.url, query=spec.gates.prometheus.query),
-                start_to_close_timeout=timedelta(seconds=30), retry_policy=CLUSTER_RETRY, summary="Prometheus gate")
+            query = GateInput(url=spec.gates.prometheus.url, query=spec.gates.prometheus.query)
+            gate = await self._in_flight(lambda: workflow.execute_activity(
+                prometheus_gate, query, start_to_close_timeout=timedelta(seconds=30), retry_policy=CLUSTER_RETRY,
+                summary="Prometheus gate"))
             if not gate.ok:
                 return gate.message
         return None
@@ -245,13 +322,13 @@ class FleetRolloutWorkflow:
                      arg: Any) -> Any:
         """Run `fn` on the cluster's queue until it answers. A worker that never picks the task up is reported
         (Unreachable) and waited for: its stage is blocked, never skipped (issue #27)."""
-        wait = timedelta(seconds=_seconds(inp.rollout.spec.worker_timeout))
+        wait = self._worker_wait
         while True:
             try:
-                result = await workflow.execute_activity_method(
+                result = await self._in_flight(lambda: workflow.execute_activity_method(
                     fn, arg, task_queue=cluster.queue, schedule_to_start_timeout=wait,
                     start_to_close_timeout=CLUSTER_CALL, retry_policy=CLUSTER_RETRY,
-                    summary=f"{what} {cluster.name}")
+                    summary=f"{what} {cluster.name}"))
             except ActivityError as exc:
                 self._unreachable(cluster, cs, what, exc, wait)
                 await self._sleep(inp.settings.unreachable_retry_seconds)
@@ -274,19 +351,61 @@ class FleetRolloutWorkflow:
 
     # ---- state ----------------------------------------------------------------------------------------------
 
-    async def _halt(self, reason: str) -> None:
+    def _halt(self, reason: str, key: str) -> None:
+        """Halt the fleet; `key` (a cluster, `bake:<stage>`) then waits for a resume (`_wait_resume`)."""
         self._halts.append(reason)
+        self._halted_at[key] = self._resumes
         self._refresh(f"halted: {reason}")
-        resumes = self._resumes
+
+    async def _wait_resume(self, key: str) -> None:
+        resumes = self._halted_at[key]
         await workflow.wait_condition(lambda: self._resumes > resumes or self._abort is not None)
+        del self._halted_at[key]
         self._check_abort()
 
+    async def _in_flight(self, start: Callable[[], Awaitable[T]]) -> T:
+        """Start an activity or a signal and await it, counted as in flight (a run continues as new only when
+        nothing is). It awaits nothing before `start`, so the order of commands is what it was before."""
+        self._busy += 1
+        try:
+            return await start()
+        finally:
+            self._busy -= 1
+
+    async def _signal_resume(self, ids: list[str]) -> None:
+        """Signal `resume` to halted pool drift rollouts (by their queue-scoped ids)."""
+        for wid in ids:
+            handle = workflow.get_external_workflow_handle_for(DriftRolloutWorkflow.run, wid)
+            with contextlib.suppress(FailureError):  # ended meanwhile, or never ran on that queue
+                await self._in_flight(lambda h=handle: h.signal(DriftRolloutWorkflow.resume_signal,
+                                                                "fleet rollout resumed"))
+
+    def _carry(self) -> FleetCarry:
+        return FleetCarry(status=self._st, halts=self._halts, paused=self._paused, resumes=self._resumes,
+                          halted_at=self._halted_at, deadlines=self._deadlines, pool_rollouts=self._pool_rollouts)
+
+    def _restore(self, carry: FleetCarry) -> None:
+        """Take the state the last run handed over (it continued as new); the stages go on from there."""
+        self._st = carry.status.model_copy(deep=True)
+        self._st.runs += 1
+        self._halts, self._paused, self._resumes = list(carry.halts), carry.paused, carry.resumes
+        self._halted_at, self._deadlines = dict(carry.halted_at), dict(carry.deadlines)
+        self._pool_rollouts = {k: list(v) for k, v in carry.pool_rollouts.items()}
+        stage = self._st.stages[self._st.stage - 1] if self._st.stage else None
+        self._baking = stage is not None and stage.phase == "Baking" and f"bake:{stage.name}" not in self._halted_at
+        self._log(f"run {self._st.runs}: continued as new")
+
     async def _until_running(self) -> None:
-        """Wait while the fleet is paused or halted."""
-        await workflow.wait_condition(lambda: (not self._halts and self._paused is None) or self._abort is not None)
+        """Wait while the fleet is paused or halted (or the run drains to continue as new)."""
+        await workflow.wait_condition(lambda: (not self._halts and self._paused is None and not self._draining)
+                                      or self._abort is not None)
         self._check_abort()
 
     async def _sleep(self, seconds: float) -> None:
+        """Wait between two steps. While the run drains to continue as new, the next step is never taken here
+        (the next run takes it): every step in flight ends at a sleep, and then nothing is in flight."""
+        if self._draining:
+            await workflow.wait_condition(lambda: not self._draining or self._abort is not None)
         with contextlib.suppress(TimeoutError):  # the time passed without an abort
             await workflow.wait_condition(lambda: self._abort is not None, timeout=max(seconds, 0.001))
         self._check_abort()
@@ -316,13 +435,7 @@ def _seconds(duration: str) -> float:
     return parse_duration(duration).total_seconds()
 
 
-async def _resume_pool_rollouts(cluster: FleetCluster, obs: ClusterObservation) -> None:
-    """Signal `resume` to each of the cluster's halted pool drift rollouts (by their queue-scoped id)."""
-    for pool in obs.pools:
-        note = pool.rollout
-        if note is None or not note.generation:
-            continue
-        wid = sa.queue_scoped(rollout_id(pool.name, note.generation), cluster.queue)
-        handle = workflow.get_external_workflow_handle_for(DriftRolloutWorkflow.run, wid)
-        with contextlib.suppress(FailureError):  # ended meanwhile, or never ran on this queue: nothing to resume
-            await handle.signal(DriftRolloutWorkflow.resume_signal, "fleet rollout resumed")
+def _pool_rollout_ids(cluster: FleetCluster, obs: ClusterObservation) -> list[str]:
+    """The queue-scoped ids of the cluster's pool drift rollouts (resumed with the fleet)."""
+    return [sa.queue_scoped(rollout_id(pool.name, pool.rollout.generation), cluster.queue)
+            for pool in obs.pools if pool.rollout is not None and pool.rollout.generation]

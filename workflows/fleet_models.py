@@ -29,11 +29,9 @@ class FleetSettings(_Model):
     poll_seconds: float = 15.0  # between two observations of a rolling cluster
     unreachable_retry_seconds: float = 30.0  # between two attempts on a cluster whose worker did not answer
     gate_seconds: float = 30.0  # between two gate checks during a bake
-
-
-class FleetInput(_Model):
-    rollout: FleetRollout
-    settings: FleetSettings = Field(default_factory=FleetSettings)
+    # A run continues as new once its history reaches this many events, or when Temporal suggests it (its default
+    # is 4Ki events or 4 MiB), well before the 10Ki-event warning and the 50Ki limit (docs/fleet.md §8).
+    continue_as_new_events: int = Field(default=5000, ge=10)  # 10: a run still makes one step (tests)
 
 
 class FleetPhase(StrEnum):
@@ -95,6 +93,26 @@ class FleetStatus(_Model):
     paused_reason: str = ""
     stages: list[StageStatus] = Field(default_factory=list)
     log: list[str] = Field(default_factory=list)  # the last steps, newest last (bounded)
+    runs: int = 1  # Temporal runs of the rollout so far (each continue-as-new starts one)
+
+
+class FleetCarry(_Model):
+    """What one run hands the next when it continues as new: the status (stage, per cluster its phase, applied and
+    done times, bake deadlines) and what is not in it. Keys of `halted_at` are cluster names or `bake:<stage>`."""
+
+    status: FleetStatus
+    halts: list[str] = Field(default_factory=list)
+    paused: str | None = None
+    resumes: int = 0
+    halted_at: dict[str, int] = Field(default_factory=dict)  # who waits for a resume, and the resume count then
+    deadlines: dict[str, datetime | None] = Field(default_factory=dict)  # per cluster: its stage's timeout
+    pool_rollouts: dict[str, list[str]] = Field(default_factory=dict)  # per halted cluster: drift rollouts to resume
+
+
+class FleetInput(_Model):
+    rollout: FleetRollout
+    settings: FleetSettings = Field(default_factory=FleetSettings)
+    carry: FleetCarry | None = None  # set by continue-as-new only
 
 
 class ApplyInput(_Model):

@@ -1,0 +1,130 @@
+"""FleetRolloutWorkflow continues as new when its history is long (docs/fleet.md §8), on a real Temporal dev server
+with three simulated clusters and a Prometheus (tests/support/fleet_world.py).
+
+One scenario: stage one's Prometheus gate fails during its bake (halt), is fixed and resumed (the bake starts
+again); stage two's pool drift rollout is halted (halt), is fixed and resumed; stage three has no bake. With a
+threshold of 10 events each run does a step or two, so the rollout continues as new while halted on the bake,
+during the bake, and while halted on the cluster, and still ends Succeeded with every stage's status, the bake's
+deadline as set, and each cluster applied once. With the default threshold it is one run, whose history is
+recorded (RECORD_HISTORIES=1) for tests/test_replay.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from datetime import datetime
+from typing import Any
+
+import pytest
+from support.disruption_stack import record_history
+from support.fleet_world import Prometheus, Run, cluster_workers, document, runs, sim_clusters
+from temporalio.client import Client, WorkflowQueryFailedError
+from temporalio.service import RPCError
+
+from api.fleet import RECORD_ANNOTATION, load_fleet_rollout
+from client.fleet import control_fleet, start_fleet_rollout
+from runtime.fleet_worker import build_fleet_worker
+from workflows.fleet import FleetRolloutWorkflow
+from workflows.fleet_models import ClusterPhase, FleetPhase, FleetSettings, FleetStatus
+
+FAST = {"poll_seconds": 0.3, "unreachable_retry_seconds": 0.5, "gate_seconds": 0.5}
+GATE_HALT = "stage s1: query 'sum(up) > 0' returned no data"
+POOL_HALT = "general: drift rollout halted at wave 1/2: replacement never Ready"  # after "<cluster>: "
+
+
+async def until(handle: Any, check: Any, what: str, timeout: float = 30) -> FleetStatus:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            st = await handle.query(FleetRolloutWorkflow.status)
+        except (RPCError, WorkflowQueryFailedError):  # in the instant between two runs: ask again
+            st = None
+        if st is not None and check(st):
+            return st
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}: {await handle.query(FleetRolloutWorkflow.status)}")
+
+
+def _continued(st: FleetStatus) -> bool:
+    """The current run began by continuing as new, and nothing happened since."""
+    return st.log[-1].endswith("continued as new")
+
+
+async def _scenario(client: Client, settings: FleetSettings, continues: bool) -> dict[str, Any]:
+    """Run the rollout through both halts; (result, runs, bake deadline, records on the clusters)."""
+    tag = uuid.uuid4().hex[:8]
+    fleet_queue = f"fleet-{tag}"
+    with sim_clusters(tag, 3) as clusters, Prometheus() as prom:
+        clusters[1].halt_pool_rollout("replacement never Ready")  # stage two halts as soon as it is applied
+        rollout = load_fleet_rollout(document(tag, clusters, ["3s", "1s", None], prom.url))
+        async with cluster_workers(client, clusters), build_fleet_worker(client, fleet_queue):
+            handle, new = await start_fleet_rollout(client, rollout, task_queue=fleet_queue, settings=settings)
+            assert new
+            first_run = handle.first_execution_run_id or handle.result_run_id
+            assert first_run is not None
+            st = await until(handle, lambda s: s.phase == FleetPhase.HALTED, "stage one's gate to halt")
+            assert st.halted_reason == GATE_HALT and st.stages[0].phase == "Baking", (st.log, prom.queries)
+            if continues:
+                st = await until(handle, _continued, "a run started while halted on the bake")
+                assert st.phase == FleetPhase.HALTED and st.halted_reason == GATE_HALT
+            prom.holds = True
+            assert "resumes at stage 1/3" in await control_fleet(client, rollout.rollout_id, "resume", "gate fixed")
+            st = await until(handle, lambda s: s.phase == FleetPhase.BAKING, "stage one to bake again")
+            bake_until = st.stages[0].bake_until
+            st = await until(handle, lambda s: s.phase == FleetPhase.HALTED, "stage two to halt")
+            assert st.halted_reason == f"{clusters[1].name}: {POOL_HALT}"
+            if continues:
+                st = await until(handle, _continued, "a run started while halted on c2")
+                assert st.phase == FleetPhase.HALTED and st.halted_reason.endswith(POOL_HALT)  # stays halted
+                assert st.stages[1].clusters[0].phase == ClusterPhase.FAILED and st.stages[2].phase == "Pending"
+            await asyncio.to_thread(clusters[1].clear_pool_rollout)
+            assert "resumes at stage 2/3" in await control_fleet(client, rollout.rollout_id, "resume", "fixed")
+            result = await asyncio.wait_for(handle.result(), 60)
+            if not continues:
+                await record_history(handle, "FleetRolloutWorkflow", "gate_and_pool_halts")
+        chain = await runs(client, rollout.rollout_id, first_run)
+        records = [c.pool().get("metadata", {}).get("annotations", {}).get(RECORD_ANNOTATION) for c in clusters]
+    _check_result(result, chain, bake_until, records)
+    return {"result": result, "chain": chain, "bake_until": bake_until}
+
+
+def _check_result(result: FleetStatus, chain: list[Run], bake_until: datetime | None, records: list[Any]) -> None:
+    assert result.phase == FleetPhase.SUCCEEDED, result.log
+    assert [s.phase for s in result.stages] == ["Done", "Done", "Done"]
+    assert all(s.clusters[0].phase == ClusterPhase.DONE for s in result.stages)
+    assert bake_until is not None and result.stages[0].bake_until == bake_until  # kept across runs
+    assert result.stages[0].done_at is not None and result.stages[0].done_at >= bake_until
+    assert sum(r.activities("fleet_apply") for r in chain) == 3  # an applied cluster is not applied again
+    assert all(records), records
+    assert [line.split(" ", 1)[1] for line in result.log if "resumed (halt)" in line] == [
+        "resumed (halt): gate fixed", "resumed (halt): fixed"]
+
+
+@pytest.mark.e2e
+async def test_a_long_rollout_continues_as_new_while_halted_and_baking(temporal_client: Any) -> None:
+    started = time.monotonic()
+    out = await _scenario(temporal_client, FleetSettings(**FAST, continue_as_new_events=10), continues=True)
+    result, chain, bake_until = out["result"], out["chain"], out["bake_until"]
+    assert result.runs == len(chain) >= 3
+    carried = [r.input.carry for r in chain[1:] if r.input.carry is not None]
+    assert len(carried) == len(chain) - 1
+    assert any(c.status.phase == FleetPhase.HALTED and c.status.stage == 1 and "bake:s1" in c.halted_at
+               for c in carried)
+    assert any(c.status.phase == FleetPhase.BAKING and c.status.stage == 1
+               and c.status.stages[0].bake_until == bake_until for c in carried)
+    c2 = result.stages[1].clusters[0].name
+    assert any(c.status.phase == FleetPhase.HALTED and c.status.stage == 2 and c2 in c.halted_at
+               and c.pool_rollouts.get(c2) for c in carried)
+    lengths = [len(r.events) for r in chain]
+    print(f"\nruns={len(chain)} history events per run={lengths} seconds={time.monotonic() - started:.1f}")
+    assert max(lengths) <= 40, lengths
+
+
+@pytest.mark.e2e
+async def test_the_same_rollout_is_one_run_under_the_default_threshold(temporal_client: Any) -> None:
+    started = time.monotonic()
+    out = await _scenario(temporal_client, FleetSettings(**FAST), continues=False)
+    print(f"\nevents={len(out['chain'][0].events)} seconds={time.monotonic() - started:.1f}")
+    assert len(out["chain"]) == 1
