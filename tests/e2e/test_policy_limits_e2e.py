@@ -10,18 +10,16 @@ docs/semantics.md §15.10-15.11):
 
 from __future__ import annotations
 
-import asyncio
-import uuid
 from typing import Any
 
 import pytest
 from support.disruption_stack import disruption_stack, fresh, replica_set, wait_for
+from support.provisioning_batch import provision
 
 from api import labels
 from bench.clusters import node_pool
 from telemetry.metrics import REGISTRY
-from workflows.provisioning import ProvisioningWorkflow
-from workflows.provisioning_models import PodRef, ProvisioningInput, ProvisioningPhase, ProvisioningSettings
+from workflows.provisioning_models import PodRef, ProvisioningPhase, ProvisioningSettings
 
 pytestmark = [pytest.mark.e2e]
 FAST = ProvisioningSettings(ready_timeout_seconds=30, ready_poll_seconds=1, ice_backoff_seconds=1, ice_attempts=1)
@@ -51,12 +49,6 @@ def running(stack: Any, app: str) -> int:
     return sum(1 for p in pods(stack, app) if (p.get("status") or {}).get("phase") == "Running")
 
 
-async def provision(stack: Any, refs: list[PodRef]) -> Any:
-    handle = await stack.client.start_workflow(ProvisioningWorkflow.run, ProvisioningInput(pods=refs, settings=FAST),
-                                               id=f"provision-test-{uuid.uuid4()}", task_queue=stack.task_queue)
-    return await asyncio.wait_for(handle.result(), 90)
-
-
 async def test_a_cost_limit_stops_a_scale_out_with_an_event(temporal_client, sim_ec2, moto_endpoint) -> None:
     """$0.20/h for m5.large nodes ($0.096/h): two of three pods get a node, the third stays Pending."""
     sim_ec2.load_objects(fresh([node_pool("default", requirements=M5_LARGE, consolidate_after="Never"),
@@ -64,7 +56,7 @@ async def test_a_cost_limit_stops_a_scale_out_with_an_event(temporal_client, sim
                                 policy("budget-cap", ["default"], limits={"costPerHour": "0.20"})]))
     async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
         refs = await wait_for(lambda: (r := unschedulable(stack, "api")) and len(r) == 3 and r, what="3 pending")
-        result = await provision(stack, refs)
+        result = await provision(stack, refs, FAST)
         assert result.outcome == ProvisioningPhase.SUCCEEDED and len(result.launched) == 2, result.message
         (waiting,) = result.unservable
         await wait_for(lambda: running(stack, "api") == 2, what="two api pods running")
@@ -82,7 +74,7 @@ async def test_a_cost_limit_stops_a_scale_out_with_an_event(temporal_client, sim
         assert headroom == pytest.approx(0.20 - 2 * 0.096)
 
         # a later batch for the waiting pod: the two running nodes now count, nothing launches
-        again = await provision(stack, [pending])
+        again = await provision(stack, [pending], FAST)
         assert again.launched == [] and again.unservable == [pending.key], again.message
         assert len(stack.node_claims()) == 2
 
@@ -104,7 +96,7 @@ async def test_a_deprecated_pool_launches_nothing(temporal_client, sim_ec2, moto
     async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
         refs = await wait_for(lambda: (r := unschedulable(stack, "web") + unschedulable(stack, "legacy"))
                               and len(r) == 3 and r, what="3 pending")
-        result = await provision(stack, refs)
+        result = await provision(stack, refs, FAST)
         assert result.outcome == ProvisioningPhase.SUCCEEDED and len(result.launched) == 1, result.message
         await wait_for(lambda: running(stack, "web") == 2, what="the web pods running")
         assert {c["metadata"]["labels"][labels.NODEPOOL_LABEL] for c in stack.node_claims()} == {"new"}
