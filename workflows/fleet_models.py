@@ -29,8 +29,8 @@ class FleetSettings(_Model):
     poll_seconds: float = 15.0  # between two observations of a rolling cluster
     unreachable_retry_seconds: float = 30.0  # between two attempts on a cluster whose worker did not answer
     gate_seconds: float = 30.0  # between two gate checks during a bake
-    # A run continues as new once its history reaches this many events, or when Temporal suggests it (its default
-    # is 4Ki events or 4 MiB), well before the 10Ki-event warning and the 50Ki limit (docs/fleet.md §8).
+    # A run continues as new once its history reaches this many events, or when Temporal suggests it, well before
+    # Temporal's warning at 10Ki events and its 50Ki limit (docs/fleet.md §8).
     continue_as_new_events: int = Field(default=5000, ge=10)  # 10: a run still makes one step (tests)
 
 
