@@ -270,9 +270,9 @@ class FleetRolloutWorkflow:
         while stage.bake > timedelta(0):
             if not keep:
                 ss.phase, ss.bake_until = "Baking", workflow.now() + stage.bake
-            keep = False
             self._baking = True
-            self._refresh(f"stage {stage.name} baking until {ss.bake_until:%H:%M:%S}")
+            self._refresh(f"stage {stage.name} {'still ' if keep else ''}baking until {ss.bake_until:%H:%M:%S}")
+            keep = False
             failed = await self._bake_until(inp, i)
             self._baking = False
             if failed is None:

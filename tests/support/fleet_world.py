@@ -49,6 +49,12 @@ class SimCluster:
     def pool(self) -> dict[str, Any]:
         return self.kube.get_node_pool(POOL) or {}
 
+    def pending_pod(self) -> None:
+        """A pod no node takes (the cluster has none): the cluster never gets done while it is there."""
+        self.sim.load_objects([{"apiVersion": "v1", "kind": "Pod",
+                                "metadata": {"name": "stuck", "namespace": "default"},
+                                "spec": {"containers": [{"name": "c", "image": "x"}]}, "status": {"phase": "Pending"}}])
+
 
 @contextlib.contextmanager
 def sim_clusters(tag: str, n: int) -> Iterator[list[SimCluster]]:

@@ -128,3 +128,42 @@ async def test_the_same_rollout_is_one_run_under_the_default_threshold(temporal_
     out = await _scenario(temporal_client, FleetSettings(**FAST), continues=False)
     print(f"\nevents={len(out['chain'][0].events)} seconds={time.monotonic() - started:.1f}")
     assert len(out["chain"]) == 1
+
+
+@pytest.mark.e2e
+async def test_a_stage_timeout_and_an_unreachable_worker_across_runs(temporal_client: Any) -> None:
+    """One stage, two clusters at once, a 4 s timeout, onFailure Skip: c1 never gets done (a pod stays Pending),
+    c2's worker answers only later. The rollout continues as new about every second, yet c1 is skipped at its
+    deadline (carried, not restarted each run) and c2 is applied once its worker answers."""
+    tag = uuid.uuid4().hex[:8]
+    fleet_queue = f"fleet-{tag}"
+    settings = FleetSettings(**FAST, continue_as_new_events=10)
+    with sim_clusters(tag, 2) as clusters:
+        clusters[0].pending_pod()
+        doc = document(tag, clusters[:1], [None])
+        doc["spec"].update(onFailure="Skip", workerTimeout="1s", maxClustersInFlight=2)
+        doc["spec"]["stages"][0].update(timeout="4s", clusters=[
+            {"name": c.name, "taskQueue": c.queue, "nodePools": ["general"]} for c in clusters])
+        rollout = load_fleet_rollout(doc)
+        async with cluster_workers(temporal_client, clusters[:1]), build_fleet_worker(temporal_client, fleet_queue):
+            handle, _ = await start_fleet_rollout(temporal_client, rollout, task_queue=fleet_queue, settings=settings)
+            first_run = handle.first_execution_run_id or handle.result_run_id
+            assert first_run is not None
+            st = await until(handle, lambda s: s.runs >= 3 and s.stages[0].clusters[1].phase == ClusterPhase.UNREACHABLE
+                             and s.stages[0].clusters[0].applied_at is not None, "c2 unreachable over three runs")
+            async with cluster_workers(temporal_client, clusters[1:]):
+                result = await asyncio.wait_for(handle.result(), 30)
+        chain = await runs(temporal_client, rollout.rollout_id, first_run)
+    c1, c2 = result.stages[0].clusters
+    assert result.phase == FleetPhase.SUCCEEDED and result.runs == len(chain) >= 3
+    assert c1.phase == ClusterPhase.SKIPPED and c1.message.startswith("not finished within 0:00:04: 1 pods pending")
+    assert c1.applied_at is not None and st.stages[0].clusters[0].applied_at == c1.applied_at
+    assert c2.phase == ClusterPhase.DONE and c2.applied_at is not None
+    applied = sum(1 for r in chain for e in r.events if e.HasField("activity_task_completed_event_attributes")
+                  and _scheduled(r, e.activity_task_completed_event_attributes.scheduled_event_id) == "fleet_apply")
+    assert applied == 2  # each cluster applied once, however many runs and unanswered attempts
+
+
+def _scheduled(run: Run, event_id: int) -> str:
+    event = next(e for e in run.events if e.event_id == event_id)
+    return event.activity_task_scheduled_event_attributes.activity_type.name
