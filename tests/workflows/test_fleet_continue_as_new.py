@@ -167,3 +167,28 @@ async def test_a_stage_timeout_and_an_unreachable_worker_across_runs(temporal_cl
 def _scheduled(run: Run, event_id: int) -> str:
     event = next(e for e in run.events if e.event_id == event_id)
     return event.activity_task_scheduled_event_attributes.activity_type.name
+
+
+@pytest.mark.e2e
+async def test_a_pause_is_carried_across_runs(temporal_client: Any) -> None:
+    """Paused during stage one's bake: the bake goes on (and the rollout continues as new), stage two does not
+    start after it, in whichever run, until resumed."""
+    tag = uuid.uuid4().hex[:8]
+    fleet_queue = f"fleet-{tag}"
+    with sim_clusters(tag, 2) as clusters:
+        rollout = load_fleet_rollout(document(tag, clusters, ["3s", None]))
+        async with cluster_workers(temporal_client, clusters), build_fleet_worker(temporal_client, fleet_queue):
+            handle, _ = await start_fleet_rollout(temporal_client, rollout, task_queue=fleet_queue,
+                                                  settings=FleetSettings(**FAST, continue_as_new_events=10))
+            st = await until(handle, lambda s: s.phase == FleetPhase.BAKING, "stage one to bake")
+            assert "paused" in await control_fleet(temporal_client, rollout.rollout_id, "pause", "change freeze")
+            paused = await until(handle, lambda s: s.runs > st.runs and s.stages[0].phase == "Done",
+                                 "the bake to end in a later run")
+            await asyncio.sleep(1.0)
+            still = await handle.query(FleetRolloutWorkflow.status)
+            assert paused.phase == still.phase == FleetPhase.PAUSED and still.paused_reason == "change freeze"
+            assert still.stages[1].phase == "Pending" and still.stages[1].clusters[0].applied_at is None
+            await control_fleet(temporal_client, rollout.rollout_id, "resume", "freeze over")
+            result = await asyncio.wait_for(handle.result(), 30)
+    assert result.phase == FleetPhase.SUCCEEDED and result.stages[0].bake_until == st.stages[0].bake_until
+    assert any("resumed (pause): freeze over" in line for line in result.log)
