@@ -34,6 +34,9 @@ class RolloutNote(BaseModel):
     phase: RolloutNotePhase
     bake_until: datetime | None = None
     halt_reason: str = ""
+    # which halt of this rollout (1, 2, ...): a reader that resumed halt 1 tells a note not yet rewritten from a new
+    # halt (FleetRolloutWorkflow, docs/fleet.md §5); 0 in notes written before it was added
+    halt: int = 0
 
     def to_annotation(self) -> str:
         """Compact JSON, the deadline as RFC 3339 UTC at whole seconds (`2026-11-23T16:40:00Z`)."""

@@ -107,6 +107,7 @@ class RolloutStatus(_Model):
     bake_until: datetime | None = None
     halted: HaltCause | None = None
     halt_reason: str = ""
+    halts: int = 0  # how many times it halted; the note carries it so a reader tells a new halt from a resumed one
     disruptions: list[str] = Field(default_factory=list)  # DisruptionWorkflow ids started, in order
     message: str = ""
 

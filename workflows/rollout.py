@@ -51,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.retries import STEP_RETRY
 
 PLAN_TIMEOUT = timedelta(minutes=5)
+RESUME_DURING_HALT_PATCH = "rollout-resume-during-halt"
 IDLE_SECONDS = 10.0  # nothing could start (budgets, calendar): plan again after this long
 
 
@@ -234,12 +235,18 @@ class DriftRolloutWorkflow:
     async def _halt(self, cause: HaltCause, why: str) -> None:
         st = self._status
         self._upsert_phase(RolloutPhase.HALTED)
-        st.halted, st.halt_reason = cause, why
+        st.halted, st.halt_reason, st.halts = cause, why, st.halts + 1
+        # from here a resume is taken (the phase is Halted): one that comes while the Event and the note are written
+        # is kept, not cleared after them (#27: a fleet resumes as soon as it reads the note)
+        early = workflow.patched(RESUME_DURING_HALT_PATCH)
+        if early:
+            self._resume = None
         workflow.logger.warning("rollout of %s halted: %s", st.node_pool, why)
         await self._event(EventSpec(kind="NodePool", name=st.node_pool, reason=EventReason.ROLLOUT_HALTED,
                                     type="Warning", message=events.rollout_halted(st.wave, why)))
         await self._note()
-        self._resume = None
+        if not early:
+            self._resume = None
         await workflow.wait_condition(lambda: self._resume is not None or self._abort is not None)
         self._check_abort()
         self._upsert_phase(RolloutPhase.ROLLING)
@@ -264,7 +271,8 @@ class DriftRolloutWorkflow:
             phase = {RolloutPhase.HALTED: RolloutNotePhase.HALTED,
                      RolloutPhase.BAKING: RolloutNotePhase.BAKING}.get(st.phase, RolloutNotePhase.RUNNING)
             value = RolloutNote(generation=st.generation, wave=st.wave, waves=st.waves, phase=phase,
-                                bake_until=st.bake_until, halt_reason=st.halt_reason).to_annotation()
+                                bake_until=st.bake_until, halt_reason=st.halt_reason,
+                                halt=st.halts if phase == RolloutNotePhase.HALTED else 0).to_annotation()
             what = f"{phase.value} wave {st.wave}/{st.waves}"
         with contextlib.suppress(ActivityError):
             await workflow.execute_activity_method(RolloutActivities.annotate,
