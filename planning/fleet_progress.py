@@ -7,12 +7,13 @@ applied a moment ago (nothing drifted yet) is never mistaken for a finished one.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 from api.fleet_observation import ClusterObservation, PoolObservation
-from api.rollout_state import RolloutNotePhase
+from api.rollout_state import RolloutNote, RolloutNotePhase
 
 
 class ClusterState(StrEnum):
@@ -33,6 +34,7 @@ class WaitReason(StrEnum):
     NODE_POOL_NOT_FOUND = "NodePoolNotFound"
     NOT_APPLIED = "NotApplied"
     POOL_ROLLOUT_HALTED = "PoolRolloutHalted"
+    POOL_ROLLOUT_RESUMING = "PoolRolloutResuming"
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,14 @@ def _rolling(pool: PoolObservation) -> str | None:
     return None
 
 
-def _failure(obs: ClusterObservation) -> ClusterVerdict | None:
+def _resuming(obs: ClusterObservation, resumed: Mapping[str, RolloutNote]) -> list[PoolObservation]:
+    """Pools whose note is still the halt just resumed: the rollout has the signal but has not yet rewritten its
+    note (a busy cluster worker takes seconds), so they are resuming, not halted again (docs/fleet.md §5)."""
+    return [p for p in obs.pools if p.rollout is not None and p.rollout.phase == RolloutNotePhase.HALTED
+            and resumed.get(p.name) == p.rollout]
+
+
+def _failure(obs: ClusterObservation, resuming: list[PoolObservation]) -> ClusterVerdict | None:
     if obs.node_class is not None and not obs.node_class_found:
         return ClusterVerdict(ClusterState.FAILED, WaitReason.NODE_CLASS_NOT_FOUND,
                               f"EC2NodeClass {obs.node_class} not found")
@@ -65,7 +74,7 @@ def _failure(obs: ClusterObservation) -> ClusterVerdict | None:
         if not pool.applied:
             return ClusterVerdict(ClusterState.FAILED, WaitReason.NOT_APPLIED,
                                   f"NodePool {pool.name} does not carry this rollout's change")
-        if pool.rollout is not None and pool.rollout.phase == RolloutNotePhase.HALTED:
+        if pool.rollout is not None and pool.rollout.phase == RolloutNotePhase.HALTED and pool not in resuming:
             return ClusterVerdict(ClusterState.FAILED, WaitReason.POOL_ROLLOUT_HALTED,
                                   f"{pool.name}: drift rollout halted at wave {pool.rollout.wave}/{pool.rollout.waves}:"
                                   f" {pool.rollout.halt_reason}")
@@ -75,11 +84,18 @@ def _failure(obs: ClusterObservation) -> ClusterVerdict | None:
     return None
 
 
-def judge(obs: ClusterObservation, pods_ready_gate: bool = True) -> ClusterVerdict:
-    """The cluster's state: FAILED (cannot finish alone), DONE, or ROLLING with what it waits for."""
-    failed = _failure(obs)
+def judge(obs: ClusterObservation, pods_ready_gate: bool = True,
+          resumed: Mapping[str, RolloutNote] | None = None) -> ClusterVerdict:
+    """The cluster's state: FAILED (cannot finish alone), DONE, or ROLLING with what it waits for. `resumed`: per
+    pool, the halted note of a drift rollout the fleet has just resumed (that very note is not a new halt)."""
+    resuming = _resuming(obs, resumed) if resumed else []
+    failed = _failure(obs, resuming)
     if failed is not None:
         return failed
+    if resuming:
+        return ClusterVerdict(ClusterState.ROLLING, WaitReason.POOL_ROLLOUT_RESUMING, "; ".join(
+            f"{p.name}: drift rollout resuming at wave {p.rollout.wave}/{p.rollout.waves}" for p in resuming
+            if p.rollout is not None))
     if obs.node_class is not None and not obs.node_class_resolved:
         return ClusterVerdict(ClusterState.ROLLING, WaitReason.NODE_CLASS_RESOLVING,
                               f"EC2NodeClass {obs.node_class}: waiting for the change to be resolved")

@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from api.duration import parse_duration
     from api.fleet import FleetCluster, FleetRollout, OnFailure
     from api.fleet_observation import ClusterObservation
+    from api.rollout_state import RolloutNote, RolloutNotePhase
     from planning.fleet_progress import ClusterState, WaitReason, judge
     from workflows import search_attributes as sa
     from workflows.fleet_models import (
@@ -44,6 +45,7 @@ with workflow.unsafe.imports_passed_through():
         FleetStatus,
         GateInput,
         ObserveInput,
+        PoolHalts,
         StageStatus,
         pool_statuses,
     )
@@ -55,6 +57,9 @@ CLUSTER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_inter
                             maximum_attempts=5)
 LOG_LINES = 50
 CONTINUE_AS_NEW_PATCH = "fleet-continue-as-new"
+# a resumed pool rollout's note that still shows the halt just resumed is "resuming", not a new halt (#27: in CI the
+# fleet re-observed before the busy cluster worker rewrote the note, and halted again on the stale one)
+RESUMING_NOTE_PATCH = "fleet-resuming-pool-note"
 T = TypeVar("T")
 
 
@@ -74,6 +79,7 @@ class FleetRolloutWorkflow:
         self._halted_at: dict[str, int] = {}  # who waits for a resume (cluster, `bake:<stage>`): the count then
         self._deadlines: dict[str, datetime | None] = {}  # per cluster, its stage's timeout
         self._pool_rollouts: dict[str, list[str]] = {}  # per halted cluster, its halted pool drift rollouts' ids
+        self._pool_halts: dict[str, PoolHalts] = {}  # per cluster, its pools' halted notes (and if resumed, till)
         self._worker_wait = timedelta(minutes=2)  # the rollout's workerTimeout, parsed once per run
         self._continues = False  # may this run continue as new (patched)
         self._busy = 0  # activities and signals in flight
@@ -229,9 +235,10 @@ class FleetRolloutWorkflow:
                 await self._wait_resume(name)
                 cs.phase = ClusterPhase.ROLLING
                 await self._signal_resume(self._pool_rollouts.pop(name, []))
+                self._resumed_pools(name, inp.settings.resume_grace_seconds)
                 self._deadlines[name] = workflow.now() + limit if limit else None
             obs = await self._observe(inp, cluster, cs)
-            verdict = judge(obs, spec.gates.pods_ready)
+            verdict = judge(obs, spec.gates.pods_ready, self._resuming_notes(name, obs))
             cs.pools, cs.message = pool_statuses(obs), verdict.message
             if verdict.state == ClusterState.DONE:
                 cs.phase, cs.done_at = ClusterPhase.DONE, workflow.now()
@@ -245,8 +252,26 @@ class FleetRolloutWorkflow:
                     return
                 if verdict.reason == WaitReason.POOL_ROLLOUT_HALTED:
                     self._pool_rollouts[name] = _pool_rollout_ids(cluster, obs)
+                    self._pool_halts[name] = PoolHalts(notes=_halted_notes(obs))
                 continue
             await self._sleep(inp.settings.poll_seconds)
+
+    def _resumed_pools(self, name: str, grace_seconds: float) -> None:
+        """The cluster's halted pool rollouts were just resumed: their notes count as resuming for a while."""
+        halts = self._pool_halts.get(name)
+        if halts is not None and workflow.patched(RESUMING_NOTE_PATCH):
+            halts.resumed_until = workflow.now() + timedelta(seconds=grace_seconds)
+
+    def _resuming_notes(self, name: str, obs: ClusterObservation) -> dict[str, RolloutNote] | None:
+        """The notes that still mean "resuming" for this cluster; forgotten once rewritten or past the grace."""
+        halts = self._pool_halts.get(name)
+        if halts is None or halts.resumed_until is None:
+            return None
+        current = {p.name: p.rollout for p in obs.pools}
+        if workflow.now() >= halts.resumed_until or all(current.get(k) != v for k, v in halts.notes.items()):
+            del self._pool_halts[name]
+            return None
+        return halts.notes
 
     def _fail(self, on_failure: OnFailure, cluster: FleetCluster, cs: ClusterStatus, message: str) -> bool:
         """Skip the cluster (False) or halt the fleet (True: observe it again once resumed)."""
@@ -382,7 +407,8 @@ class FleetRolloutWorkflow:
 
     def _carry(self) -> FleetCarry:
         return FleetCarry(status=self._st, halts=self._halts, paused=self._paused, resumes=self._resumes,
-                          halted_at=self._halted_at, deadlines=self._deadlines, pool_rollouts=self._pool_rollouts)
+                          halted_at=self._halted_at, deadlines=self._deadlines, pool_rollouts=self._pool_rollouts,
+                          pool_halts=self._pool_halts)
 
     def _restore(self, carry: FleetCarry) -> None:
         """Take the state the last run handed over (it continued as new); the stages go on from there."""
@@ -391,6 +417,7 @@ class FleetRolloutWorkflow:
         self._halts, self._paused, self._resumes = list(carry.halts), carry.paused, carry.resumes
         self._halted_at, self._deadlines = dict(carry.halted_at), dict(carry.deadlines)
         self._pool_rollouts = {k: list(v) for k, v in carry.pool_rollouts.items()}
+        self._pool_halts = {k: v.model_copy(deep=True) for k, v in carry.pool_halts.items()}
         stage = self._st.stages[self._st.stage - 1] if self._st.stage else None
         self._baking = stage is not None and stage.phase == "Baking" and f"bake:{stage.name}" not in self._halted_at
         self._log(f"run {self._st.runs}: continued as new")
@@ -433,6 +460,12 @@ def _change(r: FleetRollout) -> dict:
 
 def _seconds(duration: str) -> float:
     return parse_duration(duration).total_seconds()
+
+
+def _halted_notes(obs: ClusterObservation) -> dict[str, RolloutNote]:
+    """Per pool, the note of its halted drift rollout, as observed when the fleet halted on it."""
+    return {p.name: p.rollout for p in obs.pools
+            if p.rollout is not None and p.rollout.phase == RolloutNotePhase.HALTED}
 
 
 def _pool_rollout_ids(cluster: FleetCluster, obs: ClusterObservation) -> list[str]:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from api.fleet import FleetRollout
 from api.fleet_observation import ClusterObservation
+from api.rollout_state import RolloutNote
 
 FLEET_TASK_QUEUE = "nodeflow-fleet"  # where FleetRolloutWorkflows run (any worker started with --fleet)
 MEMO_TARGETS = "fleetTargets"  # ["cluster/pool", ...]: how a second rollout over the same pools is found
@@ -32,6 +33,9 @@ class FleetSettings(_Model):
     # A run continues as new once its history reaches this many events, or when Temporal suggests it, well before
     # Temporal's warning at 10Ki events and its 50Ki limit (docs/fleet.md §8).
     continue_as_new_events: int = Field(default=5000, ge=10)  # 10: a run still makes one step (tests)
+    # After a resume, a pool drift rollout's note may still show the halt just resumed until its busy cluster worker
+    # rewrites it; for this long that very note means "resuming", after it a halt again (docs/fleet.md §5).
+    resume_grace_seconds: float = Field(default=120.0, ge=0)
 
 
 class FleetPhase(StrEnum):
@@ -96,6 +100,14 @@ class FleetStatus(_Model):
     runs: int = 1  # Temporal runs of the rollout so far (each continue-as-new starts one)
 
 
+class PoolHalts(_Model):
+    """A cluster's halted pool drift rollouts as the fleet saw them (per pool, its note), and, once the fleet resumed
+    them, until when that same note still counts as "resuming" rather than a new halt."""
+
+    notes: dict[str, RolloutNote] = Field(default_factory=dict)
+    resumed_until: datetime | None = None
+
+
 class FleetCarry(_Model):
     """What one run hands the next when it continues as new: the status (stage, per cluster its phase, applied and
     done times, bake deadlines) and what is not in it. Keys of `halted_at` are cluster names or `bake:<stage>`."""
@@ -107,6 +119,7 @@ class FleetCarry(_Model):
     halted_at: dict[str, int] = Field(default_factory=dict)  # who waits for a resume, and the resume count then
     deadlines: dict[str, datetime | None] = Field(default_factory=dict)  # per cluster: its stage's timeout
     pool_rollouts: dict[str, list[str]] = Field(default_factory=dict)  # per halted cluster: drift rollouts to resume
+    pool_halts: dict[str, PoolHalts] = Field(default_factory=dict)  # per cluster: its pools' halts, resumed or not
 
 
 class FleetInput(_Model):

@@ -75,3 +75,22 @@ def test_the_pods_gate_can_be_switched_off() -> None:
 def test_prometheus_gate(body: dict, ok: bool, words: str) -> None:
     got_ok, message = judge_prometheus(body, "up")
     assert got_ok is ok and words in message
+
+
+def _halted(halt: int) -> RolloutNote:
+    return RolloutNote(generation="g", wave=1, waves=2, phase=RolloutNotePhase.HALTED, halt_reason="x", halt=halt)
+
+
+def test_the_halt_just_resumed_is_resuming_a_new_one_fails() -> None:
+    """#27: after a resume the note may still show that halt until the cluster's worker rewrites it."""
+    obs = _obs(_pool(rollout=_halted(1)))
+    v = judge(obs, resumed={"general": _halted(1)})
+    assert (v.state, v.reason, v.message) == (ClusterState.ROLLING, WaitReason.POOL_ROLLOUT_RESUMING,
+                                              "general: drift rollout resuming at wave 1/2")
+    assert judge(obs, resumed={"general": _halted(2)}).reason == WaitReason.POOL_ROLLOUT_HALTED
+    assert judge(_obs(_pool(rollout=_halted(2))), resumed={"general": _halted(1)}).state == ClusterState.FAILED
+
+
+def test_a_resumed_pool_does_not_hide_another_failure() -> None:
+    obs = _obs(_pool(rollout=_halted(1)), _pool(name="other", exists=False))
+    assert judge(obs, resumed={"general": _halted(1)}).reason == WaitReason.NODE_POOL_NOT_FOUND

@@ -7,6 +7,7 @@ a pool without NodeClaims is done once it carries the change, unless its drift r
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import threading
@@ -17,7 +18,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowQueryFailedError
+from temporalio.service import RPCError
 from temporalio.worker import Worker
 
 from activities.fleet import FleetActivities
@@ -26,7 +28,8 @@ from api import labels as L
 from api.rollout_state import RolloutNote, RolloutNotePhase
 from bench.clusters import node_pool
 from simulator.server import Simulator
-from workflows.fleet_models import FleetInput
+from workflows.fleet import FleetRolloutWorkflow
+from workflows.fleet_models import FleetInput, FleetStatus
 
 POOL = "general"
 
@@ -38,9 +41,10 @@ class SimCluster:
     sim: Simulator
     kube: KubeClient
 
-    def halt_pool_rollout(self, reason: str) -> None:
-        """Say on the pool, as its DriftRolloutWorkflow does, that its drift rollout halted."""
-        note = RolloutNote(generation="g1", wave=1, waves=2, phase=RolloutNotePhase.HALTED, halt_reason=reason)
+    def halt_pool_rollout(self, reason: str, halt: int = 1) -> None:
+        """Say on the pool, as its DriftRolloutWorkflow does, that its drift rollout halted (for the `halt`-th time)."""
+        note = RolloutNote(generation="g1", wave=1, waves=2, phase=RolloutNotePhase.HALTED, halt_reason=reason,
+                           halt=halt)
         self.kube.patch_node_pool(POOL, {"metadata": {"annotations": {L.ROLLOUT_ANNOTATION: note.to_annotation()}}})
 
     def clear_pool_rollout(self) -> None:
@@ -159,3 +163,16 @@ class Prometheus:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+async def until(handle: Any, check: Any, what: str, timeout: float = 30) -> FleetStatus:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            st = await handle.query(FleetRolloutWorkflow.status)
+        except (RPCError, WorkflowQueryFailedError):  # in the instant between two runs: ask again
+            st = None
+        if st is not None and check(st):
+            return st
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}: {await handle.query(FleetRolloutWorkflow.status)}")

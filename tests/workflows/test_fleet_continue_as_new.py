@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 from support.disruption_stack import record_history
-from support.fleet_world import Prometheus, Run, cluster_workers, document, runs, sim_clusters
-from temporalio.client import Client, WorkflowQueryFailedError
-from temporalio.service import RPCError
+from support.fleet_world import Prometheus, Run, cluster_workers, document, runs, sim_clusters, until
+from temporalio.client import Client
 
 from api.fleet import RECORD_ANNOTATION, load_fleet_rollout
 from client.fleet import control_fleet, start_fleet_rollout
@@ -32,19 +31,6 @@ from workflows.fleet_models import ClusterPhase, FleetPhase, FleetSettings, Flee
 FAST = {"poll_seconds": 0.3, "unreachable_retry_seconds": 0.5, "gate_seconds": 0.5}
 GATE_HALT = "stage s1: query 'sum(up) > 0' returned no data"
 POOL_HALT = "general: drift rollout halted at wave 1/2: replacement never Ready"  # after "<cluster>: "
-
-
-async def until(handle: Any, check: Any, what: str, timeout: float = 30) -> FleetStatus:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            st = await handle.query(FleetRolloutWorkflow.status)
-        except (RPCError, WorkflowQueryFailedError):  # in the instant between two runs: ask again
-            st = None
-        if st is not None and check(st):
-            return st
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}: {await handle.query(FleetRolloutWorkflow.status)}")
 
 
 def _continued(st: FleetStatus) -> bool:
