@@ -113,7 +113,9 @@ def _print_status(st: Any, fmt: str) -> None:
 
 def format_status(st: Any) -> str:
     """Per stage, cluster and pool: where each is, the bake deadline, and why the fleet halted."""
-    lines = [f"fleet rollout {st.id} ({st.name or 'unnamed'}): {st.phase.value}, stage {st.stage}/{len(st.stages)}"]
+    runs = f" (Temporal run {st.runs}: it continued as new)" if st.runs > 1 else ""
+    lines = [f"fleet rollout {st.id} ({st.name or 'unnamed'}): {st.phase.value}, stage {st.stage}/{len(st.stages)}"
+             f"{runs}"]
     if st.halted_reason:
         lines += [f"halted: {st.halted_reason}", f"  fix it, then: nodeflow fleet rollout resume {st.id}   "
                                                   f"or: nodeflow fleet rollout abort {st.id}"]
