@@ -100,6 +100,9 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
                    help="never replace unhealthy nodes")
     p.add_argument("--cancel-hold", type=_seconds, default=env("NODEFLOW_CANCEL_HOLD", "30m"),
                    help="how long a cancelled disruption's nodes are not planned again (Go duration; 0s: off)")
+    p.add_argument("--min-drain-time", type=_seconds, default=env("NODEFLOW_MIN_DRAIN_TIME"),
+                   help="a drained node is drained once more this long after its drain began (Go duration; "
+                        "default Karpenter's 5s; tests shorten it)")
 
 
 def _launch_and_ops_args(p: argparse.ArgumentParser) -> None:
@@ -187,7 +190,7 @@ async def amain(args: argparse.Namespace) -> int:
                         batch_max_seconds=args.batch_max_duration, node_repair=not args.no_node_repair,
                         node_repair_toleration_seconds=args.node_repair_toleration,
                         node_repair_conditions=tuple(args.node_repair_condition),
-                        cancel_hold_seconds=args.cancel_hold,
+                        cancel_hold_seconds=args.cancel_hold, min_drain_seconds=args.min_drain_time,
                         discover_instance_types=not (args.catalog or args.no_instance_type_discovery),
                         instance_type_refresh_seconds=args.instance_type_refresh,
                         vm_memory_overhead_percent=args.vm_memory_overhead_percent)

@@ -87,8 +87,9 @@ class KubeActivities:
 
     def __init__(self, kube: KubeClient, max_threads: int = 32, poll_min: float = 0.2, poll_max: float = 2.0,
                  volume_poll: float = 1.0, progress_every: float = PROGRESS_EVERY,
-                 cancel_hold_seconds: float = 1800.0) -> None:
+                 cancel_hold_seconds: float = 1800.0, min_drain_seconds: float | None = None) -> None:
         self.kube = kube
+        self.min_drain_seconds = min_drain_seconds  # runtime/settings.py; None: the workflow's MIN_DRAIN_TIME
         self.progress_every = progress_every
         self.cancel_hold_seconds = cancel_hold_seconds  # runtime/settings.py; 0: a cancel holds nothing
         self._pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="kube")
@@ -151,6 +152,7 @@ class KubeActivities:
             pods=pods,
             volume_attachments=attachments,
             node_ready=node_ready(node) if node is not None else None,
+            min_drain_time=timedelta(seconds=self.min_drain_seconds) if self.min_drain_seconds is not None else None,
         )
 
     async def _own_machine(self, claim: Obj) -> None:

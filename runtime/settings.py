@@ -38,6 +38,7 @@ class Settings:
     node_repair_toleration_seconds: float = 1800.0  # Ready False/Unknown tolerated this long (Karpenter: 30 min)
     node_repair_conditions: tuple[str, ...] = ()  # more repair policies, "Type=Status:Duration" each
     cancel_hold_seconds: float = 1800.0  # a cancelled disruption's nodes are not re-planned this long (0: off)
+    min_drain_seconds: float | None = None  # Karpenter's MinDrainTime (5 s) when None; tests shorten it
     lifecycle: bool = True  # run the NodeClaim lifecycle controller and garbage collection (runtime/nodeclaim_*.py)
     lifecycle_settings: Any = None  # runtime.nodeclaim_lifecycle.LifecycleSettings; None: Karpenter's timings
     gc_settings: Any = None  # runtime.nodeclaim_gc.GcSettings; None: Karpenter's timings

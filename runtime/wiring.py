@@ -62,7 +62,8 @@ def fleet_activities(deps: Deps) -> list[Callable[..., Any]]:
 
 
 def termination_activities(deps: Deps) -> list[Callable[..., Any]]:
-    return [*KubeActivities(deps.kube, cancel_hold_seconds=deps.settings.cancel_hold_seconds).all(),
+    return [*KubeActivities(deps.kube, cancel_hold_seconds=deps.settings.cancel_hold_seconds,
+                            min_drain_seconds=deps.settings.min_drain_seconds).all(),
             *CloudActivities(deps.ec2, kube=deps.kube).all(),
             *TerminationMarkerActivities(deps.kube).all()]
 

@@ -189,6 +189,8 @@ class PrepareResult(BaseModel):
     pods: list[PodState] = Field(default_factory=list)
     volume_attachments: int | None = None  # attachments to the node after tainting (None: not looked at)
     node_ready: bool | None = None  # the Node's Ready condition is True (None: not looked at)
+    # the worker's --min-drain-time (a test knob, docs/configuration.md); None: Karpenter's MinDrainTime, 5 s
+    min_drain_time: timedelta | None = None
 
 
 class DrainInput(BaseModel):

@@ -428,7 +428,8 @@ class TerminationWorkflow:
         the disrupted taint is evicted too, instead of being cut off by the instance's termination."""
         if not prep.node_claim_exists or not self._patched(MIN_DRAIN_PATCH) or self._cancel_reason is not None:
             return
-        left = began + MIN_DRAIN_TIME - workflow.now()
+        minimum = prep.min_drain_time if prep.min_drain_time is not None else MIN_DRAIN_TIME  # worker's, for tests
+        left = began + minimum - workflow.now()
         if left <= timedelta(0):
             return
         await self._sleep(left, f"minimum drain time of {self._inp.node_name}")
