@@ -4,4 +4,5 @@ pytest_plugins = [
     "support.temporal_fixtures",
     "support.moto_fixtures",
     "support.sim_fixtures",
+    "support.xdist_groups",
 ]
