@@ -90,6 +90,8 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
                    help="seconds: a provisioning batch closes this long after its last new pending pod")
     p.add_argument("--batch-max-duration", type=float, default=float(env("NODEFLOW_BATCH_MAX_DURATION", "10")),
                    help="seconds: a provisioning batch closes at most this long after it opened")
+    p.add_argument("--launch-timeout", type=_seconds, default=env("NODEFLOW_LAUNCH_TIMEOUT", "1m"),
+                   help="one provisioning launch attempt; a worker killed mid-launch delays the batch this long")
     p.add_argument("--node-repair-toleration", type=_seconds, default=env("NODEFLOW_NODE_REPAIR_TOLERATION", "30m"),
                    help="how long a node may stay Ready False/Unknown before it is replaced (Go duration)")
     p.add_argument("--node-repair-condition", action="append", metavar="TYPE=STATUS:DURATION",
@@ -187,7 +189,8 @@ async def amain(args: argparse.Namespace) -> int:
                         ami_id=args.ami_id, cluster_name=args.cluster_name, cluster_endpoint=args.cluster_endpoint,
                         cluster_ca=args.cluster_ca, cluster_cache=not args.no_cluster_cache,
                         provisioning=not args.no_provisioning, batch_idle_seconds=args.batch_idle_duration,
-                        batch_max_seconds=args.batch_max_duration, node_repair=not args.no_node_repair,
+                        batch_max_seconds=args.batch_max_duration, launch_timeout_seconds=args.launch_timeout,
+                        node_repair=not args.no_node_repair,
                         node_repair_toleration_seconds=args.node_repair_toleration,
                         node_repair_conditions=tuple(args.node_repair_condition),
                         cancel_hold_seconds=args.cancel_hold, min_drain_seconds=args.min_drain_time,

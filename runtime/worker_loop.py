@@ -20,6 +20,7 @@ from runtime.fleet_worker import build_fleet_worker
 from runtime.pending_pods import IntakeSettings, PendingPodIntake, cache_pods, listed_pods
 from runtime.settings import Deps
 from runtime.wiring import activities, workflows
+from workflows.provisioning_models import ProvisioningSettings
 
 log = logging.getLogger(__name__)
 Stop = Callable[[], Awaitable[Any]]  # stops one part started beside the worker and waits for it
@@ -102,8 +103,9 @@ def _start_intake(client: Client, deps: Deps, task_queue: str) -> tuple[PendingP
     """The pending-pod intake reads the watch cache when the worker has one, else LISTs pods."""
     s = deps.settings
     pods = cache_pods(deps.cluster) if deps.cluster is not None else listed_pods(deps.kube)
-    intake = PendingPodIntake(pods, client, IntakeSettings(task_queue=task_queue, idle_seconds=s.batch_idle_seconds,
-                                                           max_seconds=s.batch_max_seconds))
+    intake = PendingPodIntake(pods, client, IntakeSettings(
+        task_queue=task_queue, idle_seconds=s.batch_idle_seconds, max_seconds=s.batch_max_seconds,
+        workflow=ProvisioningSettings(launch_timeout_seconds=s.launch_timeout_seconds)))
     return intake, asyncio.create_task(intake.run(), name="pending-pod-intake")
 
 

@@ -129,7 +129,7 @@ class ProvisioningWorkflow:
                     ProvisioningActivities.launch_replacement,
                     LaunchInput(key=key, node_pool=launch.node_pool, replacement=launch.replacement,
                                 reason=LAUNCH_REASON),
-                    start_to_close_timeout=LAUNCH, retry_policy=LAUNCH_RETRY,
+                    start_to_close_timeout=timedelta(seconds=s.launch_timeout_seconds), retry_policy=LAUNCH_RETRY,
                     summary=f"launch {launch.replacement.instance_types[:3]} for {len(launch.pods)} pod(s)")
             except ActivityError as exc:
                 cause = exc.cause

@@ -43,6 +43,7 @@ class ProvisioningSettings(_Model):
     ready_poll_seconds: float = 5.0
     ice_backoff_seconds: float = 30.0  # first wait after every offering answered ICE; doubles each time
     ice_attempts: int = 3  # launch rounds for one NodeClaim before the batch gives up on it
+    launch_timeout_seconds: float = 60.0  # one launch attempt (workflows/provisioning.py LAUNCH); tests shorten it
     catalog_path: str | None = None
 
 
