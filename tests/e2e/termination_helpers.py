@@ -35,15 +35,22 @@ def ec2_client(endpoint: str) -> Any:
     return boto3.client("ec2", region_name="us-east-1", endpoint_url=endpoint)
 
 
+# Karpenter's MinDrainTime is 5 s of wall clock per termination of a node with a NodeClaim (the drain runs again
+# when it is up, workflows/termination.py); a test whose point is not that wait passes this as `min_drain`, so the
+# second drain still runs, 0.5 s after the first (tests/workflows/test_v114_min_drain_time.py checks the 5 s).
+QUICK_DRAIN = 0.5
+
+
 @contextlib.asynccontextmanager
 async def running_worker(client: Client, sim: Any, moto_endpoint: str, watch: bool = True,
-                         resync: float = 2.0) -> AsyncIterator[str]:
-    """A worker + watcher in this process on a fresh task queue; yields the task queue."""
+                         resync: float = 2.0, min_drain: float | None = None) -> AsyncIterator[str]:
+    """A worker + watcher in this process on a fresh task queue; yields the task queue. `min_drain`: the worker's
+    MinDrainTime in seconds (None: Karpenter's 5 s)."""
     tq = f"tq-{uuid.uuid4()}"
     api = sim.api_client()
     api.configuration.connection_pool_maxsize = 32
     deps = Deps(kube_api=api, ec2=ec2_client(moto_endpoint), temporal=client,
-                settings=Settings(task_queue=tq, watch=watch, resync_seconds=resync))
+                settings=Settings(task_queue=tq, watch=watch, resync_seconds=resync, min_drain_seconds=min_drain))
     stop = asyncio.Event()
     task = asyncio.create_task(run_worker(client, deps, stop, task_queue=tq))
     try:

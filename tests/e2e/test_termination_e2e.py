@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from e2e.termination_helpers import (
+    QUICK_DRAIN,
     PodSpec,
     cluster_objects,
     ec2_client,
@@ -58,7 +59,7 @@ async def test_plain_drain_terminates_instance_and_removes_finalizers(
     sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, [PodSpec("web", "n1", count=3, grace=5)]))
     api = sim.api_client()
     uid = _node_uid(api, "n1")
-    async with running_worker(temporal_client, sim, moto_endpoint):
+    async with running_worker(temporal_client, sim, moto_endpoint, min_drain=QUICK_DRAIN):
         k8s.CoreV1Api(api).delete_node("n1")
         await eventually(lambda: _gone(api, "Node", "n1") and _gone(api, "NodeClaim", "n1-claim"),
                          what="n1 and its claim gone")
@@ -95,7 +96,7 @@ async def test_pdb_blocks_until_replacement_is_healthy(temporal_client: Client, 
                                      pdbs={"web": 1}))
     api = sim.api_client()
     uid = _node_uid(api, "n1")
-    async with running_worker(temporal_client, sim, moto_endpoint):
+    async with running_worker(temporal_client, sim, moto_endpoint, min_drain=QUICK_DRAIN):
         k8s.CoreV1Api(api).delete_node("n1")
         await eventually(lambda: _gone(api, "Node", "n1"), what="n1 gone")
         await record_history(temporal_client.get_workflow_handle(workflow_id(uid)), "pdb_blocked")
@@ -119,7 +120,7 @@ async def test_drain_goes_tier_by_tier(temporal_client: Client, sim: Any, moto_e
         PodSpec("plain", "n1", count=2, grace=3),
     ]))
     api = sim.api_client()
-    async with running_worker(temporal_client, sim, moto_endpoint):
+    async with running_worker(temporal_client, sim, moto_endpoint, min_drain=QUICK_DRAIN):
         k8s.CoreV1Api(api).delete_node("n1")
         await eventually(lambda: _gone(api, "Node", "n1"), what="n1 gone")
     removals = [r for r in sim.ledger() if r["node"] == "n1" and r["cause"] == "eviction"]
@@ -138,7 +139,7 @@ async def test_nodeclaim_vanishing_mid_drain(temporal_client: Client, sim: Any, 
     api = sim.api_client()
     custom = k8s.CustomObjectsApi(api)
     uid = _node_uid(api, "n1")
-    async with running_worker(temporal_client, sim, moto_endpoint):
+    async with running_worker(temporal_client, sim, moto_endpoint, min_drain=QUICK_DRAIN):
         k8s.CoreV1Api(api).delete_node("n1")
         handle = temporal_client.get_workflow_handle_for(TerminationWorkflow.run, workflow_id(uid))
 
@@ -174,17 +175,17 @@ def _force(reason: str) -> Any:
 
 async def test_deadline_deletes_do_not_disrupt_pod_before_node_grace_ends(
         temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
-    """NodeClaim terminationGracePeriod 4s, a do-not-disrupt pod with grace 2s: it is deleted (bypassing the
-    annotation) about 2s after the deletion, so its own grace ends at the node's deadline."""
+    """NodeClaim terminationGracePeriod 2s, a do-not-disrupt pod with grace 1s: it is deleted (bypassing the
+    annotation) about 1s after the deletion, so its own grace ends at the node's deadline."""
     ec2 = ec2_client(moto_endpoint)
     i1, i2 = launch_instances(ec2, 2)
     sim.load_objects(cluster_objects(
         {"n1": i1, "n2": i2},
-        [PodSpec("pinned", "n1", grace=2, annotations={"karpenter.sh/do-not-disrupt": "true"})],
-        node_grace="4s"))
+        [PodSpec("pinned", "n1", grace=1, annotations={"karpenter.sh/do-not-disrupt": "true"})],
+        node_grace="2s"))
     api = sim.api_client()
     uid = _node_uid(api, "n1")
-    async with running_worker(temporal_client, sim, moto_endpoint):
+    async with running_worker(temporal_client, sim, moto_endpoint, min_drain=QUICK_DRAIN):
         k8s.CoreV1Api(api).delete_node("n1")
         handle = temporal_client.get_workflow_handle_for(TerminationWorkflow.run, workflow_id(uid))
         await eventually(lambda: _gone(api, "Node", "n1"), what="n1 gone")
@@ -211,7 +212,7 @@ async def test_started_by_a_disruption_deletes_the_objects_at_the_end(
     sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, [PodSpec("web", "n1", count=2, grace=2)]))
     api = sim.api_client()
     node = k8s.CoreV1Api(api).read_node("n1")
-    async with running_worker(temporal_client, sim, moto_endpoint) as tq:
+    async with running_worker(temporal_client, sim, moto_endpoint, min_drain=QUICK_DRAIN) as tq:
         handle = await start_termination(temporal_client, TerminationInput(
             node_name="n1", node_uid=node.metadata.uid, node_claim_name="n1-claim", node_pool="default",
             provider_id=node.spec.provider_id, reason="Drifted", requested_by="disruption-test"), task_queue=tq)
@@ -237,7 +238,7 @@ async def test_notready_node_whose_instance_is_gone_needs_no_drain(
     uid = _node_uid(api, "n1")
     ec2.terminate_instances(InstanceIds=[i1])
     sim.world.set_node_ready("n1", False)
-    async with running_worker(temporal_client, sim, moto_endpoint):
+    async with running_worker(temporal_client, sim, moto_endpoint, min_drain=QUICK_DRAIN):
         k8s.CoreV1Api(api).delete_node("n1")
         handle = temporal_client.get_workflow_handle_for(TerminationWorkflow.run, workflow_id(uid))
         await eventually(lambda: _gone(api, "Node", "n1") and _gone(api, "NodeClaim", "n1-claim"),
@@ -272,10 +273,10 @@ async def test_terminating_nodeclaim_shows_karpenters_markers(
     sim.load_objects(cluster_objects(
         {"n1": i1, "n2": i2},
         [PodSpec("pinned", "n1", grace=1, annotations={"karpenter.sh/do-not-disrupt": "true"})],
-        node_grace="8s"))
+        node_grace="4s"))  # the pod goes at 3 s: time enough to see the claim while it drains
     api = sim.api_client()
     uid = _node_uid(api, "n1")
-    async with running_worker(temporal_client, sim, moto_endpoint):
+    async with running_worker(temporal_client, sim, moto_endpoint, min_drain=QUICK_DRAIN):
         k8s.CoreV1Api(api).delete_node("n1")
         claim = await eventually(
             lambda: (c := _claim(api, "n1-claim")) is not None and _drained(c) == "Unknown/Draining" and c,
@@ -285,7 +286,7 @@ async def test_terminating_nodeclaim_shows_karpenters_markers(
         await record_history(handle, "patches_decided_first")
     stamp = claim["metadata"]["annotations"]["karpenter.sh/nodeclaim-termination-timestamp"]
     deleted = claim["metadata"]["deletionTimestamp"]
-    assert parse_time(stamp) == parse_time(deleted).replace(microsecond=0) + timedelta(seconds=8), (stamp, deleted)
+    assert parse_time(stamp) == parse_time(deleted).replace(microsecond=0) + timedelta(seconds=4), (stamp, deleted)
     assert result.phase == TerminationPhase.TERMINATED
     # Karpenter's TerminationGracePeriodExpiring, Warning, on the NodeClaim and its Node, once each (2 min window)
     for name in ("n1-claim", "n1"):
