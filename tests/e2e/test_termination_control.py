@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from e2e.termination_helpers import (
+    QUICK_DRAIN,
     PodSpec,
     cluster_objects,
     ec2_client,
@@ -56,7 +57,7 @@ async def test_cancel_accepted_untaints_and_keeps_instance(
                                      pdbs={"web": 2}))
     api = sim.api_client()
     node = k8s.CoreV1Api(api).read_node("n1")
-    async with running_worker(temporal_client, sim, moto_endpoint) as tq:
+    async with running_worker(temporal_client, sim, moto_endpoint, min_drain=QUICK_DRAIN) as tq:
         handle = await start_termination(temporal_client, TerminationInput(
             node_name="n1", node_uid=node.metadata.uid, node_claim_name="n1-claim", node_pool="default",
             provider_id=node.spec.provider_id, reason="Underutilized", requested_by="disruption-test"),
@@ -98,7 +99,7 @@ async def test_cancel_rejected_for_deleted_node_then_force(
                                      pdbs={"web": 2}))
     api = sim.api_client()
     uid = k8s.CoreV1Api(api).read_node("n1").metadata.uid
-    async with running_worker(temporal_client, sim, moto_endpoint):
+    async with running_worker(temporal_client, sim, moto_endpoint, min_drain=QUICK_DRAIN):
         k8s.CoreV1Api(api).delete_node("n1")
         handle = temporal_client.get_workflow_handle_for(TerminationWorkflow.run, f"terminate-{uid}")
         await _wait_blocked(handle)
@@ -141,7 +142,8 @@ async def test_nodepool_deletion_terminates_its_nodes(temporal_client: Client, s
     i1, i2 = launch_instances(ec2, 2)
     sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, [PodSpec("web", "n1", count=1, grace=2)]))
     api = sim.api_client()
-    async with running_worker(temporal_client, sim, moto_endpoint, resync=0.5):
+    async with running_worker(temporal_client, sim, moto_endpoint, resync=0.5,
+                              min_drain=QUICK_DRAIN):
         await asyncio.sleep(1.0)  # the watcher has seen the pool
         k8s.CustomObjectsApi(api).delete_cluster_custom_object("karpenter.sh", "v1", "nodepools", "default")
         # The NodeClaim's finalizer goes last, after the Node and the instance, so wait for both.
@@ -161,7 +163,7 @@ async def test_status_names_do_not_disrupt_and_keeps_the_pod_count_current(
             PodSpec("pinned", "n1", grace=1, annotations={"karpenter.sh/do-not-disrupt": "true"})]
     sim.load_objects(cluster_objects({"n1": i1, "n2": i2}, pods, pdbs={"web": 2}))
     node = k8s.CoreV1Api(sim.api_client()).read_node("n1")
-    async with running_worker(temporal_client, sim, moto_endpoint) as tq:
+    async with running_worker(temporal_client, sim, moto_endpoint, min_drain=QUICK_DRAIN) as tq:
         handle = await start_termination(temporal_client, TerminationInput(
             node_name="n1", node_uid=node.metadata.uid, node_claim_name="n1-claim", node_pool="default",
             provider_id=node.spec.provider_id, reason="Underutilized", requested_by="disruption-test"),
