@@ -43,6 +43,14 @@ def register(subparsers: Any) -> None:
                         f"API (default: {DEFAULT_REGION})")
     p.add_argument("--settle", type=float, default=90.0,
                    help="seconds to let in-flight work finish before the report (planner paused)")
+    p.add_argument("--until-moments", action="store_true",
+                   help="end before --duration once every scripted moment has happened and reached its milestone "
+                        "(the expired nodes' pods re-homed, the scale-up's pods Running, the interrupted spot "
+                        "node's termination begun, the new AMI's first Drift disruption); --duration still bounds "
+                        "the run (for tests: the settle then lets what they set off finish)")
+    p.add_argument("--moments-speed", type=float, default=1.0,
+                   help="play the scripted moments this many times sooner: the scale-up, the spot interruption and "
+                        "the new AMI come at 20, 30 and 40 s divided by it (for tests; default 1)")
     p.set_defaults(func=run)
 
 
@@ -50,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     duration = args.duration if args.duration is not None else (180.0 if args.headless else None)
     if duration is not None and duration <= 0:
         raise CliError("--duration must be positive")
+    if args.moments_speed <= 0:
+        raise CliError("--moments-speed must be positive")
     _check_region(args.region)
     try:
         return asyncio.run(_demo(args, duration))
@@ -139,8 +149,9 @@ async def _start_stack(args: argparse.Namespace, say: Any) -> Any:
 class _Moments:
     """The demo's scripted moments and what each has reached (None: not yet, or no place for it in the scenario)."""
 
-    interrupted_node: str | None = None
+    interrupted_node: str | None = None  # "-": no spot node to interrupt
     interruption_note: str = ""
+    interruption_begun: bool = False  # the interrupted node is deleting or gone
     scale_up: Any = None  # starter.demo_capacity.ScaleUp
     rollout: Any = None  # starter.demo_nodeclass.AmiRollout
     rehoming: Any = None  # starter.demo_capacity.Rehoming
@@ -157,7 +168,16 @@ class _Moments:
                 lines += await asyncio.to_thread(moment.observe, core)
         if self.rollout is not None:
             lines += await self.rollout.observe(stack)
+        if self.interrupted_node is not None and not self.interruption_begun:
+            self.interruption_begun = await asyncio.to_thread(_deleting_or_gone, core, self.interrupted_node)
         return lines
+
+    def all_reached(self, stack: Any, bundled: bool) -> bool:
+        """Every moment this run has (`_advance`'s) has happened and reached its milestone (--until-moments)."""
+        return all((self.rehoming is None or self.rehoming.rehomed_after is not None,
+                    not bundled or (self.scale_up is not None and self.scale_up.running_after is not None),
+                    not stack.queue_url or self.interruption_begun,
+                    stack.aws is None or (self.rollout is not None and self.rollout.first_drift_after is not None)))
 
     async def report(self, stack: Any, core: Any) -> dict[str, Any]:
         """The moments' report keys (docs/contracts.md §4), after a last look at the settled cluster."""
@@ -180,7 +200,8 @@ async def _run_live(stack: Any, core: Any, catalog: Any, cost_before: float, arg
         if failure is not None:
             raise CliError(f"the worker stopped: {failure}")
         elapsed = time.monotonic() - start
-        lines = await _advance(stack, core, moments, elapsed, bundled=args.scenario is None)
+        lines = await _advance(stack, core, moments, elapsed, bundled=args.scenario is None,
+                               speed=args.moments_speed)
         lines += await moments.observe(stack, core)
         if args.headless:
             for line in lines:
@@ -191,28 +212,42 @@ async def _run_live(stack: Any, core: Any, catalog: Any, cost_before: float, arg
             recent = await _recent(stack.client, recent_cache)
             screen.show(render_live(elapsed, _states(nodes), flying, cost_per_hour(nodes, catalog), cost_before,
                                     stack.temporal.ui_url, note="\n        ".join(moments.notes()), recent=recent))
+        if args.until_moments and moments.all_reached(stack, bundled=args.scenario is None):
+            say(f"every scripted moment reached its milestone at {elapsed:.0f}s: ending the run")
+            return
 
 
-async def _advance(stack: Any, core: Any, m: _Moments, elapsed: float, bundled: bool) -> list[str]:
-    """Start each scripted moment once its time has come: the scale-up (bundled scenario), the spot interruption,
-    the new AMI for the memory class (starter/demo_nodeclass.py). Returns what was done, one line each."""
+async def _advance(stack: Any, core: Any, m: _Moments, elapsed: float, bundled: bool,
+                   speed: float = 1.0) -> list[str]:
+    """Start each scripted moment once its time (divided by `speed`, --moments-speed) has come: the scale-up
+    (bundled scenario), the spot interruption, the new AMI for the memory class (starter/demo_nodeclass.py).
+    Returns what was done, one line each."""
     from starter.demo_capacity import SCALE_UP_AFTER, scale_up
     from starter.demo_nodeclass import NEW_IMAGE_AFTER, register_new_image
 
     lines = []
-    if bundled and m.scale_up is None and elapsed >= SCALE_UP_AFTER:
+    script = elapsed * speed  # the script's clock
+    if bundled and m.scale_up is None and script >= SCALE_UP_AFTER:
         m.scale_up = await asyncio.to_thread(scale_up, core, elapsed)
         if m.scale_up is not None:
             before, after = m.scale_up.replicas
             lines.append(f"scaled Deployment {m.scale_up.app} from {before} to {after} at {elapsed:.0f}s")
-    if stack.queue_url and m.interrupted_node is None and elapsed >= INTERRUPT_AFTER:
+    if stack.queue_url and m.interrupted_node is None and script >= INTERRUPT_AFTER:
         m.interrupted_node = _inject_spot_interruption(stack, core) or "-"
         m.interruption_note = f"spot interruption warning sent for node {m.interrupted_node} at {elapsed:.0f}s"
         lines.append(f"injected a spot interruption warning for node {m.interrupted_node}")
-    if stack.aws is not None and m.rollout is None and elapsed >= NEW_IMAGE_AFTER:
+    if stack.aws is not None and m.rollout is None and script >= NEW_IMAGE_AFTER:
         m.rollout = await register_new_image(stack)
         lines.append(f"registered a new AMI {m.rollout.image} for EC2NodeClass memory at {elapsed:.0f}s")
     return lines
+
+
+def _deleting_or_gone(core: Any, name: str) -> bool:
+    """The node has a deletionTimestamp or no longer exists ("-": there was none to interrupt)."""
+    if name == "-":
+        return True
+    return not any((n.get("metadata") or {}).get("name") == name and not (n.get("metadata") or {}).get(
+        "deletionTimestamp") for n in _nodes(core))
 
 
 def _watch_rehoming(core: Any, nodes: list[dict[str, Any]]) -> Any:

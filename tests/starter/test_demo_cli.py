@@ -25,6 +25,37 @@ def test_non_positive_duration_is_an_error(capsys: pytest.CaptureFixture[str]) -
     assert "error: --duration must be positive" in capsys.readouterr().err
 
 
+def test_non_positive_moments_speed_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["demo", "--headless", "--moments-speed", "0"]) != 0
+    assert "error: --moments-speed must be positive" in capsys.readouterr().err
+
+
+def test_until_moments_waits_for_every_moment_the_run_has() -> None:
+    """--until-moments ends the run only when each moment this stack has reached its milestone."""
+    stack = SimpleNamespace(queue_url="http://sqs/q", aws=object())
+    done = SimpleNamespace(rehomed_after=10.0, running_after=8.0, first_drift_after=12.0)
+    m = cmd_demo._Moments(rehoming=done, scale_up=done, rollout=done, interrupted_node="spot-27")
+    assert not m.all_reached(stack, bundled=True)  # the interrupted node is not deleting yet
+    m.interruption_begun = True
+    assert m.all_reached(stack, bundled=True)
+    m.rollout = SimpleNamespace(first_drift_after=None)  # the new AMI's first Drift disruption not started
+    assert not m.all_reached(stack, bundled=True)
+    # a stack without the interruption queue and the EC2NodeClasses, on a scenario of the user's own
+    bare = cmd_demo._Moments()
+    assert bare.all_reached(SimpleNamespace(queue_url=None, aws=None), bundled=False)
+    assert not bare.all_reached(SimpleNamespace(queue_url=None, aws=None), bundled=True)  # the scale-up to come
+
+
+async def test_moments_speed_brings_the_scripted_moments_sooner(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--moments-speed 2: the scale-up due at 20 s comes at 10 s, and reports the demo's own clock."""
+    at: list[float] = []
+    monkeypatch.setattr("starter.demo_capacity.scale_up", lambda core, elapsed: at.append(elapsed))
+    stack, m = SimpleNamespace(queue_url=None, aws=None), cmd_demo._Moments()
+    assert await cmd_demo._advance(stack, None, m, 9.0, bundled=True, speed=2.0) == [] and at == []
+    await cmd_demo._advance(stack, None, m, 10.0, bundled=True, speed=2.0)
+    assert at == [10.0]
+
+
 class _Tty(io.StringIO):
     def isatty(self) -> bool:
         return True
