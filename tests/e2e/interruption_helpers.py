@@ -153,8 +153,10 @@ async def workflow_exists(client: Client, workflow_id: str) -> bool:
 @contextlib.asynccontextmanager
 async def intake_worker(client: Client, sim: Simulator, moto_endpoint: str, sqs: Any, queue_url: str,
                         task_queue: str | None = None, poll: PollInput = FAST_POLL,
-                        start_poller: bool = True) -> AsyncIterator[str]:
-    """Run an in-process worker with the interruption intake on a unique task queue; yields the task queue."""
+                        start_poller: bool = True, min_drain: float | None = None) -> AsyncIterator[str]:
+    """Run an in-process worker with the interruption intake on a unique task queue; yields the task queue.
+    `min_drain`: the worker's MinDrainTime in seconds (None: Karpenter's 5 s), for a test that waits for a
+    termination to end without being about that wait."""
     tq = task_queue or f"interruption-{uuid.uuid4().hex[:10]}"
     if start_poller:
         await ensure_interruption_poller(client, tq, poll)
@@ -162,7 +164,7 @@ async def intake_worker(client: Client, sim: Simulator, moto_endpoint: str, sqs:
     api = sim.api_client()
     deps = Deps(kube_api=api, ec2=ec2, sqs=sqs, temporal=client,
                 settings=Settings(task_queue=tq, watch=False, interruption_queue_url=queue_url,
-                                  interruption_poll=poll, ami_id=TEST_AMI))
+                                  interruption_poll=poll, ami_id=TEST_AMI, min_drain_seconds=min_drain))
     stop = asyncio.Event()
     task = asyncio.create_task(run_worker(client, deps, stop))
     try:

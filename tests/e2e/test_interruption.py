@@ -35,6 +35,7 @@ from e2e.interruption_helpers import (
     stop_workflows,
     workflow_exists,
 )
+from e2e.termination_helpers import QUICK_DRAIN
 from kubernetes import client as k8s
 from support.disruption_stack import record_history
 from support.ports import free_port
@@ -146,7 +147,7 @@ async def test_state_changes_and_scheduled_changes_terminate(
     specs = [NodeSpec(f"od-{i}", "default") for i in range(3)]
     nodes = load_cluster(sim_ec2, [nodepool("default")], specs)
     sqs, url = new_queue(moto_endpoint)
-    async with intake_worker(temporal_client, sim_ec2, moto_endpoint, sqs, url):
+    async with intake_worker(temporal_client, sim_ec2, moto_endpoint, sqs, url, min_drain=QUICK_DRAIN):
         sqs.send_message(QueueUrl=url, MessageBody=state_change(nodes["od-0"]["instance"], "stopping"))
         sqs.send_message(QueueUrl=url, MessageBody=state_change(nodes["od-1"]["instance"], "terminated"))
         sqs.send_message(QueueUrl=url, MessageBody=scheduled_change(nodes["od-2"]["instance"]))
