@@ -41,6 +41,8 @@ from workflows.models import (
 )
 from workflows.termination import TerminationWorkflow, workflow_id
 
+QUICK_DRAIN = timedelta(milliseconds=500)
+
 
 @dataclass
 class FakeCluster:
@@ -54,6 +56,9 @@ class FakeCluster:
     deletes: list[DeletePodsInput] = field(default_factory=list)
     marks: list[str | None] = field(default_factory=list)  # Drained status written on the NodeClaim
     untaints: list[UntaintInput] = field(default_factory=list)
+    # the worker's MinDrainTime (None: Karpenter's 5 s); tests on the dev server, whose timers take wall-clock time,
+    # shorten it where their point is force/cancel, not that wait (the ts_env tests keep the 5 s)
+    min_drain: timedelta | None = None
 
     def activities(self) -> list:
         cluster = self
@@ -63,7 +68,7 @@ class FakeCluster:
             cluster.calls.append("prepare")
             return PrepareResult(node_exists=True, node_claim_name="claim-1", node_claim_exists=True,
                                  provider_id="aws:///us-east-1a/i-0abc", node_pool="default",
-                                 pods=list(cluster.pods), deleting_since=None)
+                                 pods=list(cluster.pods), deleting_since=None, min_drain_time=cluster.min_drain)
 
         @activity.defn(name="termination.drain")
         async def drain(inp: DrainInput) -> DrainResult:
@@ -162,7 +167,8 @@ async def test_plain_drain_order_and_history_size(ts_env) -> None:
 
 
 async def test_force_deletes_pods_now(temporal_client: Client) -> None:
-    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True)
+    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True,
+                          min_drain=QUICK_DRAIN)
     tq = f"tq-{uuid.uuid4()}"
     async with Worker(temporal_client, task_queue=tq, workflows=[TerminationWorkflow],
                       activities=cluster.activities(), max_heartbeat_throttle_interval=timedelta(milliseconds=300)):
@@ -178,7 +184,8 @@ async def test_force_deletes_pods_now(temporal_client: Client) -> None:
 
 
 async def test_cancel_accepted_untaints(temporal_client: Client) -> None:
-    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True)
+    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True,
+                          min_drain=QUICK_DRAIN)
     tq = f"tq-{uuid.uuid4()}"
     async with Worker(temporal_client, task_queue=tq, workflows=[TerminationWorkflow],
                       activities=cluster.activities(), max_heartbeat_throttle_interval=timedelta(milliseconds=300)):
@@ -191,7 +198,8 @@ async def test_cancel_accepted_untaints(temporal_client: Client) -> None:
 
 
 async def test_cancel_rejected_for_user_deletion(temporal_client: Client) -> None:
-    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True)
+    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True,
+                          min_drain=QUICK_DRAIN)
     tq = f"tq-{uuid.uuid4()}"
     async with Worker(temporal_client, task_queue=tq, workflows=[TerminationWorkflow],
                       activities=cluster.activities(), max_heartbeat_throttle_interval=timedelta(milliseconds=300)):
@@ -223,7 +231,8 @@ async def _progress_when(handle, check, timeout: float = 10.0):
 
 async def test_signals_named_like_the_updates_and_unknown_ones_reported(temporal_client: Client) -> None:
     """The Web UI's signals are `force`/`cancel` (the updates' names); a misspelt one is logged and recorded."""
-    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True)
+    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True,
+                          min_drain=QUICK_DRAIN)
     tq = f"tq-{uuid.uuid4()}"
     async with Worker(temporal_client, task_queue=tq, workflows=[TerminationWorkflow],
                       activities=cluster.activities(), max_heartbeat_throttle_interval=timedelta(milliseconds=300)):
@@ -245,7 +254,8 @@ async def test_signals_named_like_the_updates_and_unknown_ones_reported(temporal
 
 async def test_force_signal_under_both_names(temporal_client: Client) -> None:
     for name in ("force", "force_signal"):
-        cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True)
+        cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True,
+                              min_drain=QUICK_DRAIN)
         tq = f"tq-{uuid.uuid4()}"
         async with Worker(temporal_client, task_queue=tq, workflows=[TerminationWorkflow],
                           activities=cluster.activities(),
@@ -258,7 +268,8 @@ async def test_force_signal_under_both_names(temporal_client: Client) -> None:
 
 
 async def test_old_cancel_signal_name_still_works(temporal_client: Client) -> None:
-    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True)
+    cluster = FakeCluster(pods=[PodState(namespace="default", name="a")], hang_drain=True,
+                          min_drain=QUICK_DRAIN)
     tq = f"tq-{uuid.uuid4()}"
     async with Worker(temporal_client, task_queue=tq, workflows=[TerminationWorkflow],
                       activities=cluster.activities(), max_heartbeat_throttle_interval=timedelta(milliseconds=300)):
