@@ -11,9 +11,9 @@ For one seed, in one run (bounded to a few minutes):
   on restart);
 - the Temporal dev server is SIGKILLed twice (not stopped) while terminations, disruptions and a planner pass
   are in flight, and restarted on the same SQLite file;
-- the API server answers every request 503 for OUTAGE_SECONDS (60) while drains and a replacement's readiness
-  wait are in flight; watch streams are cut, and resumes are answered 410 Gone (after a cut and after the
-  outage);
+- the API server answers every request 503 for OUTAGE_SECONDS (30; LONG: 120) while drains and a replacement's
+  readiness wait are in flight; watch streams are cut, and resumes are answered 410 Gone (after a cut and after
+  the outage);
 - grace-* nodes (NodeClaim terminationGracePeriod 60s) hold pods behind a maxUnavailable 0 PDB: each is deleted
   on the grace-deadline path, no earlier than `deadline - its terminationGracePeriodSeconds`, deadline =
   the earliest deletionTimestamp of its Node / NodeClaim + 60 s (wall clock: the simulator's time_scale shortens
@@ -86,7 +86,10 @@ SEEDS = [int(s) for s in (os.environ.get("NODEFLOW_CHAOS_SEEDS") or os.environ.g
                           or "20261122").split(",") if s.strip()]
 LONG = os.environ.get("NODEFLOW_CHAOS_LONG", "").lower() not in ("", "0", "false", "no")
 TEMPORAL_KILLS = 4 if LONG else 2
-OUTAGE_SECONDS = 120.0 if LONG else 60.0
+# 30 s (was 60; LONG keeps 120): twice the ~15 s after which cluster reads used to give up (READ_RETRY in
+# workflows/retries.py now holds them until the outage ends); it breaks every open watch, and the drains and the
+# readiness wait in flight retry across it.
+OUTAGE_SECONDS = 120.0 if LONG else 30.0
 # How long the outage waits for its moment. A loaded 2-core machine (the soak beside the suite) once took over
 # 60 s to have the deleted nodes' terminations running while replica b was being killed.
 OUTAGE_WAIT_SECONDS = 150
