@@ -39,6 +39,7 @@ def ec2_client(endpoint: str) -> Any:
 # when it is up, workflows/termination.py); a test whose point is not that wait passes this as `min_drain`, so the
 # second drain still runs, 0.5 s after the first (tests/workflows/test_v114_min_drain_time.py checks the 5 s).
 QUICK_DRAIN = 0.5
+QUICK_WORKER = {"min_drain_seconds": QUICK_DRAIN}  # the same as more worker Settings (disruption_stack(worker=...))
 
 
 @contextlib.asynccontextmanager

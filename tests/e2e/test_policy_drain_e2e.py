@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from e2e.termination_helpers import QUICK_WORKER
 from e2e.termination_helpers import record_history as record_termination
 from support.disruption_stack import Stack, disruption_stack, fresh, record_history, replica_set, wait_for
 
@@ -95,7 +96,7 @@ async def _start(stack: Stack, node_uid: str) -> tuple[str, Any]:
 
 async def test_a_job_pod_finishes_on_the_tainted_node_before_it_goes(temporal_client, sim_ec2, moto_endpoint) -> None:
     node_uid = _cluster(sim_ec2, "10m")
-    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=QUICK_WORKER) as stack:
         disruption, progress = await _start(stack, node_uid)
         assert progress.waiting.startswith("waiting for 1 Job pod, longest running"), progress.waiting
         assert [p.key for p in progress.pods if p.status == WAITING_FOR_COMPLETION] == [f"default/{JOB_POD}"]
@@ -123,7 +124,7 @@ async def test_a_job_pod_finishes_on_the_tainted_node_before_it_goes(temporal_cl
 
 async def test_max_wait_passes_and_the_job_pod_is_evicted(temporal_client, sim_ec2, moto_endpoint) -> None:
     node_uid = _cluster(sim_ec2, "4s")
-    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=QUICK_WORKER) as stack:
         disruption, progress = await _start(stack, node_uid)
         assert progress.completion_until is not None and progress.started_at is not None
         assert (progress.completion_until - progress.started_at).total_seconds() == pytest.approx(4, abs=0.01)
