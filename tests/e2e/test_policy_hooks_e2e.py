@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 from e2e.policy_helpers import endpoint, planned_command
+from e2e.termination_helpers import QUICK_WORKER
 from support.cli_runner import nodeflow
 from support.disruption_stack import disruption_stack, fresh, record_history, replica_set, wait_for
 
@@ -55,7 +56,7 @@ async def test_hook_answering_503_then_200_is_retried_then_the_node_goes(tempora
                                                                          moto_endpoint) -> None:
     _drifted_beside_spare(sim_ec2)
     async with endpoint([503, 200]) as hook, endpoint([200]) as notify, \
-            disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+            disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=QUICK_WORKER) as stack:
         policy = PolicyControls(policy="general-rollout", notify_url=notify.url,
                                 pre_disruption=HookSpec(url=hook.url, ack_required=True, ack_timeout_seconds=60))
         handle = await _start(stack, policy)
@@ -75,7 +76,7 @@ async def test_hook_answering_503_then_200_is_retried_then_the_node_goes(tempora
 async def test_required_ack_that_never_comes_abandons_untouched(temporal_client, sim_ec2, moto_endpoint) -> None:
     _drifted_beside_spare(sim_ec2)
     async with endpoint([503]) as hook, endpoint([200]) as notify, \
-            disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+            disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=QUICK_WORKER) as stack:
         policy = PolicyControls(policy="p", notify_url=notify.url,
                                 pre_disruption=HookSpec(url=hook.url, ack_required=True, ack_timeout_seconds=4))
         handle = await _start(stack, policy)
@@ -92,7 +93,8 @@ async def test_required_ack_that_never_comes_abandons_untouched(temporal_client,
 
 async def test_approve_acks_a_waiting_disruption(temporal_client, sim_ec2, moto_endpoint) -> None:
     _drifted_beside_spare(sim_ec2)
-    async with endpoint([503]) as hook, disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+    async with endpoint([503]) as hook, \
+            disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=QUICK_WORKER) as stack:
         policy = PolicyControls(policy="p", pre_disruption=HookSpec(url=hook.url, ack_required=True,
                                                                     ack_timeout_seconds=120))
         handle = await _start(stack, policy)
@@ -117,7 +119,8 @@ async def test_blocked_drain_is_escalated_then_forced(temporal_client, sim_ec2, 
     objs += node_objects("old-0", "m5.large", annotations={labels.TEMPLATE_HASH_ANNOTATION: "stale-template"})
     objs.append(replica_set("api", 1, "1500m"))  # fits nowhere else: drift launches a replacement first
     sim_ec2.load_objects(fresh(objs))
-    async with endpoint([200]) as notify, disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+    async with endpoint([200]) as notify, \
+            disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=QUICK_WORKER) as stack:
         policy = PolicyControls(policy="p", notify_url=notify.url,
                                 escalation=EscalationSpec(notify_after_seconds=2, force_after_seconds=5))
         handle = await _start(stack, policy)
