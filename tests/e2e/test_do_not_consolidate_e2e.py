@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from e2e.termination_helpers import QUICK_WORKER
 from kubernetes import client as k8s
 from support.disruption_stack import disruption_stack, fresh
 
@@ -39,7 +40,7 @@ async def test_do_not_consolidate_then_a_heavy_pod_then_a_free_one(temporal_clie
             *node_objects("big", "m5.2xlarge"), pod("x-1", "small", 0.5, 0.5, annotations=pinned),
             pod("y-1", "big", 6, 20), POLICY]
     sim_ec2.load_objects(fresh(objs))
-    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=QUICK_WORKER) as stack:
         result = await stack.planner_pass()
         assert result.started == [], result
         reason = f'pod has "{DO_NOT_CONSOLIDATE_ANNOTATION}" annotation (Pod=default/x-1)'
