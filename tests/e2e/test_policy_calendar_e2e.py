@@ -8,6 +8,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from e2e.termination_helpers import QUICK_WORKER
 from kubernetes import client as k8s
 from support.disruption_stack import disruption_stack, fresh
 
@@ -32,7 +33,7 @@ async def test_calendar_exclusion_blocks_a_live_drift_and_the_plan_says_why(temp
     objs += node_objects("old-0", "m5.large", annotations={labels.TEMPLATE_HASH_ANNOTATION: "stale-template"})
     objs.append(_policy())  # old-0 is empty: its drift is a plain delete, quick to carry out once allowed
     sim_ec2.load_objects(fresh(objs))
-    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=QUICK_WORKER) as stack:
         result = await stack.planner_pass()
         assert result.started == [] and result.blocked == 1
         events = [(e["involvedObject"]["kind"], e["reason"], e["message"]) for e in stack.events()]
