@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from e2e.termination_helpers import QUICK_WORKER
 from kubernetes import client as k8s
 from support.disruption_stack import disruption_stack, fresh
 
@@ -33,7 +34,7 @@ async def test_a_move_below_the_threshold_is_skipped_live(temporal_client, sim_e
             *node_objects("big", "m5.2xlarge"), pod("x-1", "small", 0.5, 0.5), pod("y-1", "big", 2, 4),
             _policy("5")]
     sim_ec2.load_objects(fresh(objs))
-    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=QUICK_WORKER) as stack:
         before = _skipped()
         result = await stack.planner_pass()
         assert result.started == [], result
