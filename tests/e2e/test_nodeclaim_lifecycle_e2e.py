@@ -18,6 +18,7 @@ import uuid
 from typing import Any
 
 import pytest
+from e2e.termination_helpers import QUICK_DRAIN
 from kubernetes import client as k8s
 from support.cli_runner import nodeflow
 from support.disruption_stack import disruption_stack, fresh, replica_set, wait_for
@@ -36,6 +37,7 @@ from workflows.provisioning_models import PodRef, ProvisioningInput, Provisionin
 
 pytestmark = [pytest.mark.e2e]  # no shared fixture: any xdist worker (the "demo" group is for test_demo.py)
 FAST = ProvisioningSettings(ready_timeout_seconds=30, ready_poll_seconds=1, ice_backoff_seconds=1, ice_attempts=2)
+QUICK = {"min_drain_seconds": QUICK_DRAIN}  # the tests that end a termination are not about MinDrainTime's 5 s
 ON_DEMAND = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
              {"key": labels.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]
 
@@ -188,7 +190,7 @@ async def _provisioned(stack: Any, count: int) -> dict[str, Any]:
 async def test_a_launched_node_that_empties_is_consolidated(temporal_client, sim_ec2, moto_endpoint) -> None:
     sim_ec2.load_objects(fresh([node_pool("default", requirements=ON_DEMAND, consolidate_after="0s"),
                                 replica_set("web", 1, "500m")]))
-    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=QUICK) as stack:
         claim = await _provisioned(stack, 1)
         node_name = claim["status"]["nodeName"]
         k8s.AppsV1Api(stack.api).patch_namespaced_replica_set("web", "default", {"spec": {"replicas": 0}})
@@ -207,7 +209,7 @@ async def test_kubectl_delete_node_drains_with_its_deadline(temporal_client, sim
     blocking = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "web",
                 "namespace": "default"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}}
     sim_ec2.load_objects(fresh([pool, replica_set("web", 1, "500m"), blocking]))
-    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker={"watch": True}) as stack:
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker={**QUICK, "watch": True}) as stack:
         claim = await _provisioned(stack, 1)
         node_name = claim["status"]["nodeName"]
         uid = node(stack.api, node_name)["metadata"]["uid"]
