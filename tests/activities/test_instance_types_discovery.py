@@ -16,17 +16,36 @@ from telemetry.metrics import INSTANCE_TYPE_REFRESHES
 
 DEAD = "http://127.0.0.1:9"  # nothing listens: connection refused at once
 NO_RETRY = Config(retries={"total_max_attempts": 1}, connect_timeout=2)
-_CACHE: dict[tuple[str, str, str], object] = {}
 
 
-def _discovered(endpoint: str, region: str, zones: frozenset[str] | None = None) -> object:
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+_CACHE: dict[tuple[str, str, str], tuple[InstanceTypeProvider, _Clock, object]] = {}
+
+
+def _first_discovery(endpoint: str, region: str,
+                     zones: frozenset[str] | None = None) -> tuple[InstanceTypeProvider, _Clock, object]:
     """One discovery per region and endpoint for the module: each still takes a few seconds (botocore parses 5.8 MB
-    of DescribeInstanceTypes XML)."""
+    of DescribeInstanceTypes XML). The provider (on a clock the test moves) and its first catalog: the refresh test
+    goes on from that first read instead of paying for another."""
     key = (endpoint, region, ",".join(sorted(zones or ())))
     if key not in _CACHE:
         ec2, pricing = _clients(endpoint, region)
-        _CACHE[key] = InstanceTypeProvider(ec2, pricing, zones=set(zones) if zones else None).catalog()
+        clock = _Clock()
+        provider = InstanceTypeProvider(ec2, pricing, zones=set(zones) if zones else None, refresh_seconds=3600,
+                                        clock=clock)
+        _CACHE[key] = (provider, clock, provider.catalog())
     return _CACHE[key]
+
+
+def _discovered(endpoint: str, region: str, zones: frozenset[str] | None = None) -> object:
+    return _first_discovery(endpoint, region, zones)[2]
 
 
 def _clients(endpoint: str, region: str) -> tuple[object, object]:
@@ -87,19 +106,10 @@ def test_pricing_api_unreachable_falls_back_to_the_bundled_table(cloud_endpoint:
     assert od and od[0] == price_table.on_demand_price("eu-west-1", "c5.large")
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_a_failed_refresh_keeps_the_last_good_catalog_and_refreshes_on_schedule(cloud_endpoint: str) -> None:
-    ec2, pricing = _clients(cloud_endpoint, "eu-west-1")
-    clock = _Clock()
-    provider = InstanceTypeProvider(ec2, pricing, refresh_seconds=3600, clock=clock)
-    first = provider.catalog()
+    provider, clock, first = _first_discovery(cloud_endpoint, "eu-west-1")  # refresh period 3600 s, clock at 0
+    ec2 = provider._ec2
+    assert clock.now == 0 and provider.last_error is None
     assert provider.catalog() is first  # within the period: no new read
     provider._ec2 = boto3.client("ec2", region_name="eu-west-1", endpoint_url=DEAD, config=NO_RETRY)
     failed_before = INSTANCE_TYPE_REFRESHES.labels(result="failed")._value.get()
