@@ -92,6 +92,8 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
                    help="seconds: a provisioning batch closes at most this long after it opened")
     p.add_argument("--launch-timeout", type=_seconds, default=env("NODEFLOW_LAUNCH_TIMEOUT", "1m"),
                    help="one provisioning launch attempt; a worker killed mid-launch delays the batch this long")
+    p.add_argument("--sticky-queue-timeout", type=_seconds, default=env("NODEFLOW_STICKY_QUEUE_TIMEOUT", "10s"),
+                   help="a workflow task for this worker's cache goes to any worker after this (a dead worker's wait)")
     p.add_argument("--node-repair-toleration", type=_seconds, default=env("NODEFLOW_NODE_REPAIR_TOLERATION", "30m"),
                    help="how long a node may stay Ready False/Unknown before it is replaced (Go duration)")
     p.add_argument("--node-repair-condition", action="append", metavar="TYPE=STATUS:DURATION",
@@ -190,6 +192,7 @@ async def amain(args: argparse.Namespace) -> int:
                         cluster_ca=args.cluster_ca, cluster_cache=not args.no_cluster_cache,
                         provisioning=not args.no_provisioning, batch_idle_seconds=args.batch_idle_duration,
                         batch_max_seconds=args.batch_max_duration, launch_timeout_seconds=args.launch_timeout,
+                        sticky_queue_timeout_seconds=args.sticky_queue_timeout,
                         node_repair=not args.no_node_repair,
                         node_repair_toleration_seconds=args.node_repair_toleration,
                         node_repair_conditions=tuple(args.node_repair_condition),

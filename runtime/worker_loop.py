@@ -36,6 +36,8 @@ def build_worker(client: Client, deps: Deps, task_queue: str | None = None) -> W
         max_concurrent_activities=s.max_concurrent_activities,
         max_concurrent_workflow_tasks=s.max_concurrent_workflow_tasks,
         graceful_shutdown_timeout=timedelta(seconds=5),
+        # a workflow cached by a worker that died waits this long before another worker takes its next task
+        sticky_queue_schedule_to_start_timeout=timedelta(seconds=s.sticky_queue_timeout_seconds),
         # cancellation reaches an activity only with a heartbeat: keep force/cancel of a drain within ~2 s
         max_heartbeat_throttle_interval=timedelta(seconds=2),
     )
