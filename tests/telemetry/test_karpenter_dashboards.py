@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from e2e.termination_helpers import QUICK_WORKER
 from kubernetes import client as k8s
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -87,7 +88,7 @@ async def test_every_dashboard_metric_is_exported_after_a_run(temporal_client, s
     pool = node_pool("default", requirements=ON_DEMAND, consolidate_after="0s")
     pool["spec"]["limits"] = {"cpu": "1000", "memory": "1000Gi"}
     sim_ec2.load_objects(fresh([pool, replica_set("web", 1, "500m")]))
-    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=QUICK_WORKER) as stack:
         refs = await wait_for(lambda: (r := _pending(stack.api)) and r, what="the pending pod")
         handle = await stack.client.start_workflow(
             ProvisioningWorkflow.run, ProvisioningInput(pods=refs, settings=FAST),
