@@ -1,8 +1,9 @@
 """`nodeflow demo --headless --region eu-west-1`, shortened (issue #24: the demo in a region other than
 us-east-1): the real embedded stack with its AWS side, scenario and simulated EC2 world in eu-west-1's zones (from
 EC2's DescribeAvailabilityZones) and the worker planning on eu-west-1's discovered instance types and prices. The
-batch pool's expired nodes and the crawler scale-up (at 20 s) need new nodes within the first 30 s, so launches
-happen; 40 s of demo (was 60) is enough for both, and the settle after it waits for what is still in flight."""
+scripted moments come twice as soon (`--moments-speed 2`): the crawler scale-up at 10 s needs new spot nodes, so
+launches happen (the settle waits for pending pods and what is in flight), the spot interruption follows at 15 s
+and the new AMI at 20 s; 24 s of demo (was 40, and 60 before that) holds all three."""
 
 from __future__ import annotations
 
@@ -27,8 +28,8 @@ def test_the_demo_runs_in_eu_west_1(tmp_path: Path) -> None:
     env = dict(os.environ, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
                AWS_DEFAULT_REGION="us-east-1")  # --region wins over the environment
     proc = subprocess.run(
-        [sys.executable, "-m", "starter.cli", "demo", "--headless", "--region", REGION, "--duration", "40",
-         "--settle", "60", "--report", str(report), "--workdir", str(work)],
+        [sys.executable, "-m", "starter.cli", "demo", "--headless", "--region", REGION, "--duration", "24",
+         "--moments-speed", "2", "--settle", "60", "--report", str(report), "--workdir", str(work)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(report.read_text())
