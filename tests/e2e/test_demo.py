@@ -1,10 +1,15 @@
 """`nodeflow demo --headless` end to end, shortened: the real embedded stack (Temporal dev server, moto, the
-simulator, the in-process worker and planner schedule) on the bundled 30-node scenario for 75 s.
+simulator, the in-process worker and planner schedule) on the bundled 30-node scenario.
 
-In that time the first planner passes start Expiration (batch pool), Emptiness (ci pool) and Drift, the crawler
-Deployment is scaled up at 20 s and the spot interruption is injected at 30 s; the expired batch nodes' pods and the
-scale-up's pods get nodes from the provisioner. Consolidation usually follows but is not asserted here because a
-loaded machine can push it past the window (the full 180 s run covers every method).
+The first planner passes start Expiration (batch pool) and Emptiness (ci pool); the crawler Deployment is scaled up at
+20 s, the spot interruption is injected at 30 s and the memory class gets a new AMI at 40 s, whose rollout is the
+run's Drift (consolidation usually takes the general pool's drifted nodes first). The run ends once each moment has
+reached its milestone (`--until-moments`, bounded by DURATION, instead of a fixed 75 s that a loaded machine could
+cut short): the expired batch nodes' pods and the scale-up's pods running on nodes the provisioner launched, the
+interrupted node's termination begun and the new AMI's first Drift disruption started; the settle then lets what is
+in flight finish. Consolidation usually follows but is not asserted (the full 180 s run covers every method).
+(`--moments-speed 2` would bring the AMI while the memory pool's consolidation holds its budget: its Drift then
+started 46 s later instead of 12-18 s, so it saves nothing here.)
 """
 
 from __future__ import annotations
@@ -17,11 +22,12 @@ from pathlib import Path
 
 import pytest
 
-# one demo run serves all three tests: keep them on one xdist worker (`make test` uses --dist loadgroup)
+# one demo run serves all four tests: keep them on one xdist worker (`make test` uses --dist loadgroup; under
+# pytest 9.2 tests/support/xdist_groups.py makes the group hold)
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
 
 ROOT = Path(__file__).resolve().parents[2]
-DURATION = 75
+DURATION = 120  # a bound: --until-moments ends the run when the moments are done (53-58 s alone)
 SETTLE = 60
 REPORT_KEYS = {"commandsByMethod", "nodesTerminated", "costPerHourBefore", "costPerHourAfter", "pdbViolations",
                "leakedInstances", "stuckFinalizers", "podsPendingAtEnd", "nodesLaunched"}
@@ -36,7 +42,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Compl
     env = dict(os.environ, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
                AWS_DEFAULT_REGION="us-east-1")
     proc = subprocess.run(
-        [sys.executable, "-m", "starter.cli", "demo", "--headless", "--duration", str(DURATION),
+        [sys.executable, "-m", "starter.cli", "demo", "--headless", "--duration", str(DURATION), "--until-moments",
          "--settle", str(SETTLE), "--report", str(report), "--workdir", str(work / "stack")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
     return proc, report
