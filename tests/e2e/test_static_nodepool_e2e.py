@@ -27,6 +27,7 @@ from workflows.provisioning import ProvisioningWorkflow
 pytestmark = pytest.mark.e2e
 REQUIREMENTS = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
                 {"key": labels.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large"]}]
+QUICK_DRAIN = {"min_drain_seconds": 0.5}  # Karpenter's 5 s MinDrainTime (semantics §9.5), shortened: 5 terminations
 
 
 def _pool(name: str) -> dict[str, Any]:
@@ -67,7 +68,7 @@ async def test_a_static_pool_holds_its_replicas_rolls_one_node_at_a_time_and_sca
         temporal_client, sim_ec2, moto_endpoint) -> None:
     name = f"static-{uuid.uuid4().hex[:6]}"
     sim_ec2.load_objects([_pool(name)])
-    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=QUICK_DRAIN) as stack:
         # scale-up: one ProvisioningWorkflow for the pool; a second pass while it runs launches nothing
         first = await _pass(stack, "static_scale_up")
         assert first.static_provisioning == [f"provision-static-{name}-uid-{name}"]
