@@ -28,9 +28,10 @@ FAST = ProvisioningSettings(ready_timeout_seconds=30, ready_poll_seconds=1, ice_
 REQS = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["spot", "on-demand"]},
         {"key": labels.ARCH_LABEL, "operator": "In", "values": ["amd64"]},
         {"key": labels.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large"]}]
-RETURN_AFTER = timedelta(seconds=10)
+RETURN_AFTER = timedelta(seconds=4)  # past the 3 s the refusal is remembered (offerings ttl below)
 POLICY = {"apiVersion": "nodeflow.dev/v1alpha1", "kind": "DisruptionPolicy", "metadata": {"name": "spot-back"},
-          "spec": {"nodePools": ["default"], "spot": {"returnAfter": "10s", "maxOnDemandFraction": "100%"}}}
+          "spec": {"nodePools": ["default"], "spot": {"returnAfter": "4s", "maxOnDemandFraction": "100%"}}}
+QUICK_DRAIN = {"min_drain_seconds": 0.5}  # Karpenter's 5 s MinDrainTime (docs/semantics.md §9.5), shortened
 
 
 def fallbacks() -> float:
@@ -46,7 +47,7 @@ async def test_spot_falls_back_to_on_demand_under_ice_and_returns(temporal_clien
     sim_ec2.load_objects(fresh([node_pool("default", requirements=REQS, consolidate_after="Never"),
                                 replica_set("web", 1, "1500m"), POLICY]))
     before = fallbacks()
-    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=QUICK_DRAIN) as stack:
         stack.deps.offerings.ttl_seconds = 3  # EC2's refusals are remembered 3 s here, not 3 min
         ice = IceInjector().install(stack.ec2)
         ice.exhaust_spot("m5.large")
