@@ -29,7 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def _spawn(client: Client, sim: Any, moto_endpoint: str, tq: str, log: Path) -> subprocess.Popen:
     cmd = [sys.executable, str(ROOT / "worker.py"), "--address", client.service_client.config.target_host,
            "--kubeconfig", sim.kubeconfig_path, "--ec2-endpoint", moto_endpoint, "--task-queue", tq,
-           "--ami-id", sim.world.ec2.image_id(), "--no-watch", "--batch-idle-duration", "0.5"]
+           "--ami-id", sim.world.ec2.image_id(), "--no-watch", "--batch-idle-duration", "0.5",
+           "--launch-timeout", "10s",  # the killed launch is retried after this (default 1m, waited out)
+           "--no-instance-type-discovery",  # the bundled catalog: 1,000+ types discovered per start cost CPU seconds
+           "--sticky-queue-timeout", "1s"]  # the killed worker's cached workflows move on after 1 s, not 10 s
     env = dict(os.environ, PYTHONPATH=str(ROOT), NODEFLOW_PLANNER_SECONDS="3600")
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
 
