@@ -55,7 +55,8 @@ def _pool() -> dict[str, Any]:
 async def world_stack(temporal_client: Any, sim_ec2: Any, moto_endpoint: str) -> AsyncIterator[tuple[AwsWorld, Stack]]:
     world = AwsWorld(moto_endpoint)
     world.ec2.create_tags(Resources=[world.images["amd64-a"]], Tags=[{"Key": ROLLOUT, "Value": world.tag}])
-    worker = {"cluster_name": "e2e", "cluster_endpoint": sim_ec2.base_url, "cluster_ca": CA}
+    # min_drain_seconds: Karpenter's 5 s MinDrainTime (docs/semantics.md §9.5), shortened for the two terminations
+    worker = {"cluster_name": "e2e", "cluster_endpoint": sim_ec2.base_url, "cluster_ca": CA, "min_drain_seconds": 0.5}
     async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=worker, ssm=world.ssm,
                                 iam=world.iam) as stack:
         kube = KubeClient(stack.api)
