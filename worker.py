@@ -184,7 +184,7 @@ async def amain(args: argparse.Namespace) -> int:
         log.error("refusing to start: %s", exc)
         return 2
     if args.fleet_only:
-        return await _fleet_only(client, args.fleet_task_queue or FLEET_TASK_QUEUE)
+        return await _fleet_only(client, args.fleet_task_queue or FLEET_TASK_QUEUE, args.sticky_queue_timeout)
     settings = Settings(task_queue=args.task_queue, fleet_task_queue=args.fleet_task_queue,
                         watch=not args.no_watch, resync_seconds=args.resync_seconds,
                         interruption_queue_url=args.interruption_queue, catalog_path=args.catalog,
@@ -232,13 +232,13 @@ async def amain(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _fleet_only(client: Client, queue: str) -> int:
+async def _fleet_only(client: Client, queue: str, sticky_queue_timeout: float) -> int:
     """A worker for the fleet's rollouts alone (docs/fleet.md): it touches no cluster itself."""
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     log.info("fleet worker started", extra={"task_queue": queue})
-    await run_fleet_worker(client, queue, stop)
+    await run_fleet_worker(client, queue, stop, sticky_queue_timeout)
     log.info("fleet worker stopped")
     return 0
 

@@ -148,11 +148,12 @@ def _start_optional(client: Client, deps: Deps, task_queue: str) -> list[Stop]:
     return stops
 
 
-def _start_workers(client: Client, worker: Worker, fleet_task_queue: str | None) -> dict[asyncio.Task[None], Worker]:
+def _start_workers(client: Client, worker: Worker, fleet_task_queue: str | None,
+                   sticky_seconds: float) -> dict[asyncio.Task[None], Worker]:
     """Run the cluster's Temporal worker and, with a `fleet_task_queue`, the fleet's beside it (docs/fleet.md)."""
     workers = {asyncio.create_task(worker.run(), name="temporal-worker"): worker}
     if fleet_task_queue:
-        fleet = build_fleet_worker(client, fleet_task_queue)
+        fleet = build_fleet_worker(client, fleet_task_queue, sticky_seconds)
         workers[asyncio.create_task(fleet.run(), name="fleet-worker")] = fleet
     return workers
 
@@ -187,7 +188,8 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
         cluster.start()
     worker = build_worker(client, deps, queue)
     stops = _start_optional(client, deps, queue)
-    workers = _start_workers(client, worker, deps.settings.fleet_task_queue)
+    workers = _start_workers(client, worker, deps.settings.fleet_task_queue,
+                             deps.settings.sticky_queue_timeout_seconds)
     if deps.settings.interruption_queue_url:
         await ensure_interruption_poller(client, queue, deps.settings.interruption_poll)
     try:

@@ -113,7 +113,9 @@ async def _clusters(client: Any, moto_endpoint: str, world: AwsWorld, n: int) ->
             name = f"c{i + 1}-{world.tag}"
             sim = stack_of.enter_context(Simulator(time_scale=0.01, ready_delay=2.0, ec2_endpoint=moto_endpoint,
                                                    ec2_poll_seconds=0.05, cluster_name=name))
-            worker = {"cluster_name": name, "cluster_endpoint": sim.base_url, "cluster_ca": CA}
+            # a 0.5 s MinDrainTime (Karpenter's is 5 s): each stage's replaced node need not wait it out
+            worker = {"cluster_name": name, "cluster_endpoint": sim.base_url, "cluster_ca": CA,
+                      "min_drain_seconds": 0.5}
             stacks.append(await stack_of.enter_async_context(disruption_stack(
                 client, sim, moto_endpoint, SETTINGS, worker=worker, ssm=world.ssm, iam=world.iam)))
         await asyncio.gather(*(_seed(s, f"c{i + 1}-{world.tag}", world) for i, s in enumerate(stacks)))
@@ -128,8 +130,9 @@ async def _clusters(client: Any, moto_endpoint: str, world: AwsWorld, n: int) ->
 
 def _fleet_worker(client: Any, queue: str) -> subprocess.Popen:
     address = client.service_client.config.target_host
+    # --sticky-queue-timeout 1s: the rollout the SIGKILLed worker had cached goes to the new one after 1 s, not 10
     return subprocess.Popen([sys.executable, str(ROOT / "worker.py"), "--fleet-only", "--fleet-task-queue", queue,
-                             "--address", address, "--log-level", "warning"], cwd=ROOT)
+                             "--sticky-queue-timeout", "1s", "--address", address, "--log-level", "warning"], cwd=ROOT)
 
 
 def _document(world: AwsWorld, stacks: list[Stack]) -> dict[str, Any]:
