@@ -26,6 +26,7 @@ from workflows.rollout import DriftRolloutWorkflow
 
 pytestmark = pytest.mark.e2e
 SETTINGS = FAST.model_copy(update={"ready_timeout_seconds": 6.0, "ready_poll_seconds": 0.5})
+QUICK_DRAIN = {"min_drain_seconds": 0.5}  # Karpenter's 5 s MinDrainTime (semantics §9.5), shortened
 
 
 def _two_drifted(sim) -> None:
@@ -79,7 +80,7 @@ async def test_rollout_halts_on_a_never_ready_replacement_and_resumes(temporal_c
     start = RolloutStart(node_pool="default", generation=f"gen-{uuid.uuid4().hex}",
                          waves=WavesSpec(waves=[1, "100%"], bake_seconds=2, max_failed_replacements=1,
                                          health_timeout_seconds=20))
-    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, SETTINGS) as stack:
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, SETTINGS, worker=QUICK_DRAIN) as stack:
         await wait_for(lambda: sum(1 for n in stack.nodes() if n["metadata"]["name"].startswith("old-")) == 2,
                        what="two old nodes")
         handle = await stack.client.start_workflow(DriftRolloutWorkflow.run, RolloutInput(start=start,
