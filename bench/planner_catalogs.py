@@ -18,6 +18,7 @@ median and p90 of its pass seconds (wall, and the process's CPU) and its worker'
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -111,23 +112,26 @@ def _start_workers(sim: Simulator, temporal: str, endpoint: str, region: str) ->
 
 
 def run(nodes: int, rounds: int, seed: int = 1, every: float = PASS_EVERY, region: str = "us-east-1",
-        budget: float = 1800.0, consolidating: bool = False) -> dict[str, Any]:
+        budget: float = 1800.0, consolidating: bool = False, endpoint: str | None = None) -> dict[str, Any]:
     """The side-by-side run; `budget` seconds bound the alternated rounds (the figures then say partial).
     `consolidating`: no empty and no drifted node, so that every pass reaches consolidation, the methods that
     price new nodes on the catalog (a pass stops at the first method with commands, and emptiness or drift
-    usually has some in the default cluster)."""
+    usually has some in the default cluster). `endpoint`: an EC2 stand-in already running (else one is started)."""
     shape = {"empty_fraction": 0.0, "drift_fraction": 0.0} if consolidating else {}
     objects = generate_cluster(nodes, 15, seed, **shape)  # type: ignore[arg-type]
     pods = sum(1 for o in objects if o["kind"] == "Pod")
     report: dict[str, Any] = {"nodes": nodes, "pods": pods, "consolidating": consolidating, "commit": _commit(),
                               "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"), "loadAverage": {"start": _load()},
                               "roundsRequested": rounds}
-    with tempfile.TemporaryDirectory(prefix="nodeflow-bench-") as work, \
-            MotoServer(log_path=Path(work) / "moto.log") as moto, \
-            TemporalDevServer(headless=True) as temporal, Simulator(objects=objects) as sim:
+    with contextlib.ExitStack() as stack:
+        if endpoint is None:
+            work = stack.enter_context(tempfile.TemporaryDirectory(prefix="nodeflow-bench-"))
+            endpoint = stack.enter_context(MotoServer(log_path=Path(work) / "moto.log")).endpoint
+        temporal = stack.enter_context(TemporalDevServer(headless=True))
+        sim = stack.enter_context(Simulator(objects=objects))
         churn = Churn(sim, seed)
         churn.start()
-        workers = _start_workers(sim, temporal.address, moto.endpoint, region)
+        workers = _start_workers(sim, temporal.address, endpoint, region)
         try:
             deadline = time.monotonic() + budget
             first = {name: w.run_pass(sim) for name, w in workers.items()}

@@ -13,8 +13,8 @@ def test_quantile_interpolates_between_order_statistics() -> None:
     assert round(quantile([float(i) for i in range(1, 11)], 0.9), 6) == 9.1
 
 
-def test_side_by_side_report_shape_at_tiny_scale() -> None:
-    report = run(nodes=20, rounds=1, every=0.5)
+def test_side_by_side_report_shape_at_tiny_scale(cloud_endpoint: str) -> None:
+    report = run(nodes=20, rounds=1, every=0.5, endpoint=cloud_endpoint)  # the session's stand-in, not a second one
     assert report["nodes"] == 20 and report["pods"] > 200
     assert report["partial"] is False and report["rounds"] == 1 and "stopped" not in report
     assert set(report["loadAverage"]) == {"start", "end"} and len(report["loadAverage"]["start"]) == 3
