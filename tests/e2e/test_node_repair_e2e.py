@@ -24,7 +24,7 @@ from workflows.disruption_models import PlannerInput
 from workflows.planner import PlannerWorkflow
 from workflows.termination import TerminationWorkflow
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
+pytestmark = pytest.mark.e2e  # any xdist worker: the "demo" group is test_demo.py's shared run (and the disruption e2e)
 TOLERATION = 4.0  # seconds; the simulator writes lastTransitionTime to the second
 WORKER = {"node_repair_toleration_seconds": TOLERATION, "provisioning": True, "batch_idle_seconds": 0.5,
           "batch_max_seconds": 3.0, "min_drain_seconds": QUICK_DRAIN}  # the repair is the point, not MinDrainTime

@@ -33,7 +33,7 @@ from workflows.disruption_models import DisruptionPhase, LaunchInput, Replacemen
 from workflows.nodeclass import NodeClassWorkflow
 from workflows.nodeclass_models import NodeClassInput, NodeClassResult
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
+pytestmark = pytest.mark.e2e  # any xdist worker: the "demo" group is test_demo.py's shared run (and the disruption e2e)
 CA = base64.b64encode(b"-----CA-----").decode()
 ROLLOUT = "nodeflow.dev/rollout"  # the class selects images carrying this tag with the world's id
 

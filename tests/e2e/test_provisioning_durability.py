@@ -22,7 +22,7 @@ from api import labels
 from bench.clusters import node_pool
 from runtime.cloud_clients import ec2_client
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
+pytestmark = pytest.mark.e2e  # any xdist worker: the "demo" group is test_demo.py's shared run (and the disruption e2e)
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -29,7 +29,7 @@ from workflows.provisioning_models import (
     ProvisioningSettings,
 )
 
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
+pytestmark = pytest.mark.e2e  # any xdist worker: the "demo" group is test_demo.py's shared run (and the disruption e2e)
 FAST = ProvisioningSettings(ready_timeout_seconds=30, ready_poll_seconds=1, ice_backoff_seconds=1, ice_attempts=2)
 ON_DEMAND_AMD64 = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
                    {"key": labels.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]
