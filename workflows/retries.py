@@ -11,6 +11,6 @@ SHORT = timedelta(seconds=30)  # one or a few API calls
 STEP_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
                          maximum_attempts=10)
 # Reading the cluster retries until READ_LIMIT, not a fixed count (~15 s): an API server outage (a control plane
-# upgrade; the chaos suite's 60 s of 503s) holds the work for its length instead of failing it.
+# upgrade; the chaos suite's 30 s of 503s, 120 s in its long mode) holds the work for its length instead of failing it.
 READ_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10))
 READ_LIMIT = timedelta(minutes=5)
