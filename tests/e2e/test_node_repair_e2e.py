@@ -13,7 +13,6 @@ import uuid
 from typing import Any
 
 import pytest
-from e2e.termination_helpers import QUICK_DRAIN
 from support.disruption_stack import disruption_stack, fresh, record_history, replica_set, wait_for
 
 from api import labels
@@ -27,7 +26,7 @@ from workflows.termination import TerminationWorkflow
 pytestmark = pytest.mark.e2e  # any xdist worker: the "demo" group is test_demo.py's shared run (and the disruption e2e)
 TOLERATION = 4.0  # seconds; the simulator writes lastTransitionTime to the second
 WORKER = {"node_repair_toleration_seconds": TOLERATION, "provisioning": True, "batch_idle_seconds": 0.5,
-          "batch_max_seconds": 3.0, "min_drain_seconds": QUICK_DRAIN}  # the repair is the point, not MinDrainTime
+          "batch_max_seconds": 3.0}
 ON_DEMAND = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
              {"key": labels.ARCH_LABEL, "operator": "In", "values": ["amd64"]},
              {"key": labels.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large"]}]
