@@ -69,7 +69,11 @@ class _Aborted(Exception):
 
 @workflow.defn
 class FleetRolloutWorkflow:
-    def __init__(self) -> None:
+    @workflow.init
+    def __init__(self, inp: FleetInput) -> None:
+        """The state is built (or taken from the last run) here, before any handler runs: an update that reaches a
+        run continued as new in its first workflow task is applied before `run` starts, and `run` restoring the
+        carried state afterwards lost it (a pause, in CI)."""
         self._st = FleetStatus(id="")
         self._halts: list[str] = []
         self._paused: str | None = None
@@ -84,6 +88,14 @@ class FleetRolloutWorkflow:
         self._continues = False  # may this run continue as new (patched)
         self._busy = 0  # activities and signals in flight
         self._draining = False  # continuing as new: nothing new starts
+        if inp.carry is not None:
+            self._restore(inp.carry)
+        else:
+            r = inp.rollout
+            self._st = FleetStatus(id=r.rollout_id, name=r.metadata.name, stages=[
+                StageStatus(name=s.name, clusters=[ClusterStatus(name=c.name, task_queue=c.queue)
+                                                   for c in s.clusters])
+                for s in r.spec.stages])
 
     # ---- messages -------------------------------------------------------------------------------------------
 
@@ -140,14 +152,8 @@ class FleetRolloutWorkflow:
         r = inp.rollout
         self._worker_wait = timedelta(seconds=_seconds(r.spec.worker_timeout))
         self._continues = workflow.patched(CONTINUE_AS_NEW_PATCH)
-        if inp.carry is None:
-            self._st = FleetStatus(id=r.rollout_id, name=r.metadata.name, stages=[
-                StageStatus(name=s.name, clusters=[ClusterStatus(name=c.name, task_queue=c.queue)
-                                                   for c in s.clusters])
-                for s in r.spec.stages])
+        if inp.carry is None:  # else restored in __init__
             self._refresh("started")
-        else:
-            self._restore(inp.carry)
         try:
             if self._continues:
                 await self._stages_or_continue(inp)

@@ -14,19 +14,29 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from support.disruption_stack import record_history
 from support.fleet_world import Prometheus, Run, cluster_workers, document, runs, sim_clusters, until
-from temporalio.client import Client
+from temporalio.client import Client, WithStartWorkflowOperation
+from temporalio.common import WorkflowIDConflictPolicy
 
 from api.fleet import RECORD_ANNOTATION, load_fleet_rollout
 from client.fleet import control_fleet, start_fleet_rollout
 from runtime.fleet_worker import build_fleet_worker
 from workflows.fleet import FleetRolloutWorkflow
-from workflows.fleet_models import ClusterPhase, FleetPhase, FleetSettings, FleetStatus
+from workflows.fleet_models import (
+    ClusterPhase,
+    ClusterStatus,
+    FleetCarry,
+    FleetInput,
+    FleetPhase,
+    FleetSettings,
+    FleetStatus,
+    StageStatus,
+)
 
 FAST = {"poll_seconds": 0.3, "unreachable_retry_seconds": 0.5, "gate_seconds": 0.5}
 GATE_HALT = "stage s1: query 'sum(up) > 0' returned no data"
@@ -178,3 +188,32 @@ async def test_a_pause_is_carried_across_runs(temporal_client: Any) -> None:
             result = await asyncio.wait_for(handle.result(), 30)
     assert result.phase == FleetPhase.SUCCEEDED and result.stages[0].bake_until == st.stages[0].bake_until
     assert any("resumed (pause): freeze over" in line for line in result.log)
+
+
+@pytest.mark.e2e
+async def test_an_update_in_a_continued_runs_first_task_is_kept(temporal_client: Any) -> None:
+    """An update that reaches a run continued as new in its first workflow task is applied before `run` starts;
+    the carried state must already be there (`@workflow.init`), or restoring it afterwards drops the update. In CI a
+    pause was lost that way. Update-with-start puts the update in the first task on purpose."""
+    tag = uuid.uuid4().hex[:8]
+    fleet_queue = f"fleet-{tag}"
+    with sim_clusters(tag, 2) as clusters:
+        rollout = load_fleet_rollout(document(tag, clusters, ["30s", None]))
+        carried = FleetStatus(id=rollout.rollout_id, name=rollout.metadata.name, stage=1, phase=FleetPhase.BAKING,
+                              stages=[StageStatus(name=s.name, clusters=[ClusterStatus(name=c.name, task_queue=c.queue)
+                                                                         for c in s.clusters])
+                                      for s in rollout.spec.stages])
+        carried.stages[0].phase = "Baking"
+        carried.stages[0].bake_until = datetime.now(UTC) + timedelta(seconds=30)
+        carried.stages[0].clusters[0].phase = ClusterPhase.DONE
+        inp = FleetInput(rollout=rollout, settings=FleetSettings(**FAST), carry=FleetCarry(status=carried))
+        start = WithStartWorkflowOperation(FleetRolloutWorkflow.run, inp, id=rollout.rollout_id,
+                                           task_queue=fleet_queue, id_conflict_policy=WorkflowIDConflictPolicy.FAIL)
+        async with cluster_workers(temporal_client, clusters), build_fleet_worker(temporal_client, fleet_queue):
+            said = await temporal_client.execute_update_with_start_workflow(
+                FleetRolloutWorkflow.pause, "change freeze", start_workflow_operation=start)
+            handle = await start.workflow_handle()
+            st = await handle.query(FleetRolloutWorkflow.status)
+            assert "paused" in said and st.phase == FleetPhase.PAUSED and st.paused_reason == "change freeze", st.log
+            assert st.runs == 2 and st.stages[0].phase == "Baking"  # the carried state, with the update on top
+            await handle.terminate("test over")
