@@ -480,7 +480,10 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
     assert vis["bad"] == [], vis["bad"]
     assert vis["overlaps"] == [], vis["overlaps"]
     assert workflows_per_machine == Counter({1: len(DOOMED)}), {n: per_machine[machine[n]] for n in DOOMED}
-    assert extra_machines == {}, extra_machines
+    # a TerminationWorkflow for any other machine only for a replacement a rollback deleted after its launch (the
+    # NodeClaim's finalizer goes through the termination, as in Karpenter): never an original node, one run each
+    assert not set(extra_machines) & set(machine.values()), extra_machines
+    assert len(extra_machines) <= rolled_back and set(extra_machines.values()) <= {1}, (extra_machines, outcomes)
     assert violations == {}, [e for e in ledger if e["violated"] and e["cause"] != "grace-deadline"]
     assert len({e["pod"] for e in held}) >= 2 * len(GRACE), held
     assert all(e["cause"] == "grace-deadline" for e in held), held
