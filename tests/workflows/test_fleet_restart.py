@@ -51,12 +51,22 @@ async def _status(handle: Any, check: Any, what: str, timeout: float = 60) -> Fl
     raise AssertionError(f"timed out waiting for {what}: {last}")
 
 
+async def _connect(address: str) -> Client:
+    """The server answers on its port before its frontend is healthy ("Frontend is not healthy yet", seen in CI)."""
+    for _ in range(100):
+        try:
+            return await Client.connect(address, data_converter=pydantic_data_converter)
+        except RuntimeError:
+            await asyncio.sleep(0.3)
+    return await Client.connect(address, data_converter=pydantic_data_converter)
+
+
 @contextlib.asynccontextmanager
 async def _temporal(tmp_path: Path) -> AsyncIterator[tuple[TemporalDevServer, Client]]:
     server = TemporalDevServer(db_path=tmp_path / "temporal.db", headless=True, log_path=tmp_path / "temporal.log")
     server.start()
     try:
-        client = await Client.connect(server.address, data_converter=pydantic_data_converter)
+        client = await _connect(server.address)
         yield server, client
     finally:
         server.stop()
