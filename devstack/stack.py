@@ -12,9 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from devstack.processes import MotoServer, TemporalDevServer, free_port
+
+if TYPE_CHECKING:
+    from simulator.scheduler_timing import SchedulerTiming
 
 INTERRUPTION_QUEUE = "nodeflow-interruptions"
 
@@ -52,6 +55,9 @@ class StackOptions:
     provisioning: bool = False  # the worker's pending-pod intake (the demo turns it on)
     # the demo's AWS side for its EC2NodeClasses (devstack/demo_aws.py), resolved once before planning starts
     node_classes: bool = False
+    # the emulated kube-scheduler's timing (simulator.scheduler_timing.SchedulerTiming); None: a real cluster's
+    scheduler_timing: SchedulerTiming | None = None
+    sim_seed: int | None = 0  # seeds the kubelets' jittered ready and pod start delays
     region: str = "us-east-1"  # of every AWS client, the simulator's EC2 world and the demo's subnets
     # the worker discovers the region's instance types, offerings and prices (the bundled catalog is us-east-1's);
     # start() returns once the first discovery is in force
@@ -106,7 +112,8 @@ class Stack:
         scenario = self.o.scenario_for_zones(self.zones) if self.o.scenario_for_zones else self.o.scenario
         self.sim = Simulator(scenario=scenario, ec2_endpoint=self.moto.endpoint, time_scale=self.o.time_scale,
                              ready_delay=self.o.ready_delay, port=self.o.sim_port or 0,
-                             kubeconfig_path=self.o.workdir / "kubeconfig", region=self.o.region)
+                             kubeconfig_path=self.o.workdir / "kubeconfig", region=self.o.region,
+                             scheduler_timing=self.o.scheduler_timing, seed=self.o.sim_seed)
         await asyncio.to_thread(self.sim.start)
         from client.connection import connect
 

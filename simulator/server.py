@@ -25,8 +25,9 @@ from aiohttp import web
 from simulator.api import ApiServer
 from simulator.faults import Faults
 from simulator.scenario import prepare, read_snapshot
+from simulator.scheduler_timing import SchedulerTiming
 from simulator.store import Store
-from simulator.world import World
+from simulator.world import DEFAULT_READY_JITTER, World
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -53,12 +54,16 @@ class Simulator:
                  kubeconfig_path: str | Path | None = None, host: str = "127.0.0.1",
                  objects: list[dict[str, Any]] | None = None, tick_seconds: float = 0.01,
                  ec2_poll_seconds: float = 0.25, region: str = "us-east-1", pod_start_delay: float = 3.0,
-                 cluster_name: str | None = None) -> None:
+                 cluster_name: str | None = None, scheduler_timing: SchedulerTiming | None = None,
+                 ready_jitter: float = DEFAULT_READY_JITTER, seed: int | None = 0) -> None:
+        """`scheduler_timing` None is a real kube-scheduler's (SchedulerTiming()); `ready_jitter` varies each node's
+        ready delay and each pod's start delay by up to that fraction, drawn from a RNG seeded with `seed`."""
         if time_scale <= 0:
             raise ValueError("time_scale must be positive")
         self.store = Store()
         self.world = World(self.store, time_scale=time_scale, ready_delay=ready_delay,
-                           pod_start_delay=pod_start_delay)
+                           pod_start_delay=pod_start_delay, scheduler_timing=scheduler_timing,
+                           ready_jitter=ready_jitter, seed=seed)
         self.faults = Faults()
         self.server = ApiServer(self.world, self.faults)
         self.host = host

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import heapq
 import itertools
+import random
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -33,6 +34,7 @@ from simulator.pods import (
 )
 from simulator.resources import BY_KIND, ResourceType
 from simulator.scheduler import Scheduler
+from simulator.scheduler_timing import SchedulerTiming
 from simulator.store import Store, now_rfc3339
 
 PODS = BY_KIND["Pod"]
@@ -44,6 +46,7 @@ VOLUME_ATTACHMENTS = BY_KIND["VolumeAttachment"]
 
 FOREGROUND_FINALIZER = "foregroundDeletion"
 PDB_MESSAGE = "Cannot evict pod as it would violate the pod's disruption budget."
+DEFAULT_READY_JITTER = 0.25
 MULTI_PDB_MESSAGE = "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
 
 
@@ -70,10 +73,15 @@ class World:
 
     def __init__(self, store: Store, time_scale: float = 1.0, ready_delay: float = 2.0,
                  catalog: InstanceTypeCatalog | None = None, ledger: Ledger | None = None,
-                 pod_start_delay: float = 3.0) -> None:
+                 pod_start_delay: float = 3.0, scheduler_timing: SchedulerTiming | None = None,
+                 ready_jitter: float = DEFAULT_READY_JITTER, seed: int | None = 0) -> None:
         self.store = store
         self.time_scale = time_scale
         self.ready_delay = ready_delay
+        self.scheduler_timing = scheduler_timing or SchedulerTiming()
+        self.ready_jitter = ready_jitter  # each node's ready delay and each pod's start delay vary by this fraction
+        self.rng = random.Random(seed)  # the jitter's: the same seed, the same delays
+        self.clock: Callable[[], float] = time.monotonic  # real seconds; tests may drive it by hand
         self.pod_start_delay = pod_start_delay  # bound pod -> Running and Ready (image pull, readiness probe)
         self._start_pending: set[str] = set()
         self.catalog = catalog or load_default_catalog()
@@ -98,12 +106,18 @@ class World:
     def after(self, seconds: float, fn: Callable[[], None]) -> None:
         """Run `fn` (under the store lock) once `seconds` of simulated time have passed."""
         with self.store.lock:
-            heapq.heappush(self._timers, (time.monotonic() + seconds * self.time_scale, next(self._seq), fn))
+            heapq.heappush(self._timers, (self.clock() + seconds * self.time_scale, next(self._seq), fn))
+
+    def jittered(self, seconds: float) -> float:
+        """`seconds` varied by up to ±ready_jitter of itself (kubelets and image pulls do not take equal times)."""
+        if self.ready_jitter <= 0 or seconds <= 0:
+            return seconds
+        return seconds * (1.0 + self.rng.uniform(-self.ready_jitter, self.ready_jitter))
 
     def tick(self) -> None:
         """One round of background work: due timers, kubelets, controllers, scheduler, PDB status."""
         with self.store.lock:
-            now = time.monotonic()
+            now = self.clock()
             while self._timers and self._timers[0][0] <= now:
                 _, _, fn = heapq.heappop(self._timers)
                 fn()
