@@ -293,9 +293,23 @@ def command_path(name: str) -> str:
         return str(local)
 
 
+def aws_environment(stack: Any) -> str:
+    """The AWS settings that reach the demo's EC2 stand-in as the worker does (`nodeflow instance-types`): its
+    endpoint, region and the stand-in's credentials (moto takes any)."""
+    from starter.cmd_instance_types import EC2_ENDPOINT_ENV
+
+    env = stack.o.env
+    return (f"{EC2_ENDPOINT_ENV}={stack.moto.endpoint} AWS_REGION={stack.o.region} "
+            f"AWS_ACCESS_KEY_ID={env['AWS_ACCESS_KEY_ID']} AWS_SECRET_ACCESS_KEY={env['AWS_SECRET_ACCESS_KEY']}")
+
+
 def _hints(stack: Any, node_names: set[str]) -> list[str]:
-    """What to try while the demo runs; every command here works against this stack as printed."""
+    """What to try while the demo runs; every command here works against this stack as printed (with the
+    environment it prints first)."""
+    import shutil
     from urllib.parse import quote
+
+    from starter.cli import PLUGIN_EXECUTABLE
 
     victim, why = DO_NOT_DISRUPT_NODE, "its ledger pod is do-not-disrupt: the drain waits"
     if victim not in node_names:  # a scenario of the user's own
@@ -304,10 +318,16 @@ def _hints(stack: Any, node_names: set[str]) -> list[str]:
     address = stack.temporal.address
     nf, kubectl = command_path("nodeflow"), command_path("kubectl")
     lines = [f"  environment:  export KUBECONFIG={kubeconfig} NODEFLOW_TEMPORAL_ADDRESS={address}",
+             f"                export {aws_environment(stack)}",
              f"  watch:        {kubectl} get nodes,nodeclaims   |   {nf} status --watch",
              f"  plan:         {nf} plan   (what the next planner pass would do, on $KUBECONFIG's cluster)",
              f"  delete one:   {kubectl} delete node {victim} --wait=false   ({why})",
              f"                {nf} status {victim}; {nf} force {victim} --reason demo"]
+    pool = " --nodepool general" if victim == DO_NOT_DISRUPT_NODE else ""  # the bundled scenario's pool
+    lines.append(f"  types:        {nf} instance-types{pool}   (what it may launch, read from EC2 as the worker does)")
+    if shutil.which(PLUGIN_EXECUTABLE) is None:
+        plugin = Path(command_path(PLUGIN_EXECUTABLE)).parent
+        lines.append(f"  kubectl:      export PATH=$PWD/{plugin}:$PATH   (then `kubectl nodeflow status`)")
     if stack.temporal.ui_url:
         query = quote('NodeflowPhase="Draining"')
         lines.append(f"  Temporal UI:  {stack.temporal.ui_url}/namespaces/default/workflows")

@@ -2,17 +2,24 @@
 labels and offerings, discovered from the region (activities/instance_types.py; docs/contracts.md §8).
 
 With no --nodepool/--nodeclass it needs no cluster: every type of the region, as a pool without requirements and
-an AL2023 EC2NodeClass without a kubelet block would see them. AWS comes from the standard environment (region from
---region, AWS_REGION or AWS_DEFAULT_REGION; AWS_ENDPOINT_URL; credentials), as every boto3 tool reads it.
+an AL2023 EC2NodeClass without a kubelet block would see them. AWS is reached as the worker reaches it: the region
+from --region, AWS_REGION or AWS_DEFAULT_REGION; EC2 (and the Pricing API) at --ec2-endpoint / NODEFLOW_EC2_ENDPOINT
+when set (the demo prints its own), else boto3's (AWS_ENDPOINT_URL); credentials from boto3's standard chain, checked
+before the first call so that their absence is one error naming what sets them.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from typing import Any
 
 from starter.output import CliError, add_output_flag, print_output, render_table
+
+EC2_ENDPOINT_ENV = "NODEFLOW_EC2_ENDPOINT"  # the worker's variable for --ec2-endpoint (worker.py)
+CREDENTIAL_SOURCES = "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or a role (IRSA, instance profile)"
 
 
 def register(subparsers: Any) -> None:
@@ -23,6 +30,9 @@ def register(subparsers: Any) -> None:
                     "and show what a NodePool under an EC2NodeClass may launch.",
     )
     p.add_argument("--region", help="AWS region (default: AWS_REGION, then AWS_DEFAULT_REGION)")
+    p.add_argument("--ec2-endpoint", default=os.environ.get(EC2_ENDPOINT_ENV), metavar="URL",
+                   help=f"EC2 and Pricing API endpoint, as the worker's flag (default: ${EC2_ENDPOINT_ENV}, else "
+                        "boto3's, e.g. AWS_ENDPOINT_URL)")
     p.add_argument("--nodepool", metavar="NAME", help="only what this NodePool's requirements allow")
     p.add_argument("--nodeclass", metavar="NAME",
                    help="allocatable and zones under this EC2NodeClass (default: the NodePool's nodeClassRef)")
@@ -41,8 +51,51 @@ def _progress(message: str) -> None:
     print(f"instance-types: {message} ...", file=sys.stderr, flush=True)
 
 
-def _discover(region_flag: str | None) -> Any:
-    """The region's catalog, read through boto3's standard environment (one refresh, progress on stderr)."""
+def _require_credentials() -> None:
+    """One error naming what provides credentials, before any call: boto3's own failure came once as a logged
+    warning and again as the CLI's error, in two phrasings, naming neither the variables nor the demo's."""
+    import boto3
+    from botocore.exceptions import BotoCoreError
+
+    try:
+        found = boto3.Session().get_credentials()
+    except BotoCoreError as exc:  # e.g. AWS_PROFILE names no profile
+        raise CliError(f"AWS credentials: {exc} (set {CREDENTIAL_SOURCES})") from None
+    if found is None:
+        raise CliError(f"no AWS credentials: set {CREDENTIAL_SOURCES}; beside `nodeflow demo`, export the "
+                       "environment it printed")
+
+
+class _Held(logging.Handler):
+    """The provider's log records during one refresh, shown only when it succeeds: on a failure the CLI's error
+    says it once."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def _refresh(provider: Any) -> bool:
+    """provider.refresh(), its warnings (a price fallback) printed as progress after a success, dropped after a
+    failure (the CLI's error carries provider.last_error)."""
+    logger, held = logging.getLogger(type(provider).__module__), _Held()
+    propagate, logger.propagate = logger.propagate, False
+    logger.addHandler(held)
+    try:
+        ok = bool(provider.refresh())
+    finally:
+        logger.removeHandler(held)
+        logger.propagate = propagate
+    for record in held.records if ok else ():
+        _progress(f"warning: {record.getMessage()}")
+    return ok
+
+
+def _discover(region_flag: str | None, endpoint: str | None) -> Any:
+    """The region's catalog, read as the worker reads it (one refresh, progress on stderr)."""
     from activities.instance_types import InstanceTypeProvider
     from runtime.cloud_clients import RegionNotConfigured, ec2_client, pricing_client, resolve_region
 
@@ -50,9 +103,13 @@ def _discover(region_flag: str | None) -> Any:
         region = resolve_region(region_flag)
     except RegionNotConfigured as exc:
         raise CliError(str(exc), 2) from None
-    provider = InstanceTypeProvider(ec2_client(region, None), pricing_client(region, None), progress=_progress)
-    if not provider.refresh():
-        raise CliError(f"cannot discover the instance types of {region}: {provider.last_error}")
+    _require_credentials()
+    provider = InstanceTypeProvider(ec2_client(region, endpoint), pricing_client(region, endpoint),
+                                    progress=_progress)
+    if not _refresh(provider):
+        where = f" at {endpoint}" if endpoint else ""
+        hint = "" if endpoint else f" (another endpoint: --ec2-endpoint or {EC2_ENDPOINT_ENV})"
+        raise CliError(f"cannot discover the instance types of {region}{where}: {provider.last_error}{hint}")
     _progress(f"{len(provider.catalog().instance_types)} types, on-demand prices from {provider.price_source}")
     return provider.catalog()
 
@@ -114,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     from starter.live_cluster import load_catalog_arg
 
     requirements, node_class, zones = _pool_and_class(args)
-    catalog = load_catalog_arg(args.catalog) or _discover(args.region)
+    catalog = load_catalog_arg(args.catalog) or _discover(args.region, args.ec2_endpoint)
     rows = instance_type_rows(catalog, requirements, node_class, zones)
     print_output(rows, args.output, _table)
     return 0

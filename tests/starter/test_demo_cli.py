@@ -81,7 +81,10 @@ def test_live_screen_prints_only_changes_to_a_pipe() -> None:
 
 def _stack(ui: str | None) -> SimpleNamespace:
     return SimpleNamespace(kubeconfig="/tmp/demo/kubeconfig",
-                           temporal=SimpleNamespace(address="127.0.0.1:7233", ui_url=ui))
+                           temporal=SimpleNamespace(address="127.0.0.1:7233", ui_url=ui),
+                           moto=SimpleNamespace(endpoint="http://127.0.0.1:5123"),
+                           o=SimpleNamespace(region="eu-west-1", env={"AWS_ACCESS_KEY_ID": "testing",
+                                                                      "AWS_SECRET_ACCESS_KEY": "testing"}))
 
 
 def test_hints_name_a_node_that_exists_and_the_env_the_commands_need() -> None:
@@ -92,6 +95,9 @@ def test_hints_name_a_node_that_exists_and_the_env_the_commands_need() -> None:
     assert f"{kubectl} delete node general-01 --wait=false" in text
     assert f"{nf} status general-01; {nf} force general-01 --reason demo" in text
     assert "http://127.0.0.1:8233/namespaces/default/workflows?query=NodeflowPhase%3D%22Draining%22" in text
+    assert ("export NODEFLOW_EC2_ENDPOINT=http://127.0.0.1:5123 AWS_REGION=eu-west-1 AWS_ACCESS_KEY_ID=testing "
+            "AWS_SECRET_ACCESS_KEY=testing") in text  # what `nodeflow instance-types` needs beside the demo
+    assert f"{nf} instance-types --nodepool general" in text
     other = "\n".join(cmd_demo._hints(_stack(None), {"web-b", "web-a"}))
     assert "delete node web-a --wait=false" in other and "do-not-disrupt" not in other
     assert "Temporal UI" not in other
@@ -106,6 +112,18 @@ def test_hints_print_a_command_that_runs_from_here(monkeypatch: pytest.MonkeyPat
     monkeypatch.chdir(venv_bin.parent.parent)
     assert cmd_demo.command_path("nodeflow") == os.path.join(venv_bin.parent.name, venv_bin.name, "nodeflow")
     assert cmd_demo.command_path("no-such-tool") == "no-such-tool"
+
+
+def test_hints_say_how_kubectl_finds_the_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`kubectl nodeflow` fails with `unknown command` until the venv's bin is on PATH: the hint says so, and only
+    then."""
+    venv_bin = Path(sys.executable).parent
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.chdir(venv_bin.parent.parent)
+    text = "\n".join(cmd_demo._hints(_stack(None), {"general-01"}))
+    assert f"export PATH=$PWD/{venv_bin.parent.name}/{venv_bin.name}:$PATH" in text and "kubectl nodeflow" in text
+    monkeypatch.setenv("PATH", str(venv_bin))
+    assert "export PATH" not in "\n".join(cmd_demo._hints(_stack(None), {"general-01"}))
 
 
 def test_bundled_scenario_has_work_for_every_method() -> None:
