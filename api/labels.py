@@ -40,6 +40,10 @@ DISRUPTION_CANCELLED_AT_ANNOTATION = "nodeflow.dev/disruption-cancelled-at"
 DISRUPTION_HELD_UNTIL_ANNOTATION = "nodeflow.dev/disruption-held-until"
 # on a NodePool: its drift rollout's wave, phase, bake deadline, halt reason (JSON; api/rollout_state.py)
 ROLLOUT_ANNOTATION = "nodeflow.dev/rollout"
+# On a NodeClaim (or a Node without one): until when (RFC 3339) the provisioner expects pending pods to land on it,
+# Karpenter's nomination (planning/nomination.py): a nominated node is no disruption candidate. Kept on the object,
+# not in a worker's memory, so every worker replica and every planner pass, live or `plan -f`, sees it.
+NOMINATED_UNTIL_ANNOTATION = "nodeflow.dev/nominated-until"
 
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"

@@ -19,6 +19,7 @@ from api.duration import DurationError, parse_duration
 from api.timestamps import format_seconds, parse_time
 from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo
 from planning.exclusions import NO_POOL_LABEL, NOT_INITIALIZED, NOT_MANAGED, pool_not_found
+from planning.nomination import NOMINATED, is_nominated
 from planning.pod_annotations import consolidation_block
 from planning.selectors import tolerates
 
@@ -35,6 +36,7 @@ class NodeRefusal(StrEnum):
     """Typed reasons a node is no candidate that callers branch on (the message is for people)."""
 
     CANCEL_HOLD = "CancelHold"  # an operator cancelled its disruption; held until the cool-down ends
+    NOMINATED = "Nominated"  # the provisioner planned pending pods onto it (planning/nomination.py)
 
 
 @dataclass(slots=True)
@@ -232,8 +234,8 @@ def hold_check(node: NodeInfo, at: datetime) -> NotCandidate | None:
 
 
 def node_check(node: NodeInfo, cluster: Cluster, exclude: set[str], at: datetime | None = None) -> NotCandidate | None:
-    """ValidateNodeDisruptable and the NodePool lookup (docs/semantics.md §3.1); with `at`, nodeflow's own
-    cancel hold last."""
+    """ValidateNodeDisruptable and the NodePool lookup (docs/semantics.md §3.1); with `at`, the nomination (in
+    Karpenter's place, after deletion) and nodeflow's own cancel hold last."""
     if node.name in exclude:
         return NotCandidate(node, "candidate is already being disrupted", blocking=False, event=False)
     if node.claim is None:  # these membership tests are also `nodeflow plan`'s `excluded` (planning/exclusions.py)
@@ -242,6 +244,8 @@ def node_check(node: NodeInfo, cluster: Cluster, exclude: set[str], at: datetime
         return NotCandidate(node, NOT_INITIALIZED, blocking=False)
     if node.marked_for_deletion or node.tainted_disrupted:
         return NotCandidate(node, "node is deleting or marked for deletion", blocking=False)
+    if at is not None and is_nominated(node.annotations, node.claim.annotations, at):
+        return NotCandidate(node, NOMINATED, blocking=True, refusal=NodeRefusal.NOMINATED)
     key = L.DO_NOT_DISRUPT_ANNOTATION
     value = node.annotations[key] if key in node.annotations else node.claim.annotations.get(key)
     if value == "true":

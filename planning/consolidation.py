@@ -23,6 +23,7 @@ from planning.candidates import (
 )
 from planning.commands import Command, SkippedMove
 from planning.method import Method, PassContext, make_command
+from planning.nomination import pending_capacity
 from planning.pod_annotations import disruption_units
 from planning.pricing import consolidation_replacement
 from planning.scheduling import Unschedulable
@@ -35,6 +36,7 @@ class Refusal(Enum):
     TOO_MANY_NEW_NODES = "TooManyNewNodes"  # the pods need more than one new node
     NOT_CHEAPER = "NotCheaper"  # no replacement passes the price (or minValues / spot-to-spot) rules
     BELOW_THRESHOLD = "BelowThreshold"  # cheaper, but by less than the pool's DisruptionPolicy asks (§15.3)
+    PENDING_CAPACITY = "PendingCapacity"  # a pending pod would lose the room it fits on (§3.4)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +114,9 @@ class Consolidation:
             return Attempt(None, Refusal.UNSCHEDULABLE, sim.failure_message())
         if sim.unschedulable is Unschedulable.TOO_MANY_NEW_NODES:
             return Attempt(None, Refusal.TOO_MANY_NEW_NODES, "Can't remove without creating more than 1 candidates")
+        if sim.pending_lost:
+            pod, home = sim.pending_lost[0]
+            return Attempt(None, Refusal.PENDING_CAPACITY, pending_capacity(pod.key, home))
         price = sum(c.price for c in cands)
         if not sim.new_nodes:
             return self.worth_it(cands, make_command(method, cands, sim, [], price))

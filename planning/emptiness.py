@@ -8,6 +8,7 @@ from api.events import EventReason
 from planning.candidates import GRACEFUL, Candidate, consolidatable, sort_for_consolidation
 from planning.commands import Command
 from planning.method import PassContext, make_command
+from planning.nomination import pending_capacity
 
 
 class Emptiness:
@@ -30,8 +31,31 @@ class Emptiness:
         return c.empty and consolidatable(c, self.ctx.at)
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
-        """One delete command per NodePool holding every empty candidate within its budget."""
+        """One delete command per NodePool holding every empty candidate within its budget, less the nodes pending
+        pods are about to be bound to."""
         chosen: dict[str, list[Candidate]] = {}
+        kept = self.keep_for_pending(candidates)
+        candidates = [c for c in candidates if c.name not in kept]
         for c in self.ctx.take_within_budget(self.reason, budgets, sort_for_consolidation(candidates)):
             chosen.setdefault(c.pool.name, []).append(c)
         return [make_command(self, cands, None, [], sum(c.price for c in cands)) for cands in chosen.values()]
+
+    def keep_for_pending(self, candidates: list[Candidate]) -> set[str]:
+        """Empty candidates a pending pod fits on while no other node has room for it (Karpenter keeps pending pods
+        in every disruption simulation): each is kept, listed as blocked with the pod, so the capacity launched for
+        pods survives until kube-scheduler binds them, however long its retry takes. One simulation per round; a
+        round keeps at least one node, so this ends."""
+        ctx, kept = self.ctx, set[str]()
+        pending = [p for p in ctx.cluster.pending if not p.is_daemonset and not p.is_mirror]
+        if not pending or not candidates:
+            return kept
+        while True:
+            removed = [c.node for c in candidates if c.name not in kept]
+            sim = ctx.scheduler.simulate(removed, [], max_new=0, pending=pending) if removed else None
+            homes = {home: pod for pod, home in sim.pending_lost} if sim is not None else {}
+            if not homes:
+                return kept
+            for home, pod in sorted(homes.items()):
+                kept.add(home)
+                node = ctx.cluster.by_name[home]
+                ctx.block(node, pending_capacity(pod.key, home), EventReason.UNCONSOLIDATABLE)

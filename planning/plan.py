@@ -23,7 +23,7 @@ from api import events
 from api import labels as L
 from api.catalog import InstanceTypeCatalog
 from api.events import EventReason
-from planning.candidates import EVENTUAL, GRACEFUL, CandidateSet, build_candidates, in_flight_pods
+from planning.candidates import EVENTUAL, GRACEFUL, CandidateSet, NodeRefusal, build_candidates, in_flight_pods
 from planning.cluster import Cluster, Parsed, parse_pool, type_labels
 from planning.commands import Blocked, Command, FinalState, PlanEvent, PlanResult, Replacement, StaticPool
 from planning.drift import Drift
@@ -343,6 +343,8 @@ def _report_rejections(ctx: PassContext, rejected: CandidateSet, consolidation_o
         if r.blocking:
             ctx.block(r.node, r.message, EventReason.UNCONSOLIDATABLE if consolidation_only else
                       EventReason.DISRUPTION_BLOCKED)
+            if r.refusal is NodeRefusal.NOMINATED:  # consolidation would otherwise take the capacity (§3.1)
+                ctx.node_event(r.node, EventReason.UNCONSOLIDATABLE, r.message)
         elif r.event:
             ctx.node_event(r.node, EventReason.DISRUPTION_BLOCKED, r.message)
 

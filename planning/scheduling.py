@@ -93,6 +93,9 @@ class SimResult:
     new_nodes: list[NewNode] = field(default_factory=list)
     failures: list[tuple[PodInfo, str]] = field(default_factory=list)
     too_many_new: bool = False
+    # pending pods that fit on a removed node, or on a node the moved pods filled, and now fit nowhere: the
+    # command would take the capacity kube-scheduler is about to bind them to (docs/semantics.md §3.4)
+    pending_lost: list[tuple[PodInfo, str]] = field(default_factory=list)
 
     @property
     def all_scheduled(self) -> bool:
@@ -726,10 +729,23 @@ class Scheduler(DomainChecks):
             else:
                 if pod.key not in pending_keys:
                     result.failures.append((pod, self._why_not(pod, why)))
+                elif remove and (home := self._lost_home(pod, remove, result)) is not None:
+                    result.pending_lost.append((pod, home))
             if result.too_many_new:
                 break
         result.new_nodes = list(state.new_nodes)
         return result
+
+    def _lost_home(self, pod: PodInfo, remove: Sequence[NodeInfo], result: SimResult) -> str | None:
+        """The node a pending pod that found no room in this what-if fits on as the cluster is now: a removed node,
+        or one the removed nodes' pods were placed on. None when it had no room before either (its capacity is
+        launching, or nothing serves it) or kube-scheduler binds it elsewhere (DaemonSet and mirror pods)."""
+        if pod.is_daemonset or pod.is_mirror:
+            return None
+        moved = {name for p, name in result.placements if p.node_name}
+        nodes = [*remove, *(self.cluster.by_name[n] for n in sorted(moved) if n in self.cluster.by_name)]
+        fresh = SimState()
+        return next((n.name for n in nodes if self.fits(pod, n, fresh)), None)
 
     def fits(self, pod: PodInfo, node: NodeInfo, state: SimState) -> bool:
         """Whether `pod` (one variant of it) may go on existing `node` now: every check a first fit makes."""

@@ -40,6 +40,8 @@ class SingleNodeConsolidation(Consolidation):
             if attempt.refusal is Refusal.UNSCHEDULABLE:
                 why = self.ctx.scheduler.launch_blocker(c.pool) or attempt.message
                 self.ctx.block(c.node, why, EventReason.UNCONSOLIDATABLE)
+            elif attempt.refusal is Refusal.PENDING_CAPACITY:  # `nodeflow plan` names the pod it keeps room for
+                self.ctx.block(c.node, attempt.message, EventReason.UNCONSOLIDATABLE)
             else:
                 self.ctx.node_event(c.node, EventReason.UNCONSOLIDATABLE, attempt.message)
         return []
