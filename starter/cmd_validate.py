@@ -31,8 +31,34 @@ def register(subparsers: Any) -> None:
         "in the files; other objects are checked for kind, apiVersion and metadata.name. Exit 1 when any problem.",
     )
     p.add_argument("-f", "--filename", action="append", required=True, metavar="FILE",
-                   help="YAML/JSON file (a stream or a kind: List); repeatable; '-' reads standard input")
+                   help="YAML/JSON file (a stream or a kind: List) or a directory of them (its .json, .yaml and "
+                        ".yml files, sorted, as kubectl reads one); repeatable; '-' reads standard input")
+    p.add_argument("-R", "--recursive", action="store_true",
+                   help="also the files in the directories' subdirectories (kubectl's -R)")
     p.set_defaults(func=run)
+
+
+MANIFEST_SUFFIXES = (".json", ".yaml", ".yml")  # the files kubectl reads from a directory given to -f
+
+
+def manifest_files(paths: Iterable[str], recursive: bool = False) -> list[str]:
+    """Each -f path as kubectl takes it: a file (or '-') as given; a directory as its .json/.yaml/.yml files in
+    name order, those of subdirectories too with -R (a directory without any is an error, as in kubectl)."""
+    from pathlib import Path
+
+    out: list[str] = []
+    for path in paths:
+        root = Path(path)
+        if path == "-" or not root.is_dir():
+            out.append(path)
+            continue
+        found = sorted(p for p in (root.rglob("*") if recursive else root.iterdir())
+                       if p.is_file() and p.suffix.lower() in MANIFEST_SUFFIXES)
+        if not found:
+            deeper = "" if recursive else " (-R reads its subdirectories too)"
+            raise CliError(f"{path}: no {', '.join(MANIFEST_SUFFIXES)} files in this directory{deeper}")
+        out += [str(p) for p in found]
+    return out
 
 
 def kind_problem(kind: str, api_version: str) -> str | None:
@@ -102,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
 
     total_problems = 0
     located: list[tuple[str, Any]] = []  # every object of every file, for the checks across documents
-    for path in args.filename:
+    for path in manifest_files(args.filename, args.recursive):
         count = 0
         try:
             text = read_text(path)

@@ -83,3 +83,33 @@ def test_unreadable_and_malformed_files(tmp_path: Path, capsys: pytest.CaptureFi
     empty.write_text("---\n")
     assert run(["validate", "-f", str(empty)]) == 1
     assert "error: " in capsys.readouterr().err
+
+
+def test_a_directory_as_kubectl_reads_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`-f DIR`: its .json/.yaml/.yml files in name order (others skipped); `-R` adds the subdirectories' (it was
+    "Is a directory")."""
+    good = (EXAMPLES / "nodepool-maintenance-window.yaml").read_text()
+    (tmp_path / "b.yml").write_text(good)
+    (tmp_path / "a.yaml").write_text(BAD)
+    (tmp_path / "notes.txt").write_text("not a manifest: {")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "c.json").write_text('{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}')
+    assert run(["validate", "-f", str(tmp_path)]) == 1
+    out = capsys.readouterr()
+    assert [line.split(":")[0] for line in out.out.splitlines()] == [str(tmp_path / "a.yaml")] * 3
+    checked = [line for line in out.err.splitlines() if "object(s) checked" in line]
+    assert checked == [f"{tmp_path / 'a.yaml'}: 2 object(s) checked", f"{tmp_path / 'b.yml'}: 1 object(s) checked"]
+    assert run(["validate", "-R", "-f", str(tmp_path)]) == 1
+    out = capsys.readouterr()
+    assert out.out.splitlines()[-1] == f"{tmp_path / 'sub' / 'c.json'}: document 1 (ConfigMap/?): metadata.name: " \
+                                       "required field is missing"
+    assert out.err.count("object(s) checked") == 3
+
+
+def test_a_directory_without_manifests(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "pool.yaml").write_text((EXAMPLES / "nodepool-maintenance-window.yaml").read_text())
+    assert run(["validate", "-f", str(tmp_path)]) == 1
+    assert "no .json, .yaml, .yml files in this directory (-R reads its subdirectories too)" in capsys.readouterr().err
+    assert run(["validate", "--recursive", "-f", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "valid\n"
