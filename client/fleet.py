@@ -12,6 +12,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from api.fleet import FleetRollout
+from workflows import summaries
 from workflows.fleet import FleetRolloutWorkflow
 from workflows.fleet_models import FLEET_TASK_QUEUE, MEMO_TARGETS, FleetInput, FleetSettings, FleetStatus
 
@@ -54,13 +55,11 @@ async def start_fleet_rollout(client: Client, rollout: FleetRollout, task_queue:
     existing = await _conflict(client, rollout)
     if existing is not None:
         return existing, False
-    stages = " -> ".join(s.name for s in rollout.spec.stages)
     try:
         handle = await client.start_workflow(
             FleetRolloutWorkflow.run, FleetInput(rollout=rollout, settings=settings or FleetSettings()),
             id=rollout.rollout_id, task_queue=task_queue, memo={MEMO_TARGETS: _targets(rollout)},
-            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
-            static_summary=f"fleet rollout {rollout.metadata.name or rollout.rollout_id}: {stages}"[:200])
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL, **summaries.fleet(rollout).start_kwargs())
     except WorkflowAlreadyStartedError:
         return client.get_workflow_handle_for(FleetRolloutWorkflow.run, rollout.rollout_id), False
     return handle, True

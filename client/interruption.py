@@ -46,7 +46,7 @@ def temporal_starters(client: Client, task_queue: str) -> tuple[StartTermination
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
                 # A replacement was already launched for this node: a redelivered warning must not launch again.
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                **summaries.prespin(inp).kwargs(),
+                **summaries.prespin(inp).start_kwargs(),
             )
         except WorkflowAlreadyStartedError:
             log.info("pre-spin for %s already ran", inp.node_name)

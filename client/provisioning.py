@@ -11,8 +11,6 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import (
-    SearchAttributePair,
-    TypedSearchAttributes,
     WorkflowIDConflictPolicy,
     WorkflowIDReusePolicy,
 )
@@ -21,7 +19,6 @@ from workflows import search_attributes as sa
 from workflows import summaries
 from workflows.provisioning import ProvisioningWorkflow
 from workflows.provisioning_models import (
-    LAUNCH_REASON,
     PodRef,
     ProvisioningInput,
     ProvisioningSettings,
@@ -42,9 +39,7 @@ async def start_provisioning(client: Client, pods: list[PodRef], task_queue: str
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
         memo={MEMO_PODS: sorted(p.uid for p in pods)},
-        search_attributes=TypedSearchAttributes([SearchAttributePair(sa.REASON, LAUNCH_REASON),
-                                                 SearchAttributePair(sa.PHASE, "Planning")]),
-        **summaries.pod_batch(pods).kwargs())
+        **summaries.pod_batch(pods).start_kwargs())
 
 
 async def covered_pods(client: Client) -> set[str]:

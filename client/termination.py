@@ -9,26 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
-from temporalio.common import (
-    SearchAttributePair,
-    TypedSearchAttributes,
-    WorkflowIDConflictPolicy,
-    WorkflowIDReusePolicy,
-)
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from workflows import search_attributes as sa
 from workflows import summaries
 from workflows.models import TerminationInput, TerminationPhase
 from workflows.termination import TerminationWorkflow, workflow_id
-
-
-def search_attributes_for(inp: TerminationInput) -> TypedSearchAttributes:
-    pairs = [SearchAttributePair(sa.NODE, inp.node_name), SearchAttributePair(sa.REASON, inp.reason),
-             SearchAttributePair(sa.PHASE, "Pending")]
-    if inp.node_pool:
-        pairs.append(SearchAttributePair(sa.NODE_POOL, inp.node_pool))
-    return TypedSearchAttributes(pairs)
 
 
 async def start_termination(client: Client, inp: TerminationInput, signal: str | None = None,
@@ -60,9 +47,8 @@ async def _start(client: Client, inp: TerminationInput, signal: str | None, sign
     return await client.start_workflow(
         TerminationWorkflow.run, inp, id=workflow_id(inp.node_uid), task_queue=task_queue,
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING, id_reuse_policy=reuse,
-        search_attributes=search_attributes_for(inp),
         request_eager_start=not signal,  # the watcher shares the worker's client: first task without a poll
-        **summaries.termination(inp).kwargs(), **kwargs,
+        **summaries.termination(inp).start_kwargs(), **kwargs,
     )
 
 

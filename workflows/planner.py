@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
         PlanPassResult,
         TerminationsInput,
     )
-    from workflows.policy_controls import PolicyControls
+    from workflows.policy_controls import PolicyControls, RolloutStart
     from workflows.policy_models import RolloutInput
     from workflows.provisioning import ProvisioningWorkflow
     from workflows.provisioning_models import ProvisioningInput, ProvisioningSettings
@@ -90,7 +90,7 @@ class PlannerWorkflow:
                     id=cmd.workflow_id, task_queue=workflow.info().task_queue,
                     parent_close_policy=workflow.ParentClosePolicy.ABANDON,
                     memo=_memo(cmd),
-                    **summaries.disruption(cmd).kwargs(),
+                    **ui_start(summaries.disruption(cmd)),
                 )
                 out.started.append(cmd.workflow_id)
                 started.append(cmd)
@@ -140,7 +140,7 @@ class PlannerWorkflow:
                 await workflow.start_child_workflow(
                     ProvisioningWorkflow.run, ProvisioningInput(pods=[], static=up, settings=_provisioning(s)),
                     id=up.workflow_id, task_queue=task_queue, parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                    **summaries.static_scale_up(up).kwargs())
+                    **ui_start(summaries.static_scale_up(up)))
                 out.static_provisioning.append(up.workflow_id)
             except WorkflowAlreadyStartedError:
                 out.skipped.append(up.workflow_id)
@@ -159,11 +159,22 @@ async def _rollouts(plan: PlanPassResult, s: DisruptionSettings, out: PlannerRes
             await workflow.start_child_workflow(
                 DriftRolloutWorkflow.run, RolloutInput(start=start, settings=s), id=rollout_id,
                 task_queue=workflow.info().task_queue, parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-                static_summary=f"drift rollout of NodePool {start.node_pool} in waves {start.waves.waves}"[:200])
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY, **_rollout_text(start))
             out.rollouts.append(rollout_id)
         except WorkflowAlreadyStartedError:
             pass  # running, finished or aborted: this generation's rollout is in hand
+
+
+def ui_start(text: summaries.UiText) -> dict[str, Any]:
+    """A child's start keywords: with its search attributes from the start (a row is filled before the child's
+    first task runs); starts recorded before UI_ATTRIBUTES_PATCH keep their summary and details only."""
+    return text.start_kwargs() if workflow.patched(summaries.UI_ATTRIBUTES_PATCH) else text.kwargs()
+
+
+def _rollout_text(start: RolloutStart) -> dict[str, Any]:
+    if workflow.patched(summaries.UI_ATTRIBUTES_PATCH):
+        return summaries.rollout(start).start_kwargs()
+    return {"static_summary": f"drift rollout of NodePool {start.node_pool} in waves {start.waves.waves}"[:200]}
 
 
 def _rollout_workflow_id(base: str) -> str:

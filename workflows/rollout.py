@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -26,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from api.events import EventReason
     from api.rollout_state import RolloutNote, RolloutNotePhase
     from workflows import search_attributes as sa
+    from workflows import summaries
     from workflows.disruption import DisruptionWorkflow
     from workflows.disruption_models import (
         DisruptionCommand,
@@ -169,13 +171,20 @@ class DriftRolloutWorkflow:
                 DisruptionWorkflow.run, DisruptionInput(command=cmd, settings=inp.settings, policy=inp.start.controls),
                 id=cmd.workflow_id, task_queue=workflow.info().task_queue,
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                memo={MEMO_NODES: [n.name for n in cmd.nodes]},
-                static_summary=f"rollout {self._status.node_pool} wave {self._status.wave}: "
-                               f"{', '.join(n.name for n in cmd.nodes)}"[:200])
+                memo={MEMO_NODES: [n.name for n in cmd.nodes]}, **self._child_text(cmd))
         except WorkflowAlreadyStartedError:
             return  # a disruption of this node is already running (or ran): the next plan sees the outcome
         self._status.disruptions.append(cmd.workflow_id)
         self._running[cmd.workflow_id] = asyncio.ensure_future(_result(handle))
+
+    def _child_text(self, cmd: DisruptionCommand) -> dict[str, Any]:
+        """The child's summary names its nodes, reason and pool and its search attributes are set from the start
+        (as the planner's); disruptions started before UI_ATTRIBUTES_PATCH named the wave and nodes only."""
+        wave = f"rollout wave {self._status.wave}"
+        if workflow.patched(summaries.UI_ATTRIBUTES_PATCH):
+            return summaries.disruption(cmd, by=wave).start_kwargs()
+        return {"static_summary": f"rollout {self._status.node_pool} wave {self._status.wave}: "
+                                  f"{', '.join(n.name for n in cmd.nodes)}"[:200]}
 
     async def _wait_one(self, idle_seconds: float) -> None:
         """Until a running disruption ends (its outcome counted), an abort, or `idle_seconds` pass."""

@@ -1,8 +1,11 @@
 """The Temporal UI's words for each workflow nodeflow starts: a one-line static summary (the list's row) and
 static details (markdown on the workflow's page) with the inputs of the decision that started it.
 
-Pure functions over the start inputs, so every start site (client/, the planner workflow, the schedules) calls
-one of them and the texts stay alike. Safe inside the workflow sandbox: no I/O, no clock.
+Each also carries the search attributes the start sets (NodeflowNode, NodeflowNodePool, NodeflowReason and the
+first NodeflowPhase), so a row is findable and its columns filled before the workflow's first task runs: a backlog
+or a worker down leaves no blank rows. Pure functions over the start inputs, so every start site (client/, the
+planner and rollout workflows, the schedules) calls one of them and the texts stay alike. Safe inside the
+workflow sandbox: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -11,10 +14,17 @@ from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any, NamedTuple
 
-from workflows.disruption_models import DisruptionCommand, NodeRef, Replacement, StaticScaleUp
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+
+from api.fleet import FleetRollout
+from workflows import search_attributes as sa
+from workflows.disruption_models import DisruptionCommand, DisruptionPhase, NodeRef, Replacement, StaticScaleUp
+from workflows.fleet_models import FleetPhase
 from workflows.interruption_models import PrespinInput
-from workflows.models import TerminationInput
-from workflows.provisioning_models import LAUNCH_REASON, STATIC_LAUNCH_REASON, PodRef
+from workflows.models import TerminationInput, TerminationPhase
+from workflows.policy_controls import RolloutStart
+from workflows.policy_models import RolloutPhase
+from workflows.provisioning_models import LAUNCH_REASON, STATIC_LAUNCH_REASON, PodRef, ProvisioningPhase
 
 SUMMARY_LIMIT = 200  # Temporal shows one line; keep it short enough for the list's column
 NAMES_SHOWN = 3  # names in a summary before "+N"
@@ -23,14 +33,36 @@ ROWS_SHOWN = 50  # table rows in details before "... and N more"
 WORK_VIEW = 'WorkflowType NOT IN ("PlannerWorkflow", "NodeClassWorkflow")'
 
 
+# Children the planner and rollout workflows started before it carried a summary only (replay keeps them so)
+UI_ATTRIBUTES_PATCH = "ui-start-attributes"
+DRIFT_REASON = "Drifted"
+FLEET_REASON = "FleetRollout"
+PRESPIN_FIRST_PHASE = "Launching"  # SpotPrespinWorkflow's phases are plain strings
+
+
 class UiText(NamedTuple):
-    """A workflow's static summary and static details, as start_workflow's keyword arguments want them."""
+    """A workflow's static summary and static details, and the search attributes its start sets."""
 
     summary: str
     details: str
+    attributes: tuple[SearchAttributePair[str], ...] = ()
 
     def kwargs(self) -> dict[str, Any]:
+        """Summary and details only: what starts recorded before the start-time attributes pass (replay)."""
         return {"static_summary": self.summary, "static_details": self.details}
+
+    def start_kwargs(self) -> dict[str, Any]:
+        """start_workflow / start_child_workflow's keyword arguments: summary, details and search attributes."""
+        if not self.attributes:
+            return self.kwargs()
+        return {**self.kwargs(), "search_attributes": TypedSearchAttributes(list(self.attributes))}
+
+
+def attributes(node: str | None = None, pool: str | None = None, reason: str | None = None,
+               phase: str | None = None) -> tuple[SearchAttributePair[str], ...]:
+    """The known ones of the four, in sa.ALL's order; an unknown one is left unset, not set empty."""
+    values = (node, pool, reason, phase)
+    return tuple(SearchAttributePair(key, str(value)) for key, value in zip(sa.ALL, values, strict=True) if value)
 
 
 def termination(inp: TerminationInput) -> UiText:
@@ -41,12 +73,15 @@ def termination(inp: TerminationInput) -> UiText:
              ("requested by", inp.requested_by),
              ("deadline", inp.deadline.isoformat() if inp.deadline else None),  # else the NodeClaim's grace
              ("terminationGracePeriod", _duration(inp.grace_period) if inp.grace_period else None)]
-    return UiText(_line(summary), f"### Terminate node `{inp.node_name}`\n\n{_facts(facts)}")
+    return UiText(_line(summary), f"### Terminate node `{inp.node_name}`\n\n{_facts(facts)}",
+                  attributes(inp.node_name, inp.node_pool, inp.reason, TerminationPhase.PENDING))
 
 
-def disruption(cmd: DisruptionCommand) -> UiText:
-    """`disrupt general-03 → replace (Underutilized, pool general)`: one DisruptionWorkflow per command."""
+def disruption(cmd: DisruptionCommand, by: str | None = None) -> UiText:
+    """`disrupt general-03 → replace (Underutilized, pool general)`: one DisruptionWorkflow per command; `by`
+    names a starter other than the planner (`rollout wave 2`). NodeflowNode is the first candidate's name."""
     summary = f"disrupt {_names(n.name for n in cmd.nodes)} → {cmd.decision} ({_why(cmd.reason, cmd.node_pool)})"
+    summary += f", {by}" if by else ""
     facts = [("method", cmd.method), ("reason", cmd.reason), ("NodePool", cmd.node_pool),
              ("decision", cmd.decision), ("pods to move", str(cmd.pods)),
              ("savings", f"${cmd.savings_per_hour:.4f}/h")]
@@ -54,7 +89,9 @@ def disruption(cmd: DisruptionCommand) -> UiText:
              "#### Candidates", _node_table(cmd.nodes)]
     if cmd.replacements:
         parts += ["#### Replacements (pre-spun, must be Ready first)", _replacement_table(cmd.replacements)]
-    return UiText(_line(summary), "\n\n".join(parts))
+    first = cmd.nodes[0].name if cmd.nodes else None
+    return UiText(_line(summary), "\n\n".join(parts),
+                  attributes(first, cmd.node_pool, cmd.reason, DisruptionPhase.PENDING))
 
 
 def pod_batch(pods: Sequence[PodRef]) -> UiText:
@@ -64,7 +101,8 @@ def pod_batch(pods: Sequence[PodRef]) -> UiText:
     rows = [f"| `{p.key}` | `{p.uid}` |" for p in pods[:ROWS_SHOWN]]
     table = "\n".join(["| pod | uid |", "|---|---|", *rows]) + _more(len(pods))
     facts = [("reason", LAUNCH_REASON), ("pending pods", str(len(pods)))]
-    return UiText(_line(summary), f"### Launch nodes for pending pods\n\n{_facts(facts)}\n\n{table}")
+    return UiText(_line(summary), f"### Launch nodes for pending pods\n\n{_facts(facts)}\n\n{table}",
+                  attributes(reason=LAUNCH_REASON, phase=ProvisioningPhase.PLANNING))
 
 
 def static_scale_up(up: StaticScaleUp) -> UiText:
@@ -72,7 +110,8 @@ def static_scale_up(up: StaticScaleUp) -> UiText:
     summary = f"provision {_count(up.count, 'node')} ({_why(STATIC_LAUNCH_REASON, up.node_pool)})"
     facts = [("NodePool", up.node_pool), ("NodeClaims to launch", str(up.count)), ("reason", STATIC_LAUNCH_REASON)]
     return UiText(_line(summary), f"### Static NodePool `{up.node_pool}` below its replicas\n\n{_facts(facts)}\n\n"
-                                  f"{_replacement_table([up.replacement])}")
+                                  f"{_replacement_table([up.replacement])}",
+                  attributes(pool=up.node_pool, reason=STATIC_LAUNCH_REASON, phase=ProvisioningPhase.PLANNING))
 
 
 def prespin(inp: PrespinInput) -> UiText:
@@ -80,7 +119,31 @@ def prespin(inp: PrespinInput) -> UiText:
     summary = f"pre-spin a replacement for {inp.node_name} ({_why(inp.reason, inp.node_pool)})"
     facts = [("node", inp.node_name), ("uid", inp.node_uid), ("NodePool", inp.node_pool), ("reason", inp.reason)]
     return UiText(_line(summary), f"### Replacement for interrupted node `{inp.node_name}`\n\n{_facts(facts)}\n\n"
-                                  f"{_replacement_table([inp.replacement])}")
+                                  f"{_replacement_table([inp.replacement])}",
+                  attributes(inp.node_name, inp.node_pool, inp.reason, PRESPIN_FIRST_PHASE))
+
+
+def rollout(start: RolloutStart) -> UiText:
+    """`drift rollout of NodePool general in waves 10%, 50%, 100% (Drifted)`: one per pool and drift generation."""
+    waves = ", ".join(str(w) for w in start.waves.waves)
+    summary = f"drift rollout of NodePool {start.node_pool} in waves {waves} ({DRIFT_REASON})"
+    facts = [("NodePool", start.node_pool), ("reason", DRIFT_REASON), ("generation", start.generation),
+             ("waves", waves), ("bake between waves", _duration(timedelta(seconds=start.waves.bake_seconds))),
+             ("failed replacements allowed", str(start.waves.max_failed_replacements))]
+    return UiText(_line(summary), f"### Roll drift out of NodePool `{start.node_pool}` in waves\n\n{_facts(facts)}",
+                  attributes(pool=start.node_pool, reason=DRIFT_REASON, phase=RolloutPhase.STARTING))
+
+
+def fleet(r: FleetRollout) -> UiText:
+    """`fleet rollout ami-2026 (pools general, gpu): canary -> prod`: one per change across a fleet's clusters.
+    NodeflowNodePool is set when every target is one pool name, the only case one value tells the truth."""
+    pools = sorted({pool for _, pool in r.targets()})
+    stages = " -> ".join(s.name for s in r.spec.stages)
+    summary = f"fleet rollout {r.metadata.name or r.rollout_id} (pools {_names(pools)}): {stages}"
+    rows = [f"| {s.name} | {', '.join(c.name for c in s.clusters)} |" for s in r.spec.stages[:ROWS_SHOWN]]
+    table = "\n".join(["| stage | clusters |", "|---|---|", *rows])
+    return UiText(_line(summary), f"### Fleet rollout `{r.rollout_id}`\n\n{table}",
+                  attributes(pool=pools[0] if len(pools) == 1 else None, reason=FLEET_REASON, phase=FleetPhase.RUNNING))
 
 
 def interruption_poller(task_queue: str) -> UiText:
