@@ -54,3 +54,10 @@ def test_kubectl_finds_and_runs_the_plugin() -> None:
     assert validated.returncode == 0 and validated.stdout.strip() == "valid", validated
     wrong = _run(kubectl, "nodeflow", "force", "general-01")  # --reason is required
     assert wrong.returncode == 2 and "usage: kubectl nodeflow force" in wrong.stderr
+
+
+def test_the_readme_says_how_kubectl_finds_the_plugin() -> None:
+    """kubectl answers `unknown command "nodeflow"` until the venv's bin is on PATH: the README says so, with the
+    line that does it."""
+    readme = (ROOT / "README.md").read_text()
+    assert 'export PATH="$PWD/.venv/bin:$PATH"' in readme and "kubectl plugin list" in readme
