@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from temporalio import activity
@@ -23,6 +23,8 @@ from activities.planning_runner import to_replacement
 from api import events
 from api.catalog import InstanceTypeCatalog, current_catalog, load_catalog
 from api.events import EventReason
+from planning import nomination
+from planning.nomination import NominatedKind
 from planning.provisioning import Exclusion
 from planning.spot_return import cap_fallbacks
 from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
@@ -113,12 +115,14 @@ class ProvisioningPlanner:
     """Clients come in: the Kubernetes gateway (Events), the planner's cluster reader, the catalog."""
 
     def __init__(self, kube: KubeClient, reader: ClusterReader, catalog: InstanceTypeCatalog | None = None,
-                 offerings: UnavailableOfferings | None = None) -> None:
+                 offerings: UnavailableOfferings | None = None,
+                 nomination_window: timedelta = nomination.window()) -> None:
         self._kube = kube
         self._reader = reader
         self._catalog = catalog
         self._offerings = offerings  # offerings EC2 refused lately are not planned on
         self._recorder = recorder_for(kube)  # Karpenter's dedupe: FailedScheduling 5 min per pod, and the rest
+        self._window = nomination_window
 
     @activity.defn(name="provisioning_plan")
     async def plan(self, inp: ProvisioningPlanInput) -> ProvisioningPlan:
@@ -126,6 +130,7 @@ class ProvisioningPlanner:
         objs, snapshot, parsed = await self._reader.read_cluster()
         decision = await asyncio.to_thread(self._decide, objs, snapshot, parsed, inp)
         launch_controls.record_metrics(decision)  # cost limits, deprecated pools (docs/semantics.md §15.10-15.11)
+        await asyncio.to_thread(self._nominate, decision, objs)
         specs = self._recorder.fresh(explanation_specs(decision, claims_by_node(objs)))
         await asyncio.to_thread(self._explain, named_bodies(specs, inp.batch_id, datetime.now(UTC)))
         return to_plan(decision, len(inp.pods))
@@ -143,6 +148,22 @@ class ProvisioningPlanner:
         finally:  # Karpenter's provisioner times its scheduling simulation the same way (scheduling/metrics.go)
             km.SCHEDULING_DURATION.labels(controller="provisioner").observe(time.perf_counter() - started)
         return cap_spot_fallbacks(decision, snapshot, full, catalog)
+
+    def _nominate(self, decision: Any, objs: list[dict[str, Any]]) -> None:
+        """Mark every node and launching NodeClaim this pass planned pods onto as nominated (planning/nomination.py),
+        so no planner pass on any replica disrupts it before kube-scheduler binds them. Best effort: the planner's
+        pending-pod check still keeps the room a pending pod fits on when a write fails."""
+        targets = [launching_claim(t) for t in decision.nominated.values()] + list(decision.scheduled.values())
+        if not targets:
+            return
+        objects = {(o.get("kind", ""), (o.get("metadata") or {}).get("name", "")): o for o in objs
+                   if o.get("kind") in ("Node", "NodeClaim")}
+        for mark in nomination.nominations(targets, claims_by_node(objs), objects, datetime.now(UTC), self._window):
+            patch = self._kube.patch_node_claim if mark.kind is NominatedKind.NODE_CLAIM else self._kube.patch_node
+            try:
+                patch(mark.name, mark.patch())
+            except Exception as exc:  # a claim deleted meanwhile, an API hiccup: the next pass writes it again
+                activity.logger.warning("could not nominate %s %s: %s", mark.kind.value, mark.name, exc)
 
     def _explain(self, bodies: list[dict[str, Any]]) -> None:
         for body in bodies:

@@ -27,6 +27,7 @@ from api.catalog import InstanceTypeCatalog, load_catalog, load_default_catalog
 from api.nodeclass_launch import ClusterInfo
 from client.interruption import temporal_starters
 from client.termination import start_termination
+from planning.nomination import window
 from runtime.settings import Deps
 from workflows.disruption import DisruptionWorkflow
 from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkflow
@@ -111,7 +112,8 @@ def provisioning_activities(deps: Deps, reader: PlanningActivities, catalog: Ins
                             ) -> list[Callable[..., Any]]:
     """ProvisioningWorkflow's own activities (it launches through the disruption's), and the spot pre-spin's sizing:
     both read the cluster through the planner's reader, so provisioning adds no second read path."""
-    planner = ProvisioningPlanner(deps.kube, reader, catalog, offerings=deps.offerings)
+    planner = ProvisioningPlanner(deps.kube, reader, catalog, offerings=deps.offerings,
+                                  nomination_window=window(deps.settings.batch_max_seconds))
     return [planner.plan, planner.no_capacity,
             SpotSizingActivities(reader, catalog, offerings=deps.offerings).size_replacement]
 
