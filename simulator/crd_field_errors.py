@@ -47,6 +47,22 @@ class FieldError:
         return f"{self.field}: {self.body}"
 
 
+# The error types kube-apiserver treats as blocking for CEL (apiextensions-apiserver's customresource strategy,
+# `hasBlockingErr`): after one of these no x-kubernetes-validations rule runs; after any other (pattern, minimum,
+# minLength, minItems, duplicates ...) every rule still runs and each failure is one more cause.
+BLOCKING_REASONS = frozenset({"FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong",
+                              "FieldValueTooMany", "FieldValueTypeInvalid"})
+# What it appends instead of running the rules: field.Invalid(nil, nil, ...), a nil path printed `<nil>` and a nil
+# value printed `"null"` (apimachinery before 1.34; 1.34+ prints it unquoted, `Invalid value: null: ...`).
+RULES_NOT_CHECKED = "some validation rules were not checked because the object was invalid; correct the existing " \
+                    "errors to complete validation"
+
+
+def rules_not_checked() -> FieldError:
+    """The cause kube-apiserver adds, at the root, when a blocking schema error kept the rules from running."""
+    return FieldError("<nil>", "FieldValueInvalid", f'"null": {RULES_NOT_CHECKED}')
+
+
 def invalid(field: str, value: Any, detail: str) -> FieldError:
     return FieldError(field, "FieldValueInvalid", f"{show(value)}: {detail}")
 

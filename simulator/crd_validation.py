@@ -1,8 +1,10 @@
 """What kube-apiserver does to a custom resource before it stores it, and to a CRD before it serves it.
 
 A custom resource (create, update, patch, status): unknown fields pruned, defaults applied, the structural
-schema's value checks (simulator/crd_schema.py), then, when those pass, every `x-kubernetes-validations` rule
-(simulator/crd_cel.py); any error answers 422 Invalid with one cause per field. The schemas are those of the CRDs
+schema's value checks (simulator/crd_schema.py), then every `x-kubernetes-validations` rule (simulator/crd_cel.py)
+unless a blocking schema error (type, required, enum, maxLength, maxItems/maxProperties) was found, when the rules
+are skipped and kube-apiserver's "some validation rules were not checked" cause is added at the root; any error
+answers 422 Invalid with one cause per field. The schemas are those of the CRDs
 nodeflow ships (deploy/crds/), not of a CRD object stored in the simulator.
 A CustomResourceDefinition (create, update): each rule must compile, select only fields its schema declares
 (the real server type-checks rules; cel-python does not) and pass the bounded-cost check
@@ -17,7 +19,7 @@ from typing import Any
 
 from simulator import cel_cost
 from simulator.crd_cel import RuleCompileError, compile_rule, evaluate
-from simulator.crd_field_errors import FieldError, refused
+from simulator.crd_field_errors import BLOCKING_REASONS, FieldError, refused, rules_not_checked
 from simulator.crd_schema import MISSING, apply_defaults, prune, validate
 from simulator.resources import ResourceType
 from simulator.schemas import crd_validation_schemas
@@ -35,8 +37,10 @@ def admit(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None = No
     apply_defaults(obj, schema)
     prev: Any = MISSING if old is None else as_read(rt, old)
     errors = validate(obj, schema, "", prev, root=True)
-    if not errors:  # rules run on a structurally valid object only, as in the real server
-        errors = evaluate(obj, schema, "", prev, root=True)
+    if any(e.reason in BLOCKING_REASONS for e in errors):  # a type/required/enum/max error: no rule runs
+        errors.append(rules_not_checked())
+    else:  # after a pattern, minimum, minLength, minItems ... error every rule still runs, as in kube-apiserver
+        errors.extend(evaluate(obj, schema, "", prev, root=True))
     if errors:
         raise refused(rt.kind, rt.group, str((obj.get("metadata") or {}).get("name") or ""), errors)
     return obj

@@ -147,6 +147,40 @@ def test_schema_value_checks(sim: Simulator, k8s: client.ApiClient, spec: dict[s
     assert found and found[0][1] == reason and words in found[0][2], causes(status)
 
 
+NOT_CHECKED = ("<nil>", "FieldValueInvalid", 'Invalid value: "null": some validation rules were not checked because '
+               "the object was invalid; correct the existing errors to complete validation")
+
+
+def test_rules_still_run_after_a_pattern_or_minimum_error(sim: Simulator, k8s: client.ApiClient) -> None:
+    """kube-apiserver runs every CEL rule after a non-blocking schema error and reports each cause (4, not 2)."""
+    body = policy(nodePoolSelector={"matchLabels": {"tier": "a"}}, hooks={"notify": {"url": "ftp://x"}},
+                  consolidation={"minSavingsPercent": -1}, escalation={"notifyAfter": "2h", "forceAfter": "1h"})
+    status = refused(lambda: create(k8s, DP, body))
+    assert [c[:2] for c in causes(status)] == [
+        ("spec.hooks.notify.url", "FieldValueInvalid"),
+        ("spec.consolidation.minSavingsPercent", "FieldValueInvalid"),
+        ("spec", "FieldValueInvalid"), ("spec.escalation", "FieldValueInvalid")], causes(status)
+    assert "exactly one of 'nodePools' and 'nodePoolSelector' must be set" in causes(status)[2][2]
+    assert "should match '^https?://" in causes(status)[0][2]
+    assert NOT_CHECKED not in causes(status)
+
+
+@pytest.mark.parametrize(("spec", "first"), [
+    ({"drift": {"maxFailedReplacements": "three"}}, ("spec.drift.maxFailedReplacements", "FieldValueTypeInvalid")),
+    ({"hooks": {"notify": {}}}, ("spec.hooks.notify.url", "FieldValueRequired")),
+    ({"drift": {"waves": ["1000%"]}}, ("spec.drift.waves[0]", "FieldValueTooLong")),
+    ({"drain": {"jobs": "Never"}}, ("spec.drain.jobs", "FieldValueNotSupported")),
+], ids=["type", "required", "maxLength", "enum"])
+def test_a_blocking_error_skips_the_rules_and_says_so(sim: Simulator, k8s: client.ApiClient, spec: dict[str, Any],
+                                                     first: tuple[str, str]) -> None:
+    """After a type, required, enum or max error kube-apiserver runs no rule and adds one root cause instead."""
+    body = policy(nodePoolSelector={"matchLabels": {"tier": "a"}}, **spec)  # the nodePools rule would fail too
+    status = refused(lambda: create(k8s, DP, body))
+    assert [c[:2] for c in causes(status)] == [first, NOT_CHECKED[:2]], causes(status)
+    assert causes(status)[-1] == NOT_CHECKED
+    assert status["message"].endswith(f"<nil>: {NOT_CHECKED[2]}]")
+
+
 def test_a_set_list_holds_each_value_once(sim: Simulator, k8s: client.ApiClient) -> None:
     pool = nodepool("dup")
     pool["spec"]["disruption"] = {"consolidateAfter": "0s", "budgets": [{"nodes": "1", "reasons": ["Empty", "Empty"]}]}
