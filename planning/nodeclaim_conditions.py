@@ -8,17 +8,28 @@
 - `Drifted` for NodePool drift (NodePoolDrifted, RequirementsDrifted, InstanceTypeNotFound:
   pkg/controllers/nodeclaim/disruption/drift.go),
   which wins over the EC2NodeClass reasons the NodeClassWorkflow writes (activities/nodeclass_drift.py).
+- `Ready`, Karpenter's root condition over `Launched`, `Registered` and `Initialized` (operatorpkg
+  status/condition_set.go, recomputed on every write of a dependent): `with_ready`.
 (`Drained` is termination_markers'.)
 Each function returns a Change for KubeClient.update: the status patch, or None when the claim already says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from api.nodeclaim import DISRUPTION_REASON, DRIFTED, INSTANCE_TERMINATING, VOLUMES_DETACHED
+from api.nodeclaim import (
+    DISRUPTION_REASON,
+    DRIFTED,
+    INITIALIZED,
+    INSTANCE_TERMINATING,
+    LAUNCHED,
+    REGISTERED,
+    VOLUMES_DETACHED,
+)
+from api.timestamps import parse_time
 from planning.lifecycle.conditions import FALSE, TRUE, UNKNOWN, condition, conditions_of, with_condition
 
 Obj = dict[str, Any]
@@ -26,6 +37,34 @@ Change = Callable[[Obj], Obj | None]
 AWAITING_VOLUME_DETACHMENT = "AwaitingVolumeDetachment"
 GRACE_PERIOD_ELAPSED = "TerminationGracePeriodElapsed"
 NODEPOOL_DRIFT_REASONS = frozenset({"NodePoolDrifted", "RequirementsDrifted", "InstanceTypeNotFound"})
+READY = "Ready"
+READY_DEPENDENTS = (LAUNCHED, REGISTERED, INITIALIZED)  # Karpenter's NodeClaim StatusConditions()
+RECONCILING_DEPENDENTS = "ReconcilingDependents"  # the root's reason while a dependent is Unknown
+UNHEALTHY_DEPENDENTS = "UnhealthyDependents"  # ... and once one is False
+
+
+def with_ready(conds: Sequence[Obj], created: datetime | None, now: datetime) -> list[Obj]:
+    """`conds` with the root condition `Ready` recomputed, as operatorpkg does after every condition write:
+    True (reason Ready) when Launched, Registered and Initialized are all True; else False/UnhealthyDependents
+    when one is False, Unknown/ReconcilingDependents otherwise, the message naming the dependents that are not
+    True, the latest to change first ("Registered=Unknown, Initialized=Unknown"). An absent dependent is Unknown
+    since `created`, as Karpenter starts it. kubectl's READY column of a NodeClaim reads this condition."""
+    unhealthy: list[tuple[float, int, str, str]] = []
+    for order, ctype in enumerate(READY_DEPENDENTS):
+        cond = next((c for c in conds if c.get("type") == ctype), None)
+        status = str(cond.get("status") or UNKNOWN) if cond is not None else UNKNOWN
+        if status == TRUE:
+            continue
+        since = parse_time(cond.get("lastTransitionTime")) if cond is not None else None
+        since = since or created
+        unhealthy.append((-(since.timestamp() if since else 0.0), order, ctype, status))
+    if not unhealthy:
+        return with_condition(conds, READY, TRUE, READY, "", now)
+    unhealthy.sort()
+    status = FALSE if any(u[3] == FALSE for u in unhealthy) else UNKNOWN
+    reason = UNHEALTHY_DEPENDENTS if status == FALSE else RECONCILING_DEPENDENTS
+    message = ", ".join(f"{ctype}={st}" for _, _, ctype, st in unhealthy)
+    return with_condition(conds, READY, status, reason, message, now)
 
 
 def set_condition(ctype: str, status: str, reason: str, message: str, now: datetime) -> Change:

@@ -4,7 +4,9 @@ Karpenter's `nodeclaim/lifecycle` and `nodeclaim/podevents` (docs/decisions.md Â
 records the launch (from the instance, should the launch activity not have), registers the claim's Node
 (finalizer, owner reference, labels, taints, `karpenter.sh/registered`), initializes it
 (`karpenter.sh/initialized`), deletes a claim that never launched or registered in time (its termination then
-terminates the instance), keeps `status.lastPodEventTime` and the `Consolidatable` condition.
+terminates the instance), keeps `status.lastPodEventTime` and the `Consolidatable` condition, and keeps
+Karpenter's root condition `Ready` on every launched claim, also one it adopts with its other conditions already
+written (kubectl's READY column reads it).
 
 Level-triggered: the worker's watch cache (runtime/cluster_cache.py) tells which claims changed, a resync looks at
 all of them every `resync_seconds`, and every write is computed from the freshest object and patched with its
@@ -30,6 +32,7 @@ from api.nodeclaim import INITIALIZED, LAUNCHED, REGISTERED
 from api.timestamps import format_seconds, parse_time
 from planning.lifecycle import consolidatable, initialization, launch, liveness, registration
 from planning.lifecycle.conditions import TRUE, UNKNOWN, conditions_of, is_true, same, status_of, with_condition
+from planning.nodeclaim_conditions import with_ready
 from runtime.cache_controller import CacheController
 from runtime.cluster_cache import ClusterCache
 from telemetry import karpenter_metrics as km
@@ -177,6 +180,8 @@ class NodeClaimLifecycle(CacheController):
         if not is_true(claim, LAUNCHED):  # a providerID from elsewhere (a restored or imported claim) is a launch
             self._patch_status(claim, lambda obj: (with_condition(
                 conditions_of(obj), LAUNCHED, TRUE, "Launched", "", now), {}))
+        else:  # an adopted claim may carry its dependents without the root: Ready is written here then
+            self._patch_status(claim, lambda obj: (conditions_of(obj), {}))
         if not is_true(claim, REGISTERED):
             if status_of(claim, REGISTERED) == UNKNOWN:  # MultipleNodesFound (False) is final: liveness decides
                 self._register(claim, view, now)
@@ -234,9 +239,13 @@ class NodeClaimLifecycle(CacheController):
 
     def _patch_status(self, cached: Obj, decide: Callable[[Obj], tuple[list[Obj], dict[str, Any]]]) -> bool:
         """Decide the conditions (and other status fields) on the cached claim; when they would change, decide
-        again on the freshest one and patch that (so a steady resync makes no API call)."""
+        again on the freshest one and patch that (so a steady resync makes no API call). Every write carries the
+        root `Ready` recomputed from its dependents, as operatorpkg's condition set does."""
+        now = self.clock()
+
         def change(obj: Obj) -> Obj | None:
             conds, extra = decide(obj)
+            conds = with_ready(conds, parse_time(_meta(obj).get("creationTimestamp")), now)
             status = obj.get("status") or {}
             if same(conds, conditions_of(obj)) and all(status.get(k) == v for k, v in extra.items()):
                 return None
@@ -260,9 +269,8 @@ class NodeClaimLifecycle(CacheController):
         if label(node) is not None:
             self.kube.update("Node", _meta(node)["name"], label)
 
-        def initialized(obj: Obj) -> tuple[list[Obj], dict[str, Any]]:
-            conds = with_condition(conditions_of(obj), INITIALIZED, TRUE, "Initialized", "", now)
-            return with_condition(conds, "Ready", TRUE, "Ready", "", now), {}
+        def initialized(obj: Obj) -> tuple[list[Obj], dict[str, Any]]:  # Ready follows in _patch_status
+            return with_condition(conditions_of(obj), INITIALIZED, TRUE, "Initialized", "", now), {}
 
         if self._patch_status(claim, initialized):
             metrics.NODECLAIM_LIFECYCLE.labels(step="initialized").inc()

@@ -1,7 +1,7 @@
 """Launch: what a NodeClaim records once its instance exists (Karpenter's lifecycle/launch.go with the AWS
 provider's result, karpenter-behaviour.md "NodeClaim lifecycle" §1): providerID, imageID, capacity and
 allocatable, the instance type's single-valued labels plus zone and capacity type (the claim's own labels
-win), and `Launched=True`.
+win), `Launched=True` and the root `Ready` it implies (Unknown until registered and initialized).
 
 nodeflow's launch activity creates the instance; this record is written right after RunInstances by that
 activity and, should it have crashed in between, by the lifecycle controller from the instance it finds by tag.
@@ -17,8 +17,10 @@ from api import labels as L
 from api.allocatable import node_resources
 from api.catalog import InstanceType
 from api.nodeclaim import LAUNCHED
+from api.timestamps import parse_time
 from planning.cluster import type_labels
 from planning.lifecycle.conditions import TRUE, Obj, conditions_of, is_true, with_condition
+from planning.nodeclaim_conditions import with_ready
 
 SPOT_LIFECYCLE = "spot"
 
@@ -77,7 +79,8 @@ def launch_patch(claim: Obj, instance: Mapping[str, Any], itype: InstanceType | 
         status["imageID"] = instance["ImageId"]
     if cap:
         status["capacity"], status["allocatable"] = cap, allocatable
-    status["conditions"] = with_condition(conditions_of(claim), LAUNCHED, TRUE, "Launched", "", now)
+    launched = with_condition(conditions_of(claim), LAUNCHED, TRUE, "Launched", "", now)
+    status["conditions"] = with_ready(launched, parse_time((claim.get("metadata") or {}).get("creationTimestamp")), now)
     current = (claim.get("metadata") or {}).get("labels") or {}
     wanted = launched_labels(claim, instance, itype, capacity)
     meta = {"labels": wanted} if wanted != current else None

@@ -111,7 +111,16 @@ def test_existing_status_fields_and_conditions_are_kept() -> None:
     _, status = launch_patch(c, instance(), M5, NOW)
     assert status is not None
     types = [x["type"] for x in status["status"]["conditions"]]
-    assert types == ["Drifted", "Launched"]
+    assert types == ["Drifted", "Launched", "Ready"]
+
+
+def test_the_launch_record_carries_the_root_ready_unknown_until_registered_and_initialized() -> None:
+    _, status = launch_patch(claim(), instance(), M5, NOW)
+    assert status is not None
+    ready = condition(status, "Ready")
+    assert ready is not None
+    assert (ready["status"], ready["reason"], ready["message"]) == (
+        "Unknown", "ReconcilingDependents", "Registered=Unknown, Initialized=Unknown")
 
 
 def test_labels_already_recorded_give_no_metadata_patch() -> None:

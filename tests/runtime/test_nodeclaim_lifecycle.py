@@ -76,7 +76,7 @@ async def test_two_replicas_register_and_initialize_once(sim: Any) -> None:
         assert max(types.values()) == 1, types  # no condition written twice by the two replicas
         statuses = {c["type"]: c["status"] for c in claim["status"]["conditions"]}
         assert statuses.items() >= {"Launched": "True", "Registered": "True", "Initialized": "True",
-                                    "Consolidatable": "True"}.items()
+                                    "Consolidatable": "True", "Ready": "True"}.items()
         assert claim["status"]["nodeName"] == "n1"
         assert L.TERMINATION_FINALIZER in claim["metadata"]["finalizers"]
         # settled: a further resync writes nothing
@@ -108,5 +108,47 @@ async def test_a_pod_bound_to_the_node_moves_last_pod_event_time(sim: Any) -> No
         assert after["status"].get("lastPodEventTime")
     finally:
         ctl.detach()
+        cache.stop()
+        api.close()
+
+
+def _adopted(api: Any, name: str, initialized: bool) -> None:
+    """A claim written with its dependents already set and no root Ready (as a migration or the demo writes it)."""
+    pid = f"aws:///us-east-1a/i-{name}"
+    k8s.CustomObjectsApi(api).create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", _claim(name))
+    conds = [{"type": t, "status": "True", "reason": t, "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+             for t in ("Launched", "Registered", *(("Initialized",) if initialized else ()))]
+    k8s.CustomObjectsApi(api).patch_cluster_custom_object_status("karpenter.sh", "v1", "nodeclaims", name, {
+        "status": {"providerID": pid, "nodeName": f"n-{name}", "conditions": conds}})
+    n = node(f"n-{name}", ready=initialized, labels={L.REGISTERED_LABEL: "true", L.NODEPOOL_LABEL: "default"})
+    n["spec"]["providerID"] = pid
+    k8s.CoreV1Api(api).create_node(n)
+
+
+async def test_adopted_claims_get_karpenters_root_ready_condition(sim: Any) -> None:
+    """#33: 25 of 27 demo claims showed an empty READY column: claims whose Launched, Registered and Initialized
+    were already written never had Ready computed (only the Initialized transition wrote it)."""
+    api = sim.api_client()
+    custom = k8s.CustomObjectsApi(api)
+    custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", _pool())
+    _adopted(api, "ready", initialized=True)
+    _adopted(api, "booting", initialized=False)  # its Node is NotReady: Initialized stays Unknown
+    ctl, cache = _controller(api)
+    try:
+        await _settle([ctl], rounds=3)
+        claims = {name: custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", name)
+                  for name in ("ready", "booting")}
+        ready = {name: next((c for c in claim["status"]["conditions"] if c["type"] == "Ready"), None)
+                 for name, claim in claims.items()}
+        assert ready["ready"] is not None and (ready["ready"]["status"], ready["ready"]["reason"]) == ("True", "Ready")
+        assert ready["booting"] is not None
+        assert (ready["booting"]["status"], ready["booting"]["reason"], ready["booting"]["message"]) == (
+            "Unknown", "ReconcilingDependents", "Initialized=Unknown")
+        rv = custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "ready")["metadata"][
+            "resourceVersion"]
+        await _settle([ctl], rounds=2)  # settled: Ready holds, nothing more is written
+        assert custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "ready")["metadata"][
+            "resourceVersion"] == rv
+    finally:
         cache.stop()
         api.close()
