@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from api.fleet import FleetRollout
+from workflows import search_attributes as sa
 from workflows import summaries
 from workflows.disruption_models import DisruptionCommand, NodeRef, Replacement, StaticScaleUp
 from workflows.interruption_models import PrespinInput
 from workflows.models import TerminationInput
+from workflows.policy_controls import RolloutStart, WavesSpec
 from workflows.provisioning_models import PodRef
 
 
@@ -91,3 +94,56 @@ def test_a_summary_stays_one_short_line() -> None:
 
 def test_a_local_stacks_one_off_resolution_says_so() -> None:
     assert summaries.nodeclass_now().summary == "resolve EC2NodeClasses now (stack start-up)"
+
+
+def _pairs(text: summaries.UiText) -> dict[str, str]:
+    return {pair.key.name: pair.value for pair in text.attributes}
+
+
+def test_every_start_carries_node_pool_reason_and_first_phase() -> None:
+    """The columns a row shows before the workflow's first task runs (docs/operations.md, Temporal UI)."""
+    r = Replacement(instance_types=["m5.large"], capacity_type="spot", price=0.03)
+    cmd = DisruptionCommand(method="Emptiness", reason="Empty", node_pool="general", nodes=[_node(4), _node(5)])
+    assert _pairs(summaries.disruption(cmd)) == {"NodeflowNode": "general-04", "NodeflowNodePool": "general",
+                                                 "NodeflowReason": "Empty", "NodeflowPhase": "Pending"}
+    term = summaries.termination(TerminationInput(node_name="spot-03", node_uid="u3", reason="SpotInterrupted"))
+    assert _pairs(term) == {"NodeflowNode": "spot-03", "NodeflowReason": "SpotInterrupted",
+                            "NodeflowPhase": "Pending"}  # no pool known: unset, not ""
+    up = summaries.static_scale_up(StaticScaleUp(node_pool="fixed", count=3, replacement=r))
+    assert _pairs(up) == {"NodeflowNodePool": "fixed", "NodeflowReason": "StaticCapacity", "NodeflowPhase": "Planning"}
+    pre = summaries.prespin(PrespinInput(node_name="spot-03", node_uid="u", node_pool="spot", replacement=r))
+    assert _pairs(pre)["NodeflowNode"] == "spot-03" and _pairs(pre)["NodeflowPhase"] == "Launching"
+    assert _pairs(summaries.pod_batch([PodRef(key="a/b", uid="p")])) == {"NodeflowReason": "Provisioning",
+                                                                        "NodeflowPhase": "Planning"}
+    kwargs = summaries.disruption(cmd).start_kwargs()
+    assert kwargs["search_attributes"].get(sa.NODE_POOL) == "general" and kwargs["static_summary"]
+    assert "search_attributes" not in summaries.planner_pass(timedelta(seconds=10), "q").start_kwargs()
+
+
+def test_a_rollouts_disruption_names_its_wave() -> None:
+    cmd = DisruptionCommand(method="Drift", reason="Drifted", node_pool="general", nodes=[_node(1)],
+                            replacements=[Replacement(instance_types=["m5.large"], price=0.096)])
+    text = summaries.disruption(cmd, by="rollout wave 2")
+    assert text.summary == "disrupt general-01 → replace (Drifted, pool general), rollout wave 2"
+
+
+def test_drift_rollout_names_pool_waves_and_reason() -> None:
+    start = RolloutStart(node_pool="general", generation="abc", waves=WavesSpec(waves=["10%", 3], bake_seconds=600))
+    text = summaries.rollout(start)
+    assert text.summary == "drift rollout of NodePool general in waves 10%, 3 (Drifted)"
+    assert "- **bake between waves**: `10m`" in text.details
+    assert _pairs(text) == {"NodeflowNodePool": "general", "NodeflowReason": "Drifted", "NodeflowPhase": "Starting"}
+
+
+def test_fleet_rollout_names_its_pools_and_stages() -> None:
+    def doc(pools: list[str]) -> FleetRollout:
+        return FleetRollout.model_validate({
+            "apiVersion": "nodeflow.dev/v1alpha1", "kind": "FleetRollout", "metadata": {"name": "al2023-nov"},
+            "spec": {"change": {"nodeClass": {"name": "default", "amiSelectorTerms": [{"alias": "al2023@v1"}]}},
+                     "stages": [{"name": "dev", "clusters": [{"name": "dev-1", "nodePools": pools}]},
+                                {"name": "prod", "clusters": [{"name": "prod-1", "nodePools": ["general"]}]}]}})
+    text = summaries.fleet(doc(["general"]))
+    assert text.summary == "fleet rollout al2023-nov (pools general): dev -> prod"
+    assert "| prod | prod-1 |" in text.details
+    assert _pairs(text) == {"NodeflowNodePool": "general", "NodeflowReason": "FleetRollout", "NodeflowPhase": "Running"}
+    assert "NodeflowNodePool" not in _pairs(summaries.fleet(doc(["batch"])))  # two pools: no one value is true
