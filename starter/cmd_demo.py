@@ -336,12 +336,27 @@ def _hints(stack: Any, node_names: set[str]) -> list[str]:
     return lines
 
 
-class _LiveScreen:
-    """Redraws the live view in place on a terminal; elsewhere (a pipe, a log) prints it when it changes."""
+def _terminal_columns() -> int:
+    import shutil
 
-    def __init__(self, out: Any) -> None:
+    return shutil.get_terminal_size(fallback=(100, 24)).columns
+
+
+def fit_lines(text: str, columns: int) -> str:
+    """Each line cut to the terminal's width (an ellipsis marks the cut): a wrapped line would break the redraw,
+    which moves the cursor up one row per line."""
+    width = max(columns - 1, 20)
+    return "\n".join(line if len(line) <= width else line[:width - 1] + "…" for line in text.split("\n"))
+
+
+class _LiveScreen:
+    """Redraws the live view in place on a terminal, each line as wide as the terminal is now; elsewhere (a pipe,
+    a log) prints it whole when it changes."""
+
+    def __init__(self, out: Any, columns: Any = _terminal_columns) -> None:
         self.out = out
         self.tty = bool(getattr(out, "isatty", lambda: False)())
+        self.columns = columns
         self.lines = 0
         self.last = ""
         self.last_at = 0.0
@@ -350,6 +365,7 @@ class _LiveScreen:
         if self.tty:
             if self.lines:
                 self.out.write(f"\x1b[{self.lines}F\x1b[J")
+            text = fit_lines(text, self.columns())
             self.out.write(text + "\n")
             self.lines = text.count("\n") + 1
         else:
@@ -381,9 +397,40 @@ async def _recent(client: Any, cache: dict[str, str], limit: int = 5) -> list[st
         attrs = wf.typed_search_attributes
         running = wf.status is not None and wf.status.name == "RUNNING"
         phase = attrs.get(PHASE) or ("" if running else (wf.status.name.title() if wf.status else ""))
+        if wf.workflow_type == "DisruptionWorkflow" and not running:
+            key = f"phase:{wf.run_id}"
+            phase = cache[key] if key in cache else cache.setdefault(key, await _closed_disruption_phase(
+                client, wf, phase))
         out.append(describe_workflow(wf.workflow_type, attrs.get(NODE) or "", attrs.get(REASON) or "", phase,
                                      summary or "", pool=attrs.get(NODE_POOL) or ""))
     return out
+
+
+async def _closed_disruption_phase(client: Any, wf: Any, phase: str) -> str:
+    """A finished disruption's phase as the live view shows it: Cancelled when `nodeflow cancel` cancelled the
+    terminations it handed its nodes to (demo_report.disruption_phase_shown)."""
+    from temporalio.client import WorkflowFailureError
+    from temporalio.service import RPCError
+
+    from starter.demo_report import disruption_phase_shown
+    from workflows.disruption_models import DisruptionResult
+    from workflows.search_attributes import PHASE
+
+    if phase != "Succeeded":
+        return phase
+    try:
+        result = await client.get_workflow_handle(wf.id, run_id=wf.run_id, result_type=DisruptionResult).result()
+    except WorkflowFailureError:
+        return phase
+    phases = []
+    for wid in result.terminations:
+        try:
+            desc = await client.get_workflow_handle(wid).describe()
+        except RPCError:  # gone past retention: unknown, not cancelled
+            phases.append("")
+            continue
+        phases.append(desc.typed_search_attributes.get(PHASE) or "")
+    return disruption_phase_shown(phase, phases)
 
 
 def _core(stack: Any) -> Any:

@@ -104,7 +104,7 @@ def render_live(elapsed: float, states: Counter[str], workflows: Counter[str], c
 def describe_workflow(workflow_type: str, node: str, reason: str, phase: str, summary: str = "",
                       pool: str = "") -> str:
     """One line of the live view's `latest` list, e.g. `Drift general-09: Terminating` or
-    `provision 4 pending pod(s) in spot: WaitingReady`."""
+    `provision 4 pending pod(s) in spot: WaitingReady`, whole: the live screen fits it to the terminal."""
     if workflow_type == "TerminationWorkflow":
         what = f"terminate {node} ({reason})" if reason else f"terminate {node}"
     elif workflow_type == "DisruptionWorkflow":
@@ -113,7 +113,20 @@ def describe_workflow(workflow_type: str, node: str, reason: str, phase: str, su
         what = (summary or "provision pending pods") + (f" in {pool}" if pool else "")
     else:
         what = summary or f"{workflow_type.removesuffix('Workflow')} {node}".strip()
-    return f"{what[:70]}: {phase}" if phase else what[:70]
+    return f"{what}: {phase}" if phase else what
+
+
+def disruption_phase_shown(phase: str, termination_phases: Iterable[str]) -> str:
+    """The phase the live view shows for a DisruptionWorkflow: a disruption hands its nodes to terminations and
+    ends Succeeded when they close, even when `nodeflow cancel NODE` cancelled them (cancel reaches the node's
+    termination first). Cancelled when every termination was; else Succeeded with how many were."""
+    if phase != "Succeeded":
+        return phase
+    phases = list(termination_phases)
+    cancelled = sum(1 for p in phases if p == "Cancelled")
+    if phases and cancelled == len(phases):
+        return "Cancelled"
+    return f"{phase} ({cancelled} of {len(phases)} terminations cancelled)" if cancelled else phase
 
 
 def pending_pods(pods: Iterable[dict[str, Any]]) -> list[str]:

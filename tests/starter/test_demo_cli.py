@@ -156,3 +156,40 @@ def test_bundled_scenario_plans_every_planner_method(tmp_path: Path) -> None:
         assert run(["plan", "-f", str(path), "--until-stable", "-o", "json"]) == 0
     methods = {c["method"] for c in json.loads(buf.getvalue())["commands"]}
     assert methods == {"Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation", "Expiration"}
+
+
+def test_live_screen_uses_the_terminals_width() -> None:
+    """A 220-column terminal shows a 150-character `latest` line whole (it was cut at ~100); a narrow one cuts each
+    line to its width so that no line wraps and the redraw stays in place."""
+    from starter.demo_report import describe_workflow, render_live
+
+    summary = "Drift " + ", ".join(f"general-{i:02d}" for i in range(1, 13))
+    line = describe_workflow("DisruptionWorkflow", "general-01", "Drifted", "WaitingReady", summary)
+    block = render_live(10.0, Counter({"Ready": 30}), Counter(), 1.0, 1.0, None, recent=[line])
+    assert len(max(block.splitlines(), key=len)) > 120
+    wide = _Tty()
+    cmd_demo._LiveScreen(wide, columns=lambda: 220).show(block)
+    assert summary + ": WaitingReady" in wide.getvalue()
+    narrow = _Tty()
+    cmd_demo._LiveScreen(narrow, columns=lambda: 80).show(block)
+    assert max(len(row) for row in narrow.getvalue().splitlines()) == 79 and "…" in narrow.getvalue()
+
+
+async def test_the_live_view_shows_a_disruption_cancelled_through_its_terminations() -> None:
+    from workflows.disruption_models import DisruptionPhase, DisruptionResult
+    from workflows.search_attributes import PHASE
+
+    class _Handle:
+        def __init__(self, wid: str) -> None:
+            self.wid = wid
+
+        async def result(self) -> DisruptionResult:
+            return DisruptionResult(outcome=DisruptionPhase.SUCCEEDED, terminations=["terminate-a", "terminate-b"])
+
+        async def describe(self) -> SimpleNamespace:
+            return SimpleNamespace(typed_search_attributes={PHASE: "Cancelled"})
+
+    client = SimpleNamespace(get_workflow_handle=lambda wid, **_: _Handle(wid))
+    wf = SimpleNamespace(id="disrupt-1", run_id="r1")
+    assert await cmd_demo._closed_disruption_phase(client, wf, "Succeeded") == "Cancelled"
+    assert await cmd_demo._closed_disruption_phase(client, wf, "RolledBack") == "RolledBack"

@@ -13,6 +13,7 @@ from starter.demo_report import (
     METHODS,
     cost_per_hour,
     describe_workflow,
+    disruption_phase_shown,
     node_states,
     pending_pods,
     render_live,
@@ -123,7 +124,7 @@ def test_describe_workflow_lines() -> None:
     assert describe_workflow("DisruptionWorkflow", "ci-13", "Empty", "") == "disrupt ci-13 (Empty)"
     assert describe_workflow("SpotPrespinWorkflow", "spot-27", "", "Completed", "pre-spin for spot-27") == \
         "pre-spin for spot-27: Completed"
-    assert len(describe_workflow("DisruptionWorkflow", "n", "", "", "x" * 300)) == 70
+    assert describe_workflow("DisruptionWorkflow", "n", "", "Launching", "x" * 300) == "x" * 300 + ": Launching"
     assert describe_workflow("ProvisioningWorkflow", "", "Provisioning", "WaitingReady",
                              "provision 4 pending pod(s)", pool="spot") == \
         "provision 4 pending pod(s) in spot: WaitingReady"
@@ -162,3 +163,13 @@ def test_tally_counts_started_commands_by_method_with_their_outcomes() -> None:
 def test_tally_of_nothing_is_empty() -> None:
     t = tally_workflows([], [])
     assert not t.commands_by_method and not t.outcomes_by_method and t.nodes_terminated == 0
+
+
+def test_a_disruption_whose_terminations_were_cancelled_shows_cancelled() -> None:
+    """`nodeflow cancel NODE` cancels the node's termination: the disruption that handed it over ends Succeeded."""
+    assert disruption_phase_shown("Succeeded", ["Cancelled", "Cancelled"]) == "Cancelled"
+    assert disruption_phase_shown("Succeeded", ["Terminated", "Cancelled"]) == \
+        "Succeeded (1 of 2 terminations cancelled)"
+    assert disruption_phase_shown("Succeeded", ["Terminated"]) == "Succeeded"
+    assert disruption_phase_shown("Succeeded", []) == "Succeeded"
+    assert disruption_phase_shown("RolledBack", ["Cancelled"]) == "RolledBack"
