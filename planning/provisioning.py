@@ -20,6 +20,7 @@ from api import labels as L
 from api.catalog import InstanceTypeCatalog
 from api.nodeclaim import REGISTERED
 from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
+from planning.candidates import currently_reschedulable
 from planning.cluster import Cluster, NodeInfo, Parsed, PodInfo, PoolInfo, as_dict, type_labels
 from planning.commands import Replacement
 from planning.cost_limits import cost_limit_reached, launch_price
@@ -130,6 +131,8 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
     wanted = None if pods is None else set(pods)
     pending = [p for p in cluster.pending if provisionable(p)]
     batch = [p for p in pending if wanted is None or p.key in wanted or p.uid in wanted]
+    moving = displaced_pods(cluster, wanted, at or datetime.now(UTC))
+    batch += moving
     in_batch = {id(p) for p in batch}
     others = [p for p in pending if id(p) not in in_batch]
     sched = scheduler_for(cluster, controls)
@@ -155,8 +158,10 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
         # the simulation's node grew past the limit as pods joined it: its pods wait (docs/semantics.md §15.10)
         held = PoolExclusion(nn.pool.name, Exclusion.COST_LIMIT, cost_limit_reached(over, priced.price))
         decision.unservable += [Unservable(p.key, p.uid, [held]) for p in nn.pods]
+    moved = {id(p) for p in moving}
     for pod, _why in result.failures:
-        decision.unservable.append(Unservable(pod.key, pod.uid, diagnose(sched, pod, state)))
+        if id(pod) not in moved:  # a displaced pod is bound still: no FailedScheduling Event on it
+            decision.unservable.append(Unservable(pod.key, pod.uid, diagnose(sched, pod, state)))
     for u in decision.unservable:
         for e in u.exclusions:
             if e.reason is Exclusion.LIMITS:
@@ -165,6 +170,18 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
                 decision.pools_at_cost_limit.setdefault(e.node_pool, e.detail)
     decision.cost_limits = controls.cost.public()
     return decision
+
+
+def displaced_pods(cluster: Cluster, wanted: set[str] | None, at: datetime) -> list[PodInfo]:
+    """The reschedulable pods of nodes being deleted (a manual delete, expiry, an interruption, a drain blocked by
+    a PDB), named in `wanted` (None: all), as Karpenter's provisioner adds `deletingNodePods` to its pending pods:
+    their new capacity comes up while the node drains, not after the grace-period deadline evicted them. Pods that
+    cannot move (an active do-not-disrupt, a PDB that never allows an eviction) are left out: no capacity is
+    launched for a pod that stays."""
+    found = [p for n in cluster.nodes if n.marked_for_deletion for p in n.pods
+             if p.reschedulable and not p.is_daemonset and not p.is_mirror
+             and (wanted is None or p.key in wanted or p.uid in wanted)]
+    return currently_reschedulable(cluster, found, at) if found else found
 
 
 def no_compatible_types(sched: Scheduler) -> list[str]:

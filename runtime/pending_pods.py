@@ -7,6 +7,10 @@ A pod a running provisioning covers (its memo) or that this worker handed off wi
 again; the workflow id derives from the batch's pod uids, so a restarted worker re-batching the same pods joins the
 running workflow, and a different batch re-plans with the launching NodeClaims as nominated capacity.
 
+Pods of a node being deleted are batched too (Karpenter's `deletingNodePods`): a node deleted by hand, expiring,
+interrupted or drained behind a PDB gets its pods' new capacity while it drains (planning/provisioning.py
+`displaced_pods` leaves out the pods that cannot move).
+
 A pod still pending after its batch ended (no NodePool serves it, its pool is at its limits, no capacity anywhere)
 is batched again after `cooldown_seconds`, then after twice that, and so on up to `max_cooldown_seconds`: each
 retry is a workflow that re-plans and re-explains, so a pod nothing can help costs a retry every few minutes, not
@@ -57,6 +61,29 @@ def unschedulable(pod: Obj) -> PodRef | None:
     return None
 
 
+def displaced(pod: Obj, deleting: set[str]) -> PodRef | None:
+    """The pod as a batch member when its node is being deleted and it will need a new place (active, not a
+    DaemonSet or mirror pod): Karpenter's provisioner plans these `deletingNodePods` with the pending ones, so their
+    capacity comes up while the node drains. Pods that cannot move are left out by the decision, which sees PDBs."""
+    meta, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    if spec.get("nodeName") not in deleting or meta.get("deletionTimestamp") \
+            or status.get("phase") in ("Succeeded", "Failed"):
+        return None
+    if any(o.get("kind") in ("DaemonSet", "Node") for o in meta.get("ownerReferences") or ()):
+        return None
+    return PodRef(key=f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}", uid=meta.get("uid", ""))
+
+
+def deleting_nodes(nodes: list[Obj], claims: list[Obj]) -> set[str]:
+    """Names of Nodes being deleted, or whose NodeClaim is (Karpenter's MarkedForDeletion)."""
+    out = {(n.get("metadata") or {}).get("name", "") for n in nodes
+           if (n.get("metadata") or {}).get("deletionTimestamp")}
+    out |= {(c.get("status") or {}).get("nodeName", "") for c in claims
+            if (c.get("metadata") or {}).get("deletionTimestamp")}
+    out.discard("")
+    return out
+
+
 class Batcher:
     """The batch window (pure; the clock is given)."""
 
@@ -91,11 +118,28 @@ def cache_pods(view: Any) -> Callable[[], list[Obj] | None]:
     return read
 
 
+def cache_deleting(view: Any) -> Callable[[], set[str] | None]:
+    """Deleting nodes from the worker's watch cache; None until it has synced."""
+    def read() -> set[str] | None:
+        nodes, claims = view.cache.informers.get("Node"), view.cache.informers.get("NodeClaim")
+        if nodes is None or not view.synced:
+            return None
+        return deleting_nodes(nodes.objects(), claims.objects() if claims is not None else [])
+    return read
+
+
 def listed_pods(kube: Any) -> Callable[[], list[Obj] | None]:
     """Without the cache: LIST pods through the Kubernetes gateway's client."""
     def read() -> list[Obj] | None:
         items = kube.core.list_pod_for_all_namespaces().items
         return kube.api_client.sanitize_for_serialization(items)
+    return read
+
+
+def listed_deleting(kube: Any) -> Callable[[], set[str] | None]:
+    """Without the cache: LIST Nodes and NodeClaims through the Kubernetes gateway."""
+    def read() -> set[str] | None:
+        return deleting_nodes(kube.list_nodes(), kube.list_node_claims())
     return read
 
 
@@ -117,8 +161,10 @@ class PendingPodIntake:
     """Runs beside the deletion watcher in each worker (runtime/worker_loop.py)."""
 
     def __init__(self, pods: Callable[[], list[Obj] | None], client: Client, settings: IntakeSettings,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 deleting: Callable[[], set[str] | None] = lambda: set()) -> None:
         self._pods = pods
+        self._deleting = deleting
         self._client = client
         self._s = settings
         self._clock = clock
@@ -141,9 +187,11 @@ class PendingPodIntake:
 
     async def tick(self) -> None:
         pods = await asyncio.to_thread(self._pods)
+        deleting = await asyncio.to_thread(self._deleting) if pods else set()
         now = self._clock()
         if pods is not None:  # None: the cache has not synced; keep what is known
-            refs = [ref for ref in map(unschedulable, pods) if ref is not None]
+            refs = [ref for pod in pods if (ref := unschedulable(pod) or (displaced(pod, deleting) if deleting
+                                                                           else None)) is not None]
             self._handed = {r.uid: self._handed[r.uid] for r in refs if r.uid in self._handed}  # bound or gone
             for ref in refs:
                 handed = self._handed.get(ref.uid)

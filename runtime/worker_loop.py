@@ -17,7 +17,14 @@ from client.interruption import ensure_interruption_poller
 from runtime import karpenter_state
 from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
 from runtime.fleet_worker import build_fleet_worker
-from runtime.pending_pods import IntakeSettings, PendingPodIntake, cache_pods, listed_pods
+from runtime.pending_pods import (
+    IntakeSettings,
+    PendingPodIntake,
+    cache_deleting,
+    cache_pods,
+    listed_deleting,
+    listed_pods,
+)
 from runtime.settings import Deps
 from runtime.wiring import activities, workflows
 from workflows.provisioning_models import ProvisioningSettings
@@ -104,10 +111,12 @@ def _start_karpenter_state(cache: Any) -> tuple[Any, asyncio.Task[None] | None]:
 def _start_intake(client: Client, deps: Deps, task_queue: str) -> tuple[PendingPodIntake, asyncio.Task[None]]:
     """The pending-pod intake reads the watch cache when the worker has one, else LISTs pods."""
     s = deps.settings
-    pods = cache_pods(deps.cluster) if deps.cluster is not None else listed_pods(deps.kube)
+    cached = deps.cluster is not None
+    pods = cache_pods(deps.cluster) if cached else listed_pods(deps.kube)
+    deleting = cache_deleting(deps.cluster) if cached else listed_deleting(deps.kube)
     intake = PendingPodIntake(pods, client, IntakeSettings(
         task_queue=task_queue, idle_seconds=s.batch_idle_seconds, max_seconds=s.batch_max_seconds,
-        workflow=ProvisioningSettings(launch_timeout_seconds=s.launch_timeout_seconds)))
+        workflow=ProvisioningSettings(launch_timeout_seconds=s.launch_timeout_seconds)), deleting=deleting)
     return intake, asyncio.create_task(intake.run(), name="pending-pod-intake")
 
 

@@ -124,3 +124,51 @@ async def test_a_pod_nothing_helps_is_retried_ever_less_often_and_a_bound_pod_is
         now[0] += 0.1
         await intake.tick()
     assert len(starts) == 8 and now[0] - starts[-1] < 1
+
+
+def test_the_pods_of_a_deleting_node_are_batched_as_displaced() -> None:
+    """Karpenter's deletingNodePods: a Node being deleted, or whose NodeClaim is, hands its pods to provisioning."""
+    from runtime.pending_pods import deleting_nodes, displaced
+
+    nodes = [{"metadata": {"name": "gone", "deletionTimestamp": "2026-11-23T00:00:00Z"}}, {"metadata": {"name": "ok"}}]
+    claims = [{"metadata": {"name": "c1", "deletionTimestamp": "2026-11-23T00:00:00Z"}, "status": {"nodeName": "x"}},
+              {"metadata": {"name": "c2"}, "status": {"nodeName": "ok"}}]
+    deleting = deleting_nodes(nodes, claims)
+    assert deleting == {"gone", "x"}
+    bound = _pod("web", reason=None, nodeName="gone")
+    assert displaced(bound, deleting) == PodRef(key="ns/web", uid="uid-web")
+    assert displaced(_pod("elsewhere", reason=None, nodeName="ok"), deleting) is None
+    ds = _pod("ds", reason=None, nodeName="gone")
+    ds["metadata"]["ownerReferences"] = [{"kind": "DaemonSet", "name": "ds"}]
+    assert displaced(ds, deleting) is None
+    terminating = _pod("t", reason=None, nodeName="gone")
+    terminating["metadata"]["deletionTimestamp"] = "2026-11-23T00:00:00Z"
+    assert displaced(terminating, deleting) is None
+
+
+async def test_the_intake_starts_a_batch_for_a_deleting_nodes_pods(monkeypatch) -> None:
+    import runtime.pending_pods as pp
+    from runtime.pending_pods import IntakeSettings
+
+    started: list[list[str]] = []
+
+    class Handle:
+        id = "provision-x"
+
+    async def start(client, pods, task_queue, settings):  # type: ignore[no-untyped-def]
+        started.append([p.uid for p in pods])
+        return Handle()
+
+    async def covered(client):  # type: ignore[no-untyped-def]
+        return set()
+
+    monkeypatch.setattr(pp, "start_provisioning", start)
+    monkeypatch.setattr(pp, "covered_pods", covered)
+    now = [0.0]
+    pods = [_pod("web", reason=None, nodeName="gone"), _pod("db", reason=None, nodeName="live")]
+    intake = PendingPodIntake(lambda: pods, None, IntakeSettings(task_queue="q"),  # type: ignore[arg-type]
+                              clock=lambda: now[0], deleting=lambda: {"gone"})
+    for t in (0.0, 1.5):
+        now[0] = t
+        await intake.tick()
+    assert started == [["uid-web"]]
