@@ -1,6 +1,8 @@
 """`nodeflow status [NODE]`: in-flight terminations with phase, pods left, what blocks them (PDBs and
 do-not-disrupt pods) or what they wait for (a DisruptionPolicy's drain.jobs Wait: "waiting for 2 Job pods, longest
-running 14m"), age and deadline."""
+running 14m"), age and deadline; and in-flight disruptions with phase, method and reason, nodes, replacements and
+their state, and what each waits for. With NODE it also says what to do next, by the node's state
+(starter/status_advice.py)."""
 
 from __future__ import annotations
 
@@ -9,14 +11,15 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
-from starter.output import add_output_flag, print_output, render_table
+from starter.output import add_output_flag, print_output
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser("status", help="show in-flight node terminations",
-                              description="List running TerminationWorkflows (or one node's) with their progress.")
+    p = subparsers.add_parser("status", help="show in-flight node terminations and disruptions",
+                              description="List running TerminationWorkflows and DisruptionWorkflows (or one "
+                                          "node's) with their progress; with NODE, what to do next.")
     p.add_argument("node", nargs="?", help="only this node")
-    p.add_argument("--all", action="store_true", help="include finished terminations")
+    p.add_argument("--all", action="store_true", help="include finished terminations and disruptions")
     from starter.status_watch import add_watch_flags
     from starter.temporal_flags import add_temporal_flags
 
@@ -27,27 +30,61 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    import sys
+
     if args.watch:
         from starter.status_watch import watch
 
         return watch(args)
-    rows = asyncio.run(collect(args))
-    print_output(rows, args.output, table=table)
-    if args.node and not rows:
-        _say_if_in_cluster(args)
+    rows, notes = asyncio.run(_rows_and_advice(args))
+    print_output(rows, args.output, table=lambda rs: table(rs, finished=args.all))
+    for note in notes:
+        print(note, file=sys.stderr)
     return 0
 
 
-def _say_if_in_cluster(args: argparse.Namespace) -> None:
-    """No termination for NODE: say whether the cluster (the resolved kubeconfig's) still has it."""
-    import sys
+async def _rows_and_advice(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[str]]:
+    from starter.temporal import connect_from_args
 
+    args.temporal_client = await connect_from_args(args)  # one connection for the rows and the advice
+    rows = await collect(args)
+    return rows, (await _advice(args, rows) if args.node else [])
+
+
+async def _advice(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[str]:
+    """What to do about NODE: by the running workflow's state; else the latest finished one's; else the cluster's."""
     from starter.kubeconfig import resolve
-    from starter.temporal import node_uid_from_cluster
+    from starter.status_advice import ClusterNode, NodeState, advice, cluster_node, idle_state, running_state
 
-    if node_uid_from_cluster(resolve(args.kubeconfig), args.node, args.context) is not None:
-        print(f"node {args.node} is in the cluster and not being terminated; "
-              f"`kubectl delete node {args.node} --wait=false` starts its termination", file=sys.stderr)
+    state = running_state(rows)
+    if state is not None:
+        kind = "Termination" if state in (NodeState.TERMINATING, NodeState.TERMINATING_INSTANCE) else "Disruption"
+        row = next(r for r in rows if r.get("status") == "RUNNING" and r.get("kind") == kind)
+        return [a for a in (advice(args.node, state, row),) if a]
+    finished = await latest_finished(args.temporal_client, args.node)
+    cluster = await asyncio.to_thread(cluster_node, resolve(args.kubeconfig), args.node, args.context)
+    state = idle_state(finished, cluster)
+    notes = [advice(args.node, state, finished)]
+    if state == NodeState.FINISHED and cluster == ClusterNode.PRESENT:  # e.g. a cancelled termination
+        notes.append(advice(args.node, NodeState.IN_CLUSTER))
+    return [n for n in notes if n]
+
+
+async def latest_finished(client: Any, node: str) -> dict[str, Any] | None:
+    """The most recently closed termination or disruption of NODE (a disruption by its first node), or None."""
+    from client.disruption_status import disruption_query
+    from client.termination import termination_query
+    from workflows import search_attributes as sa
+
+    closed = "ExecutionStatus != 'Running'"
+    found = []
+    for kind, query in (("Termination", termination_query(node, running_only=False)),
+                        ("Disruption", disruption_query(node, running_only=False, first_node_only=True))):
+        async for wf in client.list_workflows(f"{query} AND {closed}", limit=1):
+            found.append({"kind": kind, "workflowId": wf.id, "status": wf.status.name if wf.status else None,
+                          "phase": wf.typed_search_attributes.get(sa.PHASE),
+                          "closedAt": wf.close_time.isoformat() if wf.close_time else None})
+    return max(found, key=lambda r: r["closedAt"] or "", default=None)
 
 
 def _age(since: datetime | None, now: datetime) -> str | None:
@@ -62,45 +99,67 @@ def _age(since: datetime | None, now: datetime) -> str | None:
 
 
 async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Terminations (oldest first), then disruptions; the running ones' progress queried all at once, so workflows
+    no worker answers cost one query timeout in all, not one each."""
     from client.termination import termination_query
     from starter.output import CliError
     from starter.temporal import connect_from_args
     from workflows import search_attributes as sa
-    from workflows.termination import TerminationWorkflow
 
     client = await connect_from_args(args)
     rows: list[dict[str, Any]] = []
+    queries = []
     now = datetime.now(UTC)
     try:
         async for wf in client.list_workflows(termination_query(args.node, running_only=not args.all)):
             attrs = wf.typed_search_attributes
             row: dict[str, Any] = {
-                "node": attrs.get(sa.NODE), "nodePool": attrs.get(sa.NODE_POOL), "reason": attrs.get(sa.REASON),
+                "kind": "Termination", "node": attrs.get(sa.NODE), "nodePool": attrs.get(sa.NODE_POOL),
+                "reason": attrs.get(sa.REASON),
                 "phase": attrs.get(sa.PHASE), "status": wf.status.name if wf.status else None,
                 "workflowId": wf.id, "startedAt": wf.start_time.isoformat() if wf.start_time else None,
                 "age": _age(wf.start_time, now), "deadline": None, "podsLeft": None, "blockingPDBs": [],
                 "blocking": [], "pods": [], "waiting": None, "completionUntil": None,
             }
             if wf.status is not None and wf.status.name == "RUNNING":
-                handle = client.get_workflow_handle_for(TerminationWorkflow.run, wf.id, run_id=wf.run_id)
-                try:
-                    p = await asyncio.wait_for(handle.query(TerminationWorkflow.progress), timeout=5)
-                    row.update(phase=p.phase.value, deadline=p.deadline.isoformat() if p.deadline else None,
-                               podsLeft=len(p.pods), blockingPDBs=p.blocking_pdbs, blocking=p.blocking, forced=p.forced,
-                               pods=[{"pod": q.key, "tier": q.tier.value, "status": q.status,
-                                      "blockingPDB": q.blocking_pdb,
-                                      "startedAt": q.started_at.isoformat() if q.started_at else None}
-                                     for q in p.pods])
-                    row.update(_waiting(p, now))
-                except Exception as exc:  # no worker answering: the search attributes still tell the phase
-                    row["queryError"] = str(exc)
+                queries.append(_progress(client, row, wf.run_id, now))
             rows.append(row)
+        await asyncio.gather(*queries)
     except CliError:
         raise
     except Exception as exc:
         raise CliError(f"listing terminations failed: {exc}") from exc
     rows.sort(key=lambda r: r.get("startedAt") or "")
-    return rows
+    return rows + await _disruptions(client, args, now)
+
+
+async def _progress(client: Any, row: dict[str, Any], run_id: str | None, now: datetime) -> None:
+    """Fill a running termination's row from its `progress` query."""
+    from workflows.termination import TerminationWorkflow
+
+    handle = client.get_workflow_handle_for(TerminationWorkflow.run, row["workflowId"], run_id=run_id)
+    try:
+        p = await asyncio.wait_for(handle.query(TerminationWorkflow.progress), timeout=5)
+    except Exception as exc:  # no worker answering: the search attributes still tell the phase
+        row["queryError"] = str(exc)
+        return
+    row.update(phase=p.phase.value, deadline=p.deadline.isoformat() if p.deadline else None,
+               podsLeft=len(p.pods), blockingPDBs=p.blocking_pdbs, blocking=p.blocking, forced=p.forced,
+               pods=[{"pod": q.key, "tier": q.tier.value, "status": q.status, "blockingPDB": q.blocking_pdb,
+                      "startedAt": q.started_at.isoformat() if q.started_at else None} for q in p.pods])
+    row.update(_waiting(p, now))
+
+
+async def _disruptions(client: Any, args: argparse.Namespace, now: datetime) -> list[dict[str, Any]]:
+    from client.disruption_status import list_disruptions
+    from starter.output import CliError
+
+    try:
+        found = await list_disruptions(client, args.node, running_only=not args.all)
+    except Exception as exc:
+        raise CliError(f"listing disruptions failed: {exc}") from exc
+    rows = [{**d.model_dump(by_alias=True, mode="json"), "age": _age(d.started_at, now)} for d in found]
+    return sorted(rows, key=lambda r: r.get("startedAt") or "")
 
 
 def _waiting(p: Any, now: datetime) -> dict[str, Any]:
@@ -112,13 +171,11 @@ def _waiting(p: Any, now: datetime) -> dict[str, Any]:
     return {"waiting": waiting, "completionUntil": until.isoformat() if until else None}
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    from starter.status_watch import blocking_cell
+def table(rows: list[dict[str, Any]], finished: bool = False) -> str:
+    """The terminations' table, then the disruptions' (each only when it has rows)."""
+    from starter.status_watch import table_lines
 
     if not rows:
-        return "No terminations in flight."
-    return render_table(
-        ["NODE", "NODEPOOL", "REASON", "PHASE", "PODS LEFT", "BLOCKING", "AGE", "DEADLINE"],
-        [[r["node"], r["nodePool"], r["reason"], r["phase"], r["podsLeft"], blocking_cell(r),
-          r["age"], r["deadline"]] for r in rows],
-    )
+        return "No terminations or disruptions found." if finished else \
+            "No terminations or disruptions in flight (--all includes finished ones)."
+    return "\n".join(table_lines(rows)) + "\n"

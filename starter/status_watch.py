@@ -1,9 +1,10 @@
-"""`nodeflow status --watch`: the live view of terminations.
+"""`nodeflow status --watch`: the live view of terminations and disruptions, and the tables `status` prints.
 
 On a terminal it redraws in place (the alternate screen, like `watch`) under a fixed header: which cluster the
 kubeconfig points at, whether the planner schedule is paused, and the drains stuck behind a PDB or a
 do-not-disrupt pod with how long they have run. Piped or redirected it stays line-based for scripts: the header
-once, then a line whenever the planner's state, a stuck drain or a termination's row changes (kubectl `-w` style).
+once, then a line whenever the planner's state, a stuck drain, or a termination's or disruption's row changes
+(kubectl `-w` style): nothing at all while nothing changes.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ import argparse
 import asyncio
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
 from starter.output import CliError, render_table
 
 HEADERS = ["NODE", "NODEPOOL", "REASON", "PHASE", "PODS LEFT", "BLOCKING", "AGE", "DEADLINE"]
+DISRUPTION_HEADERS = ["NODES", "NODEPOOL", "METHOD", "REASON", "PHASE", "REPLACEMENTS", "WAITING FOR", "AGE"]
+TERMINATION, DISRUPTION = "Termination", "Disruption"
 
 
 def add_watch_flags(parser: Any) -> None:
@@ -53,7 +56,8 @@ def stuck_drains(rows: Sequence[dict[str, Any]], now: datetime, after: timedelta
     out = []
     for row in rows:
         age = _seconds_since(row.get("startedAt"), now)
-        if row.get("phase") == "Draining" and blocking_of(row) and age is not None and age >= after.total_seconds():
+        drain = row.get("kind", TERMINATION) == TERMINATION and row.get("phase") == "Draining"
+        if drain and blocking_of(row) and age is not None and age >= after.total_seconds():
             out.append({"node": row.get("node"), "blocking": blocking_of(row), "age": row.get("age") or _short(age),
                         "seconds": age})
     return sorted(out, key=lambda s: -s["seconds"])
@@ -120,6 +124,59 @@ def row_cells(row: dict[str, Any]) -> list[Any]:
             blocking_cell(row), row["age"], row["deadline"]]
 
 
+def disruption_cells(row: dict[str, Any]) -> list[Any]:
+    replacements = ", ".join(f"{r['nodeClaim']} {r['state']}" for r in row.get("replacements") or [])
+    return [",".join(row.get("nodes") or []) or None, row.get("nodePool"), row.get("method"), row.get("reason"),
+            row.get("phase"), replacements or None, waiting_for(row), row.get("age")]
+
+
+def waiting_for(row: dict[str, Any]) -> str | None:
+    """What a disruption waits for, in words, from its typed `waitingFor` (client/disruption_status.py)."""
+    from client.disruption_status import DisruptionWait
+
+    try:
+        wait = DisruptionWait(row.get("waitingFor"))
+    except ValueError:
+        return None
+    text = {
+        DisruptionWait.START: "its first step",
+        DisruptionWait.VALIDATION: "validation (the delay, then a re-plan that must agree)",
+        DisruptionWait.PRE_DISRUPTION_ACK: "the pre-disruption hook's ack (or `nodeflow approve NODE`)",
+        DisruptionWait.TAINT: "the candidates' taint",
+        DisruptionWait.LAUNCH: "replacements to launch",
+        DisruptionWait.REPLACEMENTS_READY: _ready_text(row),
+        DisruptionWait.ROLLBACK: "its rollback (untaint, delete replacements not Ready)",
+        DisruptionWait.TERMINATIONS: "the terminations of its nodes",
+        DisruptionWait.NOTHING: None,
+    }[wait]
+    if row.get("cancelRequested") and text:
+        text += "; cancel requested"
+    return text
+
+
+def _ready_text(row: dict[str, Any]) -> str:
+    reps = row.get("replacements") or []
+    text = f"replacements Ready: {sum(r['state'] == 'Ready' for r in reps)} of {len(reps)}"
+    deadline = row.get("readyDeadline")
+    if deadline:
+        text += f", until {datetime.fromisoformat(deadline).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+    return text
+
+
+def table_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The terminations' table, a blank line, the disruptions' table (each only when it has rows)."""
+    terms = [r for r in rows if r.get("kind", TERMINATION) == TERMINATION]
+    disruptions = [r for r in rows if r.get("kind") == DISRUPTION]
+    if not terms and not disruptions:
+        return ["No terminations or disruptions in flight."]
+    parts = []
+    if terms:
+        parts.append(render_table(HEADERS, [row_cells(r) for r in terms]).splitlines())
+    if disruptions:
+        parts.append(render_table(DISRUPTION_HEADERS, [disruption_cells(r) for r in disruptions]).splitlines())
+    return [*parts[0], *([""] + parts[1] if len(parts) > 1 else [])]
+
+
 class TerminalScreen:
     """Redraws the whole view in place on the alternate screen; the body is cut to the terminal's height."""
 
@@ -146,20 +203,23 @@ class TerminalScreen:
 
 
 class LineLog:
-    """For pipes and logs: the header once, then one line per change (planner state, stuck drain, row)."""
+    """For pipes and logs: the kubeconfig line once, then one line per change (planner state, stuck drain, a
+    termination's or disruption's row, one that ended); each kind's column header before its first row."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
+        self.started = False
         self.planner = ""
         self.stuck: dict[str, str] = {}
-        self.rows: dict[str, tuple[tuple[Any, ...], list[Any]]] = {}  # workflow id -> (what changes, cells)
-        self.titled = False
+        self.rows: dict[str, tuple[str, tuple[Any, ...], list[Any]]] = {}  # workflow id -> (kind, what changes, cells)
+        self.titled: set[str] = set()  # kinds whose column header was printed
 
     def show(self, kube: str, planner: str, stuck: list[dict[str, Any]], rows: list[dict[str, Any]],
              finished: dict[str, str]) -> None:
         lines: list[str] = []
-        if not self.titled:
+        if not self.started:
             lines.append(kube)
+            self.started = True
         if planner != self.planner:
             lines.append(planner)
             self.planner = planner
@@ -167,24 +227,45 @@ class LineLog:
         lines += [f"stuck drain: {s['node']} running {s['age']}, blocked by {now_stuck[str(s['node'])]}"
                   for s in stuck if self.stuck.get(str(s["node"])) != now_stuck[str(s["node"])]]
         self.stuck = now_stuck
-        changed = []
-        for row in rows:
-            key = (row["phase"], row["podsLeft"], tuple(blocking_of(row)), row["status"])
-            old = self.rows.get(row["workflowId"])
-            if old is None or old[0] != key:
-                changed.append(row_cells(row))
-                self.rows[row["workflowId"]] = (key, row_cells(row))
-        for wid, status in finished.items():
-            gone = self.rows.pop(wid, None)
-            if gone is not None:  # the row as last seen, with how it ended
-                changed.append([*gone[1][:3], status, None, None, None, None])
-        if changed:
-            table = render_table(HEADERS, changed).splitlines()
-            lines += table if not self.titled else table[1:]
-            self.titled = True
+        lines += self._changed_rows(rows, finished)
         if lines:
             self.out.write("\n".join(lines) + "\n")
             self.out.flush()
+
+    def _changed_rows(self, rows: list[dict[str, Any]], finished: dict[str, str]) -> list[str]:
+        changed: dict[str, list[list[Any]]] = {TERMINATION: [], DISRUPTION: []}
+        for row in rows:
+            kind = row.get("kind", TERMINATION)
+            key, cells = _change_key(row), _cells(row)
+            old = self.rows.get(row["workflowId"])
+            if old is None or old[1] != key:
+                changed[kind].append(cells)
+                self.rows[row["workflowId"]] = (kind, key, cells)
+        for wid, status in finished.items():
+            gone = self.rows.pop(wid, None)
+            if gone is not None:  # the row as last seen, with how it ended
+                kind, _, cells = gone
+                keep = 3 if kind == TERMINATION else 4
+                changed[kind].append([*cells[:keep], status, *[None] * (len(cells) - keep - 1)])
+        lines: list[str] = []
+        for kind, cells_list in changed.items():
+            if cells_list:
+                table = render_table(HEADERS if kind == TERMINATION else DISRUPTION_HEADERS, cells_list).splitlines()
+                lines += table if kind not in self.titled else table[1:]
+                self.titled.add(kind)
+        return lines
+
+
+def _change_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes a row worth a new line (not its age)."""
+    if row.get("kind", TERMINATION) == TERMINATION:
+        return row["phase"], row["podsLeft"], tuple(blocking_of(row)), row["status"]
+    states = tuple((r["nodeClaim"], r["state"]) for r in row.get("replacements") or [])
+    return row.get("phase"), row.get("status"), states, row.get("waitingFor"), row.get("cancelRequested")
+
+
+def _cells(row: dict[str, Any]) -> list[Any]:
+    return row_cells(row) if row.get("kind", TERMINATION) == TERMINATION else disruption_cells(row)
 
 
 def watch(args: argparse.Namespace, out: TextIO | None = None, polls: int | None = None) -> int:
@@ -228,7 +309,7 @@ async def _loop(args: argparse.Namespace, out: TextIO, tty: bool, after: timedel
             stuck = stuck_drains(rows, now, after)
             if screen is not None:
                 head = header(now.strftime("%H:%M:%S UTC"), target, kube, planner, stuck, args.stuck_after)
-                screen.show(head, _table_lines(rows, row_cells))
+                screen.show(head, table_lines(rows))
             elif log is not None:
                 current = {r["workflowId"] for r in rows}
                 finished = await _finished(args.temporal_client, seen - current)
@@ -242,14 +323,8 @@ async def _loop(args: argparse.Namespace, out: TextIO, tty: bool, after: timedel
     return 0
 
 
-def _table_lines(rows: list[dict[str, Any]], cells: Callable[[dict[str, Any]], list[Any]]) -> list[str]:
-    if not rows:
-        return ["No terminations in flight."]
-    return render_table(HEADERS, [cells(r) for r in rows]).splitlines()
-
-
 async def _finished(client: Any, gone: set[str]) -> dict[str, str]:
-    """How the terminations that left the running list ended (COMPLETED, CANCELED, FAILED, ...)."""
+    """How the terminations and disruptions that left the running list ended (COMPLETED, CANCELED, FAILED, ...)."""
     out = {}
     for wid in sorted(gone):
         try:

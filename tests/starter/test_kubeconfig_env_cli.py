@@ -55,7 +55,7 @@ async def test_stale_kubeconfig_env_is_named_then_temporal_is_searched(
     stale = tmp_path / "gone.kubeconfig"
     monkeypatch.setenv("KUBECONFIG", str(stale))
     node = f"no-such-node-{uuid.uuid4().hex[:6]}"
-    for argv, message in ((["status", node], "No terminations in flight."),
+    for argv, message in ((["status", node], "No terminations or disruptions in flight"),
                           (["force", node, "--reason", "test"], "no termination in flight"),
                           (["cancel", node], "nothing to cancel")):
         code, out, err = await nodeflow(temporal_client, *argv)

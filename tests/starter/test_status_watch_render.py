@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from starter.cli import run
-from starter.status_watch import LineLog, TerminalScreen, header, stuck_drains
+from starter.status_watch import LineLog, TerminalScreen, header, stuck_drains, table_lines
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
@@ -79,3 +79,48 @@ def test_line_log_prints_only_changes() -> None:
 def test_watch_flag_errors(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["status", "--watch", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_line_log_says_nothing_while_nothing_changes() -> None:
+    """Piped, an idle watch writes its kubeconfig line once, not on every refresh."""
+    out = io.StringIO()
+    log = LineLog(out)
+    for _ in range(3):
+        log.show("KUBECONFIG: /k", "planner: running", [], [], {})
+    assert out.getvalue().splitlines() == ["KUBECONFIG: /k", "planner: running"]
+
+
+def _disruption(phase: str, states: list[str], wait: str = "ReplacementsReady") -> dict[str, Any]:
+    return {"kind": "Disruption", "workflowId": "disrupt-u1", "status": "RUNNING", "phase": phase,
+            "method": "Drift", "reason": "Drifted", "nodePool": "general", "nodes": ["a", "b"],
+            "replacements": [{"nodeClaim": f"r{i}", "state": s} for i, s in enumerate(states)],
+            "readyDeadline": "2026-11-23T12:10:00+00:00", "waitingFor": wait, "cancelRequested": False, "age": "1m"}
+
+
+def test_line_log_prints_a_disruption_per_change_under_its_own_header() -> None:
+    out = io.StringIO()
+    log = LineLog(out)
+    d = _disruption("WaitingReady", ["NotReady", "NotReady"])
+    log.show("KUBECONFIG: /k", "planner: running", [], [_row("t", "Draining", 3, [])], {})
+    log.show("KUBECONFIG: /k", "planner: running", [], [_row("t", "Draining", 3, []), d], {})
+    log.show("KUBECONFIG: /k", "planner: running", [], [{**d, "age": "2m"}], {"terminate-t": "COMPLETED"})
+    log.show("KUBECONFIG: /k", "planner: running", [], [_disruption("WaitingReady", ["Ready", "NotReady"])], {})
+    log.show("KUBECONFIG: /k", "planner: running", [], [], {"disrupt-u1": "COMPLETED"})
+    lines = out.getvalue().splitlines()
+    assert lines[2].split()[0] == "NODE" and lines[3].split()[:4] == ["t", "general", "Drifted", "Draining"]
+    assert lines[4].split()[:3] == ["NODES", "NODEPOOL", "METHOD"]
+    assert lines[5].split()[:5] == ["a,b", "general", "Drift", "Drifted", "WaitingReady"]
+    assert "r0 NotReady, r1 NotReady" in lines[5] and "replacements Ready: 0 of 2, until 2026-11-23T12:10:00Z" \
+        in lines[5]
+    assert lines[6].split()[:4] == ["t", "general", "Drifted", "COMPLETED"]  # the termination ended
+    assert "r0 Ready, r1 NotReady" in lines[7] and "Ready: 1 of 2" in lines[7]
+    assert lines[8].split() == ["a,b", "general", "Drift", "Drifted", "COMPLETED", "<none>", "<none>", "<none>"]
+    assert len(lines) == 9
+
+
+def test_tables_show_terminations_then_disruptions() -> None:
+    lines = table_lines([_disruption("Validating", [], wait="PreDisruptionAck"), _row("t", "Draining", 3, [])])
+    assert lines[0].split()[0] == "NODE" and lines[1].split()[0] == "t" and lines[2] == ""
+    assert lines[3].split()[0] == "NODES" and "the pre-disruption hook's ack" in lines[4]
+    assert stuck_drains([_disruption("Draining", [])], NOW, timedelta(0)) == []
+    assert table_lines([]) == ["No terminations or disruptions in flight."]
