@@ -493,7 +493,7 @@ async def _final_report(stack: Any, core: Any, catalog: Any, cost_before: float,
     from starter.demo_report import METHODS, pending_pods
 
     await set_planner_paused(stack.client, True, note="demo finished")
-    await _settle(stack, core, settle, say)
+    settled_after = await _settle(stack, core, settle, say)
     unfinished = await _in_flight(stack.client)
     unfinished.pop("InterruptionPollerWorkflow", None)
     tally = await _tally(stack.client)
@@ -519,24 +519,27 @@ async def _final_report(stack: Any, core: Any, catalog: Any, cost_before: float,
         "nodesAfter": len(nodes),
         "evictions": stats.get("evictions", {}),
         "generatedAt": datetime.now(UTC).isoformat(timespec="seconds"),
-        "settleSeconds": settle,
+        "settleSeconds": settle,  # the limit (--settle); what it took: settledAfterSeconds
+        "settledAfterSeconds": settled_after,
     }
 
 
-async def _settle(stack: Any, core: Any, settle: float, say: Any) -> None:
+async def _settle(stack: Any, core: Any, settle: float, say: Any, poll: float = 3.0) -> float | None:
     """Until no workflow but the interruption poller runs and no pod is pending (the intake's next batch may still
-    be opening), or `settle` seconds."""
+    be opening), or `settle` seconds. Returns the seconds it took, None when the limit came first (the report's
+    settledAfterSeconds; settleSeconds is the limit)."""
     from starter.demo_report import pending_pods
 
-    deadline = time.monotonic() + settle
-    while time.monotonic() < deadline:
+    start = time.monotonic()
+    while time.monotonic() - start < settle:
         busy = await _in_flight(stack.client)
         busy.pop("InterruptionPollerWorkflow", None)
         pending = len(pending_pods(await asyncio.to_thread(_pods, core)))
         if not busy and not pending:
-            return
+            return round(time.monotonic() - start, 1)
         say(f"settling: waiting for {sum(busy.values())} workflow(s) to finish and {pending} pending pod(s) ...")
-        await asyncio.sleep(3)
+        await asyncio.sleep(poll)
+    return None
 
 
 def _pods(core: Any) -> list[dict[str, Any]]:

@@ -10,6 +10,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 import yaml
@@ -193,3 +194,22 @@ async def test_the_live_view_shows_a_disruption_cancelled_through_its_terminatio
     wf = SimpleNamespace(id="disrupt-1", run_id="r1")
     assert await cmd_demo._closed_disruption_phase(client, wf, "Succeeded") == "Cancelled"
     assert await cmd_demo._closed_disruption_phase(client, wf, "RolledBack") == "RolledBack"
+
+
+async def test_the_settle_reports_the_time_it_took_not_its_limit() -> None:
+    """settleSeconds is the limit; settledAfterSeconds what the settle took (None when the limit came first)."""
+    running = [["TerminationWorkflow", "InterruptionPollerWorkflow"], ["InterruptionPollerWorkflow"]]
+
+    async def list_workflows(_query: str) -> Any:
+        for workflow_type in running[0]:
+            yield SimpleNamespace(workflow_type=workflow_type)
+        if len(running) > 1:
+            running.pop(0)
+
+    pods = SimpleNamespace(list_pod_for_all_namespaces=lambda **_: SimpleNamespace(data=b'{"items": []}'))
+    stack = SimpleNamespace(client=SimpleNamespace(list_workflows=list_workflows))
+    said: list[str] = []
+    took = await cmd_demo._settle(stack, pods, 90.0, said.append, poll=0.01)
+    assert took is not None and 0 <= took < 5 and len(said) == 1  # one wait, then quiet: not the 90 s limit
+    running[:] = [["TerminationWorkflow"]]
+    assert await cmd_demo._settle(stack, pods, 0.05, said.append, poll=0.01) is None
