@@ -115,7 +115,7 @@ class Kubelets:
         stored = world.store.create(NODES, node)
         self._renew_lease(name, meta(stored)["uid"])
         if inst.get("InstanceType", "") not in world.never_ready_types:
-            world.after(world.ready_delay, lambda: self._ready(name))
+            world.after(world.jittered(world.ready_delay), lambda: self._ready(name))
         return name
 
     def _ready(self, name: str) -> None:

@@ -10,12 +10,12 @@ after percentageOfNodesToScore feasible nodes and resumes its scan where the las
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from simulator.patch import deep_copy
-from simulator.pods import is_deleting, meta, node_ready, pod_terminal
+from simulator.pods import controller_ref, is_deleting, meta, node_ready, pod_terminal
 from simulator.resources import BY_KIND, ResourceType
+from simulator.scheduler_queues import SchedulingQueue
 from simulator.scheduling_affinity import has_required_anti_affinity
 from simulator.scheduling_binding import bind_claims, failed_scheduling_event, preference_score
 from simulator.scheduling_filters import ERR_UNSCHEDULABLE, ClusterView, PodFilters, fit_error
@@ -42,8 +42,9 @@ class Scheduler:
 
     def __init__(self, world: World) -> None:
         self.world = world
+        self.timing = world.scheduler_timing
+        self.queue = SchedulingQueue(self.timing)
         self.pending: set[Key] = set()
-        self.dirty = False
         self.usage: dict[str, Requests] = {}
         self.pod_counts: dict[str, int] = {}
         self._requests: dict[str, Requests] = {}
@@ -52,6 +53,14 @@ class Scheduler:
         self._start = 0  # kube-scheduler resumes its node scan where the last one stopped
         self._alloc: dict[str, tuple[Any, Requests]] = {}  # node -> (resourceVersion, allocatable)
         self._refused: dict[str, float] = {}  # pod uid -> when its FailedScheduling message may be recomputed
+        # pods planned onto a node whose bind is in flight, as kube-scheduler's cache assumes them
+        self._assumed: dict[Key, dict[str, Any]] = {}
+        self._assumed_on: dict[str, dict[Key, dict[str, Any]]] = {}
+
+    def now(self) -> float:
+        """Simulated seconds on the world's clock (the queue's unit)."""
+        scale = self.world.time_scale
+        return self.world.clock() / scale if scale > 0 else float("inf")
 
     def _requests_of(self, pod: dict[str, Any]) -> Requests:
         uid = meta(pod).get("uid") or ""
@@ -80,16 +89,18 @@ class Scheduler:
         if rt is PODS:
             self._on_pod(old, new)
         elif rt is NODES:
-            self.dirty = True
+            self.queue.cluster_event()
             if new is None or old is None or node_ready(old) != node_ready(new) or is_deleting(old) != is_deleting(
                     new):
                 self._names = None
             if new is None:
-                self._alloc.pop(meta(old or {}).get("name") or "", None)
-                self.usage.pop(meta(old or {}).get("name") or "", None)
-                self.pod_counts.pop(meta(old or {}).get("name") or "", None)
+                name = meta(old or {}).get("name") or ""
+                self._lost_node(name)
+                self._alloc.pop(name, None)
+                self.usage.pop(name, None)
+                self.pod_counts.pop(name, None)
         elif rt.plural in ("persistentvolumes", "persistentvolumeclaims", "storageclasses", "namespaces"):
-            self.dirty = True
+            self.queue.cluster_event()
 
     def _on_pod(self, old: dict | None, new: dict | None) -> None:
         self._account(old, -1)
@@ -101,19 +112,42 @@ class Scheduler:
                 and spec.get("schedulerName", DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER:
             if key not in self.pending:
                 self.pending.add(key)
-                self.dirty = True
+                self.queue.add(key)
             elif old is not None and (old.get("spec") or {}) != spec:  # e.g. its scheduling gates removed
                 self._requests.pop(meta(new).get("uid") or "", None)
-                self.dirty = True
-        else:
+                self.queue.updated(key, self.now())
+            self._track_wait(new)
+        elif key in self.pending:
             self.pending.discard(key)
+            self.queue.forget(key)
+            self._unassume(key)
+            uid = meta(pod).get("uid") or ""
+            if new is not None and spec.get("nodeName"):
+                self.world.ledger.pod_bound(uid, self.world.clock())
+            else:
+                self.world.ledger.pod_dropped(uid)
+        assigned = bool(((old or {}).get("spec") or {}).get("nodeName"))
         if new is None:
             self._requests.pop(meta(old or {}).get("uid") or "", None)
             self._refused.pop(meta(old or {}).get("uid") or "", None)
-            self.dirty = True
-        elif old is not None and ((pod_terminal(new) and not pod_terminal(old))
-                                  or is_deleting(new) != is_deleting(old)):
-            self.dirty = True
+            if assigned:
+                self.queue.cluster_event()
+        elif assigned and ((pod_terminal(new) and not pod_terminal(old or {}))
+                           or is_deleting(new) != is_deleting(old or {})):
+            self.queue.cluster_event()
+
+    def _track_wait(self, pod: dict[str, Any]) -> None:
+        """The ledger's pending clock of an unbound pod: from creation, or from its gates' removal (a gated pod
+        waits on its gate's owner, not on the scheduler); DaemonSet pods wait on their node, not on capacity."""
+        ref = controller_ref(pod)
+        if ref is not None and ref.get("kind") == "DaemonSet":
+            return
+        uid = meta(pod).get("uid") or ""
+        if (pod.get("spec") or {}).get("schedulingGates"):
+            self.world.ledger.pod_dropped(uid)
+        else:
+            self.world.ledger.pod_pending(uid, f"{meta(pod).get('namespace') or ''}/{meta(pod).get('name')}",
+                                          self.world.clock())
 
     def _node_names(self) -> tuple[list[str], list[str]]:
         if self._names is None:
@@ -130,12 +164,14 @@ class Scheduler:
             return [n for n in (store.get(NODES, "", name) for name in every) if n is not None]
 
         def pods_on(name: str) -> list[dict[str, Any]]:
-            return [p for p in store.pods_on_node(name) if not pod_terminal(p)]
+            assumed = self._assumed_on.get(name)
+            bound = [p for p in store.pods_on_node(name) if not pod_terminal(p)]
+            return [*bound, *assumed.values()] if assumed else bound
 
         def anti_pods() -> list[tuple[dict[str, Any], dict[str, Any]]]:
-            found = ((store.get(PODS, *k)) for k in list(self._anti))
+            found = ((self._assumed.get(k) or store.get(PODS, *k)) for k in list(self._anti))
             return [(p, n) for p in found if p is not None
-                    for n in [store.get(NODES, "", p["spec"]["nodeName"])] if n is not None]
+                    for n in [store.get(NODES, "", p["spec"].get("nodeName") or "")] if n is not None]
 
         volumes = Volumes.of(store.list(BY_KIND["PersistentVolume"]), store.list(BY_KIND["PersistentVolumeClaim"]),
                              store.list(BY_KIND["StorageClass"])) if any(claim_names(p) for p in pods) else Volumes()
@@ -144,26 +180,52 @@ class Scheduler:
                            self._alloc)
 
     def schedule(self) -> None:
-        if not self.pending or not self.dirty:
+        """One scheduling pass over the pods the queue hands out now (docs: simulator/scheduler_queues.py)."""
+        if not self.pending:
             return
-        self.dirty = False
+        now = self.now()
+        keys = self.queue.pop_active(now)
+        if not keys:
+            return
         store = self.world.store
-        pods = [p for p in (store.get(PODS, *k) for k in list(self.pending)) if p is not None]
+        pods = [p for p in (store.get(PODS, *k) for k in keys if k in self.pending) if p is not None]
         pods.sort(key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0),
                                  meta(p).get("creationTimestamp") or ""))
         view = self._view(pods)
         for pod in pods:
-            self._schedule_one(pod, view)
+            self._schedule_one(pod, view, now)
 
-    def _schedule_one(self, pod: dict[str, Any], view: ClusterView) -> None:
+    def _schedule_one(self, pod: dict[str, Any], view: ClusterView, now: float) -> None:
         store = self.world.store
+        key = (meta(pod).get("namespace") or "", meta(pod)["name"])
         if (pod.get("spec") or {}).get("schedulingGates"):  # kube-scheduler's SchedulingGates PreEnqueue
+            self.queue.gated(key)
             gated = deep_copy(pod)
             if _set_scheduled(gated, "False", "SchedulingGated", GATED):
                 store.replace(PODS, gated)
             return
-        every, ready = self._node_names()
         filters = PodFilters(pod, view)
+        best = self._best_node(pod, filters, view)
+        if best is None:
+            self.queue.failed(key, now)
+            self._refuse(deep_copy(pod), filters, self._node_names()[0])
+            return
+        bind_claims(store, filters.volumes, pod, best)  # kube assumes the volumes in Reserve, before binding
+        new = deep_copy(pod)
+        new["spec"]["nodeName"] = meta(best)["name"]
+        view.bind(new, best)
+        if self.timing.bind_delay <= 0:
+            _set_scheduled(new, "True", "", "")
+            store.replace(PODS, new)
+            return
+        self._assume(key, new)
+        self.queue.binding(key)
+        uid = meta(pod).get("uid") or ""
+        self.world.after(self.timing.bind_delay, lambda: self._bind(key, uid))
+
+    def _best_node(self, pod: dict[str, Any], filters: PodFilters, view: ClusterView) -> dict[str, Any] | None:
+        store = self.world.store
+        _, ready = self._node_names()
         prefers = bool((pod.get("spec") or {}).get("affinity"))
         pod_pref = view.preferred.scorer(pod) if prefers else None
         best, best_score = None, None
@@ -186,21 +248,57 @@ class Scheduler:
             if feasible >= wanted:
                 self._start += i + 1
                 break
-        new = deep_copy(pod)
-        if best is not None:
-            bind_claims(store, filters.volumes, pod, best)
-            new["spec"]["nodeName"] = meta(best)["name"]
-            _set_scheduled(new, "True", "", "")
-            store.replace(PODS, new)
-            view.bind(new, best)
+        return best
+
+    # ---- binding ---------------------------------------------------------------------------------------
+    def _assume(self, key: Key, bound: dict[str, Any]) -> None:
+        """Count a planned pod on its node while its bind is in flight, as kube-scheduler's cache does."""
+        self._assumed[key] = bound
+        self._assumed_on.setdefault(bound["spec"]["nodeName"], {})[key] = bound
+        self._account(bound, +1)
+
+    def _unassume(self, key: Key) -> dict[str, Any] | None:
+        bound = self._assumed.pop(key, None)
+        if bound is None:
+            return None
+        node = bound["spec"]["nodeName"]
+        on = self._assumed_on.get(node)
+        if on is not None:
+            on.pop(key, None)
+            if not on:
+                del self._assumed_on[node]
+        self._account(bound, -1)
+        return bound
+
+    def _bind(self, key: Key, uid: str) -> None:
+        """The bind call lands: the pod gets its node, unless the pod or the node went meanwhile."""
+        bound = self._unassume(key)
+        if bound is None:
             return
-        self._refuse(new, filters, every)
+        store = self.world.store
+        pod = store.get(PODS, *key)
+        if pod is None or meta(pod).get("uid") != uid or key not in self.pending:
+            return
+        node = store.get(NODES, "", bound["spec"]["nodeName"])
+        if node is None or is_deleting(node):
+            self.queue.failed(key, self.now())
+            return
+        new = deep_copy(pod)
+        new["spec"]["nodeName"] = bound["spec"]["nodeName"]
+        _set_scheduled(new, "True", "", "")
+        store.replace(PODS, new)
+
+    def _lost_node(self, name: str) -> None:
+        """A node went while pods were being bound to it: their binds fail and they go back to the queue."""
+        for key in list(self._assumed_on.get(name, {})):
+            self._unassume(key)
+            self.queue.failed(key, self.now())
 
     def _refuse(self, pod: dict[str, Any], filters: PodFilters, every: list[str]) -> None:
         """Write kube's FitError to PodScheduled (and an Event when it changed). The message costs a pass over every
         node, so a pod already marked Unschedulable gets a new one at most every MESSAGE_EVERY simulated seconds
         (kube-scheduler itself retries an unschedulable pod only after a backoff of up to 10 s)."""
-        uid, now = meta(pod).get("uid") or "", time.monotonic()
+        uid, now = meta(pod).get("uid") or "", self.world.clock()
         if _condition_reason(pod) == "Unschedulable" and now < self._refused.get(uid, 0.0):
             return
         self._refused[uid] = now + MESSAGE_EVERY * self.world.time_scale

@@ -11,6 +11,8 @@ hides races a real cluster shows (issue #32), so the instant timing is something
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -54,7 +56,7 @@ class SchedulerTiming(BaseModel):
         """When the periodic flush moves a pod parked in the unschedulable queue at `since` (simulated
         seconds on the scheduler's clock, whose flush ticks fall on multiples of flush_period)."""
         due = since + self.unschedulable_flush
-        if self.flush_period <= 0:
+        if self.flush_period <= 0 or math.isinf(due):
             return due
         ticks = -(-due // self.flush_period)
         return ticks * self.flush_period

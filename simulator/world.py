@@ -453,7 +453,7 @@ class World:
                 self.store.replace(PODS, self._running(pod, node))
             elif uid not in self._start_pending:
                 self._start_pending.add(uid)
-                self.after(self.pod_start_delay, lambda k=key, u=uid: self._start_pod(k, u))
+                self.after(self.jittered(self.pod_start_delay), lambda k=key, u=uid: self._start_pod(k, u))
         while self._ready_changed:
             name = self._ready_changed.pop()
             node = self.store.get(NODES, "", name)
@@ -558,8 +558,9 @@ class World:
                     pods["pending"] += 1
                 elif pod_phase(pod) == "Running":
                     pods["running"] += 1
-            out = self.ledger.summary()
+            out = self.ledger.summary(self.clock())
             out.update({
+                "schedulerQueues": self.scheduler.queue.counts(),
                 "podsPending": pods["pending"],
                 "pods": pods,
                 "nodes": nodes,

@@ -12,6 +12,7 @@ import yaml
 
 from simulator.patch import deep_copy
 from simulator.resources import BY_KIND
+from simulator.scheduler_timing import SchedulerTiming
 from simulator.scheduling_filters import feasible_nodes
 from simulator.store import Store
 from simulator.world import World
@@ -37,7 +38,7 @@ def test_the_emulator_filters_as_kube_scheduler_does(case: dict[str, Any]) -> No
 def test_the_emulators_scheduler_binds_where_kube_scheduler_may(case: dict[str, Any]) -> None:
     """The same cases through the emulator's Scheduler over its store (the wiring: usage, indexes, volumes)."""
     store = Store()
-    world = World(store)
+    world = World(store, scheduler_timing=SchedulerTiming.instant())  # one pass binds: this test reads filters
     objects = [obj for key in ("nodes", "existingPods", "pvs", "pvcs", "storageClasses") for obj in case.get(key) or ()]
     for obj in [*objects, case["pod"]]:
         store.create(BY_KIND[obj["kind"]], deep_copy(obj))
@@ -58,7 +59,7 @@ def test_the_emulators_scheduler_binds_where_kube_scheduler_may(case: dict[str, 
 def _refused_twice(time_scale: float) -> list[str]:
     """A pod that fits nowhere, then a second node it cannot use either: the FailedScheduling Events written."""
     store = Store()
-    world = World(store, time_scale=time_scale)
+    world = World(store, time_scale=time_scale, scheduler_timing=SchedulerTiming.instant())
     small = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a", "labels": {}}, "spec": {},
              "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "110"},
                         "conditions": [{"type": "Ready", "status": "True"}]}}
