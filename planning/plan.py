@@ -25,7 +25,16 @@ from api.catalog import InstanceTypeCatalog
 from api.events import EventReason
 from planning.candidates import EVENTUAL, GRACEFUL, CandidateSet, NodeRefusal, build_candidates, in_flight_pods
 from planning.cluster import Cluster, Parsed, parse_pool, type_labels
-from planning.commands import Blocked, Command, FinalState, PlanEvent, PlanResult, Replacement, StaticPool
+from planning.commands import (
+    STATIC_DRIFT,
+    Blocked,
+    Command,
+    FinalState,
+    PlanEvent,
+    PlanResult,
+    Replacement,
+    StaticPool,
+)
 from planning.drift import Drift
 from planning.emptiness import Emptiness
 from planning.expiration import Expiration
@@ -33,6 +42,15 @@ from planning.graceful_expiration import GracefulExpiration
 from planning.method import Limits, Method, PassContext
 from planning.multinode import MultiNodeConsolidation
 from planning.optimizer import optimizer_method
+from planning.plan_accounting import (
+    NodeAccount,
+    Outcome,
+    PassFacts,
+    account_pass,
+    budget_use,
+    disrupted_by,
+    label_commands,
+)
 from planning.policies import PolicyView
 from planning.policy_scheduler import LaunchControls, scheduler_for
 from planning.repair import DEFAULT_POLICIES, NodeHealth, RepairDecision, RepairPolicy, decide_repairs
@@ -59,6 +77,7 @@ class PassOutcome:
     repair: RepairDecision = field(default_factory=RepairDecision)
     static: list[StaticPool] = field(default_factory=list)
     policies: PolicyView = field(default_factory=PolicyView)
+    facts: PassFacts | None = None  # with `explain`: what planning/plan_accounting.py accounts every node from
 
 
 # Methods whose should_disrupt means "would disrupt this node": a calendar hold lists their candidates as blocked.
@@ -109,17 +128,18 @@ def run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = 
              exclude_nodes: set[str] | frozenset[str] = frozenset(), limits: Limits | None = None,
              compute_all: bool = False, optimize: bool = False, parsed: Parsed | None = None,
              repair: Sequence[RepairPolicy] = DEFAULT_POLICIES, rollouts: bool = False,
-             planned: Mapping[str, str] | None = None) -> PassOutcome:
+             planned: Mapping[str, str] | None = None, explain: bool = False) -> PassOutcome:
     """One planner pass. With `compute_all` every method computes its commands (for benchmarks and
     explanations), but only the first method with commands contributes them, as in a real pass. `parsed`: the
     snapshot's pods and claims already parsed (the worker's watch cache keeps them; see Cluster.from_parts).
     `repair`: the node repair policies (planning/repair.py; empty: no repair). `rollouts`: drifted nodes of a pool
     whose drift rollout bakes or is halted (its NodePool's annotation) are listed as blocked, not drifted: the dry
     run's view (the worker's planner leaves a pool's drift to its DriftRolloutWorkflow instead). `planned`: where
-    the in-flight commands' own plans put their pods (pod key -> node, "" for a replacement; Scheduler)."""
+    the in-flight commands' own plans put their pods (pod key -> node, "" for a replacement; Scheduler).
+    `explain`: keep what the accounting of every node needs (`facts`; `nodeflow plan` only)."""
     with _gc_paused():
         return _run_pass(snapshot, at, catalog, exclude_nodes, limits, compute_all, optimize, parsed, repair,
-                         rollouts, planned)
+                         rollouts, planned, explain)
 
 
 @dataclass
@@ -182,22 +202,38 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
               exclude_nodes: set[str] | frozenset[str], limits: Limits | None, compute_all: bool,
               optimize: bool, parsed: Parsed | None = None,
               repair: Sequence[RepairPolicy] = DEFAULT_POLICIES, rollouts: bool = False,
-              planned: Mapping[str, str] | None = None) -> PassOutcome:
+              planned: Mapping[str, str] | None = None, explain: bool = False) -> PassOutcome:
     setup = prepare_pass(snapshot, at, catalog, exclude_nodes, limits, parsed, repair, planned)
     ctx = setup.ctx
     _report_pass_blockers(ctx, setup.repairs, setup.rows)
     _report_rejections(ctx, setup.sets[GRACEFUL])
 
     eligible: dict[str, int] = {"Expiration": len(setup.expiring)}
-    winner, computed = _first_method_with_commands(
+    winner, computed, winner_name = _first_method_with_commands(
         ctx, _methods(ctx, setup.counts, setup.static, optimize), setup.sets, setup.allowed, eligible, compute_all,
         rollouts)
     _report_rejections(ctx, setup.sets[GRACEFUL], consolidation_only=True)
     commands = setup.expiration_commands + winner
     in_commands = {n for c in commands for n in c.nodes}
     blocked = [b for name, b in ctx.blocked.items() if name not in in_commands]
-    return PassOutcome(ctx.cluster, setup.rows, commands, blocked, ctx.events, computed, eligible, setup.repairs,
-                       setup.static, ctx.policies)
+    outcome = PassOutcome(ctx.cluster, setup.rows, commands, blocked, ctx.events, computed, eligible, setup.repairs,
+                          setup.static, ctx.policies)
+    if explain:
+        outcome.facts = _pass_facts(setup, winner_name, blocked, optimize, set(exclude_nodes))
+    return outcome
+
+
+def _pass_facts(setup: PassSetup, winner: str | None, blocked: list[Blocked], optimize: bool,
+                exclude: set[str]) -> PassFacts:
+    """What the accounting reads of a pass; its methods are built again on a copy of the context whose Events go
+    nowhere, so asking their filters again changes nothing the pass reports."""
+    ctx = setup.ctx
+    scratch = dataclasses.replace(ctx, events=[], _event_keys=set(), blocked={})
+    held = {p.node_pool: p.held_until for p in ctx.policies.pools_public(list(ctx.cluster.pools)) if p.held}
+    return PassFacts(cluster=ctx.cluster, at=ctx.at, sets=setup.sets, scratch=scratch,
+                     methods=_methods(scratch, setup.counts, setup.static, optimize), winner=winner,
+                     blocked={b.node: b for b in blocked}, events=list(ctx.events), budgets=setup.rows,
+                     exclude=frozenset(exclude), skipped=list(ctx.policies.skipped), held_until=held)
 
 
 def _report_pass_blockers(ctx: PassContext, repairs: RepairDecision, rows: list[dict[str, Any]]) -> None:
@@ -243,11 +279,13 @@ def _methods(ctx: PassContext, counts: dict[str, PoolCounts], static: list[Stati
 
 def _first_method_with_commands(ctx: PassContext, methods: list[Method], sets: dict[str, CandidateSet],
                                 allowed: dict[str, dict[str, int]], eligible: dict[str, int], compute_all: bool,
-                                rollouts: bool) -> tuple[list[Command], dict[str, int]]:
+                                rollouts: bool) -> tuple[list[Command], dict[str, int], str | None]:
     """The first method's commands (the pass's winner) and each computed method's count; with `compute_all`
-    every method computes, for benchmarks and explanations. Fills `eligible` with each method's candidates."""
+    every method computes, for benchmarks and explanations. Fills `eligible` with each method's candidates.
+    Also the winning method's name (None: no method had commands)."""
     computed: dict[str, int] = {}
     winner: list[Command] = []
+    winner_name: str | None = None
     for method in methods:
         if winner and not compute_all:
             break
@@ -262,8 +300,8 @@ def _first_method_with_commands(ctx: PassContext, methods: list[Method], sets: d
         found = method.compute_commands(budgets, cands)
         computed[method.name] = len(found)
         if found and not winner:
-            winner = found
-    return winner, computed
+            winner, winner_name = found, method.name
+    return winner, computed, winner_name
 
 
 def _report_policies(ctx: PassContext) -> None:
@@ -362,32 +400,96 @@ def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None
     `parsed`: parts of the snapshot already parsed (first pass only; later passes plan on changed copies).
     Node repairs are the first pass's (their replacements are the provisioner's, not simulated here).
     `rollouts`, `planned`: see run_pass."""
-    at = _utc(at)
+    return _plan(snapshot, _utc(at), catalog, until_stable, exclude_nodes, limits, max_passes, optimize, parsed,
+                 repair, rollouts, planned).result
+
+
+@dataclass
+class ExplainedPlan:
+    """A plan with every node accounted for (`nodeflow plan`, planning/plan_accounting.py): `nodes` one row per node
+    of the snapshot and of the replacements the dry run added; `budget_use` what spent each first-pass budget row."""
+
+    result: PlanResult
+    nodes: list[NodeAccount] = field(default_factory=list)
+    budget_use: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None, until_stable: bool,
+          exclude_nodes: set[str] | frozenset[str], limits: Limits | None, max_passes: int, optimize: bool,
+          parsed: Parsed | None, repair: Sequence[RepairPolicy], rollouts: bool,
+          planned: Mapping[str, str] | None, explain: bool = False) -> ExplainedPlan:
+    """plan(), and with `explain` the accounting of every node (each pass keeps the facts it needs)."""
     first = run_pass(snapshot, at, catalog, exclude_nodes, limits, optimize=optimize, parsed=parsed, repair=repair,
-                     rollouts=rollouts, planned=planned)
+                     rollouts=rollouts, planned=planned, explain=explain)
     if not until_stable:
         removed = {n for c in first.commands for n in c.nodes}
         live = [n for n in _live(first.cluster) if n.name not in removed]
         added = [r for c in first.commands for r in c.replacements]
         final = FinalState(nodes=len(live) + len(added), passes=1,
                            cost_per_hour=round(sum(n.price for n in live) + sum(r.price for r in added), 6))
-        return PlanResult(at=at, budgets=first.budgets, commands=first.commands, blocked=first.blocked,
-                          final=final, events=first.events, repairs=first.repair.repairs,
-                          repairs_blocked=first.repair.blocked, static_node_pools=first.static,
-                          eligible=first.eligible, **_policy_fields(first, snapshot))
+        result = PlanResult(at=at, budgets=first.budgets, commands=first.commands, blocked=first.blocked,
+                            final=final, events=first.events, repairs=first.repair.repairs,
+                            repairs_blocked=first.repair.blocked, static_node_pools=first.static,
+                            eligible=first.eligible, **_policy_fields(first, snapshot))
+        return _explained(result, first, first, {}) if explain else ExplainedPlan(result)
     commands: list[Command] = []
     outcome, snap, passes = first, snapshot, 1
+    earlier: dict[str, tuple[str, str]] = {}  # nodes the commands of the passes before the last take
     while outcome.commands and passes < max_passes:
+        if explain:
+            labels = label_commands(outcome.commands, _numbered(commands) + 1)
+            earlier |= disrupted_by(labels, prefix=f"pass {passes}, ")
         commands += outcome.commands
         snap = apply_commands(snap, outcome.commands, at=at, catalog=catalog, tag=f"p{passes}")
         outcome = run_pass(snap, at, catalog, exclude_nodes, limits, optimize=optimize, repair=repair,
-                           rollouts=rollouts, planned=planned)
+                           rollouts=rollouts, planned=planned, explain=explain)
         passes += 1
     live = _live(outcome.cluster)
     final = FinalState(nodes=len(live), cost_per_hour=outcome.cluster.cost_per_hour(live), passes=passes)
-    return PlanResult(at=at, budgets=first.budgets, commands=commands, blocked=outcome.blocked, final=final,
-                      events=outcome.events, repairs=first.repair.repairs, repairs_blocked=first.repair.blocked,
-                      static_node_pools=first.static, eligible=first.eligible, **_policy_fields(outcome, snapshot))
+    result = PlanResult(at=at, budgets=first.budgets, commands=commands, blocked=outcome.blocked, final=final,
+                        events=outcome.events, repairs=first.repair.repairs, repairs_blocked=first.repair.blocked,
+                        static_node_pools=first.static, eligible=first.eligible, **_policy_fields(outcome, snapshot))
+    return _explained(result, first, outcome, earlier, last_commands=False) if explain else ExplainedPlan(result)
+
+
+def _numbered(commands: Sequence[Command]) -> int:
+    """How many of `commands` the plan's public `commands` list numbers (StaticDrift is reported elsewhere)."""
+    return sum(1 for c in commands if c.method != STATIC_DRIFT)
+
+
+def _explained(result: PlanResult, first: PassOutcome, last: PassOutcome, earlier: dict[str, tuple[str, str]],
+               last_commands: bool = True) -> ExplainedPlan:
+    """Every node's row: the nodes earlier passes' commands took, then the last pass's cluster node by node.
+    The first pass's repairs and static scale-downs count as disrupted (the dry run does not apply them)."""
+    assert first.facts is not None and last.facts is not None
+    first_labels = label_commands(first.commands)
+    if last_commands:
+        last.facts.commands = first_labels
+        last.facts.disrupted = disrupted_by(first_labels)
+    repairs = [r.node for r in first.repair.repairs]
+    removals = {r.node: p.node_pool for p in first.static for r in p.remove}
+    last.facts.disrupted |= disrupted_by((), repairs, removals, prefix="" if last is first else "pass 1, ")
+    rows = account_pass(last.facts)
+    seen = {r.node for r in rows}
+    rows += [NodeAccount(name, _pool_of(first, name), Outcome.DISRUPTED, reason, detail)
+             for name, (reason, detail) in earlier.items() if name not in seen]
+    rows.sort(key=lambda r: r.node)
+    use = budget_use(first.budgets, first_labels, first.cluster, first.facts.exclude)
+    return ExplainedPlan(result, rows, use)
+
+
+def _pool_of(outcome: PassOutcome, name: str) -> str:
+    node = outcome.cluster.by_name.get(name)
+    return node.pool if node is not None else ""
+
+
+def explain_plan(snapshot: Any, at: datetime | None = None, until_stable: bool = False,
+                 catalog: InstanceTypeCatalog | None = None,
+                 exclude_nodes: set[str] | frozenset[str] = frozenset(), optimize: bool = False,
+                 repair: Sequence[RepairPolicy] = DEFAULT_POLICIES) -> ExplainedPlan:
+    """run_plan with every node accounted for: `nodeflow plan`'s `nodes` and `budgetUse` (docs/contracts.md §3.1)."""
+    return _plan(snapshot, _utc(at or datetime.now(UTC)), catalog, until_stable, exclude_nodes, None, MAX_PASSES,
+                 optimize, None, repair, True, None, explain=True)
 
 
 def _policy_fields(outcome: PassOutcome, snapshot: Any) -> dict[str, Any]:

@@ -33,6 +33,12 @@ def register(subparsers: Any) -> None:
                         "nodeflow.dev/consolidation-mode: optimize does for one (needs the solver extra)")
     p.add_argument("--node-repair-toleration", metavar="DURATION", default="30m",
                    help="node repair: how long Ready False/Unknown is tolerated, as the worker's flag (default 30m)")
+    p.add_argument("--address", default=None,
+                   help="Temporal host:port whose planner schedule says whether `nodeflow pause` holds every command "
+                        "(env NODEFLOW_TEMPORAL_ADDRESS; read by default with --kubeconfig)")
+    p.add_argument("--namespace", default=None, help="Temporal namespace (env NODEFLOW_TEMPORAL_NAMESPACE)")
+    p.add_argument("--api-key", default=None, help="Temporal Cloud API key (env NODEFLOW_TEMPORAL_API_KEY)")
+    p.add_argument("--schedule-id", default=None, help="planner schedule id (default nodeflow-planner)")
     add_output_flag(p)
     p.set_defaults(func=handle)
 
@@ -66,7 +72,8 @@ def handle(args: argparse.Namespace) -> int:
     from planning.expiry_report import expiry_rows
     from planning.nodeclass_readiness import pools_that_cannot_launch
     from planning.optimizer import SolverMissingError
-    from planning.plan import run_plan
+    from planning.plan import explain_plan
+    from planning.plan_accounting import hold_for_pause
     from planning.spot_return import spot_fallback_rows
     from planning.zone_balance import zone_balance_rows
 
@@ -82,10 +89,11 @@ def handle(args: argparse.Namespace) -> int:
     else:
         snapshot, catalog = load_inputs(args.filename, args.catalog)
     try:
-        result = run_plan(snapshot, at, until_stable=args.until_stable, catalog=catalog, exclude_nodes=exclude,
-                          optimize=args.optimize, repair=_repair_policies(args.node_repair_toleration))
+        explained = explain_plan(snapshot, at, until_stable=args.until_stable, catalog=catalog, exclude_nodes=exclude,
+                                 optimize=args.optimize, repair=_repair_policies(args.node_repair_toleration))
     except SolverMissingError as exc:
         raise CliError(str(exc)) from exc
+    result = explained.result
     data = result.to_public()
     data["provisioning"], unservable, cost_limits = _provisioning(snapshot, catalog, at)
     data["nodePoolsBlocked"] = pools_that_cannot_launch(snapshot)  # a missing / not Ready EC2NodeClass
@@ -101,8 +109,51 @@ def handle(args: argparse.Namespace) -> int:
     # spot fallbacks and their return, zone balance (docs/semantics.md §15.5-15.6); new keys go last (DESIGN §4)
     data["spotFallbacks"] = spot_fallback_rows(snapshot, result.at, catalog, result.commands, result.blocked)
     data["zoneBalance"] = zone_balance_rows(snapshot, result.at, catalog)
+    # every node's outcome, what spent each budget, the global pause (docs/contracts.md §3.1, issue #33)
+    pause = planner_pause(args, live=bool(kubeconfig))
+    rows = hold_for_pause(explained.nodes, pause["resume"]) if pause["paused"] else explained.nodes
+    data["nodes"] = [r.to_public() for r in rows]
+    data["budgetUse"] = explained.budget_use
+    data["plannerPause"] = pause
     print_output(data, args.output, table=lambda d: render_plan(d, unservable))
     return 0
+
+
+def planner_pause(args: argparse.Namespace, live: bool) -> dict[str, Any]:
+    """`plannerPause`: whether `nodeflow pause` (the paused planner schedule, where the planner's passes come from)
+    holds every command. Read from Temporal with --kubeconfig, --address or NODEFLOW_TEMPORAL_ADDRESS; `paused` is
+    null when it was not read, `why` says so. Never fails the plan."""
+    import os
+
+    from client.planner_schedule import PLANNER_SCHEDULE_ID
+
+    sid = getattr(args, "schedule_id", None) or PLANNER_SCHEDULE_ID
+    resume = "nodeflow resume" + (f" --schedule-id {sid}" if sid != PLANNER_SCHEDULE_ID else "")
+    out: dict[str, Any] = {"paused": None, "schedule": sid, "note": None, "resume": resume, "why": None}
+    address = getattr(args, "address", None) or os.environ.get("NODEFLOW_TEMPORAL_ADDRESS")
+    if not live and not address:
+        out["why"] = "not read: a snapshot has no planner schedule; --address (or NODEFLOW_TEMPORAL_ADDRESS) reads it"
+        return out
+    try:
+        out["paused"], out["note"] = read_planner_schedule(args, sid)
+    except Exception as exc:  # unreachable, not found, auth: the plan still answers, and says what it could not read
+        out["why"] = f"unknown: cannot read schedule {sid} at {address or 'the default address'}: {exc}"
+    return out
+
+
+def read_planner_schedule(args: argparse.Namespace, schedule_id: str) -> tuple[bool, str | None]:
+    """(paused, its note) of the planner schedule, within 10 s."""
+    import asyncio
+
+    from client.connection import connect
+
+    async def read() -> tuple[bool, str | None]:
+        client = await connect(getattr(args, "address", None), getattr(args, "namespace", None),
+                               api_key=getattr(args, "api_key", None))
+        state = (await client.get_schedule_handle(schedule_id).describe()).schedule.state
+        return state.paused, state.note or None
+
+    return asyncio.run(asyncio.wait_for(read(), 10))
 
 
 def _repair_policies(toleration: str) -> Any:
@@ -158,18 +209,22 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
     """People's view: budgets, each command with its pod moves and savings, each blocked node and why, the
     NodeClaims provisioning would launch and the pending pods no NodePool serves."""
     out = [f"Plan at {data['at']}", ""]
+    pause = data.get("plannerPause") or {}
+    held = bool(pause.get("paused"))
+    out += _render_pause(pause)
     out.append("BUDGETS")
+    use = data.get("budgetUse") or [{} for _ in data["budgets"]]
     out.append(render_table(
-        ["NODEPOOL", "REASON", "LIMIT", "TOTAL", "DISRUPTING", "ALLOWED"],
+        ["NODEPOOL", "REASON", "LIMIT", "TOTAL", "DISRUPTING", "ALLOWED", "USED BY"],
         [[b["nodePool"], b["reason"], "-" if b["limit"] is None else b["limit"], b["total"], b["disrupting"],
-          b["allowed"]] for b in data["budgets"]]).rstrip())
+          b["allowed"], _used_by(u)] for b, u in zip(data["budgets"], use, strict=False)]).rstrip())
     out.append("")
     commands = data["commands"]
     out.append(f"COMMANDS ({len(commands)})" if commands else "COMMANDS: none")
     for i, cmd in enumerate(commands, start=1):
         decision = "replace" if cmd["replacements"] else "delete"
-        out.append(f"{i}. {cmd['method']} ({cmd['reason']}, nodepool {cmd['nodePool']}): {decision} "
-                   f"{', '.join(cmd['nodes'])}; saves ${cmd['savingsPerHour']:.4f}/h")
+        out.append(f"{i}. {'[held] ' if held else ''}{cmd['method']} ({cmd['reason']}, nodepool {cmd['nodePool']}): "
+                   f"{decision} {', '.join(cmd['nodes'])}; saves ${cmd['savingsPerHour']:.4f}/h")
         for j, rep in enumerate(cmd["replacements"]):
             types = ", ".join(rep["instanceTypes"][:5]) + (" ..." if len(rep["instanceTypes"]) > 5 else "")
             where = f" in {rep['zone']}" if rep.get("zone") else ""
@@ -201,9 +256,44 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
     out += _render_provisioning(data.get("provisioning") or [], unservable)
     out += render_cost_limits(data.get("costLimits") or []) + render_expiry(data.get("expiry") or [])
     out += render_spot_fallbacks(data.get("spotFallbacks") or []) + render_zone_balance(data.get("zoneBalance") or [])
+    out += _render_nodes(data.get("nodes") or [])
     final = data["final"]
     out.append(f"FINAL: {final['nodes']} nodes, ${final['costPerHour']:.4f}/h after {final['passes']} pass(es)")
     return "\n".join(out) + "\n"
+
+
+def _render_pause(pause: dict[str, Any]) -> list[str]:
+    """The global pause first: with it no command of the plan runs."""
+    if pause.get("paused"):
+        note = f" ({pause['note']})" if pause.get("note") else ""
+        return [f"PLANNER PAUSED{note}: `nodeflow pause` holds every command below (schedule {pause['schedule']}); "
+                f"`{pause['resume']}` lets them run", ""]
+    if pause.get("paused") is None and str(pause.get("why") or "").startswith("unknown"):
+        return [f"PLANNER PAUSE {pause['why']}", ""]
+    return []
+
+
+def _used_by(use: dict[str, Any]) -> str:
+    """What spent a budget row: this pass's commands (nodes each) and the nodes already disrupting."""
+    parts = [f"{c['command']} ({len(c['nodes'])})" for c in use.get("commands") or ()]
+    if use.get("disrupting"):
+        parts.append("disrupting: " + ", ".join(use["disrupting"]))
+    return "; ".join(parts) or "-"
+
+
+def _render_nodes(nodes: list[dict[str, Any]]) -> list[str]:
+    """Every node once: disrupted, blocked, excluded or kept, with the reason (docs/contracts.md §3.1 `nodes`)."""
+    if not nodes:
+        return []
+    counts: dict[str, int] = {}
+    for n in nodes:
+        counts[n["outcome"]] = counts.get(n["outcome"], 0) + 1
+    summary = ", ".join(f"{v} {k.lower()}" for k, v in counts.items())
+    rows = [[n["node"], n["nodePool"] or "-", n["outcome"], n["reason"],
+             n["detail"] + (f" (until {n['until']})" if n.get("until") and n["until"] not in n["detail"] else "")]
+            for n in nodes]
+    return [f"NODES ({len(nodes)}: {summary})",
+            render_table(["NODE", "NODEPOOL", "OUTCOME", "REASON", "DETAIL"], rows).rstrip(), ""]
 
 
 def _render_overlays(overlays: list[dict[str, Any]]) -> list[str]:
