@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
 # Creates .venv and installs nodeflow with everything the demo and the tests need (idempotent: a second run
 # only checks). pip's own output goes to .venv/setup.log and is shown only when something fails.
+# --without-test-tools (`make setup`, `make demo`): skip the tools only tests use, checkov's own environment
+# (.venv-tools, about 290 MB) and promtool; `make test` (and so CI's .ci/run) runs it without the flag.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+test_tools=1
+for arg in "$@"; do
+  case $arg in
+    --without-test-tools) test_tools=0 ;;
+    *) echo "usage: $0 [--without-test-tools]" >&2; exit 2 ;;
+  esac
+done
 PY=${PYTHON:-python3}
 if ! "$PY" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
   echo "error: nodeflow needs Python 3.11 or newer ($PY is $("$PY" --version 2>&1)); set PYTHON=/path/to/python3.11" >&2
@@ -29,6 +38,9 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   pip_quiet .venv --upgrade pip
   pip_quiet .venv -e '.[dev,solver]'
   touch "$stamp"
+fi
+if [ "$test_tools" = 0 ]; then
+  exit 0
 fi
 # checkov (tests/deploy/test_checkov.py scans deploy/ with it) pins its many dependencies (boto3, pydantic, ...)
 # tightly, so it gets its own virtual environment rather than sharing .venv with nodeflow's.
