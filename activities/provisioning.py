@@ -23,6 +23,7 @@ from temporalio.exceptions import ApplicationError
 from activities.kube_client import KubeClient, Obj, event_body, node_ready
 from activities.nodeclass_launch import NodeClassLauncher
 from api import labels
+from api.allocatable import VM_MEMORY_OVERHEAD_PERCENT
 from api.catalog import InstanceTypeCatalog, Offering, current_catalog
 from api.ec2nodeclass import EC2NodeClass
 from api.events import EventReason
@@ -179,20 +180,25 @@ class ProvisioningActivities:
             instance, itype, off = self._run_first_available(claim, inp, offers, node_class)
         if node_class is not None:
             self._classes.record(claim, instance, node_class)
-        self._record_launch(meta["name"], instance, itype, inp.replacement.capacity_type)
+        self._record_launch(meta["name"], instance, itype, inp.replacement.capacity_type, node_class)
         self._note_spot_fallback(claim, pool, inp.replacement, zones, priced)
         return LaunchedReplacement(node_claim=meta["name"], uid=meta["uid"], instance_id=instance["InstanceId"],
                                    instance_type=itype, zone=off.zone, capacity_type=inp.replacement.capacity_type,
                                    price=off.price)
 
-    def _record_launch(self, name: str, instance: dict[str, Any], itype: str, capacity: str) -> None:
+    def _record_launch(self, name: str, instance: dict[str, Any], itype: str, capacity: str,
+                       node_class: EC2NodeClass | None = None) -> None:
         """The claim's launch record (providerID, imageID, capacity, labels, Launched), as Karpenter writes it right
-        after Create; the lifecycle controller writes the same from the instance should this attempt die first."""
+        after Create; the lifecycle controller writes the same from the instance should this attempt die first.
+        Capacity and allocatable are the type's under `node_class` (its disks and kubelet block)."""
         meta_body: list[Obj | None] = [None]
         described = {**instance, "InstanceType": itype}
+        catalog = current_catalog(self._catalog)
+        overhead = float(getattr(catalog, "vm_memory_overhead_percent", VM_MEMORY_OVERHEAD_PERCENT))
 
         def change(obj: Obj) -> Obj | None:
-            meta_body[0], status = launch_patch(obj, described, self._catalog.get(itype), datetime.now(UTC), capacity)
+            meta_body[0], status = launch_patch(obj, described, self._catalog.get(itype), datetime.now(UTC), capacity,
+                                                node_class, overhead)
             return status
 
         if self._kube.update("NodeClaim", name, change, status=True) and meta_body[0] is not None:

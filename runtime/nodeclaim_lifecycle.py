@@ -26,8 +26,11 @@ from typing import Any
 
 from activities.kube_client import KubeClient, Obj
 from api import labels as L
+from api.allocatable import VM_MEMORY_OVERHEAD_PERCENT
 from api.catalog import InstanceTypeCatalog
 from api.duration import parse_nillable_duration
+from api.ec2nodeclass import KIND as NODE_CLASS_KIND
+from api.ec2nodeclass import EC2NodeClass, load_ec2nodeclass
 from api.nodeclaim import INITIALIZED, LAUNCHED, REGISTERED
 from api.timestamps import format_seconds, parse_time
 from planning.lifecycle import consolidatable, initialization, launch, liveness, registration
@@ -173,7 +176,7 @@ class NodeClaimLifecycle(CacheController):
             self.kube.add_finalizer("NodeClaim", name)
         if not (claim.get("status") or {}).get("providerID"):
             if name in instances:
-                self.record_launch(name, instances[name])
+                self.record_launch(name, instances[name], self._node_class(claim))
             else:
                 self._liveness(claim, now)
             return
@@ -194,19 +197,36 @@ class NodeClaimLifecycle(CacheController):
         self._pod_event(claim, now)
         self._consolidatable(claim, view, now)
 
-    def record_launch(self, name: str, instance: dict[str, Any]) -> None:
-        """Write the launch record of claim `name` from its instance (idempotent)."""
-        itype = self.catalog().get(str(instance.get("InstanceType") or ""))
+    def record_launch(self, name: str, instance: dict[str, Any], node_class: EC2NodeClass | None = None) -> None:
+        """Write the launch record of claim `name` from its instance (idempotent); `node_class`, the claim's,
+        shapes capacity and allocatable."""
+        catalog = self.catalog()
+        itype = catalog.get(str(instance.get("InstanceType") or ""))
+        overhead = float(getattr(catalog, "vm_memory_overhead_percent", VM_MEMORY_OVERHEAD_PERCENT))
         meta_body: list[Obj | None] = [None]
 
         def change(obj: Obj) -> Obj | None:
-            meta_patch, status_patch = launch.launch_patch(obj, instance, itype, self.clock())
+            meta_patch, status_patch = launch.launch_patch(obj, instance, itype, self.clock(),
+                                                           node_class=node_class, overhead_percent=overhead)
             meta_body[0] = meta_patch
             return status_patch
 
         if self.kube.update("NodeClaim", name, change, status=True) and meta_body[0] is not None:
             self.kube.patch_node_claim(name, meta_body[0])
             metrics.NODECLAIM_LIFECYCLE.labels(step="launched").inc()
+
+    def _node_class(self, claim: Obj) -> EC2NodeClass | None:
+        """The claim's EC2NodeClass, None when it names another kind or it cannot be read (the record then
+        carries an AL2023 class's figures, as planning predicts without a class)."""
+        ref = (claim.get("spec") or {}).get("nodeClassRef") or {}
+        if ref.get("kind", NODE_CLASS_KIND) != NODE_CLASS_KIND or not ref.get("name"):
+            return None
+        try:
+            obj = self.kube.get_node_class(str(ref["name"]))
+            return load_ec2nodeclass(obj) if obj is not None else None
+        except Exception as exc:  # a record without the class's disks beats no record
+            log.warning("nodeclaim %s: EC2NodeClass %s not read: %s", _meta(claim).get("name"), ref["name"], exc)
+            return None
 
     def _liveness(self, claim: Obj, now: datetime) -> None:
         timeout = liveness.expired(claim, now, timedelta(seconds=self.settings.launch_ttl_seconds),

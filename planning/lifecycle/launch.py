@@ -1,7 +1,8 @@
 """Launch: what a NodeClaim records once its instance exists (Karpenter's lifecycle/launch.go with the AWS
 provider's result, karpenter-behaviour.md "NodeClaim lifecycle" §1): providerID, imageID, capacity and
-allocatable, the instance type's single-valued labels plus zone and capacity type (the claim's own labels
-win), `Launched=True` and the root `Ready` it implies (Unknown until registered and initialized).
+allocatable (the instance type under the claim's EC2NodeClass), the instance type's single-valued labels plus
+zone and capacity type (the claim's own labels win), `Launched=True` and the root `Ready` it implies (Unknown
+until registered and initialized).
 
 nodeflow's launch activity creates the instance; this record is written right after RunInstances by that
 activity and, should it have crashed in between, by the lifecycle controller from the instance it finds by tag.
@@ -14,8 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from api import labels as L
-from api.allocatable import node_resources
+from api.allocatable import VM_MEMORY_OVERHEAD_PERCENT, extended_resources, for_node_class
 from api.catalog import InstanceType
+from api.ec2nodeclass import EC2NodeClass
 from api.nodeclaim import LAUNCHED
 from api.timestamps import parse_time
 from planning.cluster import type_labels
@@ -37,19 +39,25 @@ def capacity_type(instance: Mapping[str, Any]) -> str:
     return L.CAPACITY_SPOT if instance.get("InstanceLifecycle") == SPOT_LIFECYCLE else L.CAPACITY_ON_DEMAND
 
 
-def resources(itype: InstanceType | None) -> tuple[dict[str, str], dict[str, str]]:
-    """(capacity, allocatable) of a type as the claim records them; allocatable as planning computes it."""
+def resources(itype: InstanceType | None, node_class: EC2NodeClass | None = None,
+              overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT) -> tuple[dict[str, str], dict[str, str]]:
+    """(capacity, allocatable) the claim records, as Karpenter's AWS provider reports them for the type under the
+    claim's EC2NodeClass (api/allocatable.py, docs/semantics.md §17.3): memory less the VM overhead, ephemeral
+    storage from the class's root volume, pods from its kubelet block; allocatable less kube-reserved,
+    system-reserved and the eviction thresholds; device resources as capacity; zero values left out, as Karpenter
+    keeps only non-zero ones. Without a class: an AL2023 class without a kubelet block or disks."""
     if itype is None:
         return {}, {}
-    capacity = {"cpu": itype.cpu, "memory": itype.memory, "pods": str(itype.pods),
-                "ephemeral-storage": itype.ephemeral_storage}
-    return capacity, allocatable_of(itype, capacity)
+    computed = for_node_class(itype, node_class, overhead_percent)
+    devices = {name: str(count) for name, count in extended_resources(itype).items()}
+    capacity = {**computed.capacity.quantities(), **devices}
+    allocatable = {**computed.allocatable.quantities(), **devices}
+    return ({k: v for k, v in capacity.items() if not _zero(v)},
+            {k: v for k, v in allocatable.items() if not _zero(v)})
 
 
-def allocatable_of(itype: InstanceType, capacity: dict[str, str]) -> dict[str, str]:
-    """The type's allocatable as planning predicts it for a new node: Karpenter's computation (api/allocatable.py,
-    docs/semantics.md §17.3) for an AL2023 class without a kubelet block, the claim's class not being at hand."""
-    return node_resources(itype).allocatable.quantities()
+def _zero(quantity: str) -> bool:
+    return quantity.rstrip("KMGTPEimn") in ("0", "")
 
 
 def launched_labels(claim: Obj, instance: Mapping[str, Any], itype: InstanceType | None,
@@ -68,12 +76,14 @@ def launched_labels(claim: Obj, instance: Mapping[str, Any], itype: InstanceType
 
 
 def launch_patch(claim: Obj, instance: Mapping[str, Any], itype: InstanceType | None,
-                 now: datetime, capacity: str | None = None) -> tuple[Obj | None, Obj | None]:
-    """(metadata patch, status patch) recording the launch; (None, None) once the claim says Launched."""
+                 now: datetime, capacity: str | None = None, node_class: EC2NodeClass | None = None,
+                 overhead_percent: float = VM_MEMORY_OVERHEAD_PERCENT) -> tuple[Obj | None, Obj | None]:
+    """(metadata patch, status patch) recording the launch; (None, None) once the claim says Launched.
+    `node_class`: the claim's EC2NodeClass, which shapes capacity and allocatable (`resources`)."""
     if is_true(claim, LAUNCHED) and (claim.get("status") or {}).get("providerID"):
         return None, None
     status = dict(claim.get("status") or {})
-    cap, allocatable = resources(itype)
+    cap, allocatable = resources(itype, node_class, overhead_percent)
     status["providerID"] = provider_id(instance_zone(instance), str(instance["InstanceId"]))
     if instance.get("ImageId"):
         status["imageID"] = instance["ImageId"]

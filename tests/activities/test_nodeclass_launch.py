@@ -101,6 +101,10 @@ async def test_the_nodeclaim_records_what_it_was_launched_with(kube: KubeClient,
     assert annotations[SECURITY_GROUPS_ANNOTATION] == world.groups["tagged"]
     assert annotations[HASH_ANNOTATION] == (kube.get_node_class("nodes") or {})["metadata"]["annotations"][
         HASH_ANNOTATION]
+    # capacity as Karpenter reports it for m5.large under this class (#32): the 50Gi root volume, maxPods 42,
+    # memory less the 7.5% VM overhead (8192Mi - 615); allocatable less 1Gi + 10% of the volume for storage
+    assert claim["status"]["capacity"] == {"cpu": "2", "memory": "7577Mi", "ephemeral-storage": "50Gi", "pods": "42"}
+    assert claim["status"]["allocatable"]["ephemeral-storage"] == "44Gi"  # 50Gi - 1Gi - 5Gi
     # A retry of the same launch finds the instance instead of launching a second one.
     again = await _launch(kube, world)
     assert (again.node_claim, again.instance_id) == (launched.node_claim, launched.instance_id)

@@ -59,7 +59,8 @@ def test_launch_records_provider_id_image_and_launched() -> None:
     launched = condition({"status": s}, "Launched")
     assert launched is not None and launched["status"] == "True"
     assert launched["lastTransitionTime"] == "2026-11-27T04:00:30Z"
-    assert s["capacity"] == {"cpu": "2", "memory": "8Gi", "pods": "29", "ephemeral-storage": "20Gi"}
+    # memory less Karpenter's VM overhead: 8192Mi - ceil(8192 * 0.075)=615 -> 7577Mi (not the type's 8Gi)
+    assert s["capacity"] == {"cpu": "2", "memory": "7577Mi", "pods": "29", "ephemeral-storage": "20Gi"}
     assert set(s["allocatable"]) >= {"cpu", "memory", "pods"}
 
 
@@ -141,3 +142,48 @@ def test_launched_without_provider_id_is_recorded_again() -> None:
     assert status is not None and status["status"]["providerID"] == "aws:///us-east-1b/i-0abc123"
     launched = condition({"status": status["status"]}, "Launched")
     assert launched is not None and launched["lastTransitionTime"] == "2026-11-27T04:00:20Z"
+
+
+GI, MI = 2**30, 2**20
+CLASS = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
+         "spec": {"role": "NodeRole", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                  "subnetSelectorTerms": [{"tags": {"k": "v"}}], "securityGroupSelectorTerms": [{"tags": {"k": "v"}}],
+                  "blockDeviceMappings": [
+                      {"deviceName": "/dev/xvdb", "ebs": {"volumeSize": "50Gi"}},
+                      {"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {"volumeSize": "100Gi"}}],
+                  "kubelet": {"kubeReserved": {"memory": "1Gi"}, "systemReserved": {"cpu": "100m", "memory": "200Mi"},
+                              "evictionHard": {"memory.available": "5%", "nodefs.available": "15%"}}}}
+
+
+def test_capacity_and_allocatable_honour_the_node_class() -> None:
+    """#32: ephemeral storage is the class's root volume (the mapping marked rootVolume, not the first one),
+    memory is less the VM overhead at the catalog's percentage, and allocatable takes off the class's
+    kube-reserved, system-reserved and eviction thresholds (types.go computeCapacity / evictionThreshold)."""
+    from api.ec2nodeclass import load_ec2nodeclass
+    from api.quantity import parse_cpu, parse_memory
+
+    _, status = launch_patch(claim(), instance(), M5, NOW, node_class=load_ec2nodeclass(CLASS),
+                             overhead_percent=0.1)
+    assert status is not None
+    cap, alloc = status["status"]["capacity"], status["status"]["allocatable"]
+    memory = (8192 - 820) * MI  # 8192Mi - ceil(8192 * 0.1)
+    assert (cap["cpu"], parse_memory(cap["memory"]), cap["ephemeral-storage"], cap["pods"]) == (
+        "2", memory, "100Gi", "29")
+    # cpu: 2000m - kube-reserved 60 + 10 (Karpenter's slices) - system-reserved 100
+    assert round(parse_cpu(alloc["cpu"]) * 1000) == 1830
+    # memory: the class's kube-reserved 1Gi replaces the computed one; eviction 5% of capacity, rounded up
+    assert parse_memory(alloc["memory"]) == memory - GI - 200 * MI - -(-memory * 5 // 100)
+    # ephemeral storage: kube-reserved 1Gi (Karpenter's default) and nodefs.available 15% of the 100Gi volume
+    assert parse_memory(alloc["ephemeral-storage"]) == 100 * GI - GI - -(-100 * GI * 15 // 100)
+    assert alloc["pods"] == "29"
+
+
+def test_device_resources_are_recorded_and_zero_ones_left_out() -> None:
+    from api.catalog import Accelerator
+
+    g4 = InstanceType(name="g4dn.xlarge", cpu="4", memory="16Gi", pods=29,
+                      gpus=(Accelerator(name="t4", manufacturer="NVIDIA", count=1),))
+    _, status = launch_patch(claim(), instance(), g4, NOW)
+    assert status is not None
+    assert status["status"]["capacity"]["nvidia.com/gpu"] == status["status"]["allocatable"]["nvidia.com/gpu"] == "1"
+    assert "amd.com/gpu" not in status["status"]["capacity"]

@@ -152,3 +152,44 @@ async def test_adopted_claims_get_karpenters_root_ready_condition(sim: Any) -> N
     finally:
         cache.stop()
         api.close()
+
+
+class _Ec2:
+    """DescribeInstances of one instance tagged for claim `lost` (a launch whose activity died before its record)."""
+
+    def describe_instances(self, **_: Any) -> dict[str, Any]:
+        return {"Reservations": [{"Instances": [{
+            "InstanceId": "i-0lost", "InstanceType": "m5.large", "Placement": {"AvailabilityZone": "us-east-1a"},
+            "Tags": [{"Key": "karpenter.sh/nodeclaim", "Value": "lost"}]}]}]}
+
+
+async def test_a_launch_recorded_from_the_instance_honours_the_claims_node_class(sim: Any) -> None:
+    """#32: the lifecycle's launch record (a launch activity that died first) reads the claim's EC2NodeClass:
+    the class's 80Gi root volume and maxPods, memory less the VM overhead."""
+    from runtime.nodeclaim_lifecycle import LifecycleSettings
+
+    api = sim.api_client()
+    custom = k8s.CustomObjectsApi(api)
+    custom.create_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", {
+        "apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
+        "spec": {"role": "NodeRole", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                 "subnetSelectorTerms": [{"tags": {"k": "v"}}], "securityGroupSelectorTerms": [{"tags": {"k": "v"}}],
+                 "kubelet": {"maxPods": 50},
+                 "blockDeviceMappings": [{"deviceName": "/dev/xvda", "rootVolume": True,
+                                          "ebs": {"volumeSize": "80Gi"}}]}})
+    custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", _pool())
+    custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", _claim("lost"))
+    cache = ClusterCache(api, kinds=KINDS)
+    cache.start()
+    assert cache.wait_synced(10)
+    catalog = load_default_catalog()
+    ctl = NodeClaimLifecycle(KubeClient(api), cache, ec2=_Ec2(), catalog=lambda: catalog,
+                             settings=LifecycleSettings(launch_lookup_after_seconds=0))
+    try:
+        await _settle([ctl], rounds=2)
+        status = custom.get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "lost")["status"]
+        assert status["providerID"] == "aws:///us-east-1a/i-0lost"
+        assert status["capacity"] == {"cpu": "2", "memory": "7577Mi", "ephemeral-storage": "80Gi", "pods": "50"}
+    finally:
+        cache.stop()
+        api.close()
