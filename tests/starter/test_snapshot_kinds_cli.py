@@ -49,5 +49,10 @@ def test_validate_still_accepts_a_lone_ec2nodeclass(capsys: pytest.CaptureFixtur
 
 
 def test_readme_shows_the_snapshot_command() -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    assert SNAPSHOT_COMMAND in readme
+    """The README's snapshot (run from the repository) goes under out/, which git ignores: it landed untracked in
+    the repository's root."""
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    in_out = SNAPSHOT_COMMAND.replace("> snapshot.yaml", "> out/snapshot.yaml")
+    assert in_out in readme and "plan -f out/snapshot.yaml" in readme and SNAPSHOT_COMMAND not in readme
+    assert "/out/" in (root / ".gitignore").read_text().splitlines()
