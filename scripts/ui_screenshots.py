@@ -12,114 +12,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
-import contextlib
-import itertools
-import json
-import shutil
-import socket
-import subprocess
-import tempfile
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import websocket  # websocket-client, a dependency of the kubernetes client
-
+from devstack.browser import Page, chromium, find_chromium
 from workflows.summaries import WORK_VIEW  # docs/operations.md's saved view
-
-LIST_COLUMNS = ["Status", "NodeflowNode", "NodeflowReason", "NodeflowNodePool", "NodeflowPhase", "Workflow ID",
-                "Type", "Start"]
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-class Page:
-    """One browser tab over CDP: navigate, evaluate, wait for text, capture."""
-
-    def __init__(self, ws_url: str) -> None:
-        self._ws = websocket.create_connection(ws_url, timeout=60, suppress_origin=True)
-        self._ids = itertools.count(1)
-
-    def call(self, method: str, **params: Any) -> dict[str, Any]:
-        msg_id = next(self._ids)
-        self._ws.send(json.dumps({"id": msg_id, "method": method, "params": params}))
-        while True:
-            reply = json.loads(self._ws.recv())
-            if reply.get("id") == msg_id:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return reply.get("result", {})
-
-    def evaluate(self, expression: str) -> Any:
-        return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
-
-    def goto(self, url: str, wait_for: str, timeout: float = 20.0, attempts: int = 3) -> None:
-        """Open `url` and wait until the page's text holds `wait_for` (the UI renders after its API calls; a
-        list request that failed on a loaded machine shows an empty list, so the page is loaded again)."""
-        for _ in range(attempts):
-            self.call("Page.navigate", url=url)
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                if wait_for.lower() in self.text().lower():
-                    time.sleep(1.5)  # let the rest of the page's requests land
-                    return
-                time.sleep(0.5)
-        text = self.text()
-        raise TimeoutError(f"{url}: {wait_for!r} never appeared; the page says: {' '.join(text.split())[-600:]}")
-
-    def text(self) -> str:
-        return self.evaluate("document.body ? document.body.innerText : ''") or ""
-
-    def screenshot(self, path: Path, width: int, height: int) -> None:
-        self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
-        time.sleep(1.0)
-        data = self.call("Page.captureScreenshot", format="png")["data"]
-        path.write_bytes(base64.b64decode(data))
-        print(f"wrote {path} ({path.stat().st_size} bytes)")
-
-
-@contextlib.contextmanager
-def chromium(binary: str) -> Iterator[Page]:
-    """A fresh headless Chromium (new empty profile) with the DevTools port open; one page."""
-    with tempfile.TemporaryDirectory(prefix="nf-chromium-", ignore_cleanup_errors=True) as profile:
-        port = _free_port()
-        proc = subprocess.Popen([binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}",
-                                 f"--remote-debugging-port={port}", "--window-size=1600,1000", "about:blank"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            yield Page(_page_ws_url(port))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=20)
-
-
-def _page_ws_url(port: int, timeout: float = 30.0) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError):
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=2) as resp:
-                pages = [t for t in json.load(resp) if t.get("type") == "page"]
-            if pages:
-                return pages[0]["webSocketDebuggerUrl"]
-        time.sleep(0.3)
-    raise TimeoutError("Chromium's DevTools endpoint did not come up")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def drain_list(page: Page, ui: str, namespace: str, node: str, out: Path) -> None:
     """The list filtered by NodeflowPhase="Draining", with nodeflow's search attributes as columns."""
     page.goto(f"{ui}/namespaces/{namespace}/workflows", wait_for="Workflow")
-    columns = {namespace: [{"label": c} for c in LIST_COLUMNS]}
-    page.evaluate(f"localStorage.setItem('namespace-workflow-table-columns', {json.dumps(json.dumps(columns))})")
+    page.set_list_columns(namespace)
     query = urllib.parse.quote('NodeflowPhase="Draining"')
     url = f"{ui}/namespaces/{namespace}/workflows?query={query}"
     try:  # better with company: the demo's drift rollout drains a few nodes in its first minutes
@@ -177,7 +82,7 @@ def main() -> None:
     p.add_argument("--temporal", default="127.0.0.1:7233", help="the Temporal frontend, to find the drain")
     p.add_argument("--node", required=True, help="the node whose drain to show (NodeflowPhase Draining)")
     p.add_argument("--out", type=Path, default=Path("docs/images"))
-    p.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
+    p.add_argument("--chromium", default=find_chromium() or "/usr/bin/chromium")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     workflow_id = asyncio.run(find_drain(args.temporal, args.namespace, args.node))
