@@ -7,6 +7,7 @@ import sys
 from collections import Counter
 from datetime import UTC, datetime
 
+import pytest
 import yaml
 from kubernetes import client
 from support.sim_objects import wait_for
@@ -85,3 +86,23 @@ def test_sim_command_reports_usage_errors(tmp_path, capsys) -> None:  # type: ig
     assert "--kubeconfig-out" in capsys.readouterr().err
     assert run(["sim", "-f", str(tmp_path / "missing.yaml"), "--kubeconfig-out", str(tmp_path / "k")]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+def test_sim_scheduler_flags_choose_the_timing(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from simulator.scheduler_timing import SchedulerTiming
+    from starter.cli import build_parser
+    from starter.cmd_sim import scheduler_timing
+
+    def timing(*flags: str) -> SchedulerTiming:
+        return scheduler_timing(build_parser().parse_args(["sim", *flags]))
+
+    assert timing() == SchedulerTiming()  # a real cluster's
+    assert timing("--scheduler-retry-after", "90") == SchedulerTiming.slow(90.0)
+    assert timing("--scheduler-instant") == SchedulerTiming.instant()
+    assert timing("--scheduler-flush", "60", "--scheduler-bind-delay", "0") == SchedulerTiming(
+        unschedulable_flush=60.0, bind_delay=0.0)
+    assert run(["sim", "--kubeconfig-out", str(tmp_path / "k"), "--scheduler-flush", "-1"]) == 2
+    assert "unschedulable_flush must not be negative" in capsys.readouterr().err
+    assert run(["sim", "--kubeconfig-out", str(tmp_path / "k"), "--ready-jitter", "1.5"]) == 2
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["sim", "--scheduler-instant", "--scheduler-retry-after", "5"])
