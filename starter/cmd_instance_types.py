@@ -2,7 +2,8 @@
 labels and offerings, discovered from the region (activities/instance_types.py; docs/contracts.md §8).
 
 With no --nodepool/--nodeclass it needs no cluster: every type of the region, as a pool without requirements and
-an AL2023 EC2NodeClass without a kubelet block would see them. AWS is reached as the worker reaches it: the region
+an AL2023 EC2NodeClass without a kubelet block would see them. AWS is reached as the worker reaches it (and
+--catalog / NODEFLOW_CATALOG and --vm-memory-overhead-percent are the worker's settings too): the region
 from --region, AWS_REGION or AWS_DEFAULT_REGION; EC2 (and the Pricing API) at --ec2-endpoint / NODEFLOW_EC2_ENDPOINT
 when set (the demo prints its own), else boto3's (AWS_ENDPOINT_URL); credentials from boto3's standard chain, checked
 before the first call so that their absence is one error naming what sets them.
@@ -19,6 +20,7 @@ from typing import Any
 from starter.output import CliError, add_output_flag, print_output, render_table
 
 EC2_ENDPOINT_ENV = "NODEFLOW_EC2_ENDPOINT"  # the worker's variable for --ec2-endpoint (worker.py)
+OVERHEAD_ENV = "NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT"  # the worker's variable for --vm-memory-overhead-percent
 CREDENTIAL_SOURCES = "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, or a role (IRSA, instance profile)"
 
 
@@ -42,7 +44,13 @@ def register(subparsers: Any) -> None:
     src.add_argument("--kubeconfig", metavar="FILE",
                      help="read them from this cluster (without -f: $KUBECONFIG, then ~/.kube/config)")
     p.add_argument("--context", help="kubeconfig context (live cluster)")
-    p.add_argument("--catalog", metavar="FILE", help="an InstanceTypeCatalog YAML instead of discovering (offline)")
+    p.add_argument("--catalog", metavar="FILE", default=os.environ.get("NODEFLOW_CATALOG"),
+                   help="an InstanceTypeCatalog YAML instead of discovering (offline; default: $NODEFLOW_CATALOG, "
+                        "as the worker)")
+    p.add_argument("--vm-memory-overhead-percent", type=float, metavar="FRACTION",
+                   default=float(os.environ.get(OVERHEAD_ENV, "0.075")),
+                   help=f"share of an instance's memory the hypervisor keeps, for allocatable, as the worker's flag "
+                        f"(default: ${OVERHEAD_ENV}, else 0.075)")
     add_output_flag(p)
     p.set_defaults(func=run)
 
@@ -94,7 +102,7 @@ def _refresh(provider: Any) -> bool:
     return ok
 
 
-def _discover(region_flag: str | None, endpoint: str | None) -> Any:
+def _discover(region_flag: str | None, endpoint: str | None, overhead: float) -> Any:
     """The region's catalog, read as the worker reads it (one refresh, progress on stderr)."""
     from activities.instance_types import InstanceTypeProvider
     from runtime.cloud_clients import RegionNotConfigured, ec2_client, pricing_client, resolve_region
@@ -105,7 +113,7 @@ def _discover(region_flag: str | None, endpoint: str | None) -> Any:
         raise CliError(str(exc), 2) from None
     _require_credentials()
     provider = InstanceTypeProvider(ec2_client(region, endpoint), pricing_client(region, endpoint),
-                                    progress=_progress)
+                                    overhead_percent=overhead, progress=_progress)
     if not _refresh(provider):
         where = f" at {endpoint}" if endpoint else ""
         hint = "" if endpoint else f" (another endpoint: --ec2-endpoint or {EC2_ENDPOINT_ENV})"
@@ -171,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
     from starter.live_cluster import load_catalog_arg
 
     requirements, node_class, zones = _pool_and_class(args)
-    catalog = load_catalog_arg(args.catalog) or _discover(args.region, args.ec2_endpoint)
+    catalog = load_catalog_arg(args.catalog) or _discover(args.region, args.ec2_endpoint,
+                                                          args.vm_memory_overhead_percent)
     rows = instance_type_rows(catalog, requirements, node_class, zones)
     print_output(rows, args.output, _table)
     return 0

@@ -59,3 +59,39 @@ def test_the_workers_endpoint_variable_and_flag(cloud_endpoint: str, tmp_path: P
     errors = [line for line in proc.stderr.splitlines() if not line.startswith("instance-types: ")]
     assert proc.returncode == 1 and len(errors) == 1, proc.stderr
     assert errors[0].startswith(f"error: cannot discover the instance types of us-east-1 at {dead}: ")
+
+
+def test_the_workers_catalog_and_overhead_settings(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """NODEFLOW_CATALOG and NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT mean what they mean to the worker (the flags win)."""
+    from activities import instance_types
+    from api.catalog import DEFAULT_CATALOG_PATH, load_default_catalog
+
+    seen: dict[str, object] = {}
+
+    class _Provider:
+        def __init__(self, ec2: object, pricing: object, *, overhead_percent: float, progress: object) -> None:
+            seen.update(endpoint=ec2.meta.endpoint_url, overhead=overhead_percent)  # type: ignore[attr-defined]
+            self.price_source = "test"
+
+        def refresh(self) -> bool:
+            return True
+
+        def catalog(self) -> object:
+            return load_default_catalog()
+
+    monkeypatch.setattr(instance_types, "InstanceTypeProvider", _Provider)
+    for key, value in {"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s",
+                       "NODEFLOW_EC2_ENDPOINT": "http://127.0.0.1:9", "NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT": "0.1"
+                       }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    assert run(["instance-types", "-o", "json"]) == 0
+    assert seen == {"endpoint": "http://127.0.0.1:9", "overhead": 0.1}
+    assert run(["instance-types", "-o", "json", "--vm-memory-overhead-percent", "0.05"]) == 0
+    assert seen["overhead"] == 0.05
+    seen.clear()
+    monkeypatch.setenv("NODEFLOW_CATALOG", str(DEFAULT_CATALOG_PATH))
+    capsys.readouterr()
+    assert run(["instance-types", "-o", "json"]) == 0 and seen == {}  # the catalog file: no discovery
+    assert len(json.loads(capsys.readouterr().out)) == len(load_default_catalog().instance_types)
