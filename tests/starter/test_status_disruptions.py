@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from support.cli_runner import nodeflow
 from support.disruption_fakes import Fakes, command
+from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 
@@ -27,6 +28,8 @@ from starter.status_watch import watch
 from workflows.disruption import DisruptionWorkflow
 from workflows.disruption_models import DisruptionInput, DisruptionPhase, DisruptionSettings, NodeRef
 from workflows.models import TerminationInput
+from workflows.policy_controls import HookSpec, PolicyControls
+from workflows.policy_models import HookCall
 
 # validated at once, then waits for a replacement that never becomes Ready (a timer, no busy polling)
 SETTINGS = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=3600, ready_timeout_seconds=7200)
@@ -39,20 +42,29 @@ def _no_cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
 
 
+@activity.defn(name="policy_pre_disruption_hook")
+async def _unanswered_hook(call: HookCall) -> int:
+    """A pre-disruption hook that never answers (until the worker stops)."""
+    await asyncio.Event().wait()
+    return 200
+
+
 @asynccontextmanager
-async def _disruption(client: Client) -> AsyncIterator[tuple[WorkflowHandle, list[str]]]:
-    """A two-node replace command in WaitingReady, with the planner's memo; its nodes' names are unique."""
+async def _disruption(client: Client, policy: PolicyControls | None = None,
+                      phase: DisruptionPhase = DisruptionPhase.WAITING_READY
+                      ) -> AsyncIterator[tuple[WorkflowHandle, list[str]]]:
+    """A two-node replace command in `phase`, with the planner's memo; its nodes' names are unique."""
     tag = uuid.uuid4().hex[:8]
     cmd = command(n=2, reason="Underutilized", method="MultiNodeConsolidation", pool=f"pool-{tag}")
     cmd.nodes = [NodeRef(name=f"st-{tag}-{i}", uid=f"st-{tag}-uid-{i}", node_claim=f"claim-{tag}-{i}")
                  for i in range(2)]
     tq = f"status-{tag}"
-    async with Worker(client, task_queue=tq, workflows=[DisruptionWorkflow], activities=Fakes(
-            ready_after_polls=None).activities()):
+    async with Worker(client, task_queue=tq, workflows=[DisruptionWorkflow], activities=[
+            *Fakes(ready_after_polls=None).activities(), _unanswered_hook]):
         handle = await client.start_workflow(
-            DisruptionWorkflow.run, DisruptionInput(command=cmd, settings=SETTINGS), id=cmd.workflow_id,
-            task_queue=tq, memo={MEMO_NODES: [n.name for n in cmd.nodes], MEMO_METHOD: cmd.method})
-        await _until(lambda: _phase_is(handle, DisruptionPhase.WAITING_READY))
+            DisruptionWorkflow.run, DisruptionInput(command=cmd, settings=SETTINGS, policy=policy),
+            id=cmd.workflow_id, task_queue=tq, memo={MEMO_NODES: [n.name for n in cmd.nodes], MEMO_METHOD: cmd.method})
+        await _until(lambda: _phase_is(handle, phase))
         try:
             yield handle, [n.name for n in cmd.nodes]
         finally:
@@ -149,6 +161,20 @@ async def test_watch_piped_prints_the_header_once_and_disruptions(temporal_clien
     assert sum(line.split()[:1] == ["NODES"] for line in lines) == 1, lines
     mine = [line for line in lines if line.startswith(",".join(nodes))]
     assert len(mine) == 1 and "WaitingReady" in mine[0], lines  # one line, not one per refresh
+
+
+async def test_status_says_a_disruption_waits_for_its_pre_disruption_ack(temporal_client: Client) -> None:
+    policy = PolicyControls(policy="gated", pre_disruption=HookSpec(url="http://hook.invalid/pre", ack_required=True,
+                                                                    ack_timeout_seconds=3600))
+    async with _disruption(temporal_client, policy, DisruptionPhase.VALIDATING) as (handle, nodes):
+        async def waiting_for_ack() -> dict[str, Any] | None:
+            rows = await _json_rows(temporal_client, nodes[0])
+            return next((r for r in rows if r.get("waitingFor") == "PreDisruptionAck"), None)
+        row = await _until(waiting_for_ack)
+        assert row["workflowId"] == handle.id and row["phase"] == "Validating" and row["replacements"] == []
+        code, out, err = await nodeflow(temporal_client, "status", nodes[0])
+        assert code == 0 and "the pre-disruption hook's ack (or `nodeflow approve NODE`)" in out, out
+        assert f"`nodeflow cancel {nodes[0]}` rolls it back" in err, err
 
 
 async def _listed(client: Client, workflow_id: str) -> bool:
