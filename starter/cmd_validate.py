@@ -35,7 +35,23 @@ def register(subparsers: Any) -> None:
                         ".yml files, sorted, as kubectl reads one); repeatable; '-' reads standard input")
     p.add_argument("-R", "--recursive", action="store_true",
                    help="also the files in the directories' subdirectories (kubectl's -R)")
+    p.add_argument("--kubeconfig", metavar="FILE",
+                   help="also check that this cluster's API server is a Kubernetes version nodeflow supports")
     p.set_defaults(func=run)
+
+
+def cluster_problem(kubeconfig: str | None) -> str | None:
+    """With --kubeconfig: one line when the cluster's Kubernetes is older than nodeflow's CRDs need (or its
+    version cannot be read), instead of a CRD compile error at install (api/kube_version.py)."""
+    if not kubeconfig:
+        return None
+    from runtime.kube_version import kubeconfig_version_problem
+
+    try:
+        return kubeconfig_version_problem(kubeconfig)
+    except Exception as exc:  # unreachable, refused, a kubeconfig that does not load: one line too
+        first = str(exc).splitlines()[0] if str(exc) else repr(exc)
+        return f"{kubeconfig}: could not read the API server's version: {first}"
 
 
 MANIFEST_SUFFIXES = (".json", ".yaml", ".yml")  # the files kubectl reads from a directory given to -f
@@ -127,6 +143,9 @@ def run(args: argparse.Namespace) -> int:
     from api.snapshot import SnapshotError, located_objects, location, read_text
 
     total_problems = 0
+    if problem := cluster_problem(getattr(args, "kubeconfig", None)):
+        print(problem)
+        total_problems += 1
     located: list[tuple[str, Any]] = []  # every object of every file, for the checks across documents
     for path in manifest_files(args.filename, args.recursive):
         count = 0
