@@ -23,6 +23,7 @@ from client.planner_schedule import ensure_planner_schedule, planner_schedule_id
 from runtime.cloud_clients import RegionNotConfigured, aws_clients, kube_api_client, pricing_client, resolve_region
 from runtime.fleet_worker import run_fleet_worker
 from runtime.health import ReadinessCheck, metrics_bind, parse_metrics_address, start_health_server
+from runtime.kube_version import kubeconfig_version_problem
 from runtime.settings import Deps, Settings
 from runtime.temporal_metrics import new_buffer, pump, track_planner_pause
 from runtime.worker_loop import run_worker
@@ -171,7 +172,20 @@ def readiness_checks(client: Client, deps: Deps) -> dict[str, ReadinessCheck]:
     return checks
 
 
+async def cluster_too_old(kubeconfig: str | None) -> str | None:
+    """The one-line refusal when the API server is older than nodeflow supports (api/kube_version.py), before
+    anything connects; a server that cannot be reached yet is logged and left to the cluster clients' retries."""
+    try:
+        return await asyncio.to_thread(kubeconfig_version_problem, kubeconfig)
+    except Exception as exc:
+        log.warning("could not read the API server's version: %s", exc)
+        return None
+
+
 async def amain(args: argparse.Namespace) -> int:
+    if not args.fleet_only and (problem := await cluster_too_old(args.kubeconfig)):
+        log.error("refusing to start: %s", problem)
+        return 2
     bind = metrics_bind(args.metrics_address, args.metrics_port)
     buffer = new_buffer() if bind else None  # the SDK's failure counters, for /metrics
     if buffer is not None:
