@@ -262,3 +262,18 @@ def test_accounting_costs_little_on_a_generated_cluster() -> None:
     ex = explain_plan(snap, AT)
     assert (datetime.now(UTC) - start).total_seconds() < 20
     assert len(ex.nodes) == 300
+
+
+def test_nominated_and_pending_pod_nodes_are_accounted_as_blocked() -> None:
+    """The candidate check and emptiness rule added for #32 (planning/nomination.py) reach the rows without the
+    accounting knowing them: a nominated node, and an empty node the only home of a pending pod, are Blocked with
+    the planner's message, and the walk's invariants hold."""
+    nominated = {L.NOMINATED_UNTIL_ANNOTATION: (AT + timedelta(seconds=15)).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    for snap, name in ((snapshot(nodepool(), node_and_claim("nominated", claim_annotations=nominated)), "nominated"),
+                       (snapshot(nodepool(), node_and_claim("room"), pod("waiting-1", None)), "room")):
+        ex = explain_plan(snap, AT)
+        check_accounting(snap, ex, until_stable=False)
+        blocked = {b.node: b.reason for b in ex.result.blocked}
+        assert name in blocked, ex.result
+        row = _row(ex, name)
+        assert (row.outcome, row.detail) == (Outcome.BLOCKED, blocked[name])
