@@ -23,6 +23,8 @@ from workflows.disruption_models import NO_RETURN_PHASES, DisruptionPhase, Disru
 
 QUERY_TIMEOUT = 5.0  # a worker that does not answer: the row keeps what the search attributes say
 HOOK_ACTIVITY = "policy_pre_disruption_hook"
+# a cancel changes nothing once the candidates are being deleted, or while it is already being rolled back
+NOT_CANCELLABLE = NO_RETURN_PHASES | {DisruptionPhase.ROLLING_BACK}
 
 
 class DisruptionWait(StrEnum):
@@ -125,7 +127,7 @@ async def _from_listing(wf: WorkflowExecution) -> DisruptionStatus:
                            method=memo.get(MEMO_METHOD), reason=attrs.get(sa.REASON),
                            node_pool=attrs.get(sa.NODE_POOL), nodes=nodes, started_at=wf.start_time)
     row.waiting_for = _wait(phase, row.running)
-    row.cancellable = row.running and phase is not None and phase not in NO_RETURN_PHASES
+    row.cancellable = row.running and phase is not None and phase not in NOT_CANCELLABLE
     row._run_id = wf.run_id
     return row
 
@@ -147,7 +149,7 @@ async def _query(client: Client, row: DisruptionStatus) -> None:
                                        state=ReplacementState.READY if r.node_claim in ready
                                        else ReplacementState.NOT_READY) for r in p.replacements]
     row.ready_deadline, row.cancel_requested, row.error = p.ready_deadline, p.cancel_requested, p.error
-    row.cancellable = p.phase not in NO_RETURN_PHASES and not p.cancel_requested
+    row.cancellable = p.phase not in NOT_CANCELLABLE and not p.cancel_requested
     row.waiting_for = _wait(p.phase, True)
     if p.phase == DisruptionPhase.VALIDATING and await _awaiting_hook(handle):
         row.waiting_for = DisruptionWait.PRE_DISRUPTION_ACK
