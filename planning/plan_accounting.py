@@ -210,7 +210,7 @@ def _kept_candidate(cands: Mapping[str, Candidate | None], facts: PassFacts, eve
     first = wanted[0][1].name
     if wanted[0][0] > won:
         return (KeptReason.PASS_DECIDED, f"{first} would consider it; this pass's commands came from {facts.winner} "
-                                         "(one method a pass), so a later pass does", None)
+                                         "(one method a pass), so it waits for a later pass", None)
     return _why_not_taken(cand, first, facts, events)
 
 
@@ -228,7 +228,7 @@ def _why_not_taken(cand: Candidate, method: str, facts: PassFacts, events: list[
                                           "threshold (docs/semantics.md §5.10)", None
     if facts.winner is not None:
         return (KeptReason.NOT_REACHED, f"{method} would consider it; {facts.winner} started its command(s) first, "
-                                        "so a later pass does", None)
+                                        "so it waits for a later pass", None)
     return KeptReason.NOT_REACHED, f"{method} stopped before it (its time limit)", None
 
 

@@ -60,7 +60,14 @@ def _generated() -> list[tuple[str, Snapshot, datetime]]:
             for s in shapes]
 
 
-SNAPSHOTS = _example_snapshots() + _generated()
+def _demo() -> list[tuple[str, Snapshot, datetime]]:
+    """The `make demo` cluster the issue was found on (30 nodes, five pools, one with consolidateAfter: Never)."""
+    from devstack.demo_scenario import demo_cluster
+
+    return [("demo", Snapshot.from_objects(demo_cluster(now=AT)), AT)]
+
+
+SNAPSHOTS = _example_snapshots() + _generated() + _demo()
 
 
 def check_accounting(snap: Snapshot, ex: ExplainedPlan, until_stable: bool) -> None:
@@ -111,7 +118,7 @@ def test_every_node_is_accounted_for_exactly_once(name: str, snap: Snapshot, at:
 
 def test_the_walk_covers_the_examples_and_generated_clusters() -> None:
     names = {s[0] for s in SNAPSHOTS}
-    assert {"plan-do-not-disrupt.yaml", "plan-static.yaml", "plan-repair.yaml", "generated-2"} <= names
+    assert {"plan-do-not-disrupt.yaml", "plan-static.yaml", "plan-repair.yaml", "generated-2", "demo"} <= names
     assert len(names) >= 20
 
 
@@ -132,6 +139,13 @@ def test_do_not_disrupt_example_mentions_node_a() -> None:
     assert "Emptiness" in _row(ex, "node-a").detail
     assert _row(ex, "node-b").outcome is Outcome.BLOCKED
     assert _row(ex, "node-c").outcome is Outcome.DISRUPTED
+
+
+def test_demo_names_its_never_consolidated_pool() -> None:
+    ex = explain_plan(next(s for n, s, _ in SNAPSHOTS if n == "demo"), AT)
+    spot = [r for r in ex.nodes if r.node_pool == "spot"]
+    assert spot and {r.reason for r in spot} == {KeptReason.CONSOLIDATION_DISABLED}
+    assert "NodePool spot has consolidateAfter: Never" in spot[0].detail
 
 
 def test_consolidate_after_never_is_consolidation_disabled() -> None:
