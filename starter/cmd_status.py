@@ -64,7 +64,7 @@ async def _advice(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[
     finished = await latest_finished(args.temporal_client, args.node)
     cluster = await asyncio.to_thread(cluster_node, resolve(args.kubeconfig), args.node, args.context)
     state = idle_state(finished, cluster)
-    notes = [advice(args.node, state, finished)]
+    notes = [advice(args.node, state, finished, all_shown=args.all)]
     if state == NodeState.FINISHED and cluster == ClusterNode.PRESENT:  # e.g. a cancelled termination
         notes.append(advice(args.node, NodeState.IN_CLUSTER))
     return [n for n in notes if n]

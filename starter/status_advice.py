@@ -70,8 +70,9 @@ def _termination_phase(row: dict[str, Any]) -> TerminationPhase | None:
         return None
 
 
-def advice(node: str, state: NodeState, row: dict[str, Any] | None = None) -> str | None:
-    """One or two sentences for stderr: what to do about NODE now. `row` is the workflow the state came from."""
+def advice(node: str, state: NodeState, row: dict[str, Any] | None = None, all_shown: bool = False) -> str | None:
+    """One or two sentences for stderr: what to do about NODE now. `row` is the workflow the state came from;
+    `all_shown`: finished workflows are listed already (`--all`), so the hint to add it is left out."""
     row = row or {}
     match state:
         case NodeState.TERMINATING:
@@ -92,8 +93,9 @@ def advice(node: str, state: NodeState, row: dict[str, Any] | None = None) -> st
             return (f"{node} is part of disruption {row.get('workflowId')} ({row.get('phase')}), past the point of "
                     "no return: it can no longer be cancelled; its termination shows here once it starts")
         case NodeState.FINISHED:
-            return (f"the {str(row.get('kind', 'workflow')).lower()} of {node} finished ({_ending(row)}); "
-                    f"`nodeflow status {node} --all` shows finished terminations and disruptions")
+            said = f"the {str(row.get('kind', 'workflow')).lower()} of {node} finished ({_ending(row)})"
+            return said if all_shown else \
+                f"{said}; `nodeflow status {node} --all` shows finished terminations and disruptions"
         case NodeState.DELETING:
             return (f"node {node} is being deleted but no termination runs for it; the worker's watcher starts one "
                     "(is a nodeflow worker running?)")

@@ -45,6 +45,8 @@ def test_advice_names_the_command_for_the_state() -> None:
     assert advice("n1", NodeState.FINISHED, finished) == (
         "the termination of n1 finished (COMPLETED, phase Terminated, at 2026-11-28T10:00:00Z); "
         "`nodeflow status n1 --all` shows finished terminations and disruptions")
+    assert advice("n1", NodeState.FINISHED, finished, all_shown=True) == \
+        "the termination of n1 finished (COMPLETED, phase Terminated, at 2026-11-28T10:00:00Z)"
     assert "`kubectl delete node n1 --wait=false` starts its termination" in advice("n1", NodeState.IN_CLUSTER)
     assert "no termination runs for it" in advice("n1", NodeState.DELETING)
     assert advice("n1", NodeState.UNKNOWN) is None
