@@ -137,8 +137,25 @@ def planner_pause(args: argparse.Namespace, live: bool) -> dict[str, Any]:
     try:
         out["paused"], out["note"] = read_planner_schedule(args, sid)
     except Exception as exc:  # unreachable, not found, auth: the plan still answers, and says what it could not read
-        out["why"] = f"unknown: cannot read schedule {sid} at {address or 'the default address'}: {exc}"
+        out["why"] = f"unknown: cannot read schedule {sid} at {address or 'the default address'}: {_why(exc)}"
     return out
+
+
+def _why(exc: Exception) -> str:
+    """One line for a failed schedule read, naming what fixes it."""
+    from temporalio.service import RPCError, RPCStatusCode
+
+    if isinstance(exc, RPCError) and exc.status == RPCStatusCode.NOT_FOUND:
+        return "no such schedule (the worker creates it; --schedule-id names another)"
+    if isinstance(exc, TimeoutError):
+        return "no answer within 10 s"
+    if isinstance(exc, TemporalUnreachableError):
+        return "Temporal not reachable (set --address or NODEFLOW_TEMPORAL_ADDRESS)"
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+class TemporalUnreachableError(Exception):
+    """The connection to Temporal failed (the SDK raises a bare RuntimeError for it)."""
 
 
 def read_planner_schedule(args: argparse.Namespace, schedule_id: str) -> tuple[bool, str | None]:
@@ -148,8 +165,11 @@ def read_planner_schedule(args: argparse.Namespace, schedule_id: str) -> tuple[b
     from client.connection import connect
 
     async def read() -> tuple[bool, str | None]:
-        client = await connect(getattr(args, "address", None), getattr(args, "namespace", None),
-                               api_key=getattr(args, "api_key", None))
+        try:
+            client = await connect(getattr(args, "address", None), getattr(args, "namespace", None),
+                                   api_key=getattr(args, "api_key", None))
+        except Exception as exc:
+            raise TemporalUnreachableError(str(exc)) from exc
         state = (await client.get_schedule_handle(schedule_id).describe()).schedule.state
         return state.paused, state.note or None
 

@@ -59,7 +59,8 @@ def test_table_lists_every_node_and_what_used_each_budget(capsys: Any, monkeypat
 def test_unreachable_temporal_leaves_the_pause_unknown_not_fatal(capsys: Any) -> None:
     data = _plan(capsys, "--address", "127.0.0.1:1")
     assert data["plannerPause"]["paused"] is None
-    assert data["plannerPause"]["why"].startswith("unknown: cannot read schedule nodeflow-planner at 127.0.0.1:1")
+    assert data["plannerPause"]["why"] == ("unknown: cannot read schedule nodeflow-planner at 127.0.0.1:1: "
+                                           "Temporal not reachable (set --address or NODEFLOW_TEMPORAL_ADDRESS)")
     assert {r["outcome"] for r in data["nodes"]} == {"Kept", "Blocked", "Disrupted"}
     assert run(["plan", "-f", EXAMPLE, "--at", AT, "--address", "127.0.0.1:1"]) == 0
     assert "PLANNER PAUSE unknown" in capsys.readouterr().out
@@ -94,3 +95,13 @@ async def test_global_pause_is_read_from_the_planner_schedule(temporal_client: C
         assert next(r for r in data["nodes"] if r["node"] == "node-c")["outcome"] == "Disrupted"
     finally:
         await handle.delete()
+
+
+async def test_a_missing_schedule_is_named(temporal_client: Client, capsys: Any) -> None:
+    address = temporal_client.service_client.config.target_host
+    sid = f"no-such-{uuid.uuid4().hex[:8]}"
+    argv = ["plan", "-f", EXAMPLE, "--at", AT, "--address", address, "--schedule-id", sid, "-o", "json"]
+    assert await asyncio.to_thread(run, argv) == 0
+    pause = json.loads(capsys.readouterr().out)["plannerPause"]
+    assert pause["paused"] is None
+    assert pause["why"].endswith("no such schedule (the worker creates it; --schedule-id names another)")
