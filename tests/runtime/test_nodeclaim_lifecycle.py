@@ -193,3 +193,23 @@ async def test_a_launch_recorded_from_the_instance_honours_the_claims_node_class
     finally:
         cache.stop()
         api.close()
+
+
+async def test_every_demo_claim_shows_ready_after_one_pass() -> None:
+    """#33 as the issue saw it: the demo's claims (written with Launched, Registered, Initialized) all carry
+    Ready=True after one lifecycle pass (before: 0 of 30 in this scenario)."""
+    from devstack.demo_scenario import demo_cluster
+    from simulator.server import Simulator
+
+    with Simulator(time_scale=0.01, objects=demo_cluster()) as sim:
+        api = sim.api_client()
+        ctl, cache = _controller(api)
+        try:
+            await _settle([ctl], rounds=1)
+            items = k8s.CustomObjectsApi(api).list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
+            ready = [next((c["status"] for c in i["status"]["conditions"] if c["type"] == "Ready"), None)
+                     for i in items]
+            assert len(items) == 30 and ready == ["True"] * 30
+        finally:
+            cache.stop()
+            api.close()
