@@ -21,8 +21,8 @@ maxima (only `replace` results use them here); functions outside the Kubernetes 
 
 from __future__ import annotations
 
-import codecs
 import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -180,18 +180,16 @@ def _literal(token: Token) -> Val:
     return Val(0, names.get(kind, "dyn"), size=1)
 
 
+_ESCAPE = re.compile(r"\\(?:[0-3][0-7]{2}|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.DOTALL)
+
+
 def _unquote(text: str) -> str:
-    """A CEL string literal's value (its length is what cel-go prices)."""
+    """A CEL string literal's value, escapes folded to one character (its length is what cel-go prices)."""
     raw = text[:1] in "rR" or (text[1:2] in "rR" and text[:1] in "bB")
     body = text.lstrip("rRbB")
     quote = body[:3] if body[:3] in ('"""', "'''") else body[:1]
     body = body[len(quote):len(body) - len(quote)]
-    if raw:
-        return body
-    try:
-        return codecs.decode(body, "unicode_escape")
-    except UnicodeDecodeError:
-        return body
+    return body if raw else _ESCAPE.sub("_", body)
 
 
 def _args(exprlist: Any) -> list[Any]:
