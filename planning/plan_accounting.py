@@ -18,6 +18,7 @@ from typing import Any
 
 from api.events import EventReason
 from api.nodepool import POLICY_WHEN_EMPTY
+from api.timestamps import format_seconds
 from planning.balanced import is_balanced
 from planning.candidates import EVENTUAL, GRACEFUL, Candidate, CandidateSet, NotCandidate, cancel_hold
 from planning.cluster import Cluster, NodeInfo
@@ -75,7 +76,7 @@ class NodeAccount:
     until: datetime | None = None
 
     def to_public(self) -> dict[str, Any]:
-        until = self.until.isoformat().replace("+00:00", "Z") if self.until else None
+        until = format_seconds(self.until) if self.until else None
         return {"node": self.node, "nodePool": self.node_pool or None, "outcome": self.outcome.value,
                 "reason": self.reason, "detail": self.detail, "until": until}
 
@@ -245,7 +246,7 @@ def _unwanted(c: Candidate, facts: PassFacts) -> tuple[KeptReason, str, datetime
     until = consolidatable_at(c)
     if until is not None and until > facts.at:
         return (KeptReason.CONSOLIDATE_AFTER, f"consolidateAfter {_duration(pool.consolidate_after)} of NodePool "
-                                              f"{pool.name} runs until {until.isoformat()}", until)
+                                              f"{pool.name} runs until {format_seconds(until)}", until)
     messages = [e.message for e in facts.scratch.events if e.kind == "Node" and e.name == node.name]
     if node.itype is None or not node.capacity_type or not node.zone:
         return KeptReason.INCOMPLETE_NODE, messages[-1] if messages else "instance type or labels unknown", None
