@@ -57,10 +57,12 @@ async def _rollout(args: argparse.Namespace) -> int:
 
 
 def format_status(st: Any) -> str:
+    from starter.timefmt import rfc3339_utc
+
     lines = [f"NodePool {st.node_pool}: {st.phase.value}, wave {st.wave}/{st.waves} (targets {st.targets}), "
              f"{st.disrupted} node(s) replaced, {st.failed_replacements} failed replacement(s)"]
     if st.bake_until is not None:
-        lines.append(f"baking until {st.bake_until.isoformat()}")
+        lines.append(f"baking until {rfc3339_utc(st.bake_until)}")
     if st.halted is not None:
         lines.append(f"halted ({st.halted.value}): {st.halt_reason}")
         lines.append(f"  resume: nodeflow rollout resume {st.node_pool}   abort: nodeflow rollout abort {st.node_pool}")

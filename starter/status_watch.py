@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
 from starter.output import CliError, render_table
+from starter.timefmt import rfc3339_utc
 
 HEADERS = ["NODE", "NODEPOOL", "REASON", "PHASE", "PODS LEFT", "BLOCKING", "AGE", "DEADLINE"]
 DISRUPTION_HEADERS = ["NODES", "NODEPOOL", "METHOD", "REASON", "PHASE", "REPLACEMENTS", "WAITING FOR", "AGE"]
@@ -121,7 +122,7 @@ def blocking_cell(row: dict[str, Any]) -> str | None:
 
 def row_cells(row: dict[str, Any]) -> list[Any]:
     return [row["node"], row["nodePool"], row["reason"], row["phase"], row["podsLeft"],
-            blocking_cell(row), row["age"], row["deadline"]]
+            blocking_cell(row), row["age"], rfc3339_utc(row["deadline"])]
 
 
 def disruption_cells(row: dict[str, Any]) -> list[Any]:
@@ -159,7 +160,7 @@ def _ready_text(row: dict[str, Any]) -> str:
     text = f"replacements Ready: {sum(r['state'] == 'Ready' for r in reps)} of {len(reps)}"
     deadline = row.get("readyDeadline")
     if deadline:
-        text += f", until {datetime.fromisoformat(deadline).strftime('%Y-%m-%dT%H:%M:%SZ')}"
+        text += f", until {rfc3339_utc(deadline)}"
     return text
 
 
