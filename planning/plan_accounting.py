@@ -212,7 +212,7 @@ def _kept_candidate(cands: Mapping[str, Candidate | None], facts: PassFacts, eve
     if wanted[0][0] > won:
         return (KeptReason.PASS_DECIDED, f"{first} would consider it; this pass's commands came from {facts.winner} "
                                          "(one method a pass), so it waits for a later pass", None)
-    return _why_not_taken(cand, first, facts, events)
+    return _why_not_taken(cand, " and ".join(m.name for i, m in wanted if i <= won), facts, events)
 
 
 def _why_not_taken(cand: Candidate, method: str, facts: PassFacts, events: list[PlanEvent]
@@ -228,8 +228,8 @@ def _why_not_taken(cand: Candidate, method: str, facts: PassFacts, events: list[
         return KeptReason.BALANCED_SCORE, f"NodePool {cand.pool.name} is Balanced: the move scores below its " \
                                           "threshold (docs/semantics.md §5.10)", None
     if facts.winner is not None:
-        return (KeptReason.NOT_REACHED, f"{method} would consider it; {facts.winner} started its command(s) first, "
-                                        "so it waits for a later pass", None)
+        return (KeptReason.NOT_REACHED, f"{method} considered it; {facts.winner} started its command(s) on other "
+                                        "nodes first (one command a pass), so it waits for a later pass", None)
     return KeptReason.NOT_REACHED, f"{method} stopped before it (its time limit)", None
 
 

@@ -17,7 +17,7 @@ import pytest
 from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
-from api.snapshot import Snapshot, load_snapshot
+from api.snapshot import Snapshot, load_snapshot, parse_snapshot
 from planning.candidates import NodeRefusal, NotCandidate
 from planning.cluster import Cluster
 from planning.commands import STATIC_DRIFT
@@ -183,17 +183,36 @@ def test_a_savings_threshold_keeps_both_nodes() -> None:
 
 
 def test_single_node_consolidation_takes_one_command_a_pass() -> None:
-    """Two nodes each replaceable by a cheaper one, in two pools (no multi-node command across pools? then each
-    is its own): the second waits for a later pass."""
-    snap = snapshot(nodepool("p1"), nodepool("p2"),
-                    node_and_claim("a", "m5.4xlarge", pool="p1"), pod("pa-1", "a", cpu="100m", memory="128Mi"),
-                    node_and_claim("b", "m5.4xlarge", pool="p2"), pod("pb-1", "b", cpu="100m", memory="128Mi"))
+    """Together the two nodes' pods need the type they run (multi-node refuses it); alone each fits on the other:
+    single-node deletes one, and the other waits for a later pass."""
+    only = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
+            {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.2xlarge", "m5.4xlarge"]}]
+    snap = snapshot(nodepool(requirements=only),
+                    node_and_claim("a", "m5.4xlarge"), pod("pa-1", "a", cpu="5", memory="1Gi"),
+                    node_and_claim("b", "m5.4xlarge"), pod("pb-1", "b", cpu="5", memory="1Gi"))
     ex = explain_plan(snap, AT)
-    outcomes = Counter(r.outcome for r in ex.nodes)
-    assert outcomes[Outcome.DISRUPTED] >= 1
-    for r in ex.nodes:
-        if r.outcome is Outcome.KEPT:
-            assert r.reason in (KeptReason.NOT_REACHED, KeptReason.PASS_DECIDED), r
+    assert [c.method for c in ex.result.commands] == ["SingleNodeConsolidation"]
+    other = ({"a", "b"} - set(ex.result.commands[0].nodes)).pop()
+    row = _row(ex, other)
+    assert (row.outcome, row.reason) == (Outcome.KEPT, KeptReason.NOT_REACHED)
+    assert "SingleNodeConsolidation started its command(s) on other nodes first" in row.detail
+
+
+def test_calendar_hold_keeps_a_consolidation_candidate_until_it_ends() -> None:
+    """Consolidation's candidates in a held pool are dropped quietly by the pass (only deciding methods list
+    them as blocked): the row says which hold, and until when."""
+    text = (EXAMPLES / "plan-calendar.yaml").read_text().replace("consolidateAfter: Never", "consolidateAfter: 0s")
+    ex = explain_plan(parse_snapshot(text, "calendar"), AT)
+    row = _row(ex, "node-b")
+    assert (row.outcome, row.reason) == (Outcome.KEPT, KeptReason.CALENDAR_HOLD)
+    assert "change-freeze" in row.detail and row.to_public()["until"] == "2026-11-23T23:00:00Z"
+
+
+def test_a_node_without_a_zone_label_is_incomplete() -> None:
+    objs = node_and_claim("a")
+    del objs[0]["metadata"]["labels"][L.ZONE_LABEL]
+    row = _kept(snapshot(nodepool(), objs, pod("p-1", "a")), "a")
+    assert row.reason == KeptReason.INCOMPLETE_NODE and L.ZONE_LABEL in row.detail
 
 
 def test_static_pool_keeps_its_replicas() -> None:
