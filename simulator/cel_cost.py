@@ -25,6 +25,7 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import celpy
@@ -443,19 +444,25 @@ def _replaced_size(size: int, old: Val, new: Val) -> int:
     return _mul(math.ceil(size / old_min), new.max_size())
 
 
+@cache
+def _parse(rule: str) -> Tree:
+    """A rule's syntax tree (read only; parsed once: a CRD's rules are checked on every create and update)."""
+    return _ENV.compile(rule)
+
+
 def rule_cost(rule: str, schema: Schema, root: bool = False) -> int:
     """The worst-case cost of `rule` sitting on `schema`, once (cel-go's `EstimateCost(...).Max`)."""
     decl = decl_of(schema, root)
     if decl is None:
         return 0
-    return _Coster(decl).cost(_ENV.compile(rule)).cost
+    return _Coster(decl).cost(_parse(rule)).cost
 
 
 def undefined_fields(rule: str, schema: Schema) -> list[str]:
     """The fields `rule` selects on an object whose schema does not declare them: the real server's type check
     refuses such a CRD (`compilation failed: ... undefined field 'x'`); cel-python has no type check."""
     coster = _Coster(decl_of(schema) or Decl("dyn"))
-    coster.cost(_ENV.compile(rule))
+    coster.cost(_parse(rule))
     return list(dict.fromkeys(coster.undefined))
 
 
@@ -525,7 +532,7 @@ def schema_findings(schema: Schema, path: str = "openAPIV3Schema") -> list[Findi
             rule, at = str(entry.get("rule", "")), f"{where}.x-kubernetes-validations[{i}].rule"
             if not rule.strip():
                 continue
-            cost = _mul(_Coster(decl).cost(_ENV.compile(rule)).cost, runs)
+            cost = _mul(_Coster(decl).cost(_parse(rule)).cost, runs)
             if cost > RULE_COST_LIMIT:
                 out.append(Finding(at, rule, (budget_message("estimated rule cost", cost, RULE_COST_LIMIT),)))
             total = min(UNKNOWN, total + cost)
