@@ -181,6 +181,15 @@ def test_a_blocking_error_skips_the_rules_and_says_so(sim: Simulator, k8s: clien
     assert status["message"].endswith(f"<nil>: {NOT_CHECKED[2]}]")
 
 
+def test_a_ratcheted_blocking_error_does_not_skip_the_rules(sim: Simulator, k8s: client.ApiClient) -> None:
+    """On an update, an error in an unchanged field is dropped before kube-apiserver looks for blocking ones."""
+    api = client.CustomObjectsApi(k8s)
+    sim.load_objects([policy("old", drift={"maxFailedReplacements": "three"})])  # stored before the schema said int
+    status = refused(lambda: api.patch_cluster_custom_object(*DP, "old", {"spec": {
+        "nodePoolSelector": {"matchLabels": {"tier": "a"}}}}))
+    assert [c[:2] for c in causes(status)] == [("spec", "FieldValueInvalid")], causes(status)
+
+
 def test_a_set_list_holds_each_value_once(sim: Simulator, k8s: client.ApiClient) -> None:
     pool = nodepool("dup")
     pool["spec"]["disruption"] = {"consolidateAfter": "0s", "budgets": [{"nodes": "1", "reasons": ["Empty", "Empty"]}]}
