@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import urllib.parse
 import uuid
 from collections.abc import Iterator
@@ -77,8 +78,12 @@ async def _start_rows(client: Client, queue: str) -> None:
     await start_provisioning(client, [PodRef(key="crawler/crawler-0", uid=f"p-{uuid.uuid4()}")], task_queue=queue)
 
 
-def _list(page: Page, ui: str, query: str, wait_for: str) -> str:
+def _list(page: Page, ui: str, query: str, wait_for: str, gone: str = "", timeout: float = 10.0) -> str:
+    """The list's text for `query` once it shows `wait_for` and (a row the query leaves out) no longer `gone`."""
     page.goto(f"{ui}/namespaces/{NAMESPACE}/workflows?query={urllib.parse.quote(query)}", wait_for=wait_for)
+    deadline = time.monotonic() + timeout
+    while gone and gone in page.text() and time.monotonic() < deadline:
+        time.sleep(0.3)
     return page.text()
 
 
@@ -98,7 +103,8 @@ async def test_the_list_names_node_pool_reason_and_phase(server: TemporalDevServ
 
         # docs/operations.md's per-pool view keeps the pool's rows only
         pool = await asyncio.to_thread(_list, page, server.ui_url,
-                                       'NodeflowNodePool="general" AND ExecutionStatus="Running"', "general-03")
+                                       'NodeflowNodePool="general" AND ExecutionStatus="Running"', "general-03",
+                                       "spot-02")
         assert "general-01" in pool and "spot-02" not in pool and "batch-07" not in pool
     png = (out / SHOT).read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) < 150_000  # small enough to commit
