@@ -85,3 +85,16 @@ def test_a_replacement_must_still_be_the_one_launched() -> None:
     assert _recheck(full, ["a"], ("on-demand", ["m5.xlarge"])) is None
     assert _recheck(full, ["a"]) is Mismatch.NEW_SCHEDULING_RESULTS  # planned as a delete: now needs a node
     assert _recheck(full, ["a"], ("spot", ["m5.xlarge"])) is Mismatch.NEW_SCHEDULING_RESULTS
+
+
+def test_a_candidate_nominated_while_the_command_waits_is_candidates_changed() -> None:
+    """Karpenter's validation (disruption/validation.go, IsNodeNominated): the provisioner planned pending pods
+    onto `a` during the validation wait, so the command that would take it is dropped."""
+    from planning.nomination import window
+    from tests.planning.planning_factory import ts
+
+    assert _recheck(_objects(), ["a"]) is None
+    objs = _objects()
+    objs[3] = node_and_claim("a", "m5.xlarge", claim_annotations={
+        L.NOMINATED_UNTIL_ANNOTATION: ts(AT + window())})
+    assert _recheck(objs, ["a"]) is Mismatch.CANDIDATES_CHANGED
