@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
     from api.events import EventReason
     from workflows import disruption_policy_steps as policy_steps
     from workflows import search_attributes as sa
+    from workflows import summaries
     from workflows.disruption_models import (
         NO_RETURN_PHASES,
         AwaitTerminationsInput,
@@ -276,6 +277,7 @@ class DisruptionWorkflow:
                 start_to_close_timeout=timedelta(seconds=wait) + SHORT, heartbeat_timeout=SHORT,
                 retry_policy=RETRY, summary="wait for replacements to be Ready")
             self._ready = {st.node_claim for st in statuses if st.ready}
+            self._refresh_details()
             gone = [st.node_claim for st in statuses if st.gone]
             if gone:
                 raise _Rollback(RollbackCause.REPLACEMENT_GONE,
@@ -396,6 +398,12 @@ class DisruptionWorkflow:
     def _set_phase(self, phase: DisruptionPhase) -> None:
         self._phase = phase
         workflow.upsert_search_attributes([sa.PHASE.value_set(phase.value)])
+        self._refresh_details()
+
+    def _refresh_details(self) -> None:
+        """The workflow page's current details: phase, nodes, why, and what it waits for. Metadata the UI reads
+        by query, not a command: recorded histories replay unchanged (tests/test_replay.py)."""
+        workflow.set_current_details(summaries.disruption_now(self.progress()))
 
 
 def _cause(exc: BaseException) -> str:

@@ -18,7 +18,14 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from api.fleet import FleetRollout
 from workflows import search_attributes as sa
-from workflows.disruption_models import DisruptionCommand, DisruptionPhase, NodeRef, Replacement, StaticScaleUp
+from workflows.disruption_models import (
+    DisruptionCommand,
+    DisruptionPhase,
+    DisruptionProgress,
+    NodeRef,
+    Replacement,
+    StaticScaleUp,
+)
 from workflows.fleet_models import FleetPhase
 from workflows.interruption_models import PrespinInput
 from workflows.models import TerminationInput, TerminationPhase
@@ -92,6 +99,26 @@ def disruption(cmd: DisruptionCommand, by: str | None = None) -> UiText:
     first = cmd.nodes[0].name if cmd.nodes else None
     return UiText(_line(summary), "\n\n".join(parts),
                   attributes(first, cmd.node_pool, cmd.reason, DisruptionPhase.PENDING))
+
+
+def disruption_now(p: DisruptionProgress) -> str:
+    """A disruption's current details (the UI's User Metadata tab, kept up to date by the workflow): its phase,
+    nodes and why, then what it waits for: `WaitingReady general-03 (Underutilized, pool general) · 0 of 1
+    replacements Ready, waiting for general-x7k2p · ready by 2026-01-02T03:04:05+00:00`."""
+    parts = [f"{p.phase.value} {_names(p.nodes)} ({_why(p.reason, p.node_pool)})"]
+    if p.replacements:
+        waiting = [r.node_claim for r in p.replacements if r.node_claim not in p.ready]
+        ready = f"{len(p.replacements) - len(waiting)} of {_count(len(p.replacements), 'replacement')} Ready"
+        parts.append(f"{ready}, waiting for {_names(waiting)}" if waiting else ready)
+        if waiting and p.ready_deadline is not None and p.phase == DisruptionPhase.WAITING_READY:
+            parts.append(f"ready by {p.ready_deadline.isoformat()}")
+    if p.cancel_requested:
+        parts.append("cancel requested")
+    if p.error:
+        parts.append(p.error)
+    if p.unknown_signals:
+        parts.append("ignored unknown signal(s) " + ", ".join(p.unknown_signals))
+    return " · ".join(parts)
 
 
 def pod_batch(pods: Sequence[PodRef]) -> UiText:

@@ -7,7 +7,15 @@ from datetime import UTC, datetime, timedelta
 from api.fleet import FleetRollout
 from workflows import search_attributes as sa
 from workflows import summaries
-from workflows.disruption_models import DisruptionCommand, NodeRef, Replacement, StaticScaleUp
+from workflows.disruption_models import (
+    DisruptionCommand,
+    DisruptionPhase,
+    DisruptionProgress,
+    LaunchedReplacement,
+    NodeRef,
+    Replacement,
+    StaticScaleUp,
+)
 from workflows.interruption_models import PrespinInput
 from workflows.models import TerminationInput
 from workflows.policy_controls import RolloutStart, WavesSpec
@@ -147,3 +155,20 @@ def test_fleet_rollout_names_its_pools_and_stages() -> None:
     assert "| prod | prod-1 |" in text.details
     assert _pairs(text) == {"NodeflowNodePool": "general", "NodeflowReason": "FleetRollout", "NodeflowPhase": "Running"}
     assert "NodeflowNodePool" not in _pairs(summaries.fleet(doc(["batch"])))  # two pools: no one value is true
+
+
+def test_a_disruptions_current_details_say_what_it_waits_for() -> None:
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    launched = [LaunchedReplacement(node_claim=f"general-r{i}", uid=f"r{i}") for i in range(2)]
+    p = DisruptionProgress(phase=DisruptionPhase.WAITING_READY, method="Drift", reason="Drifted", node_pool="general",
+                           nodes=["general-01", "general-02"], replacements=launched, ready=["general-r0"],
+                           ready_deadline=at)
+    assert summaries.disruption_now(p) == ("WaitingReady general-01, general-02 (Drifted, pool general) · 1 of 2 "
+                                           "replacements Ready, waiting for general-r1 · ready by "
+                                           "2026-01-02T03:04:05+00:00")
+    done = p.model_copy(update={"phase": DisruptionPhase.ROLLING_BACK, "ready": [], "cancel_requested": True,
+                                "error": "launch failed: no capacity"})
+    assert summaries.disruption_now(done).endswith("waiting for general-r0, general-r1 · cancel requested · "
+                                                   "launch failed: no capacity")
+    assert summaries.disruption_now(p.model_copy(update={"replacements": [], "phase": DisruptionPhase.VALIDATING})) \
+        == "Validating general-01, general-02 (Drifted, pool general)"

@@ -7,17 +7,21 @@ the server holds is exactly what the start set: a backlog or a worker down must 
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import timedelta
 
 from support.disruption_fakes import Fakes, command
 from support.disruption_stack import record_history
+from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client, WorkflowExecutionDescription
+from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from client.termination import start_termination
 from workflows import search_attributes as sa
-from workflows.disruption_models import DisruptionSettings, PlannerInput, PlanPassResult
+from workflows.disruption import DisruptionWorkflow
+from workflows.disruption_models import DisruptionInput, DisruptionSettings, PlannerInput, PlanPassResult
 from workflows.models import TerminationInput
 from workflows.planner import PlannerWorkflow
 
@@ -66,3 +70,28 @@ async def test_a_disruption_the_planner_starts_names_node_pool_reason_and_phase(
                                                "(Underutilized, pool general)")
     finally:
         await child.terminate("test over")
+
+
+async def test_a_waiting_disruption_says_what_it_waits_for(ts_env: WorkflowEnvironment) -> None:
+    """Its current details (the UI's User Metadata tab) name phase, nodes, reason, pool and the replacement it
+    waits for, read back by the query the UI uses."""
+    fakes = Fakes(ready_after_polls=None)
+    cmd = command(n=1, replacements=1, reason="Drifted", method="Drift", pool="general")
+    tq = f"tq-{uuid.uuid4()}"
+    settings = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=3600, ready_timeout_seconds=7200)
+    async with Worker(ts_env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
+        handle = await ts_env.client.start_workflow(DisruptionWorkflow.run, DisruptionInput(command=cmd,
+                                                                                          settings=settings),
+                                                    id=f"disrupt-{uuid.uuid4()}", task_queue=tq)
+        with ts_env.auto_time_skipping_disabled():
+            details = ""
+            for _ in range(200):
+                meta = await handle.query("__temporal_workflow_metadata", result_type=WorkflowMetadata)
+                details = meta.current_details
+                if details.startswith("WaitingReady"):
+                    break
+                await asyncio.sleep(0.05)
+            await handle.terminate("test over")
+    claim = f"repl-{handle.id}/{handle.result_run_id}/0"  # the fakes name a launch by its idempotency key
+    assert details.startswith("WaitingReady node-0 (Drifted, pool general) · 0 of 1 replacement Ready, "
+                              f"waiting for {claim} · ready by "), details
