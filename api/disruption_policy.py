@@ -335,7 +335,7 @@ class DisruptionPolicySpec(PolicyModel):
     escalation: EscalationPolicy | None = None
     consolidation: ConsolidationPolicy | None = None
     calendar: CalendarPolicy | None = None
-    # round two (issue #26; names fixed by DESIGN.md §4)
+    # round two (names fixed by docs/contracts.md §3.1)
     drain: DrainPolicy | None = None
     spot: SpotPolicy | None = None
     provisioning: ProvisioningPolicy | None = None

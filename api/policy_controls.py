@@ -1,7 +1,7 @@
-"""DisruptionPolicy controls, round two (issue #26): drain, spot, provisioning and cost limits.
+"""DisruptionPolicy controls, round two: drain, spot, provisioning and cost limits.
 
 Each is what Karpenter's operators keep asking for and Karpenter does not offer; the issue each answers is
-named on its model. Semantics: docs/semantics.md §15. Field names are fixed by DESIGN.md §4.
+named on its model. Semantics: docs/semantics.md §15. Field names are fixed by docs/contracts.md §3.1.
 """
 
 from __future__ import annotations

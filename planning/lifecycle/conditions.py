@@ -1,5 +1,5 @@
 """Status conditions the way Karpenter's operatorpkg keeps them: a condition that keeps its status keeps its
-lastTransitionTime; a condition that is absent reads as Unknown (karpenter-behaviour.md, NodeClaim lifecycle)."""
+lastTransitionTime; a condition that is absent reads as Unknown (docs/karpenter-reference.md §2)."""
 
 from __future__ import annotations
 

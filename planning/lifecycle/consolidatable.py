@@ -1,5 +1,5 @@
 """The `Consolidatable` condition and `status.lastPodEventTime` (Karpenter's nodeclaim/disruption/
-consolidation.go and nodeclaim/podevents; karpenter-behaviour.md §2.3 and "NodeClaim lifecycle" §5)."""
+consolidation.go and nodeclaim/podevents; docs/karpenter-reference.md §7)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Garbage collection (Karpenter's nodeclaim/garbagecollection, core and AWS; karpenter-behaviour.md "NodeClaim
-lifecycle" §6): an instance of this cluster that no NodeClaim accounts for is terminated once 30 s old, and a
+"""Garbage collection (Karpenter's nodeclaim/garbagecollection, core and AWS; docs/karpenter-reference.md
+§8): an instance of this cluster that no NodeClaim accounts for is terminated once 30 s old, and a
 registered NodeClaim whose instance is gone is deleted unless its Node is still Ready."""
 
 from __future__ import annotations

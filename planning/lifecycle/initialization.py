@@ -1,7 +1,7 @@
 """Initialization: a registered claim's Node is Ready, has shed its startup and ephemeral taints, and reports
 every extended resource the claim asked for; then `karpenter.sh/initialized=true` on the Node and
-`Initialized=True` on the claim (Karpenter's lifecycle/initialization.go, karpenter-behaviour.md "NodeClaim
-lifecycle" §3). There is no initialization timeout."""
+`Initialized=True` on the claim (Karpenter's lifecycle/initialization.go, docs/karpenter-reference.md
+§5). There is no initialization timeout."""
 
 from __future__ import annotations
 

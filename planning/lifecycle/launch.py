@@ -1,5 +1,5 @@
 """Launch: what a NodeClaim records once its instance exists (Karpenter's lifecycle/launch.go with the AWS
-provider's result, karpenter-behaviour.md "NodeClaim lifecycle" §1): providerID, imageID, capacity and
+provider's result, docs/karpenter-reference.md §3): providerID, imageID, capacity and
 allocatable (the instance type under the claim's EC2NodeClass), the instance type's single-valued labels plus
 zone and capacity type (the claim's own labels win), `Launched=True` and the root `Ready` it implies (Unknown
 until registered and initialized).

@@ -1,6 +1,6 @@
 """Liveness: a claim whose instance never launched within 5 minutes, or whose Node never registered within 15,
 is deleted (its termination then terminates any instance). Karpenter's lifecycle/liveness.go,
-karpenter-behaviour.md "NodeClaim lifecycle" §4. Inactive once the claim is Registered."""
+docs/karpenter-reference.md §6. Inactive once the claim is Registered."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Registration: the launched claim finds its Node by providerID and nodeflow makes the Node its own
-(Karpenter's lifecycle/registration.go; karpenter-behaviour.md "NodeClaim lifecycle" §2): the termination
+(Karpenter's lifecycle/registration.go; docs/karpenter-reference.md §4): the termination
 finalizer, an owner reference to the claim, the claim's labels (with its single-valued requirements:
 api/node_registration.py), annotations and taints (not with
 `karpenter.sh/do-not-sync-taints`), the `karpenter.sh/unregistered` taint removed and `karpenter.sh/registered`

@@ -1,5 +1,5 @@
-"""planning/lifecycle/conditions.py: operatorpkg's condition bookkeeping (karpenter-behaviour.md "NodeClaim
-lifecycle", Names: dependents start Unknown at creationTimestamp; same-status updates keep lastTransitionTime)."""
+"""planning/lifecycle/conditions.py: operatorpkg's condition bookkeeping (docs/karpenter-reference.md
+§2: dependents start Unknown at creationTimestamp; same-status updates keep lastTransitionTime)."""
 
 from __future__ import annotations
 

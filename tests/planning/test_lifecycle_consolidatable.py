@@ -1,4 +1,4 @@
-"""planning/lifecycle/consolidatable.py against karpenter-behaviour.md §2.3 and "NodeClaim lifecycle" §5:
+"""planning/lifecycle/consolidatable.py against docs/karpenter-reference.md §7:
 the Consolidatable condition, the 10 s lastPodEventTime dedupe, and which pod changes count as pod events."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""planning/lifecycle/garbage.py against karpenter-behaviour.md "NodeClaim lifecycle" §6: an instance no claim
+"""planning/lifecycle/garbage.py against docs/karpenter-reference.md §8: an instance no claim
 accounts for is an orphan once 30 s old; a registered claim whose instance is gone is deleted unless its Node is
 Ready (unregistered claims are left to liveness)."""
 

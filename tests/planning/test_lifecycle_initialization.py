@@ -1,4 +1,4 @@
-"""planning/lifecycle/initialization.py against karpenter-behaviour.md "NodeClaim lifecycle" §3: the checks run
+"""planning/lifecycle/initialization.py against docs/karpenter-reference.md §5: the checks run
 in Karpenter's order and the first failing one names the reason."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""planning/lifecycle/launch.py against karpenter-behaviour.md "NodeClaim lifecycle" §1: what a NodeClaim records
+"""planning/lifecycle/launch.py against docs/karpenter-reference.md §3: what a NodeClaim records
 once its instance exists (providerID aws:///<zone>/<id>, imageID, capacity, labels with the claim's winning,
 Launched=True), and nothing once it already says so."""
 

@@ -1,4 +1,4 @@
-"""planning/lifecycle/liveness.py against karpenter-behaviour.md "NodeClaim lifecycle" §4: 5 minutes to launch
+"""planning/lifecycle/liveness.py against docs/karpenter-reference.md §6: 5 minutes to launch
 from Launched's lastTransitionTime, 15 to register from Registered's; inactive once Registered or deleting."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""planning/lifecycle/registration.py against karpenter-behaviour.md "NodeClaim lifecycle" §2 (Karpenter's
+"""planning/lifecycle/registration.py against docs/karpenter-reference.md §4 (Karpenter's
 lifecycle/registration.go and registration_test.go)."""
 
 from __future__ import annotations

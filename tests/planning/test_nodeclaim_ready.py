@@ -1,6 +1,6 @@
 """Karpenter's root condition `Ready` of a NodeClaim (planning/nodeclaim_conditions.with_ready), as operatorpkg's
 condition set recomputes it over Launched, Registered and Initialized (awslabs/operatorpkg status/condition_set.go
-at the commit karpenter-behaviour.md names): what kubectl's READY column of `kubectl get nodeclaims` shows."""
+at the commit docs/karpenter-reference.md §1 names): what kubectl's READY column of `kubectl get nodeclaims` shows."""
 
 from __future__ import annotations
 
