@@ -79,3 +79,43 @@ def test_nothing_imports_the_cli_outside_it() -> None:
     for layer in ALLOWED:
         if layer != "starter":
             assert "starter" not in ALLOWED[layer]
+
+
+# The [sim] extra (pyproject.toml): the simulated world and the libraries only it uses. The worker image leaves it
+# out (deploy/Dockerfile), so the product never imports it; of the CLI only `demo` and `sim` do, inside the
+# command, after starter/sim_extra.py checked that it is installed.
+SIM_WORLD = {"simulator", "devstack", "bench", "celpy", "moto"}
+SIM_COMMANDS = {"starter/cmd_demo.py", "starter/cmd_sim.py"}
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    """Top-level names imported when the module loads: imports inside a function body are left out."""
+    names: set[str] = set()
+    pending: list[ast.AST] = [ast.parse(path.read_text(), str(path))]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+        pending.extend(ast.iter_child_nodes(node))
+    return names
+
+
+def test_the_product_never_imports_the_simulated_world() -> None:
+    bad = []
+    for layer in sorted(set(ALLOWED) - SIM_WORLD):
+        for path in _sources(layer):
+            rel = path.relative_to(ROOT).as_posix()
+            found = _module_level_imports(path) if rel in SIM_COMMANDS else _imports(path)
+            bad += [f"{rel} imports {name}" for name in sorted(found & SIM_WORLD)]
+    assert bad == []
+
+
+def test_the_module_level_scan_skips_function_bodies(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("import api\nif True:\n    import celpy\ndef f():\n    from simulator.server import Simulator\n"
+                      "class C:\n    async def g(self):\n        import devstack\n")
+    assert _module_level_imports(sample) == {"api", "celpy"}
