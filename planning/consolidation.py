@@ -23,7 +23,7 @@ from planning.candidates import (
 )
 from planning.commands import Command, SkippedMove
 from planning.method import Method, PassContext, make_command
-from planning.nomination import pending_capacity
+from planning.nomination import pending_capacity, reserved_capacity
 from planning.pod_annotations import disruption_units
 from planning.pricing import consolidation_replacement
 from planning.scheduling import Unschedulable
@@ -117,6 +117,8 @@ class Consolidation:
         if sim.pending_lost:
             pod, home = sim.pending_lost[0]
             return Attempt(None, Refusal.PENDING_CAPACITY, pending_capacity(pod.key, home))
+        if ctx.scheduler.reservation_lost([c.node for c in cands]):
+            return Attempt(None, Refusal.PENDING_CAPACITY, reserved_capacity(cands[0].name))
         price = sum(c.price for c in cands)
         if not sim.new_nodes:
             return self.worth_it(cands, make_command(method, cands, sim, [], price))

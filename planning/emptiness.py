@@ -8,7 +8,7 @@ from api.events import EventReason
 from planning.candidates import GRACEFUL, Candidate, consolidatable, sort_for_consolidation
 from planning.commands import Command
 from planning.method import PassContext, make_command
-from planning.nomination import pending_capacity
+from planning.nomination import pending_capacity, reserved_capacity
 
 
 class Emptiness:
@@ -36,6 +36,8 @@ class Emptiness:
         chosen: dict[str, list[Candidate]] = {}
         kept = self.keep_for_pending(candidates)
         candidates = [c for c in candidates if c.name not in kept]
+        kept = self.keep_for_reserved(candidates)
+        candidates = [c for c in candidates if c.name not in kept]
         for c in self.ctx.take_within_budget(self.reason, budgets, sort_for_consolidation(candidates)):
             chosen.setdefault(c.pool.name, []).append(c)
         return [make_command(self, cands, None, [], sum(c.price for c in cands)) for cands in chosen.values()]
@@ -59,3 +61,16 @@ class Emptiness:
                 kept.add(home)
                 node = ctx.cluster.by_name[home]
                 ctx.block(node, pending_capacity(pod.key, home), EventReason.UNCONSOLIDATABLE)
+
+    def keep_for_reserved(self, candidates: list[Candidate]) -> set[str]:
+        """Empty candidates that hold the room the pass reserved for the pods of deleting and in-flight nodes
+        (docs/semantics.md §2) while the others could not take those pods: kept, one at a time in name order, until
+        the rest can go without leaving such a pod without its place. A replacement launched for a drain blocked
+        by a PDB stays empty until the drain's deadline; this keeps it for the pods it was launched for."""
+        ctx, kept = self.ctx, set[str]()
+        holders = sorted((c for c in candidates if ctx.scheduler.reserved_usage(c.node)[2]), key=lambda c: c.name)
+        while holders and ctx.scheduler.reservation_lost([c.node for c in candidates if c.name not in kept]):
+            c = holders.pop(0)
+            kept.add(c.name)
+            ctx.block(c.node, reserved_capacity(c.name), EventReason.UNCONSOLIDATABLE)
+        return kept

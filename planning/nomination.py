@@ -92,3 +92,8 @@ def pending_capacity(pod_key: str, node: str) -> str:
     """Why a consolidation or emptiness command is not taken: it would take the room a pending pod is about to be
     bound to (Karpenter keeps pending pods in every disruption simulation, `SimulateScheduling`)."""
     return f"pending pod {pod_key} would lose the capacity it fits on (node {node})"
+
+
+def reserved_capacity(node: str) -> str:
+    """Why a command is not taken: the pods of nodes being deleted are planned onto `node` and fit nowhere else."""
+    return f"node {node} holds the room planned for the pods of nodes being deleted"

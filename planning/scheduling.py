@@ -125,6 +125,10 @@ def _max3(items: Sequence[tuple[float, int, int]]) -> tuple[float, int, int]:
 _STATE_SERIALS = itertools.count()
 
 
+def _placed_count(state: SimState) -> int:
+    return sum(len(pods) for pods in state.placed.values())
+
+
 class SimState:
     """Copy-on-write changes of one simulation (or of several that must not double-book capacity)."""
 
@@ -262,6 +266,14 @@ class Scheduler(DomainChecks):
         if self._reserved_on and any(n.name in self._reserved_on for n in remove):
             return self._reserved_state(remove)
         return self._baseline.copy()
+
+    def reservation_lost(self, remove: Sequence[NodeInfo]) -> int:
+        """How many reserved pods (the pods of in-flight and deleting nodes) find no place once `remove` go, where
+        they had one: Karpenter's SimulateScheduling fails a command that leaves a deleting node's pod unscheduled.
+        0 when no removed node holds any."""
+        if self._baseline is None or not any(n.name in self._reserved_on for n in remove):
+            return 0
+        return _placed_count(self._baseline) - _placed_count(self._reserved_state(remove))
 
     def reserved_usage(self, node: NodeInfo) -> tuple[float, int, int, int]:
         """(cpu, memory, pods, ephemeral-storage) the reservation takes on `node`."""

@@ -118,3 +118,34 @@ def test_consolidation_does_not_take_the_room_a_pending_pod_fits_on():
     result = plan(snapshot(*base, pod("web-1", None, "6", "20Gi")), AT)
     assert "a" not in _disrupted(result)
     assert (_blocked(result, "a") or "").startswith("pending pod default/web-1 would lose the capacity")
+
+
+# ---- the pods of deleting nodes keep the room reserved for them -------------------------------------------------
+
+def _deleting(name: str, itype: str = "m5.xlarge") -> list[dict]:
+    node, claim = node_and_claim(name, itype)
+    claim["metadata"]["deletionTimestamp"] = ts(AT)
+    return [node, claim]
+
+
+def test_emptiness_keeps_the_node_a_deleting_nodes_pods_are_planned_onto():
+    """A node launched for the pods of a node drained behind a PDB stays empty until the drain's deadline: it is
+    kept for them, as Karpenter's SimulateScheduling requires every deleting node's pod to schedule."""
+    objs = [nodepool(), _deleting("old"), pod("db-1", "old", "3", "8Gi"), node_and_claim("new", "m5.xlarge")]
+    result = plan(snapshot(*objs), AT)
+    assert "new" not in _disrupted(result)
+    assert _blocked(result, "new") == "node new holds the room planned for the pods of nodes being deleted"
+
+
+def test_emptiness_deletes_an_empty_node_the_deleting_pods_do_not_need():
+    objs = [nodepool(), _deleting("old"), pod("db-1", "old", "1", "2Gi"), node_and_claim("new", "m5.xlarge"),
+            node_and_claim("spare", "m5.xlarge")]
+    assert len(_disrupted(plan(snapshot(*objs), AT)) & {"new", "spare"}) == 1
+
+
+def test_consolidation_does_not_take_the_room_reserved_for_a_deleting_nodes_pods():
+    base = [nodepool(), node_and_claim("a", "m5.2xlarge"), node_and_claim("b", "m5.2xlarge"),
+            pod("x-1", "a", "1", "2Gi"), pod("y-1", "b", "3500m", "4Gi")]
+    assert "a" in _disrupted(plan(snapshot(*base), AT))
+    result = plan(snapshot(*base, _deleting("old"), pod("db-1", "old", "5", "8Gi")), AT)
+    assert "a" not in _disrupted(result)
