@@ -273,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         code = asyncio.run(amain(args))
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(code)  # avoids the SDK's interpreter-exit crash (sdk-python#300)
+    os._exit(code)  # avoids the SDK's interpreter-exit crash (temporalio/sdk-python#300)
 
 
 if __name__ == "__main__":

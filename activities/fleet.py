@@ -1,4 +1,4 @@
-"""Activities of a fleet rollout (issue #27, docs/fleet.md).
+"""Activities of a fleet rollout (docs/fleet.md).
 
 `fleet_apply` and `fleet_observe` run on each cluster's own task queue, so they are done by that cluster's worker
 with its own Kubernetes credentials; `fleet_gate` (a Prometheus query) runs where the FleetRolloutWorkflow runs.

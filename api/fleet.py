@@ -1,5 +1,5 @@
 """nodeflow.dev/v1alpha1 FleetRollout: one node-image or NodePool-template change carried through many clusters in
-stages (issue #27; design in docs/fleet.md).
+stages (design in docs/fleet.md).
 
 A document given to the CLI (`nodeflow fleet rollout start -f`), not a CRD: no one cluster owns a fleet. Each
 cluster is named with the task queue its nodeflow worker polls in the fleet's one Temporal namespace; the change

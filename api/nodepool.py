@@ -30,7 +30,8 @@ DEFAULT_EXPIRE_AFTER = "720h"
 DEFAULT_CONSOLIDATE_AFTER = "0s"
 DEFAULT_CONSOLIDATION_POLICY = "WhenEmptyOrUnderutilized"
 DEFAULT_BUDGET_NODES = "10%"
-# Karpenter v1.14's policies (pkg/apis/v1/nodepool.go; "Balanced" since v1.14.0, #2962; docs/semantics.md §5.10).
+# Karpenter v1.14's policies (pkg/apis/v1/nodepool.go; "Balanced" since v1.14.0, kubernetes-sigs/karpenter#2962;
+# docs/semantics.md §5.10).
 POLICY_WHEN_EMPTY = "WhenEmpty"
 POLICY_WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
 POLICY_BALANCED = "Balanced"

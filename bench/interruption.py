@@ -208,4 +208,4 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     code = main()
     sys.stderr.flush()
-    os._exit(code)  # the Temporal SDK can crash at interpreter exit (sdk-python#300)
+    os._exit(code)  # the Temporal SDK can crash at interpreter exit (temporalio/sdk-python#300)

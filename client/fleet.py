@@ -1,4 +1,4 @@
-"""Starting and steering fleet rollouts (issue #27, docs/fleet.md): `nodeflow fleet rollout ...` goes through here.
+"""Starting and steering fleet rollouts (docs/fleet.md): `nodeflow fleet rollout ...` goes through here.
 
 One rollout per change: its id comes from the change, so a second start of the same change finds the first. A
 different rollout over a cluster and NodePool that a running one already rolls is refused, naming it.

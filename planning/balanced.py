@@ -1,6 +1,6 @@
 """The Balanced consolidation policy (docs/semantics.md §5.10): a move must save enough for what it disrupts.
 
-Karpenter v1.14.0 (#2962, `pkg/controllers/disruption/balanced.go`): for each NodePool with
+Karpenter v1.14.0 (kubernetes-sigs/karpenter#2962, `pkg/controllers/disruption/balanced.go`): for each NodePool with
 `consolidationPolicy: Balanced` among a move's candidates, the score is
 
     (savings / pool's total cost) / (move's disruption cost / pool's total disruption cost)

@@ -143,8 +143,8 @@ def do_not_disrupt_active(pod: PodInfo, at: datetime) -> bool:
 
 
 def do_not_disrupt_value_active(value: str | None, start: datetime | None, at: datetime) -> bool:
-    """Karpenter's IsDoNotDisruptActive (v1.12, #2874) on an annotation value and the pod's status.startTime: candidacy
-    (§3.2) and the drain (§9.2) share it."""
+    """Karpenter's IsDoNotDisruptActive (v1.12, kubernetes-sigs/karpenter#2874) on an annotation value and the pod's
+    status.startTime: candidacy (§3.2) and the drain (§9.2) share it."""
     if value is None:
         return False
     if value == "true":
@@ -316,9 +316,9 @@ def consolidatable(c: Candidate, at: datetime) -> bool:
 
 
 def under_consolidate_after(node: NodeInfo, pool: PoolInfo, at: datetime) -> bool:
-    """Karpenter v1.14's IsUnderConsolidateAfter (#3006): an initialized NodeClaim whose last pod event (else its
-    initialization) is less than a non-zero consolidateAfter ago. Such a node takes no pod of a consolidation's
-    candidates (docs/semantics.md §5.1); `Never` and `0s` pools never hold one back."""
+    """Karpenter v1.14's IsUnderConsolidateAfter (kubernetes-sigs/karpenter#3006): an initialized NodeClaim whose
+    last pod event (else its initialization) is less than a non-zero consolidateAfter ago. Such a node takes no pod
+    of a consolidation's candidates (docs/semantics.md §5.1); `Never` and `0s` pools never hold one back."""
     after, claim = pool.consolidate_after, node.claim
     if after is None or after <= timedelta(0) or claim is None or not claim.condition_true("Initialized"):
         return False
@@ -327,9 +327,9 @@ def under_consolidate_after(node: NodeInfo, pool: PoolInfo, at: datetime) -> boo
 
 
 def sort_for_consolidation(cands: list[Candidate]) -> list[Candidate]:
-    """v1.14 order (#2962): savings ratio (price / RescheduleDisruptionCost) descending, so a budget-limited pass
-    takes the moves worth most per unit of disruption first; ties by name, for a stable answer (docs/semantics.md
-    §3.3)."""
+    """v1.14 order (kubernetes-sigs/karpenter#2962): savings ratio (price / RescheduleDisruptionCost) descending, so a
+    budget-limited pass takes the moves worth most per unit of disruption first; ties by name, for a stable answer
+    (docs/semantics.md §3.3)."""
     return sorted(cands, key=lambda c: (-c.savings_ratio, c.name))
 
 

@@ -109,8 +109,8 @@ def grace_seconds(pod: Pod) -> int:
 
 def has_do_not_disrupt(pod: Pod, at: datetime | None = None) -> bool:
     """An active `karpenter.sh/do-not-disrupt`: the drain leaves the pod (docs/semantics.md §7, §9.2). With `at`, also
-    Karpenter v1.12's duration form (#2874: a positive Go duration from the pod's status.startTime, none: active), as
-    its terminator's IsEvictable; without, `"true"` only."""
+    Karpenter v1.12's duration form (kubernetes-sigs/karpenter#2874: a positive Go duration from the pod's
+    status.startTime, none: active), as its terminator's IsEvictable; without, `"true"` only."""
     value = ((pod.get("metadata") or {}).get("annotations") or {}).get(labels.DO_NOT_DISRUPT_ANNOTATION)
     if at is None:
         return value == "true"
@@ -145,7 +145,7 @@ WAIT_FOR_COMPLETION_VALUE = "true"
 
 
 def runs_to_completion(pod: Pod) -> bool:
-    """A pod a `jobs: Wait` drain leaves to finish: owned by a Job (kubernetes-sigs/karpenter#701, #1209), or
+    """A pod a `jobs: Wait` drain leaves to finish: owned by a Job (kubernetes-sigs/karpenter#701 and #1209), or
     annotated nodeflow.dev/wait-for-completion: "true" (a bare pod or another controller's run-to-completion pod)."""
     meta = pod.get("metadata") or {}
     if (meta.get("annotations") or {}).get(WAIT_FOR_COMPLETION_ANNOTATION) == WAIT_FOR_COMPLETION_VALUE:

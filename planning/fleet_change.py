@@ -1,4 +1,4 @@
-"""A fleet rollout's change in one cluster, as pure decisions on the cluster's objects (issue #27, docs/fleet.md §2).
+"""A fleet rollout's change in one cluster, as pure decisions on the cluster's objects (docs/fleet.md §2).
 
 `*_patch` decide the one merge patch that applies the change to an object together with its record (so no
 change is ever written without the record saying which rollout wrote it and what was there before); the

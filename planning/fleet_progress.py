@@ -1,4 +1,4 @@
-"""Where one cluster of a fleet rollout is, from what its worker observed (issue #27, docs/fleet.md §3).
+"""Where one cluster of a fleet rollout is, from what its worker observed (docs/fleet.md §3).
 
 Pure: the FleetRolloutWorkflow asks it after every observation, `nodeflow fleet rollout status` shows its words.
 A cluster is done only when every target pool's nodes run the change and nothing is still rolling, so a change

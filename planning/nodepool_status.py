@@ -8,7 +8,7 @@ Karpenter's NodePool controllers, one function each (docs/semantics.md §18):
 - registrationhealth + nodeclaim liveness/registration: `NodeRegistrationHealthy` from the last 4 launch
   outcomes of the pool (False at 2 failures, True after a success), Unknown again when the pool or its class change.
 - `Ready` as operatorpkg computes a root condition: True when ValidationSucceeded and NodeClassReady are.
-Beyond Karpenter (kubernetes-sigs/karpenter#2387, #2017): the allowed disruptions per budget reason, written as
+Beyond Karpenter (kubernetes-sigs/karpenter#2387 and #2017): the allowed disruptions per budget reason, written as
 the `nodeflow.dev/allowed-disruptions` annotation (why an annotation: §18).
 """
 

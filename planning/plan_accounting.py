@@ -1,4 +1,4 @@
-"""Every node of a plan accounted for exactly once: disrupted, blocked, excluded or kept, and why (issue #33).
+"""Every node of a plan accounted for exactly once: disrupted, blocked, excluded or kept, and why.
 
 `nodeflow plan` printed commands, blocked nodes and excluded nodes; every other node went unmentioned, so a pool
 with `consolidateAfter: Never`, a node still inside its consolidateAfter or one no cheaper placement exists for

@@ -1,7 +1,7 @@
 """The pod annotations of DisruptionPolicy round two that consolidation reads (docs/semantics.md §15.9).
 
-`nodeflow.dev/do-not-consolidate: "true"` keeps a pod's node out of consolidation only (kubernetes-sigs/karpenter
-#2756, aws/karpenter-provider-aws #4756): drift and expiry still replace it. `nodeflow.dev/disruption-cost: "5"`
+`nodeflow.dev/do-not-consolidate: "true"` keeps a pod's node out of consolidation only (kubernetes-sigs/karpenter#2756,
+aws/karpenter-provider-aws#4756): drift and expiry still replace it. `nodeflow.dev/disruption-cost: "5"`
 weighs a pod in a policy's per-pod disruption cost (§15.3): a relative weight, 1 when absent.
 """
 

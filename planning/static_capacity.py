@@ -138,7 +138,8 @@ def decide_static(ctx: PassContext, counts: dict[str, PoolCounts], busy: set[str
     out = []
     for name in sorted(counts):
         pool = ctx.cluster.pools[name]
-        if pool.deleting:  # Karpenter v1.10 (#2840): neither launch nor remove while the NodePool is deleted
+        # Karpenter v1.10 (kubernetes-sigs/karpenter#2840): neither launch nor remove while the NodePool is deleted
+        if pool.deleting:
             continue
         c, replicas, limit = counts[name], pool.replicas or 0, node_limit(pool)
         launch, held = launch_count(replicas, c, limit)

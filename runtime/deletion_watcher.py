@@ -55,7 +55,7 @@ def _is_managed(node: Obj, pool_names: set[str], claim: Obj | None) -> bool:
     """Ours: a NodeClaim names the Node, or its `karpenter.sh/nodepool` label names a NodePool that exists, or it
     already carries our finalizer (so its deletion still ends). A label alone is not enough: a Node labelled for
     a pool this cluster does not have belongs to someone else, and our finalizer would hold its deletion until
-    nodeflow ran a termination it never planned (issue #23; docs/architecture.md §3)."""
+    nodeflow ran a termination it never planned (docs/architecture.md §3)."""
     pool = (_meta(node).get("labels") or {}).get(labels.NODEPOOL_LABEL)
     return claim is not None or (pool is not None and pool in pool_names) or _has_finalizer(node)
 

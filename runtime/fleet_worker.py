@@ -1,4 +1,4 @@
-"""The fleet's own worker: FleetRolloutWorkflows on the fleet task queue (issue #27, docs/fleet.md).
+"""The fleet's own worker: FleetRolloutWorkflows on the fleet task queue (docs/fleet.md).
 
 Any cluster's worker may run it beside its own (`--fleet-task-queue`); several may, for availability. It holds no
 cluster credentials: everything that touches a cluster is an activity on that cluster's queue.

@@ -74,7 +74,7 @@ class GarbageCollector:
         await asyncio.to_thread(self.cache.wait_synced, 60.0)
         while not self._stopping.is_set():
             try:
-                with km.reconcile("nodeclaim.garbagecollection"):  # controller_runtime_reconcile_* (#25)
+                with km.reconcile("nodeclaim.garbagecollection"):  # controller_runtime_reconcile_*
                     await asyncio.to_thread(self.collect)
             except Exception as exc:
                 log.warning("garbage collection pass failed: %s", exc)

@@ -115,7 +115,7 @@ class NodeClaimLifecycle(CacheController):
         return True
 
     async def pass_once(self) -> None:
-        with km.reconcile("nodeclaim.lifecycle"):  # controller_runtime_reconcile_* (#25)
+        with km.reconcile("nodeclaim.lifecycle"):  # controller_runtime_reconcile_*
             await self.reconcile()
 
     def _take_dirty(self) -> set[str] | None:

@@ -84,7 +84,7 @@ def _start_lifecycle(deps: Deps) -> tuple[list[Any], list[asyncio.Task[None]], A
     gc = GarbageCollector(deps.kube, cache, deps.ec2, s.cluster_name, s.gc_settings)
     tasks = [asyncio.create_task(lifecycle.run(), name="nodeclaim-lifecycle"),
              asyncio.create_task(gc.run(), name="nodeclaim-gc")]
-    status, status_task = start_nodepool_status(deps.kube, cache, s.lifecycle_settings,  # NodePool status (#25)
+    status, status_task = start_nodepool_status(deps.kube, cache, s.lifecycle_settings,  # NodePool status
                                                 lambda: current_catalog(source))
     return [lifecycle, gc, status], [*tasks, status_task], own
 

@@ -1,5 +1,5 @@
 """kube-apiserver's static cost check of CRD validation rules, computed as it computes it, so the emulator refuses
-the CRDs a real server refuses (`estimated rule cost exceeds budget`, issue #23) and accepts the ones it accepts
+the CRDs a real server refuses (`estimated rule cost exceeds budget`) and accepts the ones it accepts
 (Karpenter's own EC2NodeClass and NodeOverlay CRDs, whose map rules have no `maxProperties`).
 
 The real server (k8s.io/apiextensions-apiserver `validation.go`, `schema/cel/compilation.go`, k8s.io/apiserver

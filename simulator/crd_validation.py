@@ -9,7 +9,7 @@ nodeflow ships (deploy/crds/), not of a CRD object stored in the simulator.
 A CustomResourceDefinition (create, update): each rule must compile, select only fields its schema declares
 (the real server type-checks rules; cel-python does not) and pass kube-apiserver's cost check
 (simulator/cel_cost.py), else 422 Invalid at `spec.validation.openAPIV3Schema....rule`, as the real server
-refused our DisruptionPolicy CRD (issue #23).
+refused our DisruptionPolicy CRD.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Causes: `eviction` (Eviction API), `delete` (a DELETE of the pod or of its owner
 DELETE that cut the pod's own terminationGracePeriodSeconds short, as a node's drain deadline does),
 `node-gone` (the pod's node left the cluster while the pod was still on it).
 
-It also times how long each pod waits unbound (issue #32): from its creation (or its scheduling gates' removal)
+It also times how long each pod waits unbound: from its creation (or its scheduling gates' removal)
 to its bind, in real seconds on the caller's clock. `pods_pending_past(bound)` names the pods that waited longer
 than `bound`, bound since or still pending; a pod deleted or finished while pending is not counted, nor a
 DaemonSet pod or a gated one (the scheduler, simulator/scheduler.py, decides what it reports).

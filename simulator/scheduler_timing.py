@@ -6,7 +6,7 @@ it back, after a backoff of `initial_backoff` doubling per failed attempt up to 
 (podInitialBackoffSeconds / podMaxBackoffSeconds); a pod left there for `unschedulable_flush` seconds
 (podMaxInUnschedulablePodsDuration, 5 min; 60 s before v1.27) is moved back by the flush that runs every
 `flush_period` seconds. Binding a planned pod takes `bind_delay`. A scheduler binding the instant a node fits
-hides races a real cluster shows (issue #32), so the instant timing is something a test asks for by name.
+hides races a real cluster shows, so the instant timing is something a test asks for by name.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     code = run(argv)
     sys.stdout.flush()
     sys.stderr.flush()
-    # os._exit avoids the Temporal SDK's interpreter-exit crash (sdk-python#300) in short-lived commands.
+    # os._exit avoids the Temporal SDK's interpreter-exit crash (temporalio/sdk-python#300) in short-lived commands.
     os._exit(code)
 
 

@@ -1,5 +1,5 @@
 """`nodeflow fleet rollout start|status|pause|resume|abort`: one change carried through many clusters in stages
-(issue #27, docs/fleet.md)."""
+(docs/fleet.md)."""
 
 from __future__ import annotations
 

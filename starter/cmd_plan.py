@@ -109,7 +109,7 @@ def handle(args: argparse.Namespace) -> int:
     # spot fallbacks and their return, zone balance (docs/semantics.md §15.5-15.6); new keys go last (DESIGN §4)
     data["spotFallbacks"] = spot_fallback_rows(snapshot, result.at, catalog, result.commands, result.blocked)
     data["zoneBalance"] = zone_balance_rows(snapshot, result.at, catalog)
-    # every node's outcome, what spent each budget, the global pause (docs/contracts.md §3.1, issue #33)
+    # every node's outcome, what spent each budget, the global pause (docs/contracts.md §3.1)
     pause = planner_pause(args, live=bool(kubeconfig))
     rows = hold_for_pause(explained.nodes, pause["resume"]) if pause["paused"] else explained.nodes
     data["nodes"] = [r.to_public() for r in rows]

@@ -1,4 +1,4 @@
-"""FleetRolloutWorkflow: one change carried through a fleet of clusters in stages (issue #27, docs/fleet.md).
+"""FleetRolloutWorkflow: one change carried through a fleet of clusters in stages (docs/fleet.md).
 
 Runs on the fleet's task queue; everything that touches a cluster is an activity on that cluster's own queue, done
 by its worker. Per stage, up to `maxClustersInFlight` clusters at a time: apply the change (with its record), then
@@ -57,7 +57,7 @@ CLUSTER_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_inter
                             maximum_attempts=5)
 LOG_LINES = 50
 CONTINUE_AS_NEW_PATCH = "fleet-continue-as-new"
-# a resumed pool rollout's note that still shows the halt just resumed is "resuming", not a new halt (#27: in CI the
+# a resumed pool rollout's note that still shows the halt just resumed is "resuming", not a new halt (in CI the
 # fleet re-observed before the busy cluster worker rewrote the note, and halted again on the stale one)
 RESUMING_NOTE_PATCH = "fleet-resuming-pool-note"
 T = TypeVar("T")
@@ -352,7 +352,7 @@ class FleetRolloutWorkflow:
     async def _reach(self, inp: FleetInput, cluster: FleetCluster, cs: ClusterStatus, what: str, fn: Any,
                      arg: Any) -> Any:
         """Run `fn` on the cluster's queue until it answers. A worker that never picks the task up is reported
-        (Unreachable) and waited for: its stage is blocked, never skipped (issue #27)."""
+        (Unreachable) and waited for: its stage is blocked, never skipped."""
         wait = self._worker_wait
         while True:
             try:

@@ -1,4 +1,4 @@
-"""Payloads of FleetRolloutWorkflow and its activities (issue #27, docs/fleet.md).
+"""Payloads of FleetRolloutWorkflow and its activities (docs/fleet.md).
 
 The status is what `nodeflow fleet rollout status` shows: per stage, cluster and pool, where each is, the bake
 deadline, and why the fleet halted. Values of the phase enums are shown to users and never change.

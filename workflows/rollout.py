@@ -246,7 +246,7 @@ class DriftRolloutWorkflow:
         self._upsert_phase(RolloutPhase.HALTED)
         st.halted, st.halt_reason, st.halts = cause, why, st.halts + 1
         # from here a resume is taken (the phase is Halted): one that comes while the Event and the note are written
-        # is kept, not cleared after them (#27: a fleet resumes as soon as it reads the note)
+        # is kept, not cleared after them (a fleet resumes as soon as it reads the note)
         early = workflow.patched(RESUME_DURING_HALT_PATCH)
         if early:
             self._resume = None

@@ -65,8 +65,8 @@ SIGNAL_NAMES_PATCH = "signals-named-force-cancel"  # before it, signals `force`/
 SKIP_VOLUME_WAIT_PATCH = "skip-volume-wait-without-attachments"
 # Every patch decided in the first activation, before any local activity (docs/decisions.md §18).
 PATCHES_FIRST_PATCH = "patches-decided-before-local-activities"
-# Karpenter v1.10's MinDrainTime (#2709, node/termination/controller.go; docs/semantics.md §9.5): a drain that ends
-# sooner than this after it began drains once more when it is up.
+# Karpenter v1.10's MinDrainTime (kubernetes-sigs/karpenter#2709, node/termination/controller.go; docs/semantics.md
+# §9.5): a drain that ends sooner than this after it began drains once more when it is up.
 MIN_DRAIN_PATCH = "min-drain-time"
 MIN_DRAIN_TIME = timedelta(seconds=5)
 UPFRONT_PATCHES = (LOCAL_ACTIVITIES_PATCH, NOTREADY_GONE_PATCH, MARKERS_PATCH, SKIP_VOLUME_WAIT_PATCH,

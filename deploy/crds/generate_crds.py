@@ -726,7 +726,7 @@ def money(desc):
 
 
 def percent(desc):
-    # maxLength bounds the regex's cost for kube-apiserver's CEL/schema estimator (issue #23)
+    # maxLength bounds the regex's cost for kube-apiserver's CEL/schema estimator
     return s(desc, pattern=pf.PERCENT_PATTERN, maxLength=pf.PERCENT_MAX_LENGTH)
 
 
@@ -755,7 +755,7 @@ wave = {
     "x-kubernetes-int-or-string": True,
     "anyOf": [{"type": "integer"}, {"type": "string"}],
     # "100%" is the longest percentage the rule allows; without a bound kube-apiserver prices the regex over a 3 MiB
-    # string and refuses the CRD (issue #23; simulator/cel_cost.py checks every rule).
+    # string and refuses the CRD (simulator/cel_cost.py checks every rule).
     "maxLength": dp.WAVE_MAX_LENGTH,
     "x-kubernetes-validations": [{"message": "a wave is a count >= 1 or a percentage 1%-100%",
                                   "rule": f"type(self) == int ? self >= 1 : self.matches('{dp.WAVE_PERCENT_PATTERN}')"}],

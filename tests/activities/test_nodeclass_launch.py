@@ -101,7 +101,7 @@ async def test_the_nodeclaim_records_what_it_was_launched_with(kube: KubeClient,
     assert annotations[SECURITY_GROUPS_ANNOTATION] == world.groups["tagged"]
     assert annotations[HASH_ANNOTATION] == (kube.get_node_class("nodes") or {})["metadata"]["annotations"][
         HASH_ANNOTATION]
-    # capacity as Karpenter reports it for m5.large under this class (#32): the 50Gi root volume, maxPods 42,
+    # capacity as Karpenter reports it for m5.large under this class: the 50Gi root volume, maxPods 42,
     # memory less the 7.5% VM overhead (8192Mi - 615); allocatable less 1Gi + 10% of the volume for storage
     assert claim["status"]["capacity"] == {"cpu": "2", "memory": "7577Mi", "ephemeral-storage": "50Gi", "pods": "42"}
     assert claim["status"]["allocatable"]["ephemeral-storage"] == "44Gi"  # 50Gi - 1Gi - 5Gi

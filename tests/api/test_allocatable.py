@@ -80,7 +80,7 @@ def test_kubelet_block_overrides() -> None:
     assert res.capacity.pods == 50
     assert res.kube_reserved.memory == 574 * MI  # 11*29+255: ENI-limited, not maxPods
     assert res.allocatable.cpu_milli == 2000 - 200 - 100
-    # evictionSoft does not count (Karpenter #8565: only evictionHard shapes allocatable)
+    # evictionSoft does not count (aws/karpenter-provider-aws#8565: only evictionHard shapes allocatable)
     assert res.eviction.memory == -(-7577 * MI * 5 // 100)
     assert res.allocatable.memory == 7577 * MI - 574 * MI - 300 * MI - res.eviction.memory
     assert res.eviction.ephemeral == eviction_signal(20 * 2**30, "15%")

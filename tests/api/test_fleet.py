@@ -1,4 +1,4 @@
-"""The FleetRollout document (issue #27): what it accepts, what it refuses, and its one-id-per-change rule."""
+"""The FleetRollout document: what it accepts, what it refuses, and its one-id-per-change rule."""
 
 from __future__ import annotations
 

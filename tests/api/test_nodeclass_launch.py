@@ -57,7 +57,7 @@ def test_missing_cluster_settings_are_named() -> None:
         user_data(_nc(amiFamily="AL2023"), ClusterInfo("demo", "", ""), NODE)
 
 
-# -- registration: what the kubelet registers the Node with (issue #23) ---------------------------------------
+# -- registration: what the kubelet registers the Node with ---------------------------------------
 
 CLAIM = {
     "metadata": {"name": "web-abc", "labels": {

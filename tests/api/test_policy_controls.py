@@ -1,4 +1,4 @@
-"""DisruptionPolicy round-two fields (issue #26): accepted shapes, refused values, the typed accessors."""
+"""DisruptionPolicy round-two fields: accepted shapes, refused values, the typed accessors."""
 
 from __future__ import annotations
 

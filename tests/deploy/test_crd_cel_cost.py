@@ -1,7 +1,7 @@
 """kube-apiserver's CEL cost check (simulator/cel_cost.py) over every CEL rule nodeflow ships in deploy/crds/, rule
 costs worked out by hand as kube-apiserver's estimator computes them, and the cases it must refuse and must pass,
-so a rule kube-apiserver would price past its budget fails here, not at `kubectl apply -k deploy/` (issue #23: a
-regex over an unbounded string, refused 3.8x over budget), and one it accepts is not refused (issue #32)."""
+so a rule kube-apiserver would price past its budget fails here, not at `kubectl apply -k deploy/` (a
+regex over an unbounded string, refused 3.8x over budget), and one it accepts is not refused."""
 
 from __future__ import annotations
 

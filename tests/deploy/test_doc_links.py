@@ -43,5 +43,5 @@ def test_relative_links_resolve(page: Path) -> None:
 
 
 def test_readme_stays_short() -> None:
-    """The README is for its readers (issue #25): history and detail live in docs/."""
+    """The README is for its readers: history and detail live in docs/."""
     assert len((ROOT / "README.md").read_text().splitlines()) < 300

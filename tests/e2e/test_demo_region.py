@@ -1,4 +1,4 @@
-"""`nodeflow demo --headless --region eu-west-1`, shortened (issue #24: the demo in a region other than
+"""`nodeflow demo --headless --region eu-west-1`, shortened (the demo in a region other than
 us-east-1): the real embedded stack with its AWS side, scenario and simulated EC2 world in eu-west-1's zones (from
 EC2's DescribeAvailabilityZones) and the worker planning on eu-west-1's discovered instance types and prices. The
 scripted moments come twice as soon (`--moments-speed 2`): the crawler scale-up at 10 s needs new spot nodes, so

@@ -1,4 +1,4 @@
-"""Expiry jitter end to end (issue #26; docs/semantics.md §15.12): two nodes launched together, 54 minutes ago, in a
+"""Expiry jitter end to end (docs/semantics.md §15.12): two nodes launched together, 54 minutes ago, in a
 pool whose NodePool expires nodes after 1h. Without jitter neither has expired. With `expiration.jitter: 20%` each
 expires earlier by 12 min x a share fixed by its NodeClaim's name: the live planner expires the node whose share
 has come (more than half of the 12 minutes) and leaves the other, and does the same on every pass."""

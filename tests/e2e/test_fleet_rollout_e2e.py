@@ -1,4 +1,4 @@
-"""A fleet rollout end to end (issue #27): three simulated clusters (three API servers, each with its own worker on
+"""A fleet rollout end to end: three simulated clusters (three API servers, each with its own worker on
 its own task queue), one Temporal, one fleet worker as a `worker.py --fleet-only` process.
 
 A new AMI is rolled out in three stages, one cluster each. Each cluster's own machinery does its part: the

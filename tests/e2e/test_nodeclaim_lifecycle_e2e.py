@@ -1,4 +1,4 @@
-"""The NodeClaim lifecycle end to end, with nodeflow alone doing Karpenter's part (issue #23).
+"""The NodeClaim lifecycle end to end, with nodeflow alone doing Karpenter's part.
 
 The simulator plays only kubelets and the cloud controller manager: it registers a Node from the instance's
 bootstrap and turns it Ready. Everything else is the worker's: the launch record, registration (finalizer,

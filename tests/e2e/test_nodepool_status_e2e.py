@@ -1,5 +1,5 @@
 """A NodePool's status end to end: the worker (run_worker) writes what Karpenter's nodepool controllers write, and
-the allowed disruptions per reason, and `kubectl get nodepools -o wide` shows them (issue #25).
+the allowed disruptions per reason, and `kubectl get nodepools -o wide` shows them.
 
 The simulator serves the NodePool status subresource with the CRD's schema and prints the CRD's columns; the
 worker's NodePool status controller (runtime/nodepool_status.py) is the only writer.

@@ -1,4 +1,4 @@
-"""A cluster in eu-west-1 end to end (issue #24): the real worker's wiring with instance-type discovery on (EC2's
+"""A cluster in eu-west-1 end to end: the real worker's wiring with instance-type discovery on (EC2's
 DescribeInstanceTypes / DescribeInstanceTypeOfferings for eu-west-1, prices from the Pricing API of the devstack's
 EC2 stand-in), the simulator's kubelets and CCM in eu-west-1, and the dev server.
 

@@ -148,7 +148,8 @@ def test_eviction_cost(annotations, priority, cost):
 
 
 def test_sort_highest_savings_ratio_first_expiry_no_longer_counts():
-    """v1.14 (#2962): price / (1 + positive eviction costs), descending; ties by name. v1.9.1 put "old" first."""
+    """v1.14 (kubernetes-sigs/karpenter#2962): price / (1 + positive eviction costs), descending; ties by name.
+    v1.9.1 put "old" first."""
     np = nodepool(expire_after="100h")
     snap = snapshot(np, node_and_claim("busy", created=AT - timedelta(hours=10)),
                     node_and_claim("light", created=AT - timedelta(hours=10)),

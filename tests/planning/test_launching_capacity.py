@@ -1,4 +1,4 @@
-"""A NodeClaim no Node joined counts as capacity on its way only within liveness's TTLs (issue #23: a claim whose
+"""A NodeClaim no Node joined counts as capacity on its way only within liveness's TTLs (a claim whose
 Node never registered held a pending pod for ever with "nothing to launch: ... 1 launching NodeClaims")."""
 
 from __future__ import annotations

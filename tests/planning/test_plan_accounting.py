@@ -1,4 +1,4 @@
-"""`nodeflow plan` accounts for every node exactly once (issue #33): disrupted, blocked, excluded, or kept and why.
+"""`nodeflow plan` accounts for every node exactly once: disrupted, blocked, excluded, or kept and why.
 
 The walk plans every example usable with `plan -f` and generated clusters, once and until stable, and fails when a
 node of the snapshot (or a replacement the dry run added) has no row or two, when a row disagrees with `commands`,
@@ -298,7 +298,7 @@ def test_accounting_costs_little_on_a_generated_cluster() -> None:
 
 
 def test_nominated_and_pending_pod_nodes_are_accounted_as_blocked() -> None:
-    """The candidate check and emptiness rule added for #32 (planning/nomination.py) reach the rows without the
+    """The candidate check and emptiness rule added for nomination (planning/nomination.py) reach the rows without the
     accounting knowing them: a nominated node, and an empty node the only home of a pending pod, are Blocked with
     the planner's message, and the walk's invariants hold."""
     nominated = {L.NOMINATED_UNTIL_ANNOTATION: (AT + timedelta(seconds=15)).strftime("%Y-%m-%dT%H:%M:%SZ")}

@@ -1,6 +1,6 @@
 """Karpenter v1.10-v1.14 consolidation semantics (docs/semantics.md §3.3, §5.3, §5.10, §12).
 
-The Balanced policy and its score (kubernetes-sigs/karpenter #2962, v1.14.0, balanced.go), v1.14's meaning of
+The Balanced policy and its score (kubernetes-sigs/karpenter#2962, v1.14.0, balanced.go), v1.14's meaning of
 "empty" (IsEmpty: no reschedulable pod with a positive eviction cost) and the WhenEmpty message.
 """
 

@@ -1,4 +1,4 @@
-"""consolidateAfter applies to destination nodes (kubernetes-sigs/karpenter #3006, v1.14.0; docs/semantics.md §5.1).
+"""consolidateAfter applies to destination nodes (kubernetes-sigs/karpenter#3006, v1.14.0; docs/semantics.md §5.1).
 
 In a consolidation's what-if, a node whose NodeClaim is still under its pool's consolidateAfter (a pod event less
 than that ago) takes none of the candidates' pods; pending pods may still go there, and drift ignores the rule.

@@ -1,4 +1,4 @@
-"""The drain honours do-not-disrupt's duration form (kubernetes-sigs/karpenter #2874, v1.12.0; docs/semantics.md §7,
+"""The drain honours do-not-disrupt's duration form (kubernetes-sigs/karpenter#2874, v1.12.0; docs/semantics.md §7,
 §9.2): a pod annotated with a positive Go duration is not evicted until that long after its status.startTime."""
 
 from __future__ import annotations

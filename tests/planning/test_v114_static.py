@@ -1,4 +1,4 @@
-"""Static NodePools while their NodePool is being deleted (kubernetes-sigs/karpenter #2840, v1.10.0;
+"""Static NodePools while their NodePool is being deleted (kubernetes-sigs/karpenter#2840, v1.10.0;
 docs/semantics.md §14.2): static provisioning and deprovisioning leave the pool's NodeClaims alone, the NodePool's
 deletion removes them."""
 

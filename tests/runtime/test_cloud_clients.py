@@ -1,4 +1,4 @@
-"""Every AWS client the worker builds is in the one region resolved at startup (issue #23: the IAM client had
+"""Every AWS client the worker builds is in the one region resolved at startup (the IAM client had
 none, so a cluster exporting only AWS_REGION failed with "You must specify a region")."""
 
 from __future__ import annotations

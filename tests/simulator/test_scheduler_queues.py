@@ -1,4 +1,4 @@
-"""The emulated kube-scheduler's timing (issue #32): backoff, the unschedulable queue and its requeue by cluster
+"""The emulated kube-scheduler's timing: backoff, the unschedulable queue and its requeue by cluster
 events and by the flush, the trial's retry-after scheduler, the bind delay, and the instant timing tests ask for.
 
 The world runs on a hand-driven clock (time_scale 1: simulated seconds are the clock's seconds), so every

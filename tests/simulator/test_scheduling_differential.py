@@ -1,4 +1,4 @@
-"""The differential test of issue #25: seeded random workloads, each pod's feasible nodes decided by the emulator's
+"""The scheduling differential test: seeded random workloads, each pod's feasible nodes decided by the emulator's
 kube-scheduler filters (simulator/scheduling_filters.py, which plays the world) and by nodeflow's own simulation
 (planning/scheduling_check.py), two independent implementations of the same kube-scheduler rules. They must agree
 on whether the pod fits and in which zones; the agreement rate is printed and held to a floor, and every

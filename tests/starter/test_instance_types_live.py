@@ -1,7 +1,7 @@
 """`nodeflow instance-types --nodepool` against a live cluster (the simulator's API server) in eu-west-1: a real
 process reading the NodePool and its EC2NodeClass from the cluster and discovering eu-west-1 from the devstack's EC2
 stand-in. The pool allows only `karpenter.k8s.aws/instance-generation Gt 6` and the class's subnets are in
-eu-west-1b and eu-west-1c: every listed type is of generation 7 or later, offered only there (issue #24)."""
+eu-west-1b and eu-west-1c: every listed type is of generation 7 or later, offered only there."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A NodeOverlay in the snapshot changes what `nodeflow plan` decides (issue #24), and `nodeflow validate` checks it.
+"""A NodeOverlay in the snapshot changes what `nodeflow plan` decides, and `nodeflow validate` checks it.
 
 examples/plan-consolidate.yaml: two m5.2xlarge ($0.384/h each) run 2.5 vCPU of pods. Without an overlay the plan
 replaces both with one c6a.xlarge ($0.153/h). A Savings Plan making m5 80% cheaper turns the replacement into an

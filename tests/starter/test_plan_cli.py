@@ -210,7 +210,7 @@ def test_repair_example_repairs_the_node_past_its_toleration_and_holds_back_the_
 
 
 def test_pending_capacity_example_keeps_the_fresh_node_its_pending_pods_fit_on(capsys):
-    """Issue #32: a node launched for pending pods is not consolidated before kube-scheduler binds them."""
+    """A node launched for pending pods is not consolidated before kube-scheduler binds them."""
     data = _plan(capsys, "plan-pending-capacity.yaml")
     assert [(c["method"], c["nodes"]) for c in data["commands"]] == [("Emptiness", ["node-busy"])]
     (blocked,) = data["blocked"]
@@ -219,7 +219,7 @@ def test_pending_capacity_example_keeps_the_fresh_node_its_pending_pods_fit_on(c
 
 
 def test_deleting_node_example_provisions_the_pods_its_pdb_holds(capsys):
-    """Issue #32: a node deleted by hand and drained behind a PDB gets its replacement while it drains."""
+    """A node deleted by hand and drained behind a PDB gets its replacement while it drains."""
     data = _plan(capsys, "plan-deleting-node.yaml")
     (launch,) = data["provisioning"]
     assert sorted(launch["pods"]) == ["default/db-1", "default/db-2"] and data["commands"] == []

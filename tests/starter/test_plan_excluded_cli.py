@@ -1,4 +1,4 @@
-"""`nodeflow plan` lists the nodes it leaves out and why (issue #23: they vanished without a trace)."""
+"""`nodeflow plan` lists the nodes it leaves out and why (they vanished without a trace)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`nodeflow plan` names every node, what spent each budget, and the global pause (issue #33).
+"""`nodeflow plan` names every node, what spent each budget, and the global pause.
 
 Before: node-a of examples/plan-do-not-disrupt.yaml appeared nowhere; a `nodeflow pause` (the paused planner
 schedule) was not shown, so `plan` printed commands that would not run.

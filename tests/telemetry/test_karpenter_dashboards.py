@@ -1,4 +1,4 @@
-"""Karpenter's published Grafana dashboards have data after a short nodeflow run (issue #25).
+"""Karpenter's published Grafana dashboards have data after a short nodeflow run.
 
 The names every panel of karpenter-capacity-dashboard.json and karpenter-performance-dashboard.json reads are
 test data (data/karpenter_dashboard_metrics.txt, with where they came from). A worker runs against the

@@ -1,4 +1,4 @@
-"""A fleet rollout survives a Temporal restart (issue #27, docs/fleet.md §4 and §8): a Temporal dev server on a SQLite
+"""A fleet rollout survives a Temporal restart (docs/fleet.md §4 and §8): a Temporal dev server on a SQLite
 file is SIGKILLed while one rollout bakes and another is halted, and started again on the same file. Each simulated
 cluster's worker (tests/support/fleet_world.py) stays up and reconnects; the fleet's worker is stopped before the
 kill and a new one started after, so both rollouts are replayed from the restarted server's history. The baking

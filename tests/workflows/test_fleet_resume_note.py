@@ -1,4 +1,4 @@
-"""After `resume`, a fleet must not halt again on the halt it just resumed (issue #27).
+"""After `resume`, a fleet must not halt again on the halt it just resumed.
 
 The fleet reads a pool drift rollout's state from the note on its NodePool, which the rollout rewrites only once
 its cluster's worker has handled the resume signal; a busy worker takes seconds, and the fleet observes again at
@@ -45,7 +45,7 @@ async def _halted_fleet(client: Any, settings: FleetSettings) -> AsyncIterator[t
 async def test_the_halt_just_resumed_is_resuming_until_the_note_is_rewritten(temporal_client: Any) -> None:
     async with _halted_fleet(temporal_client, FleetSettings(**FAST)) as (handle, cluster, rid):
         await control_fleet(temporal_client, rid, "resume", "fixed")
-        await asyncio.sleep(2.0)  # ten observations of the old note: the fleet before #27's fix halted on the first
+        await asyncio.sleep(2.0)  # ten observations of the old note: the fleet before this fix halted on the first
         st = await until(handle, lambda s: True, "status")
         assert st.phase == FleetPhase.RUNNING, st.log
         assert st.stages[0].clusters[0].message == "general: drift rollout resuming at wave 1/2"

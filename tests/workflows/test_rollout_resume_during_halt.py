@@ -1,5 +1,5 @@
 """A resume that reaches a DriftRolloutWorkflow while it is still writing its halt (the Event, then the NodePool's
-note) is kept, not cleared once the note is written (issue #27).
+note) is kept, not cleared once the note is written.
 
 A fleet rollout resumes a pool's drift rollout as soon as it reads the Halted note, and the rollout's worker may
 not yet have taken the note activity's completion: the signal lands between the two. Before the fix the rollout

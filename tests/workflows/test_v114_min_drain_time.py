@@ -1,4 +1,5 @@
-"""MinDrainTime (Karpenter v1.10, #2709; docs/semantics.md §9.5) in TerminationWorkflow, on the time-skipping server.
+"""MinDrainTime (Karpenter v1.10, kubernetes-sigs/karpenter#2709; docs/semantics.md §9.5) in TerminationWorkflow, on
+the time-skipping server.
 
 With a NodeClaim, a drain that ends less than 5 s after it began runs once more when the 5 s are up, so a pod bound
 in the moment before kube-scheduler saw the disrupted taint is evicted too; a longer drain, or a node without a
