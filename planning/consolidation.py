@@ -96,8 +96,9 @@ class Consolidation:
         return not approved
 
     def closed_destinations(self) -> frozenset[str]:
-        """Nodes still under their pool's consolidateAfter: no candidate's pod moves onto them (v1.14, #3006), so a
-        node that just took pods is not filled further before it could settle. Computed once per pass."""
+        """Nodes still under their pool's consolidateAfter: no candidate's pod moves onto them (v1.14,
+        kubernetes-sigs/karpenter#3006), so a node that just took pods is not filled further before it could settle.
+        Computed once per pass."""
         if self._closed is None:
             cluster, at = self.ctx.cluster, self.ctx.at
             self._closed = frozenset(n.name for n in cluster.nodes if n.pool in cluster.pools

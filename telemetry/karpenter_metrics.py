@@ -1,7 +1,7 @@
 """Karpenter's own metrics (names, types, labels, buckets), beside nodeflow's, on the same REGISTRY.
 
-Operators moving a NodePool from Karpenter bring its Grafana dashboards and alerts; these keep them working
-(issue #25). Read from kubernetes-sigs/karpenter v1.14 (after 2266468) and aws/karpenter-provider-aws (after
+Operators moving a NodePool from Karpenter bring its Grafana dashboards and alerts; these keep them working.
+Read from kubernetes-sigs/karpenter v1.14 (after 2266468) and aws/karpenter-provider-aws (after
 1d92708); what feeds each one, and what is not emitted, is in docs/semantics.md §19.
 
 | Karpenter source (core unless "provider:") | metrics (type) |

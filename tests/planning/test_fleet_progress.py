@@ -82,7 +82,7 @@ def _halted(halt: int) -> RolloutNote:
 
 
 def test_the_halt_just_resumed_is_resuming_a_new_one_fails() -> None:
-    """#27: after a resume the note may still show that halt until the cluster's worker rewrites it."""
+    """After a resume the note may still show that halt until the cluster's worker rewrites it."""
     obs = _obs(_pool(rollout=_halted(1)))
     v = judge(obs, resumed={"general": _halted(1)})
     assert (v.state, v.reason, v.message) == (ClusterState.ROLLING, WaitReason.POOL_ROLLOUT_RESUMING,

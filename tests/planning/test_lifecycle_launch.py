@@ -156,7 +156,7 @@ CLASS = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata
 
 
 def test_capacity_and_allocatable_honour_the_node_class() -> None:
-    """#32: ephemeral storage is the class's root volume (the mapping marked rootVolume, not the first one),
+    """Ephemeral storage is the class's root volume (the mapping marked rootVolume, not the first one),
     memory is less the VM overhead at the catalog's percentage, and allocatable takes off the class's
     kube-reserved, system-reserved and eviction thresholds (types.go computeCapacity / evictionThreshold)."""
     from api.ec2nodeclass import load_ec2nodeclass

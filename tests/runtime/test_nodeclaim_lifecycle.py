@@ -126,7 +126,7 @@ def _adopted(api: Any, name: str, initialized: bool) -> None:
 
 
 async def test_adopted_claims_get_karpenters_root_ready_condition(sim: Any) -> None:
-    """#33: 25 of 27 demo claims showed an empty READY column: claims whose Launched, Registered and Initialized
+    """25 of 27 demo claims showed an empty READY column: claims whose Launched, Registered and Initialized
     were already written never had Ready computed (only the Initialized transition wrote it)."""
     api = sim.api_client()
     custom = k8s.CustomObjectsApi(api)
@@ -164,7 +164,7 @@ class _Ec2:
 
 
 async def test_a_launch_recorded_from_the_instance_honours_the_claims_node_class(sim: Any) -> None:
-    """#32: the lifecycle's launch record (a launch activity that died first) reads the claim's EC2NodeClass:
+    """The lifecycle's launch record (a launch activity that died first) reads the claim's EC2NodeClass:
     the class's 80Gi root volume and maxPods, memory less the VM overhead."""
     from runtime.nodeclaim_lifecycle import LifecycleSettings
 
