@@ -1,8 +1,9 @@
 """The process's clients of Kubernetes, EC2, SQS, SSM and IAM, configured once (pools sized for the activities).
 
-Every AWS client takes the one region `resolve_region` settled at startup (docs/configuration.md#region): a
-client built without one reads only `AWS_DEFAULT_REGION`, so on a cluster that sets `AWS_REGION` (as EKS Pod
-Identity and IRSA do) it failed with "You must specify a region".
+Every AWS client takes the one region `resolve_region` settled at startup (`--region`,
+docs/configuration.md#aws-ec2-and-the-interruption-queue): a client built without one reads only
+`AWS_DEFAULT_REGION`, so on a cluster that sets `AWS_REGION` (as EKS Pod Identity and IRSA do) it failed with
+"You must specify a region".
 """
 
 from __future__ import annotations
