@@ -1,13 +1,17 @@
 """Soak: an hour of churn in the demo world, with the worker as a real process (not part of the test run).
 
     .venv/bin/python -m bench.soak --minutes 60 [--seed N] [--json] [--sample-seconds 30] [--workdir DIR]
+                                    [--slow-scheduler SECONDS]
 
 The demo's stack (bench/soak_world.py) runs while a seeded driver (bench/soak_churn.py) scales Deployments up
 and down, changes NodePool templates (drift), keeps one pool's expireAfter short (expiration), sends spot
 interruption warnings to SQS and deletes nodes, with the simulator failing 1% of API requests (429/500/409).
 Every --sample-seconds it records the worker's RSS, the history of the long-running workflows, pods pending,
 nodes and workflows running (bench/soak_sample.py). Then churn, faults and the planner stop, the cluster
-converges (bounded), in-flight work finishes, and the safety counts are taken (devstack/audit.py).
+converges (bounded), in-flight work finishes, and the safety counts are taken (devstack/audit.py), with the
+simulator's count of pods left Pending longer than a node's launch and readiness plus the scheduler's delay
+(bench/soak_world.py `pending_bound_seconds`). The emulated kube-scheduler has a real one's timing; with
+--slow-scheduler it retries a pod that found no node only SECONDS of wall time later (issue #32's trial).
 Progress goes to stderr; the summary (or with --json one JSON document) to stdout. Exit 1 when a safety count is
 not 0, pods are still pending, or the cluster did not converge.
 """
@@ -29,7 +33,7 @@ from kubernetes import client as k8s
 
 from bench.soak_churn import Churn, retry
 from bench.soak_sample import LONG_RUNNING, cluster_counts, running, sample
-from bench.soak_summary import history_figures, rss_figures, safety_counts, verdict, warmup_seconds
+from bench.soak_summary import history_figures, late_pods, rss_figures, safety_counts, verdict, warmup_seconds
 from bench.soak_world import World, WorldOptions
 from client.planner_schedule import set_planner_paused
 from devstack import audit
@@ -129,6 +133,7 @@ async def safety(world: World, machines: dict[str, str]) -> dict[str, Any]:
             "duplicateTerminations": {m: k for m, k in per_machine.items() if k > 1},
             "failedWorkflows": await audit.bad_workflows(world.client),
             "workerExits": 0 if world.worker_alive() else 1,
+            "podsPendingPastBound": late_pods(world.sim.world.ledger),
             "launchedByNodeflow": audit.our_launches(instances), "terminatedMachines": len(per_machine)}
 
 
@@ -165,7 +170,7 @@ async def finish(world: World, churn: Churn, machines: dict[str, str], timeout: 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="nodeflow-soak-"))
-    world = World(WorldOptions(workdir=workdir))
+    world = World(WorldOptions(workdir=workdir, scheduler_retry_seconds=args.slow_scheduler))
     say(f"starting the stack (logs in {workdir}) ...")
     await world.start()
     try:
@@ -192,6 +197,9 @@ def report(args: argparse.Namespace, samples: list[dict[str, Any]], churn: Churn
             "workerRss": rss_figures(samples, warmup_seconds(args.minutes * 60)),
             "longRunningHistory": history_figures(samples, tuple(LONG_RUNNING)),
             "churn": dict(churn.counts), "faultsInjected": sum((stats.get("faultsInjected") or {}).values()),
+            "slowSchedulerSeconds": args.slow_scheduler,
+            "podPendingLongestSeconds": stats.get("podPendingLongestSeconds"),
+            "pendingBoundSeconds": stats.get("pendingBoundSeconds"),
             **{k: v for k, v in end.items() if k != "safety"}, "safetyDetail": end["safety"],
             "samples": samples, "workdir": str(workdir)}
 
@@ -207,6 +215,10 @@ def render(r: dict[str, Any]) -> str:
                for k, v in hist.items()),
              f"max history events by type: {r['workflows']['maxHistoryEventsByType']}",
              f"safety: {r['safety']}",
+             f"pending: {r['safety'].get('podsPendingPastBound')} pods waited unbound past "
+             f"{r['pendingBoundSeconds']} s, the longest {r['podPendingLongestSeconds']} s (scheduler: "
+             + (f"slow, retries after {r['slowSchedulerSeconds']} s)" if r['slowSchedulerSeconds'] is not None
+                else "a real kube-scheduler's timing)"),
              f"converged {r['converged']} in {r['convergeSeconds']} s; pods pending at end {r['podsPendingAtEnd']}; "
              f"nodes at end {r['nodesAtEnd']}; terminations by reason {r['workflows']['terminationsByReason']}"]
     return "\n".join(lines)
@@ -219,7 +231,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sample-seconds", type=float, default=30.0)
     p.add_argument("--workdir", type=Path, help="logs, kubeconfig, Temporal db (default: a new temp dir)")
     p.add_argument("--json", action="store_true", help="print one JSON document instead of a report")
+    p.add_argument("--slow-scheduler", type=float, metavar="SECONDS",
+                   help="the emulated kube-scheduler retries a pod that found no node only SECONDS of wall time "
+                        "later (default: a real kube-scheduler's backoff and queues)")
     args = p.parse_args(argv)
+    if args.slow_scheduler is not None and args.slow_scheduler < 0:
+        p.error("--slow-scheduler: SECONDS must not be negative")
     result = asyncio.run(run(args))
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0 if result["passed"] else 1

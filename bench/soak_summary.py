@@ -5,8 +5,10 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from simulator.ledger import Ledger
+
 SAFETY_KEYS = ("pdbViolations", "leakedInstances", "stuckFinalizers", "duplicateLaunches",
-               "duplicateTerminations", "failedWorkflows", "workerExits")
+               "duplicateTerminations", "failedWorkflows", "workerExits", "podsPendingPastBound")
 
 
 def warmup_seconds(duration: float) -> float:
@@ -53,3 +55,14 @@ def verdict(safety: dict[str, int], pods_pending_end: int, converged: bool, unfi
     if not converged:
         problems.append("did not converge in time")
     return problems
+
+
+def late_pods(ledger: Ledger, now: float | None = None) -> list[str]:
+    """The pods the simulator's ledger saw wait unbound longer than its bound (issue #32), longest first, as
+    `namespace/name 12.3s` (`(still pending)` when unbound at `now`). The soak and the chaos suite set the bound
+    before their run; a bound never set is an error here, not a silent 0."""
+    bound = ledger.pending_bound_seconds
+    if bound is None:
+        raise ValueError("the ledger's pending_bound_seconds is not set: pods left Pending were not counted")
+    return [f"{w.pod} {w.seconds:.1f}s{'' if w.bound else ' (still pending)'}"
+            for w in ledger.pods_pending_past(bound, now)]

@@ -2,7 +2,8 @@
 
 Temporal dev server (headless, on a SQLite file), moto_server (EC2, SQS, IAM) with the demo's VPC, images and
 the interruption queue, the simulator holding the demo cluster (devstack/demo_scenario.py) with a ready delay of
-a few tens of seconds, and one worker process with the deletion watcher, the pending-pod intake, the
+a few tens of seconds and a real kube-scheduler's timing (or, with `scheduler_retry_seconds`, the slow scheduler of
+issue #32), and one worker process with the deletion watcher, the pending-pod intake, the
 interruption poller and the planner and node-class Schedules it keeps.
 """
 
@@ -28,7 +29,9 @@ from devstack.demo_scenario import demo_cluster
 from devstack.processes import MotoServer, TemporalDevServer, free_port
 from devstack.stack import INTERRUPTION_QUEUE
 from runtime.cloud_clients import ec2_client, iam_client, sqs_client
+from simulator.scheduler_timing import SchedulerTiming
 from simulator.server import Simulator
+from simulator.world import DEFAULT_READY_JITTER
 from workflows import summaries
 from workflows.nodeclass import NodeClassWorkflow
 from workflows.nodeclass_models import NodeClassInput
@@ -36,15 +39,35 @@ from workflows.search_attributes import TASK_QUEUE
 
 ROOT = Path(__file__).resolve().parents[1]
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "soak", "AWS_SECRET_ACCESS_KEY": "soak", "AWS_DEFAULT_REGION": "us-east-1"}
+BATCH_SECONDS = 11.0  # the worker's provisioning batch at its longest: idle 1 s after a new pod, closed at 10 s
+PENDING_MARGIN = 30.0  # wall seconds: 1% API faults retried, the pending-pod intake's watch, a planner pass
 
 
 @dataclass
 class WorldOptions:
     workdir: Path
     time_scale: float = 0.1  # pods' grace periods and kubelet delays run 10x faster
-    ready_delay: float = 300.0  # simulated seconds from instance running to Node Ready (30 s of wall time)
+    ready_delay: float = 300.0  # simulated seconds the instance boots, and about as long again to Node Ready
     planner_seconds: float = 10.0
     resync_seconds: float = 30.0
+    scheduler_retry_seconds: float | None = None  # wall seconds a failed pod waits (None: a real scheduler's timing)
+
+    def scheduler_timing(self) -> SchedulerTiming:
+        """The emulated kube-scheduler: a real one's queues and backoff, or one that retries a pod that found no node
+        only `scheduler_retry_seconds` of wall time later (SchedulerTiming counts simulated seconds)."""
+        if self.scheduler_retry_seconds is None:
+            return SchedulerTiming()
+        return SchedulerTiming.slow(self.scheduler_retry_seconds / self.time_scale)
+
+    def pending_bound_seconds(self) -> float:
+        """How long (wall seconds) a pod may wait unbound before the soak counts it: a node's launch and readiness
+        (the instance boots for ready_delay, the kubelet turns Ready up to (1 + jitter) x ready_delay later), then
+        the scheduler's delay once the node fits (slow: its retry; real: its longest backoff, since a node turning
+        Ready requeues the pod), a provisioning batch and a margin."""
+        timing = self.scheduler_timing()
+        retry = timing.retry_after if timing.retry_after is not None else timing.max_backoff
+        launch_ready = self.ready_delay * (2.0 + DEFAULT_READY_JITTER)
+        return round((launch_ready + retry + timing.bind_delay) * self.time_scale + BATCH_SECONDS + PENDING_MARGIN, 1)
 
 
 @dataclass
@@ -72,6 +95,15 @@ class World:
         """What the simulator starts with: the demo's cluster and its EC2NodeClasses."""
         return demo_cluster(node_classes=True)
 
+    def simulator(self, ec2_endpoint: str | None) -> Simulator:
+        """The soak's simulator (not started): its time scale, delays and kube-scheduler, and the ledger's bound on
+        a pod's unbound wait, past which the safety counts count it."""
+        sim = Simulator(objects=self.cluster_objects(), ec2_endpoint=ec2_endpoint, time_scale=self.o.time_scale,
+                        ready_delay=self.o.ready_delay, ec2_poll_seconds=self.ec2_poll_seconds,
+                        kubeconfig_path=self.o.workdir / "kubeconfig", scheduler_timing=self.o.scheduler_timing())
+        sim.world.ledger.pending_bound_seconds = self.o.pending_bound_seconds()
+        return sim
+
     async def start(self) -> None:
         os.environ.update(AWS_ENV)
         (self.o.workdir / "temporal.db").unlink(missing_ok=True)
@@ -81,9 +113,7 @@ class World:
         self.queue_url = self.sqs.create_queue(QueueName=INTERRUPTION_QUEUE,
                                                Attributes={"VisibilityTimeout": "30"})["QueueUrl"]
         await asyncio.to_thread(DemoAws(self.ec2, iam_client("us-east-1", self.moto.endpoint)).create)
-        self.sim = Simulator(objects=self.cluster_objects(), ec2_endpoint=self.moto.endpoint,
-                             time_scale=self.o.time_scale, ready_delay=self.o.ready_delay,
-                             ec2_poll_seconds=self.ec2_poll_seconds, kubeconfig_path=self.o.workdir / "kubeconfig")
+        self.sim = self.simulator(self.moto.endpoint)
         await asyncio.to_thread(self.sim.start)
         self.client = await connect(self.temporal.address, "default")
         self.start_worker()
