@@ -11,7 +11,8 @@ nodes and workflows running (bench/soak_sample.py). Then churn, faults and the p
 converges (bounded), in-flight work finishes, and the safety counts are taken (devstack/audit.py), with the
 simulator's count of pods left Pending longer than a node's launch and readiness plus the scheduler's delay
 (bench/soak_world.py `pending_bound_seconds`). The emulated kube-scheduler has a real one's timing; with
---slow-scheduler it retries a pod that found no node only SECONDS of wall time later (issue #32's trial).
+--slow-scheduler it retries a pod that found no node only SECONDS of wall time later (the slow
+scheduler a real control plane showed: docs/configuration.md, `nodeflow sim`).
 Progress goes to stderr; the summary (or with --json one JSON document) to stdout. Exit 1 when a safety count is
 not 0, pods are still pending, or the cluster did not converge.
 """

@@ -58,7 +58,7 @@ def verdict(safety: dict[str, int], pods_pending_end: int, converged: bool, unfi
 
 
 def late_pods(ledger: Ledger, now: float | None = None) -> list[str]:
-    """The pods the simulator's ledger saw wait unbound longer than its bound (issue #32), longest first, as
+    """The pods the simulator's ledger saw wait unbound longer than its bound, longest first, as
     `namespace/name 12.3s` (`(still pending)` when unbound at `now`). The soak and the chaos suite set the bound
     before their run; a bound never set is an error here, not a silent 0."""
     bound = ledger.pending_bound_seconds

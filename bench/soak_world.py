@@ -2,8 +2,8 @@
 
 Temporal dev server (headless, on a SQLite file), moto_server (EC2, SQS, IAM) with the demo's VPC, images and
 the interruption queue, the simulator holding the demo cluster (devstack/demo_scenario.py) with a ready delay of
-a few tens of seconds and a real kube-scheduler's timing (or, with `scheduler_retry_seconds`, the slow scheduler of
-issue #32), and one worker process with the deletion watcher, the pending-pod intake, the
+a few tens of seconds and a real kube-scheduler's timing (or, with `scheduler_retry_seconds`, the slow scheduler
+a real control plane showed), and one worker process with the deletion watcher, the pending-pod intake, the
 interruption poller and the planner and node-class Schedules it keeps.
 """
 

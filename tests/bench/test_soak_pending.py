@@ -1,4 +1,4 @@
-"""The soak's slow-scheduler world and its count of pods left Pending (issue #32), without the stack: the soak's own
+"""The soak's slow-scheduler world and its count of pods left Pending, without the stack: the soak's own
 simulator (bench/soak_world.py) on a hand-driven clock, and the report bench/soak.py builds from its ledger. A pod
 the slow scheduler binds in time leaves the count at 0; a pod still pending past the bound makes it 1 and fails the
 soak, so the soak's "0" means no pod waited that long."""
