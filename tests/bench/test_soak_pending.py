@@ -51,7 +51,7 @@ def test_the_soak_counts_a_pod_left_pending_past_the_bound_and_not_one_bound_in_
     world.ready_jitter = 0.0
     world.store.create(NODES, node("small", cpu="1"))
     world.store.create(PODS, pod("web", cpu="2"))
-    for t in (T0, T0 + 10.0):
+    for t in (T0, T0 + 10.0, T0 + 10.02):
         clock[0] = t
         world.tick()
         if t == T0:  # web found no node; one fits 10 s later, and the slow scheduler retries it only at T0 + 30
