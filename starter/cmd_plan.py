@@ -106,7 +106,7 @@ def handle(args: argparse.Namespace) -> int:
     data["nodeOverlays"] = _overlays(snapshot, catalog)  # what each NodeOverlay priced (docs/semantics.md §16.2)
     data["costLimits"] = cost_limits  # each cost limit's headroom (docs/semantics.md §15.10)
     data["expiry"] = expiry_rows(snapshot, result.at, catalog, result.commands)  # with jitter (semantics §15.12)
-    # spot fallbacks and their return, zone balance (docs/semantics.md §15.5-15.6); new keys go last (DESIGN §4)
+    # spot fallbacks and their return, zone balance (docs/semantics.md §15.5-15.6); new keys go last (contracts §7)
     data["spotFallbacks"] = spot_fallback_rows(snapshot, result.at, catalog, result.commands, result.blocked)
     data["zoneBalance"] = zone_balance_rows(snapshot, result.at, catalog)
     # every node's outcome, what spent each budget, the global pause (docs/contracts.md §3.1)
