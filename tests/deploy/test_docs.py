@@ -43,6 +43,8 @@ OUTSIDE = re.compile(r"karpenter-behaviour\.md|karpenter-2026\.md|temporal-pytho
 NODEFLOW_ISSUE = re.compile(r"(?i)\bissue #\d+\b|\"\"\"#\d+:")
 # `docs/x.md`, `docs/x.md#anchor`, `docs/x.md §N.M`: the file, the heading, the numbered section must exist.
 CITATION = re.compile(r"\b(docs/[\w-]+\.md)(#[\w-]+)?(?:,? §(\d+(?:\.\d+)*))?")
+# The short form, `semantics §15.5` or `decisions.md §19`: the numbered section must exist in that doc.
+SHORT_CITATION = re.compile(r"(?<![\w/-])([a-z][\w-]*)(?:\.md)? §(\d+(?:\.\d+)*)")
 # Files other work had open when the issue numbers were taken out (2026-11-28); they go when those land.
 ISSUE_NUMBERS_PENDING = {"tests/chaos/chaos_cluster.py", "tests/chaos/test_chaos.py"}
 
@@ -77,6 +79,10 @@ def broken_citations(files: dict[str, str]) -> list[str]:
             elif anchor and anchor[1:] not in _anchors(doc):
                 broken.append(f"{path}: {m.group(0)} (no such heading)")
             elif section and section not in _sections(doc):
+                broken.append(f"{path}: {m.group(0)} (no such section)")
+        for m in SHORT_CITATION.finditer(text):
+            doc = ROOT / "docs" / f"{m.group(1)}.md"
+            if doc.is_file() and m.group(2) not in _sections(doc):
                 broken.append(f"{path}: {m.group(0)} (no such section)")
     return broken
 
@@ -115,5 +121,6 @@ def test_every_docs_citation_resolves(repo_files: dict[str, str]) -> None:
 def test_broken_citations_are_found() -> None:
     files = {"ok.py": "docs/karpenter-reference.md §4, docs/semantics.md#15-disruption-policies-nodeflow",
              "file.py": "docs/nowhere.md", "anchor.md": "(docs/semantics.md#no-such-heading)",
-             "section.py": "docs/karpenter-reference.md §99"}
-    assert [b.split(":")[0] for b in broken_citations(files)] == ["file.py", "anchor.md", "section.py"]
+             "section.py": "docs/karpenter-reference.md §99", "short.md": "semantics §12, [decisions §99](x)",
+             "other.py": "RFC 3339 §5.6"}
+    assert [b.split(":")[0] for b in broken_citations(files)] == ["file.py", "anchor.md", "section.py", "short.md"]
