@@ -22,7 +22,9 @@ from kubernetes import client as k8s
 
 from api import labels
 from bench.clusters import node_objects, node_pool
+from bench.soak_summary import late_pods
 from devstack import audit as audit_counts
+from simulator.ledger import Ledger
 
 ROLE = "nodeflow.dev/chaos-role"
 HOLD = "nodeflow.dev/chaos-hold"
@@ -145,8 +147,18 @@ def tainted(node: dict[str, Any]) -> bool:
     return any(t.get("key") == labels.DISRUPTED_TAINT_KEY for t in (node.get("spec") or {}).get("taints") or [])
 
 
-def audit(api: Any, ec2: Any) -> dict[str, Any]:
-    """Every invariant of the chaos suite, measured (the test asserts on the numbers)."""
+def pending_audit(ledger: Ledger, now: float | None = None) -> dict[str, Any]:
+    """The simulator ledger's clock of unbound pods (issue #32): the pods that waited longer than the bound the run
+    set (named, longest first), and the longest wait (wall seconds; `now` default: the world's monotonic clock)."""
+    late = late_pods(ledger, now)
+    return {"podsPendingPastBound": len(late), "podsPendingPast": late,
+            "podPendingLongestSeconds": round(ledger.longest_wait(now), 3),
+            "pendingBoundSeconds": ledger.pending_bound_seconds}
+
+
+def audit(api: Any, ec2: Any, ledger: Ledger) -> dict[str, Any]:
+    """Every invariant of the chaos suite, measured (the test asserts on the numbers); `ledger` is the
+    simulator's."""
     live_nodes = nodes(api)
     claims = node_claims(api)
     all_instances = instances(ec2)
@@ -162,4 +174,5 @@ def audit(api: Any, ec2: Any) -> dict[str, Any]:
         "replacementLaunches": audit_counts.our_launches(all_instances),
         "keptTouched": sorted(k for k in KEEP if k not in names or tainted(names[k])),
         "nodeClaims": len(claims),
+        **pending_audit(ledger),
     }

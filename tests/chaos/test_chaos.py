@@ -26,7 +26,11 @@ End state checked: each node terminated or untouched as intended, 0 leaked insta
 0 duplicate replacement launches (instances per NodeClaim tag and per ClientToken), each doomed instance's
 TerminateInstances accepted exactly once (proxy), exactly one TerminationWorkflow per machine, no two
 PlannerWorkflow runs overlapping in time, no workflow failed or timed out, 0 PDB violations outside the
-grace-deadline path and every hold pod removal on it, no workflow left running.
+grace-deadline path and every hold pod removal on it, no workflow left running, 0 pods left Pending longer than a
+node's launch and readiness plus the scheduler's delay (PENDING_BOUND).
+
+The simulator's kube-scheduler is the slow one of issue #32's trial: a pod that found no node is retried only
+SCHEDULER_RETRY simulated seconds later (10 s of wall time), longer than the pools' consolidateAfter.
 
 NODEFLOW_CHAOS_SEED picks the seed (NODEFLOW_CHAOS_SEEDS=1,2,3 runs one test per seed, one after the other);
 NODEFLOW_CHAOS_LONG=1 makes each run longer (four Temporal kills, a 120 s outage, replica b killed until the
@@ -76,6 +80,7 @@ from client.planner_schedule import planner_schedule_id, set_planner_paused
 from devstack.audit import termination_runs_per_machine
 from devstack.processes import MotoServer, TemporalDevServer
 from runtime.cloud_clients import ec2_client
+from simulator.scheduler_timing import SchedulerTiming
 from simulator.server import Simulator
 from workflows.models import TerminationInput
 
@@ -95,7 +100,20 @@ OUTAGE_SECONDS = 120.0 if LONG else 30.0
 OUTAGE_WAIT_SECONDS = 150
 FAULT_RATE, FAULT_LATENCY = 0.05, 0.01
 PLANNER_SECONDS = 2.0
-READY_DELAY = 500.0  # simulated seconds, x time_scale 0.01: 5 s to register, 5 s more to turn Ready
+TIME_SCALE = 0.01
+READY_DELAY = 500.0  # simulated seconds, x TIME_SCALE: 5 s to register, 5 s more (+-25% jitter) to turn Ready
+# The slow-scheduler world (issue #32): a pod that found no node is retried only this many simulated seconds later
+# (10 s of wall time), never earlier: longer than the general pool's consolidateAfter (0s; drift's is Never), than
+# five planner passes and than the nomination window's floor (10 s), so capacity launched for pending pods sits
+# empty through several passes before its pods bind, as in the trial.
+SCHEDULER_RETRY = 1000.0
+# No pod may wait unbound longer than this (wall seconds; the ledger counts every pod past it): a node's launch and
+# readiness (READY_DELAY to boot, up to 1.25 x READY_DELAY more for its kubelet: 11.25 s), one scheduler retry
+# (10 s), a provisioning batch (closed 1 s after its last pod, at most 10 s after it opened), the API outage
+# (nothing launches through it) and 15 s for the worker kills (both replicas down for up to 3 s at a time, a killed
+# replica's work taken up again). Before the slow scheduler every pod bound at its first attempt (longest wait
+# 0.016 s, 2026-11-28).
+PENDING_BOUND = READY_DELAY * TIME_SCALE * 2.25 + SCHEDULER_RETRY * TIME_SCALE + 11.0 + OUTAGE_SECONDS + 15.0
 B_KILL_GAP = (4.0, 8.0)
 IN_FLIGHT = ("TerminationWorkflow", "DisruptionWorkflow", "PlannerWorkflow")
 DOOMED = DRIFTED + EMPTY + MANUAL + GRACE
@@ -337,7 +355,9 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
     moto.start()
     proxy = Ec2CountingProxy(moto.endpoint)
     proxy.start()
-    sim = Simulator(time_scale=0.01, ready_delay=READY_DELAY, ec2_endpoint=moto.endpoint, ec2_poll_seconds=0.1)
+    sim = Simulator(time_scale=TIME_SCALE, ready_delay=READY_DELAY, ec2_endpoint=moto.endpoint, ec2_poll_seconds=0.1,
+                    scheduler_timing=SchedulerTiming.slow(SCHEDULER_RETRY))
+    sim.world.ledger.pending_bound_seconds = PENDING_BOUND
     sim.start()
     tq = f"chaos-{uuid.uuid4()}"
     replicas = Replicas(["a", "b"], temporal.address, sim.kubeconfig_path, proxy.endpoint, tq,
@@ -391,7 +411,7 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
 
         await _with_retries(no_running, "workflows finishing", timeout=60)
         sim.inject_faults(rate=0.0)
-        report = await asyncio.to_thread(audit, api, ec2)
+        report = await asyncio.to_thread(audit, api, ec2, sim.world.ledger)
         states = {i["InstanceId"]: i["State"]["Name"] for i in instances(ec2)}
         doomed = {n: machine[n] for n in DOOMED}
         terminated = sorted(n for n, iid in doomed.items()
@@ -451,7 +471,8 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
           f"({stats['pdbViolations'].get('grace-deadline', 0)} on the grace-deadline path: {len(held)} hold pods, "
           f"{len(early)} early, latest {late:.0f}s after its instant; kills at instants "
           f"{[round(k, 1) for k in chaos.deadline_kills]}), converged {converged:.0f}s after the last fault, "
-          f"{time.monotonic() - started:.0f}s")
+          f"{report['podsPendingPastBound']} pods Pending past {PENDING_BOUND:.0f}s (longest wait "
+          f"{report['podPendingLongestSeconds']}s), {time.monotonic() - started:.0f}s")
     print("\n".join(chaos.events))
     if replicas.crashes():
         print("worker crashes:", replicas.crashes())
@@ -471,6 +492,7 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
     assert report["leakedInstances"] == [] and report["nodesWithoutInstance"] == [], report
     assert report["stuckFinalizers"] == [], report
     assert report["duplicateLaunches"] == [], report
+    assert report["podsPendingPastBound"] == 0, report["podsPendingPast"]
     # one replacement per drifted node, plus at most one per disruption the faults rolled back: a rollback after the
     # launch deletes its replacement (leakedInstances above shows none is left) and the node is disrupted again
     # with a new one; a rollback before it (a taint or launch activity failing under the API faults) launched none
