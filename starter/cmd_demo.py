@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from starter import sim_extra
 from starter.output import CliError
 
 INTERRUPT_AFTER = 30.0
@@ -55,6 +56,7 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    sim_extra.require("demo", sim_extra.DEMO_MODULES)
     duration = args.duration if args.duration is not None else (180.0 if args.headless else None)
     if duration is not None and duration <= 0:
         raise CliError("--duration must be positive")

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from starter import sim_extra
 from starter.output import CliError
 
 
@@ -82,6 +83,7 @@ def scheduler_timing(args: argparse.Namespace) -> Any:
 
 
 def run_generate(args: argparse.Namespace) -> int:
+    sim_extra.require("sim generate", sim_extra.SIM_MODULES)
     import yaml
 
     from simulator.generate import generate_cluster
@@ -103,6 +105,7 @@ def run_generate(args: argparse.Namespace) -> int:
 
 
 def run_sim(args: argparse.Namespace) -> int:
+    sim_extra.require("sim", sim_extra.SIM_MODULES)
     if not args.kubeconfig_out:
         raise CliError("--kubeconfig-out PATH is required: clients find the simulator through it", 2)
     if args.filename and not Path(args.filename).is_file():
