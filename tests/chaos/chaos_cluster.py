@@ -148,7 +148,7 @@ def tainted(node: dict[str, Any]) -> bool:
 
 
 def pending_audit(ledger: Ledger, now: float | None = None) -> dict[str, Any]:
-    """The simulator ledger's clock of unbound pods (issue #32): the pods that waited longer than the bound the run
+    """The simulator ledger's clock of unbound pods: the pods that waited longer than the bound the run
     set (named, longest first), and the longest wait (wall seconds; `now` default: the world's monotonic clock)."""
     late = late_pods(ledger, now)
     return {"podsPendingPastBound": len(late), "podsPendingPast": late,

@@ -29,7 +29,7 @@ PlannerWorkflow runs overlapping in time, no workflow failed or timed out, 0 PDB
 grace-deadline path and every hold pod removal on it, no workflow left running, 0 pods left Pending longer than a
 node's launch and readiness plus the scheduler's delay (PENDING_BOUND).
 
-The simulator's kube-scheduler is the slow one of issue #32's trial: a pod that found no node is retried only
+The simulator's kube-scheduler is the slow one a real control plane showed: a pod that found no node is retried only
 SCHEDULER_RETRY simulated seconds later (10 s of wall time), longer than the pools' consolidateAfter.
 
 NODEFLOW_CHAOS_SEED picks the seed (NODEFLOW_CHAOS_SEEDS=1,2,3 runs one test per seed, one after the other);
@@ -102,7 +102,7 @@ FAULT_RATE, FAULT_LATENCY = 0.05, 0.01
 PLANNER_SECONDS = 2.0
 TIME_SCALE = 0.01
 READY_DELAY = 500.0  # simulated seconds, x TIME_SCALE: 5 s to register, 5 s more (+-25% jitter) to turn Ready
-# The slow-scheduler world (issue #32): a pod that found no node is retried only this many simulated seconds later
+# The slow-scheduler world: a pod that found no node is retried only this many simulated seconds later
 # (10 s of wall time), never earlier: longer than the general pool's consolidateAfter (0s; drift's is Never), than
 # five planner passes and than the nomination window's floor (10 s), so capacity launched for pending pods sits
 # empty through several passes before its pods bind, as in the trial.

@@ -1,4 +1,4 @@
-"""The chaos audit's count of pods left Pending (issue #32) in the chaos world's own timing, on a hand-driven clock:
+"""The chaos audit's count of pods left Pending in the chaos world's own timing, on a hand-driven clock:
 a pod the slow scheduler binds in time is not counted, a pod bound late or still pending past the bound is, and a
 pod deleted while pending is not, so the chaos run's "0" means no pod waited that long."""
 

@@ -45,8 +45,6 @@ NODEFLOW_ISSUE = re.compile(r"(?i)\bissue #\d+\b|\"\"\"#\d+:")
 CITATION = re.compile(r"\b(docs/[\w-]+\.md)(#[\w-]+)?(?:,? §(\d+(?:\.\d+)*))?")
 # The short form, `semantics §15.5` or `decisions.md §19`: the numbered section must exist in that doc.
 SHORT_CITATION = re.compile(r"(?<![\w/-])([a-z][\w-]*)(?:\.md)? §(\d+(?:\.\d+)*)")
-# Files other work had open when the issue numbers were taken out (2026-11-28); they go when those land.
-ISSUE_NUMBERS_PENDING = {"tests/chaos/chaos_cluster.py", "tests/chaos/test_chaos.py"}
 
 
 def _repo_files() -> dict[str, str]:
@@ -107,7 +105,7 @@ def test_outside_references_are_found() -> None:
 
 
 def test_no_bare_nodeflow_issue_numbers(repo_files: dict[str, str]) -> None:
-    found = [f"{path}: {m.group(0)}" for path, text in repo_files.items() if path not in ISSUE_NUMBERS_PENDING
+    found = [f"{path}: {m.group(0)}" for path, text in repo_files.items()
              for m in NODEFLOW_ISSUE.finditer(text)]
     assert not found, f"nodeflow issue numbers (no public tracker): name what they refer to instead: {found}"
 
