@@ -1,14 +1,23 @@
 """deploy/build-image.sh and deploy/Dockerfile, checked without building anything (a build takes minutes and
 needs podman and mmdebstrap): the script parses, and the image stays non-root with no shell needed to start it.
+The image's Python path is rebuilt from what the Dockerfile copies and pyproject installs (a second or so): it
+holds no simulator module, the worker loads none, and `nodeflow demo` there says how to get them.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
+import sysconfig
+import tomllib
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "deploy" / "build-image.sh"
@@ -73,3 +82,80 @@ def test_base_images_are_build_arguments_with_tagged_defaults() -> None:
         assert ":" in args.get(name, ""), f"ARG {name} needs a tagged default"
     froms = [arg.split()[0] for op, arg in steps if op == "FROM"]
     assert froms == ["${BUILD_IMAGE}", "${BASE_IMAGE}"], froms
+
+
+# The simulated world (pyproject's [sim] extra): the worker image holds none of it.
+SIM_WORLD = {"simulator", "devstack", "bench", "celpy", "moto"}
+
+
+def _build_context_sources() -> list[str]:
+    """What the build stage COPYs from the repository (every source of every COPY without --from)."""
+    steps = instructions(DOCKERFILE.read_text())
+    build = steps[:len(steps) - len(final_stage(steps))]
+    sources: list[str] = []
+    for op, arg in build:
+        words = arg.split()
+        if op in {"COPY", "ADD"} and not any(w.startswith("--from") for w in words):
+            sources += [w.rstrip("/") for w in words[:-1] if not w.startswith("--")]
+    return sources
+
+
+def _installed_top_level(tree: Path) -> set[str]:
+    """The top-level names `pip install .` puts in the image from `tree`: pyproject's py-modules and the
+    directories its packages.find include patterns match (namespace packages count, as setuptools finds them)."""
+    config = tomllib.loads((tree / "pyproject.toml").read_text())["tool"]["setuptools"]
+    patterns = config["packages"]["find"]["include"]
+    dirs = {d.name for d in tree.iterdir() if d.is_dir() and any(fnmatch.fnmatch(d.name, p) for p in patterns)}
+    return dirs | set(config.get("py-modules", []))
+
+
+@pytest.fixture
+def image_site(tmp_path: Path) -> Path:
+    """What the image's virtualenv gets of ours: the build context's installed names, linked into a directory."""
+    context, site = tmp_path / "context", tmp_path / "site"
+    context.mkdir()
+    site.mkdir()
+    for source in _build_context_sources():
+        (context / source).symlink_to(ROOT / source)
+    for name in _installed_top_level(context):
+        file = f"{name}.py" if (context / f"{name}.py").is_file() else name
+        (site / file).symlink_to(ROOT / file)
+    return site
+
+
+def _python_in_image(site: Path, code: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`python -c code` with the image's sys.path: our installed names and the third-party libraries, -S so the
+    checkout's editable install (a .pth finder that maps every package here) is not loaded, cwd outside it."""
+    libraries = sysconfig.get_paths()["purelib"]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": f"{site}{os.pathsep}{libraries}"}
+    return subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=120, check=False)
+
+
+def test_the_image_installs_no_simulator_module(image_site: Path) -> None:
+    sources = _build_context_sources()
+    assert {"worker.py", "api", "starter"} <= set(sources), sources
+    assert not SIM_WORLD & {Path(s).parts[0] for s in sources}, sources
+    installed = {p.name.removesuffix(".py") for p in image_site.iterdir()}
+    assert "worker" in installed and not SIM_WORLD & installed, installed
+
+
+def test_the_worker_loads_no_simulator_module_in_the_image(image_site: Path, tmp_path: Path) -> None:
+    code = ("import importlib.util, json, sys\nimport worker\n"
+            "print(json.dumps({'loaded': sorted({m.split('.')[0] for m in sys.modules}),"
+            " 'findable': [n for n in ('simulator', 'devstack') if importlib.util.find_spec(n)]}))")
+    proc = _python_in_image(image_site, code, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout)
+    assert "runtime" in seen["loaded"]  # the worker's own wiring did load
+    assert not SIM_WORLD & set(seen["loaded"]), seen["loaded"]
+    assert seen["findable"] == []
+
+
+def test_nodeflow_demo_in_the_image_says_how_to_get_the_simulator(image_site: Path, tmp_path: Path) -> None:
+    # an unknown region too: were the extra's check to come after the region's, nothing would start either
+    argv = ["demo", "--headless", "--region", "nowhere-1"]
+    proc = _python_in_image(image_site, f"from starter.cli import main; main({argv!r})", tmp_path)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: nodeflow demo needs the [sim] extra") and proc.stderr.count("\n") == 1
+    assert "nodeflow[sim]" in proc.stderr and "Traceback" not in proc.stderr

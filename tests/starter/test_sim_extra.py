@@ -23,7 +23,7 @@ def _hide(monkeypatch: pytest.MonkeyPatch, names: tuple[str, ...]) -> None:
 
 
 @pytest.mark.parametrize(("argv", "command"), [
-    (["demo", "--headless", "--duration", "5"], "demo"),
+    (["demo", "--headless", "--region", "nowhere-1"], "demo"),  # an unknown region: nothing starts, whatever runs
     (["sim", "--kubeconfig-out"], "sim"),
     (["sim", "generate", "--nodes", "1", "--pods-per-node", "1", "-o"], "sim generate"),
 ])
