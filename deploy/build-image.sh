@@ -9,7 +9,8 @@
 # 2. `podman import` turns each tarball into a local image (localhost/nodeflow/base-*:bookworm).
 # 3. `podman build --pull=never` builds deploy/Dockerfile with BUILD_IMAGE/BASE_IMAGE set to those images;
 #    pip fetches the Python wheels from PyPI (RUN uses the host's network).
-# 4. A smoke run: the image starts as 65532:65532 on a read-only root filesystem and has no /bin/sh.
+# 4. A smoke run: the image starts as 65532:65532 on a read-only root filesystem, has no /bin/sh, and holds no
+#    simulator/devstack module (nor the [sim] extra's cel-python or moto), none loaded by `import worker`.
 #
 # Needs (Debian packages): podman, mmdebstrap, and runc or crun; uidmap when run as non-root.
 # Environment: NODEFLOW_BUILD_CA (default $PIP_CERT: a CA bundle pip trusts during the build), NODEFLOW_APT_SOURCES (default /etc/apt/sources.list.d/debian.sources, else /etc/apt/sources.list),
@@ -149,13 +150,24 @@ make_base "$RUNTIME_BASE" python3,ca-certificates strip-shells
   -f "$ROOT/deploy/Dockerfile" -t "$TAG" "$ROOT"
 say "built $TAG in $(( $(date +%s) - start )) s; size $("${PODMAN[@]}" image inspect --format '{{.Size}}' "$TAG") bytes"
 
+# prints the simulated world's modules the image can find or `import worker` loads (nothing, if all is well);
+# tests/deploy/test_image.py runs it against the image's Python path rebuilt from the Dockerfile
+SIM_WORLD_CHECK='
+import importlib.util, sys
+import worker
+world = ("simulator", "devstack", "celpy", "moto")
+loaded = {m.split(".")[0] for m in sys.modules}
+print(" ".join(sorted(n for n in world if n in loaded or importlib.util.find_spec(n))))'
 if [ "$SMOKE" = 1 ]; then
   run=("${PODMAN[@]}" run --rm --network=none --read-only --tmpfs /tmp "${ULIMITS[@]}")
   "${run[@]}" "$TAG" --help >/dev/null || die "smoke: the image does not start the worker"
   [ "$("${run[@]}" --entrypoint python "$TAG" -c 'import os; print(os.getuid(), os.getgid())')" = "65532 65532" ] \
     || die "smoke: the image does not run as 65532:65532"
   if "${run[@]}" --entrypoint /bin/sh "$TAG" -c true 2>/dev/null; then die "smoke: the image has a shell"; fi
-  say "smoke: starts, runs as 65532:65532 on a read-only root filesystem, has no /bin/sh"
+  # the product only: the [sim] extra's world is neither installed nor loaded by the worker
+  sim_world=$("${run[@]}" --entrypoint python "$TAG" -c "$SIM_WORLD_CHECK") || die "smoke: python -c 'import worker' fails in the image"
+  [ -z "$sim_world" ] || die "smoke: the image holds or loads the simulated world: $sim_world"
+  say "smoke: starts, runs as 65532:65532 on a read-only root filesystem, has no /bin/sh, holds no simulator module"
 fi
 echo "run it (host network, as deploy/worker.yaml would):"
 echo "  ${PODMAN[*]} run --rm --network=host --read-only --tmpfs /tmp ${ULIMITS[*]} $TAG --address HOST:PORT ..."
