@@ -1,6 +1,10 @@
 """Simulator fixtures (owned by the simulator area): an in-process Kubernetes API emulator per test.
 
-`sim`: a fresh Simulator (no EC2, time_scale 0.01, ready_delay 2.0) on a free port.
+`sim`: a fresh Simulator (no EC2, time_scale 0.01, ready_delay 2.0) on a free port, with a real kube-scheduler's
+timing (backoff, event requeue, bind delay: simulator/scheduler_timing.py) and jittered kubelets, so races a real
+cluster has show here too. At time_scale 0.01 that costs nothing measurable (tests/simulator, e2e provisioning,
+termination, disruption, drift, interruption: within the machine's noise of SchedulerTiming.instant()); a test
+that needs a pod bound the instant a node fits builds its own Simulator(scheduler_timing=SchedulerTiming.instant()).
 `sim_ec2`: the same, wired to the session `moto_endpoint` (EC2 instances register Nodes).
 `k8s`: a kubernetes ApiClient for `sim`.
 """
