@@ -28,16 +28,18 @@ def _executable(path: Path, text: str) -> None:
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
-def _run_setup(tmp_path: Path, *argv: str) -> tuple[int, str]:
-    """setup.sh in a repository whose .venv is already installed; returns (exit code, what the Pythons did)."""
+def _run_setup(tmp_path: Path, *argv: str, installed: bool = True) -> tuple[int, str]:
+    """setup.sh in a repository whose .venv is already installed (or, `installed=False`, not yet); returns (exit
+    code, what the Pythons did)."""
     (tmp_path / "scripts").mkdir()
     shutil.copy(ROOT / "scripts" / "setup.sh", tmp_path / "scripts" / "setup.sh")
     (tmp_path / "pyproject.toml").write_text("")
     _executable(tmp_path / "python3", FAKE_PYTHON)
     _executable(tmp_path / ".venv" / "bin" / "python", FAKE_PYTHON)
     stamp = tmp_path / ".venv" / ".nodeflow-installed"
-    stamp.touch()
-    os.utime(tmp_path / "pyproject.toml", (1, 1))
+    if installed:
+        stamp.touch()
+        os.utime(tmp_path / "pyproject.toml", (1, 1))
     _executable(tmp_path / "bin" / "promtool", "#!/bin/sh\nexit 0\n")
     log = tmp_path / "calls.log"
     env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "PYTHON": str(tmp_path / "python3"),
@@ -52,6 +54,13 @@ def test_without_test_tools_skips_checkovs_environment(tmp_path: Path) -> None:
     assert code == 0
     assert ".venv-tools" not in calls and "checkov" not in calls
     assert not (tmp_path / ".venv-tools").exists()
+
+
+def test_the_install_takes_the_sim_extra(tmp_path: Path) -> None:
+    """The demo and the tests run in the simulated world, which the [sim] extra brings (the image leaves it out)."""
+    code, calls = _run_setup(tmp_path, "--without-test-tools", installed=False)
+    assert code == 0
+    assert "-m pip install --quiet -e .[dev,solver,sim]" in calls, calls
 
 
 def test_the_default_builds_checkovs_environment(tmp_path: Path) -> None:
