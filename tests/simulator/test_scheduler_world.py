@@ -3,9 +3,12 @@ cluster shows for a pod kube-scheduler refuses, WaitForFirstConsumer binding, an
 
 from __future__ import annotations
 
+import time
+
 from kubernetes import client
 from support.sim_objects import node, pod, wait_for
 
+from simulator.scheduler_timing import SchedulerTiming
 from simulator.server import Simulator
 
 ZONE = "topology.kubernetes.io/zone"
@@ -96,3 +99,22 @@ def test_preferred_pod_anti_affinity_keeps_replicas_apart_when_the_emptier_node_
     core = client.CoreV1Api(k8s)
     wait_for(lambda: core.read_namespaced_pod("web-1", "default").spec.node_name, what="web-1 bound")
     assert core.read_namespaced_pod("web-1", "default").spec.node_name == "busy"
+
+
+def test_the_slow_scheduler_leaves_a_pod_pending_until_its_retry_and_the_ledger_counts_the_wait() -> None:
+    """issue #32's trial through the running server: a node that fits arrives at once, but the pod that found none
+    is retried only 100 simulated s (1 s at time_scale 0.01) after its attempt."""
+    with Simulator(time_scale=0.01, scheduler_timing=SchedulerTiming.slow(100.0)) as sim:
+        api = sim.api_client()
+        core = client.CoreV1Api(api)
+        sim.load_objects([node("small", cpu="1"), pod("web", cpu="2")])
+        cond = wait_for(lambda: _scheduled(api, "web"), what="web refused")
+        assert cond.reason == "Unschedulable"
+        sim.load_objects([node("big", cpu="8")])
+        time.sleep(0.2)
+        assert core.read_namespaced_pod("web", "default").spec.node_name is None
+        wait_for(lambda: core.read_namespaced_pod("web", "default").spec.node_name == "big", what="web bound")
+        sim.world.ledger.pending_bound_seconds = 0.9
+        stats = sim.stats()  # created before its first attempt, bound 1 s + the bind delay after it
+        assert stats["podsPendingPastBound"] == 1 and stats["podPendingLongestSeconds"] >= 1.0
+        api.close()
