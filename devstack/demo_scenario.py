@@ -95,7 +95,7 @@ class _Builder:
             "spec": {**({"taints": list(taints)} if taints else {}),
                      "requirements": [_req(L.INSTANCE_TYPE_LABEL, itype), _req(L.CAPACITY_TYPE_LABEL, capacity)],
                      "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": node_class},
-                     "terminationGracePeriod": "10m"},
+                     "terminationGracePeriod": "10m", **self._expire_after(pool)},
             "status": {**({"imageID": image} if image else {}), "nodeName": name, "providerID": provider,
                        "capacity": alloc, "allocatable": alloc,
                        "conditions": conditions, "lastPodEventTime": _ts(self.now - timedelta(hours=1))}})
@@ -108,6 +108,14 @@ class _Builder:
                                        "lastTransitionTime": created}]}})
         self.daemon_pod(name)
         return name
+
+    def _expire_after(self, pool: str) -> dict[str, str]:
+        """The pool template's expireAfter, copied onto the claim as Karpenter's provisioner writes it; without
+        it the API server defaults the claim's to 720h at its first update, and the batch nodes never expire."""
+        for o in self.objects:
+            if o["kind"] == "NodePool" and o["metadata"]["name"] == pool:
+                return {"expireAfter": o["spec"]["template"]["spec"]["expireAfter"]}
+        return {}
 
     def daemon_pod(self, node: str) -> None:
         self.objects.append(self._pod(f"node-agent-{node}", "kube-system", node, "50m", "64Mi",
