@@ -58,19 +58,24 @@ if [ ! -f "$tools_stamp" ]; then
   rm -f .venv-tools/.checkov-*
   touch "$tools_stamp"
 fi
-# promtool (tests/deploy/test_alert_rules.py unit-tests deploy/monitoring's alerts with it) comes from Debian's
-# `prometheus` package, installed as root or with passwordless sudo. On a systemd machine the package also
-# starts a Prometheus service on :9090; nothing here uses it.
-if ! command -v promtool >/dev/null 2>&1; then
-  as_root=()
+# Debian's tools the tests use as real parts, installed as root or with passwordless sudo:
+# - promtool (tests/deploy/test_alert_rules.py unit-tests deploy/monitoring's alerts) from `prometheus`; on a systemd
+#   machine the package also starts a Prometheus service on :9090, which nothing here uses;
+# - chromium (tests/devstack/test_ui_list.py reads the Temporal UI's workflow list headless) from `chromium`.
+# apt_tool COMMAND PACKAGE TEST: install PACKAGE when COMMAND is missing, else say which test needs it.
+apt_tool() {
+  local cmd=$1 pkg=$2 test=$3
+  command -v "$cmd" >/dev/null 2>&1 && return 0
+  local as_root=()
   if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then as_root=(sudo -n); fi
   if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || [ ${#as_root[@]} -gt 0 ]; }; then
-    echo "installing promtool (Debian's prometheus package) ..."
-    apt_install() { "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >>"$log" 2>&1; }
+    echo "installing $cmd (Debian's $pkg package) ..."
+    apt_install() { "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$pkg" >>"$log" 2>&1; }
     apt_install || { "${as_root[@]}" apt-get update -q >>"$log" 2>&1 && apt_install; } ||
-      echo "note: installing Debian's prometheus package failed (see $log); tests/deploy/test_alert_rules.py needs promtool" >&2
+      echo "note: installing Debian's $pkg package failed (see $log); $test needs $cmd" >&2
   else
-    echo "note: promtool is missing: install Debian's prometheus package (apt-get install prometheus) as root;" \
-         "tests/deploy/test_alert_rules.py needs it" >&2
+    echo "note: $cmd is missing: install Debian's $pkg package (apt-get install $pkg) as root; $test needs it" >&2
   fi
-fi
+}
+apt_tool promtool prometheus tests/deploy/test_alert_rules.py
+apt_tool chromium chromium tests/devstack/test_ui_list.py
