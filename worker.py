@@ -20,6 +20,9 @@ from temporalio.client import Client
 from client.connection import InsecureTemporalAddress, connect, forward_core_logs
 from client.nodeclass_schedule import ensure_nodeclass_schedule
 from client.planner_schedule import ensure_planner_schedule, planner_schedule_id
+from contracts.disruption import DisruptionSettings
+from contracts.fleet import FLEET_TASK_QUEUE
+from contracts.search_attributes import TASK_QUEUE
 from runtime.cloud_clients import RegionNotConfigured, aws_clients, kube_api_client, pricing_client, resolve_region
 from runtime.fleet_worker import run_fleet_worker
 from runtime.health import ReadinessCheck, metrics_bind, parse_metrics_address, start_health_server
@@ -28,9 +31,6 @@ from runtime.settings import Deps, Settings
 from runtime.temporal_metrics import new_buffer, pump, track_planner_pause
 from runtime.worker_loop import run_worker
 from telemetry.logs import JsonFormatter
-from workflows.disruption_models import DisruptionSettings
-from workflows.fleet_models import FLEET_TASK_QUEUE
-from workflows.search_attributes import TASK_QUEUE
 
 log = logging.getLogger("nodeflow.worker")
 

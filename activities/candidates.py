@@ -22,9 +22,9 @@ from activities.karpenter_metrics import DISRUPTED_ONCE, record_disrupted
 from activities.kube_client import Conflict, KubeClient
 from api import labels
 from api.timestamps import format_seconds
+from contracts.disruption import AwaitTerminationsInput, NodeRef, TaintInput, TerminationsInput
+from contracts.errors import ErrorType
 from planning.nodeclaim_conditions import Change, disruption_reason, no_disruption_reason
-from workflows.disruption_models import AwaitTerminationsInput, NodeRef, TaintInput, TerminationsInput
-from workflows.errors import ErrorType
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +118,8 @@ class CandidateActivities:
 
 def termination_input(node: NodeRef, reason: str, requested_by: str, deadline: Any = None, drain: Any = None) -> Any:
     """The termination area's input model for one candidate (`deadline`: forceful, e.g. node repair's now;
-    `drain`: the pool policy's drain.jobs Wait, a workflows.policy_controls.DrainSpec)."""
-    from workflows.models import CompletionWait, TerminationInput
+    `drain`: the pool policy's drain.jobs Wait, a contracts.policy_controls.DrainSpec)."""
+    from contracts.termination import CompletionWait, TerminationInput
 
     wait = None
     if drain is not None and drain.wait_for_completion:

@@ -22,11 +22,11 @@ from temporalio.exceptions import ApplicationError
 
 from activities.kube_client import Conflict, KubeClient
 from api.provider_id import instance_id_from_provider_id
+from contracts.errors import ErrorType
+from contracts.termination import InstanceInput, InstanceResult
 from planning.nodeclaim_conditions import instance_terminating
 from telemetry import karpenter_metrics as km
 from telemetry.karpenter_metrics import cloudprovider_call
-from workflows.errors import ErrorType
-from workflows.models import InstanceInput, InstanceResult
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

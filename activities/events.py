@@ -26,8 +26,8 @@ from activities.kube_client import KubeClient
 from activities.kube_client import event_body as kube_event_body
 from api import events
 from api.events import EventReason, dedupe_key, spec_of
+from contracts.disruption import EventsInput, EventSpec
 from telemetry import metrics
-from workflows.disruption_models import EventsInput, EventSpec
 
 log = logging.getLogger(__name__)
 

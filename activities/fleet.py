@@ -20,9 +20,9 @@ from temporalio.exceptions import ApplicationError
 from activities.kube_client import KubeClient
 from api.fleet import FleetChange
 from api.fleet_observation import ClusterObservation
+from contracts.fleet import ApplyInput, ApplyResult, GateInput, GateResult, ObserveInput
 from planning.fleet_change import node_class_patch, node_class_state, node_pool_patch, observe_pods, observe_pool
 from planning.fleet_progress import judge_prometheus
-from workflows.fleet_models import ApplyInput, ApplyResult, GateInput, GateResult, ObserveInput
 
 NOT_FOUND = "FleetTargetNotFound"  # error type: the class or a pool the change names does not exist
 GATE_TIMEOUT_SECONDS = 10.0

@@ -37,11 +37,11 @@ from api.interruption import (
     rebalance_mode,
 )
 from api.provider_id import instance_id_from_provider_id
+from contracts.disruption import EventSpec, Replacement
+from contracts.interruption import PrespinInput
+from contracts.termination import TerminationInput
 from planning.selectors import match_requirement
 from planning.unavailable_offerings import UnavailableOfferings, UnavailableReason, with_unavailable
-from workflows.disruption_models import EventSpec, Replacement
-from workflows.interruption_models import PrespinInput
-from workflows.models import TerminationInput
 
 log = logging.getLogger(__name__)
 

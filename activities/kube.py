@@ -27,13 +27,8 @@ from api import events, labels
 from api.duration import parse_optional_duration
 from api.events import EventReason
 from api.timestamps import format_seconds
-from planning import drain as rules
-from planning.nodeclaim_conditions import volumes_detached
-from planning.selectors import match_label_selector
-from telemetry import karpenter_metrics as km
-from telemetry import metrics
-from workflows.disruption_models import EventSpec
-from workflows.models import (
+from contracts.disruption import EventSpec
+from contracts.termination import (
     WAITING_FOR_COMPLETION,
     DeletePodsInput,
     DeletePodsResult,
@@ -49,6 +44,11 @@ from workflows.models import (
     VolumesInput,
     VolumesResult,
 )
+from planning import drain as rules
+from planning.nodeclaim_conditions import volumes_detached
+from planning.selectors import match_label_selector
+from telemetry import karpenter_metrics as km
+from telemetry import metrics
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -32,7 +32,7 @@ from api.nodeclass_resolution import (
     ssm_parameter_paths,
     subnet_queries,
 )
-from workflows.nodeclass_models import NodeClassInput, NodeClassOutcome, NodeClassResult
+from contracts.nodeclass import NodeClassInput, NodeClassOutcome, NodeClassResult
 
 log = logging.getLogger(__name__)
 

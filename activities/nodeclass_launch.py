@@ -27,8 +27,8 @@ from api.nodeclass_launch import (
     subnet_in_zone,
     user_data,
 )
+from contracts.errors import ErrorType
 from planning.nodeclass_drift import LaunchRecord, expected_image
-from workflows.errors import ErrorType
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,24 @@ from temporalio.exceptions import ApplicationError
 
 from activities.events import EventActivities
 from activities.kube_client import KubeClient, without_disrupted_taint
+from activities.rollout_divert import divert_drift, wave_pools_drifted
 from api import labels
 from api.catalog import InstanceTypeCatalog, load_catalog
 from api.timestamps import parse_time
+from contracts.disruption import (
+    BlockedNode,
+    DisruptionCommand,
+    EventSpec,
+    NodeRef,
+    PassSkipped,
+    PlanPassInput,
+    PlanPassResult,
+    Replacement,
+    StaticScaleUp,
+    ValidateInput,
+    ValidationResult,
+)
+from contracts.errors import ErrorType
 from planning.repair import DEFAULT_POLICIES, RepairPolicy
 from planning.spot_return import SPOT_RETURN, recheck_spot_return
 from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
@@ -41,20 +56,6 @@ from planning.validation import (
 )
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
-from workflows.disruption_models import (
-    BlockedNode,
-    DisruptionCommand,
-    EventSpec,
-    NodeRef,
-    PassSkipped,
-    PlanPassInput,
-    PlanPassResult,
-    Replacement,
-    StaticScaleUp,
-    ValidateInput,
-    ValidationResult,
-)
-from workflows.errors import ErrorType
 
 IN_FLIGHT_QUERY = ("ExecutionStatus = 'Running' AND "
                    "(WorkflowType = 'DisruptionWorkflow' OR WorkflowType = 'TerminationWorkflow')")
@@ -508,7 +509,6 @@ class PlanningActivities:
                 out.expirations += cmd.nodes
             else:
                 out.commands.append(cmd)
-        from activities.rollout import divert_drift  # here: it plans through this module
 
         out.commands, out.policies, out.rollouts = divert_drift(read, out.commands)
         if out.rollouts and not out.commands:  # the pass's drift went to rollouts: plan the other pools' too
@@ -532,8 +532,6 @@ class PlanningActivities:
                                ) -> list[DisruptionCommand]:
         """Plan again without the drifted nodes of pools whose drift goes in waves (docs/semantics.md §15.2)."""
         from dataclasses import replace
-
-        from activities.rollout import divert_drift, wave_pools_drifted
 
         skip = wave_pools_drifted(read, self._catalog_for(inp.catalog_path), {r.node_pool for r in out.rollouts},
                                   inp.at)

@@ -17,9 +17,9 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 
 from activities.kube_client import KubeClient
+from contracts.errors import ErrorType
+from contracts.policy import HookCall, Notification, TerminationBlocker, WatchInput
 from telemetry import metrics
-from workflows.errors import ErrorType
-from workflows.policy_models import HookCall, Notification, TerminationBlocker, WatchInput
 
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
 DO_NOT_DISRUPT = "DoNotDisrupt"  # PodState.status of a pod the drain leaves for its annotation

@@ -30,20 +30,20 @@ from api.events import EventReason
 from api.node_overlay import load_node_overlay
 from api.nodeclass_launch import ClusterInfo, cluster_tags, subnet_zones
 from api.policy_controls import SPOT_FALLBACK_ANNOTATION
-from planning.lifecycle.launch import launch_patch
-from planning.node_overlays import pool_catalog
-from planning.spot_return import fallback_message, fallback_value, fell_back
-from planning.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
-from telemetry import karpenter_metrics as km
-from telemetry import metrics
-from workflows.disruption_models import (
+from contracts.disruption import (
     LaunchedReplacement,
     LaunchInput,
     Replacement,
     ReplacementStatus,
     StatusInput,
 )
-from workflows.errors import ErrorType
+from contracts.errors import ErrorType
+from planning.lifecycle.launch import launch_patch
+from planning.node_overlays import pool_catalog
+from planning.spot_return import fallback_message, fallback_value, fell_back
+from planning.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
+from telemetry import karpenter_metrics as km
+from telemetry import metrics
 
 MIN_VALUES_RELAXED = "karpenter.sh/nodeclaim-min-values-relaxed"  # Karpenter's annotation (v1 NodeClaim)
 NODECLAIM_TAG = "karpenter.sh/nodeclaim"

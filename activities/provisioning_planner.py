@@ -23,6 +23,13 @@ from activities.planning_runner import to_replacement
 from api import events
 from api.catalog import InstanceTypeCatalog, current_catalog, load_catalog
 from api.events import EventReason
+from contracts.disruption import EventSpec
+from contracts.provisioning import (
+    LaunchFailedInput,
+    NodeClaimLaunch,
+    ProvisioningPlan,
+    ProvisioningPlanInput,
+)
 from planning import nomination
 from planning.nomination import NominatedKind
 from planning.provisioning import Exclusion
@@ -30,13 +37,6 @@ from planning.spot_return import cap_fallbacks
 from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
-from workflows.disruption_models import EventSpec
-from workflows.provisioning_models import (
-    LaunchFailedInput,
-    NodeClaimLaunch,
-    ProvisioningPlan,
-    ProvisioningPlanInput,
-)
 
 
 class ClusterReader(Protocol):

@@ -22,9 +22,9 @@ from temporalio import activity
 from activities.interruption import NodeInfo
 from activities.karpenter_metrics import message_type
 from api.interruption import InterruptionEvent, Malformed, Unknown, parse_message
+from contracts.interruption import PollCounts, PollInput
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
-from workflows.interruption_models import PollCounts, PollInput
 
 log = logging.getLogger(__name__)
 

@@ -11,18 +11,9 @@ from temporalio import activity
 
 from activities.kube_client import KubeClient
 from activities.planning_runner import PlanningActivities, heartbeating, to_command
+from activities.rollout_divert import DRIFT_METHOD
 from api import labels as L
-from workflows.policy_controls import PolicyControls, RolloutStart, controls_of
-from workflows.policy_models import (
-    RolloutNoteInput,
-    RolloutPlan,
-    RolloutPlanInput,
-    WorkloadRef,
-    WorkloadsInput,
-    waves_of,
-)
-
-DRIFT_METHOD = "Drift"
+from contracts.policy import RolloutNoteInput, RolloutPlan, RolloutPlanInput, WorkloadRef, WorkloadsInput
 
 
 class RolloutActivities:
@@ -111,74 +102,3 @@ def _healthy(pod: dict[str, Any]) -> bool:
     if status.get("phase") != "Running":
         return False
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-
-
-def pool_policies(read: Any) -> dict[str, Any]:
-    """Each NodePool's DisruptionPolicy (conflicted pools get none), from the cache's snapshot or the LISTed
-    objects; empty when there is no policy (the common case costs one attribute read or one scan)."""
-    from api.disruption_policy import KIND, DisruptionPolicy, resolve_policies
-    from api.nodepool import NodePool
-
-    if read.snapshot is not None:
-        policies, pools = list(getattr(read.snapshot, "disruption_policies", None) or ()), read.snapshot.node_pools
-    else:
-        raw = [o for o in read.objs if o.get("kind") == KIND]
-        if not raw:
-            return {}
-        policies = [DisruptionPolicy.model_validate(o) for o in raw]
-        pools = [NodePool.model_validate(o) for o in read.objs if o.get("kind") == "NodePool"]
-    if not policies:
-        return {}
-    return resolve_policies(pools, policies)[0]
-
-
-def divert_drift(read: Any, commands: list[Any]) -> tuple[list[Any], dict[str, PolicyControls], list[RolloutStart]]:
-    """Split a pass's commands: drift of a pool whose policy rolls drift out in waves becomes that pool's rollout
-    (one DriftRolloutWorkflow per pool and generation); every pool's hook and escalation controls ride along."""
-    by_pool = pool_policies(read)
-    if not by_pool:
-        return commands, {}, []
-    from planning.cluster import parse_pool
-
-    controls = {pool: c for pool, policy in by_pool.items() if (c := controls_of(policy)) is not None}
-    kept, rollouts = [], {}
-    for cmd in commands:
-        policy = by_pool.get(cmd.node_pool)
-        waves = waves_of(policy) if cmd.method == DRIFT_METHOD else None
-        if waves is None:
-            kept.append(cmd)
-            continue
-        if cmd.node_pool not in rollouts:
-            pool_obj = next(p for p in _pools(read) if _name(p) == cmd.node_pool)
-            # the pool's uid too: another cluster's same-named pool in one Temporal namespace never collides
-            generation = f"{pool_obj.metadata.uid or ''}/{parse_pool(pool_obj).template_hash or ''}"
-            rollouts[cmd.node_pool] = RolloutStart(node_pool=cmd.node_pool, generation=generation, waves=waves,
-                                                   controls=controls.get(cmd.node_pool))
-    return kept, controls, list(rollouts.values())
-
-
-def _pools(read: Any) -> list[Any]:
-    """NodePool models (their template hash is what planning compares for drift)."""
-    from api.nodepool import NodePool
-
-    if read.snapshot is not None:
-        return list(read.snapshot.node_pools)
-    return [NodePool.model_validate(o) for o in read.objs if o.get("kind") == "NodePool"]
-
-
-def _name(pool: Any) -> str:
-    return pool.metadata.name
-
-
-def wave_pools_drifted(read: Any, catalog: Any, pools: set[str], at: datetime | None = None) -> set[str]:
-    """The drifted nodes of `pools` (pools whose drift goes to rollouts), for a second plan that leaves them out:
-    a pass's one drift command must not be spent on a pool the planner does not drift itself."""
-    from api.snapshot import Snapshot
-    from planning.cluster import Cluster
-    from planning.rollout import drifted_in_pool
-
-    snapshot = read.snapshot if read.snapshot is not None else Snapshot.from_objects(read.objs)
-    parsed = read.parsed
-    cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
-        Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims)
-    return {n.name for pool in pools for n in drifted_in_pool(cluster, pool, read.excluded, at)}

@@ -12,8 +12,8 @@ from temporalio import activity
 from activities.planning_runner import to_replacement
 from activities.provisioning_planner import ClusterReader
 from api.catalog import InstanceTypeCatalog, load_catalog
+from contracts.interruption import SizedLaunch, SizedReplacements, SizeInput
 from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
-from workflows.interruption_models import SizedLaunch, SizedReplacements, SizeInput
 
 
 def to_sized(sizing: Any) -> SizedReplacements:

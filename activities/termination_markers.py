@@ -22,8 +22,8 @@ from api import events, labels
 from api.duration import parse_optional_duration
 from api.events import EventReason
 from api.timestamps import format_seconds, parse_time
-from workflows.disruption_models import EventSpec
-from workflows.models import DrainedStatus, TerminationMarkersInput
+from contracts.disruption import EventSpec
+from contracts.termination import DrainedStatus, TerminationMarkersInput
 
 log = logging.getLogger(__name__)
 

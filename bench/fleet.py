@@ -34,10 +34,10 @@ from activities.kube_client import KubeClient
 from api.fleet import load_fleet_rollout
 from bench.clusters import node_pool
 from client.fleet import start_fleet_rollout
+from contracts.fleet import FleetSettings
+from contracts.search_attributes import ALL as SEARCH_ATTRIBUTES
 from devstack.binaries import find_binary
 from simulator.server import Simulator
-from workflows.fleet_models import FleetSettings
-from workflows.search_attributes import ALL as SEARCH_ATTRIBUTES
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -29,11 +29,11 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from activities.provisioning import nodeclaim_name
 from api import interruption_events, labels
 from client.interruption import poller_workflow_id
+from contracts.interruption import PollInput, prespin_workflow_id
 from devstack.processes import MotoServer, TemporalDevServer
 from runtime.settings import Deps, Settings
 from runtime.worker_loop import run_worker
 from simulator.server import Simulator
-from workflows.interruption_models import PollInput, prespin_workflow_id
 
 POOL = "spot"
 AMI = "ami-0a1b2c3d4e5f60718"

@@ -28,10 +28,10 @@ from temporalio.testing import ActivityEnvironment
 from activities.kube_client import KubeClient
 from activities.planning_runner import PlanningActivities
 from api.catalog import load_default_catalog
+from contracts.disruption import PlanPassInput
 from runtime.cloud_clients import kube_api_client
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
-from workflows.disruption_models import PlanPassInput
 
 PROFILE_ENV = "NODEFLOW_BENCH_PROFILE"
 

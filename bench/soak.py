@@ -37,9 +37,9 @@ from bench.soak_sample import LONG_RUNNING, cluster_counts, running, sample
 from bench.soak_summary import history_figures, late_pods, rss_figures, safety_counts, verdict, warmup_seconds
 from bench.soak_world import World, WorldOptions
 from client.planner_schedule import set_planner_paused
+from contracts.search_attributes import REASON
+from contracts.termination import TerminationInput
 from devstack import audit
-from workflows.models import TerminationInput
-from workflows.search_attributes import REASON
 
 FAULT_RATE = 0.01
 BUSY = ("TerminationWorkflow", "DisruptionWorkflow", "ProvisioningWorkflow", "SpotPrespinWorkflow")

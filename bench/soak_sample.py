@@ -23,7 +23,7 @@ from bench.soak_churn import retry
 from client.interruption import poller_workflow_id
 from client.nodeclass_schedule import NODECLASS_SCHEDULE_ID
 from client.planner_schedule import PLANNER_SCHEDULE_ID
-from workflows.search_attributes import TASK_QUEUE
+from contracts.search_attributes import TASK_QUEUE
 
 LONG_RUNNING = {"poller": poller_workflow_id(TASK_QUEUE),
                 "plannerScheduler": f"temporal-sys-scheduler:{PLANNER_SCHEDULE_ID}",

@@ -24,6 +24,8 @@ from typing import Any, ClassVar
 from temporalio.client import Client
 
 from client.connection import connect
+from contracts.nodeclass import NodeClassInput
+from contracts.search_attributes import TASK_QUEUE
 from devstack.demo_aws import CLUSTER_CA, CLUSTER_NAME, DemoAws
 from devstack.demo_scenario import demo_cluster
 from devstack.processes import MotoServer, TemporalDevServer, free_port
@@ -34,8 +36,6 @@ from simulator.server import Simulator
 from simulator.world import DEFAULT_READY_JITTER
 from workflows import summaries
 from workflows.nodeclass import NodeClassWorkflow
-from workflows.nodeclass_models import NodeClassInput
-from workflows.search_attributes import TASK_QUEUE
 
 ROOT = Path(__file__).resolve().parents[1]
 AWS_ENV = {"AWS_ACCESS_KEY_ID": "soak", "AWS_SECRET_ACCESS_KEY": "soak", "AWS_DEFAULT_REGION": "us-east-1"}

@@ -31,10 +31,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from api import labels
 from bench.termination_cluster import PodSpec, cluster_objects
+from contracts.search_attributes import ALL as SEARCH_ATTRIBUTES
 from devstack.binaries import find_binary
 from devstack.processes import wait_for_port
 from simulator.server import Simulator
-from workflows.search_attributes import ALL as SEARCH_ATTRIBUTES
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,9 +17,9 @@ from pydantic.alias_generators import to_camel
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 
 from activities.planning_runner import MEMO_METHOD, MEMO_NODES
-from workflows import search_attributes as sa
+from contracts import search_attributes as sa
+from contracts.disruption import NO_RETURN_PHASES, DisruptionPhase, DisruptionProgress
 from workflows.disruption import DisruptionWorkflow
-from workflows.disruption_models import NO_RETURN_PHASES, DisruptionPhase, DisruptionProgress
 
 QUERY_TIMEOUT = 5.0  # a worker that does not answer: the row keeps what the search attributes say
 HOOK_ACTIVITY = "policy_pre_disruption_hook"

@@ -12,9 +12,9 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from api.fleet import FleetRollout
+from contracts.fleet import FLEET_TASK_QUEUE, MEMO_TARGETS, FleetInput, FleetSettings, FleetStatus
 from workflows import summaries
 from workflows.fleet import FleetRolloutWorkflow
-from workflows.fleet_models import FLEET_TASK_QUEUE, MEMO_TARGETS, FleetInput, FleetSettings, FleetStatus
 
 RUNNING = "WorkflowType = 'FleetRolloutWorkflow' AND ExecutionStatus = 'Running'"
 

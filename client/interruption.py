@@ -15,11 +15,11 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from activities.interruption import StartPrespin, StartTermination
 from client.termination import start_termination
-from workflows import search_attributes as sa
+from contracts import search_attributes as sa
+from contracts.interruption import POLLER_WORKFLOW_ID, PollerInput, PollInput, PrespinInput
+from contracts.termination import DeadlineRequest, TerminationInput
 from workflows import summaries
 from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkflow
-from workflows.interruption_models import POLLER_WORKFLOW_ID, PollerInput, PollInput, PrespinInput
-from workflows.models import DeadlineRequest, TerminationInput
 
 log = logging.getLogger(__name__)
 

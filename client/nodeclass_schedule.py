@@ -11,10 +11,10 @@ from datetime import timedelta
 from temporalio.client import Client, Schedule, ScheduleActionStartWorkflow, ScheduleHandle
 
 from client.schedules import ensure_schedule, interval_schedule
+from contracts.nodeclass import NodeClassInput
+from contracts.search_attributes import TASK_QUEUE, queue_scoped
 from workflows import summaries
 from workflows.nodeclass import NodeClassWorkflow
-from workflows.nodeclass_models import NodeClassInput
-from workflows.search_attributes import TASK_QUEUE, queue_scoped
 
 NODECLASS_SCHEDULE_ID = "nodeflow-nodeclass"
 NODECLASS_WORKFLOW_ID = "nodeflow-nodeclass-pass"

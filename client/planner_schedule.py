@@ -11,10 +11,10 @@ from datetime import timedelta
 from temporalio.client import Client, Schedule, ScheduleActionStartWorkflow, ScheduleHandle
 
 from client.schedules import ensure_schedule, interval_schedule
+from contracts.disruption import DisruptionSettings, PlannerInput
+from contracts.search_attributes import TASK_QUEUE, queue_scoped
 from workflows import summaries
-from workflows.disruption_models import DisruptionSettings, PlannerInput
 from workflows.planner import PlannerWorkflow
-from workflows.search_attributes import TASK_QUEUE, queue_scoped
 
 PLANNER_SCHEDULE_ID = "nodeflow-planner"
 PLANNER_WORKFLOW_ID = "nodeflow-planner-pass"

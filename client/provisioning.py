@@ -1,6 +1,6 @@
 """Starting provisioning batches: the pending-pod intake's one start path.
 
-The id comes from the batch's pod uids (workflows/provisioning_models.batch_workflow_id) and the conflict policy is
+The id comes from the batch's pod uids (contracts/provisioning.batch_workflow_id) and the conflict policy is
 USE_EXISTING, so a worker that restarts mid-batch and batches the same pods again joins the running workflow
 instead of starting a second; a finished batch's id may run again (its pods are still pending: retry).
 """
@@ -15,15 +15,15 @@ from temporalio.common import (
     WorkflowIDReusePolicy,
 )
 
-from workflows import search_attributes as sa
-from workflows import summaries
-from workflows.provisioning import ProvisioningWorkflow
-from workflows.provisioning_models import (
+from contracts import search_attributes as sa
+from contracts.provisioning import (
     PodRef,
     ProvisioningInput,
     ProvisioningSettings,
     batch_workflow_id,
 )
+from workflows import summaries
+from workflows.provisioning import ProvisioningWorkflow
 
 MEMO_PODS = "pods"  # uids of the batch's pods: the intake does not batch a pod a running provisioning covers
 RUNNING_QUERY = "ExecutionStatus = 'Running' AND WorkflowType = 'ProvisioningWorkflow'"

@@ -6,9 +6,9 @@ from __future__ import annotations
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle, WorkflowUpdateFailedError
 
 from activities.planning_runner import MEMO_NODES
-from workflows import search_attributes as sa
+from contracts import search_attributes as sa
+from contracts.policy import RolloutStatus
 from workflows.disruption import DisruptionWorkflow
-from workflows.policy_models import RolloutStatus
 from workflows.rollout import DriftRolloutWorkflow
 
 

@@ -12,9 +12,9 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from workflows import search_attributes as sa
+from contracts import search_attributes as sa
+from contracts.termination import TerminationInput, TerminationPhase
 from workflows import summaries
-from workflows.models import TerminationInput, TerminationPhase
 from workflows.termination import TerminationWorkflow, workflow_id
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from api.provider_id import instance_id_from_provider_id
-from workflows.models import TerminationInput
+from contracts.termination import TerminationInput
 
 NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 CLAIM_UID_TAG = "nodeflow.dev/nodeclaim-uid"  # only our launches carry it (and a ClientToken)

@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from contracts.search_attributes import ALL as SEARCH_ATTRIBUTES
 from devstack.binaries import find_binary
-from workflows.search_attributes import ALL as SEARCH_ATTRIBUTES
 
 
 def free_port() -> int:

@@ -128,7 +128,7 @@ class Stack:
             await self.resolve_node_classes()
         if self.o.planner:
             from client.planner_schedule import ensure_planner_schedule
-            from workflows.disruption_models import DisruptionSettings
+            from contracts.disruption import DisruptionSettings
 
             await ensure_planner_schedule(self.client, every=self.o.planner_every, settings=DisruptionSettings(
                 validation_delay_seconds=self.o.validation_delay, ready_timeout_seconds=self.o.ready_timeout,
@@ -176,10 +176,10 @@ class Stack:
     async def resolve_node_classes(self) -> Any:
         """One NodeClassWorkflow now, as the `nodeflow-nodeclass` Schedule runs it (its first run is up to a minute
         away): launches find the classes Ready from the first planner pass on."""
+        from contracts.nodeclass import NodeClassInput
+        from contracts.search_attributes import TASK_QUEUE
         from workflows import summaries
         from workflows.nodeclass import NodeClassWorkflow
-        from workflows.nodeclass_models import NodeClassInput
-        from workflows.search_attributes import TASK_QUEUE
 
         return await self.client.execute_workflow(NodeClassWorkflow.run, NodeClassInput(),
                                                   id=f"nodeflow-nodeclass-start-{uuid.uuid4().hex[:8]}",

@@ -120,7 +120,7 @@ def _own_claims(node: dict[str, Any], snapshot: Any) -> set[str]:
     return names - {""}
 
 
-PRESPIN_KEY_PREFIX = "prespin-"  # a pre-spin's launch key (workflows/interruption_models.py prespin_workflow_id)
+PRESPIN_KEY_PREFIX = "prespin-"  # a pre-spin's launch key (contracts/interruption.py prespin_workflow_id)
 
 
 def _prespins_launching(cluster: Cluster, snapshot: Any, launching: set[str]) -> set[str]:

@@ -22,8 +22,8 @@ from activities.kube_client import KubeClient, Obj, Watch
 from api import labels
 from api.timestamps import parse_time
 from client.termination import start_termination
-from workflows.models import TerminationInput
-from workflows.search_attributes import TASK_QUEUE
+from contracts.search_attributes import TASK_QUEUE
+from contracts.termination import TerminationInput
 from workflows.termination import machine_key
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ from typing import Any
 from temporalio.client import Client
 
 from client.provisioning import covered_pods, start_provisioning
-from workflows.provisioning_models import PodRef, ProvisioningSettings
+from contracts.provisioning import PodRef, ProvisioningSettings
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]

@@ -8,7 +8,7 @@ from typing import Any
 from temporalio.client import Client
 
 from activities.kube_client import KubeClient
-from workflows.search_attributes import TASK_QUEUE
+from contracts.search_attributes import TASK_QUEUE
 
 
 @dataclass
@@ -21,7 +21,7 @@ class Settings:
     activity_threads: int = 32  # for sync activities
     io_threads: int = 64  # the event loop's default executor: async activities' blocking calls (asyncio.to_thread)
     interruption_queue_url: str | None = None  # SQS queue of EventBridge interruption events; None: no intake
-    interruption_poll: Any = None  # workflows.interruption_models.PollInput; None: production defaults
+    interruption_poll: Any = None  # contracts.interruption.PollInput; None: production defaults
     catalog_path: str | None = None  # instance type catalog for launches; None: discovered, or the bundled one
     discover_instance_types: bool = False  # no catalog_path: discover from EC2 + Pricing (worker.py turns it on)
     instance_type_refresh_seconds: float = 43200.0  # rediscover this often (Karpenter: 12 h)

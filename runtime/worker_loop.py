@@ -14,6 +14,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from client.interruption import ensure_interruption_poller
+from contracts.provisioning import ProvisioningSettings
 from runtime import karpenter_state
 from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
 from runtime.fleet_worker import build_fleet_worker
@@ -27,7 +28,6 @@ from runtime.pending_pods import (
 )
 from runtime.settings import Deps
 from runtime.wiring import activities, workflows
-from workflows.provisioning_models import ProvisioningSettings
 
 log = logging.getLogger(__name__)
 Stop = Callable[[], Awaitable[Any]]  # stops one part started beside the worker and waits for it

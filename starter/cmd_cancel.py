@@ -23,10 +23,10 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from contracts.termination import CancelRequest
     from starter.cmd_force import send_update
     from starter.output import CliError
     from starter.temporal import NoTerminationError
-    from workflows.models import CancelRequest
     from workflows.termination import TerminationWorkflow
 
     try:

@@ -381,8 +381,8 @@ class _LiveScreen:
 
 async def _recent(client: Any, cache: dict[str, str], limit: int = 5) -> list[str]:
     """The latest disruption, termination, pre-spin and provisioning workflows, newest first, one line each."""
+    from contracts.search_attributes import NODE, NODE_POOL, PHASE, REASON
     from starter.demo_report import describe_workflow
-    from workflows.search_attributes import NODE, NODE_POOL, PHASE, REASON
 
     rows = []
     query = ("WorkflowType = 'DisruptionWorkflow' OR WorkflowType = 'TerminationWorkflow' "
@@ -414,9 +414,9 @@ async def _closed_disruption_phase(client: Any, wf: Any, phase: str) -> str:
     from temporalio.client import WorkflowFailureError
     from temporalio.service import RPCError
 
+    from contracts.disruption import DisruptionResult
+    from contracts.search_attributes import PHASE
     from starter.demo_report import disruption_phase_shown
-    from workflows.disruption_models import DisruptionResult
-    from workflows.search_attributes import PHASE
 
     if phase != "Succeeded":
         return phase
@@ -553,8 +553,8 @@ async def _tally(client: Any) -> Any:
     """Every DisruptionWorkflow run (its method, final NodeflowPhase) and TerminationWorkflow run (reason,
     status) from Temporal's visibility, counted by demo_report.tally_workflows."""
     from activities.planning_runner import MEMO_METHOD
+    from contracts.search_attributes import PHASE, REASON
     from starter.demo_report import tally_workflows
-    from workflows.search_attributes import PHASE, REASON
 
     disruptions: list[tuple[str, str]] = []
     async for wf in client.list_workflows("WorkflowType = 'DisruptionWorkflow'"):

@@ -20,7 +20,7 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from workflows.models import ForceRequest
+    from contracts.termination import ForceRequest
     from workflows.termination import TerminationWorkflow
 
     result = asyncio.run(send_update(args, TerminationWorkflow.force, ForceRequest(reason=args.reason)))

@@ -74,7 +74,7 @@ async def latest_finished(client: Any, node: str) -> dict[str, Any] | None:
     """The most recently closed termination or disruption of NODE (a disruption by its first node), or None."""
     from client.disruption_status import disruption_query
     from client.termination import termination_query
-    from workflows import search_attributes as sa
+    from contracts import search_attributes as sa
 
     closed = "ExecutionStatus != 'Running'"
     found = []
@@ -102,9 +102,9 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Terminations (oldest first), then disruptions; the running ones' progress queried all at once, so workflows
     no worker answers cost one query timeout in all, not one each."""
     from client.termination import termination_query
+    from contracts import search_attributes as sa
     from starter.output import CliError
     from starter.temporal import connect_from_args
-    from workflows import search_attributes as sa
 
     client = await connect_from_args(args)
     rows: list[dict[str, Any]] = []
@@ -164,7 +164,7 @@ async def _disruptions(client: Any, args: argparse.Namespace, now: datetime) -> 
 
 def _waiting(p: Any, now: datetime) -> dict[str, Any]:
     """drain.jobs Wait: what the drain leaves to finish, with "longest running" counted on this machine's clock."""
-    from workflows.models import completion_summary
+    from contracts.termination import completion_summary
 
     until = p.completion_until
     waiting = completion_summary(p.pods, now, until) if p.waiting else None

@@ -10,9 +10,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from contracts.disruption import NO_RETURN_PHASES, DisruptionPhase
+from contracts.termination import POINT_OF_NO_RETURN, TerminationPhase
 from starter.output import CliError
-from workflows.disruption_models import NO_RETURN_PHASES, DisruptionPhase
-from workflows.models import POINT_OF_NO_RETURN, TerminationPhase
 
 RUNNING = "RUNNING"
 TERMINATION = "Termination"

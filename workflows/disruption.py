@@ -25,10 +25,8 @@ with workflow.unsafe.imports_passed_through():
     from activities.provisioning import ProvisioningActivities
     from api import events
     from api.events import EventReason
-    from workflows import disruption_policy_steps as policy_steps
-    from workflows import search_attributes as sa
-    from workflows import summaries
-    from workflows.disruption_models import (
+    from contracts import search_attributes as sa
+    from contracts.disruption import (
         NO_RETURN_PHASES,
         AwaitTerminationsInput,
         CancelHold,
@@ -47,9 +45,11 @@ with workflow.unsafe.imports_passed_through():
         ValidateInput,
         ValidationResult,
     )
-    from workflows.errors import ErrorType
-    from workflows.policy_controls import DrainSpec
-    from workflows.policy_models import NotifyKind
+    from contracts.errors import ErrorType
+    from contracts.policy import NotifyKind
+    from contracts.policy_controls import DrainSpec
+    from workflows import disruption_policy_steps as policy_steps
+    from workflows import summaries
     from workflows.retries import SHORT
     from workflows.retries import STEP_RETRY as RETRY
 

@@ -22,10 +22,10 @@ with workflow.unsafe.imports_passed_through():
     from activities.policy_hooks import PolicyHookActivities
     from api import events
     from api.events import EventReason
-    from workflows.disruption_models import DisruptionCommand, EventsInput, EventSpec
-    from workflows.models import ForceRequest
-    from workflows.policy_controls import EscalationSpec, HookSpec, PolicyControls
-    from workflows.policy_models import HookCall, Notification, NotifyKind, TerminationBlocker, WatchInput
+    from contracts.disruption import DisruptionCommand, EventsInput, EventSpec
+    from contracts.policy import HookCall, Notification, NotifyKind, TerminationBlocker, WatchInput
+    from contracts.policy_controls import EscalationSpec, HookSpec, PolicyControls
+    from contracts.termination import ForceRequest
 
 POLICY_PATCH = "disruption-policy-controls"  # executions before it never call hooks or escalate
 DRAIN_PATCH = "disruption-policy-drain-wait"  # executions before it never pass drain.jobs Wait to terminations

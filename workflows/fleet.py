@@ -33,9 +33,8 @@ with workflow.unsafe.imports_passed_through():
     from api.fleet import FleetCluster, FleetRollout, OnFailure
     from api.fleet_observation import ClusterObservation
     from api.rollout_state import RolloutNote, RolloutNotePhase
-    from planning.fleet_progress import ClusterState, WaitReason, judge
-    from workflows import search_attributes as sa
-    from workflows.fleet_models import (
+    from contracts import search_attributes as sa
+    from contracts.fleet import (
         ApplyInput,
         ClusterPhase,
         ClusterStatus,
@@ -49,7 +48,8 @@ with workflow.unsafe.imports_passed_through():
         StageStatus,
         pool_statuses,
     )
-    from workflows.policy_controls import rollout_id
+    from contracts.policy_controls import rollout_id
+    from planning.fleet_progress import ClusterState, WaitReason, judge
     from workflows.rollout import DriftRolloutWorkflow
 
 CLUSTER_CALL = timedelta(minutes=2)

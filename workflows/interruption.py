@@ -25,10 +25,10 @@ with workflow.unsafe.imports_passed_through():
     from activities.provisioning import ProvisioningActivities
     from activities.queue import InterruptionQueueActivities
     from activities.spot_sizing import SpotSizingActivities
-    from workflows import search_attributes as sa
-    from workflows.disruption_models import LaunchedReplacement, LaunchInput, Replacement
-    from workflows.errors import ErrorType
-    from workflows.interruption_models import (
+    from contracts import search_attributes as sa
+    from contracts.disruption import LaunchedReplacement, LaunchInput, Replacement
+    from contracts.errors import ErrorType
+    from contracts.interruption import (
         PollCounts,
         PollerInput,
         PrespinInput,

@@ -13,7 +13,7 @@ from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from activities.nodeclass import NodeClassActivities
-    from workflows.nodeclass_models import NodeClassInput, NodeClassResult
+    from contracts.nodeclass import NodeClassInput, NodeClassResult
 
 # Retried until RESOLVE_LIMIT (within the schedule's 10-minute execution timeout), not 4 times (~7 s): an API server
 # outage then holds the SKIP schedule for its length instead of failing the resolution.

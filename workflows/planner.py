@@ -19,11 +19,8 @@ with workflow.unsafe.imports_passed_through():
     from activities.candidates import CandidateActivities
     from activities.planning_runner import MEMO_METHOD, MEMO_NODES, MEMO_PLACEMENTS, PlanningActivities
     from api.labels import REASON_UNHEALTHY
-    from planning.validation import CONSOLIDATION_METHODS
-    from workflows import search_attributes as sa
-    from workflows import summaries
-    from workflows.disruption import DisruptionWorkflow
-    from workflows.disruption_models import (
+    from contracts import search_attributes as sa
+    from contracts.disruption import (
         DisruptionCommand,
         DisruptionInput,
         DisruptionSettings,
@@ -33,10 +30,13 @@ with workflow.unsafe.imports_passed_through():
         PlanPassResult,
         TerminationsInput,
     )
-    from workflows.policy_controls import PolicyControls, RolloutStart
-    from workflows.policy_models import RolloutInput
+    from contracts.policy import RolloutInput
+    from contracts.policy_controls import PolicyControls, RolloutStart
+    from contracts.provisioning import ProvisioningInput, ProvisioningSettings
+    from planning.validation import CONSOLIDATION_METHODS
+    from workflows import summaries
+    from workflows.disruption import DisruptionWorkflow
     from workflows.provisioning import ProvisioningWorkflow
-    from workflows.provisioning_models import ProvisioningInput, ProvisioningSettings
     from workflows.retries import READ_LIMIT, READ_RETRY
     from workflows.rollout import DriftRolloutWorkflow
 

@@ -23,8 +23,8 @@ with workflow.unsafe.imports_passed_through():
     from activities.provisioning_planner import ProvisioningPlanner
     from api import events
     from api.events import EventReason
-    from workflows import search_attributes as sa
-    from workflows.disruption_models import (
+    from contracts import search_attributes as sa
+    from contracts.disruption import (
         EventsInput,
         EventSpec,
         LaunchedReplacement,
@@ -33,8 +33,8 @@ with workflow.unsafe.imports_passed_through():
         StaticScaleUp,
         StatusInput,
     )
-    from workflows.errors import ErrorType
-    from workflows.provisioning_models import (
+    from contracts.errors import ErrorType
+    from contracts.provisioning import (
         LAUNCH_REASON,
         STATIC_LAUNCH_REASON,
         LaunchFailedInput,

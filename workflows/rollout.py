@@ -26,10 +26,8 @@ with workflow.unsafe.imports_passed_through():
     from api import events
     from api.events import EventReason
     from api.rollout_state import RolloutNote, RolloutNotePhase
-    from workflows import search_attributes as sa
-    from workflows import summaries
-    from workflows.disruption import DisruptionWorkflow
-    from workflows.disruption_models import (
+    from contracts import search_attributes as sa
+    from contracts.disruption import (
         DisruptionCommand,
         DisruptionInput,
         DisruptionPhase,
@@ -37,7 +35,7 @@ with workflow.unsafe.imports_passed_through():
         EventsInput,
         EventSpec,
     )
-    from workflows.policy_models import (
+    from contracts.policy import (
         HaltCause,
         RolloutInput,
         RolloutNoteInput,
@@ -50,6 +48,8 @@ with workflow.unsafe.imports_passed_through():
         WorkloadsInput,
         wave_targets,
     )
+    from workflows import summaries
+    from workflows.disruption import DisruptionWorkflow
     from workflows.retries import STEP_RETRY
 
 PLAN_TIMEOUT = timedelta(minutes=5)

@@ -17,8 +17,8 @@ from typing import Any, NamedTuple
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from api.fleet import FleetRollout
-from workflows import search_attributes as sa
-from workflows.disruption_models import (
+from contracts import search_attributes as sa
+from contracts.disruption import (
     DisruptionCommand,
     DisruptionPhase,
     DisruptionProgress,
@@ -26,12 +26,12 @@ from workflows.disruption_models import (
     Replacement,
     StaticScaleUp,
 )
-from workflows.fleet_models import FleetPhase
-from workflows.interruption_models import PrespinInput
-from workflows.models import TerminationInput, TerminationPhase
-from workflows.policy_controls import RolloutStart
-from workflows.policy_models import RolloutPhase
-from workflows.provisioning_models import LAUNCH_REASON, STATIC_LAUNCH_REASON, PodRef, ProvisioningPhase
+from contracts.fleet import FleetPhase
+from contracts.interruption import PrespinInput
+from contracts.policy import RolloutPhase
+from contracts.policy_controls import RolloutStart
+from contracts.provisioning import LAUNCH_REASON, STATIC_LAUNCH_REASON, PodRef, ProvisioningPhase
+from contracts.termination import TerminationInput, TerminationPhase
 
 SUMMARY_LIMIT = 200  # Temporal shows one line; keep it short enough for the list's column
 NAMES_SHOWN = 3  # names in a summary before "+N"

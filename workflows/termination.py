@@ -25,10 +25,9 @@ with workflow.unsafe.imports_passed_through():
     from activities.cloud import CloudActivities
     from activities.kube import KubeActivities
     from activities.termination_markers import TerminationMarkerActivities
-    from planning.drain import completion_hold_until
-    from workflows import search_attributes as sa
-    from workflows.errors import ErrorType
-    from workflows.models import (
+    from contracts import search_attributes as sa
+    from contracts.errors import ErrorType
+    from contracts.termination import (
         POINT_OF_NO_RETURN,
         CancelRequest,
         ControlResult,
@@ -54,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         blocking_of,
         completion_summary,
     )
+    from planning.drain import completion_hold_until
 
 SHORT = timedelta(seconds=30)
 DRAIN_WINDOW = timedelta(minutes=10)  # longest single drain activity before control returns to the workflow

@@ -7,7 +7,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.cloud import CloudActivities
 from api.provider_id import instance_id_from_provider_id
-from workflows.models import InstanceInput
+from contracts.termination import InstanceInput
 
 
 class CountingEc2:

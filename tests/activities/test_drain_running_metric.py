@@ -14,9 +14,9 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.kube import KubeActivities
 from activities.kube_client import KubeClient
+from contracts.termination import DrainInput
 from simulator.server import Simulator
 from telemetry.metrics import REGISTRY
-from workflows.models import DrainInput
 
 METRIC = "nodeflow_drain_started_timestamp_seconds"
 

@@ -18,10 +18,10 @@ from activities.kube_client import KubeClient
 from activities.provisioning_planner import explanation_specs
 from api import events
 from bench.clusters import node_objects
+from contracts.disruption import EventSpec
+from contracts.termination import VolumesInput
 from planning.provisioning import ProvisioningDecision
 from simulator.server import Simulator
-from workflows.disruption_models import EventSpec
-from workflows.models import VolumesInput
 
 
 class Clock:

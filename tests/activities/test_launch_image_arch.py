@@ -19,8 +19,8 @@ from activities.nodeclass import NodeClassActivities
 from activities.provisioning import ProvisioningActivities
 from api.catalog import load_default_catalog
 from api.nodeclass_launch import ClusterInfo
-from workflows.disruption_models import LaunchInput, Replacement
-from workflows.nodeclass_models import NodeClassInput
+from contracts.disruption import LaunchInput, Replacement
+from contracts.nodeclass import NodeClassInput
 
 CLUSTER = ClusterInfo("demo", "https://demo.eks.example", base64.b64encode(b"-----CA-----").decode())
 

@@ -15,10 +15,10 @@ from activities.cloud import CloudActivities
 from activities.kube import KubeActivities
 from activities.kube_client import KubeClient
 from bench.clusters import node_objects
+from contracts.disruption import NodeRef, TaintInput
+from contracts.termination import InstanceInput, VolumesInput
 from planning import nodeclaim_conditions as ncc
 from simulator.server import Simulator
-from workflows.disruption_models import NodeRef, TaintInput
-from workflows.models import InstanceInput, VolumesInput
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 

@@ -15,8 +15,8 @@ from activities.kube_client import KubeClient
 from activities.nodeclass import NodeClassActivities
 from activities.nodeclass_drift import drifted_change
 from api.ec2nodeclass import launch_annotations, load_ec2nodeclass
+from contracts.nodeclass import NodeClassInput
 from planning.nodeclass_drift import NodeClassDriftReason
-from workflows.nodeclass_models import NodeClassInput
 
 
 @pytest.fixture

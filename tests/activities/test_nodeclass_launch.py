@@ -20,8 +20,8 @@ from activities.provisioning import ProvisioningActivities
 from api.catalog import load_default_catalog
 from api.ec2nodeclass import HASH_ANNOTATION, SECURITY_GROUPS_ANNOTATION, SUBNET_ANNOTATION
 from api.nodeclass_launch import ClusterInfo, instance_profile_name
-from workflows.disruption_models import LaunchInput, Replacement
-from workflows.nodeclass_models import NodeClassInput
+from contracts.disruption import LaunchInput, Replacement
+from contracts.nodeclass import NodeClassInput
 
 CLUSTER = ClusterInfo("demo", "https://demo.eks.example", base64.b64encode(b"-----CA-----").decode())
 

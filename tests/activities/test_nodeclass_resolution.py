@@ -13,7 +13,7 @@ from activities.kube_client import KubeClient
 from activities.nodeclass import NodeClassActivities
 from api.ec2nodeclass import HASH_ANNOTATION, load_ec2nodeclass
 from api.nodeclass_launch import instance_profile_name
-from workflows.nodeclass_models import NodeClassInput
+from contracts.nodeclass import NodeClassInput
 
 EKS = "/aws/service/eks/optimized-ami"
 

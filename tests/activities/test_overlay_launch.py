@@ -15,8 +15,8 @@ from activities.kube_client import KubeClient
 from activities.provisioning import ProvisioningActivities
 from api import labels
 from api.catalog import load_default_catalog
+from contracts.disruption import LaunchInput, Replacement
 from runtime.cloud_clients import ec2_client
-from workflows.disruption_models import LaunchInput, Replacement
 
 ON_DEMAND = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]}]
 RESERVED = {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": "reserved"},

@@ -22,20 +22,20 @@ from temporalio.worker import Worker
 import activities.planning_runner as runner
 from activities.kube_client import KubeClient
 from activities.planning_runner import PlanningActivities
-from runtime.cluster_cache import KINDS, ClusterCache
-from runtime.cluster_view import ClusterView
-from runtime.informer import CacheSettings
-from simulator.generate import generate_cluster
-from simulator.server import Simulator
-from telemetry.metrics import REGISTRY
-from workflows.disruption_models import (
+from contracts.disruption import (
     DisruptionSettings,
     PassSkipped,
     PlannerInput,
     PlanPassInput,
     ValidateInput,
 )
-from workflows.errors import ErrorType
+from contracts.errors import ErrorType
+from runtime.cluster_cache import KINDS, ClusterCache
+from runtime.cluster_view import ClusterView
+from runtime.informer import CacheSettings
+from simulator.generate import generate_cluster
+from simulator.server import Simulator
+from telemetry.metrics import REGISTRY
 from workflows.planner import PlannerWorkflow
 
 FAST = CacheSettings(watch_timeout_seconds=30, connect_timeout_seconds=5, list_timeout_seconds=10,

@@ -14,11 +14,11 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.kube_client import KubeClient
 from activities.planning_runner import PlanningActivities
+from contracts.disruption import PlanPassInput
+from contracts.errors import ErrorType
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
 from telemetry.metrics import REGISTRY
-from workflows.disruption_models import PlanPassInput
-from workflows.errors import ErrorType
 
 
 def errors() -> dict[str, float]:

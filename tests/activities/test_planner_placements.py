@@ -17,8 +17,8 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.kube_client import KubeClient
 from activities.planning_runner import MEMO_NODES, MEMO_PLACEMENTS, PlanningActivities, planned_pods, to_command
+from contracts.disruption import NodeRef
 from planning.commands import Command, PodMove
-from workflows.disruption_models import NodeRef
 
 
 async def _read_when_listed(env: ActivityEnvironment, acts: PlanningActivities, node_name: str) -> Any:

@@ -17,7 +17,7 @@ from activities.kube_client import KubeClient
 from activities.planning_runner import PlanningActivities
 from api import labels
 from api.timestamps import format_seconds
-from workflows.disruption_models import PlanPassInput
+from contracts.disruption import PlanPassInput
 
 
 def _disrupted(added: datetime) -> list[dict[str, Any]]:

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
 from activities.planning_runner import node_index, to_command
-from activities.rollout import _plan_pool, divert_drift
+from activities.rollout import _plan_pool
+from activities.rollout_divert import divert_drift
 from api import labels
 from api.snapshot import Snapshot
 from bench.clusters import node_objects, node_pool
@@ -82,7 +83,7 @@ def test_rollout_plan_counts_drifted_nodes_and_names_displaced_workloads() -> No
 def test_a_pass_whose_drift_went_to_a_rollout_drifts_the_other_pools() -> None:
     """Drift plans one command per pass, oldest drift first: the wave pool's nodes must not shadow another pool's."""
     from activities.planning_runner import ClusterRead, PlanningActivities
-    from workflows.disruption_models import PlanPassInput, PlanPassResult
+    from contracts.disruption import PlanPassInput, PlanPassResult
 
     objs = _objs({"drift": {"waves": [1, "100%"]}})
     objs.append(node_pool("plain", budgets=[{"nodes": "1"}], consolidate_after="Never"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from activities.termination_markers import termination_timestamp, with_drained
-from workflows.models import DrainedStatus
+from contracts.termination import DrainedStatus
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

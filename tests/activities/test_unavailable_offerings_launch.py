@@ -23,11 +23,11 @@ from activities.provisioning import ProvisioningActivities
 from api import labels
 from api.catalog import load_default_catalog
 from api.interruption import InterruptionEvent, InterruptionKind
+from contracts.disruption import LaunchInput, Replacement
+from contracts.errors import ErrorType
 from planning.unavailable_offerings import TTL_SECONDS, UnavailableOfferings, UnavailableReason
 from runtime.cloud_clients import ec2_client
 from simulator.ec2 import IceInjector
-from workflows.disruption_models import LaunchInput, Replacement
-from workflows.errors import ErrorType
 
 ON_DEMAND = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]}]
 

@@ -20,9 +20,9 @@ from activities.kube_client import KubeClient
 from activities.planning_runner import PlanningActivities
 from api import labels
 from api.timestamps import format_seconds
+from contracts.disruption import ValidateInput
 from planning.validation import Mismatch, Verdict
 from telemetry import metrics
-from workflows.disruption_models import ValidateInput
 
 METHOD = "SingleNodeConsolidation"
 

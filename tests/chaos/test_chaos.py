@@ -77,12 +77,12 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from client.planner_schedule import planner_schedule_id, set_planner_paused
+from contracts.termination import TerminationInput
 from devstack.audit import termination_runs_per_machine
 from devstack.processes import MotoServer, TemporalDevServer
 from runtime.cloud_clients import ec2_client
 from simulator.scheduler_timing import SchedulerTiming
 from simulator.server import Simulator
-from workflows.models import TerminationInput
 
 # one xdist worker runs the two heaviest tests one after the other (chaos, the three-cluster fleet): side by side on
 # two cores each starved the other's timing (a disruption in flight at each Temporal kill, a fleet's last stage)

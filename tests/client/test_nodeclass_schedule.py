@@ -14,8 +14,8 @@ from temporalio.worker import Worker
 from activities.kube_client import KubeClient
 from activities.nodeclass import NodeClassActivities
 from client.nodeclass_schedule import ensure_nodeclass_schedule
+from contracts.nodeclass import NodeClassInput, NodeClassResult
 from workflows.nodeclass import NodeClassWorkflow
-from workflows.nodeclass_models import NodeClassInput, NodeClassResult
 
 
 async def test_schedule_every_minute_skip_overlap_and_pause_kept(temporal_client: Client) -> None:

@@ -11,8 +11,8 @@ from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.testing import WorkflowEnvironment
 
+from contracts.search_attributes import ALL
 from devstack.binaries import find_binary
-from workflows.search_attributes import ALL
 
 SCRIPT = Path(__file__).resolve().parents[2] / "deploy" / "register-search-attributes.sh"
 

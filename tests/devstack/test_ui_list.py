@@ -24,14 +24,14 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from client.interruption import temporal_starters
 from client.provisioning import start_provisioning
 from client.termination import start_termination
+from contracts.disruption import DisruptionCommand, DisruptionInput, NodeRef, Replacement
+from contracts.interruption import PrespinInput
+from contracts.provisioning import PodRef
+from contracts.termination import TerminationInput
 from devstack.browser import Page, chromium, find_chromium
 from devstack.processes import TemporalDevServer
 from workflows import summaries
 from workflows.disruption import DisruptionWorkflow
-from workflows.disruption_models import DisruptionCommand, DisruptionInput, NodeRef, Replacement
-from workflows.interruption_models import PrespinInput
-from workflows.models import TerminationInput
-from workflows.provisioning_models import PodRef
 
 CHROMIUM = find_chromium()
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium: apt-get install chromium")

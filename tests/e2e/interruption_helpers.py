@@ -20,10 +20,10 @@ from temporalio.service import RPCError, RPCStatusCode
 from api import interruption_events as events
 from api import labels
 from client.interruption import ensure_interruption_poller, poller_workflow_id
+from contracts.interruption import PollInput
 from runtime.settings import Deps, Settings
 from runtime.worker_loop import run_worker
 from simulator.server import Simulator
-from workflows.interruption_models import PollInput
 
 TEST_AMI = "ami-0a1b2c3d4e5f60718"  # moto accepts any id; discovering one (DescribeImages) takes seconds
 FAST_POLL = PollInput(run_seconds=30, wait_seconds=1, visibility_timeout_seconds=3, max_receives=3,

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from workflows.disruption_models import DisruptionCommand
+from contracts.disruption import DisruptionCommand
 
 
 @dataclass

@@ -14,9 +14,9 @@ from support.cli_runner import nodeflow
 from support.disruption_stack import FAST, disruption_stack, never_ready_drift, wait_for
 
 from api import labels
+from contracts.disruption import DisruptionPhase
 from starter import cli
 from workflows.disruption import DisruptionWorkflow
-from workflows.disruption_models import DisruptionPhase
 
 pytestmark = pytest.mark.e2e
 

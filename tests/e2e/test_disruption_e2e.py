@@ -22,8 +22,8 @@ from support.disruption_stack import (
 
 from api import labels
 from bench.clusters import node_objects, node_pool
+from contracts.disruption import DisruptionPhase
 from telemetry import metrics
-from workflows.disruption_models import DisruptionPhase
 
 # Timing-sensitive (a 10-node rollout, a 2 s validation delay): run on the same xdist worker as the demo and
 # not beside it, since both together saturate a 2-core machine.

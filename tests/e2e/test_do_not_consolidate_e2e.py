@@ -14,8 +14,8 @@ from support.disruption_stack import disruption_stack, fresh
 
 from api.policy_controls import DISRUPTION_COST_ANNOTATION, DO_NOT_CONSOLIDATE_ANNOTATION
 from bench.clusters import node_objects, node_pool, pod
+from contracts.disruption import DisruptionPhase
 from starter.cli import run
-from workflows.disruption_models import DisruptionPhase
 
 pytestmark = pytest.mark.e2e
 ON_DEMAND = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]

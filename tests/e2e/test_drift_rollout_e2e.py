@@ -19,9 +19,9 @@ from support.disruption_stack import FAST, disruption_stack, fresh, record_histo
 from api import labels
 from api.rollout_state import RolloutNotePhase, parse_rollout_note
 from bench.clusters import node_objects, node_pool
+from contracts.policy import HaltCause, RolloutInput, RolloutPhase
+from contracts.policy_controls import RolloutStart, WavesSpec
 from starter import cli
-from workflows.policy_controls import RolloutStart, WavesSpec
-from workflows.policy_models import HaltCause, RolloutInput, RolloutPhase
 from workflows.rollout import DriftRolloutWorkflow
 
 pytestmark = pytest.mark.e2e

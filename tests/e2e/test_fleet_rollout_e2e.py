@@ -35,12 +35,12 @@ from api.fleet import RECORD_ANNOTATION, load_fleet_rollout
 from api.nodeclass_launch import ClusterInfo
 from bench.clusters import node_pool
 from client.fleet import start_fleet_rollout
+from contracts.disruption import LaunchInput, Replacement
+from contracts.fleet import ClusterPhase, FleetPhase, FleetSettings
+from contracts.nodeclass import NodeClassInput
 from simulator.server import Simulator
-from workflows.disruption_models import LaunchInput, Replacement
 from workflows.fleet import FleetRolloutWorkflow
-from workflows.fleet_models import ClusterPhase, FleetPhase, FleetSettings
 from workflows.nodeclass import NodeClassWorkflow
-from workflows.nodeclass_models import NodeClassInput
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600), pytest.mark.xdist_group("heavy")]  # with chaos
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ from support.disruption_stack import disruption_stack, fresh
 
 from api import labels
 from bench.clusters import node_objects, node_pool
-from workflows.disruption_models import DisruptionPhase
+from contracts.disruption import DisruptionPhase
 
 pytestmark = pytest.mark.e2e
 

@@ -47,13 +47,13 @@ from api import labels
 from api.catalog import load_default_catalog
 from client.interruption import ensure_interruption_poller
 from client.termination import start_termination
+from contracts.interruption import prespin_workflow_id
+from contracts.search_attributes import ALL as SEARCH_ATTRIBUTES
+from contracts.termination import TerminationInput, TerminationProgress
 from devstack.binaries import find_binary
 from simulator.server import Simulator
 from telemetry import metrics
 from workflows.interruption import SpotPrespinWorkflow
-from workflows.interruption_models import prespin_workflow_id
-from workflows.models import TerminationInput, TerminationProgress
-from workflows.search_attributes import ALL as SEARCH_ATTRIBUTES
 from workflows.termination import TerminationWorkflow
 
 pytestmark = pytest.mark.e2e

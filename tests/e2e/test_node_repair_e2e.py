@@ -17,9 +17,9 @@ from support.disruption_stack import disruption_stack, fresh, record_history, re
 
 from api import labels
 from bench.clusters import node_objects, node_pool
+from contracts import search_attributes as sa
+from contracts.disruption import PlannerInput
 from telemetry import metrics
-from workflows import search_attributes as sa
-from workflows.disruption_models import PlannerInput
 from workflows.planner import PlannerWorkflow
 from workflows.termination import TerminationWorkflow
 

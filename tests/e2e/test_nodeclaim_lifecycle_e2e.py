@@ -28,12 +28,12 @@ from activities.provisioning import ProvisioningActivities
 from api import labels
 from api.catalog import load_default_catalog
 from bench.clusters import node_pool
+from contracts.disruption import LaunchInput, Replacement
+from contracts.provisioning import PodRef, ProvisioningInput, ProvisioningPhase, ProvisioningSettings
 from runtime.cloud_clients import ec2_client
 from runtime.nodeclaim_gc import GcSettings
 from runtime.nodeclaim_lifecycle import LifecycleSettings
-from workflows.disruption_models import LaunchInput, Replacement
 from workflows.provisioning import ProvisioningWorkflow
-from workflows.provisioning_models import PodRef, ProvisioningInput, ProvisioningPhase, ProvisioningSettings
 
 pytestmark = [pytest.mark.e2e]  # no shared fixture: any xdist worker (the "demo" group is for test_demo.py)
 FAST = ProvisioningSettings(ready_timeout_seconds=30, ready_poll_seconds=1, ice_backoff_seconds=1, ice_attempts=2)

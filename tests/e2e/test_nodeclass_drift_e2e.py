@@ -28,10 +28,10 @@ from api.catalog import load_default_catalog
 from api.nodeclass_launch import ClusterInfo
 from api.snapshot import Snapshot
 from bench.clusters import node_pool
+from contracts.disruption import DisruptionPhase, LaunchInput, Replacement
+from contracts.nodeclass import NodeClassInput, NodeClassResult
 from planning.plan import plan
-from workflows.disruption_models import DisruptionPhase, LaunchInput, Replacement
 from workflows.nodeclass import NodeClassWorkflow
-from workflows.nodeclass_models import NodeClassInput, NodeClassResult
 
 pytestmark = pytest.mark.e2e  # any xdist worker: the "demo" group is test_demo.py's shared run (and the disruption e2e)
 CA = base64.b64encode(b"-----CA-----").decode()

@@ -25,10 +25,10 @@ from support.provisioning_batch import pending, provision
 
 from api import labels
 from bench.clusters import node_objects, node_pool
+from contracts.provisioning import ProvisioningSettings
 from planning.nomination import NOMINATED
 from simulator.scheduler_timing import SchedulerTiming
 from simulator.server import Simulator
-from workflows.provisioning_models import ProvisioningSettings
 
 pytestmark = [pytest.mark.e2e]
 TIME_SCALE = 0.1

@@ -10,7 +10,7 @@ import pytest
 from support.disruption_stack import disruption_stack, wait_for
 
 from bench.clusters import node_objects, node_pool
-from workflows import search_attributes as sa
+from contracts import search_attributes as sa
 from workflows.termination import TerminationWorkflow
 
 pytestmark = pytest.mark.e2e

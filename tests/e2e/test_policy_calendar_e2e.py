@@ -14,8 +14,8 @@ from support.disruption_stack import disruption_stack, fresh
 
 from api import labels
 from bench.clusters import node_objects, node_pool
+from contracts.disruption import DisruptionPhase
 from starter.cli import run
-from workflows.disruption_models import DisruptionPhase
 
 pytestmark = pytest.mark.e2e
 

@@ -16,8 +16,8 @@ from support.disruption_stack import Stack, disruption_stack, fresh, record_hist
 
 from api import labels
 from bench.clusters import node_objects, node_pool, pod
-from workflows.disruption_models import DisruptionPhase
-from workflows.models import WAITING_FOR_COMPLETION
+from contracts.disruption import DisruptionPhase
+from contracts.termination import WAITING_FOR_COMPLETION
 from workflows.termination import TerminationWorkflow, workflow_id
 
 pytestmark = pytest.mark.e2e

@@ -15,9 +15,9 @@ from support.disruption_stack import disruption_stack, fresh, record_history, re
 
 from api import labels
 from bench.clusters import node_objects, node_pool
+from contracts.disruption import DisruptionInput, DisruptionPhase
+from contracts.policy_controls import HookSpec, PolicyControls
 from workflows.disruption import DisruptionWorkflow
-from workflows.disruption_models import DisruptionInput, DisruptionPhase
-from workflows.policy_controls import HookSpec, PolicyControls
 
 pytestmark = pytest.mark.e2e
 
@@ -113,7 +113,7 @@ async def test_blocked_drain_is_escalated_then_forced(temporal_client, sim_ec2, 
     from kubernetes import client as k8s
     from support.sim_objects import pdb
 
-    from workflows.policy_controls import EscalationSpec
+    from contracts.policy_controls import EscalationSpec
 
     objs = [node_pool("default", budgets=[{"nodes": "1"}], consolidate_after="Never")]
     objs += node_objects("old-0", "m5.large", annotations={labels.TEMPLATE_HASH_ANNOTATION: "stale-template"})

@@ -18,8 +18,8 @@ from support.provisioning_batch import provision
 
 from api import labels
 from bench.clusters import node_pool
+from contracts.provisioning import PodRef, ProvisioningPhase, ProvisioningSettings
 from telemetry.metrics import REGISTRY
-from workflows.provisioning_models import PodRef, ProvisioningPhase, ProvisioningSettings
 
 pytestmark = [pytest.mark.e2e]
 FAST = ProvisioningSettings(ready_timeout_seconds=30, ready_poll_seconds=1, ice_backoff_seconds=1, ice_attempts=1)

@@ -17,11 +17,11 @@ from api import labels
 from api.policy_controls import SPOT_FALLBACK_ANNOTATION
 from api.timestamps import parse_time
 from bench.clusters import node_pool
+from contracts.disruption import DisruptionPhase
+from contracts.provisioning import ProvisioningPhase, ProvisioningSettings
 from simulator.ec2 import IceInjector
 from starter.cli import run
 from telemetry.metrics import REGISTRY
-from workflows.disruption_models import DisruptionPhase
-from workflows.provisioning_models import ProvisioningPhase, ProvisioningSettings
 
 pytestmark = [pytest.mark.e2e]
 FAST = ProvisioningSettings(ready_timeout_seconds=30, ready_poll_seconds=1, ice_backoff_seconds=1, ice_attempts=1)

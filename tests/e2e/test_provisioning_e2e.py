@@ -19,15 +19,15 @@ from support.disruption_stack import disruption_stack, fresh, record_history, re
 
 from api import labels
 from bench.clusters import node_pool
-from simulator.ec2 import IceInjector
-from workflows.provisioning import ProvisioningWorkflow
-from workflows.provisioning_models import (
+from contracts.provisioning import (
     PodRef,
     ProvisioningInput,
     ProvisioningPhase,
     ProvisioningResult,
     ProvisioningSettings,
 )
+from simulator.ec2 import IceInjector
+from workflows.provisioning import ProvisioningWorkflow
 
 pytestmark = pytest.mark.e2e  # any xdist worker: the "demo" group is test_demo.py's shared run (and the disruption e2e)
 FAST = ProvisioningSettings(ready_timeout_seconds=30, ready_poll_seconds=1, ice_backoff_seconds=1, ice_attempts=2)

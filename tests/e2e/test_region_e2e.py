@@ -25,13 +25,13 @@ from api import labels
 from api.catalog import load_default_catalog
 from api.instance_types import labels as T
 from bench.clusters import node_pool
+from contracts.nodeclass import NodeClassInput
+from contracts.provisioning import PodRef, ProvisioningInput, ProvisioningPhase, ProvisioningSettings
 from devstack.demo_aws import BASE_IMAGE
 from runtime.cloud_clients import ec2_client, iam_client, pricing_client, ssm_client
 from simulator.server import Simulator
 from workflows.nodeclass import NodeClassWorkflow
-from workflows.nodeclass_models import NodeClassInput
 from workflows.provisioning import ProvisioningWorkflow
-from workflows.provisioning_models import PodRef, ProvisioningInput, ProvisioningPhase, ProvisioningSettings
 
 pytestmark = [pytest.mark.e2e]  # no shared fixture: any xdist worker (the "demo" group is for test_demo.py)
 REGION = "eu-west-1"

@@ -19,8 +19,8 @@ from temporalio.client import Client
 
 from api import labels
 from bench.clusters import node_objects, node_pool
-from workflows.disruption_models import DisruptionResult
-from workflows.policy_models import RolloutPhase
+from contracts.disruption import DisruptionResult
+from contracts.policy import RolloutPhase
 from workflows.rollout import DriftRolloutWorkflow
 
 pytestmark = pytest.mark.e2e

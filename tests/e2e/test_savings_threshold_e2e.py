@@ -12,9 +12,9 @@ from kubernetes import client as k8s
 from support.disruption_stack import disruption_stack, fresh
 
 from bench.clusters import node_objects, node_pool, pod
+from contracts.disruption import DisruptionPhase
 from starter.cli import run
 from telemetry.metrics import REGISTRY
-from workflows.disruption_models import DisruptionPhase
 
 pytestmark = pytest.mark.e2e
 ON_DEMAND = [{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]}]

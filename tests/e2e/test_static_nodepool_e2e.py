@@ -19,8 +19,8 @@ from support.disruption_stack import Stack, disruption_stack, record_history, wa
 from api import labels
 from api.nodepool import NodePool
 from bench.clusters import node_pool
+from contracts.disruption import DisruptionPhase, PlannerInput, PlannerResult
 from workflows.disruption import DisruptionWorkflow
-from workflows.disruption_models import DisruptionPhase, PlannerInput, PlannerResult
 from workflows.planner import PlannerWorkflow
 from workflows.provisioning import ProvisioningWorkflow
 

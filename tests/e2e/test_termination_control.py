@@ -29,7 +29,7 @@ from temporalio.client import Client
 from api import labels
 from api.timestamps import parse_timestamp
 from client.termination import start_termination
-from workflows.models import TerminationInput, TerminationPhase
+from contracts.termination import TerminationInput, TerminationPhase
 from workflows.termination import TerminationWorkflow
 
 pytestmark = pytest.mark.e2e

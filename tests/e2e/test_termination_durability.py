@@ -26,7 +26,7 @@ from e2e.termination_helpers import (
 from kubernetes import client as k8s
 from temporalio.client import Client
 
-from workflows.models import TerminationPhase
+from contracts.termination import TerminationPhase
 from workflows.termination import TerminationWorkflow, workflow_id
 
 pytestmark = pytest.mark.e2e

@@ -26,7 +26,7 @@ from kubernetes import client as k8s
 from temporalio.client import Client
 
 from api.timestamps import parse_time
-from workflows.models import TerminationPhase
+from contracts.termination import TerminationPhase
 from workflows.termination import TerminationWorkflow, workflow_id
 
 pytestmark = pytest.mark.e2e
@@ -168,7 +168,7 @@ async def test_nodeclaim_vanishing_mid_drain(temporal_client: Client, sim: Any, 
 
 
 def _force(reason: str) -> Any:
-    from workflows.models import ForceRequest
+    from contracts.termination import ForceRequest
 
     return ForceRequest(reason=reason)
 
@@ -205,7 +205,7 @@ async def test_started_by_a_disruption_deletes_the_objects_at_the_end(
         temporal_client: Client, sim: Any, moto_endpoint: str) -> None:
     """No one deleted the Node: the workflow drains, terminates, then deletes Node and NodeClaim itself."""
     from client.termination import start_termination
-    from workflows.models import TerminationInput
+    from contracts.termination import TerminationInput
 
     ec2 = ec2_client(moto_endpoint)
     i1, i2 = launch_instances(ec2, 2)

@@ -14,7 +14,7 @@ from support.replay import replay_failure
 from temporalio.client import Client
 
 from client.termination import start_termination
-from workflows.models import CancelRequest, TerminationInput, TerminationPhase
+from contracts.termination import CancelRequest, TerminationInput, TerminationPhase
 from workflows.termination import TerminationWorkflow
 
 pytestmark = pytest.mark.e2e

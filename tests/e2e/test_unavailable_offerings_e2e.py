@@ -13,9 +13,9 @@ from support.provisioning_batch import pending, provision
 
 from api import labels
 from bench.clusters import node_pool
+from contracts.provisioning import ProvisioningPhase, ProvisioningSettings
 from simulator.ec2 import IceInjector
 from telemetry.metrics import REGISTRY
-from workflows.provisioning_models import ProvisioningPhase, ProvisioningSettings
 
 pytestmark = [pytest.mark.e2e]  # no shared fixture: any xdist worker (the "demo" group is for test_demo.py)
 FAST = ProvisioningSettings(ready_timeout_seconds=30, ready_poll_seconds=1, ice_backoff_seconds=1, ice_attempts=2)

@@ -16,7 +16,7 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.worker import Worker
 
-from workflows.models import (
+from contracts.termination import (
     DeletePodsInput,
     DeletePodsResult,
     DrainInput,

@@ -8,10 +8,10 @@ from typing import Any
 
 from activities.candidates import termination_input
 from api.disruption_policy import load_disruption_policy
+from contracts.disruption import NodeRef
+from contracts.policy_controls import DrainSpec, controls_of, drain_of
+from contracts.termination import WAITING_FOR_COMPLETION, PodState, completion_summary
 from planning.drain import completion_held, completion_hold_until, pod_start, runs_to_completion
-from workflows.disruption_models import NodeRef
-from workflows.models import WAITING_FOR_COMPLETION, PodState, completion_summary
-from workflows.policy_controls import DrainSpec, controls_of, drain_of
 
 T0 = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
 
@@ -98,7 +98,7 @@ def test_controls_of_a_drain_only_policy():
 
 
 def test_an_old_payload_without_drain_still_decodes():
-    from workflows.policy_controls import PolicyControls
+    from contracts.policy_controls import PolicyControls
 
     assert PolicyControls.model_validate({"policy": "p", "notify_url": "http://x"}).drain is None
 

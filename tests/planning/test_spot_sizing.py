@@ -133,8 +133,8 @@ def test_pods_of_other_nodes_being_drained_take_free_room_first() -> None:
 
 def test_a_prespin_still_launching_is_kept_for_the_node_it_replaces() -> None:
     """Before the other node's termination tainted it, its pre-spin is already launching: not free room."""
+    from contracts.interruption import prespin_workflow_id
     from planning.spot_sizing import PRESPIN_KEY_PREFIX
-    from workflows.interruption_models import prespin_workflow_id
 
     assert prespin_workflow_id("uid-x").startswith(PRESPIN_KEY_PREFIX)
     claim = node_and_claim("prespun", "m5.large", created=AT)[1]  # launched a moment ago: within its liveness TTLs

@@ -9,8 +9,8 @@ from kubernetes import client as k8s
 from activities.kube_client import KubeClient
 from api import labels
 from bench.termination_cluster import PodSpec, cluster_objects
+from contracts.termination import TerminationInput
 from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
-from workflows.models import TerminationInput
 
 
 def _watcher(sim: Any) -> tuple[DeletionWatcher, list[TerminationInput], Any]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any
 
+from contracts.provisioning import PodRef, batch_workflow_id
 from runtime.pending_pods import Batcher, PendingPodIntake, unschedulable
-from workflows.provisioning_models import PodRef, batch_workflow_id
 
 
 def _pod(name: str, reason: str | None = "Unschedulable", **spec: Any) -> dict[str, Any]:

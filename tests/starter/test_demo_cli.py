@@ -177,8 +177,8 @@ def test_live_screen_uses_the_terminals_width() -> None:
 
 
 async def test_the_live_view_shows_a_disruption_cancelled_through_its_terminations() -> None:
-    from workflows.disruption_models import DisruptionPhase, DisruptionResult
-    from workflows.search_attributes import PHASE
+    from contracts.disruption import DisruptionPhase, DisruptionResult
+    from contracts.search_attributes import PHASE
 
     class _Handle:
         def __init__(self, wid: str) -> None:

@@ -13,10 +13,10 @@ import pytest
 from activities.kube_client import KubeClient
 from activities.nodeclass import NodeClassActivities
 from api import labels as L
+from contracts.nodeclass import NodeClassInput
 from devstack.demo_aws import BASE_IMAGE, CLUSTER_NAME, DemoAws
 from devstack.demo_scenario import demo_cluster
 from starter.demo_nodeclass import AmiRollout
-from workflows.nodeclass_models import NodeClassInput
 
 
 def test_the_scenario_with_node_classes() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from contracts.fleet import ClusterPhase, ClusterStatus, FleetPhase, FleetStatus, PoolStatus, StageStatus
 from starter.cmd_fleet import format_status
-from workflows.fleet_models import ClusterPhase, ClusterStatus, FleetPhase, FleetStatus, PoolStatus, StageStatus
 
 BAKE = datetime(2026, 11, 27, 11, 0, tzinfo=UTC)
 

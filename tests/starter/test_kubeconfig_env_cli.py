@@ -20,9 +20,9 @@ from temporalio.client import Client
 
 from client.planner_schedule import planner_schedule
 from client.termination import start_termination
+from contracts.termination import TerminationInput, TerminationPhase
 from starter.cli import build_parser
 from starter.status_watch import watch
-from workflows.models import TerminationInput, TerminationPhase
 from workflows.termination import TerminationWorkflow
 
 pytestmark = pytest.mark.e2e

@@ -23,13 +23,13 @@ from temporalio.worker import Worker
 
 from activities.planning_runner import MEMO_METHOD, MEMO_NODES
 from client.termination import start_termination
+from contracts.disruption import DisruptionInput, DisruptionPhase, DisruptionSettings, NodeRef
+from contracts.policy import HookCall
+from contracts.policy_controls import HookSpec, PolicyControls
+from contracts.termination import TerminationInput
 from starter.cli import build_parser
 from starter.status_watch import watch
 from workflows.disruption import DisruptionWorkflow
-from workflows.disruption_models import DisruptionInput, DisruptionPhase, DisruptionSettings, NodeRef
-from workflows.models import TerminationInput
-from workflows.policy_controls import HookSpec, PolicyControls
-from workflows.policy_models import HookCall
 
 # validated at once, then waits for a replacement that never becomes Ready (a timer, no busy polling)
 SETTINGS = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=3600, ready_timeout_seconds=7200)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from contracts.termination import WAITING_FOR_COMPLETION, PodState, TerminationPhase, TerminationProgress
 from starter.cmd_status import _waiting, table
 from starter.status_watch import blocking_cell, row_cells, stuck_drains
-from workflows.models import WAITING_FOR_COMPLETION, PodState, TerminationPhase, TerminationProgress
 
 NOW = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ from datetime import datetime
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from workflows.disruption_models import (
+from contracts.disruption import (
     AwaitTerminationsInput,
     DisruptionCommand,
     EventsInput,

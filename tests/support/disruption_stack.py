@@ -16,11 +16,11 @@ from typing import Any
 from temporalio.client import Client
 
 from api import labels
+from contracts.disruption import DisruptionResult, DisruptionSettings, PlannerInput, PlannerResult
 from runtime.cloud_clients import ec2_client
 from runtime.settings import Deps, Settings
 from runtime.worker_loop import run_worker
 from workflows.disruption import DisruptionWorkflow
-from workflows.disruption_models import DisruptionResult, DisruptionSettings, PlannerInput, PlannerResult
 from workflows.planner import PlannerWorkflow
 
 FAST = DisruptionSettings(validation_delay_seconds=0, ready_timeout_seconds=20, ready_poll_seconds=2,

@@ -27,9 +27,9 @@ from activities.kube_client import KubeClient
 from api import labels as L
 from api.rollout_state import RolloutNote, RolloutNotePhase
 from bench.clusters import node_pool
+from contracts.fleet import FleetInput, FleetStatus
 from simulator.server import Simulator
 from workflows.fleet import FleetRolloutWorkflow
-from workflows.fleet_models import FleetInput, FleetStatus
 
 POOL = "general"
 

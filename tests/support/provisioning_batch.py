@@ -8,8 +8,8 @@ import asyncio
 import uuid
 from typing import Any
 
+from contracts.provisioning import PodRef, ProvisioningInput, ProvisioningResult, ProvisioningSettings
 from workflows.provisioning import ProvisioningWorkflow
-from workflows.provisioning_models import PodRef, ProvisioningInput, ProvisioningResult, ProvisioningSettings
 
 
 def pending(stack: Any, app: str) -> list[PodRef]:

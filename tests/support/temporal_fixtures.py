@@ -15,8 +15,8 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from contracts.search_attributes import ALL as SEARCH_ATTRIBUTES
 from devstack.binaries import find_binary
-from workflows.search_attributes import ALL as SEARCH_ATTRIBUTES
 
 
 @pytest_asyncio.fixture(scope="session")

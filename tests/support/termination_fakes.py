@@ -9,7 +9,7 @@ from typing import Any
 
 from temporalio import activity
 
-from workflows.models import (
+from contracts.termination import (
     DeletePodsInput,
     DeletePodsResult,
     FinalizeInput,

@@ -25,9 +25,9 @@ from support.disruption_stack import disruption_stack, fresh, replica_set, wait_
 
 from api import labels
 from bench.clusters import node_pool
+from contracts.provisioning import PodRef, ProvisioningInput, ProvisioningPhase, ProvisioningSettings
 from telemetry.metrics import REGISTRY
 from workflows.provisioning import ProvisioningWorkflow
-from workflows.provisioning_models import PodRef, ProvisioningInput, ProvisioningPhase, ProvisioningSettings
 
 pytestmark = [pytest.mark.e2e]  # no shared fixture: any xdist worker (the "demo" group is for test_demo.py)
 NAMES = Path(__file__).parent / "data" / "karpenter_dashboard_metrics.txt"

@@ -13,11 +13,11 @@ from temporalio import activity, workflow
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from contracts.disruption import DisruptionInput, DisruptionPhase, DisruptionSettings, EventsInput
+from contracts.policy import Notification, TerminationBlocker, WatchInput
+from contracts.policy_controls import EscalationSpec, PolicyControls
+from contracts.termination import ForceRequest
 from workflows.disruption import DisruptionWorkflow
-from workflows.disruption_models import DisruptionInput, DisruptionPhase, DisruptionSettings, EventsInput
-from workflows.models import ForceRequest
-from workflows.policy_controls import EscalationSpec, PolicyControls
-from workflows.policy_models import Notification, TerminationBlocker, WatchInput
 
 FORCED: dict[str, tuple[datetime, str]] = {}  # termination id -> (when, reason) of its force_signal
 

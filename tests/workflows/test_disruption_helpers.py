@@ -18,7 +18,7 @@ from activities.provisioning import build_nodeclaim, cheapest_offering, narrowed
 from api import labels
 from api.catalog import load_default_catalog
 from api.nodepool import load_nodepool
-from workflows.disruption_models import EventSpec, LaunchInput, Replacement
+from contracts.disruption import EventSpec, LaunchInput, Replacement
 
 POOL = {
     "apiVersion": "karpenter.sh/v1", "kind": "NodePool",

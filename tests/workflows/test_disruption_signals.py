@@ -14,8 +14,8 @@ from temporalio import activity
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from contracts.disruption import DisruptionInput, DisruptionPhase, DisruptionSettings, TaintInput
 from workflows.disruption import DisruptionWorkflow
-from workflows.disruption_models import DisruptionInput, DisruptionPhase, DisruptionSettings, TaintInput
 
 WAITING = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=3600, ready_timeout_seconds=7200)
 

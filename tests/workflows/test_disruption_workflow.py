@@ -15,8 +15,8 @@ from temporalio.exceptions import CancelledError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from contracts.disruption import DisruptionInput, DisruptionPhase, DisruptionSettings
 from workflows.disruption import DisruptionWorkflow
-from workflows.disruption_models import DisruptionInput, DisruptionPhase, DisruptionSettings
 
 
 async def _run(env: WorkflowEnvironment, fakes: Fakes, inp: DisruptionInput):

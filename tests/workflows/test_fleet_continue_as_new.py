@@ -25,9 +25,7 @@ from temporalio.common import WorkflowIDConflictPolicy
 
 from api.fleet import RECORD_ANNOTATION, load_fleet_rollout
 from client.fleet import control_fleet, start_fleet_rollout
-from runtime.fleet_worker import build_fleet_worker
-from workflows.fleet import FleetRolloutWorkflow
-from workflows.fleet_models import (
+from contracts.fleet import (
     ClusterPhase,
     ClusterStatus,
     FleetCarry,
@@ -37,6 +35,8 @@ from workflows.fleet_models import (
     FleetStatus,
     StageStatus,
 )
+from runtime.fleet_worker import build_fleet_worker
+from workflows.fleet import FleetRolloutWorkflow
 
 FAST = {"poll_seconds": 0.3, "unreachable_retry_seconds": 0.5, "gate_seconds": 0.5}
 GATE_HALT = "stage s1: query 'sum(up) > 0' returned no data"

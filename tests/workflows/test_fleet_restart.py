@@ -25,10 +25,10 @@ from temporalio.service import RPCError
 
 from api.fleet import load_fleet_rollout
 from client.fleet import control_fleet, start_fleet_rollout
+from contracts.fleet import FleetPhase, FleetSettings, FleetStatus
 from devstack.processes import TemporalDevServer
 from runtime.fleet_worker import build_fleet_worker
 from workflows.fleet import FleetRolloutWorkflow
-from workflows.fleet_models import FleetPhase, FleetSettings, FleetStatus
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180), pytest.mark.xdist_group("heavy")]  # with chaos: kills
 SETTINGS = FleetSettings(poll_seconds=0.5, unreachable_retry_seconds=1.0, gate_seconds=1.0)

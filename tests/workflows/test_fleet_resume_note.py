@@ -20,8 +20,8 @@ from support.fleet_world import SimCluster, cluster_workers, document, sim_clust
 
 from api.fleet import load_fleet_rollout
 from client.fleet import control_fleet, start_fleet_rollout
+from contracts.fleet import ClusterPhase, FleetPhase, FleetSettings
 from runtime.fleet_worker import build_fleet_worker
-from workflows.fleet_models import ClusterPhase, FleetPhase, FleetSettings
 
 pytestmark = pytest.mark.e2e
 FAST = {"poll_seconds": 0.2, "unreachable_retry_seconds": 0.5, "gate_seconds": 0.5}

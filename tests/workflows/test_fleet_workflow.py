@@ -15,9 +15,9 @@ from support.cli_runner import nodeflow
 from support.disruption_stack import record_history
 
 from api.fleet import load_fleet_rollout
+from contracts.fleet import ClusterPhase, FleetPhase
 from runtime.fleet_worker import build_fleet_worker
 from workflows.fleet import FleetRolloutWorkflow
-from workflows.fleet_models import ClusterPhase, FleetPhase
 
 
 def _doc(tag: str, ami: str) -> dict[str, Any]:

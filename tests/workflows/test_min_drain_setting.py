@@ -13,7 +13,7 @@ from temporalio import activity
 from temporalio.worker import Worker
 
 import worker
-from workflows.models import (
+from contracts.termination import (
     DrainInput,
     DrainResult,
     PodState,

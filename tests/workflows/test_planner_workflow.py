@@ -10,8 +10,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities.planning_runner import MEMO_NODES, MEMO_PLACEMENTS
-from workflows.disruption import DisruptionWorkflow
-from workflows.disruption_models import (
+from contracts.disruption import (
     DisruptionCommand,
     DisruptionPhase,
     DisruptionSettings,
@@ -20,6 +19,7 @@ from workflows.disruption_models import (
     PlannerResult,
     PlanPassResult,
 )
+from workflows.disruption import DisruptionWorkflow
 from workflows.planner import PlannerWorkflow
 
 

@@ -11,7 +11,7 @@ from support.termination_fakes import after_drain
 from temporalio import activity
 from temporalio.worker import Worker
 
-from workflows.models import (
+from contracts.termination import (
     WAITING_FOR_COMPLETION,
     CompletionWait,
     DrainInput,

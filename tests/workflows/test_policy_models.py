@@ -4,9 +4,9 @@ absent when a policy has none (so disruptions keep their old history), stable ro
 from __future__ import annotations
 
 from api.disruption_policy import load_disruption_policy
-from workflows.disruption_models import DisruptionInput, DisruptionResult
-from workflows.policy_controls import controls_of, rollout_id
-from workflows.policy_models import wave_targets, waves_of
+from contracts.disruption import DisruptionInput, DisruptionResult
+from contracts.policy import wave_targets, waves_of
+from contracts.policy_controls import controls_of, rollout_id
 
 
 def _policy(**spec) -> object:

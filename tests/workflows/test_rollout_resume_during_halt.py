@@ -18,7 +18,7 @@ from temporalio import activity, workflow
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from workflows.disruption_models import (
+from contracts.disruption import (
     DisruptionCommand,
     DisruptionInput,
     DisruptionPhase,
@@ -27,8 +27,8 @@ from workflows.disruption_models import (
     EventsInput,
     NodeRef,
 )
-from workflows.policy_controls import RolloutStart, WavesSpec
-from workflows.policy_models import RolloutInput, RolloutNoteInput, RolloutPhase, RolloutPlan, RolloutPlanInput
+from contracts.policy import RolloutInput, RolloutNoteInput, RolloutPhase, RolloutPlan, RolloutPlanInput
+from contracts.policy_controls import RolloutStart, WavesSpec
 from workflows.rollout import DriftRolloutWorkflow
 
 NODE = NodeRef(name="old-1", uid="uid-old-1", node_claim="old-1", node_pool="general")

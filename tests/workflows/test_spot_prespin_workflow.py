@@ -10,9 +10,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from workflows.disruption_models import LaunchedReplacement, LaunchInput, Replacement
+from contracts.disruption import LaunchedReplacement, LaunchInput, Replacement
+from contracts.interruption import PrespinInput, SizedLaunch, SizedReplacements, SizeInput
 from workflows.interruption import SpotPrespinWorkflow
-from workflows.interruption_models import PrespinInput, SizedLaunch, SizedReplacements, SizeInput
 
 OWN = Replacement(instance_types=["m5.2xlarge", "m5a.2xlarge"], capacity_type="spot", price=0.2)
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from api.fleet import FleetRollout
-from workflows import search_attributes as sa
-from workflows import summaries
-from workflows.disruption_models import (
+from contracts import search_attributes as sa
+from contracts.disruption import (
     DisruptionCommand,
     DisruptionPhase,
     DisruptionProgress,
@@ -16,10 +15,11 @@ from workflows.disruption_models import (
     Replacement,
     StaticScaleUp,
 )
-from workflows.interruption_models import PrespinInput
-from workflows.models import TerminationInput
-from workflows.policy_controls import RolloutStart, WavesSpec
-from workflows.provisioning_models import PodRef
+from contracts.interruption import PrespinInput
+from contracts.policy_controls import RolloutStart, WavesSpec
+from contracts.provisioning import PodRef
+from contracts.termination import TerminationInput
+from workflows import summaries
 
 
 def _node(i: int) -> NodeRef:

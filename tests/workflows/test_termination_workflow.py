@@ -17,7 +17,7 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.worker import Worker
 
-from workflows.models import (
+from contracts.termination import (
     CancelRequest,
     DeletePodsInput,
     DeletePodsResult,

@@ -19,10 +19,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from client.termination import start_termination
-from workflows import search_attributes as sa
+from contracts import search_attributes as sa
+from contracts.disruption import DisruptionInput, DisruptionSettings, PlannerInput, PlanPassResult
+from contracts.termination import TerminationInput
 from workflows.disruption import DisruptionWorkflow
-from workflows.disruption_models import DisruptionInput, DisruptionSettings, PlannerInput, PlanPassResult
-from workflows.models import TerminationInput
 from workflows.planner import PlannerWorkflow
 
 

@@ -1,6 +1,6 @@
 """Workflow payloads of the DisruptionPolicy controls that run inside workflows (docs/semantics.md §15): drift
 waves (DriftRolloutWorkflow) and the activities behind the hook, notifications and escalation (DisruptionWorkflow;
-the controls it carries in its input are in workflows/policy_controls.py). Plain seconds, not Go durations, so
+the controls it carries in its input are in contracts/policy_controls.py). Plain seconds, not Go durations, so
 inputs stay decodable whatever the resource's shape grows into; `waves_of` converts once, in the planner's activity.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.disruption_policy import DriftPolicy
-from workflows.disruption_models import DisruptionCommand, DisruptionSettings
-from workflows.policy_controls import RolloutStart, WavesSpec, _seconds
+from contracts.disruption import DisruptionCommand, DisruptionSettings
+from contracts.policy_controls import RolloutStart, WavesSpec, _seconds
 
 
 class _Model(BaseModel):

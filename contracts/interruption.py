@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from workflows.disruption_models import LaunchedReplacement, Replacement
+from contracts.disruption import LaunchedReplacement, Replacement
 
 POLLER_WORKFLOW_ID = "nodeflow-interruption-poller"
 

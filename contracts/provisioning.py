@@ -11,7 +11,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.disruption_models import LaunchedReplacement, Replacement, StaticScaleUp
+from contracts.disruption import LaunchedReplacement, Replacement, StaticScaleUp
 
 WORKFLOW_ID_PREFIX = "provision-"
 LAUNCH_REASON = "Provisioning"

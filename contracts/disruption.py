@@ -10,7 +10,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.policy_controls import DrainSpec, PolicyControls, RolloutStart
+from contracts.policy_controls import DrainSpec, PolicyControls, RolloutStart
 
 
 class _Model(BaseModel):
