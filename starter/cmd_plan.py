@@ -173,7 +173,18 @@ def read_planner_schedule(args: argparse.Namespace, schedule_id: str) -> tuple[b
         state = (await client.get_schedule_handle(schedule_id).describe()).schedule.state
         return state.paused, state.note or None
 
-    return asyncio.run(asyncio.wait_for(read(), 10))
+    async def bounded() -> tuple[bool, str | None]:
+        return await asyncio.wait_for(read(), 10)
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # the command line: no loop yet
+        return asyncio.run(bounded())
+    # called from a running loop (an embedding program, an async test): asyncio.run would refuse it
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, bounded()).result()
 
 
 def _repair_policies(toleration: str) -> Any:

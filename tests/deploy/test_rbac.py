@@ -79,6 +79,8 @@ def _plurals(call: ast.Call | None, *scopes: ast.AST | None) -> list[str]:
 def permissions_of(path: str, http: str, call: ast.Call | None, watch: bool,
                    *scopes: ast.AST | None) -> set[Permission]:
     parts = path.strip("/").split("/")
+    if parts[0] not in ("api", "apis"):  # a non-resource URL (/version): kube's system:public-info-viewer role
+        return set()                      # grants it to every client, so the worker's Role needs nothing for it
     group, rest = ("", parts[2:]) if parts[0] == "api" else (parts[1], parts[3:])
     if rest and rest[0] == "namespaces" and len(rest) > 2:
         rest = rest[2:]
