@@ -51,9 +51,10 @@ def test_the_batch_id_depends_only_on_the_pod_uids() -> None:
     assert batch_workflow_id([a]).startswith("provision-")
 
 
-async def test_a_handed_off_pod_is_not_batched_again_within_the_cooldown(monkeypatch) -> None:
+def _record_starts(monkeypatch: Any, covered_uids: frozenset[str] = frozenset()) -> list[list[str]]:
+    """The intake's workflow starts, recorded (pod uids per batch) instead of made; `covered_uids` are the pods a
+    running provisioning covers."""
     import runtime.pending_pods as pp
-    from runtime.pending_pods import IntakeSettings
 
     started: list[list[str]] = []
 
@@ -65,10 +66,17 @@ async def test_a_handed_off_pod_is_not_batched_again_within_the_cooldown(monkeyp
         return Handle()
 
     async def covered(client):  # type: ignore[no-untyped-def]
-        return {"uid-covered"}
+        return set(covered_uids)
 
     monkeypatch.setattr(pp, "start_provisioning", start)
     monkeypatch.setattr(pp, "covered_pods", covered)
+    return started
+
+
+async def test_a_handed_off_pod_is_not_batched_again_within_the_cooldown(monkeypatch) -> None:
+    from runtime.pending_pods import IntakeSettings
+
+    started = _record_starts(monkeypatch, frozenset({"uid-covered"}))
     now = [0.0]
     pods = [_pod("a"), _pod("covered")]
     intake = PendingPodIntake(lambda: pods, None, IntakeSettings(task_queue="q", cooldown_seconds=30),  # type: ignore[arg-type]
@@ -147,23 +155,9 @@ def test_the_pods_of_a_deleting_node_are_batched_as_displaced() -> None:
 
 
 async def test_the_intake_starts_a_batch_for_a_deleting_nodes_pods(monkeypatch) -> None:
-    import runtime.pending_pods as pp
     from runtime.pending_pods import IntakeSettings
 
-    started: list[list[str]] = []
-
-    class Handle:
-        id = "provision-x"
-
-    async def start(client, pods, task_queue, settings):  # type: ignore[no-untyped-def]
-        started.append([p.uid for p in pods])
-        return Handle()
-
-    async def covered(client):  # type: ignore[no-untyped-def]
-        return set()
-
-    monkeypatch.setattr(pp, "start_provisioning", start)
-    monkeypatch.setattr(pp, "covered_pods", covered)
+    started = _record_starts(monkeypatch)
     now = [0.0]
     pods = [_pod("web", reason=None, nodeName="gone"), _pod("db", reason=None, nodeName="live")]
     intake = PendingPodIntake(lambda: pods, None, IntakeSettings(task_queue="q"),  # type: ignore[arg-type]
