@@ -20,6 +20,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -35,6 +36,7 @@ from simulator.server import Simulator
 pytestmark = [pytest.mark.e2e]
 TIME_SCALE = 0.1
 RETRY = 150.0  # simulated seconds: the scheduler retries a failed pod 15 s later, past consolidateAfter (1 s)
+SPOT_NOTICE = 120.0  # seconds from a spot warning's time to its deadline (EC2's two minutes)
 WORKER = {"watch": True, "provisioning": True, "min_drain_seconds": 0.5, "batch_idle_seconds": 0.5,
           "batch_max_seconds": 2.0}
 
@@ -135,6 +137,13 @@ def _kept_because(stack: Any, node: str) -> set[str]:
             for text, rule in rules.items() if text in e["message"].lower()}
 
 
+async def _only_claim(stack: Any, name: str, old: str) -> None:
+    """Once the `old` NodeClaim is deleted, `name` is the only one left: nothing else was launched (or kept)."""
+    live = await wait_for(lambda: (n := [c["metadata"]["name"] for c in _live_claims(stack.api)]) and old not in n
+                          and n, timeout=15, what=f"{old} deleted")
+    assert live == [name], f"a node other than the replacement was launched or kept: {live}"
+
+
 async def _passes_after(stack: Any, passes: int) -> int:
     """Planner passes once the disruption is over, whether or not the pods have bound yet: none may start one (the
     replacement is the only node and was sized for these pods, so no consolidation is worth it either)."""
@@ -145,36 +154,80 @@ async def _passes_after(stack: Any, passes: int) -> int:
     return passes
 
 
-async def test_a_prespun_spot_replacement_is_kept_until_the_evicted_pods_bind(temporal_client,
-                                                                              moto_endpoint) -> None:
+@contextlib.asynccontextmanager
+async def _spot_stack(client: Any, moto_endpoint: str, *extra: dict[str, Any]) -> AsyncIterator[tuple[Any, Any]]:
+    """The slow world with a spot m5.xlarge `spot-a` running the ReplicaSet `web` (2 pods of 1 CPU), the worker
+    (watch, provisioning) whose passes the test drives, and the interruption intake on its own queue. Yields the
+    stack and a function that sends a spot warning for `spot-a` dated `age` seconds ago."""
     with _slow_world(moto_endpoint) as sim:
-        sim.load_objects(fresh([node_pool("default", requirements=_requirements("spot"), consolidate_after="1s"),
+        # budget 2 nodes (a 20-node pool's 10 %): the draining spot node does not use up the budget by itself
+        sim.load_objects(fresh([node_pool("default", requirements=_requirements("spot"), consolidate_after="1s",
+                                          budgets=[{"nodes": "2"}]),
                                 *node_objects("spot-a", "m5.xlarge", capacity_type="spot"),
-                                replica_set("web", 2, "1")]))
+                                replica_set("web", 2, "1"), *extra]))
         sqs, url = new_queue(moto_endpoint)
-        async with (disruption_stack(temporal_client, sim, moto_endpoint, worker=WORKER) as stack,
-                    intake_worker(temporal_client, sim, moto_endpoint, sqs, url, min_drain=0.5)):
+        async with (disruption_stack(client, sim, moto_endpoint, worker=WORKER) as stack,
+                    intake_worker(client, sim, moto_endpoint, sqs, url, min_drain=0.5)):
             await wait_for(lambda: _running_on(stack.api, "web", "spot-a", 2), timeout=20, what="web on spot-a")
             (old,) = _live_claims(stack.api)
-            warned = time.monotonic()
-            async with PendingClock(stack.api, "web").running() as clock:
-                sqs.send_message(QueueUrl=url, MessageBody=spot_warning(old["status"]["providerID"].rsplit("/")[-1]))
-                (new,) = await wait_for(lambda: _initialized_other(stack.api, old["metadata"]["name"]), timeout=30,
-                                        what="the pre-spun replacement initialized")
-                ready_after = time.monotonic() - warned
-                node = new["status"]["nodeName"]
-                ran = await _passes_spare(stack, node, "web", passes=4, pause=1.0)
-                assert ran >= 2, f"the pods bound after {ran} pass(es): the test proves nothing"
-                await wait_for(lambda: _running_on(stack.api, "web", node, 2), timeout=40,
-                               what="the evicted pods' replacements Running on the pre-spun node")
-            assert [c["metadata"]["name"] for c in _live_claims(stack.api)] == [new["metadata"]["name"]], \
-                "a node other than the pre-spun one was launched or kept"
-            assert clock.unbound, "no pod was ever pending: the scheduler's retry was not exercised"
-            why = _kept_because(stack, node)
-            assert why, "no Event on the pre-spun node says why the passes kept it"
-            print(f"spot pre-spin: kept because {sorted(why)}")
-            print(f"spot pre-spin: replacement initialized {ready_after:.1f} s after the warning; {ran} passes kept "
-                  f"it; pods pending {clock.longest():.1f} s (scheduler retry {RETRY * TIME_SCALE:.0f} s)")
+            instance = old["status"]["providerID"].rsplit("/")[-1]
+
+            def warn(age: float = 0.0) -> None:
+                at = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=age)
+                sqs.send_message(QueueUrl=url, MessageBody=spot_warning(instance, time_=at))
+
+            yield stack, warn
+
+
+async def test_a_prespun_spot_replacement_is_kept_until_the_evicted_pods_bind(temporal_client,
+                                                                              moto_endpoint) -> None:
+    """The drain evicts the pods at once; their replacements wait for the scheduler's retry while the pre-spun
+    node is Ready and empty."""
+    async with _spot_stack(temporal_client, moto_endpoint) as (stack, warn):
+        warned = time.monotonic()
+        async with PendingClock(stack.api, "web").running() as clock:
+            warn()
+            (new,) = await wait_for(lambda: _initialized_other(stack.api, "spot-a-claim"), timeout=30,
+                                    what="the pre-spun replacement initialized")
+            ready_after = time.monotonic() - warned
+            node = new["status"]["nodeName"]
+            ran = await _passes_spare(stack, node, "web", passes=4, pause=1.0)
+            assert ran >= 2, f"the pods bound after {ran} pass(es): the test proves nothing"
+            await wait_for(lambda: _running_on(stack.api, "web", node, 2), timeout=40,
+                           what="the evicted pods' replacements Running on the pre-spun node")
+        await _only_claim(stack, new["metadata"]["name"], "spot-a-claim")
+        assert clock.unbound, "no pod was ever pending: the scheduler's retry was not exercised"
+        why = _kept_because(stack, node)
+        assert why, "no Event on the pre-spun node says why the passes kept it"
+        print(f"spot pre-spin: replacement initialized {ready_after:.1f} s after the warning; {ran} passes kept "
+              f"it ({sorted(why)}); pods pending {clock.longest():.1f} s (scheduler retry {RETRY * TIME_SCALE:.0f} s)")
+
+
+async def test_a_prespun_spot_replacement_is_kept_while_a_pdb_holds_the_pods(temporal_client,
+                                                                             moto_endpoint) -> None:
+    """A PDB allows no eviction, so the pods stay on the draining spot node until the warning's deadline (the
+    warning is dated so that it falls 12 s ahead): the pre-spun node is Ready and empty all that time, kept for
+    the pods of the deleting node, and takes them when the deadline evicts them."""
+    blocking = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "web"}}}}
+    async with _spot_stack(temporal_client, moto_endpoint, blocking) as (stack, warn):
+        warned = time.monotonic()
+        warn(age=SPOT_NOTICE - 12.0)
+        (new,) = await wait_for(lambda: _initialized_other(stack.api, "spot-a-claim"), timeout=30,
+                                what="the pre-spun replacement initialized")
+        ready_after = time.monotonic() - warned
+        node = new["status"]["nodeName"]
+        ran = await _passes_spare(stack, node, "web", passes=4, pause=1.0)
+        assert ran >= 2, f"the pods moved after {ran} pass(es): the test proves nothing"
+        await wait_for(lambda: _running_on(stack.api, "web", node, 2), timeout=30,
+                       what="the pods Running on the pre-spun node after the deadline")
+        moved_after = time.monotonic() - warned
+        await _only_claim(stack, new["metadata"]["name"], "spot-a-claim")
+        why = _kept_because(stack, node)
+        assert why, "no Event on the pre-spun node says why the passes kept it"
+        print(f"spot pre-spin under a PDB: replacement initialized {ready_after:.1f} s after the warning; {ran} passes "
+              f"kept it ({sorted(why)}); pods Running there {moved_after:.1f} s after the warning")
 
 
 async def test_a_drift_replacement_is_kept_until_the_pods_bind(temporal_client, moto_endpoint) -> None:
@@ -200,8 +253,7 @@ async def test_a_drift_replacement_is_kept_until_the_pods_bind(temporal_client, 
                 await wait_for(lambda: _running_on(stack.api, "api", node, 2), timeout=40,
                                what="the ReplicaSet's pods Running on the replacement")
             assert outcome.outcome.value == "Succeeded", outcome
-            assert [c["metadata"]["name"] for c in _live_claims(stack.api)] == [new["metadata"]["name"]], \
-                "a node other than the drift replacement was launched or kept"
+            await _only_claim(stack, new["metadata"]["name"], old["metadata"]["name"])
             print(f"drift: replacement initialized {ready_after:.1f} s after the pass; {during} passes during the "
                   f"disruption, {after} after it; pods pending {clock.longest():.1f} s "
                   f"(scheduler retry {RETRY * TIME_SCALE:.0f} s)")
