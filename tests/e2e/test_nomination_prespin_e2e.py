@@ -6,11 +6,17 @@ runs as in production (watch cache, controllers, the pending-pod intake). Two mo
 #32), with the planner's passes driven by the test:
 
 - spot pre-spin: a spot warning through SQS pre-spins a replacement; it is Ready (and empty) while the spot node
-  drains, and the evicted pods' replacements wait for the scheduler's retry: no pass may disrupt it meanwhile;
+  drains, and the evicted pods' replacements wait for the scheduler's retry: no pass may disrupt it meanwhile
+  (kept by its nomination, or by the pending-pod rule without it);
+- spot pre-spin under a PDB: the pods stay on the draining node until the warning's deadline, the Ready replacement
+  is kept for them by the room reserved for the pods of deleting nodes;
 - drift replacement: a drifted node's DisruptionWorkflow launches a replacement, waits for it and terminates the old
-  node; passes during and after must leave the replacement alone until the ReplicaSet's pods bind on it.
+  node; passes during and after must leave the replacement alone until the ReplicaSet's pods bind on it. A guard:
+  it passes without the fix too (the running disruption protects its replacement, and the pods, evicted only once
+  it is Ready, bind at their first try).
 
-Each asserts that the pods end Running on the launched capacity and that nothing else was launched.
+Each asserts that the pods end Running on the launched capacity and that nothing else was launched. The spot tests
+fail on the code before the fix (a pass disrupts the pre-spun node).
 """
 
 from __future__ import annotations
