@@ -19,11 +19,11 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 
 from activities.karpenter_metrics import DISRUPTED_ONCE, record_disrupted
-from activities.kube_client import Conflict, KubeClient
 from api import labels
 from api.timestamps import format_seconds
 from contracts.disruption import AwaitTerminationsInput, NodeRef, TaintInput, TerminationsInput
 from contracts.errors import ErrorType
+from gateways.kube import Conflict, KubeClient
 from planning.nodeclaim_conditions import Change, disruption_reason, no_disruption_reason
 
 log = logging.getLogger(__name__)

@@ -20,10 +20,11 @@ from kubernetes.client.rest import ApiException
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.kube_client import Conflict, KubeClient
 from api.provider_id import instance_id_from_provider_id
 from contracts.errors import ErrorType
 from contracts.termination import InstanceInput, InstanceResult
+from gateways.ec2 import CloudProvider, cloud_provider
+from gateways.kube import Conflict, KubeClient
 from planning.nodeclaim_conditions import instance_terminating
 from telemetry import karpenter_metrics as km
 from telemetry.karpenter_metrics import cloudprovider_call
@@ -35,10 +36,11 @@ DONE_STATES = ("shutting-down", "terminated")
 
 
 class CloudActivities:
-    """Activities over a boto3 EC2 client (blocking calls in a private thread pool)."""
+    """Activities over the cloud provider (blocking calls in a private thread pool)."""
 
-    def __init__(self, ec2: Any, max_threads: int = 16, poll: float = 0.5, kube: KubeClient | None = None) -> None:
-        self.ec2 = ec2
+    def __init__(self, ec2: CloudProvider | Any, max_threads: int = 16, poll: float = 0.5,
+                 kube: KubeClient | None = None) -> None:
+        self.ec2 = cloud_provider(ec2)
         self.kube = kube  # marks the NodeClaim InstanceTerminating (docs/semantics.md §18); None: not marked
         self.poll = poll
         self._pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="ec2")
@@ -50,27 +52,26 @@ class CloudActivities:
     def _state(self, instance_id: str) -> str:
         """The instance state name, or "gone" when EC2 no longer knows it."""
         try:
-            resp = self.ec2.describe_instances(InstanceIds=[instance_id])
+            instances = self.ec2.instances(ids=[instance_id])
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code")
             if code in ("InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed"):
                 return "gone"
             raise
-        for reservation in resp.get("Reservations") or []:
-            for inst in reservation.get("Instances") or []:
-                if inst.get("InstanceId") == instance_id:
-                    return str(inst.get("State", {}).get("Name", "unknown"))
+        for inst in instances:
+            if inst.get("InstanceId") == instance_id:
+                return str(inst.get("State", {}).get("Name", "unknown"))
         return "gone"
 
     def _terminate(self, instance_id: str) -> str:
         """TerminateInstances; returns the state it reports (so a done termination needs no extra describe)."""
         try:
-            resp = self.ec2.terminate_instances(InstanceIds=[instance_id])
+            changes = self.ec2.terminate([instance_id])
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "InvalidInstanceID.NotFound":
                 raise
             return "gone"
-        for change in resp.get("TerminatingInstances") or []:
+        for change in changes:
             if change.get("InstanceId") == instance_id:
                 return str((change.get("CurrentState") or {}).get("Name", "unknown"))
         return "unknown"

@@ -22,11 +22,11 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.kube_client import KubeClient
-from activities.kube_client import event_body as kube_event_body
 from api import events
 from api.events import EventReason, dedupe_key, spec_of
 from contracts.disruption import EventsInput, EventSpec
+from gateways.kube import KubeClient
+from gateways.kube import event_body as kube_event_body
 from telemetry import metrics
 
 log = logging.getLogger(__name__)

@@ -17,10 +17,10 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.kube_client import KubeClient
 from api.fleet import FleetChange
 from api.fleet_observation import ClusterObservation
 from contracts.fleet import ApplyInput, ApplyResult, GateInput, GateResult, ObserveInput
+from gateways.kube import KubeClient
 from planning.fleet_change import node_class_patch, node_class_state, node_pool_patch, observe_pods, observe_pool
 from planning.fleet_progress import judge_prometheus
 

@@ -17,7 +17,6 @@ from typing import Any
 
 from activities.events import event_body, recorder_for
 from activities.karpenter_metrics import message_type, record_disrupted
-from activities.kube_client import KubeClient
 from api import labels
 from api.catalog import InstanceTypeCatalog
 from api.events import (
@@ -40,6 +39,7 @@ from api.provider_id import instance_id_from_provider_id
 from contracts.disruption import EventSpec, Replacement
 from contracts.interruption import PrespinInput
 from contracts.termination import TerminationInput
+from gateways.kube import KubeClient
 from planning.selectors import match_requirement
 from planning.unavailable_offerings import UnavailableOfferings, UnavailableReason, with_unavailable
 

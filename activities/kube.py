@@ -22,7 +22,6 @@ from kubernetes.client.rest import ApiException
 from temporalio import activity
 
 from activities.events import recorder_for
-from activities.kube_client import Conflict, Eviction, KubeClient, Obj, node_ready
 from api import events, labels
 from api.duration import parse_optional_duration
 from api.events import EventReason
@@ -44,6 +43,7 @@ from contracts.termination import (
     VolumesInput,
     VolumesResult,
 )
+from gateways.kube import Conflict, Eviction, KubeClient, Obj, node_ready
 from planning import drain as rules
 from planning.nodeclaim_conditions import volumes_detached
 from planning.selectors import match_label_selector

@@ -18,7 +18,6 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.kube_client import KubeClient, Obj
 from activities.nodeclass_drift import DriftMarker
 from api.ec2nodeclass import READY, EC2NodeClass, load_ec2nodeclass
 from api.ec2nodeclass_validation import validate_ec2nodeclass
@@ -33,6 +32,8 @@ from api.nodeclass_resolution import (
     subnet_queries,
 )
 from contracts.nodeclass import NodeClassInput, NodeClassOutcome, NodeClassResult
+from gateways.ec2 import CloudProvider, cloud_provider
+from gateways.kube import KubeClient, Obj
 
 log = logging.getLogger(__name__)
 
@@ -51,14 +52,15 @@ class NodeClassActivities:
     """Clients come in: the Kubernetes gateway, EC2, SSM, and IAM (optional: without it, a `role`'s instance
     profile is named as nodeflow would create it, but not created)."""
 
-    def __init__(self, kube: KubeClient, ec2: Any, ssm: Any, iam: Any = None, cluster_name: str | None = None,
-                 region: str | None = None, clock: Callable[[], datetime] | None = None) -> None:
+    def __init__(self, kube: KubeClient, ec2: CloudProvider | Any, ssm: Any, iam: Any = None,
+                 cluster_name: str | None = None, region: str | None = None,
+                 clock: Callable[[], datetime] | None = None) -> None:
         self._kube = kube
-        self._ec2 = ec2
+        self._ec2 = cloud_provider(ec2)
         self._ssm = ssm
         self._iam = iam
         self._cluster = cluster_name or "nodeflow"
-        self._region = region or getattr(getattr(ec2, "meta", None), "region_name", None) or "us-east-1"
+        self._region = region or self._ec2.region or "us-east-1"
         self._clock = clock or (lambda: datetime.now(UTC))
 
     @activity.defn(name="nodeclass_reconcile")
@@ -154,7 +156,7 @@ class NodeClassActivities:
         token: str | None = None
         while True:
             try:
-                resp = getattr(self._ec2, method)(**params, **({"NextToken": token} if token else {}))
+                resp = self._ec2.describe(method, {**params, **({"NextToken": token} if token else {})})
             except Exception as exc:
                 if error_code(exc) in NOT_FOUND_CODES:
                     return out

@@ -16,11 +16,11 @@ from collections import Counter
 from collections.abc import Mapping
 from datetime import datetime
 
-from activities.kube_client import Change, KubeClient, Obj
 from api import labels
 from api.ec2nodeclass import KIND, EC2NodeClass
 from api.nodeclaim import DRIFTED, LAUNCHED, NodeClaim
 from api.timestamps import format_seconds
+from gateways.kube import Change, KubeClient, Obj
 from planning.nodeclaim_conditions import NODEPOOL_DRIFT_REASONS
 from planning.nodeclass_drift import NodeClassDriftReason, nodeclass_drift
 

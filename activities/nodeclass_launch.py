@@ -14,7 +14,6 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from activities.kube_client import KubeClient, Obj
 from api import labels
 from api.catalog import InstanceTypeCatalog
 from api.ec2nodeclass import KIND, SUBNET_ANNOTATION, EC2NodeClass, launch_annotations, load_ec2nodeclass
@@ -28,6 +27,7 @@ from api.nodeclass_launch import (
     user_data,
 )
 from contracts.errors import ErrorType
+from gateways.kube import KubeClient, Obj
 from planning.nodeclass_drift import LaunchRecord, expected_image
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,6 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from activities.events import EventActivities
-from activities.kube_client import KubeClient, without_disrupted_taint
 from activities.rollout_divert import divert_drift, wave_pools_drifted
 from api import labels
 from api.catalog import InstanceTypeCatalog, load_catalog
@@ -43,6 +42,7 @@ from contracts.disruption import (
     ValidationResult,
 )
 from contracts.errors import ErrorType
+from gateways.kube import KubeClient, without_disrupted_taint
 from planning.repair import DEFAULT_POLICIES, RepairPolicy
 from planning.spot_return import SPOT_RETURN, recheck_spot_return
 from planning.unavailable_offerings import UnavailableOfferings, with_unavailable

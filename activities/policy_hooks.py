@@ -16,9 +16,9 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 
-from activities.kube_client import KubeClient
 from contracts.errors import ErrorType
 from contracts.policy import HookCall, Notification, TerminationBlocker, WatchInput
+from gateways.kube import KubeClient
 from telemetry import metrics
 
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)

@@ -20,7 +20,6 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.kube_client import KubeClient, Obj, event_body, node_ready
 from activities.nodeclass_launch import NodeClassLauncher
 from api import labels
 from api.allocatable import VM_MEMORY_OVERHEAD_PERCENT
@@ -38,6 +37,8 @@ from contracts.disruption import (
     StatusInput,
 )
 from contracts.errors import ErrorType
+from gateways.ec2 import CloudProvider, cloud_provider
+from gateways.kube import KubeClient, Obj, event_body, node_ready
 from planning.lifecycle.launch import launch_patch
 from planning.node_overlays import pool_catalog
 from planning.spot_return import fallback_message, fallback_value, fell_back
@@ -134,12 +135,13 @@ def _offer_of(instance: dict[str, Any], offers: list[tuple[str, Offering]]) -> t
 
 
 class ProvisioningActivities:
-    """Clients come in: the Kubernetes gateway, an EC2 client (boto3), the catalog."""
+    """Clients come in: the Kubernetes gateway, the cloud provider (or a boto3 EC2 client it wraps), the catalog."""
 
-    def __init__(self, kube: KubeClient, ec2: Any, catalog: InstanceTypeCatalog, ami_id: str | None = None,
-                 cluster: ClusterInfo | None = None, offerings: UnavailableOfferings | None = None) -> None:
+    def __init__(self, kube: KubeClient, ec2: CloudProvider | Any, catalog: InstanceTypeCatalog,
+                 ami_id: str | None = None, cluster: ClusterInfo | None = None,
+                 offerings: UnavailableOfferings | None = None) -> None:
         self._kube = kube
-        self._ec2 = ec2
+        self._ec2 = cloud_provider(ec2)
         self._catalog = catalog
         self._ami_id = ami_id
         # The worker's one cache of offerings EC2 refused lately (planning/unavailable_offerings.py): a launch skips
@@ -311,21 +313,18 @@ class ProvisioningActivities:
 
     def _existing_instance(self, claim_name: str, claim_uid: str) -> dict[str, Any] | None:
         """The live instance launched for this very NodeClaim (its uid tag tells apart a same-named one)."""
-        resp = self._ec2.describe_instances(Filters=[
+        instances = self._ec2.instances(filters=[
             {"Name": f"tag:{NODECLAIM_TAG}", "Values": [claim_name]},
             {"Name": f"tag:{NODECLAIM_UID_TAG}", "Values": [claim_uid]},
             {"Name": "instance-state-name", "Values": ["pending", "running"]},
         ])
-        for res in resp.get("Reservations", []):
-            for inst in res.get("Instances", []):
-                return inst
-        return None
+        return instances[0] if instances else None
 
     def _image_id(self) -> str:
         if self._ami_id is None:
-            images = self._ec2.describe_images(Owners=["amazon"]).get("Images", [])
+            images = self._ec2.images(Owners=["amazon"])
             if not images:
-                images = self._ec2.describe_images().get("Images", [])
+                images = self._ec2.images()
             if not images:
                 raise ApplicationError("no AMI found for replacement instances", type=ErrorType.LAUNCH_FAILED.value,
                                        non_retryable=True)
@@ -363,7 +362,7 @@ class ProvisioningActivities:
                                                "SpotOptions": {"SpotInstanceType": "one-time"}}
         try:
             with km.cloudprovider_call("nodeclaim.lifecycle", "Create", _launch_error):
-                return self._ec2.run_instances(**params)["Instances"][0]
+                return self._ec2.launch(params)
         except Exception as exc:
             code = getattr(exc, "response", {}).get("Error", {}).get("Code")
             km.LAUNCH_FAILURES.labels(zone=zone, zone_id="", capacity_type=inp.replacement.capacity_type,
@@ -430,7 +429,7 @@ class ProvisioningActivities:
             instance_ids.append(existing["InstanceId"])
         if instance_ids:
             try:
-                self._ec2.terminate_instances(InstanceIds=instance_ids)
+                self._ec2.terminate(instance_ids)
             except Exception as exc:
                 if getattr(exc, "response", {}).get("Error", {}).get("Code") != "InvalidInstanceID.NotFound":
                     raise

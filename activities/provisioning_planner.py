@@ -18,7 +18,6 @@ from temporalio import activity
 
 from activities import launch_controls
 from activities.events import nominated_spec, recorder_for
-from activities.kube_client import KubeClient, event_body
 from activities.planning_runner import to_replacement
 from api import events
 from api.catalog import InstanceTypeCatalog, current_catalog, load_catalog
@@ -30,6 +29,7 @@ from contracts.provisioning import (
     ProvisioningPlan,
     ProvisioningPlanInput,
 )
+from gateways.kube import KubeClient, event_body
 from planning import nomination
 from planning.nomination import NominatedKind
 from planning.provisioning import Exclusion

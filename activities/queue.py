@@ -13,9 +13,7 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from temporalio import activity
 
@@ -23,6 +21,7 @@ from activities.interruption import NodeInfo
 from activities.karpenter_metrics import message_type
 from api.interruption import InterruptionEvent, Malformed, Unknown, parse_message
 from contracts.interruption import PollCounts, PollInput
+from gateways.sqs import QueueMessage, SqsQueue
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
 
@@ -31,49 +30,10 @@ log = logging.getLogger(__name__)
 HEARTBEAT_EVERY = 1.0  # seconds (the SDK throttles sends); heartbeats run beside the blocking long poll
 
 
-@dataclass(frozen=True)
-class QueueMessage:
-    message_id: str
-    receipt_handle: str
-    body: str
-    receive_count: int = 1
-    sent_at: float | None = None  # epoch seconds
-
-
 class Dispatcher(Protocol):
     async def load_nodes(self) -> dict[str, NodeInfo]: ...
 
     async def dispatch(self, event: InterruptionEvent, nodes: dict[str, NodeInfo]) -> list[str]: ...
-
-
-class SqsQueue:
-    """Blocking calls on one queue through a boto3 SQS client (called from threads)."""
-
-    def __init__(self, sqs: Any, queue_url: str) -> None:
-        self._sqs = sqs
-        self.url = queue_url
-        # The long poll blocks a thread for up to 20 s: give it its own, not one of the loop's shared ones.
-        self.poll_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqs-poll")
-
-    def receive(self, wait_seconds: int, max_messages: int, visibility_timeout: int) -> list[QueueMessage]:
-        resp = self._sqs.receive_message(
-            QueueUrl=self.url, MaxNumberOfMessages=max(1, min(max_messages, 10)),
-            WaitTimeSeconds=max(0, min(wait_seconds, 20)), VisibilityTimeout=visibility_timeout,
-            MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
-        )
-        out = []
-        for m in resp.get("Messages", []):
-            attrs = m.get("Attributes") or {}
-            sent = attrs.get("SentTimestamp")
-            out.append(QueueMessage(
-                message_id=m["MessageId"], receipt_handle=m["ReceiptHandle"], body=m.get("Body", ""),
-                receive_count=int(attrs.get("ApproximateReceiveCount", "1")),
-                sent_at=int(sent) / 1000.0 if sent else None,
-            ))
-        return out
-
-    def delete(self, receipt_handle: str) -> None:
-        self._sqs.delete_message(QueueUrl=self.url, ReceiptHandle=receipt_handle)
 
 
 class InterruptionQueueActivities:

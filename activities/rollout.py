@@ -9,11 +9,11 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.kube_client import KubeClient
 from activities.planning_runner import PlanningActivities, heartbeating, to_command
 from activities.rollout_divert import DRIFT_METHOD
 from api import labels as L
 from contracts.policy import RolloutNoteInput, RolloutPlan, RolloutPlanInput, WorkloadRef, WorkloadsInput
+from gateways.kube import KubeClient
 
 
 class RolloutActivities:

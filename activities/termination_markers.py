@@ -17,13 +17,13 @@ from kubernetes.client.rest import ApiException
 from temporalio import activity
 
 from activities.events import recorder_for
-from activities.kube_client import Conflict, KubeClient
 from api import events, labels
 from api.duration import parse_optional_duration
 from api.events import EventReason
 from api.timestamps import format_seconds, parse_time
 from contracts.disruption import EventSpec
 from contracts.termination import DrainedStatus, TerminationMarkersInput
+from gateways.kube import Conflict, KubeClient
 
 log = logging.getLogger(__name__)
 

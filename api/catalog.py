@@ -166,7 +166,7 @@ class InstanceTypeCatalog(BaseModel):
 
 def current_catalog(catalog: object) -> object:
     """A catalog source resolved to the catalog in force now: a refreshing source (anything with `current()`, e.g.
-    activities.instance_types.LiveCatalog) gives its current catalog, so one pass plans on one catalog; a plain
+    gateways.instance_types.LiveCatalog) gives its current catalog, so one pass plans on one catalog; a plain
     InstanceTypeCatalog (or None) is itself."""
     current = getattr(catalog, "current", None)
     return current() if callable(current) else catalog

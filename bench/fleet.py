@@ -30,13 +30,13 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities.fleet import FleetActivities
-from activities.kube_client import KubeClient
 from api.fleet import load_fleet_rollout
 from bench.clusters import node_pool
 from client.fleet import start_fleet_rollout
 from contracts.fleet import FleetSettings
 from contracts.search_attributes import ALL as SEARCH_ATTRIBUTES
 from devstack.binaries import find_binary
+from gateways.kube import KubeClient
 from simulator.server import Simulator
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Benchmark: discovering every instance type of a region (activities/instance_types.py) and what it holds.
+"""Benchmark: discovering every instance type of a region (gateways/instance_types.py) and what it holds.
 
 Without --endpoint it starts the devstack's EC2 stand-in (moto with spot price history and the Pricing API) on
 loopback, as the demo starts it (devstack/stack.py). Per region it prints JSON: types (and how many have an
@@ -30,10 +30,10 @@ from typing import Any
 
 import boto3
 
-from activities.instance_discovery import describe_instance_types, describe_offerings, on_demand_prices, spot_prices
-from activities.instance_types import InstanceTypeProvider
 from api.allocatable import node_resources
 from devstack.processes import MotoServer
+from gateways.instance_discovery import describe_instance_types, describe_offerings, on_demand_prices, spot_prices
+from gateways.instance_types import InstanceTypeProvider
 
 
 def _timed(fn: Any, *args: Any) -> tuple[Any, float]:

@@ -25,10 +25,10 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import ActivityEnvironment
 
-from activities.kube_client import KubeClient
 from activities.planning_runner import PlanningActivities
 from api.catalog import load_default_catalog
 from contracts.disruption import PlanPassInput
+from gateways.kube import KubeClient
 from runtime.cloud_clients import kube_api_client
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
@@ -71,7 +71,7 @@ def _catalog(discover: str | None, region: str) -> tuple[Any, dict[str, Any]]:
         catalog = load_default_catalog()
         return catalog, {"catalog": "bundled", "instanceTypes": len(catalog.instance_types),
                          "instanceTypesAvailable": _available(catalog)}
-    from activities.instance_types import InstanceTypeProvider, LiveCatalog
+    from gateways.instance_types import InstanceTypeProvider, LiveCatalog
     from runtime.cloud_clients import ec2_client, pricing_client
 
     provider = InstanceTypeProvider(ec2_client(region, discover), pricing_client(region, discover))

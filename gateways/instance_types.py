@@ -3,7 +3,7 @@
 `InstanceTypeProvider` is what the worker's activities get instead of a fixed catalog when no `--catalog` is given:
 calling it (or `.catalog()`) returns the current catalog, so each pass reads the one in force. Every `refresh`
 seconds (12 h by default, Karpenter's pricing and instance-type refresh) it reads the region again
-(activities/instance_discovery.py) and builds the catalog (api/instance_types/build.py). A failed refresh keeps the
+(gateways/instance_discovery.py) and builds the catalog (api/instance_types/build.py). A failed refresh keeps the
 last good catalog, logs a warning and counts it (`nodeflow_instance_type_refreshes_total{result="failed"}`); before
 any success the bundled catalog stands in. On-demand prices fall back to the bundled price table (api/price_table.py)
 when the Pricing API cannot be reached, then to the bundled catalog's prices. docs/semantics.md "Instance types and
@@ -18,11 +18,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from activities.instance_discovery import describe_instance_types, describe_offerings, on_demand_prices, spot_prices
 from api import price_table
 from api.catalog import InstanceTypeCatalog, load_default_catalog
 from api.instance_types.build import build_catalog
 from api.quantity import parse_quantity
+from gateways.instance_discovery import describe_instance_types, describe_offerings, on_demand_prices, spot_prices
 from telemetry import karpenter_metrics as km
 from telemetry.metrics import INSTANCE_TYPE_PRICE_FALLBACKS, INSTANCE_TYPE_REFRESHES, INSTANCE_TYPES_DISCOVERED
 

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from activities.kube_client import KubeClient, Obj, Watch
 from api import labels
 from api.timestamps import parse_time
 from client.termination import start_termination
 from contracts.search_attributes import TASK_QUEUE
 from contracts.termination import TerminationInput
+from gateways.kube import KubeClient, Obj, Watch
 from workflows.termination import machine_key
 
 log = logging.getLogger(__name__)

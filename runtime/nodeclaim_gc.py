@@ -24,10 +24,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from activities.kube_client import KubeClient, Obj, node_ready
 from api import labels as L
 from api.nodeclass_launch import EKS_CLUSTER_TAG
 from api.provider_id import instance_id_from_provider_id
+from gateways.ec2 import CloudProvider, cloud_provider
+from gateways.kube import KubeClient, Obj, node_ready
 from planning.lifecycle import garbage
 from runtime.cluster_cache import ClusterCache
 from telemetry import karpenter_metrics as km
@@ -56,9 +57,9 @@ def _objs(cache: ClusterCache, kind: str) -> list[Obj]:
 
 
 class GarbageCollector:
-    def __init__(self, kube: KubeClient, cache: ClusterCache, ec2: Any, cluster_name: str | None,
+    def __init__(self, kube: KubeClient, cache: ClusterCache, ec2: CloudProvider | Any, cluster_name: str | None,
                  settings: GcSettings | None = None, clock: Callable[[], datetime] | None = None) -> None:
-        self.kube, self.cache, self.ec2, self.cluster_name = kube, cache, ec2, cluster_name
+        self.kube, self.cache, self.ec2, self.cluster_name = kube, cache, cloud_provider(ec2), cluster_name
         self.settings = settings or GcSettings()
         self.clock = clock or (lambda: datetime.now(UTC))
         self.passes = 0
@@ -111,14 +112,10 @@ class GarbageCollector:
     def _cluster_instances(self) -> list[dict[str, Any]]:
         if not self.cluster_name:
             return []
-        out: list[dict[str, Any]] = []
-        pages = self.ec2.get_paginator("describe_instances").paginate(Filters=[
+        return self.ec2.all_instances([
             {"Name": f"tag:{EKS_CLUSTER_TAG}", "Values": [self.cluster_name]},
             {"Name": "tag-key", "Values": [L.NODEPOOL_LABEL]},
             {"Name": "instance-state-name", "Values": sorted(garbage.LIVE_STATES)}])
-        for page in pages:
-            out += [i for r in page.get("Reservations", []) for i in r.get("Instances", [])]
-        return out
 
     def _live_of_claims(self, claims: list[Obj], known: set[str]) -> set[str]:
         """Instances of registered claims the cluster listing did not show (no cluster tag): asked by id."""
@@ -134,8 +131,7 @@ class GarbageCollector:
     def _describe(self, ids: list[str]) -> list[dict[str, Any]]:
         """Instances by id; an id EC2 no longer knows is left out (asked one by one after a NotFound)."""
         try:
-            resp = self.ec2.describe_instances(InstanceIds=ids)
-            return [i for r in resp.get("Reservations", []) for i in r.get("Instances", [])]
+            return self.ec2.instances(ids=ids)
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") not in ("InvalidInstanceID.NotFound",
                                                                   "InvalidInstanceID.Malformed"):
@@ -147,7 +143,7 @@ class GarbageCollector:
     def _terminate_orphan(self, inst: dict[str, Any], nodes: list[Obj]) -> None:
         iid = str(inst["InstanceId"])
         log.info("instance %s has no NodeClaim, terminating it", iid, extra={"instance": iid})
-        self.ec2.terminate_instances(InstanceIds=[iid])
+        self.ec2.terminate([iid])
         metrics.INSTANCES_GARBAGE_COLLECTED.inc()
         for node in nodes:
             if instance_id_from_provider_id((node.get("spec") or {}).get("providerID")) == iid:

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from activities.kube_client import KubeClient, Obj
 from api import labels as L
 from api.allocatable import VM_MEMORY_OVERHEAD_PERCENT
 from api.catalog import InstanceTypeCatalog
@@ -33,6 +32,8 @@ from api.ec2nodeclass import KIND as NODE_CLASS_KIND
 from api.ec2nodeclass import EC2NodeClass, load_ec2nodeclass
 from api.nodeclaim import INITIALIZED, LAUNCHED, REGISTERED
 from api.timestamps import format_seconds, parse_time
+from gateways.ec2 import CloudProvider, cloud_provider
+from gateways.kube import KubeClient, Obj
 from planning.lifecycle import consolidatable, initialization, launch, liveness, registration
 from planning.lifecycle.conditions import TRUE, UNKNOWN, conditions_of, is_true, same, status_of, with_condition
 from planning.nodeclaim_conditions import with_ready
@@ -77,12 +78,13 @@ class NodeClaimLifecycle(CacheController):
     name = "nodeclaim lifecycle"
     kinds = KINDS
 
-    def __init__(self, kube: KubeClient, cache: ClusterCache, ec2: Any,
+    def __init__(self, kube: KubeClient, cache: ClusterCache, ec2: CloudProvider | Any,
                  catalog: Callable[[], InstanceTypeCatalog], settings: LifecycleSettings | None = None,
                  clock: Callable[[], datetime] | None = None) -> None:
         self.settings = settings or LifecycleSettings()
         super().__init__(cache, self.settings.resync_seconds, self.settings.debounce_seconds)
-        self.kube, self.ec2, self.catalog = kube, ec2, catalog
+        self.kube, self.catalog = kube, catalog
+        self.ec2 = cloud_provider(ec2) if ec2 is not None else None  # None: a test world without a cloud
         self.clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.Lock()
         self._dirty: set[str] = set()
@@ -333,15 +335,13 @@ class NodeClaimLifecycle(CacheController):
         uids = {_meta(c)["name"]: _meta(c).get("uid", "") for c in claims}
         out: dict[str, dict[str, Any]] = {}
         for start in range(0, len(names), 200):
-            resp = self.ec2.describe_instances(Filters=[
-                {"Name": f"tag:{NODECLAIM_TAG}", "Values": names[start:start + 200]},
-                {"Name": "instance-state-name", "Values": ["pending", "running"]}])
-            for res in resp.get("Reservations", []):
-                for inst in res.get("Instances", []):
-                    tags = {t["Key"]: t["Value"] for t in inst.get("Tags") or []}
-                    owner = tags.get(NODECLAIM_TAG, "")
-                    if tags.get("nodeflow.dev/nodeclaim-uid", uids.get(owner)) == uids.get(owner):
-                        out[owner] = inst
+            for inst in self.ec2.instances(filters=[
+                    {"Name": f"tag:{NODECLAIM_TAG}", "Values": names[start:start + 200]},
+                    {"Name": "instance-state-name", "Values": ["pending", "running"]}]):
+                tags = {t["Key"]: t["Value"] for t in inst.get("Tags") or []}
+                owner = tags.get(NODECLAIM_TAG, "")
+                if tags.get("nodeflow.dev/nodeclaim-uid", uids.get(owner)) == uids.get(owner):
+                    out[owner] = inst
         return out
 
 

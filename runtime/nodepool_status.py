@@ -28,13 +28,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from activities.kube_client import KubeClient, Obj
 from api import labels as L
 from api.budgets import compute_budget_rows
 from api.catalog import InstanceTypeCatalog
 from api.nodeclaim import LAUNCHED, NodeClaim
 from api.nodepool import NodePool
 from api.timestamps import parse_time
+from gateways.kube import KubeClient, Obj
 from planning import nodepool_status as nps
 from planning.cluster import parse_claim, parse_node, parse_pool
 from planning.drift import INSTANCE_TYPE_DRIFT_AFTER, instance_type_not_found, nodepool_drift

@@ -7,8 +7,8 @@ from typing import Any
 
 from temporalio.client import Client
 
-from activities.kube_client import KubeClient
 from contracts.search_attributes import TASK_QUEUE
+from gateways.kube import KubeClient
 
 
 @dataclass
@@ -95,7 +95,7 @@ class Deps:
     @property
     def catalog_source(self) -> Any:
         """The one instance-type catalog source of the worker's activities: the `--catalog` file; else, when
-        discovery is on, an activities.instance_types.LiveCatalog refreshed in the background from EC2 and the
+        discovery is on, an gateways.instance_types.LiveCatalog refreshed in the background from EC2 and the
         Pricing API (docs/semantics.md "Instance types and allocatable"); else the bundled catalog."""
         if "catalog" not in self._cache:
             from api.catalog import load_catalog, load_default_catalog
@@ -104,7 +104,7 @@ class Deps:
             if s.catalog_path:
                 self._cache["catalog"] = load_catalog(s.catalog_path)
             elif s.discover_instance_types and self.ec2 is not None:
-                from activities.instance_types import InstanceTypeProvider, LiveCatalog
+                from gateways.instance_types import InstanceTypeProvider, LiveCatalog
 
                 provider = InstanceTypeProvider(self.ec2, self.pricing, refresh_seconds=s.instance_type_refresh_seconds,
                                                 overhead_percent=s.vm_memory_overhead_percent)

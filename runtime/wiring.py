@@ -19,7 +19,7 @@ from activities.planning_runner import PlanningActivities
 from activities.policy_hooks import PolicyHookActivities
 from activities.provisioning import ProvisioningActivities
 from activities.provisioning_planner import ProvisioningPlanner
-from activities.queue import InterruptionQueueActivities, SqsQueue
+from activities.queue import InterruptionQueueActivities
 from activities.rollout import RolloutActivities
 from activities.spot_sizing import SpotSizingActivities
 from activities.termination_markers import TerminationMarkerActivities
@@ -27,6 +27,7 @@ from api.catalog import InstanceTypeCatalog, load_catalog, load_default_catalog
 from api.nodeclass_launch import ClusterInfo
 from client.interruption import temporal_starters
 from client.termination import start_termination
+from gateways.sqs import SqsQueue
 from planning.nomination import window
 from runtime.settings import Deps
 from workflows.disruption import DisruptionWorkflow
@@ -71,7 +72,7 @@ def termination_activities(deps: Deps) -> list[Callable[..., Any]]:
 
 def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:
     """The planner's and the disruption's activities (pass, validation, launches, candidates, events)."""
-    catalog = deps.catalog_source  # read afresh each pass when discovered (activities/instance_types.py)
+    catalog = deps.catalog_source  # read afresh each pass when discovered (gateways/instance_types.py)
     events = EventActivities(deps.kube)
     s = deps.settings
     planning = PlanningActivities(deps.kube, deps.temporal, catalog, events, cluster=deps.cluster,

@@ -1,5 +1,5 @@
 """`nodeflow instance-types`: the instance types a NodePool may launch, with Karpenter's capacity, allocatable,
-labels and offerings, discovered from the region (activities/instance_types.py; docs/contracts.md §8).
+labels and offerings, discovered from the region (gateways/instance_types.py; docs/contracts.md §8).
 
 With no --nodepool/--nodeclass it needs no cluster: every type of the region, as a pool without requirements and
 an AL2023 EC2NodeClass without a kubelet block would see them. AWS is reached as the worker reaches it (and
@@ -104,7 +104,7 @@ def _refresh(provider: Any) -> bool:
 
 def _discover(region_flag: str | None, endpoint: str | None, overhead: float) -> Any:
     """The region's catalog, read as the worker reads it (one refresh, progress on stderr)."""
-    from activities.instance_types import InstanceTypeProvider
+    from gateways.instance_types import InstanceTypeProvider
     from runtime.cloud_clients import RegionNotConfigured, ec2_client, pricing_client, resolve_region
 
     try:

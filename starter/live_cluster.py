@@ -13,9 +13,9 @@ from starter.output import CliError
 
 def load_live_snapshot(kubeconfig: str | None, context: str | None = None) -> tuple[Any, set[str]]:
     """(Snapshot, excluded node names) from the cluster the kubeconfig points at."""
-    from activities.kube_client import KubeClient
     from activities.planning_runner import tainted_nodes
     from api.snapshot import Snapshot, SnapshotError
+    from gateways.kube import KubeClient
     from starter.kubeconfig import api_client
 
     api = api_client(kubeconfig, context)

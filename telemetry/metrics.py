@@ -281,7 +281,7 @@ INSTANCES_GARBAGE_COLLECTED = Counter(
     "EC2 instances of this cluster that no NodeClaim accounted for, terminated by garbage collection",
     registry=REGISTRY)
 
-# --- instance types discovered from the cloud (activities/instance_types.py) ---
+# --- instance types discovered from the cloud (gateways/instance_types.py) ---
 INSTANCE_TYPE_REFRESHES = Counter(
     "nodeflow_instance_type_refreshes_total",
     "Instance-type catalog refreshes from EC2 and the Pricing API, by result (ok|failed: the last good catalog "

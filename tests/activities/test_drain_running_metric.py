@@ -13,8 +13,8 @@ from support.sim_objects import node, pdb, pod
 from temporalio.testing import ActivityEnvironment
 
 from activities.kube import KubeActivities
-from activities.kube_client import KubeClient
 from contracts.termination import DrainInput
+from gateways.kube import KubeClient
 from simulator.server import Simulator
 from telemetry.metrics import REGISTRY
 

@@ -14,12 +14,12 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.events import EventActivities, Recorder, nominated_spec
 from activities.kube import KubeActivities
-from activities.kube_client import KubeClient
 from activities.provisioning_planner import explanation_specs
 from api import events
 from bench.clusters import node_objects
 from contracts.disruption import EventSpec
 from contracts.termination import VolumesInput
+from gateways.kube import KubeClient
 from planning.provisioning import ProvisioningDecision
 from simulator.server import Simulator
 

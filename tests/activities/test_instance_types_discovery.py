@@ -1,4 +1,4 @@
-"""Instance-type discovery against moto_server through boto3 (activities/instance_types.py): DescribeInstanceTypes
+"""Instance-type discovery against moto_server through boto3 (gateways/instance_types.py): DescribeInstanceTypes
 and DescribeInstanceTypeOfferings answer with AWS's real data for every region; the devstack's EC2 stand-in adds
 spot price history and the Pricing API over the bundled price table."""
 
@@ -8,10 +8,10 @@ import boto3
 import pytest
 from botocore.config import Config
 
-from activities.instance_discovery import on_demand_prices, spot_prices
-from activities.instance_types import InstanceTypeProvider
 from api import price_table
 from api.instance_types import labels as T
+from gateways.instance_discovery import on_demand_prices, spot_prices
+from gateways.instance_types import InstanceTypeProvider
 from telemetry.metrics import INSTANCE_TYPE_REFRESHES
 
 DEAD = "http://127.0.0.1:9"  # nothing listens: connection refused at once

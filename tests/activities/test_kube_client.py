@@ -9,9 +9,9 @@ import pytest
 from kubernetes.client import CoreV1Api
 from support.sim_objects import node, nodeclaim, nodepool, pod
 
-from activities.kube_client import EXCLUDE_LB_VALUE, Conflict, Eviction, KubeClient, event_body, eviction_outcome
 from api import labels
 from api.timestamps import parse_timestamp
+from gateways.kube import EXCLUDE_LB_VALUE, Conflict, Eviction, KubeClient, event_body, eviction_outcome
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

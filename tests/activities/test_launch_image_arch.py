@@ -14,13 +14,13 @@ from support.nodeclass_world import AwsWorld, create, node_class, node_pool
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.kube_client import KubeClient
 from activities.nodeclass import NodeClassActivities
 from activities.provisioning import ProvisioningActivities
 from api.catalog import load_default_catalog
 from api.nodeclass_launch import ClusterInfo
 from contracts.disruption import LaunchInput, Replacement
 from contracts.nodeclass import NodeClassInput
+from gateways.kube import KubeClient
 
 CLUSTER = ClusterInfo("demo", "https://demo.eks.example", base64.b64encode(b"-----CA-----").decode())
 

@@ -13,10 +13,10 @@ from temporalio.testing import ActivityEnvironment
 from activities.candidates import CandidateActivities
 from activities.cloud import CloudActivities
 from activities.kube import KubeActivities
-from activities.kube_client import KubeClient
 from bench.clusters import node_objects
 from contracts.disruption import NodeRef, TaintInput
 from contracts.termination import InstanceInput, VolumesInput
+from gateways.kube import KubeClient
 from planning import nodeclaim_conditions as ncc
 from simulator.server import Simulator
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from support.nodeclass_world import AwsWorld, create, node_class, node_pool
 
-from activities.kube_client import KubeClient
 from activities.nodeclass import NodeClassActivities
 from activities.nodeclass_drift import drifted_change
 from api.ec2nodeclass import launch_annotations, load_ec2nodeclass
 from contracts.nodeclass import NodeClassInput
+from gateways.kube import KubeClient
 from planning.nodeclass_drift import NodeClassDriftReason
 
 

@@ -14,7 +14,6 @@ from support.nodeclass_world import AwsWorld, create, events, node_class, node_p
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.kube_client import KubeClient
 from activities.nodeclass import NodeClassActivities
 from activities.provisioning import ProvisioningActivities
 from api.catalog import load_default_catalog
@@ -22,6 +21,7 @@ from api.ec2nodeclass import HASH_ANNOTATION, SECURITY_GROUPS_ANNOTATION, SUBNET
 from api.nodeclass_launch import ClusterInfo, instance_profile_name
 from contracts.disruption import LaunchInput, Replacement
 from contracts.nodeclass import NodeClassInput
+from gateways.kube import KubeClient
 
 CLUSTER = ClusterInfo("demo", "https://demo.eks.example", base64.b64encode(b"-----CA-----").decode())
 

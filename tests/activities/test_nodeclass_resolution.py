@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from support.nodeclass_world import AwsWorld, create, events, node_class
 
-from activities.kube_client import KubeClient
 from activities.nodeclass import NodeClassActivities
 from api.ec2nodeclass import HASH_ANNOTATION, load_ec2nodeclass
 from api.nodeclass_launch import instance_profile_name
 from contracts.nodeclass import NodeClassInput
+from gateways.kube import KubeClient
 
 EKS = "/aws/service/eks/optimized-ami"
 

@@ -11,11 +11,11 @@ from kubernetes import client as kube
 from support.nodeclass_world import create, node_pool
 from temporalio.testing import ActivityEnvironment
 
-from activities.kube_client import KubeClient
 from activities.provisioning import ProvisioningActivities
 from api import labels
 from api.catalog import load_default_catalog
 from contracts.disruption import LaunchInput, Replacement
+from gateways.kube import KubeClient
 from runtime.cloud_clients import ec2_client
 
 ON_DEMAND = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]}]

@@ -20,7 +20,6 @@ from temporalio.testing import ActivityEnvironment
 from temporalio.worker import Worker
 
 import activities.planning_runner as runner
-from activities.kube_client import KubeClient
 from activities.planning_runner import PlanningActivities
 from contracts.disruption import (
     DisruptionSettings,
@@ -30,6 +29,7 @@ from contracts.disruption import (
     ValidateInput,
 )
 from contracts.errors import ErrorType
+from gateways.kube import KubeClient
 from runtime.cluster_cache import KINDS, ClusterCache
 from runtime.cluster_view import ClusterView
 from runtime.informer import CacheSettings

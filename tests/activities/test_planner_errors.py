@@ -12,10 +12,10 @@ from support.ports import free_port
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.kube_client import KubeClient
 from activities.planning_runner import PlanningActivities
 from contracts.disruption import PlanPassInput
 from contracts.errors import ErrorType
+from gateways.kube import KubeClient
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
 from telemetry.metrics import REGISTRY

@@ -15,9 +15,9 @@ from support.sim_objects import node
 from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
 
-from activities.kube_client import KubeClient
 from activities.planning_runner import MEMO_NODES, MEMO_PLACEMENTS, PlanningActivities, planned_pods, to_command
 from contracts.disruption import NodeRef
+from gateways.kube import KubeClient
 from planning.commands import Command, PodMove
 
 

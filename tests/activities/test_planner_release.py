@@ -13,11 +13,11 @@ from support.sim_objects import node
 from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
 
-from activities.kube_client import KubeClient
 from activities.planning_runner import PlanningActivities
 from api import labels
 from api.timestamps import format_seconds
 from contracts.disruption import PlanPassInput
+from gateways.kube import KubeClient
 
 
 def _disrupted(added: datetime) -> list[dict[str, Any]]:

@@ -17,7 +17,6 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.interruption import InterruptionDispatcher, index_nodes
-from activities.kube_client import KubeClient
 from activities.planning_runner import PlanningActivities
 from activities.provisioning import ProvisioningActivities
 from api import labels
@@ -25,6 +24,7 @@ from api.catalog import load_default_catalog
 from api.interruption import InterruptionEvent, InterruptionKind
 from contracts.disruption import LaunchInput, Replacement
 from contracts.errors import ErrorType
+from gateways.kube import KubeClient
 from planning.unavailable_offerings import TTL_SECONDS, UnavailableOfferings, UnavailableReason
 from runtime.cloud_clients import ec2_client
 from simulator.ec2 import IceInjector

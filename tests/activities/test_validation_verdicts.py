@@ -16,11 +16,11 @@ from support.sim_objects import node
 from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
 
-from activities.kube_client import KubeClient
 from activities.planning_runner import PlanningActivities
 from api import labels
 from api.timestamps import format_seconds
 from contracts.disruption import ValidateInput
+from gateways.kube import KubeClient
 from planning.validation import Mismatch, Verdict
 from telemetry import metrics
 

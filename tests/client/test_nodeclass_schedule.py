@@ -11,10 +11,10 @@ from support.nodeclass_world import AwsWorld, create, node_class
 from temporalio.client import Client, ScheduleActionStartWorkflow, ScheduleOverlapPolicy
 from temporalio.worker import Worker
 
-from activities.kube_client import KubeClient
 from activities.nodeclass import NodeClassActivities
 from client.nodeclass_schedule import ensure_nodeclass_schedule
 from contracts.nodeclass import NodeClassInput, NodeClassResult
+from gateways.kube import KubeClient
 from workflows.nodeclass import NodeClassWorkflow
 
 

@@ -150,7 +150,7 @@ def test_a_torn_or_foreign_kept_answer_is_rendered_again(tmp_path: Path) -> None
 def test_describe_instance_types_answers_in_pages_as_ec2_does(indexed_endpoint: str, moto_endpoint: str) -> None:
     """Asked with MaxResults the stand-in pages (EC2's 5-100 per page, NextToken), and the pages together are moto's
     one answer, in its order; without MaxResults it answers all at once, as before."""
-    from activities.instance_discovery import describe_instance_types
+    from gateways.instance_discovery import describe_instance_types
 
     names = [t["InstanceType"] for t in describe_instance_types(_ec2(moto_endpoint))]  # plain moto: one page
     first = _ec2(indexed_endpoint).describe_instance_types(MaxResults=100)

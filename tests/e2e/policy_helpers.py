@@ -51,9 +51,9 @@ async def endpoint(statuses: list[int]) -> AsyncIterator[Endpoint]:
 
 def planned_command(api: Any, node: str, method: str = "Drift") -> DisruptionCommand:
     """The command the real planner makes now for `node` (its uids, claims and replacements resolved)."""
-    from activities.kube_client import KubeClient
     from activities.planning_runner import node_index, to_command
     from api.snapshot import Snapshot
+    from gateways.kube import KubeClient
     from planning.plan import plan
 
     objs = KubeClient(api).cluster_objects()

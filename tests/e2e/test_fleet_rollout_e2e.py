@@ -27,7 +27,6 @@ from support.disruption_stack import FAST, Stack, disruption_stack, fresh, recor
 from support.nodeclass_world import AwsWorld, create, node_class
 from temporalio.testing import ActivityEnvironment
 
-from activities.kube_client import KubeClient
 from activities.provisioning import ProvisioningActivities
 from api import labels
 from api.catalog import load_default_catalog
@@ -38,6 +37,7 @@ from client.fleet import start_fleet_rollout
 from contracts.disruption import LaunchInput, Replacement
 from contracts.fleet import ClusterPhase, FleetPhase, FleetSettings
 from contracts.nodeclass import NodeClassInput
+from gateways.kube import KubeClient
 from simulator.server import Simulator
 from workflows.fleet import FleetRolloutWorkflow
 from workflows.nodeclass import NodeClassWorkflow

@@ -23,13 +23,13 @@ from kubernetes import client as k8s
 from support.cli_runner import nodeflow
 from support.disruption_stack import disruption_stack, fresh, replica_set, wait_for
 
-from activities.kube_client import KubeClient
 from activities.provisioning import ProvisioningActivities
 from api import labels
 from api.catalog import load_default_catalog
 from bench.clusters import node_pool
 from contracts.disruption import LaunchInput, Replacement
 from contracts.provisioning import PodRef, ProvisioningInput, ProvisioningPhase, ProvisioningSettings
+from gateways.kube import KubeClient
 from runtime.cloud_clients import ec2_client
 from runtime.nodeclaim_gc import GcSettings
 from runtime.nodeclaim_lifecycle import LifecycleSettings

@@ -21,7 +21,6 @@ from support.disruption_stack import Stack, disruption_stack, replica_set, wait_
 from support.nodeclass_world import AwsWorld, create, node_class
 from temporalio.testing import ActivityEnvironment
 
-from activities.kube_client import KubeClient
 from activities.provisioning import ProvisioningActivities
 from api import labels
 from api.catalog import load_default_catalog
@@ -30,6 +29,7 @@ from api.snapshot import Snapshot
 from bench.clusters import node_pool
 from contracts.disruption import DisruptionPhase, LaunchInput, Replacement
 from contracts.nodeclass import NodeClassInput, NodeClassResult
+from gateways.kube import KubeClient
 from planning.plan import plan
 from workflows.nodeclass import NodeClassWorkflow
 

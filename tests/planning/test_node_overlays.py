@@ -142,7 +142,7 @@ def test_apply_keeps_its_last_result_for_the_same_inputs() -> None:
 def test_a_refreshing_catalog_source_is_priced_as_its_current_catalog() -> None:
     catalog = load_default_catalog()
 
-    class Source:  # like activities.instance_types.LiveCatalog
+    class Source:  # like gateways.instance_types.LiveCatalog
         def current(self) -> Any:
             return catalog
 

@@ -1,5 +1,5 @@
 """The worker's instance-type catalog source (runtime/settings.py Deps.catalog_source): `--catalog` wins, discovery
-(activities/instance_types.py) otherwise, refreshed in the background, and every pass resolves the catalog in force
+(gateways/instance_types.py) otherwise, refreshed in the background, and every pass resolves the catalog in force
 through planning.unavailable_offerings.with_unavailable."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 import boto3
 import yaml
 
-from activities.instance_types import LiveCatalog
 from activities.planning_runner import PlanningActivities
 from api.catalog import DEFAULT_CATALOG_PATH, InstanceTypeCatalog, load_default_catalog
+from gateways.instance_types import LiveCatalog
 from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
 from runtime.cloud_clients import pricing_client
 from runtime.settings import Deps, Settings

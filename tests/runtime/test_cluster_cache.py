@@ -15,7 +15,7 @@ from kubernetes.client.rest import ApiException
 from support.churn import random_change
 from support.sim_objects import node, nodepool, pod
 
-from activities.kube_client import KubeClient
+from gateways.kube import KubeClient
 from runtime.cluster_cache import KINDS, ClusterCache, Reason
 from runtime.cluster_trim import trim
 from runtime.informer import CacheSettings, Informer, KindSpec

@@ -16,8 +16,8 @@ from kubernetes import client as kube
 from support.churn import random_change
 from support.sim_objects import nodepool
 
-from activities.kube_client import KubeClient
 from api.snapshot import Snapshot
+from gateways.kube import KubeClient
 from planning.cluster import parse_claim, parse_pod
 from planning.plan import plan
 from runtime.cluster_cache import ClusterCache

@@ -6,10 +6,10 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from activities.kube_client import KubeClient
 from api import labels
 from bench.termination_cluster import PodSpec, cluster_objects
 from contracts.termination import TerminationInput
+from gateways.kube import KubeClient
 from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
 
 

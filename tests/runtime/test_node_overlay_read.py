@@ -14,8 +14,8 @@ from kubernetes import client as kube
 from kubernetes.client.rest import ApiException
 from support.sim_objects import nodepool
 
-from activities.kube_client import KubeClient
 from api.snapshot import Snapshot
+from gateways.kube import KubeClient
 from planning.cluster import Cluster
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView

@@ -10,9 +10,9 @@ from typing import Any
 from kubernetes import client as k8s
 from support.sim_objects import node, pod
 
-from activities.kube_client import KubeClient
 from api import labels as L
 from api.catalog import load_default_catalog
+from gateways.kube import KubeClient
 from runtime.cluster_cache import ClusterCache
 from runtime.nodeclaim_lifecycle import KINDS, NodeClaimLifecycle
 

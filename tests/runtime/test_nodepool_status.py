@@ -8,8 +8,8 @@ from typing import Any
 
 from kubernetes import client as k8s
 
-from activities.kube_client import KubeClient
 from api import labels as L
+from gateways.kube import KubeClient
 from runtime.cluster_cache import ClusterCache
 from runtime.nodepool_status import KINDS, NodePoolStatusController
 

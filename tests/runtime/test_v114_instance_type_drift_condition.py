@@ -7,9 +7,9 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from activities.kube_client import KubeClient
 from api import labels as L
 from api.catalog import InstanceTypeCatalog, load_default_catalog
+from gateways.kube import KubeClient
 from runtime.cluster_cache import ClusterCache
 from runtime.nodepool_status import KINDS, NodePoolStatusController
 from tests.runtime.test_nodepool_status import World, _pass

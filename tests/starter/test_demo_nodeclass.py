@@ -10,12 +10,12 @@ from typing import Any
 import boto3
 import pytest
 
-from activities.kube_client import KubeClient
 from activities.nodeclass import NodeClassActivities
 from api import labels as L
 from contracts.nodeclass import NodeClassInput
 from devstack.demo_aws import BASE_IMAGE, CLUSTER_NAME, DemoAws
 from devstack.demo_scenario import demo_cluster
+from gateways.kube import KubeClient
 from starter.demo_nodeclass import AmiRollout
 
 

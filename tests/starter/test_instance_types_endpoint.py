@@ -64,8 +64,8 @@ def test_the_workers_endpoint_variable_and_flag(cloud_endpoint: str, tmp_path: P
 def test_the_workers_catalog_and_overhead_settings(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """NODEFLOW_CATALOG and NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT mean what they mean to the worker (the flags win)."""
-    from activities import instance_types
     from api.catalog import DEFAULT_CATALOG_PATH, load_default_catalog
+    from gateways import instance_types
 
     seen: dict[str, object] = {}
 

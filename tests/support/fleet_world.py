@@ -23,11 +23,11 @@ from temporalio.service import RPCError
 from temporalio.worker import Worker
 
 from activities.fleet import FleetActivities
-from activities.kube_client import KubeClient
 from api import labels as L
 from api.rollout_state import RolloutNote, RolloutNotePhase
 from bench.clusters import node_pool
 from contracts.fleet import FleetInput, FleetStatus
+from gateways.kube import KubeClient
 from simulator.server import Simulator
 from workflows.fleet import FleetRolloutWorkflow
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import boto3
 
-from activities.kube_client import KubeClient
+from gateways.kube import KubeClient
 
 REGION = "us-east-1"
 X86_SOURCE_AMI = "ami-12c6146b"  # in moto's bundled image list, x86_64

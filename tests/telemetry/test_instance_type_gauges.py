@@ -1,13 +1,13 @@
 """Karpenter's provider instance-type gauges, read from the catalog in force when /metrics is scraped
-(telemetry/karpenter_metrics.py InstanceTypeGauges, fed by activities/instance_types.py)."""
+(telemetry/karpenter_metrics.py InstanceTypeGauges, fed by gateways/instance_types.py)."""
 
 from __future__ import annotations
 
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from activities.instance_types import karpenter_instance_types
 from api.catalog import InstanceType, InstanceTypeCatalog, Offering
+from gateways.instance_types import karpenter_instance_types
 from telemetry.metrics import REGISTRY
 
 PREFIX = "karpenter_cloudprovider_instance_type_"

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from kubernetes.client import ApiClient
 
 from activities.events import EventActivities, event_body
-from activities.kube_client import KubeClient, with_disrupted_taint, without_disrupted_taint
 from activities.planning_runner import (
     node_index,
     orphaned_taints,
@@ -19,6 +18,7 @@ from api import labels
 from api.catalog import load_default_catalog
 from api.nodepool import load_nodepool
 from contracts.disruption import EventSpec, LaunchInput, Replacement
+from gateways.kube import KubeClient, with_disrupted_taint, without_disrupted_taint
 
 POOL = {
     "apiVersion": "karpenter.sh/v1", "kind": "NodePool",
