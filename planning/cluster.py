@@ -478,6 +478,15 @@ class NodeInfo:
     def tainted_disrupted(self) -> bool:
         return any(t.get("key") == L.DISRUPTED_TAINT_KEY for t in self.taints)
 
+    @property
+    def going(self) -> bool:
+        """Its machine is on its way out: marked for deletion, or draining under a TerminationWorkflow (tainted, its
+        NodeClaim owned by one: expiry, an interruption, a repair start one without deleting the claim first, where
+        Karpenter deletes the claim). A disruption's candidate waiting for its replacement is not; a cancelled
+        termination untaints the node, so it is not either."""
+        return self.marked_for_deletion or (self.tainted_disrupted and self.claim is not None
+                                            and L.TERMINATION_WORKFLOW_ANNOTATION in self.claim.annotations)
+
 
 def parse_node(index: int, raw: dict[str, Any]) -> NodeInfo:
     meta = raw.get("metadata") or {}

@@ -173,12 +173,13 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
 
 
 def displaced_pods(cluster: Cluster, wanted: set[str] | None, at: datetime) -> list[PodInfo]:
-    """The reschedulable pods of nodes being deleted (a manual delete, expiry, an interruption, a drain blocked by
-    a PDB), named in `wanted` (None: all), as Karpenter's provisioner adds `deletingNodePods` to its pending pods:
-    their new capacity comes up while the node drains, not after the grace-period deadline evicted them. Pods that
+    """The reschedulable pods of nodes being deleted or terminated (a manual delete, expiry, an interruption, a
+    drain blocked by a PDB: NodeInfo.going), named in `wanted` (None: all), as Karpenter's provisioner adds
+    `deletingNodePods` to its pending pods: their new capacity comes up while the node drains, not after the
+    grace-period deadline evicted them. Pods that
     cannot move (an active do-not-disrupt, a PDB that never allows an eviction) are left out: no capacity is
     launched for a pod that stays."""
-    found = [p for n in cluster.nodes if n.marked_for_deletion for p in n.pods
+    found = [p for n in cluster.nodes if n.going for p in n.pods
              if p.reschedulable and not p.is_daemonset and not p.is_mirror
              and (wanted is None or p.key in wanted or p.uid in wanted)]
     return currently_reschedulable(cluster, found, at) if found else found

@@ -29,6 +29,7 @@ from typing import Any
 
 from temporalio.client import Client
 
+from api import labels
 from client.provisioning import covered_pods, start_provisioning
 from contracts.provisioning import PodRef, ProvisioningSettings
 
@@ -75,11 +76,19 @@ def displaced(pod: Obj, deleting: set[str]) -> PodRef | None:
 
 
 def deleting_nodes(nodes: list[Obj], claims: list[Obj]) -> set[str]:
-    """Names of Nodes being deleted, or whose NodeClaim is (Karpenter's MarkedForDeletion)."""
+    """Names of Nodes being deleted, or whose NodeClaim is (Karpenter's MarkedForDeletion), or draining under a
+    TerminationWorkflow (tainted karpenter.sh/disrupted, the claim owned by one): planning's NodeInfo.going."""
     out = {(n.get("metadata") or {}).get("name", "") for n in nodes
            if (n.get("metadata") or {}).get("deletionTimestamp")}
-    out |= {(c.get("status") or {}).get("nodeName", "") for c in claims
-            if (c.get("metadata") or {}).get("deletionTimestamp")}
+    owned = set()
+    for c in claims:
+        meta, node = c.get("metadata") or {}, (c.get("status") or {}).get("nodeName", "")
+        if meta.get("deletionTimestamp"):
+            out.add(node)
+        elif labels.TERMINATION_WORKFLOW_ANNOTATION in (meta.get("annotations") or {}):
+            owned.add(node)
+    out |= {name for n in nodes if (name := (n.get("metadata") or {}).get("name", "")) in owned
+            and any(t.get("key") == labels.DISRUPTED_TAINT_KEY for t in (n.get("spec") or {}).get("taints") or ())}
     out.discard("")
     return out
 

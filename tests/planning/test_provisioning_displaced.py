@@ -68,3 +68,16 @@ def test_a_displaced_pod_no_pool_serves_gets_no_failed_scheduling_event():
     objs = [nodepool(), _deleting("old"), pod("mars-1", "old", "2", "4Gi", node_selector={"zone": "mars"})]
     decision = decide(snapshot(*objs), at=AT)
     assert decision.launches == [] and decision.unservable == []
+
+
+def test_a_node_draining_under_a_termination_counts_without_being_deleted():
+    """Expiry, an interruption, a repair start a TerminationWorkflow that taints the node and owns its claim without
+    deleting it first (Karpenter deletes the claim): its pods get capacity too. A disruption's candidate waiting for
+    its replacement (tainted, its claim not owned by a termination) does not."""
+    from api import labels as L
+
+    node, claim = node_and_claim("old", "m5.xlarge", taints=[{"key": L.DISRUPTED_TAINT_KEY, "effect": "NoSchedule"}])
+    web = pod("web-1", "old", "2", "4Gi")
+    assert decide(snapshot(nodepool(), node, claim, web), at=AT).launches == []
+    claim["metadata"]["annotations"][L.TERMINATION_WORKFLOW_ANNOTATION] = "terminate-uid-old"
+    assert _launched(decide(snapshot(nodepool(), node, claim, web), at=AT)) == {"default/web-1"}

@@ -166,3 +166,15 @@ async def test_the_intake_starts_a_batch_for_a_deleting_nodes_pods(monkeypatch) 
         now[0] = t
         await intake.tick()
     assert started == [["uid-web"]]
+
+
+def test_a_node_draining_under_a_termination_counts_as_deleting() -> None:
+    from api import labels
+    from runtime.pending_pods import deleting_nodes
+
+    tainted = {"metadata": {"name": "n1"}, "spec": {"taints": [{"key": labels.DISRUPTED_TAINT_KEY}]}}
+    owned = {"metadata": {"name": "c1", "annotations": {labels.TERMINATION_WORKFLOW_ANNOTATION: "terminate-x"}},
+             "status": {"nodeName": "n1"}}
+    assert deleting_nodes([tainted], [owned]) == {"n1"}
+    assert deleting_nodes([tainted], [{**owned, "metadata": {"name": "c1"}}]) == set()  # a disruption's candidate
+    assert deleting_nodes([{"metadata": {"name": "n1"}}], [owned]) == set()  # a cancelled termination untainted it
