@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-WORKER_PACKAGES = ("activities", "client", "runtime")
+WORKER_PACKAGES = ("activities", "client", "gateways", "runtime")
 WORKER_SOURCES = [ROOT / "worker.py", *(p for pkg in WORKER_PACKAGES for p in sorted((ROOT / pkg).rglob("*.py")))]
 CUSTOM_PLURALS = {"nodepools": "karpenter.sh", "nodeclaims": "karpenter.sh",
                   "ec2nodeclasses": "karpenter.k8s.aws", "disruptionpolicies": "nodeflow.dev",
