@@ -64,6 +64,18 @@ def _initialized(claim: dict[str, Any]) -> bool:
                for c in (claim.get("status") or {}).get("conditions") or [])
 
 
+def _world(stack: Any) -> dict[str, Any]:
+    """Claims (name, deleting, conditions), nodes and where each pod is: a failing wait's explanation."""
+    claims = k8s.CustomObjectsApi(stack.api).list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
+    return {"claims": [(c["metadata"]["name"], bool(c["metadata"].get("deletionTimestamp")),
+                        [(x["type"], x["status"]) for x in (c.get("status") or {}).get("conditions") or []])
+                       for c in claims],
+            "nodes": [n["metadata"]["name"] for n in stack.nodes()],
+            "pods": [(p["metadata"]["name"], (p.get("spec") or {}).get("nodeName"), (p.get("status") or {}).get("phase"))
+                     for p in stack.api.sanitize_for_serialization(
+                         k8s.CoreV1Api(stack.api).list_namespaced_pod("default").items)]}
+
+
 async def _passes_keep(stack: Any, node: str, app: str, passes: int = 2) -> list[str]:
     """Planner passes while `app`'s pods are still unbound: none may disrupt `node`. The messages of the Events that
     say why it was kept (DisruptionBlocked / Unconsolidatable on the Node)."""
@@ -111,9 +123,12 @@ async def test_the_node_replacing_a_vanished_instance_is_kept_until_its_pods_bin
             (first,) = _live_claims(stack.api)
             iid = first["status"]["providerID"].rsplit("/", 1)[-1]
             stack.ec2.terminate_instances(InstanceIds=[iid])  # the instance vanishes under the node
-            (second,) = await wait_for(
-                lambda: [c for c in _live_claims(stack.api) if c["metadata"]["name"] != first["metadata"]["name"]
-                         and _initialized(c)] or None, timeout=60, what="the replacing node initialized")
+            try:
+                (second,) = await wait_for(
+                    lambda: [c for c in _live_claims(stack.api) if c["metadata"]["name"] != first["metadata"]["name"]
+                             and _initialized(c)] or None, timeout=90, what="the replacing node initialized")
+            except TimeoutError as exc:  # one CI run timed out here (60 s): say what the cluster held
+                raise AssertionError(f"{exc}: {_world(stack)}") from exc
             await _passes_keep(stack, second["status"]["nodeName"], "api")
             await wait_for(lambda: not _unbound(stack.api, "api"), timeout=40, what="the recreated pods bound")
             assert {p["spec"]["nodeName"] for p in _pods(stack.api, "api")} == {second["status"]["nodeName"]}
