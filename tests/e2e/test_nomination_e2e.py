@@ -71,9 +71,9 @@ def _world(stack: Any) -> dict[str, Any]:
                         [(x["type"], x["status"]) for x in (c.get("status") or {}).get("conditions") or []])
                        for c in claims],
             "nodes": [n["metadata"]["name"] for n in stack.nodes()],
-            "pods": [(p["metadata"]["name"], (p.get("spec") or {}).get("nodeName"), (p.get("status") or {}).get("phase"))
-                     for p in stack.api.sanitize_for_serialization(
-                         k8s.CoreV1Api(stack.api).list_namespaced_pod("default").items)]}
+            "pods": [(p["metadata"]["name"], (p.get("spec") or {}).get("nodeName"),
+                      (p.get("status") or {}).get("phase")) for p in stack.api.sanitize_for_serialization(
+                          k8s.CoreV1Api(stack.api).list_namespaced_pod("default").items)]}
 
 
 async def _passes_keep(stack: Any, node: str, app: str, passes: int = 2) -> list[str]:
