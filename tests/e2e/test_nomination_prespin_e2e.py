@@ -52,6 +52,12 @@ def _requirements(capacity_type: str) -> list[dict[str, Any]]:
             {"key": labels.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]
 
 
+@pytest.fixture
+def moto_endpoint(own_moto_endpoint: str) -> str:
+    """These scenarios run against a moto of their own (support/moto_fixtures.py `own_moto_endpoint`)."""
+    return own_moto_endpoint
+
+
 def _slow_world(moto_endpoint: str) -> Simulator:
     return Simulator(time_scale=TIME_SCALE, ready_delay=10.0, ec2_endpoint=moto_endpoint, ec2_poll_seconds=0.05,
                      scheduler_timing=SchedulerTiming.slow(RETRY), pod_start_delay=1.0)

@@ -46,3 +46,20 @@ def cloud_endpoint() -> Iterator[str]:
     os.environ.update(AWS_TEST_ENV)
     with MotoServer() as moto:  # the default, as devstack/stack.py runs it
         yield moto.endpoint
+
+
+@pytest.fixture(scope="module")
+def own_moto_endpoint() -> Iterator[str]:
+    """A moto_server for one test module alone, for tests whose scenario must not meet what other modules left in
+    the session's shared one (the nomination e2e: after the NodeClaim lifecycle e2e in the same process, the
+    simulator once never saw an instance those tests terminated, and a deleted node lost its PDB's hold)."""
+    os.environ.update(AWS_TEST_ENV)
+    port = free_port()
+    proc = subprocess.Popen([find_binary("moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
