@@ -28,7 +28,10 @@ from simulator.ledger import Ledger
 
 ROLE = "nodeflow.dev/chaos-role"
 HOLD = "nodeflow.dev/chaos-hold"
-DRIFTED = [f"old-{i}" for i in range(4)]
+DRIFTED = [f"old-{i}" for i in range(5)]
+# Held by do-not-disrupt until the API outage phase releases it, so a drift replacement is launching when the outage
+# begins: the scenario makes the moment it needs instead of hoping the other drifts are still running then.
+LATE_DRIFT = DRIFTED[-1]
 EMPTY = [f"empty-{i}" for i in range(2)]
 MANUAL = [f"manual-{i}" for i in range(3)]
 KEEP = [f"keep-{i}" for i in range(2)]
@@ -36,7 +39,7 @@ GRACE = [f"grace-{i}" for i in range(3)]
 NODE_GRACE_SECONDS = 60  # the grace-* NodeClaims' spec.terminationGracePeriod
 HOLD_GRACE = {"hold-long": 40, "hold-short": 20}  # app -> the pods' terminationGracePeriodSeconds
 # app -> (pool, replicas, cpu)
-APPS = {"web": ("drift", 4, "1500m"), "api": ("general", 6, "500m"),
+APPS = {"web": ("drift", len(DRIFTED), "1500m"), "api": ("general", 6, "500m"),
         **{app: ("general", len(GRACE), "200m") for app in HOLD_GRACE}}
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 
@@ -59,7 +62,9 @@ def cluster_objects() -> list[dict[str, Any]]:
     general = node_pool("general", budgets=[{"nodes": "100%"}])
     general["spec"]["disruption"]["consolidationPolicy"] = "WhenEmpty"
     objs: list[dict[str, Any]] = [drift, general]
-    plan = [(n, "m5.large", "drift", {labels.TEMPLATE_HASH_ANNOTATION: "stale-template"}) for n in DRIFTED]
+    plan = [(n, "m5.large", "drift", {labels.TEMPLATE_HASH_ANNOTATION: "stale-template",
+                                       **({labels.DO_NOT_DISRUPT_ANNOTATION: "true"} if n == LATE_DRIFT else {})})
+            for n in DRIFTED]
     plan += [(n, "m5.large", "general", {}) for n in EMPTY + MANUAL + GRACE]
     plan += [(n, "m5.xlarge", "general", {labels.DO_NOT_DISRUPT_ANNOTATION: "true"}) for n in KEEP]
     for i, (name, itype, pool, notes) in enumerate(plan):
@@ -130,7 +135,7 @@ def settled(api: Any) -> bool:
     gone = DRIFTED + EMPTY + MANUAL + GRACE
     drift_nodes = [n for n in names.values()
                    if (n["metadata"].get("labels") or {}).get(labels.NODEPOOL_LABEL) == "drift"]
-    return (not any(n in names for n in gone) and all(k in names for k in KEEP) and len(drift_nodes) == 4
+    return (not any(n in names for n in gone) and all(k in names for k in KEEP) and len(drift_nodes) == len(DRIFTED)
             and not any(n["metadata"].get("deletionTimestamp") for n in names.values())
             and all(running_pods(api, app) == spec[1] for app, spec in APPS.items()))
 
