@@ -13,6 +13,7 @@ docs/semantics.md §3.5.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -96,6 +97,18 @@ class SimResult:
     # pending pods that fit on a removed node, or on a node the moved pods filled, and now fit nowhere: the
     # command would take the capacity kube-scheduler is about to bind them to (docs/semantics.md §3.4)
     pending_lost: list[tuple[PodInfo, str]] = field(default_factory=list)
+    _moved: list[str] = field(default_factory=list)  # moved_to's answer so far, in name order
+    _seen: int = 0  # placements moved_to has read
+
+    def moved_to(self) -> list[str]:
+        """The nodes, in name order, that pods from removed nodes (pods with a node) were placed on so far. Read
+        incrementally: a what-if asks once per pending pod that lost its room, and re-reading every placement each
+        time made that quadratic in a scale-out's pending pods."""
+        for pod, name in self.placements[self._seen:]:
+            if pod.node_name and name not in self._moved:
+                bisect.insort(self._moved, name)
+        self._seen = len(self.placements)
+        return self._moved
 
     @property
     def all_scheduled(self) -> bool:
@@ -754,8 +767,7 @@ class Scheduler(DomainChecks):
         launching, or nothing serves it) or kube-scheduler binds it elsewhere (DaemonSet and mirror pods)."""
         if pod.is_daemonset or pod.is_mirror:
             return None
-        moved = {name for p, name in result.placements if p.node_name}
-        nodes = [*remove, *(self.cluster.by_name[n] for n in sorted(moved) if n in self.cluster.by_name)]
+        nodes = [*remove, *(self.cluster.by_name[n] for n in result.moved_to() if n in self.cluster.by_name)]
         fresh = SimState()
         return next((n.name for n in nodes if self.fits(pod, n, fresh)), None)
 
