@@ -29,6 +29,10 @@ def _state(apps: client.AppsV1Api, core: client.CoreV1Api) -> tuple[dict[str, in
     return rs, len(pods), status or client.V1DeploymentStatus()
 
 
+def _status_counts(status: Any) -> tuple[Any, Any, Any]:
+    return status.replicas, status.updated_replicas, status.observed_generation
+
+
 def test_a_deployment_makes_a_replicaset_and_its_pods_and_scales(sim: Simulator, k8s: client.ApiClient) -> None:
     sim.load_objects([node("n1", cpu="32", memory="64Gi")])
     apps, core = client.AppsV1Api(k8s), client.CoreV1Api(k8s)
@@ -46,8 +50,9 @@ def test_a_deployment_makes_a_replicaset_and_its_pods_and_scales(sim: Simulator,
     assert apps.read_namespaced_deployment_scale("web", "default").status.selector == "app=web"
     apps.patch_namespaced_deployment("web", "default", {"spec": {"replicas": 2}})
     wait_for(lambda: _state(apps, core)[:2] == ({f"web-{h}": 2}, 2), what="scaled down to 2")
-    status = _state(apps, core)[2]
-    assert (status.replicas, status.updated_replicas, status.observed_generation) == (2, 2, 3)
+    # The controller writes observedGeneration when it scales the ReplicaSet and the counts on its next sync, after
+    # the ReplicaSet's pods are gone (as kube-controller-manager does): wait for the status, do not race it.
+    wait_for(lambda: _status_counts(_state(apps, core)[2]) == (2, 2, 3), what="status says 2 of generation 3")
     apps.delete_namespaced_deployment("web", "default")
     wait_for(lambda: not apps.list_namespaced_replica_set("default").items, what="its ReplicaSet gone")
 
