@@ -145,10 +145,20 @@ def listed_pods(kube: Any) -> Callable[[], list[Obj] | None]:
     return read
 
 
-def listed_deleting(kube: Any) -> Callable[[], set[str] | None]:
-    """Without the cache: LIST Nodes and NodeClaims through the Kubernetes gateway."""
+def listed_deleting(kube: Any, every_seconds: float = 2.0,
+                    clock: Callable[[], float] = time.monotonic) -> Callable[[], set[str] | None]:
+    """Without the cache: LIST Nodes and NodeClaims through the Kubernetes gateway, at most once per `every_seconds`.
+
+    The intake ticks every 0.25 s; a node's deletion lasts far longer than a few seconds, so listing both kinds on
+    every tick would only triple the cache-less mode's API reads for the same answer.
+    """
+    last: list[tuple[float, set[str]]] = []
+
     def read() -> set[str] | None:
-        return deleting_nodes(kube.list_nodes(), kube.list_node_claims())
+        now = clock()
+        if not last or now - last[0][0] >= every_seconds:
+            last[:] = [(now, deleting_nodes(kube.list_nodes(), kube.list_node_claims()))]
+        return set(last[0][1])
     return read
 
 

@@ -178,3 +178,29 @@ def test_a_node_draining_under_a_termination_counts_as_deleting() -> None:
     assert deleting_nodes([tainted], [owned]) == {"n1"}
     assert deleting_nodes([tainted], [{**owned, "metadata": {"name": "c1"}}]) == set()  # a disruption's candidate
     assert deleting_nodes([{"metadata": {"name": "n1"}}], [owned]) == set()  # a cancelled termination untainted it
+
+
+def test_without_the_cache_deleting_nodes_are_listed_at_most_every_two_seconds() -> None:
+    from runtime.pending_pods import listed_deleting
+
+    calls: list[str] = []
+    nodes = [{"metadata": {"name": "n1", "deletionTimestamp": "2026-11-29T00:00:00Z"}}]
+
+    class Kube:
+        def list_nodes(self) -> list[dict[str, Any]]:
+            calls.append("nodes")
+            return nodes
+
+        def list_node_claims(self) -> list[dict[str, Any]]:
+            calls.append("claims")
+            return []
+
+    now = [0.0]
+    read = listed_deleting(Kube(), every_seconds=2.0, clock=lambda: now[0])
+    answers = []
+    for t in (0.0, 0.25, 1.75, 2.0, 2.5):
+        now[0] = t
+        answers.append(read())
+        nodes = []  # the node is gone after the first LIST: only the read at 2.0 s sees it
+    assert calls == ["nodes", "claims"] * 2
+    assert answers == [{"n1"}, {"n1"}, {"n1"}, set(), set()]
