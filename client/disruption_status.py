@@ -17,6 +17,7 @@ from pydantic.alias_generators import to_camel
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 
 from activities.planning_runner import MEMO_METHOD, MEMO_NODES
+from client.pollers import no_worker_message, unpolled
 from contracts import search_attributes as sa
 from contracts.disruption import NO_RETURN_PHASES, DisruptionPhase, DisruptionProgress
 from workflows.disruption import DisruptionWorkflow
@@ -86,6 +87,7 @@ class DisruptionStatus(BaseModel):
     started_at: datetime | None = None
     query_error: str | None = None
     _run_id: str | None = PrivateAttr(default=None)  # for the query; not serialised
+    _task_queue: str | None = PrivateAttr(default=None)  # whose pollers say whether a worker can answer
 
     @property
     def running(self) -> bool:
@@ -114,7 +116,12 @@ async def list_disruptions(client: Client, node: str | None = None, running_only
         rows.append(await _from_listing(wf))
     if node:  # the listing's nodes come from the memo; a row without one is checked again after its query
         rows = [r for r in rows if not r.nodes or node in r.nodes]
-    await asyncio.gather(*(_query(client, r) for r in rows if r.running))
+    running = [r for r in rows if r.running]
+    idle = await unpolled(client, (r._task_queue for r in running))
+    for r in running:
+        if r._task_queue in idle:
+            r.query_error = no_worker_message(r._task_queue or "")
+    await asyncio.gather(*(_query(client, r) for r in running if r._task_queue not in idle))
     return [r for r in rows if not node or node in r.nodes]
 
 
@@ -128,7 +135,7 @@ async def _from_listing(wf: WorkflowExecution) -> DisruptionStatus:
                            node_pool=attrs.get(sa.NODE_POOL), nodes=nodes, started_at=wf.start_time)
     row.waiting_for = _wait(phase, row.running)
     row.cancellable = row.running and phase is not None and phase not in NOT_CANCELLABLE
-    row._run_id = wf.run_id
+    row._run_id, row._task_queue = wf.run_id, wf.task_queue
     return row
 
 

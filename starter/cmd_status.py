@@ -101,6 +101,7 @@ def _age(since: datetime | None, now: datetime) -> str | None:
 async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Terminations (oldest first), then disruptions; the running ones' progress queried all at once, so workflows
     no worker answers cost one query timeout in all, not one each."""
+    from client.pollers import no_worker_message, unpolled
     from client.termination import termination_query
     from contracts import search_attributes as sa
     from starter.output import CliError
@@ -108,7 +109,7 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
 
     client = await connect_from_args(args)
     rows: list[dict[str, Any]] = []
-    queries = []
+    queries: list[tuple[dict[str, Any], str | None, str]] = []
     now = datetime.now(UTC)
     try:
         async for wf in client.list_workflows(termination_query(args.node, running_only=not args.all)):
@@ -122,9 +123,14 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
                 "blocking": [], "pods": [], "waiting": None, "completionUntil": None,
             }
             if wf.status is not None and wf.status.name == "RUNNING":
-                queries.append(_progress(client, row, wf.run_id, now))
+                queries.append((row, wf.run_id, wf.task_queue))
             rows.append(row)
-        await asyncio.gather(*queries)
+        idle = await unpolled(client, (queue for _, _, queue in queries))
+        for row, _, queue in queries:
+            if queue in idle:
+                row["queryError"] = no_worker_message(queue)
+        await asyncio.gather(*(_progress(client, row, run_id, now) for row, run_id, queue in queries
+                               if queue not in idle))
     except CliError:
         raise
     except Exception as exc:
