@@ -45,6 +45,9 @@ class Settings:
     lifecycle_settings: Any = None  # runtime.nodeclaim_lifecycle.LifecycleSettings; None: Karpenter's timings
     gc_settings: Any = None  # runtime.nodeclaim_gc.GcSettings; None: Karpenter's timings
     fleet_task_queue: str | None = None  # also run FleetRolloutWorkflows on this queue (docs/fleet.md)
+    # runtime.leader.ElectionSettings: only the Lease's holder runs the in-worker controllers; None: every replica
+    # runs them (embedded stacks, tests; worker.py turns election on unless --disable-leader-election)
+    leader_election: Any = None
 
 
 @dataclass

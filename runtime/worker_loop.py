@@ -18,6 +18,7 @@ from contracts.provisioning import ProvisioningSettings
 from runtime import karpenter_state
 from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
 from runtime.fleet_worker import build_fleet_worker
+from runtime.leader import gate_controllers
 from runtime.pending_pods import (
     IntakeSettings,
     PendingPodIntake,
@@ -196,7 +197,7 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
     if cluster is not None:
         cluster.start()
     worker = build_worker(client, deps, queue)
-    stops = _start_optional(client, deps, queue)
+    stops = gate_controllers(deps, lambda: _start_optional(client, deps, queue))  # only the leader's, if elected
     workers = _start_workers(client, worker, deps.settings.fleet_task_queue,
                              deps.settings.sticky_queue_timeout_seconds)
     if deps.settings.interruption_queue_url:

@@ -301,3 +301,17 @@ INSTANCE_TYPES_DISCOVERED = Gauge(
     "Instance types in the catalog of the last successful refresh.",
     registry=REGISTRY,
 )
+
+# --- leader election of the in-worker controllers (runtime/leader.py) ---
+LEADER = Gauge(
+    "nodeflow_leader",
+    "1 while this worker holds the controllers' Lease and runs the in-worker controllers, 0 otherwise.",
+    registry=REGISTRY,
+)
+LEADER_TRANSITIONS = Counter(
+    "nodeflow_leader_transitions_total",
+    "Changes of this worker's leadership, by transition (acquired, lost: a renewal failed past the renew deadline "
+    "or another holder showed, released: handed back at shutdown).",
+    ["transition"],
+    registry=REGISTRY,
+)

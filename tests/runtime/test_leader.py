@@ -1,0 +1,185 @@
+"""Leader election over a coordination.k8s.io/v1 Lease (runtime/leader.py), against the emulated API server through
+the real kubernetes client: one candidate leads, the others wait for its lease to expire or be released, a
+concurrent acquire has one winner (409 for the rest), and a leader that cannot renew stops its controllers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from kubernetes.client import CoordinationV1Api
+from kubernetes.client.exceptions import ApiException
+
+from runtime.leader import ElectionSettings, LeaderElector, LeaseRecord, gate_controllers
+from runtime.settings import Deps, Settings
+from telemetry.metrics import REGISTRY
+
+FAST = ElectionSettings(namespace="default", lease_duration_seconds=2, renew_deadline_seconds=1.5,
+                        retry_period_seconds=0.2)
+
+
+class Clock:
+    """Wall time plus an offset the test moves forward: the loops keep running while expiry is jumped to."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta()
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += timedelta(seconds=seconds)
+
+
+class Flaky(CoordinationV1Api):
+    """The real client, whose writes fail while `broken` (an API server the leader cannot reach)."""
+
+    broken = False
+
+    def replace_namespaced_lease(self, *args: Any, **kwargs: Any) -> Any:
+        if self.broken:
+            raise ApiException(status=503, reason="Service Unavailable")
+        return super().replace_namespaced_lease(*args, **kwargs)
+
+
+def _elector(k8s: Any, name: str, clock: Clock, settings: ElectionSettings = FAST, api: Any = None) -> LeaderElector:
+    return LeaderElector(api or CoordinationV1Api(k8s), name, settings, clock=clock)
+
+
+def _record(k8s: Any, settings: ElectionSettings = FAST) -> LeaseRecord:
+    return LeaseRecord.of(CoordinationV1Api(k8s).read_namespaced_lease(settings.name, "default"))
+
+
+async def _until(cond: Any, timeout: float) -> float:
+    """Seconds until `cond()` held; fails after `timeout`."""
+    start = time.monotonic()
+    while not cond():
+        assert time.monotonic() - start < timeout, "condition not met in time"
+        await asyncio.sleep(0.02)
+    return time.monotonic() - start
+
+
+class Controllers:
+    """Stands for the leader-only controllers: running between on_started and on_stopped."""
+
+    def __init__(self) -> None:
+        self.running = False
+        self.starts = 0
+
+    async def started(self) -> None:
+        self.running, self.starts = True, self.starts + 1
+
+    async def stopped(self) -> None:
+        self.running = False
+
+
+def test_settings_keep_client_go_order() -> None:
+    assert ElectionSettings().lease_duration_seconds == 15
+    with pytest.raises(ValueError, match="renew deadline"):
+        ElectionSettings(lease_duration_seconds=10, renew_deadline_seconds=10)
+
+
+async def test_one_leads_the_other_waits_until_the_lease_expires(k8s: Any) -> None:
+    clock = Clock()
+    a, b = _elector(k8s, "a", clock), _elector(k8s, "b", clock)
+    assert await a.try_acquire_or_renew()
+    assert not await b.try_acquire_or_renew() and b.observed_holder == "a"
+    first = _record(k8s)
+    assert (first.holder, first.duration_seconds, first.transitions) == ("a", 2, 0)
+    assert first.acquire_time == first.renew_time
+    clock.advance(1)
+    assert await a.try_acquire_or_renew()  # a renews: same acquireTime, later renewTime
+    renewed = _record(k8s)
+    assert renewed.acquire_time == first.acquire_time and renewed.renew_time > first.renew_time  # type: ignore[operator]
+    clock.advance(1.9)  # a stopped renewing: 1.9 s after its renewal the lease still holds ...
+    assert not await b.try_acquire_or_renew()
+    clock.advance(0.2)  # ... and past renewTime + leaseDurationSeconds b takes it
+    assert await b.try_acquire_or_renew()
+    taken = _record(k8s)
+    assert (taken.holder, taken.transitions) == ("b", 1) and taken.acquire_time == taken.renew_time
+
+
+async def test_concurrent_acquires_have_exactly_one_winner(k8s: Any) -> None:
+    """On an absent lease the creates race (409 AlreadyExists), on an expired one the replaces do (409 Conflict on
+    the resourceVersion all of them read)."""
+    clock = Clock()
+    electors = [_elector(k8s, f"c{i}", clock) for i in range(6)]
+    won = await asyncio.gather(*(e.try_acquire_or_renew() for e in electors))
+    assert sum(won) == 1
+    clock.advance(5)  # the winner's lease expired: all read the same resourceVersion and replace
+    again = [_elector(k8s, f"d{i}", clock) for i in range(6)]
+    won = await asyncio.gather(*(e.try_acquire_or_renew() for e in again))
+    assert sum(won) == 1
+    assert _record(k8s).holder == again[won.index(True)].identity
+
+
+async def test_release_on_stop_lets_the_other_take_over_at_its_next_retry(k8s: Any) -> None:
+    clock = Clock()
+    a, b = _elector(k8s, "a", clock), _elector(k8s, "b", clock)
+    ca, cb = Controllers(), Controllers()
+    ta = asyncio.create_task(a.run(ca.started, ca.stopped))
+    await _until(lambda: ca.running, 5)
+    tb = asyncio.create_task(b.run(cb.started, cb.stopped))
+    await asyncio.sleep(0.5)
+    assert not cb.running and b.observed_holder == "a"
+    a.stop()
+    await ta
+    assert not ca.running and _record(k8s).holder in ("", "b")
+    took = await _until(lambda: cb.running, 2)
+    assert took < 2 * FAST.retry_period_seconds * 1.2 + 0.3  # its next retry, not the 2 s lease duration
+    assert _record(k8s).transitions == 1
+    b.stop()
+    await tb
+
+
+async def test_a_leader_that_cannot_renew_stops_its_controllers_at_the_renew_deadline(k8s: Any) -> None:
+    clock = Clock()
+    api = Flaky(k8s)
+    a = _elector(k8s, "a", clock, api=api)
+    ca = Controllers()
+    task = asyncio.create_task(a.run(ca.started, ca.stopped))
+    await _until(lambda: ca.running, 5)
+    api.broken = True
+    await asyncio.sleep(0.5)
+    assert ca.running and a.is_leader  # failed renewals within the renew deadline are retried
+    lost = await _until(lambda: not ca.running, FAST.renew_deadline_seconds + 1)
+    assert not a.is_leader and lost < FAST.renew_deadline_seconds + FAST.retry_period_seconds
+    assert _gauge("nodeflow_leader") == 0
+    # the lease expires only after leaseDurationSeconds: 0.5 s after the controllers stopped, another takes over
+    b = _elector(k8s, "b", clock)
+    await _until(lambda: a.clock() > _record(k8s).renew_time + timedelta(seconds=2), 3)  # type: ignore[operator]
+    assert await b.try_acquire_or_renew()
+    api.broken = False
+    await asyncio.sleep(0.5)
+    assert not ca.running and ca.starts == 1  # b holds a valid lease: a waits
+    a.stop()
+    await task
+
+
+async def test_a_leader_that_sees_another_holder_stops_at_once(k8s: Any) -> None:
+    """Its own clock was off, or it was paused past its lease: whoever holds the lease now leads."""
+    clock = Clock()
+    a = _elector(k8s, "a", clock)
+    ca = Controllers()
+    task = asyncio.create_task(a.run(ca.started, ca.stopped))
+    await _until(lambda: ca.running, 5)
+    clock.advance(3)
+    assert await _elector(k8s, "b", clock).try_acquire_or_renew()
+    took = await _until(lambda: not ca.running, 2)
+    assert took < 2 * FAST.retry_period_seconds + 0.3
+    a.stop()
+    await task
+    assert _record(k8s).holder == "b"  # not released: it was not a's
+
+
+async def test_without_election_the_controllers_start_at_once() -> None:
+    calls: list[str] = []
+    stops = gate_controllers(Deps(kube_api=None, ec2=None, settings=Settings()), lambda: calls.append("start") or [])
+    assert calls == ["start"] and stops == []
+
+
+def _gauge(name: str) -> float | None:
+    return REGISTRY.get_sample_value(name)
