@@ -27,6 +27,7 @@ from runtime.cloud_clients import RegionNotConfigured, aws_clients, kube_api_cli
 from runtime.fleet_worker import run_fleet_worker
 from runtime.health import ReadinessCheck, metrics_bind, parse_metrics_address, start_health_server
 from runtime.kube_version import kubeconfig_version_problem
+from runtime.leader import DEFAULT_LEASE_NAME, ElectionSettings
 from runtime.settings import Deps, Settings
 from runtime.temporal_metrics import new_buffer, pump, track_planner_pause
 from runtime.worker_loop import run_worker
@@ -41,7 +42,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     _temporal_args(p)
     _cluster_args(p)
     _launch_and_ops_args(p)
-    return p.parse_args(argv)
+    _election_args(p)
+    args = p.parse_args(argv)
+    try:
+        election_settings(args)
+    except ValueError as exc:  # e.g. a renew deadline past the lease duration: refused before connecting
+        p.error(str(exc))
+    return args
 
 
 def _env_flag(name: str) -> bool:
@@ -108,6 +115,38 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-drain-time", type=_seconds, default=env("NODEFLOW_MIN_DRAIN_TIME"),
                    help="a drained node is drained once more this long after its drain began (Go duration; "
                         "default Karpenter's 5s; tests shorten it)")
+
+
+def _election_args(p: argparse.ArgumentParser) -> None:
+    """Which replica runs the in-worker controllers: the holder of a Lease (runtime/leader.py; Karpenter's
+    DISABLE_LEADER_ELECTION, LEADER_ELECTION_NAME and LEADER_ELECTION_NAMESPACE)."""
+    env = os.environ.get
+    p.add_argument("--disable-leader-election", action="store_true",
+                   default=_env_flag("NODEFLOW_DISABLE_LEADER_ELECTION"),
+                   help="run the in-worker controllers on every replica (a single replica, development)")
+    p.add_argument("--leader-election-name", default=env("NODEFLOW_LEADER_ELECTION_NAME", DEFAULT_LEASE_NAME),
+                   help="the coordination.k8s.io/v1 Lease the replicas elect their leader with")
+    p.add_argument("--leader-election-namespace", default=env("NODEFLOW_LEADER_ELECTION_NAMESPACE"),
+                   help="the Lease's namespace (default: the worker's own, else default)")
+    p.add_argument("--leader-election-lease-duration", type=_seconds,
+                   default=env("NODEFLOW_LEADER_ELECTION_LEASE_DURATION", "15s"),
+                   help="how long a lease holds without renewal before another replica may take it (Go duration)")
+    p.add_argument("--leader-election-renew-deadline", type=_seconds,
+                   default=env("NODEFLOW_LEADER_ELECTION_RENEW_DEADLINE", "10s"),
+                   help="the leader stops its controllers when no renewal succeeded for this long (Go duration)")
+    p.add_argument("--leader-election-retry-period", type=_seconds,
+                   default=env("NODEFLOW_LEADER_ELECTION_RETRY_PERIOD", "2s"),
+                   help="how often the leader renews and the others try to acquire (Go duration)")
+
+
+def election_settings(args: argparse.Namespace) -> ElectionSettings | None:
+    """None when election is off: every replica runs the controllers."""
+    if args.disable_leader_election:
+        return None
+    return ElectionSettings(name=args.leader_election_name, namespace=args.leader_election_namespace,
+                            lease_duration_seconds=max(1, round(args.leader_election_lease_duration)),
+                            renew_deadline_seconds=args.leader_election_renew_deadline,
+                            retry_period_seconds=args.leader_election_retry_period)
 
 
 def _launch_and_ops_args(p: argparse.ArgumentParser) -> None:
@@ -213,7 +252,8 @@ async def amain(args: argparse.Namespace) -> int:
                         cancel_hold_seconds=args.cancel_hold, min_drain_seconds=args.min_drain_time,
                         discover_instance_types=not (args.catalog or args.no_instance_type_discovery),
                         instance_type_refresh_seconds=args.instance_type_refresh,
-                        vm_memory_overhead_percent=args.vm_memory_overhead_percent)
+                        vm_memory_overhead_percent=args.vm_memory_overhead_percent,
+                        leader_election=election_settings(args))
     try:
         aws = aws_clients(resolve_region(args.region), ec2_endpoint=args.ec2_endpoint,
                           sqs_endpoint=args.sqs_endpoint, iam_endpoint=args.iam_endpoint)
