@@ -73,6 +73,8 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False, "clusterrole"),
     ResourceType("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False,
                  "clusterrolebinding"),
+    ResourceType("rbac.authorization.k8s.io", "v1", "roles", "Role", True, "role"),
+    ResourceType("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", True, "rolebinding"),
     ResourceType("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
                  "customresourcedefinition", ("crd", "crds"), ("status",)),
 )
