@@ -256,9 +256,16 @@ def gate_controllers(deps: Any, start: Callable[[], list[Stop]]) -> list[Stop]:
             await stop_part()
 
     task = asyncio.create_task(elector.run(started, stopped), name="leader-election")
+    task.add_done_callback(_log_failure)
 
     async def stop_all() -> None:
         elector.stop()
         await asyncio.gather(task, return_exceptions=True)
 
     return [stop_all]
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    """A controller that failed to start ends the election (the lease is released, another replica leads): say why."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("leader election ended: %s", task.exception(), exc_info=task.exception())

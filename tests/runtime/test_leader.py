@@ -122,6 +122,7 @@ async def test_release_on_stop_lets_the_other_take_over_at_its_next_retry(k8s: A
     ca, cb = Controllers(), Controllers()
     ta = asyncio.create_task(a.run(ca.started, ca.stopped))
     await _until(lambda: ca.running, 5)
+    assert _gauge("nodeflow_leader") == 1
     tb = asyncio.create_task(b.run(cb.started, cb.stopped))
     await asyncio.sleep(0.5)
     assert not cb.running and b.observed_holder == "a"
@@ -179,6 +180,22 @@ async def test_without_election_the_controllers_start_at_once() -> None:
     calls: list[str] = []
     stops = gate_controllers(Deps(kube_api=None, ec2=None, settings=Settings()), lambda: calls.append("start") or [])
     assert calls == ["start"] and stops == []
+
+
+def test_worker_flags_elect_by_default_and_refuse_a_renew_deadline_past_the_lease(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import worker
+
+    monkeypatch.delenv("NODEFLOW_DISABLE_LEADER_ELECTION", raising=False)
+    assert worker.election_settings(worker.parse_args([])) == ElectionSettings()
+    assert worker.election_settings(worker.parse_args(["--disable-leader-election"])) is None
+    short = worker.parse_args(["--leader-election-lease-duration", "4s", "--leader-election-renew-deadline", "3s",
+                               "--leader-election-retry-period", "500ms", "--leader-election-namespace", "ops"])
+    assert worker.election_settings(short) == ElectionSettings(namespace="ops", lease_duration_seconds=4,
+                                                               renew_deadline_seconds=3, retry_period_seconds=0.5)
+    with pytest.raises(SystemExit) as refused:
+        worker.parse_args(["--leader-election-renew-deadline", "20s"])
+    assert refused.value.code == 2
 
 
 def _gauge(name: str) -> float | None:
