@@ -242,6 +242,7 @@ def gate_controllers(deps: Any, start: Callable[[], list[Stop]]) -> list[Stop]:
     None), else only while this replica leads; returns how to stop them (and hand the lease back)."""
     election: ElectionSettings | None = deps.settings.leader_election
     if election is None:
+        LEADER.set(1)  # every replica runs the controllers: each counts as leading (NodeflowNoLeader stays quiet)
         return start()
     elector = LeaderElector(CoordinationV1Api(deps.kube_api), new_identity(), election)
     deps._cache["leader_elector"] = elector  # for tests and diagnostics

@@ -305,7 +305,8 @@ INSTANCE_TYPES_DISCOVERED = Gauge(
 # --- leader election of the in-worker controllers (runtime/leader.py) ---
 LEADER = Gauge(
     "nodeflow_leader",
-    "1 while this worker holds the controllers' Lease and runs the in-worker controllers, 0 otherwise.",
+    "1 while this worker runs the in-worker controllers (it holds their Lease, or leader election is off), 0 "
+    "otherwise.",
     registry=REGISTRY,
 )
 LEADER_TRANSITIONS = Counter(

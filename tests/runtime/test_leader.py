@@ -176,10 +176,11 @@ async def test_a_leader_that_sees_another_holder_stops_at_once(k8s: Any) -> None
     assert _record(k8s).holder == "b"  # not released: it was not a's
 
 
-async def test_without_election_the_controllers_start_at_once() -> None:
+def test_without_election_the_controllers_start_at_once() -> None:
     calls: list[str] = []
     stops = gate_controllers(Deps(kube_api=None, ec2=None, settings=Settings()), lambda: calls.append("start") or [])
     assert calls == ["start"] and stops == []
+    assert _gauge("nodeflow_leader") == 1  # every replica runs them: NodeflowNoLeader stays quiet
 
 
 def test_worker_flags_elect_by_default_and_refuse_a_renew_deadline_past_the_lease(
