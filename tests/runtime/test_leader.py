@@ -102,6 +102,25 @@ async def test_one_leads_the_other_waits_until_the_lease_expires(k8s: Any) -> No
     assert (taken.holder, taken.transitions) == ("b", 1) and taken.acquire_time == taken.renew_time
 
 
+def test_the_emulator_answers_lease_writes_as_kube_apiserver(k8s: Any) -> None:
+    """What the election relies on: 409 AlreadyExists on a second create, 409 Conflict on a replace with a stale
+    resourceVersion, and a new resourceVersion on every change."""
+    api = CoordinationV1Api(k8s)
+    body = {"metadata": {"name": "l", "namespace": "default"}, "spec": {"holderIdentity": "a"}}
+    first = api.create_namespaced_lease("default", body)
+    with pytest.raises(ApiException) as exists:
+        api.create_namespaced_lease("default", body)
+    assert exists.value.status == 409 and "AlreadyExists" in str(exists.value.body)
+    first.spec.holder_identity = "b"
+    second = api.replace_namespaced_lease("l", "default", first)
+    assert second.metadata.resource_version != first.metadata.resource_version
+    first.spec.holder_identity = "c"  # still at the first resourceVersion
+    with pytest.raises(ApiException) as stale:
+        api.replace_namespaced_lease("l", "default", first)
+    assert stale.value.status == 409 and "Conflict" in str(stale.value.body)
+    assert api.read_namespaced_lease("l", "default").spec.holder_identity == "b"
+
+
 async def test_concurrent_acquires_have_exactly_one_winner(k8s: Any) -> None:
     """On an absent lease the creates race (409 AlreadyExists), on an expired one the replaces do (409 Conflict on
     the resourceVersion all of them read)."""
