@@ -44,15 +44,9 @@ from contracts.disruption import (
 from contracts.errors import ErrorType
 from gateways.kube import KubeClient, without_disrupted_taint
 from planning.disruption.repair import DEFAULT_POLICIES, RepairPolicy
-from planning.disruption.validation import (
-    CONSOLIDATION_METHODS,
-    Decision,
-    Mismatch,
-    Verdict,
-    recheck_consolidation,
-    same_decision,
-)
-from planning.policies.spot_return import SPOT_RETURN, recheck_spot_return
+from planning.disruption.validation import CONSOLIDATION_METHODS, Decision, Mismatch, Verdict, same_decision
+from planning.planner.recheck import recheck_consolidation, recheck_spot_return
+from planning.policies.spot_return import SPOT_RETURN
 from planning.pricing.unavailable_offerings import UnavailableOfferings, with_unavailable
 from telemetry import karpenter_metrics as km
 from telemetry import metrics

@@ -40,9 +40,9 @@ from contracts.errors import ErrorType
 from gateways.ec2 import CloudProvider, cloud_provider
 from gateways.kube import KubeClient, Obj, event_body, node_ready
 from planning.lifecycle.launch import launch_patch
-from planning.policies.spot_return import fallback_message, fallback_value, fell_back
 from planning.pricing.overlays import pool_catalog
 from planning.pricing.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
+from planning.provisioning.spot_fallback import fallback_message, fallback_value, fell_back
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
 

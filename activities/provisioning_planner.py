@@ -32,9 +32,9 @@ from contracts.provisioning import (
 from gateways.kube import KubeClient, event_body
 from planning.disruption import nomination
 from planning.disruption.nomination import NominatedKind
-from planning.policies.spot_return import cap_fallbacks
 from planning.pricing.unavailable_offerings import UnavailableOfferings, with_unavailable
 from planning.provisioning.provisioner import Exclusion
+from planning.provisioning.spot_fallback import cap_fallbacks
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
 

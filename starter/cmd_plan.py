@@ -74,7 +74,7 @@ def handle(args: argparse.Namespace) -> int:
     from planning.planner.accounting import hold_for_pause
     from planning.planner.expiry_report import expiry_rows
     from planning.planner.plan import explain_plan
-    from planning.policies.spot_return import spot_fallback_rows
+    from planning.planner.spot_fallback_report import spot_fallback_rows
     from planning.policies.zone_balance import zone_balance_rows
 
     at = parse_at(args.at)

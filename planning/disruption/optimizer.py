@@ -31,7 +31,8 @@ from planning.disruption.commands import Command, Replacement, Requirement
 from planning.disruption.consolidation import Consolidation
 from planning.disruption.method import PassContext, make_command
 from planning.scheduling.pod_context import anti_of
-from planning.scheduling.simulation import SimResult, TypeOption
+from planning.scheduling.simulation import SimResult
+from planning.scheduling.type_options import TypeOption
 from planning.selectors import match_label_selector, match_node_selector_terms, tolerates_all
 
 CONSOLIDATION_MODE_ANNOTATION = L.CONSOLIDATION_MODE_ANNOTATION

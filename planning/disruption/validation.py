@@ -1,24 +1,16 @@
 """Karpenter's validation of a disruption command (pure): does the decision still hold after the delay?
 
-Consolidation commands are re-simulated on their own candidates (`recheck_consolidation`, Karpenter's
-ConsolidationValidator); the other validated methods are re-planned, and `same_decision` compares the command
-being carried out with the fresh one for the same method and candidates.
+Consolidation and SpotReturn commands are re-simulated on their own candidates (planning/planner/recheck.py,
+Karpenter's ConsolidationValidator); the other validated methods are re-planned, and `same_decision` compares the
+command being carried out with the fresh one for the same method and candidates.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
-
-from planning.disruption.repair import DEFAULT_POLICIES, RepairPolicy
-
-if TYPE_CHECKING:
-    from api.catalog import InstanceTypeCatalog
-    from planning.cluster import Parsed
+from typing import Protocol
 
 
 class Mismatch(StrEnum):
@@ -99,42 +91,7 @@ def same_decision(ours: Decision, new: Decision) -> Mismatch | None:
 
 
 # Consolidation commands are re-checked as Karpenter's ConsolidationValidator does (docs/semantics.md §5.8):
-# the same candidates, re-simulated, rather than a whole fresh pass that must pick them again.
+# the same candidates, re-simulated, rather than a whole fresh pass that must pick them again
+# (planning/planner/recheck.py).
 SINGLE_NODE = "SingleNodeConsolidation"
 CONSOLIDATION_METHODS = frozenset({"MultiNodeConsolidation", SINGLE_NODE})
-
-
-def recheck_consolidation(snapshot: Any, at: datetime, nodes: Sequence[str], ours: Decision,
-                          catalog: InstanceTypeCatalog | None = None, exclude: frozenset[str] | set[str] = frozenset(),
-                          parsed: Parsed | None = None, repair: Sequence[RepairPolicy] = DEFAULT_POLICIES,
-                          planned: Mapping[str, str] | None = None) -> Mismatch | None:
-    """None when a consolidation command still holds on `snapshot`: every node is still a candidate the
-    method may disrupt, in no calendar hold and within its pool's budget, and removing exactly these nodes
-    still schedules every pod on the others plus the same replacement (Karpenter's ConsolidationValidator).
-    A pass that would now prefer other nodes does not invalidate it: in a cluster that changes every 10 s
-    the fresh pass often does, and requiring it failed most commands of bench.karpenter_suite's basic run.
-    `planned`: where the other in-flight commands planned their pods (Scheduler), so their reservation leaves
-    this command the room it planned on."""
-    from planning.disruption.candidates import GRACEFUL
-    from planning.disruption.multinode import MultiNodeConsolidation
-    from planning.disruption.singlenode import SingleNodeConsolidation
-    from planning.planner.plan import prepare_pass
-
-    setup = prepare_pass(snapshot, at, catalog, exclude, None, parsed, repair, planned)
-    single = ours.method == SINGLE_NODE
-    method = SingleNodeConsolidation(setup.ctx) if single else MultiNodeConsolidation(setup.ctx)
-    by_name = {c.name: c for c in setup.sets[GRACEFUL].candidates}
-    chosen = [by_name.get(n) for n in nodes]
-    if any(c is None or not method.should_disrupt(c) for c in chosen):
-        return Mismatch.CANDIDATES_CHANGED
-    cands = [c for c in chosen if c is not None]
-    if any(setup.ctx.policies.hold_message(c.pool.name) is not None for c in cands):
-        return Mismatch.HELD
-    allowed = setup.allowed.get(method.reason, {})
-    if any(allowed.get(pool, 0) < n for pool, n in Counter(c.pool.name for c in cands).items()):
-        return Mismatch.BUDGET
-    attempt = method.compute_consolidation(method, cands, single=single)
-    if attempt.command is None:
-        return Mismatch.NEW_SCHEDULING_RESULTS
-    fresh = attempt.command
-    return same_decision(ours, Decision.of(fresh.method, fresh.nodes, fresh.replacements))

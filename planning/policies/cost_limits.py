@@ -24,7 +24,9 @@ from typing import Any
 
 from api import labels as L
 from planning.cluster import Cluster, as_dict
-from planning.scheduling.simulation import NewNode, TypeOption
+from planning.lifecycle.liveness import still_launching
+from planning.scheduling.sim_state import NewNode
+from planning.scheduling.type_options import TypeOption
 
 EPSILON = 1e-9  # prices are floats of decimal catalog prices: a sum equal to the limit is within it
 LAUNCHING_PREFIX = "<launching:"  # planning/provisioning/provisioner.py names a Node-less launching NodeClaim's node so
@@ -186,10 +188,8 @@ def cost_limit_left_none(pool: str, groups: Sequence[CostGroup]) -> str:
 
 
 def launching_claims(snapshot: Any, cluster: Cluster, at: datetime) -> list[dict[str, Any]]:
-    """The snapshot's NodeClaims still launching (planning/provisioning/provisioner.py still_launching) that no Node
-    stands for."""
-    from planning.provisioning.provisioner import still_launching  # provisioning imports this module
-
+    """The snapshot's NodeClaims still launching (planning/lifecycle/liveness.py still_launching) that no Node stands
+    for."""
     with_node = {n.claim.name for n in cluster.nodes if n.claim is not None}
     out = []
     for raw in getattr(snapshot, "node_claims", ()):

@@ -18,7 +18,9 @@ from typing import Any
 from planning.cluster import Cluster, PodInfo
 from planning.policies.cost_limits import CostGroup, CostLimits, cost_limit_left_none, launching_claims
 from planning.policies.deprecated_pools import deprecated_pools
-from planning.scheduling.simulation import NewNode, Scheduler, SimState, TypeOption
+from planning.scheduling.sim_state import NewNode, SimState
+from planning.scheduling.simulation import Scheduler
+from planning.scheduling.type_options import TypeOption
 
 
 @dataclass(slots=True)

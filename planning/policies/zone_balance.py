@@ -24,7 +24,8 @@ from planning.disruption.candidates import Candidate
 from planning.disruption.method import PassContext
 from planning.policies.view import PolicyView
 from planning.pricing.replacements import PricedReplacement, pool_zones, to_replacement
-from planning.scheduling.simulation import NewNode, TypeOption
+from planning.scheduling.sim_state import NewNode
+from planning.scheduling.type_options import TypeOption
 
 
 def zone_limits(policies: PolicyView) -> dict[str, int]:

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from api import labels as L
 from planning.disruption.candidates import Candidate
 from planning.disruption.commands import Replacement, Requirement
-from planning.scheduling.simulation import NewNode, TypeOption, option_label_values, worst_launch_price
+from planning.scheduling.sim_state import NewNode
+from planning.scheduling.simulation import worst_launch_price
+from planning.scheduling.type_options import TypeOption, option_label_values
 
 SPOT_TO_SPOT_MIN_TYPES = 15
 MAX_INSTANCE_TYPES = 60

@@ -18,19 +18,19 @@ from typing import Any
 
 from api import labels as L
 from api.catalog import InstanceTypeCatalog
-from api.nodeclaim import REGISTERED
 from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
 from planning.cluster import Cluster, NodeInfo, Parsed, PodInfo, PoolInfo, as_dict, type_labels
 from planning.disruption.candidates import currently_reschedulable
 from planning.disruption.commands import Replacement
-from planning.lifecycle import liveness
-from planning.lifecycle.conditions import UNKNOWN, status_of
+from planning.lifecycle.liveness import still_launching
 from planning.policies.cost_limits import cost_limit_reached, launch_price
 from planning.policies.deprecated_pools import pool_deprecated
 from planning.policies.launch_controls import LaunchControls, PolicyScheduler, scheduler_for
 from planning.policies.zone_balance import ZoneBalance
 from planning.pricing.replacements import launch_replacement
-from planning.scheduling.simulation import TYPE_KEYS, Scheduler, SimState
+from planning.scheduling.sim_state import SimState
+from planning.scheduling.simulation import Scheduler
+from planning.scheduling.type_options import TYPE_KEYS
 from planning.selectors import match_requirement, tolerates_all
 
 MAX_NEW_NODES = 10_000
@@ -194,17 +194,6 @@ def no_compatible_types(sched: Scheduler) -> list[str]:
 
 
 # ---- NodeClaims still launching count as nodes --------------------------------------------------------------
-
-def still_launching(claim: Mapping[str, Any], at: datetime) -> bool:
-    """Whether a NodeClaim no Node has joined is capacity on its way (docs/architecture.md, ProvisioningWorkflow).
-    Not when it is being deleted; not once `Registered` left Unknown (True: its Node is gone; False: registration
-    failed for good); not past liveness's launch or registration TTL (planning/lifecycle/liveness.py, Karpenter's
-    liveness.go), when Karpenter deletes it: a claim whose Node never came would otherwise hold its pods pending
-    for ever."""
-    if (claim.get("metadata") or {}).get("deletionTimestamp") or status_of(claim, REGISTERED) != UNKNOWN:
-        return False
-    return liveness.expired(dict(claim), at) is None
-
 
 def _add_launching(cluster: Cluster, snapshot: Any, at: datetime | None = None) -> set[str]:
     """Make every NodeClaim still launching a schedulable node of its requested type (Karpenter's in-flight

@@ -15,7 +15,7 @@ moment ago is not free room while the pods it was launched for wait; so that thi
 node's termination has tainted it, a pre-spin NodeClaim still launching is never offered to another node's pods.
 The node's instance type is left out on spot everywhere: the reclaimed pool is short of capacity. The node's own
 NodeClaim is never room for its pods, also when no Node link shows it (a claim not yet recording its Node), and a
-claim past its liveness TTL is no room at all (planning/provisioning/provisioner.py `still_launching`).
+claim past its liveness TTL is no room at all (planning/lifecycle/liveness.py `still_launching`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from planning.cluster import Cluster, NodeInfo, Parsed, PodInfo, as_dict
 from planning.policies.launch_controls import LaunchControls, scheduler_for
 from planning.pricing.replacements import launch_replacement
 from planning.provisioning.provisioner import MAX_NEW_NODES, Launch, _add_launching, provisionable
-from planning.scheduling.simulation import SimState
+from planning.scheduling.sim_state import SimState
 
 
 @dataclass(slots=True)

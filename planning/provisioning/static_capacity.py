@@ -26,7 +26,8 @@ from planning.disruption.candidates import disruption_cost, do_not_disrupt_activ
 from planning.disruption.commands import Replacement, StaticPool, StaticRemoval
 from planning.disruption.method import PassContext
 from planning.pricing.replacements import launch_replacement
-from planning.scheduling.simulation import NewNode, Scheduler
+from planning.scheduling.sim_state import NewNode
+from planning.scheduling.simulation import Scheduler
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,17 +7,13 @@ scheduling_more.py, scheduling_affinity.py and scheduling_topology.py. docs/sema
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from api import labels as L
 from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo, type_labels
 from planning.scheduling.pod_context import MoreChecks, PodContext, needs_context
+from planning.scheduling.sim_state import NewNode, SimState
 from planning.scheduling.topology_spread import SpreadRule
 from planning.scheduling.type_options import OFFERING_KEYS, TYPE_KEYS, TypeOption, option_label_values
 from planning.selectors import match_node_selector_terms, tolerates_all
-
-if TYPE_CHECKING:
-    from planning.scheduling.simulation import NewNode, SimState
 
 
 class DomainChecks:

@@ -13,17 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from api import labels as L
 from planning.cluster import Cluster, PodInfo
 from planning.scheduling.host_ports import HostPort, conflicts
 from planning.scheduling.pod_affinity import PodTerm, matches_all
+from planning.scheduling.sim_state import NewNode, SimState
 from planning.scheduling.topology_spread import SpreadRule, counts_pod, skew_ok
 from planning.selectors import tolerates
-
-if TYPE_CHECKING:
-    from planning.scheduling.simulation import NewNode, SimState
 
 Where = tuple[Mapping[str, str], PodInfo]  # a placed pod with its node's labels
 Eligible = Callable[[PodInfo, SpreadRule, str], bool]  # whether a node (by name) counts for a spread rule

@@ -14,7 +14,6 @@ docs/semantics.md §3.5.
 from __future__ import annotations
 
 import bisect
-import itertools
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from planning.lifecycle.nodeclass_readiness import launch_blocker
 from planning.scheduling.domain_checks import DomainChecks
 from planning.scheduling.pod_context import MoreChecks, PodContext
 from planning.scheduling.pod_ladder import pod_ladder
+from planning.scheduling.sim_state import NewNode, SimState
 from planning.scheduling.type_options import TYPE_KEYS, TypeOption, option_label_values
 from planning.selectors import (
     match_label_selector,
@@ -51,29 +51,6 @@ def min_values_met(requirements: Sequence[Mapping[str, Any]], options: Sequence[
         if need and len(set().union(*(option_label_values(o, req.get("key", "")) for o in options))) < int(need):
             return False
     return True
-
-
-@dataclass
-class NewNode:
-    """A node the simulation had to add: its pool, pods, summed requests and remaining type options."""
-
-    index: int
-    pool: PoolInfo
-    options: list[TypeOption]
-    labels: dict[str, str]
-    pods: list[PodInfo] = field(default_factory=list)
-    cpu: float = 0.0
-    mem: int = 0
-    npods: int = 0
-    eph: int = 0
-
-    @property
-    def name(self) -> str:
-        return f"new-{self.index}"
-
-    def cheapest_price(self) -> float:
-        prices = [o.price for opt in self.options for o in opt.offerings]
-        return min(prices) if prices else math.inf
 
 
 _PLACED, _TRY_NEXT, _DONE = "placed", "try-next", "done"  # what one relaxation rung's placement came to
@@ -135,53 +112,8 @@ def _max3(items: Sequence[tuple[float, int, int]]) -> tuple[float, int, int]:
     return (max(t[0] for t in items), max(t[1] for t in items), max(t[2] for t in items))
 
 
-_STATE_SERIALS = itertools.count()
-
-
 def _placed_count(state: SimState) -> int:
     return sum(len(pods) for pods in state.placed.values())
-
-
-class SimState:
-    """Copy-on-write changes of one simulation (or of several that must not double-book capacity)."""
-
-    def __init__(self) -> None:
-        self.used: dict[int, list[float]] = {}
-        self.placed: dict[str, list[PodInfo]] = {}
-        self.removed: set[str] = set()
-        self.spread_delta: dict[tuple[str, str], dict[str, int]] = {}
-        self.new_nodes: list[NewNode] = []
-        # New node name -> the zone it is bound to since a pod spread over zones joined it. Karpenter narrows a
-        # NodeClaim to one domain (its topology's next domain) the same way, so pods on new nodes count in a zone and
-        # a scale-up spreads its new nodes over the zones instead of launching them all in the cheapest one.
-        self.new_zones: dict[str, str] = {}
-        self.block_max: dict[int, tuple[float, int, int]] = {}
-        self.super_max: dict[int, tuple[float, int, int]] = {}
-        # (cpu, memory, ephemeral-storage) of unconstrained pods -> first block where such a pod last fit; capacity only
-        # shrinks during a simulation, so a pod at least as big never fits in an earlier block.
-        self.frontier: dict[tuple[float, int, int], int] = {}
-        self.serial = next(_STATE_SERIALS)  # with `version`, what a cached PodContext was computed from
-        self.version = 0  # placements (and removals) so far: a pod's PodContext is reused until the next one
-        self.anti_placed = False  # a placed pod has anti-affinity terms other pods must respect
-        # a placed pod has hostname anti-affinity though no cluster pod had (a pending pod): _anti_ok runs for all
-        self.host_anti_placed = False
-
-    def copy(self) -> SimState:
-        """An independent copy (a Scheduler's reservation is copied into each simulation that starts from it)."""
-        out = SimState()
-        out.used = {k: list(v) for k, v in self.used.items()}
-        out.placed = {k: list(v) for k, v in self.placed.items()}
-        out.removed = set(self.removed)
-        out.spread_delta = {k: dict(v) for k, v in self.spread_delta.items()}
-        out.new_nodes = list(self.new_nodes)
-        out.new_zones = dict(self.new_zones)
-        out.block_max = dict(self.block_max)
-        out.super_max = dict(self.super_max)
-        out.frontier = dict(self.frontier)
-        out.version = self.version
-        out.anti_placed = self.anti_placed
-        out.host_anti_placed = self.host_anti_placed
-        return out
 
 
 class Scheduler(DomainChecks):

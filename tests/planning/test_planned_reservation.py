@@ -12,8 +12,9 @@ from __future__ import annotations
 from api import labels as L
 from planning.cluster import Cluster
 from planning.disruption.candidates import in_flight_pods
-from planning.disruption.validation import Decision, Mismatch, recheck_consolidation
+from planning.disruption.validation import Decision, Mismatch
 from planning.planner.plan import run_pass
+from planning.planner.recheck import recheck_consolidation
 from planning.scheduling.simulation import Scheduler
 from tests.planning.planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 

@@ -11,7 +11,8 @@ from api import labels as L
 from planning.cluster import Cluster
 from planning.provisioning.provisioner import decide
 from planning.scheduling.preferences import ladder, strict_spec
-from planning.scheduling.simulation import NewNode, Scheduler, SimResult
+from planning.scheduling.sim_state import NewNode
+from planning.scheduling.simulation import Scheduler, SimResult
 
 REQ = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
        {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]

@@ -14,7 +14,9 @@ from api.catalog import load_default_catalog
 from api.policy_controls import SPOT_FALLBACK_ANNOTATION
 from planning.disruption.commands import Replacement, Requirement
 from planning.planner.plan import plan
-from planning.policies.spot_return import (
+from planning.pricing.unavailable_offerings import without_offerings
+from planning.provisioning.provisioner import Exclusion, Launch, ProvisioningDecision, decide
+from planning.provisioning.spot_fallback import (
     admits_spot,
     cap_fallbacks,
     capacity_counts,
@@ -24,8 +26,6 @@ from planning.policies.spot_return import (
     pod_admits_spot,
     within_cap,
 )
-from planning.pricing.unavailable_offerings import without_offerings
-from planning.provisioning.provisioner import Exclusion, Launch, ProvisioningDecision, decide
 
 BOTH = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["spot", "on-demand"]},
         {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]},
@@ -251,7 +251,7 @@ def _on_demand() -> Replacement:
 
 def test_validation_rechecks_the_return_on_its_own_node():
     from planning.disruption.validation import Decision, Mismatch
-    from planning.policies.spot_return import recheck_spot_return
+    from planning.planner.recheck import recheck_spot_return
 
     snap = snapshot(*cluster(), policy(returnAfter="30m"))
     (cmd,) = plan(snap, AT).commands

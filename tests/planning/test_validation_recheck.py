@@ -14,8 +14,9 @@ from typing import Any
 
 from api import labels as L
 from planning.disruption.commands import Replacement
-from planning.disruption.validation import Decision, Mismatch, recheck_consolidation
+from planning.disruption.validation import Decision, Mismatch
 from planning.planner.plan import run_pass
+from planning.planner.recheck import recheck_consolidation
 from tests.planning.planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 TYPES = {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.xlarge", "m5.2xlarge"]}
