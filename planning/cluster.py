@@ -16,7 +16,8 @@ from typing import Any
 
 from api import labels as L
 from api.allocatable import for_node_class
-from api.catalog import InstanceType, InstanceTypeCatalog
+from api.catalog import InstanceType, InstanceTypeCatalog, load_default_catalog
+from api.duration import DurationError, parse_nillable_duration
 from api.instance_types.labels import WELL_KNOWN_TYPE_KEYS
 from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
@@ -31,8 +32,6 @@ DEFAULT_EXPIRE_AFTER = timedelta(hours=720)
 
 def as_duration(value: Any, default: timedelta | None) -> timedelta | None:
     """A NillableDuration as the NodePool model or raw JSON gives it: timedelta, "Never", "30s", absent."""
-    from api.duration import DurationError, parse_nillable_duration
-
     if isinstance(value, timedelta):
         return value
     if value is None or value == "":
@@ -611,8 +610,6 @@ class Cluster:
         """`from_snapshot` with the snapshot's pods (and optionally NodeClaims) already parsed, in its order: the
         worker's watch cache keeps them between passes (runtime/cluster_view.py). Decisions only read PodInfo
         and ClaimInfo; the NodeInfo they change is built here every time."""
-        from api.catalog import load_default_catalog
-
         catalog = catalog or getattr(snapshot, "catalog", None) or load_default_catalog()
         pools = {p.name: p for p in (parse_pool(np) for np in snapshot.node_pools)}
         priced = priced_by_overlays(catalog, getattr(snapshot, "node_overlays", None) or (),  # semantics §16.2

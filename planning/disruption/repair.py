@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from api import events
+from api.duration import DurationError, parse_duration
 from api.timestamps import format_timestamp, parse_time
 
 DEFAULT_TOLERATION = timedelta(minutes=30)
@@ -42,8 +43,6 @@ DEFAULT_POLICIES = default_policies()
 
 def parse_policy(text: str) -> RepairPolicy:
     """`Type=Status:Duration` (e.g. `NetworkingReady=False:10m`), as the worker's --node-repair-condition takes it."""
-    from api.duration import DurationError, parse_duration
-
     kind, _, rest = text.strip().partition("=")
     status, _, duration = rest.partition(":")
     try:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from api.ec2nodeclass import READY
+from planning.cluster import parse_pool
 
 
 def launch_blocker(node_classes: Mapping[str, Any], node_class: str) -> str | None:
@@ -30,8 +31,6 @@ def launch_blocker(node_classes: Mapping[str, Any], node_class: str) -> str | No
 def pools_that_cannot_launch(snapshot: Any) -> list[dict[str, str]]:
     """`nodeflow plan`'s `nodePoolsBlocked`: every NodePool of the snapshot whose EC2NodeClass is missing or not
     Ready, with the reason (`{"nodePool", "reason"}`, by name)."""
-    from planning.cluster import parse_pool
-
     classes = {c.metadata.name: c for c in snapshot.node_classes}
     out = []
     for pool in sorted((parse_pool(p) for p in snapshot.node_pools), key=lambda p: p.name):

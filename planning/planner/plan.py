@@ -21,8 +21,11 @@ from typing import Any
 
 from api import events
 from api import labels as L
-from api.catalog import InstanceTypeCatalog
+from api.allocatable import for_node_class
+from api.budgets import compute_budget_rows
+from api.catalog import InstanceTypeCatalog, load_default_catalog
 from api.events import EventReason
+from api.nodeclaim import NodeClaim
 from planning.cluster import Cluster, Parsed, parse_pool, type_labels
 from planning.disruption.candidates import (
     EVENTUAL,
@@ -99,8 +102,6 @@ def _utc(at: datetime) -> datetime:
 
 def budget_rows(snapshot: Any, at: datetime, cluster: Cluster, exclude: set[str]) -> list[dict[str, Any]]:
     """api.budgets rows, with in-flight nodes the rows do not already count taken off `allowed`."""
-    from api.budgets import compute_budget_rows
-
     rows = [r.model_dump(mode="json", by_alias=True)
             for r in compute_budget_rows(snapshot.node_pools, snapshot.nodes, snapshot.node_claims, at)]
     extra: dict[str, int] = {}
@@ -533,8 +534,6 @@ def _new_node_objects(rep: Replacement, name: str, pool: Any, catalog: InstanceT
                       node_classes: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """A Ready, initialized Node and its NodeClaim for a launched replacement (cheapest allowed offering), its
     capacity and allocatable as Karpenter computes them for the pool's EC2NodeClass (api/allocatable.py)."""
-    from api.allocatable import for_node_class
-
     best = None
     zones = set()
     for req in rep.requirements or ():
@@ -586,9 +585,6 @@ def _new_node_objects(rep: Replacement, name: str, pool: Any, catalog: InstanceT
 def apply_commands(snapshot: Any, commands: list[Command], at: datetime | None = None,
                    catalog: InstanceTypeCatalog | None = None, tag: str = "r") -> Any:
     """A copy of `snapshot` as if `commands` completed: replacements joined, pods moved, nodes gone."""
-    from api.catalog import load_default_catalog
-    from api.nodeclaim import NodeClaim
-
     at = _utc(at or datetime.now(UTC))
     catalog = catalog or getattr(snapshot, "catalog", None) or load_default_catalog()
     cluster_pools = {p.name: p for p in (parse_pool(np) for np in snapshot.node_pools)}

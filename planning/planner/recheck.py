@@ -32,9 +32,6 @@ def recheck_consolidation(snapshot: Any, at: datetime, nodes: Sequence[str], our
     the fresh pass often does, and requiring it failed most commands of bench.karpenter_suite's basic run.
     `planned`: where the other in-flight commands planned their pods (Scheduler), so their reservation leaves
     this command the room it planned on."""
-    from planning.disruption.candidates import GRACEFUL
-    from planning.planner.plan import prepare_pass
-
     setup = prepare_pass(snapshot, at, catalog, exclude, None, parsed, repair, planned)
     single = ours.method == SINGLE_NODE
     method = SingleNodeConsolidation(setup.ctx) if single else MultiNodeConsolidation(setup.ctx)
@@ -63,9 +60,6 @@ def recheck_spot_return(snapshot: Any, at: datetime, nodes: Sequence[str], ours:
     still a due fallback candidate, in no calendar hold, within the Underutilized budget, and returning it still
     yields the same spot replacement. Like consolidation's validator (§5.8), a pass that would now start something
     else does not invalidate it: a return checked against the whole next pass would lose to every busier method."""
-    from planning.disruption.repair import DEFAULT_POLICIES
-    from planning.disruption.validation import Decision, same_decision
-
     setup = prepare_pass(snapshot, at, catalog, exclude, None, parsed,
                          DEFAULT_POLICIES if repair is None else repair, planned)
     method = SpotReturn(setup.ctx)

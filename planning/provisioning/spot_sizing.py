@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from api import labels as L
-from api.catalog import InstanceTypeCatalog
+from api.catalog import InstanceTypeCatalog, load_default_catalog
 from planning.cluster import Cluster, NodeInfo, Parsed, PodInfo, as_dict
 from planning.policies.launch_controls import LaunchControls, scheduler_for
 from planning.pricing.replacements import launch_replacement
@@ -138,8 +138,6 @@ def _prespins_launching(cluster: Cluster, snapshot: Any, launching: set[str]) ->
 def _without_reclaimed(catalog: InstanceTypeCatalog | None, node: dict[str, Any]) -> InstanceTypeCatalog:
     """The catalog with the interrupted node's type unavailable on spot (all zones), as the old same-size pre-spin
     never chose the reclaimed type either."""
-    from api.catalog import load_default_catalog
-
     catalog = catalog or load_default_catalog()
     node_labels = (node.get("metadata") or {}).get("labels") or {}
     itype = catalog.get(node_labels.get(L.INSTANCE_TYPE_LABEL, ""))
