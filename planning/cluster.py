@@ -120,8 +120,10 @@ class PodInfo:
     raw: dict[str, Any]
     # labels as a key, made on first use (Cluster.pdbs_for); a cache, so not part of equality
     label_set: frozenset[tuple[str, str]] | None = field(default=None, compare=False)
-    more: MoreConstraints | None = None  # pod affinity, other keys, host ports, preferences (scheduling_pod.py)
-    volume_blocked: str = ""  # why its volumes let it run nowhere (scheduling_volumes.py); "" = they do not block
+    # pod affinity, other keys, host ports, preferences (planning/scheduling/pod_constraints.py)
+    more: MoreConstraints | None = None
+    # why its volumes let it run nowhere (planning/scheduling/volume_topology.py); "" = they do not block
+    volume_blocked: str = ""
 
     @property
     def start_time(self) -> datetime | None:

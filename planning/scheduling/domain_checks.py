@@ -2,7 +2,7 @@
 key, spread on other keys (with nodeAffinityPolicy / nodeTaintsPolicy), host ports, and the one domain a new node
 takes for each topology key a pod reads (Karpenter topology.go, hostportusage.go). A mixin of
 planning/scheduling/simulation.py's Scheduler, whose caches and helpers it uses; the rules themselves live in
-scheduling_more.py, scheduling_affinity.py and scheduling_topology.py. docs/semantics.md §3.5.
+pod_context.py, pod_affinity.py and topology_spread.py. docs/semantics.md §3.5.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ nodes sharing the term's `topologyKey` value). kube's rules, which Karpenter's t
 - required anti-affinity: no pod matching a term runs in the node's domain of that term; and, symmetric, no
   pod already placed has an anti-affinity term that matches this pod in the node's domain of that term.
 Preferred terms are the same shapes with a weight: the simulation treats them as required and relaxes them in
-Karpenter's order (scheduling_preferences.py). docs/semantics.md §3.5.
+Karpenter's order (preferences.py). docs/semantics.md §3.5.
 """
 
 from __future__ import annotations

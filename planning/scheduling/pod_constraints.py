@@ -31,7 +31,7 @@ class MoreConstraints:
     spread_rules: tuple[SpreadRule, ...] = ()  # DoNotSchedule spread on keys other than zone and hostname
     zone_min_domains: int = 1  # the largest minDomains of the pod's zone spread
     host_ports: frozenset[HostPort] = frozenset()
-    relaxable: bool = False  # preferences Karpenter would first treat as required (scheduling_preferences.py)
+    relaxable: bool = False  # preferences Karpenter would first treat as required (preferences.py)
     strict_pns: bool = False  # PreferNoSchedule taints count as NoSchedule (a strict variant, until relaxed)
 
     def __bool__(self) -> bool:

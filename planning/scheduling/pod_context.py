@@ -5,7 +5,7 @@ For each pod the Scheduler places it builds one `PodContext` from the pods place
 removed nodes', plus the simulation's, on existing and new nodes): the domains where the pod's affinity terms
 are met, those its anti-affinity terms or others' anti-affinity rule out, and its spread counts. Each node is
 then an O(terms) lookup, so the block/super-block first fit stays a scan of cheap checks. Rules as in
-scheduling_affinity.py and scheduling_topology.py (kube InterPodAffinity / PodTopologySpread, Karpenter
+pod_affinity.py and topology_spread.py (kube InterPodAffinity / PodTopologySpread, Karpenter
 topology.go); docs/semantics.md §3.5.
 """
 

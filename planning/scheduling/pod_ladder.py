@@ -1,5 +1,5 @@
 """The PodInfos a simulation tries for one pod: its preferences as requirements first, then relaxed one step at a
-time in Karpenter's order (scheduling_preferences.py). A pod with nothing to relax is tried as itself.
+time in Karpenter's order (preferences.py). A pod with nothing to relax is tried as itself.
 
 Each rung is parsed from the relaxed spec like any pod (planning/cluster.py parse_pod) once per distinct
 constraint set (a Deployment's replicas share one; kept across passes), then laid over each pod, which keeps

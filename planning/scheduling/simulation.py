@@ -6,8 +6,8 @@ precomputed, so a pod skips whole blocks that cannot fit it: a pass over thousan
 Constraints: cpu, memory, pods, ephemeral-storage (init containers, sidecars and overhead: pod_requests.py),
 nodeSelector, required node affinity, taints and tolerations, required pod anti-affinity on hostname,
 DoNotSchedule topology spread on zone and hostname (with minDomains), NodePool requirements, taints and limits
-for new nodes; and, through scheduling_more.py, pod affinity and anti-affinity on any key, spread on other keys,
-host ports and volume topology, with Karpenter's preference relaxation (scheduling_preferences.py).
+for new nodes; and, through pod_context.py, pod affinity and anti-affinity on any key, spread on other keys,
+host ports and volume topology, with Karpenter's preference relaxation (preferences.py).
 docs/semantics.md §3.5.
 """
 

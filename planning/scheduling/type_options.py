@@ -1,5 +1,5 @@
 """What a new node of the simulation may be: instance types with their allowed offerings, and the label values
-they give it (planning/scheduling/simulation.py, scheduling_domains.py)."""
+they give it (planning/scheduling/simulation.py, domain_checks.py)."""
 
 from __future__ import annotations
 
