@@ -70,12 +70,12 @@ def load_inputs(path: str, catalog_path: str | None) -> tuple[Any, Any]:
 
 def handle(args: argparse.Namespace) -> int:
     from planning.disruption.optimizer import SolverMissingError
-    from planning.lifecycle.nodeclass_readiness import pools_that_cannot_launch
     from planning.planner.accounting import hold_for_pause
     from planning.planner.expiry_report import expiry_rows
     from planning.planner.plan import explain_plan
     from planning.planner.spot_fallback_report import spot_fallback_rows
     from planning.policies.zone_balance import zone_balance_rows
+    from planning.scheduling.nodeclass_readiness import pools_that_cannot_launch
 
     at = parse_at(args.at)
     exclude: set[str] = set()

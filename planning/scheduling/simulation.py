@@ -25,8 +25,8 @@ from api.catalog import Offering
 from api.nodeclass_launch import subnet_zones
 from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
 from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo, type_labels
-from planning.lifecycle.nodeclass_readiness import launch_blocker
 from planning.scheduling.domain_checks import DomainChecks
+from planning.scheduling.nodeclass_readiness import launch_blocker
 from planning.scheduling.pod_context import MoreChecks, PodContext
 from planning.scheduling.pod_ladder import pod_ladder
 from planning.scheduling.sim_state import NewNode, SimState
