@@ -24,7 +24,7 @@ from api.timestamps import format_seconds
 from contracts.disruption import AwaitTerminationsInput, NodeRef, TaintInput, TerminationsInput
 from contracts.errors import ErrorType
 from gateways.kube import Conflict, KubeClient
-from planning.nodeclaim_conditions import Change, disruption_reason, no_disruption_reason
+from planning.lifecycle.disruption_conditions import Change, disruption_reason, no_disruption_reason
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from contracts.errors import ErrorType
 from contracts.termination import InstanceInput, InstanceResult
 from gateways.ec2 import CloudProvider, cloud_provider
 from gateways.kube import Conflict, KubeClient
-from planning.nodeclaim_conditions import instance_terminating
+from planning.lifecycle.disruption_conditions import instance_terminating
 from telemetry import karpenter_metrics as km
 from telemetry.karpenter_metrics import cloudprovider_call
 

@@ -2,7 +2,7 @@
 
 `fleet_apply` and `fleet_observe` run on each cluster's own task queue, so they are done by that cluster's worker
 with its own Kubernetes credentials; `fleet_gate` (a Prometheus query) runs where the FleetRolloutWorkflow runs.
-What to write and how to count is decided in planning/fleet_change.py; here only reads and writes.
+What to write and how to count is decided in planning/fleet/change.py; here only reads and writes.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from api.fleet import FleetChange
 from api.fleet_observation import ClusterObservation
 from contracts.fleet import ApplyInput, ApplyResult, GateInput, GateResult, ObserveInput
 from gateways.kube import KubeClient
-from planning.fleet_change import node_class_patch, node_class_state, node_pool_patch, observe_pods, observe_pool
-from planning.fleet_progress import judge_prometheus
+from planning.fleet.change import node_class_patch, node_class_state, node_pool_patch, observe_pods, observe_pool
+from planning.fleet.progress import judge_prometheus
 
 NOT_FOUND = "FleetTargetNotFound"  # error type: the class or a pool the change names does not exist
 GATE_TIMEOUT_SECONDS = 10.0

@@ -40,8 +40,8 @@ from contracts.disruption import EventSpec, Replacement
 from contracts.interruption import PrespinInput
 from contracts.termination import TerminationInput
 from gateways.kube import KubeClient
+from planning.pricing.unavailable_offerings import UnavailableOfferings, UnavailableReason, with_unavailable
 from planning.selectors import match_requirement
-from planning.unavailable_offerings import UnavailableOfferings, UnavailableReason, with_unavailable
 
 log = logging.getLogger(__name__)
 

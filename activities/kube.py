@@ -44,8 +44,8 @@ from contracts.termination import (
     VolumesResult,
 )
 from gateways.kube import Conflict, Eviction, KubeClient, Obj, node_ready
-from planning import drain as rules
-from planning.nodeclaim_conditions import volumes_detached
+from planning.lifecycle import drain as rules
+from planning.lifecycle.disruption_conditions import volumes_detached
 from planning.selectors import match_label_selector
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
@@ -448,7 +448,7 @@ class KubeActivities:
     @activity.defn(name="termination.untaint")
     async def untaint(self, inp: UntaintInput) -> None:
         """Undo `prepare`'s taint and label after a cancel, so the node takes pods again; hold it from re-planning
-        for the cool-down (planning/candidates.py), as a cancelled disruption does."""
+        for the cool-down (planning/disruption/candidates.py), as a cancelled disruption does."""
         await self._io(self.kube.untaint, inp.node_name, skip_deleting=False, drop_lb_label=True)
         if inp.cancelled_at is not None and self.cancel_hold_seconds > 0:
             until = inp.cancelled_at + timedelta(seconds=self.cancel_hold_seconds)

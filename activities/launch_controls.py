@@ -3,7 +3,7 @@ a CostLimitReached Warning on each NodePool a cost limit stopped a launch in, an
 nodeflow_provisioning_blocked_total{nodepool, reason} and nodeflow_cost_limit_headroom_dollars_per_hour{policy}.
 
 The pods themselves get FailedScheduling from the planner activity, its message naming the limit or the
-deprecation (planning/provisioning.py Exclusion.COST_LIMIT / DEPRECATED).
+deprecation (planning/provisioning/provisioner.py Exclusion.COST_LIMIT / DEPRECATED).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from api.events import EventReason
-from planning.provisioning import Exclusion
+from planning.provisioning.provisioner import Exclusion
 from telemetry import metrics
 
 BLOCKING = (Exclusion.COST_LIMIT, Exclusion.DEPRECATED)

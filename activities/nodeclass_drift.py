@@ -1,12 +1,12 @@
 """The NodeClaim's `Drifted` condition from its EC2NodeClass, as Karpenter's drift controller sets it.
 
 Run by the NodeClassWorkflow's activity (activities/nodeclass.py) right after it resolved the classes: for every
-launched NodeClaim whose NodePool names a class resolved Ready in this run, `planning.nodeclass_drift` decides
+launched NodeClaim whose NodePool names a class resolved Ready in this run, `planning.lifecycle.nodeclass_drift` decides
 AMIDrift / SubnetDrift / SecurityGroupDrift / NodeClassDrift from what the claim recorded at launch. The condition
 is set (status True, the reason as reason and message, lastTransitionTime when it turns True) or cleared when the
 claim is no longer drifted; a Drifted condition with another reason (NodePool drift, set by someone else) is left
 alone. Every write is a read-modify-patch of the status with the resourceVersion (the gateway's `update`).
-The planner reads the condition first (planning/drift.py), and computes the same reasons itself.
+The planner reads the condition first (planning/disruption/drift.py), and computes the same reasons itself.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from api.ec2nodeclass import KIND, EC2NodeClass
 from api.nodeclaim import DRIFTED, LAUNCHED, NodeClaim
 from api.timestamps import format_seconds
 from gateways.kube import Change, KubeClient, Obj
-from planning.nodeclaim_conditions import NODEPOOL_DRIFT_REASONS
-from planning.nodeclass_drift import NodeClassDriftReason, nodeclass_drift
+from planning.lifecycle.disruption_conditions import NODEPOOL_DRIFT_REASONS
+from planning.lifecycle.nodeclass_drift import NodeClassDriftReason, nodeclass_drift
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from api.nodeclass_launch import (
 )
 from contracts.errors import ErrorType
 from gateways.kube import KubeClient, Obj
-from planning.nodeclass_drift import LaunchRecord, expected_image
+from planning.lifecycle.nodeclass_drift import LaunchRecord, expected_image
 
 log = logging.getLogger(__name__)
 

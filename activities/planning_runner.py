@@ -43,17 +43,11 @@ from contracts.disruption import (
 )
 from contracts.errors import ErrorType
 from gateways.kube import KubeClient, without_disrupted_taint
-from planning.repair import DEFAULT_POLICIES, RepairPolicy
-from planning.spot_return import SPOT_RETURN, recheck_spot_return
-from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
-from planning.validation import (
-    CONSOLIDATION_METHODS,
-    Decision,
-    Mismatch,
-    Verdict,
-    recheck_consolidation,
-    same_decision,
-)
+from planning.disruption.repair import DEFAULT_POLICIES, RepairPolicy
+from planning.disruption.validation import CONSOLIDATION_METHODS, Decision, Mismatch, Verdict, same_decision
+from planning.planner.recheck import recheck_consolidation, recheck_spot_return
+from planning.policies.spot_return import SPOT_RETURN
+from planning.pricing.unavailable_offerings import UnavailableOfferings, with_unavailable
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
 
@@ -198,14 +192,14 @@ def node_index(objs: list[dict[str, Any]]) -> NodeIndex:
 
 
 def to_replacement(r: Any) -> Replacement:
-    """planning.commands.Replacement -> the workflows' Replacement (the planner's, the provisioner's and the spot
-    pre-spin's launches all travel as this)."""
+    """planning.disruption.commands.Replacement -> the workflows' Replacement (the planner's, the provisioner's and the
+    spot pre-spin's launches all travel as this)."""
     return Replacement(instance_types=list(r.instance_types), capacity_type=r.capacity_type, price=r.price,
                        zone=r.zone, requirements=[q.model_dump() for q in (r.requirements or [])])
 
 
 def to_command(cmd: Any, index: Mapping[str, NodeRef]) -> DisruptionCommand:
-    """planning.commands.Command -> the workflow's DisruptionCommand (uids from the command or the index)."""
+    """planning.disruption.commands.Command -> the workflow's DisruptionCommand (uids from the command or the index)."""
     refs = []
     for i, name in enumerate(cmd.nodes):
         ref = index.get(name, NodeRef(name=name, uid=name)).model_copy()
@@ -361,7 +355,7 @@ class PlanningActivities:
                  offerings: UnavailableOfferings | None = None) -> None:
         self._kube = kube
         self._offerings = offerings  # offerings EC2 refused lately: planned on as unavailable (docs/semantics.md §16.1)
-        self._repair = tuple(repair)  # node repair policies (planning/repair.py); empty: no repair
+        self._repair = tuple(repair)  # node repair policies (planning/disruption/repair.py); empty: no repair
         self._cluster = cluster  # None: LIST every kind on each read (nodeflow plan, tests, --no-cluster-cache)
         self._client = temporal_client
         self._catalog = catalog
@@ -460,13 +454,14 @@ class PlanningActivities:
     def _plan(self, read: ClusterRead, at: datetime, catalog_path: str | None) -> Any:
         """Plan on the cache's snapshot and parsed parts (a steady pass re-parses only what changed), or load the
         LISTed objects."""
-        from planning.plan import plan
+        from planning.planner.plan import plan
 
         return plan(read.planning_snapshot(), at, catalog=self._catalog_for(catalog_path), exclude_nodes=read.excluded,
                     parsed=read.parsed, repair=self._repair, planned=read.planned)
 
     def _recheck(self, read: ClusterRead, inp: ValidateInput, decision: Decision) -> Mismatch | None:
-        """A consolidation (or SpotReturn) command re-simulated on its own candidates (planning/validation.py)."""
+        """A consolidation (or SpotReturn) command re-simulated on its own candidates
+        (planning/disruption/validation.py)."""
         recheck = recheck_spot_return if inp.command.method == SPOT_RETURN else recheck_consolidation
         return recheck(read.planning_snapshot(), inp.at, [n.name for n in inp.command.nodes], decision,
                        catalog=self._catalog_for(inp.catalog_path), exclude=read.excluded,

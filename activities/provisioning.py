@@ -40,9 +40,9 @@ from contracts.errors import ErrorType
 from gateways.ec2 import CloudProvider, cloud_provider
 from gateways.kube import KubeClient, Obj, event_body, node_ready
 from planning.lifecycle.launch import launch_patch
-from planning.node_overlays import pool_catalog
-from planning.spot_return import fallback_message, fallback_value, fell_back
-from planning.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
+from planning.pricing.overlays import pool_catalog
+from planning.pricing.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
+from planning.provisioning.spot_fallback import fallback_message, fallback_value, fell_back
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
 
@@ -144,8 +144,8 @@ class ProvisioningActivities:
         self._ec2 = cloud_provider(ec2)
         self._catalog = catalog
         self._ami_id = ami_id
-        # The worker's one cache of offerings EC2 refused lately (planning/unavailable_offerings.py): a launch skips
-        # them and marks what it is refused; a fresh one when none is given (tests, tools).
+        # The worker's one cache of offerings EC2 refused lately (planning/pricing/unavailable_offerings.py): a launch
+        # skips them and marks what it is refused; a fresh one when none is given (tests, tools).
         self._offerings = offerings if offerings is not None else UnavailableOfferings()
         self._classes = NodeClassLauncher(kube, catalog, cluster)
         self._cluster_name = cluster.name if cluster is not None else ""
@@ -210,7 +210,7 @@ class ProvisioningActivities:
                             priced: InstanceTypeCatalog) -> None:
         """An on-demand launch only because EC2 refused spot lately (in a pool that admits spot) is recorded on its
         claim, `nodeflow.dev/spot-fallback: <now>`, for spot.returnAfter and maxOnDemandFraction
-        (planning/spot_return.py, docs/semantics.md §15.5). A retried attempt keeps the first time."""
+        (planning/policies/spot_return.py, docs/semantics.md §15.5). A retried attempt keeps the first time."""
         meta = claim["metadata"]
         if SPOT_FALLBACK_ANNOTATION in (meta.get("annotations") or {}):
             return

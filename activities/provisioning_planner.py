@@ -30,11 +30,11 @@ from contracts.provisioning import (
     ProvisioningPlanInput,
 )
 from gateways.kube import KubeClient, event_body
-from planning import nomination
-from planning.nomination import NominatedKind
-from planning.provisioning import Exclusion
-from planning.spot_return import cap_fallbacks
-from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
+from planning.disruption import nomination
+from planning.disruption.nomination import NominatedKind
+from planning.pricing.unavailable_offerings import UnavailableOfferings, with_unavailable
+from planning.provisioning.provisioner import Exclusion
+from planning.provisioning.spot_fallback import cap_fallbacks
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
 
@@ -47,7 +47,7 @@ class ClusterReader(Protocol):
 
 
 def to_plan(decision: Any, batch: int) -> ProvisioningPlan:
-    """planning.provisioning.ProvisioningDecision -> the workflow's small payload."""
+    """planning.provisioning.provisioner.ProvisioningDecision -> the workflow's small payload."""
     launches = [NodeClaimLaunch(
         node_pool=launch.node_pool, pods=list(launch.pods),
         replacement=to_replacement(launch.replacement))
@@ -86,7 +86,8 @@ def explanation_specs(decision: Any, claims_by_node: dict[str, str] | None = Non
 
 
 def launching_claim(target: str) -> str:
-    """The NodeClaim a launching node of the simulation stands for (planning/provisioning.py `<launching:name>`)."""
+    """The NodeClaim a launching node of the simulation stands for (`<launching:name>`,
+    planning/provisioning/provisioner.py)."""
     return target.removeprefix("<launching:").removesuffix(">")
 
 
@@ -137,7 +138,7 @@ class ProvisioningPlanner:
 
     def _decide(self, objs: list[dict[str, Any]], snapshot: Any, parsed: Any, inp: ProvisioningPlanInput) -> Any:
         from api.snapshot import Snapshot
-        from planning.provisioning import decide
+        from planning.provisioning.provisioner import decide
 
         full = current_catalog(load_catalog(inp.catalog_path) if inp.catalog_path else self._catalog)
         catalog = with_unavailable(full, self._offerings)
@@ -150,9 +151,10 @@ class ProvisioningPlanner:
         return cap_spot_fallbacks(decision, snapshot, full, catalog)
 
     def _nominate(self, decision: Any, objs: list[dict[str, Any]]) -> None:
-        """Mark every node and launching NodeClaim this pass planned pods onto as nominated (planning/nomination.py),
-        so no planner pass on any replica disrupts it before kube-scheduler binds them. Best effort: the planner's
-        pending-pod check still keeps the room a pending pod fits on when a write fails."""
+        """Mark every node and launching NodeClaim this pass planned pods onto as nominated
+        (planning/disruption/nomination.py), so no planner pass on any replica disrupts it before kube-scheduler binds
+        them. Best effort: the planner's pending-pod check still keeps the room a pending pod fits on when a write
+        fails."""
         targets = [launching_claim(t) for t in decision.nominated.values()] + list(decision.scheduled.values())
         if not targets:
             return
@@ -184,8 +186,9 @@ class ProvisioningPlanner:
 
 def cap_spot_fallbacks(decision: Any, snapshot: Any, full: InstanceTypeCatalog | None,
                        applied: InstanceTypeCatalog | None) -> Any:
-    """spot.maxOnDemandFraction (planning/spot_return.py): on-demand fallback launches over a pool's cap are dropped
-    and their pods get a FailedScheduling Event naming the cap. Nothing refused lately: no launch is a fallback."""
+    """spot.maxOnDemandFraction (planning/policies/spot_return.py): on-demand fallback launches over a pool's cap are
+    dropped and their pods get a FailedScheduling Event naming the cap. Nothing refused lately: no launch is a
+    fallback."""
     if full is None or applied is None or applied is full:
         return decision
     for capped in cap_fallbacks(decision, snapshot, full, applied, datetime.now(UTC)):

@@ -62,8 +62,8 @@ class RolloutActivities:
 
 def _plan_pool(read: Any, catalog: Any, pool: str, limit: int, at: datetime) -> RolloutPlan:
     from api.snapshot import Snapshot
-    from planning.plan import run_pass
-    from planning.rollout import displaced_workloads, drifted_in_pool
+    from planning.planner.plan import run_pass
+    from planning.policies.drift_waves import displaced_workloads, drifted_in_pool
 
     snapshot = read.snapshot if read.snapshot is not None else Snapshot.from_objects(read.objs)
     outcome = run_pass(snapshot, at, catalog, read.excluded, parsed=read.parsed, repair=())

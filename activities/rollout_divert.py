@@ -78,7 +78,7 @@ def wave_pools_drifted(read: Any, catalog: Any, pools: set[str], at: datetime | 
     a pass's one drift command must not be spent on a pool the planner does not drift itself."""
     from api.snapshot import Snapshot
     from planning.cluster import Cluster
-    from planning.rollout import drifted_in_pool
+    from planning.policies.drift_waves import drifted_in_pool
 
     snapshot = read.snapshot if read.snapshot is not None else Snapshot.from_objects(read.objs)
     parsed = read.parsed

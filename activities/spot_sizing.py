@@ -1,6 +1,6 @@
 """The spot pre-spin's size from the live cluster: the interrupted node's pods scheduled as the provisioner would
-(planning/spot_sizing.py). The cluster is read through the planner's reader (the worker's watch cache, or a LIST when
-the cache is off); only the launches leave the activity."""
+(planning/provisioning/spot_sizing.py). The cluster is read through the planner's reader (the worker's watch cache, or a
+LIST when the cache is off); only the launches leave the activity."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from activities.planning_runner import to_replacement
 from activities.provisioning_planner import ClusterReader
 from api.catalog import InstanceTypeCatalog, load_catalog
 from contracts.interruption import SizedLaunch, SizedReplacements, SizeInput
-from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
+from planning.pricing.unavailable_offerings import UnavailableOfferings, with_unavailable
 
 
 def to_sized(sizing: Any) -> SizedReplacements:
-    """planning.spot_sizing.SpotSizing -> the workflow's small payload."""
+    """planning.provisioning.spot_sizing.SpotSizing -> the workflow's small payload."""
     launches = [SizedLaunch(
         node_pool=launch.node_pool, pods=len(launch.pods),
         replacement=to_replacement(launch.replacement))
@@ -42,7 +42,7 @@ class SpotSizingActivities:
 
     def _size(self, objs: list[dict[str, Any]], snapshot: Any, parsed: Any, inp: SizeInput) -> SizedReplacements:
         from api.snapshot import Snapshot
-        from planning.spot_sizing import size_interrupted
+        from planning.provisioning.spot_sizing import size_interrupted
 
         catalog = with_unavailable(load_catalog(inp.catalog_path) if inp.catalog_path else self._catalog,
                                    self._offerings)

@@ -3,7 +3,7 @@
 The model keeps what was written (`to_dict()` gives the YAML that was read, defaults stay out of it, as in
 api/nodepool.py), and shows Karpenter's CRD defaults through accessors (`metadata_options_defaulted`). Problems
 with field paths are in api/ec2nodeclass_validation.py; resolving selectors against EC2 in
-api/nodeclass_resolution.py; drift of a NodeClaim against its class in planning/nodeclass_drift.py.
+api/nodeclass_resolution.py; drift of a NodeClaim against its class in planning/lifecycle/nodeclass_drift.py.
 """
 
 from __future__ import annotations

@@ -389,7 +389,7 @@ def static_limit_reached(limit: int, nodes: int, replicas: int) -> str:
     return f"limits.nodes={limit} reached: {nodes} node(s) of {replicas} replicas, no more are launched"
 
 
-# StaticDrift (planning/static_drift.py): Karpenter's message when the replacement would exceed limits.nodes.
+# StaticDrift (planning/disruption/static_drift.py): Karpenter's message when the replacement would exceed limits.nodes.
 STATIC_DRIFT_AT_LIMIT = "static NodePool is at its node limit and cannot stage a replacement"
 
 
@@ -463,5 +463,5 @@ def rollout_halted_blocked(wave: int, waves: int, why: str, pool: str) -> str:
 
 
 def cancel_hold(cancelled_at: str, held_until: str, node: str) -> str:
-    """A node whose disruption an operator cancelled, held from re-planning (planning/candidates.py)."""
+    """A node whose disruption an operator cancelled, held from re-planning (planning/disruption/candidates.py)."""
     return f"disruption cancelled by operator at {cancelled_at}, held until {held_until} (nodeflow resume {node})"

@@ -1,6 +1,6 @@
 """What a cluster's worker reports of a fleet rollout's change in its cluster (docs/fleet.md).
 
-Counted by the cluster's worker (activities/fleet.py), judged by planning/fleet_progress.py, carried in the
+Counted by the cluster's worker (activities/fleet.py), judged by planning/fleet/progress.py, carried in the
 FleetRolloutWorkflow's status: so these are plain data, the same in all three places.
 """
 

@@ -35,14 +35,14 @@ DISRUPTION_ANNOTATION = "nodeflow.dev/disruption"  # on a replacement NodeClaim:
 # so a later path (the claim deleting after its Node is gone, a restarted watcher) joins it, never starts another.
 TERMINATION_WORKFLOW_ANNOTATION = "nodeflow.dev/termination-workflow"
 # On a Node whose disruption an operator cancelled (RFC 3339 times): the planner holds it from re-planning until
-# held-until (planning/candidates.py); `nodeflow resume NODE` removes both.
+# held-until (planning/disruption/candidates.py); `nodeflow resume NODE` removes both.
 DISRUPTION_CANCELLED_AT_ANNOTATION = "nodeflow.dev/disruption-cancelled-at"
 DISRUPTION_HELD_UNTIL_ANNOTATION = "nodeflow.dev/disruption-held-until"
 # on a NodePool: its drift rollout's wave, phase, bake deadline, halt reason (JSON; api/rollout_state.py)
 ROLLOUT_ANNOTATION = "nodeflow.dev/rollout"
 # On a NodeClaim (or a Node without one): until when (RFC 3339) the provisioner expects pending pods to land on it,
-# Karpenter's nomination (planning/nomination.py): a nominated node is no disruption candidate. Kept on the object,
-# not in a worker's memory, so every worker replica and every planner pass, live or `plan -f`, sees it.
+# Karpenter's nomination (planning/disruption/nomination.py): a nominated node is no disruption candidate. Kept on the
+# object, not in a worker's memory, so every worker replica and every planner pass, live or `plan -f`, sees it.
 NOMINATED_UNTIL_ANNOTATION = "nodeflow.dev/nominated-until"
 
 TERMINATION_FINALIZER = "karpenter.sh/termination"
@@ -58,7 +58,7 @@ REASON_EMPTY = "Empty"
 REASON_DRIFTED = "Drifted"
 REASON_UNDERUTILIZED = "Underutilized"
 REASON_EXPIRED = "Expired"
-REASON_UNHEALTHY = "Unhealthy"  # node repair (planning/repair.py): Karpenter's disruption reason for it
+REASON_UNHEALTHY = "Unhealthy"  # node repair (planning/disruption/repair.py): Karpenter's disruption reason for it
 BUDGET_REASONS = (REASON_EMPTY, REASON_DRIFTED, REASON_UNDERUTILIZED)
 
 CAPACITY_SPOT = "spot"

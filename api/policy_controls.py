@@ -26,7 +26,8 @@ from api.policy_fields import (
 DO_NOT_CONSOLIDATE_ANNOTATION = "nodeflow.dev/do-not-consolidate"  # on a pod: blocks consolidation of its node only
 DISRUPTION_COST_ANNOTATION = "nodeflow.dev/disruption-cost"  # on a pod: relative weight, default 1
 WAIT_FOR_COMPLETION_ANNOTATION = "nodeflow.dev/wait-for-completion"  # on a pod: left to finish like a Job's
-# on a NodeClaim: when it was launched on-demand because spot had no capacity (RFC 3339; planning/spot_return.py)
+# on a NodeClaim: when it was launched on-demand because spot had no capacity (RFC 3339;
+# planning/policies/spot_return.py)
 SPOT_FALLBACK_ANNOTATION = "nodeflow.dev/spot-fallback"
 
 

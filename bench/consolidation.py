@@ -2,7 +2,7 @@
 
 For generated clusters (20 to 60 nodes, varied pod sizes, several instance types, spot and on-demand,
 amd64 and arm64 pools) this runs the planner until nothing changes, once in Karpenter's mode and once in
-the optimizing mode (planning/optimizer.py), and divides each final cost per hour by the exact optimum
+the optimizing mode (planning/disruption/optimizer.py), and divides each final cost per hour by the exact optimum
 for the same pods, NodePools and catalog (bench/optimum.py, OR-Tools CP-SAT). Ratios are given against
 the best solution the solver found and against its proven lower bound (equal when it proved optimality).
 
@@ -85,7 +85,7 @@ def make_cluster(nodes: int, seed: int) -> list[dict[str, Any]]:
 
 
 def _mode(snapshot: Any, optimize: bool) -> ModeResult:
-    from planning.plan import plan
+    from planning.planner.plan import plan
 
     started = time.monotonic()
     result = plan(snapshot, NOW, until_stable=True, optimize=optimize)
@@ -174,7 +174,7 @@ def parse_cases(text: str) -> list[tuple[int, int]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from planning.optimizer import OptimizerSettings, optimizer_settings
+    from planning.disruption.optimizer import OptimizerSettings, optimizer_settings
 
     parser = argparse.ArgumentParser(prog="python -m bench.consolidation", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="one 20-node cluster with short solver limits")

@@ -168,7 +168,7 @@ def peak_rss_mib() -> float:
 def bench(size: int, runs: int, pods_per_node: int = 15, packed: bool = False, catalog: Any = None,
           catalog_name: str = "bundled") -> dict[str, Any]:
     from api.snapshot import Snapshot, SnapshotError
-    from planning.plan import run_pass
+    from planning.planner.plan import run_pass
 
     if packed:
         objs, source = local_cluster(size, pods_per_node, size, packed=True), "bench.planner.local_cluster(packed)"

@@ -30,7 +30,7 @@ class NodeRef(_Model):
 class Replacement(_Model):
     """A node to launch before the candidates go: the allowed instance types, cheapest first.
 
-    The serialisable form of `planning.commands.Replacement` in workflow payloads. It stays a class of its
+    The serialisable form of `planning.disruption.commands.Replacement` in workflow payloads. It stays a class of its
     own: the Temporal pydantic converter (`pydantic_core.to_json`) always writes aliases, so planning's model
     (camelCase aliases for the public `nodeflow plan` JSON) would write `instanceTypes` where recorded
     histories and workers of the previous release read `instance_types`.
@@ -44,10 +44,10 @@ class Replacement(_Model):
 
 
 class DisruptionCommand(_Model):
-    """One command of a planner pass in workflow payloads: `planning.commands.Command` with its nodes resolved
-    to NodeRefs (uid, NodeClaim, providerID) and its simulated pod moves reduced to a count and, per destination,
-    the pods (`placements`). Planning's model keeps names and parallel lists for the public plan JSON (camelCase);
-    see `Replacement` for why the two cannot be one class. Converted once, in activities/planning_runner.py
+    """One command of a planner pass in workflow payloads: `planning.disruption.commands.Command` with its nodes
+    resolved to NodeRefs (uid, NodeClaim, providerID) and its simulated pod moves reduced to a count and, per
+    destination, the pods (`placements`). Planning's model keeps names and parallel lists for the public plan JSON
+    (camelCase); see `Replacement` for why the two cannot be one class. Converted once, in activities/planning_runner.py
     `to_command`."""
 
     method: str
@@ -58,7 +58,8 @@ class DisruptionCommand(_Model):
     savings_per_hour: float = 0.0
     pods: int = 0
     # Where the plan put the candidates' pods: node name -> pod keys ("" for the command's replacements). Later
-    # passes and validations reserve them there while the command is in flight (planning/scheduling.py Scheduler).
+    # passes and validations reserve them there while the command is in flight (planning/scheduling/simulation.py
+    # Scheduler).
     placements: dict[str, list[str]] = Field(default_factory=dict)
 
     @property
@@ -115,7 +116,7 @@ STATIC_PROVISIONING_PREFIX = "provision-static-"
 
 
 class StaticScaleUp(_Model):
-    """NodeClaims a static NodePool launches from its template (planning/static_capacity.py), by one
+    """NodeClaims a static NodePool launches from its template (planning/provisioning/static_capacity.py), by one
     ProvisioningWorkflow per pool at a time: its id is the pool's, so a second pass while it runs starts nothing."""
 
     node_pool: str
@@ -177,7 +178,7 @@ class ValidationResult(_Model):
 
 class CancelHold(_Model):
     """Written on a cancelled disruption's nodes when they are untainted; the planner skips them until
-    `held_until` (planning/candidates.py), `nodeflow resume NODE` removes it."""
+    `held_until` (planning/disruption/candidates.py), `nodeflow resume NODE` removes it."""
 
     cancelled_at: datetime
     held_until: datetime

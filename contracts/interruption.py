@@ -63,7 +63,7 @@ class PrespinInput(BaseModel):
 
 
 class SizeInput(BaseModel):
-    """Size the pre-spin from the interrupted node's pods (planning/spot_sizing.py)."""
+    """Size the pre-spin from the interrupted node's pods (planning/provisioning/spot_sizing.py)."""
 
     node_name: str
     catalog_path: str | None = None

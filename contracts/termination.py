@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from pydantic import AwareDatetime, BaseModel, Field
 
-from planning.drain import Tier
+from planning.lifecycle.drain import Tier
 
 
 class TerminationPhase(StrEnum):

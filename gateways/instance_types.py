@@ -161,7 +161,7 @@ class InstanceTypeProvider:
 class LiveCatalog:
     """What activities hold instead of a fixed InstanceTypeCatalog when the catalog is discovered: `current()` (or
     calling it) is the catalog in force now. api.catalog.current_catalog resolves it once per pass (the planner,
-    provisioning and interruption paths go through planning.unavailable_offerings.with_unavailable, which does);
+    provisioning and interruption paths go through planning.pricing.unavailable_offerings.with_unavailable, which does);
     the read-only attributes below delegate for code that reads the catalog directly (a launch's `get`)."""
 
     def __init__(self, provider: InstanceTypeProvider) -> None:

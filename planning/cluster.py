@@ -16,14 +16,15 @@ from typing import Any
 
 from api import labels as L
 from api.allocatable import for_node_class
-from api.catalog import InstanceType, InstanceTypeCatalog
+from api.catalog import InstanceType, InstanceTypeCatalog, load_default_catalog
+from api.duration import DurationError, parse_nillable_duration
 from api.instance_types.labels import WELL_KNOWN_TYPE_KEYS
 from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
-from planning.node_overlays import overlay_pool_labels, priced_by_overlays
 from planning.pod_requests import pod_requests
-from planning.scheduling_pod import MoreConstraints, parse_constraints
-from planning.scheduling_volumes import VOLUME_KINDS, Volumes, claim_names, node_terms, volume_needs
+from planning.pricing.overlays import overlay_pool_labels, priced_by_overlays
+from planning.scheduling.pod_constraints import MoreConstraints, parse_constraints
+from planning.scheduling.volume_topology import VOLUME_KINDS, Volumes, claim_names, node_terms, volume_needs
 from planning.selectors import match_label_selector, match_requirement, selector_key, tolerates_all
 
 DEFAULT_EXPIRE_AFTER = timedelta(hours=720)
@@ -31,8 +32,6 @@ DEFAULT_EXPIRE_AFTER = timedelta(hours=720)
 
 def as_duration(value: Any, default: timedelta | None) -> timedelta | None:
     """A NillableDuration as the NodePool model or raw JSON gives it: timedelta, "Never", "30s", absent."""
-    from api.duration import DurationError, parse_nillable_duration
-
     if isinstance(value, timedelta):
         return value
     if value is None or value == "":
@@ -121,8 +120,10 @@ class PodInfo:
     raw: dict[str, Any]
     # labels as a key, made on first use (Cluster.pdbs_for); a cache, so not part of equality
     label_set: frozenset[tuple[str, str]] | None = field(default=None, compare=False)
-    more: MoreConstraints | None = None  # pod affinity, other keys, host ports, preferences (scheduling_pod.py)
-    volume_blocked: str = ""  # why its volumes let it run nowhere (scheduling_volumes.py); "" = they do not block
+    # pod affinity, other keys, host ports, preferences (planning/scheduling/pod_constraints.py)
+    more: MoreConstraints | None = None
+    # why its volumes let it run nowhere (planning/scheduling/volume_topology.py); "" = they do not block
+    volume_blocked: str = ""
 
     @property
     def start_time(self) -> datetime | None:
@@ -223,7 +224,7 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
     affinity = spec.get("affinity") or {}
     node_aff = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = list(node_aff.get("nodeSelectorTerms") or ())
-    anti, spread, more = parse_constraints(spec, ns, meta.get("labels") or {})  # planning/scheduling_pod.py
+    anti, spread, more = parse_constraints(spec, ns, meta.get("labels") or {})  # planning/scheduling/pod_constraints.py
     tolerations = list(spec.get("tolerations") or ())
     node_selector = dict(spec.get("nodeSelector") or {})
     sig = _sig(node_selector, terms, tolerations, False)
@@ -350,7 +351,7 @@ class PoolInfo:
     annotations: dict[str, str]
     static: bool
     node_class: str = ""  # the EC2NodeClass its template's nodeClassRef names ("" for another kind)
-    replicas: int | None = None  # spec.replicas of a static NodePool (planning/static_capacity.py)
+    replicas: int | None = None  # spec.replicas of a static NodePool (planning/provisioning/static_capacity.py)
     uid: str = ""
     deleting: bool = False  # metadata.deletionTimestamp set: static capacity leaves its NodeClaims alone (§14.2)
 
@@ -453,7 +454,7 @@ class NodeInfo:
     price: float = 0.0
     raw: dict[str, Any] = field(default_factory=dict)
     eviction_sum: float | None = None  # cached sum of the pods' eviction costs
-    reschedulable_pods: list[PodInfo] | None = None  # cached: planning/candidates.py reschedulable_of
+    reschedulable_pods: list[PodInfo] | None = None  # cached: planning/disruption/candidates.py reschedulable_of
 
     @property
     def zone(self) -> str:
@@ -583,7 +584,7 @@ class Cluster:
             else:
                 self._pdb_other.setdefault(p.namespace, []).append(p)
         self.catalog = catalog
-        # per NodePool, when a NodeOverlay prices pools differently (planning/node_overlays.py); else `catalog`
+        # per NodePool, when a NodeOverlay prices pools differently (planning/pricing/overlays.py); else `catalog`
         self.pool_catalogs: dict[str, InstanceTypeCatalog] = {}
         self.node_classes: dict[str, Any] = {}  # EC2NodeClass models by name (api.ec2nodeclass)
         self.has_anti_affinity = any(p.anti_affinity for n in nodes for p in n.pods)
@@ -596,7 +597,7 @@ class Cluster:
         self.volumes = Volumes()  # PersistentVolumes, claims and StorageClasses of the snapshot
 
     def with_volumes(self, pod: PodInfo) -> PodInfo:
-        """`pod` with its claims' volume topology in its node requirements (planning/scheduling_volumes.py)."""
+        """`pod` with its claims' volume topology in its node requirements (planning/scheduling/volume_topology.py)."""
         if not self.volumes or not claim_names(pod.raw.get("spec") or {}):
             return pod
         return with_volume_needs(pod, self.volumes)
@@ -611,8 +612,6 @@ class Cluster:
         """`from_snapshot` with the snapshot's pods (and optionally NodeClaims) already parsed, in its order: the
         worker's watch cache keeps them between passes (runtime/cluster_view.py). Decisions only read PodInfo
         and ClaimInfo; the NodeInfo they change is built here every time."""
-        from api.catalog import load_default_catalog
-
         catalog = catalog or getattr(snapshot, "catalog", None) or load_default_catalog()
         pools = {p.name: p for p in (parse_pool(np) for np in snapshot.node_pools)}
         priced = priced_by_overlays(catalog, getattr(snapshot, "node_overlays", None) or (),  # semantics §16.2

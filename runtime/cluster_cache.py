@@ -25,7 +25,8 @@ from api import labels
 from runtime.cluster_trim import trim
 from runtime.informer import CacheSettings, Counters, Informer, KindSpec, Obj, State
 
-NODE_CLASS_GROUP = "karpenter.k8s.aws"  # EC2NodeClass: drift reads the class a NodePool names (planning/drift.py)
+# EC2NodeClass: drift reads the class a NodePool names (planning/disruption/drift.py)
+NODE_CLASS_GROUP = "karpenter.k8s.aws"
 POLICY_GROUP = "nodeflow.dev"  # DisruptionPolicy (api/disruption_policy.py): optional, like EC2NodeClass
 KINDS = ("NodePool", "NodeClaim", "EC2NodeClass", "Node", "Pod", "PodDisruptionBudget",
          "DisruptionPolicy", "NodeOverlay",

@@ -1,7 +1,7 @@
 """Cut cached objects down to the fields decisions read, so a watch cache of 72k pods stays bounded.
 
 A live Pod carries managedFields, container images, env, probes, mounts and container statuses: several
-kilobytes that `planning/` (cluster.py `parse_pod`, drain.py) never reads. Pods keep exactly what the
+kilobytes that `planning/` (cluster.py `parse_pod`, lifecycle/drain.py) never reads. Pods keep exactly what the
 scheduling simulation and the drain read; every kind loses managedFields and the kubectl last-applied
 copy; Nodes also lose `status.images` (dozens of image names per node). Input objects are never modified.
 """
@@ -15,7 +15,7 @@ Obj = dict[str, Any]
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 POD_METADATA = ("name", "namespace", "uid", "labels", "annotations", "ownerReferences", "deletionTimestamp",
                 "deletionGracePeriodSeconds", "creationTimestamp", "resourceVersion")
-# parse_pod: placement, requests, priority; drain.py: priorityClassName, grace, tolerations (disrupted taint)
+# parse_pod: placement, requests, priority; lifecycle/drain.py: priorityClassName, grace, tolerations (disrupted taint)
 POD_SPEC = ("nodeName", "nodeSelector", "affinity", "tolerations", "topologySpreadConstraints", "priority",
             "priorityClassName", "terminationGracePeriodSeconds", "overhead")
 CONTAINER_FIELDS = ("name", "resources", "restartPolicy")  # restartPolicy: an init container that is a sidecar

@@ -36,7 +36,7 @@ from gateways.ec2 import CloudProvider, cloud_provider
 from gateways.kube import KubeClient, Obj
 from planning.lifecycle import consolidatable, initialization, launch, liveness, registration
 from planning.lifecycle.conditions import TRUE, UNKNOWN, conditions_of, is_true, same, status_of, with_condition
-from planning.nodeclaim_conditions import with_ready
+from planning.lifecycle.disruption_conditions import with_ready
 from runtime.cache_controller import CacheController
 from runtime.cluster_cache import ClusterCache
 from telemetry import karpenter_metrics as km

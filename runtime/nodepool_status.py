@@ -4,7 +4,7 @@ Karpenter's nodepool counter, readiness, validation and registrationhealth contr
 (docs/semantics.md §18), the same shape as runtime/nodeclaim_lifecycle.py: the worker's watch cache says what
 changed (NodePools, NodeClaims, Nodes, EC2NodeClasses), passes are debounced, a resync every `resync_seconds`
 re-decides everything (budget windows open and close with the clock), the decisions are pure
-(planning/nodepool_status.py) and a write happens only when the status or annotation would change, computed
+(planning/lifecycle/nodepool_status.py) and a write happens only when the status or annotation would change, computed
 again on the freshest object and patched with its resourceVersion (KubeClient.update).
 
 It also keeps the NodeClaims' `Drifted` condition for NodePool drift (NodePoolDrifted, RequirementsDrifted), as
@@ -35,12 +35,12 @@ from api.nodeclaim import LAUNCHED, NodeClaim
 from api.nodepool import NodePool
 from api.timestamps import parse_time
 from gateways.kube import KubeClient, Obj
-from planning import nodepool_status as nps
 from planning.cluster import parse_claim, parse_node, parse_pool
-from planning.drift import INSTANCE_TYPE_DRIFT_AFTER, instance_type_not_found, nodepool_drift
+from planning.disruption.drift import INSTANCE_TYPE_DRIFT_AFTER, instance_type_not_found, nodepool_drift
 from planning.lifecycle import liveness
+from planning.lifecycle import nodepool_status as nps
 from planning.lifecycle.conditions import is_true
-from planning.nodeclaim_conditions import nodepool_drifted
+from planning.lifecycle.disruption_conditions import nodepool_drifted
 from runtime.cache_controller import CacheController
 from runtime.cluster_cache import ClusterCache
 

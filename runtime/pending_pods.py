@@ -8,7 +8,7 @@ again; the workflow id derives from the batch's pod uids, so a restarted worker 
 running workflow, and a different batch re-plans with the launching NodeClaims as nominated capacity.
 
 Pods of a node being deleted are batched too (Karpenter's `deletingNodePods`): a node deleted by hand, expiring,
-interrupted or drained behind a PDB gets its pods' new capacity while it drains (planning/provisioning.py
+interrupted or drained behind a PDB gets its pods' new capacity while it drains (planning/provisioning/provisioner.py
 `displaced_pods` leaves out the pods that cannot move).
 
 A pod still pending after its batch ended (no NodePool serves it, its pool is at its limits, no capacity anywhere)

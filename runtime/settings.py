@@ -36,7 +36,7 @@ class Settings:
     batch_max_seconds: float = 10.0  # ... or this long after it opened (Karpenter's BATCH_IDLE/MAX_DURATION)
     launch_timeout_seconds: float = 60.0  # a provisioning launch attempt; a worker killed mid-launch costs this long
     sticky_queue_timeout_seconds: float = 10.0  # the SDK's sticky schedule-to-start timeout (its default)
-    node_repair: bool = True  # replace nodes unhealthy past their toleration (planning/repair.py)
+    node_repair: bool = True  # replace nodes unhealthy past their toleration (planning/disruption/repair.py)
     node_repair_toleration_seconds: float = 1800.0  # Ready False/Unknown tolerated this long (Karpenter: 30 min)
     node_repair_conditions: tuple[str, ...] = ()  # more repair policies, "Type=Status:Duration" each
     cancel_hold_seconds: float = 1800.0  # a cancelled disruption's nodes are not re-planned this long (0: off)
@@ -85,10 +85,10 @@ class Deps:
 
     @property
     def offerings(self) -> Any:
-        """The worker's one planning.unavailable_offerings.UnavailableOfferings: launches mark and skip what EC2
+        """The worker's one planning.pricing.unavailable_offerings.UnavailableOfferings: launches mark and skip what EC2
         refused, the interruption intake marks reclaimed spot offerings, every plan reads it (built on first use)."""
         if "offerings" not in self._cache:
-            from planning.unavailable_offerings import UnavailableOfferings
+            from planning.pricing.unavailable_offerings import UnavailableOfferings
             from telemetry.metrics import OFFERINGS_MARKED_UNAVAILABLE
 
             self._cache["offerings"] = UnavailableOfferings(

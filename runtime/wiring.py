@@ -28,7 +28,7 @@ from api.nodeclass_launch import ClusterInfo
 from client.interruption import temporal_starters
 from client.termination import start_termination
 from gateways.sqs import SqsQueue
-from planning.nomination import window
+from planning.disruption.nomination import window
 from runtime.settings import Deps
 from workflows.disruption import DisruptionWorkflow
 from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkflow
@@ -104,7 +104,7 @@ def repair_policies(s: Any) -> tuple[Any, ...]:
     """Node repair policies from the worker's settings (a malformed condition stops the worker at start)."""
     from datetime import timedelta
 
-    from planning.repair import policies_for
+    from planning.disruption.repair import policies_for
 
     return policies_for(s.node_repair, timedelta(seconds=s.node_repair_toleration_seconds), s.node_repair_conditions)
 

@@ -175,7 +175,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from planning.instance_type_rows import instance_type_rows
+    from planning.pricing.instance_type_rows import instance_type_rows
     from starter.live_cluster import load_catalog_arg
 
     requirements, node_class, zones = _pool_and_class(args)

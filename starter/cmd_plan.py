@@ -69,13 +69,13 @@ def load_inputs(path: str, catalog_path: str | None) -> tuple[Any, Any]:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from planning.expiry_report import expiry_rows
-    from planning.nodeclass_readiness import pools_that_cannot_launch
-    from planning.optimizer import SolverMissingError
-    from planning.plan import explain_plan
-    from planning.plan_accounting import hold_for_pause
-    from planning.spot_return import spot_fallback_rows
-    from planning.zone_balance import zone_balance_rows
+    from planning.disruption.optimizer import SolverMissingError
+    from planning.planner.accounting import hold_for_pause
+    from planning.planner.expiry_report import expiry_rows
+    from planning.planner.plan import explain_plan
+    from planning.planner.spot_fallback_report import spot_fallback_rows
+    from planning.policies.zone_balance import zone_balance_rows
+    from planning.scheduling.nodeclass_readiness import pools_that_cannot_launch
 
     at = parse_at(args.at)
     exclude: set[str] = set()
@@ -189,7 +189,7 @@ def read_planner_schedule(args: argparse.Namespace, schedule_id: str) -> tuple[b
 
 def _repair_policies(toleration: str) -> Any:
     from api.duration import DurationError, parse_duration
-    from planning.repair import default_policies
+    from planning.disruption.repair import default_policies
 
     try:
         return default_policies(parse_duration(toleration))
@@ -201,7 +201,7 @@ def _excluded(snapshot: Any, catalog: Any) -> list[dict[str, str]]:
     """The snapshot's nodes the planner leaves out (no NodeClaim, not initialized, no or an unknown NodePool):
     built from its nodes, claims and pools only, the pods are not needed."""
     from planning.cluster import Cluster
-    from planning.exclusions import excluded_nodes
+    from planning.disruption.exclusions import excluded_nodes
 
     cluster = Cluster.from_parts(snapshot, (), catalog)
     return [e.to_public() for e in excluded_nodes(cluster.nodes, cluster.pools)]
@@ -213,7 +213,7 @@ def _overlays(snapshot: Any, catalog: Any) -> list[dict[str, Any]]:
     from api.catalog import load_default_catalog
     from api.node_overlay import by_weight
     from planning.cluster import parse_pool
-    from planning.node_overlays import overlay_pool_labels, priced_by_overlays
+    from planning.pricing.overlays import overlay_pool_labels, priced_by_overlays
 
     overlays = getattr(snapshot, "node_overlays", None) or []
     if not overlays:
@@ -230,7 +230,7 @@ def _provisioning(snapshot: Any, catalog: Any, at: datetime
     """The NodeClaims the provisioner would launch for the pending pods (docs/contracts.md §3.1), the pods
     no NodePool serves (table only) and each cost limit's headroom after them (`costLimits`, semantics §15.10);
     launching claims' liveness TTLs measured at `--at`."""
-    from planning.provisioning import decide
+    from planning.provisioning.provisioner import decide
 
     decision = decide(snapshot, catalog, at=at)
     return [launch.to_public() for launch in decision.launches], decision.unservable, decision.cost_limits

@@ -197,13 +197,13 @@ def _print_set_problems(located: list[tuple[str, Any]]) -> int:
 def overlay_conflicts(located: list[tuple[str, Any]]) -> list[str]:
     """NodeOverlays another overlay of the same weight overrides on the bundled catalog (in the files' NodePools,
     when they hold any): Karpenter applies such an overlay nowhere and sets its ValidationSucceeded condition False
-    (planning/node_overlays.py)."""
+    (planning/pricing/overlays.py)."""
     from pydantic import ValidationError
 
     from api.catalog import load_default_catalog
     from api.node_overlay import NodeOverlay
     from planning.cluster import parse_pool
-    from planning.node_overlays import evaluate_overlays, overlay_pool_labels
+    from planning.pricing.overlays import evaluate_overlays, overlay_pool_labels
 
     overlays: dict[str, tuple[str, NodeOverlay]] = {}
     pools: dict[str, dict[str, str]] = {}

@@ -20,7 +20,7 @@ DISRUPTION_DECISIONS = Counter(
 DISRUPTION_VALIDATIONS = Counter(
     "nodeflow_disruption_validations_total",
     "Disruption commands validated before tainting, by method and result (valid, or why not: "
-    "planning/validation.py Verdict).",
+    "planning/disruption/validation.py Verdict).",
     ["method", "result"],
     registry=REGISTRY,
 )
@@ -237,7 +237,7 @@ OFFERINGS_MARKED_UNAVAILABLE = Counter(
     "nodeflow_offerings_marked_unavailable_total",
     "Offerings (instance type, zone, capacity type) marked unavailable for 3 minutes, by reason "
     "(InsufficientInstanceCapacity, UnfulfillableCapacity, Unsupported, SpotInterruption; "
-    "planning/unavailable_offerings.py).",
+    "planning/pricing/unavailable_offerings.py).",
     ["reason"],
     registry=REGISTRY,
 )

@@ -49,7 +49,7 @@ with workflow.unsafe.imports_passed_through():
         pool_statuses,
     )
     from contracts.policy_controls import rollout_id
-    from planning.fleet_progress import ClusterState, WaitReason, judge
+    from planning.fleet.progress import ClusterState, WaitReason, judge
     from workflows.rollout import DriftRolloutWorkflow
 
 CLUSTER_CALL = timedelta(minutes=2)

@@ -7,9 +7,9 @@ The workflow continues as new after a few iterations so its history stays short.
 
 SpotPrespinWorkflow launches the replacement for a node whose spot instance is being reclaimed. It runs
 beside the node's termination (started by the same message), never waits for it, and gives up once the
-two-minute warning is over. It sizes the replacement by scheduling the node's pods (planning/spot_sizing.py):
-nothing when they fit on other nodes, else the NodeClaims the provisioner would launch; if sizing cannot run in
-time, it launches the node's own size as before (docs/semantics.md §11).
+two-minute warning is over. It sizes the replacement by scheduling the node's pods
+(planning/provisioning/spot_sizing.py): nothing when they fit on other nodes, else the NodeClaims the provisioner would
+launch; if sizing cannot run in time, it launches the node's own size as before (docs/semantics.md §11).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.policy import RolloutInput
     from contracts.policy_controls import PolicyControls, RolloutStart
     from contracts.provisioning import ProvisioningInput, ProvisioningSettings
-    from planning.validation import CONSOLIDATION_METHODS
+    from planning.disruption.validation import CONSOLIDATION_METHODS
     from workflows import summaries
     from workflows.disruption import DisruptionWorkflow
     from workflows.provisioning import ProvisioningWorkflow
@@ -202,7 +202,7 @@ def _provisioning(s: DisruptionSettings) -> ProvisioningSettings:
 
 def _memo(cmd: DisruptionCommand) -> dict[str, Any]:
     """What a pass reads of a running disruption from Temporal visibility: its nodes, its method, and where its
-    plan put their pods (reserved there while it runs; planning/scheduling.py Scheduler)."""
+    plan put their pods (reserved there while it runs; planning/scheduling/simulation.py Scheduler)."""
     memo: dict[str, Any] = {MEMO_NODES: [n.name for n in cmd.nodes], MEMO_METHOD: cmd.method}
     if cmd.placements:
         memo[MEMO_PLACEMENTS] = cmd.placements

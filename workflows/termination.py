@@ -53,7 +53,7 @@ with workflow.unsafe.imports_passed_through():
         blocking_of,
         completion_summary,
     )
-    from planning.drain import completion_hold_until
+    from planning.lifecycle.drain import completion_hold_until
 
 SHORT = timedelta(seconds=30)
 DRAIN_WINDOW = timedelta(minutes=10)  # longest single drain activity before control returns to the workflow

@@ -22,7 +22,7 @@ from api.nodeclaim import LAUNCHED
 from api.timestamps import parse_time
 from planning.cluster import type_labels
 from planning.lifecycle.conditions import TRUE, Obj, conditions_of, is_true, with_condition
-from planning.nodeclaim_conditions import with_ready
+from planning.lifecycle.disruption_conditions import with_ready
 
 SPOT_LIFECYCLE = "spot"
 

@@ -20,7 +20,7 @@ from bench.clusters import node_objects
 from contracts.disruption import EventSpec
 from contracts.termination import VolumesInput
 from gateways.kube import KubeClient
-from planning.provisioning import ProvisioningDecision
+from planning.provisioning.provisioner import ProvisioningDecision
 from simulator.server import Simulator
 
 

@@ -137,7 +137,7 @@ def test_before_any_success_the_bundled_catalog_stands_in() -> None:
 def test_a_pool_in_eu_west_1_plans_discovered_types_in_its_zones(cloud_endpoint: str) -> None:
     """The provisioner's decision on the discovered eu-west-1 catalog: a pool allowing only generation > 6 gets only
     such types (c7i, m7g, r8g, ... which the bundled catalog lacks), offered in eu-west-1's zones."""
-    from planning.provisioning import decide
+    from planning.provisioning.provisioner import decide
     from tests.planning.planning_factory import nodepool, pod, snapshot
 
     catalog = _discovered(cloud_endpoint, "eu-west-1")

@@ -6,7 +6,7 @@ from typing import Any
 
 from activities.launch_controls import blocked_pods, pool_warnings, record_metrics
 from api import labels as L
-from planning.provisioning import decide
+from planning.provisioning.provisioner import decide
 from telemetry import metrics
 from tests.planning.planning_factory import nodepool, pod, snapshot
 

@@ -1,5 +1,5 @@
 """The NodeClaim conditions the disruption and termination activities write, against the simulator (and moto for
-EC2): DisruptionReason, VolumesDetached, InstanceTerminating (planning/nodeclaim_conditions.py)."""
+EC2): DisruptionReason, VolumesDetached, InstanceTerminating (planning/lifecycle/disruption_conditions.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from bench.clusters import node_objects
 from contracts.disruption import NodeRef, TaintInput
 from contracts.termination import InstanceInput, VolumesInput
 from gateways.kube import KubeClient
-from planning import nodeclaim_conditions as ncc
+from planning.lifecycle import disruption_conditions as ncc
 from simulator.server import Simulator
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
@@ -118,7 +118,7 @@ def test_nodepool_drift_is_set_then_cleared_and_leaves_class_drift_alone() -> No
 
 def test_class_drift_does_not_overwrite_nodepool_drift() -> None:
     from activities.nodeclass_drift import drifted_change
-    from planning.nodeclass_drift import NodeClassDriftReason
+    from planning.lifecycle.nodeclass_drift import NodeClassDriftReason
 
     claim = {"status": {"conditions": [{"type": "Drifted", "status": "True", "reason": "NodePoolDrifted"}]}}
     assert drifted_change(NodeClassDriftReason.AMI, NOW)(claim) is None

@@ -16,7 +16,7 @@ from activities.nodeclass_drift import drifted_change
 from api.ec2nodeclass import launch_annotations, load_ec2nodeclass
 from contracts.nodeclass import NodeClassInput
 from gateways.kube import KubeClient
-from planning.nodeclass_drift import NodeClassDriftReason
+from planning.lifecycle.nodeclass_drift import NodeClassDriftReason
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.planning_runner import MEMO_NODES, MEMO_PLACEMENTS, PlanningActivities, planned_pods, to_command
 from contracts.disruption import NodeRef
 from gateways.kube import KubeClient
-from planning.commands import Command, PodMove
+from planning.disruption.commands import Command, PodMove
 
 
 async def _read_when_listed(env: ActivityEnvironment, acts: PlanningActivities, node_name: str) -> Any:

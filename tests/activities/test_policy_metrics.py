@@ -7,7 +7,7 @@ from pathlib import Path
 
 from activities.planning_runner import policy_metrics
 from api.snapshot import load_snapshot
-from planning.plan import plan
+from planning.planner.plan import plan
 from telemetry.metrics import REGISTRY
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

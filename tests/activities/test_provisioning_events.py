@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from activities.provisioning_planner import explanation_events, to_plan
 from api import events
-from planning.provisioning import Exclusion, PoolExclusion, ProvisioningDecision, Unservable
+from planning.provisioning.provisioner import Exclusion, PoolExclusion, ProvisioningDecision, Unservable
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 

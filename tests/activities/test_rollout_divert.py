@@ -13,7 +13,7 @@ from activities.rollout_divert import divert_drift
 from api import labels
 from api.snapshot import Snapshot
 from bench.clusters import node_objects, node_pool
-from planning.plan import plan
+from planning.planner.plan import plan
 
 NOW = datetime.now(UTC)
 

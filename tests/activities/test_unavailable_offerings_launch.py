@@ -25,7 +25,7 @@ from api.interruption import InterruptionEvent, InterruptionKind
 from contracts.disruption import LaunchInput, Replacement
 from contracts.errors import ErrorType
 from gateways.kube import KubeClient
-from planning.unavailable_offerings import TTL_SECONDS, UnavailableOfferings, UnavailableReason
+from planning.pricing.unavailable_offerings import TTL_SECONDS, UnavailableOfferings, UnavailableReason
 from runtime.cloud_clients import ec2_client
 from simulator.ec2 import IceInjector
 

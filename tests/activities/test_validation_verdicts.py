@@ -21,7 +21,7 @@ from api import labels
 from api.timestamps import format_seconds
 from contracts.disruption import ValidateInput
 from gateways.kube import KubeClient
-from planning.validation import Mismatch, Verdict
+from planning.disruption.validation import Mismatch, Verdict
 from telemetry import metrics
 
 METHOD = "SingleNodeConsolidation"

@@ -54,7 +54,7 @@ def planned_command(api: Any, node: str, method: str = "Drift") -> DisruptionCom
     from activities.planning_runner import node_index, to_command
     from api.snapshot import Snapshot
     from gateways.kube import KubeClient
-    from planning.plan import plan
+    from planning.planner.plan import plan
 
     objs = KubeClient(api).cluster_objects()
     result = plan(Snapshot.from_objects(objs), datetime.now(UTC))

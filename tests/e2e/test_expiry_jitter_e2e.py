@@ -13,7 +13,7 @@ import pytest
 from support.disruption_stack import disruption_stack
 
 from bench.clusters import node_objects, node_pool
-from planning.expiry_jitter import node_share
+from planning.policies.expiry_jitter import node_share
 
 pytestmark = pytest.mark.e2e
 POLICY = {"apiVersion": "nodeflow.dev/v1alpha1", "kind": "DisruptionPolicy", "metadata": {"name": "spread"},

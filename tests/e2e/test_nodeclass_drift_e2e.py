@@ -30,7 +30,7 @@ from bench.clusters import node_pool
 from contracts.disruption import DisruptionPhase, LaunchInput, Replacement
 from contracts.nodeclass import NodeClassInput, NodeClassResult
 from gateways.kube import KubeClient
-from planning.plan import plan
+from planning.planner.plan import plan
 from workflows.nodeclass import NodeClassWorkflow
 
 pytestmark = pytest.mark.e2e  # any xdist worker: the "demo" group is test_demo.py's shared run (and the disruption e2e)

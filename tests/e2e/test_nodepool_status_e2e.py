@@ -17,7 +17,7 @@ from support.disruption_stack import disruption_stack, fresh, wait_for
 from api.catalog import load_default_catalog
 from bench.clusters import node_objects, node_pool
 from devstack.binaries import find_binary
-from planning.nodepool_status import ALLOWED_DISRUPTIONS_ANNOTATION, parse_allowed
+from planning.lifecycle.nodepool_status import ALLOWED_DISRUPTIONS_ANNOTATION, parse_allowed
 
 pytestmark = [pytest.mark.e2e]  # no shared fixture: any xdist worker (the "demo" group is for test_demo.py)
 KUBECTL = find_binary("kubectl")

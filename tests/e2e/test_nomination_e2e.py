@@ -27,7 +27,7 @@ from support.provisioning_batch import pending, provision
 from api import labels
 from bench.clusters import node_objects, node_pool
 from contracts.provisioning import ProvisioningSettings
-from planning.nomination import NOMINATED
+from planning.disruption.nomination import NOMINATED
 from simulator.scheduler_timing import SchedulerTiming
 from simulator.server import Simulator
 

@@ -8,7 +8,8 @@ import pytest
 from planning_factory import AT, OLD, node_and_claim, nodepool, pdb, pod, snapshot, ts
 
 from api import labels as L
-from planning.candidates import (
+from planning.cluster import Cluster, parse_pod
+from planning.disruption.candidates import (
     DEFAULT_CANCEL_HOLD,
     EVENTUAL,
     GRACEFUL,
@@ -20,7 +21,6 @@ from planning.candidates import (
     eviction_cost,
     sort_for_consolidation,
 )
-from planning.cluster import Cluster, parse_pod
 
 
 def _reasons(snap, disruption_class=GRACEFUL, exclude=()):

@@ -9,8 +9,8 @@ from typing import Any
 from planning_factory import AT, node_and_claim, nodepool, pod, snapshot, ts
 
 from api import labels as L
-from planning.plan import plan
-from planning.provisioning import Exclusion, decide
+from planning.planner.plan import plan
+from planning.provisioning.provisioner import Exclusion, decide
 
 M5XL = 0.192  # m5.xlarge on-demand, $/h in the default catalog
 ONLY_M5XL = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},

@@ -9,8 +9,8 @@ from typing import Any
 from planning_factory import AT, node_and_claim, nodepool, pod, snapshot, ts
 
 from api import labels as L
-from planning.plan import plan
-from planning.provisioning import Exclusion, decide
+from planning.planner.plan import plan
+from planning.provisioning.provisioner import Exclusion, decide
 
 ON_DEMAND = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
              {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]
@@ -71,7 +71,7 @@ def test_an_empty_node_of_a_deprecated_pool_goes_by_emptiness():
 
 
 def test_a_spot_interruption_pre_spin_comes_from_another_pool():
-    from planning.spot_sizing import size_interrupted
+    from planning.provisioning.spot_sizing import size_interrupted
 
     spot = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["spot"]},
             {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]

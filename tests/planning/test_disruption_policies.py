@@ -8,7 +8,7 @@ from typing import Any
 from planning_factory import AT, OLD, node_and_claim, nodepool, pod, snapshot, ts
 
 from api import labels as L
-from planning.plan import plan
+from planning.planner.plan import plan
 
 REQ = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
        {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]

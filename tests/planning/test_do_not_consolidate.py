@@ -13,8 +13,8 @@ from api.events import EventReason
 from api.policy_controls import DISRUPTION_COST_ANNOTATION, DO_NOT_CONSOLIDATE_ANNOTATION
 from api.snapshot import Snapshot
 from planning.cluster import Cluster
-from planning.plan import plan
-from planning.pod_annotations import MAX_WEIGHT, consolidation_block, disruption_units, disruption_weight
+from planning.planner.plan import plan
+from planning.policies.pod_annotations import MAX_WEIGHT, consolidation_block, disruption_units, disruption_weight
 
 REQ = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
        {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]

@@ -9,7 +9,7 @@ from datetime import timedelta
 from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
-from planning.plan import plan
+from planning.planner.plan import plan
 
 
 def test_each_pod_gets_the_event_its_annotation_calls_for() -> None:

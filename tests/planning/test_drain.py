@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from planning import drain as r
-from planning.drain import Tier
+from planning.lifecycle import drain as r
+from planning.lifecycle.drain import Tier
 from planning.selectors import match_label_selector
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

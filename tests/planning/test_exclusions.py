@@ -1,13 +1,14 @@
-"""planning/exclusions.py: the typed reason a node is left out, in node_check's order, and shared messages."""
+"""planning/disruption/exclusions.py: the typed reason a node is left out, in node_check's order, and shared
+messages."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from api.catalog import load_default_catalog
-from planning.candidates import node_check
 from planning.cluster import ClaimInfo, Cluster, NodeInfo, parse_claim, parse_node
-from planning.exclusions import ExclusionReason, excluded_nodes, exclusion_of
+from planning.disruption.candidates import node_check
+from planning.disruption.exclusions import ExclusionReason, excluded_nodes, exclusion_of
 
 AT = datetime(2026, 11, 22, 20, tzinfo=UTC)
 

@@ -14,8 +14,8 @@ from typing import Any
 from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
-from planning.expiry_jitter import jitter_offset, node_share
-from planning.plan import plan
+from planning.planner.plan import plan
+from planning.policies.expiry_jitter import jitter_offset, node_share
 
 REQ = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
        {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]
@@ -35,7 +35,7 @@ def test_the_share_is_fixed_per_name_and_in_zero_one():
 
 
 def test_the_share_does_not_depend_on_the_process_or_its_hash_seed():
-    code = "from planning.expiry_jitter import node_share; print(repr(node_share('default-00042')))"
+    code = "from planning.policies.expiry_jitter import node_share; print(repr(node_share('default-00042')))"
     root = Path(__file__).resolve().parents[2]
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root,
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout.strip() for seed in ("1", "2", "3")}

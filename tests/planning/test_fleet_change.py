@@ -1,4 +1,4 @@
-"""A fleet rollout's change in one cluster (planning/fleet_change.py): the patches that apply it with its record,
+"""A fleet rollout's change in one cluster (planning/fleet/change.py): the patches that apply it with its record,
 and the counts a cluster's worker reports back."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 from api.fleet import RECORD_ANNOTATION, FleetChange, record_of
 from api.nodepool import load_nodepool
-from planning.fleet_change import (
+from planning.fleet.change import (
     merge_patch,
     node_class_patch,
     node_class_state,

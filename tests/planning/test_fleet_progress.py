@@ -1,4 +1,4 @@
-"""Where a cluster of a fleet rollout is (planning/fleet_progress.py), and the Prometheus gate's reading."""
+"""Where a cluster of a fleet rollout is (planning/fleet/progress.py), and the Prometheus gate's reading."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from api.fleet_observation import ClusterObservation, PoolObservation
 from api.rollout_state import RolloutNote, RolloutNotePhase
-from planning.fleet_progress import ClusterState, WaitReason, judge, judge_prometheus
+from planning.fleet.progress import ClusterState, WaitReason, judge, judge_prometheus
 
 
 def _obs(*pools: PoolObservation, **kw) -> ClusterObservation:

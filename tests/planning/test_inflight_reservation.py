@@ -7,10 +7,10 @@ will need that room), a pass must not delete b onto x; with nothing in flight it
 from __future__ import annotations
 
 from api import labels as L
-from planning.candidates import in_flight_pods
 from planning.cluster import Cluster, Parsed, parse_claim, parse_pod
-from planning.plan import run_pass
-from planning.scheduling import Scheduler
+from planning.disruption.candidates import in_flight_pods
+from planning.planner.plan import run_pass
+from planning.scheduling.simulation import Scheduler
 from tests.planning.planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 TYPES = {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.xlarge", "m5.2xlarge"]}

@@ -1,13 +1,14 @@
 """Requirements on Karpenter's well-known instance labels and computed allocatable on the planner's paths
-(planning/scheduling.py `_options`, planning/provisioning.py, planning/plan.py); docs/semantics.md §17."""
+(planning/scheduling/simulation.py `_options`, planning/provisioning/provisioner.py, planning/planner/plan.py);
+docs/semantics.md §17."""
 
 from __future__ import annotations
 
 from api import labels as L
 from api.catalog import load_default_catalog
 from api.instance_types import labels as T
-from planning.plan import apply_commands, plan
-from planning.provisioning import decide
+from planning.planner.plan import apply_commands, plan
+from planning.provisioning.provisioner import decide
 from tests.planning.planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 OD = {"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]}

@@ -9,9 +9,9 @@ from typing import Any
 from planning_factory import AT, node_and_claim, nodepool, pod, snapshot, ts
 
 from api import labels as L
-from planning.lifecycle.liveness import LAUNCH_TTL, REGISTRATION_TTL
-from planning.provisioning import decide, still_launching
-from planning.spot_sizing import size_interrupted
+from planning.lifecycle.liveness import LAUNCH_TTL, REGISTRATION_TTL, still_launching
+from planning.provisioning.provisioner import decide
+from planning.provisioning.spot_sizing import size_interrupted
 
 SPOT_OR_OD = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["spot", "on-demand"]},
               {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
-from planning.candidates import GRACEFUL, Candidate, build_candidates
 from planning.cluster import Cluster
-from planning.method import Limits, PassContext
-from planning.multinode import MultiNodeConsolidation
-from planning.scheduling import Scheduler
-from planning.singlenode import SingleNodeConsolidation
+from planning.disruption.candidates import GRACEFUL, Candidate, build_candidates
+from planning.disruption.method import Limits, PassContext
+from planning.disruption.multinode import MultiNodeConsolidation
+from planning.disruption.singlenode import SingleNodeConsolidation
+from planning.scheduling.simulation import Scheduler
 
 M5 = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
       {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m5"]}]

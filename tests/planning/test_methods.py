@@ -8,8 +8,8 @@ from planning_factory import AT, OLD, node_and_claim, nodepool, pdb, pod, snapsh
 
 from api import labels as L
 from planning.cluster import Cluster
-from planning.drift import drift_reason
-from planning.plan import plan
+from planning.disruption.drift import drift_reason
+from planning.planner.plan import plan
 
 REQ = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
        {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]
@@ -262,7 +262,7 @@ def test_blocking_reasons_become_disruption_blocked_events_on_node_and_claim():
 
 
 def test_search_time_budgets_bound_consolidation():
-    from planning.method import Limits
+    from planning.disruption.method import Limits
 
     np = nodepool(requirements=M5)
     objs = [node_and_claim("a", "m5.large"), node_and_claim("b", "m5.2xlarge"), pod("x-1", "a", "1500m", "1Gi"),

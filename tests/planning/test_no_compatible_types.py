@@ -1,4 +1,4 @@
-"""planning/provisioning.py no_compatible_types: the NodePools Karpenter's scheduler.go names in a
+"""planning/provisioning/provisioner.py no_compatible_types: the NodePools Karpenter's scheduler.go names in a
 NoCompatibleInstanceTypes Event (requirements that filter out every available instance type)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from planning_factory import nodepool, pod, snapshot
 
 from api import labels as L
-from planning.provisioning import decide
+from planning.provisioning.provisioner import decide
 
 IMPOSSIBLE = [{"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["no-such.type"]}]
 

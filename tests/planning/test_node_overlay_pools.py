@@ -9,8 +9,8 @@ from planning_factory import node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
 from planning.cluster import Cluster
-from planning.plan import run_plan
-from planning.scheduling import Scheduler
+from planning.planner.plan import run_plan
+from planning.scheduling.simulation import Scheduler
 
 AT = datetime(2026, 11, 22, 20, 0, tzinfo=UTC)
 AT_LEAST_M5 = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},

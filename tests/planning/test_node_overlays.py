@@ -1,4 +1,5 @@
-"""planning/node_overlays.py: which offerings NodeOverlays price, who wins, and what conflicts (Karpenter's store)."""
+"""planning/pricing/overlays.py: which offerings NodeOverlays price, who wins, and what conflicts (Karpenter's
+store)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from api.catalog import load_default_catalog
 from api.node_overlay import NodeOverlay
-from planning.node_overlays import apply_overlays, evaluate_overlays, overlay_pool_labels
+from planning.pricing.overlays import apply_overlays, evaluate_overlays, overlay_pool_labels
 
 TYPE = "node.kubernetes.io/instance-type"
 FAMILY = "karpenter.k8s.aws/instance-family"

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from planning.lifecycle.conditions import condition
-from planning.nodeclaim_conditions import with_ready
+from planning.lifecycle.disruption_conditions import with_ready
 
 CREATED = datetime(2026, 11, 27, 4, 0, 0, tzinfo=UTC)
 NOW = datetime(2026, 11, 27, 5, 0, 0, tzinfo=UTC)

@@ -9,8 +9,8 @@ from api.ec2nodeclass import HASH_ANNOTATION, HASH_VERSION_ANNOTATION, EC2NodeCl
 from api.nodeclaim import NodeClaim
 from api.snapshot import load_snapshot
 from planning.cluster import Cluster
-from planning.drift import drift_reason
-from planning.nodeclass_drift import LaunchRecord, NodeClassDriftReason, expected_image, nodeclass_drift
+from planning.disruption.drift import drift_reason
+from planning.lifecycle.nodeclass_drift import LaunchRecord, NodeClassDriftReason, expected_image, nodeclass_drift
 
 ARCH = "kubernetes.io/arch"
 GPU = "karpenter.k8s.aws/instance-gpu-count"

@@ -9,8 +9,8 @@ from pathlib import Path
 import yaml
 
 from api.snapshot import Snapshot
-from planning.nodeclass_readiness import launch_blocker
-from planning.plan import run_pass
+from planning.planner.plan import run_pass
+from planning.scheduling.nodeclass_readiness import launch_blocker
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 AT = datetime(2026, 11, 22, 20, tzinfo=UTC)

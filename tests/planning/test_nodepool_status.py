@@ -1,4 +1,4 @@
-"""The NodePool status as Karpenter's nodepool controllers decide it (planning/nodepool_status.py)."""
+"""The NodePool status as Karpenter's nodepool controllers decide it (planning/lifecycle/nodepool_status.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from api.budgets import compute_budget_rows
-from planning import nodepool_status as nps
+from planning.lifecycle import nodepool_status as nps
 
 NOW = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 Obj = dict[str, Any]

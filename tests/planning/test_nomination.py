@@ -9,8 +9,8 @@ from planning_factory import AT, node_and_claim, nodepool, pod, snapshot, ts
 
 from api import labels as L
 from api.events import EventReason
-from planning.nomination import NOMINATED, NominatedKind, is_nominated, nominations, window
-from planning.plan import plan
+from planning.disruption.nomination import NOMINATED, NominatedKind, is_nominated, nominations, window
+from planning.planner.plan import plan
 
 NOMINATED_NOW = {L.NOMINATED_UNTIL_ANNOTATION: ts(AT + timedelta(seconds=15))}
 NOMINATION_PAST = {L.NOMINATED_UNTIL_ANNOTATION: ts(AT - timedelta(seconds=1))}

@@ -11,9 +11,9 @@ from api import labels as L
 from api.snapshot import Snapshot
 from bench.clusters import node_objects, node_pool, pdb, pod, random_cluster
 from planning.cluster import Cluster
-from planning.commands import PlanResult
-from planning.method import PassContext
-from planning.optimizer import (
+from planning.disruption.commands import PlanResult
+from planning.disruption.method import PassContext
+from planning.disruption.optimizer import (
     CONSOLIDATION_MODE_ANNOTATION,
     OptimizerSettings,
     SolverMissingError,
@@ -21,8 +21,8 @@ from planning.optimizer import (
     optimizer_method,
     optimizer_settings,
 )
-from planning.plan import plan
-from planning.scheduling import Scheduler
+from planning.planner.plan import plan
+from planning.scheduling.simulation import Scheduler
 
 AT = datetime(2026, 1, 1, 1, 0, tzinfo=UTC)  # an hour after the builders' creation time: nothing expires
 

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 from api.snapshot import Snapshot
 from bench.clusters import node_objects, node_pool, pod
-from planning.commands import Command, PodMove, Replacement
-from planning.plan import apply_commands
+from planning.disruption.commands import Command, PodMove, Replacement
+from planning.planner.plan import apply_commands
 
 
 def test_replacement_nodes_get_one_pod_per_daemonset_of_their_pool() -> None:

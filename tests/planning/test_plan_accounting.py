@@ -18,12 +18,11 @@ from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
 from api.snapshot import Snapshot, load_snapshot, parse_snapshot
-from planning.candidates import NodeRefusal, NotCandidate
 from planning.cluster import Cluster
-from planning.commands import STATIC_DRIFT
-from planning.exclusions import excluded_nodes
-from planning.plan import ExplainedPlan, explain_plan
-from planning.plan_accounting import (
+from planning.disruption.candidates import NodeRefusal, NotCandidate
+from planning.disruption.commands import STATIC_DRIFT
+from planning.disruption.exclusions import excluded_nodes
+from planning.planner.accounting import (
     BUDGET_EXHAUSTED,
     KeptReason,
     NodeAccount,
@@ -32,6 +31,7 @@ from planning.plan_accounting import (
     _rejected_row,
     hold_for_pause,
 )
+from planning.planner.plan import ExplainedPlan, explain_plan
 from simulator.generate import generate_cluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -231,7 +231,8 @@ def test_in_flight_node_is_kept_in_flight() -> None:
 
 
 def test_an_unknown_candidate_check_is_kept_with_its_message_and_refusal() -> None:
-    """A check added to planning/candidates.py that refuses without blocking shows up as NotACandidate, generically."""
+    """A check added to planning/disruption/candidates.py that refuses without blocking shows up as NotACandidate,
+    generically."""
     cluster = Cluster.from_snapshot(snapshot(nodepool(), node_and_claim("a")))
     node = cluster.by_name["a"]
     facts = PassFacts(cluster=cluster, at=AT, sets={}, scratch=None, methods=[], winner=None,  # type: ignore[arg-type]
@@ -298,9 +299,9 @@ def test_accounting_costs_little_on_a_generated_cluster() -> None:
 
 
 def test_nominated_and_pending_pod_nodes_are_accounted_as_blocked() -> None:
-    """The candidate check and emptiness rule added for nomination (planning/nomination.py) reach the rows without the
-    accounting knowing them: a nominated node, and an empty node the only home of a pending pod, are Blocked with
-    the planner's message, and the walk's invariants hold."""
+    """The candidate check and emptiness rule added for nomination (planning/disruption/nomination.py) reach the rows
+    without the accounting knowing them: a nominated node, and an empty node the only home of a pending pod, are Blocked
+    with the planner's message, and the walk's invariants hold."""
     nominated = {L.NOMINATED_UNTIL_ANNOTATION: (AT + timedelta(seconds=15)).strftime("%Y-%m-%dT%H:%M:%SZ")}
     for snap, name in ((snapshot(nodepool(), node_and_claim("nominated", claim_annotations=nominated)), "nominated"),
                        (snapshot(nodepool(), node_and_claim("room"), pod("waiting-1", None)), "room")):

@@ -1,4 +1,5 @@
-"""In-flight pods are reserved where their own command planned them (planning/scheduling.py `Scheduler`, `planned`).
+"""In-flight pods are reserved where their own command planned them (planning/scheduling/simulation.py `Scheduler`,
+`planned`).
 
 Node x (m5.2xlarge) has 3 cpu free and y (m5.2xlarge) 2.2; x is the emptier, so first-fit tries it first. a runs a
 2.5-cpu pod that fits only on x, b a 2-cpu pod that fits on either. Command A deletes a onto x; command B, planned
@@ -9,11 +10,12 @@ x and leaves a's pod no room: A fails although nothing changed. Reserved where B
 from __future__ import annotations
 
 from api import labels as L
-from planning.candidates import in_flight_pods
 from planning.cluster import Cluster
-from planning.plan import run_pass
-from planning.scheduling import Scheduler
-from planning.validation import Decision, Mismatch, recheck_consolidation
+from planning.disruption.candidates import in_flight_pods
+from planning.disruption.validation import Decision, Mismatch
+from planning.planner.plan import run_pass
+from planning.planner.recheck import recheck_consolidation
+from planning.scheduling.simulation import Scheduler
 from tests.planning.planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 TYPES = {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.xlarge", "m5.2xlarge"]}

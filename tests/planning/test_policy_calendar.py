@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from api.disruption_policy import CalendarPolicy
-from planning.policy_calendar import CalendarHold, calendar_block, next_window, window_open
+from planning.policies.calendar import CalendarHold, calendar_block, next_window, window_open
 
 BERLIN_XMAS = CalendarPolicy.model_validate({"timeZone": "Europe/Berlin",
                                              "exclusions": [{"from": "2026-12-20", "to": "2027-01-02"}]})

@@ -11,7 +11,7 @@ from api.disruption_policy import load_disruption_policy
 from contracts.disruption import NodeRef
 from contracts.policy_controls import DrainSpec, controls_of, drain_of
 from contracts.termination import WAITING_FOR_COMPLETION, PodState, completion_summary
-from planning.drain import completion_held, completion_hold_until, pod_start, runs_to_completion
+from planning.lifecycle.drain import completion_held, completion_hold_until, pod_start, runs_to_completion
 
 T0 = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
 
@@ -161,7 +161,7 @@ def test_the_awaiting_completion_gauge_sums_the_nodes():
 def test_plan_says_what_a_pools_drain_leaves_to_finish():
     from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
-    from planning.plan import plan
+    from planning.planner.plan import plan
 
     def rows(drain: dict[str, Any] | None) -> list[dict[str, Any]]:
         policy = {"apiVersion": "nodeflow.dev/v1alpha1", "kind": "DisruptionPolicy", "metadata": {"name": "batch"},

@@ -6,7 +6,7 @@ from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
 from api.catalog import InstanceType, InstanceTypeCatalog, Offering
-from planning.plan import plan
+from planning.planner.plan import plan
 
 ZONE = "us-east-1a"
 

@@ -1,4 +1,4 @@
-"""planning/provisioning.py: which NodeClaims to launch for pending pods (pure, from snapshots)."""
+"""planning/provisioning/provisioner.py: which NodeClaims to launch for pending pods (pure, from snapshots)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from planning_factory import node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
 from api.catalog import load_default_catalog
-from planning.provisioning import Exclusion, decide
+from planning.provisioning.provisioner import Exclusion, decide
 
 ON_DEMAND_AMD64 = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
                    {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]

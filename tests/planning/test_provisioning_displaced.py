@@ -7,7 +7,7 @@ from typing import Any
 
 from planning_factory import AT, node_and_claim, nodepool, pdb, pod, snapshot, ts
 
-from planning.provisioning import decide
+from planning.provisioning.provisioner import decide
 
 
 def _deleting(name: str, itype: str = "m5.xlarge", on: str = "claim") -> list[dict[str, Any]]:

@@ -1,5 +1,5 @@
-"""planning/provisioning.py when a pool cannot serve a pod: limits, a class that is not Ready. Each refusal names
-the pool and the reason (the Events are built from it), and nothing launches for a pod no pool can serve."""
+"""planning/provisioning/provisioner.py when a pool cannot serve a pod: limits, a class that is not Ready. Each refusal
+names the pool and the reason (the Events are built from it), and nothing launches for a pod no pool can serve."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from planning_factory import node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
-from planning.provisioning import Exclusion, decide
+from planning.provisioning.provisioner import Exclusion, decide
 
 ON_DEMAND_AMD64 = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
                    {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]

@@ -5,13 +5,13 @@ from __future__ import annotations
 from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
-from planning.candidates import GRACEFUL, build_candidates
 from planning.cluster import Cluster
-from planning.consolidation import Attempt, Refusal
-from planning.method import PassContext
-from planning.plan import plan
-from planning.scheduling import Scheduler, Unschedulable
-from planning.singlenode import SingleNodeConsolidation
+from planning.disruption.candidates import GRACEFUL, build_candidates
+from planning.disruption.consolidation import Attempt, Refusal
+from planning.disruption.method import PassContext
+from planning.disruption.singlenode import SingleNodeConsolidation
+from planning.planner.plan import plan
+from planning.scheduling.simulation import Scheduler, Unschedulable
 
 ON_DEMAND = {"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]}
 

@@ -1,4 +1,4 @@
-"""Node repair decision (planning/repair.py): tolerations, the 20% safety valve, configured conditions."""
+"""Node repair decision (planning/disruption/repair.py): tolerations, the 20% safety valve, configured conditions."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from planning_factory import AT, node_and_claim, nodepool, pod, snapshot, ts
 
-from planning.plan import plan
-from planning.repair import (
+from planning.disruption.repair import (
     DEFAULT_POLICIES,
     Condition,
     NodeHealth,
@@ -17,6 +16,7 @@ from planning.repair import (
     decide_repairs,
     default_policies,
 )
+from planning.planner.plan import plan
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
@@ -148,7 +148,8 @@ def test_from_node_reads_conditions_and_transition_times() -> None:
 
 
 
-# ---- in the planner pass (planning/plan.py) --------------------------------------------------------------------
+# ---- in the planner pass (planning/planner/plan.py)
+# --------------------------------------------------------------------
 
 def _sick(name: str, since: timedelta, status: str = "False") -> list[dict]:
     objs = node_and_claim(name)
@@ -185,7 +186,7 @@ def test_in_flight_nodes_are_not_repaired_again() -> None:
 
 
 def test_configured_policies_parse_and_bad_ones_say_what_is_expected() -> None:
-    from planning.repair import parse_policy, policies_for
+    from planning.disruption.repair import parse_policy, policies_for
 
     assert parse_policy("NetworkingReady=False:10m") == RepairPolicy("NetworkingReady", "False", timedelta(minutes=10))
     for bad in ("NetworkingReady", "=False:1m", "X=False", "X=False:ten"):

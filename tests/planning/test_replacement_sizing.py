@@ -13,8 +13,8 @@ from planning_factory import AT, OLD, node_and_claim, nodepool, pdb, pod, snapsh
 
 from api import labels as L
 from api.catalog import load_default_catalog
-from planning.commands import Command
-from planning.plan import plan
+from planning.disruption.commands import Command
+from planning.planner.plan import plan
 
 REQ = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
        {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]

@@ -11,7 +11,7 @@ from planning_factory import AT, OLD, node_and_claim, nodepool, pod, snapshot, t
 
 from api import labels as L
 from api.rollout_state import RolloutNote, RolloutNotePhase, parse_rollout_note
-from planning.plan import plan, run_plan
+from planning.planner.plan import plan, run_plan
 
 REQ = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
        {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]

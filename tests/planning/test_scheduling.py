@@ -6,7 +6,7 @@ from planning_factory import node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
 from planning.cluster import Cluster
-from planning.scheduling import Scheduler
+from planning.scheduling.simulation import Scheduler
 
 REQ = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
        {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]

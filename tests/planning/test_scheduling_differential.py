@@ -1,4 +1,4 @@
-"""Differential test: the planner's simulation against the reference filter (planning/scheduling_check.py), which
+"""Differential test: the planner's simulation against the reference filter (planning/scheduling/node_filters.py), which
 kube-scheduler's own cases and the emulator's differential test (tests/simulator/test_scheduling_differential.py)
 pin. Seeded random clusters and pods (PreferNoSchedule taints and zonal / WaitForFirstConsumer volumes among
 them); every (pod, node) decision must agree: may the pod go on the node.
@@ -12,7 +12,7 @@ from typing import Any
 from test_scheduling_kube_cases import planner_feasible
 
 from api import labels as L
-from planning.scheduling_check import feasible_nodes
+from planning.scheduling.node_filters import feasible_nodes
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 APPS = ("web", "db", "cache")

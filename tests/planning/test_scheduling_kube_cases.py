@@ -1,5 +1,5 @@
 """kube-scheduler's own plugin test cases (tests/planning/data/kube_scheduler_cases.yaml) against the reference
-filter (planning/scheduling_check.py) and the planner's simulation (planning/scheduling.py)."""
+filter (planning/scheduling/node_filters.py) and the planner's simulation (planning/scheduling/simulation.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import yaml
 
 from api.snapshot import Snapshot
 from planning.cluster import Cluster
-from planning.scheduling import Scheduler
-from planning.scheduling_check import feasible_nodes
+from planning.scheduling.node_filters import feasible_nodes
+from planning.scheduling.simulation import Scheduler
 
 CASES: list[dict[str, Any]] = yaml.safe_load(
     (Path(__file__).parent / "data" / "kube_scheduler_cases.yaml").read_text())

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from planning_factory import node_and_claim, nodepool, pod, snapshot
 
 from planning.cluster import Cluster
-from planning.scheduling import Scheduler
+from planning.scheduling.simulation import Scheduler
 
 TYPES = ("m5.large", "m5.xlarge", "c5.xlarge", "r5.large")
 SIZES = (("100m", "128Mi"), ("250m", "512Mi"), ("500m", "1Gi"), ("1", "2Gi"), ("1500m", "6Gi"))

@@ -9,9 +9,10 @@ from planning_factory import node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
 from planning.cluster import Cluster
-from planning.provisioning import decide
-from planning.scheduling import NewNode, Scheduler, SimResult
-from planning.scheduling_preferences import ladder, strict_spec
+from planning.provisioning.provisioner import decide
+from planning.scheduling.preferences import ladder, strict_spec
+from planning.scheduling.sim_state import NewNode
+from planning.scheduling.simulation import Scheduler, SimResult
 
 REQ = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
        {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]

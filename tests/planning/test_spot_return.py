@@ -12,10 +12,11 @@ from planning_factory import AT, node_and_claim, nodepool, pod, snapshot, ts
 from api import labels as L
 from api.catalog import load_default_catalog
 from api.policy_controls import SPOT_FALLBACK_ANNOTATION
-from planning.commands import Replacement, Requirement
-from planning.plan import plan
-from planning.provisioning import Exclusion, Launch, ProvisioningDecision, decide
-from planning.spot_return import (
+from planning.disruption.commands import Replacement, Requirement
+from planning.planner.plan import plan
+from planning.pricing.unavailable_offerings import without_offerings
+from planning.provisioning.provisioner import Exclusion, Launch, ProvisioningDecision, decide
+from planning.provisioning.spot_fallback import (
     admits_spot,
     cap_fallbacks,
     capacity_counts,
@@ -25,7 +26,6 @@ from planning.spot_return import (
     pod_admits_spot,
     within_cap,
 )
-from planning.unavailable_offerings import without_offerings
 
 BOTH = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["spot", "on-demand"]},
         {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]},
@@ -250,8 +250,8 @@ def _on_demand() -> Replacement:
 # ---- validation -------------------------------------------------------------------------------------------------
 
 def test_validation_rechecks_the_return_on_its_own_node():
-    from planning.spot_return import recheck_spot_return
-    from planning.validation import Decision, Mismatch
+    from planning.disruption.validation import Decision, Mismatch
+    from planning.planner.recheck import recheck_spot_return
 
     snap = snapshot(*cluster(), policy(returnAfter="30m"))
     (cmd,) = plan(snap, AT).commands

@@ -1,4 +1,4 @@
-"""The spot pre-spin sized from the interrupted node's pods (planning/spot_sizing.py)."""
+"""The spot pre-spin sized from the interrupted node's pods (planning/provisioning/spot_sizing.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from planning_factory import AT, node_and_claim, nodepool, pod, snapshot, ts
 
 from api import labels as L
 from api.catalog import load_default_catalog
-from planning.spot_sizing import size_interrupted
+from planning.provisioning.spot_sizing import size_interrupted
 
 SPOT_OR_OD = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["spot", "on-demand"]},
               {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]}]
@@ -134,7 +134,7 @@ def test_pods_of_other_nodes_being_drained_take_free_room_first() -> None:
 def test_a_prespin_still_launching_is_kept_for_the_node_it_replaces() -> None:
     """Before the other node's termination tainted it, its pre-spin is already launching: not free room."""
     from contracts.interruption import prespin_workflow_id
-    from planning.spot_sizing import PRESPIN_KEY_PREFIX
+    from planning.provisioning.spot_sizing import PRESPIN_KEY_PREFIX
 
     assert prespin_workflow_id("uid-x").startswith(PRESPIN_KEY_PREFIX)
     claim = node_and_claim("prespun", "m5.large", created=AT)[1]  # launched a moment ago: within its liveness TTLs

@@ -1,5 +1,6 @@
-"""Static NodePools (planning/static_capacity.py, planning/static_drift.py): under, at and over replicas, the node
-limit, budgets, a scale-down in flight, one drift at a time, and static pools left out of every other method."""
+"""Static NodePools (planning/provisioning/static_capacity.py, planning/disruption/static_drift.py): under, at and over
+replicas, the node limit, budgets, a scale-down in flight, one drift at a time, and static pools left out of every
+other method."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
 from api.events import STATIC_DRIFT_AT_LIMIT
-from planning.commands import StaticPool
-from planning.plan import plan
-from planning.provisioning import decide
+from planning.disruption.commands import StaticPool
+from planning.planner.plan import plan
+from planning.provisioning.provisioner import decide
 
 STALE = {L.TEMPLATE_HASH_ANNOTATION: "stale-template"}
 

@@ -1,4 +1,5 @@
-"""planning/unavailable_offerings.py: offerings EC2 refused are unavailable to launches and plans for 3 minutes."""
+"""planning/pricing/unavailable_offerings.py: offerings EC2 refused are unavailable to launches and plans for 3
+minutes."""
 
 from __future__ import annotations
 
@@ -6,14 +7,14 @@ from planning_factory import nodepool, pod, snapshot
 
 from api import labels as L
 from api.catalog import load_default_catalog
-from planning.provisioning import decide
-from planning.unavailable_offerings import (
+from planning.pricing.unavailable_offerings import (
     TTL_SECONDS,
     UnavailableOfferings,
     UnavailableReason,
     with_unavailable,
     without_offerings,
 )
+from planning.provisioning.provisioner import decide
 
 ICE = UnavailableReason.INSUFFICIENT_INSTANCE_CAPACITY
 

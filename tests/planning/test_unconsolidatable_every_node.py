@@ -6,7 +6,7 @@ from __future__ import annotations
 from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
-from planning.plan import plan
+from planning.planner.plan import plan
 
 M5 = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
       {"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": ["m5"]}]

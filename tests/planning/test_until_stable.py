@@ -5,7 +5,7 @@ from __future__ import annotations
 from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
-from planning.plan import apply_commands, plan
+from planning.planner.plan import apply_commands, plan
 
 REQ = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
        {"key": L.ARCH_LABEL, "operator": "In", "values": ["amd64"]},

@@ -14,10 +14,10 @@ from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 from api import labels as L
 from api.nodepool import NodePool
 from api.validation import validate_nodepool
-from planning.balanced import PoolTotals, Score, approve, can_pass, pool_totals, score_move
-from planning.candidates import GRACEFUL, build_candidates
 from planning.cluster import Cluster
-from planning.plan import plan
+from planning.disruption.balanced import PoolTotals, Score, approve, can_pass, pool_totals, score_move
+from planning.disruption.candidates import GRACEFUL, build_candidates
+from planning.planner.plan import plan
 
 # A pod priority that makes a pod's eviction cost 6 (1 + 5 * 2^25 / 2^25): costly to disrupt.
 COSTLY = 5 * 2**25

@@ -11,10 +11,10 @@ from datetime import timedelta
 from planning_factory import AT, OLD, node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
-from planning.candidates import under_consolidate_after
 from planning.cluster import Cluster, parse_pod
-from planning.plan import plan
-from planning.scheduling import Scheduler
+from planning.disruption.candidates import under_consolidate_after
+from planning.planner.plan import plan
+from planning.scheduling.simulation import Scheduler
 
 # m5.xlarge (4 cpu) and m5.2xlarge (8 cpu) only: nothing cheaper replaces a, and x's 6-cpu pod stays on x.
 M5 = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from planning import drain
+from planning.lifecycle import drain
 
 AT = datetime(2026, 11, 22, 20, 0, tzinfo=UTC)
 

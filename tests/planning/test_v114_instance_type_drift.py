@@ -12,8 +12,8 @@ from planning_factory import AT, OLD, node_and_claim, nodepool, pod, snapshot
 
 from api.catalog import InstanceTypeCatalog, load_default_catalog
 from planning.cluster import Cluster
-from planning.drift import INSTANCE_TYPE_NOT_FOUND, instance_type_not_found
-from planning.plan import plan
+from planning.disruption.drift import INSTANCE_TYPE_NOT_FOUND, instance_type_not_found
+from planning.planner.plan import plan
 
 
 def _catalog(drop: str = "", offerings: list[dict] | None = None) -> InstanceTypeCatalog:
@@ -81,7 +81,7 @@ def test_the_pass_replaces_a_node_whose_type_is_gone() -> None:
 
 
 def test_a_pools_drifted_nodes_count_a_gone_type_when_asked_at_a_time() -> None:
-    from planning.rollout import drifted_in_pool
+    from planning.policies.drift_waves import drifted_in_pool
 
     cluster = Cluster.from_snapshot(snapshot(nodepool(), node_and_claim("a", "m5.xlarge")),
                                     _catalog(drop="m5.xlarge"))

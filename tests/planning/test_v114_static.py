@@ -8,7 +8,7 @@ from typing import Any
 
 from planning_factory import AT, node_and_claim, nodepool, snapshot
 
-from planning.plan import plan
+from planning.planner.plan import plan
 
 
 def _static(replicas: int, deleting: bool) -> dict[str, Any]:

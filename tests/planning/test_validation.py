@@ -1,11 +1,11 @@
-"""planning/validation.py: which re-planned commands still support a disruption and which do not."""
+"""planning/disruption/validation.py: which re-planned commands still support a disruption and which do not."""
 
 from __future__ import annotations
 
 import pytest
 
-from planning.commands import Command, Replacement
-from planning.validation import Decision, Mismatch, same_decision
+from planning.disruption.commands import Command, Replacement
+from planning.disruption.validation import Decision, Mismatch, same_decision
 
 
 def _decision(nodes: list[str], *reps: tuple[str, list[str]], method: str = "SingleNodeConsolidation") -> Decision:

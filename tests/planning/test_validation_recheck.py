@@ -1,4 +1,5 @@
-"""planning/validation.py `recheck_consolidation`: a consolidation command re-simulated on its own candidates.
+"""planning/disruption/validation.py `recheck_consolidation`: a consolidation command re-simulated on its own
+candidates.
 
 Node x (m5.2xlarge, 8 cpu) has 3 cpu free; a and b (m5.xlarge) each run one 1-cpu pod. Deleting a onto x is a
 valid single-node command, and deleting a and b together a valid multi-node one, whichever a fresh pass would pick
@@ -12,9 +13,10 @@ from datetime import timedelta
 from typing import Any
 
 from api import labels as L
-from planning.commands import Replacement
-from planning.plan import run_pass
-from planning.validation import Decision, Mismatch, recheck_consolidation
+from planning.disruption.commands import Replacement
+from planning.disruption.validation import Decision, Mismatch
+from planning.planner.plan import run_pass
+from planning.planner.recheck import recheck_consolidation
 from tests.planning.planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 TYPES = {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.xlarge", "m5.2xlarge"]}
@@ -90,7 +92,7 @@ def test_a_replacement_must_still_be_the_one_launched() -> None:
 def test_a_candidate_nominated_while_the_command_waits_is_candidates_changed() -> None:
     """Karpenter's validation (disruption/validation.go, IsNodeNominated): the provisioner planned pending pods
     onto `a` during the validation wait, so the command that would take it is dropped."""
-    from planning.nomination import window
+    from planning.disruption.nomination import window
     from tests.planning.planning_factory import ts
 
     assert _recheck(_objects(), ["a"]) is None

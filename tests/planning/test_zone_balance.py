@@ -8,10 +8,10 @@ from typing import Any
 from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
-from planning.candidates import GRACEFUL, sort_for_consolidation
-from planning.plan import plan, prepare_pass
-from planning.provisioning import decide
-from planning.zone_balance import balanced_zones, prefer_fullest_zones
+from planning.disruption.candidates import GRACEFUL, sort_for_consolidation
+from planning.planner.plan import plan, prepare_pass
+from planning.policies.zone_balance import balanced_zones, prefer_fullest_zones
+from planning.provisioning.provisioner import decide
 
 ZONES = ["us-east-1a", "us-east-1b", "us-east-1c"]
 REQS = [{"key": L.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},

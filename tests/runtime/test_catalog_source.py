@@ -1,6 +1,6 @@
 """The worker's instance-type catalog source (runtime/settings.py Deps.catalog_source): `--catalog` wins, discovery
 (gateways/instance_types.py) otherwise, refreshed in the background, and every pass resolves the catalog in force
-through planning.unavailable_offerings.with_unavailable."""
+through planning.pricing.unavailable_offerings.with_unavailable."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import yaml
 from activities.planning_runner import PlanningActivities
 from api.catalog import DEFAULT_CATALOG_PATH, InstanceTypeCatalog, load_default_catalog
 from gateways.instance_types import LiveCatalog
-from planning.unavailable_offerings import UnavailableOfferings, with_unavailable
+from planning.pricing.unavailable_offerings import UnavailableOfferings, with_unavailable
 from runtime.cloud_clients import pricing_client
 from runtime.settings import Deps, Settings
 

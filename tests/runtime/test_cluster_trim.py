@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from api.snapshot import Snapshot
-from planning import drain
 from planning.cluster import parse_node, parse_pod
-from planning.plan import plan
+from planning.lifecycle import drain
+from planning.planner.plan import plan
 from runtime.cluster_trim import LAST_APPLIED, trim
 from simulator.generate import generate_cluster
 

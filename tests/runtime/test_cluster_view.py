@@ -19,7 +19,7 @@ from support.sim_objects import nodepool
 from api.snapshot import Snapshot
 from gateways.kube import KubeClient
 from planning.cluster import parse_claim, parse_pod
-from planning.plan import plan
+from planning.planner.plan import plan
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_trim import trim
 from runtime.cluster_view import ClusterView

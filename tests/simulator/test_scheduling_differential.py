@@ -1,6 +1,6 @@
 """The scheduling differential test: seeded random workloads, each pod's feasible nodes decided by the emulator's
 kube-scheduler filters (simulator/scheduling_filters.py, which plays the world) and by nodeflow's own simulation
-(planning/scheduling_check.py), two independent implementations of the same kube-scheduler rules. They must agree
+(planning/scheduling/node_filters.py), two independent implementations of the same kube-scheduler rules. They must agree
 on whether the pod fits and in which zones; the agreement rate is printed and held to a floor, and every
 disagreement is listed with its seed and pod to reproduce (docs/semantics.md §3.5):
 
@@ -24,7 +24,7 @@ import pytest
 
 from simulator.scheduling_filters import feasible_nodes
 
-check = pytest.importorskip("planning.scheduling_check")
+check = pytest.importorskip("planning.scheduling.node_filters")
 
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 ZONE = "topology.kubernetes.io/zone"

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from api import labels as L
-from planning.expiry_jitter import node_share
+from planning.policies.expiry_jitter import node_share
 from starter.cli import run
 from tests.planning.planning_factory import AT, node_and_claim, nodepool, pod, ts
 

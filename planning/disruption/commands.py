@@ -1,0 +1,244 @@
+"""What a planner pass decides: the JSON of `nodeflow plan` (docs/contracts.md §3) as pydantic models.
+
+The public JSON is exactly docs/contracts.md §3 (camelCase). Commands also carry what the workflows need to act
+(node uids, NodeClaim names, provider ids, simulated placements); those fields only appear in the
+output when asked for with `internal=True`, so the documented shape stays stable.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from planning.disruption.repair import Repair, RepairBlocked
+
+# StaticDrift (static NodePools) is internal: `nodeflow plan` reports it under `staticNodePools`, not `commands`.
+Method = Literal["Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation", "Expiration",
+                 "StaticDrift", "GracefulExpiration", "SpotReturn"]
+STATIC_DRIFT = "StaticDrift"
+# Expiring: a DisruptionPolicy's gracefulExpireAfter passed (planning/policies/graceful_expiration.py); it spends the
+# Drifted budget (docs/semantics.md §15.1).
+# SpotFallback: an on-demand node launched because spot had no capacity goes back to spot
+# (planning/policies/spot_return.py); it spends the Underutilized budget (docs/semantics.md §15.5).
+Reason = Literal["Empty", "Drifted", "Underutilized", "Expired", "Expiring", "SpotFallback"]
+
+METHOD_REASON: dict[str, str] = {
+    "Emptiness": "Empty",
+    "Drift": "Drifted",
+    "MultiNodeConsolidation": "Underutilized",
+    "SingleNodeConsolidation": "Underutilized",
+    "Expiration": "Expired",
+    "StaticDrift": "Drifted",
+    "GracefulExpiration": "Expiring",
+    "SpotReturn": "SpotFallback",
+}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, alias_generator=to_camel, extra="ignore")
+
+
+class Requirement(_Model):
+    """A node selector requirement (`{key, operator, values}`) a replacement must satisfy."""
+
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    values: list[str] = Field(default_factory=list)
+
+
+class Replacement(_Model):
+    """A node to launch before the candidates go. `instance_types` are cheapest first."""
+
+    instance_types: list[str]
+    capacity_type: str
+    price: float
+    zone: str | None = None
+    node_pool: str | None = None
+    requirements: list[Requirement] | None = None
+
+
+class PodMove(_Model):
+    """Where a pod of a disrupted node lands in the simulation: an existing node or `new-<i>`."""
+
+    pod: str
+    to: str
+
+
+class Command(_Model):
+    """One disruption: delete `nodes`, after launching `replacements` when there are any."""
+
+    method: Method
+    reason: Reason
+    node_pool: str
+    nodes: list[str]
+    replacements: list[Replacement] = Field(default_factory=list)
+    savings_per_hour: float = 0.0
+    pods: list[PodMove] = Field(default_factory=list)
+    # internal: serialized only with internal=True
+    node_uids: list[str] = Field(default_factory=list)
+    node_claims: list[str] = Field(default_factory=list)
+    provider_ids: list[str] = Field(default_factory=list)
+    provisioning: list[Replacement] = Field(default_factory=list)
+
+    @property
+    def decision(self) -> str:
+        """`replace` when replacements are pre-spun, else `delete` (Karpenter's command decision)."""
+        return "replace" if self.replacements else "delete"
+
+
+class Blocked(_Model):
+    """A node the planner would disrupt but may not, and why."""
+
+    node: str
+    reason: str
+    # internal
+    node_pool: str | None = None
+    event_reason: str | None = None
+
+
+class SkippedMove(_Model):
+    """A consolidation move that would save money, skipped because a DisruptionPolicy's threshold asks for more."""
+
+    method: str
+    node_pool: str
+    nodes: list[str]
+    savings_per_hour: float
+    pods: int
+    reason: str
+
+
+class PolicyPool(_Model):
+    """The DisruptionPolicy of one NodePool in this pass, and what it holds back (`nodeflow plan`)."""
+
+    node_pool: str
+    policy: str | None = None
+    held: str | None = None  # a calendar hold: no voluntary disruption starts in this pool now
+    held_until: datetime | None = None
+    conflict: str | None = None  # two policies select the pool: neither applies
+    hold: str | None = None  # internal: the hold's kind (planning/policies/calendar.py CalendarHold), for metrics
+    drain: str | None = None  # drain.jobs Wait: what the pool's voluntary drains leave to finish (§15.8)
+
+    def to_public(self) -> dict[str, Any]:
+        row = {"nodePool": self.node_pool, "policy": self.policy, "held": self.held,
+               "heldUntil": _rfc3339(self.held_until) if self.held_until else None, "conflict": self.conflict}
+        return {**row, "drain": self.drain} if self.drain else row  # the key only where drain.jobs Wait applies
+
+
+class PlanEvent(_Model):
+    """A Kubernetes Event Karpenter would emit for this decision (`Unconsolidatable`, `DisruptionBlocked`)."""
+
+    kind: Literal["Node", "NodeClaim", "NodePool", "Pod"]
+    name: str
+    reason: str
+    message: str
+    type: Literal["Normal", "Warning"] = "Normal"
+    namespace: str | None = None  # a Pod's (do-not-disrupt Events, api/events.py)
+
+
+class FinalState(_Model):
+    """The cluster after the listed commands: node count, cost per hour, planner passes run."""
+
+    nodes: int
+    cost_per_hour: float
+    passes: int
+
+
+class StaticRemoval(_Model):
+    """A node a static NodePool above its replicas gives up (planning/provisioning/static_capacity.py), with why it
+    was chosen."""
+
+    node: str
+    pods: int
+    why: str
+    # internal: what its termination needs
+    node_uid: str = ""
+    node_claim: str = ""
+    provider_id: str = ""
+
+
+class StaticPool(_Model):
+    """One static NodePool's decision in a pass: the node counts it was made on, what to launch, what to remove."""
+
+    node_pool: str
+    replicas: int
+    running: int  # NodeClaims neither deleting nor taken by a disruption or termination (launching ones count)
+    launching: int  # of `running`: not a Ready, initialized node yet
+    pending_disruption: int  # taken by a disruption or termination in flight, not deleting yet
+    deleting: int
+    limit_nodes: int | None = None
+    launch: int = 0
+    replacement: Replacement | None = None  # what each launch asks for: the pool's template, cheapest first
+    remove: list[StaticRemoval] = Field(default_factory=list)
+    held: str | None = None  # why the pool launches fewer than it lacks, or removes nothing while above
+    node_pool_uid: str = ""  # internal: names its scale-up workflow apart from a same-named pool elsewhere
+
+    def to_public(self, drift: list[Command]) -> dict[str, Any]:
+        """The `staticNodePools` entry of `nodeflow plan -o json` (docs/contracts.md §3.1)."""
+        rep = self.replacement
+        return {"nodePool": self.node_pool, "replicas": self.replicas,
+                "nodes": {"running": self.running, "launching": self.launching,
+                          "pendingDisruption": self.pending_disruption, "deleting": self.deleting},
+                "limitNodes": self.limit_nodes, "launch": self.launch,
+                "instanceTypes": list(rep.instance_types) if rep and self.launch else [],
+                "capacityType": rep.capacity_type if rep and self.launch else None,
+                "remove": [{"node": r.node, "pods": r.pods, "why": r.why} for r in self.remove],
+                "drift": [{"node": c.nodes[0], "instanceTypes": list(c.replacements[0].instance_types),
+                           "capacityType": c.replacements[0].capacity_type} for c in drift if c.replacements],
+                "held": self.held}
+
+
+class PlanResult(_Model):
+    """The dry run's answer (docs/contracts.md §3). `events` is internal: the workflow publishes them."""
+
+    at: datetime
+    budgets: list[dict[str, Any]] = Field(default_factory=list)
+    commands: list[Command] = Field(default_factory=list)
+    blocked: list[Blocked] = Field(default_factory=list)
+    final: FinalState
+    events: list[PlanEvent] = Field(default_factory=list)
+    # node repair (planning/disruption/repair.py); `nodeflow plan` adds them to its JSON as `repairs` / `repairsBlocked`
+    repairs: list[Repair] = Field(default_factory=list)
+    repairs_blocked: list[RepairBlocked] = Field(default_factory=list)
+    # static NodePools (planning/provisioning/static_capacity.py); `nodeflow plan` adds them as `staticNodePools`
+    static_node_pools: list[StaticPool] = Field(default_factory=list)
+    # DisruptionPolicy (planning/policies/view.py); `nodeflow plan` adds them as `disruptionPolicies` / `skippedMoves`
+    policy_pools: list[PolicyPool] = Field(default_factory=list)
+    skipped: list[SkippedMove] = Field(default_factory=list)
+    # candidates per method of the first pass, for Karpenter's eligible_nodes gauge; never in the JSON (exclude)
+    eligible: dict[str, int] = Field(default_factory=dict, exclude=True)
+
+    def to_public(self, internal: bool = False) -> dict[str, Any]:
+        """JSON-ready dict: exactly docs/contracts.md §3, §7, or with the internal fields too."""
+        if internal:
+            return self.model_dump(mode="json", by_alias=True)
+        data = self.model_dump(
+            mode="json",
+            by_alias=True,
+            exclude={
+                "events": True, "repairs": True, "repairs_blocked": True, "static_node_pools": True,
+                "policy_pools": True, "skipped": True,
+                "commands": {"__all__": {"node_uids", "node_claims", "provider_ids", "provisioning"}},
+                "blocked": {"__all__": {"node_pool", "event_reason"}},
+            },
+        )
+        data["commands"] = [c for c in data["commands"] if c["method"] != STATIC_DRIFT]  # see static_public
+        for cmd in data["commands"]:
+            for rep in cmd["replacements"]:
+                for key in ("zone", "requirements", "nodePool"):
+                    if rep.get(key) is None:
+                        rep.pop(key, None)
+        data["at"] = _rfc3339(self.at)
+        return data
+
+    def static_public(self) -> list[dict[str, Any]]:
+        """`staticNodePools` of `nodeflow plan -o json`: each static pool's decision with its StaticDrift commands."""
+        drift = [c for c in self.commands if c.method == STATIC_DRIFT]
+        return [p.to_public([c for c in drift if c.node_pool == p.node_pool]) for p in self.static_node_pools]
+
+
+def _rfc3339(at: datetime) -> str:
+    text = at.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
