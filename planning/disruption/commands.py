@@ -97,6 +97,7 @@ class Blocked(_Model):
     # internal
     node_pool: str | None = None
     event_reason: str | None = None
+    budget_reason: str | None = None  # the disruption reason whose spent budget blocks it (plan's budget rows)
 
 
 class SkippedMove(_Model):
@@ -221,7 +222,7 @@ class PlanResult(_Model):
                 "events": True, "repairs": True, "repairs_blocked": True, "static_node_pools": True,
                 "policy_pools": True, "skipped": True,
                 "commands": {"__all__": {"node_uids", "node_claims", "provider_ids", "provisioning"}},
-                "blocked": {"__all__": {"node_pool", "event_reason"}},
+                "blocked": {"__all__": {"node_pool", "event_reason", "budget_reason"}},
             },
         )
         data["commands"] = [c for c in data["commands"] if c["method"] != STATIC_DRIFT]  # see static_public

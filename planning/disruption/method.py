@@ -66,11 +66,18 @@ class PassContext:
                                                    event_reason=event_reason))
         self.node_event(node, event_reason, reason)
 
+    def block_for_budget(self, node: NodeInfo, reason: str, pool: str) -> None:
+        """List a node as blocked by its pool's spent `reason` budget, with the reason typed for plan's budget rows."""
+        self.block(node, budget_message(reason, pool))
+        blocked = self.blocked[node.name]
+        if blocked.budget_reason is None and blocked.reason == budget_message(reason, pool):  # first reason wins
+            blocked.budget_reason = reason
+
     def budget_exhausted(self, c: Candidate, reason: str, budgets: dict[str, int]) -> bool:
         """True, with the node listed as blocked, when the candidate's pool allows no more `reason` disruptions."""
         if budgets.get(c.pool.name, 0) > 0:
             return False
-        self.block(c.node, budget_message(reason, c.pool.name))
+        self.block_for_budget(c.node, reason, c.pool.name)
         return True
 
     def take_within_budget(self, reason: str, budgets: dict[str, int], cands: list[Candidate]) -> list[Candidate]:

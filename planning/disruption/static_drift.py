@@ -19,7 +19,7 @@ from api import labels as L
 from planning.disruption.candidates import EVENTUAL, Candidate
 from planning.disruption.commands import STATIC_DRIFT, Command
 from planning.disruption.drift import drift_reason, drifted_since
-from planning.disruption.method import PassContext, budget_message, make_command
+from planning.disruption.method import PassContext, make_command
 from planning.provisioning.static_capacity import PoolCounts, node_limit, template_replacement
 
 
@@ -56,7 +56,7 @@ class StaticDrift:
         budget = budgets.get(pool.name, 0)
         if budget <= 0:
             for c in cands:
-                self.ctx.block(c.node, budget_message(self.reason, pool.name))
+                self.ctx.block_for_budget(c.node, self.reason, pool.name)
             return []
         counts = self.counts.get(pool.name, PoolCounts())
         replicas = pool.replicas or 0

@@ -24,7 +24,7 @@ from planning.disruption.balanced import is_balanced
 from planning.disruption.candidates import EVENTUAL, GRACEFUL, Candidate, CandidateSet, NotCandidate, cancel_hold
 from planning.disruption.commands import STATIC_DRIFT, Blocked, Command, PlanEvent, SkippedMove
 from planning.disruption.exclusions import exclusion_of
-from planning.disruption.method import Method, PassContext, budget_message
+from planning.disruption.method import Method, PassContext
 
 
 class Outcome(StrEnum):
@@ -176,7 +176,7 @@ def _account_node(node: NodeInfo, facts: PassFacts, graceful: Mapping[str, Candi
 def _blocked_row(node: NodeInfo, blocked: Blocked, facts: PassFacts) -> NodeAccount:
     """A blocked node; a spent budget says what spent it, a cancel hold or calendar hold when it ends."""
     for row in facts.budgets:
-        if row["nodePool"] == node.pool and blocked.reason == budget_message(row["reason"], node.pool):
+        if row["nodePool"] == node.pool and blocked.budget_reason == row["reason"]:
             detail = f"{blocked.reason}: {budget_spent_by(row, facts)}"
             return NodeAccount(node.name, node.pool, Outcome.BLOCKED, BUDGET_EXHAUSTED, detail)
     hold = cancel_hold(node, facts.at)

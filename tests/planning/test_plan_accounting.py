@@ -7,6 +7,7 @@ node of the snapshot (or a replacement the dry run added) has no row or two, whe
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -253,6 +254,9 @@ def test_budget_blocked_node_names_the_command_that_spent_the_budget() -> None:
     row = _row(ex, other)
     assert (row.outcome, row.reason) == (Outcome.BLOCKED, BUDGET_EXHAUSTED)
     assert f"spent by command 1 (Emptiness: {taken})" in row.detail
+    # the row is recognised by the typed reason the block carries, not by the text of its message
+    assert next(b for b in ex.result.blocked if b.node == other).budget_reason == "Empty"
+    assert "budgetReason" not in json.dumps(ex.result.to_public())
     empty = next(u for u in ex.budget_use if u["reason"] == "Empty")
     assert empty["allowed"] == 1 and empty["spentByCommands"] == 1
     assert empty["commands"] == [{"command": "command 1", "method": "Emptiness", "nodes": [taken]}]
