@@ -470,23 +470,50 @@ class NodeInfo:
 
     @property
     def marked_for_deletion(self) -> bool:
-        """Karpenter MarkedForDeletion: NodeClaim deleting or instance terminating, or Node deleting alone."""
-        if self.claim is not None:
-            return self.claim.deleting or self.claim.condition_true("InstanceTerminating") or self.deleting
-        return self.deleting
+        return marked_for_deletion(self.deleting, self.claim)
 
     @property
     def tainted_disrupted(self) -> bool:
-        return any(t.get("key") == L.DISRUPTED_TAINT_KEY for t in self.taints)
+        return tainted_disrupted(self.taints)
 
     @property
     def going(self) -> bool:
-        """Its machine is on its way out: marked for deletion, or draining under a TerminationWorkflow (tainted, its
-        NodeClaim owned by one: expiry, an interruption, a repair start one without deleting the claim first, where
-        Karpenter deletes the claim). A disruption's candidate waiting for its replacement is not; a cancelled
-        termination untaints the node, so it is not either."""
-        return self.marked_for_deletion or (self.tainted_disrupted and self.claim is not None
-                                            and L.TERMINATION_WORKFLOW_ANNOTATION in self.claim.annotations)
+        return machine_going(self.deleting, self.taints, self.claim)
+
+
+def marked_for_deletion(node_deleting: bool, claim: ClaimInfo | None) -> bool:
+    """Karpenter MarkedForDeletion: NodeClaim deleting or instance terminating, or Node deleting alone."""
+    if claim is not None:
+        return claim.deleting or claim.condition_true("InstanceTerminating") or node_deleting
+    return node_deleting
+
+
+def tainted_disrupted(taints: Iterable[Mapping[str, Any]]) -> bool:
+    return any(t.get("key") == L.DISRUPTED_TAINT_KEY for t in taints)
+
+
+def machine_going(node_deleting: bool, taints: Iterable[Mapping[str, Any]], claim: ClaimInfo | None) -> bool:
+    """Its machine is on its way out: marked for deletion, or draining under a TerminationWorkflow (tainted, its
+    NodeClaim owned by one: expiry, an interruption, a repair start one without deleting the claim first, where
+    Karpenter deletes the claim). A disruption's candidate waiting for its replacement is not; a cancelled
+    termination untaints the node, so it is not either. The planner (NodeInfo.going) and the pending-pod intake
+    (runtime/pending_pods.py, on raw objects) both ask this."""
+    return marked_for_deletion(node_deleting, claim) or (
+        tainted_disrupted(taints) and claim is not None and L.TERMINATION_WORKFLOW_ANNOTATION in claim.annotations)
+
+
+def going_nodes(nodes: Iterable[Mapping[str, Any]], claims: Iterable[Any]) -> set[str]:
+    """Names of the Nodes whose machine is going (machine_going), read from raw Nodes and NodeClaims; a deleting
+    NodeClaim's node counts even when its Node is not listed."""
+    by_node = {c.node_name: c for c in map(parse_claim, claims) if c.node_name}
+    out = {c.node_name for c in by_node.values() if marked_for_deletion(False, c)}
+    for n in nodes:
+        meta = n.get("metadata") or {}
+        name = meta.get("name", "")
+        if name and machine_going(bool(meta.get("deletionTimestamp")), (n.get("spec") or {}).get("taints") or (),
+                                  by_node.get(name)):
+            out.add(name)
+    return out
 
 
 def parse_node(index: int, raw: dict[str, Any]) -> NodeInfo:

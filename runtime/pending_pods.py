@@ -29,9 +29,9 @@ from typing import Any
 
 from temporalio.client import Client
 
-from api import labels
 from client.provisioning import covered_pods, start_provisioning
 from contracts.provisioning import PodRef, ProvisioningSettings
+from planning.cluster import going_nodes
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -75,24 +75,6 @@ def displaced(pod: Obj, deleting: set[str]) -> PodRef | None:
     return PodRef(key=f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}", uid=meta.get("uid", ""))
 
 
-def deleting_nodes(nodes: list[Obj], claims: list[Obj]) -> set[str]:
-    """Names of Nodes being deleted, or whose NodeClaim is (Karpenter's MarkedForDeletion), or draining under a
-    TerminationWorkflow (tainted karpenter.sh/disrupted, the claim owned by one): planning's NodeInfo.going."""
-    out = {(n.get("metadata") or {}).get("name", "") for n in nodes
-           if (n.get("metadata") or {}).get("deletionTimestamp")}
-    owned = set()
-    for c in claims:
-        meta, node = c.get("metadata") or {}, (c.get("status") or {}).get("nodeName", "")
-        if meta.get("deletionTimestamp"):
-            out.add(node)
-        elif labels.TERMINATION_WORKFLOW_ANNOTATION in (meta.get("annotations") or {}):
-            owned.add(node)
-    out |= {name for n in nodes if (name := (n.get("metadata") or {}).get("name", "")) in owned
-            and any(t.get("key") == labels.DISRUPTED_TAINT_KEY for t in (n.get("spec") or {}).get("taints") or ())}
-    out.discard("")
-    return out
-
-
 class Batcher:
     """The batch window (pure; the clock is given)."""
 
@@ -133,7 +115,7 @@ def cache_deleting(view: Any) -> Callable[[], set[str] | None]:
         nodes, claims = view.cache.informers.get("Node"), view.cache.informers.get("NodeClaim")
         if nodes is None or not view.synced:
             return None
-        return deleting_nodes(nodes.objects(), claims.objects() if claims is not None else [])
+        return going_nodes(nodes.objects(), claims.objects() if claims is not None else [])
     return read
 
 
@@ -157,7 +139,7 @@ def listed_deleting(kube: Any, every_seconds: float = 2.0,
     def read() -> set[str] | None:
         now = clock()
         if not last or now - last[0][0] >= every_seconds:
-            last[:] = [(now, deleting_nodes(kube.list_nodes(), kube.list_node_claims()))]
+            last[:] = [(now, going_nodes(kube.list_nodes(), kube.list_node_claims()))]
         return set(last[0][1])
     return read
 

@@ -136,12 +136,13 @@ async def test_a_pod_nothing_helps_is_retried_ever_less_often_and_a_bound_pod_is
 
 def test_the_pods_of_a_deleting_node_are_batched_as_displaced() -> None:
     """Karpenter's deletingNodePods: a Node being deleted, or whose NodeClaim is, hands its pods to provisioning."""
-    from runtime.pending_pods import deleting_nodes, displaced
+    from planning.cluster import going_nodes
+    from runtime.pending_pods import displaced
 
     nodes = [{"metadata": {"name": "gone", "deletionTimestamp": "2026-11-23T00:00:00Z"}}, {"metadata": {"name": "ok"}}]
     claims = [{"metadata": {"name": "c1", "deletionTimestamp": "2026-11-23T00:00:00Z"}, "status": {"nodeName": "x"}},
               {"metadata": {"name": "c2"}, "status": {"nodeName": "ok"}}]
-    deleting = deleting_nodes(nodes, claims)
+    deleting = going_nodes(nodes, claims)
     assert deleting == {"gone", "x"}
     bound = _pod("web", reason=None, nodeName="gone")
     assert displaced(bound, deleting) == PodRef(key="ns/web", uid="uid-web")
@@ -169,15 +170,22 @@ async def test_the_intake_starts_a_batch_for_a_deleting_nodes_pods(monkeypatch) 
 
 
 def test_a_node_draining_under_a_termination_counts_as_deleting() -> None:
+    """The intake asks the planner's rule (NodeInfo.going) on raw objects: the same answers, including a claim whose
+    instance is terminating."""
     from api import labels
-    from runtime.pending_pods import deleting_nodes
+    from planning.cluster import going_nodes
 
     tainted = {"metadata": {"name": "n1"}, "spec": {"taints": [{"key": labels.DISRUPTED_TAINT_KEY}]}}
     owned = {"metadata": {"name": "c1", "annotations": {labels.TERMINATION_WORKFLOW_ANNOTATION: "terminate-x"}},
              "status": {"nodeName": "n1"}}
-    assert deleting_nodes([tainted], [owned]) == {"n1"}
-    assert deleting_nodes([tainted], [{**owned, "metadata": {"name": "c1"}}]) == set()  # a disruption's candidate
-    assert deleting_nodes([{"metadata": {"name": "n1"}}], [owned]) == set()  # a cancelled termination untainted it
+    assert going_nodes([tainted], [owned]) == {"n1"}
+    assert going_nodes([tainted], [{**owned, "metadata": {"name": "c1"}}]) == set()  # a disruption's candidate
+    assert going_nodes([{"metadata": {"name": "n1"}}], [owned]) == set()  # a cancelled termination untainted it
+    terminating = {**owned, "metadata": {"name": "c1"},
+                   "status": {"nodeName": "n1", "conditions": [{"type": "InstanceTerminating", "status": "True"}]}}
+    assert going_nodes([{"metadata": {"name": "n1"}}], [terminating]) == {"n1"}
+    deleted = {**owned, "metadata": {"name": "c1", "deletionTimestamp": "2026-11-29T00:00:00Z"}}
+    assert going_nodes([], [deleted]) == {"n1"}  # its Node is not listed (yet or any more)
 
 
 def test_without_the_cache_deleting_nodes_are_listed_at_most_every_two_seconds() -> None:
