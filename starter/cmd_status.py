@@ -35,7 +35,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.watch:
         from starter.status_watch import watch
 
-        return watch(args)
+        return watch(args, collect)
     rows, notes = asyncio.run(_rows_and_advice(args))
     print_output(rows, args.output, table=lambda rs: table(rs, finished=args.all))
     for note in notes:

@@ -13,7 +13,7 @@ import argparse
 import asyncio
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
@@ -23,6 +23,8 @@ from starter.timefmt import rfc3339_utc
 HEADERS = ["NODE", "NODEPOOL", "REASON", "PHASE", "PODS LEFT", "BLOCKING", "AGE", "DEADLINE"]
 DISRUPTION_HEADERS = ["NODES", "NODEPOOL", "METHOD", "REASON", "PHASE", "REPLACEMENTS", "WAITING FOR", "AGE"]
 TERMINATION, DISRUPTION = "Termination", "Disruption"
+# What the view shows on every refresh: `status`'s rows for the parsed arguments (starter/cmd_status.py's collect)
+Collect = Callable[[argparse.Namespace], Awaitable[list[dict[str, Any]]]]
 
 
 def add_watch_flags(parser: Any) -> None:
@@ -269,8 +271,8 @@ def _cells(row: dict[str, Any]) -> list[Any]:
     return row_cells(row) if row.get("kind", TERMINATION) == TERMINATION else disruption_cells(row)
 
 
-def watch(args: argparse.Namespace, out: TextIO | None = None, polls: int | None = None) -> int:
-    """Run the live view until Ctrl-C (or `polls` refreshes, for tests)."""
+def watch(args: argparse.Namespace, collect: Collect, out: TextIO | None = None, polls: int | None = None) -> int:
+    """Run the live view of `collect`'s rows until Ctrl-C (or `polls` refreshes, for tests)."""
     from api.duration import DurationError, parse_duration
 
     if args.output != "table":
@@ -283,11 +285,11 @@ def watch(args: argparse.Namespace, out: TextIO | None = None, polls: int | None
         raise CliError(f"--stuck-after: {exc}", 2) from exc
     out = out or sys.stdout
     tty = bool(getattr(out, "isatty", lambda: False)())
-    return asyncio.run(_loop(args, out, tty, after, polls))
+    return asyncio.run(_loop(args, collect, out, tty, after, polls))
 
 
-async def _loop(args: argparse.Namespace, out: TextIO, tty: bool, after: timedelta, polls: int | None) -> int:
-    from starter.cmd_status import collect
+async def _loop(args: argparse.Namespace, collect: Collect, out: TextIO, tty: bool, after: timedelta,
+                polls: int | None) -> int:
     from starter.temporal import connect_from_args
 
     args.temporal_client = await connect_from_args(args)  # reused by collect() on every refresh

@@ -133,9 +133,6 @@ KNOWN_CIRCLES: set[frozenset[str]] = {
     frozenset({"planning/plan.py", "planning/spot_return.py", "planning/validation.py"}),
     frozenset({"planning/cost_limits.py", "planning/policy_scheduler.py", "planning/provisioning.py"}),
     frozenset({"planning/scheduling.py", "planning/scheduling_domains.py", "planning/scheduling_more.py"}),
-    # re-layering step 2: the CLI's completion reads the parser; the status watch and the status command
-    frozenset({"starter/cli.py", "starter/cmd_completion.py"}),
-    frozenset({"starter/cmd_status.py", "starter/status_watch.py"}),
 }
 
 
