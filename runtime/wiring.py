@@ -12,7 +12,6 @@ from activities.candidates import CandidateActivities
 from activities.cloud import CloudActivities
 from activities.events import EventActivities
 from activities.fleet import FleetActivities
-from activities.interruption import InterruptionDispatcher
 from activities.kube import KubeActivities
 from activities.nodeclass import NodeClassActivities
 from activities.planning_runner import PlanningActivities
@@ -29,6 +28,7 @@ from client.interruption import temporal_starters
 from client.termination import start_termination
 from gateways.sqs import SqsQueue
 from planning.nomination import window
+from runtime.interruption import InterruptionDispatcher
 from runtime.settings import Deps
 from workflows.disruption import DisruptionWorkflow
 from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkflow

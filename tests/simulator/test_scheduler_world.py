@@ -102,8 +102,8 @@ def test_preferred_pod_anti_affinity_keeps_replicas_apart_when_the_emptier_node_
 
 
 def test_the_slow_scheduler_leaves_a_pod_pending_until_its_retry_and_the_ledger_counts_the_wait() -> None:
-    """The real control plane's trial (a slow kube-scheduler) through the running server: a node that fits arrives at once, but the pod that found none
-    is retried only 100 simulated s (1 s at time_scale 0.01) after its attempt."""
+    """The real control plane's trial (a slow kube-scheduler) through the running server: a node that fits arrives
+    at once, but the pod that found none is retried only 100 simulated s (1 s at time_scale 0.01) after its attempt."""
     with Simulator(time_scale=0.01, scheduler_timing=SchedulerTiming.slow(100.0)) as sim:
         api = sim.api_client()
         core = client.CoreV1Api(api)
