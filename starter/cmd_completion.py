@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from starter.kubeconfig import api_client, resolve
+
 FILES = 0  # Cobra's ShellCompDirectiveDefault: the shell may complete file names
 NO_FILES = 4  # ShellCompDirectiveNoFileComp
 FILE_METAVARS = {"FILE", "SNAPSHOT", "PATH", "SCENARIO"}
@@ -74,8 +76,6 @@ def candidates(parser: argparse.ArgumentParser, words: Sequence[str]) -> tuple[l
 
 def node_names() -> list[str]:
     """The cluster's node names (the kubeconfig as every command resolves it); none when it cannot be read fast."""
-    from starter.kubeconfig import api_client, resolve
-
     try:
         from kubernetes import client as k8s
 
