@@ -27,6 +27,7 @@ from activities.events import EventActivities
 from activities.rollout_divert import divert_drift, wave_pools_drifted
 from api import labels
 from api.catalog import InstanceTypeCatalog, load_catalog
+from api.snapshot import Snapshot
 from api.timestamps import parse_time
 from contracts.disruption import (
     BlockedNode,
@@ -323,8 +324,6 @@ class ClusterRead:
 
     def planning_snapshot(self) -> Any:
         """The cache's snapshot, or one loaded from the LISTed objects."""
-        from api.snapshot import Snapshot
-
         return self.snapshot if self.snapshot is not None else Snapshot.from_objects(self.objs)
 
     def untaint(self, names: set[str]) -> None:

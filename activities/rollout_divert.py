@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from api.disruption_policy import KIND, DisruptionPolicy, resolve_policies
+from api.nodepool import NodePool
 from contracts.policy import waves_of
 from contracts.policy_controls import PolicyControls, RolloutStart, controls_of
 
@@ -19,9 +21,6 @@ DRIFT_METHOD = "Drift"
 def pool_policies(read: Any) -> dict[str, Any]:
     """Each NodePool's DisruptionPolicy (conflicted pools get none), from the cache's snapshot or the LISTed
     objects; empty when there is no policy (the common case costs one attribute read or one scan)."""
-    from api.disruption_policy import KIND, DisruptionPolicy, resolve_policies
-    from api.nodepool import NodePool
-
     if read.snapshot is not None:
         policies, pools = list(getattr(read.snapshot, "disruption_policies", None) or ()), read.snapshot.node_pools
     else:
@@ -62,8 +61,6 @@ def divert_drift(read: Any, commands: list[Any]) -> tuple[list[Any], dict[str, P
 
 def _pools(read: Any) -> list[Any]:
     """NodePool models (their template hash is what planning compares for drift)."""
-    from api.nodepool import NodePool
-
     if read.snapshot is not None:
         return list(read.snapshot.node_pools)
     return [NodePool.model_validate(o) for o in read.objs if o.get("kind") == "NodePool"]
