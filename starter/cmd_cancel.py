@@ -24,7 +24,6 @@ def register(subparsers: Any) -> None:
                                           "is being terminated, and for nodes a user deleted.")
     p.add_argument("node")
     p.add_argument("--reason", default="cancelled from the command line")
-
     add_temporal_flags(p)
     p.set_defaults(func=handle)
 

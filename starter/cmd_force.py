@@ -20,7 +20,6 @@ def register(subparsers: Any) -> None:
                                           "bypassing PDBs and do-not-disrupt, and finish its termination.")
     p.add_argument("node")
     p.add_argument("--reason", required=True, help="why (recorded in the workflow and in pod events)")
-
     add_temporal_flags(p)
     p.set_defaults(func=handle)
 

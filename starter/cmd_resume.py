@@ -32,7 +32,6 @@ def handle(args: argparse.Namespace) -> int:
         return run(args, paused=False)
     if args.nodepool:
         raise CliError("give either NODE or --nodepool, not both")
-
     held = lift_hold(api_client(resolve(args.kubeconfig), args.context), args.node)
     data = {"scope": "node", "node": args.node, "held": False, "wasHeldUntil": held}
     text = (f"node {args.node} resumed: the planner may disrupt it again (it was held until {held})" if held

@@ -27,7 +27,6 @@ def register(subparsers: Any) -> None:
                                           "node's) with their progress; with NODE, what to do next.")
     p.add_argument("node", nargs="?", help="only this node")
     p.add_argument("--all", action="store_true", help="include finished terminations and disruptions")
-
     add_temporal_flags(p)
     add_output_flag(p)
     add_watch_flags(p)

@@ -52,7 +52,6 @@ def cluster_problem(kubeconfig: str | None) -> str | None:
     version cannot be read), instead of a CRD compile error at install (api/kube_version.py)."""
     if not kubeconfig:
         return None
-
     try:
         return kubeconfig_version_problem(kubeconfig)
     except Exception as exc:  # unreachable, refused, a kubeconfig that does not load: one line too
