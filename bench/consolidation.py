@@ -29,6 +29,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.labels import DO_NOT_DISRUPT_ANNOTATION
+from simulator.generate import generate_cluster
+from starter.output import render_table
+
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 DEFAULT_CASES = ((20, 1), (20, 2), (40, 1), (40, 2), (60, 1), (60, 2))
 QUICK_CASES = ((20, 1),)
@@ -70,9 +74,6 @@ class CaseResult(BaseModel):
 
 def make_cluster(nodes: int, seed: int) -> list[dict[str, Any]]:
     """The simulator's generator with the consolidation blockers turned off."""
-    from api.labels import DO_NOT_DISRUPT_ANNOTATION
-    from simulator.generate import generate_cluster
-
     objects = generate_cluster(nodes, PODS_PER_NODE, seed, empty_fraction=0.0, drift_fraction=0.0,
                                do_not_disrupt_fraction=0.0, blocking_pdb_fraction=0.0,
                                now=NOW - timedelta(days=2))
@@ -142,8 +143,6 @@ def summarize(cases: list[CaseResult]) -> dict[str, Any]:
 
 
 def render(cases: list[CaseResult], summary: dict[str, Any]) -> str:
-    from starter.output import render_table
-
     def mode(m: ModeResult | None) -> list[Any]:
         if m is None:
             return ["-", "-", "-"]

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from api import labels as L
 from api.catalog import InstanceType, load_default_catalog
 from api.quantity import format_cpu
+from bench.instance_discovery import offline_catalog
 
 AT = datetime.now(UTC).replace(microsecond=0)
 TYPES = ("m5.xlarge", "m5.2xlarge", "c5.2xlarge", "r5.xlarge", "m5.4xlarge")
@@ -216,8 +217,6 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     catalogs = {"bundled": None}
     if "discovered" in args.catalogs.split(","):
-        from bench.instance_discovery import offline_catalog
-
         catalogs["discovered"] = offline_catalog("us-east-1")
     for size, name in ((int(s), c) for s in args.sizes.split(",") for c in args.catalogs.split(",")):
         row = bench(size, args.runs, packed=args.packed, catalog=catalogs[name], catalog_name=name)
