@@ -25,14 +25,13 @@ from api.provider_id import instance_id_from_provider_id
 from starter import sim_extra
 from starter.cli import PLUGIN_EXECUTABLE
 from starter.cmd_instance_types import EC2_ENDPOINT_ENV
-from starter.demo_capacity import SCALE_UP_AFTER, scale_up, watch_rehoming
-from starter.demo_nodeclass import NEW_IMAGE_AFTER, register_new_image
 from starter.output import CliError
 
 # The simulated world (the [sim] extra, starter/sim_extra.py) is imported inside the command, after the check
-# that it is installed; and, as in every command, our modules that load pydantic, temporalio or kubernetes are
-# imported where they are used: `nodeflow --help` builds every command's parser (starter/cli.py) and takes
-# 0.13 s without them, 0.83 s with them (farm-bench, median).
+# that it is installed, and so are the demo's scripted moments (starter/demo_capacity.py, demo_nodeclass.py: 3 ms of
+# `nodeflow --help`, which builds every command's parser); as in every command, our modules that load pydantic,
+# temporalio or kubernetes are imported where they are used: --help takes 0.13 s without them, 0.83 s with them
+# (farm-bench, median).
 
 INTERRUPT_AFTER = 30.0
 DO_NOT_DISRUPT_NODE = "general-01"  # the bundled scenario's node with the do-not-disrupt ledger pod
@@ -235,6 +234,9 @@ async def _advance(stack: Any, core: Any, m: _Moments, elapsed: float, bundled: 
     """Start each scripted moment once its time (divided by `speed`, --moments-speed) has come: the scale-up
     (bundled scenario), the spot interruption, the new AMI for the memory class (starter/demo_nodeclass.py).
     Returns what was done, one line each."""
+    from starter.demo_capacity import SCALE_UP_AFTER, scale_up
+    from starter.demo_nodeclass import NEW_IMAGE_AFTER, register_new_image
+
     lines = []
     script = elapsed * speed  # the script's clock
     if bundled and m.scale_up is None and script >= SCALE_UP_AFTER:
@@ -261,6 +263,8 @@ def _deleting_or_gone(core: Any, name: str) -> bool:
 
 
 def _watch_rehoming(core: Any, nodes: list[dict[str, Any]]) -> Any:
+    from starter.demo_capacity import watch_rehoming
+
     return watch_rehoming(core, nodes)
 
 
@@ -314,7 +318,6 @@ def _hints(stack: Any, node_names: set[str]) -> list[str]:
     environment it prints first)."""
     import shutil
     from urllib.parse import quote
-
 
     victim, why = DO_NOT_DISRUPT_NODE, "its ledger pod is do-not-disrupt: the drain waits"
     if victim not in node_names:  # a scenario of the user's own

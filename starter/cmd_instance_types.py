@@ -18,13 +18,14 @@ import sys
 from typing import Any
 
 from runtime.cloud_clients import RegionNotConfigured, ec2_client, pricing_client, resolve_region
-from starter.live_cluster import load_catalog_arg, load_live_snapshot
+from starter.live_cluster import load_live_snapshot
 from starter.output import CliError, add_output_flag, print_output, render_table
 from starter.snapshot_source import live_kubeconfig
 
 # Our modules that load pydantic, temporalio or kubernetes are imported inside the functions that use them:
 # this module loads with `nodeflow --help` (starter/cli.py builds every command's parser), which takes 0.13 s
-# without them and 0.83 s with them (farm-bench, median).
+# without them and 0.83 s with them (farm-bench, median). One import shares a block with an import of planning/
+# and stays there until planning/ is in packages (its import lines change on that branch).
 
 EC2_ENDPOINT_ENV = "NODEFLOW_EC2_ENDPOINT"  # the worker's variable for --ec2-endpoint (worker.py)
 OVERHEAD_ENV = "NODEFLOW_VM_MEMORY_OVERHEAD_PERCENT"  # the worker's variable for --vm-memory-overhead-percent
@@ -180,6 +181,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from planning.instance_type_rows import instance_type_rows
+    from starter.live_cluster import load_catalog_arg
 
     requirements, node_class, zones = _pool_and_class(args)
     catalog = load_catalog_arg(args.catalog) or _discover(args.region, args.ec2_endpoint,

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from api.duration import DurationError, parse_duration
 from starter.live_cluster import load_catalog_arg, load_live_snapshot
 from starter.output import CliError, add_output_flag, print_output, render_table
 from starter.plan_limits import render_cost_limits, render_expiry
@@ -22,7 +21,8 @@ from starter.snapshot_source import (
 
 # Our modules that load pydantic, temporalio or kubernetes are imported inside the functions that use them:
 # this module loads with `nodeflow --help` (starter/cli.py builds every command's parser), which takes 0.13 s
-# without them and 0.83 s with them (farm-bench, median).
+# without them and 0.83 s with them (farm-bench, median). One import shares a block with an import of planning/
+# and stays there until planning/ is in packages (its import lines change on that branch).
 
 
 def register(subparsers: Any) -> None:
@@ -192,6 +192,7 @@ def read_planner_schedule(args: argparse.Namespace, schedule_id: str) -> tuple[b
 
 
 def _repair_policies(toleration: str) -> Any:
+    from api.duration import DurationError, parse_duration
     from planning.repair import default_policies
 
     try:

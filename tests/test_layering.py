@@ -222,10 +222,10 @@ _PLANNING = ("imports of planning/ (and the import blocks they share) wait for p
              "change on that branch")
 LAZY_IMPORTS: dict[str, str] = {
     **{f"starter/{name}.py": _HELP for name in (
-        "cmd_budgets", "cmd_cancel", "cmd_fleet", "cmd_force", "cmd_instance_types", "cmd_pause", "cmd_plan",
-        "cmd_rollout", "cmd_status", "cmd_validate", "demo_nodeclass", "live_cluster", "status_watch",
-        "validate_policies")},
-    "starter/cmd_demo.py": _SIM,
+        "cmd_budgets", "cmd_cancel", "cmd_fleet", "cmd_force", "cmd_pause", "cmd_rollout", "cmd_status",
+        "cmd_validate", "demo_nodeclass", "live_cluster", "status_watch", "validate_policies")},
+    **{f"starter/{name}.py": f"{_HELP}; {_PLANNING}" for name in ("cmd_instance_types", "cmd_plan")},
+    "starter/cmd_demo.py": _SIM + "; the demo's scripted moments (starter/demo_capacity.py, demo_nodeclass.py) too",
     "starter/cmd_sim.py": _SIM,
     **{path: _PLANNING for path in (
         "activities/planning_runner.py", "activities/provisioning_planner.py", "activities/rollout.py",

@@ -50,7 +50,7 @@ def test_until_moments_waits_for_every_moment_the_run_has() -> None:
 async def test_moments_speed_brings_the_scripted_moments_sooner(monkeypatch: pytest.MonkeyPatch) -> None:
     """--moments-speed 2: the scale-up due at 20 s comes at 10 s, and reports the demo's own clock."""
     at: list[float] = []
-    monkeypatch.setattr(cmd_demo, "scale_up", lambda core, elapsed: at.append(elapsed))
+    monkeypatch.setattr("starter.demo_capacity.scale_up", lambda core, elapsed: at.append(elapsed))
     stack, m = SimpleNamespace(queue_url=None, aws=None), cmd_demo._Moments()
     assert await cmd_demo._advance(stack, None, m, 9.0, bundled=True, speed=2.0) == [] and at == []
     await cmd_demo._advance(stack, None, m, 10.0, bundled=True, speed=2.0)
