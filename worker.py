@@ -17,6 +17,7 @@ from datetime import timedelta
 
 from temporalio.client import Client
 
+from api.duration import DurationError, parse_duration
 from client.connection import InsecureTemporalAddress, connect, forward_core_logs
 from client.nodeclass_schedule import ensure_nodeclass_schedule
 from client.planner_schedule import ensure_planner_schedule, planner_schedule_id
@@ -184,8 +185,6 @@ def _launch_and_ops_args(p: argparse.ArgumentParser) -> None:
 
 def _seconds(text: str) -> float:
     """A Go duration ("30m", "1h30m") in seconds, for argparse."""
-    from api.duration import DurationError, parse_duration
-
     try:
         return parse_duration(text).total_seconds()
     except DurationError as exc:

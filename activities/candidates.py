@@ -23,6 +23,7 @@ from api import labels
 from api.timestamps import format_seconds
 from contracts.disruption import AwaitTerminationsInput, NodeRef, TaintInput, TerminationsInput
 from contracts.errors import ErrorType
+from contracts.termination import CompletionWait, TerminationInput
 from gateways.kube import Conflict, KubeClient
 from planning.lifecycle.disruption_conditions import Change, disruption_reason, no_disruption_reason
 
@@ -119,8 +120,6 @@ class CandidateActivities:
 def termination_input(node: NodeRef, reason: str, requested_by: str, deadline: Any = None, drain: Any = None) -> Any:
     """The termination area's input model for one candidate (`deadline`: forceful, e.g. node repair's now;
     `drain`: the pool policy's drain.jobs Wait, a contracts.policy_controls.DrainSpec)."""
-    from contracts.termination import CompletionWait, TerminationInput
-
     wait = None
     if drain is not None and drain.wait_for_completion:
         seconds = drain.max_wait_seconds

@@ -27,6 +27,7 @@ from activities.events import EventActivities
 from activities.rollout_divert import divert_drift, wave_pools_drifted
 from api import labels
 from api.catalog import InstanceTypeCatalog, load_catalog
+from api.snapshot import Snapshot
 from api.timestamps import parse_time
 from contracts.disruption import (
     BlockedNode,
@@ -45,6 +46,7 @@ from contracts.errors import ErrorType
 from gateways.kube import KubeClient, without_disrupted_taint
 from planning.disruption.repair import DEFAULT_POLICIES, RepairPolicy
 from planning.disruption.validation import CONSOLIDATION_METHODS, Decision, Mismatch, Verdict, same_decision
+from planning.planner.plan import plan
 from planning.planner.recheck import recheck_consolidation, recheck_spot_return
 from planning.policies.spot_return import SPOT_RETURN
 from planning.pricing.unavailable_offerings import UnavailableOfferings, with_unavailable
@@ -317,8 +319,6 @@ class ClusterRead:
 
     def planning_snapshot(self) -> Any:
         """The cache's snapshot, or one loaded from the LISTed objects."""
-        from api.snapshot import Snapshot
-
         return self.snapshot if self.snapshot is not None else Snapshot.from_objects(self.objs)
 
     def untaint(self, names: set[str]) -> None:
@@ -454,7 +454,6 @@ class PlanningActivities:
     def _plan(self, read: ClusterRead, at: datetime, catalog_path: str | None) -> Any:
         """Plan on the cache's snapshot and parsed parts (a steady pass re-parses only what changed), or load the
         LISTed objects."""
-        from planning.planner.plan import plan
 
         return plan(read.planning_snapshot(), at, catalog=self._catalog_for(catalog_path), exclude_nodes=read.excluded,
                     parsed=read.parsed, repair=self._repair, planned=read.planned)

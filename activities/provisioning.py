@@ -28,6 +28,7 @@ from api.ec2nodeclass import EC2NodeClass
 from api.events import EventReason
 from api.node_overlay import load_node_overlay
 from api.nodeclass_launch import ClusterInfo, cluster_tags, subnet_zones
+from api.nodepool import load_nodepool
 from api.policy_controls import SPOT_FALLBACK_ANNOTATION
 from contracts.disruption import (
     LaunchedReplacement,
@@ -480,8 +481,6 @@ def build_nodeclaim(pool: dict[str, Any], name: str, inp: LaunchInput) -> dict[s
 
 def _template_hash(pool: dict[str, Any]) -> str | None:
     """The drift hash planning compares against, so a fresh replacement is never itself drifted."""
-    from api.nodepool import load_nodepool
-
     try:
         return load_nodepool(pool).template_hash()
     except ValueError:  # an invalid NodePool still gets its replacement; drift falls back to requirements

@@ -22,6 +22,7 @@ from activities.planning_runner import to_replacement
 from api import events
 from api.catalog import InstanceTypeCatalog, current_catalog, load_catalog
 from api.events import EventReason
+from api.snapshot import Snapshot
 from contracts.disruption import EventSpec
 from contracts.provisioning import (
     LaunchFailedInput,
@@ -33,7 +34,7 @@ from gateways.kube import KubeClient, event_body
 from planning.disruption import nomination
 from planning.disruption.nomination import NominatedKind
 from planning.pricing.unavailable_offerings import UnavailableOfferings, with_unavailable
-from planning.provisioning.provisioner import Exclusion
+from planning.provisioning.provisioner import Exclusion, decide
 from planning.provisioning.spot_fallback import cap_fallbacks
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
@@ -137,8 +138,6 @@ class ProvisioningPlanner:
         return to_plan(decision, len(inp.pods))
 
     def _decide(self, objs: list[dict[str, Any]], snapshot: Any, parsed: Any, inp: ProvisioningPlanInput) -> Any:
-        from api.snapshot import Snapshot
-        from planning.provisioning.provisioner import decide
 
         full = current_catalog(load_catalog(inp.catalog_path) if inp.catalog_path else self._catalog)
         catalog = with_unavailable(full, self._offerings)

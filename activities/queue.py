@@ -13,11 +13,10 @@ import contextlib
 import logging
 import time
 from collections import Counter
-from typing import Protocol
+from typing import Any, Protocol
 
 from temporalio import activity
 
-from activities.interruption import NodeInfo
 from activities.karpenter_metrics import message_type
 from api.interruption import InterruptionEvent, Malformed, Unknown, parse_message
 from contracts.interruption import PollCounts, PollInput
@@ -31,9 +30,12 @@ HEARTBEAT_EVERY = 1.0  # seconds (the SDK throttles sends); heartbeats run besid
 
 
 class Dispatcher(Protocol):
-    async def load_nodes(self) -> dict[str, NodeInfo]: ...
+    """What the queue hands messages to (runtime/interruption.py's InterruptionDispatcher): its index of the
+    cluster's nodes, loaded once per poll and passed back with each message (the queue never reads it)."""
 
-    async def dispatch(self, event: InterruptionEvent, nodes: dict[str, NodeInfo]) -> list[str]: ...
+    async def load_nodes(self) -> dict[str, Any]: ...
+
+    async def dispatch(self, event: InterruptionEvent, nodes: dict[str, Any]) -> list[str]: ...
 
 
 class InterruptionQueueActivities:
@@ -74,14 +76,14 @@ class InterruptionQueueActivities:
             metrics.INTERRUPTION_MESSAGES.labels(kind=kind).inc()
             if isinstance(p, InterruptionEvent):  # the provider counts the messages it parsed, by its kinds
                 km.INTERRUPTION_RECEIVED.labels(message_type=message_type(p)).inc()
-        nodes: dict[str, NodeInfo] = {}
+        nodes: dict[str, Any] = {}
         if any(isinstance(p, InterruptionEvent) for _, p in parsed):
             nodes = await self._dispatcher.load_nodes()
         await asyncio.gather(*(self._handle(m, p, nodes, inp, counts) for m, p in parsed))
         return counts.result()
 
     async def _handle(self, msg: QueueMessage, parsed: InterruptionEvent | Unknown | Malformed,
-                      nodes: dict[str, NodeInfo], inp: PollInput, counts: _Tally) -> None:
+                      nodes: dict[str, Any], inp: PollInput, counts: _Tally) -> None:
         extra = {"sqs_message_id": msg.message_id, "kind": _kind(parsed)}
         if isinstance(parsed, Malformed):
             log.warning("dropping malformed interruption message %s: %s", msg.message_id, parsed.reason, extra=extra)

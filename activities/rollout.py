@@ -12,8 +12,11 @@ from temporalio import activity
 from activities.planning_runner import PlanningActivities, heartbeating, to_command
 from activities.rollout_divert import DRIFT_METHOD
 from api import labels as L
+from api.snapshot import Snapshot
 from contracts.policy import RolloutNoteInput, RolloutPlan, RolloutPlanInput, WorkloadRef, WorkloadsInput
 from gateways.kube import KubeClient
+from planning.planner.plan import run_pass
+from planning.policies.drift_waves import displaced_workloads, drifted_in_pool
 
 
 class RolloutActivities:
@@ -61,9 +64,6 @@ class RolloutActivities:
 
 
 def _plan_pool(read: Any, catalog: Any, pool: str, limit: int, at: datetime) -> RolloutPlan:
-    from api.snapshot import Snapshot
-    from planning.planner.plan import run_pass
-    from planning.policies.drift_waves import displaced_workloads, drifted_in_pool
 
     snapshot = read.snapshot if read.snapshot is not None else Snapshot.from_objects(read.objs)
     outcome = run_pass(snapshot, at, catalog, read.excluded, parsed=read.parsed, repair=())

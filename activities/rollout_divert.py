@@ -10,8 +10,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from api.disruption_policy import KIND, DisruptionPolicy, resolve_policies
+from api.nodepool import NodePool
+from api.snapshot import Snapshot
 from contracts.policy import waves_of
 from contracts.policy_controls import PolicyControls, RolloutStart, controls_of
+from planning.cluster import Cluster, parse_pool
+from planning.policies.drift_waves import drifted_in_pool
 
 DRIFT_METHOD = "Drift"
 
@@ -19,9 +24,6 @@ DRIFT_METHOD = "Drift"
 def pool_policies(read: Any) -> dict[str, Any]:
     """Each NodePool's DisruptionPolicy (conflicted pools get none), from the cache's snapshot or the LISTed
     objects; empty when there is no policy (the common case costs one attribute read or one scan)."""
-    from api.disruption_policy import KIND, DisruptionPolicy, resolve_policies
-    from api.nodepool import NodePool
-
     if read.snapshot is not None:
         policies, pools = list(getattr(read.snapshot, "disruption_policies", None) or ()), read.snapshot.node_pools
     else:
@@ -41,7 +43,6 @@ def divert_drift(read: Any, commands: list[Any]) -> tuple[list[Any], dict[str, P
     by_pool = pool_policies(read)
     if not by_pool:
         return commands, {}, []
-    from planning.cluster import parse_pool
 
     controls = {pool: c for pool, policy in by_pool.items() if (c := controls_of(policy)) is not None}
     kept, rollouts = [], {}
@@ -62,8 +63,6 @@ def divert_drift(read: Any, commands: list[Any]) -> tuple[list[Any], dict[str, P
 
 def _pools(read: Any) -> list[Any]:
     """NodePool models (their template hash is what planning compares for drift)."""
-    from api.nodepool import NodePool
-
     if read.snapshot is not None:
         return list(read.snapshot.node_pools)
     return [NodePool.model_validate(o) for o in read.objs if o.get("kind") == "NodePool"]
@@ -76,9 +75,6 @@ def _name(pool: Any) -> str:
 def wave_pools_drifted(read: Any, catalog: Any, pools: set[str], at: datetime | None = None) -> set[str]:
     """The drifted nodes of `pools` (pools whose drift goes to rollouts), for a second plan that leaves them out:
     a pass's one drift command must not be spent on a pool the planner does not drift itself."""
-    from api.snapshot import Snapshot
-    from planning.cluster import Cluster
-    from planning.policies.drift_waves import drifted_in_pool
 
     snapshot = read.snapshot if read.snapshot is not None else Snapshot.from_objects(read.objs)
     parsed = read.parsed

@@ -12,8 +12,10 @@ from temporalio import activity
 from activities.planning_runner import to_replacement
 from activities.provisioning_planner import ClusterReader
 from api.catalog import InstanceTypeCatalog, load_catalog
+from api.snapshot import Snapshot
 from contracts.interruption import SizedLaunch, SizedReplacements, SizeInput
 from planning.pricing.unavailable_offerings import UnavailableOfferings, with_unavailable
+from planning.provisioning.spot_sizing import size_interrupted
 
 
 def to_sized(sizing: Any) -> SizedReplacements:
@@ -41,8 +43,6 @@ class SpotSizingActivities:
         return await asyncio.to_thread(self._size, objs, snapshot, parsed, inp)
 
     def _size(self, objs: list[dict[str, Any]], snapshot: Any, parsed: Any, inp: SizeInput) -> SizedReplacements:
-        from api.snapshot import Snapshot
-        from planning.provisioning.spot_sizing import size_interrupted
 
         catalog = with_unavailable(load_catalog(inp.catalog_path) if inp.catalog_path else self._catalog,
                                    self._offerings)

@@ -13,6 +13,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from api.instance_types.labels import instance_type_labels
 from api.quantity import QuantityError, parse_cpu, parse_memory
 
 CATALOG_KIND = "InstanceTypeCatalog"
@@ -107,8 +108,6 @@ class InstanceType(BaseModel):
     @cached_property
     def labels(self) -> dict[str, str]:
         """The well-known labels a node of this type carries (computed once: the planner asks per option)."""
-        from api.instance_types.labels import instance_type_labels
-
         return instance_type_labels(self)
 
     def offering(self, zone: str, capacity_type: str) -> Offering | None:

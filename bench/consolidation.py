@@ -29,6 +29,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.labels import DO_NOT_DISRUPT_ANNOTATION
+from api.snapshot import Snapshot
+from bench.optimum import optimum_for_objects
+from planning.cluster import Cluster
+from planning.disruption.optimizer import OptimizerSettings, optimizer_settings
+from planning.planner.plan import plan
+from simulator.generate import generate_cluster
+from starter.output import render_table
+
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 DEFAULT_CASES = ((20, 1), (20, 2), (40, 1), (40, 2), (60, 1), (60, 2))
 QUICK_CASES = ((20, 1),)
@@ -70,9 +79,6 @@ class CaseResult(BaseModel):
 
 def make_cluster(nodes: int, seed: int) -> list[dict[str, Any]]:
     """The simulator's generator with the consolidation blockers turned off."""
-    from api.labels import DO_NOT_DISRUPT_ANNOTATION
-    from simulator.generate import generate_cluster
-
     objects = generate_cluster(nodes, PODS_PER_NODE, seed, empty_fraction=0.0, drift_fraction=0.0,
                                do_not_disrupt_fraction=0.0, blocking_pdb_fraction=0.0,
                                now=NOW - timedelta(days=2))
@@ -85,7 +91,6 @@ def make_cluster(nodes: int, seed: int) -> list[dict[str, Any]]:
 
 
 def _mode(snapshot: Any, optimize: bool) -> ModeResult:
-    from planning.planner.plan import plan
 
     started = time.monotonic()
     result = plan(snapshot, NOW, until_stable=True, optimize=optimize)
@@ -101,9 +106,6 @@ def _rate(mode: ModeResult | None, best: float, bound: float) -> None:
 
 
 def run_case(nodes: int, seed: int, optimum_seconds: float, optimize: bool) -> CaseResult:
-    from api.snapshot import Snapshot
-    from bench.optimum import optimum_for_objects
-    from planning.cluster import Cluster
 
     objects = make_cluster(nodes, seed)
     snapshot = Snapshot.from_objects(objects)
@@ -142,8 +144,6 @@ def summarize(cases: list[CaseResult]) -> dict[str, Any]:
 
 
 def render(cases: list[CaseResult], summary: dict[str, Any]) -> str:
-    from starter.output import render_table
-
     def mode(m: ModeResult | None) -> list[Any]:
         if m is None:
             return ["-", "-", "-"]
@@ -174,7 +174,6 @@ def parse_cases(text: str) -> list[tuple[int, int]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from planning.disruption.optimizer import OptimizerSettings, optimizer_settings
 
     parser = argparse.ArgumentParser(prog="python -m bench.consolidation", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="one 20-node cluster with short solver limits")

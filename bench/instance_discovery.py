@@ -30,7 +30,9 @@ from typing import Any
 
 import boto3
 
+from api import price_table
 from api.allocatable import node_resources
+from api.instance_types.build import build_catalog
 from devstack.processes import MotoServer
 from gateways.instance_discovery import describe_instance_types, describe_offerings, on_demand_prices, spot_prices
 from gateways.instance_types import InstanceTypeProvider
@@ -71,8 +73,6 @@ def offline_catalog(region: str = "us-east-1") -> Any:
     import gzip
     from importlib import resources
 
-    from api import price_table
-    from api.instance_types.build import build_catalog
 
     base = resources.files("moto.ec2.resources")
     with base.joinpath("instance_types.json.gz").open("rb") as fh, gzip.open(fh) as data:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from api import labels as L
-from api.catalog import InstanceType, InstanceTypeCatalog, load_default_catalog
+from api.catalog import CATALOG_KIND, InstanceType, InstanceTypeCatalog, load_default_catalog
 from api.quantity import parse_cpu, parse_memory
 
 OS_LINUX = "linux"
@@ -321,8 +321,6 @@ def build_problem(pods: list[PodReq], daemon_pods: list[PodReq], bins: list[BinT
 def problem_from_objects(objects: list[dict], catalog: InstanceTypeCatalog | None = None,
                          allocatable: Allocatable = full_capacity) -> PackingProblem:
     """The reschedulable pods of a snapshot (bound or pending) against the node types its NodePools allow."""
-    from api.catalog import CATALOG_KIND
-
     docs = [o for o in objects if isinstance(o, dict)]
     embedded = [o for o in docs if o.get("kind") == CATALOG_KIND]
     if embedded:

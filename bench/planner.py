@@ -27,6 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from api import labels as L
 from api.catalog import InstanceType, load_default_catalog
 from api.quantity import format_cpu
+from api.snapshot import Snapshot, SnapshotError
+from bench.instance_discovery import offline_catalog
+from planning.planner.plan import run_pass
 
 AT = datetime.now(UTC).replace(microsecond=0)
 TYPES = ("m5.xlarge", "m5.2xlarge", "c5.2xlarge", "r5.xlarge", "m5.4xlarge")
@@ -167,8 +170,6 @@ def peak_rss_mib() -> float:
 
 def bench(size: int, runs: int, pods_per_node: int = 15, packed: bool = False, catalog: Any = None,
           catalog_name: str = "bundled") -> dict[str, Any]:
-    from api.snapshot import Snapshot, SnapshotError
-    from planning.planner.plan import run_pass
 
     if packed:
         objs, source = local_cluster(size, pods_per_node, size, packed=True), "bench.planner.local_cluster(packed)"
@@ -216,8 +217,6 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     catalogs = {"bundled": None}
     if "discovered" in args.catalogs.split(","):
-        from bench.instance_discovery import offline_catalog
-
         catalogs["discovered"] = offline_catalog("us-east-1")
     for size, name in ((int(s), c) for s in args.sizes.split(",") for c in args.catalogs.split(",")):
         row = bench(size, args.runs, packed=args.packed, catalog=catalogs[name], catalog_name=name)

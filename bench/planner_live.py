@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--region", default="us-east-1", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.serve:
-        from bench.planner_live_worker import serve
+        from bench.planner_live_worker import serve  # only the serving subprocess loads the worker side
 
         return serve(args.serve, args.kubeconfig, args.temporal, args.discover_endpoint, args.region)
     report = run(args.nodes, args.list_passes, max(args.cache_passes, 2), args.seed)

@@ -71,6 +71,7 @@ def _catalog(discover: str | None, region: str) -> tuple[Any, dict[str, Any]]:
         catalog = load_default_catalog()
         return catalog, {"catalog": "bundled", "instanceTypes": len(catalog.instance_types),
                          "instanceTypesAvailable": _available(catalog)}
+    # the discovery clients (boto3) load only when this bench discovers instance types
     from gateways.instance_types import InstanceTypeProvider, LiveCatalog
     from runtime.cloud_clients import ec2_client, pricing_client
 

@@ -7,13 +7,13 @@ start-up, so exactly one poll loop runs however many workers there are; its acti
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from activities.interruption import StartPrespin, StartTermination
 from client.termination import start_termination
 from contracts import search_attributes as sa
 from contracts.interruption import POLLER_WORKFLOW_ID, PollerInput, PollInput, PrespinInput
@@ -22,6 +22,10 @@ from workflows import summaries
 from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkflow
 
 log = logging.getLogger(__name__)
+
+# The two idempotent starts the dispatcher (runtime/interruption.py) is given, bound by temporal_starters.
+StartTermination = Callable[[TerminationInput], Awaitable[Any]]
+StartPrespin = Callable[[PrespinInput], Awaitable[Any]]
 
 
 def poller_workflow_id(task_queue: str) -> str:

@@ -33,6 +33,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from devstack import moto_spot, pricing_api
+
 _WILDCARDS = frozenset("*?[")
 STATIC_ACTIONS = frozenset({"DescribeInstanceTypes", "DescribeInstanceTypeOfferings"})
 RENDER_FORMAT = 2  # part of every kept answer's key: bump it when this module changes what STATIC_ACTIONS answer
@@ -196,8 +198,6 @@ def main(argv: list[str] | None = None) -> None:
     install()
     install_static_cache(render_dir())
     install_paging()
-    from devstack import moto_spot, pricing_api
-
     moto_spot.install()
     pricing_api.install()
     import moto.server

@@ -14,7 +14,21 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from api.catalog import load_default_catalog
+from client.connection import connect
+from client.nodeclass_schedule import ensure_nodeclass_schedule
+from client.planner_schedule import ensure_planner_schedule
+from contracts.disruption import DisruptionSettings
+from contracts.nodeclass import NodeClassInput
+from contracts.search_attributes import TASK_QUEUE
+from devstack.demo_aws import CLUSTER_CA, CLUSTER_NAME, DemoAws, region_zones
 from devstack.processes import MotoServer, TemporalDevServer, free_port
+from runtime.cloud_clients import ec2_client, iam_client, pricing_client, sqs_client, ssm_client
+from runtime.settings import Deps, Settings
+from runtime.worker_loop import run_worker
+from simulator.server import Simulator
+from workflows import summaries
+from workflows.nodeclass import NodeClassWorkflow
 
 if TYPE_CHECKING:
     from simulator.scheduler_timing import SchedulerTiming
@@ -107,38 +121,26 @@ class Stack:
         db.unlink(missing_ok=True)
         await asyncio.gather(asyncio.to_thread(self.temporal.start), asyncio.to_thread(self.moto.start))
         await asyncio.to_thread(self._start_aws)
-        from simulator.server import Simulator
-
         scenario = self.o.scenario_for_zones(self.zones) if self.o.scenario_for_zones else self.o.scenario
         self.sim = Simulator(scenario=scenario, ec2_endpoint=self.moto.endpoint, time_scale=self.o.time_scale,
                              ready_delay=self.o.ready_delay, port=self.o.sim_port or 0,
                              kubeconfig_path=self.o.workdir / "kubeconfig", region=self.o.region,
                              scheduler_timing=self.o.scheduler_timing, seed=self.o.sim_seed)
         await asyncio.to_thread(self.sim.start)
-        from client.connection import connect
-
         self.client = await connect(self.temporal.address, "default")
         await self.start_worker()
         if self.o.discover_instance_types:
             await self.wait_for_instance_types()
-        from client.nodeclass_schedule import ensure_nodeclass_schedule
-
         await ensure_nodeclass_schedule(self.client)
         if self.o.node_classes:
             await self.resolve_node_classes()
         if self.o.planner:
-            from client.planner_schedule import ensure_planner_schedule
-            from contracts.disruption import DisruptionSettings
-
             await ensure_planner_schedule(self.client, every=self.o.planner_every, settings=DisruptionSettings(
                 validation_delay_seconds=self.o.validation_delay, ready_timeout_seconds=self.o.ready_timeout,
                 ready_poll_seconds=2.0))
 
     def _start_aws(self) -> None:
         """The region's clients and zones, the interruption queue and, with node_classes, the demo's VPC."""
-        from devstack.demo_aws import DemoAws, region_zones
-        from runtime.cloud_clients import ec2_client, iam_client, sqs_client
-
         region, endpoint = self.o.region, self.moto.endpoint
         self.ec2 = ec2_client(region, endpoint)
         self.sqs = sqs_client(region, endpoint)
@@ -167,8 +169,6 @@ class Stack:
 
     def catalog(self) -> Any:
         """The instance-type catalog the worker plans with now (prices for the demo's cost figures)."""
-        from api.catalog import load_default_catalog
-
         if self.o.discover_instance_types and self.deps is not None:
             return self.deps.catalog_source.current()
         return load_default_catalog()
@@ -176,22 +176,12 @@ class Stack:
     async def resolve_node_classes(self) -> Any:
         """One NodeClassWorkflow now, as the `nodeflow-nodeclass` Schedule runs it (its first run is up to a minute
         away): launches find the classes Ready from the first planner pass on."""
-        from contracts.nodeclass import NodeClassInput
-        from contracts.search_attributes import TASK_QUEUE
-        from workflows import summaries
-        from workflows.nodeclass import NodeClassWorkflow
-
         return await self.client.execute_workflow(NodeClassWorkflow.run, NodeClassInput(),
                                                   id=f"nodeflow-nodeclass-start-{uuid.uuid4().hex[:8]}",
                                                   task_queue=TASK_QUEUE, execution_timeout=timedelta(minutes=2),
                                                   **summaries.nodeclass_now().kwargs())
 
     async def start_worker(self) -> None:
-        from devstack.demo_aws import CLUSTER_CA, CLUSTER_NAME
-        from runtime.cloud_clients import iam_client, pricing_client, ssm_client
-        from runtime.settings import Deps, Settings
-        from runtime.worker_loop import run_worker
-
         api = self.sim.api_client()
         api.configuration.connection_pool_maxsize = 64
         region, endpoint, discover = self.o.region, self.moto.endpoint, self.o.discover_instance_types

@@ -7,8 +7,15 @@ from typing import Any
 
 from temporalio.client import Client
 
+from api.catalog import load_catalog, load_default_catalog
 from contracts.search_attributes import TASK_QUEUE
+from gateways.instance_types import InstanceTypeProvider, LiveCatalog
 from gateways.kube import KubeClient
+from planning.pricing.unavailable_offerings import UnavailableOfferings
+from runtime.cloud_clients import resolve_region, ssm_client
+from runtime.cluster_cache import ClusterCache
+from runtime.cluster_view import ClusterView
+from telemetry.metrics import OFFERINGS_MARKED_UNAVAILABLE
 
 
 @dataclass
@@ -77,9 +84,6 @@ class Deps:
         if not self.settings.cluster_cache:
             return None
         if "cluster" not in self._cache:
-            from runtime.cluster_cache import ClusterCache
-            from runtime.cluster_view import ClusterView
-
             self._cache["cluster"] = ClusterView(ClusterCache(self.kube_api))
         return self._cache["cluster"]
 
@@ -88,8 +92,6 @@ class Deps:
         """The worker's one planning.pricing.unavailable_offerings.UnavailableOfferings: launches mark and skip what EC2
         refused, the interruption intake marks reclaimed spot offerings, every plan reads it (built on first use)."""
         if "offerings" not in self._cache:
-            from planning.pricing.unavailable_offerings import UnavailableOfferings
-            from telemetry.metrics import OFFERINGS_MARKED_UNAVAILABLE
 
             self._cache["offerings"] = UnavailableOfferings(
                 on_mark=lambda reason: OFFERINGS_MARKED_UNAVAILABLE.labels(reason=reason.value).inc())
@@ -101,14 +103,10 @@ class Deps:
         discovery is on, an gateways.instance_types.LiveCatalog refreshed in the background from EC2 and the
         Pricing API (docs/semantics.md "Instance types and allocatable"); else the bundled catalog."""
         if "catalog" not in self._cache:
-            from api.catalog import load_catalog, load_default_catalog
-
             s = self.settings
             if s.catalog_path:
                 self._cache["catalog"] = load_catalog(s.catalog_path)
             elif s.discover_instance_types and self.ec2 is not None:
-                from gateways.instance_types import InstanceTypeProvider, LiveCatalog
-
                 provider = InstanceTypeProvider(self.ec2, self.pricing, refresh_seconds=s.instance_type_refresh_seconds,
                                                 overhead_percent=s.vm_memory_overhead_percent)
                 provider.start()
@@ -122,8 +120,6 @@ class Deps:
         """The SSM client given, else one for the region of the EC2 client (else the flag-less resolution: an
         SSM client with no region fails only at its first call, far from the cause)."""
         if self.ssm is None:
-            from runtime.cloud_clients import resolve_region, ssm_client
-
             region = getattr(getattr(self.ec2, "meta", None), "region_name", None)
             self.ssm = ssm_client(resolve_region(region), None)
         return self.ssm

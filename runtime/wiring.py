@@ -12,7 +12,6 @@ from activities.candidates import CandidateActivities
 from activities.cloud import CloudActivities
 from activities.events import EventActivities
 from activities.fleet import FleetActivities
-from activities.interruption import InterruptionDispatcher
 from activities.kube import KubeActivities
 from activities.nodeclass import NodeClassActivities
 from activities.planning_runner import PlanningActivities
@@ -29,6 +28,8 @@ from client.interruption import temporal_starters
 from client.termination import start_termination
 from gateways.sqs import SqsQueue
 from planning.disruption.nomination import window
+from planning.disruption.repair import policies_for
+from runtime.interruption import InterruptionDispatcher
 from runtime.settings import Deps
 from workflows.disruption import DisruptionWorkflow
 from workflows.interruption import InterruptionPollerWorkflow, SpotPrespinWorkflow
@@ -104,7 +105,6 @@ def repair_policies(s: Any) -> tuple[Any, ...]:
     """Node repair policies from the worker's settings (a malformed condition stops the worker at start)."""
     from datetime import timedelta
 
-    from planning.disruption.repair import policies_for
 
     return policies_for(s.node_repair, timedelta(seconds=s.node_repair_toleration_seconds), s.node_repair_conditions)
 

@@ -13,12 +13,17 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from api.catalog import current_catalog
 from client.interruption import ensure_interruption_poller
 from contracts.provisioning import ProvisioningSettings
 from runtime import karpenter_state
+from runtime.cluster_cache import ClusterCache
 from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
 from runtime.fleet_worker import build_fleet_worker
 from runtime.leader import gate_controllers
+from runtime.nodeclaim_gc import GarbageCollector
+from runtime.nodeclaim_lifecycle import KINDS, NodeClaimLifecycle
+from runtime.nodepool_status import start_nodepool_status
 from runtime.pending_pods import (
     IntakeSettings,
     PendingPodIntake,
@@ -67,12 +72,6 @@ def _start_watcher(client: Client, deps: Deps, task_queue: str) -> tuple[Deletio
 
 def _start_lifecycle(deps: Deps) -> tuple[list[Any], list[asyncio.Task[None]], Any]:
     """The NodeClaim lifecycle controller and garbage collection, on the worker's watch cache (or their own)."""
-    from api.catalog import current_catalog
-    from runtime.cluster_cache import ClusterCache
-    from runtime.nodeclaim_gc import GarbageCollector
-    from runtime.nodeclaim_lifecycle import KINDS, NodeClaimLifecycle
-    from runtime.nodepool_status import start_nodepool_status
-
     s = deps.settings
     own = None
     if deps.cluster is not None:

@@ -24,13 +24,13 @@ from simulator import crd_validation, discovery, fieldcheck, openapi, scale
 from simulator.errors import ApiError, bad_request, conflict, invalid, not_found
 from simulator.faults import Faults
 from simulator.patch import deep_copy, json_patch, merge_patch, strategic_merge_patch
-from simulator.pods import is_deleting, meta
+from simulator.pods import is_deleting, meta, set_condition
 from simulator.resources import BY_KIND, ResourceType, lookup
 from simulator.selectors import exact_field, parse_field_selector, parse_label_selector
 from simulator.store import Watcher
 from simulator.traffic import TRUE, Traffic, verb_of
 from simulator.watch_options import bookmark, initial_events
-from simulator.world import World, set_condition
+from simulator.world import World
 
 log = logging.getLogger(__name__)
 

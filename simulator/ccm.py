@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from api import labels as L
 from simulator.kubelet import UNINITIALIZED_TAINT
 from simulator.patch import deep_copy
-from simulator.pods import is_deleting, node_ready
+from simulator.pods import is_deleting, node_ready, set_condition
 from simulator.resources import BY_KIND
 
 if TYPE_CHECKING:
@@ -60,8 +60,6 @@ class CloudControllerManager:
     def instance_gone(self, node_name: str) -> None:
         """Instance stopping / terminated: the Node goes NotReady (Unknown), then is deleted after the ready
         delay; finalizers hold it."""
-        from simulator.world import set_condition
-
         world = self.world
         node = world.store.get(NODES, "", node_name)
         if node is None:

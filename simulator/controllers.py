@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import random
 import string
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from simulator.deployments import Deployments
 from simulator.patch import deep_copy
 from simulator.pods import condition_true, controller_ref, is_deleting, labels, meta, pod_terminal
 from simulator.resources import BY_KIND, ResourceType
 from simulator.scheduling import DAEMONSET_TOLERATIONS, schedulable_on
-
-if TYPE_CHECKING:
-    from simulator.world import World
+from simulator.store import Store
 
 PODS = BY_KIND["Pod"]
 NODES = BY_KIND["Node"]
 CONTROLLER_KINDS = ("ReplicaSet", "StatefulSet", "DaemonSet")
+# How a controller deletes a pod: the world's pod deletion (grace period, finalizers, the ledger), given
+# (pod, grace seconds or None for the pod's own, cause) and returning (the pod as it now is, whether it is gone).
+DeletePod = Callable[[dict[str, Any], int | None, str], tuple[dict[str, Any], bool]]
 
 
 def _suffix(rng: random.Random, n: int = 5) -> str:
@@ -25,16 +27,18 @@ def _suffix(rng: random.Random, n: int = 5) -> str:
 
 
 class Controllers:
-    """Keeps owned pods at their controllers' desired counts (reconciled on the world's tick)."""
+    """Keeps owned pods at their controllers' desired counts (reconciled on the world's tick). Like kube's
+    controllers they see only the store, plus the world's pod deletion to scale down with."""
 
-    def __init__(self, world: World) -> None:
-        self.world = world
+    def __init__(self, store: Store, delete_pod: DeletePod) -> None:
+        self.store = store
+        self.delete_pod = delete_pod
         self.by_uid: dict[str, tuple[ResourceType, tuple[str, str]]] = {}
         self.daemonsets: set[str] = set()
         self.dirty: set[str] = set()
         self.dirty_nodes: set[str] = set()  # nodes whose daemon pods need a look
         self.rng = random.Random(7)
-        self.deployments = Deployments(world)
+        self.deployments = Deployments(store)
 
     # ---- bookkeeping -------------------------------------------------------------------------------------
     def on_change(self, rt: ResourceType, kind: str, old: dict | None, new: dict | None) -> None:
@@ -75,7 +79,7 @@ class Controllers:
         entry = self.by_uid.get(uid)
         if entry is None:
             return None
-        obj = self.world.store.get(entry[0], *entry[1])
+        obj = self.store.get(entry[0], *entry[1])
         return (entry[0], obj) if obj is not None else None
 
     def scale_of(self, namespace: str, ref: dict[str, Any] | None) -> int | None:
@@ -97,7 +101,7 @@ class Controllers:
     def reconcile(self) -> None:
         self.deployments.reconcile()
         if self.dirty_nodes:
-            nodes = [n for n in (self.world.store.get(NODES, "", name) for name in self.dirty_nodes) if n]
+            nodes = [n for n in (self.store.get(NODES, "", name) for name in self.dirty_nodes) if n]
             self.dirty_nodes.clear()
             for uid in list(self.daemonsets):
                 found = self._get(uid)
@@ -114,10 +118,10 @@ class Controllers:
             elif rt.kind == "StatefulSet":
                 self._statefulset(obj)
             else:
-                self._daemonset(obj, list(self.world.store.list(NODES)))
+                self._daemonset(obj, list(self.store.list(NODES)))
 
     def _active_pods(self, uid: str) -> list[dict[str, Any]]:
-        return [p for p in self.world.store.pods_owned_by(uid) if not is_deleting(p) and not pod_terminal(p)]
+        return [p for p in self.store.pods_owned_by(uid) if not is_deleting(p) and not pod_terminal(p)]
 
     def _replicaset(self, rs: dict[str, Any]) -> None:
         replicas = int((rs.get("spec") or {}).get("replicas", 1))
@@ -127,7 +131,7 @@ class Controllers:
         if len(active) > replicas:
             active.sort(key=lambda p: (bool((p.get("spec") or {}).get("nodeName")), meta(p).get("creationTimestamp")))
             for pod in active[: len(active) - replicas]:
-                self.world.delete_pod(pod, None, "delete")
+                self.delete_pod(pod, None, "delete")
         self._replicaset_status(rs, active if len(active) == replicas else None)
 
     def _replicaset_status(self, rs: dict[str, Any], active: list[dict[str, Any]] | None) -> None:
@@ -141,13 +145,13 @@ class Controllers:
                       observedGeneration=meta(rs).get("generation", 1))
         if status != rs.get("status"):
             # a new top level and metadata; spec is shared, as stored objects are never changed in place
-            self.world.store.replace(BY_KIND["ReplicaSet"], dict(rs, metadata=dict(rs["metadata"]), status=status))
+            self.store.replace(BY_KIND["ReplicaSet"], dict(rs, metadata=dict(rs["metadata"]), status=status))
 
     def _statefulset(self, sts: dict[str, Any]) -> None:
         replicas = int((sts.get("spec") or {}).get("replicas", 1))
         name, ns = meta(sts)["name"], meta(sts).get("namespace") or ""
         for i in range(replicas):
-            if self.world.store.get(PODS, ns, f"{name}-{i}") is None:
+            if self.store.get(PODS, ns, f"{name}-{i}") is None:
                 self._create_pod(sts, f"{name}-{i}", extra_labels={
                     "statefulset.kubernetes.io/pod-name": f"{name}-{i}", "apps.kubernetes.io/pod-index": str(i)})
         for pod in self._active_pods(meta(sts)["uid"]):
@@ -156,13 +160,13 @@ class Controllers:
             except (IndexError, ValueError):
                 continue
             if ordinal >= replicas:
-                self.world.delete_pod(pod, None, "delete")
+                self.delete_pod(pod, None, "delete")
 
     def _daemonset(self, ds: dict[str, Any], nodes: list[dict[str, Any]]) -> None:
         template_spec = deep_copy(((ds.get("spec") or {}).get("template") or {}).get("spec") or {})
         template_spec["tolerations"] = list(template_spec.get("tolerations") or []) + DAEMONSET_TOLERATIONS
         if len(nodes) < 50:
-            covered = {(p.get("spec") or {}).get("nodeName") for n in nodes for p in self.world.store.pods_on_node(
+            covered = {(p.get("spec") or {}).get("nodeName") for n in nodes for p in self.store.pods_on_node(
                 meta(n)["name"]) if (controller_ref(p) or {}).get("uid") == meta(ds)["uid"] and not is_deleting(p)
                 and not pod_terminal(p)}
         else:
@@ -203,5 +207,5 @@ class Controllers:
             "spec": spec,
             "status": {"phase": "Pending"},
         }
-        if self.world.store.get(PODS, pod["metadata"]["namespace"], name) is None:
-            self.world.store.create(PODS, pod)
+        if self.store.get(PODS, pod["metadata"]["namespace"], name) is None:
+            self.store.create(PODS, pod)

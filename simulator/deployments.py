@@ -7,15 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from simulator.patch import deep_copy
 from simulator.pods import condition_true, controller_ref, is_deleting, meta, pod_terminal
 from simulator.resources import BY_KIND, ResourceType
-from simulator.store import now_rfc3339
-
-if TYPE_CHECKING:
-    from simulator.world import World
+from simulator.store import Store, now_rfc3339
 
 DEPLOYMENTS = BY_KIND["Deployment"]
 REPLICASETS = BY_KIND["ReplicaSet"]
@@ -66,10 +63,10 @@ def _revision(obj: dict[str, Any]) -> int:
 
 class Deployments:
     """Reconciled on the world's tick, before the ReplicaSet controller, whenever a Deployment or one of its
-    ReplicaSets changed."""
+    ReplicaSets changed. It sees only the store, as a controller sees only the API server."""
 
-    def __init__(self, world: World) -> None:
-        self.world = world
+    def __init__(self, store: Store) -> None:
+        self.store = store
         self.by_uid: dict[str, tuple[str, str]] = {}
         self.dirty: set[str] = set()
 
@@ -92,14 +89,14 @@ class Deployments:
     def reconcile(self) -> None:
         while self.dirty:
             key = self.by_uid.get(self.dirty.pop())
-            dep = self.world.store.get(DEPLOYMENTS, *key) if key else None
+            dep = self.store.get(DEPLOYMENTS, *key) if key else None
             if dep is not None and not is_deleting(dep):
                 self._sync(dep)
 
     # ---- one Deployment ----------------------------------------------------------------------------------
     def _owned(self, dep: dict[str, Any]) -> list[dict[str, Any]]:
         uid = meta(dep)["uid"]
-        return [rs for rs in self.world.store.list(REPLICASETS, meta(dep).get("namespace"))
+        return [rs for rs in self.store.list(REPLICASETS, meta(dep).get("namespace"))
                 if (controller_ref(rs) or {}).get("uid") == uid and not is_deleting(rs)]
 
     def _sync(self, dep: dict[str, Any]) -> None:
@@ -111,7 +108,7 @@ class Deployments:
             new = self._create_rs(dep, template, max((_revision(rs) for rs in owned), default=0) + 1)
         if _revision(dep) != _revision(new):
             self._annotate(dep, _revision(new))
-            dep = self.world.store.get(DEPLOYMENTS, meta(dep).get("namespace") or "", meta(dep)["name"]) or dep
+            dep = self.store.get(DEPLOYMENTS, meta(dep).get("namespace") or "", meta(dep)["name"]) or dep
         self._rollout(dep, new, old)
         self._status(dep, new, old)
 
@@ -129,16 +126,16 @@ class Deployments:
                                  "uid": meta(dep)["uid"], "controller": True, "blockOwnerDeletion": True}]},
             "spec": {"replicas": 0, "minReadySeconds": spec.get("minReadySeconds", 0), "selector": selector,
                      "template": tmpl}}
-        return self.world.store.create(REPLICASETS, rs)
+        return self.store.create(REPLICASETS, rs)
 
     def _annotate(self, dep: dict[str, Any], revision: int) -> None:
         new = deep_copy(dep)
         new["metadata"].setdefault("annotations", {})[REVISION] = str(revision)
-        self.world.store.replace(DEPLOYMENTS, new)
+        self.store.replace(DEPLOYMENTS, new)
 
     def _pods(self, rs: dict[str, Any]) -> tuple[int, int]:
         """(active pods, ready pods) of a ReplicaSet."""
-        pods = [p for p in self.world.store.pods_owned_by(meta(rs)["uid"]) if not is_deleting(p)
+        pods = [p for p in self.store.pods_owned_by(meta(rs)["uid"]) if not is_deleting(p)
                 and not pod_terminal(p)]
         return len(pods), sum(1 for p in pods if condition_true(p, "Ready"))
 
@@ -176,7 +173,7 @@ class Deployments:
         new = deep_copy(rs)
         new["spec"]["replicas"] = replicas
         new["metadata"]["generation"] = int(new["metadata"].get("generation", 1)) + 1
-        self.world.store.replace(REPLICASETS, new)
+        self.store.replace(REPLICASETS, new)
 
     def _status(self, dep: dict[str, Any], new: dict[str, Any], old: list[dict[str, Any]]) -> None:
         desired = int((dep.get("spec") or {}).get("replicas", 1))
@@ -199,7 +196,7 @@ class Deployments:
         if status != dep.get("status"):
             fresh = deep_copy(dep)
             fresh["status"] = status
-            self.world.store.replace(DEPLOYMENTS, fresh)
+            self.store.replace(DEPLOYMENTS, fresh)
 
     @staticmethod
     def _unavailable(dep: dict[str, Any], desired: int) -> int:

@@ -16,7 +16,7 @@ from api import labels as L
 from api.quantity import parse_memory
 from simulator.kubelet_resources import Machine, node_resources
 from simulator.patch import deep_copy
-from simulator.pods import is_deleting, meta, node_ready
+from simulator.pods import is_deleting, meta, node_ready, set_condition
 from simulator.resources import BY_KIND
 from simulator.user_data import Bootstrap, Flavor
 
@@ -69,8 +69,6 @@ class Kubelets:
 
     def node_for(self, inst: dict[str, Any], boot: Bootstrap | None) -> dict[str, Any]:
         """The Node the kubelet registers for `inst`; `boot` None is an AMI's baked-in bootstrap (no flags)."""
-        from simulator.world import set_condition
-
         iid, itype = inst["InstanceId"], inst.get("InstanceType", "")
         zone = (inst.get("Placement") or {}).get("AvailabilityZone", "us-east-1a")
         name = inst.get("PrivateDnsName") or f"ip-{iid}.ec2.internal"
@@ -119,8 +117,6 @@ class Kubelets:
         return name
 
     def _ready(self, name: str) -> None:
-        from simulator.world import set_condition
-
         node = self.world.store.get(NODES, "", name)
         if node is None or is_deleting(node) or node_ready(node) or name in self._stopped:
             return

@@ -13,6 +13,7 @@ from typing import Any
 
 from simulator.pods import controller_ref, labels, pod_healthy
 from simulator.selectors import match_label_selector_object
+from simulator.store import now_rfc3339
 
 ScaleLookup = Callable[[str, dict[str, Any]], int | None]  # (namespace, ownerRef) -> replicas
 
@@ -89,8 +90,6 @@ def compute_status(pdb: dict[str, Any], pods: Iterable[dict[str, Any]], scale: S
 
 
 def _transition_time(pdb: dict[str, Any], allowed: bool) -> str:
-    from simulator.store import now_rfc3339
-
     for c in (pdb.get("status") or {}).get("conditions") or []:
         if c.get("type") == "DisruptionAllowed" and (c.get("status") == "True") == allowed:
             return c.get("lastTransitionTime") or now_rfc3339()

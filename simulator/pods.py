@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from api.quantity import QuantityError, parse_cpu, parse_memory
+from simulator.store import now_rfc3339
 
 
 def meta(obj: dict[str, Any]) -> dict[str, Any]:
@@ -29,6 +30,20 @@ def condition(obj: dict[str, Any], ctype: str) -> dict[str, Any] | None:
 def condition_true(obj: dict[str, Any], ctype: str) -> bool:
     c = condition(obj, ctype)
     return c is not None and c.get("status") == "True"
+
+
+def set_condition(obj: dict[str, Any], ctype: str, status: str, reason: str = "", message: str = "") -> bool:
+    """Set a status condition in place (on a copy the caller owns); True when something changed."""
+    conds = obj.setdefault("status", {}).setdefault("conditions", [])
+    for c in conds:
+        if c.get("type") == ctype:
+            if c.get("status") == status and c.get("reason", "") == reason:
+                return False
+            c.update(status=status, reason=reason, message=message, lastTransitionTime=now_rfc3339())
+            return True
+    conds.append({"type": ctype, "status": status, "reason": reason, "message": message,
+                  "lastTransitionTime": now_rfc3339()})
+    return True
 
 
 def pod_phase(pod: dict[str, Any]) -> str:

@@ -10,20 +10,21 @@ after percentageOfNodesToScore feasible nodes and resumes its scan where the las
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
+from simulator.ledger import Ledger
 from simulator.patch import deep_copy
-from simulator.pods import controller_ref, is_deleting, meta, node_ready, pod_terminal
+from simulator.pods import controller_ref, is_deleting, meta, node_ready, pod_terminal, set_condition
 from simulator.resources import BY_KIND, ResourceType
 from simulator.scheduler_queues import SchedulingQueue
+from simulator.scheduler_timing import SchedulerTiming
 from simulator.scheduling_affinity import has_required_anti_affinity
 from simulator.scheduling_binding import bind_claims, failed_scheduling_event, preference_score
 from simulator.scheduling_filters import ERR_UNSCHEDULABLE, ClusterView, PodFilters, fit_error
 from simulator.scheduling_requests import Requests, pod_requests
 from simulator.scheduling_volumes import Volumes, claim_names
-
-if TYPE_CHECKING:
-    from simulator.world import World
+from simulator.store import Store
 
 PODS = BY_KIND["Pod"]
 NODES = BY_KIND["Node"]
@@ -36,11 +37,25 @@ Key = tuple[str, str]
 _NONE: Requests = {}
 
 
+class Host(Protocol):
+    """What the scheduler sees of the simulated world (simulator/world.py's World): the store, the ledger it tells
+    when a pod waits or binds, the clock and time scale, the scheduler's timing and the timer heap a delayed bind
+    waits on. The clock is read on every call: a test may drive the world's clock by hand."""
+
+    store: Store
+    ledger: Ledger
+    time_scale: float
+    scheduler_timing: SchedulerTiming
+    clock: Callable[[], float]
+
+    def after(self, seconds: float, fn: Callable[[], None]) -> None: ...
+
+
 class Scheduler:
     """Tracks pending pods, per-node requested resources and pods with required anti-affinity incrementally from
     store changes."""
 
-    def __init__(self, world: World) -> None:
+    def __init__(self, world: Host) -> None:
         self.world = world
         self.timing = world.scheduler_timing
         self.queue = SchedulingQueue(self.timing)
@@ -342,8 +357,6 @@ def feasible_nodes_to_find(total: int) -> int:
 
 def _set_scheduled(pod: dict[str, Any], status: str, reason: str, message: str) -> bool:
     """Set PodScheduled; True when its status, reason or message changed (a new message is a new Event)."""
-    from simulator.world import set_condition
-
     conds = (pod.get("status") or {}).get("conditions") or []
     current = next((c for c in conds if c.get("type") == "PodScheduled"), None)
     if current is not None and current.get("status") == status and current.get("reason", "") == reason:

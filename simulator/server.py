@@ -23,6 +23,7 @@ import yaml
 from aiohttp import web
 
 from simulator.api import ApiServer
+from simulator.ec2 import Ec2World
 from simulator.faults import Faults
 from simulator.scenario import prepare, read_snapshot
 from simulator.scheduler_timing import SchedulerTiming
@@ -94,8 +95,6 @@ class Simulator:
 
     def start(self) -> Simulator:
         if self.ec2_endpoint:
-            from simulator.ec2 import Ec2World
-
             self.world.ec2 = Ec2World(self.world, self.ec2_endpoint, region=self.region,
                                       cluster_name=self.cluster_name)
         if self._scenario:

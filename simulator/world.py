@@ -31,6 +31,7 @@ from simulator.pods import (
     pod_healthy,
     pod_phase,
     pod_terminal,
+    set_condition,
 )
 from simulator.resources import BY_KIND, ResourceType
 from simulator.scheduler import Scheduler
@@ -52,20 +53,6 @@ MULTI_PDB_MESSAGE = "This pod has more than one PodDisruptionBudget, which the e
 
 def rfc3339_in(seconds: float) -> str:
     return (datetime.now(UTC) + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def set_condition(obj: dict[str, Any], ctype: str, status: str, reason: str = "", message: str = "") -> bool:
-    """Set a status condition in place (on a copy the caller owns); True when something changed."""
-    conds = obj.setdefault("status", {}).setdefault("conditions", [])
-    for c in conds:
-        if c.get("type") == ctype:
-            if c.get("status") == status and c.get("reason", "") == reason:
-                return False
-            c.update(status=status, reason=reason, message=message, lastTransitionTime=now_rfc3339())
-            return True
-    conds.append({"type": ctype, "status": status, "reason": reason, "message": message,
-                  "lastTransitionTime": now_rfc3339()})
-    return True
 
 
 class World:
@@ -97,7 +84,7 @@ class World:
         self._ready_changed: set[str] = set()
         self._detaching: set[str] = set()
         self._foreground: set[tuple[str, str, str]] = set()  # (kind, namespace, name) awaiting dependents
-        self.controllers = Controllers(self)
+        self.controllers = Controllers(store, self.delete_pod)
         self.scheduler = Scheduler(self)
         self.ec2: Any = None  # simulator.ec2.Ec2World when an EC2 endpoint is wired
         store.listeners.append(self._on_change)

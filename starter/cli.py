@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from starter.cmd_completion import answer
 from starter.output import CliError
 
 # Each module defines `register(subparsers) -> None`, adding a parser whose `func(args) -> int` runs it.
@@ -50,9 +51,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 def run(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["__complete"]:  # what the completion scripts call on TAB (starter/cmd_completion.py)
-        from starter.cmd_completion import answer
-
-        sys.stdout.write(answer(argv[1:]))
+        sys.stdout.write(answer(build_parser(), argv[1:]))
         return 0
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -68,6 +67,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def kubectl_complete() -> None:
+    """`kubectl_complete-nodeflow WORDS...`: kubectl runs it to complete `kubectl nodeflow WORDS`."""
+    sys.stdout.write(answer(build_parser("kubectl nodeflow"), sys.argv[1:]))
+    sys.stdout.flush()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -9,8 +9,9 @@ completion bash|zsh` call on TAB), and `kubectl_complete-nodeflow` (what kubectl
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
+
+from starter.kubeconfig import api_client, resolve
 
 FILES = 0  # Cobra's ShellCompDirectiveDefault: the shell may complete file names
 NO_FILES = 4  # ShellCompDirectiveNoFileComp
@@ -75,8 +76,6 @@ def candidates(parser: argparse.ArgumentParser, words: Sequence[str]) -> tuple[l
 
 def node_names() -> list[str]:
     """The cluster's node names (the kubeconfig as every command resolves it); none when it cannot be read fast."""
-    from starter.kubeconfig import api_client, resolve
-
     try:
         from kubernetes import client as k8s
 
@@ -89,17 +88,10 @@ def node_names() -> list[str]:
         return []
 
 
-def answer(words: Sequence[str], prog: str | None = None) -> str:
-    from starter.cli import build_parser
-
-    found, directive = candidates(build_parser(prog), words)
+def answer(parser: argparse.ArgumentParser, words: Sequence[str]) -> str:
+    """The completion of `words` in kubectl's plugin format, from the CLI's parser (starter/cli.py builds it)."""
+    found, directive = candidates(parser, words)
     return "".join(f"{c}\n" for c in found) + f":{directive}\n"
-
-
-def kubectl_main() -> None:
-    """`kubectl_complete-nodeflow WORDS...`: kubectl runs it to complete `kubectl nodeflow WORDS`."""
-    sys.stdout.write(answer(sys.argv[1:], "kubectl nodeflow"))
-    sys.stdout.flush()
 
 
 BASH = r'''# nodeflow completion for bash; load with:  source <(nodeflow completion bash)

@@ -9,14 +9,14 @@ import argparse
 from typing import Any
 
 from api import labels
+from starter.cmd_pause import add_flags, run
+from starter.kubeconfig import api_client, resolve
 from starter.output import CliError, print_output, render_table
 
 HOLD_ANNOTATIONS = (labels.DISRUPTION_CANCELLED_AT_ANNOTATION, labels.DISRUPTION_HELD_UNTIL_ANNOTATION)
 
 
 def register(subparsers: Any) -> None:
-    from starter.cmd_pause import add_flags
-
     p = subparsers.add_parser(
         "resume", help="resume voluntary disruption (all, one NodePool, or one node held after a cancel)",
         description="Globally: unpause the nodeflow-planner schedule. With --nodepool: remove the NodePool's "
@@ -28,14 +28,10 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from starter.cmd_pause import run
-
     if args.node is None:
         return run(args, paused=False)
     if args.nodepool:
         raise CliError("give either NODE or --nodepool, not both")
-    from starter.kubeconfig import api_client, resolve
-
     held = lift_hold(api_client(resolve(args.kubeconfig), args.context), args.node)
     data = {"scope": "node", "node": args.node, "held": False, "wasHeldUntil": held}
     text = (f"node {args.node} resumed: the planner may disrupt it again (it was held until {held})" if held

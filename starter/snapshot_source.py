@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from api.timestamps import parse_timestamp
+from starter.kubeconfig import resolve
 from starter.output import CliError
 
 
@@ -23,8 +24,6 @@ def add_source_flags(parser: Any, file_help: str, kubeconfig_help: str, at_help:
 
 def live_kubeconfig(args: Any) -> str | None:
     """The kubeconfig to read the live cluster from, or None when `-f SNAPSHOT` was given."""
-    from starter.kubeconfig import resolve
-
     if args.filename:
         return None
     kubeconfig = resolve(args.kubeconfig)

@@ -12,6 +12,7 @@ from typing import Any
 
 from contracts.disruption import NO_RETURN_PHASES, DisruptionPhase
 from contracts.termination import POINT_OF_NO_RETURN, TerminationPhase
+from starter.kubeconfig import api_client
 from starter.output import CliError
 
 RUNNING = "RUNNING"
@@ -122,7 +123,6 @@ def cluster_node(kubeconfig: str | None, node: str, context: str | None = None) 
 
     from kubernetes import client as k8s
 
-    from starter.kubeconfig import api_client
 
     if not kubeconfig:
         return ClusterNode.UNKNOWN

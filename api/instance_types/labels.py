@@ -8,12 +8,42 @@ discovery fields) is left out, as Karpenter leaves out a label the DescribeInsta
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 from api import labels as L
 
-if TYPE_CHECKING:
-    from api.catalog import InstanceType
+
+class DeviceFields(Protocol):
+    """What the labels read of a GPU, inference accelerator or Neuron device (api.catalog.Accelerator)."""
+
+    name: str
+    manufacturer: str
+    count: int
+    memory_mib: int | None
+
+
+class TypeFields(Protocol):
+    """What the labels read of an instance type: api.catalog.InstanceType, which imports this module for its
+    `labels` (so this module names the fields instead of importing the model back)."""
+
+    name: str
+    arch: str
+    cpu_cores: float
+    memory_mib: int
+    cpu_manufacturer: str | None
+    sustained_clock_speed_ghz: float | None
+    ebs_bandwidth_mbps: int | None
+    network_bandwidth_mbps: int | None
+    local_nvme: bool
+    instance_storage_gb: int | None
+    hypervisor: str | None
+    encryption_in_transit: bool
+    nitro_enclaves: bool
+    gpus: Sequence[DeviceFields]
+    inference_accelerators: Sequence[DeviceFields]
+    neuron_devices: Sequence[DeviceFields]
+
 
 GROUP = "karpenter.k8s.aws"
 CATEGORY = f"{GROUP}/instance-category"
@@ -76,7 +106,7 @@ def name_labels(name: str) -> dict[str, str]:
     return out
 
 
-def _hardware_labels(it: InstanceType) -> dict[str, str]:
+def _hardware_labels(it: TypeFields) -> dict[str, str]:
     """Processor, storage, network and security labels; each only when discovery knew its source."""
     out: dict[str, str] = {}
     if it.cpu_manufacturer is not None:
@@ -96,7 +126,7 @@ def _hardware_labels(it: InstanceType) -> dict[str, str]:
     return out
 
 
-def _accelerator_labels(it: InstanceType) -> dict[str, str]:
+def _accelerator_labels(it: TypeFields) -> dict[str, str]:
     """GPU labels for a single GPU kind; accelerator labels for a single inference accelerator (when the type
     has no Neuron device) or a single Neuron device, whose manufacturer Karpenter writes as "aws"."""
     out: dict[str, str] = {}
@@ -119,7 +149,7 @@ def _accelerator_labels(it: InstanceType) -> dict[str, str]:
     return out
 
 
-def instance_type_labels(it: InstanceType) -> dict[str, str]:
+def instance_type_labels(it: TypeFields) -> dict[str, str]:
     """Every label a node of `it` carries from its type (zone, capacity type and region come from the offering)."""
     return {
         L.INSTANCE_TYPE_LABEL: it.name,

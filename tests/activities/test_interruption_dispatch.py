@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from activities.interruption import index_nodes, spot_replacement
 from api import labels
 from api.catalog import load_default_catalog
+from runtime.interruption import index_nodes, spot_replacement
 
 
 def node(name: str, uid: str, instance: str, **extra_labels: str) -> dict:

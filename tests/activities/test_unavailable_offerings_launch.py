@@ -16,7 +16,6 @@ from support.nodeclass_world import create, node_pool
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.interruption import InterruptionDispatcher, index_nodes
 from activities.planning_runner import PlanningActivities
 from activities.provisioning import ProvisioningActivities
 from api import labels
@@ -27,6 +26,7 @@ from contracts.errors import ErrorType
 from gateways.kube import KubeClient
 from planning.pricing.unavailable_offerings import TTL_SECONDS, UnavailableOfferings, UnavailableReason
 from runtime.cloud_clients import ec2_client
+from runtime.interruption import InterruptionDispatcher, index_nodes
 from simulator.ec2 import IceInjector
 
 ON_DEMAND = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]}]

@@ -22,6 +22,7 @@ from client.planner_schedule import planner_schedule
 from client.termination import start_termination
 from contracts.termination import TerminationInput, TerminationPhase
 from starter.cli import build_parser
+from starter.cmd_status import collect
 from starter.status_watch import watch
 from workflows.termination import TerminationWorkflow
 
@@ -46,7 +47,7 @@ async def _watch_once(client: Client, out: io.StringIO, schedule_id: str) -> str
     address = client.service_client.config.target_host
     args = build_parser().parse_args(["status", "--watch", "--stuck-after", "0s", "--schedule-id", schedule_id,
                                       "--address", address])
-    assert await asyncio.to_thread(watch, args, out, 1) == 0
+    assert await asyncio.to_thread(watch, args, collect, out, 1) == 0
     return out.getvalue()
 
 

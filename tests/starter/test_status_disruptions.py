@@ -28,6 +28,7 @@ from contracts.policy import HookCall
 from contracts.policy_controls import HookSpec, PolicyControls
 from contracts.termination import TerminationInput
 from starter.cli import build_parser
+from starter.cmd_status import collect
 from starter.status_watch import watch
 from workflows.disruption import DisruptionWorkflow
 
@@ -155,7 +156,7 @@ async def test_watch_piped_prints_the_header_once_and_disruptions(temporal_clien
         args = build_parser().parse_args(["status", "--watch", "--interval", "0.2", "--address", address,
                                           "--schedule-id", f"none-{uuid.uuid4().hex[:6]}"])
         out = io.StringIO()
-        assert await asyncio.to_thread(watch, args, out, 4) == 0
+        assert await asyncio.to_thread(watch, args, collect, out, 4) == 0
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("KUBECONFIG: none") and lines.count(lines[0]) == 1, lines
     assert sum(line.split()[:1] == ["NODES"] for line in lines) == 1, lines

@@ -1,8 +1,8 @@
 """Turning a parsed interruption event into workflows: instance -> Node, then start or signal its workflows.
 
-Used by the SQS poller activity (activities/queue.py). Every step is idempotent, so a redelivered or
-duplicated message is harmless: terminations use the id `terminate-<node uid>` with USE_EXISTING, pre-spins
-`prespin-<node uid>` with USE_EXISTING, and Events get a name derived from the message id.
+The worker's wiring (runtime/wiring.py) gives it to the SQS poller activity (activities/queue.py). Every step is
+idempotent, so a redelivered or duplicated message is harmless: terminations use the id `terminate-<node uid>` with
+USE_EXISTING, pre-spins `prespin-<node uid>` with USE_EXISTING, and Events get a name derived from the message id.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -36,6 +36,7 @@ from api.interruption import (
     rebalance_mode,
 )
 from api.provider_id import instance_id_from_provider_id
+from client.interruption import StartPrespin, StartTermination
 from contracts.disruption import EventSpec, Replacement
 from contracts.interruption import PrespinInput
 from contracts.termination import TerminationInput
@@ -154,11 +155,6 @@ def spot_replacement(node: NodeInfo, catalog: InstanceTypeCatalog, pool: dict[st
         return None
     best = priced[[n for _, n in priced].index(names[0])][0]
     return Replacement(instance_types=names[:MAX_REPLACEMENT_TYPES], capacity_type=capacity, price=best)
-
-
-# The two idempotent starts the dispatcher is given (bound by the worker's wiring to client/interruption.py).
-StartTermination = Callable[[TerminationInput], Awaitable[Any]]
-StartPrespin = Callable[[PrespinInput], Awaitable[Any]]
 
 
 class InterruptionDispatcher:
