@@ -276,7 +276,7 @@ class ProvisioningActivities:
         refused = [f"{t}/{o.zone}" for t, o in offers]
         raise ApplicationError(f"InsufficientInstanceCapacity: every offering was refused in the last "
                                f"{int(self._offerings.ttl_seconds)}s: {', '.join(refused[:10])}", refused,
-                               type=ErrorType.INSUFFICIENT_CAPACITY.value, non_retryable=True)
+                               claim_name, type=ErrorType.INSUFFICIENT_CAPACITY.value, non_retryable=True)
 
     def _run_first_available(self, claim: Obj, inp: LaunchInput, offers: list[tuple[str, Offering]],
                              node_class: EC2NodeClass | None) -> tuple[dict[str, Any], str, Offering]:
@@ -293,7 +293,8 @@ class ProvisioningActivities:
                                      claim["metadata"]["name"], itype, off.zone)
         self._delete_claim(claim["metadata"]["name"])
         raise ApplicationError(f"InsufficientInstanceCapacity for every offering: {', '.join(refused)}", refused,
-                               type=ErrorType.INSUFFICIENT_CAPACITY.value, non_retryable=True)
+                               claim["metadata"]["name"], type=ErrorType.INSUFFICIENT_CAPACITY.value,
+                               non_retryable=True)
 
     def _get_nodepool(self, name: str) -> Obj:
         pool = self._kube.get_node_pool(name)

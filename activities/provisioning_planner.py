@@ -86,6 +86,21 @@ def explanation_specs(decision: Any, claims_by_node: dict[str, str] | None = Non
     return out
 
 
+def no_capacity_specs(inp: LaunchFailedInput) -> list[EventSpec]:
+    """InsufficientCapacityError (Karpenter's reason, nodeclaim/lifecycle/events.go) when every offering of a launch
+    answered ICE: on the NodePool, with whether the batch retries (no NodeClaim got an instance to carry it), and,
+    as v1.15 does (kubernetes-sigs/karpenter#3143), on each pod the launch was for, so the pod's owner sees why it
+    is still pending."""
+    out = [EventSpec(kind="NodePool", name=inp.node_pool, reason=EventReason.INSUFFICIENT_CAPACITY_ERROR,
+                     type="Warning", message=events.insufficient_capacity(inp.offerings, inp.retry_seconds))]
+    message = events.pod_insufficient_capacity(inp.node_claim, inp.error)
+    for pod in sorted({p.key: p for p in inp.pods}.values(), key=lambda p: p.key):
+        namespace, _, name = pod.key.rpartition("/")
+        out.append(EventSpec(kind="Pod", name=name, namespace=namespace or None, uid=pod.uid or None,
+                             reason=EventReason.INSUFFICIENT_CAPACITY_ERROR, type="Warning", message=message))
+    return out
+
+
 def launching_claim(target: str) -> str:
     """The NodeClaim a launching node of the simulation stands for (`<launching:name>`,
     planning/provisioning/provisioner.py)."""
@@ -175,11 +190,8 @@ class ProvisioningPlanner:
 
     @activity.defn(name="provisioning_no_capacity")
     async def no_capacity(self, inp: LaunchFailedInput) -> None:
-        """InsufficientCapacityError (Karpenter's reason, nodeclaim/lifecycle/events.go) on the NodePool: every
-        offering of a launch answered ICE, and whether the batch retries. No NodeClaim got an instance to carry it."""
-        spec = EventSpec(kind="NodePool", name=inp.node_pool, reason=EventReason.INSUFFICIENT_CAPACITY_ERROR,
-                         type="Warning", message=events.insufficient_capacity(inp.offerings, inp.retry_seconds))
-        specs = self._recorder.fresh([spec])
+        """InsufficientCapacityError on the NodePool and on the launch's pods (no_capacity_specs)."""
+        specs = self._recorder.fresh(no_capacity_specs(inp))
         await asyncio.to_thread(self._explain, named_bodies(specs, inp.batch_id, datetime.now(UTC)))
 
 

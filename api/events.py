@@ -155,6 +155,9 @@ KIND_OVERRIDES: dict[tuple[EventReason, str], ReasonSpec] = {
     (R.DISRUPTION_BLOCKED, "NodePool"): ReasonSpec(NORMAL, _DISRUPTION, dedupe_seconds=60, by_message=True),
     (R.NODE_REPAIR_BLOCKED, "NodePool"): ReasonSpec(WARNING, NODEFLOW, dedupe_seconds=15 * 60, by_message=True),
     (R.INSUFFICIENT_CAPACITY_ERROR, "NodePool"): ReasonSpec(WARNING, NODEFLOW, by_message=True),
+    # v1.15 (kubernetes-sigs/karpenter#3143) also puts it on each pod of the failed launch; keyed by message, so each
+    # ICE round's NodeClaim is news to the pod.
+    (R.INSUFFICIENT_CAPACITY_ERROR, "Pod"): ReasonSpec(WARNING, _LIFECYCLE, by_message=True),
     (R.NODE_CLASS_NOT_READY, "NodePool"): ReasonSpec(WARNING, NODEFLOW, by_message=True),
 }
 _UNKNOWN = ReasonSpec("", NODEFLOW, by_message=True)  # type "": the emitter's
@@ -357,6 +360,19 @@ def insufficient_capacity(offerings: list[str], retry_seconds: float | None) -> 
     shown = ", ".join(offerings[:6]) + (f" and {len(offerings) - 6} more" if len(offerings) > 6 else "")
     then = f"retrying in {retry_seconds:g}s" if retry_seconds is not None else "giving up for this batch"
     return f"InsufficientInstanceCapacity for every offering ({shown}); {then}"
+
+
+POD_ERROR_MAX = 400
+
+
+def pod_insufficient_capacity(node_claim: str, error: str) -> str:
+    """On a pod of a launch that found no capacity (v1.15, kubernetes-sigs/karpenter#3143): the NodeClaim meant for it
+    and the cloud's answer, so the pod's owner sees why it is still pending without the controller's logs."""
+    claim = f"NodeClaim {node_claim}" if node_claim else "The NodeClaim"
+    error = error or "insufficient capacity"
+    if len(error) > POD_ERROR_MAX:  # every refused offering may be listed; the NodePool's Event has them all
+        error = error[:POD_ERROR_MAX - 3] + "..."
+    return f"{claim}, nominated for this pod failed to launch: {error}"
 
 
 def node_repair(condition: str, status: str, since: datetime, toleration: timedelta) -> str:

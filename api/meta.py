@@ -7,7 +7,7 @@ Every model keeps unknown fields (`extra="allow"`) and remembers which fields we
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -25,6 +25,15 @@ from pydantic.alias_generators import to_camel
 from api.timestamps import format_timestamp, parse_timestamp
 
 Timestamp = Annotated[datetime, BeforeValidator(parse_timestamp), PlainSerializer(format_timestamp, return_type=str)]
+
+# NodeSelectorRequirement operators as Karpenter v1.15's CRDs enumerate them (kubernetes-sigs/karpenter#2924; Gte and
+# Lte since kubernetes-sigs/karpenter#2674). The order is the CRD's: kube-apiserver lists the supported values in it
+# when it refuses one, and `nodeflow validate` says the same.
+RequirementOperator = Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"]
+REQUIREMENT_OPERATORS: tuple[RequirementOperator, ...] = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte",
+                                                          "Lte")
+NUMERIC_OPERATORS: tuple[RequirementOperator, ...] = ("Gt", "Lt", "Gte", "Lte")
+NUMERIC_OPERATOR_MESSAGE = "requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value"
 
 
 class K8sModel(BaseModel):
@@ -103,7 +112,7 @@ class NodeSelectorRequirement(K8sModel):
     """A scheduling requirement; `minValues` is Karpenter's flexibility floor for `In`."""
 
     key: str
-    operator: str
+    operator: RequirementOperator  # an unknown one is refused on reading, as the CRD refuses it
     values: list[str] | None = None
     min_values: int | None = None
 

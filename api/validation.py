@@ -14,6 +14,7 @@ from typing import Any
 from api import labels
 from api.budgets import budget_problems
 from api.duration import check_duration, matches_pattern
+from api.meta import NUMERIC_OPERATOR_MESSAGE, NUMERIC_OPERATORS, REQUIREMENT_OPERATORS
 from api.nodepool import (
     CONSOLIDATION_POLICIES,
     DEFAULT_CONSOLIDATE_AFTER,
@@ -23,7 +24,7 @@ from api.nodepool import (
 )
 from api.suggest import did_you_mean
 
-OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+OPERATORS = REQUIREMENT_OPERATORS
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 MAX_BUDGETS = 50
 MAX_REQUIREMENTS = 100
@@ -199,8 +200,8 @@ def _check_requirements(p: _Problems, path: str, obj: Any, required: bool) -> No
                 p.add(f"{rpath}.values[{j}]", problem)
         if op == "In" and not vals:
             p.add(rpath, "requirements with operator 'In' must have a value defined")
-        if op in ("Gt", "Lt") and not (len(vals) == 1 and isinstance(vals[0], str) and vals[0].isdigit()):
-            p.add(rpath, "requirements operator 'Gt' or 'Lt' must have a single positive integer value")
+        if op in NUMERIC_OPERATORS and not (len(vals) == 1 and isinstance(vals[0], str) and vals[0].isdigit()):
+            p.add(rpath, NUMERIC_OPERATOR_MESSAGE)
         if op in ("Exists", "DoesNotExist") and vals:
             p.add(rpath, f"requirements with operator {op!r} must not have values")
         mv = r.get("minValues")

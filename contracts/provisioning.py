@@ -79,12 +79,16 @@ class ProvisioningPlan(_Model):
 
 
 class LaunchFailedInput(_Model):
-    """Say on the NodePool that a launch found no capacity (`retry_seconds` None: the batch gives up on it)."""
+    """Say on the NodePool that a launch found no capacity (`retry_seconds` None: the batch gives up on it), and on
+    each pod it was for (Karpenter v1.15, kubernetes-sigs/karpenter#3143)."""
 
     node_pool: str
     offerings: list[str] = Field(default_factory=list)
     retry_seconds: float | None = None
     batch_id: str = ""
+    pods: list[PodRef] = Field(default_factory=list)  # the launch's pods
+    node_claim: str = ""  # the NodeClaim that got no instance (deleted since)
+    error: str = ""  # what the launch answered
 
 
 class ProvisioningPhase(StrEnum):

@@ -6,8 +6,14 @@ pass, so they are small functions over dicts with no model objects in between.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import operator as operator_mod
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+# Numeric operators: Gt and Lt as in Kubernetes, Gte and Lte as Karpenter's NodePool and NodeClaim requirements
+# allow them (kubernetes-sigs/karpenter#2674, enumerated in v1.15 by kubernetes-sigs/karpenter#2924).
+_COMPARE: dict[str, Callable[[int, int], bool]] = {
+    "Gt": operator_mod.gt, "Lt": operator_mod.lt, "Gte": operator_mod.ge, "Lte": operator_mod.le}
 
 
 def match_requirement(key: str, operator: str, values: Sequence[str], labels: Mapping[str, str]) -> bool:
@@ -21,14 +27,14 @@ def match_requirement(key: str, operator: str, values: Sequence[str], labels: Ma
         return present
     if operator == "DoesNotExist":
         return not present
-    if operator in ("Gt", "Lt"):
+    if operator in _COMPARE:
         if not present or not values:
             return False
         try:
             have, want = int(labels[key]), int(values[0])
         except ValueError:
             return False
-        return have > want if operator == "Gt" else have < want
+        return _COMPARE[operator](have, want)
     return False
 
 

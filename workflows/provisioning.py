@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         STATIC_LAUNCH_REASON,
         LaunchFailedInput,
         NodeClaimLaunch,
+        PodRef,
         ProvisioningInput,
         ProvisioningPhase,
         ProvisioningPlan,
@@ -69,6 +70,7 @@ class ProvisioningWorkflow:
         self._no_capacity: list[str] = []
         self._errors: list[str] = []
         self._static: StaticScaleUp | None = None
+        self._uids: dict[str, str] = {}  # pod key -> uid, for the Events on the pods of a launch
 
     @workflow.query
     def progress(self) -> ProvisioningResult:
@@ -78,6 +80,7 @@ class ProvisioningWorkflow:
     @workflow.run
     async def run(self, inp: ProvisioningInput) -> ProvisioningResult:
         s = inp.settings
+        self._uids = {p.key: p.uid for p in inp.pods}
         self._static = inp.static if inp.static is not None and workflow.patched(STATIC_CAPACITY_PATCH) else None
         reason = STATIC_LAUNCH_REASON if self._static is not None else LAUNCH_REASON
         workflow.upsert_search_attributes([sa.REASON.value_set(reason)])
@@ -138,20 +141,25 @@ class ProvisioningWorkflow:
                     return None
                 last = round_ + 1 >= s.ice_attempts
                 backoff = None if last else s.ice_backoff_seconds * 2 ** round_
-                await self._say_no_capacity(launch.node_pool, list(cause.details[0]) if cause.details else [],
-                                            backoff)
+                await self._say_no_capacity(launch, cause, backoff)
                 if backoff is None:
                     self._no_capacity.append(launch.node_pool)
                     return None
                 await workflow.sleep(timedelta(seconds=backoff), summary="back off: no capacity")
         return None
 
-    async def _say_no_capacity(self, pool: str, offerings: list[str], retry_seconds: float | None) -> None:
+    async def _say_no_capacity(self, launch: NodeClaimLaunch, cause: ApplicationError,
+                               retry_seconds: float | None) -> None:
+        """On the NodePool, and (v1.15) on the launch's pods. The launch's details: the refused offerings, then the
+        refused NodeClaim's name (absent from an older worker's)."""
+        details = cause.details or ()
         try:
             await workflow.execute_activity_method(
                 ProvisioningPlanner.no_capacity,
-                LaunchFailedInput(node_pool=pool, offerings=offerings, retry_seconds=retry_seconds,
-                                  batch_id=workflow.info().workflow_id),
+                LaunchFailedInput(node_pool=launch.node_pool, offerings=list(details[0]) if details else [],
+                                  retry_seconds=retry_seconds, batch_id=workflow.info().workflow_id,
+                                  pods=[PodRef(key=k, uid=self._uids.get(k, "")) for k in launch.pods],
+                                  node_claim=str(details[1]) if len(details) > 1 else "", error=cause.message),
                 start_to_close_timeout=SHORT, retry_policy=RetryPolicy(maximum_attempts=3))
         except ActivityError as exc:  # an Event is best effort
             workflow.logger.warning("could not record the no-capacity event: %s", _cause(exc))

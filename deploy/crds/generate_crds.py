@@ -39,6 +39,7 @@ from api.ec2nodeclass_validation import (
     VOLUME_SIZE_PATTERN,
     VOLUME_TYPES,
 )
+from api.meta import NUMERIC_OPERATOR_MESSAGE
 from api.nodepool import CONSOLIDATION_POLICIES
 from api.validation import (
     LABEL_VALUE_PATTERN,
@@ -142,8 +143,8 @@ def requirements(desc):
                 "rule": "self.all(x, x.operator == 'In' ? has(x.values) && x.values.size() != 0 : true)",
             },
             {
-                "message": "requirements operator 'Gt' or 'Lt' must have a single positive integer value",
-                "rule": "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt') ? (has(x.values) && x.values.size() == 1 && x.values[0].matches('^[0-9]+$')) : true)",
+                "message": NUMERIC_OPERATOR_MESSAGE,
+                "rule": "self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (has(x.values) && x.values.size() == 1 && x.values[0].matches('^[0-9]+$')) : true)",
             },
             {
                 "message": "requirements with 'minValues' must have at least that many values specified in the 'values' field",
@@ -253,7 +254,6 @@ nodepool_schema = {
                     "description": "How and how fast nodes of this pool may be disrupted.",
                     "type": "object",
                     "default": {"consolidateAfter": "0s"},
-                    "required": ["consolidateAfter"],
                     "properties": {
                         "budgets": {
                             "description": "Disruption budgets; the most restrictive active one wins.",
@@ -273,7 +273,8 @@ nodepool_schema = {
                             ],
                         },
                         "consolidateAfter": s(
-                            "Time a node must be consolidatable before it is consolidated; Never disables consolidation.",
+                            "Time a node must be consolidatable before it is consolidated; Never disables consolidation. Optional "
+                            "since Karpenter v1.15 (kubernetes-sigs/karpenter#3220): unset is 0s.",
                             pattern=NILLABLE_DURATION_PATTERN,
                             default="0s",
                         ),

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from api.meta import RequirementOperator
 from planning.disruption.repair import Repair, RepairBlocked
 
 # StaticDrift (static NodePools) is internal: `nodeflow plan` reports it under `staticNodePools`, not `commands`.
@@ -45,7 +46,7 @@ class Requirement(_Model):
     """A node selector requirement (`{key, operator, values}`) a replacement must satisfy."""
 
     key: str
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+    operator: RequirementOperator
     values: list[str] = Field(default_factory=list)
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from activities.provisioning_planner import explanation_events, to_plan
+from activities.provisioning_planner import explanation_events, no_capacity_specs, to_plan
 from api import events
+from contracts.provisioning import LaunchFailedInput, PodRef
 from planning.provisioning.provisioner import Exclusion, PoolExclusion, ProvisioningDecision, Unservable
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -69,3 +70,34 @@ def test_no_capacity_says_whether_the_batch_retries_and_names_the_offerings() ->
                      "retrying in 30s")
     last = events.insufficient_capacity(offerings, None)
     assert last.endswith("and 2 more); giving up for this batch") and "us-east-1g" not in last
+
+
+def test_no_capacity_warns_the_pool_and_each_pod_of_the_launch_v115() -> None:
+    """Karpenter v1.15 (kubernetes-sigs/karpenter#3143): InsufficientCapacityError on every pod the failed NodeClaim
+    was for, naming it and the cloud's answer, besides nodeflow's Event on the NodePool."""
+    inp = LaunchFailedInput(node_pool="gpu", offerings=["g5.xlarge/us-east-1a"], retry_seconds=None, batch_id="b",
+                            pods=[PodRef(key="ml/train-0", uid="u0"), PodRef(key="ml/train-1", uid="u1"),
+                                  PodRef(key="ml/train-0", uid="u0")],
+                            node_claim="gpu-abc12", error="InsufficientInstanceCapacity for every offering: "
+                                                          "g5.xlarge/us-east-1a")
+    pool, *pods = no_capacity_specs(inp)
+    assert (pool.kind, pool.name, pool.reason, pool.type) == ("NodePool", "gpu", "InsufficientCapacityError",
+                                                              "Warning")
+    assert [(p.kind, p.namespace, p.name, p.uid, p.reason, p.type) for p in pods] == [
+        ("Pod", "ml", "train-0", "u0", "InsufficientCapacityError", "Warning"),
+        ("Pod", "ml", "train-1", "u1", "InsufficientCapacityError", "Warning")]
+    assert pods[0].message == ("NodeClaim gpu-abc12, nominated for this pod failed to launch: "
+                               "InsufficientInstanceCapacity for every offering: g5.xlarge/us-east-1a")
+
+
+def test_no_pods_no_pod_events_and_a_long_error_is_cut() -> None:
+    assert [s.kind for s in no_capacity_specs(LaunchFailedInput(node_pool="gpu"))] == ["NodePool"]
+    message = events.pod_insufficient_capacity("", "x" * 1000)
+    assert message.startswith("The NodeClaim, nominated for this pod failed to launch: xxx") and message.endswith("...")
+    assert len(message) < 500
+
+
+def test_a_pods_insufficient_capacity_is_news_for_each_nodeclaim() -> None:
+    """Keyed by message: the next ICE round's NodeClaim gets its own Event on the same pod."""
+    spec = events.spec_of("InsufficientCapacityError", "Pod")
+    assert spec.type == "Warning" and spec.by_message

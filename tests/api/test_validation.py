@@ -226,7 +226,7 @@ def test_nodeclaim_rules() -> None:
     del bad["spec"]["nodeClassRef"]
     problems = validate_nodeclaim(bad)
     assert problems == [
-        "spec.requirements[0].operator: 'Like' is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt",
+        "spec.requirements[0].operator: 'Like' is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte",
         "spec.nodeClassRef: required field is missing",
         "spec.expireAfter: '1y' does not match ^(([0-9]+(s|m|h))+|Never)$",
         "spec.resources.requests[cpu]: 'many' is not a resource quantity",

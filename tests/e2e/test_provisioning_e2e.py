@@ -131,8 +131,14 @@ async def test_no_capacity_anywhere_backs_off_says_so_and_ends(temporal_client, 
         result = await provision(stack, refs)
         assert result.outcome == ProvisioningPhase.FAILED and result.no_capacity == ["default"]
         assert stack.node_claims() == [] and stack.nodes() == []  # the refused NodeClaims were deleted
-        messages = [e["message"] for e in stack.events() if e["reason"] == "InsufficientCapacityError"]
+        ice = [e for e in stack.events() if e["reason"] == "InsufficientCapacityError"]
+        messages = [e["message"] for e in ice if e["involvedObject"]["kind"] == "NodePool"]
         assert any("retrying in 1s" in m for m in messages) and any("giving up" in m for m in messages)
+        on_pod = [e for e in ice if e["involvedObject"]["kind"] == "Pod"]  # v1.15, kubernetes-sigs/karpenter#3143
+        assert on_pod and all(e["involvedObject"]["uid"] == refs[0].uid and e["type"] == "Warning" for e in on_pod)
+        assert all(e["message"].startswith("NodeClaim ")
+                   and ", nominated for this pod failed to launch: InsufficientInstanceCapacity" in e["message"]
+                   for e in on_pod), on_pod
 
 
 async def test_a_pool_at_its_limits_launches_what_fits_under_them_and_says_so(temporal_client, sim_ec2,

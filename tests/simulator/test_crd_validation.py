@@ -366,3 +366,51 @@ def test_kubernetes_library_functions_evaluate() -> None:
     bad = {"type": "object", "x-kubernetes-validations": [{"rule": "self.s.quantity() > 0", "message": "q"}]}
     errors = evaluate({"s": "1Gi"}, bad, "")  # not implemented: refused with the evaluation error, never skipped
     assert len(errors) == 1 and "evaluation error" in errors[0].body
+
+
+# ---- Karpenter v1.15's CRD changes -------------------------------------------------------------------------------
+def pool_with(name: str, disruption: dict[str, Any] | None = None, *reqs: dict[str, Any]) -> dict[str, Any]:
+    body = nodepool(name)
+    if disruption is not None:
+        body["spec"]["disruption"] = disruption
+    body["spec"]["template"]["spec"]["requirements"] = list(reqs)
+    return body
+
+
+def test_v115_consolidate_after_is_optional_and_defaults_to_0s(sim: Simulator, k8s: client.ApiClient) -> None:
+    """kubernetes-sigs/karpenter#3220: a disruption block without consolidateAfter is stored with 0s; objects
+    written for v1.14 (a duration, or Never) keep theirs, and a bad value is still refused."""
+    created = create(k8s, NP, pool_with("v115", {"consolidationPolicy": "WhenEmpty"}))
+    assert created["spec"]["disruption"]["consolidateAfter"] == "0s"
+    for name, value in (("old-never", "Never"), ("old-5m", "5m")):
+        created = create(k8s, NP, pool_with(name, {"consolidationPolicy": "WhenEmpty", "consolidateAfter": value}))
+        assert created["spec"]["disruption"]["consolidateAfter"] == value
+    status = refused(lambda: create(k8s, NP, pool_with("bad", {"consolidateAfter": "1.5h"})))
+    assert [c[:2] for c in causes(status)] == [("spec.disruption.consolidateAfter", "FieldValueInvalid")]
+
+
+SUPPORTED_OPERATORS = '"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"'
+
+
+@pytest.mark.parametrize(("where", "field"), [(NP, "spec.template.spec.requirements[0].operator"),
+                                              (NC, "spec.requirements[0].operator")], ids=["NodePool", "NodeClaim"])
+def test_v115_an_unknown_requirement_operator_is_not_supported(sim: Simulator, k8s: client.ApiClient,
+                                                               where: tuple[str, str, str], field: str) -> None:
+    """kubernetes-sigs/karpenter#2924: the operator is a full enum, refused as kube-apiserver refuses an enum value."""
+    req = {"key": "karpenter.k8s.aws/instance-cpu", "operator": "Foo", "values": ["4"]}
+    body = pool_with("foo", None, req) if where == NP else dict(nodeclaim("foo"), spec=dict(
+        nodeclaim("foo")["spec"], requirements=[req]))
+    status = refused(lambda: create(k8s, where, body))
+    assert causes(status)[0] == (field, "FieldValueNotSupported",
+                                 f'Unsupported value: "Foo": supported values: {SUPPORTED_OPERATORS}')
+
+
+def test_v115_gte_and_lte_take_one_integer(sim: Simulator, k8s: client.ApiClient) -> None:
+    cpu = "karpenter.k8s.aws/instance-cpu"
+    create(k8s, NP, pool_with("gte", None, {"key": cpu, "operator": "Gte", "values": ["4"]},
+                              {"key": cpu, "operator": "Lte", "values": ["16"]}))
+    status = refused(lambda: create(k8s, NP, pool_with("lte", None, {"key": cpu, "operator": "Lte",
+                                                                     "values": ["4", "8"]})))
+    assert causes(status) == [("spec.template.spec.requirements", "FieldValueInvalid",
+                               "Invalid value: \"array\": requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have "
+                               "a single positive integer value")]
