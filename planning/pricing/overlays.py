@@ -56,15 +56,7 @@ class OverlayResult:
 
 
 def _matches(req: OverlayRequirement, have: Mapping[str, str]) -> bool:
-    if req.operator in ("Gte", "Lte"):
-        if req.key not in have:
-            return False
-        try:
-            value, bound = int(have[req.key]), int(req.values[0])
-        except ValueError:
-            return False
-        return value >= bound if req.operator == "Gte" else value <= bound
-    return match_requirement(req.key, req.operator, req.values, have)
+    return match_requirement(req.key, req.operator, req.values, have)  # Gte and Lte as well (planning/selectors.py)
 
 
 _OFFERING_KEYS = (L.ZONE_LABEL, L.CAPACITY_TYPE_LABEL)
