@@ -78,6 +78,7 @@ class _DrainRun:
     last_left: int | None = None  # pods left at the last signal
     signalled_at: float = field(default_factory=time.monotonic)  # last signal (or the activity's start)
     evicted: int = 0
+    deleted: set[tuple[str, str]] = field(default_factory=set)  # deleted at the deadline by this drain
     poll: float = 0.0
     evict_reason: str | None = None  # what Evicted says (the NodeClaim's DisruptionReason), read at the first eviction
 
@@ -178,7 +179,8 @@ class KubeActivities:
 
     @activity.defn(name="termination.drain")
     async def drain(self, inp: DrainInput) -> DrainResult:
-        """Evict tier by tier until the node is drained or `return_by` passes; heartbeats each round."""
+        """Evict tier by tier until the node is drained or `return_by` passes; heartbeats each round. With
+        `deadline_deletes` (Karpenter v1.15) each round first deletes the pods due at the deadline, from any tier."""
         run = _DrainRun(poll=self.poll_min)
         while True:
             now = datetime.now(UTC)
@@ -190,11 +192,17 @@ class KubeActivities:
                 await self._io(_record_drained, self.kube, inp.node_name)
                 if inp.started_at is not None:
                     metrics.DRAIN_DURATION.observe(max(0.0, (now - inp.started_at).total_seconds()))
-                return DrainResult(drained=True, evicted=run.evicted)
+                return DrainResult(drained=True, evicted=run.evicted, deleted=len(run.deleted))
             metrics.RUNNING_DRAINS.running(inp.node_name, inp.reason or "Unknown",
                                            inp.started_at.timestamp() if inp.started_at else None)
             changed = False
-            tier = rules.first_tier(waiting)
+            if inp.deadline_deletes:
+                step = rules.plan_round(waiting, inp.deadline, now)
+            else:  # the workflow's timers delete at the deadline (termination.delete_pods)
+                step = rules.DrainRound(evict=rules.first_tier(waiting))
+            for pod in step.delete:
+                changed |= await self._deadline_delete(inp, pod, run)
+            tier = step.evict
             for pod in tier:
                 changed |= await self._evict_step(inp, pod, run, time.monotonic())
             run.pdb_cache.clear()
@@ -211,8 +219,9 @@ class KubeActivities:
                                     events.failed_draining_waiting(len(waiting)))
             now = datetime.now(UTC)
             if inp.return_by is not None and now >= inp.return_by:
-                return DrainResult(drained=False, evicted=run.evicted, pods=pod_states)
-            await asyncio.sleep(self._next_wait(inp, run, changed, now))
+                return DrainResult(drained=False, evicted=run.evicted, deleted=len(run.deleted), pods=pod_states)
+            due = rules.next_deadline_delete(waiting, inp.deadline, now) if inp.deadline_deletes else None
+            await asyncio.sleep(self._next_wait(inp, run, changed, now, due))
 
     async def _evict_step(self, inp: DrainInput, pod: Obj, run: _DrainRun, mono: float) -> bool:
         """One pod's turn in a round: skip it (terminating, backing off, do-not-disrupt) or try to evict it.
@@ -257,6 +266,30 @@ class KubeActivities:
             return False
         raise RuntimeError(f"eviction of {key[0]} failed: HTTP {answer.code}: {answer.message}")
 
+    async def _deadline_delete(self, inp: DrainInput, pod: Obj, run: _DrainRun) -> bool:
+        """The grace-period deadline path inside the drain (kubernetes-sigs/karpenter#3063): delete with the grace
+        left until the deadline, bypassing PDBs and do-not-disrupt. True: what the workflow sees changed."""
+        meta = pod["metadata"]
+        key = (f"{meta['namespace']}/{meta['name']}", meta.get("uid", ""))
+        if inp.deadline is None or (key in run.deleted and not meta.get("deletionTimestamp")):
+            return False  # deleted in an earlier round; the list does not show it yet
+        grace = rules.deadline_grace(inp.deadline, datetime.now(UTC))
+        st = run.states.setdefault(key, _EvictState())
+        st.status, st.pdb = "Terminating", None
+        if await self._delete_pod(pod, grace, inp.deadline, None):
+            run.deleted.add(key)
+            km.PODS_DRAINED.labels(reason=km.snake(inp.reason)).inc()  # v1.15's forceDelete counts it too
+        return True
+
+    async def _delete_pod(self, pod: Obj, grace: int, deadline: datetime | None, forced: str | None) -> bool:
+        """Delete one pod with `grace` and say why on it (`Disrupted`); False: it was already gone."""
+        meta = pod["metadata"]
+        if not await self._io(self.kube.delete_pod, pod, grace):
+            return False
+        await self._publish("Pod", meta["name"], EventReason.DISRUPTED, events.disrupted(
+            deadline, grace, rules.grace_seconds(pod), forced), uid=meta.get("uid"), namespace=meta["namespace"])
+        return True
+
     async def _blocked(self, inp: DrainInput, pod: Obj, key: str, st: _EvictState, code: int, run: _DrainRun,
                        mono: float) -> None:
         """A PDB refused the eviction: back off, and say which PDB once per (pod, PDB) as a Warning event."""
@@ -287,13 +320,16 @@ class KubeActivities:
             await self._signal_progress(inp, pod_states)
         return pod_states
 
-    def _next_wait(self, inp: DrainInput, run: _DrainRun, changed: bool, now: datetime) -> float:
-        """Poll fast while pods move, slower while nothing does; wake for the next backoff or `return_by`."""
+    def _next_wait(self, inp: DrainInput, run: _DrainRun, changed: bool, now: datetime,
+                   deadline_due: datetime | None = None) -> float:
+        """Poll fast while pods move, slower while nothing does; wake for the next backoff, the next pod due at the
+        deadline, or `return_by`."""
         run.poll = self.poll_min if changed else min(run.poll * 1.5, self.poll_max)
         due = [s.next_at - time.monotonic() for s in run.states.values() if s.status in ("Blocked", "DoNotDisrupt")]
         wait = min([run.poll, *[max(d, 0.0) for d in due]])
-        if inp.return_by is not None:
-            wait = min(wait, max((inp.return_by - now).total_seconds(), 0.0))
+        for instant in (inp.return_by, deadline_due):
+            if instant is not None:
+                wait = min(wait, max((instant - now).total_seconds(), 0.0))
         return wait
 
     @staticmethod
@@ -351,12 +387,8 @@ class KubeActivities:
                 grace = rules.deadline_grace(inp.deadline, inp.at)
             else:
                 continue
-            if await self._io(self.kube.delete_pod, pod, grace):
-                key = f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
-                deleted.append(f"{key} (grace {grace}s)")
-                await self._publish("Pod", pod["metadata"]["name"], EventReason.DISRUPTED, events.disrupted(
-                    inp.deadline, grace, rules.grace_seconds(pod), inp.reason if inp.force else None),
-                    uid=pod["metadata"].get("uid"), namespace=pod["metadata"]["namespace"])
+            if await self._delete_pod(pod, grace, inp.deadline, inp.reason if inp.force else None):
+                deleted.append(f"{pod['metadata']['namespace']}/{pod['metadata']['name']} (grace {grace}s)")
         return DeletePodsResult(deleted=deleted)
 
     # ---- volumes -------------------------------------------------------------------------------------

@@ -202,12 +202,16 @@ class DrainInput(BaseModel):
     started_at: AwareDatetime | None = None  # when the termination began (drain duration metric)
     wait_for_completion: bool = False  # drain.jobs Wait in force now: leave run-to-completion pods to finish
     completion_until: AwareDatetime | None = None  # ... until then (for the AwaitingJobCompletion Event)
+    # Karpenter v1.15 (kubernetes-sigs/karpenter#3063): the drain's rounds delete the pods due at the deadline, from
+    # any tier; False (executions before it): the workflow's timers call termination.delete_pods instead
+    deadline_deletes: bool = False
 
 
 class DrainResult(BaseModel):
     drained: bool
     node_exists: bool = True
     evicted: int = 0
+    deleted: int = 0  # pods deleted at the deadline by this drain (`deadline_deletes`)
     pods: list[PodState] = Field(default_factory=list)
 
 

@@ -29,7 +29,7 @@ from api.nodeclass_launch import EKS_CLUSTER_TAG
 from api.provider_id import instance_id_from_provider_id
 from gateways.ec2 import CloudProvider, cloud_provider
 from gateways.kube import KubeClient, Obj, node_ready
-from planning.lifecycle import garbage
+from planning.lifecycle import drain, garbage
 from runtime.cluster_cache import ClusterCache
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
@@ -102,12 +102,24 @@ class GarbageCollector:
             log.info("nodeclaim %s: instance %s is gone, deleting the NodeClaim", name, pid, extra={"nodeclaim": name})
             if self.kube.delete_node_claim(name):
                 metrics.NODECLAIMS_LIFECYCLE_DELETED.labels(reason="garbage_collected").inc()
-                km.record_liveness_deleted(claim, "garbage_collected")
+                km.record_liveness_deleted(claim, "garbage_collected", self._reschedulable_pods(claim))
                 self.kube.event("NodeClaim", claim, name, "GarbageCollected",
                                 f"Instance {pid} is gone; deleting the NodeClaim")
                 result.claims_deleted.append(name)
         self.passes += 1
         return result
+
+    def _reschedulable_pods(self, claim: Obj) -> int:
+        """The claim's node's pods that need a place elsewhere (Karpenter v1.15's GC counts them in
+        karpenter_pods_disruption_initiated_total); a claim without a node has none, a failed list counts 0."""
+        node_name = (claim.get("status") or {}).get("nodeName")
+        if not node_name:
+            return 0
+        try:
+            return sum(1 for p in self.kube.list_node_pods(node_name) if drain.is_reschedulable(p))
+        except Exception as exc:  # a metric is never worth failing garbage collection over
+            log.debug("reschedulable pods of %s: %s", node_name, exc)
+            return 0
 
     def _cluster_instances(self) -> list[dict[str, Any]]:
         if not self.cluster_name:

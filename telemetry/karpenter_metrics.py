@@ -337,10 +337,14 @@ def record_node_created(claim: dict[str, Any]) -> None:
                          zone=claim_labels.get("topology.kubernetes.io/zone", "")).inc()
 
 
-def record_liveness_deleted(claim: dict[str, Any], reason: str) -> None:
+def record_liveness_deleted(claim: dict[str, Any], reason: str, reschedulable_pods: int | None = None) -> None:
     """karpenter_nodeclaims_disrupted_total for a claim the lifecycle controller (launch or registration timeout)
-    or garbage collection deleted (nodeclaim/lifecycle/liveness.go, nodeclaim/garbagecollection)."""
+    or garbage collection deleted (nodeclaim/lifecycle/liveness.go, nodeclaim/garbagecollection); with
+    `reschedulable_pods` (garbage collection, Karpenter v1.15) karpenter_pods_disruption_initiated_total too."""
     claim_labels = _claim_labels(claim)
-    NODECLAIMS_DISRUPTED.labels(reason=reason, nodepool=claim_labels.get("karpenter.sh/nodepool", ""),
-                                capacity_type=claim_labels.get("karpenter.sh/capacity-type", ""),
-                                consolidation_policy="", termination_mode=termination_mode(claim)).inc()
+    values = {"reason": reason, "nodepool": claim_labels.get("karpenter.sh/nodepool", ""),
+              "capacity_type": claim_labels.get("karpenter.sh/capacity-type", ""), "consolidation_policy": "",
+              "termination_mode": termination_mode(claim)}
+    NODECLAIMS_DISRUPTED.labels(**values).inc()
+    if reschedulable_pods is not None:
+        PODS_DISRUPTION_INITIATED.labels(**values).inc(reschedulable_pods)

@@ -1,8 +1,9 @@
 """TerminationWorkflow: the durable, steerable termination of one node (docs/architecture.md §5.1, semantics.md §9).
 
 taint -> drain in tiers through the Eviction API (inside one heartbeating activity, so retries cost no
-history) -> at `deadline - pod grace` delete the remaining pods (workflow timers, so the deadline survives
-crashes and time-skips in tests) -> wait for VolumeAttachments -> terminate the instance -> remove the
+history) -> at `deadline - pod grace` delete the remaining pods, from any tier (the drain's own rounds since
+Karpenter v1.15; workflow timers end its windows there, so the deadline survives crashes and time-skips in tests)
+-> wait for VolumeAttachments -> terminate the instance -> remove the
 Node finalizer, then the NodeClaim's. `force` and `cancel` are updates (with validators) and, under the same
 names, signals for the Web UI (`force_signal`/`cancel_signal` still work); any other signal name is logged and
 recorded in `progress` (docs/architecture.md §5.1).
@@ -53,7 +54,7 @@ with workflow.unsafe.imports_passed_through():
         blocking_of,
         completion_summary,
     )
-    from planning.lifecycle.drain import completion_hold_until
+    from planning.lifecycle.drain import completion_hold_until, earlier_deadline
 
 SHORT = timedelta(seconds=30)
 DRAIN_WINDOW = timedelta(minutes=10)  # longest single drain activity before control returns to the workflow
@@ -69,8 +70,11 @@ PATCHES_FIRST_PATCH = "patches-decided-before-local-activities"
 # §9.5): a drain that ends sooner than this after it began drains once more when it is up.
 MIN_DRAIN_PATCH = "min-drain-time"
 MIN_DRAIN_TIME = timedelta(seconds=5)
+# Karpenter v1.15 (kubernetes-sigs/karpenter#3063; docs/semantics.md §9.4): the drain activity deletes the pods due
+# at the deadline in its rounds, from every tier; the workflow's timers only end its windows there (no delete_pods).
+DEADLINE_IN_DRAIN_PATCH = "deadline-deletes-in-drain"
 UPFRONT_PATCHES = (LOCAL_ACTIVITIES_PATCH, NOTREADY_GONE_PATCH, MARKERS_PATCH, SKIP_VOLUME_WAIT_PATCH,
-                   SIGNAL_NAMES_PATCH, MIN_DRAIN_PATCH)
+                   SIGNAL_NAMES_PATCH, MIN_DRAIN_PATCH, DEADLINE_IN_DRAIN_PATCH)
 # drain.jobs Wait (docs/semantics.md §15.8): asked for, up front, only by inputs that carry a CompletionWait.
 COMPLETION_WAIT_PATCH = "drain-wait-for-completion"
 MAX_UNKNOWN_SIGNALS = 10  # the progress query keeps the latest few wrongly named signals
@@ -219,9 +223,8 @@ class TerminationWorkflow:
     def tighten_deadline(self, req: DeadlineRequest) -> None:
         """An interruption's hard deadline (signal-with-start from the interruption intake): pods are then
         deleted so each gets its grace period before it, even when a graceful drain was already running."""
-        if self._signalled_deadline is None or req.deadline < self._signalled_deadline:
-            self._signalled_deadline = req.deadline
-        if self._deadline is None or req.deadline < self._deadline:
+        self._signalled_deadline = earlier_deadline(self._signalled_deadline, req.deadline)
+        if self._deadline != earlier_deadline(self._deadline, req.deadline):
             self._deadline = req.deadline
             self._deadline_pending = self._phase not in POINT_OF_NO_RETURN
             workflow.logger.info("deadline moved to %s (%s)", req.deadline.isoformat(), req.reason)
@@ -321,10 +324,7 @@ class TerminationWorkflow:
         if self._user_deleting and self._cancel_reason is not None:
             self._cancel_rejected = self._cancel_problem() or "the node is being deleted"
             self._cancel_reason = None
-        self._deadline = self._compute_deadline(inp, prep)
-        signalled = self._signalled_deadline
-        if signalled is not None and (self._deadline is None or signalled < self._deadline):
-            self._deadline = signalled
+        self._deadline = earlier_deadline(self._compute_deadline(inp, prep), self._signalled_deadline)
         self._pods = list(prep.pods)
         self._volume_attachments = prep.volume_attachments
 
@@ -386,6 +386,8 @@ class TerminationWorkflow:
     async def _drain(self) -> None:
         inp = self._inp
         last_delete: datetime | None = None
+        # decided up front; executions that ask for patches where they apply (before that patch) keep delete_pods
+        in_drain = self._patches.get(DEADLINE_IN_DRAIN_PATCH, False)
         while True:
             if self._cancel_reason is not None:
                 return
@@ -397,7 +399,8 @@ class TerminationWorkflow:
                 due = [t for t in self._instants(last_delete) if t <= now]
                 if due:
                     last_delete = max(due)
-                    await self._delete_pods(now, force=False)
+                    if not in_drain:  # else the drain started next deletes them in its first round
+                        await self._delete_pods(now, force=False)
             upcoming = self._instants(last_delete)
             holding = self._holding(now)
             hold_end = self._completion_until() if holding else None
@@ -406,7 +409,7 @@ class TerminationWorkflow:
                 KubeActivities.drain,
                 DrainInput(node_name=inp.node_name, reason=inp.reason, return_by=window_end, deadline=self._deadline,
                            workflow_id=workflow.info().workflow_id, started_at=self._started_at,
-                           wait_for_completion=holding, completion_until=hold_end),
+                           wait_for_completion=holding, completion_until=hold_end, deadline_deletes=in_drain),
                 start_to_close_timeout=DRAIN_WINDOW + timedelta(minutes=1), heartbeat_timeout=HEARTBEAT,
                 summary=f"drain {inp.node_name}" + (", Job pods left to finish" if holding else ""),
             )
@@ -414,6 +417,7 @@ class TerminationWorkflow:
                 continue
             assert isinstance(res, DrainResult)
             self._evicted += res.evicted
+            self._deleted += res.deleted
             self._pods = list(res.pods)
             self._refresh_details()
             if res.drained or not res.node_exists:

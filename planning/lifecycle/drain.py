@@ -1,10 +1,12 @@
-"""Which pods a drain evicts, in which order, and when the deadline deletes them (Karpenter terminator.go, v1.14.1).
+"""Which pods a drain evicts, in which order, and when the deadline deletes them (Karpenter terminator.go and
+eviction.go, v1.15.0: the deadline's deletions happen in the drain's rounds, kubernetes-sigs/karpenter#3063).
 
 Pure functions over pod dicts as the API server returns them, so the rules are unit-testable without I/O.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -82,6 +84,20 @@ def is_daemonset_pod(pod: Pod) -> bool:
     return any(o.get("kind") == "DaemonSet" for o in owners)
 
 
+def is_statefulset_pod(pod: Pod) -> bool:
+    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
+    return any(o.get("kind") == "StatefulSet" for o in owners)
+
+
+def is_reschedulable(pod: Pod) -> bool:
+    """Karpenter's pod.IsReschedulable, what karpenter_pods_disruption_initiated_total counts (v1.15,
+    kubernetes-sigs/karpenter#3015): a pod that needs a place elsewhere when its node goes. Active (not terminal, not
+    terminating) or a terminating StatefulSet pod (its successor waits for it); never a DaemonSet or mirror pod."""
+    active = not is_terminal(pod) and deletion_time(pod) is None
+    terminating_set = is_statefulset_pod(pod) and deletion_time(pod) is not None
+    return (active or terminating_set) and not is_daemonset_pod(pod) and not is_mirror(pod)
+
+
 def is_critical(pod: Pod) -> bool:
     return (pod.get("spec") or {}).get("priorityClassName") in labels.CRITICAL_PRIORITY_CLASSES
 
@@ -136,6 +152,39 @@ def deadline_grace(deadline: datetime, at: datetime) -> int:
     return max(int((deadline - at).total_seconds()), 1)
 
 
+def earlier_deadline(current: datetime | None, new: datetime | None) -> datetime | None:
+    """Karpenter v1.15's eviction queue keeps the earlier deadline of two (None: none, i.e. +infinity): a later one
+    never loosens what a drain already promised, an interruption's earlier one tightens it."""
+    if current is None or new is None:
+        return new if current is None else current
+    return min(current, new)
+
+
+@dataclass(frozen=True, slots=True)
+class DrainRound:
+    """One round of a drain (Karpenter v1.15 terminator.Drain and its eviction queue)."""
+
+    delete: list[Pod] = field(default_factory=list)  # past `deadline - grace`, whatever their tier: deleted now
+    evict: list[Pod] = field(default_factory=list)  # the first non-empty tier of the rest: the Eviction API (PDBs)
+
+
+def plan_round(waiting: list[Pod], deadline: datetime | None, at: datetime) -> DrainRound:
+    """Split the pods a drain waits for (kubernetes-sigs/karpenter#3063): a pod whose own deletion would not end
+    before the deadline is deleted now from any tier, bypassing PDBs and do-not-disrupt (the grace-period deadline
+    path, §9.4); the others go through eviction tier by tier, so a PDB is never bypassed otherwise."""
+    due = [p for p in waiting if needs_deadline_delete(p, deadline, at)]
+    due_ids = {id(p) for p in due}
+    return DrainRound(delete=due, evict=first_tier([p for p in waiting if id(p) not in due_ids]))
+
+
+def next_deadline_delete(waiting: list[Pod], deadline: datetime | None, at: datetime) -> datetime | None:
+    """The next instant after `at` a waiting pod falls due (`deadline - grace`), so a drain wakes for it instead of
+    at its next poll; None: none falls due later (a terminating pod is due at once or never)."""
+    if deadline is None:
+        return None
+    times = [deadline - timedelta(seconds=grace_seconds(p)) for p in waiting if deletion_time(p) is None]
+    later = [t for t in times if t > at]
+    return min(later) if later else None
 
 
 # ---- drain.jobs: Wait (DisruptionPolicy, docs/semantics.md §15.8) -------------------------------------------------

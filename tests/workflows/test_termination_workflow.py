@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from e2e.termination_helpers import record_history
@@ -54,6 +54,7 @@ class FakeCluster:
     deleting: bool = False
     calls: list[str] = field(default_factory=list)
     deletes: list[DeletePodsInput] = field(default_factory=list)
+    drain_deletes: list[datetime] = field(default_factory=list)  # server time of each drain round that deleted
     marks: list[str | None] = field(default_factory=list)  # Drained status written on the NodeClaim
     untaints: list[UntaintInput] = field(default_factory=list)
     # the worker's MinDrainTime (None: Karpenter's 5 s); tests on the dev server, whose timers take wall-clock time,
@@ -73,6 +74,13 @@ class FakeCluster:
         @activity.defn(name="termination.drain")
         async def drain(inp: DrainInput) -> DrainResult:
             cluster.calls.append("drain")
+            if inp.deadline_deletes and inp.deadline is not None:  # the deadline path inside the drain (v1.15)
+                at = activity.info().current_attempt_scheduled_time  # the server's (skipped) time
+                due = [p for p in cluster.pods if at >= inp.deadline - timedelta(seconds=p.grace_seconds)]
+                if due:
+                    cluster.drain_deletes.append(at)
+                    cluster.pods = [p for p in cluster.pods if p not in due]
+                    return DrainResult(drained=not cluster.pods, deleted=len(due), pods=list(cluster.pods))
             if cluster.hang_drain and cluster.pods:
                 while True:
                     activity.heartbeat()
@@ -132,7 +140,8 @@ async def _start(client: Client, tq: str, inp: TerminationInput):
 
 
 async def test_deadline_deletes_pod_at_deadline_minus_its_grace(ts_env) -> None:
-    """Node grace 300 s, pod grace 60 s, PDB blocking: the pod is deleted at 240 s, not before."""
+    """Node grace 300 s, pod grace 60 s, PDB blocking: the pod is deleted at 240 s, not before, by the drain
+    itself (Karpenter v1.15, kubernetes-sigs/karpenter#3063): no termination.delete_pods."""
     cluster = FakeCluster(pods=[PodState(namespace="default", name="web-0", grace_seconds=60)])
     tq = f"tq-{uuid.uuid4()}"
     inp = _input(grace_period=timedelta(seconds=300))
@@ -141,13 +150,13 @@ async def test_deadline_deletes_pod_at_deadline_minus_its_grace(ts_env) -> None:
         handle = await _start(ts_env.client, tq, inp)
         result = await handle.result()
         progress = await handle.query(TerminationWorkflow.progress)
-        await record_history(handle, "deadline_path")
-    assert result.phase == TerminationPhase.TERMINATED
-    assert len(cluster.deletes) == 1
+        await record_history(handle, "deadline_in_drain")
+    assert result.phase == TerminationPhase.TERMINATED and result.pods_deleted == 1
+    assert cluster.deletes == [] and "delete_pods" not in cluster.calls
+    assert len(cluster.drain_deletes) == 1
     started = progress.deadline - timedelta(seconds=300)
-    waited = cluster.deletes[0].at - started
-    assert timedelta(seconds=240) <= waited < timedelta(seconds=241), waited
-    assert cluster.deletes[0].force is False
+    waited = cluster.drain_deletes[0] - started
+    assert timedelta(seconds=240) <= waited < timedelta(seconds=242), waited
     assert cluster.calls[-2:] == ["terminate_instance", "finalize"]
 
 
