@@ -12,6 +12,7 @@ from typing import Any
 
 from api import labels
 from api.interruption import InterruptionEvent, InterruptionKind
+from planning.lifecycle.drain import is_reschedulable
 from telemetry import karpenter_metrics as km
 
 log = logging.getLogger(__name__)
@@ -25,21 +26,6 @@ def message_type(event: InterruptionEvent) -> str:
     return {InterruptionKind.SPOT_INTERRUPTION: "spot_interrupted",
             InterruptionKind.REBALANCE_RECOMMENDATION: "rebalance_recommendation",
             InterruptionKind.SCHEDULED_CHANGE: "scheduled_change"}[event.kind]
-
-
-def reschedulable(pods: list[dict[str, Any]]) -> int:
-    """Karpenter's ReschedulablePods: active pods that are neither DaemonSet pods nor mirror pods."""
-    count = 0
-    for p in pods:
-        meta = p.get("metadata") or {}
-        if (p.get("status") or {}).get("phase") in ("Succeeded", "Failed") or meta.get("deletionTimestamp"):
-            continue
-        if any(o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or []):
-            continue
-        if "kubernetes.io/config.mirror" in (meta.get("annotations") or {}):
-            continue
-        count += 1
-    return count
 
 
 def record_disrupted(kube: Any, node_name: str, claim_name: str | None, node_pool: str | None, reason: str) -> None:
@@ -62,7 +48,7 @@ def record_disrupted(kube: Any, node_name: str, claim_name: str | None, node_poo
               "capacity_type": node_labels.get(labels.CAPACITY_TYPE_LABEL, ""), "consolidation_policy": policy,
               "termination_mode": km.termination_mode(claim)}
     km.NODECLAIMS_DISRUPTED.labels(**values).inc()
-    km.PODS_DISRUPTION_INITIATED.labels(**values).inc(reschedulable(pods))
+    km.PODS_DISRUPTION_INITIATED.labels(**values).inc(sum(1 for p in pods if is_reschedulable(p)))
 
 
 class Once:

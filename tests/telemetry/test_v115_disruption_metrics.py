@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from activities.karpenter_metrics import record_disrupted
 from runtime.nodeclaim_gc import GarbageCollector
 from telemetry import karpenter_metrics as km
@@ -102,9 +100,6 @@ def test_garbage_collection_counts_pods_and_liveness_does_not() -> None:
     assert _value(CLAIMS, **timed_out) >= 1
 
 
-@pytest.mark.xfail(strict=True, reason="activities/karpenter_metrics.py reschedulable() skips every terminating pod; "
-                   "Karpenter's IsReschedulable (planning/lifecycle/drain.py is_reschedulable) keeps a terminating "
-                   "StatefulSet pod. The one-line delegation waits for the branch moving activities/' modules.")
 def test_a_terminating_statefulset_pod_is_counted() -> None:
     labels = _labels("v115-e", "drifted", "", "graceful")
     before = _value(PODS, **labels)
