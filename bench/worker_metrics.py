@@ -1,5 +1,6 @@
 """The worker's own Prometheus counters read over HTTP (its `--metrics-port`), so a bench can say what the
-worker did in a phase: how many disruption commands it validated and why the others failed (by typed verdict)."""
+worker did in a phase: how many disruption commands it validated and why the others failed (by typed verdict),
+and whether it plans on the instance types it discovered yet."""
 
 from __future__ import annotations
 
@@ -8,14 +9,33 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 VALIDATIONS = "nodeflow_disruption_validations"
+DISCOVERED = "nodeflow_instance_types_discovered"
+
+
+def _scrape(port: int) -> str | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            return resp.read().decode()
+    except OSError:
+        return None
+
+
+def instance_types_discovered(port: int) -> float | None:
+    """The types of the worker's last successful instance-type discovery: 0 before its first, while the bundled
+    catalog stands in (gateways/instance_types.py); None when the worker does not answer."""
+    text = _scrape(port)
+    if text is None:
+        return None
+    for family in text_string_to_metric_families(text):
+        if family.name == DISCOVERED:
+            return sum(sample.value for sample in family.samples)
+    return 0.0
 
 
 def validations(port: int) -> dict[str, float]:
     """result -> validations so far (summed over methods); empty when the worker does not answer."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-            text = resp.read().decode()
-    except OSError:
+    text = _scrape(port)
+    if text is None:
         return {}
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):

@@ -1,14 +1,18 @@
-"""bench/worker_metrics.py: the worker's validation counters read over HTTP, summed over methods, as deltas."""
+"""bench/worker_metrics.py: the worker's validation counters read over HTTP, summed over methods, as deltas; its
+discovered instance types, which bench.karpenter_suite waits for before a scenario starts."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, generate_latest
+import pytest
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
-from bench.worker_metrics import since, validations
+from bench.karpenter_suite import wait_for_discovery
+from bench.worker_metrics import instance_types_discovered, since, validations
 
 
 def _serve(registry: CollectorRegistry) -> HTTPServer:
@@ -49,3 +53,30 @@ def test_a_worker_that_does_not_answer_reads_as_nothing() -> None:
     port = server.server_address[1]
     server.server_close()
     assert validations(port) == {}
+    assert instance_types_discovered(port) is None
+
+
+def test_the_suite_waits_until_the_worker_plans_on_discovered_types() -> None:
+    registry = CollectorRegistry()
+    server = _serve(registry)
+    try:
+        port = server.server_address[1]
+        assert instance_types_discovered(port) == 0.0  # no gauge yet
+        gauge = Gauge("nodeflow_instance_types_discovered", "x", registry=registry)
+        assert instance_types_discovered(port) == 0.0  # the bundled catalog stands in
+        with pytest.raises(TimeoutError):
+            asyncio.run(wait_for_discovery(port, 0.2))
+
+        async def discovered_later() -> float:
+            async def refresh() -> None:
+                await asyncio.sleep(0.3)
+                gauge.set(1366)
+            task = asyncio.create_task(refresh())
+            waited = await wait_for_discovery(port, 10.0)
+            await task
+            return waited
+
+        assert 0.3 <= asyncio.run(discovered_later()) < 5.0
+        assert instance_types_discovered(port) == 1366
+    finally:
+        server.shutdown()
