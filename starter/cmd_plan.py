@@ -386,7 +386,9 @@ def _render_static(pools: list[dict[str, Any]]) -> list[str]:
             out.append(f"   launch {p['launch']}: {p['capacityType']} {', '.join(p['instanceTypes'][:5])}"
                        + (" ..." if len(p["instanceTypes"]) > 5 else ""))
         out += [f"   remove {r['node']} ({r['why']}, {r['pods']} pod(s))" for r in p["remove"]]
-        out += [f"   replace drifted {d['node']} with {d['capacityType']} {', '.join(d['instanceTypes'][:3])}"
+        out += [f"   delete drifted {d['node']} first ({d['terminateFirst']}); the scale-up re-creates it"
+                if d.get("terminateFirst") else
+                f"   replace drifted {d['node']} with {d['capacityType']} {', '.join(d['instanceTypes'][:3])}"
                 for d in p["drift"]]
         if p["held"]:
             out.append(f"   held: {p['held']}")
