@@ -417,6 +417,11 @@ def terminate_first(limit: int, replicas: int) -> str:
     return f"terminate-first: pool held at its node limit (limits.nodes {limit}, {replicas} replicas)"
 
 
+def drift_backoff(pool: str, failures: int, until: str) -> str:
+    """A pool whose drift replacements failed: its drift is held (kubernetes-sigs/karpenter#3080)."""
+    return f"drift of nodepool {pool} backs off until {until} after {failures} failed replacement(s)"
+
+
 def static_drift_waits(pool: str, nodes: int, replicas: int) -> str:
     """A drifted node of a static pool that is still above its replicas: drift waits for the scale-down."""
     return f"static nodepool {pool} has {nodes} nodes for {replicas} replicas: drift waits until it is down to them"
