@@ -221,8 +221,8 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
 
     eligible: dict[str, int] = {"Expiration": len(setup.expiring)}
     winner, computed, winner_name = _first_method_with_commands(
-        ctx, _methods(ctx, setup.counts, setup.static, optimize, setup.busy), setup.sets, setup.allowed, eligible, compute_all,
-        rollouts)
+        ctx, _methods(ctx, setup.counts, setup.static, optimize, setup.busy), setup.sets, setup.allowed, eligible,
+        compute_all, rollouts)
     _report_rejections(ctx, setup.sets[GRACEFUL], consolidation_only=True)
     commands = setup.expiration_commands + winner
     in_commands = {n for c in commands for n in c.nodes}
