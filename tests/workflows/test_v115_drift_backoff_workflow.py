@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 
 from support.disruption_fakes import Fakes, command
+from support.disruption_stack import record_history
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -14,11 +15,14 @@ from contracts.disruption import DisruptionInput, DisruptionPhase, DisruptionSet
 from workflows.disruption import DisruptionWorkflow
 
 
-async def _run(env: WorkflowEnvironment, fakes: Fakes, inp: DisruptionInput) -> DisruptionPhase:
+async def _run(env: WorkflowEnvironment, fakes: Fakes, inp: DisruptionInput, history: str = "") -> DisruptionPhase:
     tq = f"tq-{uuid.uuid4()}"
     async with Worker(env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
-        result = await env.client.execute_workflow(DisruptionWorkflow.run, inp, id=f"disrupt-{uuid.uuid4()}",
-                                                   task_queue=tq)
+        handle = await env.client.start_workflow(DisruptionWorkflow.run, inp, id=f"disrupt-{uuid.uuid4()}",
+                                                 task_queue=tq)
+        result = await handle.result()
+        if history:
+            await record_history(handle, "DisruptionWorkflow", history)
     return result.outcome
 
 
@@ -29,7 +33,7 @@ def _drift(replacements: int = 1) -> DisruptionInput:
 
 async def test_v115_a_failed_drift_launch_records_a_backoff(ts_env: WorkflowEnvironment) -> None:
     fakes = Fakes(launch_error="InsufficientInstanceCapacity")
-    assert await _run(ts_env, fakes, _drift()) == DisruptionPhase.ROLLED_BACK
+    assert await _run(ts_env, fakes, _drift(), "drift_backoff") == DisruptionPhase.ROLLED_BACK
     assert [(o.node_pool, o.failed) for o in fakes.drift_outcomes] == [("a", True)]
 
 
