@@ -248,7 +248,8 @@ def _pass_facts(setup: PassSetup, winner: str | None, blocked: list[Blocked], op
 
 
 def _report_pass_blockers(ctx: PassContext, repairs: RepairDecision, rows: list[dict[str, Any]]) -> None:
-    """The pass's Events that do not depend on a method: repairs, policies, zero budgets, launch blockers."""
+    """The pass's Events that do not depend on a method: repairs, policies, zero budgets, launch blockers, drift
+    back-offs."""
     _report_repairs(ctx, repairs)
     _report_policies(ctx)
     for row in rows:
@@ -257,6 +258,10 @@ def _report_pass_blockers(ctx: PassContext, repairs: RepairDecision, rows: list[
                       events.budget_blocks_reason(row["reason"]))
     _report_launch_blockers(ctx)
     _report_do_not_disrupt(ctx)
+    for pool in ctx.cluster.pools.values():  # drift back-off, whichever method wins the pass
+        held = drift_held(pool.annotations, ctx.at)
+        if held is not None:
+            ctx.event("NodePool", pool.name, EventReason.DISRUPTION_BLOCKED, held.message(pool.name))
 
 
 def _report_do_not_disrupt(ctx: PassContext) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -89,3 +89,15 @@ def drift_held(annotations: Mapping[str, str], at: datetime) -> DriftBackoff | N
     """The pool's back-off when it holds its drift at `at`, else None."""
     record = backoff_of(annotations)
     return record if record is not None and record.held(at) else None
+
+
+def backoff_rows(pools: Iterable[tuple[str, Mapping[str, str]]], at: datetime) -> list[dict[str, Any]]:
+    """`driftBackoffs` of `nodeflow plan` (docs/contracts.md §3.1): each pool (name, annotations) whose drift is
+    held at `at`, whichever method wins the pass."""
+    rows = []
+    for name, notes in sorted(pools, key=lambda p: p[0]):
+        held = drift_held(notes, at)
+        if held is not None:
+            rows.append({"nodePool": name, "failures": held.failures, "until": format_seconds(held.until),
+                         "message": held.message(name)})
+    return rows
