@@ -287,7 +287,8 @@ def _methods(ctx: PassContext, counts: dict[str, PoolCounts], static: list[Stati
     the nodes in flight, whose pools have had their drift turn (planning/disruption/drift.py fair_order)."""
     taken = in_flight_by_pool(ctx.cluster, busy)
     methods: list[Method] = [Emptiness(ctx), StaticDrift(ctx, counts, {p.node_pool: p.launch for p in static}),
-                             Drift(ctx, taken), GracefulExpiration(ctx), SpotReturn(ctx), MultiNodeConsolidation(ctx),
+                             Drift(ctx, taken), GracefulExpiration(ctx, taken), SpotReturn(ctx),
+                             MultiNodeConsolidation(ctx),
                              SingleNodeConsolidation(ctx)]
     optimizing = optimizer_method(ctx, optimize)  # planning/disruption/optimizer.py: opt-in CP-SAT consolidation
     if optimizing is not None:
