@@ -21,11 +21,13 @@ from temporalio.exceptions import ApplicationError
 from activities.karpenter_metrics import DISRUPTED_ONCE, record_disrupted
 from api import labels
 from api.timestamps import format_seconds
-from contracts.disruption import AwaitTerminationsInput, NodeRef, TaintInput, TerminationsInput
+from contracts.disruption import AwaitTerminationsInput, DriftOutcomeInput, NodeRef, TaintInput, TerminationsInput
 from contracts.errors import ErrorType
 from contracts.termination import CompletionWait, TerminationInput
 from gateways.kube import Conflict, KubeClient
 from planning.lifecycle.disruption_conditions import Change, disruption_reason, no_disruption_reason
+from planning.policies.drift_backoff import after_failure, backoff_of, backoff_patch
+from telemetry import karpenter_metrics as km
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,29 @@ class CandidateActivities:
                     labels.DISRUPTION_HELD_UNTIL_ANNOTATION: format_seconds(inp.hold.held_until)}}})
         await asyncio.to_thread(self._mark_claims, inp.nodes, no_disruption_reason())
         return done
+
+    @activity.defn(name="disruption_drift_outcome")
+    async def drift_outcome(self, inp: DriftOutcomeInput) -> str:
+        """Advance (a failed replacement) or clear (a Ready one) the pool's drift back-off on its NodePool
+        (planning/policies/drift_backoff.py); answers the hold's message, "" when nothing is held. A retry reads
+        its own write: the pool is held at `at`, so the failure is not counted twice."""
+        return await asyncio.to_thread(self._drift_outcome, inp)
+
+    def _drift_outcome(self, inp: DriftOutcomeInput) -> str:
+        pool = self._kube.get_node_pool(inp.node_pool)
+        if pool is None:
+            return ""
+        current = backoff_of((pool.get("metadata") or {}).get("annotations") or {})
+        if not inp.failed:
+            if current is not None:
+                self._kube.patch_node_pool(inp.node_pool, backoff_patch(None))
+            return ""
+        record = after_failure(inp.node_pool, current, inp.at)
+        if record is None:
+            return current.message(inp.node_pool) if current is not None else ""
+        self._kube.patch_node_pool(inp.node_pool, backoff_patch(record))
+        km.DRIFT_BACKOFFS.labels(nodepool=inp.node_pool).inc()
+        return record.message(inp.node_pool)
 
     @activity.defn(name="disruption_start_terminations")
     async def start_terminations(self, inp: TerminationsInput) -> list[str]:

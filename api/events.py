@@ -409,6 +409,19 @@ def static_limit_reached(limit: int, nodes: int, replicas: int) -> str:
 STATIC_DRIFT_AT_LIMIT = "static NodePool is at its node limit and cannot stage a replacement"
 
 
+def terminate_first(limit: int, replicas: int) -> str:
+    """Why a static NodePool's drift deletes before it replaces (v1.15, kubernetes-sigs/karpenter#3312): no
+    replacement fits under limits.nodes, so the node goes and the pool's scale-up re-creates it."""
+    if limit >= replicas:
+        return f"terminate-first: pool at its replicas (limits.nodes {limit})"
+    return f"terminate-first: pool held at its node limit (limits.nodes {limit}, {replicas} replicas)"
+
+
+def drift_backoff(pool: str, failures: int, until: str) -> str:
+    """A pool whose drift replacements failed: its drift is held (kubernetes-sigs/karpenter#3080)."""
+    return f"drift of nodepool {pool} backs off until {until} after {failures} failed replacement(s)"
+
+
 def static_drift_waits(pool: str, nodes: int, replicas: int) -> str:
     """A drifted node of a static pool that is still above its replicas: drift waits for the scale-down."""
     return f"static nodepool {pool} has {nodes} nodes for {replicas} replicas: drift waits until it is down to them"

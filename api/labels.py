@@ -44,6 +44,9 @@ ROLLOUT_ANNOTATION = "nodeflow.dev/rollout"
 # Karpenter's nomination (planning/disruption/nomination.py): a nominated node is no disruption candidate. Kept on the
 # object, not in a worker's memory, so every worker replica and every planner pass, live or `plan -f`, sees it.
 NOMINATED_UNTIL_ANNOTATION = "nodeflow.dev/nominated-until"
+# On a NodePool whose drift replacements failed: its drift back-off (JSON failures and until; planning/policies/
+# drift_backoff.py), read by every planner pass and `nodeflow plan`, cleared by a successful drift replacement.
+DRIFT_BACKOFF_ANNOTATION = "nodeflow.dev/drift-backoff"
 
 TERMINATION_FINALIZER = "karpenter.sh/termination"
 DISRUPTED_TAINT_KEY = "karpenter.sh/disrupted"

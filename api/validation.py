@@ -435,7 +435,8 @@ def static_warnings(spec: Any) -> list[str]:
                        "node(s)")
         elif limit == replicas and replicas > 0:
             out.append(f"spec.limits.nodes equals spec.replicas ({replicas}): a drifted node cannot get its "
-                       "replacement before it goes, so drift is blocked; leave room above replicas")
+                       "replacement before it goes, so drift is terminate-first (the node goes, then the pool "
+                       "re-creates it); leave room above replicas to replace first")
     return out
 
 

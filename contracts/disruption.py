@@ -190,6 +190,15 @@ class TaintInput(_Model):
     hold: CancelHold | None = None  # untaint only: also mark the nodes held
 
 
+class DriftOutcomeInput(_Model):
+    """A drift command's replacement failed (`failed`) or became Ready: the pool's drift back-off is advanced or
+    cleared (planning/policies/drift_backoff.py). `at`: the workflow's time, so a retry writes the same."""
+
+    node_pool: str
+    failed: bool
+    at: datetime
+
+
 class LaunchInput(_Model):
     """`key` is stable across retries (workflow id + index), so the NodeClaim name is too."""
 

@@ -86,7 +86,7 @@ def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:
         planning.plan_pass, planning.validate_command,
         provisioning.launch_replacement, provisioning.replacement_status, provisioning.delete_replacement,
         candidates.taint_candidates, candidates.untaint_candidates, candidates.start_terminations,
-        candidates.await_terminations,
+        candidates.await_terminations, candidates.drift_outcome,
         events.record_events,
         *provisioning_activities(deps, planning, catalog),
         *policy_activities(deps, planning),

@@ -74,12 +74,19 @@ def load_inputs(path: str, catalog_path: str | None) -> tuple[Any, Any]:
     return snapshot, catalog
 
 
+def _pool_annotations(snapshot: Any) -> list[tuple[str, dict[str, str]]]:
+    """Each NodePool's name and annotations."""
+    metas = [(np.to_dict() if hasattr(np, "to_dict") else np).get("metadata") or {} for np in snapshot.node_pools]
+    return [(m.get("name", ""), dict(m.get("annotations") or {})) for m in metas]
+
+
 def handle(args: argparse.Namespace) -> int:
     from planning.disruption.optimizer import SolverMissingError
     from planning.planner.accounting import hold_for_pause
     from planning.planner.expiry_report import expiry_rows
     from planning.planner.plan import explain_plan
     from planning.planner.spot_fallback_report import spot_fallback_rows
+    from planning.policies.drift_backoff import backoff_rows
     from planning.policies.zone_balance import zone_balance_rows
     from planning.scheduling.nodeclass_readiness import pools_that_cannot_launch
 
@@ -113,6 +120,7 @@ def handle(args: argparse.Namespace) -> int:
     # spot fallbacks and their return, zone balance (docs/semantics.md §15.5-15.6); new keys go last (contracts §7)
     data["spotFallbacks"] = spot_fallback_rows(snapshot, result.at, catalog, result.commands, result.blocked)
     data["zoneBalance"] = zone_balance_rows(snapshot, result.at, catalog)
+    data["driftBackoffs"] = backoff_rows(_pool_annotations(snapshot), result.at)  # (kubernetes-sigs/karpenter#3080)
     # every node's outcome, what spent each budget, the global pause (docs/contracts.md §3.1)
     pause = planner_pause(args, live=bool(kubeconfig))
     rows = hold_for_pause(explained.nodes, pause["resume"]) if pause["paused"] else explained.nodes
@@ -287,6 +295,7 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
     out += _render_overlays(data.get("nodeOverlays") or [])
     out += _render_repairs(data.get("repairs") or [], data.get("repairsBlocked") or [])
     out += _render_static(data.get("staticNodePools") or [])
+    out += _render_backoffs(data.get("driftBackoffs") or [])
     out += _render_provisioning(data.get("provisioning") or [], unservable)
     out += render_cost_limits(data.get("costLimits") or []) + render_expiry(data.get("expiry") or [])
     out += render_spot_fallbacks(data.get("spotFallbacks") or []) + render_zone_balance(data.get("zoneBalance") or [])
@@ -386,11 +395,20 @@ def _render_static(pools: list[dict[str, Any]]) -> list[str]:
             out.append(f"   launch {p['launch']}: {p['capacityType']} {', '.join(p['instanceTypes'][:5])}"
                        + (" ..." if len(p["instanceTypes"]) > 5 else ""))
         out += [f"   remove {r['node']} ({r['why']}, {r['pods']} pod(s))" for r in p["remove"]]
-        out += [f"   replace drifted {d['node']} with {d['capacityType']} {', '.join(d['instanceTypes'][:3])}"
+        out += [f"   delete drifted {d['node']} first ({d['terminateFirst']}); the scale-up re-creates it"
+                if d.get("terminateFirst") else
+                f"   replace drifted {d['node']} with {d['capacityType']} {', '.join(d['instanceTypes'][:3])}"
                 for d in p["drift"]]
         if p["held"]:
             out.append(f"   held: {p['held']}")
     return [*out, ""]
+
+
+def _render_backoffs(rows: list[dict[str, Any]]) -> list[str]:
+    """Each NodePool whose drift backs off after failed replacements, and until when."""
+    if not rows:
+        return []
+    return [f"DRIFT BACK-OFF ({len(rows)})", *(f"nodepool {r['nodePool']}: {r['message']}" for r in rows), ""]
 
 
 def _render_provisioning(launches: list[dict[str, Any]], unservable: Sequence[Any]) -> list[str]:

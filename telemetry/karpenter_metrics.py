@@ -125,6 +125,10 @@ NODES_CONSUMING_BUDGETS = _g("karpenter_nodepools_nodes_consuming_budgets",
                              ("nodepool", "reason"))
 QUEUE_FAILURES = _c("karpenter_voluntary_disruption_queue_failures",
                     "The number of times that an enqueued disruption decision failed.", DECISION)
+# v1.15-era (kubernetes-sigs/karpenter PR 3178, not in a release yet): label set as nodeflow records it
+DRIFT_BACKOFFS = _c("karpenter_voluntary_disruption_drift_backoffs",
+                    "Number of times a NodePool's drift backed off after its drift replacements failed.",
+                    ("nodepool",))
 CONSOLIDATION_SCORE = _h("karpenter_consolidation_score", "Score of balanced consolidation moves.",
                          ("decision", "nodepool", "policy"), CONSOLIDATION_SCORE_BUCKETS)
 CONSOLIDATION_MOVES = _c("karpenter_consolidation_moves", "Number of balanced consolidation moves.",

@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         DisruptionPhase,
         DisruptionProgress,
         DisruptionResult,
+        DriftOutcomeInput,
         EventsInput,
         EventSpec,
         LaunchedReplacement,
@@ -59,7 +60,13 @@ MAX_UNKNOWN_SIGNALS = 10
 # Karpenter validates consolidation and emptiness commands after 15 s, never drift ones (docs/semantics.md §4).
 UNVALIDATED_METHODS = frozenset({"Drift", "StaticDrift"})
 UNVALIDATED_PATCH = "drift-not-validated"  # commands recorded before it validated drift too
+# Drift commands record a failed replacement (the pool's drift back-off) and a Ready one (clears it); commands
+# recorded before it record neither (planning/policies/drift_backoff.py).
+DRIFT_BACKOFF_PATCH = "drift-backoff"
+DRIFT_METHODS = frozenset({"Drift", "StaticDrift"})
 # Launch failures that retrying cannot fix (no capacity, bad request) roll back at once.
+SHORT_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
+                          maximum_attempts=3)
 LAUNCH_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
                            maximum_attempts=5, non_retryable_error_types=[ErrorType.LAUNCH_FAILED.value])
 
@@ -72,6 +79,11 @@ class RollbackCause(StrEnum):
     LAUNCH_FAILED = "LaunchFailed"
     REPLACEMENT_GONE = "ReplacementGone"
     NOT_READY = "NotReady"
+
+
+# the rollbacks that are a drift replacement's failure (a cancel or a failed taint is not)
+REPLACEMENT_FAILURES = frozenset({RollbackCause.LAUNCH_FAILED, RollbackCause.NOT_READY,
+                                  RollbackCause.REPLACEMENT_GONE})
 
 
 class _Rollback(Exception):
@@ -196,6 +208,8 @@ class DisruptionWorkflow:
                 CandidateActivities.taint_candidates, TaintInput(nodes=cmd.nodes, reason=cmd.reason),
                 start_to_close_timeout=SHORT, retry_policy=RETRY)
             await self._launch_and_wait(inp)
+            if cmd.replacements:
+                await self._drift_outcome(failed=False)
         except ActivityError as exc:  # e.g. a candidate vanished while being tainted: undo what was done
             self._error = f"{self._phase.value} failed: {_cause(exc)}"
             return await self._rollback(RollbackCause.ACTIVITY_FAILED, self._error)
@@ -307,9 +321,26 @@ class DisruptionWorkflow:
         if self._cancel_reason is not None:
             raise _Rollback(RollbackCause.CANCELLED, f"cancelled: {self._cancel_reason}")
 
+    async def _drift_outcome(self, failed: bool) -> None:
+        """A drift command's replacement failed or became Ready: its pool's drift back-off advances or clears
+        (kubernetes-sigs/karpenter#3080). Best effort: a failure to record it never fails the command."""
+        cmd = self._input.command
+        if cmd.method not in DRIFT_METHODS or not workflow.patched(DRIFT_BACKOFF_PATCH):
+            return
+        try:
+            await workflow.execute_activity_method(
+                CandidateActivities.drift_outcome,
+                DriftOutcomeInput(node_pool=cmd.node_pool, failed=failed, at=workflow.now()),
+                start_to_close_timeout=SHORT, retry_policy=SHORT_RETRY,
+                summary="drift back-off" if failed else "clear drift back-off")
+        except ActivityError as exc:
+            workflow.logger.warning("drift back-off of nodepool %s not recorded: %s", cmd.node_pool, _cause(exc))
+
     async def _rollback(self, cause: RollbackCause, why: str) -> DisruptionResult:
         cmd = self._input.command
         self._set_phase(DisruptionPhase.ROLLING_BACK)
+        if cause in REPLACEMENT_FAILURES:
+            await self._drift_outcome(failed=True)
         unready = [r for r in self._replacements if r.node_claim not in self._ready]
         for r in unready:
             await workflow.execute_activity_method(

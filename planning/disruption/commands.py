@@ -8,11 +8,13 @@ output when asked for with `internal=True`, so the documented shape stays stable
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from api.events import terminate_first as terminate_first_message
 from api.meta import RequirementOperator
 from planning.disruption.repair import Repair, RepairBlocked
 
@@ -68,6 +70,15 @@ class PodMove(_Model):
     to: str
 
 
+class TerminateFirst(StrEnum):
+    """Why a static pool's drift command is delete-only (v1.15 terminate-first): no replacement fits under
+    `limits.nodes`, so the node is drained and deleted and the pool's scale-up re-creates it. Branched on, not
+    the message."""
+
+    AT_REPLICAS = "AtReplicas"  # limits.nodes >= replicas and the pool is at its replicas
+    AT_NODE_LIMIT = "AtNodeLimit"  # limits.nodes < replicas: held at its limit
+
+
 class Command(_Model):
     """One disruption: delete `nodes`, after launching `replacements` when there are any."""
 
@@ -83,6 +94,7 @@ class Command(_Model):
     node_claims: list[str] = Field(default_factory=list)
     provider_ids: list[str] = Field(default_factory=list)
     provisioning: list[Replacement] = Field(default_factory=list)
+    terminate_first: TerminateFirst | None = None  # a delete-only StaticDrift command, and why
 
     @property
     def decision(self) -> str:
@@ -187,9 +199,16 @@ class StaticPool(_Model):
                 "instanceTypes": list(rep.instance_types) if rep and self.launch else [],
                 "capacityType": rep.capacity_type if rep and self.launch else None,
                 "remove": [{"node": r.node, "pods": r.pods, "why": r.why} for r in self.remove],
-                "drift": [{"node": c.nodes[0], "instanceTypes": list(c.replacements[0].instance_types),
-                           "capacityType": c.replacements[0].capacity_type} for c in drift if c.replacements],
-                "held": self.held}
+                "drift": [self._drift_public(c) for c in drift], "held": self.held}
+
+    def _drift_public(self, c: Command) -> dict[str, Any]:
+        """A StaticDrift command: its replacement, or none and why it is terminate-first."""
+        rep = c.replacements[0] if c.replacements else None
+        why = None
+        if c.terminate_first is not None:
+            why = terminate_first_message(self.limit_nodes or 0, self.replicas)
+        return {"node": c.nodes[0], "instanceTypes": list(rep.instance_types) if rep else [],
+                "capacityType": rep.capacity_type if rep else None, "terminateFirst": why}
 
 
 class PlanResult(_Model):
@@ -222,7 +241,8 @@ class PlanResult(_Model):
             exclude={
                 "events": True, "repairs": True, "repairs_blocked": True, "static_node_pools": True,
                 "policy_pools": True, "skipped": True,
-                "commands": {"__all__": {"node_uids", "node_claims", "provider_ids", "provisioning"}},
+                "commands": {"__all__": {"node_uids", "node_claims", "provider_ids", "provisioning",
+                                          "terminate_first"}},
                 "blocked": {"__all__": {"node_pool", "event_reason", "budget_reason"}},
             },
         )

@@ -8,12 +8,14 @@ requirement that still admits the labels is not drift; behavioural fields never 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 from api import labels as L
 from api.catalog import InstanceTypeCatalog
 from api.ec2nodeclass import EC2NodeClass
-from planning.cluster import NodeInfo, PoolInfo
+from planning.cluster import Cluster, NodeInfo, PoolInfo
 from planning.disruption.candidates import EVENTUAL, Candidate, currently_reschedulable
 from planning.disruption.commands import Command
 from planning.disruption.method import PassContext, make_command
@@ -105,16 +107,42 @@ def drifted_since(node: NodeInfo) -> datetime | None:
     return claim.created if claim is not None else node.created
 
 
+def in_flight_by_pool(cluster: Cluster, busy: set[str] | frozenset[str]) -> dict[str, int]:
+    """How many nodes of each pool are in flight (a command, termination or repair has them, or they carry the
+    disrupted taint): the turns each pool has had."""
+    out: dict[str, int] = {}
+    for node in cluster.nodes:
+        if node.pool and (node.name in busy or node.tainted_disrupted):
+            out[node.pool] = out.get(node.pool, 0) + 1
+    return out
+
+
+def fair_order(cands: list[Candidate], key: Callable[[Candidate], Any],
+               in_flight: Mapping[str, int]) -> list[Candidate]:
+    """Round-robin by pool (kubernetes-sigs/karpenter#3080): each candidate's turn is its rank in its pool by `key`
+    plus the pool's nodes already in flight, so one pool's many old drifted nodes do not queue ahead of every
+    other pool's first; `key` orders within a turn (oldest drift first)."""
+    rank: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    for c in sorted(cands, key=key):
+        rank[c.name] = in_flight.get(c.pool.name, 0) + seen.get(c.pool.name, 0)
+        seen[c.pool.name] = seen.get(c.pool.name, 0) + 1
+    return sorted(cands, key=lambda c: (rank[c.name], key(c)))
+
+
 class Drift:
-    """One drifted node per pass (oldest drift first, empty nodes before the rest), within `Drifted` budget."""
+    """One drifted node per pass (pools in turn, oldest drift first within a turn, empty nodes before the rest),
+    within `Drifted` budget."""
 
     name = "Drift"
     reason = L.REASON_DRIFTED
     budget_reason = L.REASON_DRIFTED  # the budget it spends (GracefulExpiration's Expiring spends Drifted too)
     disruption_class = EVENTUAL
 
-    def __init__(self, ctx: PassContext) -> None:
+    def __init__(self, ctx: PassContext, in_flight: Mapping[str, int] | None = None) -> None:
+        """`in_flight`: nodes of each pool in flight (in_flight_by_pool), for the pools' turns."""
         self.ctx = ctx
+        self.in_flight = in_flight or {}
 
     def _node_class(self, pool: PoolInfo) -> EC2NodeClass | None:
         return self.ctx.cluster.node_classes.get(pool.node_class) if pool.node_class else None
@@ -134,7 +162,8 @@ class Drift:
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         floor = datetime.min.replace(tzinfo=self.ctx.at.tzinfo)
         # Nodes without reschedulable pods first: v1.14's drift.go still partitions on that, not on IsEmpty (§4.2).
-        ordered = sorted(candidates, key=lambda c: (bool(c.reschedulable), self.since(c.node) or floor, c.name))
+        ordered = fair_order(candidates, lambda c: (bool(c.reschedulable), self.since(c.node) or floor, c.name),
+                             self.in_flight)
         for c in ordered:
             if self.ctx.budget_exhausted(c, self.budget_reason, budgets):
                 continue

@@ -5,8 +5,11 @@ or while it still has more nodes than replicas (running + pending disruption > r
 replacement is under way); else `min(budget, drifted candidates)` commands, fewer when `limits.nodes` leaves no
 room for a replacement beside the node it replaces (after this pass's scale-up: Karpenter's reservation is shared).
 Each command replaces one node with a NodeClaim of the pool's template (no pods to size it: a static node is the
-template). With budget 1 a pool rolls one node at a time: the next pass sees the replacement and the candidate
-both, which is more than replicas, until the candidate is gone.
+template). Terminate-first (v1.15, kubernetes-sigs/karpenter#3312): a pool at its capacity with no room under
+`limits.nodes` would deadlock waiting for room, so its commands are delete-only, still within the budget, and the
+pool's scale-up re-creates each node once it is gone. With budget 1 a pool rolls one node at a time: the next pass
+sees the replacement and the candidate both, which is more than replicas, until the candidate is gone (terminate-first:
+the candidate in flight spends the budget, then the refill holds the next one).
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ from itertools import groupby
 
 from api import events
 from api import labels as L
+from api.events import EventReason
 from planning.disruption.candidates import EVENTUAL, Candidate
-from planning.disruption.commands import STATIC_DRIFT, Command
+from planning.disruption.commands import STATIC_DRIFT, Command, TerminateFirst
 from planning.disruption.drift import drift_reason, drifted_since
 from planning.disruption.method import PassContext, make_command
-from planning.provisioning.static_capacity import PoolCounts, node_limit, template_replacement
+from planning.provisioning.static_capacity import PoolCounts, node_limit, template_replacement, terminate_first
 
 
 class StaticDrift:
@@ -67,12 +71,15 @@ class StaticDrift:
             return []
         wanted = min(budget, len(cands))
         limit = node_limit(pool)
-        room = None if limit is None else limit - counts.total - self.launches.get(pool.name, 0)
+        launches = self.launches.get(pool.name, 0)
+        first = terminate_first(pool, counts, launches)
+        room = None if limit is None or first is not None else limit - counts.total - launches
         allowed = wanted if room is None else max(min(wanted, room), 0)
         if allowed == 0:
             for c in cands[:wanted]:
                 self.ctx.block(c.node, events.STATIC_DRIFT_AT_LIMIT)
             return []
+        # terminate-first too: the scale-up must be able to re-create what it deletes
         blocker = self.ctx.scheduler.launch_blocker(pool)
         replacement = template_replacement(self.ctx.scheduler, pool) if blocker is None else None
         if replacement is None:
@@ -80,4 +87,16 @@ class StaticDrift:
                 self.ctx.block(c.node, blocker or f"no instance type of nodepool {pool.name} has an available offering")
             return []
         budgets[pool.name] = budget - allowed
-        return [make_command(self, [c], None, [replacement], c.price - replacement.price) for c in cands[:allowed]]
+        if first is None:
+            return [make_command(self, [c], None, [replacement], c.price - replacement.price) for c in cands[:allowed]]
+        return [self._delete_only(c, first, replacement.price) for c in cands[:allowed]]
+
+    def _delete_only(self, c: Candidate, first: TerminateFirst, refill_price: float) -> Command:
+        """A terminate-first command: no replacement (the workflow drains and deletes, as for Emptiness), its
+        reason on the command and as an Event on the NodePool and the node."""
+        why = events.terminate_first(node_limit(c.pool) or 0, c.pool.replicas or 0)
+        self.ctx.event("NodePool", c.pool.name, EventReason.DISRUPTION_TERMINATING, why)
+        self.ctx.node_event(c.node, EventReason.DISRUPTION_TERMINATING, why)
+        cmd = make_command(self, [c], None, [], c.price - refill_price)
+        cmd.terminate_first = first
+        return cmd

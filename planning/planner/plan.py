@@ -45,7 +45,7 @@ from planning.disruption.commands import (
     Replacement,
     StaticPool,
 )
-from planning.disruption.drift import Drift
+from planning.disruption.drift import Drift, in_flight_by_pool
 from planning.disruption.emptiness import Emptiness
 from planning.disruption.expiration import Expiration
 from planning.disruption.method import Limits, Method, PassContext
@@ -63,6 +63,7 @@ from planning.planner.accounting import (
     disrupted_by,
     label_commands,
 )
+from planning.policies.drift_backoff import drift_held
 from planning.policies.drift_waves import rollout_block
 from planning.policies.graceful_expiration import GracefulExpiration
 from planning.policies.launch_controls import LaunchControls, scheduler_for
@@ -93,6 +94,7 @@ class PassOutcome:
 # Methods whose should_disrupt means "would disrupt this node": a calendar hold lists their candidates as blocked.
 # Consolidation's filter only means "may be considered", so its candidates in a held pool are dropped quietly.
 DECIDING_METHODS = frozenset({"Emptiness", "StaticDrift", "Drift", "GracefulExpiration", "SpotReturn"})
+BACKOFF_METHODS = frozenset({"Drift", "StaticDrift"})  # a pool's drift back-off holds them (§4.4)
 ROLLOUT_METHOD = "Drift"  # the method whose commands a pool's DriftRolloutWorkflow carries out (activities/rollout.py)
 
 
@@ -219,8 +221,8 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
 
     eligible: dict[str, int] = {"Expiration": len(setup.expiring)}
     winner, computed, winner_name = _first_method_with_commands(
-        ctx, _methods(ctx, setup.counts, setup.static, optimize), setup.sets, setup.allowed, eligible, compute_all,
-        rollouts)
+        ctx, _methods(ctx, setup.counts, setup.static, optimize, setup.busy), setup.sets, setup.allowed, eligible,
+        compute_all, rollouts)
     _report_rejections(ctx, setup.sets[GRACEFUL], consolidation_only=True)
     commands = setup.expiration_commands + winner
     in_commands = {n for c in commands for n in c.nodes}
@@ -240,13 +242,14 @@ def _pass_facts(setup: PassSetup, winner: str | None, blocked: list[Blocked], op
     scratch = dataclasses.replace(ctx, events=[], _event_keys=set(), blocked={})
     held = {p.node_pool: p.held_until for p in ctx.policies.pools_public(list(ctx.cluster.pools)) if p.held}
     return PassFacts(cluster=ctx.cluster, at=ctx.at, sets=setup.sets, scratch=scratch,
-                     methods=_methods(scratch, setup.counts, setup.static, optimize), winner=winner,
+                     methods=_methods(scratch, setup.counts, setup.static, optimize, setup.busy), winner=winner,
                      blocked={b.node: b for b in blocked}, events=list(ctx.events), budgets=setup.rows,
                      exclude=frozenset(exclude), skipped=list(ctx.policies.skipped), held_until=held)
 
 
 def _report_pass_blockers(ctx: PassContext, repairs: RepairDecision, rows: list[dict[str, Any]]) -> None:
-    """The pass's Events that do not depend on a method: repairs, policies, zero budgets, launch blockers."""
+    """The pass's Events that do not depend on a method: repairs, policies, zero budgets, launch blockers, drift
+    back-offs."""
     _report_repairs(ctx, repairs)
     _report_policies(ctx)
     for row in rows:
@@ -255,6 +258,10 @@ def _report_pass_blockers(ctx: PassContext, repairs: RepairDecision, rows: list[
                       events.budget_blocks_reason(row["reason"]))
     _report_launch_blockers(ctx)
     _report_do_not_disrupt(ctx)
+    for pool in ctx.cluster.pools.values():  # drift back-off, whichever method wins the pass
+        held = drift_held(pool.annotations, ctx.at)
+        if held is not None:
+            ctx.event("NodePool", pool.name, EventReason.DISRUPTION_BLOCKED, held.message(pool.name))
 
 
 def _report_do_not_disrupt(ctx: PassContext) -> None:
@@ -274,11 +281,14 @@ def _report_do_not_disrupt(ctx: PassContext) -> None:
                 ctx.event("Pod", pod.name, reason, message, events.REASONS[reason].type, namespace=pod.namespace)
 
 
-def _methods(ctx: PassContext, counts: dict[str, PoolCounts], static: list[StaticPool], optimize: bool
-             ) -> list[Method]:
-    """The methods in Karpenter's order (docs/semantics.md §2), the optional optimizer before Multi-node."""
+def _methods(ctx: PassContext, counts: dict[str, PoolCounts], static: list[StaticPool], optimize: bool,
+             busy: set[str] | frozenset[str] = frozenset()) -> list[Method]:
+    """The methods in Karpenter's order (docs/semantics.md §2), the optional optimizer before Multi-node. `busy`:
+    the nodes in flight, whose pools have had their drift turn (planning/disruption/drift.py fair_order)."""
+    taken = in_flight_by_pool(ctx.cluster, busy)
     methods: list[Method] = [Emptiness(ctx), StaticDrift(ctx, counts, {p.node_pool: p.launch for p in static}),
-                             Drift(ctx), GracefulExpiration(ctx), SpotReturn(ctx), MultiNodeConsolidation(ctx),
+                             Drift(ctx, taken), GracefulExpiration(ctx, taken), SpotReturn(ctx),
+                             MultiNodeConsolidation(ctx),
                              SingleNodeConsolidation(ctx)]
     optimizing = optimizer_method(ctx, optimize)  # planning/disruption/optimizer.py: opt-in CP-SAT consolidation
     if optimizing is not None:
@@ -302,6 +312,8 @@ def _first_method_with_commands(ctx: PassContext, methods: list[Method], sets: d
                                              if method.should_disrupt(c)])
         if rollouts and method.name == ROLLOUT_METHOD:
             cands = _rollout_gate(ctx, cands)
+        if method.name in BACKOFF_METHODS:
+            cands = _backoff_gate(ctx, cands)
         eligible[method.name] = len(cands)
         if not cands:
             continue
@@ -349,6 +361,20 @@ def _rollout_gate(ctx: PassContext, cands: list[Any]) -> list[Any]:
             out.append(c)
         else:
             ctx.block(c.node, why)
+    return out
+
+
+def _backoff_gate(ctx: PassContext, cands: list[Any]) -> list[Any]:
+    """The drift candidates whose pool's drift is not backed off; the others are blocked with the pool and the
+    time it waits until, and the pool gets a DisruptionBlocked Event (planning/policies/drift_backoff.py)."""
+    out = []
+    for c in cands:
+        held = drift_held(c.pool.annotations, ctx.at)
+        if held is None:
+            out.append(c)
+            continue
+        ctx.block(c.node, held.message(c.pool.name))
+        ctx.event("NodePool", c.pool.name, EventReason.DISRUPTION_BLOCKED, held.message(c.pool.name))
     return out
 
 

@@ -23,7 +23,7 @@ from api import labels as L
 from api.events import EventReason
 from planning.cluster import Cluster, NodeInfo, PoolInfo
 from planning.disruption.candidates import disruption_cost, do_not_disrupt_active
-from planning.disruption.commands import Replacement, StaticPool, StaticRemoval
+from planning.disruption.commands import Replacement, StaticPool, StaticRemoval, TerminateFirst
 from planning.disruption.method import PassContext
 from planning.pricing.replacements import launch_replacement
 from planning.scheduling.sim_state import NewNode
@@ -69,6 +69,20 @@ def node_limit(pool: PoolInfo) -> int | None:
     """`limits.nodes` (the only limit a static pool may have); None when unset or not a count."""
     value = pool.limits.get("nodes")
     return int(value) if value is not None and value.isdigit() else None
+
+
+def terminate_first(pool: PoolInfo, counts: PoolCounts, launches: int = 0) -> TerminateFirst | None:
+    """Whether the pool's drift must delete before it replaces (v1.15, kubernetes-sigs/karpenter#3312; aws#8873):
+    `limits.nodes` leaves no room for a replacement beside its NodeClaims and this pass's `launches`, and the pool
+    is at its capacity (`min(replicas, limits.nodes)`, none deleting, launching or about to launch). A pool still
+    refilling is None: its drift waits rather than take a second node away."""
+    limit = node_limit(pool)
+    if limit is None or limit - counts.total - launches > 0:
+        return None
+    at_capacity = counts.running + counts.pending_disruption >= min(pool.replicas or 0, limit)
+    if launches or counts.launching or counts.deleting or not at_capacity:
+        return None
+    return TerminateFirst.AT_REPLICAS if limit >= (pool.replicas or 0) else TerminateFirst.AT_NODE_LIMIT
 
 
 def launch_count(replicas: int, counts: PoolCounts, limit: int | None) -> tuple[int, str | None]:

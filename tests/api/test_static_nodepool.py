@@ -92,7 +92,7 @@ def test_warnings_explain_ignored_consolidation_and_tight_limits() -> None:
     assert nodepool_warnings(static(limits={"nodes": 2})) == [
         "spec.limits.nodes (2) is below spec.replicas (3): the pool is held at 2 node(s)"]
     equal = nodepool_warnings(static(limits={"nodes": "3"}))
-    assert len(equal) == 1 and "drift is blocked" in equal[0]
+    assert len(equal) == 1 and "drift is terminate-first" in equal[0]
     assert nodepool_warnings(STATIC) == []
     assert nodepool_warnings(static(replicas=..., disruption={"consolidationPolicy": "WhenEmpty"})) == []
 

@@ -10,7 +10,7 @@ from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
 from api.events import STATIC_DRIFT_AT_LIMIT
-from planning.disruption.commands import StaticPool
+from planning.disruption.commands import StaticPool, TerminateFirst
 from planning.planner.plan import plan
 from planning.provisioning.provisioner import decide
 
@@ -179,11 +179,60 @@ def test_static_drift_takes_min_of_budget_and_candidates_within_the_node_limit()
     assert [c.nodes for c in result.commands] == [["d-0"]]  # room for one replacement beside the three
 
 
-def test_static_drift_at_the_node_limit_cannot_stage_a_replacement() -> None:
+def test_v115_static_drift_at_replicas_equal_to_the_node_limit_is_terminate_first() -> None:
+    """v1.15 (kubernetes-sigs/karpenter#3312, aws#8873): limits.nodes == replicas leaves no room for a replacement,
+    so drift deletes first, one node under budget 1, and says why on the command, the plan and an Event."""
     pool = static_pool(2, budgets=[{"nodes": "1"}], limits={"nodes": "2"})
     result = plan(snapshot(pool, drifted(pool, "d-0", "d-1")), AT)
-    assert result.commands == []
-    assert [b.reason for b in result.blocked] == [STATIC_DRIFT_AT_LIMIT]
+    (cmd,) = result.commands
+    assert (cmd.method, cmd.nodes, cmd.replacements, cmd.decision) == ("StaticDrift", ["d-0"], [], "delete")
+    assert cmd.terminate_first is TerminateFirst.AT_REPLICAS
+    later = plan(snapshot(pool, drifted(pool, "d-0", "d-1")), AT, exclude_nodes=frozenset({"d-0"}))
+    assert later.commands == []  # d-0 in flight spends the budget of 1: one node at a time
+    (entry,) = result.static_public()
+    assert entry["drift"] == [{"node": "d-0", "instanceTypes": [], "capacityType": None,
+                               "terminateFirst": "terminate-first: pool at its replicas (limits.nodes 2)"}]
+    assert ("NodePool", "static", "DisruptionTerminating", "terminate-first: pool at its replicas (limits.nodes 2)") \
+        in [(e.kind, e.name, e.reason, e.message) for e in result.events]
+
+
+def test_v115_terminate_first_takes_the_whole_drifted_budget() -> None:
+    pool = static_pool(3, budgets=[{"nodes": "2"}], limits={"nodes": "3"})
+    result = plan(snapshot(pool, drifted(pool, "d-0", "d-1", "d-2")), AT)
+    assert [(c.nodes, c.replacements) for c in result.commands] == [(["d-0"], []), (["d-1"], [])]
+
+
+def test_v115_a_static_pool_with_headroom_still_replaces_first() -> None:
+    pool = static_pool(2, budgets=[{"nodes": "1"}], limits={"nodes": "3"})
+    (cmd,) = plan(snapshot(pool, drifted(pool, "d-0", "d-1")), AT).commands
+    assert cmd.replacements and cmd.terminate_first is None and cmd.decision == "replace"
+
+
+def test_v115_terminate_first_waits_while_the_pool_refills() -> None:
+    """A terminate-first node being deleted, or its re-creation launching, holds the next drift: the pool is below
+    its replicas, and deleting a second node would take it further down."""
+    pool = static_pool(2, budgets=[{"nodes": "2"}], limits={"nodes": "2"})
+    result = plan(snapshot(pool, drifted(pool, "d-0"), launching_claim("refill")), AT)
+    assert result.commands == [] and [b.reason for b in result.blocked] == [STATIC_DRIFT_AT_LIMIT]
+
+
+def test_v115_a_pool_held_below_replicas_by_its_limit_is_terminate_first_too() -> None:
+    pool = static_pool(3, budgets=[{"nodes": "1"}], limits={"nodes": "2"})
+    (cmd,) = plan(snapshot(pool, drifted(pool, "d-0", "d-1")), AT).commands
+    assert cmd.replacements == [] and cmd.terminate_first is TerminateFirst.AT_NODE_LIMIT
+
+
+def test_v115_repair_of_a_static_pool_at_its_limit_is_delete_only() -> None:
+    """Node repair (kubernetes-sigs/karpenter#3342) is terminate-first by construction: forceful, no replacement
+    first (docs/semantics.md §13); the pool at its limit launches nothing until the node is gone."""
+    pool = static_pool(2, limits={"nodes": "2"})
+    sick = node_and_claim("sick", pool="static", pool_obj=pool)
+    sick[0]["status"]["conditions"] = [{"type": "Ready", "status": "False",
+                                        "lastTransitionTime": "2020-01-01T00:00:00Z"}]
+    result = plan(snapshot(pool, sick, nodes(pool, "ok")), AT)
+    assert [r.node for r in result.repairs] == ["sick"] and result.commands == []
+    (d,) = result.static_node_pools
+    assert (d.pending_disruption, d.launch) == (1, 0)
 
 
 def test_static_drift_runs_before_drift_and_wins_the_pass() -> None:

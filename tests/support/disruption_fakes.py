@@ -12,6 +12,7 @@ from temporalio.exceptions import ApplicationError
 from contracts.disruption import (
     AwaitTerminationsInput,
     DisruptionCommand,
+    DriftOutcomeInput,
     EventsInput,
     LaunchedReplacement,
     LaunchInput,
@@ -56,6 +57,7 @@ class Fakes:
     termination_reasons: list[str] = field(default_factory=list)
     termination_deadlines: list[datetime | None] = field(default_factory=list)
     outcomes: list[str] = field(default_factory=list)
+    drift_outcomes: list[DriftOutcomeInput] = field(default_factory=list)  # kept apart from `calls`
     plan: PlanPassResult = field(default_factory=PlanPassResult)
 
     def activities(self) -> list:
@@ -137,4 +139,9 @@ class Fakes:
                 f.outcomes.append(inp.outcome)
             return len(inp.events)
 
-        return [launch, status, delete, start_terms, await_terms, events]
+        @activity.defn(name="disruption_drift_outcome")
+        async def drift_outcome(inp: DriftOutcomeInput) -> str:
+            f.drift_outcomes.append(inp)
+            return ""
+
+        return [launch, status, delete, start_terms, await_terms, events, drift_outcome]
