@@ -21,7 +21,7 @@ from api.duration import DurationError, parse_nillable_duration
 from api.instance_types.labels import WELL_KNOWN_TYPE_KEYS
 from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
-from planning.pod_requests import pod_requests
+from planning.pod_requests import pod_requests, resize_infeasible
 from planning.pricing.overlays import overlay_pool_labels, priced_by_overlays
 from planning.scheduling.pod_constraints import MoreConstraints, parse_constraints
 from planning.scheduling.volume_topology import VOLUME_KINDS, Volumes, claim_names, node_terms, volume_needs
@@ -220,7 +220,11 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
     name = meta.get("name", "")
     owners = meta.get("ownerReferences") or ()
     owner = next((o for o in owners if o.get("controller")), owners[0] if owners else {})
-    req = pod_requests(spec)  # init containers, sidecars and overhead as kube counts them (pod_requests.py)
+    # init containers, sidecars, overhead and an in-place resize as kube-scheduler counts them (pod_requests.py);
+    # an Infeasible resize keeps its spec too: a pod the simulation moves is recreated at its spec (semantics §3.5)
+    req = pod_requests(spec, status)
+    if status.get("containerStatuses") and resize_infeasible(status):
+        req = req.max(pod_requests(spec))
     affinity = spec.get("affinity") or {}
     node_aff = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = list(node_aff.get("nodeSelectorTerms") or ())
