@@ -87,6 +87,7 @@ def _containers_sum(containers: Any) -> Requests:
 
 
 RESIZE_PENDING = "PodResizePending"
+_NOTHING_HELD: dict[str, Requests] = {}
 INFEASIBLE = "Infeasible"
 
 
@@ -133,7 +134,8 @@ def _effective(c: Mapping[str, Any], held: Mapping[str, Requests], infeasible: b
 def pod_requests(spec: Mapping[str, Any], status: Mapping[str, Any] | None = None) -> Requests:
     """max(containers + all sidecars, each init container + the sidecars before it) + overhead; containers and
     sidecars at their resize-aware requests when `status` reports resources."""
-    held = status_requests(status)
+    held = status_requests(status) if status and ("containerStatuses" in status or
+                                                  "initContainerStatuses" in status) else _NOTHING_HELD
     infeasible = bool(held) and resize_infeasible(status or {})
     total = _resized(spec.get("containers"), held, infeasible) if held else _containers_sum(spec.get("containers"))
     inits, overhead = spec.get("initContainers"), spec.get("overhead")
