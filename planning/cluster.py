@@ -195,7 +195,13 @@ def with_default_spread(pod: PodInfo, spread: DefaultSpread, workloads: Workload
     spec = defaulted_spec(raw.get("spec") or {}, raw.get("metadata") or {}, pod.labels, spread, workloads)
     if spec is None:
         return pod
-    anti, fast, more = parse_constraints(spec, pod.namespace, pod.labels)
+    key = repr((pod.namespace, spec["topologySpreadConstraints"][0].get("labelSelector"), spec.get("affinity"),
+                spec.get("nodeSelector"), [(c.get("ports"), c.get("restartPolicy")) for k in (
+                    "containers", "initContainers") for c in spec.get(k) or ()]))
+    parsed = workloads.parsed.get(key)  # what parse_constraints reads: a workload's replicas share it
+    if parsed is None:
+        parsed = workloads.parsed[key] = parse_constraints(spec, pod.namespace, pod.labels)
+    anti, fast, more = parsed
     return dataclasses.replace(pod, raw={**raw, "spec": spec}, anti_affinity=anti, spread=fast, more=more)
 
 

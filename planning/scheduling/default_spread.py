@@ -175,6 +175,7 @@ class Workloads:
                 key = (ns, _group(o.get("apiVersion", "")), kind, meta.get("name", ""))
                 self.owners[key] = spec.get("selector") or {}
         self._cache: dict[tuple[str, str, frozenset[tuple[str, str]]], Selector | None] = {}
+        self.parsed: dict[str, Any] = {}  # planning/cluster.py with_default_spread: constraints parsed per workload
 
     def selector(self, meta: Mapping[str, Any], labels: Mapping[str, str]) -> Selector | None:
         """The pod's deduced selector, or None when nothing selects it (kube then gives it no default)."""
