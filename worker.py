@@ -29,7 +29,7 @@ from runtime.fleet_worker import run_fleet_worker
 from runtime.health import ReadinessCheck, metrics_bind, parse_metrics_address, start_health_server
 from runtime.kube_version import kubeconfig_version_problem
 from runtime.leader import DEFAULT_LEASE_NAME, ElectionSettings
-from runtime.settings import Deps, Settings
+from runtime.settings import Deps, Settings, configure_scheduling
 from runtime.temporal_metrics import new_buffer, pump, track_planner_pause
 from runtime.worker_loop import run_worker
 from telemetry.logs import JsonFormatter
@@ -111,6 +111,10 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-node-repair", action="store_true",
                    default=_env_flag("NODEFLOW_NO_NODE_REPAIR"),
                    help="never replace unhealthy nodes")
+    p.add_argument("--default-topology-spread", metavar="none|system|FILE",
+                   default=env("NODEFLOW_DEFAULT_TOPOLOGY_SPREAD", "none"),
+                   help="cluster-default topology spread the simulation gives pods without their own: none, system "
+                        "(kube-scheduler's built-in defaults) or a YAML/JSON file of defaultConstraints")
     p.add_argument("--cancel-hold", type=_seconds, default=env("NODEFLOW_CANCEL_HOLD", "30m"),
                    help="how long a cancelled disruption's nodes are not planned again (Go duration; 0s: off)")
     p.add_argument("--min-drain-time", type=_seconds, default=env("NODEFLOW_MIN_DRAIN_TIME"),
@@ -252,7 +256,13 @@ async def amain(args: argparse.Namespace) -> int:
                         discover_instance_types=not (args.catalog or args.no_instance_type_discovery),
                         instance_type_refresh_seconds=args.instance_type_refresh,
                         vm_memory_overhead_percent=args.vm_memory_overhead_percent,
-                        leader_election=election_settings(args))
+                        leader_election=election_settings(args),
+                        default_topology_spread=args.default_topology_spread)
+    try:
+        configure_scheduling(settings)
+    except ValueError as exc:
+        log.error("refusing to start: --default-topology-spread %s", exc)
+        return 2
     try:
         aws = aws_clients(resolve_region(args.region), ec2_endpoint=args.ec2_endpoint,
                           sqs_endpoint=args.sqs_endpoint, iam_endpoint=args.iam_endpoint)

@@ -21,8 +21,9 @@ from api.duration import DurationError, parse_nillable_duration
 from api.instance_types.labels import WELL_KNOWN_TYPE_KEYS
 from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
-from planning.pod_requests import pod_requests
+from planning.pod_requests import pod_requests, resize_infeasible
 from planning.pricing.overlays import overlay_pool_labels, priced_by_overlays
+from planning.scheduling.default_spread import DefaultSpread, Workloads, configured, defaulted_spec
 from planning.scheduling.pod_constraints import MoreConstraints, parse_constraints
 from planning.scheduling.volume_topology import VOLUME_KINDS, Volumes, claim_names, node_terms, volume_needs
 from planning.selectors import match_label_selector, match_requirement, selector_key, tolerates_all
@@ -184,6 +185,26 @@ def with_volume_needs(pod: PodInfo, volumes: Volumes) -> PodInfo:
     return out
 
 
+def with_default_spread(pod: PodInfo, spread: DefaultSpread, workloads: Workloads) -> PodInfo:
+    """A copy of `pod` carrying the cluster-default topology spread constraints in its spec, as kube-scheduler
+    applies them to a pod with none of its own (planning/scheduling/default_spread.py); `pod` itself when it keeps
+    its spec. DaemonSet, mirror and finished pods are left alone: the simulation never places them."""
+    if pod.is_daemonset or pod.is_mirror or pod.terminal:
+        return pod
+    raw = pod.raw
+    spec = defaulted_spec(raw.get("spec") or {}, raw.get("metadata") or {}, pod.labels, spread, workloads)
+    if spec is None:
+        return pod
+    key = repr((pod.namespace, spec["topologySpreadConstraints"][0].get("labelSelector"), spec.get("affinity"),
+                spec.get("nodeSelector"), [(c.get("ports"), c.get("restartPolicy")) for k in (
+                    "containers", "initContainers") for c in spec.get(k) or ()]))
+    parsed = workloads.parsed.get(key)  # what parse_constraints reads: a workload's replicas share it
+    if parsed is None:
+        parsed = workloads.parsed[key] = parse_constraints(spec, pod.namespace, pod.labels)
+    anti, fast, more = parsed
+    return dataclasses.replace(pod, raw={**raw, "spec": spec}, anti_affinity=anti, spread=fast, more=more)
+
+
 # Labels an instance type or offering decides, so a pool that does not pin them may still meet a selector on them
 TYPE_DECIDED = frozenset({*WELL_KNOWN_TYPE_KEYS, L.ZONE_LABEL, L.CAPACITY_TYPE_LABEL, L.HOSTNAME_LABEL})
 
@@ -220,7 +241,11 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
     name = meta.get("name", "")
     owners = meta.get("ownerReferences") or ()
     owner = next((o for o in owners if o.get("controller")), owners[0] if owners else {})
-    req = pod_requests(spec)  # init containers, sidecars and overhead as kube counts them (pod_requests.py)
+    # init containers, sidecars, overhead and an in-place resize as kube-scheduler counts them (pod_requests.py);
+    # an Infeasible resize keeps its spec too: a pod the simulation moves is recreated at its spec (semantics §3.5)
+    req = pod_requests(spec, status)
+    if status.get("containerStatuses") and resize_infeasible(status):
+        req = req.max(pod_requests(spec))
     affinity = spec.get("affinity") or {}
     node_aff = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = list(node_aff.get("nodeSelectorTerms") or ())
@@ -630,15 +655,18 @@ class Cluster:
         return with_volume_needs(pod, self.volumes)
 
     @classmethod
-    def from_snapshot(cls, snapshot: Any, catalog: InstanceTypeCatalog | None = None) -> Cluster:
-        return cls.from_parts(snapshot, (parse_pod(raw) for raw in snapshot.pods), catalog)
+    def from_snapshot(cls, snapshot: Any, catalog: InstanceTypeCatalog | None = None,
+                      default_spread: DefaultSpread | None = None) -> Cluster:
+        return cls.from_parts(snapshot, (parse_pod(raw) for raw in snapshot.pods), catalog,
+                              default_spread=default_spread)
 
     @classmethod
     def from_parts(cls, snapshot: Any, pods: Iterable[PodInfo], catalog: InstanceTypeCatalog | None = None,
-                   claims: Iterable[ClaimInfo] | None = None) -> Cluster:
+                   claims: Iterable[ClaimInfo] | None = None, default_spread: DefaultSpread | None = None) -> Cluster:
         """`from_snapshot` with the snapshot's pods (and optionally NodeClaims) already parsed, in its order: the
         worker's watch cache keeps them between passes (runtime/cluster_view.py). Decisions only read PodInfo
-        and ClaimInfo; the NodeInfo they change is built here every time."""
+        and ClaimInfo; the NodeInfo they change is built here every time. `default_spread`: the cluster-default
+        topology spread (None: the process's setting, planning/scheduling/default_spread.py)."""
         catalog = catalog or getattr(snapshot, "catalog", None) or load_default_catalog()
         pools = {p.name: p for p in (parse_pool(np) for np in snapshot.node_pools)}
         priced = priced_by_overlays(catalog, getattr(snapshot, "node_overlays", None) or (),  # semantics §16.2
@@ -656,7 +684,11 @@ class Cluster:
                 node.claim = c
         pending: list[PodInfo] = []
         volumes = Volumes.from_objects(o for o in getattr(snapshot, "others", ()) if o.get("kind") in VOLUME_KINDS)
+        spread = configured() if default_spread is None else default_spread
+        workloads = Workloads(getattr(snapshot, "others", ())) if spread else None
         for pod in pods:
+            if workloads is not None:
+                pod = with_default_spread(pod, spread, workloads)
             if volumes and claim_names(pod.raw.get("spec") or {}):
                 pod = with_volume_needs(pod, volumes)
             node = by_name.get(pod.node_name) if pod.node_name else None

@@ -5,6 +5,13 @@ kube's resource helpers (k8s.io/component-helpers/resource PodRequests), which K
 with `restartPolicy: Always`, which keeps running beside the containers); a plain init container runs alone,
 after the sidecars started before it, so it needs its own request plus theirs; the pod needs the larger of the
 two, plus `spec.overhead` (RuntimeClass). docs/semantics.md §3.5.
+
+In-place resize (kube-scheduler since 1.33, `PodResourcesOptions.UseStatusResources`, which Karpenter's
+`resources.Ceiling` sets, kubernetes-sigs/karpenter#3065): a container or sidecar whose status reports
+`resources` counts the larger of its spec requests, `status.containerStatuses[].resources.requests` and
+`allocatedResources`, as the kubelet may hold either while a resize is under way; when the resize is
+Infeasible (condition `PodResizePending`, reason `Infeasible`) the spec is never applied, so only the status
+counts. Plain init containers count their spec.
 """
 
 from __future__ import annotations
@@ -79,19 +86,68 @@ def _containers_sum(containers: Any) -> Requests:
     return Requests(cpu, int(mem), int(eph))
 
 
-def pod_requests(spec: Mapping[str, Any]) -> Requests:
-    """max(containers + all sidecars, each init container + the sidecars before it) + overhead."""
-    total = _containers_sum(spec.get("containers"))
+RESIZE_PENDING = "PodResizePending"
+_NOTHING_HELD: dict[str, Requests] = {}
+INFEASIBLE = "Infeasible"
+
+
+def resize_infeasible(status: Mapping[str, Any]) -> bool:
+    """kube IsPodResizeInfeasible: the first PodResizePending condition has reason Infeasible (clusters before
+    1.33 said so in `status.resize`)."""
+    for c in status.get("conditions") or ():
+        if c.get("type") == RESIZE_PENDING:
+            return c.get("reason") == INFEASIBLE
+    return status.get("resize") == INFEASIBLE
+
+
+def status_requests(status: Mapping[str, Any] | None) -> dict[str, Requests]:
+    """Per container name, what its status says it holds: max(resources.requests, allocatedResources), for the
+    statuses that report `resources` (kube counts no others). Empty for the many pods without them."""
+    out: dict[str, Requests] = {}
+    if not status:
+        return out
+    for key in ("containerStatuses", "initContainerStatuses"):
+        for cs in status.get(key) or ():
+            res = cs.get("resources")
+            if res is not None:
+                out[cs.get("name", "")] = resource_list(res.get("requests")).max(
+                    resource_list(cs.get("allocatedResources")))
+    return out
+
+
+def _resized(containers: Any, held: Mapping[str, Requests], infeasible: bool) -> Requests:
+    """The containers summed, each at what kube-scheduler counts while a resize may be under way."""
+    total = ZERO
+    for c in containers or ():
+        total = total + _effective(c, held, infeasible)
+    return total
+
+
+def _effective(c: Mapping[str, Any], held: Mapping[str, Requests], infeasible: bool) -> Requests:
+    """kube determineContainerReqs: max(spec, status) with a status; the status alone when Infeasible."""
+    got = held.get(c.get("name", ""))
+    if got is None:
+        return container_requests(c)
+    return got if infeasible else got.max(container_requests(c))
+
+
+def pod_requests(spec: Mapping[str, Any], status: Mapping[str, Any] | None = None) -> Requests:
+    """max(containers + all sidecars, each init container + the sidecars before it) + overhead; containers and
+    sidecars at their resize-aware requests when `status` reports resources."""
+    held = status_requests(status) if status and ("containerStatuses" in status or
+                                                  "initContainerStatuses" in status) else _NOTHING_HELD
+    infeasible = bool(held) and resize_infeasible(status or {})
+    total = _resized(spec.get("containers"), held, infeasible) if held else _containers_sum(spec.get("containers"))
     inits, overhead = spec.get("initContainers"), spec.get("overhead")
     if not inits and not overhead:
         return total
     sidecars = ZERO
     init_peak = ZERO
     for c in inits or ():
-        req = container_requests(c)
         if is_sidecar(c):
+            req = _effective(c, held, infeasible)
             sidecars = sidecars + req
             init_peak = init_peak.max(sidecars)
         else:
-            init_peak = init_peak.max(req + sidecars)
+            init_peak = init_peak.max(container_requests(c) + sidecars)
     return (total + sidecars).max(init_peak) + resource_list(overhead)

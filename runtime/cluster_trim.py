@@ -4,6 +4,7 @@ A live Pod carries managedFields, container images, env, probes, mounts and cont
 kilobytes that `planning/` (cluster.py `parse_pod`, lifecycle/drain.py) never reads. Pods keep exactly what the
 scheduling simulation and the drain read; every kind loses managedFields and the kubectl last-applied
 copy; Nodes also lose `status.images` (dozens of image names per node). Input objects are never modified.
+A container status stays only where an in-place resize makes it count (its resources differ from the spec's).
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ CONTAINER_FIELDS = ("name", "resources", "restartPolicy")  # restartPolicy: an i
 CONDITION_FIELDS = ("type", "status", "reason")  # Ready decides readiness
 # ... and when Ready and PodScheduled turned: Karpenter's pod startup and bound durations (runtime/karpenter_state.py)
 TIMED_CONDITIONS = frozenset({"Ready", "PodScheduled"})
-POD_STATUS = ("phase", "startTime")
+POD_STATUS = ("phase", "startTime", "resize")  # resize: Infeasible on clusters before 1.33 (pod_requests.py)
+RESIZE_CONDITIONS = frozenset({"PodResizePending", "PodResizeInProgress"})
 
 
 def _metadata(meta: Obj, keep: tuple[str, ...] | None = None) -> Obj:
@@ -54,6 +56,28 @@ def _condition(c: Obj) -> Obj:
     return out
 
 
+def _container_statuses(spec: Obj, status: Obj, key: str) -> list[Obj]:
+    """The statuses an in-place resize makes count (planning/pod_requests.py): their resources and allocation, kept
+    only when they differ from the spec's requests or a resize is pending, since a status that repeats the spec
+    changes nothing and every running container of a 1.33+ cluster reports one."""
+    resizing = any(c.get("type") in RESIZE_CONDITIONS for c in status.get("conditions") or ()) or "resize" in status
+    wanted = {c.get("name"): (c.get("resources") or {}).get("requests")
+              for k in ("containers", "initContainers") for c in spec.get(k) or ()}
+    out = []
+    for cs in status.get(key) or ():
+        res = cs.get("resources")
+        if res is None:
+            continue
+        requests, allocated = res.get("requests"), cs.get("allocatedResources")
+        spec_requests = wanted.get(cs.get("name"))
+        if resizing or requests != spec_requests or (allocated is not None and allocated != spec_requests):
+            kept: Obj = {"name": cs.get("name"), "resources": {"requests": requests} if requests else {}}
+            if allocated is not None:
+                kept["allocatedResources"] = allocated
+            out.append(kept)
+    return out
+
+
 def trim_pod(pod: Obj) -> Obj:
     spec = pod.get("spec") or {}
     status = pod.get("status") or {}
@@ -70,6 +94,10 @@ def trim_pod(pod: Obj) -> Obj:
         new_status: Obj = {k: status[k] for k in POD_STATUS if k in status}
         if status.get("conditions"):
             new_status["conditions"] = [_condition(c) for c in status["conditions"]]
+        for key in ("containerStatuses", "initContainerStatuses"):
+            kept = _container_statuses(spec, status, key)
+            if kept:
+                new_status[key] = kept
         out["status"] = new_status
     return out
 

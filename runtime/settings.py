@@ -12,6 +12,7 @@ from contracts.search_attributes import TASK_QUEUE
 from gateways.instance_types import InstanceTypeProvider, LiveCatalog
 from gateways.kube import KubeClient
 from planning.pricing.unavailable_offerings import UnavailableOfferings
+from planning.scheduling.default_spread import configure, load_default_spread
 from runtime.cloud_clients import resolve_region, ssm_client
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
@@ -55,6 +56,14 @@ class Settings:
     # runtime.leader.ElectionSettings: only the Lease's holder runs the in-worker controllers; None: every replica
     # runs them (embedded stacks, tests; worker.py turns election on unless --disable-leader-election)
     leader_election: Any = None
+    # cluster-default topology spread in the simulation: none, system or a file (planning/scheduling/default_spread.py)
+    default_topology_spread: str = "none"
+
+
+def configure_scheduling(settings: Settings) -> None:
+    """The process's scheduling settings for every simulation its activities run (raises ValueError on a bad
+    --default-topology-spread, which stops the worker at start)."""
+    configure(load_default_spread(settings.default_topology_spread))
 
 
 @dataclass

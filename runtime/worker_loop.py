@@ -32,7 +32,7 @@ from runtime.pending_pods import (
     listed_deleting,
     listed_pods,
 )
-from runtime.settings import Deps
+from runtime.settings import Deps, configure_scheduling
 from runtime.wiring import activities, workflows
 
 log = logging.getLogger(__name__)
@@ -190,6 +190,7 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
     """Run the worker (and the watcher) until `stop` is set; then shut both down gracefully. The cluster cache
     starts first, so its LISTs run while the worker connects; passes wait for it (activities/planning_runner.py)."""
     deps.temporal = deps.temporal or client
+    configure_scheduling(deps.settings)  # the default topology spread every simulation applies
     use_io_threads(deps.settings.io_threads)
     queue = task_queue or deps.settings.task_queue
     cluster = deps.cluster

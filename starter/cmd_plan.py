@@ -39,6 +39,9 @@ def register(subparsers: Any) -> None:
                         "nodeflow.dev/consolidation-mode: optimize does for one (needs the solver extra)")
     p.add_argument("--node-repair-toleration", metavar="DURATION", default="30m",
                    help="node repair: how long Ready False/Unknown is tolerated, as the worker's flag (default 30m)")
+    p.add_argument("--default-topology-spread", metavar="none|system|FILE", default="none",
+                   help="cluster-default topology spread for pods without their own, as the worker's flag: none "
+                        "(default), system (kube-scheduler's built-in defaults) or a YAML/JSON file")
     p.add_argument("--address", default=None,
                    help="Temporal host:port whose planner schedule says whether `nodeflow pause` holds every command "
                         "(env NODEFLOW_TEMPORAL_ADDRESS; read by default with --kubeconfig)")
@@ -81,10 +84,20 @@ def _pool_annotations(snapshot: Any) -> list[tuple[str, dict[str, str]]]:
 
 
 def handle(args: argparse.Namespace) -> int:
+    """The plan with the simulation's default topology spread (--default-topology-spread) in force."""
+    from planning.scheduling.default_spread import default_spread
+
+    spread = _default_spread(getattr(args, "default_topology_spread", "none"))
+    with default_spread(spread):
+        return _handle(args, spread)
+
+
+def _handle(args: argparse.Namespace, spread: Any) -> int:
     from planning.disruption.optimizer import SolverMissingError
     from planning.planner.accounting import hold_for_pause
     from planning.planner.expiry_report import expiry_rows
     from planning.planner.plan import explain_plan
+    from planning.planner.scheduling_report import scheduling_report
     from planning.planner.spot_fallback_report import spot_fallback_rows
     from planning.policies.drift_backoff import backoff_rows
     from planning.policies.zone_balance import zone_balance_rows
@@ -127,6 +140,7 @@ def handle(args: argparse.Namespace) -> int:
     data["nodes"] = [r.to_public() for r in rows]
     data["budgetUse"] = explained.budget_use
     data["plannerPause"] = pause
+    data["scheduling"] = scheduling_report(snapshot, spread)  # default topology spread, resizing pods (§3.5)
     print_output(data, args.output, table=lambda d: render_plan(d, unservable))
     return 0
 
@@ -199,6 +213,15 @@ def read_planner_schedule(args: argparse.Namespace, schedule_id: str) -> tuple[b
         return pool.submit(asyncio.run, bounded()).result()
 
 
+def _default_spread(value: str) -> Any:
+    from planning.scheduling.default_spread import load_default_spread
+
+    try:
+        return load_default_spread(value)
+    except ValueError as exc:
+        raise CliError(f"--default-topology-spread: {exc}") from exc
+
+
 def _repair_policies(toleration: str) -> Any:
     from planning.disruption.repair import default_policies
 
@@ -247,6 +270,19 @@ def _provisioning(snapshot: Any, catalog: Any, at: datetime
     return [launch.to_public() for launch in decision.launches], decision.unservable, decision.cost_limits
 
 
+def _render_scheduling(sched: dict[str, Any]) -> list[str]:
+    """One line when the simulation ran with default spread constraints or pods are being resized, else none."""
+    spread = sched.get("defaultTopologySpread") or {}
+    parts = []
+    if spread.get("constraints"):
+        keys = ", ".join(f"{c['topologyKey']} maxSkew {c['maxSkew']} {c['whenUnsatisfiable']}"
+                         for c in spread["constraints"])
+        parts.append(f"default topology spread {spread['mode']} ({keys}) on {spread.get('podsDefaulted', 0)} pods")
+    if sched.get("podsResizing"):
+        parts.append(f"{sched['podsResizing']} pods counted at their in-place resize")
+    return [f"SCHEDULING: {'; '.join(parts)}", ""] if parts else []
+
+
 def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
     """People's view: budgets, each command with its pod moves and savings, each blocked node and why, the
     NodeClaims provisioning would launch and the pending pods no NodePool serves."""
@@ -254,6 +290,7 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
     pause = data.get("plannerPause") or {}
     held = bool(pause.get("paused"))
     out += _render_pause(pause)
+    out += _render_scheduling(data.get("scheduling") or {})
     out.append("BUDGETS")
     use = data.get("budgetUse") or [{} for _ in data["budgets"]]
     out.append(render_table(

@@ -86,7 +86,7 @@ def _selects(spec: Mapping[str, Any], labels: Mapping[str, str], name: str) -> b
 def _fits(req: Requests, node: _Node) -> bool:
     used = Requests()
     for p in node.pods:
-        used = used + pod_requests(_spec(p))
+        used = used + pod_requests(_spec(p), p.get("status"))  # a bound pod's resize counts
     if len(node.pods) + 1 > node.max_pods:
         return False
     if req.cpu and req.cpu > node.alloc.cpu - used.cpu + 1e-9:
@@ -134,7 +134,7 @@ def feasible_nodes(pod: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]], p
             by_node.setdefault(_spec(p)["nodeName"], []).append(dict(p))
     infos = [_node(n, by_node.get(_meta(n).get("name", ""), [])) for n in nodes]
     spec, ns, labels = _spec(pod), _ns(pod), _labels(pod)
-    req, ports = pod_requests(spec), host_ports(spec)
+    req, ports = pod_requests(spec, pod.get("status")), host_ports(spec)
     affinity = spec.get("affinity") or {}
     aff, anti = required_terms(affinity, "podAffinity", ns), required_terms(affinity, "podAntiAffinity", ns)
     rules = [r for r in parse_spread(spec.get("topologySpreadConstraints") or (), labels) if r.hard]

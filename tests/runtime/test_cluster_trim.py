@@ -53,9 +53,16 @@ def _fatten_pod(p: dict[str, Any], rng: random.Random, i: int) -> None:
                         "lastProbeTime": None} for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
         "containerStatuses": [{"name": c["name"], "ready": True, "restartCount": rng.randrange(3),
                                "image": c.get("image", ""), "imageID": "sha256:" + "f" * 64,
-                               "state": {"running": {"startedAt": "2026-03-01T09:00:02Z"}}}
+                               "state": {"running": {"startedAt": "2026-03-01T09:00:02Z"}},
+                               # as a 1.33+ kubelet reports every running container (an in-place resize's inputs)
+                               "resources": copy.deepcopy(c.get("resources") or {}),
+                               "allocatedResources": dict((c.get("resources") or {}).get("requests") or {})}
                               for c in spec["containers"]],
     }
+    if i % 17 == 0:  # a resize down in progress: the kubelet still holds twice the cpu (planning/pod_requests.py)
+        held = p["status"]["containerStatuses"][0]
+        held["allocatedResources"]["cpu"] = "2"
+        p["status"]["conditions"].append({"type": "PodResizeInProgress", "status": "True"})
     if i % 13 == 0:
         p["status"]["conditions"][1]["status"] = "False"  # not ready: counts against PDBs
 
@@ -131,3 +138,13 @@ def test_trimming_drops_most_of_a_live_pod_and_never_changes_its_input(cluster: 
     assert full == again  # trim() built new dicts; the full objects are as the API returned them
     assert not any("managedFields" in o["metadata"] for o in trimmed)
     assert not any("images" in (o.get("status") or {}) for o in trimmed if o["kind"] == "Node")
+
+
+def test_only_the_container_statuses_of_a_resize_are_kept(cluster: Any) -> None:
+    """Statuses that repeat the spec change no count and are dropped; a resizing pod's are kept, and count."""
+    full, trimmed = cluster
+    kept = [t for t in trimmed if t["kind"] == "Pod" and "containerStatuses" in t.get("status", {})]
+    resizing = [f for f in full if f["kind"] == "Pod" and any(
+        c["type"] == "PodResizeInProgress" for c in f["status"]["conditions"])]
+    assert resizing and {p["metadata"]["name"] for p in kept} == {p["metadata"]["name"] for p in resizing}
+    assert all(parse_pod(t).cpu >= 2.0 for t in kept)

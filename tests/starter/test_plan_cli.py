@@ -223,3 +223,22 @@ def test_deleting_node_example_provisions_the_pods_its_pdb_holds(capsys):
     data = _plan(capsys, "plan-deleting-node.yaml")
     (launch,) = data["provisioning"]
     assert sorted(launch["pods"]) == ["default/db-1", "default/db-2"] and data["commands"] == []
+
+
+def test_default_topology_spread_flag_is_applied_and_shown(capsys, tmp_path):
+    """`--default-topology-spread` is the worker's setting for the dry run; `scheduling` reports it (docs/contracts.md
+    §3.1, docs/semantics.md §3.5); a bad value is refused with the flag named."""
+    data = _plan(capsys, "plan-consolidate.yaml")
+    assert data["scheduling"] == {"defaultTopologySpread": {"mode": "none", "source": None, "constraints": [],
+                                                            "podsDefaulted": 0}, "podsResizing": 0}
+    data = _plan(capsys, "plan-consolidate.yaml", "--default-topology-spread", "system")
+    spread = data["scheduling"]["defaultTopologySpread"]
+    assert spread["mode"] == "system" and [c["maxSkew"] for c in spread["constraints"]] == [3, 5]
+    assert spread["podsDefaulted"] > 0
+    code = run(["plan", "-f", str(EXAMPLES / "plan-consolidate.yaml"), "--at", AT, "--default-topology-spread",
+                "system", "-o", "table"])
+    assert code == 0 and "SCHEDULING: default topology spread system" in capsys.readouterr().out
+    bad = tmp_path / "spread.yaml"
+    bad.write_text("- {maxSkew: 1, topologyKey: k, whenUnsatisfiable: DoNotSchedule, labelSelector: {}}\n")
+    assert run(["plan", "-f", str(EXAMPLES / "plan-consolidate.yaml"), "--default-topology-spread", str(bad)]) != 0
+    assert "--default-topology-spread" in capsys.readouterr().err
