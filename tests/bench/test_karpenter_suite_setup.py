@@ -23,7 +23,7 @@ from bench.karpenter_scenarios import SCENARIOS
 from bench.karpenter_world import POOL, node_pool
 from devstack.demo_aws import node_class_object
 from planning.cluster import Cluster
-from planning.scheduling import Scheduler
+from planning.scheduling.simulation import Scheduler
 
 SIZE_BOUND = 32  # vCPU: Karpenter's suite admits instance sizes below this
 CATALOGS = ("bundled", "discovered us-east-1", "discovered eu-west-1")
