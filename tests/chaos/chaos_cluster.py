@@ -50,10 +50,15 @@ def _pod_template(app: str, pool: str, cpu: str) -> dict[str, Any]:
         selector[HOLD] = "true"  # keep-* and grace-* only
     elif pool == "general":
         selector[ROLE] = "general"  # never onto the empty-* (or grace-*) nodes, which must hold only their own
-    return {"metadata": {"labels": {"app": app, "guard": "hold" if app in HOLD_GRACE else app}},
-            "spec": {"terminationGracePeriodSeconds": HOLD_GRACE.get(app, 1), "nodeSelector": selector,
-                     "containers": [{"name": "app", "image": "app",
-                                     "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}]}}
+    spec: dict[str, Any] = {"terminationGracePeriodSeconds": HOLD_GRACE.get(app, 1), "nodeSelector": selector,
+                            "containers": [{"name": "app", "image": "app",
+                                            "resources": {"requests": {"cpu": cpu, "memory": "256Mi"}}}]}
+    if app == "web":  # one per node, so every drift, LATE_DRIFT's too, needs a replacement launched and made Ready:
+        # a replacement with room for a second web pod once made LATE_DRIFT's drift delete-only, and the API outage,
+        # waiting for a readiness wait, met none
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    return {"metadata": {"labels": {"app": app, "guard": "hold" if app in HOLD_GRACE else app}}, "spec": spec}
 
 
 def cluster_objects() -> list[dict[str, Any]]:
