@@ -360,6 +360,12 @@ class KubeClient:
         return self._patch(lambda: self.core.patch_node(name, body, _content_type=MERGE_PATCH,
                                                         _preload_content=False))
 
+    def patch_pod(self, namespace: str, name: str, body: Obj) -> Obj | None:
+        """Merge-patch a pod's metadata (nodeflow's pod-deletion-cost, runtime/pod_deletion_cost.py); None when the pod
+        is gone."""
+        return self._patch(lambda: self.core.patch_namespaced_pod(name, namespace, body, _content_type=MERGE_PATCH,
+                                                                  _preload_content=False))
+
     def patch_node_claim(self, name: str, body: Obj) -> Obj | None:
         return self._patch(lambda: self.custom.patch_cluster_custom_object(
             *KARPENTER, "nodeclaims", name, body, _content_type=MERGE_PATCH, _preload_content=False))
