@@ -34,6 +34,9 @@ from planning.disruption.expiration import expiry_of
 from planning.policies.view import PolicyView
 
 OWNER_KIND = "ReplicaSet"  # only a ReplicaSet's scale-down reads the annotation
+# Rank i's cost is i - RANK_BASE (or i - n past that many nodes): every ranked cost is negative, and a node joining the
+# end of the order (a new node, still under consolidateAfter) changes no other pod's cost.
+RANK_BASE = 100_000
 
 
 class Tier(IntEnum):
@@ -69,19 +72,19 @@ def disruption_order(cluster: Cluster, at: datetime, policies: PolicyView | None
     """The nodes a pass could disrupt, the one it would disrupt first first (module docstring)."""
     policies = policies if policies is not None else PolicyView()
     managed = [n for n in cluster.nodes if n.claim is not None]
-    going = sorted(n.name for n in managed if n.marked_for_deletion or n.tainted_disrupted)
-    expiring = sorted((when, n.name) for n in managed if n.name not in set(going)
+    going = {n.name for n in managed if n.marked_for_deletion or n.tainted_disrupted}
+    expiring = sorted((when, n.name) for n in managed if n.name not in going
                       and (when := expiry_of(n, cluster, policies)) is not None and when <= at)
-    order = [RankedNode(name, Tier.DISRUPTING) for name in going]
+    order = [RankedNode(name, Tier.DISRUPTING) for name in sorted(going)]
     order += [RankedNode(name, Tier.EXPIRED) for _, name in expiring]
-    busy = {r.name for r in order}
+    busy = frozenset(r.name for r in order)  # the pass's exclusions: both classes are built with the same
     checks: dict[str, NotCandidate | None] = {}
     pod_blocks: dict[str, str | None] = {}
-    drifted = _drifted(cluster, at, build_candidates(cluster, at, busy, EVENTUAL, pod_blocks, checks).candidates)
+    drifted = _drifted(cluster, at, build_candidates(cluster, at, set(busy), EVENTUAL, pod_blocks, checks).candidates)
     order += [RankedNode(c.name, Tier.DRIFTED) for c in drifted]
-    busy |= {c.name for c in drifted}
-    graceful = [c for c in build_candidates(cluster, at, busy, GRACEFUL, pod_blocks, checks).candidates
-                if c.name not in busy and _may_consolidate(c)]
+    taken = {c.name for c in drifted}
+    graceful = [c for c in build_candidates(cluster, at, set(busy), GRACEFUL, pod_blocks, checks).candidates
+                if c.name not in taken and _may_consolidate(c)]
     ordered = sort_for_consolidation(graceful)
     order += [RankedNode(c.name, Tier.CONSOLIDATABLE) for c in ordered if consolidatable(c, at)]
     order += [RankedNode(c.name, Tier.CANDIDATE) for c in ordered if not consolidatable(c, at)]
@@ -106,15 +109,16 @@ def _may_consolidate(c: Candidate) -> bool:
 
 
 def deletion_costs(cluster: Cluster, order: list[RankedNode]) -> dict[str, int]:
-    """pod key -> pod-deletion-cost for the active ReplicaSet pods of the ranked nodes: rank i of n gets i - n, so
-    every ranked cost is below kube's default 0 and the first node's pods are deleted first (Karpenter's RFC also
-    counts up from -n)."""
+    """pod key -> pod-deletion-cost for the active ReplicaSet pods of the ranked nodes: rank i gets i - RANK_BASE, so
+    every ranked cost is below kube's default 0 and the first node's pods are deleted first (Karpenter's RFC counts
+    up from -n, which rewrites every pod whenever a node joins)."""
     nodes: Mapping[str, NodeInfo] = {n.name: n for n in cluster.nodes}
+    base = max(RANK_BASE, len(order))
     out: dict[str, int] = {}
     for i, ranked in enumerate(order):
         for pod in nodes[ranked.name].pods:
             if pod.active and pod.owner_kind == OWNER_KIND:
-                out[pod.key] = i - len(order)
+                out[pod.key] = i - base
     return out
 
 

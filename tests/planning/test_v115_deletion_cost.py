@@ -1,5 +1,5 @@
 """Pod deletion cost (v1.15 PodDeletionCostManagement, kubernetes-sigs/karpenter#2894): the node order is the pass's
-(disrupting, expired, drifted, consolidation by savings ratio), ReplicaSet pods get i - n, someone else's cost is
+(disrupting, expired, drifted, consolidation by savings ratio), ReplicaSet pods get i - 100000, someone else's cost is
 left alone, nothing changed means no patch, and nodeflow's own cost does not feed back into its eviction cost."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from api import labels as L
 from planning.cluster import Cluster, parse_pod
 from planning.disruption.candidates import eviction_cost
 from planning.disruption.deletion_cost import (
+    RANK_BASE,
     Tier,
     annotation_patches,
     deletion_costs,
@@ -52,12 +53,13 @@ def test_consolidation_candidates_under_consolidate_after_come_last():
         ("b-settled", Tier.CONSOLIDATABLE), ("a-fresh", Tier.CANDIDATE)]
 
 
-def test_costs_count_up_from_minus_n_for_active_replicaset_pods_only():
+def test_costs_count_up_from_the_base_for_active_replicaset_pods_only():
     cluster = Cluster.from_snapshot(snapshot(
         nodepool(), node_and_claim("a", "m5.4xlarge"), node_and_claim("b", "m5.large"),
         pod("rs-1", "a"), pod("rs-2", "b"), pod("sts-0", "a", owner="StatefulSet"),
         pod("done-1", "a", phase="Succeeded")))
-    assert deletion_costs(cluster, disruption_order(cluster, AT)) == {"default/rs-1": -2, "default/rs-2": -1}
+    base = -RANK_BASE
+    assert deletion_costs(cluster, disruption_order(cluster, AT)) == {"default/rs-1": base, "default/rs-2": base + 1}
 
 
 def _pods(*raw):

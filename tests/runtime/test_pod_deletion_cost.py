@@ -11,6 +11,7 @@ from support.sim_objects import node, nodeclaim, nodepool, pod, wait_for
 
 from api import labels as L
 from gateways.kube import KubeClient
+from planning.disruption.deletion_cost import RANK_BASE
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
 from runtime.pod_deletion_cost import DeletionCostSettings, PodDeletionCostController
@@ -64,9 +65,10 @@ def test_the_first_node_to_go_gets_the_lower_cost_and_others_costs_stay(sim: Sim
         mine = L.MANAGED_DELETION_COST_ANNOTATION
         cost = L.POD_DELETION_COST_ANNOTATION
         # the dearer node goes first in consolidation's order (savings ratio), so its pods are deleted first
-        wait_for(lambda: _annotations(core)["web-b1"] == {cost: "-1", mine: "-1"}, what="costs written")
-        assert _annotations(core) == {"web-a1": {cost: "-2", mine: "-2"}, "web-a2": {cost: "-2", mine: "-2"},
-                                      "web-b1": {cost: "-1", mine: "-1"}, "web-b2": {cost: "100"}}
+        low, high = str(-RANK_BASE), str(1 - RANK_BASE)
+        wait_for(lambda: _annotations(core)["web-b1"] == {cost: high, mine: high}, what="costs written")
+        assert _annotations(core) == {"web-a1": {cost: low, mine: low}, "web-a2": {cost: low, mine: low},
+                                      "web-b1": {cost: high, mine: high}, "web-b2": {cost: "100"}}
         wait_for(lambda: all(mine in p.annotations for p in view.read()[2].pods if p.name != "web-b2"),
                  what="the cache saw the writes")
         second = controller.tick()
