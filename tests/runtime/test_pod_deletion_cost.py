@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from kubernetes import client as kclient
 from support.sim_objects import node, nodeclaim, nodepool, pod, wait_for
 
@@ -15,6 +16,8 @@ from planning.disruption.deletion_cost import RANK_BASE
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
 from runtime.pod_deletion_cost import DeletionCostSettings, PodDeletionCostController
+from runtime.settings import Deps, Settings
+from runtime.worker_loop import _start_deletion_cost
 from simulator.server import Simulator
 
 OWNER = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "uid-rs-web", "controller": True}
@@ -84,3 +87,23 @@ def test_the_first_node_to_go_gets_the_lower_cost_and_others_costs_stay(sim: Sim
                  what="nodeflow's own costs taken off, the other kept")
     finally:
         view.stop()
+
+
+def test_the_gate_is_off_by_default_and_an_unknown_gate_stops_the_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    import worker
+
+    monkeypatch.delenv("NODEFLOW_FEATURE_GATES", raising=False)
+    monkeypatch.delenv("NODEFLOW_POD_DELETION_COST_INTERVAL", raising=False)
+    default = worker.parse_args([])
+    assert default.feature_gates == {"PodDeletionCostManagement": False} and default.pod_deletion_cost_interval == 60
+    monkeypatch.setenv("NODEFLOW_FEATURE_GATES", "PodDeletionCostManagement=true")
+    on = worker.parse_args(["--pod-deletion-cost-interval", "30s"])
+    assert on.feature_gates["PodDeletionCostManagement"] and on.pod_deletion_cost_interval == 30
+    with pytest.raises(SystemExit) as refused:
+        worker.parse_args(["--feature-gates", "PodDeletionCost=true"])
+    assert refused.value.code == 2
+
+
+def test_a_worker_without_a_cache_and_the_gate_off_starts_nothing() -> None:
+    # the cleanup reads the worker's cache; without one it would LIST every pod to find none of nodeflow's
+    assert _start_deletion_cost(Deps(kube_api=None, ec2=None, settings=Settings(cluster_cache=False))) == []
