@@ -467,7 +467,7 @@ class NodeInfo:
     price: float = 0.0
     raw: dict[str, Any] = field(default_factory=dict)
     eviction_sum: float | None = None  # cached sum of the pods' eviction costs
-    # attachable volumes by CSI driver: the node's CSINode counts, else its instance type's (volume_topology.py)
+    # attachable volumes by CSI driver: its CSINode's counts over its instance type's (volume_topology.py)
     volume_limits: dict[str, int] = field(default_factory=dict)
     attached: set[tuple[str, str]] = field(default_factory=set)  # the volumes its pods attach
     reschedulable_pods: list[PodInfo] | None = None  # cached: planning/disruption/candidates.py reschedulable_of
@@ -692,8 +692,8 @@ class Cluster:
         for n in nodes:
             n.pool = n.labels.get(L.NODEPOOL_LABEL, "") or (n.claim.node_pool if n.claim else "")
             n.itype = priced.pools.get(n.pool, catalog).get(n.labels.get(L.INSTANCE_TYPE_LABEL, ""))
-            n.volume_limits = csinode_limits(csinodes[n.name]) if n.name in csinodes else \
-                instance_type_limits(n.itype.hypervisor, n.itype.local_nvme) if n.itype is not None else {}
+            n.volume_limits = {**(instance_type_limits(n.itype.hypervisor, n.itype.local_nvme) if n.itype else {}),
+                               **(csinode_limits(csinodes[n.name]) if n.name in csinodes else {})}
             if n.itype is not None:
                 off = n.itype.offering(n.zone, n.capacity_type)
                 n.price = off.price if off is not None else 0.0

@@ -96,3 +96,12 @@ def test_a_bound_in_tree_ebs_volume_counts_as_ebs():
            "spec": {"volumeName": "pv-1"}}
     spec = {"volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}
     assert attachments("ns", spec, Volumes.from_objects([pv, pvc])) == {(EBS_DRIVER, "pv-1")}
+
+
+def test_a_csinode_overrides_the_types_limit_only_for_the_drivers_it_lists():
+    efs_only = {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "b"},
+                "spec": {"drivers": [{"name": "efs.csi.aws.com", "nodeID": "i-b", "allocatable": {"count": 5}}]}}
+    cluster = Cluster.from_snapshot(snapshot(nodepool(requirements=REQ), *node_and_claim("a"), *node_and_claim("b"),
+                                             _csinode("a", 3), efs_only))
+    assert cluster.by_name["a"].volume_limits == {EBS_DRIVER: 3}
+    assert cluster.by_name["b"].volume_limits == {EBS_DRIVER: 26, "efs.csi.aws.com": 5}
