@@ -171,9 +171,10 @@ def _start_deletion_cost(deps: Deps) -> list[Stop]:
     if view is None:
         view = own = ClusterView(ClusterCache(deps.kube_api))
         own.start()
-    source = deps.catalog_source
-    controller = PodDeletionCostController(deps.kube, view, lambda: current_catalog(source), DeletionCostSettings(
-        interval_seconds=s.pod_deletion_cost_seconds, cleanup=not s.pod_deletion_cost))
+    # the catalog is asked at each ranking, so the cleanup (which ranks nothing) never builds one
+    controller = PodDeletionCostController(deps.kube, view, lambda: current_catalog(deps.catalog_source),
+                                           DeletionCostSettings(interval_seconds=s.pod_deletion_cost_seconds,
+                                                                cleanup=not s.pod_deletion_cost))
     stops = [_stopper([asyncio.create_task(controller.run(), name="pod-deletion-cost")], controller.stop)]
     if own is not None:
         stops.append(lambda: asyncio.to_thread(own.stop))
