@@ -120,6 +120,12 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-drain-time", type=_seconds, default=env("NODEFLOW_MIN_DRAIN_TIME"),
                    help="a drained node is drained once more this long after its drain began (Go duration; "
                         "default Karpenter's 5s; tests shorten it)")
+    p.add_argument("--feature-gates", type=_feature_gates, default=env("NODEFLOW_FEATURE_GATES", ""),
+                   help="Karpenter-style gates, e.g. PodDeletionCostManagement=true (known: "
+                        + ", ".join(f"{k} (default {str(v).lower()})" for k, v in FEATURE_GATES.items()) + ")")
+    p.add_argument("--pod-deletion-cost-interval", type=_seconds,
+                   default=env("NODEFLOW_POD_DELETION_COST_INTERVAL", "60s"),
+                   help="with PodDeletionCostManagement, how often pods' deletion costs are ranked and written")
 
 
 def _election_args(p: argparse.ArgumentParser) -> None:
@@ -195,6 +201,22 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
+# The feature gates --feature-gates knows, with their defaults (Karpenter's FEATURE_GATES form: Name=bool,...).
+FEATURE_GATES = {"PodDeletionCostManagement": False}
+
+
+def _feature_gates(text: str) -> dict[str, bool]:
+    """`Name=true,Other=false` over the defaults, for argparse; an unknown gate or value stops the worker at start."""
+    gates = dict(FEATURE_GATES)
+    for item in (i.strip() for i in text.split(",") if i.strip()):
+        name, _, value = item.partition("=")
+        if name.strip() not in FEATURE_GATES or value.strip().lower() not in ("true", "false"):
+            raise argparse.ArgumentTypeError(f"unknown feature gate or value {item!r} (known: "
+                                             f"{', '.join(FEATURE_GATES)}; values true or false)")
+        gates[name.strip()] = value.strip().lower() == "true"
+    return gates
+
+
 def _metrics_address(text: str) -> str:
     """Checked at parse time, so a typo stops the worker before it connects anywhere."""
     try:
@@ -256,6 +278,8 @@ async def amain(args: argparse.Namespace) -> int:
                         discover_instance_types=not (args.catalog or args.no_instance_type_discovery),
                         instance_type_refresh_seconds=args.instance_type_refresh,
                         vm_memory_overhead_percent=args.vm_memory_overhead_percent,
+                        pod_deletion_cost=args.feature_gates["PodDeletionCostManagement"],
+                        pod_deletion_cost_seconds=args.pod_deletion_cost_interval,
                         leader_election=election_settings(args),
                         default_topology_spread=args.default_topology_spread)
     try:

@@ -30,6 +30,9 @@ PAUSED_ANNOTATION = "nodeflow.dev/paused"  # on a NodePool: "true" stops volunta
 REBALANCE_ANNOTATION = "nodeflow.dev/rebalance"  # on a NodePool: ignore | event | drain
 TEMPLATE_HASH_ANNOTATION = "nodeflow.dev/template-hash"  # on a NodeClaim: hash of the template it came from
 CONSOLIDATION_MODE_ANNOTATION = "nodeflow.dev/consolidation-mode"  # on a NodePool: "optimize" = CP-SAT moves
+# On a pod: the pod-deletion-cost nodeflow wrote (feature gate PodDeletionCostManagement). A pod-deletion-cost equal
+# to it is nodeflow's (rewritten, removed, and ignored by its own eviction cost); any other value is someone else's.
+MANAGED_DELETION_COST_ANNOTATION = "nodeflow.dev/managed-deletion-cost"
 DISRUPTION_ANNOTATION = "nodeflow.dev/disruption"  # on a replacement NodeClaim: the disruption that launched it
 # On a NodeClaim: the id of the one TerminationWorkflow that owns its machine, written by the first to start,
 # so a later path (the claim deleting after its Node is gone, a restarted watcher) joins it, never starts another.

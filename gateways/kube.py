@@ -331,11 +331,12 @@ class KubeClient:
                 *self.list_volume_topology()]
 
     def list_volume_topology(self) -> list[Obj]:
-        """PersistentVolumes, PersistentVolumeClaims and StorageClasses: where a pod's volumes let it run
+        """PersistentVolumes, PersistentVolumeClaims, StorageClasses and CSINodes: where a pod's volumes let it run
         (docs/semantics.md §3.5). A server that does not serve one of them (404) has none."""
         calls = ((self.core.list_persistent_volume, "v1", "PersistentVolume"),
                  (self.core.list_persistent_volume_claim_for_all_namespaces, "v1", "PersistentVolumeClaim"),
-                 (k8s.StorageV1Api(self.api_client).list_storage_class, "storage.k8s.io/v1", "StorageClass"))
+                 (k8s.StorageV1Api(self.api_client).list_storage_class, "storage.k8s.io/v1", "StorageClass"),
+                 (k8s.StorageV1Api(self.api_client).list_csi_node, "storage.k8s.io/v1", "CSINode"))
         out: list[Obj] = []
         for call, api_version, kind in calls:
             try:
@@ -359,6 +360,12 @@ class KubeClient:
     def patch_node(self, name: str, body: Obj) -> Obj | None:
         return self._patch(lambda: self.core.patch_node(name, body, _content_type=MERGE_PATCH,
                                                         _preload_content=False))
+
+    def patch_pod(self, namespace: str, name: str, body: Obj) -> Obj | None:
+        """Merge-patch a pod's metadata (nodeflow's pod-deletion-cost, runtime/pod_deletion_cost.py); None when the pod
+        is gone."""
+        return self._patch(lambda: self.core.patch_namespaced_pod(name, namespace, body, _content_type=MERGE_PATCH,
+                                                                  _preload_content=False))
 
     def patch_node_claim(self, name: str, body: Obj) -> Obj | None:
         return self._patch(lambda: self.custom.patch_cluster_custom_object(

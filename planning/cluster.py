@@ -25,7 +25,16 @@ from planning.pod_requests import pod_requests, resize_infeasible
 from planning.pricing.overlays import overlay_pool_labels, priced_by_overlays
 from planning.scheduling.default_spread import DefaultSpread, Workloads, configured, defaulted_spec
 from planning.scheduling.pod_constraints import MoreConstraints, parse_constraints
-from planning.scheduling.volume_topology import VOLUME_KINDS, Volumes, claim_names, node_terms, volume_needs
+from planning.scheduling.volume_topology import (
+    VOLUME_KINDS,
+    Volumes,
+    attachments,
+    claim_names,
+    csinode_limits,
+    instance_type_limits,
+    node_terms,
+    volume_needs,
+)
 from planning.selectors import match_label_selector, match_requirement, selector_key, tolerates_all
 
 DEFAULT_EXPIRE_AFTER = timedelta(hours=720)
@@ -125,6 +134,8 @@ class PodInfo:
     more: MoreConstraints | None = None
     # why its volumes let it run nowhere (planning/scheduling/volume_topology.py); "" = they do not block
     volume_blocked: str = ""
+    # the volumes its claims attach to its node, by CSI driver (volume_topology.py attachments; attachment limits)
+    attach: frozenset[tuple[str, str]] = frozenset()
 
     @property
     def start_time(self) -> datetime | None:
@@ -171,16 +182,18 @@ def pod_sig(pod: PodInfo) -> str:
 def with_volume_needs(pod: PodInfo, volumes: Volumes) -> PodInfo:
     """A copy of `pod` whose node affinity terms also carry its volumes' topology (each group of terms ANDed in,
     as Karpenter's volumetopology.go Inject), or that runs nowhere when a claim cannot be met."""
-    needs = volume_needs(pod.namespace, pod.raw.get("spec") or {}, volumes)
+    spec = pod.raw.get("spec") or {}
+    needs = volume_needs(pod.namespace, spec, volumes)
+    attach = attachments(pod.namespace, spec, volumes)
     if needs.blocked:
-        return dataclasses.replace(pod, volume_blocked=needs.blocked)
+        return dataclasses.replace(pod, volume_blocked=needs.blocked, attach=attach)
     terms = list(pod.affinity_terms) or [{"matchExpressions": []}]
     for group in node_terms(needs):
         terms = [{"matchExpressions": [*(t.get("matchExpressions") or ()), *(g.get("matchExpressions") or ())]}
                  for t in terms for g in group]
     if terms == [{"matchExpressions": []}]:
-        return pod
-    out = dataclasses.replace(pod, affinity_terms=terms)
+        return dataclasses.replace(pod, attach=attach) if attach else pod
+    out = dataclasses.replace(pod, affinity_terms=terms, attach=attach)
     out.sig = pod_sig(out)
     return out
 
@@ -479,6 +492,9 @@ class NodeInfo:
     price: float = 0.0
     raw: dict[str, Any] = field(default_factory=dict)
     eviction_sum: float | None = None  # cached sum of the pods' eviction costs
+    # attachable volumes by CSI driver: its CSINode's counts over its instance type's (volume_topology.py)
+    volume_limits: dict[str, int] = field(default_factory=dict)
+    attached: set[tuple[str, str]] = field(default_factory=set)  # the volumes its pods attach
     reschedulable_pods: list[PodInfo] | None = None  # cached: planning/disruption/candidates.py reschedulable_of
 
     @property
@@ -698,13 +714,18 @@ class Cluster:
                 continue
             node.pods.append(pod)
             if not pod.terminal:
+                node.attached |= pod.attach
                 node.used_cpu += pod.cpu
                 node.used_mem += pod.mem
                 node.used_pods += 1
                 node.used_eph += pod.eph
+        csinodes = {(o.get("metadata") or {}).get("name"): o for o in getattr(snapshot, "others", ())
+                    if o.get("kind") == "CSINode"}
         for n in nodes:
             n.pool = n.labels.get(L.NODEPOOL_LABEL, "") or (n.claim.node_pool if n.claim else "")
             n.itype = priced.pools.get(n.pool, catalog).get(n.labels.get(L.INSTANCE_TYPE_LABEL, ""))
+            n.volume_limits = {**(instance_type_limits(n.itype.hypervisor, n.itype.local_nvme) if n.itype else {}),
+                               **(csinode_limits(csinodes[n.name]) if n.name in csinodes else {})}
             if n.itype is not None:
                 off = n.itype.offering(n.zone, n.capacity_type)
                 n.price = off.price if off is not None else 0.0

@@ -31,7 +31,9 @@ POLICY_GROUP = "nodeflow.dev"  # DisruptionPolicy (api/disruption_policy.py): op
 KINDS = ("NodePool", "NodeClaim", "EC2NodeClass", "Node", "Pod", "PodDisruptionBudget",
          "DisruptionPolicy", "NodeOverlay",
          # volume topology (docs/semantics.md §3.5): where a pod's bound PV or its StorageClass lets it run
-         "PersistentVolume", "PersistentVolumeClaim", "StorageClass")  # cluster_objects() order
+         "PersistentVolume", "PersistentVolumeClaim", "StorageClass",
+         # attachment limits (§3.5): what each node's CSI drivers may attach
+         "CSINode")  # cluster_objects() order
 
 
 class Reason(StrEnum):
@@ -78,6 +80,7 @@ def kind_specs(api_client: k8s.ApiClient, kinds: Iterable[str] = KINDS) -> list[
         "PersistentVolumeClaim": KindSpec("PersistentVolumeClaim", "v1",
                                           core.list_persistent_volume_claim_for_all_namespaces, optional=True),
         "StorageClass": KindSpec("StorageClass", "storage.k8s.io/v1", storage.list_storage_class, optional=True),
+        "CSINode": KindSpec("CSINode", "storage.k8s.io/v1", storage.list_csi_node, optional=True),
     }
     return [table[k] for k in kinds]
 

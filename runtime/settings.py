@@ -53,6 +53,10 @@ class Settings:
     lifecycle_settings: Any = None  # runtime.nodeclaim_lifecycle.LifecycleSettings; None: Karpenter's timings
     gc_settings: Any = None  # runtime.nodeclaim_gc.GcSettings; None: Karpenter's timings
     fleet_task_queue: str | None = None  # also run FleetRolloutWorkflows on this queue (docs/fleet.md)
+    # feature gate PodDeletionCostManagement: the leader writes pods' pod-deletion-cost from the disruption order
+    # (runtime/pod_deletion_cost.py); off: the leader takes nodeflow's own costs off once
+    pod_deletion_cost: bool = False
+    pod_deletion_cost_seconds: float = 60.0  # how often the deletion costs are ranked and written
     # runtime.leader.ElectionSettings: only the Lease's holder runs the in-worker controllers; None: every replica
     # runs them (embedded stacks, tests; worker.py turns election on unless --disable-leader-election)
     leader_election: Any = None

@@ -18,6 +18,7 @@ from client.interruption import ensure_interruption_poller
 from contracts.provisioning import ProvisioningSettings
 from runtime import karpenter_state
 from runtime.cluster_cache import ClusterCache
+from runtime.cluster_view import ClusterView
 from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
 from runtime.fleet_worker import build_fleet_worker
 from runtime.leader import gate_controllers
@@ -32,6 +33,7 @@ from runtime.pending_pods import (
     listed_deleting,
     listed_pods,
 )
+from runtime.pod_deletion_cost import DeletionCostSettings, PodDeletionCostController
 from runtime.settings import Deps, configure_scheduling
 from runtime.wiring import activities, workflows
 
@@ -152,8 +154,30 @@ def _start_optional(client: Client, deps: Deps, task_queue: str) -> list[Stop]:
     state_source, state_task = _start_karpenter_state(cluster.cache if cluster is not None else own_cache)
     if state_source is not None and state_task is not None:
         stops.append(_stopper([state_task], lambda: karpenter_state.STATE.detach(state_source)))
+    stops += _start_deletion_cost(deps)
     if own_cache is not None:
         stops.append(lambda: asyncio.to_thread(own_cache.stop))
+    return stops
+
+
+def _start_deletion_cost(deps: Deps) -> list[Stop]:
+    """The pod deletion-cost controller (runtime/pod_deletion_cost.py) on the worker's watch cache, or its own when
+    the gate is on and the worker has none; with the gate off, its one cleanup run (only on the worker's cache: a
+    worker without one does not list every pod to find none)."""
+    s = deps.settings
+    view, own = deps.cluster, None
+    if view is None and not s.pod_deletion_cost:
+        return []
+    if view is None:
+        view = own = ClusterView(ClusterCache(deps.kube_api))
+        own.start()
+    # the catalog is asked at each ranking, so the cleanup (which ranks nothing) never builds one
+    controller = PodDeletionCostController(deps.kube, view, lambda: current_catalog(deps.catalog_source),
+                                           DeletionCostSettings(interval_seconds=s.pod_deletion_cost_seconds,
+                                                                cleanup=not s.pod_deletion_cost))
+    stops = [_stopper([asyncio.create_task(controller.run(), name="pod-deletion-cost")], controller.stop)]
+    if own is not None:
+        stops.append(lambda: asyncio.to_thread(own.stop))
     return stops
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from simulator.deployments import Deployments
 from simulator.patch import deep_copy
 from simulator.pods import condition_true, controller_ref, is_deleting, labels, meta, pod_terminal
+from simulator.replicaset_order import scale_down_order
 from simulator.resources import BY_KIND, ResourceType
 from simulator.scheduling import DAEMONSET_TOLERATIONS, schedulable_on
 from simulator.store import Store
@@ -129,8 +130,7 @@ class Controllers:
         for _ in range(replicas - len(active)):
             self._create_pod(rs, f"{meta(rs)['name']}-{_suffix(self.rng)}")
         if len(active) > replicas:
-            active.sort(key=lambda p: (bool((p.get("spec") or {}).get("nodeName")), meta(p).get("creationTimestamp")))
-            for pod in active[: len(active) - replicas]:
+            for pod in scale_down_order(active)[: len(active) - replicas]:  # kube's order, pod-deletion-cost too
                 self.delete_pod(pod, None, "delete")
         self._replicaset_status(rs, active if len(active) == replicas else None)
 

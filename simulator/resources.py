@@ -56,6 +56,9 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
                  ("status",)),
     # Read by the scheduler's VolumeBinding filter (WaitForFirstConsumer): simulator/scheduling_volumes.py
     ResourceType("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, "storageclass", ("sc",)),
+    # Stored only (kubelet's CSI driver registration is not simulated): what a node's drivers may attach, which
+    # nodeflow's scheduling simulation reads (its attachment limits, docs/semantics.md §3.5)
+    ResourceType("storage.k8s.io", "v1", "csinodes", "CSINode", False, "csinode"),
     ResourceType("coordination.k8s.io", "v1", "leases", "Lease", True, "lease"),
     ResourceType("apps", "v1", "replicasets", "ReplicaSet", True, "replicaset", ("rs",), ("status", "scale"),
                  categories=("all",)),

@@ -316,3 +316,17 @@ LEADER_TRANSITIONS = Counter(
     ["transition"],
     registry=REGISTRY,
 )
+
+# --- pod deletion cost (runtime/pod_deletion_cost.py, feature gate PodDeletionCostManagement) ---
+POD_DELETION_COST_WRITES = Counter(
+    "nodeflow_pod_deletion_cost_writes_total",
+    "Pods whose controller.kubernetes.io/pod-deletion-cost nodeflow patched, by action (set: written or changed, "
+    "remove: its own cost taken off).",
+    ["action"],
+    registry=REGISTRY,
+)
+POD_DELETION_COST_RANKED_NODES = Gauge(
+    "nodeflow_pod_deletion_cost_ranked_nodes",
+    "Nodes the last deletion-cost ranking ordered (the ones whose ReplicaSet pods get a negative cost).",
+    registry=REGISTRY,
+)

@@ -90,10 +90,12 @@ class CandidateSet:
 
 
 def eviction_cost(pod: PodInfo) -> float:
-    """1 + pod-deletion-cost/2^27 + priority/2^25, clamped to [-10, 10] (Karpenter EvictionCost)."""
+    """1 + pod-deletion-cost/2^27 + priority/2^25, clamped to [-10, 10] (Karpenter EvictionCost). A pod-deletion-cost
+    nodeflow wrote itself (PodDeletionCostManagement, docs/semantics.md §3.3) is ignored, so the plan does not feed
+    on its own ranking."""
     cost = 1.0
     raw = pod.annotations.get(L.POD_DELETION_COST_ANNOTATION)
-    if raw is not None:
+    if raw is not None and raw != pod.annotations.get(L.MANAGED_DELETION_COST_ANNOTATION):
         try:
             value = float(raw)
             if math.isfinite(value):

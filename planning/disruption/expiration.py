@@ -10,11 +10,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from api import labels as L
-from planning.cluster import NodeInfo
+from planning.cluster import Cluster, NodeInfo
 from planning.disruption.candidates import Candidate, currently_reschedulable, disruption_cost, reschedulable_of
 from planning.disruption.commands import Command
 from planning.disruption.method import PassContext, make_command
 from planning.policies.expiry_jitter import jitter_offset, pool_jitter
+from planning.policies.view import PolicyView
 from planning.pricing.replacements import launch_replacements
 
 MAX_PROVISIONED = 50
@@ -23,14 +24,19 @@ MAX_PROVISIONED = 50
 def expires_at(node: NodeInfo, ctx: PassContext) -> datetime | None:
     """creationTimestamp of the NodeClaim + expireAfter (the claim's own, else its NodePool's), moved earlier by
     the pool's DisruptionPolicy `expiration.jitter` (planning/policies/expiry_jitter.py, docs/semantics.md §15.12)."""
+    return expiry_of(node, ctx.cluster, ctx.policies)
+
+
+def expiry_of(node: NodeInfo, cluster: Cluster, policies: PolicyView) -> datetime | None:
+    """`expires_at` without a pass: the pod deletion-cost ranking (planning/disruption/deletion_cost.py) asks it."""
     claim = node.claim
     if claim is None or claim.created is None:
         return None
-    pool = ctx.cluster.pools.get(node.pool)
+    pool = cluster.pools.get(node.pool)
     expire = claim.expire_after if claim.has_expire_after else (pool.expire_after if pool else None)
     if expire is None:
         return None
-    return claim.created + expire - jitter_offset(claim.name, expire, pool_jitter(ctx.policies, node.pool))
+    return claim.created + expire - jitter_offset(claim.name, expire, pool_jitter(policies, node.pool))
 
 
 class Expiration:

@@ -26,6 +26,7 @@ class NewNode:
     mem: int = 0
     npods: int = 0
     eph: int = 0
+    attached: set[tuple[str, str]] = field(default_factory=set)  # its pods' volumes (attachment limits)
 
     @property
     def name(self) -> str:
@@ -62,6 +63,8 @@ class SimState:
         self.anti_placed = False  # a placed pod has anti-affinity terms other pods must respect
         # a placed pod has hostname anti-affinity though no cluster pod had (a pending pod): _anti_ok runs for all
         self.host_anti_placed = False
+        # node name -> the volumes this simulation's pods attach there (volume_topology.py attachment limits)
+        self.attached: dict[str, set[tuple[str, str]]] = {}
 
     def copy(self) -> SimState:
         """An independent copy (a Scheduler's reservation is copied into each simulation that starts from it)."""
@@ -78,4 +81,5 @@ class SimState:
         out.version = self.version
         out.anti_placed = self.anti_placed
         out.host_anti_placed = self.host_anti_placed
+        out.attached = {k: set(v) for k, v in self.attached.items()}
         return out

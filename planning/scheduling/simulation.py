@@ -31,6 +31,7 @@ from planning.scheduling.pod_context import MoreChecks, PodContext
 from planning.scheduling.pod_ladder import pod_ladder
 from planning.scheduling.sim_state import NewNode, SimState
 from planning.scheduling.type_options import TYPE_KEYS, TypeOption, option_label_values
+from planning.scheduling.volume_topology import type_volume_limits, within_limits
 from planning.selectors import (
     match_label_selector,
     match_node_selector_terms,
@@ -348,6 +349,9 @@ class Scheduler(DomainChecks):
             return False
         if pod.spread and not self._spread_ok(pod, node.name, node.zone, state):
             return False
+        if pod.attach and node.volume_limits and not within_limits(
+                (*node.attached, *state.attached.get(node.name, ()), *pod.attach), node.volume_limits):
+            return False  # kube NodeVolumeLimits: the node's attachment limit is reached
         if pod.more is None and not state.anti_placed and not self.more.holders:
             return True  # the common pod: nothing beyond the fast path (inlined: this runs per node tried)
         return self._more_ok(pod, node.name, node.labels, state)
@@ -364,6 +368,8 @@ class Scheduler(DomainChecks):
         used[1] += pod.mem
         used[2] += 1
         used[3] += pod.eph
+        if pod.attach:
+            state.attached.setdefault(node.name, set()).update(pod.attach)
         state.placed.setdefault(node.name, []).append(pod)
         self._count_spread(counted or pod, node.name, state)
         b = self.dest_pos[node.name] // BLOCK
@@ -603,6 +609,9 @@ class Scheduler(DomainChecks):
                 (o.itype.name, off.zone, off.capacity_type) for o in nn.options for off in o.offerings}
             allowed = {t for t in base if t[1] in zones}
         options = self._narrow(nn.options, allowed, nn.cpu + pod.cpu, nn.mem + pod.mem, nn.npods + 1, nn.eph + pod.eph)
+        if options and pod.attach:  # Karpenter v1.15: the type's volume limits bound a new node (§3.5)
+            volumes = nn.attached | pod.attach
+            options = [o for o in options if within_limits(volumes, type_volume_limits(o.itype))]
         if options and zones is not None and nn.name not in state.new_zones:
             options = self._in_least_zone(options, peers)
         if options and more_allowed is not None:
@@ -772,6 +781,7 @@ class Scheduler(DomainChecks):
         nn.mem += pod.mem
         nn.npods += 1
         nn.eph += pod.eph
+        nn.attached |= pod.attach
         self._count_spread(counted, nn.name, state)
 
     def _first_fit(self, pod: PodInfo, removed_idx: set[int], state: SimState, record: bool = True) -> NodeInfo | None:
@@ -780,7 +790,8 @@ class Scheduler(DomainChecks):
         dest = self.dest
         overrides = state.block_max
         plain = (not pod.sig and not pod.spread and not pod.anti_affinity and not self.cluster.has_anti_affinity
-                 and pod.more is None and not pod.volume_blocked and not state.anti_placed and not self.more.holders
+                 and pod.more is None and not pod.volume_blocked and not pod.attach and not state.anti_placed
+                 and not self.more.holders
                  and not state.host_anti_placed)
         start = 0
         if plain:
@@ -826,7 +837,8 @@ class Scheduler(DomainChecks):
                 ("anti-affinity", pod.anti_affinity or (m is not None and m.anti_terms)),
                 ("pod affinity", m is not None and m.pod_affinity),
                 ("topology spread", pod.spread or (m is not None and m.spread_rules)),
-                ("host ports", m is not None and m.host_ports)) if present]
+                ("host ports", m is not None and m.host_ports),
+                ("volume attachment limit", pod.attach)) if present]
             if extra:
                 existing += " or its " + " / ".join(extra)
         return f"{existing}; {new_why}"

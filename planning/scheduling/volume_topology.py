@@ -172,3 +172,79 @@ def node_terms(needs: VolumeNeeds) -> list[list[dict[str, Any]]]:
         groups.append([{"matchExpressions": [{"key": ZONE_KEYS.get(key, key), "operator": "In",
                                               "values": sorted(values)}]}])
     return groups
+
+
+# ---- attachment limits (kube NodeVolumeLimits, Karpenter v1.15 instance-type volume limits) ----------------------
+
+EBS_DRIVER = "ebs.csi.aws.com"
+IN_TREE_DRIVERS = {"kubernetes.io/aws-ebs": EBS_DRIVER}  # migrated in-tree plugins count as their CSI driver
+# EBS on Nitro: 28 attachments shared by EBS volumes, ENIs and NVMe instance store; the root volume and the primary
+# ENI take one each, an instance store one more (AWS "Amazon EBS volume limits", shared-limit types). Xen types
+# allow 40 volumes less the root. What the EBS CSI driver reports in CSINode wins once the node has one.
+NITRO_SHARED_ATTACHMENTS = 28
+XEN_VOLUMES = 40
+
+Attachment = tuple[str, str]  # (CSI driver, volume): a volume shared by two pods of a node attaches once
+
+
+def _claim_driver(claim: Mapping[str, Any], vols: Volumes) -> str | None:
+    """The CSI driver a claim's volume attaches with: its bound PV's (an in-tree EBS PV is EBS), else its
+    StorageClass's provisioner; None for what attaches nothing countable (local, hostPath, no provisioner)."""
+    cspec = claim.get("spec") or {}
+    pv = vols.pvs.get(cspec.get("volumeName") or "")
+    if pv is not None:
+        pspec = pv.get("spec") or {}
+        if (pspec.get("csi") or {}).get("driver"):
+            return str(pspec["csi"]["driver"])
+        return EBS_DRIVER if pspec.get("awsElasticBlockStore") else None
+    sc = vols.classes.get(cspec.get("storageClassName") or "")
+    provisioner = (sc or {}).get("provisioner") or ""
+    if not provisioner or provisioner == NO_PROVISIONER:
+        return None
+    return IN_TREE_DRIVERS.get(provisioner, provisioner)
+
+
+def attachments(namespace: str, spec: Mapping[str, Any], vols: Volumes) -> frozenset[Attachment]:
+    """The volumes the pod's claims attach to its node, by driver (kube's NodeVolumeLimits counts these)."""
+    out: set[Attachment] = set()
+    for name in claim_names(spec):
+        claim = vols.pvcs.get((namespace, name))
+        driver = _claim_driver(claim, vols) if claim is not None else None
+        if driver is not None:
+            out.add((driver, (claim.get("spec") or {}).get("volumeName") or f"{namespace}/{name}"))
+    return frozenset(out)
+
+
+def instance_type_limits(hypervisor: str | None, local_nvme: bool) -> dict[str, int]:
+    """EBS attachments a new node of the type allows (Karpenter v1.15 lets the cloud provider declare them,
+    kubernetes-sigs/karpenter#3202); {} (no limit) when the catalog does not say the hypervisor."""
+    if hypervisor == "nitro":
+        return {EBS_DRIVER: NITRO_SHARED_ATTACHMENTS - 2 - (1 if local_nvme else 0)}
+    if hypervisor == "xen":
+        return {EBS_DRIVER: XEN_VOLUMES - 1}
+    return {}
+
+
+def type_volume_limits(itype: Any) -> dict[str, int]:
+    """`instance_type_limits` of an api.catalog.InstanceType."""
+    return instance_type_limits(itype.hypervisor, itype.local_nvme)
+
+
+def csinode_limits(csinode: Mapping[str, Any]) -> dict[str, int]:
+    """A CSINode's `spec.drivers[].allocatable.count` by driver: what kubelet registered for the node."""
+    out: dict[str, int] = {}
+    for d in (csinode.get("spec") or {}).get("drivers") or ():
+        count = (d.get("allocatable") or {}).get("count")
+        if d.get("name") and count is not None:
+            out[str(d["name"])] = int(count)
+    return out
+
+
+def within_limits(attached: Iterable[Attachment], limits: Mapping[str, int]) -> bool:
+    """Every driver's distinct volumes fit its limit; a driver without a limit takes any number."""
+    if not limits:
+        return True
+    counts: dict[str, int] = {}
+    for driver, _ in set(attached):
+        counts[driver] = counts.get(driver, 0) + 1
+    return all(n <= limits[d] for d, n in counts.items() if d in limits)

@@ -104,6 +104,8 @@ VOLUMES = [
     {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data", "namespace": "default"},
      "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "gp3",
               "resources": {"requests": {"storage": "1Gi"}}}},
+    {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": "worker-a"},
+     "spec": {"drivers": [{"name": "ebs.csi.aws.com", "nodeID": "i-worker-a", "allocatable": {"count": 25}}]}},
 ]
 
 
