@@ -369,13 +369,22 @@ def _backoff_gate(ctx: PassContext, cands: list[Any]) -> list[Any]:
     time it waits until, and the pool gets a DisruptionBlocked Event (planning/policies/drift_backoff.py)."""
     out = []
     for c in cands:
-        held = drift_held(c.pool.annotations, ctx.at)
+        held = None if _rolls_out_in_waves(ctx, c.pool) else drift_held(c.pool.annotations, ctx.at)
         if held is None:
             out.append(c)
             continue
         ctx.block(c.node, held.message(c.pool.name))
         ctx.event("NodePool", c.pool.name, EventReason.DISRUPTION_BLOCKED, held.message(c.pool.name))
     return out
+
+
+def _rolls_out_in_waves(ctx: PassContext, pool: Any) -> bool:
+    """A pool whose drift a DriftRolloutWorkflow carries out (its policy rolls drift out in waves, or a rollout's
+    note is on it) has the rollout's own answer to failed replacements: halt at maxFailedReplacements until
+    `nodeflow rollout resume`. The back-off would hold a resumed rollout's wave a second time (§4.4)."""
+    policy = ctx.policies.of(pool.name)
+    drift = policy.spec.drift if policy is not None else None
+    return bool(drift is not None and drift.waves) or L.ROLLOUT_ANNOTATION in pool.annotations
 
 
 def _repairs(cluster: Cluster, at: datetime, busy: set[str], policies: Sequence[RepairPolicy]) -> RepairDecision:

@@ -10,6 +10,7 @@ from datetime import timedelta
 from planning_factory import AT, OLD, node_and_claim, nodepool, snapshot
 
 from api import labels as L
+from api.rollout_state import RolloutNote, RolloutNotePhase
 from api.timestamps import format_seconds
 from planning.planner.plan import plan
 from planning.policies.drift_backoff import (
@@ -86,3 +87,14 @@ def test_v115_backoff_holds_static_drift_too() -> None:
     pool["spec"]["replicas"] = 1
     result = plan(snapshot(pool, node_and_claim("s-0", pool="s", created=OLD, claim_annotations=STALE)), AT)
     assert result.commands == [] and "backs off until" in result.blocked[0].reason
+
+
+def test_v115_a_pool_under_a_drift_rollout_answers_failures_with_the_rollout_not_the_backoff() -> None:
+    """A resumed rollout's wave must run: the rollout halts at maxFailedReplacements and `nodeflow rollout resume`
+    is the operator's answer, so the back-off (recorded by the same failure) does not hold the pool again."""
+    held = DriftBackoff(1, AT + timedelta(minutes=1))
+    running = RolloutNote(generation="g", wave=1, waves=2, phase=RolloutNotePhase.RUNNING).to_annotation()
+    notes = {L.DRIFT_BACKOFF_ANNOTATION: held.value(), L.ROLLOUT_ANNOTATION: running}
+    result = plan(snapshot(*two_pools(notes)), AT)
+    assert [c.nodes for c in result.commands] == [["a-0"]]
+    assert not [b for b in result.blocked if "backs off" in b.reason]
