@@ -1,7 +1,8 @@
 """The gateway's side of the cloud's own failures: the call-rate token bucket, error kinds, throttling retries.
 
-Pure: an injected clock and sleep, a fake client raising botocore's ClientError (docs/reliability.md#the-clouds-own-
-failures). The same through boto3 and the EC2 stand-in's fault knob: tests/activities/test_cloud_faults_launch.py.
+Pure: an injected clock and sleep, a fake client raising botocore's ClientError
+(docs/reliability.md#the-clouds-own-failures). The same through boto3 and the EC2 stand-in's fault knob:
+tests/activities/test_cloud_faults_launch.py.
 """
 
 from __future__ import annotations
