@@ -49,14 +49,16 @@ class Faults:
 
     def __init__(self) -> None:
         self.rules: list[FaultRule] = []
+        self.active = False  # set (even with no rules): calls are counted; cleared: requests pass untouched
         self.fired: list[int] = []
         self.calls: dict[str, int] = {}
         self.injected: dict[str, int] = {}
         self.rng = random.Random(0)
         self.lock = threading.Lock()
 
-    def configure(self, doc: dict[str, Any]) -> None:
+    def configure(self, doc: dict[str, Any], active: bool = True) -> None:
         with self.lock:
+            self.active = active
             self.rules = [FaultRule(**r) for r in doc.get("rules") or []]
             self.fired = [0] * len(self.rules)
             self.calls, self.injected = {}, {}
@@ -109,7 +111,7 @@ def _control(environ: dict[str, Any], start_response: Any) -> list[bytes]:
         size = int(environ.get("CONTENT_LENGTH") or 0)
         FAULTS.configure(json.loads(environ["wsgi.input"].read(size) or b"{}"))
     elif method == "DELETE":
-        FAULTS.configure({})
+        FAULTS.configure({}, active=False)
     return _respond(start_response, 200, json.dumps(FAULTS.report()).encode(), "application/json")
 
 
@@ -133,7 +135,7 @@ def install() -> None:
     def __call__(self: Any, environ: dict[str, Any], start_response: Any) -> Any:
         if environ.get("PATH_INFO") == PATH:
             return _control(environ, start_response)
-        form = _ec2_form(environ) if FAULTS.rules else None
+        form = _ec2_form(environ) if FAULTS.active else None
         code = FAULTS.decide(form) if form is not None else None
         if code is not None:
             return _respond(start_response, STATUS.get(code, 400), error_body(code), "text/xml")
@@ -155,11 +157,12 @@ def _request(endpoint: str, method: str, doc: dict[str, Any] | None = None) -> d
 
 
 def set_faults(endpoint: str, rules: list[FaultRule], seed: int = 0) -> dict[str, Any]:
-    """Replace the stand-in's rules (and zero its counts)."""
+    """Replace the stand-in's rules and zero its counts; with no rules, it only counts calls."""
     return _request(endpoint, "PUT", {"rules": [asdict(r) for r in rules], "seed": seed})
 
 
 def clear_faults(endpoint: str) -> dict[str, Any]:
+    """No rules, no counting: every request passes untouched."""
     return _request(endpoint, "DELETE")
 
 

@@ -117,3 +117,27 @@ async def test_unauthorized_fails_the_launch_for_good_naming_the_iam_action(
     assert kube.list_node_claims() == []  # the claim is gone, nothing was launched
     events = [e for e in kube.core.list_event_for_all_namespaces().items if e.reason == "CloudUnauthorized"]
     assert events and "ec2:RunInstances" in events[-1].message and events[-1].type == "Warning"
+
+
+async def test_unauthorized_termination_says_so_once_and_finishes_when_the_credentials_are_back(
+        kube: KubeClient, ec2: Ec2Gateway, cloud_endpoint: str) -> None:
+    create(kube, node_pool("web", "absent", requirements=ON_DEMAND))
+    acts = ProvisioningActivities(kube, ec2, load_default_catalog(), offerings=UnavailableOfferings())
+    launched = await _launch(acts, "disrupt-unauth-term/1/0")
+    cloud = CloudActivities(ec2, poll=0.05, kube=kube)
+    inp = InstanceInput(provider_id=f"aws:///us-east-1a/{launched.instance_id}", node_name="",
+                        node_claim_name=launched.node_claim)
+    set_faults(cloud_endpoint, [FaultRule("TerminateInstances", "UnauthorizedOperation")])
+    for _ in range(2):  # Temporal's retries: each refused, said once
+        with pytest.raises(ApplicationError) as err:
+            await ActivityEnvironment().run(cloud.terminate_instance, inp)
+        assert err.value.type == ErrorType.CLOUD_UNAUTHORIZED.value and not err.value.non_retryable
+        assert "ec2:TerminateInstances" in str(err.value)
+    events = [e for e in kube.core.list_event_for_all_namespaces().items
+              if e.reason == "CloudUnauthorized" and e.involved_object.name == launched.node_claim]
+    assert len(events) == 1 and "ec2:TerminateInstances" in events[0].message
+    assert _running(ec2.client, launched.node_claim) == {launched.instance_id}  # not given up on: still there
+    set_faults(cloud_endpoint, [])  # the credentials are fixed
+    result = await ActivityEnvironment().run(cloud.terminate_instance, inp)
+    assert result.terminate_called and fault_counts(cloud_endpoint)["calls"]["TerminateInstances"] == 1
+    assert not _running(ec2.client, launched.node_claim)
