@@ -120,6 +120,8 @@ def _ec2_form(environ: dict[str, Any]) -> dict[str, str] | None:
     if environ.get("REQUEST_METHOD") != "POST" or "x-www-form-urlencoded" not in environ.get("CONTENT_TYPE", ""):
         return None
     size = int(environ.get("CONTENT_LENGTH") or 0)
+    if size <= 0:  # chunked or empty: leave the body to moto, unread
+        return None
     body = environ["wsgi.input"].read(size)
     environ["wsgi.input"] = io.BytesIO(body)
     form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
