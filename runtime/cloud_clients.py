@@ -75,15 +75,15 @@ def kube_api_client(kubeconfig: str | None, pool_size: int = 64) -> Any:
 
 
 def ec2_client(region: str | None, endpoint: str | None, rate: Ec2CallRate | None = None) -> Any:
-    """botocore's standard retry mode (exponential backoff with full jitter, throttling included), every request
-    through the process's one token bucket (gateways/ec2.py)."""
+    """botocore's standard retry mode (exponential backoff with full jitter, throttling included); with `rate` (the
+    worker's, through `aws_clients`), every request through one token bucket (gateways/ec2.py). Tools and tests
+    that build a client themselves are not paced."""
     import boto3
     from botocore.config import Config
 
-    rate = rate or Ec2CallRate()
     client = boto3.client("ec2", region_name=region, endpoint_url=endpoint,
                           config=Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=32))
-    return limit_call_rate(client, TokenBucket(rate.per_second, rate.burst))
+    return client if rate is None else limit_call_rate(client, TokenBucket(rate.per_second, rate.burst))
 
 
 def sqs_client(region: str | None, endpoint: str | None) -> Any:
