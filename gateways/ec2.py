@@ -78,14 +78,17 @@ def error_code(exc: BaseException) -> str | None:
     return ((response or {}).get("Error") or {}).get("Code") if isinstance(response, dict) else None
 
 
+KINDS: dict[str, CloudErrorKind] = {
+    **dict.fromkeys(THROTTLING_CODES, CloudErrorKind.THROTTLED),
+    **dict.fromkeys(CAPACITY_CODES, CloudErrorKind.INSUFFICIENT_CAPACITY),
+    **dict.fromkeys(UNAUTHORIZED_CODES, CloudErrorKind.UNAUTHORIZED),
+    **dict.fromkeys(NOT_FOUND_CODES, CloudErrorKind.NOT_FOUND),
+}
+
+
 def classify(exc: BaseException) -> CloudErrorKind:
-    code = error_code(exc)
-    for codes, kind in ((THROTTLING_CODES, CloudErrorKind.THROTTLED), (CAPACITY_CODES,
-                        CloudErrorKind.INSUFFICIENT_CAPACITY), (UNAUTHORIZED_CODES, CloudErrorKind.UNAUTHORIZED),
-                        (NOT_FOUND_CODES, CloudErrorKind.NOT_FOUND)):
-        if code in codes:
-            return kind
-    return CloudErrorKind.OTHER
+    """The kind of an EC2 error, by its code (never its message); OTHER for anything else."""
+    return KINDS.get(error_code(exc) or "", CloudErrorKind.OTHER)
 
 
 def iam_action(operation: str) -> str:
