@@ -24,7 +24,14 @@ from client.planner_schedule import ensure_planner_schedule, planner_schedule_id
 from contracts.disruption import DisruptionSettings
 from contracts.fleet import FLEET_TASK_QUEUE
 from contracts.search_attributes import TASK_QUEUE
-from runtime.cloud_clients import RegionNotConfigured, aws_clients, kube_api_client, pricing_client, resolve_region
+from runtime.cloud_clients import (
+    Ec2CallRate,
+    RegionNotConfigured,
+    aws_clients,
+    kube_api_client,
+    pricing_client,
+    resolve_region,
+)
 from runtime.fleet_worker import run_fleet_worker
 from runtime.health import ReadinessCheck, metrics_bind, parse_metrics_address, start_health_server
 from runtime.kube_version import kubeconfig_version_problem
@@ -87,6 +94,11 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
                    help="AWS region of every AWS client (default: AWS_REGION, then AWS_DEFAULT_REGION)")
     p.add_argument("--ec2-endpoint", default=env("NODEFLOW_EC2_ENDPOINT"), help="e.g. a moto_server URL")
     p.add_argument("--sqs-endpoint", default=env("NODEFLOW_SQS_ENDPOINT"))
+    p.add_argument("--ec2-max-calls-per-second", type=float,
+                   default=float(env("NODEFLOW_EC2_MAX_CALLS_PER_SECOND", "20")),
+                   help="the worker's EC2 request rate limit (a token bucket; <= 0: unlimited)")
+    p.add_argument("--ec2-call-burst", type=float, default=float(env("NODEFLOW_EC2_CALL_BURST", "40")),
+                   help="EC2 requests the worker may make at once above --ec2-max-calls-per-second")
     p.add_argument("--no-watch", action="store_true", help="do not run the deletion watcher")
     p.add_argument("--no-cluster-cache", action="store_true",
                    default=_env_flag("NODEFLOW_NO_CLUSTER_CACHE"),
@@ -289,7 +301,8 @@ async def amain(args: argparse.Namespace) -> int:
         return 2
     try:
         aws = aws_clients(resolve_region(args.region), ec2_endpoint=args.ec2_endpoint,
-                          sqs_endpoint=args.sqs_endpoint, iam_endpoint=args.iam_endpoint)
+                          sqs_endpoint=args.sqs_endpoint, iam_endpoint=args.iam_endpoint,
+                          ec2_rate=Ec2CallRate(args.ec2_max_calls_per_second, args.ec2_call_burst))
     except RegionNotConfigured as exc:
         log.error("refusing to start: %s", exc)
         return 2

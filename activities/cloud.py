@@ -20,11 +20,12 @@ from kubernetes.client.rest import ApiException
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from api.events import EventReason
 from api.provider_id import instance_id_from_provider_id
 from contracts.errors import ErrorType
 from contracts.termination import InstanceInput, InstanceResult
-from gateways.ec2 import CloudProvider, cloud_provider
-from gateways.kube import Conflict, KubeClient
+from gateways.ec2 import CloudErrorKind, CloudProvider, classify, cloud_provider, error_code
+from gateways.kube import Conflict, KubeClient, event_body
 from planning.lifecycle.disruption_conditions import instance_terminating
 from telemetry import karpenter_metrics as km
 from telemetry.karpenter_metrics import cloudprovider_call
@@ -86,6 +87,33 @@ class CloudActivities:
 
     @activity.defn(name="termination.terminate_instance")
     async def terminate_instance(self, inp: InstanceInput) -> InstanceResult:
+        """`_terminate_instance`; EC2 refusing the credentials (UnauthorizedOperation) is said once on the NodeClaim
+        (or Node) with the IAM action, then retried on Temporal's backoff: the instance still runs, and giving up
+        would leak it, so the termination finishes once an operator fixes the credentials."""
+        try:
+            return await self._terminate_instance(inp)
+        except ClientError as exc:
+            if classify(exc) is not CloudErrorKind.UNAUTHORIZED:
+                raise
+            action = f"ec2:{exc.operation_name}"
+            message = (f"EC2 refused {exc.operation_name} ({error_code(exc)}) for {inp.provider_id}: the worker's "
+                       f"credentials need IAM action {action}; the termination retries until they have it")
+            await self._io(self._say_unauthorized, inp, message)
+            raise ApplicationError(message, action, type=ErrorType.CLOUD_UNAUTHORIZED.value) from exc
+
+    def _say_unauthorized(self, inp: InstanceInput, message: str) -> None:
+        """A Warning Event, once per object (named, so a retry's is a 409), on the NodeClaim else the Node."""
+        log.error(message, extra={"node": inp.node_name})
+        kind, name = ("NodeClaim", inp.node_claim_name) if inp.node_claim_name else ("Node", inp.node_name)
+        if self.kube is None or not name:
+            return
+        try:
+            self.kube.create_event(event_body(kind, name, EventReason.CLOUD_UNAUTHORIZED, message, datetime.now(UTC),
+                                              type_="Warning", event_name=f"{name}.cloud-unauthorized"))
+        except Exception as exc:  # already said (409), or the API is away: the log and the metric remain
+            log.debug("CloudUnauthorized event of %s %s not written: %s", kind, name, exc)
+
+    async def _terminate_instance(self, inp: InstanceInput) -> InstanceResult:
         instance_id = instance_id_from_provider_id(inp.provider_id)
         if instance_id is None:  # retrying cannot help: say so in the UI instead of retrying forever
             raise ApplicationError(f"not an EC2 providerID: {inp.provider_id!r}",

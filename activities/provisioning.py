@@ -38,7 +38,7 @@ from contracts.disruption import (
     StatusInput,
 )
 from contracts.errors import ErrorType
-from gateways.ec2 import CloudProvider, cloud_provider
+from gateways.ec2 import CloudErrorKind, CloudProvider, classify, cloud_provider, error_code, iam_action
 from gateways.kube import KubeClient, Obj, event_body, node_ready
 from planning.lifecycle.launch import launch_patch
 from planning.pricing.overlays import pool_catalog
@@ -155,7 +155,38 @@ class ProvisioningActivities:
 
     @activity.defn(name="disruption_launch_replacement")
     async def launch_replacement(self, inp: LaunchInput) -> LaunchedReplacement:
-        return await asyncio.to_thread(self._launch, inp)
+        return await asyncio.to_thread(self._launch_unless_refused, inp)
+
+    def _launch_unless_refused(self, inp: LaunchInput) -> LaunchedReplacement:
+        """`_launch`; EC2 refusing the worker's credentials (UnauthorizedOperation, e.g. rotated keys or a policy
+        missing an action) fails it for good, with a Warning Event on the NodePool naming the IAM action: retrying
+        cannot help until an operator acts, and a silent retry loop would hide it. The claim is deleted (no
+        instance was made for it), so the pods' next provisioning round starts clean."""
+        try:
+            return self._launch(inp)
+        except Exception as exc:
+            if classify(exc) is not CloudErrorKind.UNAUTHORIZED:
+                raise
+            operation = getattr(exc, "operation_name", "") or "RunInstances"
+            action = f"ec2:{operation}" if "_" not in operation else iam_action(operation)
+            message = (f"EC2 refused {operation} ({error_code(exc)}): the worker's credentials need IAM action "
+                       f"{action}; launches in NodePool {inp.node_pool} fail until they have it")
+            self._say_unauthorized(inp.node_pool, message)
+            claim = self._kube.get_node_claim(nodeclaim_name(inp.node_pool, inp.key))
+            if claim is not None:
+                self._delete_claim(claim["metadata"]["name"])
+            raise ApplicationError(message, action, type=ErrorType.CLOUD_UNAUTHORIZED.value,
+                                   non_retryable=True) from exc
+
+    def _say_unauthorized(self, node_pool: str, message: str) -> None:
+        activity.logger.error(message)
+        try:  # best effort: the activity's error says the same
+            pool = self._kube.get_node_pool(node_pool) or {}
+            self._kube.create_event(event_body("NodePool", node_pool, EventReason.CLOUD_UNAUTHORIZED, message,
+                                               datetime.now(UTC), uid=(pool.get("metadata") or {}).get("uid"),
+                                               type_="Warning"))
+        except Exception as exc:
+            activity.logger.warning("could not record the CloudUnauthorized event of %s: %s", node_pool, exc)
 
     def _launch(self, inp: LaunchInput) -> LaunchedReplacement:
         pool = self._get_nodepool(inp.node_pool)

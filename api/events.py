@@ -70,6 +70,7 @@ class EventReason(StrEnum):
     COST_LIMIT_REACHED = "CostLimitReached"  # a launch would take a DisruptionPolicy's costPerHour over its limit
     AWAITING_JOB_COMPLETION = "AwaitingJobCompletion"  # drain.jobs Wait: the drain leaves Job pods to finish
     SPOT_FALLBACK = "SpotFallback"  # a NodeClaim launched on-demand because EC2 refused spot (semantics §15.5)
+    CLOUD_UNAUTHORIZED = "CloudUnauthorized"  # EC2 answered UnauthorizedOperation: the message names the IAM action
 
 
 NORMAL, WARNING = "Normal", "Warning"
@@ -145,6 +146,7 @@ REASONS: dict[EventReason, ReasonSpec] = {
     R.COST_LIMIT_REACHED: ReasonSpec(WARNING, NODEFLOW, by_message=True),
     R.AWAITING_JOB_COMPLETION: ReasonSpec(NORMAL, NODEFLOW),  # once per node per 2 min, as FailedDraining it replaces
     R.SPOT_FALLBACK: ReasonSpec(NORMAL, NODEFLOW),  # once per NodeClaim: recorded at its launch
+    R.CLOUD_UNAUTHORIZED: ReasonSpec(WARNING, NODEFLOW, by_message=True),  # on the NodePool whose launch was refused
 }
 
 # Where one reason is recorded differently on one kind of object: Karpenter's NodePool DisruptionBlocked keys on

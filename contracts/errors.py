@@ -16,4 +16,5 @@ class ErrorType(StrEnum):
     NODE_CLASS_NOT_READY = "NodeClassNotReady"  # the NodePool's EC2NodeClass is missing or not Ready: no launch
     CLUSTER_CACHE_NOT_READY = "ClusterCacheNotReady"  # the worker's watch cache is not synced or not watching: retry
     INSUFFICIENT_CAPACITY = "InsufficientCapacity"  # every offering of a launch answered ICE: back off, then retry
+    CLOUD_UNAUTHORIZED = "CloudUnauthorized"  # EC2 refused the worker's credentials (UnauthorizedOperation): no retry
     HOOK_REFUSED = "HookRefused"  # a pre-disruption hook answered non-2xx or not at all: retried with backoff

@@ -11,9 +11,11 @@ Run as `python -m devstack.moto_indexed -H 127.0.0.1 -p PORT` (the same argument
 the devstack's EC2 stand-in: besides the tag index, `main()` installs `devstack.moto_spot` (a spot price history
 that varies by type, zone and hour) and `devstack.pricing_api` (the Pricing API's GetProducts,
 DescribeServices and GetAttributeValues over the bundled price table), both answered on the same port
-(docs/architecture.md, "The EC2 stand-in"). The tests' shared `moto_endpoint` stays unpatched, so nodeflow's
-own calls are checked against moto as shipped; `tests/devstack/test_moto_indexed.py` checks that both give the
-same tag answers, and the `cloud_endpoint` fixture runs this module.
+(docs/architecture.md, "The EC2 stand-in"), and `devstack.cloud_faults` (a knob the tests turn on to answer
+chosen EC2 calls with EC2's errors: throttling, no capacity, refused credentials).
+The tests' shared `moto_endpoint` stays unpatched, so nodeflow's own calls are checked against moto as shipped;
+`tests/devstack/test_moto_indexed.py` checks that both give the same tag answers, and the
+`cloud_endpoint` fixture runs this module.
 
 It also keeps the rendered answer of the two static catalog calls, DescribeInstanceTypes and
 DescribeInstanceTypeOfferings, per account, region and query: moto builds the same 5.8 MB of XML (1,395 types)
@@ -33,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from devstack import moto_spot, pricing_api
+from devstack import cloud_faults, moto_spot, pricing_api
 
 _WILDCARDS = frozenset("*?[")
 STATIC_ACTIONS = frozenset({"DescribeInstanceTypes", "DescribeInstanceTypeOfferings"})
@@ -200,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
     install_paging()
     moto_spot.install()
     pricing_api.install()
+    cloud_faults.install()  # outermost: a refused call reaches neither moto nor the Pricing API
     import moto.server
 
     moto.server.signal_handler = _exit_now  # main() installs it for SIGTERM and SIGINT

@@ -3,14 +3,32 @@
 `CloudProvider` is the seam (Karpenter's `cloudprovider`): what the activities and controllers need of a cloud
 (find instances, launch one, terminate some, read images and a launch's network). `Ec2Gateway` is its EC2 side, over
 a boto3 client. Each method is one EC2 call (a paginated one reads every page) with the caller's arguments
-unchanged: retries, backoff, client tokens and which error codes count as done stay with the caller, which knows
-what a retry means for its step. EC2's errors (botocore's `ClientError`) pass through as they are.
+unchanged: client tokens and which error codes count as done stay with the caller, which knows what a retry means
+for its step. The one retry made here is of throttling (`RequestLimitExceeded`), after a jittered backoff: every
+caller would do the same, and EC2 asks for exactly that. EC2's errors (botocore's `ClientError`) pass through as
+they are; `classify` names their kind (an enum) so callers branch on it, not on text.
+
+The cloud's own failures (docs/reliability.md#the-clouds-own-failures): `TokenBucket` bounds the worker's EC2
+call rate (`--ec2-max-calls-per-second`, installed on the client by `limit_call_rate`) so that a large drift
+cannot trip account-wide throttling, and an `UnauthorizedOperation` is logged and counted with the IAM action it
+needs, never retried here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+from telemetry import metrics
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 Instance = dict[str, Any]  # one EC2 Instance as DescribeInstances / RunInstances return it
 Filter = dict[str, Any]  # {"Name": ..., "Values": [...]}
@@ -38,11 +56,129 @@ class CloudProvider(Protocol):
     def describe(self, operation: str, params: dict[str, Any]) -> dict[str, Any]: ...
 
 
+class CloudErrorKind(StrEnum):
+    """What an EC2 error means for the caller (metric label values, so they never change)."""
+
+    THROTTLED = "throttled"  # slow down and try again: the gateway does
+    INSUFFICIENT_CAPACITY = "insufficient_capacity"  # this offering, now: the launch takes the next one
+    UNAUTHORIZED = "unauthorized"  # credentials or policy: no retry fixes it until an operator acts
+    NOT_FOUND = "not_found"  # the instance is gone: done, for a termination
+    OTHER = "other"
+
+
+THROTTLING_CODES = frozenset({"RequestLimitExceeded", "Throttling", "ThrottlingException"})
+CAPACITY_CODES = frozenset({"InsufficientInstanceCapacity", "UnfulfillableCapacity", "Unsupported"})
+UNAUTHORIZED_CODES = frozenset({"UnauthorizedOperation", "AuthFailure", "AccessDenied", "AccessDeniedException"})
+NOT_FOUND_CODES = frozenset({"InvalidInstanceID.NotFound"})
+
+
+def error_code(exc: BaseException) -> str | None:
+    """The EC2 error code of a botocore `ClientError` (or anything shaped like one), else None."""
+    response = getattr(exc, "response", None)
+    return ((response or {}).get("Error") or {}).get("Code") if isinstance(response, dict) else None
+
+
+KINDS: dict[str, CloudErrorKind] = {
+    **dict.fromkeys(THROTTLING_CODES, CloudErrorKind.THROTTLED),
+    **dict.fromkeys(CAPACITY_CODES, CloudErrorKind.INSUFFICIENT_CAPACITY),
+    **dict.fromkeys(UNAUTHORIZED_CODES, CloudErrorKind.UNAUTHORIZED),
+    **dict.fromkeys(NOT_FOUND_CODES, CloudErrorKind.NOT_FOUND),
+}
+
+
+def classify(exc: BaseException) -> CloudErrorKind:
+    """The kind of an EC2 error, by its code (never its message); OTHER for anything else."""
+    return KINDS.get(error_code(exc) or "", CloudErrorKind.OTHER)
+
+
+def iam_action(operation: str) -> str:
+    """The IAM action a boto3 operation needs: `run_instances` -> `ec2:RunInstances`."""
+    return "ec2:" + "".join(part.capitalize() for part in operation.split("_"))
+
+
+class TokenBucket:
+    """`rate` tokens a second up to `burst`: `acquire` takes one, waiting for it when there is none. Thread-safe;
+    the clock and the sleep are injected so tests need not wait. A rate <= 0 never waits (the limit is off)."""
+
+    def __init__(self, rate: float, burst: float, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.rate, self.burst = rate, max(1.0, burst)
+        self._clock, self._sleep = clock, sleep
+        self._tokens, self._at = self.burst, clock()
+        self._lock = threading.Lock()
+
+    def _reserve(self) -> float:
+        """Take a token (possibly going into debt) and say how long to wait for it: callers queue in order."""
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+            self._at = now
+            self._tokens -= 1.0
+            return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
+
+    def acquire(self) -> float:
+        """Wait for one call's token; returns the seconds waited."""
+        if self.rate <= 0:
+            return 0.0
+        wait = self._reserve()
+        if wait > 0:
+            self._sleep(wait)
+            metrics.CLOUD_RATE_LIMIT_WAIT.inc(wait)
+        return wait
+
+
+def limit_call_rate(client: Any, bucket: TokenBucket) -> Any:
+    """Make every HTTP request of a boto3 client (each page, each of botocore's own retries) take a token of
+    `bucket` first. Returns the client."""
+    def take(**_: Any) -> None:  # None: botocore sends the request itself (an answer here would replace it)
+        bucket.acquire()
+
+    client.meta.events.register("before-send.ec2", take)
+    return client
+
+
+@dataclass
+class RetryPolicy:
+    """Retries of a throttled call: full jitter (a random wait up to base * 2^n, capped), so that many workers
+    throttled at once do not come back in step. botocore's standard mode has retried already by then."""
+
+    max_attempts: int = 4
+    base_seconds: float = 0.25
+    cap_seconds: float = 8.0
+    rng: random.Random = field(default_factory=random.Random)
+    sleep: Callable[[float], None] = time.sleep
+
+    def delay(self, attempt: int) -> float:
+        return self.rng.uniform(0.0, min(self.cap_seconds, self.base_seconds * 2 ** attempt))
+
+
 class Ec2Gateway:
     """`CloudProvider` over a boto3 EC2 client (or anything with its methods: moto, a test's counting wrapper)."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, retry: RetryPolicy | None = None) -> None:
         self.client = client
+        self.retry = retry or RetryPolicy()
+
+    def _call(self, operation: str, fn: Callable[[], T]) -> T:
+        """`fn` (one EC2 operation), tried again after a jittered backoff while EC2 throttles it; every failure
+        counted by kind; UnauthorizedOperation logged with the IAM action it needs."""
+        for attempt in range(self.retry.max_attempts):
+            try:
+                return fn()
+            except Exception as exc:
+                kind = classify(exc)
+                if error_code(exc) is None:
+                    raise
+                metrics.CLOUD_API_ERRORS.labels(operation=operation, kind=kind.value).inc()
+                if kind is CloudErrorKind.UNAUTHORIZED:
+                    log.error("EC2 refused %s: %s; the worker's credentials need IAM action %s", operation,
+                              error_code(exc), iam_action(operation),
+                              extra={"iam_action": iam_action(operation), "error_code": error_code(exc)})
+                if kind is not CloudErrorKind.THROTTLED or attempt + 1 >= self.retry.max_attempts:
+                    raise
+                metrics.CLOUD_API_RETRIES.labels(operation=operation).inc()
+                self.retry.sleep(self.retry.delay(attempt))
+        raise AssertionError("unreachable")
 
     @property
     def region(self) -> str | None:
@@ -56,31 +192,34 @@ class Ec2Gateway:
             params["InstanceIds"] = list(ids)
         if filters is not None:
             params["Filters"] = list(filters)
-        return _flatten(self.client.describe_instances(**params))
+        return _flatten(self._call("describe_instances", lambda: self.client.describe_instances(**params)))
 
     def all_instances(self, filters: Sequence[Filter]) -> list[Instance]:
-        """DescribeInstances by filters, every page."""
-        pages = self.client.get_paginator("describe_instances").paginate(Filters=list(filters))
-        return [inst for page in pages for inst in _flatten(page)]
+        """DescribeInstances by filters, every page (read again from the start when EC2 throttles one)."""
+        def read() -> list[Instance]:
+            pages = self.client.get_paginator("describe_instances").paginate(Filters=list(filters))
+            return [inst for page in pages for inst in _flatten(page)]
+        return self._call("describe_instances", read)
 
     def launch(self, params: dict[str, Any]) -> Instance:
         """RunInstances of one instance (the caller sets MinCount/MaxCount and the idempotent ClientToken)."""
-        return self.client.run_instances(**params)["Instances"][0]
+        return self._call("run_instances", lambda: self.client.run_instances(**params))["Instances"][0]
 
     def terminate(self, ids: Sequence[str]) -> list[dict[str, Any]]:
         """TerminateInstances: the state changes EC2 reports (TerminatingInstances)."""
-        return self.client.terminate_instances(InstanceIds=list(ids)).get("TerminatingInstances") or []
+        return self._call("terminate_instances", lambda: self.client.terminate_instances(
+            InstanceIds=list(ids))).get("TerminatingInstances") or []
 
     def images(self, **params: Any) -> list[dict[str, Any]]:
         """DescribeImages with the caller's filters (owners, ids)."""
-        return self.client.describe_images(**params).get("Images", [])
+        return self._call("describe_images", lambda: self.client.describe_images(**params)).get("Images", [])
 
     def describe(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """One page of a Describe* call a launch's network and image resolution needs (subnets, security groups,
         images, by NextToken): the answer as EC2 gives it."""
         if not operation.startswith("describe_"):
             raise ValueError(f"not a Describe call: {operation}")
-        return getattr(self.client, operation)(**params)
+        return self._call(operation, lambda: getattr(self.client, operation)(**params))
 
 
 def _flatten(resp: dict[str, Any]) -> list[Instance]:

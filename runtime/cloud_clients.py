@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gateways.ec2 import TokenBucket, limit_call_rate
+
 REGION_SOURCES = ("--region", "AWS_REGION", "AWS_DEFAULT_REGION")
 
 
@@ -40,10 +42,20 @@ class AwsClients:
     iam: Any
 
 
+@dataclass(frozen=True)
+class Ec2CallRate:
+    """The worker's EC2 request rate (`--ec2-max-calls-per-second`, `--ec2-call-burst`): below EC2's account-wide
+    request-rate throttling (a bucket of 100 refilled at 20 a second for most mutating calls), so that a large
+    drift's launches, terminations and describes cannot throttle the whole account. <= 0: unlimited."""
+
+    per_second: float = 20.0
+    burst: float = 40.0
+
+
 def aws_clients(region: str, *, ec2_endpoint: str | None = None, sqs_endpoint: str | None = None,
-                iam_endpoint: str | None = None) -> AwsClients:
+                iam_endpoint: str | None = None, ec2_rate: Ec2CallRate | None = None) -> AwsClients:
     """Every AWS client the worker uses, built for `region` (SSM shares EC2's endpoint, as moto serves both)."""
-    return AwsClients(region=region, ec2=ec2_client(region, ec2_endpoint),
+    return AwsClients(region=region, ec2=ec2_client(region, ec2_endpoint, ec2_rate or Ec2CallRate()),
                       sqs=sqs_client(region, sqs_endpoint or ec2_endpoint),
                       ssm=ssm_client(region, ec2_endpoint), iam=iam_client(region, iam_endpoint or ec2_endpoint))
 
@@ -62,12 +74,16 @@ def kube_api_client(kubeconfig: str | None, pool_size: int = 64) -> Any:
     return k8s.ApiClient(cfg)
 
 
-def ec2_client(region: str | None, endpoint: str | None) -> Any:
+def ec2_client(region: str | None, endpoint: str | None, rate: Ec2CallRate | None = None) -> Any:
+    """botocore's standard retry mode (exponential backoff with full jitter, throttling included); with `rate` (the
+    worker's, through `aws_clients`), every request through one token bucket (gateways/ec2.py). Tools and tests
+    that build a client themselves are not paced."""
     import boto3
     from botocore.config import Config
 
-    return boto3.client("ec2", region_name=region, endpoint_url=endpoint,
-                        config=Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=32))
+    client = boto3.client("ec2", region_name=region, endpoint_url=endpoint,
+                          config=Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=32))
+    return client if rate is None else limit_call_rate(client, TokenBucket(rate.per_second, rate.burst))
 
 
 def sqs_client(region: str | None, endpoint: str | None) -> Any:

@@ -330,3 +330,23 @@ POD_DELETION_COST_RANKED_NODES = Gauge(
     "Nodes the last deletion-cost ranking ordered (the ones whose ReplicaSet pods get a negative cost).",
     registry=REGISTRY,
 )
+
+# --- the cloud's own failures (gateways/ec2.py, docs/reliability.md#the-clouds-own-failures) ---
+CLOUD_API_ERRORS = Counter(
+    "nodeflow_cloud_api_errors_total",
+    "EC2 calls that failed, by operation and kind (throttled|insufficient_capacity|unauthorized|not_found|other); "
+    "a throttled call the gateway retried counts once per failed try.",
+    ["operation", "kind"],
+    registry=REGISTRY,
+)
+CLOUD_API_RETRIES = Counter(
+    "nodeflow_cloud_api_retries_total",
+    "EC2 calls the gateway tried again after a throttling answer (RequestLimitExceeded), after a jittered backoff.",
+    ["operation"],
+    registry=REGISTRY,
+)
+CLOUD_RATE_LIMIT_WAIT = Counter(
+    "nodeflow_cloud_rate_limit_wait_seconds_total",
+    "Seconds EC2 calls waited for the worker's own call-rate limit (--ec2-max-calls-per-second) before going out.",
+    registry=REGISTRY,
+)

@@ -28,6 +28,12 @@ def marked(reason: str) -> float:
     return REGISTRY.get_sample_value("nodeflow_offerings_marked_unavailable_total", {"reason": reason}) or 0.0
 
 
+def ice_answers() -> float:
+    """RunInstances answers the gateway counted as no capacity (docs/reliability.md#the-clouds-own-failures)."""
+    return REGISTRY.get_sample_value("nodeflow_cloud_api_errors_total",
+                                     {"operation": "run_instances", "kind": "insufficient_capacity"}) or 0.0
+
+
 def claim_types(claim: dict[str, Any]) -> list[str]:
     (req,) = [r for r in claim["spec"]["requirements"] if r["key"] == labels.INSTANCE_TYPE_LABEL]
     return req["values"]
@@ -39,7 +45,7 @@ async def test_ice_marks_the_offering_for_the_next_plan_and_launch(temporal_clie
     web_a = replica_set("web-a", 1, "1500m")
     web_a["spec"]["template"]["spec"]["nodeSelector"] = {labels.ZONE_LABEL: "us-east-1a"}
     sim_ec2.load_objects(fresh([node_pool("default", requirements=REQS, consolidate_after="Never"), web_a]))
-    before = marked("InsufficientInstanceCapacity")
+    before, before_ice = marked("InsufficientInstanceCapacity"), ice_answers()
     async with disruption_stack(temporal_client, sim_ec2, moto_endpoint) as stack:
         ice = IceInjector().install(stack.ec2)
         ice.exhaust("m5.large")  # every zone
@@ -76,3 +82,4 @@ async def test_ice_marks_the_offering_for_the_next_plan_and_launch(temporal_clie
         assert claim_types(claim) == ["m5.xlarge"]  # the plan avoids the marked offering of 1a
         assert ice.refused == [("m5.large", "us-east-1a"), ("m5.large", "us-east-1b")]  # EC2 not asked again
         assert marked("InsufficientInstanceCapacity") == before + 2
+        assert ice_answers() == before_ice + 2  # each refusal counted once, and none retried by the gateway
