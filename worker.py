@@ -95,9 +95,9 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ec2-endpoint", default=env("NODEFLOW_EC2_ENDPOINT"), help="e.g. a moto_server URL")
     p.add_argument("--sqs-endpoint", default=env("NODEFLOW_SQS_ENDPOINT"))
     p.add_argument("--ec2-max-calls-per-second", type=float,
-                   default=float(env("NODEFLOW_EC2_MAX_CALLS_PER_SECOND", "20")),
+                   default=float(env("NODEFLOW_EC2_MAX_CALLS_PER_SECOND", "50")),
                    help="the worker's EC2 request rate limit (a token bucket; <= 0: unlimited)")
-    p.add_argument("--ec2-call-burst", type=float, default=float(env("NODEFLOW_EC2_CALL_BURST", "40")),
+    p.add_argument("--ec2-call-burst", type=float, default=float(env("NODEFLOW_EC2_CALL_BURST", "100")),
                    help="EC2 requests the worker may make at once above --ec2-max-calls-per-second")
     p.add_argument("--no-watch", action="store_true", help="do not run the deletion watcher")
     p.add_argument("--no-cluster-cache", action="store_true",

@@ -55,10 +55,10 @@ def test_the_default_ssm_client_follows_the_ec2_region(bare_env: pytest.MonkeyPa
     assert deps.ssm_client.meta.region_name == "eu-north-1"
 
 
-def test_the_ec2_call_rate_flags_default_to_twenty_a_second_and_read_the_environment(
+def test_the_ec2_call_rate_flags_default_to_fifty_a_second_and_read_the_environment(
         monkeypatch: pytest.MonkeyPatch) -> None:
     args = worker.parse_args([])
-    assert (args.ec2_max_calls_per_second, args.ec2_call_burst) == (20.0, 40.0)
+    assert (args.ec2_max_calls_per_second, args.ec2_call_burst) == (50.0, 100.0)
     assert worker.parse_args(["--ec2-max-calls-per-second", "0"]).ec2_max_calls_per_second == 0
     monkeypatch.setenv("NODEFLOW_EC2_MAX_CALLS_PER_SECOND", "7.5")
     assert worker.parse_args([]).ec2_max_calls_per_second == 7.5
