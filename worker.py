@@ -258,24 +258,9 @@ async def cluster_too_old(kubeconfig: str | None) -> str | None:
         return None
 
 
-async def amain(args: argparse.Namespace) -> int:
-    if not args.fleet_only and (problem := await cluster_too_old(args.kubeconfig)):
-        log.error("refusing to start: %s", problem)
-        return 2
-    bind = metrics_bind(args.metrics_address, args.metrics_port)
-    buffer = new_buffer() if bind else None  # the SDK's failure counters, for /metrics
-    if buffer is not None:
-        forward_core_logs(buffer)
-    try:
-        client = await connect(args.address, args.namespace, api_key=args.api_key, tls_cert=args.tls_cert,
-                               tls_key=args.tls_key, tls_ca=args.tls_ca,
-                               require_secure=not args.allow_insecure_temporal)
-    except InsecureTemporalAddress as exc:
-        log.error("refusing to start: %s", exc)
-        return 2
-    if args.fleet_only:
-        return await _fleet_only(client, args.fleet_task_queue or FLEET_TASK_QUEUE, args.sticky_queue_timeout)
-    settings = Settings(task_queue=args.task_queue, fleet_task_queue=args.fleet_task_queue,
+def settings_from(args: argparse.Namespace) -> Settings:
+    """The worker's settings from its flags (each flag's NODEFLOW_* variable already read by the parser)."""
+    return Settings(task_queue=args.task_queue, fleet_task_queue=args.fleet_task_queue,
                         watch=not args.no_watch, resync_seconds=args.resync_seconds,
                         interruption_queue_url=args.interruption_queue, catalog_path=args.catalog,
                         ami_id=args.ami_id, cluster_name=args.cluster_name, cluster_endpoint=args.cluster_endpoint,
@@ -294,6 +279,26 @@ async def amain(args: argparse.Namespace) -> int:
                         pod_deletion_cost_seconds=args.pod_deletion_cost_interval,
                         leader_election=election_settings(args),
                         default_topology_spread=args.default_topology_spread)
+
+
+async def amain(args: argparse.Namespace) -> int:
+    if not args.fleet_only and (problem := await cluster_too_old(args.kubeconfig)):
+        log.error("refusing to start: %s", problem)
+        return 2
+    bind = metrics_bind(args.metrics_address, args.metrics_port)
+    buffer = new_buffer() if bind else None  # the SDK's failure counters, for /metrics
+    if buffer is not None:
+        forward_core_logs(buffer)
+    try:
+        client = await connect(args.address, args.namespace, api_key=args.api_key, tls_cert=args.tls_cert,
+                               tls_key=args.tls_key, tls_ca=args.tls_ca,
+                               require_secure=not args.allow_insecure_temporal)
+    except InsecureTemporalAddress as exc:
+        log.error("refusing to start: %s", exc)
+        return 2
+    if args.fleet_only:
+        return await _fleet_only(client, args.fleet_task_queue or FLEET_TASK_QUEUE, args.sticky_queue_timeout)
+    settings = settings_from(args)
     try:
         configure_scheduling(settings)
     except ValueError as exc:

@@ -522,6 +522,24 @@ class NodeInfo:
         return machine_going(self.deleting, self.taints, self.claim)
 
 
+def _type_nodes(nodes: Iterable[NodeInfo], pool_catalogs: Mapping[str, InstanceTypeCatalog],
+                catalog: InstanceTypeCatalog, csinodes: Mapping[str, Mapping[str, Any]]) -> None:
+    """Each node's pool, instance type (its pool's overlaid catalog), price, volume limits, and the capacity its type
+    gives where the Node reports none."""
+    for n in nodes:
+        n.pool = n.labels.get(L.NODEPOOL_LABEL, "") or (n.claim.node_pool if n.claim else "")
+        n.itype = pool_catalogs.get(n.pool, catalog).get(n.labels.get(L.INSTANCE_TYPE_LABEL, ""))
+        n.volume_limits = {**(instance_type_limits(n.itype.hypervisor, n.itype.local_nvme) if n.itype else {}),
+                           **(csinode_limits(csinodes[n.name]) if n.name in csinodes else {})}
+        if n.itype is not None:
+            off = n.itype.offering(n.zone, n.capacity_type)
+            n.price = off.price if off is not None else 0.0
+            if n.cpu == 0 and n.mem == 0:
+                n.cpu, n.mem, n.max_pods = n.itype.cpu_cores, n.itype.memory_bytes, n.itype.pods
+            if n.eph == 0:
+                n.eph = n.itype.ephemeral_storage_bytes
+
+
 def marked_for_deletion(node_deleting: bool, claim: ClaimInfo | None) -> bool:
     """Karpenter MarkedForDeletion: NodeClaim deleting or instance terminating, or Node deleting alone."""
     if claim is not None:
@@ -719,20 +737,9 @@ class Cluster:
                 node.used_mem += pod.mem
                 node.used_pods += 1
                 node.used_eph += pod.eph
-        csinodes = {(o.get("metadata") or {}).get("name"): o for o in getattr(snapshot, "others", ())
-                    if o.get("kind") == "CSINode"}
-        for n in nodes:
-            n.pool = n.labels.get(L.NODEPOOL_LABEL, "") or (n.claim.node_pool if n.claim else "")
-            n.itype = priced.pools.get(n.pool, catalog).get(n.labels.get(L.INSTANCE_TYPE_LABEL, ""))
-            n.volume_limits = {**(instance_type_limits(n.itype.hypervisor, n.itype.local_nvme) if n.itype else {}),
-                               **(csinode_limits(csinodes[n.name]) if n.name in csinodes else {})}
-            if n.itype is not None:
-                off = n.itype.offering(n.zone, n.capacity_type)
-                n.price = off.price if off is not None else 0.0
-                if n.cpu == 0 and n.mem == 0:
-                    n.cpu, n.mem, n.max_pods = n.itype.cpu_cores, n.itype.memory_bytes, n.itype.pods
-                if n.eph == 0:
-                    n.eph = n.itype.ephemeral_storage_bytes
+        others = getattr(snapshot, "others", ())
+        _type_nodes(nodes, priced.pools, catalog,
+                    {(o.get("metadata") or {}).get("name"): o for o in others if o.get("kind") == "CSINode"})
         pdbs = [parse_pdb(p) for p in snapshot.pdbs]
         cluster = cls(nodes, pools, claims, pending, pdbs, catalog)
         cluster.pool_catalogs = priced.pools
