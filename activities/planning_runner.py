@@ -44,7 +44,7 @@ from contracts.disruption import (
 )
 from contracts.errors import ErrorType
 from gateways.kube import KubeClient, without_disrupted_taint
-from planning.disruption.repair import DEFAULT_POLICIES, RepairPolicy
+from planning.disruption.repair import DEFAULT_POLICIES, RepairBlockReason, RepairPolicy
 from planning.disruption.validation import CONSOLIDATION_METHODS, Decision, Mismatch, Verdict, same_decision
 from planning.planner.plan import plan
 from planning.planner.recheck import recheck_consolidation, recheck_spot_return
@@ -287,7 +287,12 @@ def _take_repairs(result: Any, index: Mapping[str, NodeRef], excluded: set[str],
                                           image_id="").inc()
     for b in result.repairs_blocked:
         out.repairs_blocked.append(b.node_pool)
-        metrics.NODE_REPAIRS_BLOCKED.labels(nodepool=b.node_pool).inc()
+        if b.reason is RepairBlockReason.ZONE_OUTAGE:
+            metrics.NODE_REPAIRS_ZONE_HELD.labels(nodepool=b.node_pool, zone=b.zone).inc()
+        else:
+            metrics.NODE_REPAIRS_BLOCKED.labels(nodepool=b.node_pool).inc()
+    for r in result.repairs_vetoed:
+        metrics.NODE_REPAIRS_VETOED.labels(nodepool=r.node_pool).inc()
 
 
 def _take_static(result: Any, index: Mapping[str, NodeRef], excluded: set[str], out: PlanPassResult) -> None:
