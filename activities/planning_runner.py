@@ -245,7 +245,8 @@ def policy_metrics(result: Any) -> None:
 CONSOLIDATION_TYPES = {"Emptiness": "empty", "MultiNodeConsolidation": "multi", "SingleNodeConsolidation": "single"}
 # the reason each method's eligible_nodes gauge carries (disruption/controller.go: strings.ToLower(Reason()))
 ELIGIBLE_REASONS = {"Emptiness": "empty", "Drift": "drifted", "StaticDrift": "drifted",
-                    "MultiNodeConsolidation": "underutilized", "SingleNodeConsolidation": "underutilized"}
+                    "MultiNodeConsolidation": "underutilized", "SingleNodeConsolidation": "underutilized",
+                    "Repair": "unhealthy"}  # v1.15's repair method (kubernetes-sigs/karpenter#3311)
 
 
 def karpenter_pass(result: Any, seconds: float) -> None:
@@ -270,8 +271,8 @@ def karpenter_pass(result: Any, seconds: float) -> None:
 
 def karpenter_decision(method: str, reason: str, decision: str, node_pool: str) -> None:
     """karpenter_voluntary_disruption_decisions_total (and by nodepool) for a command the pass starts."""
-    if method not in CONSOLIDATION_TYPES and method not in ("Drift", "StaticDrift"):
-        return  # expiration, repair and static scale-down are not voluntary disruption decisions
+    if method not in CONSOLIDATION_TYPES and method not in ("Drift", "StaticDrift", "Repair"):
+        return  # expiration, legacy repair and static scale-down are not voluntary disruption decisions
     labels = {"decision": decision, "reason": reason.lower(), "consolidation_type": CONSOLIDATION_TYPES.get(method, "")}
     km.DECISIONS.labels(**labels).inc()
     km.DECISIONS_BY_NODEPOOL.labels(nodepool=node_pool, **labels).inc()
