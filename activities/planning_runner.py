@@ -44,7 +44,7 @@ from contracts.disruption import (
 )
 from contracts.errors import ErrorType
 from gateways.kube import KubeClient, without_disrupted_taint
-from planning.disruption.repair import DEFAULT_POLICIES, RepairBlockReason, RepairPolicy
+from planning.disruption.repair import DEFAULT_POLICIES, RepairBlockReason, RepairPolicy, as_policies
 from planning.disruption.validation import CONSOLIDATION_METHODS, Decision, Mismatch, Verdict, same_decision
 from planning.planner.plan import plan
 from planning.planner.recheck import recheck_consolidation, recheck_spot_return
@@ -361,7 +361,7 @@ class PlanningActivities:
                  offerings: UnavailableOfferings | None = None) -> None:
         self._kube = kube
         self._offerings = offerings  # offerings EC2 refused lately: planned on as unavailable (docs/semantics.md §16.1)
-        self._repair = tuple(repair)  # node repair policies (planning/disruption/repair.py); empty: no repair
+        self._repair = as_policies(repair)  # node repair policies and mode (planning/disruption/repair.py); empty: off
         self._cluster = cluster  # None: LIST every kind on each read (nodeflow plan, tests, --no-cluster-cache)
         self._client = temporal_client
         self._catalog = catalog

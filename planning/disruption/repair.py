@@ -77,6 +77,11 @@ class RepairPolicies(tuple[RepairPolicy, ...]):
         return out
 
 
+def as_policies(policies: Iterable[RepairPolicy]) -> RepairPolicies:
+    """`policies` with their mode kept (a plain sequence: the defaults); copy with this, never with tuple()."""
+    return policies if isinstance(policies, RepairPolicies) else RepairPolicies(policies)
+
+
 def is_legacy(policies: Sequence[RepairPolicy]) -> bool:
     """Whether repair terminates forcefully (the pre-v1.15 path) rather than as a budgeted method."""
     return bool(getattr(policies, "legacy", False))

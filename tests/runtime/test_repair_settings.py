@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import worker
-from activities.planning_runner import _take_repairs
+from activities.planning_runner import PlanningActivities, _take_repairs
 from contracts.disruption import PlanPassResult
 from planning.disruption.repair import DEFAULT_POLICIES, Repair, RepairBlocked, RepairBlockReason, is_legacy
 from runtime.settings import Settings
@@ -35,6 +35,14 @@ def test_settings_make_the_policies() -> None:
     legacy = repair_policies(Settings(legacy_node_repair=True, node_repair_zone_outage_percent=70))
     assert is_legacy(legacy) and legacy.zone_outage_percent == 70 and len(legacy) == 2
     assert repair_policies(Settings(node_repair=False)) == ()
+
+
+def test_the_planning_activities_keep_the_mode() -> None:
+    """PlanningActivities copies its policies; the copy must keep `legacy` and the zone share (a tuple() would not)."""
+    legacy = repair_policies(Settings(legacy_node_repair=True, node_repair_zone_outage_percent=70))
+    kept = PlanningActivities(None, repair=legacy)._repair  # type: ignore[arg-type]
+    assert is_legacy(kept) and kept.zone_outage_percent == 70
+    assert not is_legacy(PlanningActivities(None, repair=DEFAULT_POLICIES)._repair)  # type: ignore[arg-type]
 
 
 def _sample(name: str, **labels: str) -> float:
