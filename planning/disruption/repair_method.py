@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import labels as L
-from planning.cluster import Cluster
+from planning.cluster import Cluster, NodeInfo
 from planning.disruption.candidates import EVENTUAL, Candidate
 from planning.disruption.commands import Command
 from planning.disruption.drift import Drift
@@ -48,8 +48,8 @@ def unhealthy_allowed(rows: list[dict[str, Any]], cluster: Cluster) -> dict[str,
     being NotReady (not deleting, not tainted karpenter.sh/disrupted) is not disrupting."""
     sick: dict[str, int] = {}
     for node in cluster.nodes:
-        if node.pool and node.claim is not None and not node.ready and not node.marked_for_deletion \
-                and not node.tainted_disrupted:
+        if node.pool and node.claim is not None and _initialized(node) and not node.ready \
+                and not node.marked_for_deletion and not node.tainted_disrupted:
             sick[node.pool] = sick.get(node.pool, 0) + 1
     out: dict[str, int] = {}
     for row in rows:
@@ -57,6 +57,12 @@ def unhealthy_allowed(rows: list[dict[str, Any]], cluster: Cluster) -> dict[str,
         busy = max(row["disrupting"] - sick.get(row["nodePool"], 0), 0)
         out[row["nodePool"]] = max(cap - busy, 0)
     return out
+
+
+def _initialized(node: NodeInfo) -> bool:
+    """As api/budgets.py count_nodes: only initialized nodes count toward a pool's budget at all."""
+    return node.labels.get(L.INITIALIZED_LABEL) == "true" or \
+        (node.claim is not None and node.claim.condition_true("Initialized"))
 
 
 def static_pools_forceful(decision: RepairDecision, cluster: Cluster) -> RepairDecision:

@@ -133,3 +133,16 @@ def test_legacy_flag_keeps_the_forceful_delete_without_budget() -> None:
 def test_the_budget_reasons_enum_accepts_unhealthy() -> None:
     assert budget_problems(Budget.model_validate({"nodes": "10%", "reasons": ["Unhealthy", "Drifted"]})) == []
     assert budget_problems(Budget.model_validate({"nodes": "10%", "reasons": ["Repair"]})) != []
+
+
+def test_a_launching_node_does_not_lend_budget_to_repair() -> None:
+    """Only initialized NotReady nodes are taken off `disrupting`: a launching node was never counted there."""
+    launching = node_and_claim("new", ready=False, zone="us-east-1b",
+                               conditions=[{"type": "Launched", "status": "True"}])
+    launching[0]["metadata"]["labels"].pop(L.INITIALIZED_LABEL)
+    in_flight = node_and_claim("going", zone="us-east-1b", taints=[dict(L.DISRUPTED_TAINT)])
+    pool = nodepool(budgets=[{"nodes": "1"}])
+    snap = snapshot(pool, sick("sick"), pod("web-1", "sick", "3"), launching, in_flight, *busy(4))
+    result = plan(snap, AT)
+    assert _repair_commands(result) == []  # the one disruption the budget allows is `going`'s
+    assert [b.budget_reason for b in result.blocked if b.node == "sick"] == ["Unhealthy"]
