@@ -123,6 +123,13 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-node-repair", action="store_true",
                    default=_env_flag("NODEFLOW_NO_NODE_REPAIR"),
                    help="never replace unhealthy nodes")
+    p.add_argument("--legacy-node-repair", action="store_true", default=_env_flag("NODEFLOW_LEGACY_NODE_REPAIR"),
+                   help="node repair as before v1.15: forceful termination, no budget, no replacement first "
+                        "(default: a budgeted disruption method that pre-spins a replacement, then drains)")
+    p.add_argument("--node-repair-zone-outage-percent", type=int,
+                   default=int(env("NODEFLOW_NODE_REPAIR_ZONE_OUTAGE_PERCENT", "50")),
+                   help="node repair holds back in a zone where more than this percent of the nodes are unhealthy "
+                        "(an outage, not a node fault; default 50)")
     p.add_argument("--default-topology-spread", metavar="none|system|FILE",
                    default=env("NODEFLOW_DEFAULT_TOPOLOGY_SPREAD", "none"),
                    help="cluster-default topology spread the simulation gives pods without their own: none, system "
@@ -271,6 +278,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
                         node_repair=not args.no_node_repair,
                         node_repair_toleration_seconds=args.node_repair_toleration,
                         node_repair_conditions=tuple(args.node_repair_condition),
+                        legacy_node_repair=args.legacy_node_repair,
+                        node_repair_zone_outage_percent=args.node_repair_zone_outage_percent,
                         cancel_hold_seconds=args.cancel_hold, min_drain_seconds=args.min_drain_time,
                         discover_instance_types=not (args.catalog or args.no_instance_type_discovery),
                         instance_type_refresh_seconds=args.instance_type_refresh,

@@ -44,7 +44,7 @@ from contracts.disruption import (
 )
 from contracts.errors import ErrorType
 from gateways.kube import KubeClient, without_disrupted_taint
-from planning.disruption.repair import DEFAULT_POLICIES, RepairPolicy
+from planning.disruption.repair import DEFAULT_POLICIES, RepairBlockReason, RepairPolicy, as_policies
 from planning.disruption.validation import CONSOLIDATION_METHODS, Decision, Mismatch, Verdict, same_decision
 from planning.planner.plan import plan
 from planning.planner.recheck import recheck_consolidation, recheck_spot_return
@@ -245,7 +245,8 @@ def policy_metrics(result: Any) -> None:
 CONSOLIDATION_TYPES = {"Emptiness": "empty", "MultiNodeConsolidation": "multi", "SingleNodeConsolidation": "single"}
 # the reason each method's eligible_nodes gauge carries (disruption/controller.go: strings.ToLower(Reason()))
 ELIGIBLE_REASONS = {"Emptiness": "empty", "Drift": "drifted", "StaticDrift": "drifted",
-                    "MultiNodeConsolidation": "underutilized", "SingleNodeConsolidation": "underutilized"}
+                    "MultiNodeConsolidation": "underutilized", "SingleNodeConsolidation": "underutilized",
+                    "Repair": "unhealthy"}  # v1.15's repair method (kubernetes-sigs/karpenter#3311)
 
 
 def karpenter_pass(result: Any, seconds: float) -> None:
@@ -270,8 +271,8 @@ def karpenter_pass(result: Any, seconds: float) -> None:
 
 def karpenter_decision(method: str, reason: str, decision: str, node_pool: str) -> None:
     """karpenter_voluntary_disruption_decisions_total (and by nodepool) for a command the pass starts."""
-    if method not in CONSOLIDATION_TYPES and method not in ("Drift", "StaticDrift"):
-        return  # expiration, repair and static scale-down are not voluntary disruption decisions
+    if method not in CONSOLIDATION_TYPES and method not in ("Drift", "StaticDrift", "Repair"):
+        return  # expiration, legacy repair and static scale-down are not voluntary disruption decisions
     labels = {"decision": decision, "reason": reason.lower(), "consolidation_type": CONSOLIDATION_TYPES.get(method, "")}
     km.DECISIONS.labels(**labels).inc()
     km.DECISIONS_BY_NODEPOOL.labels(nodepool=node_pool, **labels).inc()
@@ -287,7 +288,12 @@ def _take_repairs(result: Any, index: Mapping[str, NodeRef], excluded: set[str],
                                           image_id="").inc()
     for b in result.repairs_blocked:
         out.repairs_blocked.append(b.node_pool)
-        metrics.NODE_REPAIRS_BLOCKED.labels(nodepool=b.node_pool).inc()
+        if b.reason is RepairBlockReason.ZONE_OUTAGE:
+            metrics.NODE_REPAIRS_ZONE_HELD.labels(nodepool=b.node_pool, zone=b.zone).inc()
+        else:
+            metrics.NODE_REPAIRS_BLOCKED.labels(nodepool=b.node_pool).inc()
+    for r in result.repairs_vetoed:
+        metrics.NODE_REPAIRS_VETOED.labels(nodepool=r.node_pool).inc()
 
 
 def _take_static(result: Any, index: Mapping[str, NodeRef], excluded: set[str], out: PlanPassResult) -> None:
@@ -355,7 +361,7 @@ class PlanningActivities:
                  offerings: UnavailableOfferings | None = None) -> None:
         self._kube = kube
         self._offerings = offerings  # offerings EC2 refused lately: planned on as unavailable (docs/semantics.md §16.1)
-        self._repair = tuple(repair)  # node repair policies (planning/disruption/repair.py); empty: no repair
+        self._repair = as_policies(repair)  # node repair policies and mode (planning/disruption/repair.py); empty: off
         self._cluster = cluster  # None: LIST every kind on each read (nodeflow plan, tests, --no-cluster-cache)
         self._client = temporal_client
         self._catalog = catalog

@@ -32,6 +32,7 @@ MAX_INT32 = 2**31 - 1
 NODES_PATTERN = r"^((100|[0-9]{1,2})%|[0-9]+)$"
 SCHEDULE_PATTERN = r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
 REASONS = labels.BUDGET_REASONS  # Empty, Drifted, Underutilized: also the row order
+REASON_VALUES = labels.BUDGET_REASON_VALUES  # what `reasons` may list: the above and Unhealthy (node repair)
 
 
 class BudgetError(ValueError):
@@ -47,8 +48,9 @@ def budget_problems(budget: Budget) -> list[str]:
         if len(budget.reasons) > 50:
             problems.append(f"'reasons' has {len(budget.reasons)} items, at most 50 allowed")
         for r in budget.reasons:
-            if r not in REASONS:
-                problems.append(f"'reasons' value {r!r} is not one of {', '.join(REASONS)}{did_you_mean(r, REASONS)}")
+            if r not in REASON_VALUES:
+                problems.append(f"'reasons' value {r!r} is not one of {', '.join(REASON_VALUES)}"
+                                f"{did_you_mean(r, REASON_VALUES)}")
         if len(set(budget.reasons)) != len(budget.reasons):
             problems.append("'reasons' must not repeat a value (it is a set)")
     if (budget.schedule is None) != (budget.duration is None):
@@ -244,8 +246,9 @@ def compute_budget_rows(
     nodes: Iterable[dict[str, Any]],
     node_claims: Iterable[NodeClaim | dict[str, Any]],
     at: datetime,
+    reasons: Sequence[str] = REASONS,
 ) -> list[BudgetRow]:
-    """One row per NodePool (by name) and reason (Empty, Drifted, Underutilized).
+    """One row per NodePool (by name) and reason (`reasons`: Empty, Drifted, Underutilized unless told).
 
     allowed = max(min(limit ?? total, total) - disrupting, 0).
     """
@@ -253,7 +256,7 @@ def compute_budget_rows(
     rows: list[BudgetRow] = []
     for pool in sorted(_pools(node_pools), key=lambda p: p.name):
         total, disrupting = counts.get(pool.name, PoolCount(0, 0))
-        for reason in REASONS:
+        for reason in reasons:
             limit, errors = pool_limit(pool, at, total, reason)
             cap = total if limit is None else min(limit, total)
             rows.append(

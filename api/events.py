@@ -382,6 +382,16 @@ def node_repair(condition: str, status: str, since: datetime, toleration: timede
             f"(tolerated {_duration(toleration)}); terminating it now, its pods go to other or new nodes")
 
 
+def node_repair_vetoed(node: str) -> str:
+    return f"node {node} is unhealthy past its toleration but annotated karpenter.sh/do-not-repair: not repaired"
+
+
+def node_repair_zone_outage(pool: str, zone: str, unhealthy: int, total: int, percent: int) -> str:
+    """Node repair held back in a zone where most nodes turned unhealthy: an outage, not a node fault."""
+    return (f"zone {zone} looks like an outage ({unhealthy} of its {total} nodes are unhealthy, more than {percent}%): "
+            f"node repair of NodePool {pool} holds back there")
+
+
 def node_repair_blocked(pool: str, unhealthy: int, total: int, allowed: int, percent: int) -> str:
     """Karpenter's sentence (node/health/controller.go), then nodeflow's counts."""
     return (f"more than {percent}% nodes are unhealthy in the nodepool ({unhealthy} of {total} nodes of NodePool "

@@ -19,6 +19,7 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 EXCLUDE_LB_LABEL = "node.kubernetes.io/exclude-from-external-load-balancers"
 
 DO_NOT_DISRUPT_ANNOTATION = "karpenter.sh/do-not-disrupt"
+DO_NOT_REPAIR_ANNOTATION = "karpenter.sh/do-not-repair"  # on a Node: node repair leaves it alone (v1.15)
 NODEPOOL_HASH_ANNOTATION = "karpenter.sh/nodepool-hash"
 NODEPOOL_HASH_VERSION_ANNOTATION = "karpenter.sh/nodepool-hash-version"
 NODEPOOL_HASH_VERSION = "v3"
@@ -66,6 +67,8 @@ REASON_UNDERUTILIZED = "Underutilized"
 REASON_EXPIRED = "Expired"
 REASON_UNHEALTHY = "Unhealthy"  # node repair (planning/disruption/repair.py): Karpenter's disruption reason for it
 BUDGET_REASONS = (REASON_EMPTY, REASON_DRIFTED, REASON_UNDERUTILIZED)
+# What a budget's `reasons` may list (the CRD enum): v1.15 adds node repair's reason (kubernetes-sigs/karpenter#3311).
+BUDGET_REASON_VALUES = (*BUDGET_REASONS, REASON_UNHEALTHY)
 
 CAPACITY_SPOT = "spot"
 CAPACITY_ON_DEMAND = "on-demand"

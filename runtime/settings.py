@@ -47,6 +47,8 @@ class Settings:
     node_repair: bool = True  # replace nodes unhealthy past their toleration (planning/disruption/repair.py)
     node_repair_toleration_seconds: float = 1800.0  # Ready False/Unknown tolerated this long (Karpenter: 30 min)
     node_repair_conditions: tuple[str, ...] = ()  # more repair policies, "Type=Status:Duration" each
+    legacy_node_repair: bool = False  # forceful repair, no budget, no pre-spin (Karpenter's --legacy-node-repair)
+    node_repair_zone_outage_percent: int = 50  # repair holds back in a zone with more than this share unhealthy
     cancel_hold_seconds: float = 1800.0  # a cancelled disruption's nodes are not re-planned this long (0: off)
     min_drain_seconds: float | None = None  # Karpenter's MinDrainTime (5 s) when None; tests shorten it
     lifecycle: bool = True  # run the NodeClaim lifecycle controller and garbage collection (runtime/nodeclaim_*.py)

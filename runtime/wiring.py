@@ -106,7 +106,8 @@ def repair_policies(s: Any) -> tuple[Any, ...]:
     from datetime import timedelta
 
 
-    return policies_for(s.node_repair, timedelta(seconds=s.node_repair_toleration_seconds), s.node_repair_conditions)
+    return policies_for(s.node_repair, timedelta(seconds=s.node_repair_toleration_seconds), s.node_repair_conditions,
+                        legacy=s.legacy_node_repair, zone_outage_percent=s.node_repair_zone_outage_percent)
 
 
 def provisioning_activities(deps: Deps, reader: PlanningActivities, catalog: InstanceTypeCatalog

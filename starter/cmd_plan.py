@@ -39,6 +39,8 @@ def register(subparsers: Any) -> None:
                         "nodeflow.dev/consolidation-mode: optimize does for one (needs the solver extra)")
     p.add_argument("--node-repair-toleration", metavar="DURATION", default="30m",
                    help="node repair: how long Ready False/Unknown is tolerated, as the worker's flag (default 30m)")
+    p.add_argument("--legacy-node-repair", action="store_true",
+                   help="node repair as the worker's flag of that name: forceful, no budget, no replacement first")
     p.add_argument("--default-topology-spread", metavar="none|system|FILE", default="none",
                    help="cluster-default topology spread for pods without their own, as the worker's flag: none "
                         "(default), system (kube-scheduler's built-in defaults) or a YAML/JSON file")
@@ -114,7 +116,8 @@ def _handle(args: argparse.Namespace, spread: Any) -> int:
         snapshot, catalog = load_inputs(args.filename, args.catalog)
     try:
         explained = explain_plan(snapshot, at, until_stable=args.until_stable, catalog=catalog, exclude_nodes=exclude,
-                                 optimize=args.optimize, repair=_repair_policies(args.node_repair_toleration))
+                                 optimize=args.optimize, repair=_repair_policies(args.node_repair_toleration,
+                                                                         args.legacy_node_repair))
     except SolverMissingError as exc:
         raise CliError(str(exc)) from exc
     result = explained.result
@@ -123,6 +126,7 @@ def _handle(args: argparse.Namespace, spread: Any) -> int:
     data["nodePoolsBlocked"] = pools_that_cannot_launch(snapshot)  # a missing / not Ready EC2NodeClass
     data["repairs"] = [r.to_public() for r in result.repairs]  # node repair (docs/contracts.md §3.1)
     data["repairsBlocked"] = [b.to_public() for b in result.repairs_blocked]
+    data["repairsVetoed"] = [r.to_public() for r in result.repairs_vetoed]  # karpenter.sh/do-not-repair
     data["staticNodePools"] = result.static_public()  # static NodePools and StaticDrift (docs/contracts.md §3.1)
     data["disruptionPolicies"] = [p.to_public() for p in result.policy_pools]  # DisruptionPolicy (§3.1)
     data["skippedMoves"] = [m.model_dump(mode="json", by_alias=True) for m in result.skipped]
@@ -222,11 +226,11 @@ def _default_spread(value: str) -> Any:
         raise CliError(f"--default-topology-spread: {exc}") from exc
 
 
-def _repair_policies(toleration: str) -> Any:
-    from planning.disruption.repair import default_policies
+def _repair_policies(toleration: str, legacy: bool = False) -> Any:
+    from planning.disruption.repair import RepairPolicies, default_policies
 
     try:
-        return default_policies(parse_duration(toleration))
+        return RepairPolicies(default_policies(parse_duration(toleration)), legacy=legacy)
     except DurationError as exc:
         raise CliError(f"--node-repair-toleration: {exc}") from exc
 
@@ -330,7 +334,7 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
     out.append("")
     out += _render_policies(data.get("disruptionPolicies") or [], data.get("skippedMoves") or [])
     out += _render_overlays(data.get("nodeOverlays") or [])
-    out += _render_repairs(data.get("repairs") or [], data.get("repairsBlocked") or [])
+    out += _render_repairs(data.get("repairs") or [], data.get("repairsBlocked") or [], data.get("repairsVetoed") or [])
     out += _render_static(data.get("staticNodePools") or [])
     out += _render_backoffs(data.get("driftBackoffs") or [])
     out += _render_provisioning(data.get("provisioning") or [], unservable)
@@ -404,9 +408,11 @@ def _render_policies(pools: list[dict[str, Any]], skipped: list[dict[str, Any]])
     return out
 
 
-def _render_repairs(repairs: list[dict[str, Any]], held: list[dict[str, Any]]) -> list[str]:
-    """Unhealthy nodes past their toleration that the planner terminates now, and the pools the valve holds back."""
-    if not repairs and not held:
+def _render_repairs(repairs: list[dict[str, Any]], held: list[dict[str, Any]],
+                    vetoed: list[dict[str, Any]] | None = None) -> list[str]:
+    """Unhealthy nodes past their toleration that the planner terminates now (legacy repair; the v1.15 method's are
+    commands), the pools a safety valve (20% of a pool, a zone outage) holds back, and the vetoed nodes."""
+    if not repairs and not held and not vetoed:
         return []
     out = [f"NODE REPAIR ({len(repairs)})" if repairs else "NODE REPAIR: none"]
     if repairs:
@@ -415,6 +421,9 @@ def _render_repairs(repairs: list[dict[str, Any]], held: list[dict[str, Any]]) -
                                  for r in repairs]).rstrip())
     for b in held:
         out.append(f"held back: {b['message']} ({', '.join(b['held'])})")
+    for r in vetoed or []:
+        out.append(f"vetoed: node {r['node']} (nodepool {r['nodePool']}, {r['condition']}={r['status']} since "
+                   f"{r['since']}) carries karpenter.sh/do-not-repair")
     return [*out, ""]
 
 

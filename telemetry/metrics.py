@@ -64,6 +64,19 @@ NODE_REPAIRS_BLOCKED = Counter(
     ["nodepool"],
     registry=REGISTRY,
 )
+NODE_REPAIRS_ZONE_HELD = Counter(
+    "nodeflow_node_repairs_zone_outage_total",
+    "Planner passes in which a NodePool's repairs in a zone were held back: most of the zone's nodes are unhealthy "
+    "(an outage, not a node fault).",
+    ["nodepool", "zone"],
+    registry=REGISTRY,
+)
+NODE_REPAIRS_VETOED = Counter(
+    "nodeflow_node_repairs_vetoed_total",
+    "Planner passes in which an unhealthy node due for repair carried karpenter.sh/do-not-repair.",
+    ["nodepool"],
+    registry=REGISTRY,
+)
 
 # --- interruption intake (docs/decisions.md §10) ---
 INTERRUPTION_MESSAGES = Counter(

@@ -60,6 +60,10 @@ MAX_UNKNOWN_SIGNALS = 10
 # Karpenter validates consolidation and emptiness commands after 15 s, never drift ones (docs/semantics.md §4).
 UNVALIDATED_METHODS = frozenset({"Drift", "StaticDrift"})
 UNVALIDATED_PATCH = "drift-not-validated"  # commands recorded before it validated drift too
+# Node repair as a method (v1.15, kubernetes-sigs/karpenter#3311): replace-then-drain like drift, never validated (the
+# node is unhealthy now, and nothing about consolidation's decision applies). Recorded before it: no Repair command.
+REPAIR_METHOD = "Repair"
+REPAIR_METHOD_PATCH = "repair-method"
 # Drift commands record a failed replacement (the pool's drift back-off) and a Ready one (clears it); commands
 # recorded before it record neither (planning/policies/drift_backoff.py).
 DRIFT_BACKOFF_PATCH = "drift-backoff"
@@ -187,7 +191,8 @@ class DisruptionWorkflow:
         ])
 
         self._set_phase(DisruptionPhase.VALIDATING)
-        if cmd.method in UNVALIDATED_METHODS and workflow.patched(UNVALIDATED_PATCH):
+        if (cmd.method in UNVALIDATED_METHODS and workflow.patched(UNVALIDATED_PATCH)) or \
+                (cmd.method == REPAIR_METHOD and workflow.patched(REPAIR_METHOD_PATCH)):
             if self._cancel_reason is not None:
                 return await self._finish(DisruptionPhase.CANCELLED,
                                           f"cancelled before tainting: {self._cancel_reason}")

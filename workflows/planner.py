@@ -2,7 +2,8 @@
 
 Reads the cluster and plans in an activity, then starts one DisruptionWorkflow per command as an abandoned
 child (`disrupt-<first node uid>`, so it outlives the pass) and hands expired nodes straight to termination, and
-unhealthy ones too (node repair: deadline now, docs/semantics.md §13). Static NodePools below their replicas get a
+unhealthy ones too under --legacy-node-repair (deadline now; by default a repair is a `Repair` command like any
+other, docs/semantics.md §13). Static NodePools below their replicas get a
 ProvisioningWorkflow, above them a termination per node removed (docs/semantics.md §14).
 """
 

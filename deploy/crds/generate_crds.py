@@ -15,7 +15,7 @@ from api import labels
 from api import node_overlay as no
 from api import policy_controls as pc
 from api import policy_fields as pf
-from api.budgets import NODES_PATTERN, REASONS, SCHEDULE_PATTERN
+from api.budgets import NODES_PATTERN, REASON_VALUES, SCHEDULE_PATTERN
 from api.duration import BUDGET_DURATION_PATTERN, NILLABLE_DURATION_PATTERN, TERMINATION_GRACE_PERIOD_PATTERN
 from api.ec2nodeclass import AMI_FAMILIES, METADATA_DEFAULTS
 from api.ec2nodeclass import GROUP as EC2_GROUP
@@ -216,7 +216,7 @@ budget = {
             "description": "Disruption reasons the budget limits; absent means all.",
             "type": "array",
             "maxItems": 50,
-            "items": s(enum=list(REASONS)),
+            "items": s(enum=list(REASON_VALUES)),
             "x-kubernetes-list-type": "set",
         },
         "schedule": s(

@@ -20,13 +20,13 @@ from planning.disruption.repair import Repair, RepairBlocked
 
 # StaticDrift (static NodePools) is internal: `nodeflow plan` reports it under `staticNodePools`, not `commands`.
 Method = Literal["Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation", "Expiration",
-                 "StaticDrift", "GracefulExpiration", "SpotReturn"]
+                 "StaticDrift", "GracefulExpiration", "SpotReturn", "Repair"]
 STATIC_DRIFT = "StaticDrift"
 # Expiring: a DisruptionPolicy's gracefulExpireAfter passed (planning/policies/graceful_expiration.py); it spends the
 # Drifted budget (docs/semantics.md §15.1).
 # SpotFallback: an on-demand node launched because spot had no capacity goes back to spot
 # (planning/policies/spot_return.py); it spends the Underutilized budget (docs/semantics.md §15.5).
-Reason = Literal["Empty", "Drifted", "Underutilized", "Expired", "Expiring", "SpotFallback"]
+Reason = Literal["Empty", "Drifted", "Underutilized", "Expired", "Expiring", "SpotFallback", "Unhealthy"]
 
 METHOD_REASON: dict[str, str] = {
     "Emptiness": "Empty",
@@ -37,6 +37,7 @@ METHOD_REASON: dict[str, str] = {
     "StaticDrift": "Drifted",
     "GracefulExpiration": "Expiring",
     "SpotReturn": "SpotFallback",
+    "Repair": "Unhealthy",  # node repair as a method (planning/disruption/repair_method.py)
 }
 
 
@@ -223,6 +224,7 @@ class PlanResult(_Model):
     # node repair (planning/disruption/repair.py); `nodeflow plan` adds them to its JSON as `repairs` / `repairsBlocked`
     repairs: list[Repair] = Field(default_factory=list)
     repairs_blocked: list[RepairBlocked] = Field(default_factory=list)
+    repairs_vetoed: list[Repair] = Field(default_factory=list)  # due, but karpenter.sh/do-not-repair: `repairsVetoed`
     # static NodePools (planning/provisioning/static_capacity.py); `nodeflow plan` adds them as `staticNodePools`
     static_node_pools: list[StaticPool] = Field(default_factory=list)
     # DisruptionPolicy (planning/policies/view.py); `nodeflow plan` adds them as `disruptionPolicies` / `skippedMoves`
@@ -239,7 +241,8 @@ class PlanResult(_Model):
             mode="json",
             by_alias=True,
             exclude={
-                "events": True, "repairs": True, "repairs_blocked": True, "static_node_pools": True,
+                "events": True, "repairs": True, "repairs_blocked": True, "repairs_vetoed": True,
+                "static_node_pools": True,
                 "policy_pools": True, "skipped": True,
                 "commands": {"__all__": {"node_uids", "node_claims", "provider_ids", "provisioning",
                                           "terminate_first"}},

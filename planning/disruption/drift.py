@@ -164,6 +164,11 @@ class Drift:
         # Nodes without reschedulable pods first: v1.14's drift.go still partitions on that, not on IsEmpty (§4.2).
         ordered = fair_order(candidates, lambda c: (bool(c.reschedulable), self.since(c.node) or floor, c.name),
                              self.in_flight)
+        return self.first_command(ordered, budgets)
+
+    def first_command(self, ordered: list[Candidate], budgets: dict[str, int]) -> list[Command]:
+        """The command of the first candidate, in order, its pool's budget allows and whose pods fit (with new
+        nodes pre-spun); the others tried are listed as blocked."""
         for c in ordered:
             if self.ctx.budget_exhausted(c, self.budget_reason, budgets):
                 continue

@@ -1,10 +1,13 @@
 """Node repair (Karpenter's NodeRepair) as a pure decision (docs/semantics.md §13).
 
 A node whose condition matches a repair policy (Ready False or Unknown by default) for longer than the policy's
-toleration (30 min by default) is replaced forcefully: its termination starts with the deadline set to now, and the
-provisioner places the displaced pods. Karpenter's safety valve holds a whole NodePool back while more than 20% of
-its nodes are unhealthy (rounded up: 1 of 5 may be repaired, 2 of 5 not): a zone outage or a bad AMI must not
-delete half a pool. The clock comes in (`now`), so the decision is replayable and testable.
+toleration (30 min by default) is due for repair. By default (v1.15, kubernetes-sigs/karpenter#3311) repair is a
+budgeted disruption method (planning/disruption/repair_method.py): a replacement is pre-spun, then the node drains
+honouring PDBs. With `legacy` (`--legacy-node-repair`) it is replaced forcefully: its termination starts with the
+deadline set to now, and the provisioner places the displaced pods. Either way: Karpenter's safety valve holds a
+whole NodePool back while more than 20% of its nodes are unhealthy (rounded up: 1 of 5 may be repaired, 2 of 5 not);
+a zone where more than half the nodes are unhealthy is an outage, not a node fault, and is held back too; a node
+annotated karpenter.sh/do-not-repair is never repaired. The clock comes in (`now`), so the decision is replayable.
 """
 
 from __future__ import annotations
@@ -17,11 +20,16 @@ from enum import StrEnum
 from typing import Any
 
 from api import events
+from api import labels as L
 from api.duration import DurationError, parse_duration
 from api.timestamps import format_timestamp, parse_time
 
 DEFAULT_TOLERATION = timedelta(minutes=30)
 MAX_UNHEALTHY_PERCENT = 20  # Karpenter's allowedUnhealthyPercent
+# A zone with more than this share of its nodes unhealthy is held back as an outage (kubernetes-sigs/karpenter#3031),
+# once at least ZONE_OUTAGE_MIN_NODES of them are: one sick node of a two-node zone is still a node fault.
+ZONE_OUTAGE_PERCENT = 50
+ZONE_OUTAGE_MIN_NODES = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +63,37 @@ def parse_policy(text: str) -> RepairPolicy:
     return RepairPolicy(kind.strip(), status.strip(), toleration)
 
 
-def policies_for(enabled: bool, toleration: timedelta, extra: Iterable[str] = ()) -> tuple[RepairPolicy, ...]:
+class RepairPolicies(tuple[RepairPolicy, ...]):
+    """Repair policies that also carry how repair runs: `legacy` (forceful, no budget, no pre-spin: Karpenter's
+    --legacy-node-repair) and the zone outage share. A plain tuple of policies means the defaults (not legacy)."""
+
+    legacy: bool
+    zone_outage_percent: int
+
+    def __new__(cls, policies: Iterable[RepairPolicy] = (), legacy: bool = False,
+                zone_outage_percent: int = ZONE_OUTAGE_PERCENT) -> RepairPolicies:
+        out = super().__new__(cls, tuple(policies))
+        out.legacy, out.zone_outage_percent = legacy, zone_outage_percent
+        return out
+
+
+def as_policies(policies: Iterable[RepairPolicy]) -> RepairPolicies:
+    """`policies` with their mode kept (a plain sequence: the defaults); copy with this, never with tuple()."""
+    return policies if isinstance(policies, RepairPolicies) else RepairPolicies(policies)
+
+
+def is_legacy(policies: Sequence[RepairPolicy]) -> bool:
+    """Whether repair terminates forcefully (the pre-v1.15 path) rather than as a budgeted method."""
+    return bool(getattr(policies, "legacy", False))
+
+
+def policies_for(enabled: bool, toleration: timedelta, extra: Iterable[str] = (), legacy: bool = False,
+                 zone_outage_percent: int = ZONE_OUTAGE_PERCENT) -> RepairPolicies:
     """The worker's policies: Ready False/Unknown at `toleration`, then the configured conditions; none when off."""
     if not enabled:
-        return ()
-    return (*default_policies(toleration), *(parse_policy(t) for t in extra))
+        return RepairPolicies((), legacy, zone_outage_percent)
+    return RepairPolicies((*default_policies(toleration), *(parse_policy(t) for t in extra)), legacy,
+                          zone_outage_percent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,13 +112,18 @@ class NodeHealth:
     node_pool: str
     conditions: tuple[Condition, ...]
     repairable: bool = True
+    zone: str = ""  # topology.kubernetes.io/zone; "" when unknown (no zone outage check)
+    do_not_repair: bool = False  # karpenter.sh/do-not-repair: "true" on the Node
 
     @classmethod
     def from_node(cls, raw: Mapping[str, Any], node_pool: str, repairable: bool = True) -> NodeHealth:
+        meta = raw.get("metadata") or {}
         conds = tuple(Condition(str(c.get("type", "")), str(c.get("status", "")),
                                 parse_time(c.get("lastTransitionTime")))
                       for c in (raw.get("status") or {}).get("conditions") or ())
-        return cls(str((raw.get("metadata") or {}).get("name", "")), node_pool, conds, repairable)
+        veto = (meta.get("annotations") or {}).get(L.DO_NOT_REPAIR_ANNOTATION) == "true"
+        return cls(str(meta.get("name", "")), node_pool, conds, repairable,
+                   str((meta.get("labels") or {}).get(L.ZONE_LABEL, "")), veto)
 
     def condition(self, kind: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == kind), None)
@@ -94,6 +133,7 @@ class RepairBlockReason(StrEnum):
     """Why unhealthy nodes past their toleration were not repaired. Recorded and branched on; never reworded."""
 
     NODEPOOL_UNHEALTHY = "NodePoolUnhealthy"  # more than MAX_UNHEALTHY_PERCENT of the pool is unhealthy
+    ZONE_OUTAGE = "ZoneOutage"  # more than the zone outage share of a zone's nodes is unhealthy
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,22 +165,34 @@ class RepairBlocked:
     total: int
     allowed: int
     nodes: tuple[str, ...]
+    zone: str = ""  # ZONE_OUTAGE: the zone; `unhealthy`, `total` and `allowed` then count the zone's nodes
+    percent: int = MAX_UNHEALTHY_PERCENT
 
     def message(self) -> str:
+        if self.reason is RepairBlockReason.ZONE_OUTAGE:
+            return events.node_repair_zone_outage(self.node_pool, self.zone, self.unhealthy, self.total, self.percent)
         return events.node_repair_blocked(self.node_pool, self.unhealthy, self.total, self.allowed,
                                           MAX_UNHEALTHY_PERCENT)
 
     def to_public(self) -> dict[str, Any]:
         """An entry of `repairsBlocked` in `nodeflow plan -o json`."""
-        return {"nodePool": self.node_pool, "reason": self.reason.value, "unhealthy": self.unhealthy,
-                "nodes": self.total, "allowedUnhealthy": self.allowed, "held": list(self.nodes),
-                "message": self.message()}
+        out = {"nodePool": self.node_pool, "reason": self.reason.value, "unhealthy": self.unhealthy,
+               "nodes": self.total, "allowedUnhealthy": self.allowed, "held": list(self.nodes),
+               "message": self.message()}
+        if self.zone:
+            out["zone"] = self.zone
+        return out
 
 
 @dataclass(slots=True)
 class RepairDecision:
+    """`repairs`: forceful (legacy) repairs; `due`: the nodes the Repair method may replace (budgeted, v1.15);
+    `blocked`: pools the safety valves hold back; `vetoed`: nodes due but annotated karpenter.sh/do-not-repair."""
+
     repairs: list[Repair] = field(default_factory=list)
     blocked: list[RepairBlocked] = field(default_factory=list)
+    due: list[Repair] = field(default_factory=list)
+    vetoed: list[Repair] = field(default_factory=list)
 
 
 def unhealthy(node: NodeHealth, policies: Sequence[RepairPolicy]) -> tuple[RepairPolicy, Condition] | None:
@@ -165,26 +217,62 @@ def allowed_unhealthy(total: int) -> int:
 
 def decide_repairs(nodes: Iterable[NodeHealth], now: datetime,
                    policies: Sequence[RepairPolicy] = DEFAULT_POLICIES) -> RepairDecision:
-    """The nodes to repair now, and the pools the 20% valve holds back. Nodes without a NodePool are left alone."""
+    """The nodes to repair now, the vetoed ones, and the pools the safety valves (a pool over 20% unhealthy, a zone
+    outage) hold back. Nodes without a NodePool are left alone. Legacy policies fill `repairs`, others `due`."""
+    members = [n for n in nodes if n.node_pool]
+    hits = {n.name: unhealthy(n, policies) for n in members}
+    outages = zone_outages(members, hits, getattr(policies, "zone_outage_percent", ZONE_OUTAGE_PERCENT))
     by_pool: dict[str, list[NodeHealth]] = {}
-    for node in nodes:
-        if node.node_pool:
-            by_pool.setdefault(node.node_pool, []).append(node)
+    for node in members:
+        by_pool.setdefault(node.node_pool, []).append(node)
     out = RepairDecision()
-    for pool, members in sorted(by_pool.items()):
-        hits = [(n, unhealthy(n, policies)) for n in members]
-        count = sum(1 for _, hit in hits if hit is not None)
-        due = [r for n, hit in hits if hit is not None and n.repairable
+    for pool, group in sorted(by_pool.items()):
+        due = [r for n in group if (hit := hits[n.name]) is not None and n.repairable
                and (r := _due(n, pool, *hit, now)) is not None]
+        veto = {n.name for n in group if n.do_not_repair}
+        out.vetoed += [r for r in due if r.node in veto]
+        due = [r for r in due if r.node not in veto]
         if not due:
             continue
-        allowed = allowed_unhealthy(len(members))
+        count = sum(1 for n in group if hits[n.name] is not None)
+        allowed = allowed_unhealthy(len(group))
         if count > allowed:
-            out.blocked.append(RepairBlocked(pool, RepairBlockReason.NODEPOOL_UNHEALTHY, count, len(members), allowed,
+            out.blocked.append(RepairBlocked(pool, RepairBlockReason.NODEPOOL_UNHEALTHY, count, len(group), allowed,
                                              tuple(sorted(r.node for r in due))))
             continue
-        out.repairs += sorted(due, key=lambda r: (r.since + r.policy.toleration, r.node))
+        zones = {n.name: n.zone for n in group}
+        for zone, held in _by_zone([r for r in due if zones[r.node] in outages], zones).items():
+            sick, total, percent = outages[zone]
+            out.blocked.append(RepairBlocked(pool, RepairBlockReason.ZONE_OUTAGE, sick, total,
+                                             0, tuple(sorted(held)), zone, percent))
+        due = sorted((r for r in due if zones[r.node] not in outages),
+                     key=lambda r: (r.since + r.policy.toleration, r.node))
+        if is_legacy(policies):
+            out.repairs += due
+        else:
+            out.due += due
     return out
+
+
+def zone_outages(nodes: Sequence[NodeHealth], hits: Mapping[str, Any],
+                 percent: int = ZONE_OUTAGE_PERCENT) -> dict[str, tuple[int, int, int]]:
+    """zone -> (unhealthy, nodes, percent) for each zone (all pools) where more than `percent`% of the nodes and at
+    least ZONE_OUTAGE_MIN_NODES are unhealthy: an outage, whose nodes repair would only replace into the same fault."""
+    counts: dict[str, list[int]] = {}
+    for n in nodes:
+        if n.zone:
+            c = counts.setdefault(n.zone, [0, 0])
+            c[0] += hits.get(n.name) is not None
+            c[1] += 1
+    return {z: (sick, total, percent) for z, (sick, total) in counts.items()
+            if sick >= ZONE_OUTAGE_MIN_NODES and sick * 100 > total * percent}
+
+
+def _by_zone(repairs: Iterable[Repair], zones: Mapping[str, str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for r in repairs:
+        out.setdefault(zones[r.node], []).append(r.node)
+    return dict(sorted(out.items()))
 
 
 def _due(node: NodeHealth, pool: str, policy: RepairPolicy, cond: Condition, now: datetime) -> Repair | None:

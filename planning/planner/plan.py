@@ -1,10 +1,10 @@
 """One planner pass over a snapshot, and the dry run until the cluster stops changing.
 
-A pass: Expiration on its own, then Emptiness, StaticDrift, Drift, Multi-node and Single-node consolidation in
-that order; the first method that yields a command wins the pass (docs/semantics.md §2). Static NodePools also get
-their scale-up and scale-down (planning/provisioning/static_capacity.py). `until_stable` applies each
-pass's commands to an in-memory copy (pods move, nodes go, replacements arrive) and plans again, with the
-clock held at `at`, until a pass yields nothing.
+A pass: Expiration on its own, then node Repair (unless legacy), Emptiness, StaticDrift, Drift, Multi-node and
+Single-node consolidation in that order; the first method that yields a command wins the pass (docs/semantics.md
+§2). Static NodePools also get their scale-up and scale-down (planning/provisioning/static_capacity.py).
+`until_stable` applies each pass's commands to an in-memory copy (pods move, nodes go, replacements arrive) and
+plans again, with the clock held at `at`, until a pass yields nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 from api import events
 from api import labels as L
 from api.allocatable import for_node_class
-from api.budgets import compute_budget_rows
+from api.budgets import REASONS, compute_budget_rows
 from api.catalog import InstanceTypeCatalog, load_default_catalog
 from api.events import EventReason
 from api.nodeclaim import NodeClaim
@@ -51,7 +51,15 @@ from planning.disruption.expiration import Expiration
 from planning.disruption.method import Limits, Method, PassContext
 from planning.disruption.multinode import MultiNodeConsolidation
 from planning.disruption.optimizer import optimizer_method
-from planning.disruption.repair import DEFAULT_POLICIES, NodeHealth, RepairDecision, RepairPolicy, decide_repairs
+from planning.disruption.repair import (
+    DEFAULT_POLICIES,
+    NodeHealth,
+    Repair,
+    RepairDecision,
+    RepairPolicy,
+    decide_repairs,
+)
+from planning.disruption.repair_method import NodeRepair, static_pools_forceful, unhealthy_allowed
 from planning.disruption.singlenode import SingleNodeConsolidation
 from planning.disruption.static_drift import StaticDrift
 from planning.planner.accounting import (
@@ -93,7 +101,7 @@ class PassOutcome:
 
 # Methods whose should_disrupt means "would disrupt this node": a calendar hold lists their candidates as blocked.
 # Consolidation's filter only means "may be considered", so its candidates in a held pool are dropped quietly.
-DECIDING_METHODS = frozenset({"Emptiness", "StaticDrift", "Drift", "GracefulExpiration", "SpotReturn"})
+DECIDING_METHODS = frozenset({"Emptiness", "StaticDrift", "Drift", "GracefulExpiration", "SpotReturn", "Repair"})
 BACKOFF_METHODS = frozenset({"Drift", "StaticDrift"})  # a pool's drift back-off holds them (§4.4)
 ROLLOUT_METHOD = "Drift"  # the method whose commands a pool's DriftRolloutWorkflow carries out (activities/rollout.py)
 
@@ -102,10 +110,11 @@ def _utc(at: datetime) -> datetime:
     return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
 
 
-def budget_rows(snapshot: Any, at: datetime, cluster: Cluster, exclude: set[str]) -> list[dict[str, Any]]:
+def budget_rows(snapshot: Any, at: datetime, cluster: Cluster, exclude: set[str],
+                reasons: Sequence[str] = REASONS) -> list[dict[str, Any]]:
     """api.budgets rows, with in-flight nodes the rows do not already count taken off `allowed`."""
     rows = [r.model_dump(mode="json", by_alias=True)
-            for r in compute_budget_rows(snapshot.node_pools, snapshot.nodes, snapshot.node_claims, at)]
+            for r in compute_budget_rows(snapshot.node_pools, snapshot.nodes, snapshot.node_claims, at, reasons)]
     extra: dict[str, int] = {}
     for name in exclude:
         node = cluster.by_name.get(name)
@@ -182,6 +191,8 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
     allowed: dict[str, dict[str, int]] = {}
     for row in rows:
         allowed.setdefault(row["reason"], {})[row["nodePool"]] = row["allowed"]
+    allowed[L.REASON_UNHEALTHY] = unhealthy_allowed(budget_rows(snapshot, at, cluster, exclude,
+                                                                (L.REASON_UNHEALTHY,)), cluster)
     policies = PolicyView.build(snapshot, at)
     # In-flight nodes' pods are placed first in every simulation of the pass (docs/semantics.md §2).
     # Deprecated pools and cost limits bound replacements too (planning/policies/launch_controls.py, semantics
@@ -221,8 +232,8 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
 
     eligible: dict[str, int] = {"Expiration": len(setup.expiring)}
     winner, computed, winner_name = _first_method_with_commands(
-        ctx, _methods(ctx, setup.counts, setup.static, optimize, setup.busy), setup.sets, setup.allowed, eligible,
-        compute_all, rollouts)
+        ctx, _methods(ctx, setup.counts, setup.static, optimize, setup.busy, setup.repairs.due), setup.sets,
+        setup.allowed, eligible, compute_all, rollouts)
     _report_rejections(ctx, setup.sets[GRACEFUL], consolidation_only=True)
     commands = setup.expiration_commands + winner
     in_commands = {n for c in commands for n in c.nodes}
@@ -242,7 +253,8 @@ def _pass_facts(setup: PassSetup, winner: str | None, blocked: list[Blocked], op
     scratch = dataclasses.replace(ctx, events=[], _event_keys=set(), blocked={})
     held = {p.node_pool: p.held_until for p in ctx.policies.pools_public(list(ctx.cluster.pools)) if p.held}
     return PassFacts(cluster=ctx.cluster, at=ctx.at, sets=setup.sets, scratch=scratch,
-                     methods=_methods(scratch, setup.counts, setup.static, optimize, setup.busy), winner=winner,
+                     methods=_methods(scratch, setup.counts, setup.static, optimize, setup.busy,
+                                      setup.repairs.due), winner=winner,
                      blocked={b.node: b for b in blocked}, events=list(ctx.events), budgets=setup.rows,
                      exclude=frozenset(exclude), skipped=list(ctx.policies.skipped), held_until=held)
 
@@ -282,11 +294,13 @@ def _report_do_not_disrupt(ctx: PassContext) -> None:
 
 
 def _methods(ctx: PassContext, counts: dict[str, PoolCounts], static: list[StaticPool], optimize: bool,
-             busy: set[str] | frozenset[str] = frozenset()) -> list[Method]:
+             busy: set[str] | frozenset[str] = frozenset(), due: Sequence[Repair] = ()) -> list[Method]:
     """The methods in Karpenter's order (docs/semantics.md §2), the optional optimizer before Multi-node. `busy`:
-    the nodes in flight, whose pools have had their drift turn (planning/disruption/drift.py fair_order)."""
+    the nodes in flight, whose pools have had their drift turn (planning/disruption/drift.py fair_order). `due`:
+    the nodes node Repair replaces first (none when repair is legacy: forceful, outside the methods)."""
     taken = in_flight_by_pool(ctx.cluster, busy)
-    methods: list[Method] = [Emptiness(ctx), StaticDrift(ctx, counts, {p.node_pool: p.launch for p in static}),
+    methods: list[Method] = [*([NodeRepair(ctx, list(due), taken)] if due else []),  # v1.15: repair first
+                             Emptiness(ctx), StaticDrift(ctx, counts, {p.node_pool: p.launch for p in static}),
                              Drift(ctx, taken), GracefulExpiration(ctx, taken), SpotReturn(ctx),
                              MultiNodeConsolidation(ctx),
                              SingleNodeConsolidation(ctx)]
@@ -394,13 +408,16 @@ def _repairs(cluster: Cluster, at: datetime, busy: set[str], policies: Sequence[
         return RepairDecision()
     health = [NodeHealth.from_node(n.raw, n.pool, n.claim is not None and not n.marked_for_deletion
                                    and n.name not in busy) for n in cluster.nodes]
-    return decide_repairs(health, at, policies)
+    return static_pools_forceful(decide_repairs(health, at, policies), cluster)
 
 
 def _report_repairs(ctx: PassContext, decision: RepairDecision) -> None:
-    """A Warning on each node repaired; NodeRepairBlocked on the pool the safety valve holds back and its nodes."""
+    """A Warning on each node repaired; NodeRepairBlocked on the pool a safety valve holds back and its nodes, and
+    on each node karpenter.sh/do-not-repair vetoes."""
     for r in decision.repairs:
         ctx.event("Node", r.node, EventReason.NODE_REPAIR, r.message(), "Warning")
+    for r in decision.vetoed:
+        ctx.event("Node", r.node, EventReason.NODE_REPAIR_BLOCKED, events.node_repair_vetoed(r.node), "Warning")
     for b in decision.blocked:
         ctx.event("NodePool", b.node_pool, EventReason.NODE_REPAIR_BLOCKED, b.message(), "Warning")
         for name in b.nodes:
@@ -473,7 +490,8 @@ def _plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None, unti
                            cost_per_hour=round(sum(n.price for n in live) + sum(r.price for r in added), 6))
         result = PlanResult(at=at, budgets=first.budgets, commands=first.commands, blocked=first.blocked,
                             final=final, events=first.events, repairs=first.repair.repairs,
-                            repairs_blocked=first.repair.blocked, static_node_pools=first.static,
+                            repairs_blocked=first.repair.blocked, repairs_vetoed=first.repair.vetoed,
+                            static_node_pools=first.static,
                             eligible=first.eligible, **_policy_fields(first, snapshot))
         return _explained(result, first, first, {}) if explain else ExplainedPlan(result)
     commands: list[Command] = []
@@ -492,7 +510,8 @@ def _plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None, unti
     final = FinalState(nodes=len(live), cost_per_hour=outcome.cluster.cost_per_hour(live), passes=passes)
     result = PlanResult(at=at, budgets=first.budgets, commands=commands, blocked=outcome.blocked, final=final,
                         events=outcome.events, repairs=first.repair.repairs, repairs_blocked=first.repair.blocked,
-                        static_node_pools=first.static, eligible=first.eligible, **_policy_fields(outcome, snapshot))
+                        repairs_vetoed=first.repair.vetoed, static_node_pools=first.static, eligible=first.eligible,
+                        **_policy_fields(outcome, snapshot))
     return _explained(result, first, outcome, earlier, last_commands=False) if explain else ExplainedPlan(result)
 
 

@@ -1,5 +1,6 @@
 """Node repair end to end (docs/semantics.md §13): dev server + simulator (wired to moto) + the real worker with a
-short toleration and the pending-pod intake on; planner passes are driven directly.
+short toleration, the legacy (forceful) repair path and the pending-pod intake on; planner passes are driven directly.
+The v1.15 method (pre-spin, then drain) is the DisruptionWorkflow's replace path, tested in tests/workflows.
 
 - a node NotReady past the toleration is terminated (reason Unhealthy) and its pods, which fit nowhere else,
   run on a node the provisioner launches for them;
@@ -25,8 +26,8 @@ from workflows.termination import TerminationWorkflow
 
 pytestmark = pytest.mark.e2e  # any xdist worker: the "demo" group is test_demo.py's shared run (and the disruption e2e)
 TOLERATION = 4.0  # seconds; the simulator writes lastTransitionTime to the second
-WORKER = {"node_repair_toleration_seconds": TOLERATION, "provisioning": True, "batch_idle_seconds": 0.5,
-          "batch_max_seconds": 3.0}
+WORKER = {"node_repair_toleration_seconds": TOLERATION, "legacy_node_repair": True, "provisioning": True,
+          "batch_idle_seconds": 0.5, "batch_max_seconds": 3.0}
 ON_DEMAND = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
              {"key": labels.ARCH_LABEL, "operator": "In", "values": ["amd64"]},
              {"key": labels.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.large"]}]

@@ -389,6 +389,15 @@ def test_v115_consolidate_after_is_optional_and_defaults_to_0s(sim: Simulator, k
     assert [c[:2] for c in causes(status)] == [("spec.disruption.consolidateAfter", "FieldValueInvalid")]
 
 
+def test_v115_budget_reason_unhealthy_is_accepted(sim: Simulator, k8s: client.ApiClient) -> None:
+    """kubernetes-sigs/karpenter#3311: node repair's budget reason is in the `reasons` enum; RFC's `Repair` is not."""
+    ok = pool_with("repair", {"consolidateAfter": "0s", "budgets": [{"nodes": "10%", "reasons": ["Unhealthy"]}]})
+    assert create(k8s, NP, ok)["spec"]["disruption"]["budgets"][0]["reasons"] == ["Unhealthy"]
+    bad = pool_with("rfc", {"consolidateAfter": "0s", "budgets": [{"nodes": "10%", "reasons": ["Repair"]}]})
+    status = refused(lambda: create(k8s, NP, bad))
+    assert causes(status)[0][:2] == ("spec.disruption.budgets[0].reasons[0]", "FieldValueNotSupported")
+
+
 SUPPORTED_OPERATORS = '"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"'
 
 

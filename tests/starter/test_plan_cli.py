@@ -196,15 +196,25 @@ def test_a_snapshot_without_pending_pods_provisions_nothing(capsys):
 
 
 def test_repair_example_repairs_the_node_past_its_toleration_and_holds_back_the_unhealthy_pool(capsys):
+    """v1.15 by default: the repair is a command of the Repair method (Unhealthy budget); the 20% valve still holds."""
     data = _plan(capsys, "plan-repair.yaml")
-    assert data["repairs"] == [{"node": "default-sick", "nodePool": "default", "condition": "Ready", "status": "False",
-                                "since": "2026-11-22T19:15:00Z", "tolerationSeconds": 1800}]
+    assert [(c["method"], c["reason"], c["nodes"]) for c in data["commands"]] == \
+        [("Repair", "Unhealthy", ["default-sick"])]
+    assert data["repairs"] == [] and data["repairsVetoed"] == []
     (held,) = data["repairsBlocked"]
     assert (held["nodePool"], held["reason"], held["unhealthy"], held["nodes"], held["held"]) == \
         ("batch", "NodePoolUnhealthy", 2, 3, ["batch-0", "batch-1"])
-    assert data["commands"] == []
-    assert _plan(capsys, "plan-repair.yaml", "--node-repair-toleration", "1h")["repairs"] == []
-    assert run(["plan", "-f", str(EXAMPLES / "plan-repair.yaml"), "--at", AT, "-o", "table"]) == 0
+    assert _plan(capsys, "plan-repair.yaml", "--node-repair-toleration", "1h")["commands"] == []
+
+
+def test_legacy_node_repair_flag_plans_the_forceful_repair(capsys):
+    data = _plan(capsys, "plan-repair.yaml", "--legacy-node-repair")
+    assert data["repairs"] == [{"node": "default-sick", "nodePool": "default", "condition": "Ready", "status": "False",
+                                "since": "2026-11-22T19:15:00Z", "tolerationSeconds": 1800}]
+    assert data["commands"] == [] and [b["nodePool"] for b in data["repairsBlocked"]] == ["batch"]
+    assert _plan(capsys, "plan-repair.yaml", "--legacy-node-repair", "--node-repair-toleration", "1h")["repairs"] == []
+    assert run(["plan", "-f", str(EXAMPLES / "plan-repair.yaml"), "--at", AT, "-o", "table",
+                "--legacy-node-repair"]) == 0
     out = capsys.readouterr().out
     assert "NODE REPAIR (1)" in out and "default-sick" in out and "held back: more than 20% nodes are unhealthy" in out
 

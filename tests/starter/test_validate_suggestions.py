@@ -43,7 +43,8 @@ def test_misspelt_field_enum_and_kind(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "spec.disruption.consolidationPolicy: 'WhenEmptyOrUnderutilised' is not one of WhenEmpty, " \
            "WhenEmptyOrUnderutilized, Balanced; did you mean 'WhenEmptyOrUnderutilized'?" in out
     assert "spec.disruption.consolidateAftr: unknown field; did you mean 'consolidateAfter'?" in out
-    assert "'reasons' value 'Drift' is not one of Empty, Drifted, Underutilized; did you mean 'Drifted'?" in out
+    assert "'reasons' value 'Drift' is not one of Empty, Drifted, Underutilized, Unhealthy; did you mean 'Drifted'?" \
+        in out
     assert "taints[0].effect: 'NoSchedul' is not one of NoSchedule, PreferNoSchedule, NoExecute; " \
            "did you mean 'NoSchedule'?" in out
     assert "(NodePools/x): kind: 'NodePools' is not a kind of karpenter.sh (NodePool, NodeClaim, NodeOverlay); " \

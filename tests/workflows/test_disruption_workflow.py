@@ -63,6 +63,24 @@ async def test_drift_is_not_validated_and_taints_at_once(ts_env: WorkflowEnviron
     assert fakes.calls == ["taint", "launch", "terminate"] and fakes.termination_reasons == ["Drifted"]
 
 
+async def test_repair_pre_spins_a_replacement_then_drains_without_validation(ts_env: WorkflowEnvironment) -> None:
+    """v1.15 node repair (kubernetes-sigs/karpenter#3311): the replace path, as drift's; the termination carries the
+    Unhealthy reason and no deadline, so the drain honours PDBs and the grace period."""
+    fakes = Fakes(ready_after_polls=2)
+    inp = DisruptionInput(command=command(reason="Unhealthy", method="Repair"),
+                          settings=DisruptionSettings(validation_delay_seconds=15, ready_poll_seconds=5))
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(ts_env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
+        handle = await ts_env.client.start_workflow(DisruptionWorkflow.run, inp, id=f"disrupt-{uuid.uuid4()}",
+                                                    task_queue=tq)
+        result = await handle.result()
+        await record_history(handle, "DisruptionWorkflow", "repair_prespin")
+    assert result.outcome == DisruptionPhase.SUCCEEDED and fakes.validate_scheduled == []
+    assert fakes.calls == ["taint", "launch", "terminate"] and fakes.polls == 2
+    assert fakes.termination_reasons == ["Unhealthy"] and fakes.termination_deadlines == [None]
+    assert len(result.replacements) == 1
+
+
 async def test_ready_timeout_rolls_back(ts_env: WorkflowEnvironment) -> None:
     fakes = Fakes(ready_after_polls=None)
     inp = DisruptionInput(command=command(), settings=DisruptionSettings(ready_timeout_seconds=600,
