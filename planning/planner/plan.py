@@ -234,6 +234,7 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
                           setup.static, ctx.policies, settling=hold)
     if explain:
         outcome.facts = _pass_facts(setup, winner_name, blocked, optimize, set(exclude_nodes))
+        outcome.facts.settling = hold
     return outcome
 
 

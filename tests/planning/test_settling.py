@@ -18,6 +18,7 @@ from planning.cluster import Cluster
 from planning.disruption.settling import Settling, settling
 from planning.disruption.validation import Decision, Mismatch
 from planning.planner import plan as plan_module
+from planning.planner.accounting import KeptReason, account_pass
 from planning.planner.plan import run_pass
 from planning.planner.recheck import recheck_consolidation
 from tests.planning.planning_factory import AT, node_and_claim, nodepool, pod, snapshot, ts
@@ -108,3 +109,10 @@ def test_emptiness_is_not_held() -> None:
     out = run_pass(snapshot(*objs), AT)
     assert out.settling.held
     assert [c.nodes for c in out.commands if c.method == "Emptiness"] == [["e"]]
+
+
+def test_nodeflow_plan_says_why_consolidation_kept_a_node() -> None:
+    out = run_pass(snapshot(*cluster_objs()), AT, explain=True)
+    assert out.facts is not None
+    rows = {r.node: r for r in account_pass(out.facts)}
+    assert rows["b"].reason == KeptReason.SETTLING and "1 terminating" in rows["b"].detail
