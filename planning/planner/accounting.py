@@ -25,6 +25,7 @@ from planning.disruption.candidates import EVENTUAL, GRACEFUL, Candidate, Candid
 from planning.disruption.commands import STATIC_DRIFT, Blocked, Command, PlanEvent, SkippedMove
 from planning.disruption.exclusions import exclusion_of
 from planning.disruption.method import Method, PassContext
+from planning.disruption.settling import HELD_METHODS, Settling
 
 
 class Outcome(StrEnum):
@@ -53,6 +54,7 @@ class KeptReason(StrEnum):
     BALANCED_SCORE = "BalancedScore"  # a Balanced pool's score refused the move (§5.10)
     PASS_DECIDED = "PassDecided"  # an earlier method's commands won this pass; a later pass considers it
     NOT_REACHED = "NotReached"  # its method stopped before it (one command a pass, a time limit)
+    SETTLING = "Settling"  # consolidation sat out the pass while evicted pods settle (docs/semantics.md §5.11)
     PAUSED_GLOBALLY = "PausedGlobally"  # `nodeflow pause`: the command that would disrupt it will not run
     NOTHING_TO_DO = "NothingToDo"  # no method wants it and no rule above applies (never expected; tests check)
 
@@ -123,6 +125,7 @@ class PassFacts:
     held_until: Mapping[str, datetime | None] = field(default_factory=dict)
     disrupted: dict[str, tuple[str, str]] = field(default_factory=dict)  # node -> (reason, detail)
     commands: list[LabelledCommand] = field(default_factory=list)  # this pass's, for the budget's use
+    settling: Settling = field(default_factory=Settling)  # held: consolidation sat the pass out
 
 
 def disrupted_by(commands: Iterable[LabelledCommand], repairs: Iterable[str] = (),
@@ -212,6 +215,8 @@ def _kept_candidate(cands: Mapping[str, Candidate | None], facts: PassFacts, eve
     if wanted[0][0] > won:
         return (KeptReason.PASS_DECIDED, f"{first} would consider it; this pass's commands came from {facts.winner} "
                                          "(one method a pass), so it waits for a later pass", None)
+    if facts.settling.held and all(m.name in HELD_METHODS for i, m in wanted if i <= won):
+        return KeptReason.SETTLING, facts.settling.message(), None
     return _why_not_taken(cand, " and ".join(m.name for i, m in wanted if i <= won), facts, events)
 
 

@@ -60,6 +60,7 @@ from planning.disruption.repair import (
     decide_repairs,
 )
 from planning.disruption.repair_method import NodeRepair, static_pools_forceful, unhealthy_allowed
+from planning.disruption.settling import Settling, settling, without_consolidation
 from planning.disruption.singlenode import SingleNodeConsolidation
 from planning.disruption.static_drift import StaticDrift
 from planning.planner.accounting import (
@@ -97,6 +98,7 @@ class PassOutcome:
     static: list[StaticPool] = field(default_factory=list)
     policies: PolicyView = field(default_factory=PolicyView)
     facts: PassFacts | None = None  # with `explain`: what planning/planner/accounting.py accounts every node from
+    settling: Settling = field(default_factory=Settling)  # held: consolidation waited (disruption/settling.py)
 
 
 # Methods whose should_disrupt means "would disrupt this node": a calendar hold lists their candidates as blocked.
@@ -231,17 +233,20 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     _report_rejections(ctx, setup.sets[GRACEFUL])
 
     eligible: dict[str, int] = {"Expiration": len(setup.expiring)}
+    hold = settling(ctx.cluster, setup.busy, ctx.at)  # consolidation waits while evicted pods move (§5.11)
+    methods = without_consolidation(
+        _methods(ctx, setup.counts, setup.static, optimize, setup.busy, setup.repairs.due), hold)
     winner, computed, winner_name = _first_method_with_commands(
-        ctx, _methods(ctx, setup.counts, setup.static, optimize, setup.busy, setup.repairs.due), setup.sets,
-        setup.allowed, eligible, compute_all, rollouts)
+        ctx, methods, setup.sets, setup.allowed, eligible, compute_all, rollouts)
     _report_rejections(ctx, setup.sets[GRACEFUL], consolidation_only=True)
     commands = setup.expiration_commands + winner
     in_commands = {n for c in commands for n in c.nodes}
     blocked = [b for name, b in ctx.blocked.items() if name not in in_commands]
     outcome = PassOutcome(ctx.cluster, setup.rows, commands, blocked, ctx.events, computed, eligible, setup.repairs,
-                          setup.static, ctx.policies)
+                          setup.static, ctx.policies, settling=hold)
     if explain:
         outcome.facts = _pass_facts(setup, winner_name, blocked, optimize, set(exclude_nodes))
+        outcome.facts.settling = hold
     return outcome
 
 
