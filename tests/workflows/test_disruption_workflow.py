@@ -46,38 +46,26 @@ async def test_validates_after_delay_then_replaces_and_terminates(ts_env: Workfl
     assert progress.phase == DisruptionPhase.SUCCEEDED and progress.nodes == ["node-0", "node-1"]
 
 
-async def test_drift_is_not_validated_and_taints_at_once(ts_env: WorkflowEnvironment) -> None:
-    """Karpenter validates consolidation commands only (docs/semantics.md §4.2): a drift command taints and
-    launches at once, with no 15 s delay."""
-    fakes = Fakes(ready_after_polls=1)
-    inp = DisruptionInput(command=command(reason="Drifted", method="Drift"),
+@pytest.mark.parametrize(("reason", "method", "history"), [("Drifted", "Drift", "drift_not_validated"),
+                                                         ("Unhealthy", "Repair", "repair_prespin")])
+async def test_drift_and_repair_are_not_validated_and_pre_spin_at_once(ts_env: WorkflowEnvironment, reason: str,
+                                                                      method: str, history: str) -> None:
+    """Karpenter validates consolidation commands only (docs/semantics.md §4.2): a drift command, and v1.15's node
+    repair (kubernetes-sigs/karpenter#3311) on the same replace path, taint and launch at once, with no 15 s delay;
+    the termination carries the command's reason and no deadline, so the drain honours PDBs and the grace period."""
+    fakes = Fakes(ready_after_polls=2)
+    inp = DisruptionInput(command=command(reason=reason, method=method),
                           settings=DisruptionSettings(validation_delay_seconds=15, ready_poll_seconds=5))
     tq = f"tq-{uuid.uuid4()}"
     async with Worker(ts_env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
         handle = await ts_env.client.start_workflow(DisruptionWorkflow.run, inp, id=f"disrupt-{uuid.uuid4()}",
                                                     task_queue=tq)
         result = await handle.result()
-        await record_history(handle, "DisruptionWorkflow", "drift_not_validated")
+        await record_history(handle, "DisruptionWorkflow", history)
     # no validation activity, so no 15 s delay before it (virtual time itself may jump while polling for Ready)
     assert result.outcome == DisruptionPhase.SUCCEEDED and fakes.validate_scheduled == []
-    assert fakes.calls == ["taint", "launch", "terminate"] and fakes.termination_reasons == ["Drifted"]
-
-
-async def test_repair_pre_spins_a_replacement_then_drains_without_validation(ts_env: WorkflowEnvironment) -> None:
-    """v1.15 node repair (kubernetes-sigs/karpenter#3311): the replace path, as drift's; the termination carries the
-    Unhealthy reason and no deadline, so the drain honours PDBs and the grace period."""
-    fakes = Fakes(ready_after_polls=2)
-    inp = DisruptionInput(command=command(reason="Unhealthy", method="Repair"),
-                          settings=DisruptionSettings(validation_delay_seconds=15, ready_poll_seconds=5))
-    tq = f"tq-{uuid.uuid4()}"
-    async with Worker(ts_env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
-        handle = await ts_env.client.start_workflow(DisruptionWorkflow.run, inp, id=f"disrupt-{uuid.uuid4()}",
-                                                    task_queue=tq)
-        result = await handle.result()
-        await record_history(handle, "DisruptionWorkflow", "repair_prespin")
-    assert result.outcome == DisruptionPhase.SUCCEEDED and fakes.validate_scheduled == []
     assert fakes.calls == ["taint", "launch", "terminate"] and fakes.polls == 2
-    assert fakes.termination_reasons == ["Unhealthy"] and fakes.termination_deadlines == [None]
+    assert fakes.termination_reasons == [reason] and fakes.termination_deadlines == [None]
     assert len(result.replacements) == 1
 
 
