@@ -202,13 +202,19 @@ def currently_reschedulable(cluster: Cluster, pods: Iterable[PodInfo], at: datet
             if not do_not_disrupt_active(p, at) and not any(pdb.fully_blocking for pdb in cluster.pdbs_for(p))]
 
 
+def in_flight(node: NodeInfo, busy: set[str] | frozenset[str]) -> bool:
+    """A node already being disrupted or deleted: in the pass's `busy` set, tainted karpenter.sh/disrupted, or
+    marked for deletion."""
+    return node.name in busy or node.marked_for_deletion or node.tainted_disrupted
+
+
 def in_flight_pods(cluster: Cluster, busy: set[str], at: datetime) -> list[PodInfo]:
     """Pods of nodes already being disrupted or deleted (in `busy`, tainted karpenter.sh/disrupted, or deleting)
     that will need room elsewhere: their currently reschedulable pods, as Karpenter's SimulateScheduling adds the
     pods of deleting nodes (docs/semantics.md §2)."""
     pods: list[PodInfo] = []
     for node in cluster.nodes:
-        if node.name in busy or node.marked_for_deletion or node.tainted_disrupted:
+        if in_flight(node, busy):
             pods += reschedulable_of(node)
     return currently_reschedulable(cluster, pods, at) if pods else pods
 

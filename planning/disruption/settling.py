@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from api.timestamps import parse_time
-from planning.cluster import Cluster, NodeInfo, PodInfo
+from planning.cluster import Cluster, PodInfo
+from planning.disruption.candidates import in_flight
 from planning.disruption.method import Method
 
 SETTLE_SECONDS = 60.0
@@ -54,10 +55,6 @@ def deletion_started(pod: PodInfo) -> datetime | None:
     return deadline - timedelta(seconds=grace if isinstance(grace, int | float) else 0)
 
 
-def _in_flight(node: NodeInfo, busy: set[str] | frozenset[str]) -> bool:
-    return node.name in busy or node.marked_for_deletion or node.tainted_disrupted
-
-
 def _moving(pods: Iterable[PodInfo], at: datetime, window: float) -> list[PodInfo]:
     """The pods (not DaemonSet's, not terminal) whose deletion started within `window` seconds of `at`."""
     out = []
@@ -73,7 +70,7 @@ def _moving(pods: Iterable[PodInfo], at: datetime, window: float) -> list[PodInf
 def settling(cluster: Cluster, busy: set[str] | frozenset[str], at: datetime,
              window: float = SETTLE_SECONDS) -> Settling:
     """The pods of in-flight nodes still moving at `at` (Settling.held: consolidation waits this pass)."""
-    moving = [p for node in cluster.nodes if _in_flight(node, busy) for p in _moving(node.pods, at, window)]
+    moving = [p for node in cluster.nodes if in_flight(node, busy) for p in _moving(node.pods, at, window)]
     if not moving:
         return Settling()
     owners = {p.owner_uid for p in moving if p.owner_uid}
