@@ -27,6 +27,7 @@ from api.events import EventReason, dedupe_key, spec_of
 from contracts.disruption import EventsInput, EventSpec
 from gateways.kube import KubeClient
 from gateways.kube import event_body as kube_event_body
+from gateways.rate_limit import TokenBucket
 from telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -51,21 +52,6 @@ def nominated_spec(pod: str, node_claim: str | None = None, node: str | None = N
     namespace, _, name = pod.rpartition("/")
     return EventSpec(kind="Pod", name=name, namespace=namespace or EVENT_NAMESPACE, uid=uid,
                      reason=EventReason.NOMINATED, message=events.nominated(node_claim, node))
-
-
-class TokenBucket:
-    """client-go's token bucket (flowcontrol.NewTokenBucketRateLimiter): `rate` per second, `burst` at most."""
-
-    def __init__(self, rate: float, burst: int, now: float) -> None:
-        self.rate, self.burst, self.tokens, self.at = rate, burst, float(burst), now
-
-    def try_accept(self, now: float) -> bool:
-        self.tokens = min(float(self.burst), self.tokens + (now - self.at) * self.rate)
-        self.at = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
-            return True
-        return False
 
 
 class Recorder:
@@ -93,14 +79,16 @@ class Recorder:
                 if self._until.get(key, 0.0) > now:
                     continue
                 self._until[key] = now + spec.dedupe_seconds
-                if spec.per_second is not None and not self._bucket(ev.reason, spec.per_second, spec.burst, now):
+                if spec.per_second is not None and not self._bucket(ev.reason, spec.per_second, spec.burst):
                     continue
                 out.append(ev if not spec.type or ev.type == spec.type else ev.model_copy(update={"type": spec.type}))
         return out
 
-    def _bucket(self, reason: str, rate: float, burst: int, now: float) -> bool:
-        bucket = self._buckets.setdefault(reason, TokenBucket(rate, burst, now))
-        return bucket.try_accept(now)
+    def _bucket(self, reason: str, rate: float, burst: int) -> bool:
+        bucket = self._buckets.get(reason)
+        if bucket is None:
+            bucket = self._buckets[reason] = TokenBucket(rate, burst, clock=self._clock)
+        return bucket.try_accept()
 
     def publish(self, *events: EventSpec) -> int:
         """Best effort (blocking): each fresh event is created; a failure is logged, never raised."""

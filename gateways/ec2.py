@@ -8,23 +8,23 @@ for its step. The one retry made here is of throttling (`RequestLimitExceeded`),
 caller would do the same, and EC2 asks for exactly that. EC2's errors (botocore's `ClientError`) pass through as
 they are; `classify` names their kind (an enum) so callers branch on it, not on text.
 
-The cloud's own failures (docs/reliability.md#the-clouds-own-failures): `TokenBucket` bounds the worker's EC2
-call rate (`--ec2-max-calls-per-second`, installed on the client by `limit_call_rate`) so that a large drift
-cannot trip account-wide throttling, and an `UnauthorizedOperation` is logged and counted with the IAM action it
-needs, never retried here.
+The cloud's own failures (docs/reliability.md#the-clouds-own-failures): a `TokenBucket` (gateways/rate_limit.py)
+bounds the worker's EC2 call rate (`--ec2-max-calls-per-second`, installed on the client by `limit_call_rate`) so
+that a large drift cannot trip account-wide throttling, and an `UnauthorizedOperation` is logged and counted with
+the IAM action it needs, never retried here.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from gateways.rate_limit import TokenBucket
 from telemetry import metrics
 
 log = logging.getLogger(__name__)
@@ -96,42 +96,13 @@ def iam_action(operation: str) -> str:
     return "ec2:" + "".join(part.capitalize() for part in operation.split("_"))
 
 
-class TokenBucket:
-    """`rate` tokens a second up to `burst`: `acquire` takes one, waiting for it when there is none. Thread-safe;
-    the clock and the sleep are injected so tests need not wait. A rate <= 0 never waits (the limit is off)."""
-
-    def __init__(self, rate: float, burst: float, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        self.rate, self.burst = rate, max(1.0, burst)
-        self._clock, self._sleep = clock, sleep
-        self._tokens, self._at = self.burst, clock()
-        self._lock = threading.Lock()
-
-    def _reserve(self) -> float:
-        """Take a token (possibly going into debt) and say how long to wait for it: callers queue in order."""
-        with self._lock:
-            now = self._clock()
-            self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
-            self._at = now
-            self._tokens -= 1.0
-            return 0.0 if self._tokens >= 0 else -self._tokens / self.rate
-
-    def acquire(self) -> float:
-        """Wait for one call's token; returns the seconds waited."""
-        if self.rate <= 0:
-            return 0.0
-        wait = self._reserve()
-        if wait > 0:
-            self._sleep(wait)
-            metrics.CLOUD_RATE_LIMIT_WAIT.inc(wait)
-        return wait
-
-
 def limit_call_rate(client: Any, bucket: TokenBucket) -> Any:
     """Make every HTTP request of a boto3 client (each page, each of botocore's own retries) take a token of
     `bucket` first. Returns the client."""
     def take(**_: Any) -> None:  # None: botocore sends the request itself (an answer here would replace it)
-        bucket.acquire()
+        waited = bucket.acquire()
+        if waited > 0:
+            metrics.CLOUD_RATE_LIMIT_WAIT.inc(waited)
 
     client.meta.events.register("before-send.ec2", take)
     return client

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gateways.ec2 import TokenBucket, limit_call_rate
+from gateways.ec2 import limit_call_rate
+from gateways.rate_limit import TokenBucket
 
 REGION_SOURCES = ("--region", "AWS_REGION", "AWS_DEFAULT_REGION")
 

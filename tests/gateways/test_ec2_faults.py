@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from gateways.ec2 import CloudErrorKind, Ec2Gateway, RetryPolicy, TokenBucket, classify, iam_action, limit_call_rate
+from gateways.ec2 import CloudErrorKind, Ec2Gateway, RetryPolicy, classify, iam_action, limit_call_rate
+from gateways.rate_limit import TokenBucket
 from telemetry import metrics
 
 
