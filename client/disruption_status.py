@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -17,7 +18,7 @@ from pydantic.alias_generators import to_camel
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 
 from activities.planning_runner import MEMO_METHOD, MEMO_NODES
-from client.pollers import no_worker_message, unpolled
+from client.pollers import query_where_polled
 from contracts import search_attributes as sa
 from contracts.disruption import NO_RETURN_PHASES, DisruptionPhase, DisruptionProgress
 from workflows.disruption import DisruptionWorkflow
@@ -116,12 +117,8 @@ async def list_disruptions(client: Client, node: str | None = None, running_only
         rows.append(await _from_listing(wf))
     if node:  # the listing's nodes come from the memo; a row without one is checked again after its query
         rows = [r for r in rows if not r.nodes or node in r.nodes]
-    running = [r for r in rows if r.running]
-    idle = await unpolled(client, (r._task_queue for r in running))
-    for r in running:
-        if r._task_queue in idle:
-            r.query_error = no_worker_message(r._task_queue or "")
-    await asyncio.gather(*(_query(client, r) for r in running if r._task_queue not in idle))
+    await query_where_polled(client, ((r._task_queue, partial(_query, client, r), partial(_unanswered, r))
+                                      for r in rows if r.running))
     return [r for r in rows if not node or node in r.nodes]
 
 
@@ -137,6 +134,10 @@ async def _from_listing(wf: WorkflowExecution) -> DisruptionStatus:
     row.cancellable = row.running and phase is not None and phase not in NOT_CANCELLABLE
     row._run_id, row._task_queue = wf.run_id, wf.task_queue
     return row
+
+
+def _unanswered(row: DisruptionStatus, why: str) -> None:
+    row.query_error = why
 
 
 async def _query(client: Client, row: DisruptionStatus) -> None:

@@ -10,7 +10,7 @@ times out as before.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
 from temporalio.api.enums.v1 import TaskQueueType
@@ -40,6 +40,18 @@ async def _last_poll(client: Client, queue: str) -> datetime | None:
         task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW))
     times = [p.last_access_time.ToDatetime(tzinfo=UTC) for p in response.pollers if p.HasField("last_access_time")]
     return max(times, default=None)
+
+
+async def query_where_polled(client: Client, items: Iterable[tuple[str | None, Callable[[], Awaitable[None]],
+                                                                   Callable[[str], None]]]) -> None:
+    """Run each item's query at once, except where no worker polls its task queue: there call its `unanswered`
+    with the reason instead. Items: (task queue, query, unanswered)."""
+    items = list(items)
+    idle = await unpolled(client, (queue for queue, _, _ in items))
+    for queue, _, unanswered in items:
+        if queue in idle:
+            unanswered(no_worker_message(queue or ""))
+    await asyncio.gather(*(query() for queue, query, _ in items if queue not in idle))
 
 
 def no_worker_message(queue: str) -> str:

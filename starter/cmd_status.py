@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from starter.kubeconfig import resolve
@@ -102,7 +103,7 @@ def _age(since: datetime | None, now: datetime) -> str | None:
 async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     """Terminations (oldest first), then disruptions; the running ones' progress queried all at once, so workflows
     no worker answers cost one query timeout in all, not one each."""
-    from client.pollers import no_worker_message, unpolled
+    from client.pollers import query_where_polled
     from client.termination import termination_query
     from contracts import search_attributes as sa
     from starter.temporal import connect_from_args
@@ -125,12 +126,8 @@ async def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
             if wf.status is not None and wf.status.name == "RUNNING":
                 queries.append((row, wf.run_id, wf.task_queue))
             rows.append(row)
-        idle = await unpolled(client, (queue for _, _, queue in queries))
-        for row, _, queue in queries:
-            if queue in idle:
-                row["queryError"] = no_worker_message(queue)
-        await asyncio.gather(*(_progress(client, row, run_id, now) for row, run_id, queue in queries
-                               if queue not in idle))
+        await query_where_polled(client, ((queue, partial(_progress, client, row, run_id, now),
+                                           partial(row.__setitem__, "queryError")) for row, run_id, queue in queries))
     except CliError:
         raise
     except Exception as exc:
