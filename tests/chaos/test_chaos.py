@@ -220,10 +220,29 @@ class Chaos:
 
     def release_late_drift(self) -> None:
         """Lift the do-not-disrupt that held LATE_DRIFT (the Node's value overrides its NodeClaim's), so the next
-        planner pass starts its drift and a replacement is launching when the outage begins."""
+        planner pass starts its drift and a replacement is launching when the outage begins. A drift replacement
+        that failed earlier under the faults (a rollback) holds the pool's drift for a minute or more
+        (planning/policies/drift_backoff.py): the scenario lifts that hold as an operator would, by removing the
+        NodePool's annotation, and says so, since the outage needs this drift in flight."""
+        crd = k8s.CustomObjectsApi(self.api)
+        pool = retry(crd.get_cluster_custom_object, "karpenter.sh", "v1", "nodepools", "drift")
+        held = ((pool.get("metadata") or {}).get("annotations") or {}).get(labels.DRIFT_BACKOFF_ANNOTATION)
+        if held:
+            retry(crd.patch_cluster_custom_object, "karpenter.sh", "v1", "nodepools", "drift",
+                  {"metadata": {"annotations": {labels.DRIFT_BACKOFF_ANNOTATION: None}}})
+            self.log(f"lifted the drift pool's back-off {held}")
         retry(k8s.CoreV1Api(self.api).patch_node, LATE_DRIFT,
               {"metadata": {"annotations": {labels.DO_NOT_DISRUPT_ANNOTATION: "false"}}})
         self.log(f"released {LATE_DRIFT}'s drift")
+
+    def late_drift_state(self) -> dict[str, Any]:
+        """What a scenario bug report needs when LATE_DRIFT's drift never started: its node's annotations and
+        taints, and the drift pool's annotations (a back-off)."""
+        node = retry(k8s.CoreV1Api(self.api).read_node, LATE_DRIFT)
+        pool = retry(k8s.CustomObjectsApi(self.api).get_cluster_custom_object, "karpenter.sh", "v1", "nodepools",
+                     "drift")
+        return {"node": node.metadata.annotations, "taints": [t.key for t in node.spec.taints or []],
+                "pool": (pool.get("metadata") or {}).get("annotations")}
 
     def readiness_waits(self) -> int:
         """Replacement NodeClaims launched but not Ready: a disruption waits for them."""
@@ -234,11 +253,18 @@ class Chaos:
 
     async def api_outage(self) -> None:
         """Every API request 503 for OUTAGE_SECONDS, once a readiness wait and a drain are both in flight (or
-        after OUTAGE_WAIT_SECONDS): the outage must meet both, so wait for the moment rather than hope for it."""
-        await asyncio.to_thread(self.release_late_drift)
+        after OUTAGE_WAIT_SECONDS): the outage must meet both, so wait for the moment rather than hope for it.
+        grace-2's drain lasts its grace period (its hold pods never evict), so it is started first and seen
+        running; LATE_DRIFT's drift is released only then, inside that window."""
         until = time.monotonic() + OUTAGE_WAIT_SECONDS
-        waits = 0
         running: Any = {}
+        while time.monotonic() < until:
+            running = await _with_retries(lambda: _running(self.client), "list running workflows")
+            if running["TerminationWorkflow"]:
+                break
+            await asyncio.sleep(0.2)
+        await asyncio.to_thread(self.release_late_drift)
+        waits = 0
         while time.monotonic() < until:
             waits = await asyncio.to_thread(self.readiness_waits)
             if waits:
@@ -248,6 +274,7 @@ class Chaos:
             await asyncio.sleep(0.2)
         if not waits:
             running = await _with_retries(lambda: _running(self.client), "list running workflows")
+            self.log(f"no readiness wait in {OUTAGE_WAIT_SECONDS}s: {await asyncio.to_thread(self.late_drift_state)}")
         self.sim.outage()
         start = time.monotonic()
         self.outage = {"readinessWaits": waits, "terminations": running["TerminationWorkflow"],
@@ -336,8 +363,12 @@ async def _disruption_outcomes(client: Client) -> Counter[str]:
     async for w in client.list_workflows("WorkflowType='DisruptionWorkflow'"):
         last = (await client.get_workflow_handle(w.id, run_id=w.run_id).fetch_history()).events[-1]
         done = last.workflow_execution_completed_event_attributes
-        out[json.loads(done.result.payloads[0].data).get("outcome", "?") if done.result.payloads else
-            (w.status.name if w.status else "?")] += 1
+        result = json.loads(done.result.payloads[0].data) if done.result.payloads else {}
+        outcome = result.get("outcome") or (w.status.name if w.status else "?")
+        cause = result.get("rollback_cause") or result.get("rollbackCause")
+        out[f"{outcome}/{cause}" if cause else outcome] += 1
+        if cause:
+            print(f"disruption {w.id} {outcome}/{cause}: {result.get('message')}")
     return out
 
 
