@@ -51,7 +51,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.policy_controls import DrainSpec
     from workflows import disruption_policy_steps as policy_steps
     from workflows import summaries
-    from workflows.retries import SHORT
+    from workflows.retries import LAUNCH_THROUGH_OUTAGE_PATCH, READ_LIMIT, SHORT, until_limit
     from workflows.retries import STEP_RETRY as RETRY
 
 LAUNCH = timedelta(minutes=2)
@@ -264,12 +264,15 @@ class DisruptionWorkflow:
             return
         self._set_phase(DisruptionPhase.LAUNCHING)
         info = workflow.info()
+        through_outage = workflow.patched(LAUNCH_THROUGH_OUTAGE_PATCH)
         launches = [
             workflow.execute_activity_method(
                 ProvisioningActivities.launch_replacement,
                 LaunchInput(key=f"{info.workflow_id}/{info.run_id}/{i}", node_pool=cmd.node_pool, replacement=r,
                             reason=cmd.reason),
-                start_to_close_timeout=LAUNCH, retry_policy=LAUNCH_RETRY, summary=f"launch {r.instance_types[:3]}")
+                start_to_close_timeout=LAUNCH, schedule_to_close_timeout=READ_LIMIT if through_outage else None,
+                retry_policy=until_limit(LAUNCH_RETRY) if through_outage else LAUNCH_RETRY,
+                summary=f"launch {r.instance_types[:3]}")
             for i, r in enumerate(cmd.replacements)
         ]
         results = await asyncio.gather(*launches, return_exceptions=True)

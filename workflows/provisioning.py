@@ -47,7 +47,7 @@ with workflow.unsafe.imports_passed_through():
         ProvisioningResult,
         ProvisioningSettings,
     )
-    from workflows.retries import READ_LIMIT, READ_RETRY, SHORT
+    from workflows.retries import LAUNCH_THROUGH_OUTAGE_PATCH, READ_LIMIT, READ_RETRY, SHORT, until_limit
     from workflows.retries import STEP_RETRY as RETRY
 
 STATIC_CAPACITY_PATCH = "static-capacity"  # runs recorded before static NodePools never take the static path
@@ -125,6 +125,7 @@ class ProvisioningWorkflow:
         """One NodeClaim. All offerings out of capacity: an Event, a doubling backoff, a new round (a new NodeClaim
         key: the refused one was deleted); after `ice_attempts` rounds the batch gives up on this NodeClaim."""
         info = workflow.info()
+        through_outage = workflow.patched(LAUNCH_THROUGH_OUTAGE_PATCH)
         for round_ in range(max(s.ice_attempts, 1)):
             key = f"{info.workflow_id}/{info.run_id}/{index}" + (f"/r{round_}" if round_ else "")
             try:
@@ -132,7 +133,9 @@ class ProvisioningWorkflow:
                     ProvisioningActivities.launch_replacement,
                     LaunchInput(key=key, node_pool=launch.node_pool, replacement=launch.replacement,
                                 reason=LAUNCH_REASON),
-                    start_to_close_timeout=timedelta(seconds=s.launch_timeout_seconds), retry_policy=LAUNCH_RETRY,
+                    start_to_close_timeout=timedelta(seconds=s.launch_timeout_seconds),
+                    schedule_to_close_timeout=READ_LIMIT if through_outage else None,
+                    retry_policy=until_limit(LAUNCH_RETRY) if through_outage else LAUNCH_RETRY,
                     summary=f"launch {launch.replacement.instance_types[:3]} for {len(launch.pods)} pod(s)")
             except ActivityError as exc:
                 cause = exc.cause

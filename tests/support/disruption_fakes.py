@@ -45,6 +45,7 @@ class Fakes:
     valid: bool = True
     ready_after_polls: int | None = 1  # None: never ready
     launch_error: str | None = None
+    launch_transient_failures: int = 0  # the first N launch attempts fail as an API outage does (retryable)
     taint_error: str | None = None
     termination_error: str | None = None
     block_terminations: asyncio.Event | None = None
@@ -101,6 +102,9 @@ class Fakes:
         @activity.defn(name="disruption_launch_replacement")
         async def launch(inp: LaunchInput) -> LaunchedReplacement:
             f.calls.append("launch")
+            if f.launch_transient_failures > 0:
+                f.launch_transient_failures -= 1
+                raise ApplicationError("ServiceException: (503)", type="ApiException")
             if f.launch_error:
                 raise ApplicationError(f.launch_error, type="LaunchFailed", non_retryable=True)
             return LaunchedReplacement(node_claim=f"repl-{inp.key}", uid=f"u-{inp.key}", instance_id="i-1",
