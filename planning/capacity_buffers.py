@@ -184,3 +184,63 @@ def resolve_all(objects: Iterable[Obj]) -> list[Resolution]:
 def snapshot_virtual_pods(objects: Iterable[Obj]) -> list[Obj]:
     """The virtual pods of every active buffer among `objects` (a snapshot's `others`)."""
     return [pod for res in resolve_all(objects) for pod in virtual_pods(res)]
+
+
+# ---- status (what Karpenter's capacitybuffer controller and provisioner write) -------------------------------
+
+def ready_condition(res: Resolution) -> Obj:
+    """ReadyForProvisioning: True once the shape resolved, else False with why."""
+    return {"type": cb.READY_FOR_PROVISIONING, "status": "True" if res.ready else "False", "reason": res.reason,
+            "message": res.message, "observedGeneration": res.buffer.generation}
+
+
+def provisioning_condition(res: Resolution, existing: int | None, new: int = 0, failed: int = 0) -> Obj | None:
+    """Provisioning after a provisioning simulation placed the buffer's chunks: `existing` on nodes already there
+    (or launching), `new` on NodeClaims to launch, `failed` nowhere; None when nothing is known yet (the buffer's
+    pods were not simulated) and the condition stays as it is. Karpenter's computeProvisioningCondition."""
+    def cond(status: str, reason: str, message: str) -> Obj:
+        return {"type": cb.PROVISIONING, "status": status, "reason": reason, "message": message,
+                "observedGeneration": res.buffer.generation}
+
+    if not res.ready:
+        return cond("False", cb.REASON_NOT_READY, "Buffer is not ReadyForProvisioning")
+    if res.replicas == 0:
+        return cond("False", cb.REASON_EMPTY, "Buffer has zero desired replicas")
+    if existing is None:
+        return None
+    if new or failed:
+        return cond("False", cb.REASON_REQUIRES_NEW,
+                    f"{new}/{res.replicas} virtual pods required new capacity, {failed} failed")
+    if existing == res.replicas:
+        return cond("True", cb.REASON_FITS_EXISTING, f"All {res.replicas} virtual pods fit on existing capacity")
+    return None
+
+
+def status_body(res: Resolution, provisioning: Obj | None, now: str) -> Obj:
+    """The buffer's whole status as it should be: the conditions keep their lastTransitionTime while their status
+    stays (metav1 SetStatusCondition), so an unchanged buffer yields an unchanged body and no write."""
+    old = {c.type: c for c in res.buffer.status.conditions}
+    conditions = []
+    for cond in (ready_condition(res), provisioning):
+        if cond is None:
+            kept = old.get(cb.PROVISIONING)
+            if kept is not None:
+                conditions.append(kept.model_dump(by_alias=True, exclude_none=True))
+            continue
+        prev = old.get(cond["type"])
+        since = prev.last_transition_time if prev is not None and prev.status == cond["status"] else None
+        conditions.append({**cond, "lastTransitionTime": since or now})
+    body: Obj = {"replicas": res.replicas if res.ready else None, "conditions": conditions,
+                 "provisioningStrategy": res.buffer.spec.provisioning_strategy,
+                 "podTemplateRef": {"name": res.pod_template} if res.pod_template else None,
+                 "podTemplateGeneration": res.pod_template_generation}
+    return body
+
+
+def status_changed(res: Resolution, body: Obj) -> bool:
+    """True when `body` differs from the buffer's stored status (a write is owed)."""
+    stored = res.buffer.status.model_dump(by_alias=True, exclude_none=True)
+    stored.pop("conditions", None)
+    wanted = {k: v for k, v in body.items() if v is not None and k != "conditions"}
+    stored_conditions = [c.model_dump(by_alias=True, exclude_none=True) for c in res.buffer.status.conditions]
+    return stored != wanted or stored_conditions != body["conditions"]

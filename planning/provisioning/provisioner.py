@@ -103,6 +103,10 @@ class Headroom:
     new: int = 0  # chunks a NodeClaim this decision launches holds
     failed: int = 0  # chunks no NodePool can serve
 
+    @property
+    def chunks(self) -> int:
+        return sum(self.existing.values()) + self.new + self.failed
+
     def to_public(self) -> dict[str, Any]:
         return {"existing": dict(sorted(self.existing.items())), "new": self.new, "failed": self.failed}
 
