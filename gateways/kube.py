@@ -337,7 +337,7 @@ class KubeClient:
         (docs/semantics.md §17). A server that does not serve one of them (404, the CRD not installed) has none."""
         apps = k8s.AppsV1Api(self.api_client)
         calls = ((functools.partial(self.custom.list_cluster_custom_object, capacity_buffer.GROUP,
-                                    capacity_buffer.VERSION, capacity_buffer.PLURAL),
+                                    capacity_buffer.VERSION, "capacitybuffers"),
                   capacity_buffer.API_VERSION, capacity_buffer.KIND),
                  (self.core.list_pod_template_for_all_namespaces, "v1", "PodTemplate"),
                  (apps.list_deployment_for_all_namespaces, "apps/v1", "Deployment"),
@@ -355,7 +355,7 @@ class KubeClient:
     def patch_capacity_buffer_status(self, namespace: str, name: str, body: Obj) -> Obj | None:
         """Merge-patch a CapacityBuffer's status subresource (replicas, conditions: runtime/capacity_buffers.py)."""
         return self._patch(lambda: self.custom.patch_namespaced_custom_object_status(
-            capacity_buffer.GROUP, capacity_buffer.VERSION, namespace, capacity_buffer.PLURAL, name, body,
+            capacity_buffer.GROUP, capacity_buffer.VERSION, namespace, "capacitybuffers", name, body,
             _content_type=MERGE_PATCH, _preload_content=False))
 
     def list_volume_topology(self) -> list[Obj]:

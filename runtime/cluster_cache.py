@@ -86,7 +86,7 @@ def kind_specs(api_client: k8s.ApiClient, kinds: Iterable[str] = KINDS) -> list[
         "CSINode": KindSpec("CSINode", "storage.k8s.io/v1", storage.list_csi_node, optional=True),
         "CapacityBuffer": KindSpec("CapacityBuffer", capacity_buffer.API_VERSION, functools.partial(
             custom.list_cluster_custom_object, capacity_buffer.GROUP, capacity_buffer.VERSION,
-            capacity_buffer.PLURAL), optional=True),
+            "capacitybuffers"), optional=True),
         "PodTemplate": KindSpec("PodTemplate", "v1", core.list_pod_template_for_all_namespaces, optional=True),
         "Deployment": KindSpec("Deployment", "apps/v1", apps.list_deployment_for_all_namespaces, optional=True),
         "StatefulSet": KindSpec("StatefulSet", "apps/v1", apps.list_stateful_set_for_all_namespaces, optional=True),
