@@ -132,7 +132,7 @@ def _start_buffers(client: Client, deps: Deps, task_queue: str) -> list[Stop]:
     s = deps.settings
     controller = CapacityBufferController(
         deps.kube, deps.cluster, client, lambda: current_catalog(deps.catalog_source),
-        BufferSettings(task_queue=task_queue, workflow=ProvisioningSettings(
+        BufferSettings(task_queue=task_queue, interval_seconds=s.capacity_buffer_seconds, workflow=ProvisioningSettings(
             launch_timeout_seconds=s.launch_timeout_seconds)))
     return [_stopper([asyncio.create_task(controller.run(), name="capacity-buffers")], controller.stop)]
 
