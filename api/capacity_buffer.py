@@ -1,5 +1,5 @@
 """CapacityBuffer (`autoscaling.x-k8s.io/v1beta1`): headroom kept as virtual pods, the replacement for "pause pod"
-overprovisioning (kubernetes-sigs/karpenter#3028, kubernetes-sigs/karpenter#3129; docs/semantics.md §17).
+overprovisioning (kubernetes-sigs/karpenter#3028, kubernetes-sigs/karpenter#3129; docs/semantics.md §20).
 
 The API is the Cluster Autoscaler's (kubernetes/autoscaler cluster-autoscaler/apis/capacitybuffer), which Karpenter
 v1.14 serves unchanged: one chunk's shape comes from a PodTemplate (`podTemplateRef`) or a workload's pod template

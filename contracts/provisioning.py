@@ -24,7 +24,7 @@ class _Model(BaseModel):
 
 class PodRef(_Model):
     """A pending pod of a batch: `key` is `namespace/name`; `virtual`: a CapacityBuffer's placeholder
-    (docs/semantics.md §17), which exists in no API server: no Event names it."""
+    (docs/semantics.md §20), which exists in no API server: no Event names it."""
 
     key: str
     uid: str

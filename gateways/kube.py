@@ -334,7 +334,7 @@ class KubeClient:
 
     def list_capacity_buffers(self) -> list[Obj]:
         """CapacityBuffers and the shapes they name: PodTemplates, Deployments, StatefulSets, ReplicaSets
-        (docs/semantics.md §17). A server that does not serve one of them (404, the CRD not installed) has none."""
+        (docs/semantics.md §20). A server that does not serve one of them (404, the CRD not installed) has none."""
         apps = k8s.AppsV1Api(self.api_client)
         calls = ((functools.partial(self.custom.list_cluster_custom_object, capacity_buffer.GROUP,
                                     capacity_buffer.VERSION, "capacitybuffers"),

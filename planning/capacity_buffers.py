@@ -1,4 +1,4 @@
-"""CapacityBuffer -> virtual pods (docs/semantics.md §17): the headroom a buffer keeps, as pending pods of its shape.
+"""CapacityBuffer -> virtual pods (docs/semantics.md §20): the headroom a buffer keeps, as pending pods of its shape.
 
 Karpenter v1.14 (pkg/controllers/capacitybuffer, pkg/state/virtualpods) resolves each buffer's chunk shape from its
 PodTemplate or its workload's pod template, counts its chunks, and adds that many virtual pods to the pending pods

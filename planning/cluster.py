@@ -728,7 +728,7 @@ class Cluster:
         volumes = Volumes.from_objects(o for o in getattr(snapshot, "others", ()) if o.get("kind") in VOLUME_KINDS)
         spread = configured() if default_spread is None else default_spread
         workloads = Workloads(getattr(snapshot, "others", ())) if spread else None
-        # CapacityBuffers' virtual pods join the pending pods (Karpenter's GetPendingPods; docs/semantics.md §17)
+        # CapacityBuffers' virtual pods join the pending pods (Karpenter's GetPendingPods; docs/semantics.md §20)
         virtual = [parse_pod(raw) for raw in snapshot_virtual_pods(getattr(snapshot, "others", ()))]
         for pod in itertools.chain(pods, virtual):
             if workloads is not None:

@@ -1,4 +1,4 @@
-"""The CapacityBuffer controller in the worker (docs/semantics.md §17): status, and provisioning for headroom.
+"""The CapacityBuffer controller in the worker (docs/semantics.md §20): status, and provisioning for headroom.
 
 Every `interval_seconds` (Karpenter's buffer controller requeues every 30 s and triggers its provisioner; 10 s here,
 the planner's period) on the worker's watch cache: each buffer is resolved (planning/capacity_buffers.py) and its

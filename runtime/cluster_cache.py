@@ -34,7 +34,7 @@ KINDS = ("NodePool", "NodeClaim", "EC2NodeClass", "Node", "Pod", "PodDisruptionB
          "PersistentVolume", "PersistentVolumeClaim", "StorageClass",
          # attachment limits (§3.5): what each node's CSI drivers may attach
          "CSINode",
-         # CapacityBuffers and the shapes they name (docs/semantics.md §17): PodTemplates, and the workloads of a
+         # CapacityBuffers and the shapes they name (docs/semantics.md §20): PodTemplates, and the workloads of a
          # scalableRef (which default topology spread also reads their selectors from, §3.5)
          "CapacityBuffer", "PodTemplate", "Deployment", "StatefulSet", "ReplicaSet")  # cluster_objects() order
 

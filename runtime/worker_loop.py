@@ -126,7 +126,7 @@ def _start_intake(client: Client, deps: Deps, task_queue: str) -> tuple[PendingP
 def _start_buffers(client: Client, deps: Deps, task_queue: str) -> list[Stop]:
     """The CapacityBuffer controller (runtime/capacity_buffers.py), on the worker's watch cache: without one it
     would LIST every pod each tick, so a worker run with the cache off keeps no buffer headroom (its status says
-    nothing either; docs/semantics.md §17)."""
+    nothing either; docs/semantics.md §20)."""
     if deps.cluster is None:
         return []
     s = deps.settings

@@ -147,7 +147,7 @@ def _handle(args: argparse.Namespace, spread: Any) -> int:
     data["budgetUse"] = explained.budget_use
     data["plannerPause"] = pause
     data["scheduling"] = scheduling_report(snapshot, spread)  # default topology spread, resizing pods (§3.5)
-    data["capacityBuffers"] = buffer_rows(snapshot.others, headroom)  # the headroom kept (docs/semantics.md §17)
+    data["capacityBuffers"] = buffer_rows(snapshot.others, headroom)  # the headroom kept (docs/semantics.md §20)
     print_output(data, args.output, table=lambda d: render_plan(d, unservable))
     return 0
 
@@ -270,7 +270,7 @@ def _provisioning(snapshot: Any, catalog: Any, at: datetime
                   ) -> tuple[list[dict[str, Any]], list[Any], list[dict[str, Any]], dict[str, Any]]:
     """The NodeClaims the provisioner would launch for the pending pods (docs/contracts.md §3.1), the pods
     no NodePool serves (table only), each cost limit's headroom after them (`costLimits`, semantics §15.10) and
-    where each CapacityBuffer's chunks went (§17); launching claims' liveness TTLs measured at `--at`."""
+    where each CapacityBuffer's chunks went (§20); launching claims' liveness TTLs measured at `--at`."""
     from planning.provisioning.provisioner import decide
 
     decision = decide(snapshot, catalog, at=at)

@@ -32,7 +32,7 @@ class Emptiness:
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         """One delete command per NodePool holding every empty candidate within its budget, less the nodes pending
-        pods are about to be bound to or a CapacityBuffer's virtual pods hold (docs/semantics.md §17)."""
+        pods are about to be bound to or a CapacityBuffer's virtual pods hold (docs/semantics.md §20)."""
         chosen: dict[str, list[Candidate]] = {}
         kept = self.keep_for_pending(candidates)
         candidates = [c for c in candidates if c.name not in kept]

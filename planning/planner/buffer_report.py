@@ -1,4 +1,4 @@
-"""`capacityBuffers` of `nodeflow plan` (docs/contracts.md §3.1, docs/semantics.md §17): each CapacityBuffer, how many
+"""`capacityBuffers` of `nodeflow plan` (docs/contracts.md §3.1, docs/semantics.md §20): each CapacityBuffer, how many
 chunks it keeps, where the provisioning simulation put them (existing or launching nodes, new NodeClaims, nowhere)
 and why a buffer keeps nothing (its shape not resolved, zero chunks, another strategy)."""
 

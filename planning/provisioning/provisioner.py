@@ -121,7 +121,7 @@ class ProvisioningDecision:
     pools_at_cost_limit: dict[str, str] = field(default_factory=dict)  # pool -> the cost limit that stops a launch
     cost_limits: list[dict[str, Any]] = field(default_factory=list)  # `costLimits` of `nodeflow plan` (§15.10)
     no_compatible_types: list[str] = field(default_factory=list)  # pools whose requirements leave no type offered
-    # CapacityBuffers' virtual pods (docs/semantics.md §17), kept out of the fields above (no Event, no nomination
+    # CapacityBuffers' virtual pods (docs/semantics.md §20), kept out of the fields above (no Event, no nomination
     # names them): buffer `namespace/name` -> where its chunks went
     headroom: dict[str, Headroom] = field(default_factory=dict)
 
@@ -141,7 +141,8 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
     """NodeClaims to launch for the pending pods named in `pods` (`namespace/name` or uid; None: every pending
     pod). Other pending pods compete for room on existing and launching nodes first but launch nothing, so two
     batches in flight do not count the same free capacity twice. `parsed`: the snapshot's pods and claims already
-    parsed (the worker's watch cache; as planning.planner.plan.plan takes them). `at`: the time a launching claim's
+    parsed (the worker's watch cache; as planning.planner.plan.plan takes them). CapacityBuffers' virtual pods
+    (semantics §20) outside the batch do not compete: real pods take their room. `at`: the time a launching claim's
     liveness TTLs are measured at (None: now, for the activity). Pure otherwise: the snapshot stays as is."""
     cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
         Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims)
@@ -154,7 +155,8 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
     moving = displaced_pods(cluster, wanted, at or datetime.now(UTC))
     batch += moving
     in_batch = {id(p) for p in batch}
-    others = [p for p in pending if id(p) not in in_batch]
+    # a buffer's chunks outside the batch yield their room to it (the lowest priority; semantics §20.3)
+    others = [p for p in pending if id(p) not in in_batch and not p.virtual]
     sched = scheduler_for(cluster, controls)
     state = SimState()
     if others:

@@ -1,4 +1,4 @@
-"""CapacityBuffer end to end (docs/semantics.md §17): dev server + simulator (wired to moto) + the real worker
+"""CapacityBuffer end to end (docs/semantics.md §20): dev server + simulator (wired to moto) + the real worker
 (run_worker, with provisioning on).
 
 A buffer of two 1-vCPU chunks in an empty cluster: the worker's buffer controller writes its status

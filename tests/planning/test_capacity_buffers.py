@@ -1,4 +1,4 @@
-"""CapacityBuffer -> virtual pods, and what they do to provisioning and consolidation (docs/semantics.md §17).
+"""CapacityBuffer -> virtual pods, and what they do to provisioning and consolidation (docs/semantics.md §20).
 
 Pure: snapshots in memory, no servers. The buffer rules are Karpenter v1.14's (pkg/controllers/capacitybuffer,
 pkg/state/virtualpods, pkg/controllers/provisioning/buffers.go, disruption/emptiness.go).
@@ -173,6 +173,17 @@ def test_headroom_beyond_the_cluster_launches_a_node_for_no_real_pod() -> None:
     assert (sum(room.existing.values()), room.new, room.failed) == (1, 2, 0)
     assert decision.launches and all(launch.pods == [] for launch in decision.launches)
     assert not any(k.startswith("default/capacity-buffer-") for k in [*decision.scheduled, *decision.nominated])
+
+
+def test_a_real_batch_takes_the_room_a_chunk_holds() -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "late", "namespace": "default", "uid": "uid-late"},
+           "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
+           "status": {"phase": "Pending"}}
+    snap = _snapshot_with(buffer(), template(), pod)
+    real = decide(snap, pods=["uid-late"], at=AT)
+    assert real.launches == [] and real.scheduled == {"default/late": "node-b"}  # not launched past the chunk
+    chunks = decide(snap, pods=["uid-headroom-1"], at=AT)
+    assert chunks.headroom["default/headroom"].new == 1  # the real pod took node-b: the headroom is launched again
 
 
 # ---- consolidation --------------------------------------------------------------------------------------------

@@ -110,7 +110,7 @@ VOLUMES = [
 
 
 _CHUNK = {"metadata": {"labels": {"app": "headroom"}}, "spec": {"containers": [{"name": "c", "image": "pause"}]}}
-# A CapacityBuffer and the shapes a buffer names (docs/semantics.md §17): the cache watches each kind
+# A CapacityBuffer and the shapes a buffer names (docs/semantics.md §20): the cache watches each kind
 BUFFER_KINDS = [
     {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "chunk", "namespace": "default"},
      "template": _CHUNK},

@@ -1,6 +1,6 @@
 """The CapacityBuffer CRD (deploy/crds/autoscaling.x-k8s.io_capacitybuffers.yaml) through the real `kubernetes`
 client against the simulator: refused, defaulted and served as kube-apiserver does with Karpenter v1.14's CRD
-(docs/semantics.md §17), and the same rules in api/capacity_buffer.py."""
+(docs/semantics.md §20), and the same rules in api/capacity_buffer.py."""
 
 from __future__ import annotations
 
