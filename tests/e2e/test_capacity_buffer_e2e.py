@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client as k8s
-from support.disruption_stack import disruption_stack, fresh, wait_for
+from support.disruption_stack import disruption_stack, fresh, replica_set, wait_for
 
 from api import capacity_buffer as cb
 from api import events, labels
@@ -82,3 +82,28 @@ async def test_a_buffer_launches_headroom_and_consolidation_keeps_it(temporal_cl
                        what="the cache to see the buffer gone")
         again = await stack.planner_pass()
         assert again.started, "without the buffer the empty nodes are consolidated"
+
+
+async def test_a_pod_that_takes_the_headroom_lands_at_once_and_the_headroom_is_launched_again(
+        temporal_client, sim_ec2, moto_endpoint) -> None:
+    one = {**BUFFER, "spec": {"podTemplateRef": {"name": "chunk"}, "replicas": 1}}
+    sim_ec2.load_objects(fresh([node_pool("default", requirements=ON_DEMAND_AMD64, consolidate_after="Never"),
+                                TEMPLATE, one]))
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=WORKER) as stack:
+        (first,) = await wait_for(lambda: len(n := initialized(stack)) == 1 and n, timeout=60,
+                                  what="the headroom node")
+        await wait_for(lambda: condition(buffer(stack.api), cb.PROVISIONING).get("status") == "True", timeout=30,
+                       what="Provisioning=True")
+        k8s.AppsV1Api(stack.api).create_namespaced_replica_set("default", replica_set("late", 1, "1"))
+        # kube-scheduler binds the pod to the headroom: no launch waits for it
+        bound = await wait_for(lambda: [p.spec.node_name for p in k8s.CoreV1Api(stack.api).list_namespaced_pod(
+            "default", label_selector="app=late").items if p.spec.node_name], timeout=30, what="the pod bound")
+        assert bound == [first]
+        # the chunk lost its place: the buffer controller launches the headroom again
+        nodes = await wait_for(lambda: len(n := initialized(stack)) == 2 and n, timeout=60,
+                               what="a second node for the headroom")
+        await wait_for(lambda: condition(buffer(stack.api), cb.PROVISIONING).get("status") == "True", timeout=30,
+                       what="Provisioning=True again")
+        assert first in nodes
+        nominated = [e for e in stack.events() if e["reason"] == "Nominated"]
+        assert all(not e["involvedObject"]["name"].startswith("capacity-buffer-") for e in nominated)
