@@ -150,3 +150,25 @@ def buffer_key(annotations: dict[str, str] | None) -> str:
     assert annotations is not None
     ns, name = annotations.get(BUFFER_NAMESPACE_ANNOTATION, ""), annotations.get(BUFFER_NAME_ANNOTATION, "")
     return f"{ns}/{name}" if ns and name else ""
+
+
+def validate_capacity_buffer(obj: Any) -> list[str]:
+    """Every problem of one CapacityBuffer document as `path: problem`; empty when it is valid (`nodeflow validate`,
+    the rules the CRD makes kube-apiserver apply)."""
+    from pydantic import ValidationError
+
+    if not isinstance(obj, dict):
+        return [f"(document): must be an object, got {type(obj).__name__}"]
+    problems: list[str] = []
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or not meta.get("name"):
+        problems.append("metadata.name: required field is missing")
+    if not isinstance(obj.get("spec"), dict):
+        return [*problems, "spec: required field is missing"]
+    try:
+        CapacityBuffer.model_validate(obj)
+    except ValidationError as exc:
+        for err in exc.errors():
+            where = ".".join(str(x) for x in err["loc"]) or "spec"
+            problems.append(f"{where}: {str(err['msg']).removeprefix('Value error, ')}")
+    return problems
