@@ -184,14 +184,19 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
     for pod, _why in result.failures:
         if id(pod) not in moved:  # a displaced pod is bound still: no FailedScheduling Event on it
             decision.unservable.append(Unservable(pod.key, pod.uid, diagnose(sched, pod, state)))
+    decision.cost_limits = controls.cost.public()
+    return pools_held(split_headroom(decision, {p.key: buffer_key(p.annotations) for p in pending if p.virtual}))
+
+
+def pools_held(decision: ProvisioningDecision) -> ProvisioningDecision:
+    """The pools whose limits or cost limits keep a (real) pod pending: their NodePool Events count those pods."""
     for u in decision.unservable:
         for e in u.exclusions:
             if e.reason is Exclusion.LIMITS:
                 decision.pools_at_limit.setdefault(e.node_pool, e.detail)
             elif e.reason is Exclusion.COST_LIMIT:
                 decision.pools_at_cost_limit.setdefault(e.node_pool, e.detail)
-    decision.cost_limits = controls.cost.public()
-    return split_headroom(decision, {p.key: buffer_key(p.annotations) for p in pending if p.virtual})
+    return decision
 
 
 def split_headroom(decision: ProvisioningDecision, virtual: Mapping[str, str]) -> ProvisioningDecision:

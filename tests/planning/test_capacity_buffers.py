@@ -175,6 +175,17 @@ def test_headroom_beyond_the_cluster_launches_a_node_for_no_real_pod() -> None:
     assert not any(k.startswith("default/capacity-buffer-") for k in [*decision.scheduled, *decision.nominated])
 
 
+def test_headroom_over_the_pools_limits_has_no_place_and_warns_no_pool() -> None:
+    objs = load_snapshot(EXAMPLES / "plan-empty.yaml").to_objects()
+    pool = next(o for o in objs if o["kind"] == "NodePool")
+    pool["spec"]["limits"] = {"cpu": "4"}  # the two m5.large already use it
+    snap = Snapshot.from_objects([*objs, buffer(podTemplateRef={"name": "chunk"}, replicas=3), template()])
+    decision = decide(snap, at=AT)
+    room = decision.headroom["default/headroom"]
+    assert (sum(room.existing.values()), room.new, room.failed) == (1, 0, 2)
+    assert decision.launches == [] and decision.unservable == [] and decision.pools_at_limit == {}
+
+
 def test_a_real_batch_takes_the_room_a_chunk_holds() -> None:
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "late", "namespace": "default", "uid": "uid-late"},
            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]},
