@@ -54,7 +54,7 @@ def to_plan(decision: Any, batch: int) -> ProvisioningPlan:
         replacement=to_replacement(launch.replacement))
         for launch in decision.launches]
     pending = sum(len(lt.pods) for lt in launches) + len(decision.nominated) + len(decision.scheduled) + len(
-        decision.unservable)
+        decision.unservable) + sum(h.chunks for h in decision.headroom.values())
     return ProvisioningPlan(launches=launches, nominated=len(decision.nominated), scheduled=len(decision.scheduled),
                             unservable=[u.pod for u in decision.unservable],
                             pools_at_limit=sorted(decision.pools_at_limit), gone=max(batch - pending, 0))
@@ -94,7 +94,7 @@ def no_capacity_specs(inp: LaunchFailedInput) -> list[EventSpec]:
     out = [EventSpec(kind="NodePool", name=inp.node_pool, reason=EventReason.INSUFFICIENT_CAPACITY_ERROR,
                      type="Warning", message=events.insufficient_capacity(inp.offerings, inp.retry_seconds))]
     message = events.pod_insufficient_capacity(inp.node_claim, inp.error)
-    for pod in sorted({p.key: p for p in inp.pods}.values(), key=lambda p: p.key):
+    for pod in sorted({p.key: p for p in inp.pods if not p.virtual}.values(), key=lambda p: p.key):
         namespace, _, name = pod.key.rpartition("/")
         out.append(EventSpec(kind="Pod", name=name, namespace=namespace or None, uid=pod.uid or None,
                              reason=EventReason.INSUFFICIENT_CAPACITY_ERROR, type="Warning", message=message))

@@ -243,6 +243,16 @@ def title(reason: str) -> str:
     return " ".join(w[:1].upper() + w[1:] for w in reason.split(" "))
 
 
+def has_buffer_pods(node: str) -> str:
+    """Emptiness skips a node a CapacityBuffer's virtual pods are placed on (Karpenter v1.14 emptiness.go)."""
+    return f'Node "{node}" has buffer pods'
+
+
+def buffer_headroom(buffer: str, node: str) -> str:
+    """A consolidation is refused: it would remove the room CapacityBuffer `buffer` keeps on `node`."""
+    return f"CapacityBuffer {buffer} would lose the headroom it keeps on node {node}"
+
+
 def consolidation_disabled(pool: str) -> str:
     return f'NodePool "{pool}" has consolidation disabled'
 

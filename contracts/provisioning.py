@@ -23,10 +23,12 @@ class _Model(BaseModel):
 
 
 class PodRef(_Model):
-    """A pending pod of a batch: `key` is `namespace/name`."""
+    """A pending pod of a batch: `key` is `namespace/name`; `virtual`: a CapacityBuffer's placeholder
+    (docs/semantics.md §20), which exists in no API server: no Event names it."""
 
     key: str
     uid: str
+    virtual: bool = False
 
 
 def batch_workflow_id(pods: list[PodRef]) -> str:

@@ -10,6 +10,7 @@ All calls block: activities run them in a thread.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import Callable, Iterator
@@ -22,7 +23,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 from kubernetes.watch import Watch
 
-from api import labels
+from api import capacity_buffer, labels
 from api.timestamps import format_seconds
 from telemetry import metrics
 
@@ -328,7 +329,34 @@ class KubeClient:
                         "policy/v1", "PodDisruptionBudget"),
                 *self.list_disruption_policies(),
                 *self.list_node_overlays(),
-                *self.list_volume_topology()]
+                *self.list_volume_topology(),
+                *self.list_capacity_buffers()]
+
+    def list_capacity_buffers(self) -> list[Obj]:
+        """CapacityBuffers and the shapes they name: PodTemplates, Deployments, StatefulSets, ReplicaSets
+        (docs/semantics.md §20). A server that does not serve one of them (404, the CRD not installed) has none."""
+        apps = k8s.AppsV1Api(self.api_client)
+        calls = ((functools.partial(self.custom.list_cluster_custom_object, capacity_buffer.GROUP,
+                                    capacity_buffer.VERSION, "capacitybuffers"),
+                  capacity_buffer.API_VERSION, capacity_buffer.KIND),
+                 (self.core.list_pod_template_for_all_namespaces, "v1", "PodTemplate"),
+                 (apps.list_deployment_for_all_namespaces, "apps/v1", "Deployment"),
+                 (apps.list_stateful_set_for_all_namespaces, "apps/v1", "StatefulSet"),
+                 (apps.list_replica_set_for_all_namespaces, "apps/v1", "ReplicaSet"))
+        out: list[Obj] = []
+        for call, api_version, kind in calls:
+            try:
+                out += _typed(_items(call(_preload_content=False)), api_version, kind)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+        return out
+
+    def patch_capacity_buffer_status(self, namespace: str, name: str, body: Obj) -> Obj | None:
+        """Merge-patch a CapacityBuffer's status subresource (replicas, conditions: runtime/capacity_buffers.py)."""
+        return self._patch(lambda: self.custom.patch_namespaced_custom_object_status(
+            capacity_buffer.GROUP, capacity_buffer.VERSION, namespace, "capacitybuffers", name, body,
+            _content_type=MERGE_PATCH, _preload_content=False))
 
     def list_volume_topology(self) -> list[Obj]:
         """PersistentVolumes, PersistentVolumeClaims, StorageClasses and CSINodes: where a pod's volumes let it run

@@ -8,6 +8,7 @@ simulation never touch dicts or pydantic models in their inner loops.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -16,11 +17,13 @@ from typing import Any
 
 from api import labels as L
 from api.allocatable import for_node_class
+from api.capacity_buffer import is_virtual
 from api.catalog import InstanceType, InstanceTypeCatalog, load_default_catalog
 from api.duration import DurationError, parse_nillable_duration
 from api.instance_types.labels import WELL_KNOWN_TYPE_KEYS
 from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
+from planning.capacity_buffers import snapshot_virtual_pods
 from planning.pod_requests import pod_requests, resize_infeasible
 from planning.pricing.overlays import overlay_pool_labels, priced_by_overlays
 from planning.scheduling.default_spread import DefaultSpread, Workloads, configured, defaulted_spec
@@ -153,6 +156,11 @@ class PodInfo:
     @property
     def is_daemonset(self) -> bool:
         return self.owner_kind == "DaemonSet"
+
+    @property
+    def virtual(self) -> bool:
+        """A CapacityBuffer's placeholder (planning/capacity_buffers.py): pending forever, never bound or evicted."""
+        return is_virtual(self.annotations)
 
     @property
     def is_mirror(self) -> bool:
@@ -720,7 +728,9 @@ class Cluster:
         volumes = Volumes.from_objects(o for o in getattr(snapshot, "others", ()) if o.get("kind") in VOLUME_KINDS)
         spread = configured() if default_spread is None else default_spread
         workloads = Workloads(getattr(snapshot, "others", ())) if spread else None
-        for pod in pods:
+        # CapacityBuffers' virtual pods join the pending pods (Karpenter's GetPendingPods; docs/semantics.md §20)
+        virtual = [parse_pod(raw) for raw in snapshot_virtual_pods(getattr(snapshot, "others", ()))]
+        for pod in itertools.chain(pods, virtual):
             if workloads is not None:
                 pod = with_default_spread(pod, spread, workloads)
             if volumes and claim_names(pod.raw.get("spec") or {}):

@@ -21,7 +21,7 @@ from enum import StrEnum
 
 from kubernetes import client as k8s
 
-from api import labels
+from api import capacity_buffer, labels
 from runtime.cluster_trim import trim
 from runtime.informer import CacheSettings, Counters, Informer, KindSpec, Obj, State
 
@@ -33,7 +33,10 @@ KINDS = ("NodePool", "NodeClaim", "EC2NodeClass", "Node", "Pod", "PodDisruptionB
          # volume topology (docs/semantics.md §3.5): where a pod's bound PV or its StorageClass lets it run
          "PersistentVolume", "PersistentVolumeClaim", "StorageClass",
          # attachment limits (§3.5): what each node's CSI drivers may attach
-         "CSINode")  # cluster_objects() order
+         "CSINode",
+         # CapacityBuffers and the shapes they name (docs/semantics.md §20): PodTemplates, and the workloads of a
+         # scalableRef (which default topology spread also reads their selectors from, §3.5)
+         "CapacityBuffer", "PodTemplate", "Deployment", "StatefulSet", "ReplicaSet")  # cluster_objects() order
 
 
 class Reason(StrEnum):
@@ -60,7 +63,7 @@ class Health:
 def kind_specs(api_client: k8s.ApiClient, kinds: Iterable[str] = KINDS) -> list[KindSpec]:
     """The list methods (raw JSON, for LIST and WATCH) of the kinds the planner reads."""
     core, custom, policy = k8s.CoreV1Api(api_client), k8s.CustomObjectsApi(api_client), k8s.PolicyV1Api(api_client)
-    storage = k8s.StorageV1Api(api_client)
+    storage, apps = k8s.StorageV1Api(api_client), k8s.AppsV1Api(api_client)
     karpenter = functools.partial(custom.list_cluster_custom_object, labels.GROUP, "v1")
     table = {
         "NodePool": KindSpec("NodePool", labels.API_VERSION, functools.partial(karpenter, "nodepools")),
@@ -81,6 +84,13 @@ def kind_specs(api_client: k8s.ApiClient, kinds: Iterable[str] = KINDS) -> list[
                                           core.list_persistent_volume_claim_for_all_namespaces, optional=True),
         "StorageClass": KindSpec("StorageClass", "storage.k8s.io/v1", storage.list_storage_class, optional=True),
         "CSINode": KindSpec("CSINode", "storage.k8s.io/v1", storage.list_csi_node, optional=True),
+        "CapacityBuffer": KindSpec("CapacityBuffer", capacity_buffer.API_VERSION, functools.partial(
+            custom.list_cluster_custom_object, capacity_buffer.GROUP, capacity_buffer.VERSION,
+            "capacitybuffers"), optional=True),
+        "PodTemplate": KindSpec("PodTemplate", "v1", core.list_pod_template_for_all_namespaces, optional=True),
+        "Deployment": KindSpec("Deployment", "apps/v1", apps.list_deployment_for_all_namespaces, optional=True),
+        "StatefulSet": KindSpec("StatefulSet", "apps/v1", apps.list_stateful_set_for_all_namespaces, optional=True),
+        "ReplicaSet": KindSpec("ReplicaSet", "apps/v1", apps.list_replica_set_for_all_namespaces, optional=True),
     }
     return [table[k] for k in kinds]
 

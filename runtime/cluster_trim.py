@@ -110,10 +110,30 @@ def trim_node(node: Obj) -> Obj:
     return out
 
 
+TEMPLATE_KINDS = frozenset({"PodTemplate", "Deployment", "StatefulSet", "ReplicaSet"})
+
+
+def trim_template_owner(obj: Obj) -> Obj:
+    """A PodTemplate or workload: its pod template cut as a pod is (a CapacityBuffer's chunk shape), its replicas
+    and selector kept (percentage buffers; default topology spread)."""
+    out = {**obj, "metadata": _metadata(obj.get("metadata") or {})}
+    holder = "template" if obj.get("kind") == "PodTemplate" else "spec"
+    outer = obj.get(holder) or {}
+    template = outer.get("template") if holder == "spec" else outer
+    if not isinstance(template, dict):
+        return out
+    cut = trim_pod({"metadata": template.get("metadata") or {}, "spec": template.get("spec") or {}})
+    cut = {"metadata": cut["metadata"], "spec": cut["spec"]}
+    out[holder] = cut if holder == "template" else {**outer, "template": cut}
+    return out
+
+
 def trim(kind: str, obj: Obj) -> Obj:
     """`obj` (a `kind` as the API returns it) reduced to what decisions read; a new dict, `obj` untouched."""
     if kind == "Pod":
         return trim_pod(obj)
     if kind == "Node":
         return trim_node(obj)
+    if kind in TEMPLATE_KINDS:
+        return trim_template_owner(obj)
     return {**obj, "metadata": _metadata(obj.get("metadata") or {})}

@@ -66,7 +66,9 @@ class ClusterView:
                      "Node": snap.nodes, "Pod": snap.pods, "PodDisruptionBudget": snap.pdbs,
                      "DisruptionPolicy": snap.disruption_policies, "NodeOverlay": snap.node_overlays,
                      "PersistentVolume": snap.others, "PersistentVolumeClaim": snap.others,
-                     "StorageClass": snap.others, "CSINode": snap.others}
+                     "StorageClass": snap.others, "CSINode": snap.others, "CapacityBuffer": snap.others,
+                     "PodTemplate": snap.others, "Deployment": snap.others, "StatefulSet": snap.others,
+                     "ReplicaSet": snap.others}
             pods: list[PodInfo] = []
             claims: list[ClaimInfo] = []
             reparsed = 0

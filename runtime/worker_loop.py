@@ -17,6 +17,7 @@ from api.catalog import current_catalog
 from client.interruption import ensure_interruption_poller
 from contracts.provisioning import ProvisioningSettings
 from runtime import karpenter_state
+from runtime.capacity_buffers import BufferSettings, CapacityBufferController
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
 from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
@@ -122,6 +123,20 @@ def _start_intake(client: Client, deps: Deps, task_queue: str) -> tuple[PendingP
     return intake, asyncio.create_task(intake.run(), name="pending-pod-intake")
 
 
+def _start_buffers(client: Client, deps: Deps, task_queue: str) -> list[Stop]:
+    """The CapacityBuffer controller (runtime/capacity_buffers.py), on the worker's watch cache: without one it
+    would LIST every pod each tick, so a worker run with the cache off keeps no buffer headroom (its status says
+    nothing either; docs/semantics.md §20)."""
+    if deps.cluster is None:
+        return []
+    s = deps.settings
+    controller = CapacityBufferController(
+        deps.kube, deps.cluster, client, lambda: current_catalog(deps.catalog_source),
+        BufferSettings(task_queue=task_queue, interval_seconds=s.capacity_buffer_seconds, workflow=ProvisioningSettings(
+            launch_timeout_seconds=s.launch_timeout_seconds)))
+    return [_stopper([asyncio.create_task(controller.run(), name="capacity-buffers")], controller.stop)]
+
+
 def _stopper(tasks: list[asyncio.Task[None]], *stops: Callable[[], Any], cancel: bool = True) -> Stop:
     """How to stop one part: tell it (`stops`), cancel its tasks unless it ends them itself, wait for them."""
     async def stop() -> None:
@@ -146,6 +161,7 @@ def _start_optional(client: Client, deps: Deps, task_queue: str) -> list[Stop]:
     if s.provisioning:
         intake, intake_task = _start_intake(client, deps, task_queue)
         stops.append(_stopper([intake_task], intake.stop, cancel=False))  # the intake ends its own task
+        stops += _start_buffers(client, deps, task_queue)
     own_cache = None
     if s.lifecycle:
         controllers, controller_tasks, own_cache = _start_lifecycle(deps)

@@ -52,6 +52,10 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
                  ("dp",), ("status",), custom=True, categories=("nodeflow",)),
     ResourceType("karpenter.sh", "v1alpha1", "nodeoverlays", "NodeOverlay", False, "nodeoverlay", ("overlays",),
                  ("status",), custom=True, categories=("karpenter",)),
+    # CapacityBuffer (Karpenter v1.14 serves the Cluster Autoscaler's CRD) and the PodTemplates it names: stored only
+    ResourceType("autoscaling.x-k8s.io", "v1beta1", "capacitybuffers", "CapacityBuffer", True, "capacitybuffer",
+                 ("cb",), ("status",), custom=True, categories=("autoscaling",)),
+    ResourceType("", "v1", "podtemplates", "PodTemplate", True, "podtemplate"),
     ResourceType("storage.k8s.io", "v1", "volumeattachments", "VolumeAttachment", False, "volumeattachment", (),
                  ("status",)),
     # Read by the scheduler's VolumeBinding filter (WaitForFirstConsumer): simulator/scheduling_volumes.py

@@ -10,6 +10,7 @@ from typing import Any
 from api.duration import DurationError, parse_duration
 from starter.live_cluster import load_catalog_arg, load_live_snapshot
 from starter.output import CliError, add_output_flag, print_output, render_table
+from starter.plan_buffers import render_buffers
 from starter.plan_limits import render_cost_limits, render_expiry
 from starter.plan_spot import render_spot_fallbacks, render_zone_balance
 from starter.snapshot_source import (
@@ -97,6 +98,7 @@ def handle(args: argparse.Namespace) -> int:
 def _handle(args: argparse.Namespace, spread: Any) -> int:
     from planning.disruption.optimizer import SolverMissingError
     from planning.planner.accounting import hold_for_pause
+    from planning.planner.buffer_report import buffer_rows
     from planning.planner.expiry_report import expiry_rows
     from planning.planner.plan import explain_plan
     from planning.planner.scheduling_report import scheduling_report
@@ -122,7 +124,7 @@ def _handle(args: argparse.Namespace, spread: Any) -> int:
         raise CliError(str(exc)) from exc
     result = explained.result
     data = result.to_public()
-    data["provisioning"], unservable, cost_limits = _provisioning(snapshot, catalog, at)
+    data["provisioning"], unservable, cost_limits, headroom = _provisioning(snapshot, catalog, at)
     data["nodePoolsBlocked"] = pools_that_cannot_launch(snapshot)  # a missing / not Ready EC2NodeClass
     data["repairs"] = [r.to_public() for r in result.repairs]  # node repair (docs/contracts.md §3.1)
     data["repairsBlocked"] = [b.to_public() for b in result.repairs_blocked]
@@ -145,6 +147,7 @@ def _handle(args: argparse.Namespace, spread: Any) -> int:
     data["budgetUse"] = explained.budget_use
     data["plannerPause"] = pause
     data["scheduling"] = scheduling_report(snapshot, spread)  # default topology spread, resizing pods (§3.5)
+    data["capacityBuffers"] = buffer_rows(snapshot.others, headroom)  # the headroom kept (docs/semantics.md §20)
     print_output(data, args.output, table=lambda d: render_plan(d, unservable))
     return 0
 
@@ -264,14 +267,15 @@ def _overlays(snapshot: Any, catalog: Any) -> list[dict[str, Any]]:
 
 
 def _provisioning(snapshot: Any, catalog: Any, at: datetime
-                  ) -> tuple[list[dict[str, Any]], list[Any], list[dict[str, Any]]]:
+                  ) -> tuple[list[dict[str, Any]], list[Any], list[dict[str, Any]], dict[str, Any]]:
     """The NodeClaims the provisioner would launch for the pending pods (docs/contracts.md §3.1), the pods
-    no NodePool serves (table only) and each cost limit's headroom after them (`costLimits`, semantics §15.10);
-    launching claims' liveness TTLs measured at `--at`."""
+    no NodePool serves (table only), each cost limit's headroom after them (`costLimits`, semantics §15.10) and
+    where each CapacityBuffer's chunks went (§20); launching claims' liveness TTLs measured at `--at`."""
     from planning.provisioning.provisioner import decide
 
     decision = decide(snapshot, catalog, at=at)
-    return [launch.to_public() for launch in decision.launches], decision.unservable, decision.cost_limits
+    return ([launch.to_public() for launch in decision.launches], decision.unservable, decision.cost_limits,
+            decision.headroom)
 
 
 def _render_scheduling(sched: dict[str, Any]) -> list[str]:
@@ -338,6 +342,7 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
     out += _render_static(data.get("staticNodePools") or [])
     out += _render_backoffs(data.get("driftBackoffs") or [])
     out += _render_provisioning(data.get("provisioning") or [], unservable)
+    out += render_buffers(data.get("capacityBuffers") or [])
     out += render_cost_limits(data.get("costLimits") or []) + render_expiry(data.get("expiry") or [])
     out += render_spot_fallbacks(data.get("spotFallbacks") or []) + render_zone_balance(data.get("zoneBalance") or [])
     out += _render_nodes(data.get("nodes") or [])

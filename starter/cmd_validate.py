@@ -21,12 +21,13 @@ from starter.validate_policies import policy_set_lines
 
 # besides NodePools and Nodes, the kinds a file may hold alone for `validate` (manifests, not a snapshot)
 VALIDATED_KINDS = ("NodeClaim", "EC2NodeClass", "InstanceTypeCatalog", "DisruptionPolicy", "NodeOverlay",
-                   "FleetRollout")
+                   "FleetRollout", "CapacityBuffer")
 # the kinds of the API groups whose misspelt kinds validate points out (other groups' kinds are not known here)
 KINDS_BY_GROUP: dict[str, tuple[str, ...]] = {
     "karpenter.sh": ("NodePool", "NodeClaim", "NodeOverlay"),
     "karpenter.k8s.aws": ("EC2NodeClass",),
     "nodeflow.dev": ("InstanceTypeCatalog", "DisruptionPolicy", "FleetRollout"),
+    "autoscaling.x-k8s.io": ("CapacityBuffer",),
 }
 
 
@@ -116,6 +117,10 @@ def problems_of(obj: Any) -> tuple[list[str], list[str]]:
         from api.node_overlay import node_overlay_warnings, validate_node_overlay
 
         return validate_node_overlay(obj), node_overlay_warnings(obj)
+    if kind == "CapacityBuffer":
+        from api.capacity_buffer import validate_capacity_buffer
+
+        return validate_capacity_buffer(obj), []
     problems = []
     if not isinstance(kind, str) or not kind:
         problems.append("kind: required field is missing")

@@ -10,6 +10,7 @@ import yaml
 CRD_DIR = Path(__file__).resolve().parent
 if str(CRD_DIR.parent.parent) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(CRD_DIR.parent.parent))
+from api import capacity_buffer as cb
 from api import disruption_policy as dp
 from api import labels
 from api import node_overlay as no
@@ -435,14 +436,15 @@ nodeclaim_schema = {
 }
 
 
-def crd(plural, kind, short, schema, columns, group="karpenter.sh", version="v1", categories=("karpenter",)):
+def crd(plural, kind, short, schema, columns, group="karpenter.sh", version="v1", categories=("karpenter",),
+        scope="Cluster"):
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{plural}.{group}"},
         "spec": {
             "group": group,
-            "scope": "Cluster",
+            "scope": scope,
             "names": {
                 "categories": list(categories),
                 "kind": kind,
@@ -908,6 +910,85 @@ no_cols = [
 ]
 
 
+# CapacityBuffer (api/capacity_buffer.py): the Cluster Autoscaler's v1beta1 API as Karpenter v1.14 serves it
+# (pkg/apis/crds/autoscaling.x-k8s.io_capacitybuffers.yaml): fields, minimums, the default strategy and two CEL rules.
+def _cb_ref(desc):
+    return {"description": desc, "type": "object", "required": ["name"],
+            "properties": {"name": s("name of the referent.", minLength=1)}}
+
+
+_CB_CONDITION = {
+    "type": "object",
+    "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+    "properties": {
+        "lastTransitionTime": s(format="date-time"),
+        "message": s(maxLength=32768),
+        "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+        "reason": s(maxLength=1024, minLength=1, pattern=r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"),
+        "status": s(enum=["True", "False", "Unknown"]),
+        "type": s(maxLength=316, pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"),
+    },
+}
+capacitybuffer_schema = {
+    "description": "CapacityBuffer keeps spare capacity in the cluster as virtual (placeholder) pods.",
+    "type": "object",
+    "required": ["spec"],
+    "properties": {
+        "apiVersion": s(),
+        "kind": s(),
+        "metadata": {"type": "object"},
+        "spec": {
+            "description": "spec defines the desired characteristics of the buffer.",
+            "type": "object",
+            "properties": {
+                "limits": {"description": "Resource totals that cap the number of chunks.", "type": "object",
+                           "additionalProperties": {"anyOf": [{"type": "integer"}, {"type": "string"}],
+                                                    "pattern": QUANTITY_PATTERN, "x-kubernetes-int-or-string": True}},
+                "percentage": {"description": "Chunks as a percentage of the scalableRef's replicas (rounded up, at least 1).",
+                               "type": "integer", "format": "int32", "minimum": 0},
+                "podTemplateRef": _cb_ref("A PodTemplate in the same namespace: the shape of one chunk."),
+                "provisioningStrategy": s("How the buffer is used.", default=cb.ACTIVE_CAPACITY),
+                "replicas": {"description": "The desired number of chunks.", "type": "integer", "format": "int32",
+                             "minimum": 0},
+                "scalableRef": {
+                    "description": "An object with a scale subresource whose pod template is one chunk's shape.",
+                    "type": "object", "required": ["kind", "name"],
+                    "properties": {"apiGroup": s("API group of the referent; empty for the core group."),
+                                   "kind": s("kind of the referent.", minLength=1),
+                                   "name": s("name of the referent.", minLength=1)},
+                },
+            },
+            "x-kubernetes-validations": [
+                {"message": cb.PODTEMPLATE_NEEDS_COUNT_MESSAGE,
+                 "rule": "!has(self.podTemplateRef) || has(self.replicas) || has(self.limits)"},
+                {"message": cb.ONE_REF_MESSAGE, "rule": "!(has(self.podTemplateRef) && has(self.scalableRef))"},
+            ],
+        },
+        "status": {
+            "description": "The observed state of the buffer.",
+            "type": "object",
+            "properties": {
+                "conditions": {"type": "array", "items": _CB_CONDITION, "x-kubernetes-list-map-keys": ["type"],
+                               "x-kubernetes-list-type": "map"},
+                "podTemplateGeneration": {"type": "integer", "format": "int64"},
+                "podTemplateRef": _cb_ref("The PodTemplate the buffer was resolved from."),
+                "provisioningStrategy": s(),
+                "replicas": {"description": "The number of chunks kept.", "type": "integer", "format": "int32"},
+            },
+        },
+    },
+}
+cb_cols = [
+    {"name": "Strategy", "type": "string", "jsonPath": ".spec.provisioningStrategy", "description": "The strategy to be used."},
+    {"name": "PodTemplate", "type": "string", "jsonPath": ".status.podTemplateRef.name", "description": "The name of the PodTemplate used."},
+    {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas", "description": "The actual number of buffer chunks."},
+    {"name": "ConditionsType", "type": "string", "jsonPath": ".status.conditions[*].type", "description": "List of all condition types."},
+    {"name": "ConditionsStatus", "type": "string", "jsonPath": ".status.conditions[*].status", "description": "List of all condition statuses."},
+    {"name": "ConditionsReason", "type": "string", "jsonPath": ".status.conditions[*].reason", "description": "List of all condition reasons."},
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp", "description": "The age of the CapacityBuffer."},
+]
+
+
 def render() -> dict[str, str]:
     """File name -> YAML text of each CRD."""
 
@@ -926,6 +1007,10 @@ def render() -> dict[str, str]:
         ),
         f"{no.GROUP}_{no.PLURAL}.yaml": dump(
             crd(no.PLURAL, no.KIND, ["overlays"], nodeoverlay_schema, no_cols, group=no.GROUP, version=no.VERSION)
+        ),
+        f"{cb.GROUP}_{cb.PLURAL}.yaml": dump(
+            crd(cb.PLURAL, cb.KIND, ["cb"], capacitybuffer_schema, cb_cols, group=cb.GROUP, version=cb.VERSION,
+                categories=("autoscaling",), scope="Namespaced")
         ),
     }
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from api import events
 from api import labels as L
+from api.capacity_buffer import buffer_key
 from api.events import EventReason
 from api.nodepool import POLICY_WHEN_EMPTY
 from planning.disruption.balanced import PoolTotals, approve, is_balanced
@@ -117,7 +119,9 @@ class Consolidation:
             return Attempt(None, Refusal.TOO_MANY_NEW_NODES, "Can't remove without creating more than 1 candidates")
         if sim.pending_lost:
             pod, home = sim.pending_lost[0]
-            return Attempt(None, Refusal.PENDING_CAPACITY, pending_capacity(pod.key, home))
+            why = events.buffer_headroom(buffer_key(pod.annotations), home) if pod.virtual else \
+                pending_capacity(pod.key, home)
+            return Attempt(None, Refusal.PENDING_CAPACITY, why)
         if ctx.scheduler.reservation_lost([c.node for c in cands]):
             return Attempt(None, Refusal.PENDING_CAPACITY, reserved_capacity(cands[0].name))
         price = sum(c.price for c in cands)

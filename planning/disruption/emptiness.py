@@ -32,7 +32,7 @@ class Emptiness:
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         """One delete command per NodePool holding every empty candidate within its budget, less the nodes pending
-        pods are about to be bound to."""
+        pods are about to be bound to or a CapacityBuffer's virtual pods hold (docs/semantics.md §20)."""
         chosen: dict[str, list[Candidate]] = {}
         kept = self.keep_for_pending(candidates)
         candidates = [c for c in candidates if c.name not in kept]
@@ -60,7 +60,8 @@ class Emptiness:
             for home, pod in sorted(homes.items()):
                 kept.add(home)
                 node = ctx.cluster.by_name[home]
-                ctx.block(node, pending_capacity(pod.key, home), EventReason.UNCONSOLIDATABLE)
+                why = events.has_buffer_pods(home) if pod.virtual else pending_capacity(pod.key, home)
+                ctx.block(node, why, EventReason.UNCONSOLIDATABLE)
 
     def keep_for_reserved(self, candidates: list[Candidate]) -> set[str]:
         """Empty candidates that hold the room the pass reserved for the pods of deleting and in-flight nodes

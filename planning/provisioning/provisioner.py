@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from api import labels as L
+from api.capacity_buffer import buffer_key
 from api.catalog import InstanceTypeCatalog
 from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
 from planning.cluster import Cluster, NodeInfo, Parsed, PodInfo, PoolInfo, as_dict, type_labels
@@ -95,6 +96,22 @@ class Launch:
 
 
 @dataclass(slots=True)
+class Headroom:
+    """Where one CapacityBuffer's virtual pods went in a provisioning simulation (Karpenter's buffers.go counts)."""
+
+    existing: dict[str, int] = field(default_factory=dict)  # node (or launching NodeClaim) -> chunks it holds
+    new: int = 0  # chunks a NodeClaim this decision launches holds
+    failed: int = 0  # chunks no NodePool can serve
+
+    @property
+    def chunks(self) -> int:
+        return sum(self.existing.values()) + self.new + self.failed
+
+    def to_public(self) -> dict[str, Any]:
+        return {"existing": dict(sorted(self.existing.items())), "new": self.new, "failed": self.failed}
+
+
+@dataclass(slots=True)
 class ProvisioningDecision:
     launches: list[Launch] = field(default_factory=list)
     unservable: list[Unservable] = field(default_factory=list)
@@ -104,6 +121,9 @@ class ProvisioningDecision:
     pools_at_cost_limit: dict[str, str] = field(default_factory=dict)  # pool -> the cost limit that stops a launch
     cost_limits: list[dict[str, Any]] = field(default_factory=list)  # `costLimits` of `nodeflow plan` (§15.10)
     no_compatible_types: list[str] = field(default_factory=list)  # pools whose requirements leave no type offered
+    # CapacityBuffers' virtual pods (docs/semantics.md §20), kept out of the fields above (no Event, no nomination
+    # names them): buffer `namespace/name` -> where its chunks went
+    headroom: dict[str, Headroom] = field(default_factory=dict)
 
     @property
     def price_per_hour(self) -> float:
@@ -121,7 +141,8 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
     """NodeClaims to launch for the pending pods named in `pods` (`namespace/name` or uid; None: every pending
     pod). Other pending pods compete for room on existing and launching nodes first but launch nothing, so two
     batches in flight do not count the same free capacity twice. `parsed`: the snapshot's pods and claims already
-    parsed (the worker's watch cache; as planning.planner.plan.plan takes them). `at`: the time a launching claim's
+    parsed (the worker's watch cache; as planning.planner.plan.plan takes them). CapacityBuffers' virtual pods
+    (semantics §20) outside the batch do not compete: real pods take their room. `at`: the time a launching claim's
     liveness TTLs are measured at (None: now, for the activity). Pure otherwise: the snapshot stays as is."""
     cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
         Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims)
@@ -134,7 +155,8 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
     moving = displaced_pods(cluster, wanted, at or datetime.now(UTC))
     batch += moving
     in_batch = {id(p) for p in batch}
-    others = [p for p in pending if id(p) not in in_batch]
+    # a buffer's chunks outside the batch yield their room to it (the lowest priority; semantics §20.3)
+    others = [p for p in pending if id(p) not in in_batch and not p.virtual]
     sched = scheduler_for(cluster, controls)
     state = SimState()
     if others:
@@ -162,13 +184,43 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
     for pod, _why in result.failures:
         if id(pod) not in moved:  # a displaced pod is bound still: no FailedScheduling Event on it
             decision.unservable.append(Unservable(pod.key, pod.uid, diagnose(sched, pod, state)))
+    decision.cost_limits = controls.cost.public()
+    return pools_held(split_headroom(decision, {p.key: buffer_key(p.annotations) for p in pending if p.virtual}))
+
+
+def pools_held(decision: ProvisioningDecision) -> ProvisioningDecision:
+    """The pools whose limits or cost limits keep a (real) pod pending: their NodePool Events count those pods."""
     for u in decision.unservable:
         for e in u.exclusions:
             if e.reason is Exclusion.LIMITS:
                 decision.pools_at_limit.setdefault(e.node_pool, e.detail)
             elif e.reason is Exclusion.COST_LIMIT:
                 decision.pools_at_cost_limit.setdefault(e.node_pool, e.detail)
-    decision.cost_limits = controls.cost.public()
+    return decision
+
+
+def split_headroom(decision: ProvisioningDecision, virtual: Mapping[str, str]) -> ProvisioningDecision:
+    """Move the virtual pods (pod key -> buffer key) out of the decision's pod fields into `headroom`: the
+    capacity they keep or launch stays, but nothing is nominated for them and no Event names them (Karpenter's
+    filterVirtualPodErrors / filterVirtualPodMapping; its scheduler nominates real pods only)."""
+    if not virtual:
+        return decision
+    for key in virtual.values():
+        decision.headroom.setdefault(key, Headroom())
+    for placed in (decision.nominated, decision.scheduled):
+        for pod in [p for p in placed if p in virtual]:
+            room = decision.headroom[virtual[pod]]
+            room.existing[placed[pod]] = room.existing.get(placed[pod], 0) + 1
+            del placed[pod]
+    for launch in decision.launches:
+        for pod in launch.pods:
+            if pod in virtual:
+                decision.headroom[virtual[pod]].new += 1
+        launch.pods = [p for p in launch.pods if p not in virtual]
+    for u in decision.unservable:
+        if u.pod in virtual:
+            decision.headroom[virtual[u.pod]].failed += 1
+    decision.unservable = [u for u in decision.unservable if u.pod not in virtual]
     return decision
 
 

@@ -24,7 +24,7 @@ WORKER_PACKAGES = ("activities", "client", "gateways", "runtime")
 WORKER_SOURCES = [ROOT / "worker.py", *(p for pkg in WORKER_PACKAGES for p in sorted((ROOT / pkg).rglob("*.py")))]
 CUSTOM_PLURALS = {"nodepools": "karpenter.sh", "nodeclaims": "karpenter.sh",
                   "ec2nodeclasses": "karpenter.k8s.aws", "disruptionpolicies": "nodeflow.dev",
-                  "nodeoverlays": "karpenter.sh"}
+                  "nodeoverlays": "karpenter.sh", "capacitybuffers": "autoscaling.x-k8s.io"}
 HTTP_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 
 

@@ -109,8 +109,23 @@ VOLUMES = [
 ]
 
 
+_CHUNK = {"metadata": {"labels": {"app": "headroom"}}, "spec": {"containers": [{"name": "c", "image": "pause"}]}}
+# A CapacityBuffer and the shapes a buffer names (docs/semantics.md §20): the cache watches each kind
+BUFFER_KINDS = [
+    {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "chunk", "namespace": "default"},
+     "template": _CHUNK},
+    {"apiVersion": "autoscaling.x-k8s.io/v1beta1", "kind": "CapacityBuffer",
+     "metadata": {"name": "headroom", "namespace": "default"}, "spec": {"podTemplateRef": {"name": "chunk"},
+                                                                         "replicas": 1}},
+    {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "default"},
+     "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "headroom"}}, "template": _CHUNK}},
+    {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "default"},
+     "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "headroom"}}, "template": _CHUNK}},
+]
+
+
 def _seed(sim: Simulator) -> None:
-    sim.load_objects([*generate_cluster(6, 6, seed=3), NODE_CLASS, POLICY, OVERLAY, *VOLUMES])
+    sim.load_objects([*generate_cluster(6, 6, seed=3), NODE_CLASS, POLICY, OVERLAY, *VOLUMES, *BUFFER_KINDS])
 
 
 def test_not_healthy_until_synced(sim: Simulator, cache: ClusterCache) -> None:
