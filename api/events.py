@@ -422,6 +422,11 @@ def provisioning_launched(pods: int) -> str:
     return f"Launched NodeClaim for {pods} pending pod(s)"
 
 
+def headroom_launched() -> str:
+    """A NodeClaim a provisioning launched for CapacityBuffer headroom alone (its pods are virtual, never named)."""
+    return "Launched NodeClaim for CapacityBuffer headroom"
+
+
 def static_limit_reached(limit: int, nodes: int, replicas: int) -> str:
     """On a static NodePool held below its replicas by limits.nodes (NodePoolLimitsReached)."""
     return f"limits.nodes={limit} reached: {nodes} node(s) of {replicas} replicas, no more are launched"

@@ -51,6 +51,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.retries import STEP_RETRY as RETRY
 
 STATIC_CAPACITY_PATCH = "static-capacity"  # runs recorded before static NodePools never take the static path
+# A NodeClaim launched for CapacityBuffer headroom alone (no real pod) says so; runs before said "0 pending pod(s)".
+HEADROOM_EVENT_PATCH = "headroom-launch-event"
 
 # A launch is a few quick EC2 calls (idempotent by ClientToken and tags); a short limit means a worker killed
 # mid-launch costs the batch at most this long before another worker retries it.
@@ -198,8 +200,11 @@ class ProvisioningWorkflow:
 
     async def _record_launched(self, launches: list[NodeClaimLaunch],
                                results: list[LaunchedReplacement | None]) -> None:
+        headroom = any(not launch.pods for launch in launches) and self._static is None \
+            and workflow.patched(HEADROOM_EVENT_PATCH)
         specs = [EventSpec(kind="NodeClaim", name=r.node_claim, uid=r.uid, reason=EventReason.PROVISIONING_LAUNCHED,
                            message=events.static_launched(launch.node_pool) if self._static is not None
+                           else events.headroom_launched() if headroom and not launch.pods
                            else events.provisioning_launched(len(launch.pods)))
                  for launch, r in zip(launches, results, strict=True) if r is not None]
         specs += [nominated_spec(pod, r.node_claim)  # Karpenter's provisioner: each pod on its new NodeClaim

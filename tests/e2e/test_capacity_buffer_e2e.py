@@ -66,6 +66,9 @@ async def test_a_buffer_launches_headroom_and_consolidation_keeps_it(temporal_cl
         assert fits["reason"] == cb.REASON_FITS_EXISTING
         pods = k8s.CoreV1Api(stack.api).list_pod_for_all_namespaces().items
         assert [p.metadata.name for p in pods if p.metadata.name.startswith("capacity-buffer-")] == []
+        launched = {e["message"] for e in stack.events() if e["reason"] == "Launched"
+                    and e["involvedObject"]["kind"] == "NodeClaim"}
+        assert launched == {events.headroom_launched()}, launched  # not "for 0 pending pod(s)"
 
         result = await stack.planner_pass()
         assert result.started == [] and result.blocked >= 2
