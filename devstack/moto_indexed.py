@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from devstack import cloud_faults, moto_spot, pricing_api
+from devstack import cloud_faults, moto_fleet, moto_spot, pricing_api
 
 _WILDCARDS = frozenset("*?[")
 STATIC_ACTIONS = frozenset({"DescribeInstanceTypes", "DescribeInstanceTypeOfferings"})
@@ -201,6 +201,7 @@ def main(argv: list[str] | None = None) -> None:
     install_static_cache(render_dir())
     install_paging()
     moto_spot.install()
+    moto_fleet.install()
     pricing_api.install()
     cloud_faults.install()  # outermost: a refused call reaches neither moto nor the Pricing API
     import moto.server
