@@ -1,6 +1,6 @@
 """EC2's answers to an instant CreateFleet where moto (5.2) gives others, for what nodeflow's launch relies on.
 
-moto as shipped (docs/semantics.md §12.1, "CreateFleet"):
+moto as shipped (docs/semantics.md §16.3, the stand-in):
 - launches an instant fleet's instance from the launch template's image, type, subnet and tags only: the
   template's security group ids, instance profile, disks, IMDS options and network interfaces are dropped, so a
   node's drift record (its security groups) and its profile would differ from what EC2 launches;
