@@ -123,14 +123,14 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
         return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
         os.environ.setdefault(key, value)  # the stand-in's credentials
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--ec2-latency-ms", type=float, default=300.0)
-    asyncio.run(main_async(parser.parse_args()))
+    return asyncio.run(main_async(parser.parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -35,11 +35,11 @@ def _world(ec2: Any) -> tuple[dict[str, str], str, str]:
 
 def _request(name: str, subnets: dict[str, str], types: list[str], token: str) -> dict[str, Any]:
     overrides = [{"InstanceType": t, "SubnetId": s, "AvailabilityZone": z} for t in types for z, s in subnets.items()]
+    template = {"LaunchTemplateName": name, "Version": "$Latest"}
     return {"Type": "instant", "ClientToken": token,
             "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": "on-demand"},
             "OnDemandOptions": {"AllocationStrategy": "lowest-price"},
-            "LaunchTemplateConfigs": [{"LaunchTemplateSpecification": {"LaunchTemplateName": name, "Version": "$Latest"},
-                                       "Overrides": overrides}],
+            "LaunchTemplateConfigs": [{"LaunchTemplateSpecification": template, "Overrides": overrides}],
             "TagSpecifications": [{"ResourceType": "instance", "Tags": [{"Key": "k", "Value": token}]}]}
 
 
