@@ -1,8 +1,9 @@
 """Launching and removing replacement nodes: a NodeClaim owned by its NodePool plus an EC2 instance.
 
 Idempotent by construction: the NodeClaim name derives from the launch key (workflow id, run, index),
-and RunInstances uses a ClientToken derived from the NodeClaim uid, so an activity retry finds the
-NodeClaim and the instance it already made instead of launching twice.
+and CreateFleet (activities/fleet_launch.py, the default for a pool with an EC2NodeClass) or RunInstances uses a
+ClientToken derived from the NodeClaim uid, so an activity retry finds the NodeClaim and the instance it already
+made instead of launching twice.
 
 The instance is shaped by the NodePool's EC2NodeClass (activities/nodeclass_launch.py): its resolved image,
 subnet, security groups, instance profile, user data, disks, IMDS options and tags.
@@ -60,7 +61,7 @@ FATAL_EC2_ERRORS = {"InsufficientInstanceCapacity", "InvalidParameterValue", "In
 
 # EC2 errors that mean "no capacity for this offering now": the launch passes to the next offering.
 ICE_ERRORS = set(ERROR_REASONS)  # InsufficientInstanceCapacity, UnfulfillableCapacity, Unsupported: marked 3 min
-MAX_OFFERINGS_TRIED = 30  # RunInstances calls one launch makes at most (a CreateFleet request takes 60 overrides)
+MAX_OFFERINGS_TRIED = 30  # RunInstances calls one launch makes at most (`--launch-api run-instances`, no class)
 
 
 class _InsufficientCapacity(Exception):
