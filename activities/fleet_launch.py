@@ -69,7 +69,7 @@ class FleetLauncher:
         params = fleet.fleet_request(self._configs(claim, nc, types, offers), capacity_type, tags,
                                      f"nodeflow-fleet-{meta['uid']}"[:64])
         answer = self._send(meta["name"], params, capacity_type)
-        instance = self._ec2.instances(ids=[answer.instance_id or ""])[0]
+        instance = self._described(answer, nc)
         itype = instance.get("InstanceType") or answer.instance_type or ""
         zone = (instance.get("Placement") or {}).get("AvailabilityZone", "")
         off = next((o for t, o in offers if t == itype and o.zone == zone), None)
@@ -78,6 +78,24 @@ class FleetLauncher:
             off = (it.offering(zone, capacity_type) if it is not None else None) or \
                 Offering(zone=zone, capacityType=capacity_type, price=0.0)  # type: ignore[call-arg]
         return instance, itype, off
+
+    def _described(self, answer: fleet.FleetAnswer, nc: EC2NodeClass) -> dict[str, Any]:
+        """The instance as DescribeInstances shows it; EC2 may not show a new instance yet (eventual consistency),
+        and then it is what the answer says, with the template's security groups (Karpenter builds its instance
+        from the fleet answer alone)."""
+        try:
+            found = self._ec2.instances(ids=[answer.instance_id or ""])
+        except Exception as exc:
+            if error_code(exc) != "InvalidInstanceID.NotFound":
+                raise
+            found = []
+        if found:
+            return found[0]
+        ov = answer.override
+        return {"InstanceId": answer.instance_id, "InstanceType": answer.instance_type or ov.get("InstanceType"),
+                "Placement": {"AvailabilityZone": ov.get("AvailabilityZone", "")}, "SubnetId": ov.get("SubnetId"),
+                "ImageId": ov.get("ImageId"), "SecurityGroups": [{"GroupId": g.id} for g in
+                                                                 nc.status.security_groups or ()]}
 
     def _types(self, claim: Obj, offers: list[tuple[str, Offering]]) -> list[str]:
         """Karpenter's truncation: cheapest first, at most 60 types, minValues still met (else no launch)."""

@@ -76,6 +76,7 @@ class FleetAnswer:
     instance_id: str | None
     instance_type: str | None
     errors: tuple[FleetError, ...] = field(default_factory=tuple)
+    override: Mapping[str, Any] = field(default_factory=dict)  # the override it was launched from, as EC2 echoes it
 
     @property
     def all_capacity(self) -> bool:
@@ -166,7 +167,8 @@ def read_answer(resp: Mapping[str, Any]) -> FleetAnswer:
     for inst in resp.get("Instances") or ():
         ids = inst.get("InstanceIds") or []
         if ids:
-            return FleetAnswer(str(ids[0]), str(inst.get("InstanceType") or ""), tuple(errors))
+            override = ((inst.get("LaunchTemplateAndOverrides") or {}).get("Overrides")) or {}
+            return FleetAnswer(str(ids[0]), str(inst.get("InstanceType") or ""), tuple(errors), dict(override))
     return FleetAnswer(None, None, tuple(errors))
 
 

@@ -17,6 +17,7 @@ from temporalio.testing import ActivityEnvironment
 from activities.nodeclass import NodeClassActivities
 from activities.provisioning import ProvisioningActivities
 from api.catalog import load_default_catalog
+from api.ec2nodeclass import SECURITY_GROUPS_ANNOTATION, SUBNET_ANNOTATION
 from api.nodeclass_launch import ClusterInfo
 from contracts.disruption import LaunchInput, Replacement
 from contracts.nodeclass import NodeClassInput
@@ -135,3 +136,22 @@ async def test_spot_asks_for_price_capacity_optimized_and_templates_are_shared(k
     names = {c["LaunchTemplateSpecification"]["LaunchTemplateName"] for f in calls.fleets
              for c in f["LaunchTemplateConfigs"]}
     assert len(names) == 1 and calls.ops.count("CreateLaunchTemplate") == 1  # one per parameter set, made once
+
+
+class _NotYetVisible(Ec2Gateway):
+    """EC2 right after CreateFleet: DescribeInstances by id does not show the new instance yet."""
+
+    def instances(self, *, ids: Any = None, filters: Any = None) -> list[dict[str, Any]]:
+        return [] if ids else super().instances(ids=ids, filters=filters)
+
+
+async def test_an_instance_not_described_yet_is_taken_from_the_answer(kube: KubeClient, world: AwsWorld) -> None:
+    _setup(kube, world)
+    acts = ProvisioningActivities(kube, _NotYetVisible(world.ec2), load_default_catalog(), cluster=CLUSTER)
+    launched = await _launch(acts, "prov-e/1/0")
+    (inst,) = _claim_instances(world, launched.node_claim)
+    assert (launched.instance_id, launched.instance_type, launched.zone) == \
+        (inst["InstanceId"], inst["InstanceType"], inst["Placement"]["AvailabilityZone"])
+    annotations = (kube.get_node_claim(launched.node_claim) or {})["metadata"]["annotations"]
+    assert annotations[SUBNET_ANNOTATION] == inst["SubnetId"]
+    assert annotations[SECURITY_GROUPS_ANNOTATION] == world.groups["tagged"]  # the class's, which the template has

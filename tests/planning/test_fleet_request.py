@@ -94,3 +94,10 @@ def test_no_instance_is_insufficient_capacity_only_when_every_error_is_about_cap
     assert not mixed.all_capacity
     assert fleet.combined_message(mixed.errors) == \
         "InsufficientInstanceCapacity: no capacity; InvalidParameterValue: no capacity"
+
+
+def test_the_answer_keeps_the_override_the_instance_was_launched_from() -> None:
+    ov = {"InstanceType": "c5.large", "SubnetId": "subnet-b", "AvailabilityZone": "us-east-1b", "ImageId": "ami-1"}
+    answer = fleet.read_answer({"Instances": [{"InstanceIds": ["i-2"], "InstanceType": "c5.large",
+                                               "LaunchTemplateAndOverrides": {"Overrides": ov}}]})
+    assert answer.override == ov and answer.errors == ()
