@@ -66,8 +66,9 @@ class FleetLauncher:
         """The instance EC2 launched, its type and the offering it was launched as."""
         meta = claim["metadata"]
         types = self._types(claim, offers)
-        params = fleet.fleet_request(self._configs(claim, nc, types, offers), capacity_type, tags,
-                                     f"nodeflow-fleet-{meta['uid']}"[:64])
+        prioritized = fleet.overlay_priced(offers, self._base_price)
+        params = fleet.fleet_request(self._configs(claim, nc, types, offers, prioritized), capacity_type, tags,
+                                     f"nodeflow-fleet-{meta['uid']}"[:64], prioritized)
         answer = self._send(meta["name"], params, capacity_type)
         instance = self._described(answer, nc)
         itype = instance.get("InstanceType") or answer.instance_type or ""
@@ -112,8 +113,13 @@ class FleetLauncher:
             self._delete_claim(claim["metadata"]["name"])
             raise ApplicationError(str(exc), type=ErrorType.LAUNCH_FAILED.value, non_retryable=True) from exc
 
-    def _configs(self, claim: Obj, nc: EC2NodeClass, types: list[str], offers: list[tuple[str, Offering]]
-                 ) -> list[tuple[str, list[fleet.Override]]]:
+    def _base_price(self, itype: str, off: Offering) -> float | None:
+        it = self._catalog().get(itype)
+        base = it.offering(off.zone, off.capacity_type) if it is not None else None
+        return base.price if base is not None else None
+
+    def _configs(self, claim: Obj, nc: EC2NodeClass, types: list[str], offers: list[tuple[str, Offering]],
+                 prioritized: bool = False) -> list[tuple[str, list[fleet.Override]]]:
         """A launch template per distinct parameter set (image, user data, ...), each with its types' overrides."""
         groups: dict[str, list[str]] = {}
         images: dict[str, str] = {}
@@ -130,7 +136,7 @@ class FleetLauncher:
             images[itype] = data["ImageId"]
         zones = {o.zone for _, o in offers}
         subnets = {z: s.id for z in zones if (s := subnet_in_zone(nc, z)) is not None}
-        return [(name, fleet.overrides(ts, offers, subnets, images)) for name, ts in groups.items()]
+        return [(name, fleet.overrides(ts, offers, subnets, images, prioritized)) for name, ts in groups.items()]
 
     def _ensure(self, name: str, data: dict[str, Any], nc: EC2NodeClass) -> None:
         assert isinstance(self._ec2, FleetCloud)

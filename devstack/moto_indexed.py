@@ -12,8 +12,9 @@ the devstack's EC2 stand-in: besides the tag index, `main()` installs `devstack.
 that varies by type, zone and hour) and `devstack.pricing_api` (the Pricing API's GetProducts,
 DescribeServices and GetAttributeValues over the bundled price table), both answered on the same port
 (docs/architecture.md, "The EC2 stand-in"), and `devstack.cloud_faults` (a knob the tests turn on to answer
-chosen EC2 calls with EC2's errors: throttling, no capacity, refused credentials).
-The tests' shared `moto_endpoint` stays unpatched, so nodeflow's own calls are checked against moto as shipped;
+chosen EC2 calls with EC2's errors: throttling, no capacity, refused credentials), and `devstack.moto_fleet`
+(instant CreateFleet as EC2 answers it). The tests' shared `moto_endpoint` runs moto with `devstack.moto_fleet`
+only, so nodeflow's other calls are checked against moto as shipped;
 `tests/devstack/test_moto_indexed.py` checks that both give the same tag answers, and the
 `cloud_endpoint` fixture runs this module.
 

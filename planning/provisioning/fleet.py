@@ -20,6 +20,8 @@ from api.catalog import Offering
 MAX_INSTANCE_TYPES = 60  # Karpenter's maxInstanceTypes: types, not overrides, per request
 ON_DEMAND_STRATEGY = "lowest-price"
 SPOT_STRATEGY = "price-capacity-optimized"
+ON_DEMAND_PRIORITIZED = "prioritized"  # when a NodeOverlay priced the offerings: EC2 follows the overrides' order
+SPOT_PRIORITIZED = "capacity-optimized-prioritized"
 CAPACITY_CODES = frozenset({"InsufficientInstanceCapacity", "UnfulfillableCapacity", "Unsupported"})
 LAUNCH_TEMPLATE_PREFIX = "nodeflow.dev/"  # Karpenter names its templates karpenter.k8s.aws/<hash>
 
@@ -44,6 +46,7 @@ class Override:
     subnet_id: str
     price: float
     image_id: str | None = None
+    priority: float | None = None  # only for the prioritized strategies: lower goes first
 
     def request(self) -> dict[str, Any]:
         """CreateFleet's override: subnet and zone both (the zone lets a fleet error be read without a lookup)."""
@@ -51,6 +54,8 @@ class Override:
                                "AvailabilityZone": self.zone}
         if self.image_id:
             out["ImageId"] = self.image_id
+        if self.priority is not None:
+            out["Priority"] = self.priority
         return out
 
 
@@ -112,9 +117,10 @@ def truncate(types: Sequence[str], mins: Mapping[str, int], values_of: Callable[
 
 
 def overrides(types: Sequence[str], offers: Iterable[tuple[str, Offering]], subnets: Mapping[str, str],
-              images: Mapping[str, str] | None = None) -> list[Override]:
+              images: Mapping[str, str] | None = None, prioritized: bool = False) -> list[Override]:
     """Each (type, zone) of `offers` whose type is kept and whose zone has a subnet, in the types' order (within a
-    type: cheapest zone first, then by name)."""
+    type: cheapest zone first, then by name). `prioritized`: each carries its offering's price as its Priority,
+    so EC2 takes them in the order the overlays priced them."""
     rank = {t: i for i, t in enumerate(types)}
     chosen = [(t, o) for t, o in offers if t in rank and o.zone in subnets]
     chosen.sort(key=lambda p: (rank[p[0]], p[1].price, p[1].zone))
@@ -123,15 +129,17 @@ def overrides(types: Sequence[str], offers: Iterable[tuple[str, Offering]], subn
     for t, o in chosen:
         if (t, o.zone) not in seen:
             seen.add((t, o.zone))
-            out.append(Override(t, o.zone, subnets[o.zone], o.price, (images or {}).get(t)))
+            out.append(Override(t, o.zone, subnets[o.zone], o.price, (images or {}).get(t),
+                                o.price if prioritized else None))
     return out
 
 
-def allocation_options(capacity_type: str) -> dict[str, Any]:
-    """SpotOptions or OnDemandOptions of the request, as Karpenter sets them."""
+def allocation_options(capacity_type: str, prioritized: bool = False) -> dict[str, Any]:
+    """SpotOptions or OnDemandOptions of the request, as Karpenter sets them (the prioritized strategies when a
+    NodeOverlay priced the offerings: EC2's own prices would undo the overlay's order)."""
     if capacity_type == labels.CAPACITY_SPOT:
-        return {"SpotOptions": {"AllocationStrategy": SPOT_STRATEGY}}
-    return {"OnDemandOptions": {"AllocationStrategy": ON_DEMAND_STRATEGY}}
+        return {"SpotOptions": {"AllocationStrategy": SPOT_PRIORITIZED if prioritized else SPOT_STRATEGY}}
+    return {"OnDemandOptions": {"AllocationStrategy": ON_DEMAND_PRIORITIZED if prioritized else ON_DEMAND_STRATEGY}}
 
 
 def template_name(data: Mapping[str, Any]) -> str:
@@ -141,7 +149,7 @@ def template_name(data: Mapping[str, Any]) -> str:
 
 
 def fleet_request(configs: Sequence[tuple[str, Sequence[Override]]], capacity_type: str, tags: Mapping[str, str],
-                  token: str) -> dict[str, Any]:
+                  token: str, prioritized: bool = False) -> dict[str, Any]:
     """The CreateFleet parameters: type instant, one instance of `capacity_type`, a config per launch template
     (name, its overrides), tags on the instance, its volumes and the fleet, and the idempotency token."""
     tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
@@ -153,7 +161,7 @@ def fleet_request(configs: Sequence[tuple[str, Sequence[Override]]], capacity_ty
             {"LaunchTemplateSpecification": {"LaunchTemplateName": name, "Version": "$Latest"},
              "Overrides": [o.request() for o in ovs]} for name, ovs in configs if ovs],
         "TagSpecifications": [{"ResourceType": r, "Tags": tag_list} for r in ("instance", "volume", "fleet")],
-        **allocation_options(capacity_type),
+        **allocation_options(capacity_type, prioritized),
     }
 
 
@@ -175,3 +183,9 @@ def read_answer(resp: Mapping[str, Any]) -> FleetAnswer:
 def combined_message(errors: Sequence[FleetError]) -> str:
     """Karpenter's combined fleet error: each distinct `code: message` once, sorted."""
     return "; ".join(sorted({f"{e.code}: {e.message}" for e in errors})) or "CreateFleet launched no instance"
+
+
+def overlay_priced(offers: Iterable[tuple[str, Offering]], base_price: Callable[[str, Offering], float | None]
+                   ) -> bool:
+    """Whether a NodeOverlay changed the price of any offering of the launch (`base_price`: the catalog's own)."""
+    return any((p := base_price(t, o)) is not None and p != o.price for t, o in offers)

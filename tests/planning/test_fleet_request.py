@@ -101,3 +101,15 @@ def test_the_answer_keeps_the_override_the_instance_was_launched_from() -> None:
     answer = fleet.read_answer({"Instances": [{"InstanceIds": ["i-2"], "InstanceType": "c5.large",
                                                "LaunchTemplateAndOverrides": {"Overrides": ov}}]})
     assert answer.override == ov and answer.errors == ()
+
+
+def test_overlay_prices_make_the_request_prioritized_in_their_order() -> None:
+    base = {("m5.large", "us-east-1a"): 0.096, ("c5.large", "us-east-1a"): 0.085}
+    overlaid = [("m5.large", _off("us-east-1a", 0.05)), ("c5.large", _off("us-east-1a", 0.085))]
+    assert fleet.overlay_priced(overlaid, lambda t, o: base[(t, o.zone)])
+    assert not fleet.overlay_priced([("c5.large", _off("us-east-1a", 0.085))], lambda t, o: base[(t, o.zone)])
+    ovs = fleet.overrides(fleet.order_types(overlaid), overlaid, {"us-east-1a": "s"}, prioritized=True)
+    assert [(o.instance_type, o.request()["Priority"]) for o in ovs] == [("m5.large", 0.05), ("c5.large", 0.085)]
+    req = fleet.fleet_request([("lt", ovs)], "spot", {}, "t", prioritized=True)
+    assert req["SpotOptions"] == {"AllocationStrategy": "capacity-optimized-prioritized"}
+    assert fleet.allocation_options("on-demand", True) == {"OnDemandOptions": {"AllocationStrategy": "prioritized"}}
