@@ -83,3 +83,24 @@ async def test_an_iced_type_is_refused_inside_one_create_fleet_through_the_worke
     assert ops.count("CreateFleet") == 1 and "RunInstances" not in ops  # one request, every offering in it
     assert sorted(ice.refused) == [("m5.large", "us-east-1a"), ("m5.large", "us-east-1b")]
     await wait_for(lambda: _running(stack) == 1, timeout=60, what="the api pod running on the fleet's node")
+
+
+async def test_every_override_refused_backs_off_with_karpenters_events(world_stack: Any) -> None:
+    _, stack = world_stack
+    await stack.client.execute_workflow(NodeClassWorkflow.run, NodeClassInput(), id=f"nodeclass-{uuid.uuid4()}",
+                                        task_queue=stack.task_queue)
+    ice = IceInjector().install(stack.ec2)
+    ice.exhaust("m5.large")
+    ice.exhaust("m5.xlarge")
+    await asyncio.to_thread(stack.sim.load_objects, fresh([
+        node_pool("default", requirements=REQS, consolidate_after="Never"), replica_set("api", 1, "1")]))
+    refs = await wait_for(lambda: _unschedulable(stack), what="the pending pod")
+    result = await stack.client.execute_workflow(
+        ProvisioningWorkflow.run, ProvisioningInput(pods=refs, settings=FAST), id=f"provision-{uuid.uuid4()}",
+        task_queue=stack.task_queue)
+    assert result.outcome == ProvisioningPhase.FAILED and result.no_capacity == ["default"]
+    assert ice.fleet_requests == 1  # the second attempt found every offering marked and asked EC2 nothing
+    assert len(ice.refused) == 4 and stack.node_claims() == []
+    events = [e for e in stack.events() if e["reason"] == "InsufficientCapacityError"]
+    assert {e["involvedObject"]["kind"] for e in events} >= {"NodePool", "Pod"}
+    assert any("InsufficientInstanceCapacity" in e["message"] for e in events if e["involvedObject"]["kind"] == "Pod")
