@@ -123,6 +123,9 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-node-repair", action="store_true",
                    default=_env_flag("NODEFLOW_NO_NODE_REPAIR"),
                    help="never replace unhealthy nodes")
+    p.add_argument("--launch-api", choices=["fleet", "run-instances"], default=env("NODEFLOW_LAUNCH_API", "fleet"),
+                   help="how a NodeClaim's instance is asked of EC2: one CreateFleet over its offerings, as "
+                        "Karpenter (default), or RunInstances per offering, cheapest first")
     p.add_argument("--legacy-node-repair", action="store_true", default=_env_flag("NODEFLOW_LEGACY_NODE_REPAIR"),
                    help="node repair as before v1.15: forceful termination, no budget, no replacement first "
                         "(default: a budgeted disruption method that pre-spins a replacement, then drains)")
@@ -278,7 +281,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
                         node_repair=not args.no_node_repair,
                         node_repair_toleration_seconds=args.node_repair_toleration,
                         node_repair_conditions=tuple(args.node_repair_condition),
-                        legacy_node_repair=args.legacy_node_repair,
+                        legacy_node_repair=args.legacy_node_repair, launch_api=args.launch_api,
                         node_repair_zone_outage_percent=args.node_repair_zone_outage_percent,
                         cancel_hold_seconds=args.cancel_hold, min_drain_seconds=args.min_drain_time,
                         discover_instance_types=not (args.catalog or args.no_instance_type_discovery),

@@ -9,6 +9,7 @@ with a warning logged once per process.
 
 from __future__ import annotations
 
+import base64
 import logging
 from typing import Any
 
@@ -19,6 +20,7 @@ from api.catalog import InstanceTypeCatalog
 from api.ec2nodeclass import KIND, SUBNET_ANNOTATION, EC2NodeClass, launch_annotations, load_ec2nodeclass
 from api.nodeclass_launch import (
     ClusterInfo,
+    NodeIdentity,
     block_device_mappings,
     instance_tags,
     metadata_options,
@@ -121,6 +123,36 @@ class NodeClassLauncher:
         if nc.spec.detailed_monitoring:
             params["Monitoring"] = {"Enabled": True}
         return params
+
+    def template_data(self, nc: EC2NodeClass, claim: Obj, instance_type: str) -> dict[str, Any]:
+        """Launch template data for a fleet launch of `instance_type` (CreateLaunchTemplate's casing): what
+        `run_params` sends less the subnet (an override's) and the tags (the fleet request's), with the user data
+        base64-encoded. The kubelet's labels leave out the instance type and zone, which the fleet picks and the
+        cloud controller manager labels, as Karpenter's templates do; types that share every parameter share a
+        template. Raises ValueError as `run_params` does."""
+        image = self.image_for(nc, instance_type)
+        if image is None:
+            raise ValueError(f"EC2NodeClass {nc.name} has no image for instance type {instance_type}")
+        base = node_identity(claim, nc.ami_family, instance_type, "")
+        identity = NodeIdentity(labels={k: v for k, v in base.labels.items()
+                                        if k not in (labels.INSTANCE_TYPE_LABEL, labels.ZONE_LABEL)},
+                                taints=base.taints)
+        data: dict[str, Any] = {"ImageId": image, "BlockDeviceMappings": block_device_mappings(nc),
+                                "MetadataOptions": metadata_options(nc)}
+        groups = [g.id for g in nc.status.security_groups or ()]
+        if nc.spec.associate_public_ip_address is not None:
+            data["NetworkInterfaces"] = [{"DeviceIndex": 0, "Groups": groups,
+                                          "AssociatePublicIpAddress": nc.spec.associate_public_ip_address}]
+        else:
+            data["SecurityGroupIds"] = groups
+        if nc.status.instance_profile:
+            data["IamInstanceProfile"] = {"Name": nc.status.instance_profile}
+        text = user_data(nc, self._cluster, identity)
+        if text:
+            data["UserData"] = base64.b64encode(text.encode()).decode()
+        if nc.spec.detailed_monitoring:
+            data["Monitoring"] = {"Enabled": True}
+        return data
 
     def record(self, claim: Obj, instance: dict[str, Any], nc: EC2NodeClass) -> None:
         """Stamp the claim with what the instance was launched with (drift compares against it): the class hash,

@@ -1,8 +1,9 @@
 """Launching and removing replacement nodes: a NodeClaim owned by its NodePool plus an EC2 instance.
 
 Idempotent by construction: the NodeClaim name derives from the launch key (workflow id, run, index),
-and RunInstances uses a ClientToken derived from the NodeClaim uid, so an activity retry finds the
-NodeClaim and the instance it already made instead of launching twice.
+and CreateFleet (activities/fleet_launch.py, the default for a pool with an EC2NodeClass) or RunInstances uses a
+ClientToken derived from the NodeClaim uid, so an activity retry finds the NodeClaim and the instance it already
+made instead of launching twice.
 
 The instance is shaped by the NodePool's EC2NodeClass (activities/nodeclass_launch.py): its resolved image,
 subnet, security groups, instance profile, user data, disks, IMDS options and tags.
@@ -20,6 +21,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.fleet_launch import FleetLauncher
 from activities.nodeclass_launch import NodeClassLauncher
 from api import labels
 from api.allocatable import VM_MEMORY_OVERHEAD_PERCENT
@@ -27,7 +29,7 @@ from api.catalog import InstanceTypeCatalog, Offering, current_catalog
 from api.ec2nodeclass import EC2NodeClass
 from api.events import EventReason
 from api.node_overlay import load_node_overlay
-from api.nodeclass_launch import ClusterInfo, cluster_tags, subnet_zones
+from api.nodeclass_launch import ClusterInfo, cluster_tags, instance_tags, subnet_zones
 from api.nodepool import load_nodepool
 from api.policy_controls import SPOT_FALLBACK_ANNOTATION
 from contracts.disruption import (
@@ -38,11 +40,12 @@ from contracts.disruption import (
     StatusInput,
 )
 from contracts.errors import ErrorType
-from gateways.ec2 import CloudErrorKind, CloudProvider, classify, cloud_provider, error_code, iam_action
+from gateways.ec2 import CloudErrorKind, CloudProvider, FleetCloud, classify, cloud_provider, error_code, iam_action
 from gateways.kube import KubeClient, Obj, event_body, node_ready
 from planning.lifecycle.launch import launch_patch
 from planning.pricing.overlays import pool_catalog
 from planning.pricing.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
+from planning.provisioning.fleet import LaunchApi
 from planning.provisioning.spot_fallback import fallback_message, fallback_value, fell_back
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
@@ -58,7 +61,7 @@ FATAL_EC2_ERRORS = {"InsufficientInstanceCapacity", "InvalidParameterValue", "In
 
 # EC2 errors that mean "no capacity for this offering now": the launch passes to the next offering.
 ICE_ERRORS = set(ERROR_REASONS)  # InsufficientInstanceCapacity, UnfulfillableCapacity, Unsupported: marked 3 min
-MAX_OFFERINGS_TRIED = 30  # RunInstances calls one launch makes at most (a CreateFleet request takes 60 overrides)
+MAX_OFFERINGS_TRIED = 30  # RunInstances calls one launch makes at most (`--launch-api run-instances`, no class)
 
 
 class _InsufficientCapacity(Exception):
@@ -140,7 +143,7 @@ class ProvisioningActivities:
 
     def __init__(self, kube: KubeClient, ec2: CloudProvider | Any, catalog: InstanceTypeCatalog,
                  ami_id: str | None = None, cluster: ClusterInfo | None = None,
-                 offerings: UnavailableOfferings | None = None) -> None:
+                 offerings: UnavailableOfferings | None = None, launch_api: LaunchApi = LaunchApi.FLEET) -> None:
         self._kube = kube
         self._ec2 = cloud_provider(ec2)
         self._catalog = catalog
@@ -150,6 +153,9 @@ class ProvisioningActivities:
         self._offerings = offerings if offerings is not None else UnavailableOfferings()
         self._classes = NodeClassLauncher(kube, catalog, cluster)
         self._cluster_name = cluster.name if cluster is not None else ""
+        self._launch_api = launch_api
+        self._fleet = FleetLauncher(self._ec2, self._classes, lambda: current_catalog(self._catalog),  # type: ignore
+                                    self._offerings, self._cluster_name, self._delete_claim)
 
     # ---- launch ---------------------------------------------------------------------------------------------
 
@@ -211,7 +217,7 @@ class ProvisioningActivities:
             instance = existing
         else:
             offers = self._not_refused(meta["name"], inp.replacement, zones, offers, priced, node_class)
-            instance, itype, off = self._run_first_available(claim, inp, offers, node_class)
+            instance, itype, off = self._create(claim, inp, offers, node_class)
         if node_class is not None:
             self._classes.record(claim, instance, node_class)
         self._record_launch(meta["name"], instance, itype, inp.replacement.capacity_type, node_class)
@@ -308,6 +314,18 @@ class ProvisioningActivities:
         raise ApplicationError(f"InsufficientInstanceCapacity: every offering was refused in the last "
                                f"{int(self._offerings.ttl_seconds)}s: {', '.join(refused[:10])}", refused,
                                claim_name, type=ErrorType.INSUFFICIENT_CAPACITY.value, non_retryable=True)
+
+    def _create(self, claim: Obj, inp: LaunchInput, offers: list[tuple[str, Offering]],
+                node_class: EC2NodeClass | None) -> tuple[dict[str, Any], str, Offering]:
+        """One CreateFleet over every offering (Karpenter's launch) when the pool has an EC2NodeClass (its subnets
+        make the overrides) and the cloud launches fleets; else RunInstances per offering, cheapest first."""
+        if self._launch_api is LaunchApi.FLEET and node_class is not None and isinstance(self._ec2, FleetCloud):
+            meta = claim["metadata"]
+            tags = {**instance_tags(node_class, self._cluster_name or "nodeflow", inp.node_pool, meta["name"]),
+                    NODECLAIM_TAG: meta["name"], NODEPOOL_TAG: inp.node_pool, NODECLAIM_UID_TAG: meta["uid"],
+                    "Name": meta["name"], **cluster_tags(self._cluster_name)}
+            return self._fleet.launch(claim, inp.replacement.capacity_type, offers, node_class, tags)
+        return self._run_first_available(claim, inp, offers, node_class)
 
     def _run_first_available(self, claim: Obj, inp: LaunchInput, offers: list[tuple[str, Offering]],
                              node_class: EC2NodeClass | None) -> tuple[dict[str, Any], str, Offering]:

@@ -12,8 +12,9 @@ the devstack's EC2 stand-in: besides the tag index, `main()` installs `devstack.
 that varies by type, zone and hour) and `devstack.pricing_api` (the Pricing API's GetProducts,
 DescribeServices and GetAttributeValues over the bundled price table), both answered on the same port
 (docs/architecture.md, "The EC2 stand-in"), and `devstack.cloud_faults` (a knob the tests turn on to answer
-chosen EC2 calls with EC2's errors: throttling, no capacity, refused credentials).
-The tests' shared `moto_endpoint` stays unpatched, so nodeflow's own calls are checked against moto as shipped;
+chosen EC2 calls with EC2's errors: throttling, no capacity, refused credentials), and `devstack.moto_fleet`
+(instant CreateFleet as EC2 answers it). The tests' shared `moto_endpoint` runs moto with `devstack.moto_fleet`
+only, so nodeflow's other calls are checked against moto as shipped;
 `tests/devstack/test_moto_indexed.py` checks that both give the same tag answers, and the
 `cloud_endpoint` fixture runs this module.
 
@@ -35,7 +36,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from devstack import cloud_faults, moto_spot, pricing_api
+from devstack import cloud_faults, moto_fleet, moto_spot, pricing_api
 
 _WILDCARDS = frozenset("*?[")
 STATIC_ACTIONS = frozenset({"DescribeInstanceTypes", "DescribeInstanceTypeOfferings"})
@@ -201,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
     install_static_cache(render_dir())
     install_paging()
     moto_spot.install()
+    moto_fleet.install()
     pricing_api.install()
     cloud_faults.install()  # outermost: a refused call reaches neither moto nor the Pricing API
     import moto.server

@@ -56,6 +56,15 @@ class CloudProvider(Protocol):
     def describe(self, operation: str, params: dict[str, Any]) -> dict[str, Any]: ...
 
 
+@runtime_checkable
+class FleetCloud(Protocol):
+    """A cloud that launches as Karpenter's AWS provider does: one CreateFleet over launch templates."""
+
+    def ensure_launch_template(self, name: str, data: dict[str, Any], tags: dict[str, str]) -> bool: ...
+
+    def create_fleet(self, params: dict[str, Any]) -> dict[str, Any]: ...
+
+
 class CloudErrorKind(StrEnum):
     """What an EC2 error means for the caller (metric label values, so they never change)."""
 
@@ -70,6 +79,8 @@ THROTTLING_CODES = frozenset({"RequestLimitExceeded", "Throttling", "ThrottlingE
 CAPACITY_CODES = frozenset({"InsufficientInstanceCapacity", "UnfulfillableCapacity", "Unsupported"})
 UNAUTHORIZED_CODES = frozenset({"UnauthorizedOperation", "AuthFailure", "AccessDenied", "AccessDeniedException"})
 NOT_FOUND_CODES = frozenset({"InvalidInstanceID.NotFound"})
+TEMPLATE_MISSING = frozenset({"InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound"})
+TEMPLATE_EXISTS = "InvalidLaunchTemplateName.AlreadyExistsException"
 
 
 def error_code(exc: BaseException) -> str | None:
@@ -175,6 +186,32 @@ class Ec2Gateway:
     def launch(self, params: dict[str, Any]) -> Instance:
         """RunInstances of one instance (the caller sets MinCount/MaxCount and the idempotent ClientToken)."""
         return self._call("run_instances", lambda: self.client.run_instances(**params))["Instances"][0]
+
+    def create_fleet(self, params: dict[str, Any]) -> dict[str, Any]:
+        """CreateFleet (the caller sets Type instant and the idempotent ClientToken): the answer as EC2 gives it,
+        instances and per-override errors both."""
+        return self._call("create_fleet", lambda: self.client.create_fleet(**params))
+
+    def ensure_launch_template(self, name: str, data: dict[str, Any], tags: dict[str, str]) -> bool:
+        """The launch template `name` exists (its name derives from its data, so one found is the one wanted):
+        DescribeLaunchTemplates, CreateLaunchTemplate when missing; another worker creating it first is fine.
+        True when this call created it."""
+        try:
+            self._call("describe_launch_templates",
+                       lambda: self.client.describe_launch_templates(LaunchTemplateNames=[name]))
+            return False
+        except Exception as exc:
+            if error_code(exc) not in TEMPLATE_MISSING:
+                raise
+        spec = [{"ResourceType": "launch-template", "Tags": [{"Key": k, "Value": v} for k, v in tags.items()]}]
+        try:
+            self._call("create_launch_template", lambda: self.client.create_launch_template(
+                LaunchTemplateName=name, LaunchTemplateData=data, TagSpecifications=spec))
+        except Exception as exc:
+            if error_code(exc) != TEMPLATE_EXISTS:
+                raise
+            return False
+        return True
 
     def terminate(self, ids: Sequence[str]) -> list[dict[str, Any]]:
         """TerminateInstances: the state changes EC2 reports (TerminatingInstances)."""

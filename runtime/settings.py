@@ -42,6 +42,7 @@ class Settings:
     provisioning: bool = False  # run the pending-pod intake (worker.py turns it on; embedded stacks opt in)
     batch_idle_seconds: float = 1.0  # a provisioning batch closes this long after its last new pod ...
     batch_max_seconds: float = 10.0  # ... or this long after it opened (Karpenter's BATCH_IDLE/MAX_DURATION)
+    launch_api: str = "fleet"  # "fleet": one CreateFleet per NodeClaim (Karpenter); "run-instances": per offering
     launch_timeout_seconds: float = 60.0  # a provisioning launch attempt; a worker killed mid-launch costs this long
     capacity_buffer_seconds: float = 10.0  # how often CapacityBuffer headroom is planned (docs/semantics.md §20)
     sticky_queue_timeout_seconds: float = 10.0  # the SDK's sticky schedule-to-start timeout (its default)

@@ -29,6 +29,7 @@ from client.termination import start_termination
 from gateways.sqs import SqsQueue
 from planning.disruption.nomination import window
 from planning.disruption.repair import policies_for
+from planning.provisioning.fleet import LaunchApi
 from runtime.interruption import InterruptionDispatcher
 from runtime.settings import Deps
 from workflows.disruption import DisruptionWorkflow
@@ -80,7 +81,7 @@ def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:
                                   repair=repair_policies(s), offerings=deps.offerings)
     cluster = ClusterInfo(s.cluster_name or "", s.cluster_endpoint or "", s.cluster_ca or "")
     provisioning = ProvisioningActivities(deps.kube, deps.ec2, catalog, ami_id=s.ami_id, cluster=cluster,
-                                          offerings=deps.offerings)
+                                          offerings=deps.offerings, launch_api=LaunchApi(s.launch_api))
     candidates = CandidateActivities(deps.kube, _candidate_starter(deps), deps.temporal)
     return [
         planning.plan_pass, planning.validate_command,

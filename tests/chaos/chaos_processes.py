@@ -1,7 +1,7 @@
 """The chaos suite's processes: the worker replicas (`python worker.py`, SIGKILLed and restarted, supervised as a
 Deployment's kubelet would), and a counting proxy in front of moto_server that sees every EC2 call the workers
-make (so a second TerminateInstances of one instance, or a second RunInstances of one ClientToken, is seen
-even when EC2's idempotency would hide it in the end state).
+make (so a second TerminateInstances of one instance, or a second RunInstances or CreateFleet of one ClientToken,
+is seen even when EC2's idempotency would hide it in the end state).
 """
 
 from __future__ import annotations
@@ -26,13 +26,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 class Ec2CountingProxy:
     """HTTP proxy to moto_server counting, per instance, TerminateInstances calls EC2 accepted (2xx), and per
-    ClientToken, RunInstances calls; the workers talk to EC2 only through it."""
+    ClientToken, RunInstances and CreateFleet calls; the workers talk to EC2 only through it."""
 
     def __init__(self, upstream: str) -> None:
         parts = urlsplit(upstream)
         self.upstream = (parts.hostname or "127.0.0.1", parts.port or 80)
         self.terminations: Counter[str] = Counter()
         self.run_instances: Counter[str] = Counter()
+        self.create_fleet: Counter[str] = Counter()
         self.calls: Counter[str] = Counter()
         self._lock = threading.Lock()
         proxy = self
@@ -84,6 +85,8 @@ class Ec2CountingProxy:
                             self.terminations.update(values)
                 elif action == "RunInstances":
                     self.run_instances[(form.get("ClientToken") or [""])[0]] += 1
+                elif action == "CreateFleet":
+                    self.create_fleet[(form.get("ClientToken") or [""])[0]] += 1
         h.send_response(status)
         for k, v in out_headers:
             if k.lower() not in ("transfer-encoding", "connection", "content-length"):

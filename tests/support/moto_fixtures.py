@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from devstack.binaries import find_binary
 from devstack.processes import MotoServer
 from support.ports import free_port, wait_for_port
 
+REPO = Path(__file__).resolve().parents[2]  # `-m devstack.moto_fleet` runs from the checkout
 AWS_TEST_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
     "AWS_SECRET_ACCESS_KEY": "testing",
@@ -22,12 +24,13 @@ AWS_TEST_ENV = {
 
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
-    """URL of a moto_server shared by the tests of one process; AWS env vars point boto3 at fake creds."""
+    """URL of a moto_server shared by the tests of one process; AWS env vars point boto3 at fake creds. It is moto
+    as shipped but for instant CreateFleet, which answers as EC2 does (devstack/moto_fleet.py)."""
     os.environ.update(AWS_TEST_ENV)
     port = free_port()
     proc = subprocess.Popen(
-        [find_binary("moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [sys.executable, "-m", "devstack.moto_fleet", "-H", "127.0.0.1", "-p", str(port)],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
         wait_for_port(port)
@@ -55,8 +58,8 @@ def own_moto_endpoint() -> Iterator[str]:
     simulator once never saw an instance those tests terminated, and a deleted node lost its PDB's hold)."""
     os.environ.update(AWS_TEST_ENV)
     port = free_port()
-    proc = subprocess.Popen([find_binary("moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([sys.executable, "-m", "devstack.moto_fleet", "-H", "127.0.0.1", "-p", str(port)],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port)
         yield f"http://127.0.0.1:{port}"
