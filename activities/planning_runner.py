@@ -290,6 +290,8 @@ def _take_repairs(result: Any, index: Mapping[str, NodeRef], excluded: set[str],
         out.repairs_blocked.append(b.node_pool)
         if b.reason is RepairBlockReason.ZONE_OUTAGE:
             metrics.NODE_REPAIRS_ZONE_HELD.labels(nodepool=b.node_pool, zone=b.zone).inc()
+        elif b.reason is RepairBlockReason.DISABLED:
+            metrics.NODE_REPAIRS_DISABLED.labels(nodepool=b.node_pool).inc()
         else:
             metrics.NODE_REPAIRS_BLOCKED.labels(nodepool=b.node_pool).inc()
     for r in result.repairs_vetoed:

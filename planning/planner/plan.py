@@ -54,6 +54,7 @@ from planning.disruption.optimizer import optimizer_method
 from planning.disruption.repair import (
     DEFAULT_POLICIES,
     NodeHealth,
+    PoolRepair,
     Repair,
     RepairDecision,
     RepairPolicy,
@@ -207,7 +208,7 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
     expiring = expiration.candidates()
     expiring_names = {c.name for c in expiring}
     expiration_commands = expiration.compute_commands({}, expiring)
-    repairs = _repairs(cluster, at, exclude | expiring_names, repair)
+    repairs = _repairs(cluster, at, exclude | expiring_names, repair, _pool_repair(policies))
 
     busy = exclude | expiring_names | {r.node for r in repairs.repairs}
     ctx = PassContext(cluster, scheduler_for(cluster, controls, busy, in_flight_pods(cluster, busy, at), planned), at,
@@ -406,14 +407,26 @@ def _rolls_out_in_waves(ctx: PassContext, pool: Any) -> bool:
     return bool(drift is not None and drift.waves) or L.ROLLOUT_ANNOTATION in pool.annotations
 
 
-def _repairs(cluster: Cluster, at: datetime, busy: set[str], policies: Sequence[RepairPolicy]) -> RepairDecision:
+def _repairs(cluster: Cluster, at: datetime, busy: set[str], policies: Sequence[RepairPolicy],
+             pools: Mapping[str, PoolRepair] | None = None) -> RepairDecision:
     """Node repair (planning/disruption/repair.py) over the managed nodes: one in flight, expiring or deleting counts
-    toward its pool's health but is not repaired again."""
+    toward its pool's health but is not repaired again. `pools`: the pools' DisruptionPolicy repair settings."""
     if not policies:
         return RepairDecision()
     health = [NodeHealth.from_node(n.raw, n.pool, n.claim is not None and not n.marked_for_deletion
                                    and n.name not in busy) for n in cluster.nodes]
-    return static_pools_forceful(decide_repairs(health, at, policies), cluster)
+    return static_pools_forceful(decide_repairs(health, at, policies, pools), cluster)
+
+
+def _pool_repair(policies: PolicyView) -> dict[str, PoolRepair]:
+    """Each pool's `spec.repair` of its DisruptionPolicy (docs/semantics.md §13); pools without one keep the worker's
+    settings. A pool two policies select keeps them too: repair is not voluntary, so it does not fail closed."""
+    out: dict[str, PoolRepair] = {}
+    for pool, policy in policies.by_pool.items():
+        r = policy.spec.repair
+        if r is not None:
+            out[pool] = PoolRepair(r.enabled, r.toleration_delta, r.zone_outage_percent, policy.name)
+    return out
 
 
 def _report_repairs(ctx: PassContext, decision: RepairDecision) -> None:
