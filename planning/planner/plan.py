@@ -22,7 +22,7 @@ from typing import Any
 from api import events
 from api import labels as L
 from api.allocatable import for_node_class
-from api.budgets import REASONS, compute_budget_rows
+from api.budgets import ALL_REASONS, REASONS, compute_budget_rows
 from api.catalog import InstanceTypeCatalog, load_default_catalog
 from api.events import EventReason
 from api.nodeclaim import NodeClaim
@@ -60,7 +60,7 @@ from planning.disruption.repair import (
     RepairPolicy,
     decide_repairs,
 )
-from planning.disruption.repair_method import NodeRepair, static_pools_forceful, unhealthy_allowed
+from planning.disruption.repair_method import NodeRepair, static_pools_forceful
 from planning.disruption.settling import Settling, settling, without_consolidation
 from planning.disruption.singlenode import SingleNodeConsolidation
 from planning.disruption.static_drift import StaticDrift
@@ -190,12 +190,10 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
     exclude = set(exclude_nodes)
     cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
         Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims)
-    rows = budget_rows(snapshot, at, cluster, exclude)
+    rows = budget_rows(snapshot, at, cluster, exclude, ALL_REASONS)  # Unhealthy: node repair's (v1.15)
     allowed: dict[str, dict[str, int]] = {}
     for row in rows:
         allowed.setdefault(row["reason"], {})[row["nodePool"]] = row["allowed"]
-    allowed[L.REASON_UNHEALTHY] = unhealthy_allowed(budget_rows(snapshot, at, cluster, exclude,
-                                                                (L.REASON_UNHEALTHY,)), cluster)
     policies = PolicyView.build(snapshot, at)
     # In-flight nodes' pods are placed first in every simulation of the pass (docs/semantics.md §2).
     # Deprecated pools and cost limits bound replacements too (planning/policies/launch_controls.py, semantics
