@@ -43,6 +43,7 @@ from planning.disruption.commands import (
     PlanEvent,
     PlanResult,
     Replacement,
+    ScoredMove,
     StaticPool,
 )
 from planning.disruption.drift import Drift, in_flight_by_pool
@@ -100,6 +101,7 @@ class PassOutcome:
     policies: PolicyView = field(default_factory=PolicyView)
     facts: PassFacts | None = None  # with `explain`: what planning/planner/accounting.py accounts every node from
     settling: Settling = field(default_factory=Settling)  # held: consolidation waited (disruption/settling.py)
+    scored: list[ScoredMove] = field(default_factory=list)  # Balanced scores of the pass's consolidation moves
 
 
 # Methods whose should_disrupt means "would disrupt this node": a calendar hold lists their candidates as blocked.
@@ -242,7 +244,7 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     in_commands = {n for c in commands for n in c.nodes}
     blocked = [b for name, b in ctx.blocked.items() if name not in in_commands]
     outcome = PassOutcome(ctx.cluster, setup.rows, commands, blocked, ctx.events, computed, eligible, setup.repairs,
-                          setup.static, ctx.policies, settling=hold)
+                          setup.static, ctx.policies, settling=hold, scored=ctx.scored)
     if explain:
         outcome.facts = _pass_facts(setup, winner_name, blocked, optimize, set(exclude_nodes))
         outcome.facts.settling = hold
@@ -254,7 +256,7 @@ def _pass_facts(setup: PassSetup, winner: str | None, blocked: list[Blocked], op
     """What the accounting reads of a pass; its methods are built again on a copy of the context whose Events go
     nowhere, so asking their filters again changes nothing the pass reports."""
     ctx = setup.ctx
-    scratch = dataclasses.replace(ctx, events=[], _event_keys=set(), blocked={})
+    scratch = dataclasses.replace(ctx, events=[], _event_keys=set(), blocked={}, scored=[])
     held = {p.node_pool: p.held_until for p in ctx.policies.pools_public(list(ctx.cluster.pools)) if p.held}
     return PassFacts(cluster=ctx.cluster, at=ctx.at, sets=setup.sets, scratch=scratch,
                      methods=_methods(scratch, setup.counts, setup.static, optimize, setup.busy,
@@ -507,8 +509,8 @@ def _plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None, unti
         result = PlanResult(at=at, budgets=first.budgets, commands=first.commands, blocked=first.blocked,
                             final=final, events=first.events, repairs=first.repair.repairs,
                             repairs_blocked=first.repair.blocked, repairs_vetoed=first.repair.vetoed,
-                            static_node_pools=first.static,
-                            eligible=first.eligible, **_policy_fields(first, snapshot))
+                            static_node_pools=first.static, eligible=first.eligible, scored_moves=first.scored,
+                            **_policy_fields(first, snapshot))
         return _explained(result, first, first, {}) if explain else ExplainedPlan(result)
     commands: list[Command] = []
     outcome, snap, passes = first, snapshot, 1
@@ -527,7 +529,7 @@ def _plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None, unti
     result = PlanResult(at=at, budgets=first.budgets, commands=commands, blocked=outcome.blocked, final=final,
                         events=outcome.events, repairs=first.repair.repairs, repairs_blocked=first.repair.blocked,
                         repairs_vetoed=first.repair.vetoed, static_node_pools=first.static, eligible=first.eligible,
-                        **_policy_fields(outcome, snapshot))
+                        scored_moves=first.scored, **_policy_fields(outcome, snapshot))
     return _explained(result, first, outcome, earlier, last_commands=False) if explain else ExplainedPlan(result)
 
 
