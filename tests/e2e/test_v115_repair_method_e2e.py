@@ -71,8 +71,10 @@ async def test_a_sick_node_is_replaced_first_then_drained(temporal_client, sim_e
                                what="web running on the replacement")
         assert set(where).isdisjoint(names)  # on the pre-spun node: no ok-* node had room
         assert _value("karpenter_voluntary_disruption_decisions_total", **decisions) == before + 1
-        reasons = {e["reason"] for e in stack.events() if e["involvedObject"]["name"] == "sick"}
-        assert "NodeRepair" not in reasons  # the forceful (legacy) Event is not the method's
+        on_sick = [e for e in stack.events() if e["involvedObject"]["name"] == "sick"]
+        assert "NodeRepair" not in {e["reason"] for e in on_sick}  # the forceful (legacy) Event is not the method's
+        terminating = [e for e in on_sick if e["reason"] == "DisruptionTerminating"]
+        assert terminating and "Unhealthy" in terminating[0]["message"], on_sick
 
 
 async def test_a_vetoed_node_is_left_and_says_why(temporal_client, sim_ec2, moto_endpoint) -> None:
