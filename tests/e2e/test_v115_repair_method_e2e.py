@@ -52,6 +52,12 @@ def _value(name: str, **labels_: str) -> float:
     return REGISTRY.get_sample_value(name, labels_) or 0.0
 
 
+def _summed(name: str, **match: str) -> float:
+    """A counter's samples summed over the labels not in `match`."""
+    return sum(s.value for m in REGISTRY.collect() for s in m.samples
+               if s.name == name and all(s.labels.get(k) == v for k, v in match.items()))
+
+
 async def test_a_sick_node_is_replaced_first_then_drained(temporal_client, sim_ec2, moto_endpoint) -> None:
     names = {"sick": "us-east-1a", "ok-0": "us-east-1b", "ok-1": "us-east-1b", "ok-2": "us-east-1c",
              "ok-3": "us-east-1c"}
@@ -60,6 +66,7 @@ async def test_a_sick_node_is_replaced_first_then_drained(temporal_client, sim_e
     async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=WORKER) as stack:
         await wait_for(lambda: running_on(stack, "web") == ["sick"], what="web running on sick")
         before = _value("karpenter_voluntary_disruption_decisions_total", **decisions)
+        pods_before = _summed("karpenter_pods_disruption_initiated_total", reason="unhealthy", nodepool="default")
         sim_ec2.world.set_node_ready("sick", False)
         await asyncio.sleep(TOLERATION + 0.5)
         result = await stack.planner_pass()
@@ -71,6 +78,9 @@ async def test_a_sick_node_is_replaced_first_then_drained(temporal_client, sim_e
                                what="web running on the replacement")
         assert set(where).isdisjoint(names)  # on the pre-spun node: no ok-* node had room
         assert _value("karpenter_voluntary_disruption_decisions_total", **decisions) == before + 1
+        # v1.15's pods counter (kubernetes-sigs/karpenter#3015): the one reschedulable pod of the repaired node
+        assert _summed("karpenter_pods_disruption_initiated_total", reason="unhealthy",
+                       nodepool="default") == pods_before + 1
         on_sick = [e for e in stack.events() if e["involvedObject"]["name"] == "sick"]
         assert "NodeRepair" not in {e["reason"] for e in on_sick}  # the forceful (legacy) Event is not the method's
         terminating = [e for e in on_sick if e["reason"] == "DisruptionTerminating"]
