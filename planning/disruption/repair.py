@@ -309,16 +309,10 @@ def zone_counts(nodes: Sequence[NodeHealth], hits: Mapping[str, Any]) -> dict[st
 
 
 def _outages(zones: Mapping[str, tuple[int, int]], percent: int) -> dict[str, tuple[int, int]]:
-    """The zones where more than `percent`% of the nodes, and at least ZONE_OUTAGE_MIN_NODES, are unhealthy."""
+    """The zones where more than `percent`% of the nodes, and at least ZONE_OUTAGE_MIN_NODES, are unhealthy: an
+    outage, whose nodes repair would only replace into the same fault."""
     return {z: (sick, total) for z, (sick, total) in zones.items()
             if sick >= ZONE_OUTAGE_MIN_NODES and sick * 100 > total * percent}
-
-
-def zone_outages(nodes: Sequence[NodeHealth], hits: Mapping[str, Any],
-                 percent: int = ZONE_OUTAGE_PERCENT) -> dict[str, tuple[int, int, int]]:
-    """zone -> (unhealthy, nodes, percent) for each zone (all pools) where more than `percent`% of the nodes and at
-    least ZONE_OUTAGE_MIN_NODES are unhealthy: an outage, whose nodes repair would only replace into the same fault."""
-    return {z: (sick, total, percent) for z, (sick, total) in _outages(zone_counts(nodes, hits), percent).items()}
 
 
 def _by_zone(repairs: Iterable[Repair], zones: Mapping[str, str]) -> dict[str, list[str]]:
