@@ -146,3 +146,12 @@ def test_a_launching_node_does_not_lend_budget_to_repair() -> None:
     result = plan(snap, AT)
     assert _repair_commands(result) == []  # the one disruption the budget allows is `going`'s
     assert [b.budget_reason for b in result.blocked if b.node == "sick"] == ["Unhealthy"]
+
+
+def test_a_zero_unhealthy_budget_is_reported_on_the_nodepool() -> None:
+    """The pass's budget rows carry node repair's reason (api/budgets.py ALL_REASONS), so a blocking one says so."""
+    pool = nodepool(budgets=[{"nodes": "0", "reasons": ["Unhealthy"]}, {"nodes": "100%"}])
+    result = plan(snapshot(pool, sick("sick"), pod("web-1", "sick", "3"), *busy(4)), AT)
+    assert [(r["reason"], r["limit"]) for r in result.budgets if r["reason"] == "Unhealthy"] == [("Unhealthy", 0)]
+    told = [e.message for e in result.events if e.kind == "NodePool" and e.reason == "DisruptionBlocked"]
+    assert any("Unhealthy" in m for m in told), told
