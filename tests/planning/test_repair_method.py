@@ -155,3 +155,15 @@ def test_a_zero_unhealthy_budget_is_reported_on_the_nodepool() -> None:
     assert [(r["reason"], r["limit"]) for r in result.budgets if r["reason"] == "Unhealthy"] == [("Unhealthy", 0)]
     told = [e.message for e in result.events if e.kind == "NodePool" and e.reason == "DisruptionBlocked"]
     assert any("Unhealthy" in m for m in told), told
+
+
+def test_budget_use_counts_the_unhealthy_row_as_its_budget_does() -> None:
+    """`budgetUse` lists what a row's `disrupting` counts: the NotReady node for Empty, not for Unhealthy."""
+    from planning.planner.plan import explain_plan
+
+    snap = snapshot(nodepool(budgets=[{"nodes": "0", "reasons": ["Unhealthy"]}, {"nodes": "100%"}]), sick("sick"),
+                    pod("web-1", "sick", "3"), *busy(4))
+    use = {u["reason"]: u for u in explain_plan(snap, AT).budget_use}
+    rows = {r["reason"]: r for r in plan(snap, AT).budgets}
+    assert use["Empty"]["disrupting"] == ["sick"] and rows["Empty"]["disrupting"] == 1
+    assert use["Unhealthy"]["disrupting"] == [] and rows["Unhealthy"]["disrupting"] == 0
