@@ -273,9 +273,20 @@ def karpenter_decision(method: str, reason: str, decision: str, node_pool: str) 
     """karpenter_voluntary_disruption_decisions_total (and by nodepool) for a command the pass starts."""
     if method not in CONSOLIDATION_TYPES and method not in ("Drift", "StaticDrift", "Repair"):
         return  # expiration, legacy repair and static scale-down are not voluntary disruption decisions
-    labels = {"decision": decision, "reason": reason.lower(), "consolidation_type": CONSOLIDATION_TYPES.get(method, "")}
+    labels = {"decision": km.CommandDecision(decision).value, "reason": reason.lower(),
+              "consolidation_type": CONSOLIDATION_TYPES.get(method, "")}
     km.DECISIONS.labels(**labels).inc()
     km.DECISIONS_BY_NODEPOOL.labels(nodepool=node_pool, **labels).inc()
+
+
+def karpenter_approvals(result: Any) -> None:
+    """karpenter_consolidation_moves_total and karpenter_consolidation_score: each Balanced pool's score of each
+    consolidation move the pass evaluated, approved or rejected (docs/semantics.md §5.10, §19.1)."""
+    for m in getattr(result, "scored_moves", None) or ():
+        decision = km.ApprovalDecision.APPROVED if m.approved else km.ApprovalDecision.REJECTED
+        labels = {"decision": decision.value, "nodepool": m.node_pool, "policy": m.policy}
+        km.CONSOLIDATION_MOVES.labels(**labels).inc()
+        km.CONSOLIDATION_SCORE.labels(**labels).observe(m.score)
 
 
 def _take_repairs(result: Any, index: Mapping[str, NodeRef], excluded: set[str], out: PlanPassResult) -> None:
@@ -290,6 +301,8 @@ def _take_repairs(result: Any, index: Mapping[str, NodeRef], excluded: set[str],
         out.repairs_blocked.append(b.node_pool)
         if b.reason is RepairBlockReason.ZONE_OUTAGE:
             metrics.NODE_REPAIRS_ZONE_HELD.labels(nodepool=b.node_pool, zone=b.zone).inc()
+        elif b.reason is RepairBlockReason.DISABLED:
+            metrics.NODE_REPAIRS_DISABLED.labels(nodepool=b.node_pool).inc()
         else:
             metrics.NODE_REPAIRS_BLOCKED.labels(nodepool=b.node_pool).inc()
     for r in result.repairs_vetoed:
@@ -495,6 +508,7 @@ class PlanningActivities:
         started = time.perf_counter()
         result = await asyncio.to_thread(self._plan, read, inp.at, inp.catalog_path)
         karpenter_pass(result, time.perf_counter() - started)
+        karpenter_approvals(result)
         index, excluded, paused = read.index, read.excluded, read.paused
         out = PlanPassResult(excluded_nodes=sorted(excluded), paused_node_pools=sorted(paused), nodes=len(index),
                              released=read.released,

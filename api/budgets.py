@@ -6,7 +6,8 @@
 - Per NodePool and reason the most restrictive applicable active budget wins; a budget without reasons
   applies to all, `reasons: []` to none. One invalid budget makes the limit 0 for every reason.
 - Nodes counted: managed and initialized, not InstanceTerminating; disrupting: NotReady, deleting, or
-  tainted karpenter.sh/disrupted by a disruption in flight.
+  tainted karpenter.sh/disrupted by a disruption in flight. The `Unhealthy` row (node repair, v1.15) leaves out
+  nodes that are only NotReady: those are what repair is for, and would spend their own repair's budget.
 - timeZone (nodeflow): hits are matched on the zone's wall clock (CronJob semantics, see api/cron.py); a
   window still lasts `duration` of real time from its hit, also across a daylight-saving change.
 """
@@ -33,6 +34,7 @@ NODES_PATTERN = r"^((100|[0-9]{1,2})%|[0-9]+)$"
 SCHEDULE_PATTERN = r"^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$"
 REASONS = labels.BUDGET_REASONS  # Empty, Drifted, Underutilized: also the row order
 REASON_VALUES = labels.BUDGET_REASON_VALUES  # what `reasons` may list: the above and Unhealthy (node repair)
+ALL_REASONS = REASON_VALUES  # the rows `nodeflow budgets`, the NodePool annotation and the planner show: Unhealthy last
 
 
 class BudgetError(ValueError):
@@ -188,7 +190,8 @@ def _has_disrupted_taint(node: dict[str, Any]) -> bool:
 
 
 def count_nodes(
-    nodes: Iterable[dict[str, Any]], node_claims: Iterable[NodeClaim | dict[str, Any]]
+    nodes: Iterable[dict[str, Any]], node_claims: Iterable[NodeClaim | dict[str, Any]],
+    not_ready_disrupts: bool = True,
 ) -> dict[str, PoolCount]:
     """BuildDisruptionBudgetMapping's counting (docs/semantics.md §1.5), per NodePool name.
 
@@ -196,7 +199,8 @@ def count_nodes(
     without NodeClaims, when it carries the karpenter.sh/nodepool label. Initialized: the Node label
     karpenter.sh/initialized=true or the NodeClaim's Initialized condition. Disrupting: Ready is not True,
     or the NodeClaim or Node is deleting, or the Node carries the karpenter.sh/disrupted taint (nodeflow's
-    durable form of Karpenter's in-memory MarkedForDeletion).
+    durable form of Karpenter's in-memory MarkedForDeletion). `not_ready_disrupts` False: NotReady alone does not
+    make a node disrupting (the `Unhealthy` reason's count).
     """
     claims = _claims(node_claims)
     by_node = {c.node_name: c for c in claims if c.node_name}
@@ -218,7 +222,7 @@ def count_nodes(
             continue
         totals[pool] = totals.get(pool, 0) + 1
         deleting = (claim is not None and claim.deleting) or _get(node, "metadata", "deletionTimestamp") is not None
-        if not _node_ready(node) or deleting or _has_disrupted_taint(node):
+        if (not_ready_disrupts and not _node_ready(node)) or deleting or _has_disrupted_taint(node):
             disrupting[pool] = disrupting.get(pool, 0) + 1
     return {p: PoolCount(t, disrupting.get(p, 0)) for p, t in totals.items()}
 
@@ -248,15 +252,20 @@ def compute_budget_rows(
     at: datetime,
     reasons: Sequence[str] = REASONS,
 ) -> list[BudgetRow]:
-    """One row per NodePool (by name) and reason (`reasons`: Empty, Drifted, Underutilized unless told).
+    """One row per NodePool (by name) and reason (`reasons`: Empty, Drifted, Underutilized unless told; ALL_REASONS
+    adds Unhealthy, whose `disrupting` leaves out nodes that are only NotReady).
 
     allowed = max(min(limit ?? total, total) - disrupting, 0).
     """
+    nodes, node_claims = list(nodes), _claims(node_claims)
     counts = count_nodes(nodes, node_claims)
+    sick_free = count_nodes(nodes, node_claims, not_ready_disrupts=False) if labels.REASON_UNHEALTHY in reasons \
+        else counts
     rows: list[BudgetRow] = []
     for pool in sorted(_pools(node_pools), key=lambda p: p.name):
-        total, disrupting = counts.get(pool.name, PoolCount(0, 0))
         for reason in reasons:
+            total, disrupting = (sick_free if reason == labels.REASON_UNHEALTHY else counts).get(pool.name,
+                                                                                                 PoolCount(0, 0))
             limit, errors = pool_limit(pool, at, total, reason)
             cap = total if limit is None else min(limit, total)
             rows.append(

@@ -26,7 +26,7 @@ from api.cron import CronError, load_zone, parse_schedule
 from api.duration import parse_duration
 from api.meta import K8sModel, ObjectMeta
 from api.nodepool import NodePool
-from api.policy_controls import DrainPolicy, LimitsPolicy, ProvisioningPolicy, SpotPolicy
+from api.policy_controls import DrainPolicy, LimitsPolicy, ProvisioningPolicy, RepairControls, SpotPolicy
 from api.policy_fields import (
     PERCENT_MAX_LENGTH,
     PolicyModel,
@@ -340,6 +340,7 @@ class DisruptionPolicySpec(PolicyModel):
     spot: SpotPolicy | None = None
     provisioning: ProvisioningPolicy | None = None
     limits: LimitsPolicy | None = None
+    repair: RepairControls | None = None  # v1.15-era: node repair per pool (docs/semantics.md §13)
 
     @model_validator(mode="after")
     def _one_target(self) -> DisruptionPolicySpec:

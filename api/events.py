@@ -402,6 +402,11 @@ def node_repair_zone_outage(pool: str, zone: str, unhealthy: int, total: int, pe
             f"node repair of NodePool {pool} holds back there")
 
 
+def node_repair_disabled(pool: str, policy: str) -> str:
+    """A due node of a pool whose DisruptionPolicy switches repair off (`repair.enabled: false`)."""
+    return f"node repair is disabled for NodePool {pool} by DisruptionPolicy {policy} (repair.enabled: false)"
+
+
 def node_repair_blocked(pool: str, unhealthy: int, total: int, allowed: int, percent: int) -> str:
     """Karpenter's sentence (node/health/controller.go), then nodeflow's counts."""
     return (f"more than {percent}% nodes are unhealthy in the nodepool ({unhealthy} of {total} nodes of NodePool "

@@ -1,4 +1,4 @@
-"""DisruptionPolicy controls, round two: drain, spot, provisioning and cost limits.
+"""DisruptionPolicy controls, round two: drain, spot, provisioning, cost limits and per-pool node repair.
 
 Each is what Karpenter's operators keep asking for and Karpenter does not offer; the issue each answers is
 named on its model. Semantics: docs/semantics.md §15. Field names are fixed by docs/contracts.md §3.1.
@@ -100,3 +100,26 @@ class LimitsPolicy(PolicyModel):
     @property
     def cost_limit(self) -> Decimal | None:
         return None if self.cost_per_hour is None else Decimal(self.cost_per_hour)
+
+
+ZONE_OUTAGE_PERCENT_RANGE = (1, 100)  # repair.zoneOutagePercent: a share of a zone's nodes, as the worker's flag
+
+
+class RepairControls(PolicyModel):
+    """Node repair per NodePool (kubernetes-sigs/karpenter#2811 per-pool repair settings, #3031 the zone breaker):
+    switch it off, tolerate unhealthy nodes longer or shorter, or hold repairs at another zone-outage share than the
+    worker's `--node-repair-zone-outage-percent`. Unset fields keep the worker's settings (docs/semantics.md §13)."""
+
+    enabled: bool = True
+    toleration: str | None = None  # replaces the toleration of every repair condition for the pool's nodes
+    zone_outage_percent: int | None = Field(default=None, ge=ZONE_OUTAGE_PERCENT_RANGE[0],
+                                            le=ZONE_OUTAGE_PERCENT_RANGE[1])
+
+    @field_validator("toleration")
+    @classmethod
+    def _durations(cls, v: str | None) -> str | None:
+        return policy_duration(v)
+
+    @property
+    def toleration_delta(self) -> timedelta | None:
+        return to_timedelta(self.toleration)

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from api import labels as L
-from api.budgets import compute_budget_rows
+from api.budgets import ALL_REASONS, compute_budget_rows
 from api.catalog import InstanceTypeCatalog
 from api.nodeclaim import LAUNCHED, NodeClaim
 from api.nodepool import NodePool
@@ -138,7 +138,7 @@ class NodePoolStatusController(CacheController):
         for p in pools:
             with contextlib.suppress(ValidationError):
                 models.append(NodePool.model_validate(p))
-        rows = compute_budget_rows(models, nodes, self._claim_models(claims), now)
+        rows = compute_budget_rows(models, nodes, self._claim_models(claims), now, ALL_REASONS)
         patched = self._mark_drift(models, claims, nodes, now)
         for pool in pools:
             if not nps.managed(pool):

@@ -99,6 +99,7 @@ def _handle(args: argparse.Namespace, spread: Any) -> int:
     from planning.disruption.optimizer import SolverMissingError
     from planning.planner.accounting import hold_for_pause
     from planning.planner.buffer_report import buffer_rows
+    from planning.planner.deletion_cost_report import deletion_cost_rows
     from planning.planner.expiry_report import expiry_rows
     from planning.planner.plan import explain_plan
     from planning.planner.scheduling_report import scheduling_report
@@ -148,6 +149,7 @@ def _handle(args: argparse.Namespace, spread: Any) -> int:
     data["plannerPause"] = pause
     data["scheduling"] = scheduling_report(snapshot, spread)  # default topology spread, resizing pods (§3.5)
     data["capacityBuffers"] = buffer_rows(snapshot.others, headroom)  # the headroom kept (docs/semantics.md §20)
+    data["deletionCost"] = deletion_cost_rows(snapshot, result.at, catalog)  # pod deletion cost order (§3.6)
     print_output(data, args.output, table=lambda d: render_plan(d, unservable))
     return 0
 
@@ -341,6 +343,7 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
     out += _render_repairs(data.get("repairs") or [], data.get("repairsBlocked") or [], data.get("repairsVetoed") or [])
     out += _render_static(data.get("staticNodePools") or [])
     out += _render_backoffs(data.get("driftBackoffs") or [])
+    out += _render_deletion_cost(data.get("deletionCost") or [])
     out += _render_provisioning(data.get("provisioning") or [], unservable)
     out += render_buffers(data.get("capacityBuffers") or [])
     out += render_cost_limits(data.get("costLimits") or []) + render_expiry(data.get("expiry") or [])
@@ -460,6 +463,16 @@ def _render_backoffs(rows: list[dict[str, Any]]) -> list[str]:
     if not rows:
         return []
     return [f"DRIFT BACK-OFF ({len(rows)})", *(f"nodepool {r['nodePool']}: {r['message']}" for r in rows), ""]
+
+
+def _render_deletion_cost(rows: list[dict[str, Any]]) -> list[str]:
+    """The nodes a ReplicaSet scale-down should empty first, as the PodDeletionCostManagement gate would mark them."""
+    marked = [r for r in rows if r["cost"] is not None]
+    if not marked:
+        return []
+    shown = ", ".join(f"{r['node']} ({r['tier']}, {r['cost']})" for r in marked[:10])
+    more = f" and {len(marked) - 10} more" if len(marked) > 10 else ""
+    return [f"POD DELETION COST ({len(marked)} node(s), first emptied first): {shown}{more}", ""]
 
 
 def _render_provisioning(launches: list[dict[str, Any]], unservable: Sequence[Any]) -> list[str]:

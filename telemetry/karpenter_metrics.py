@@ -10,7 +10,8 @@ Read from kubernetes-sigs/karpenter v1.14 (after 2266468) and aws/karpenter-prov
 | | karpenter_pods_disruption_initiated_total, karpenter_nodes_{created,terminated}_total (counters) |
 | pkg/controllers/disruption/metrics.go | karpenter_voluntary_disruption_* (counters, a gauge, a histogram), |
 | | karpenter_nodepools_{allowed_disruptions,nodes_consuming_budgets} (gauges), |
-| | karpenter_consolidation_score (histogram), karpenter_consolidation_moves_total |
+| | karpenter_consolidation_score (histogram), karpenter_consolidation_moves_total; v1.15 splits `decision` |
+| | into CommandDecision and ApprovalDecision values (kubernetes-sigs/karpenter#3322) |
 | pkg/controllers/node/termination/metrics.go | karpenter_nodes_termination_duration_seconds (summary), |
 | | karpenter_nodes_drained_total, karpenter_nodes_lifetime_duration_seconds (histogram) |
 | .../node/termination/terminator/metrics.go | karpenter_pods_{eviction_requests,drained}_total |
@@ -43,6 +44,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -67,6 +69,23 @@ DEFAULT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 
 DISRUPTED = ("reason", "nodepool", "capacity_type", "consolidation_policy", "termination_mode")
 DECISION = ("decision", "reason", "consolidation_type")
+
+
+class CommandDecision(StrEnum):
+    """The `decision` values of the command metrics: decisions_total, decisions_by_nodepool_total and
+    queue_failures_total (Karpenter's DecisionDim since v1.15, kubernetes-sigs/karpenter#3322)."""
+
+    NO_OP = "no-op"
+    REPLACE = "replace"
+    DELETE = "delete"
+
+
+class ApprovalDecision(StrEnum):
+    """The `decision` values of the Balanced approval metrics: consolidation_moves_total and consolidation_score
+    (Karpenter's ApprovalDim since v1.15, kubernetes-sigs/karpenter#3322). The label name stays `decision`."""
+
+    APPROVED = "approved"
+    REJECTED = "rejected"
 
 
 def _c(name: str, doc: str, labels: tuple[str, ...] = ()) -> Counter:

@@ -71,6 +71,13 @@ NODE_REPAIRS_ZONE_HELD = Counter(
     ["nodepool", "zone"],
     registry=REGISTRY,
 )
+NODE_REPAIRS_DISABLED = Counter(
+    "nodeflow_node_repairs_disabled_total",
+    "Planner passes in which a NodePool's unhealthy nodes due for repair were left alone because its "
+    "DisruptionPolicy sets repair.enabled: false.",
+    ["nodepool"],
+    registry=REGISTRY,
+)
 NODE_REPAIRS_VETOED = Counter(
     "nodeflow_node_repairs_vetoed_total",
     "Planner passes in which an unhealthy node due for repair carried karpenter.sh/do-not-repair.",

@@ -830,6 +830,14 @@ disruptionpolicy_schema = {
             "limits": obj("Cost limits.", {
                 "costPerHour": money("US dollars per hour for all the pools the policy selects, a decimal string."),
             }),
+            "repair": obj("Node repair for the pools the policy selects; unset fields keep the worker's settings.", {
+                "enabled": {"description": "false: no node of these pools is repaired (the worker's repair stays on for others).",
+                            "type": "boolean"},
+                "toleration": policy_duration("How long a repair condition is tolerated before the node is repaired."),
+                "zoneOutagePercent": {"description": "Repairs in a zone hold back when more than this share of its nodes is unhealthy.",
+                                      "type": "integer", "minimum": pc.ZONE_OUTAGE_PERCENT_RANGE[0],
+                                      "maximum": pc.ZONE_OUTAGE_PERCENT_RANGE[1]},
+            }),
         }, rules=[{"message": "exactly one of 'nodePools' and 'nodePoolSelector' must be set",
                    "rule": "has(self.nodePools) != has(self.nodePoolSelector)"}]),
         "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},

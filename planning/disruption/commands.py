@@ -212,6 +212,16 @@ class StaticPool(_Model):
                 "capacityType": rep.capacity_type if rep else None, "terminateFirst": why}
 
 
+class ScoredMove(_Model):
+    """One Balanced pool's score of a consolidation move (docs/semantics.md §5.10), for Karpenter's approval
+    metrics `karpenter_consolidation_moves_total` / `karpenter_consolidation_score` (kubernetes-sigs/karpenter#3322)."""
+
+    node_pool: str
+    policy: str  # the pool's consolidationPolicy as written (Balanced)
+    score: float  # inf when the move disrupts nothing of the pool's disruption cost
+    approved: bool
+
+
 class PlanResult(_Model):
     """The dry run's answer (docs/contracts.md §3). `events` is internal: the workflow publishes them."""
 
@@ -232,6 +242,8 @@ class PlanResult(_Model):
     skipped: list[SkippedMove] = Field(default_factory=list)
     # candidates per method of the first pass, for Karpenter's eligible_nodes gauge; never in the JSON (exclude)
     eligible: dict[str, int] = Field(default_factory=dict, exclude=True)
+    # the first pass's Balanced scores, for Karpenter's approval metrics; never in the JSON (exclude)
+    scored_moves: list[ScoredMove] = Field(default_factory=list, exclude=True)
 
     def to_public(self, internal: bool = False) -> dict[str, Any]:
         """JSON-ready dict: exactly docs/contracts.md §3, §7, or with the internal fields too."""

@@ -23,7 +23,7 @@ from planning.disruption.candidates import (
     currently_reschedulable,
     under_consolidate_after,
 )
-from planning.disruption.commands import Command, SkippedMove
+from planning.disruption.commands import Command, ScoredMove, SkippedMove
 from planning.disruption.method import Method, PassContext, make_command
 from planning.disruption.nomination import pending_capacity, reserved_capacity
 from planning.policies.pod_annotations import disruption_units
@@ -94,7 +94,10 @@ class Consolidation:
         """True when a Balanced pool among `cands` scores the move below its threshold (docs/semantics.md §5.10)."""
         if not any(is_balanced(c) for c in cands):
             return False
-        approved, _ = approve(cands, cmd.savings_per_hour, self.totals)
+        approved, scores = approve(cands, cmd.savings_per_hour, self.totals)
+        policy = {c.pool.name: c.pool.consolidation_policy for c in cands}
+        self.ctx.scored += [ScoredMove(node_pool=name, policy=policy[name], score=s.value, approved=s.approved)
+                            for name, s in sorted(scores.items())]
         return not approved
 
     def closed_destinations(self) -> frozenset[str]:

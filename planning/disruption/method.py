@@ -16,7 +16,7 @@ from typing import Protocol
 from api.events import EventReason
 from planning.cluster import Cluster, NodeInfo
 from planning.disruption.candidates import Candidate, sentence
-from planning.disruption.commands import Blocked, Command, PlanEvent, PodMove, Replacement
+from planning.disruption.commands import Blocked, Command, PlanEvent, PodMove, Replacement, ScoredMove
 from planning.policies.view import PolicyView
 from planning.scheduling.simulation import Scheduler, SimResult
 
@@ -58,6 +58,8 @@ class PassContext:
     events: list[PlanEvent] = field(default_factory=list)
     # the pools' DisruptionPolicies (planning/policies/view.py)
     policies: PolicyView = field(default_factory=PolicyView)
+    # each Balanced pool's score of each consolidation move it evaluated (Karpenter's approval metrics, §19.1)
+    scored: list[ScoredMove] = field(default_factory=list)
     _event_keys: set[tuple[str, str, str]] = field(default_factory=set)
 
     def block(self, node: NodeInfo, reason: str, event_reason: str = EventReason.DISRUPTION_BLOCKED) -> None:

@@ -7,14 +7,16 @@ honouring PDBs. With `legacy` (`--legacy-node-repair`) it is replaced forcefully
 deadline set to now, and the provisioner places the displaced pods. Either way: Karpenter's safety valve holds a
 whole NodePool back while more than 20% of its nodes are unhealthy (rounded up: 1 of 5 may be repaired, 2 of 5 not);
 a zone where more than half the nodes are unhealthy is an outage, not a node fault, and is held back too; a node
-annotated karpenter.sh/do-not-repair is never repaired. The clock comes in (`now`), so the decision is replayable.
+annotated karpenter.sh/do-not-repair is never repaired. A NodePool's DisruptionPolicy may switch repair off for
+it, or set its own toleration and zone-outage share (`spec.repair`, PoolRepair). The clock comes in (`now`), so the
+decision is replayable.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -97,6 +99,26 @@ def policies_for(enabled: bool, toleration: timedelta, extra: Iterable[str] = ()
 
 
 @dataclass(frozen=True, slots=True)
+class PoolRepair:
+    """A NodePool's own repair settings, from its DisruptionPolicy's `repair` (kubernetes-sigs/karpenter#2811); a
+    None field keeps the worker's. `policy`: the DisruptionPolicy's name, for the messages that cite it."""
+
+    enabled: bool = True
+    toleration: timedelta | None = None
+    zone_outage_percent: int | None = None
+    policy: str = ""
+
+    def policies(self, policies: Sequence[RepairPolicy]) -> Sequence[RepairPolicy]:
+        """The worker's policies with this pool's toleration in each."""
+        if self.toleration is None:
+            return policies
+        return tuple(replace(p, toleration=self.toleration) for p in policies)
+
+
+WORKER_SETTINGS = PoolRepair()
+
+
+@dataclass(frozen=True, slots=True)
 class Condition:
     type: str
     status: str
@@ -134,6 +156,7 @@ class RepairBlockReason(StrEnum):
 
     NODEPOOL_UNHEALTHY = "NodePoolUnhealthy"  # more than MAX_UNHEALTHY_PERCENT of the pool is unhealthy
     ZONE_OUTAGE = "ZoneOutage"  # more than the zone outage share of a zone's nodes is unhealthy
+    DISABLED = "RepairDisabled"  # the pool's DisruptionPolicy sets repair.enabled: false
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,8 +190,11 @@ class RepairBlocked:
     nodes: tuple[str, ...]
     zone: str = ""  # ZONE_OUTAGE: the zone; `unhealthy`, `total` and `allowed` then count the zone's nodes
     percent: int = MAX_UNHEALTHY_PERCENT
+    policy: str = ""  # DISABLED: the DisruptionPolicy that switches repair off
 
     def message(self) -> str:
+        if self.reason is RepairBlockReason.DISABLED:
+            return events.node_repair_disabled(self.node_pool, self.policy)
         if self.reason is RepairBlockReason.ZONE_OUTAGE:
             return events.node_repair_zone_outage(self.node_pool, self.zone, self.unhealthy, self.total, self.percent)
         return events.node_repair_blocked(self.node_pool, self.unhealthy, self.total, self.allowed,
@@ -181,6 +207,8 @@ class RepairBlocked:
                "message": self.message()}
         if self.zone:
             out["zone"] = self.zone
+        if self.policy:
+            out["disruptionPolicy"] = self.policy
         return out
 
 
@@ -216,12 +244,15 @@ def allowed_unhealthy(total: int) -> int:
 
 
 def decide_repairs(nodes: Iterable[NodeHealth], now: datetime,
-                   policies: Sequence[RepairPolicy] = DEFAULT_POLICIES) -> RepairDecision:
-    """The nodes to repair now, the vetoed ones, and the pools the safety valves (a pool over 20% unhealthy, a zone
-    outage) hold back. Nodes without a NodePool are left alone. Legacy policies fill `repairs`, others `due`."""
+                   policies: Sequence[RepairPolicy] = DEFAULT_POLICIES,
+                   pools: Mapping[str, PoolRepair] | None = None) -> RepairDecision:
+    """The nodes to repair now, the vetoed ones, and the pools held back: a pool over 20% unhealthy, a zone outage, a
+    pool whose DisruptionPolicy switches repair off. `pools`: each pool's own settings (none: the worker's). Nodes
+    without a NodePool are left alone. Legacy policies fill `repairs`, others `due`."""
     members = [n for n in nodes if n.node_pool]
-    hits = {n.name: unhealthy(n, policies) for n in members}
-    outages = zone_outages(members, hits, getattr(policies, "zone_outage_percent", ZONE_OUTAGE_PERCENT))
+    pools = pools or {}
+    hits = {n.name: unhealthy(n, pools.get(n.node_pool, WORKER_SETTINGS).policies(policies)) for n in members}
+    zones = zone_counts(members, hits)
     by_pool: dict[str, list[NodeHealth]] = {}
     for node in members:
         by_pool.setdefault(node.node_pool, []).append(node)
@@ -232,39 +263,55 @@ def decide_repairs(nodes: Iterable[NodeHealth], now: datetime,
         veto = {n.name for n in group if n.do_not_repair}
         out.vetoed += [r for r in due if r.node in veto]
         due = [r for r in due if r.node not in veto]
-        if not due:
-            continue
-        count = sum(1 for n in group if hits[n.name] is not None)
-        allowed = allowed_unhealthy(len(group))
-        if count > allowed:
-            out.blocked.append(RepairBlocked(pool, RepairBlockReason.NODEPOOL_UNHEALTHY, count, len(group), allowed,
-                                             tuple(sorted(r.node for r in due))))
-            continue
-        zones = {n.name: n.zone for n in group}
-        for zone, held in _by_zone([r for r in due if zones[r.node] in outages], zones).items():
-            sick, total, percent = outages[zone]
-            out.blocked.append(RepairBlocked(pool, RepairBlockReason.ZONE_OUTAGE, sick, total,
-                                             0, tuple(sorted(held)), zone, percent))
-        due = sorted((r for r in due if zones[r.node] not in outages),
-                     key=lambda r: (r.since + r.policy.toleration, r.node))
-        if is_legacy(policies):
-            out.repairs += due
-        else:
-            out.due += due
+        if due:
+            _decide_pool(out, pool, group, due, hits, zones, pools.get(pool, WORKER_SETTINGS), policies)
     return out
 
 
-def zone_outages(nodes: Sequence[NodeHealth], hits: Mapping[str, Any],
-                 percent: int = ZONE_OUTAGE_PERCENT) -> dict[str, tuple[int, int, int]]:
-    """zone -> (unhealthy, nodes, percent) for each zone (all pools) where more than `percent`% of the nodes and at
-    least ZONE_OUTAGE_MIN_NODES are unhealthy: an outage, whose nodes repair would only replace into the same fault."""
+def _decide_pool(out: RepairDecision, pool: str, group: Sequence[NodeHealth], due: list[Repair],
+                 hits: Mapping[str, Any], zones: Mapping[str, tuple[int, int]], settings: PoolRepair,
+                 policies: Sequence[RepairPolicy]) -> None:
+    """One pool's due nodes: held back (repair off, the 20% valve, a zone outage) or repaired, into `out`."""
+    count = sum(1 for n in group if hits[n.name] is not None)
+    held = tuple(sorted(r.node for r in due))
+    if not settings.enabled:
+        out.blocked.append(RepairBlocked(pool, RepairBlockReason.DISABLED, count, len(group), 0, held,
+                                         policy=settings.policy))
+        return
+    allowed = allowed_unhealthy(len(group))
+    if count > allowed:
+        out.blocked.append(RepairBlocked(pool, RepairBlockReason.NODEPOOL_UNHEALTHY, count, len(group), allowed, held))
+        return
+    percent = settings.zone_outage_percent or getattr(policies, "zone_outage_percent", ZONE_OUTAGE_PERCENT)
+    outages = _outages(zones, percent)
+    where = {n.name: n.zone for n in group}
+    for zone, names in _by_zone([r for r in due if where[r.node] in outages], where).items():
+        sick, total = outages[zone]
+        out.blocked.append(RepairBlocked(pool, RepairBlockReason.ZONE_OUTAGE, sick, total, 0, tuple(sorted(names)),
+                                         zone, percent, settings.policy if settings.zone_outage_percent else ""))
+    due = sorted((r for r in due if where[r.node] not in outages),
+                 key=lambda r: (r.since + r.policy.toleration, r.node))
+    if is_legacy(policies):
+        out.repairs += due
+    else:
+        out.due += due
+
+
+def zone_counts(nodes: Sequence[NodeHealth], hits: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+    """zone -> (unhealthy, nodes) over every pool's nodes with a zone label."""
     counts: dict[str, list[int]] = {}
     for n in nodes:
         if n.zone:
             c = counts.setdefault(n.zone, [0, 0])
             c[0] += hits.get(n.name) is not None
             c[1] += 1
-    return {z: (sick, total, percent) for z, (sick, total) in counts.items()
+    return {z: (sick, total) for z, (sick, total) in counts.items()}
+
+
+def _outages(zones: Mapping[str, tuple[int, int]], percent: int) -> dict[str, tuple[int, int]]:
+    """The zones where more than `percent`% of the nodes, and at least ZONE_OUTAGE_MIN_NODES, are unhealthy: an
+    outage, whose nodes repair would only replace into the same fault."""
+    return {z: (sick, total) for z, (sick, total) in zones.items()
             if sick >= ZONE_OUTAGE_MIN_NODES and sick * 100 > total * percent}
 
 

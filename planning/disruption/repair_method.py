@@ -4,16 +4,16 @@ It runs first in a pass, before drift and consolidation. A node that planning/di
 its toleration, not vetoed by karpenter.sh/do-not-repair, not held by the 20% pool valve or a zone outage) is
 replaced like a drifted one: the replacement is pre-spun, then the node drains honouring PDBs and its grace period
 (the DisruptionWorkflow's replace path). It spends its pool's `Unhealthy` budget; one node per pass, the one whose
-toleration ran out first.
+toleration ran out first. Its budget rows (api/budgets.py, reason `Unhealthy`) do not count a node that is only NotReady
+as disrupting, or an unhealthy node would spend its own repair's budget.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from api import labels as L
-from planning.cluster import Cluster, NodeInfo
+from planning.cluster import Cluster
 from planning.disruption.candidates import EVENTUAL, Candidate
 from planning.disruption.commands import Command
 from planning.disruption.drift import Drift
@@ -40,29 +40,6 @@ class NodeRepair(Drift):
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         return self.first_command(sorted(candidates, key=lambda c: self.order[c.name]), budgets)
-
-
-def unhealthy_allowed(rows: list[dict[str, Any]], cluster: Cluster) -> dict[str, int]:
-    """The `Unhealthy` budget left per pool. Budget counting takes a NotReady node as disrupting, which would make an
-    unhealthy node spend its own repair's budget (10% of a 10-node pool: none left); here a node counted only for
-    being NotReady (not deleting, not tainted karpenter.sh/disrupted) is not disrupting."""
-    sick: dict[str, int] = {}
-    for node in cluster.nodes:
-        if node.pool and node.claim is not None and _initialized(node) and not node.ready \
-                and not node.marked_for_deletion and not node.tainted_disrupted:
-            sick[node.pool] = sick.get(node.pool, 0) + 1
-    out: dict[str, int] = {}
-    for row in rows:
-        cap = row["total"] if row["limit"] is None else min(row["limit"], row["total"])
-        busy = max(row["disrupting"] - sick.get(row["nodePool"], 0), 0)
-        out[row["nodePool"]] = max(cap - busy, 0)
-    return out
-
-
-def _initialized(node: NodeInfo) -> bool:
-    """As api/budgets.py count_nodes: only initialized nodes count toward a pool's budget at all."""
-    return node.labels.get(L.INITIALIZED_LABEL) == "true" or \
-        (node.claim is not None and node.claim.condition_true("Initialized"))
 
 
 def static_pools_forceful(decision: RepairDecision, cluster: Cluster) -> RepairDecision:

@@ -307,8 +307,8 @@ def health_of(pool: Mapping[str, Any]) -> Health:
 
 
 def allowed_disruptions(pool: str, rows: Sequence[BudgetRow]) -> str:
-    """`Empty=1,Drifted=0,Underutilized=1`: the pool's allowed disruptions per budget reason, in the rows' order
-    (labels.BUDGET_REASONS), as the planner computes them (api.budgets, docs/semantics.md §1.5)."""
+    """`Empty=1,Drifted=0,Underutilized=1,Unhealthy=1`: the pool's allowed disruptions per budget reason, in the rows'
+    order (api.budgets.ALL_REASONS), as the planner computes them (api.budgets, docs/semantics.md §1.5)."""
     return ",".join(f"{r.reason}={r.allowed}" for r in rows if r.node_pool == pool)
 
 

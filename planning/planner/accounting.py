@@ -16,6 +16,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from api import labels as L
 from api.events import EventReason
 from api.nodepool import POLICY_WHEN_EMPTY
 from api.timestamps import format_seconds
@@ -280,15 +281,17 @@ def _duration(d: Any) -> str:
 
 # ---- what used each budget -----------------------------------------------------------------------------------
 
-def disrupting_nodes(cluster: Cluster, exclude: Iterable[str]) -> dict[str, list[str]]:
+def disrupting_nodes(cluster: Cluster, exclude: Iterable[str], reason: str = "") -> dict[str, list[str]]:
     """pool -> its counted nodes that take budget before this pass: NotReady, deleting, tainted or in flight, as the
-    budget rows' `disrupting` counts them (api/budgets.py and plan.budget_rows)."""
+    budget rows' `disrupting` counts them (api/budgets.py and plan.budget_rows); for `Unhealthy`, NotReady alone
+    does not count (node repair's own row)."""
     busy = set(exclude)
+    not_ready_counts = reason != L.REASON_UNHEALTHY
     out: dict[str, list[str]] = {}
     for n in cluster.nodes:
         if not n.pool or exclusion_of(n, cluster.pools) is not None:
             continue
-        if not n.ready or n.marked_for_deletion or n.tainted_disrupted or n.name in busy:
+        if (not_ready_counts and not n.ready) or n.marked_for_deletion or n.tainted_disrupted or n.name in busy:
             out.setdefault(n.pool, []).append(n.name)
     return {p: sorted(v) for p, v in out.items()}
 
@@ -302,7 +305,7 @@ def spending_commands(row: Mapping[str, Any], commands: Iterable[LabelledCommand
 def budget_spent_by(row: Mapping[str, Any], facts: PassFacts) -> str:
     """People's sentence: the pass's allowance and who used it (its commands, the disruptions in flight)."""
     used = spending_commands(row, facts.commands)
-    inflight = disrupting_nodes(facts.cluster, facts.exclude).get(row["nodePool"], [])
+    inflight = disrupting_nodes(facts.cluster, facts.exclude, row["reason"]).get(row["nodePool"], [])
     parts = [f"{row['allowed']} allowed this pass (limit {'-' if row['limit'] is None else row['limit']}, "
              f"{row['disrupting']} disrupting)"]
     if used:
@@ -316,7 +319,7 @@ def budget_use(budgets: Sequence[Mapping[str, Any]], commands: Sequence[Labelled
                exclude: Iterable[str]) -> list[dict[str, Any]]:
     """`budgetUse` of `nodeflow plan -o json`: per budget row, the commands of the (first) pass that spend it and
     the nodes already disrupting (in flight, deleting or NotReady) that the row's `disrupting` counts."""
-    inflight = disrupting_nodes(cluster, exclude)
+    inflight = {reason: disrupting_nodes(cluster, exclude, reason) for reason in {r["reason"] for r in budgets}}
     out = []
     for row in budgets:
         used = spending_commands(row, commands)
@@ -324,7 +327,7 @@ def budget_use(budgets: Sequence[Mapping[str, Any]], commands: Sequence[Labelled
                     "commands": [{"command": lc.label, "method": lc.command.method, "nodes": list(lc.command.nodes)}
                                  for lc in used],
                     "spentByCommands": sum(len(lc.command.nodes) for lc in used),
-                    "disrupting": inflight.get(row["nodePool"], [])})
+                    "disrupting": inflight[row["reason"]].get(row["nodePool"], [])})
     return out
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from api import events
 from api import labels as L
 from api.allocatable import for_node_class
-from api.budgets import REASONS, compute_budget_rows
+from api.budgets import ALL_REASONS, REASONS, compute_budget_rows
 from api.catalog import InstanceTypeCatalog, load_default_catalog
 from api.events import EventReason
 from api.nodeclaim import NodeClaim
@@ -43,6 +43,7 @@ from planning.disruption.commands import (
     PlanEvent,
     PlanResult,
     Replacement,
+    ScoredMove,
     StaticPool,
 )
 from planning.disruption.drift import Drift, in_flight_by_pool
@@ -54,12 +55,13 @@ from planning.disruption.optimizer import optimizer_method
 from planning.disruption.repair import (
     DEFAULT_POLICIES,
     NodeHealth,
+    PoolRepair,
     Repair,
     RepairDecision,
     RepairPolicy,
     decide_repairs,
 )
-from planning.disruption.repair_method import NodeRepair, static_pools_forceful, unhealthy_allowed
+from planning.disruption.repair_method import NodeRepair, static_pools_forceful
 from planning.disruption.settling import Settling, settling, without_consolidation
 from planning.disruption.singlenode import SingleNodeConsolidation
 from planning.disruption.static_drift import StaticDrift
@@ -99,6 +101,7 @@ class PassOutcome:
     policies: PolicyView = field(default_factory=PolicyView)
     facts: PassFacts | None = None  # with `explain`: what planning/planner/accounting.py accounts every node from
     settling: Settling = field(default_factory=Settling)  # held: consolidation waited (disruption/settling.py)
+    scored: list[ScoredMove] = field(default_factory=list)  # Balanced scores of the pass's consolidation moves
 
 
 # Methods whose should_disrupt means "would disrupt this node": a calendar hold lists their candidates as blocked.
@@ -189,12 +192,10 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
     exclude = set(exclude_nodes)
     cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
         Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims)
-    rows = budget_rows(snapshot, at, cluster, exclude)
+    rows = budget_rows(snapshot, at, cluster, exclude, ALL_REASONS)  # Unhealthy: node repair's (v1.15)
     allowed: dict[str, dict[str, int]] = {}
     for row in rows:
         allowed.setdefault(row["reason"], {})[row["nodePool"]] = row["allowed"]
-    allowed[L.REASON_UNHEALTHY] = unhealthy_allowed(budget_rows(snapshot, at, cluster, exclude,
-                                                                (L.REASON_UNHEALTHY,)), cluster)
     policies = PolicyView.build(snapshot, at)
     # In-flight nodes' pods are placed first in every simulation of the pass (docs/semantics.md §2).
     # Deprecated pools and cost limits bound replacements too (planning/policies/launch_controls.py, semantics
@@ -207,7 +208,7 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
     expiring = expiration.candidates()
     expiring_names = {c.name for c in expiring}
     expiration_commands = expiration.compute_commands({}, expiring)
-    repairs = _repairs(cluster, at, exclude | expiring_names, repair)
+    repairs = _repairs(cluster, at, exclude | expiring_names, repair, _pool_repair(policies))
 
     busy = exclude | expiring_names | {r.node for r in repairs.repairs}
     ctx = PassContext(cluster, scheduler_for(cluster, controls, busy, in_flight_pods(cluster, busy, at), planned), at,
@@ -243,7 +244,7 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     in_commands = {n for c in commands for n in c.nodes}
     blocked = [b for name, b in ctx.blocked.items() if name not in in_commands]
     outcome = PassOutcome(ctx.cluster, setup.rows, commands, blocked, ctx.events, computed, eligible, setup.repairs,
-                          setup.static, ctx.policies, settling=hold)
+                          setup.static, ctx.policies, settling=hold, scored=ctx.scored)
     if explain:
         outcome.facts = _pass_facts(setup, winner_name, blocked, optimize, set(exclude_nodes))
         outcome.facts.settling = hold
@@ -255,7 +256,7 @@ def _pass_facts(setup: PassSetup, winner: str | None, blocked: list[Blocked], op
     """What the accounting reads of a pass; its methods are built again on a copy of the context whose Events go
     nowhere, so asking their filters again changes nothing the pass reports."""
     ctx = setup.ctx
-    scratch = dataclasses.replace(ctx, events=[], _event_keys=set(), blocked={})
+    scratch = dataclasses.replace(ctx, events=[], _event_keys=set(), blocked={}, scored=[])
     held = {p.node_pool: p.held_until for p in ctx.policies.pools_public(list(ctx.cluster.pools)) if p.held}
     return PassFacts(cluster=ctx.cluster, at=ctx.at, sets=setup.sets, scratch=scratch,
                      methods=_methods(scratch, setup.counts, setup.static, optimize, setup.busy,
@@ -406,14 +407,26 @@ def _rolls_out_in_waves(ctx: PassContext, pool: Any) -> bool:
     return bool(drift is not None and drift.waves) or L.ROLLOUT_ANNOTATION in pool.annotations
 
 
-def _repairs(cluster: Cluster, at: datetime, busy: set[str], policies: Sequence[RepairPolicy]) -> RepairDecision:
+def _repairs(cluster: Cluster, at: datetime, busy: set[str], policies: Sequence[RepairPolicy],
+             pools: Mapping[str, PoolRepair] | None = None) -> RepairDecision:
     """Node repair (planning/disruption/repair.py) over the managed nodes: one in flight, expiring or deleting counts
-    toward its pool's health but is not repaired again."""
+    toward its pool's health but is not repaired again. `pools`: the pools' DisruptionPolicy repair settings."""
     if not policies:
         return RepairDecision()
     health = [NodeHealth.from_node(n.raw, n.pool, n.claim is not None and not n.marked_for_deletion
                                    and n.name not in busy) for n in cluster.nodes]
-    return static_pools_forceful(decide_repairs(health, at, policies), cluster)
+    return static_pools_forceful(decide_repairs(health, at, policies, pools), cluster)
+
+
+def _pool_repair(policies: PolicyView) -> dict[str, PoolRepair]:
+    """Each pool's `spec.repair` of its DisruptionPolicy (docs/semantics.md §13); pools without one keep the worker's
+    settings. A pool two policies select keeps them too: repair is not voluntary, so it does not fail closed."""
+    out: dict[str, PoolRepair] = {}
+    for pool, policy in policies.by_pool.items():
+        r = policy.spec.repair
+        if r is not None:
+            out[pool] = PoolRepair(r.enabled, r.toleration_delta, r.zone_outage_percent, policy.name)
+    return out
 
 
 def _report_repairs(ctx: PassContext, decision: RepairDecision) -> None:
@@ -496,8 +509,8 @@ def _plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None, unti
         result = PlanResult(at=at, budgets=first.budgets, commands=first.commands, blocked=first.blocked,
                             final=final, events=first.events, repairs=first.repair.repairs,
                             repairs_blocked=first.repair.blocked, repairs_vetoed=first.repair.vetoed,
-                            static_node_pools=first.static,
-                            eligible=first.eligible, **_policy_fields(first, snapshot))
+                            static_node_pools=first.static, eligible=first.eligible, scored_moves=first.scored,
+                            **_policy_fields(first, snapshot))
         return _explained(result, first, first, {}) if explain else ExplainedPlan(result)
     commands: list[Command] = []
     outcome, snap, passes = first, snapshot, 1
@@ -516,7 +529,7 @@ def _plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None, unti
     result = PlanResult(at=at, budgets=first.budgets, commands=commands, blocked=outcome.blocked, final=final,
                         events=outcome.events, repairs=first.repair.repairs, repairs_blocked=first.repair.blocked,
                         repairs_vetoed=first.repair.vetoed, static_node_pools=first.static, eligible=first.eligible,
-                        **_policy_fields(outcome, snapshot))
+                        scored_moves=first.scored, **_policy_fields(outcome, snapshot))
     return _explained(result, first, outcome, earlier, last_commands=False) if explain else ExplainedPlan(result)
 
 

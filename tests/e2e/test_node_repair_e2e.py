@@ -4,12 +4,15 @@ The v1.15 method (pre-spin, then drain) is the DisruptionWorkflow's replace path
 
 - a node NotReady past the toleration is terminated (reason Unhealthy) and its pods, which fit nowhere else,
   run on a node the provisioner launches for them;
-- with more than 20% of the pool NotReady nothing is repaired, and the NodePool says why.
+- with more than 20% of the pool NotReady nothing is repaired, and the NodePool says why;
+- a DisruptionPolicy's `repair.enabled: false` holds the pool's repairs (Event, metric, `nodeflow plan`) until the
+  policy goes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from typing import Any
 
@@ -20,6 +23,7 @@ from api import labels
 from bench.clusters import node_objects, node_pool
 from contracts import search_attributes as sa
 from contracts.disruption import PlannerInput
+from starter.cli import run
 from telemetry import metrics
 from workflows.planner import PlannerWorkflow
 from workflows.termination import TerminationWorkflow
@@ -128,3 +132,54 @@ async def test_more_than_20_percent_unhealthy_repairs_nothing(temporal_client, s
         await asyncio.sleep(0.5)
         again = await stack.planner_pass()
         assert again.repairs == [f"terminate-{node_uid(stack, 'a')}"] and again.repairs_blocked == []
+
+
+def _repair_off() -> dict[str, Any]:
+    return {"apiVersion": "nodeflow.dev/v1alpha1", "kind": "DisruptionPolicy", "metadata": {"name": "no-repair"},
+            "spec": {"nodePools": ["default"], "repair": {"enabled": False}}}
+
+
+def disabled_counted(pool: str) -> float:
+    return metrics.REGISTRY.get_sample_value("nodeflow_node_repairs_disabled_total", {"nodepool": pool}) or 0.0
+
+
+async def test_a_policy_that_switches_repair_off_holds_the_pool_until_it_goes(temporal_client, sim_ec2, moto_endpoint,
+                                                                             capsys) -> None:
+    """Per-pool repair settings (kubernetes-sigs/karpenter#2811; docs/semantics.md §13)."""
+    from kubernetes import client as k8s
+
+    names = ["a", "b", "c", "d", "e"]
+    sim_ec2.load_objects([*cluster(names, "500m", web_on=["a"]), _repair_off()])
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=WORKER) as stack:
+        await wait_for(lambda: running_on(stack, "web") == ["a"], what="web running on a")
+        before = disabled_counted("default")
+        sim_ec2.world.set_node_ready("a", False)
+        await asyncio.sleep(TOLERATION + 0.5)
+        result = await stack.planner_pass()
+        assert result.repairs == [] and result.terminations == [] and result.repairs_blocked == ["default"]
+        held = [e for e in stack.events() if e["reason"] == "NodeRepairBlocked"]
+        assert {(e["involvedObject"]["kind"], e["involvedObject"]["name"]) for e in held} == {
+            ("NodePool", "default"), ("Node", "a")}
+        assert "disabled for NodePool default by DisruptionPolicy no-repair" in held[0]["message"]
+        assert disabled_counted("default") == before + 1
+
+        assert run(["plan", "--kubeconfig", sim_ec2.kubeconfig_path, "-o", "json",
+                    "--node-repair-toleration", f"{int(TOLERATION)}s", "--legacy-node-repair"]) == 0
+        (blocked,) = json.loads(capsys.readouterr().out)["repairsBlocked"]
+        assert (blocked["reason"], blocked["held"], blocked["disruptionPolicy"]) == ("RepairDisabled", ["a"],
+                                                                                     "no-repair")
+
+        k8s.CustomObjectsApi(stack.api).delete_cluster_custom_object("nodeflow.dev", "v1alpha1",
+                                                                     "disruptionpolicies", "no-repair")
+        again = await wait_for_repair(stack)
+        assert again.repairs == [f"terminate-{node_uid(stack, 'a')}"] and again.repairs_blocked == []
+
+
+async def wait_for_repair(stack: Any, attempts: int = 20) -> Any:
+    """Planner passes until the worker's cache has seen the policy go and one repairs (each pass reads the cache)."""
+    for _ in range(attempts):
+        result = await stack.planner_pass()
+        if result.repairs:
+            return result
+        await asyncio.sleep(0.25)
+    return result

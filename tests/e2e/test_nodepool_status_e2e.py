@@ -60,14 +60,15 @@ async def test_nodepool_status_shows_resources_nodes_conditions_and_allowed_disr
         assert {t: condition(p, t) for t in ("Ready", "NodeClassReady", "ValidationSucceeded")} == \
             {"Ready": "True", "NodeClassReady": "True", "ValidationSucceeded": "True"}
         assert condition(p, "NodeRegistrationHealthy") in ("Unknown", "True")
-        assert allowed(p) == {"Empty": 2, "Drifted": 0, "Underutilized": 2}  # 50% of 4; Drifted blocked
+        # 50% of 4; Drifted blocked; node repair's Unhealthy (v1.15) appended
+        assert allowed(p) == {"Empty": 2, "Drifted": 0, "Underutilized": 2, "Unhealthy": 2}
 
         # A disruption marks a node: it leaves status.resources and counts as disrupting in the budget.
         k8s.CoreV1Api(stack.api).patch_node("n0", {"spec": {"taints": [
             {"key": "karpenter.sh/disrupted", "effect": "NoSchedule"}]}})
         p = await wait_for(lambda: (o := pool(stack.api))["status"]["nodes"] == 3 and allowed(o)["Empty"] == 1
                            and o, timeout=30, what="the marked node out of the counts")
-        assert allowed(p) == {"Empty": 1, "Drifted": 0, "Underutilized": 1}
+        assert allowed(p) == {"Empty": 1, "Drifted": 0, "Underutilized": 1, "Unhealthy": 1}
 
         if KUBECTL is not None:
             out = subprocess.run([KUBECTL, "--kubeconfig", sim_ec2.kubeconfig_path, "get", "nodepools", "-o", "wide"],
@@ -76,7 +77,7 @@ async def test_nodepool_status_shows_resources_nodes_conditions_and_allowed_disr
             header, row = out.stdout.splitlines()[:2]
             assert header.split()[:5] == ["NAME", "NODECLASS", "NODES", "READY", "AGE"]
             assert row.split()[:4] == ["default", "default", "3", "True"]
-            assert row.split()[-1] == "Empty=1,Drifted=0,Underutilized=1"
+            assert row.split()[-1] == "Empty=1,Drifted=0,Underutilized=1,Unhealthy=1"
 
 
 def claim_drift(api: Any) -> dict[str, str]:

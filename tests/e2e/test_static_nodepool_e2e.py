@@ -20,6 +20,7 @@ from api import labels
 from api.nodepool import NodePool
 from bench.clusters import node_pool
 from contracts.disruption import DisruptionPhase, PlannerInput, PlannerResult
+from telemetry.metrics import REGISTRY
 from workflows.disruption import DisruptionWorkflow
 from workflows.planner import PlannerWorkflow
 from workflows.provisioning import ProvisioningWorkflow
@@ -129,3 +130,35 @@ async def _roll_template(stack: Stack, name: str) -> None:
         spans.append((desc.start_time, desc.close_time))
     spans.sort()
     assert all(prev[1] <= nxt[0] for prev, nxt in pairwise(spans)), spans  # one at a time
+
+
+async def test_v115_a_pool_at_its_node_limit_drifts_terminate_first(temporal_client, sim_ec2, moto_endpoint) -> None:
+    """kubernetes-sigs/karpenter#3312 (docs/semantics.md §14.3): `replicas: 2` with `limits.nodes: 2` leaves no room
+    for a replacement, so each drifted node is drained and deleted first (no replacement), then the pool's scale-up
+    re-creates it; the pool never has more than 2 NodeClaims, and the NodePool is told why."""
+    name = f"tf-{uuid.uuid4().hex[:6]}"
+    pool = _pool(name)
+    pool["spec"]["replicas"], pool["spec"]["limits"] = 2, {"nodes": 2}
+    sim_ec2.load_objects([pool])
+    deletes = {"decision": "delete", "reason": "drifted", "consolidation_type": ""}
+    async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=QUICK_DRAIN) as stack:
+        await _pass(stack)
+        await wait_for(lambda: len(_live(stack)) == 2, timeout=30, what="2 Ready nodes")
+        before = REGISTRY.get_sample_value("karpenter_voluntary_disruption_decisions_total", deletes) or 0.0
+        _patch_pool(stack, name, {"spec": {"template": {"metadata": {"labels": {"rollout": "v2"}}}}})
+        new = _template_hash(stack, name)
+        started, most = [], 0
+        deadline = asyncio.get_running_loop().time() + 60
+        while _claim_hashes(stack) != [new] * 2 or len(_live(stack)) != 2:
+            assert asyncio.get_running_loop().time() < deadline, f"stalled: {_claim_hashes(stack)}, {started}"
+            started += (await _pass(stack)).started
+            most = max(most, len(stack.node_claims()))
+            await asyncio.sleep(0.5)
+        assert len(started) == 2 and most <= 2
+        for wid in started:
+            result = await stack.client.get_workflow_handle_for(DisruptionWorkflow.run, wid).result()
+            assert result.outcome == DisruptionPhase.SUCCEEDED and result.replacements == []
+        assert REGISTRY.get_sample_value("karpenter_voluntary_disruption_decisions_total", deletes) == before + 2
+        why = [e["message"] for e in stack.events() if e["reason"] == "DisruptionTerminating"
+               and e["involvedObject"]["kind"] == "NodePool"]
+        assert "terminate-first: pool at its replicas (limits.nodes 2)" in why, why

@@ -146,3 +146,24 @@ def test_a_launching_node_does_not_lend_budget_to_repair() -> None:
     result = plan(snap, AT)
     assert _repair_commands(result) == []  # the one disruption the budget allows is `going`'s
     assert [b.budget_reason for b in result.blocked if b.node == "sick"] == ["Unhealthy"]
+
+
+def test_a_zero_unhealthy_budget_is_reported_on_the_nodepool() -> None:
+    """The pass's budget rows carry node repair's reason (api/budgets.py ALL_REASONS), so a blocking one says so."""
+    pool = nodepool(budgets=[{"nodes": "0", "reasons": ["Unhealthy"]}, {"nodes": "100%"}])
+    result = plan(snapshot(pool, sick("sick"), pod("web-1", "sick", "3"), *busy(4)), AT)
+    assert [(r["reason"], r["limit"]) for r in result.budgets if r["reason"] == "Unhealthy"] == [("Unhealthy", 0)]
+    told = [e.message for e in result.events if e.kind == "NodePool" and e.reason == "DisruptionBlocked"]
+    assert any("Unhealthy" in m for m in told), told
+
+
+def test_budget_use_counts_the_unhealthy_row_as_its_budget_does() -> None:
+    """`budgetUse` lists what a row's `disrupting` counts: the NotReady node for Empty, not for Unhealthy."""
+    from planning.planner.plan import explain_plan
+
+    snap = snapshot(nodepool(budgets=[{"nodes": "0", "reasons": ["Unhealthy"]}, {"nodes": "100%"}]), sick("sick"),
+                    pod("web-1", "sick", "3"), *busy(4))
+    use = {u["reason"]: u for u in explain_plan(snap, AT).budget_use}
+    rows = {r["reason"]: r for r in plan(snap, AT).budgets}
+    assert use["Empty"]["disrupting"] == ["sick"] and rows["Empty"]["disrupting"] == 1
+    assert use["Unhealthy"]["disrupting"] == [] and rows["Unhealthy"]["disrupting"] == 0

@@ -138,3 +138,31 @@ def test_when_empty_pool_with_busy_node_gets_the_v114_message() -> None:
     assert any(e.reason == "Unconsolidatable"
                and e.message == 'NodePool "default" has consolidation policy WhenEmpty, but node is not empty'
                for e in result.events)
+
+
+# ---- v1.15: the scores feed Karpenter's approval metrics (kubernetes-sigs/karpenter#3322) ----------------------
+
+def _replace_of_a(policy: str, priority: int | None):
+    """a (m5.2xlarge, one 3-cpu pod) could be replaced by an m5.xlarge; x keeps its 6-cpu pod."""
+    return snapshot(nodepool(policy=policy, requirements=M5), node_and_claim("a", "m5.2xlarge"),
+                    node_and_claim("x", "m5.2xlarge"), pod("w-1", "a", cpu="3", priority=priority),
+                    pod("big-1", "x", cpu="6", memory="1Gi"))
+
+
+def test_v115_a_rejected_replace_is_kept_as_a_scored_move() -> None:
+    """Replacing a saves a quarter of the pool's cost for 7/9 of its disruption: 0.32, under 1/2 (yet a delete of it
+    could pass, so CanPassThreshold lets it through to be scored)."""
+    result = plan(_replace_of_a("Balanced", COSTLY), AT)
+    assert result.commands == []
+    (move,) = result.scored_moves
+    assert (move.node_pool, move.policy, move.approved) == ("default", "Balanced", False)
+    assert move.score == pytest.approx(0.25 / (7 / 9))
+    assert "scored_moves" not in result.to_public()  # internal: metrics only
+
+
+def test_v115_an_approved_move_is_kept_and_other_policies_are_not_scored() -> None:
+    result = plan(_replace_of_a("Balanced", None), AT)
+    assert [c.method for c in result.commands] == ["SingleNodeConsolidation"]
+    assert [m.approved for m in result.scored_moves] == [True]
+    plain = plan(_replace_of_a("WhenEmptyOrUnderutilized", COSTLY), AT)
+    assert [c.decision for c in plain.commands] == ["replace"] and plain.scored_moves == []

@@ -67,3 +67,20 @@ def test_a_zone_outage_and_a_veto_are_counted() -> None:
     assert _sample("nodeflow_node_repairs_zone_outage_total", nodepool="zp", zone="z-a") == zone + 1
     assert _sample("nodeflow_node_repairs_blocked_total", nodepool="zp") == pool  # the 20% valve did not hold
     assert _sample("nodeflow_node_repairs_vetoed_total", nodepool="zp") == veto + 1
+
+
+def test_a_pool_whose_policy_disables_repair_is_counted_apart() -> None:
+    held = RepairBlocked("off", RepairBlockReason.DISABLED, 1, 6, 0, ("n-2",), policy="gpu-repair")
+
+    class Result:
+        repairs: list[Repair] = []
+        repairs_blocked = [held]
+        repairs_vetoed: list[Repair] = []
+
+    disabled = _sample("nodeflow_node_repairs_disabled_total", nodepool="off")
+    pool = _sample("nodeflow_node_repairs_blocked_total", nodepool="off")
+    out = PlanPassResult()
+    _take_repairs(Result(), {}, set(), out)
+    assert out.repairs_blocked == ["off"]
+    assert _sample("nodeflow_node_repairs_disabled_total", nodepool="off") == disabled + 1
+    assert _sample("nodeflow_node_repairs_blocked_total", nodepool="off") == pool  # not the 20% valve

@@ -423,3 +423,15 @@ def test_v115_gte_and_lte_take_one_integer(sim: Simulator, k8s: client.ApiClient
     assert causes(status) == [("spec.template.spec.requirements", "FieldValueInvalid",
                                "Invalid value: \"array\": requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have "
                                "a single positive integer value")]
+
+
+def test_v115_a_policys_repair_settings_are_stored_and_bad_ones_refused(sim: Simulator, k8s: client.ApiClient) -> None:
+    """Per-pool repair (kubernetes-sigs/karpenter#2811, docs/semantics.md §13): the CRD takes `spec.repair` and refuses
+    what the model refuses, as kube-apiserver would."""
+    repair = {"enabled": False, "toleration": "1h", "zoneOutagePercent": 70}
+    assert create(k8s, DP, policy("repair-ok", repair=repair))["spec"]["repair"] == repair
+    status = refused(lambda: create(k8s, DP, policy("repair-bad", repair={"zoneOutagePercent": 0,
+                                                                          "toleration": "0s"})))
+    found = {c[0]: c[1] for c in causes(status)}
+    assert found["spec.repair.zoneOutagePercent"] == "FieldValueInvalid"
+    assert found["spec.repair.toleration"] == "FieldValueInvalid"

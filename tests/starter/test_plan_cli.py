@@ -252,3 +252,17 @@ def test_default_topology_spread_flag_is_applied_and_shown(capsys, tmp_path):
     bad.write_text("- {maxSkew: 1, topologyKey: k, whenUnsatisfiable: DoNotSchedule, labelSelector: {}}\n")
     assert run(["plan", "-f", str(EXAMPLES / "plan-consolidate.yaml"), "--default-topology-spread", str(bad)]) != 0
     assert "--default-topology-spread" in capsys.readouterr().err
+
+
+def test_v115_plan_shows_the_pod_deletion_cost_order(capsys):
+    """`deletionCost` (kubernetes-sigs/karpenter#2894, docs/semantics.md §3.6): the nodes in the order the
+    PodDeletionCostManagement controller would mark their ReplicaSet pods, the lowest cost (emptied first) first;
+    it is the pass's own order, so the command's first node leads."""
+    data = _plan(capsys, "plan-consolidate.yaml")
+    rows = data["deletionCost"]
+    assert [r["node"] for r in rows][:1] == data["commands"][0]["nodes"][:1]
+    costs = [r["cost"] for r in rows if r["cost"] is not None]
+    assert costs == sorted(costs) and all(c < 0 for c in costs) and len(set(costs)) == len(costs)
+    assert all(r["tier"] == "consolidatable" and r["pods"] >= 1 for r in rows)
+    assert run(["plan", "-f", str(EXAMPLES / "plan-consolidate.yaml"), "--at", AT, "-o", "table"]) == 0
+    assert "POD DELETION COST (2 node(s), first emptied first): node-b (consolidatable, " in capsys.readouterr().out

@@ -32,7 +32,7 @@ def test_json_has_one_row_per_node_and_keeps_its_keys(capsys: Any, monkeypatch: 
     monkeypatch.delenv("NODEFLOW_TEMPORAL_ADDRESS", raising=False)
     data = _plan(capsys)
     assert list(data)[:5] == EXISTING and list(data)[-5:-2] == ["nodes", "budgetUse", "plannerPause"]
-    assert list(data)[-2:] == ["scheduling", "capacityBuffers"]  # new keys go last (docs/contracts.md §7)
+    assert list(data)[-3:] == ["scheduling", "capacityBuffers", "deletionCost"]  # new keys go last (contracts §7)
     rows = {r["node"]: r for r in data["nodes"]}
     assert [r["node"] for r in data["nodes"]] == ["node-a", "node-b", "node-c"]
     assert rows["node-a"]["outcome"] == "Kept" and rows["node-a"]["reason"] == "PassDecided"
