@@ -31,7 +31,7 @@ def _plan(capsys: Any, *extra: str) -> dict[str, Any]:
 def test_json_has_one_row_per_node_and_keeps_its_keys(capsys: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NODEFLOW_TEMPORAL_ADDRESS", raising=False)
     data = _plan(capsys)
-    assert list(data)[:5] == EXISTING and list(data)[-5:-2] == ["nodes", "budgetUse", "plannerPause"]
+    assert list(data)[:5] == EXISTING and list(data)[-6:-3] == ["nodes", "budgetUse", "plannerPause"]
     assert list(data)[-3:] == ["scheduling", "capacityBuffers", "deletionCost"]  # new keys go last (contracts §7)
     rows = {r["node"]: r for r in data["nodes"]}
     assert [r["node"] for r in data["nodes"]] == ["node-a", "node-b", "node-c"]
