@@ -37,6 +37,16 @@ REASON_VALUES = labels.BUDGET_REASON_VALUES  # what `reasons` may list: the abov
 ALL_REASONS = REASON_VALUES  # the rows `nodeflow budgets`, the NodePool annotation and the planner show: Unhealthy last
 
 
+def shown_reasons(pools: Iterable[NodePool]) -> dict[str, tuple[str, ...]]:
+    """Per NodePool, the reasons the public budget rows show (`nodeflow budgets`, `nodeflow plan`'s `budgets`): the
+    contract's three (Empty, Drifted, Underutilized), and `Unhealthy` only for a pool whose budgets name it, so a
+    NodePool written to the contract gets exactly its three rows while one that budgets node repair sees that row.
+    The planner, the NodePool annotation and the gauges keep every reason."""
+    return {p.name: REASONS + ((labels.REASON_UNHEALTHY,) if any(labels.REASON_UNHEALTHY in (b.reasons or ())
+                                                                 for b in p.budgets) else ())
+            for p in pools}
+
+
 class BudgetError(ValueError):
     """A budget Karpenter could not evaluate: it blocks every reason of its NodePool."""
 

@@ -75,7 +75,7 @@ def budget_details(pool: Any, reason: str, at: datetime) -> tuple[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from api.budgets import ALL_REASONS, compute_budget_rows
+    from api.budgets import ALL_REASONS, compute_budget_rows, shown_reasons
     from api.snapshot import SnapshotError, load_snapshot
 
     at = parse_at(args.at)
@@ -92,7 +92,9 @@ def run(args: argparse.Namespace) -> int:
     require_pools_or_nodes(snapshot_kinds(snapshot), snapshot.source)
     if not snapshot.node_pools:  # Nodes without a NodePool: nothing has budgets
         raise CliError(f"{snapshot.source}: no NodePool (karpenter.sh/v1) found")
-    rows = compute_budget_rows(snapshot.node_pools, snapshot.nodes, snapshot.node_claims, at, ALL_REASONS)
+    shown = shown_reasons(snapshot.node_pools)  # Unhealthy only where a budget names it (docs/contracts.md)
+    rows = [r for r in compute_budget_rows(snapshot.node_pools, snapshot.nodes, snapshot.node_claims, at, ALL_REASONS)
+            if r.reason in shown.get(r.node_pool, ())]
     data = [row.model_dump(mode="json", by_alias=True) for row in rows]
 
     def table(_: Any) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from api.budgets import shown_reasons
 from api.duration import DurationError, parse_duration
 from starter.live_cluster import load_catalog_arg, load_live_snapshot
 from starter.output import CliError, add_output_flag, print_output, render_table
@@ -146,12 +147,23 @@ def _handle(args: argparse.Namespace, spread: Any) -> int:
     rows = hold_for_pause(explained.nodes, pause["resume"]) if pause["paused"] else explained.nodes
     data["nodes"] = [r.to_public() for r in rows]
     data["budgetUse"] = explained.budget_use
+    _shown_budgets(data, snapshot)
     data["plannerPause"] = pause
     data["scheduling"] = scheduling_report(snapshot, spread)  # default topology spread, resizing pods (§3.5)
     data["capacityBuffers"] = buffer_rows(snapshot.others, headroom)  # the headroom kept (docs/semantics.md §20)
     data["deletionCost"] = deletion_cost_rows(snapshot, result.at, catalog)  # pod deletion cost order (§3.6)
     print_output(data, args.output, table=lambda d: render_plan(d, unservable))
     return 0
+
+
+def _shown_budgets(data: dict[str, Any], snapshot: Any) -> None:
+    """`budgets` and `budgetUse` (parallel rows) keep the contract's three reasons per NodePool, and `Unhealthy`
+    where the pool's budgets name it (api.budgets.shown_reasons); the pass itself weighed every reason."""
+    shown = shown_reasons(snapshot.node_pools)
+    keep = [b.get("reason") in shown.get(b.get("nodePool"), ()) for b in data["budgets"]]
+    data["budgets"] = [b for b, k in zip(data["budgets"], keep, strict=True) if k]
+    if len(data["budgetUse"]) == len(keep):
+        data["budgetUse"] = [u for u, k in zip(data["budgetUse"], keep, strict=True) if k]
 
 
 def planner_pause(args: argparse.Namespace, live: bool) -> dict[str, Any]:

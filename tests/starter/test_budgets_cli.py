@@ -16,7 +16,8 @@ def rows(capsys: pytest.CaptureFixture[str]) -> list[dict]:
 
 
 def test_seed_json_rows_are_the_design_contract(capsys: pytest.CaptureFixture[str]) -> None:
-    """The design's three rows per pool, then node repair's `Unhealthy` (v1.15) appended: budget #1 (5, no reasons)."""
+    """The design's three rows per pool: no budget of the seed names `Unhealthy`, so node repair's row is not shown
+    (api.budgets.shown_reasons)."""
     assert run(["budgets", "-f", SEED, "--at", "2026-11-23T12:00:00Z", "-o", "json"]) == 0
     assert rows(capsys) == [
         {"nodePool": "default", "reason": "Empty", "limit": 4, "total": 19, "disrupting": 0, "allowed": 4,
@@ -25,18 +26,19 @@ def test_seed_json_rows_are_the_design_contract(capsys: pytest.CaptureFixture[st
          "errors": []},
         {"nodePool": "default", "reason": "Underutilized", "limit": 5, "total": 19, "disrupting": 0, "allowed": 5,
          "errors": []},
-        {"nodePool": "default", "reason": "Unhealthy", "limit": 5, "total": 19, "disrupting": 0, "allowed": 5,
-         "errors": []},
     ]
 
 
 def test_a_not_ready_node_disrupts_every_reason_but_unhealthy(tmp_path: Path,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
     """NotReady counts as disrupting (Karpenter's counting) except for node repair's own reason, as the planner
-    counts it: otherwise the node to repair would spend its own repair's budget."""
+    counts it: otherwise the node to repair would spend its own repair's budget. A budget naming `Unhealthy` shows
+    its row."""
     docs = list(yaml.safe_load_all(Path(SEED).read_text()))
     node = next(d for d in docs if d["kind"] == "Node")
     node["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    pool = next(d for d in docs if d["kind"] == "NodePool")
+    pool["spec"]["disruption"]["budgets"].append({"nodes": "5", "reasons": ["Unhealthy"]})
     path = tmp_path / "snap.yaml"
     path.write_text(yaml.safe_dump_all(docs))
     assert run(["budgets", "-f", str(path), "--at", "2026-11-23T12:00:00Z", "-o", "json"]) == 0
@@ -46,9 +48,9 @@ def test_a_not_ready_node_disrupts_every_reason_but_unhealthy(tmp_path: Path,
 
 def test_window_closes_underutilized_at_midnight(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["budgets", "-f", SEED, "--at", "2026-11-23T00:05:00+00:00", "-o", "json"]) == 0
-    assert [r["allowed"] for r in rows(capsys)] == [4, 4, 0, 5]
+    assert [r["allowed"] for r in rows(capsys)] == [4, 4, 0]
     assert run(["budgets", "-f", SEED, "--at", "2026-11-23T00:10:00", "-o", "yaml"]) == 0  # no offset: UTC
-    assert [r["allowed"] for r in yaml.safe_load(capsys.readouterr().out)] == [4, 4, 5, 5]
+    assert [r["allowed"] for r in yaml.safe_load(capsys.readouterr().out)] == [4, 4, 5]
 
 
 def test_table_for_people(capsys: pytest.CaptureFixture[str]) -> None:
@@ -72,7 +74,7 @@ def test_invalid_budget_shows_errors_and_blocks(tmp_path: Path, capsys: pytest.C
     path.write_text(yaml.safe_dump_all(docs))
     assert run(["budgets", "-f", str(path), "--at", "2026-11-23T12:00:00Z", "-o", "json"]) == 0
     out = rows(capsys)
-    assert [r["allowed"] for r in out] == [0, 0, 0, 0]
+    assert [r["allowed"] for r in out] == [0, 0, 0]
     assert all(r["limit"] == 0 and r["errors"][0].startswith("spec.disruption.budgets[3]: ") for r in out)
     assert run(["budgets", "-f", str(path), "--at", "2026-11-23T12:00:00Z"]) == 0
     text = capsys.readouterr().out

@@ -21,7 +21,7 @@ def test_live_cluster_rows_match_the_snapshot(sim: Simulator, capsys: pytest.Cap
     assert run(["budgets", "--kubeconfig", sim.kubeconfig_path, "--at", "2026-11-23T12:00:00Z", "-o", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert [(r["reason"], r["limit"], r["total"], r["disrupting"], r["allowed"]) for r in rows] == [
-        ("Empty", 4, 19, 1, 3), ("Drifted", 4, 19, 1, 3), ("Underutilized", 5, 19, 1, 4), ("Unhealthy", 5, 19, 1, 4)]
+        ("Empty", 4, 19, 1, 3), ("Drifted", 4, 19, 1, 3), ("Underutilized", 5, 19, 1, 4)]
 
 
 def test_unreachable_cluster_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
