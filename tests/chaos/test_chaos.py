@@ -238,11 +238,16 @@ class Chaos:
     def late_drift_state(self) -> dict[str, Any]:
         """What a scenario bug report needs when LATE_DRIFT's drift never started: its node's annotations and
         taints, and the drift pool's annotations (a back-off)."""
-        node = retry(k8s.CoreV1Api(self.api).read_node, LATE_DRIFT)
         pool = retry(k8s.CustomObjectsApi(self.api).get_cluster_custom_object, "karpenter.sh", "v1", "nodepools",
                      "drift")
-        return {"node": node.metadata.annotations, "taints": [t.key for t in node.spec.taints or []],
-                "pool": (pool.get("metadata") or {}).get("annotations")}
+        drift = sorted(n["metadata"]["name"] for n in nodes(self.api)
+                       if n["metadata"]["labels"].get(labels.NODEPOOL_LABEL) == "drift")
+        state: dict[str, Any] = {"pool": (pool.get("metadata") or {}).get("annotations"), "drift nodes": drift}
+        try:
+            node = k8s.CoreV1Api(self.api).read_node(LATE_DRIFT)
+        except k8s.ApiException as exc:
+            return {**state, "node": f"gone ({exc.status})"}
+        return {**state, "node": node.metadata.annotations, "taints": [t.key for t in node.spec.taints or []]}
 
     def readiness_waits(self) -> int:
         """Replacement NodeClaims launched but not Ready: a disruption waits for them."""
@@ -426,7 +431,11 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
         sim.inject_faults(rate=FAULT_RATE, codes=(429, 500, 409), latency=FAULT_LATENCY)
 
         chaos = Chaos(rng, sim, api, client, temporal, replicas, set(claims))
-        await chaos.run()
+        try:
+            await chaos.run()
+        except BaseException:
+            print("\n".join(chaos.events))  # the scenario's log so far: what a failed precondition needs
+            raise
         assert chaos.done_at is not None
         # Alone it converges 17-42 s after the last fault. Beside the full suite on 2 cores it once had not at 150 s;
         # once alone it had not before the test's timeout (cause not found; see docs/known-limits.md).
