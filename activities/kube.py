@@ -81,6 +81,8 @@ class _DrainRun:
     deleted: set[tuple[str, str]] = field(default_factory=set)  # deleted at the deadline by this drain
     poll: float = 0.0
     evict_reason: str | None = None  # what Evicted says (the NodeClaim's DisruptionReason), read at the first eviction
+    reason_read: asyncio.Lock = field(default_factory=asyncio.Lock)  # the tier's evictions run at once: read it once
+    beat: dict[str, Any] = field(default_factory=dict)  # the last round's heartbeat details, repeated between rounds
 
 
 class KubeActivities:
@@ -128,7 +130,7 @@ class KubeActivities:
         pods: list[PodState] = []
         attachments: int | None = 0
         if node is not None:
-            await self._io(self.kube.taint, inp.node_name, exclude_from_lb=True)
+            await self._io(self.kube.taint, inp.node_name, exclude_from_lb=True, current=node)
             await self._io(self.kube.event, "Node", node, inp.node_name, EventReason.TERMINATING,
                            events.terminating(inp.reason, labels.DISRUPTED_TAINT_KEY))
             now = datetime.now(UTC)
@@ -161,7 +163,7 @@ class KubeActivities:
         termination (the deletion watcher reads it) instead of starting a second one."""
         mine = activity.info().workflow_id
         held = await self._io(self.kube.claim_annotation, claim["metadata"]["name"],
-                              labels.TERMINATION_WORKFLOW_ANNOTATION, mine)
+                              labels.TERMINATION_WORKFLOW_ANNOTATION, mine, current=claim)
         if held is not None and held != mine:
             log.warning("nodeclaim %s is owned by termination %s, not %s", claim["metadata"]["name"], held, mine)
 
@@ -183,13 +185,14 @@ class KubeActivities:
         `deadline_deletes` (Karpenter v1.15) each round first deletes the pods due at the deadline, from any tier."""
         run = _DrainRun(poll=self.poll_min)
         while True:
+            activity.heartbeat(run.beat)
             now = datetime.now(UTC)
             pods = await self._io(self.kube.list_node_pods, inp.node_name)
             waiting = [p for p in pods if rules.is_waiting_eviction(p, now)]
             if not waiting:
                 metrics.RUNNING_DRAINS.finished(inp.node_name)
                 metrics.set_awaiting_completion(inp.node_name, 0)
-                await self._io(_record_drained, self.kube, inp.node_name)
+                await self._io(_record_drained, self.kube, inp.node_name, inp.node_pool)
                 if inp.started_at is not None:
                     metrics.DRAIN_DURATION.observe(max(0.0, (now - inp.started_at).total_seconds()))
                 return DrainResult(drained=True, evicted=run.evicted, deleted=len(run.deleted))
@@ -203,8 +206,10 @@ class KubeActivities:
             for pod in step.delete:
                 changed |= await self._deadline_delete(inp, pod, run)
             tier = step.evict
-            for pod in tier:
-                changed |= await self._evict_step(inp, pod, run, time.monotonic())
+            # the tier's evictions at once, as Karpenter's eviction queue sends them (the API server keeps PDBs)
+            mono = time.monotonic()
+            changed |= any(await asyncio.gather(*(self._evict_step(inp, pod, run, mono) for pod in tier)))
+            activity.heartbeat(run.beat)  # a slow round under a burst is alive, not a heartbeat timeout
             run.pdb_cache.clear()
             pod_states = await self._report_round(inp, waiting, run)
             held = [p.key for p in pod_states if p.status == WAITING_FOR_COMPLETION]
@@ -253,8 +258,9 @@ class KubeActivities:
             km.PODS_DRAINED.labels(reason=km.snake(inp.reason)).inc()
             run.evicted += 1
             st.status, st.pdb, st.next_at = "Evicting", None, mono + 1.0
-            if run.evict_reason is None:  # read once per drain, at its first eviction
-                run.evict_reason = await self._io(self._eviction_reason, inp.node_name)
+            async with run.reason_read:  # read once per drain, at its first eviction
+                if run.evict_reason is None:
+                    run.evict_reason = await self._io(self._eviction_reason, inp.node_name, inp.node_claim_name)
             await self._publish("Pod", meta["name"], EventReason.EVICTED, events.evicted(run.evict_reason),
                                 uid=meta.get("uid"), namespace=meta["namespace"])
             return True
@@ -310,9 +316,10 @@ class KubeActivities:
         blocking = frozenset((p.key, p.blocking_pdb) for p in pod_states
                              if p.status in ("Blocked", "DoNotDisrupt", WAITING_FOR_COMPLETION))
         held = {p.key for p in pod_states if p.status == WAITING_FOR_COMPLETION}
-        activity.heartbeat({"pods_left": len(waiting), "evicted": run.evicted,
-                            "blocking": sorted({b or "do-not-disrupt" for k, b in blocking if k not in held}),
-                            "waiting_for_completion": len(held)})
+        run.beat = {"pods_left": len(waiting), "evicted": run.evicted,
+                    "blocking": sorted({b or "do-not-disrupt" for k, b in blocking if k not in held}),
+                    "waiting_for_completion": len(held)}
+        activity.heartbeat(run.beat)
         mono = time.monotonic()
         recount = len(pod_states) != run.last_left and mono - run.signalled_at >= self.progress_every
         if blocking != run.last_blocking or recount:
@@ -424,7 +431,11 @@ class KubeActivities:
             log.warning("NodeClaim %s: VolumesDetached not written: %s", claim, exc)
         return True
 
-    def _eviction_reason(self, node: str) -> str:
+    def _eviction_reason(self, node: str, claim_name: str | None = None) -> str:
+        """The NodeClaim's DisruptionReason: read by name when the workflow knows it; else found in the LIST of every
+        NodeClaim, which at 1,000 nodes draining at once was 1,000 LISTs of 1,000 claims."""
+        if claim_name:
+            return events.eviction_reason(self.kube.get_node_claim(claim_name))
         claim = next((c for c in self.kube.list_node_claims() if (c.get("status") or {}).get("nodeName") == node),
                      None)
         return events.eviction_reason(claim)
@@ -461,18 +472,22 @@ class KubeActivities:
     async def finalize(self, inp: FinalizeInput) -> FinalizeResult:
         """Delete the objects if no one did yet, then remove the Node finalizer, then the NodeClaim's."""
         node = await self._io(self.kube.get_node, inp.node_name)
+        read: Obj | None = node  # the finalizer's first attempt patches what was read (no second GET)
         if node is not None:
             await self._io(self.kube.event, "Node", node, inp.node_name, EventReason.TERMINATED,
                            f"Instance terminated; removing finalizer {labels.TERMINATION_FINALIZER}")
             if inp.delete_objects and not rules.deletion_time(node):
                 await self._io(self.kube.delete_node, inp.node_name)
-        node_removed = await self._io(self.kube.remove_finalizer, "Node", inp.node_name)
+                read = None
+        node_removed = await self._io(self.kube.remove_finalizer, "Node", inp.node_name, current=read)
         claim_removed, claim = False, None
         if inp.node_claim_name:
-            claim = await self._io(self.kube.get_node_claim, inp.node_claim_name)
+            claim = read = await self._io(self.kube.get_node_claim, inp.node_claim_name)
             if claim is not None and inp.delete_objects and not rules.deletion_time(claim):
                 await self._io(self.kube.delete_node_claim, inp.node_claim_name)
-            claim_removed = await self._io(self.kube.remove_finalizer, "NodeClaim", inp.node_claim_name)
+                read = None
+            claim_removed = await self._io(self.kube.remove_finalizer, "NodeClaim", inp.node_claim_name,
+                                           current=read)
         metrics.NODES_TERMINATED.labels(reason=inp.reason or "Unknown").inc()
         _record_terminated(node if node_removed else None, claim if claim_removed else None, inp.started_at)
         return FinalizeResult(node_finalizer_removed=node_removed, node_claim_finalizer_removed=claim_removed)
@@ -503,10 +518,12 @@ def _pod_state(pod: Obj) -> PodState:
                     started_at=rules.pod_start(pod), runs_to_completion=rules.runs_to_completion(pod))
 
 
-def _record_drained(kube: KubeClient, node_name: str) -> None:
-    """karpenter_nodes_drained_total, labelled with the node's pool (terminator: once per node drained)."""
-    node = kube.get_node(node_name)
-    pool = (((node or {}).get("metadata") or {}).get("labels") or {}).get(labels.NODEPOOL_LABEL, "")
+def _record_drained(kube: KubeClient, node_name: str, pool: str | None = None) -> None:
+    """karpenter_nodes_drained_total, labelled with the node's pool (terminator: once per node drained); the Node is
+    read only when the workflow did not say its pool."""
+    if pool is None:
+        node = kube.get_node(node_name)
+        pool = (((node or {}).get("metadata") or {}).get("labels") or {}).get(labels.NODEPOOL_LABEL, "")
     km.NODES_DRAINED.labels(nodepool=pool).inc()
 
 

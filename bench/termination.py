@@ -175,18 +175,26 @@ def _cpu_now(worker_pid: int) -> dict[str, float]:
     return {"worker": _cpu_seconds(worker_pid), "bench+simulator": _cpu_seconds(os.getpid()), **_children_cpu()}
 
 
+def _bench_names(items: list[dict[str, Any]]) -> int:
+    """How many of `items` are the benchmark's own (`bench-*`): a NodeClaim the worker launched meanwhile for the
+    deleted nodes' pods is not one of the terminations measured (it is counted apart, `nodeClaimsLaunched`)."""
+    return sum(1 for i in items if i["metadata"]["name"].startswith("bench-"))
+
+
 async def _wait_until_gone(core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, t0: float, timeout: float,
-                           remaining: int) -> int:
-    """Poll until no Node and no NodeClaim is left (their finalizers gone) or `timeout` seconds after t0;
-    returns how many are left."""
+                           remaining: int) -> tuple[int, int]:
+    """Poll until none of the benchmark's Nodes and NodeClaims is left (their finalizers gone) or `timeout` seconds
+    after t0; returns how many are left and how many other NodeClaims exist."""
+    others = 0
     while time.monotonic() - t0 < timeout:
         node_items = json.loads(core.list_node(_preload_content=False).data)["items"]
         claim_items = custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
-        remaining = len(node_items) + len(claim_items)
+        remaining = _bench_names(node_items) + _bench_names(claim_items)
+        others = len(claim_items) - _bench_names(claim_items)
         if remaining == 0:
             break
         await asyncio.sleep(0.2)
-    return remaining
+    return remaining, others
 
 
 async def _histories(client: Client, wall0: float) -> Histories:
@@ -204,6 +212,11 @@ def _terminated(ec2: Any, ids: list[str]) -> int:
     return sum(1 for group in states for i in group if i["State"]["Name"] in ("shutting-down", "terminated"))
 
 
+def _per_node(verbs: dict[str, Any], before: dict[str, Any], nodes: int) -> dict[str, float]:
+    """API requests per deleted node by verb, counted from the DELETE on (the warm-up's are not)."""
+    return {v: round((n["requests"] - before.get(v, {}).get("requests", 0)) / nodes, 1) for v, n in verbs.items()}
+
+
 async def _measure(args: argparse.Namespace, stack: _Stack) -> dict[str, Any]:
     """Delete every node with one call, wait until all are gone, then gather the figures. Process figures
     are read before the histories so that reading them does not count."""
@@ -211,10 +224,11 @@ async def _measure(args: argparse.Namespace, stack: _Stack) -> dict[str, Any]:
     api = stack.sim.api_client()
     core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)
     cpu0, threads0 = _cpu_now(stack.worker.pid), _thread_cpu(stack.worker.pid)
+    verbs0 = stack.sim.stats().get("byVerb", {})
     t0 = time.monotonic()
     wall0 = time.time()
     core.delete_collection_node(label_selector=f"{labels.NODEPOOL_LABEL}=default")
-    remaining = await _wait_until_gone(core, custom, t0, args.timeout, args.nodes)
+    remaining, launched = await _wait_until_gone(core, custom, t0, args.timeout, args.nodes)
     elapsed = time.monotonic() - t0
     peak_mb = _peak_rss_mb(stack.worker.pid)
     cpu1, threads1 = _cpu_now(stack.worker.pid), _thread_cpu(stack.worker.pid)
@@ -231,13 +245,16 @@ async def _measure(args: argparse.Namespace, stack: _Stack) -> dict[str, Any]:
         "podGraceSeconds": args.pod_grace,
         "timeScale": args.time_scale, "cpus": os.cpu_count(),
         "secondsUntilLastFinalizerGone": round(elapsed, 2), "objectsLeft": remaining,
+        "nodeClaimsLaunched": launched,
         **histories.figures(),
         "workerPeakRssMiB": round(peak_mb, 1), "cpuSecondsDuringRun": cpu,
         "cpuMsPerNode": {k: round(1000 * v / args.nodes, 1) for k, v in cpu.items()},
         "workerCpuSecondsByThread": threads,
         "loadAverage1m": round(load, 1), "instancesTerminated": terminated,
         "evictions": stats.get("evictions"), "pdbViolations": stats.get("pdbViolationsTotal"),
-        "apiRequests": stats.get("requests"), "workerLog": str(stack.logdir / "worker.log"),
+        "apiRequests": stats.get("requests"),
+        "apiRequestsPerNodeByVerb": _per_node(stats.get("byVerb", {}), verbs0, args.nodes),
+        "workerLog": str(stack.logdir / "worker.log"),
     }
 
 

@@ -77,6 +77,10 @@ UPFRONT_PATCHES = (LOCAL_ACTIVITIES_PATCH, NOTREADY_GONE_PATCH, MARKERS_PATCH, S
                    SIGNAL_NAMES_PATCH, MIN_DRAIN_PATCH, DEADLINE_IN_DRAIN_PATCH)
 # drain.jobs Wait (docs/semantics.md §15.8): asked for, up front, only by inputs that carry a CompletionWait.
 COMPLETION_WAIT_PATCH = "drain-wait-for-completion"
+# One marker stands for every patch above (docs/decisions.md §18): each patch asked for writes a marker and an upsert
+# of TemporalChangeVersion, 16 of a new termination's 37 history events; executions that recorded the patches one
+# by one still ask them one by one.
+ALL_PATCHES_PATCH = "termination-patches-in-one-marker"
 MAX_UNKNOWN_SIGNALS = 10  # the progress query keeps the latest few wrongly named signals
 RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=10))
 
@@ -117,6 +121,7 @@ class TerminationWorkflow:
         self._cancel_reason: str | None = None
         self._cancel_rejected: str | None = None  # a cancel accepted before we learnt the node is being deleted
         self._node_pool = inp.node_pool
+        self._claim_name: str | None = None  # the NodeClaim prepare found (the drain reads it by name)
         self._volume_attachments: int | None = None
         self._message = ""
         self._evicted = 0
@@ -320,6 +325,7 @@ class TerminationWorkflow:
         """Take what `prepare` found: pool, a user's deletion (which rejects a pending cancel), the deadline
         (an earlier signalled one wins), the pods and volume attachments to wait for."""
         self._node_pool = self._node_pool or prep.node_pool
+        self._claim_name = prep.node_claim_name if prep.node_claim_exists else None
         self._user_deleting = self._user_deleting or prep.deleting_since is not None
         if self._user_deleting and self._cancel_reason is not None:
             self._cancel_rejected = self._cancel_problem() or "the node is being deleted"
@@ -409,7 +415,8 @@ class TerminationWorkflow:
                 KubeActivities.drain,
                 DrainInput(node_name=inp.node_name, reason=inp.reason, return_by=window_end, deadline=self._deadline,
                            workflow_id=workflow.info().workflow_id, started_at=self._started_at,
-                           wait_for_completion=holding, completion_until=hold_end, deadline_deletes=in_drain),
+                           wait_for_completion=holding, completion_until=hold_end, deadline_deletes=in_drain,
+                           node_pool=self._node_pool, node_claim_name=self._claim_name),
                 start_to_close_timeout=DRAIN_WINDOW + timedelta(minutes=1), heartbeat_timeout=HEARTBEAT,
                 summary=f"drain {inp.node_name}" + (", Job pods left to finish" if holding else ""),
             )
@@ -498,10 +505,13 @@ class TerminationWorkflow:
         """Take every patch decision before the first local activity. A patch asked for after one could land in
         the next workflow task when the activity finished just as its task completed (a query arriving then
         does it); replay then met the marker where the code had not asked and failed (docs/decisions.md §18).
-        Histories from before this patch keep asking where they did."""
-        if workflow.patched(PATCHES_FIRST_PATCH):
-            ids = UPFRONT_PATCHES + ((COMPLETION_WAIT_PATCH,) if self._inp.completion_wait is not None else ())
-            self._patches = {patch_id: workflow.patched(patch_id) for patch_id in ids}
+        New executions record one marker for all of them; histories from before keep asking as they did."""
+        ids = (PATCHES_FIRST_PATCH, *UPFRONT_PATCHES,
+               *((COMPLETION_WAIT_PATCH,) if self._inp.completion_wait is not None else ()))
+        if workflow.patched(ALL_PATCHES_PATCH):
+            self._patches = dict.fromkeys(ids, True)
+        elif workflow.patched(PATCHES_FIRST_PATCH):
+            self._patches = {patch_id: workflow.patched(patch_id) for patch_id in ids[1:]}
 
     def _patched(self, patch_id: str) -> bool:
         decided = self._patches.get(patch_id)
