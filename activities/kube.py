@@ -22,6 +22,7 @@ from kubernetes.client.rest import ApiException
 from temporalio import activity
 
 from activities.events import recorder_for
+from activities.termination_markers import TerminationMarkerActivities
 from api import events, labels
 from api.duration import parse_optional_duration
 from api.events import EventReason
@@ -31,6 +32,7 @@ from contracts.termination import (
     WAITING_FOR_COMPLETION,
     DeletePodsInput,
     DeletePodsResult,
+    DrainedStatus,
     DrainInput,
     DrainResult,
     DrainSignal,
@@ -39,6 +41,7 @@ from contracts.termination import (
     PodState,
     PrepareInput,
     PrepareResult,
+    TerminationMarkersInput,
     UntaintInput,
     VolumesInput,
     VolumesResult,
@@ -100,6 +103,7 @@ class KubeActivities:
         self.poll_max = poll_max
         self.volume_poll = volume_poll
         self.recorder = recorder_for(kube)  # Karpenter's dedupe windows, shared by the worker's activities
+        self.markers = TerminationMarkerActivities(kube)  # prepare writes them when the workflow asks (mark_claim)
 
     def _publish(self, kind: str, name: str, reason: str, message: str, uid: str | None = None,
                  namespace: str | None = None) -> Awaitable[int]:
@@ -129,6 +133,7 @@ class KubeActivities:
                 await self._io(self.kube.delete_node, inp.node_name)
         pods: list[PodState] = []
         attachments: int | None = 0
+        marked = False
         if node is not None:
             await self._io(self.kube.taint, inp.node_name, exclude_from_lb=True, current=node)
             await self._io(self.kube.event, "Node", node, inp.node_name, EventReason.TERMINATING,
@@ -137,6 +142,11 @@ class KubeActivities:
             raw = await self._io(self.kube.list_node_pods, inp.node_name)
             pods = [_pod_state(p) for p in raw if rules.is_waiting_eviction(p, now)]
             attachments = await self._io(self._node_attachments, inp.node_name)
+            if inp.mark_claim and claim is not None and node_ready(node) is not False:
+                # a fresh read: taking ownership and the cascade's delete just changed the claim
+                marked = await self._io(self.markers.mark_now, TerminationMarkersInput(
+                    node_claim_name=claim["metadata"]["name"], drained=DrainedStatus.DRAINING,
+                    since=min([d for d in (node_del, claim_del) if d is not None], default=inp.started_at)))
         claim_spec = (claim or {}).get("spec") or {}
         claim_ann = ((claim or {}).get("metadata") or {}).get("annotations") or {}
         deletions = [d for d in (node_del, claim_del) if d is not None]
@@ -156,6 +166,7 @@ class KubeActivities:
             volume_attachments=attachments,
             node_ready=node_ready(node) if node is not None else None,
             min_drain_time=timedelta(seconds=self.min_drain_seconds) if self.min_drain_seconds is not None else None,
+            claim_marked=marked,
         )
 
     async def _own_machine(self, claim: Obj) -> None:

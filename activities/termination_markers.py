@@ -75,6 +75,10 @@ class TerminationMarkerActivities:
             log.warning("markers of NodeClaim %s not written: %s %s", inp.node_claim_name, exc.status, exc.reason)
             return False
 
+    def mark_now(self, inp: TerminationMarkersInput) -> bool:
+        """What the activity does, called from another activity's thread (prepare); True: the claim is marked."""
+        return self._best_effort(self._mark, inp)
+
     def _mark(self, inp: TerminationMarkersInput) -> bool:
         claim = self.kube.get_node_claim(inp.node_claim_name)
         if claim is None:

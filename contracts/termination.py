@@ -175,6 +175,10 @@ class PrepareInput(BaseModel):
     provider_id: str | None = None
     reason: str = ""
     cascade: bool = True  # mirror a user's deletion onto the Node/NodeClaim counterpart
+    # write the NodeClaim's termination markers (Drained=Unknown) too, when the node is there and not NotReady: the
+    # claim was just read, so this saves the workflow a local activity and the API two reads (`claim_marked`)
+    mark_claim: bool = False
+    started_at: AwareDatetime | None = None  # the termination's start: the markers' `since` without a deletion
 
 
 class PrepareResult(BaseModel):
@@ -191,6 +195,7 @@ class PrepareResult(BaseModel):
     node_ready: bool | None = None  # the Node's Ready condition is True (None: not looked at)
     # the worker's --min-drain-time (a test knob, docs/configuration.md); None: Karpenter's MinDrainTime, 5 s
     min_drain_time: timedelta | None = None
+    claim_marked: bool = False  # the markers were written as `mark_claim` asked (else the workflow writes them)
 
 
 class DrainInput(BaseModel):

@@ -79,7 +79,7 @@ UPFRONT_PATCHES = (LOCAL_ACTIVITIES_PATCH, NOTREADY_GONE_PATCH, MARKERS_PATCH, S
 COMPLETION_WAIT_PATCH = "drain-wait-for-completion"
 # One marker stands for every patch above (docs/decisions.md §18): each patch asked for writes a marker and an upsert
 # of TemporalChangeVersion, 16 of a new termination's 37 history events; executions that recorded the patches one
-# by one still ask them one by one.
+# by one still ask them one by one. Under it too, prepare writes the NodeClaim's markers (one local activity less).
 ALL_PATCHES_PATCH = "termination-patches-in-one-marker"
 MAX_UNKNOWN_SIGNALS = 10  # the progress query keeps the latest few wrongly named signals
 RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=10))
@@ -128,6 +128,7 @@ class TerminationWorkflow:
         self._deleted = 0
         self._unknown_signals: list[str] = []
         self._patches: dict[str, bool] = {}
+        self._lean = False  # ALL_PATCHES_PATCH: one patch marker, the claim marked by prepare
         self._completion_wait = False  # drain.jobs Wait applies to this execution (input and patch)
 
     # ---- messages ----------------------------------------------------------------------------------------
@@ -282,7 +283,8 @@ class TerminationWorkflow:
         prep = await self._short(
             KubeActivities.prepare,
             PrepareInput(node_name=inp.node_name, node_claim_name=inp.node_claim_name, provider_id=inp.provider_id,
-                         reason=inp.reason, cascade=inp.requested_by == "watcher"),
+                         reason=inp.reason, cascade=inp.requested_by == "watcher", mark_claim=self._lean,
+                         started_at=self._started_at if self._lean else None),
             f"taint {inp.node_name}, read pods and claim",
         )
         self._adopt(inp, prep)
@@ -291,7 +293,7 @@ class TerminationWorkflow:
         self._set_phase(TerminationPhase.DRAINING)
         if prep.node_exists and await self._instance_already_gone(prep, provider_id):
             prep = prep.model_copy(update={"node_exists": False})
-        marked = await self._mark_claim(prep, DrainedStatus.DRAINING if prep.node_exists else None)
+        marked = prep.claim_marked or await self._mark_claim(prep, DrainedStatus.DRAINING if prep.node_exists else None)
         try:
             if prep.node_exists:
                 drain_began = workflow.now()
@@ -509,7 +511,7 @@ class TerminationWorkflow:
         ids = (PATCHES_FIRST_PATCH, *UPFRONT_PATCHES,
                *((COMPLETION_WAIT_PATCH,) if self._inp.completion_wait is not None else ()))
         if workflow.patched(ALL_PATCHES_PATCH):
-            self._patches = dict.fromkeys(ids, True)
+            self._patches, self._lean = dict.fromkeys(ids, True), True
         elif workflow.patched(PATCHES_FIRST_PATCH):
             self._patches = {patch_id: workflow.patched(patch_id) for patch_id in ids[1:]}
 
