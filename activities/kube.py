@@ -200,6 +200,11 @@ class KubeActivities:
             now = datetime.now(UTC)
             pods = await self._io(self.kube.list_node_pods, inp.node_name)
             waiting = [p for p in pods if rules.is_waiting_eviction(p, now)]
+            if not waiting and inp.drained_not_before is not None and now < inp.drained_not_before:
+                if inp.return_by is not None and now >= inp.return_by:  # the workflow's window ends first
+                    return DrainResult(drained=False, evicted=run.evicted, deleted=len(run.deleted))
+                await self._hold_to_minimum(inp, run)
+                continue
             if not waiting:
                 metrics.RUNNING_DRAINS.finished(inp.node_name)
                 metrics.set_awaiting_completion(inp.node_name, 0)
@@ -238,6 +243,17 @@ class KubeActivities:
                 return DrainResult(drained=False, evicted=run.evicted, deleted=len(run.deleted), pods=pod_states)
             due = rules.next_deadline_delete(waiting, inp.deadline, now) if inp.deadline_deletes else None
             await asyncio.sleep(self._next_wait(inp, run, changed, now, due))
+
+    @staticmethod
+    async def _hold_to_minimum(inp: DrainInput, run: _DrainRun) -> None:
+        """Drained before `drained_not_before` (Karpenter's MinDrainTime): wait until then (or `return_by`, when that
+        comes first), heartbeating, before the node's pods are looked at again. What was a workflow timer and a
+        second drain activity (11 history events) is a wait here."""
+        assert inp.drained_not_before is not None
+        until = min(inp.drained_not_before, inp.return_by or inp.drained_not_before)
+        while (left := (until - datetime.now(UTC)).total_seconds()) > 0:
+            activity.heartbeat(run.beat)
+            await asyncio.sleep(min(left, 1.0))
 
     async def _evict_step(self, inp: DrainInput, pod: Obj, run: _DrainRun, mono: float) -> bool:
         """One pod's turn in a round: skip it (terminating, backing off, do-not-disrupt) or try to evict it.

@@ -207,6 +207,9 @@ class DrainInput(BaseModel):
     started_at: AwareDatetime | None = None  # when the termination began (drain duration metric)
     node_pool: str | None = None  # the node's pool for karpenter_nodes_drained_total (None: read from the Node)
     node_claim_name: str | None = None  # its NodeClaim, read for the Evicted events' reason (None: found by a LIST)
+    # Karpenter's MinDrainTime in the activity (docs/semantics.md §9.5): drained sooner, it waits until then and looks
+    # again (a pod bound before kube-scheduler saw the taint is evicted too); None: the workflow holds it (a timer)
+    drained_not_before: AwareDatetime | None = None
     wait_for_completion: bool = False  # drain.jobs Wait in force now: leave run-to-completion pods to finish
     completion_until: AwareDatetime | None = None  # ... until then (for the AwaitingJobCompletion Event)
     # Karpenter v1.15 (kubernetes-sigs/karpenter#3063): the drain's rounds delete the pods due at the deadline, from

@@ -297,8 +297,10 @@ class TerminationWorkflow:
         try:
             if prep.node_exists:
                 drain_began = workflow.now()
-                await self._drain()
-                await self._min_drain_time(prep, drain_began)
+                floor = self._drain_floor(prep, drain_began)
+                await self._drain(floor)
+                if floor is None:  # executions before the one-marker patch hold it with a timer
+                    await self._min_drain_time(prep, drain_began)
                 if marked and self._cancel_reason is None:
                     await self._mark_claim(prep, DrainedStatus.DRAINED)
                 await self._await_volumes(prep.node_claim_name if prep.node_claim_exists else None)
@@ -391,7 +393,9 @@ class TerminationWorkflow:
 
     # ---- drain -------------------------------------------------------------------------------------------
 
-    async def _drain(self) -> None:
+    async def _drain(self, floor: datetime | None = None) -> None:
+        """Drain activities until the node is drained; `floor`: not drained before then (MinDrainTime, one-marker
+        executions), unless forced."""
         inp = self._inp
         last_delete: datetime | None = None
         # decided up front; executions that ask for patches where they apply (before that patch) keep delete_pods
@@ -418,7 +422,8 @@ class TerminationWorkflow:
                 DrainInput(node_name=inp.node_name, reason=inp.reason, return_by=window_end, deadline=self._deadline,
                            workflow_id=workflow.info().workflow_id, started_at=self._started_at,
                            wait_for_completion=holding, completion_until=hold_end, deadline_deletes=in_drain,
-                           node_pool=self._node_pool, node_claim_name=self._claim_name),
+                           node_pool=self._node_pool, node_claim_name=self._claim_name,
+                           drained_not_before=None if self._force_reason is not None else floor),
                 start_to_close_timeout=DRAIN_WINDOW + timedelta(minutes=1), heartbeat_timeout=HEARTBEAT,
                 summary=f"drain {inp.node_name}" + (", Job pods left to finish" if holding else ""),
             )
@@ -434,6 +439,13 @@ class TerminationWorkflow:
             remaining = window_end - workflow.now()
             if remaining > timedelta(0):
                 await self._sleep(remaining, f"drain of {inp.node_name} blocked; retry at next deadline step")
+
+    def _drain_floor(self, prep: PrepareResult, began: datetime) -> datetime | None:
+        """One-marker executions hand Karpenter's MinDrainTime to the drain activity (`drained_not_before`): a wait
+        there instead of a timer and a second drain activity here. None: no minimum, or the timer's path."""
+        if not self._lean or not prep.node_claim_exists or not self._patched(MIN_DRAIN_PATCH):
+            return None
+        return began + (prep.min_drain_time if prep.min_drain_time is not None else MIN_DRAIN_TIME)
 
     async def _min_drain_time(self, prep: PrepareResult, began: datetime) -> None:
         """Karpenter's MinDrainTime: with a NodeClaim, the node counts as drained only once MIN_DRAIN_TIME has passed
