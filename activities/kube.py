@@ -22,6 +22,7 @@ from kubernetes.client.rest import ApiException
 from temporalio import activity
 
 from activities.events import recorder_for
+from activities.termination_markers import TerminationMarkerActivities
 from api import events, labels
 from api.duration import parse_optional_duration
 from api.events import EventReason
@@ -31,6 +32,7 @@ from contracts.termination import (
     WAITING_FOR_COMPLETION,
     DeletePodsInput,
     DeletePodsResult,
+    DrainedStatus,
     DrainInput,
     DrainResult,
     DrainSignal,
@@ -39,6 +41,7 @@ from contracts.termination import (
     PodState,
     PrepareInput,
     PrepareResult,
+    TerminationMarkersInput,
     UntaintInput,
     VolumesInput,
     VolumesResult,
@@ -81,6 +84,8 @@ class _DrainRun:
     deleted: set[tuple[str, str]] = field(default_factory=set)  # deleted at the deadline by this drain
     poll: float = 0.0
     evict_reason: str | None = None  # what Evicted says (the NodeClaim's DisruptionReason), read at the first eviction
+    reason_read: asyncio.Lock = field(default_factory=asyncio.Lock)  # the tier's evictions run at once: read it once
+    beat: dict[str, Any] = field(default_factory=dict)  # the last round's heartbeat details, repeated between rounds
 
 
 class KubeActivities:
@@ -98,6 +103,7 @@ class KubeActivities:
         self.poll_max = poll_max
         self.volume_poll = volume_poll
         self.recorder = recorder_for(kube)  # Karpenter's dedupe windows, shared by the worker's activities
+        self.markers = TerminationMarkerActivities(kube)  # prepare writes them when the workflow asks (mark_claim)
 
     def _publish(self, kind: str, name: str, reason: str, message: str, uid: str | None = None,
                  namespace: str | None = None) -> Awaitable[int]:
@@ -127,14 +133,20 @@ class KubeActivities:
                 await self._io(self.kube.delete_node, inp.node_name)
         pods: list[PodState] = []
         attachments: int | None = 0
+        marked = False
         if node is not None:
-            await self._io(self.kube.taint, inp.node_name, exclude_from_lb=True)
+            await self._io(self.kube.taint, inp.node_name, exclude_from_lb=True, current=node)
             await self._io(self.kube.event, "Node", node, inp.node_name, EventReason.TERMINATING,
                            events.terminating(inp.reason, labels.DISRUPTED_TAINT_KEY))
             now = datetime.now(UTC)
             raw = await self._io(self.kube.list_node_pods, inp.node_name)
             pods = [_pod_state(p) for p in raw if rules.is_waiting_eviction(p, now)]
             attachments = await self._io(self._node_attachments, inp.node_name)
+            if inp.mark_claim and claim is not None and node_ready(node) is not False:
+                # a fresh read: taking ownership and the cascade's delete just changed the claim
+                marked = await self._io(self.markers.mark_now, TerminationMarkersInput(
+                    node_claim_name=claim["metadata"]["name"], drained=DrainedStatus.DRAINING,
+                    since=min([d for d in (node_del, claim_del) if d is not None], default=inp.started_at)))
         claim_spec = (claim or {}).get("spec") or {}
         claim_ann = ((claim or {}).get("metadata") or {}).get("annotations") or {}
         deletions = [d for d in (node_del, claim_del) if d is not None]
@@ -154,6 +166,7 @@ class KubeActivities:
             volume_attachments=attachments,
             node_ready=node_ready(node) if node is not None else None,
             min_drain_time=timedelta(seconds=self.min_drain_seconds) if self.min_drain_seconds is not None else None,
+            claim_marked=marked,
         )
 
     async def _own_machine(self, claim: Obj) -> None:
@@ -161,7 +174,7 @@ class KubeActivities:
         termination (the deletion watcher reads it) instead of starting a second one."""
         mine = activity.info().workflow_id
         held = await self._io(self.kube.claim_annotation, claim["metadata"]["name"],
-                              labels.TERMINATION_WORKFLOW_ANNOTATION, mine)
+                              labels.TERMINATION_WORKFLOW_ANNOTATION, mine, current=claim)
         if held is not None and held != mine:
             log.warning("nodeclaim %s is owned by termination %s, not %s", claim["metadata"]["name"], held, mine)
 
@@ -183,13 +196,19 @@ class KubeActivities:
         `deadline_deletes` (Karpenter v1.15) each round first deletes the pods due at the deadline, from any tier."""
         run = _DrainRun(poll=self.poll_min)
         while True:
+            activity.heartbeat(run.beat)
             now = datetime.now(UTC)
             pods = await self._io(self.kube.list_node_pods, inp.node_name)
             waiting = [p for p in pods if rules.is_waiting_eviction(p, now)]
+            if not waiting and inp.drained_not_before is not None and now < inp.drained_not_before:
+                if inp.return_by is not None and now >= inp.return_by:  # the workflow's window ends first
+                    return DrainResult(drained=False, evicted=run.evicted, deleted=len(run.deleted))
+                await self._hold_to_minimum(inp, run)
+                continue
             if not waiting:
                 metrics.RUNNING_DRAINS.finished(inp.node_name)
                 metrics.set_awaiting_completion(inp.node_name, 0)
-                await self._io(_record_drained, self.kube, inp.node_name)
+                await self._io(_record_drained, self.kube, inp.node_name, inp.node_pool)
                 if inp.started_at is not None:
                     metrics.DRAIN_DURATION.observe(max(0.0, (now - inp.started_at).total_seconds()))
                 return DrainResult(drained=True, evicted=run.evicted, deleted=len(run.deleted))
@@ -203,8 +222,10 @@ class KubeActivities:
             for pod in step.delete:
                 changed |= await self._deadline_delete(inp, pod, run)
             tier = step.evict
-            for pod in tier:
-                changed |= await self._evict_step(inp, pod, run, time.monotonic())
+            # the tier's evictions at once, as Karpenter's eviction queue sends them (the API server keeps PDBs)
+            mono = time.monotonic()
+            changed |= any(await asyncio.gather(*(self._evict_step(inp, pod, run, mono) for pod in tier)))
+            activity.heartbeat(run.beat)  # a slow round under a burst is alive, not a heartbeat timeout
             run.pdb_cache.clear()
             pod_states = await self._report_round(inp, waiting, run)
             held = [p.key for p in pod_states if p.status == WAITING_FOR_COMPLETION]
@@ -222,6 +243,17 @@ class KubeActivities:
                 return DrainResult(drained=False, evicted=run.evicted, deleted=len(run.deleted), pods=pod_states)
             due = rules.next_deadline_delete(waiting, inp.deadline, now) if inp.deadline_deletes else None
             await asyncio.sleep(self._next_wait(inp, run, changed, now, due))
+
+    @staticmethod
+    async def _hold_to_minimum(inp: DrainInput, run: _DrainRun) -> None:
+        """Drained before `drained_not_before` (Karpenter's MinDrainTime): wait until then (or `return_by`, when that
+        comes first), heartbeating, before the node's pods are looked at again. What was a workflow timer and a
+        second drain activity (11 history events) is a wait here."""
+        assert inp.drained_not_before is not None
+        until = min(inp.drained_not_before, inp.return_by or inp.drained_not_before)
+        while (left := (until - datetime.now(UTC)).total_seconds()) > 0:
+            activity.heartbeat(run.beat)
+            await asyncio.sleep(min(left, 1.0))
 
     async def _evict_step(self, inp: DrainInput, pod: Obj, run: _DrainRun, mono: float) -> bool:
         """One pod's turn in a round: skip it (terminating, backing off, do-not-disrupt) or try to evict it.
@@ -253,8 +285,9 @@ class KubeActivities:
             km.PODS_DRAINED.labels(reason=km.snake(inp.reason)).inc()
             run.evicted += 1
             st.status, st.pdb, st.next_at = "Evicting", None, mono + 1.0
-            if run.evict_reason is None:  # read once per drain, at its first eviction
-                run.evict_reason = await self._io(self._eviction_reason, inp.node_name)
+            async with run.reason_read:  # read once per drain, at its first eviction
+                if run.evict_reason is None:
+                    run.evict_reason = await self._io(self._eviction_reason, inp.node_name, inp.node_claim_name)
             await self._publish("Pod", meta["name"], EventReason.EVICTED, events.evicted(run.evict_reason),
                                 uid=meta.get("uid"), namespace=meta["namespace"])
             return True
@@ -310,9 +343,10 @@ class KubeActivities:
         blocking = frozenset((p.key, p.blocking_pdb) for p in pod_states
                              if p.status in ("Blocked", "DoNotDisrupt", WAITING_FOR_COMPLETION))
         held = {p.key for p in pod_states if p.status == WAITING_FOR_COMPLETION}
-        activity.heartbeat({"pods_left": len(waiting), "evicted": run.evicted,
-                            "blocking": sorted({b or "do-not-disrupt" for k, b in blocking if k not in held}),
-                            "waiting_for_completion": len(held)})
+        run.beat = {"pods_left": len(waiting), "evicted": run.evicted,
+                    "blocking": sorted({b or "do-not-disrupt" for k, b in blocking if k not in held}),
+                    "waiting_for_completion": len(held)}
+        activity.heartbeat(run.beat)
         mono = time.monotonic()
         recount = len(pod_states) != run.last_left and mono - run.signalled_at >= self.progress_every
         if blocking != run.last_blocking or recount:
@@ -424,7 +458,11 @@ class KubeActivities:
             log.warning("NodeClaim %s: VolumesDetached not written: %s", claim, exc)
         return True
 
-    def _eviction_reason(self, node: str) -> str:
+    def _eviction_reason(self, node: str, claim_name: str | None = None) -> str:
+        """The NodeClaim's DisruptionReason: read by name when the workflow knows it; else found in the LIST of every
+        NodeClaim, which at 1,000 nodes draining at once was 1,000 LISTs of 1,000 claims."""
+        if claim_name:
+            return events.eviction_reason(self.kube.get_node_claim(claim_name))
         claim = next((c for c in self.kube.list_node_claims() if (c.get("status") or {}).get("nodeName") == node),
                      None)
         return events.eviction_reason(claim)
@@ -461,18 +499,22 @@ class KubeActivities:
     async def finalize(self, inp: FinalizeInput) -> FinalizeResult:
         """Delete the objects if no one did yet, then remove the Node finalizer, then the NodeClaim's."""
         node = await self._io(self.kube.get_node, inp.node_name)
+        read: Obj | None = node  # the finalizer's first attempt patches what was read (no second GET)
         if node is not None:
             await self._io(self.kube.event, "Node", node, inp.node_name, EventReason.TERMINATED,
                            f"Instance terminated; removing finalizer {labels.TERMINATION_FINALIZER}")
             if inp.delete_objects and not rules.deletion_time(node):
                 await self._io(self.kube.delete_node, inp.node_name)
-        node_removed = await self._io(self.kube.remove_finalizer, "Node", inp.node_name)
+                read = None
+        node_removed = await self._io(self.kube.remove_finalizer, "Node", inp.node_name, current=read)
         claim_removed, claim = False, None
         if inp.node_claim_name:
-            claim = await self._io(self.kube.get_node_claim, inp.node_claim_name)
+            claim = read = await self._io(self.kube.get_node_claim, inp.node_claim_name)
             if claim is not None and inp.delete_objects and not rules.deletion_time(claim):
                 await self._io(self.kube.delete_node_claim, inp.node_claim_name)
-            claim_removed = await self._io(self.kube.remove_finalizer, "NodeClaim", inp.node_claim_name)
+                read = None
+            claim_removed = await self._io(self.kube.remove_finalizer, "NodeClaim", inp.node_claim_name,
+                                           current=read)
         metrics.NODES_TERMINATED.labels(reason=inp.reason or "Unknown").inc()
         _record_terminated(node if node_removed else None, claim if claim_removed else None, inp.started_at)
         return FinalizeResult(node_finalizer_removed=node_removed, node_claim_finalizer_removed=claim_removed)
@@ -503,10 +545,12 @@ def _pod_state(pod: Obj) -> PodState:
                     started_at=rules.pod_start(pod), runs_to_completion=rules.runs_to_completion(pod))
 
 
-def _record_drained(kube: KubeClient, node_name: str) -> None:
-    """karpenter_nodes_drained_total, labelled with the node's pool (terminator: once per node drained)."""
-    node = kube.get_node(node_name)
-    pool = (((node or {}).get("metadata") or {}).get("labels") or {}).get(labels.NODEPOOL_LABEL, "")
+def _record_drained(kube: KubeClient, node_name: str, pool: str | None = None) -> None:
+    """karpenter_nodes_drained_total, labelled with the node's pool (terminator: once per node drained); the Node is
+    read only when the workflow did not say its pool."""
+    if pool is None:
+        node = kube.get_node(node_name)
+        pool = (((node or {}).get("metadata") or {}).get("labels") or {}).get(labels.NODEPOOL_LABEL, "")
     km.NODES_DRAINED.labels(nodepool=pool).inc()
 
 

@@ -75,19 +75,26 @@ class TerminationMarkerActivities:
             log.warning("markers of NodeClaim %s not written: %s %s", inp.node_claim_name, exc.status, exc.reason)
             return False
 
+    def mark_now(self, inp: TerminationMarkersInput) -> bool:
+        """What the activity does, called from another activity's thread (prepare); True: the claim is marked."""
+        return self._best_effort(self._mark, inp)
+
     def _mark(self, inp: TerminationMarkersInput) -> bool:
         claim = self.kube.get_node_claim(inp.node_claim_name)
         if claim is None:
             return False
         stamp = termination_timestamp(claim, inp.since)
         held = ((claim.get("metadata") or {}).get("annotations") or {}).get(labels.TERMINATION_TIMESTAMP_ANNOTATION)
+        unchanged: Obj | None = claim  # what the condition's first attempt patches, unless the annotation changed it
         if stamp is not None:
-            held = self.kube.claim_annotation(inp.node_claim_name, labels.TERMINATION_TIMESTAMP_ANNOTATION, stamp)
+            held = self.kube.claim_annotation(inp.node_claim_name, labels.TERMINATION_TIMESTAMP_ANNOTATION, stamp,
+                                              current=claim)
             if held is None:
                 return False
+            unchanged = None
         if held:
             self._grace_period_expiring(claim, held)
-        return self._set_drained(inp.node_claim_name, inp.drained)
+        return self._set_drained(inp.node_claim_name, inp.drained, unchanged)
 
     def _grace_period_expiring(self, claim: dict[str, Any], at: str) -> None:
         """Karpenter's TerminationGracePeriodExpiring on the NodeClaim (lifecycle) and its Node (termination), while
@@ -101,12 +108,13 @@ class TerminationMarkerActivities:
                                    message=message, type="Warning"))
         recorder_for(self.kube).publish(*specs)
 
-    def _set_drained(self, name: str, status: DrainedStatus | None) -> bool:
-        """Read-modify-patch of status.conditions (a merge patch replaces the whole list) under resourceVersion."""
+    def _set_drained(self, name: str, status: DrainedStatus | None, current: Obj | None = None) -> bool:
+        """Read-modify-patch of status.conditions (a merge patch replaces the whole list) under resourceVersion;
+        the first attempt patches `current` when the caller just read it (a stale one is a 409 and a fresh read)."""
         if status is None:
             return True
         for _ in range(ATTEMPTS):
-            claim = self.kube.get_node_claim(name)
+            claim, current = current or self.kube.get_node_claim(name), None
             if claim is None:
                 return False
             conditions = with_drained((claim.get("status") or {}).get("conditions") or [], status, datetime.now(UTC))

@@ -4,8 +4,12 @@
 
 Brings up a Temporal dev server, moto_server, the simulator and ONE worker process (`python worker.py`,
 as in production), deletes every node with one DELETE collection call, and prints JSON figures: seconds
-until the last finalizer is gone, history events per node (mean/max), the worker's peak memory, evictions
-and PDB violations from the simulator's ledger. Targets: 200 nodes within 60 s on 2 cores, <= 80 events.
+until the last of the benchmark's Nodes and NodeClaims is gone, history events per node by kind
+(bench/termination_histories.py), the first drain's lag after the DELETE, CPU per node of the worker (by thread),
+Temporal, moto and the simulator, API requests per node by verb, the worker's peak memory, evictions and PDB
+violations from the simulator's ledger. `--worker-root DIR` runs the worker from another tree (A/B against an older
+commit's export), `--profile PATH` writes the worker's cProfile. Goals at 1,000 nodes (docs/benchmarks.md): last
+finalizer <= 60 s, <= 22 events and <= 40 worker CPU-ms per node, every drain started within 2 s.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,6 +34,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from api import labels
 from bench.termination_cluster import PodSpec, cluster_objects
+from bench.termination_histories import Histories
 from contracts.search_attributes import ALL as SEARCH_ATTRIBUTES
 from devstack.binaries import find_binary
 from devstack.processes import wait_for_port
@@ -56,7 +60,26 @@ def _peak_rss_mb(pid: int) -> float:
 
 def _cpu_seconds(pid: int) -> float:
     """utime + stime of a process (how much CPU it needed, whatever else shares the machine)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return _cpu_seconds_of(Path(f"/proc/{pid}/stat").read_text())
+
+
+def _thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds of a process's threads by name: `main` (the event loop: workflow code, async activities), the
+    SDK core's Rust threads (tokio-*) and the Python threads (named as the process) that blocking calls run on."""
+    out: dict[str, float] = {}
+    for stat in Path(f"/proc/{pid}/task").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        tid = int(stat.parent.name)
+        name = "main" if tid == pid else text[text.index("(") + 1:text.rindex(")")]
+        out[name] = out.get(name, 0.0) + _cpu_seconds_of(text)
+    return out
+
+
+def _cpu_seconds_of(stat_text: str) -> float:
+    fields = stat_text.rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -97,29 +120,6 @@ class _Stack:
     worker: subprocess.Popen | None = None
 
 
-@dataclass
-class _Histories:
-    """What the TerminationWorkflow histories say: their size, retries, start lag and activity durations."""
-
-    events: list[int] = field(default_factory=list)
-    retried: int = 0
-    starts: list[float] = field(default_factory=list)
-    activity_seconds: dict[str, list[float]] = field(default_factory=dict)
-
-    def figures(self) -> dict[str, Any]:
-        events, starts = self.events, self.starts
-        return {
-            "workflows": len(events),
-            "historyEventsPerNode": {"mean": round(statistics.mean(events), 1) if events else None,
-                                     "max": max(events, default=None)},
-            "workflowsWithRetriedActivities": self.retried,
-            "workflowStartAfterDeleteSeconds": {"min": round(min(starts, default=0), 2),
-                                                "max": round(max(starts, default=0), 2)},
-            "activityMeanSeconds": {k: round(statistics.mean(v), 2)
-                                    for k, v in sorted(self.activity_seconds.items())},
-        }
-
-
 async def _start_services(moto_port: int) -> _Stack:
     """moto_server and a Temporal dev server with nodeflow's search attributes, as the worker expects them."""
     moto = subprocess.Popen([find_binary("moto_server"), "-H", "127.0.0.1", "-p", str(moto_port)],
@@ -132,11 +132,15 @@ async def _start_services(moto_port: int) -> _Stack:
 
 def _start_worker(args: argparse.Namespace, stack: _Stack, sim: Simulator) -> subprocess.Popen:
     """One `python worker.py` process, as in production, so its memory and CPU are measured on their own."""
+    root = Path(args.worker_root).resolve() if args.worker_root else ROOT
+    env = dict(os.environ, PYTHONPATH=str(root))
+    if args.profile:
+        env["NODEFLOW_PROFILE"] = str(Path(args.profile).resolve())
     return subprocess.Popen(
-        [sys.executable, str(ROOT / "worker.py"), "--address", stack.env.client.service_client.config.target_host,
+        [sys.executable, str(root / "worker.py"), "--address", stack.env.client.service_client.config.target_host,
          "--kubeconfig", sim.kubeconfig_path, "--ec2-endpoint", stack.endpoint, "--task-queue", "nodeflow-bench",
          "--resync-seconds", str(args.resync), "--log-level", "WARNING"],
-        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL,
+        cwd=root, env=env, stdout=subprocess.DEVNULL,
         stderr=(stack.logdir / "worker.log").open("wb"))
 
 
@@ -175,38 +179,34 @@ def _cpu_now(worker_pid: int) -> dict[str, float]:
     return {"worker": _cpu_seconds(worker_pid), "bench+simulator": _cpu_seconds(os.getpid()), **_children_cpu()}
 
 
+def _bench_names(items: list[dict[str, Any]]) -> int:
+    """How many of `items` are the benchmark's own (`bench-*`): a NodeClaim the worker launched meanwhile for the
+    deleted nodes' pods is not one of the terminations measured (it is counted apart, `nodeClaimsLaunched`)."""
+    return sum(1 for i in items if i["metadata"]["name"].startswith("bench-"))
+
+
 async def _wait_until_gone(core: k8s.CoreV1Api, custom: k8s.CustomObjectsApi, t0: float, timeout: float,
-                           remaining: int) -> int:
-    """Poll until no Node and no NodeClaim is left (their finalizers gone) or `timeout` seconds after t0;
-    returns how many are left."""
+                           remaining: int) -> tuple[int, int]:
+    """Poll until none of the benchmark's Nodes and NodeClaims is left (their finalizers gone) or `timeout` seconds
+    after t0; returns how many are left and how many other NodeClaims exist."""
+    others = 0
     while time.monotonic() - t0 < timeout:
         node_items = json.loads(core.list_node(_preload_content=False).data)["items"]
         claim_items = custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
-        remaining = len(node_items) + len(claim_items)
+        remaining = _bench_names(node_items) + _bench_names(claim_items)
+        others = len(claim_items) - _bench_names(claim_items)
         if remaining == 0:
             break
         await asyncio.sleep(0.2)
-    return remaining
+    return remaining, others
 
 
-async def _histories(client: Client, wall0: float) -> _Histories:
-    """Read every TerminationWorkflow history: events per node, retried activities, start lag after the
-    DELETE (wall clock `wall0`) and seconds from each activity's scheduling to its completion."""
-    out = _Histories()
+async def _histories(client: Client, wall0: float) -> Histories:
+    """Read every TerminationWorkflow history (bench/termination_histories.py says what is counted)."""
+    out = Histories()
     async for wf in client.list_workflows("WorkflowType = 'TerminationWorkflow'"):
         hist = await client.get_workflow_handle(wf.id, run_id=wf.run_id).fetch_history()
-        out.events.append(len(hist.events))
-        out.retried += any(e.HasField("activity_task_failed_event_attributes") for e in hist.events)
-        first = hist.events[0].event_time.ToDatetime().timestamp()
-        out.starts.append(first - wall0)
-        scheduled: dict[int, tuple[str, float]] = {}
-        for e in hist.events:
-            ts = e.event_time.ToDatetime().timestamp()
-            if e.HasField("activity_task_scheduled_event_attributes"):
-                scheduled[e.event_id] = (e.activity_task_scheduled_event_attributes.activity_type.name, ts)
-            elif e.HasField("activity_task_completed_event_attributes"):
-                name, at = scheduled[e.activity_task_completed_event_attributes.scheduled_event_id]
-                out.activity_seconds.setdefault(name, []).append(ts - at)
+        out.add(hist.events, wall0)
     return out
 
 
@@ -216,20 +216,27 @@ def _terminated(ec2: Any, ids: list[str]) -> int:
     return sum(1 for group in states for i in group if i["State"]["Name"] in ("shutting-down", "terminated"))
 
 
+def _per_node(verbs: dict[str, Any], before: dict[str, Any], nodes: int) -> dict[str, float]:
+    """API requests per deleted node by verb, counted from the DELETE on (the warm-up's are not)."""
+    return {v: round((n["requests"] - before.get(v, {}).get("requests", 0)) / nodes, 1) for v, n in verbs.items()}
+
+
 async def _measure(args: argparse.Namespace, stack: _Stack) -> dict[str, Any]:
     """Delete every node with one call, wait until all are gone, then gather the figures. Process figures
     are read before the histories so that reading them does not count."""
     assert stack.sim is not None and stack.worker is not None
     api = stack.sim.api_client()
     core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)
-    cpu0 = _cpu_now(stack.worker.pid)
+    cpu0, threads0 = _cpu_now(stack.worker.pid), _thread_cpu(stack.worker.pid)
+    verbs0 = stack.sim.stats().get("byVerb", {})
     t0 = time.monotonic()
     wall0 = time.time()
     core.delete_collection_node(label_selector=f"{labels.NODEPOOL_LABEL}=default")
-    remaining = await _wait_until_gone(core, custom, t0, args.timeout, args.nodes)
+    remaining, launched = await _wait_until_gone(core, custom, t0, args.timeout, args.nodes)
     elapsed = time.monotonic() - t0
     peak_mb = _peak_rss_mb(stack.worker.pid)
-    cpu1 = _cpu_now(stack.worker.pid)
+    cpu1, threads1 = _cpu_now(stack.worker.pid), _thread_cpu(stack.worker.pid)
+    threads = {k: round(v - threads0.get(k, 0.0), 1) for k, v in sorted(threads1.items(), key=lambda kv: -kv[1])}
     cpu = {k: round(cpu1[k] - cpu0.get(k, 0.0), 1) for k in cpu1 if k in ("worker", "bench+simulator", "temporal",
                                                                        "moto_server")}
     load = os.getloadavg()[0]
@@ -242,11 +249,16 @@ async def _measure(args: argparse.Namespace, stack: _Stack) -> dict[str, Any]:
         "podGraceSeconds": args.pod_grace,
         "timeScale": args.time_scale, "cpus": os.cpu_count(),
         "secondsUntilLastFinalizerGone": round(elapsed, 2), "objectsLeft": remaining,
+        "nodeClaimsLaunched": launched,
         **histories.figures(),
         "workerPeakRssMiB": round(peak_mb, 1), "cpuSecondsDuringRun": cpu,
+        "cpuMsPerNode": {k: round(1000 * v / args.nodes, 1) for k, v in cpu.items()},
+        "workerCpuSecondsByThread": threads,
         "loadAverage1m": round(load, 1), "instancesTerminated": terminated,
         "evictions": stats.get("evictions"), "pdbViolations": stats.get("pdbViolationsTotal"),
-        "apiRequests": stats.get("requests"), "workerLog": str(stack.logdir / "worker.log"),
+        "apiRequests": stats.get("requests"),
+        "apiRequestsPerNodeByVerb": _per_node(stats.get("byVerb", {}), verbs0, args.nodes),
+        "workerLog": str(stack.logdir / "worker.log"),
     }
 
 
@@ -273,6 +285,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--resync", type=float, default=2.0, help="watcher resync seconds")
     p.add_argument("--warmup", type=float, default=6.0)
     p.add_argument("--timeout", type=float, default=180.0)
+    p.add_argument("--worker-root", help="run worker.py from this tree (e.g. an export of an older commit: A/B)")
+    p.add_argument("--profile", help="write the worker's cProfile stats here (NODEFLOW_PROFILE)")
     args = p.parse_args(argv)
     figures = asyncio.run(run(args))
     print(json.dumps(figures, indent=2))

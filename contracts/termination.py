@@ -175,6 +175,10 @@ class PrepareInput(BaseModel):
     provider_id: str | None = None
     reason: str = ""
     cascade: bool = True  # mirror a user's deletion onto the Node/NodeClaim counterpart
+    # write the NodeClaim's termination markers (Drained=Unknown) too, when the node is there and not NotReady: the
+    # claim was just read, so this saves the workflow a local activity and the API two reads (`claim_marked`)
+    mark_claim: bool = False
+    started_at: AwareDatetime | None = None  # the termination's start: the markers' `since` without a deletion
 
 
 class PrepareResult(BaseModel):
@@ -191,6 +195,7 @@ class PrepareResult(BaseModel):
     node_ready: bool | None = None  # the Node's Ready condition is True (None: not looked at)
     # the worker's --min-drain-time (a test knob, docs/configuration.md); None: Karpenter's MinDrainTime, 5 s
     min_drain_time: timedelta | None = None
+    claim_marked: bool = False  # the markers were written as `mark_claim` asked (else the workflow writes them)
 
 
 class DrainInput(BaseModel):
@@ -200,6 +205,11 @@ class DrainInput(BaseModel):
     deadline: AwareDatetime | None = None
     workflow_id: str | None = None  # where to signal blocking changes (progress query)
     started_at: AwareDatetime | None = None  # when the termination began (drain duration metric)
+    node_pool: str | None = None  # the node's pool for karpenter_nodes_drained_total (None: read from the Node)
+    node_claim_name: str | None = None  # its NodeClaim, read for the Evicted events' reason (None: found by a LIST)
+    # Karpenter's MinDrainTime in the activity (docs/semantics.md §9.5): drained sooner, it waits until then and looks
+    # again (a pod bound before kube-scheduler saw the taint is evicted too); None: the workflow holds it (a timer)
+    drained_not_before: AwareDatetime | None = None
     wait_for_completion: bool = False  # drain.jobs Wait in force now: leave run-to-completion pods to finish
     completion_until: AwareDatetime | None = None  # ... until then (for the AwaitingJobCompletion Event)
     # Karpenter v1.15 (kubernetes-sigs/karpenter#3063): the drain's rounds delete the pods due at the deadline, from

@@ -436,9 +436,11 @@ class KubeClient:
             raise
 
     def update(self, kind: str, name: str, change: Change, attempts: int = UPDATE_ATTEMPTS,
-               status: bool = False) -> bool | None:
+               status: bool = False, current: Obj | None = None) -> bool | None:
         """Read-modify-patch of a Node, NodeClaim or NodePool with the resourceVersion as precondition, retried on
-        409. `status`: the change is to the object's status, patched through the status subresource.
+        409. `status`: the change is to the object's status, patched through the status subresource. `current`:
+        the object as the caller just read it, used for the first attempt instead of a GET (a stale one costs a
+        409 and a fresh read, never a lost write).
 
         None: the object is gone; False: it already was as wanted; True: patched.
         """
@@ -447,7 +449,7 @@ class KubeClient:
             (self.patch_node_pool_status if status else self.patch_node_pool) if kind == "NodePool" else
             (self.patch_node_claim_status if status else self.patch_node_claim))
         for _ in range(attempts):
-            obj = get(name)
+            obj, current = current or get(name), None
             if obj is None:
                 return None
             body = change(obj)
@@ -460,22 +462,23 @@ class KubeClient:
                 continue
         raise Conflict(f"could not update {kind} {name}: too many conflicts")
 
-    def claim_annotation(self, name: str, key: str, value: str) -> str | None:
+    def claim_annotation(self, name: str, key: str, value: str, current: Obj | None = None) -> str | None:
         """Set annotation `key` on a NodeClaim unless it already has one; returns the value it holds now (the
         first writer's), or None when the claim is gone. Safe against concurrent writers (resourceVersion)."""
         held: list[str] = []
 
         def change(obj: Obj) -> Obj | None:
-            current = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
-            held[:] = [current or value]
-            return None if current else {"metadata": {"annotations": {key: value}}}
+            existing = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
+            held[:] = [existing or value]
+            return None if existing else {"metadata": {"annotations": {key: value}}}
 
-        return None if self.update("NodeClaim", name, change) is None else held[0]
+        return None if self.update("NodeClaim", name, change, current=current) is None else held[0]
 
-    def taint(self, name: str, exclude_from_lb: bool = False, now: datetime | None = None) -> bool:
+    def taint(self, name: str, exclude_from_lb: bool = False, now: datetime | None = None,
+              current: Obj | None = None) -> bool:
         """Ensure the disrupted taint (stamped `timeAdded`), optionally the load-balancer exclusion label.
         False when the node is gone."""
-        return self.update("Node", name, _taint_change(exclude_from_lb, now)) is not None
+        return self.update("Node", name, _taint_change(exclude_from_lb, now), current=current) is not None
 
     def untaint(self, name: str, skip_deleting: bool = True, drop_lb_label: bool = False) -> bool:
         """Remove the disrupted taint (and our load-balancer exclusion label when asked). False when gone.
@@ -488,9 +491,10 @@ class KubeClient:
         """Add a finalizer unless the object is deleting. True when it was added now."""
         return bool(self.update(kind, name, _finalizer_change(finalizer, True)))
 
-    def remove_finalizer(self, kind: str, name: str, finalizer: str = labels.TERMINATION_FINALIZER) -> bool:
+    def remove_finalizer(self, kind: str, name: str, finalizer: str = labels.TERMINATION_FINALIZER,
+                         current: Obj | None = None) -> bool:
         """Remove one finalizer (retrying on conflict). True when it was there and is gone now."""
-        return bool(self.update(kind, name, _finalizer_change(finalizer, False)))
+        return bool(self.update(kind, name, _finalizer_change(finalizer, False), current=current))
 
     def create_node_claim(self, body: Obj) -> Obj:
         """Create, or return the one a concurrent attempt created first (409)."""

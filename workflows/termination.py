@@ -77,6 +77,10 @@ UPFRONT_PATCHES = (LOCAL_ACTIVITIES_PATCH, NOTREADY_GONE_PATCH, MARKERS_PATCH, S
                    SIGNAL_NAMES_PATCH, MIN_DRAIN_PATCH, DEADLINE_IN_DRAIN_PATCH)
 # drain.jobs Wait (docs/semantics.md §15.8): asked for, up front, only by inputs that carry a CompletionWait.
 COMPLETION_WAIT_PATCH = "drain-wait-for-completion"
+# One marker stands for every patch above (docs/decisions.md §18): each patch asked for writes a marker and an upsert
+# of TemporalChangeVersion, 16 of a new termination's 37 history events; executions that recorded the patches one
+# by one still ask them one by one. Under it too, prepare writes the NodeClaim's markers (one local activity less).
+ALL_PATCHES_PATCH = "termination-patches-in-one-marker"
 MAX_UNKNOWN_SIGNALS = 10  # the progress query keeps the latest few wrongly named signals
 RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=10))
 
@@ -117,12 +121,14 @@ class TerminationWorkflow:
         self._cancel_reason: str | None = None
         self._cancel_rejected: str | None = None  # a cancel accepted before we learnt the node is being deleted
         self._node_pool = inp.node_pool
+        self._claim_name: str | None = None  # the NodeClaim prepare found (the drain reads it by name)
         self._volume_attachments: int | None = None
         self._message = ""
         self._evicted = 0
         self._deleted = 0
         self._unknown_signals: list[str] = []
         self._patches: dict[str, bool] = {}
+        self._lean = False  # ALL_PATCHES_PATCH: one patch marker, the claim marked by prepare
         self._completion_wait = False  # drain.jobs Wait applies to this execution (input and patch)
 
     # ---- messages ----------------------------------------------------------------------------------------
@@ -277,7 +283,8 @@ class TerminationWorkflow:
         prep = await self._short(
             KubeActivities.prepare,
             PrepareInput(node_name=inp.node_name, node_claim_name=inp.node_claim_name, provider_id=inp.provider_id,
-                         reason=inp.reason, cascade=inp.requested_by == "watcher"),
+                         reason=inp.reason, cascade=inp.requested_by == "watcher", mark_claim=self._lean,
+                         started_at=self._started_at if self._lean else None),
             f"taint {inp.node_name}, read pods and claim",
         )
         self._adopt(inp, prep)
@@ -286,12 +293,14 @@ class TerminationWorkflow:
         self._set_phase(TerminationPhase.DRAINING)
         if prep.node_exists and await self._instance_already_gone(prep, provider_id):
             prep = prep.model_copy(update={"node_exists": False})
-        marked = await self._mark_claim(prep, DrainedStatus.DRAINING if prep.node_exists else None)
+        marked = prep.claim_marked or await self._mark_claim(prep, DrainedStatus.DRAINING if prep.node_exists else None)
         try:
             if prep.node_exists:
                 drain_began = workflow.now()
-                await self._drain()
-                await self._min_drain_time(prep, drain_began)
+                floor = self._drain_floor(prep, drain_began)
+                await self._drain(floor)
+                if floor is None:  # executions before the one-marker patch hold it with a timer
+                    await self._min_drain_time(prep, drain_began)
                 if marked and self._cancel_reason is None:
                     await self._mark_claim(prep, DrainedStatus.DRAINED)
                 await self._await_volumes(prep.node_claim_name if prep.node_claim_exists else None)
@@ -320,6 +329,7 @@ class TerminationWorkflow:
         """Take what `prepare` found: pool, a user's deletion (which rejects a pending cancel), the deadline
         (an earlier signalled one wins), the pods and volume attachments to wait for."""
         self._node_pool = self._node_pool or prep.node_pool
+        self._claim_name = prep.node_claim_name if prep.node_claim_exists else None
         self._user_deleting = self._user_deleting or prep.deleting_since is not None
         if self._user_deleting and self._cancel_reason is not None:
             self._cancel_rejected = self._cancel_problem() or "the node is being deleted"
@@ -383,7 +393,9 @@ class TerminationWorkflow:
 
     # ---- drain -------------------------------------------------------------------------------------------
 
-    async def _drain(self) -> None:
+    async def _drain(self, floor: datetime | None = None) -> None:
+        """Drain activities until the node is drained; `floor`: not drained before then (MinDrainTime, one-marker
+        executions), unless forced."""
         inp = self._inp
         last_delete: datetime | None = None
         # decided up front; executions that ask for patches where they apply (before that patch) keep delete_pods
@@ -409,7 +421,9 @@ class TerminationWorkflow:
                 KubeActivities.drain,
                 DrainInput(node_name=inp.node_name, reason=inp.reason, return_by=window_end, deadline=self._deadline,
                            workflow_id=workflow.info().workflow_id, started_at=self._started_at,
-                           wait_for_completion=holding, completion_until=hold_end, deadline_deletes=in_drain),
+                           wait_for_completion=holding, completion_until=hold_end, deadline_deletes=in_drain,
+                           node_pool=self._node_pool, node_claim_name=self._claim_name,
+                           drained_not_before=None if self._force_reason is not None else floor),
                 start_to_close_timeout=DRAIN_WINDOW + timedelta(minutes=1), heartbeat_timeout=HEARTBEAT,
                 summary=f"drain {inp.node_name}" + (", Job pods left to finish" if holding else ""),
             )
@@ -425,6 +439,13 @@ class TerminationWorkflow:
             remaining = window_end - workflow.now()
             if remaining > timedelta(0):
                 await self._sleep(remaining, f"drain of {inp.node_name} blocked; retry at next deadline step")
+
+    def _drain_floor(self, prep: PrepareResult, began: datetime) -> datetime | None:
+        """One-marker executions hand Karpenter's MinDrainTime to the drain activity (`drained_not_before`): a wait
+        there instead of a timer and a second drain activity here. None: no minimum, or the timer's path."""
+        if not self._lean or not prep.node_claim_exists or not self._patched(MIN_DRAIN_PATCH):
+            return None
+        return began + (prep.min_drain_time if prep.min_drain_time is not None else MIN_DRAIN_TIME)
 
     async def _min_drain_time(self, prep: PrepareResult, began: datetime) -> None:
         """Karpenter's MinDrainTime: with a NodeClaim, the node counts as drained only once MIN_DRAIN_TIME has passed
@@ -498,10 +519,13 @@ class TerminationWorkflow:
         """Take every patch decision before the first local activity. A patch asked for after one could land in
         the next workflow task when the activity finished just as its task completed (a query arriving then
         does it); replay then met the marker where the code had not asked and failed (docs/decisions.md §18).
-        Histories from before this patch keep asking where they did."""
-        if workflow.patched(PATCHES_FIRST_PATCH):
-            ids = UPFRONT_PATCHES + ((COMPLETION_WAIT_PATCH,) if self._inp.completion_wait is not None else ())
-            self._patches = {patch_id: workflow.patched(patch_id) for patch_id in ids}
+        New executions record one marker for all of them; histories from before keep asking as they did."""
+        ids = (PATCHES_FIRST_PATCH, *UPFRONT_PATCHES,
+               *((COMPLETION_WAIT_PATCH,) if self._inp.completion_wait is not None else ()))
+        if workflow.patched(ALL_PATCHES_PATCH):
+            self._patches, self._lean = dict.fromkeys(ids, True), True
+        elif workflow.patched(PATCHES_FIRST_PATCH):
+            self._patches = {patch_id: workflow.patched(patch_id) for patch_id in ids[1:]}
 
     def _patched(self, patch_id: str) -> bool:
         decided = self._patches.get(patch_id)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from typing import Any
 
 from kubernetes import client as k8s
@@ -11,6 +13,7 @@ from bench.termination_cluster import PodSpec, cluster_objects
 from contracts.termination import TerminationInput
 from gateways.kube import KubeClient
 from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
+from workflows.termination import TerminationWorkflow, workflow_id
 
 
 def _watcher(sim: Any) -> tuple[DeletionWatcher, list[TerminationInput], Any]:
@@ -132,3 +135,24 @@ async def test_only_nodes_of_an_existing_pool_or_a_claim_get_the_finalizer(sim: 
     assert await watcher.reconcile() == 0 and not started
     assert "stray" not in {n.metadata.name for n in core.list_node().items}  # nothing held its deletion
     api.close()
+
+
+async def test_a_resync_starts_again_only_the_terminations_temporal_does_not_list_running(
+        sim: Any, temporal_client: Any) -> None:
+    """Two terminations started, one since ended: the resync keeps the running one as started (no start request
+    for it) and forgets the ended one, which the next pass starts again (idempotent)."""
+    tq = f"resync-{uuid.uuid4()}"  # nobody polls it: the workflows stay Running
+    uids = [str(uuid.uuid4()) for _ in range(2)]
+    handles = [await temporal_client.start_workflow(
+        TerminationWorkflow.run, TerminationInput(node_name=f"n-{u[:6]}", node_uid=u, reason="Deleted"),
+        id=workflow_id(u), task_queue=tq) for u in uids]
+    await handles[1].terminate("ended")
+    watcher = DeletionWatcher(KubeClient(sim.api_client()), temporal_client, WatcherSettings(use_watch=False))
+    kept: set[str] = set()
+    for _ in range(50):  # visibility lists a new workflow within moments
+        kept = await watcher._still_running(set(uids))
+        if kept == {uids[0]}:
+            break
+        await asyncio.sleep(0.2)
+    assert kept == {uids[0]}
+    await handles[0].terminate("test over")
