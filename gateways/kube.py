@@ -13,7 +13,7 @@ import contextlib
 import functools
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -76,6 +76,19 @@ def _json(resp: Any) -> Obj:
 
 def _items(resp: Any) -> list[Obj]:
     return list(_json(resp).get("items") or [])
+
+
+def _list_served(calls: Iterable[tuple[Callable[..., Any], str, str]]) -> list[Obj]:
+    """Every object of each (list call, apiVersion, kind), typed; a kind the server does not serve (404: its CRD
+    not installed, an API group off) has none."""
+    out: list[Obj] = []
+    for call, api_version, kind in calls:
+        try:
+            out += _typed(_items(call(_preload_content=False)), api_version, kind)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+    return out
 
 
 def _typed(items: list[Obj], api_version: str, kind: str) -> list[Obj]:
@@ -343,14 +356,7 @@ class KubeClient:
                  (apps.list_deployment_for_all_namespaces, "apps/v1", "Deployment"),
                  (apps.list_stateful_set_for_all_namespaces, "apps/v1", "StatefulSet"),
                  (apps.list_replica_set_for_all_namespaces, "apps/v1", "ReplicaSet"))
-        out: list[Obj] = []
-        for call, api_version, kind in calls:
-            try:
-                out += _typed(_items(call(_preload_content=False)), api_version, kind)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-        return out
+        return _list_served(calls)
 
     def patch_capacity_buffer_status(self, namespace: str, name: str, body: Obj) -> Obj | None:
         """Merge-patch a CapacityBuffer's status subresource (replicas, conditions: runtime/capacity_buffers.py)."""
@@ -365,14 +371,7 @@ class KubeClient:
                  (self.core.list_persistent_volume_claim_for_all_namespaces, "v1", "PersistentVolumeClaim"),
                  (k8s.StorageV1Api(self.api_client).list_storage_class, "storage.k8s.io/v1", "StorageClass"),
                  (k8s.StorageV1Api(self.api_client).list_csi_node, "storage.k8s.io/v1", "CSINode"))
-        out: list[Obj] = []
-        for call, api_version, kind in calls:
-            try:
-                out += _typed(_items(call(_preload_content=False)), api_version, kind)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
-        return out
+        return _list_served(calls)
 
     def watch(self, kind: str, timeout_seconds: int = 30) -> tuple[Watch, Iterator[Any]]:
         """A watch on Nodes (`nodes`) or a Karpenter kind; stop it with the returned Watch."""

@@ -13,7 +13,6 @@ created: they exist only in each simulation, so nothing can bind or evict them.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from planning.capacity_buffers import (
     virtual_pods,
 )
 from planning.provisioning.provisioner import Headroom, decide
+from runtime.periodic import tick_until_stopped
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +65,7 @@ class CapacityBufferController:
         self._stop.set()
 
     async def run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                await self.tick()
-            except Exception as exc:  # keep the controller alive: the next tick reads again
-                log.warning("capacity buffers: %s", exc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), self._s.interval_seconds)
+        await tick_until_stopped(self.tick, self._stop, self._s.interval_seconds, "capacity buffers")
 
     async def tick(self) -> None:
         if not self._view.synced:

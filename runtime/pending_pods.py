@@ -20,7 +20,6 @@ one a minute forever. A pod that is bound or gone is forgotten, so the next pod 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from temporalio.client import Client
 from client.provisioning import covered_pods, start_provisioning
 from contracts.provisioning import PodRef, ProvisioningSettings
 from planning.cluster import going_nodes
+from runtime.periodic import tick_until_stopped
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -178,13 +178,7 @@ class PendingPodIntake:
         self._stop.set()
 
     async def run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                await self.tick()
-            except Exception as exc:  # keep the intake alive: the next tick reads again
-                log.warning("pending-pod intake: %s", exc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), self._s.tick_seconds)
+        await tick_until_stopped(self.tick, self._stop, self._s.tick_seconds, "pending-pod intake")
 
     async def tick(self) -> None:
         pods = await asyncio.to_thread(self._pods)
