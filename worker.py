@@ -18,7 +18,7 @@ from datetime import timedelta
 from temporalio.client import Client
 
 from api.duration import DurationError, parse_duration
-from client.connection import InsecureTemporalAddress, connect, forward_core_logs
+from client.connection import InsecureTemporalAddress, connect_patiently, forward_core_logs
 from client.nodeclass_schedule import ensure_nodeclass_schedule
 from client.planner_schedule import ensure_planner_schedule, planner_schedule_id
 from contracts.disruption import DisruptionSettings
@@ -73,6 +73,9 @@ def _temporal_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-cert", default=env("NODEFLOW_TEMPORAL_TLS_CERT"))
     p.add_argument("--tls-key", default=env("NODEFLOW_TEMPORAL_TLS_KEY"))
     p.add_argument("--tls-ca", default=env("NODEFLOW_TEMPORAL_TLS_CA"))
+    p.add_argument("--temporal-connect-timeout", type=float,
+                   default=float(env("NODEFLOW_TEMPORAL_CONNECT_TIMEOUT") or 300),
+                   help="seconds to keep retrying an unreachable Temporal at start (a server restart) before exiting 1")
     p.add_argument("--allow-insecure-temporal", action="store_true",
                    default=_env_flag("NODEFLOW_TEMPORAL_ALLOW_INSECURE"),
                    help="connect in plaintext to a Temporal address that is not loopback (trusted networks only)")
@@ -302,12 +305,16 @@ async def amain(args: argparse.Namespace) -> int:
     if buffer is not None:
         forward_core_logs(buffer)
     try:
-        client = await connect(args.address, args.namespace, api_key=args.api_key, tls_cert=args.tls_cert,
-                               tls_key=args.tls_key, tls_ca=args.tls_ca,
-                               require_secure=not args.allow_insecure_temporal)
+        client = await connect_patiently(args.temporal_connect_timeout, address=args.address,
+                                         namespace=args.namespace, api_key=args.api_key, tls_cert=args.tls_cert,
+                                         tls_key=args.tls_key, tls_ca=args.tls_ca,
+                                         require_secure=not args.allow_insecure_temporal)
     except InsecureTemporalAddress as exc:
         log.error("refusing to start: %s", exc)
         return 2
+    except RuntimeError as exc:
+        log.error("Temporal at %s not reachable for %.0fs: %s", args.address, args.temporal_connect_timeout, exc)
+        return 1
     if args.fleet_only:
         return await _fleet_only(client, args.fleet_task_queue or FLEET_TASK_QUEUE, args.sticky_queue_timeout)
     settings = settings_from(args)

@@ -6,9 +6,12 @@ converter is always the pydantic one the workflows' models need.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import os
+import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,8 @@ from temporalio.runtime import LogForwardingConfig, LoggingConfig, MetricBuffer,
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
 
+
+log = logging.getLogger(__name__)
 
 class InsecureTemporalAddress(ValueError):
     """A plaintext connection to a Temporal server that is not on this machine: refused unless asked for."""
@@ -102,3 +107,22 @@ async def connect(address: str | None = None, namespace: str | None = None, *, t
         kwargs["identity"] = identity
     return await Client.connect(address, namespace=namespace, tls=tls_config, api_key=api_key,
                                 data_converter=pydantic_data_converter, **kwargs)
+
+
+async def connect_patiently(limit_seconds: float, **kwargs: Any) -> Client:
+    """`connect`, retried while the server cannot be reached (a Temporal restart, a rolling upgrade of its
+    frontend), 0.5 s doubling to 10 s with full jitter, until `limit_seconds`; then the last error is raised. A worker
+    waits for its server rather than exit (a process that exits on a restart it could ride out turns one fault into
+    a crash loop). What retrying cannot fix (an insecure address, a bad certificate file) is raised at once."""
+    deadline = time.monotonic() + limit_seconds
+    delay = 0.5
+    while True:
+        try:
+            return await connect(**kwargs)
+        except RuntimeError as exc:  # the SDK's bridge: "Failed client connect: ... Connection refused"
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            log.warning("Temporal not reachable, retrying in up to %.1fs: %s", min(delay, left), exc)
+            await asyncio.sleep(min(random.uniform(0, delay), left))
+            delay = min(delay * 2, 10.0)
