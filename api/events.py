@@ -7,6 +7,7 @@ activities word the same thing the same way.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -28,6 +29,7 @@ class EventReason(StrEnum):
     DISRUPTION_TERMINATING = "DisruptionTerminating"
     DISRUPTION_WAITING_READINESS = "DisruptionWaitingReadiness"
     UNCONSOLIDATABLE = "Unconsolidatable"
+    CONSOLIDATION_APPROVED = "ConsolidationApproved"  # a Balanced pool's score passed (v1.14 `balanced.go`)
     # provisioning/scheduling (on Pods and NodePools)
     FAILED_SCHEDULING = "FailedScheduling"
     NO_COMPATIBLE_INSTANCE_TYPES = "NoCompatibleInstanceTypes"
@@ -112,6 +114,8 @@ REASONS: dict[EventReason, ReasonSpec] = {
     R.DISRUPTION_TERMINATING: ReasonSpec(NORMAL, _DISRUPTION, by_message=True),  # UID + reason
     R.DISRUPTION_WAITING_READINESS: ReasonSpec(NORMAL, _DISRUPTION),
     R.UNCONSOLIDATABLE: ReasonSpec(NORMAL, _DISRUPTION, dedupe_seconds=15 * 60),
+    # the event function is not in the public source read; its message carries the score, so each score is news
+    R.CONSOLIDATION_APPROVED: ReasonSpec(NORMAL, _DISRUPTION, by_message=True),
     R.FAILED_SCHEDULING: ReasonSpec(WARNING, _SCHEDULING, dedupe_seconds=5 * 60),
     R.NO_COMPATIBLE_INSTANCE_TYPES: ReasonSpec(WARNING, _SCHEDULING, dedupe_seconds=60),
     R.NOMINATED: ReasonSpec(NORMAL, _SCHEDULING, per_second=5, burst=10),
@@ -486,6 +490,14 @@ def savings_below(savings: float, threshold: float, pods: int, per_pod: float) -
     """A consolidation move skipped because it saves less than the policy's threshold (plus the per-pod cost)."""
     extra = f" ({pods} pod(s) x ${money(per_pod)})" if per_pod and pods else ""
     return f"savings ${money(savings)}/h below threshold ${money(threshold)}/h{extra}"
+
+
+def consolidation_approved(score: float, threshold: float, savings_percent: float, disruption_percent: float) -> str:
+    """A Balanced pool approved a consolidation move, in the words of the Balanced design that
+    kubernetes-sigs/karpenter#2962 implements; Go's `%.2f` renders an infinite score (nothing disrupted) `+Inf`."""
+    shown = "+Inf" if math.isinf(score) else f"{score:.2f}"
+    return (f"score {shown} >= threshold {threshold:.2f} "
+            f"(savings {savings_percent:.1f}%, disruption {disruption_percent:.1f}%)")
 
 
 def savings_percent_below(percent: float, threshold: float) -> str:

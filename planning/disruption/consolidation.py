@@ -100,6 +100,25 @@ class Consolidation:
                             for name, s in sorted(scores.items())]
         return not approved
 
+    def announce_approval(self, cmd: Command, cands: list[Candidate]) -> None:
+        """ConsolidationApproved for each Balanced pool that approved the move taken: on the Node and NodeClaim of a
+        single-node move, on the NodePool of a multi-node one (Karpenter's `balanced.go`). A rejection records no
+        Event, as Karpenter's: it is counted (`karpenter_consolidation_moves_total`), since rejections are too many
+        to read beside approvals."""
+        _, scores = approve(cands, cmd.savings_per_hour, self.totals)
+        for name, s in sorted(scores.items()):
+            if not s.approved:
+                continue
+            why = events.consolidation_approved(s.value, s.threshold, 100 * s.savings_fraction,
+                                                100 * s.disruption_fraction)
+            if len(cands) == 1:  # as written, not sentence-cased: the text is a formula
+                node = cands[0].node
+                self.ctx.event("Node", node.name, EventReason.CONSOLIDATION_APPROVED, why)
+                if node.claim is not None:
+                    self.ctx.event("NodeClaim", node.claim.name, EventReason.CONSOLIDATION_APPROVED, why)
+            else:
+                self.ctx.event("NodePool", name, EventReason.CONSOLIDATION_APPROVED, why)
+
     def closed_destinations(self) -> frozenset[str]:
         """Nodes still under their pool's consolidateAfter: no candidate's pod moves onto them (v1.14,
         kubernetes-sigs/karpenter#3006), so a node that just took pods is not filled further before it could settle.

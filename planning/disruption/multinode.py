@@ -36,6 +36,7 @@ class MultiNodeConsolidation(Consolidation):
             hi = len(cands) - 1
         deadline = Deadline(self.ctx.limits.multi_node_seconds, self.ctx.clock)
         best: Command | None = None
+        best_cands: list[Candidate] = []
         skipped: SkippedMove | None = None  # the largest prefix a DisruptionPolicy's savings threshold refused
         while lo <= hi:
             if deadline.passed():
@@ -43,7 +44,7 @@ class MultiNodeConsolidation(Consolidation):
             mid = (lo + hi) // 2
             attempt = self.compute_consolidation(self, cands[: mid + 1], single=False)
             if attempt.command is not None and not self.balanced_rejects(attempt.command, cands[: mid + 1]):
-                best = attempt.command
+                best, best_cands = attempt.command, cands[: mid + 1]
                 lo = mid + 1
             else:
                 if attempt.skipped is not None and (skipped is None or len(attempt.skipped.nodes) > len(skipped.nodes)):
@@ -51,4 +52,6 @@ class MultiNodeConsolidation(Consolidation):
                 hi = mid - 1
         if best is None and skipped is not None:
             self.ctx.policies.skip(skipped)
+        if best is not None:
+            self.announce_approval(best, best_cands)
         return best

@@ -34,6 +34,7 @@ class SingleNodeConsolidation(Consolidation):
             if attempt.command is not None:
                 if self.balanced_rejects(attempt.command, [c]):  # Karpenter: no event, the next candidate
                     continue
+                self.announce_approval(attempt.command, [c])
                 return [attempt.command]
             if attempt.skipped is not None:
                 self.ctx.policies.skip(attempt.skipped)

@@ -25,6 +25,7 @@ KARPENTER_EVENTS: list[tuple[str, str, float, bool, str]] = [
     ("DisruptionTerminating", "Normal", 120, True, CORE + "disruption/events/events.go"),  # UID, reason
     ("DisruptionWaitingReadiness", "Normal", 120, False, CORE + "disruption/events/events.go"),
     ("Unconsolidatable", "Normal", 900, False, CORE + "disruption/events/events.go"),
+    ("ConsolidationApproved", "Normal", 120, True, CORE + "disruption/events/events.go"),  # by score (not read)
     ("FailedScheduling", "Warning", 300, False, CORE + "provisioning/scheduling/events.go"),
     ("NoCompatibleInstanceTypes", "Warning", 60, False, CORE + "provisioning/scheduling/events.go"),
     ("Nominated", "Normal", 120, False, CORE + "provisioning/scheduling/events.go"),
@@ -46,9 +47,10 @@ KARPENTER_EVENTS: list[tuple[str, str, float, bool, str]] = [
     ("DoNotDisruptUntil", "Normal", 120, True, POD),  # UID, the instant
     ("DoNotDisruptGracePeriodElapsed", "Normal", 120, False, POD),
 ]
-# Karpenter's reasons nodeflow has no occasion for (consolidation scoring of the Balanced policy, consistency
-# checks, capacity reservations): listed so a reason added to EventReason is checked against this file too.
-NOT_EMITTED = {"ConsolidationCandidate", "ConsolidationRejected", "ConsolidationApproved", "FailedTermination",
+# Karpenter's reasons nodeflow has no occasion for (consolidation candidates and validation rejections, consistency
+# checks, capacity reservations; a Balanced rejection records no Event in Karpenter either): listed so a reason
+# added to EventReason is checked against this file too.
+NOT_EMITTED = {"ConsolidationCandidate", "ConsolidationRejected", "FailedTermination",
                "FailedConsistencyCheck", "UnregisteredTaintMissing", "CapacityReservationInstanceInterrupted"}
 
 

@@ -1,7 +1,8 @@
 """Karpenter v1.15's approval metrics through the worker (kubernetes-sigs/karpenter#3322; docs/semantics.md §5.10,
 §19.1): a live planner pass over a Balanced pool scores the replace it finds, refuses it (a quarter of the pool's
 cost saved for 7/9 of its disruption, under 1/2) and counts it as `rejected` in karpenter_consolidation_moves_total
-and karpenter_consolidation_score; with the costly pod gone the same move is `approved` and starts."""
+and karpenter_consolidation_score; with the costly pod gone the same move is `approved`, starts, and records
+Karpenter's `ConsolidationApproved` Event on the node."""
 
 from __future__ import annotations
 
@@ -53,3 +54,7 @@ async def test_a_balanced_move_is_counted_by_its_approval(temporal_client, sim_e
         assert (REGISTRY.get_sample_value("karpenter_consolidation_score_count",
                                           {"decision": decision, "nodepool": "default", "policy": "Balanced"})
                 or 0.0) >= 1
+        # Karpenter's Event of an approval, on the Node and NodeClaim of a single-node move; none for a rejection
+        approvals = [e for e in stack.events() if e["reason"] == "ConsolidationApproved"]
+        assert [e["involvedObject"]["kind"] for e in approvals] == (["Node", "NodeClaim"] if starts else [])
+        assert all(e["message"].startswith("score ") and ">= threshold 0.50" in e["message"] for e in approvals)

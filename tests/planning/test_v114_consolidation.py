@@ -166,3 +166,43 @@ def test_v115_an_approved_move_is_kept_and_other_policies_are_not_scored() -> No
     assert [m.approved for m in result.scored_moves] == [True]
     plain = plan(_replace_of_a("WhenEmptyOrUnderutilized", COSTLY), AT)
     assert [c.decision for c in plain.commands] == ["replace"] and plain.scored_moves == []
+
+
+# ---- v1.15: ConsolidationApproved, Karpenter's Event of a Balanced approval (its balanced.go) -------------------
+
+def _approvals(result) -> list[tuple[str, str, str]]:
+    return [(e.kind, e.name, e.message) for e in result.events if e.reason == "ConsolidationApproved"]
+
+
+def test_v115_a_single_node_approval_is_recorded_on_the_node_and_its_claim() -> None:
+    """Deleting a: a third of the pool's cost for 2/7 of its disruption, score 1.17."""
+    result = plan(_pool_of_a_and_x("Balanced", None, 3), AT)
+    (move,) = result.scored_moves
+    text = (f"score {move.score:.2f} >= threshold 0.50 (savings 33.3%, disruption 28.6%)")
+    assert text.startswith("score 1.17")
+    assert _approvals(result) == [("Node", "a", text), ("NodeClaim", "a", text)]
+
+
+def test_v115_a_rejection_and_other_policies_record_no_approval() -> None:
+    assert _approvals(plan(_replace_of_a("Balanced", COSTLY), AT)) == []
+    assert _approvals(plan(_pool_of_a_and_x("WhenEmptyOrUnderutilized", None, 3), AT)) == []
+
+
+def test_v115_a_multi_node_approval_is_recorded_once_on_the_nodepool() -> None:
+    snap = snapshot(nodepool(policy="Balanced", requirements=M5), node_and_claim("a", "m5.xlarge"),
+                    node_and_claim("b", "m5.xlarge"), node_and_claim("x", "m5.2xlarge"),
+                    pod("w-1", "a"), pod("w-2", "b"), pod("w-3", "x"))
+    result = plan(snap, AT)
+    assert _methods(result) == [("MultiNodeConsolidation", ["a", "x"])]  # the dearest first; b takes both pods
+    # saves (0.192 + 0.384) / 0.768 of the cost for 4/6 of the disruption: 1.125, approved
+    approved = _approvals(result)
+    assert [(kind, name) for kind, name, _ in approved] == [("NodePool", "default")]
+    assert approved[0][2] == "score 1.12 >= threshold 0.50 (savings 75.0%, disruption 66.7%)"
+    assert not any(e.reason == "ConsolidationApproved" and e.kind == "Node" for e in result.events)
+
+
+def test_v115_an_infinite_score_reads_as_go_prints_it() -> None:
+    from api.events import consolidation_approved
+
+    assert consolidation_approved(math.inf, 0.5, 12.0, 0.0) == (
+        "score +Inf >= threshold 0.50 (savings 12.0%, disruption 0.0%)")
