@@ -500,6 +500,17 @@ def consolidation_approved(score: float, threshold: float, savings_percent: floa
             f"(savings {savings_percent:.1f}%, disruption {disruption_percent:.1f}%)")
 
 
+def volume_limit_reached(pod: str, node: str, driver: str, used: int, limit: int, need: int) -> str:
+    """A node the simulation refused a pod for its volume attachment limit (Karpenter v1.15 instance-type volume
+    limits, kubernetes-sigs/karpenter#3202; kube's NodeVolumeLimits): the detail nodeflow adds to Karpenter's
+    message when that is why a move needs a new node or a pod fits nowhere."""
+    left = max(limit - used, 0)
+    if left == 0:
+        return f"pod {pod}: node {node} has no volume attachment left for driver {driver} ({used} of {limit})"
+    return (f"pod {pod}: node {node} has {left} volume attachment(s) left for driver {driver} ({used} of {limit}) "
+            f"and the pod needs {need}")
+
+
 def savings_percent_below(percent: float, threshold: float) -> str:
     return f"savings {percent:.1f}% below threshold {threshold:g}%"
 

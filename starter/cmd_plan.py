@@ -331,7 +331,7 @@ def render_plan(data: dict[str, Any], unservable: Sequence[Any] = ()) -> str:
             where = f" in {rep['zone']}" if rep.get("zone") else ""
             out.append(f"   new-{j}: {rep['capacityType']} {types}{where} at ${rep['price']:.4f}/h")
         for mv in cmd["pods"]:
-            out.append(f"   pod {mv['pod']} -> {mv['to']}")
+            out.append(f"   pod {mv['pod']} -> {mv['to']}" + (f" ({mv['why']})" if mv.get("why") else ""))
         if not cmd["pods"]:
             out.append("   no pods to move")
     out.append("")

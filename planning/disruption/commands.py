@@ -69,6 +69,8 @@ class PodMove(_Model):
 
     pod: str
     to: str
+    # set when an existing node refused the pod for its volume attachment limit and it goes to a new node (§3.5)
+    why: str | None = None
 
 
 class TerminateFirst(StrEnum):
@@ -263,6 +265,9 @@ class PlanResult(_Model):
         )
         data["commands"] = [c for c in data["commands"] if c["method"] != STATIC_DRIFT]  # see static_public
         for cmd in data["commands"]:
+            for move in cmd["pods"]:
+                if move.get("why") is None:
+                    move.pop("why", None)
             for rep in cmd["replacements"]:
                 for key in ("zone", "requirements", "nodePool"):
                     if rep.get(key) is None:

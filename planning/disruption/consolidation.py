@@ -138,7 +138,8 @@ class Consolidation:
         if sim.unschedulable is Unschedulable.NO_FIT:
             return Attempt(None, Refusal.UNSCHEDULABLE, sim.failure_message())
         if sim.unschedulable is Unschedulable.TOO_MANY_NEW_NODES:
-            return Attempt(None, Refusal.TOO_MANY_NEW_NODES, "Can't remove without creating more than 1 candidates")
+            return Attempt(None, Refusal.TOO_MANY_NEW_NODES,
+                           "Can't remove without creating more than 1 candidates" + sim.volume_note())
         if sim.pending_lost:
             pod, home = sim.pending_lost[0]
             why = events.buffer_headroom(buffer_key(pod.annotations), home) if pod.virtual else \
@@ -152,8 +153,8 @@ class Consolidation:
         nn = sim.new_nodes[0]
         priced, why = consolidation_replacement(nn, cands, ctx.scheduler.pool_options(nn.pool), single=single,
                                                 same_type_filter=not single)
-        if priced is None:
-            return Attempt(None, Refusal.NOT_CHEAPER, why)
+        if priced is None:  # Karpenter's message, and the volume limit when that is why a new node is needed (§3.5)
+            return Attempt(None, Refusal.NOT_CHEAPER, why + sim.volume_note())
         return self.worth_it(cands, make_command(method, cands, sim, [priced.replacement], price - priced.price))
 
     def worth_it(self, cands: list[Candidate], cmd: Command) -> Attempt:

@@ -129,7 +129,8 @@ def make_command(method: Method, candidates: list[Candidate], sim: SimResult | N
     moves = []
     if sim is not None:
         names = {c.name for c in candidates}
-        moves = [PodMove(pod=p.key, to=to) for p, to in sim.placements if p.node_name in names]
+        moves = [PodMove(pod=p.key, to=to, why=sim.volume_limited.get(p.key)) for p, to in sim.placements
+                 if p.node_name in names]
         moves.sort(key=lambda m: m.pod)
     return Command(
         method=method.name,  # type: ignore[arg-type]

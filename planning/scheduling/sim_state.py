@@ -65,6 +65,8 @@ class SimState:
         self.host_anti_placed = False
         # node name -> the volumes this simulation's pods attach there (volume_topology.py attachment limits)
         self.attached: dict[str, set[tuple[str, str]]] = {}
+        # pod key -> the first node that refused it for its volume attachment limit, and why (limit_detail)
+        self.volume_full: dict[str, str] = {}
 
     def copy(self) -> SimState:
         """An independent copy (a Scheduler's reservation is copied into each simulation that starts from it)."""
@@ -82,4 +84,5 @@ class SimState:
         out.anti_placed = self.anti_placed
         out.host_anti_placed = self.host_anti_placed
         out.attached = {k: set(v) for k, v in self.attached.items()}
+        out.volume_full = dict(self.volume_full)
         return out

@@ -31,7 +31,7 @@ from planning.scheduling.pod_context import MoreChecks, PodContext
 from planning.scheduling.pod_ladder import pod_ladder
 from planning.scheduling.sim_state import NewNode, SimState
 from planning.scheduling.type_options import TYPE_KEYS, TypeOption, option_label_values
-from planning.scheduling.volume_topology import type_volume_limits, within_limits
+from planning.scheduling.volume_topology import limit_detail, type_volume_limits, within_limits
 from planning.selectors import (
     match_label_selector,
     match_node_selector_terms,
@@ -75,6 +75,8 @@ class SimResult:
     # pending pods that fit on a removed node, or on a node the moved pods filled, and now fit nowhere: the
     # command would take the capacity kube-scheduler is about to bind them to (docs/semantics.md §3.4)
     pending_lost: list[tuple[PodInfo, str]] = field(default_factory=list)
+    # pods a volume attachment limit kept off an existing node, now on a new node or nowhere: key -> why (§3.5)
+    volume_limited: dict[str, str] = field(default_factory=dict)
     _moved: list[str] = field(default_factory=list)  # moved_to's answer so far, in name order
     _seen: int = 0  # placements moved_to has read
 
@@ -98,6 +100,12 @@ class SimResult:
         if self.failures:
             return Unschedulable.NO_FIT
         return Unschedulable.TOO_MANY_NEW_NODES if self.too_many_new else None
+
+    def volume_note(self) -> str:
+        """"; <why>" of the first pod (by key) a volume attachment limit sent to a new node or left out, else ""."""
+        if not self.volume_limited:
+            return ""
+        return "; " + self.volume_limited[min(self.volume_limited)]
 
     def failure_message(self) -> str:
         """Karpenter's message for NO_FIT: "Not all pods would schedule, <pod> => <why>, ..."."""
@@ -351,6 +359,9 @@ class Scheduler(DomainChecks):
             return False
         if pod.attach and node.volume_limits and not within_limits(
                 (*node.attached, *state.attached.get(node.name, ()), *pod.attach), node.volume_limits):
+            if pod.key not in state.volume_full:  # kept for `nodeflow plan` should the pod go to a new node
+                state.volume_full[pod.key] = limit_detail(pod.key, node.name, (
+                    *node.attached, *state.attached.get(node.name, ())), pod.attach, node.volume_limits)
             return False  # kube NodeVolumeLimits: the node's attachment limit is reached
         if pod.more is None and not state.anti_placed and not self.more.holders:
             return True  # the common pod: nothing beyond the fast path (inlined: this runs per node tried)
@@ -694,12 +705,13 @@ class Scheduler(DomainChecks):
                     break
             else:
                 if pod.key not in pending_keys:
-                    result.failures.append((pod, self._why_not(pod, why)))
+                    result.failures.append((pod, self._why_not(pod, why, state.volume_full.get(pod.key, ""))))
                 elif remove and (home := self._lost_home(pod, remove, result)) is not None:
                     result.pending_lost.append((pod, home))
             if result.too_many_new:
                 break
         result.new_nodes = list(state.new_nodes)
+        result.volume_limited = _volume_limited(result, state)
         return result
 
     def _lost_home(self, pod: PodInfo, remove: Sequence[NodeInfo], result: SimResult) -> str | None:
@@ -819,8 +831,9 @@ class Scheduler(DomainChecks):
             state.frontier[(pod.cpu, pod.mem, pod.eph)] = len(self.block_max)
         return None
 
-    def _why_not(self, pod: PodInfo, new_why: str) -> str:
-        """Why a pod fits nowhere, for the Unconsolidatable / blocked message (cached per pod signature)."""
+    def _why_not(self, pod: PodInfo, new_why: str, volume_full: str = "") -> str:
+        """Why a pod fits nowhere, for the Unconsolidatable / blocked message (cached per pod signature); a node that
+        refused it for its volume attachment limit is named (`volume_full`)."""
         if pod.volume_blocked:
             return f"its volumes: {pod.volume_blocked}"
         compatible = self._compatible_cache.get(pod.sig)
@@ -841,7 +854,20 @@ class Scheduler(DomainChecks):
                 ("volume attachment limit", pod.attach)) if present]
             if extra:
                 existing += " or its " + " / ".join(extra)
+            if volume_full:
+                existing += f" ({volume_full})"
         return f"{existing}; {new_why}"
+
+
+def _volume_limited(result: SimResult, state: SimState) -> dict[str, str]:
+    """Pods an existing node refused for its volume attachment limit that then went to a new node or nowhere, with
+    the first such node's detail (pod key -> volume_topology.limit_detail)."""
+    if not state.volume_full:
+        return {}
+    new = {nn.name for nn in result.new_nodes}
+    out = {p.key: state.volume_full[p.key] for p, to in result.placements if to in new and p.key in state.volume_full}
+    out.update((p.key, state.volume_full[p.key]) for p, _ in result.failures if p.key in state.volume_full)
+    return out
 
 
 def replacement_offerings(nn: NewNode) -> list[tuple[TypeOption, Offering]]:

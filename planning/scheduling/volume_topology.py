@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from api.events import volume_limit_reached
 from api.quantity import QuantityError, parse_memory
 from planning.selectors import match_node_selector_terms
 
@@ -248,3 +249,28 @@ def within_limits(attached: Iterable[Attachment], limits: Mapping[str, int]) -> 
     for driver, _ in set(attached):
         counts[driver] = counts.get(driver, 0) + 1
     return all(n <= limits[d] for d, n in counts.items() if d in limits)
+
+
+def limit_shortfall(attached: Iterable[Attachment], adding: Iterable[Attachment], limits: Mapping[str, int]
+                    ) -> tuple[str, int, int, int] | None:
+    """The first driver (by name) whose limit `adding` would pass on a node holding `attached`: (driver, volumes
+    in use, limit, new volumes the pod brings), or None when it fits."""
+    have, new = set(attached), set(adding) - set(attached)
+    for driver in sorted({d for d, _ in new}):
+        if driver not in limits:
+            continue
+        used = sum(1 for d, _ in have if d == driver)
+        need = sum(1 for d, _ in new if d == driver)
+        if used + need > limits[driver]:
+            return driver, used, limits[driver], need
+    return None
+
+
+def limit_detail(pod: str, node: str, attached: Iterable[Attachment], adding: Iterable[Attachment],
+                 limits: Mapping[str, int]) -> str:
+    """Why `node` refused `pod` for its attachment limit, for `nodeflow plan` and the Unconsolidatable Event."""
+    short = limit_shortfall(attached, adding, limits)
+    if short is None:
+        return ""
+    driver, used, limit, need = short
+    return volume_limit_reached(pod, node, driver, used, limit, need)

@@ -1,7 +1,8 @@
 """Instance-type volume attachment limits through the worker (kubernetes-sigs/karpenter#3202; docs/semantics.md §3.5
 Volume attachment limits): dev server + simulator (wired to moto) + the real worker. Nodes a and b each run one small
 pod that mounts an EBS volume; either pod fits beside the other by CPU. With CSINodes that allow one EBS attachment
-each, a live planner pass moves neither (each node has its one); with room for two, one node is consolidated."""
+each, a live planner pass moves neither (each node has its one) and the Unconsolidatable Event names the limit; with
+room for two, one node is consolidated."""
 
 from __future__ import annotations
 
@@ -58,6 +59,11 @@ async def test_a_pod_is_not_moved_to_a_node_whose_volume_limit_is_reached(tempor
                        what="x on a, y on b")
         result = await stack.planner_pass()
         assert len(result.started) == starts, result
-        if not starts:  # the pod needs a new node instead, which is no cheaper: the Event says that, not the limit
-            told = {e["message"] for e in stack.events() if e["reason"] == "Unconsolidatable"}
-            assert told == {"Can't replace with a cheaper node"}, told
+        if not starts:  # the pod needs a new node instead, which is no cheaper: Karpenter's words, then the limit
+            told = {e["involvedObject"]["name"]: e["message"] for e in stack.events()
+                    if e["reason"] == "Unconsolidatable" and e["involvedObject"]["kind"] == "Node"}
+            full = f"has no volume attachment left for driver {EBS_DRIVER} (1 of 1)"
+            assert set(told) == {"a", "b"}, told
+            for node, other, app in (("a", "b", "x"), ("b", "a", "y")):
+                assert told[node].startswith(f"Can't replace with a cheaper node; pod default/{app}-"), told
+                assert told[node].endswith(f": node {other} {full}"), told

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from planning_factory import node_and_claim, nodepool, pod, snapshot
+from planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 from api import labels as L
 from planning.cluster import Cluster
+from planning.planner.plan import plan
 from planning.scheduling.simulation import Scheduler, SimResult
 from planning.scheduling.volume_topology import (
     EBS_DRIVER,
@@ -105,3 +106,50 @@ def test_a_csinode_overrides_the_types_limit_only_for_the_drivers_it_lists():
                                              _csinode("a", 3), efs_only))
     assert cluster.by_name["a"].volume_limits == {EBS_DRIVER: 3}
     assert cluster.by_name["b"].volume_limits == {EBS_DRIVER: 26, "efs.csi.aws.com": 5}
+
+
+# ---- why, in `nodeflow plan` and the Unconsolidatable Event -------------------------------------------------------
+
+FULL = f"pod default/x-1: node b has no volume attachment left for driver {EBS_DRIVER} (1 of 1)"
+
+
+def _a_beside_b(limit: int, *extra: Any) -> list[Any]:
+    """a's pod x-1 has an EBS volume; b (same type, room for the pod) already attaches one, its CSINode allows
+    `limit`."""
+    return [*node_and_claim("a"), *node_and_claim("b"), _csinode("b", limit), _claim("data-1"), _claim("data-2"),
+            _with_volume("x-1", "a", "data-1"), _with_volume("y-1", "b", "data-2"), *extra]
+
+
+def test_a_pod_the_limit_sends_to_a_new_node_is_named_with_the_node_and_count():
+    assert _simulate(*_a_beside_b(1)).volume_limited == {"default/x-1": FULL}
+    assert _simulate(*_a_beside_b(2)).volume_limited == {}  # b takes it: nothing to explain
+
+
+def test_the_plan_keeps_karpenters_message_and_adds_the_limit():
+    result = plan(snapshot(nodepool(requirements=REQ), GP3, *_a_beside_b(1, _csinode("a", 1))), AT)
+    assert result.commands == []  # nor can b's pod go to a
+    whys = {e.message for e in result.events if e.reason == "Unconsolidatable" and e.name == "a"}
+    assert whys == {f"Can't replace with a cheaper node; {FULL}"}
+    roomy = plan(snapshot(nodepool(requirements=REQ), GP3, *_a_beside_b(2)), AT)
+    assert [c.nodes for c in roomy.commands] == [["a"]]  # b takes the pod: a goes
+
+
+def test_a_replace_command_says_which_pod_the_limit_sent_to_the_new_node():
+    """a is an m5.2xlarge; an m5.xlarge replacement is cheaper, and x-1 goes there only because b is full."""
+    req = [REQ[0], {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.xlarge", "m5.2xlarge"]}]
+    objs = [*node_and_claim("a", "m5.2xlarge"), *_a_beside_b(1)[2:]]
+    (cmd,) = plan(snapshot(nodepool(requirements=req), GP3, *objs), AT).commands
+    assert cmd.decision == "replace"
+    assert [(m.pod, m.to, m.why) for m in cmd.pods] == [("default/x-1", "new-0", FULL)]
+    assert plan(snapshot(nodepool(requirements=req), GP3, *objs), AT).to_public()["commands"][0]["pods"] == [
+        {"pod": "default/x-1", "to": "new-0", "why": FULL}]
+
+
+def test_a_pod_that_fits_nowhere_names_the_full_node():
+    """No NodePool can launch (none exists): x-1 fails, and its why names b's limit."""
+    cluster = Cluster.from_snapshot(snapshot(GP3, *_a_beside_b(1)))
+    a = cluster.by_name["a"]
+    sim = Scheduler(cluster).simulate([a], [p for p in a.pods if p.reschedulable])
+    ((pod, why),) = sim.failures
+    assert pod.key == "default/x-1" and f"volume attachment limit ({FULL}); " in why
+    assert sim.volume_limited == {"default/x-1": FULL}
