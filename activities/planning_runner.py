@@ -241,6 +241,18 @@ def policy_metrics(result: Any) -> None:
         metrics.CONSOLIDATION_SKIPPED.labels(nodepool=m.node_pool).inc()
 
 
+def scheduling_gauges(result: Any) -> None:
+    """The pass's v1.15 scheduling inputs (planning/planner/plan.py scheduling_counts): default spread, in-place
+    resize, volume attachment limits. Karpenter has no metric for them; a pass without counts leaves them as they
+    were."""
+    counts = getattr(result, "scheduling_counts", None) or {}
+    if not counts:
+        return
+    metrics.SCHEDULING_DEFAULT_SPREAD_PODS.set(counts.get("defaultSpreadPods", 0))
+    metrics.SCHEDULING_PODS_RESIZING.set(counts.get("podsResizing", 0))
+    metrics.SCHEDULING_VOLUME_LIMITED_PODS.set(counts.get("volumeLimitedPods", 0))
+
+
 # disruption/{emptiness,multinodeconsolidation,singlenodeconsolidation}.go ConsolidationType(); drift has none
 CONSOLIDATION_TYPES = {"Emptiness": "empty", "MultiNodeConsolidation": "multi", "SingleNodeConsolidation": "single"}
 # the reason each method's eligible_nodes gauge carries (disruption/controller.go: strings.ToLower(Reason()))
@@ -536,6 +548,7 @@ class PlanningActivities:
             metrics.ALLOWED_DISRUPTIONS.labels(nodepool=row.get("nodePool", ""), reason=row.get("reason", "")).set(
                 row.get("allowed", 0))
         policy_metrics(result)
+        scheduling_gauges(result)
         acted = bool(out.commands or out.expirations or out.repairs or out.static_scale_ups or out.static_removals)
         outcome = "paused" if paused and not acted else ("commands" if acted else "idle")
         metrics.PLANNER_PASSES.labels(result=outcome).inc()

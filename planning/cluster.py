@@ -24,7 +24,7 @@ from api.instance_types.labels import WELL_KNOWN_TYPE_KEYS
 from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
 from planning.capacity_buffers import snapshot_virtual_pods
-from planning.pod_requests import pod_requests, resize_infeasible
+from planning.pod_requests import pod_requests, resize_infeasible, status_requests
 from planning.pricing.overlays import overlay_pool_labels, priced_by_overlays
 from planning.scheduling.default_spread import DefaultSpread, Workloads, configured, defaulted_spec
 from planning.scheduling.pod_constraints import MoreConstraints, parse_constraints
@@ -139,6 +139,8 @@ class PodInfo:
     volume_blocked: str = ""
     # the volumes its claims attach to its node, by CSI driver (volume_topology.py attachments; attachment limits)
     attach: frozenset[tuple[str, str]] = frozenset()
+    # its status reports other requests than its spec asks (an in-place resize, pod_requests.py): counted
+    resized: bool = False
 
     @property
     def start_time(self) -> datetime | None:
@@ -267,6 +269,7 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
     req = pod_requests(spec, status)
     if status.get("containerStatuses") and resize_infeasible(status):
         req = req.max(pod_requests(spec))
+    resized = _resized(spec, status, req)
     affinity = spec.get("affinity") or {}
     node_aff = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
     terms = list(node_aff.get("nodeSelectorTerms") or ())
@@ -288,8 +291,17 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
         owner_uid=owner.get("uid") or owner.get("name", ""), cpu=req.cpu, mem=req.mem, eph=req.eph,
         priority=spec.get("priority"), tolerations=tolerations, node_selector=node_selector,
         affinity_terms=terms, anti_affinity=anti, spread=spread,
-        start_raw=status.get("startTime"), ready=ready, sig=sig, raw=raw, more=more,
+        start_raw=status.get("startTime"), ready=ready, sig=sig, raw=raw, more=more, resized=resized,
     )
+
+
+def _resized(spec: Mapping[str, Any], status: Mapping[str, Any], req: Any) -> bool:
+    """Whether what the pod counts differs from its spec alone: its status reports resources (an in-place resize,
+    a request-mutating webhook's result) that change it. Parsed once per pod version, so cheap per pass."""
+    if not (status.get("containerStatuses") or status.get("initContainerStatuses")) or not status_requests(status):
+        return False
+    spec_only = pod_requests(spec)
+    return (req.cpu, req.mem, req.eph) != (spec_only.cpu, spec_only.mem, spec_only.eph)
 
 
 @dataclass(slots=True)
@@ -682,6 +694,9 @@ class Cluster:
         self.pool_catalogs: dict[str, InstanceTypeCatalog] = {}
         self.node_classes: dict[str, Any] = {}  # EC2NodeClass models by name (api.ec2nodeclass)
         self.has_anti_affinity = any(p.anti_affinity for n in nodes for p in n.pods)
+        # pods the cluster-default topology spread was given, and pods counted at an in-place resize (from_parts)
+        self.default_spread_pods = 0
+        self.resizing_pods = 0
         self._match_counts: dict[tuple[str, str], dict[str, int]] = {}
         self._zone_counts: dict[tuple[str, str], dict[str, int]] = {}
         self._pdb_cache: dict[tuple[str, frozenset[tuple[str, str]]], list[PdbInfo]] = {}
@@ -730,9 +745,13 @@ class Cluster:
         workloads = Workloads(getattr(snapshot, "others", ())) if spread else None
         # CapacityBuffers' virtual pods join the pending pods (Karpenter's GetPendingPods; docs/semantics.md §20)
         virtual = [parse_pod(raw) for raw in snapshot_virtual_pods(getattr(snapshot, "others", ()))]
+        defaulted = resizing = 0  # for the pass's scheduling gauges (telemetry/metrics.py)
         for pod in itertools.chain(pods, virtual):
+            resizing += pod.resized
             if workloads is not None:
-                pod = with_default_spread(pod, spread, workloads)
+                spread_pod = with_default_spread(pod, spread, workloads)
+                defaulted += spread_pod is not pod and not pod.virtual
+                pod = spread_pod
             if volumes and claim_names(pod.raw.get("spec") or {}):
                 pod = with_volume_needs(pod, volumes)
             node = by_name.get(pod.node_name) if pod.node_name else None
@@ -755,6 +774,7 @@ class Cluster:
         cluster.pool_catalogs = priced.pools
         cluster.node_classes = {c.metadata.name: c for c in getattr(snapshot, "node_classes", ())}
         cluster.volumes = volumes
+        cluster.default_spread_pods, cluster.resizing_pods = defaulted, resizing
         for pdb in pdbs:
             if pdb.spec is not None:  # a snapshot written without PDB status: derive it from the pods
                 pdb.disruptions_allowed = pdb_allowed_from_pods(pdb.spec, cluster.matching_pods(pdb.namespace,

@@ -150,6 +150,7 @@ def _handle(args: argparse.Namespace, spread: Any) -> int:
     _shown_budgets(data, snapshot)
     data["plannerPause"] = pause
     data["scheduling"] = scheduling_report(snapshot, spread)  # default topology spread, resizing pods (§3.5)
+    data["scheduling"]["podsVolumeLimited"] = result.scheduling_counts.get("volumeLimitedPods", 0)  # first pass
     data["capacityBuffers"] = buffer_rows(snapshot.others, headroom)  # the headroom kept (docs/semantics.md §20)
     data["deletionCost"] = deletion_cost_rows(snapshot, result.at, catalog)  # pod deletion cost order (§3.6)
     print_output(data, args.output, table=lambda d: render_plan(d, unservable))
@@ -293,7 +294,8 @@ def _provisioning(snapshot: Any, catalog: Any, at: datetime
 
 
 def _render_scheduling(sched: dict[str, Any]) -> list[str]:
-    """One line when the simulation ran with default spread constraints or pods are being resized, else none."""
+    """One line when the simulation ran with default spread constraints, pods are being resized or a volume
+    attachment limit kept pods off a node, else none."""
     spread = sched.get("defaultTopologySpread") or {}
     parts = []
     if spread.get("constraints"):
@@ -302,6 +304,9 @@ def _render_scheduling(sched: dict[str, Any]) -> list[str]:
         parts.append(f"default topology spread {spread['mode']} ({keys}) on {spread.get('podsDefaulted', 0)} pods")
     if sched.get("podsResizing"):
         parts.append(f"{sched['podsResizing']} pods counted at their in-place resize")
+    if sched.get("podsVolumeLimited"):
+        parts.append(f"{sched['podsVolumeLimited']} pods kept off a node by its volume attachment limit "
+                     "(why: BLOCKED, or the command's pod line)")
     return [f"SCHEDULING: {'; '.join(parts)}", ""] if parts else []
 
 

@@ -351,6 +351,24 @@ POD_DELETION_COST_RANKED_NODES = Gauge(
     registry=REGISTRY,
 )
 
+# --- v1.15 scheduling inputs (docs/semantics.md §3.5; set once per planner pass by activities/planning_runner.py) ---
+SCHEDULING_DEFAULT_SPREAD_PODS = Gauge(
+    "nodeflow_scheduling_default_spread_pods",
+    "Pods the last planner pass gave the cluster-default topology spread constraints (--default-topology-spread).",
+    registry=REGISTRY,
+)
+SCHEDULING_PODS_RESIZING = Gauge(
+    "nodeflow_scheduling_pods_resizing",
+    "Pods the last planner pass counted at what their status reports (an in-place resize) rather than their spec.",
+    registry=REGISTRY,
+)
+SCHEDULING_VOLUME_LIMITED_PODS = Gauge(
+    "nodeflow_scheduling_volume_limited_pods",
+    "Pods the last planner pass's simulations kept off an existing node for its volume attachment limit "
+    "(they went to a new node or nowhere).",
+    registry=REGISTRY,
+)
+
 # --- the cloud's own failures (gateways/ec2.py, docs/reliability.md#the-clouds-own-failures) ---
 CLOUD_API_ERRORS = Counter(
     "nodeflow_cloud_api_errors_total",

@@ -246,6 +246,8 @@ class PlanResult(_Model):
     eligible: dict[str, int] = Field(default_factory=dict, exclude=True)
     # the first pass's Balanced scores, for Karpenter's approval metrics; never in the JSON (exclude)
     scored_moves: list[ScoredMove] = Field(default_factory=list, exclude=True)
+    # the first pass's scheduling counts (planning/planner/plan.py scheduling_counts), for nodeflow's gauges (exclude)
+    scheduling_counts: dict[str, int] = Field(default_factory=dict, exclude=True)
 
     def to_public(self, internal: bool = False) -> dict[str, Any]:
         """JSON-ready dict: exactly docs/contracts.md §3, §7, or with the internal fields too."""

@@ -102,6 +102,7 @@ class PassOutcome:
     facts: PassFacts | None = None  # with `explain`: what planning/planner/accounting.py accounts every node from
     settling: Settling = field(default_factory=Settling)  # held: consolidation waited (disruption/settling.py)
     scored: list[ScoredMove] = field(default_factory=list)  # Balanced scores of the pass's consolidation moves
+    scheduling: dict[str, int] = field(default_factory=dict)  # the pass's scheduling gauges (scheduling_counts)
 
 
 # Methods whose should_disrupt means "would disrupt this node": a calendar hold lists their candidates as blocked.
@@ -244,11 +245,20 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     in_commands = {n for c in commands for n in c.nodes}
     blocked = [b for name, b in ctx.blocked.items() if name not in in_commands]
     outcome = PassOutcome(ctx.cluster, setup.rows, commands, blocked, ctx.events, computed, eligible, setup.repairs,
-                          setup.static, ctx.policies, settling=hold, scored=ctx.scored)
+                          setup.static, ctx.policies, settling=hold, scored=ctx.scored,
+                          scheduling=scheduling_counts(ctx.cluster, ctx.scheduler))
     if explain:
         outcome.facts = _pass_facts(setup, winner_name, blocked, optimize, set(exclude_nodes))
         outcome.facts.settling = hold
     return outcome
+
+
+def scheduling_counts(cluster: Cluster, scheduler: Any) -> dict[str, int]:
+    """What the pass's simulation made of v1.15's scheduling inputs (docs/semantics.md §3.5): pods given the
+    cluster-default topology spread, pods counted at an in-place resize, pods a volume attachment limit kept off an
+    existing node in the pass's what-ifs. Gauges, never in the plan's JSON."""
+    return {"defaultSpreadPods": cluster.default_spread_pods, "podsResizing": cluster.resizing_pods,
+            "volumeLimitedPods": len(scheduler.volume_limited_pods)}
 
 
 def _pass_facts(setup: PassSetup, winner: str | None, blocked: list[Blocked], optimize: bool,
@@ -510,7 +520,7 @@ def _plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None, unti
                             final=final, events=first.events, repairs=first.repair.repairs,
                             repairs_blocked=first.repair.blocked, repairs_vetoed=first.repair.vetoed,
                             static_node_pools=first.static, eligible=first.eligible, scored_moves=first.scored,
-                            **_policy_fields(first, snapshot))
+                            scheduling_counts=first.scheduling, **_policy_fields(first, snapshot))
         return _explained(result, first, first, {}) if explain else ExplainedPlan(result)
     commands: list[Command] = []
     outcome, snap, passes = first, snapshot, 1
@@ -529,7 +539,8 @@ def _plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None, unti
     result = PlanResult(at=at, budgets=first.budgets, commands=commands, blocked=outcome.blocked, final=final,
                         events=outcome.events, repairs=first.repair.repairs, repairs_blocked=first.repair.blocked,
                         repairs_vetoed=first.repair.vetoed, static_node_pools=first.static, eligible=first.eligible,
-                        scored_moves=first.scored, **_policy_fields(outcome, snapshot))
+                        scored_moves=first.scored, scheduling_counts=first.scheduling,
+                        **_policy_fields(outcome, snapshot))
     return _explained(result, first, outcome, earlier, last_commands=False) if explain else ExplainedPlan(result)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 from planning.cluster import parse_pod, with_default_spread
-from planning.pod_requests import status_requests
 from planning.scheduling.default_spread import DefaultSpread, Workloads
 
 
@@ -19,12 +18,6 @@ def scheduling_report(snapshot: Any, spread: DefaultSpread) -> dict[str, Any]:
         pod = parse_pod(raw)
         if spread and with_default_spread(pod, spread, workloads) is not pod:
             defaulted += 1
-        if status_requests(raw.get("status")) and (pod.cpu, pod.mem, pod.eph) != _spec_only(raw):
-            resizing += 1
+        resizing += pod.resized
     return {"defaultTopologySpread": {**spread.to_public(), "podsDefaulted": defaulted}, "podsResizing": resizing}
 
-
-def _spec_only(raw: dict[str, Any]) -> tuple[float, int, int]:
-    pod = parse_pod({**raw, "status": {k: v for k, v in (raw.get("status") or {}).items()
-                                       if k not in ("containerStatuses", "initContainerStatuses")}})
-    return pod.cpu, pod.mem, pod.eph

@@ -169,6 +169,9 @@ class Scheduler(DomainChecks):
         self._rule_domain_cache: dict[tuple[str, str, bool, bool], set[str]] = {}
         self._ladders: dict[str, tuple[dict[str, Any], list[PodInfo]]] = {}
         self._originals: dict[str, PodInfo] = {}  # pod key -> the pod its rungs were made from
+        # every pod a volume attachment limit sent to a new node or nowhere in this scheduler's simulations (the
+        # pass's `nodeflow_scheduling_volume_limited_pods`)
+        self.volume_limited_pods: set[str] = set()
         # Static NodePools launch only their replicas (planning/provisioning/static_capacity.py), never a node for pods.
         self.pools_by_weight = sorted((p for p in cluster.pools.values() if not p.static),
                                       key=lambda p: (-p.weight, p.name))
@@ -712,6 +715,7 @@ class Scheduler(DomainChecks):
                 break
         result.new_nodes = list(state.new_nodes)
         result.volume_limited = _volume_limited(result, state)
+        self.volume_limited_pods.update(result.volume_limited)
         return result
 
     def _lost_home(self, pod: PodInfo, remove: Sequence[NodeInfo], result: SimResult) -> str | None:

@@ -240,7 +240,8 @@ def test_default_topology_spread_flag_is_applied_and_shown(capsys, tmp_path):
     §3.1, docs/semantics.md §3.5); a bad value is refused with the flag named."""
     data = _plan(capsys, "plan-consolidate.yaml")
     assert data["scheduling"] == {"defaultTopologySpread": {"mode": "none", "source": None, "constraints": [],
-                                                            "podsDefaulted": 0}, "podsResizing": 0}
+                                                            "podsDefaulted": 0}, "podsResizing": 0,
+                                "podsVolumeLimited": 0}
     data = _plan(capsys, "plan-consolidate.yaml", "--default-topology-spread", "system")
     spread = data["scheduling"]["defaultTopologySpread"]
     assert spread["mode"] == "system" and [c["maxSkew"] for c in spread["constraints"]] == [3, 5]
