@@ -15,6 +15,7 @@ from api import labels
 from bench.clusters import node_pool
 from contracts.provisioning import ProvisioningPhase
 from planning.scheduling.default_spread import configure, load_default_spread
+from telemetry.metrics import REGISTRY
 
 pytestmark = pytest.mark.e2e
 ZONE_SPREAD = ("- {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}\n")
@@ -43,5 +44,7 @@ async def test_the_clusters_default_spread_places_pending_pods_across_zones(temp
                         or next(r["values"][0] for r in c["spec"]["requirements"] if r["key"] == labels.ZONE_LABEL)
                         for c in claims}
             assert len(claims) == zones and len(launched) == zones, claims
+            await stack.planner_pass()  # nodeflow's gauge of the pass: the three pods got the default constraint
+            assert REGISTRY.get_sample_value("nodeflow_scheduling_default_spread_pods") == (3.0 if zones == 3 else 0.0)
     finally:
         configure(load_default_spread("none"))  # the setting is the process's: leave it as other tests expect

@@ -12,6 +12,7 @@ from support.disruption_stack import disruption_stack, fresh, replica_set, wait_
 
 from api import labels
 from bench.clusters import node_objects, node_pool
+from telemetry.metrics import REGISTRY
 
 pytestmark = pytest.mark.e2e
 M5 = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
@@ -35,6 +36,8 @@ async def test_a_resized_pod_is_not_moved_where_only_its_spec_fits(temporal_clie
                                        "imageID": "", "allocatedResources": {"cpu": "3", "memory": "1Gi"},
                                        "resources": {"requests": {"cpu": "3", "memory": "1Gi"}}}]}})
         result = await stack.planner_pass()
+        # nodeflow's gauge of the pass (Karpenter has none): the resized pod is counted at what the kubelet holds
+        assert REGISTRY.get_sample_value("nodeflow_scheduling_pods_resizing") == (1.0 if resized else 0.0)
         if not resized:
             assert len(result.started) == 1  # a's 1 CPU fits beside b's 2: a goes
             return

@@ -15,6 +15,7 @@ from support.disruption_stack import disruption_stack, fresh, replica_set, wait_
 from api import labels
 from bench.clusters import node_objects, node_pool
 from planning.scheduling.volume_topology import EBS_DRIVER
+from telemetry.metrics import REGISTRY
 
 pytestmark = pytest.mark.e2e
 M5 = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]},
@@ -59,6 +60,8 @@ async def test_a_pod_is_not_moved_to_a_node_whose_volume_limit_is_reached(tempor
                        what="x on a, y on b")
         result = await stack.planner_pass()
         assert len(result.started) == starts, result
+        # nodeflow's gauge of the pass: each pod was kept off the other node by its limit (the full case)
+        assert REGISTRY.get_sample_value("nodeflow_scheduling_volume_limited_pods") == (0.0 if starts else 2.0)
         if not starts:  # the pod needs a new node instead, which is no cheaper: Karpenter's words, then the limit
             told = {e["involvedObject"]["name"]: e["message"] for e in stack.events()
                     if e["reason"] == "Unconsolidatable" and e["involvedObject"]["kind"] == "Node"}
