@@ -24,7 +24,7 @@ from api.instance_types.labels import WELL_KNOWN_TYPE_KEYS
 from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
 from planning.capacity_buffers import snapshot_virtual_pods
-from planning.pod_requests import pod_requests, resize_infeasible, status_requests
+from planning.pod_requests import pod_requests, resize_infeasible
 from planning.pricing.overlays import overlay_pool_labels, priced_by_overlays
 from planning.scheduling.default_spread import DefaultSpread, Workloads, configured, defaulted_spec
 from planning.scheduling.pod_constraints import MoreConstraints, parse_constraints
@@ -297,11 +297,26 @@ def parse_pod(raw: dict[str, Any]) -> PodInfo:
 
 def _resized(spec: Mapping[str, Any], status: Mapping[str, Any], req: Any) -> bool:
     """Whether what the pod counts differs from its spec alone: its status reports resources (an in-place resize,
-    a request-mutating webhook's result) that change it. Parsed once per pod version, so cheap per pass."""
-    if not (status.get("containerStatuses") or status.get("initContainerStatuses")) or not status_requests(status):
+    a request-mutating webhook's result) that change it. A status that repeats the spec's requests word for word,
+    the common case, is settled without parsing a quantity."""
+    statuses = [*(status.get("containerStatuses") or ()), *(status.get("initContainerStatuses") or ())]
+    if not statuses:
+        return False
+    asked = {c.get("name"): (c.get("resources") or {}).get("requests") or {}
+             for key in ("containers", "initContainers") for c in spec.get(key) or ()}
+    if all(_as_asked(cs, asked.get(cs.get("name"))) for cs in statuses):
         return False
     spec_only = pod_requests(spec)
     return (req.cpu, req.mem, req.eph) != (spec_only.cpu, spec_only.mem, spec_only.eph)
+
+
+def _as_asked(cs: Mapping[str, Any], asked: Mapping[str, Any] | None) -> bool:
+    """A container status that reports no resources (kube counts none) or exactly its spec's requests."""
+    res = cs.get("resources")
+    if res is None:
+        return True
+    alloc = cs.get("allocatedResources")
+    return (res.get("requests") or {}) == asked and (alloc is None or alloc == asked)
 
 
 @dataclass(slots=True)

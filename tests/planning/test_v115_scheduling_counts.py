@@ -41,6 +41,8 @@ def test_a_pod_whose_status_differs_from_its_spec_is_counted_resizing() -> None:
     bigger = resized(base, "1", "1", "2")  # the kubelet allocated 2 cpu: counted at 2
     same = resized(pod("w-2", "a", cpu="1"), "1", "1", "1")  # status reports what the spec asks: not a resize
     assert parse_pod(bigger).resized and not parse_pod(same).resized and not parse_pod(copy.deepcopy(base)).resized
+    reworded = resized(pod("w-3", "a", cpu="1"), "1", "1000m", "1000m")  # the same quantity, written otherwise
+    assert not parse_pod(reworded).resized
     result = plan(snapshot(nodepool(), node_and_claim("a"), bigger, same), AT)
     assert result.scheduling_counts["podsResizing"] == 1
 
