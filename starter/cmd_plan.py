@@ -306,7 +306,7 @@ def _render_scheduling(sched: dict[str, Any]) -> list[str]:
         parts.append(f"{sched['podsResizing']} pods counted at their in-place resize")
     if sched.get("podsVolumeLimited"):
         parts.append(f"{sched['podsVolumeLimited']} pods kept off a node by its volume attachment limit "
-                     "(why: BLOCKED, or the command's pod line)")
+                     "(why: the node's NODES detail or BLOCKED reason, or the command's pod line)")
     return [f"SCHEDULING: {'; '.join(parts)}", ""] if parts else []
 
 

@@ -58,3 +58,19 @@ def test_v115_plan_names_the_full_node_on_the_pod_line_and_counts_it(tmp_path: P
     out = capsys.readouterr().out
     assert f"   pod default/x-1 -> new-0 ({FULL})" in out
     assert "1 pods kept off a node by its volume attachment limit" in out
+
+
+def test_v115_plan_names_the_full_node_where_a_move_is_refused(tmp_path: Path, capsys) -> None:
+    """a and b (same type) each attach one volume and allow one: neither pod fits on the other node, and a new node
+    is no cheaper. Karpenter's message, then the limit, is each node's detail."""
+    only = [TYPES[0], {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.xlarge"]}]
+    path = _write(tmp_path, nodepool(requirements=only), GP3,
+                  node_and_claim("a"), node_and_claim("b"), _csinode("a", 1), _csinode("b", 1), _claim("data-1"),
+                  _claim("data-2"), _with_volume("x-1", "a", "data-1"), _with_volume("y-1", "b", "data-2"))
+    assert run(["plan", "-f", path, "--at", ts(AT), "-o", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["commands"] == [] and data["scheduling"]["podsVolumeLimited"] == 2
+    detail = {n["node"]: n["detail"] for n in data["nodes"]}
+    assert detail["a"] == f"Can't replace with a cheaper node; {FULL}"
+    assert detail["b"] == ("Can't replace with a cheaper node; pod default/y-1: node a has no volume attachment left "
+                           f"for driver {EBS_DRIVER} (1 of 1)")
