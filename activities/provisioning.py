@@ -23,6 +23,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.fleet_launch import FleetLauncher
 from activities.nodeclass_launch import NodeClassLauncher
+from activities.reservation_launch import ReservationBook
 from api import labels
 from api.allocatable import VM_MEMORY_OVERHEAD_PERCENT
 from api.catalog import InstanceTypeCatalog, Offering, current_catalog
@@ -44,6 +45,7 @@ from gateways.ec2 import CloudErrorKind, CloudProvider, FleetCloud, classify, cl
 from gateways.kube import KubeClient, Obj, event_body, node_ready
 from planning.lifecycle.launch import launch_patch
 from planning.pricing.overlays import pool_catalog
+from planning.pricing.reservations import with_reservations
 from planning.pricing.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
 from planning.provisioning.fleet import LaunchApi
 from planning.provisioning.spot_fallback import fallback_message, fallback_value, fell_back
@@ -154,8 +156,10 @@ class ProvisioningActivities:
         self._classes = NodeClassLauncher(kube, catalog, cluster)
         self._cluster_name = cluster.name if cluster is not None else ""
         self._launch_api = launch_api
+        self._reservations = ReservationBook(kube)
         self._fleet = FleetLauncher(self._ec2, self._classes, lambda: current_catalog(self._catalog),  # type: ignore
-                                    self._offerings, self._cluster_name, self._delete_claim)
+                                    self._offerings, self._cluster_name, self._delete_claim,
+                                    self._reservations.full)
 
     # ---- launch ---------------------------------------------------------------------------------------------
 
@@ -203,6 +207,8 @@ class ProvisioningActivities:
         if node_class is not None:  # only zones the class has a subnet in
             zones = subnet_zones(node_class) if zones is None else zones & subnet_zones(node_class)
         priced = self._priced_catalog(pool)
+        if node_class is not None:  # its capacity reservations as `reserved` offerings (§16.4)
+            priced = with_reservations(priced, node_class.status.capacity_reservations)
         offers = self._offers(priced, inp.replacement, zones, node_class)
         if not offers:
             self._delete_claim(meta["name"])
@@ -218,6 +224,8 @@ class ProvisioningActivities:
         else:
             offers = self._not_refused(meta["name"], inp.replacement, zones, offers, priced, node_class)
             instance, itype, off = self._create(claim, inp, offers, node_class)
+            if node_class is not None:
+                self._reservations.launched(meta["name"], node_class.name, off)
         if node_class is not None:
             self._classes.record(claim, instance, node_class)
         self._record_launch(meta["name"], instance, itype, inp.replacement.capacity_type, node_class)
