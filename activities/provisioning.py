@@ -26,6 +26,7 @@ from activities.nodeclass_launch import NodeClassLauncher
 from activities.reservation_launch import ReservationBook
 from api import labels
 from api.allocatable import VM_MEMORY_OVERHEAD_PERCENT
+from api.capacity_reservations import CAPACITY_RESERVED
 from api.catalog import InstanceTypeCatalog, Offering, current_catalog
 from api.ec2nodeclass import EC2NodeClass
 from api.events import EventReason
@@ -212,6 +213,10 @@ class ProvisioningActivities:
         offers = self._offers(priced, inp.replacement, zones, node_class)
         if not offers:
             self._delete_claim(meta["name"])
+            if inp.replacement.capacity_type == CAPACITY_RESERVED:  # used up since the plan: re-plan (Karpenter: ICE)
+                raise ApplicationError(f"InsufficientCapacity: no capacity reservation with room for "
+                                       f"{inp.replacement.instance_types}", [], meta["name"],
+                                       type=ErrorType.INSUFFICIENT_CAPACITY.value, non_retryable=True)
             served = "" if node_class is None or not offerings_cheapest_first(priced, inp.replacement, zones) else \
                 f" (EC2NodeClass {node_class.name} has an image for none of them)"
             raise ApplicationError(
