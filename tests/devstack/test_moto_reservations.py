@@ -64,7 +64,7 @@ def test_described_by_id_and_by_tag_filters(ec2: Any) -> None:
     assert [c["CapacityReservationId"] for c in found["CapacityReservations"]] == [block]
     keyed = ec2.describe_capacity_reservations(Filters=[{"Name": "tag-key", "Values": ["team"]}])
     assert {block, other} <= {c["CapacityReservationId"] for c in keyed["CapacityReservations"]}
-    with pytest.raises(Exception, match="InvalidCapacityReservationId.NotFound"):
+    with pytest.raises(Exception, match=r"InvalidCapacityReservationId\.NotFound"):
         ec2.describe_capacity_reservations(CapacityReservationIds=["cr-0000000000000dead"])
 
 
