@@ -48,7 +48,7 @@ from planning.lifecycle.launch import launch_patch
 from planning.pricing.overlays import pool_catalog
 from planning.pricing.reservations import with_reservations
 from planning.pricing.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
-from planning.provisioning.fleet import LaunchApi
+from planning.provisioning.fleet import LaunchApi, reservation_template
 from planning.provisioning.spot_fallback import fallback_message, fallback_value, fell_back
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
@@ -347,9 +347,11 @@ class ProvisioningActivities:
         refused: list[str] = []
         for attempt, (itype, off) in enumerate(offers[:MAX_OFFERINGS_TRIED]):
             try:
-                return self._run_instance(claim, inp, itype, off.zone, node_class, attempt), itype, off
+                return self._run_instance(claim, inp, itype, off.zone, node_class, attempt, off), itype, off
             except _InsufficientCapacity as exc:
                 self._offerings.mark(itype, off.zone, inp.replacement.capacity_type, ERROR_REASONS[str(exc)])
+                if off.reservation_id and node_class is not None:
+                    self._reservations.full(node_class.name, {off.reservation_id})
                 refused.append(f"{itype}/{off.zone}")
                 activity.logger.info("launch %s: %s in %s has no capacity, trying the next offering",
                                      claim["metadata"]["name"], itype, off.zone)
@@ -416,8 +418,11 @@ class ProvisioningActivities:
         return params
 
     def _run_instance(self, claim: Obj, inp: LaunchInput, itype: str, zone: str,
-                      node_class: EC2NodeClass | None = None, attempt: int = 0) -> dict[str, Any]:
+                      node_class: EC2NodeClass | None = None, attempt: int = 0,
+                      off: Offering | None = None) -> dict[str, Any]:
         params = self._launch_params(claim, inp, itype, zone, node_class)
+        if off is not None and off.reservation_id:  # into the reservation, as the fleet's template would (§16.4)
+            params.update(reservation_template(off.reservation_id, off.reservation_type))
         uid = claim["metadata"]["uid"]
         params.update(InstanceType=itype, MinCount=1, MaxCount=1,
                       ClientToken=client_token(uid if attempt == 0 else f"{uid}-{_offer_key(itype, zone)}"))
