@@ -25,6 +25,7 @@ from api.capacity_reservations import (
 )
 from api.catalog import Offering, load_default_catalog
 from api.ec2nodeclass import load_ec2nodeclass
+from api.ec2nodeclass_validation import validate_ec2nodeclass
 from api.snapshot import Snapshot, load_snapshot
 from planning.pricing.reservations import with_reservations
 from planning.provisioning import fleet
@@ -175,3 +176,22 @@ def test_one_launch_goes_into_reservations_of_one_type_the_cheapest_offerings() 
     kept = fleet.one_reservation_type(offers)
     assert [o.reservation_id for _, o in kept] == ["cr-2", "cr-3"]
     assert fleet.FleetError("ReservationCapacityExceeded", "full", "m5.large", "us-east-1a").capacity
+
+
+# ---- validation (nodeflow validate, and a class the CRD would refuse is not Ready) --------------------------
+
+def test_terms_follow_karpenters_crd_rules() -> None:
+    def problems(terms: list[dict[str, Any]]) -> list[str]:
+        obj = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "n"},
+               "spec": {"role": "r", "amiSelectorTerms": [{"alias": "al2023@latest"}],
+                        "subnetSelectorTerms": [{"id": "subnet-0a"}], "securityGroupSelectorTerms": [{"id": "sg-0a"}],
+                        "capacityReservationSelectorTerms": terms}}
+        return [x for x in validate_ec2nodeclass(obj) if "capacityReservationSelectorTerms" in x]
+
+    assert problems([{"id": "cr-0a1"}, {"tags": {"team": "ml"}, "ownerID": "123456789012"}]) == []
+    assert problems([]) == []
+    assert any("mutually exclusive" in x for x in problems([{"id": "cr-0a1", "ownerID": "123456789012"}]))
+    assert any("does not match" in x for x in problems([{"id": "reservation-1"}]))
+    assert any("ownerID" in x for x in problems([{"tags": {"a": "b"}, "ownerID": "me"}]))
+    assert any("expected at least one" in x for x in problems([{"ownerID": "123456789012"}]))
+    assert any("Unsupported value" in x for x in problems([{"instanceMatchCriteria": "any"}]))
