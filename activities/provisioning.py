@@ -226,6 +226,7 @@ class ProvisioningActivities:
         if existing is not None:  # a retry reports what runs, even if its offering was marked since
             itype, off = _offer_of(existing, offers)
             instance = existing
+            self._reservations.label(meta["name"], off)  # counted by the attempt that launched it
         else:
             offers = self._not_refused(meta["name"], inp.replacement, zones, offers, priced, node_class)
             instance, itype, off = self._create(claim, inp, offers, node_class)

@@ -27,9 +27,14 @@ class ReservationBook:
         """Label the claim and count one launch into the offering's reservation."""
         if not off.reservation_id:
             return
-        self._kube.patch_node_claim(claim_name, {"metadata": {"labels": reservation_labels(
-            off.reservation_id, off.reservation_type)}})
+        self.label(claim_name, off)
         self._adjust(node_class, {off.reservation_id}, lambda n: max(n - 1, 0))
+
+    def label(self, claim_name: str, off: Offering) -> None:
+        """The reservation's labels on the claim (the registration copies them to its Node)."""
+        if off.reservation_id:
+            self._kube.patch_node_claim(claim_name, {"metadata": {"labels": reservation_labels(
+                off.reservation_id, off.reservation_type)}})
 
     def full(self, node_class: str, reservation_ids: set[str]) -> None:
         """EC2 said these reservations have no room: none available until EC2 says otherwise."""
