@@ -695,6 +695,7 @@ class Cluster:
         # per NodePool, when a NodeOverlay prices pools differently (planning/pricing/overlays.py); else `catalog`
         self.pool_catalogs: dict[str, InstanceTypeCatalog] = {}
         self.node_classes: dict[str, Any] = {}  # EC2NodeClass models by name (api.ec2nodeclass)
+        self.reservation_counts: dict[str, int] = {}  # capacity reservation id -> instances it still has room for
         self.has_anti_affinity = any(p.anti_affinity for n in nodes for p in n.pods)
         self._match_counts: dict[tuple[str, str], dict[str, int]] = {}
         self._zone_counts: dict[tuple[str, str], dict[str, int]] = {}
@@ -769,6 +770,9 @@ class Cluster:
         cluster.pool_catalogs = priced.pools
         cluster.node_classes = {c.metadata.name: c for c in getattr(snapshot, "node_classes", ())}
         cluster.pool_catalogs = reserved_pool_catalogs(pools, cluster.pool_catalogs, catalog, cluster.node_classes)
+        cluster.reservation_counts = {r.id: r.available_instance_count for nc in cluster.node_classes.values()
+                                      for r in getattr(getattr(nc, "status", None), "capacity_reservations", None)
+                                      or ()}
         cluster.volumes = volumes
         for pdb in pdbs:
             if pdb.spec is not None:  # a snapshot written without PDB status: derive it from the pods

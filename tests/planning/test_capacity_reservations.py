@@ -110,11 +110,13 @@ def test_one_reservation_per_type_and_zone_the_one_with_room_first() -> None:
 
 # ---- the provisioner ----------------------------------------------------------------------------------------
 
-def _snapshot(capacity_types: list[str], available: int) -> Snapshot:
+def _snapshot(capacity_types: list[str], available: int, pods: int = 1) -> Snapshot:
     objs = load_snapshot(EXAMPLES / "plan-empty.yaml").to_objects()
     pool = next(o for o in objs if o["kind"] == "NodePool")
     reqs = pool["spec"]["template"]["spec"]["requirements"]
     next(q for q in reqs if q["key"] == labels.CAPACITY_TYPE_LABEL)["values"] = capacity_types
+    if pods > 1:  # one pod per node: the batch cannot pack them onto a larger type
+        reqs.append({"key": labels.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.xlarge"]})
     node_class = {"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass", "metadata": {"name": "default"},
                   "spec": {"role": "r", "amiSelectorTerms": [{"alias": "al2023@latest"}],
                            "capacityReservationSelectorTerms": [{"id": "cr-0a1"}]},
@@ -124,7 +126,12 @@ def _snapshot(capacity_types: list[str], available: int) -> Snapshot:
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "big", "namespace": "default", "uid": "uid-big"},
            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "3", "memory": "4Gi"}}}]},
            "status": {"phase": "Pending"}}
-    return Snapshot.from_objects([*objs, node_class, copy.deepcopy(pod)])
+    more = []
+    for i in range(1, pods):
+        extra = copy.deepcopy(pod)
+        extra["metadata"].update(name=f"big-{i}", uid=f"uid-big-{i}")
+        more.append(extra)
+    return Snapshot.from_objects([*objs, node_class, copy.deepcopy(pod), *more])
 
 
 def test_a_pool_that_allows_reserved_launches_into_the_reservation_first() -> None:
@@ -138,6 +145,13 @@ def test_a_used_up_reservation_falls_back_to_on_demand_and_a_pool_without_reserv
     assert used_up.replacement.capacity_type == "on-demand"
     (plain,) = decide(_snapshot(["on-demand"], 1), pods=["uid-big"], at=AT).launches
     assert plain.replacement.capacity_type == "on-demand"
+
+
+def test_one_batch_plans_no_more_nodes_into_a_reservation_than_it_has_room_for() -> None:
+    decision = decide(_snapshot(["reserved", "on-demand"], 2, pods=3), pods=["uid-big", "uid-big-1", "uid-big-2"],
+                      at=AT)
+    assert sorted(launch.replacement.capacity_type for launch in decision.launches) == [
+        "on-demand", "reserved", "reserved"]
 
 
 def test_the_class_keeps_its_terms_and_status_through_the_model() -> None:
