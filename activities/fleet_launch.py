@@ -11,6 +11,7 @@ before it sends anything (activities/provisioning.py).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -52,14 +53,17 @@ class FleetLauncher:
 
     def __init__(self, ec2: CloudProvider, classes: NodeClassLauncher, catalog: Callable[[], InstanceTypeCatalog],
                  offerings: UnavailableOfferings, cluster_name: str,
-                 delete_claim: Callable[[str], None]) -> None:
+                 delete_claim: Callable[[str], None],
+                 reservations_full: Callable[[str, set[str]], None] | None = None) -> None:
         self._ec2 = ec2
         self._classes = classes
         self._catalog = catalog
         self._offerings = offerings
         self._cluster_name = cluster_name
         self._delete_claim = delete_claim
+        self._reservations_full = reservations_full  # (class name, reservation ids EC2 found full)
         self._templates: set[str] = set()  # made or found by this process: no second DescribeLaunchTemplates
+        self._local = threading.local()  # .refused: (type, zone) EC2 refused in this thread's launch
 
     def launch(self, claim: Obj, capacity_type: str, offers: list[tuple[str, Offering]], nc: EC2NodeClass,
                tags: dict[str, str]) -> tuple[dict[str, Any], str, Offering]:
@@ -67,9 +71,14 @@ class FleetLauncher:
         meta = claim["metadata"]
         types = self._types(claim, offers)
         prioritized = fleet.overlay_priced(offers, self._base_price)
-        params = fleet.fleet_request(self._configs(claim, nc, types, offers, prioritized), capacity_type, tags,
-                                     f"nodeflow-fleet-{meta['uid']}"[:64], prioritized)
-        answer = self._send(meta["name"], params, capacity_type)
+        kept = fleet.one_reservation_type([(t, o) for t, o in offers if t in types])
+        params = fleet.fleet_request(self._configs(claim, nc, types, kept, prioritized), capacity_type, tags,
+                                     f"nodeflow-fleet-{meta['uid']}"[:64], prioritized,
+                                     next((o.reservation_type for _, o in kept if o.reservation_id), None))
+        try:
+            answer = self._send(meta["name"], params, capacity_type)
+        finally:
+            self._note_full_reservations(nc.name, kept)
         instance = self._described(answer, nc)
         itype = instance.get("InstanceType") or answer.instance_type or ""
         zone = (instance.get("Placement") or {}).get("AvailabilityZone", "")
@@ -120,8 +129,10 @@ class FleetLauncher:
 
     def _configs(self, claim: Obj, nc: EC2NodeClass, types: list[str], offers: list[tuple[str, Offering]],
                  prioritized: bool = False) -> list[tuple[str, list[fleet.Override]]]:
-        """A launch template per distinct parameter set (image, user data, ...), each with its types' overrides."""
-        groups: dict[str, list[str]] = {}
+        """A launch template per distinct parameter set (image, user data, ...), each with its types' overrides.
+        A reserved launch has a template per capacity reservation (it targets that reservation) whose overrides are
+        that reservation's (type, zone) only, as Karpenter's."""
+        groups: dict[str, list[tuple[str, Offering]]] = {}
         images: dict[str, str] = {}
         for itype in types:
             try:
@@ -129,14 +140,17 @@ class FleetLauncher:
             except ValueError as exc:
                 self._delete_claim(claim["metadata"]["name"])
                 raise ApplicationError(str(exc), type=ErrorType.LAUNCH_FAILED.value, non_retryable=True) from exc
-            name = fleet.template_name(data)
-            if name not in self._templates:
-                self._ensure(name, data, nc)
-            groups.setdefault(name, []).append(itype)
             images[itype] = data["ImageId"]
+            for off in (o for t, o in offers if t == itype):
+                full = {**data, **fleet.reservation_template(off.reservation_id, off.reservation_type)} \
+                    if off.reservation_id else data
+                name = fleet.template_name(full)
+                if name not in self._templates:
+                    self._ensure(name, full, nc)
+                groups.setdefault(name, []).append((itype, off))
         zones = {o.zone for _, o in offers}
         subnets = {z: s.id for z in zones if (s := subnet_in_zone(nc, z)) is not None}
-        return [(name, fleet.overrides(ts, offers, subnets, images, prioritized)) for name, ts in groups.items()]
+        return [(name, fleet.overrides(types, pairs, subnets, images, prioritized)) for name, pairs in groups.items()]
 
     def _ensure(self, name: str, data: dict[str, Any], nc: EC2NodeClass) -> None:
         assert isinstance(self._ec2, FleetCloud)
@@ -174,9 +188,19 @@ class FleetLauncher:
                                  answer.instance_type, len(answer.errors))
         return answer
 
+    def _note_full_reservations(self, node_class: str, offers: list[tuple[str, Offering]]) -> None:
+        """The reservations whose (type, zone) EC2 refused in this launch (Karpenter's MarkUnavailable)."""
+        refused, self._local.refused = getattr(self._local, "refused", []), []
+        if self._reservations_full is None:
+            return
+        ids = {o.reservation_id for t, o in offers if o.reservation_id and (t, o.zone) in refused}
+        if ids:
+            self._reservations_full(node_class, {i for i in ids if i})
+
     def _note_errors(self, answer: fleet.FleetAnswer, capacity_type: str) -> None:
         for e in answer.errors:
             km.LAUNCH_FAILURES.labels(zone=e.zone, zone_id="", capacity_type=capacity_type, reason=e.code).inc()
             if e.capacity and e.instance_type and e.zone:
+                self._local.refused = [*getattr(self._local, "refused", []), (e.instance_type, e.zone)]
                 self._offerings.mark(e.instance_type, e.zone, capacity_type, ERROR_REASONS[e.code])
 

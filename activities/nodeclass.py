@@ -18,7 +18,10 @@ from typing import Any
 
 from temporalio import activity
 
+from activities.capacity_block_expiry import delete_expiring
 from activities.nodeclass_drift import DriftMarker
+from api.capacity_reservations import queries as reservation_queries
+from api.capacity_reservations import resolve as resolve_reservations
 from api.ec2nodeclass import READY, EC2NodeClass, load_ec2nodeclass
 from api.ec2nodeclass_validation import validate_ec2nodeclass
 from api.meta import Condition
@@ -39,7 +42,8 @@ log = logging.getLogger(__name__)
 
 # Describe* errors that mean "this term matches nothing" rather than "try again".
 NOT_FOUND_CODES = {"InvalidAMIID.NotFound", "InvalidAMIID.Malformed", "InvalidSubnetID.NotFound",
-                   "InvalidGroup.NotFound", "InvalidGroupId.Malformed", "InvalidSubnetID.Malformed"}
+                   "InvalidGroup.NotFound", "InvalidGroupId.Malformed", "InvalidSubnetID.Malformed",
+                   "InvalidCapacityReservationId.NotFound", "InvalidCapacityReservationId.Malformed"}
 NOT_READY_REASON = "NodeClassNotReady"
 
 
@@ -87,6 +91,8 @@ class NodeClassActivities:
             if outcome.ready:
                 ready[outcome.name] = resolved
         drifted = DriftMarker(self._kube).mark(ready, self._clock())  # the claims of the classes resolved Ready
+        reservations = [r for nc in ready.values() for r in nc.status.capacity_reservations or ()]
+        delete_expiring(self._kube, reservations)  # capacity blocks about to end (§16.4)
         if failed:
             raise failed[0]
         return NodeClassResult(classes=out, drifted=dict(drifted))
@@ -123,9 +129,14 @@ class NodeClassActivities:
         subnets = {q.term: self._describe("describe_subnets", "Subnets", q.params) for q in subnet_queries(nc)}
         groups = {q.term: self._describe("describe_security_groups", "SecurityGroups", q.params)
                   for q in security_group_queries(nc)}
-        return resolve_status(nc, k8s_version=k8s_version, ssm_values=ssm_values, images_by_term=images,
-                              subnets_by_term=subnets, security_groups_by_term=groups,
-                              instance_profile=self._instance_profile(nc), now=self._clock())
+        res = resolve_status(nc, k8s_version=k8s_version, ssm_values=ssm_values, images_by_term=images,
+                             subnets_by_term=subnets, security_groups_by_term=groups,
+                             instance_profile=self._instance_profile(nc), now=self._clock())
+        if nc.spec.capacity_reservation_selector_terms:  # Karpenter's capacityreservation.go: each query's answer
+            answers = [self._describe("describe_capacity_reservations", "CapacityReservations", q.params)
+                       for q in reservation_queries(nc.spec.capacity_reservation_selector_terms)]
+            res.status.capacity_reservations = resolve_reservations(answers, self._clock())
+        return res
 
     def _invalid(self, nc: EC2NodeClass, problems: list[str]) -> Resolution:
         """Not Ready, naming the problems; the last resolved lists are kept (launches are blocked anyway)."""

@@ -23,8 +23,10 @@ from temporalio.exceptions import ApplicationError
 
 from activities.fleet_launch import FleetLauncher
 from activities.nodeclass_launch import NodeClassLauncher
+from activities.reservation_launch import ReservationBook
 from api import labels
 from api.allocatable import VM_MEMORY_OVERHEAD_PERCENT
+from api.capacity_reservations import CAPACITY_RESERVED
 from api.catalog import InstanceTypeCatalog, Offering, current_catalog
 from api.ec2nodeclass import EC2NodeClass
 from api.events import EventReason
@@ -44,8 +46,9 @@ from gateways.ec2 import CloudErrorKind, CloudProvider, FleetCloud, classify, cl
 from gateways.kube import KubeClient, Obj, event_body, node_ready
 from planning.lifecycle.launch import launch_patch
 from planning.pricing.overlays import pool_catalog
+from planning.pricing.reservations import with_reservations
 from planning.pricing.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
-from planning.provisioning.fleet import LaunchApi
+from planning.provisioning.fleet import LaunchApi, reservation_template
 from planning.provisioning.spot_fallback import fallback_message, fallback_value, fell_back
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
@@ -154,8 +157,10 @@ class ProvisioningActivities:
         self._classes = NodeClassLauncher(kube, catalog, cluster)
         self._cluster_name = cluster.name if cluster is not None else ""
         self._launch_api = launch_api
+        self._reservations = ReservationBook(kube)
         self._fleet = FleetLauncher(self._ec2, self._classes, lambda: current_catalog(self._catalog),  # type: ignore
-                                    self._offerings, self._cluster_name, self._delete_claim)
+                                    self._offerings, self._cluster_name, self._delete_claim,
+                                    self._reservations.full)
 
     # ---- launch ---------------------------------------------------------------------------------------------
 
@@ -203,9 +208,15 @@ class ProvisioningActivities:
         if node_class is not None:  # only zones the class has a subnet in
             zones = subnet_zones(node_class) if zones is None else zones & subnet_zones(node_class)
         priced = self._priced_catalog(pool)
+        if node_class is not None:  # its capacity reservations as `reserved` offerings (§16.4)
+            priced = with_reservations(priced, node_class.status.capacity_reservations)
         offers = self._offers(priced, inp.replacement, zones, node_class)
         if not offers:
             self._delete_claim(meta["name"])
+            if inp.replacement.capacity_type == CAPACITY_RESERVED:  # used up since the plan: re-plan (Karpenter: ICE)
+                raise ApplicationError(f"InsufficientCapacity: no capacity reservation with room for "
+                                       f"{inp.replacement.instance_types}", [], meta["name"],
+                                       type=ErrorType.INSUFFICIENT_CAPACITY.value, non_retryable=True)
             served = "" if node_class is None or not offerings_cheapest_first(priced, inp.replacement, zones) else \
                 f" (EC2NodeClass {node_class.name} has an image for none of them)"
             raise ApplicationError(
@@ -215,9 +226,12 @@ class ProvisioningActivities:
         if existing is not None:  # a retry reports what runs, even if its offering was marked since
             itype, off = _offer_of(existing, offers)
             instance = existing
+            self._reservations.label(meta["name"], off)  # counted by the attempt that launched it
         else:
             offers = self._not_refused(meta["name"], inp.replacement, zones, offers, priced, node_class)
             instance, itype, off = self._create(claim, inp, offers, node_class)
+            if node_class is not None:
+                self._reservations.launched(meta["name"], node_class.name, off)
         if node_class is not None:
             self._classes.record(claim, instance, node_class)
         self._record_launch(meta["name"], instance, itype, inp.replacement.capacity_type, node_class)
@@ -334,9 +348,11 @@ class ProvisioningActivities:
         refused: list[str] = []
         for attempt, (itype, off) in enumerate(offers[:MAX_OFFERINGS_TRIED]):
             try:
-                return self._run_instance(claim, inp, itype, off.zone, node_class, attempt), itype, off
+                return self._run_instance(claim, inp, itype, off.zone, node_class, attempt, off), itype, off
             except _InsufficientCapacity as exc:
                 self._offerings.mark(itype, off.zone, inp.replacement.capacity_type, ERROR_REASONS[str(exc)])
+                if off.reservation_id and node_class is not None:
+                    self._reservations.full(node_class.name, {off.reservation_id})
                 refused.append(f"{itype}/{off.zone}")
                 activity.logger.info("launch %s: %s in %s has no capacity, trying the next offering",
                                      claim["metadata"]["name"], itype, off.zone)
@@ -403,8 +419,11 @@ class ProvisioningActivities:
         return params
 
     def _run_instance(self, claim: Obj, inp: LaunchInput, itype: str, zone: str,
-                      node_class: EC2NodeClass | None = None, attempt: int = 0) -> dict[str, Any]:
+                      node_class: EC2NodeClass | None = None, attempt: int = 0,
+                      off: Offering | None = None) -> dict[str, Any]:
         params = self._launch_params(claim, inp, itype, zone, node_class)
+        if off is not None and off.reservation_id:  # into the reservation, as the fleet's template would (§16.4)
+            params.update(reservation_template(off.reservation_id, off.reservation_type))
         uid = claim["metadata"]["uid"]
         params.update(InstanceType=itype, MinCount=1, MaxCount=1,
                       ClientToken=client_token(uid if attempt == 0 else f"{uid}-{_offer_key(itype, zone)}"))

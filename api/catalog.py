@@ -30,6 +30,9 @@ class Offering(BaseModel):
     capacity_type: Literal["on-demand", "spot", "reserved"] = Field(alias="capacityType")
     price: float = Field(ge=0)
     available: bool = True
+    # a `reserved` offering's capacity reservation (api/capacity_reservations.py); None for the others
+    reservation_id: str | None = Field(default=None, alias="reservationID")
+    reservation_type: str | None = Field(default=None, alias="reservationType")
 
 
 class Accelerator(BaseModel):

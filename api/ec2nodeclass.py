@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from api.capacity_reservations import CapacityReservationSelectorTerm, CapacityReservationStatus
 from api.meta import Condition, K8sModel, NodeSelectorRequirement, ObjectMeta, condition_of
 
 GROUP = "karpenter.k8s.aws"
@@ -121,6 +122,7 @@ class EC2NodeClassSpec(K8sModel):
     subnet_selector_terms: list[SubnetSelectorTerm] = Field(default_factory=list)
     security_group_selector_terms: list[SecurityGroupSelectorTerm] = Field(default_factory=list)
     ami_selector_terms: list[AMISelectorTerm] = Field(default_factory=list)
+    capacity_reservation_selector_terms: list[CapacityReservationSelectorTerm] = Field(default_factory=list)
     ami_family: str | None = None
     user_data: str | None = None
     role: str | None = None
@@ -159,6 +161,7 @@ class EC2NodeClassStatus(K8sModel):
     amis: list[AMIStatus] | None = None
     subnets: list[SubnetStatus] | None = None
     security_groups: list[SecurityGroupStatus] | None = None
+    capacity_reservations: list[CapacityReservationStatus] | None = None
     instance_profile: str | None = None
     conditions: list[Condition] | None = None
 

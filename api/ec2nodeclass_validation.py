@@ -55,6 +55,9 @@ SPEC_FIELDS = {
     "ipPrefixCount", "enclaveOptions",
 }
 SUBNET_TERM_FIELDS = ("tags", "id")
+RESERVATION_TERM_FIELDS = ("tags", "id", "instanceMatchCriteria")  # ownerID only narrows tags
+RESERVATION_ID_PATTERN = "^cr-[0-9a-z]+$"
+OWNER_ID_PATTERN = "^[0-9]{12}$"
 SECURITY_GROUP_TERM_FIELDS = ("tags", "id", "name")
 AMI_TERM_FIELDS = ("tags", "id", "name", "alias", "ssmParameter")  # owner only narrows a name or tags
 METADATA_FIELDS = {"httpEndpoint", "httpProtocolIPv6", "httpPutResponseHopLimit", "httpTokens"}
@@ -81,6 +84,23 @@ def _check_term_tags(p: _Problems, path: str, tags: Any) -> None:
     for key, value in m.items():
         if key == "" or not isinstance(value, str) or value == "":
             p.add(f"{path}[{key}]", "empty tag keys or values aren't supported")
+
+
+def _check_reservation_terms(p: _Problems, obj: Any) -> None:
+    """Karpenter's CRD rules for capacityReservationSelectorTerms (optional; `id` alone, else tags / ownerID /
+    instanceMatchCriteria)."""
+    if obj is None or obj == []:
+        return
+    path = "spec.capacityReservationSelectorTerms"
+    for i, term in enumerate(_check_terms(p, path, obj, RESERVATION_TERM_FIELDS, {"ownerID"},
+                                          RESERVATION_ID_PATTERN, exclusive=("id",))):
+        owner = p.string(f"{path}[{i}].ownerID", term.get("ownerID"))
+        if owner is not None and not matches_pattern(OWNER_ID_PATTERN, owner):
+            p.add(f"{path}[{i}].ownerID", f"{owner!r} does not match {OWNER_ID_PATTERN!r}")
+        criteria = term.get("instanceMatchCriteria")
+        if criteria is not None and criteria not in ("open", "targeted"):
+            p.add(f"{path}[{i}].instanceMatchCriteria", f"Unsupported value: {criteria!r}: supported values: "
+                                                         f"\"open\", \"targeted\"")
 
 
 def _check_terms(p: _Problems, path: str, obj: Any, selectors: tuple[str, ...], extra: set[str],
@@ -307,6 +327,7 @@ def validate_ec2nodeclass(obj: Any) -> list[str]:
     _check_terms(p, "spec.securityGroupSelectorTerms", spec.get("securityGroupSelectorTerms"),
                  SECURITY_GROUP_TERM_FIELDS, set(), SECURITY_GROUP_ID_PATTERN, exclusive=("id", "name"))
     _check_ami_terms(p, spec)
+    _check_reservation_terms(p, spec.get("capacityReservationSelectorTerms"))
     _check_identity(p, spec)
     _check_tags(p, spec.get("tags"))
     _check_metadata_options(p, spec.get("metadataOptions"))

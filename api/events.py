@@ -60,6 +60,8 @@ class EventReason(StrEnum):
     # ---- nodeflow's own: Karpenter has no word for these ----
     DISRUPTION_POLICY_CONFLICT = "DisruptionPolicyConflict"  # two DisruptionPolicies select one NodePool
     NODE_REPAIR = "NodeRepair"  # an unhealthy node past its toleration: terminated forcefully (Karpenter only logs)
+    # a capacity block within 40 minutes of its end: its NodeClaims are deleted (Karpenter only logs)
+    CAPACITY_BLOCK_EXPIRING = "CapacityBlockExpiring"
     NODEPOOL_LIMITS_REACHED = "NodePoolLimitsReached"  # a pod needs a node but the pool's spec.limits are used up
     PROVISIONING_LAUNCHED = "Launched"  # a NodeClaim launched for pending pods (or a static pool's replicas)
     DISRUPTION_ESCALATED = "DisruptionEscalated"  # a graceful disruption's drain blocked past notifyAfter
@@ -138,6 +140,7 @@ REASONS: dict[EventReason, ReasonSpec] = {
     R.DO_NOT_DISRUPT_GRACE_PERIOD_ELAPSED: ReasonSpec(NORMAL, _POD),
     R.DISRUPTION_POLICY_CONFLICT: ReasonSpec(WARNING, NODEFLOW, by_message=True),
     R.NODE_REPAIR: ReasonSpec(WARNING, NODEFLOW, by_message=True),
+    R.CAPACITY_BLOCK_EXPIRING: ReasonSpec(WARNING, NODEFLOW, by_message=True),
     R.NODEPOOL_LIMITS_REACHED: ReasonSpec(WARNING, NODEFLOW, by_message=True),
     R.PROVISIONING_LAUNCHED: ReasonSpec(NORMAL, NODEFLOW, by_message=True),
     R.DISRUPTION_ESCALATED: ReasonSpec(WARNING, NODEFLOW, by_message=True),

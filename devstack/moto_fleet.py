@@ -26,6 +26,8 @@ import threading
 import urllib.request
 from typing import Any
 
+from devstack import moto_reservations
+
 PATH = "/_nodeflow/spot-market"
 DEEP_SHARE = 0.5  # price-capacity-optimized: pools at least this share of the deepest one's capacity are "deep"
 _TOKENS: dict[tuple[str, str, str], str] = {}  # (account, region, ClientToken) -> fleet id
@@ -42,6 +44,9 @@ def _choose(fleet: Any, lifecycle: str) -> Any:
     """The launch spec EC2 would fill: the lowest Priority when priorities are given; for spot with a market set,
     by the allocation strategy; else the first (nodeflow's overrides come cheapest first)."""
     specs = list(fleet.launch_specs)
+    open_specs = [sp for sp in specs
+                  if (t := _target(fleet, sp)) is None or moto_reservations.room(fleet.ec2_backend, t)]
+    specs = open_specs or specs  # a reservation with no room is skipped (all full: answered before, in create_fleet)
     with_priority = [s for s in specs if (s.overrides or {}).get("Priority") is not None]
     if with_priority:
         return min(with_priority, key=lambda s: float(s.overrides["Priority"]))
@@ -84,11 +89,19 @@ def _run(fleet: Any, spec: Any, lifecycle: str) -> Any:
     user_data = parse_user_data(raw) if isinstance(raw, str | bytes) else raw
     reservation = backend.run_instances(image, 1, user_data, [], **kwargs)
     instance = reservation.instances[0]
+    target = moto_reservations.target_of(data)
+    if target:
+        moto_reservations.launched(target, instance.id)
     profile = data.get("IamInstanceProfile") or {}
     if profile.get("Name") or profile.get("Arn"):
         backend.associate_iam_instance_profile(instance_id=instance.id, iam_instance_profile_name=profile.get("Name"),
                                                iam_instance_profile_arn=profile.get("Arn"))
     return instance
+
+
+def _target(fleet: Any, spec: Any) -> str | None:
+    data = fleet.ec2_backend._get_template_from_args(spec.launch_template_spec).data
+    return moto_reservations.target_of(data)
 
 
 def _launcher(original: Any, lifecycle: str) -> Any:
@@ -127,6 +140,9 @@ def _idempotent(original: Any) -> Any:
                 if fleet.instances is not None:
                     result["Instances"] = fleet.instances
                 return ActionResult(result)
+            full = moto_reservations.full_answer(self.ec2_backend, self._get_param("LaunchTemplateConfigs", []))
+            if full is not None:  # every targeted reservation is used up: EC2's errors, no fleet, no instance
+                return ActionResult({**full, "FleetId": f"fleet-{token or 'none'}"[:64]})
             answer = original(self)
             if token:
                 _TOKENS[key] = answer.result["FleetId"]
@@ -189,6 +205,7 @@ def install() -> None:
         Fleet.__nodeflow_instances__ = True  # type: ignore[attr-defined]
     Fleets.create_fleet = _idempotent(unwrapped(Fleets.create_fleet))  # type: ignore[method-assign]
     _route_control()
+    moto_reservations.install()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -26,6 +26,7 @@ from api.timestamps import parse_time
 from planning.capacity_buffers import snapshot_virtual_pods
 from planning.pod_requests import pod_requests, resize_infeasible
 from planning.pricing.overlays import overlay_pool_labels, priced_by_overlays
+from planning.pricing.reservations import with_reservations
 from planning.scheduling.default_spread import DefaultSpread, Workloads, configured, defaulted_spec
 from planning.scheduling.pod_constraints import MoreConstraints, parse_constraints
 from planning.scheduling.volume_topology import (
@@ -557,6 +558,19 @@ class NodeInfo:
         return machine_going(self.deleting, self.taints, self.claim)
 
 
+def reserved_pool_catalogs(pools: Mapping[str, PoolInfo], pool_catalogs: Mapping[str, InstanceTypeCatalog],
+                           catalog: InstanceTypeCatalog, node_classes: Mapping[str, Any]
+                           ) -> dict[str, InstanceTypeCatalog]:
+    """Each pool's catalog with its EC2NodeClass's capacity reservations as `reserved` offerings (§16.4)."""
+    out = dict(pool_catalogs)
+    for name, pool in pools.items():
+        nc = node_classes.get(pool.node_class)
+        found = getattr(getattr(nc, "status", None), "capacity_reservations", None)
+        if found:
+            out[name] = with_reservations(out.get(name, catalog), found)
+    return out
+
+
 def _type_nodes(nodes: Iterable[NodeInfo], pool_catalogs: Mapping[str, InstanceTypeCatalog],
                 catalog: InstanceTypeCatalog, csinodes: Mapping[str, Mapping[str, Any]]) -> None:
     """Each node's pool, instance type (its pool's overlaid catalog), price, volume limits, and the capacity its type
@@ -708,6 +722,7 @@ class Cluster:
         # per NodePool, when a NodeOverlay prices pools differently (planning/pricing/overlays.py); else `catalog`
         self.pool_catalogs: dict[str, InstanceTypeCatalog] = {}
         self.node_classes: dict[str, Any] = {}  # EC2NodeClass models by name (api.ec2nodeclass)
+        self.reservation_counts: dict[str, int] = {}  # capacity reservation id -> instances it still has room for
         self.has_anti_affinity = any(p.anti_affinity for n in nodes for p in n.pods)
         # pods the cluster-default topology spread was given, and pods counted at an in-place resize (from_parts)
         self.default_spread_pods = 0
@@ -788,6 +803,10 @@ class Cluster:
         cluster = cls(nodes, pools, claims, pending, pdbs, catalog)
         cluster.pool_catalogs = priced.pools
         cluster.node_classes = {c.metadata.name: c for c in getattr(snapshot, "node_classes", ())}
+        cluster.pool_catalogs = reserved_pool_catalogs(pools, cluster.pool_catalogs, catalog, cluster.node_classes)
+        cluster.reservation_counts = {r.id: r.available_instance_count for nc in cluster.node_classes.values()
+                                      for r in getattr(getattr(nc, "status", None), "capacity_reservations", None)
+                                      or ()}
         cluster.volumes = volumes
         cluster.default_spread_pods, cluster.resizing_pods = defaulted, resizing
         for pdb in pdbs:

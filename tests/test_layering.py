@@ -212,7 +212,7 @@ PLANNING_FLOORS: dict[str, int] = {
     "planning/scheduling/pod_affinity.py": 1, "planning/scheduling/host_ports.py": 1,
     "planning/scheduling/topology_spread.py": 1, "planning/scheduling/default_spread.py": 1,
     "planning/pricing/overlays.py": 1,
-    "planning/pricing/unavailable_offerings.py": 1,
+    "planning/pricing/unavailable_offerings.py": 1, "planning/pricing/reservations.py": 1,
     "planning/scheduling/": 2,
     "planning/lifecycle/": 3, "planning/pricing/": 3,
     "planning/disruption/commands.py": 3, "planning/disruption/candidates.py": 3, "planning/disruption/method.py": 3,

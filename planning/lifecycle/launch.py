@@ -36,6 +36,10 @@ def instance_zone(instance: Mapping[str, Any]) -> str:
 
 
 def capacity_type(instance: Mapping[str, Any]) -> str:
+    """`reserved` for an instance in a capacity reservation (Karpenter reads CapacityReservationId), else by its
+    lifecycle."""
+    if instance.get("CapacityReservationId"):
+        return "reserved"
     return L.CAPACITY_SPOT if instance.get("InstanceLifecycle") == SPOT_LIFECYCLE else L.CAPACITY_ON_DEMAND
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from api import labels as L
+from api.capacity_reservations import CAPACITY_RESERVED
 from planning.disruption.candidates import Candidate
 from planning.disruption.commands import Replacement, Requirement
 from planning.scheduling.sim_state import NewNode
@@ -31,7 +32,7 @@ class PricedReplacement:
 
 
 def _capacity_types(options: Sequence[TypeOption]) -> set[str]:
-    return {o.capacity_type for opt in options for o in opt.offerings}
+    return {o.capacity_type for opt in options for o in opt.offerings if o.available}
 
 
 def _only(options: Sequence[TypeOption], capacity_type: str) -> list[TypeOption]:
@@ -95,7 +96,10 @@ def launch_replacements(new_nodes: Sequence[NewNode], pool_options: Callable[[st
 
 
 def _preferred_capacity_type(cts: set[str]) -> str:
-    """Spot when allowed (cheapest), then on-demand, then whatever remains (e.g. reserved)."""
+    """Reserved when a reservation has room (Karpenter's getCapacityType: reserved, spot, on-demand; the options
+    hold available offerings only, §16.4), then spot when allowed (cheapest), then on-demand."""
+    if CAPACITY_RESERVED in cts:
+        return CAPACITY_RESERVED
     if L.CAPACITY_SPOT in cts:
         return L.CAPACITY_SPOT
     return L.CAPACITY_ON_DEMAND if L.CAPACITY_ON_DEMAND in cts else sorted(cts)[0]

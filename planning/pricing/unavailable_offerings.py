@@ -32,6 +32,7 @@ class UnavailableReason(StrEnum):
     INSUFFICIENT_INSTANCE_CAPACITY = "InsufficientInstanceCapacity"
     UNFULFILLABLE_CAPACITY = "UnfulfillableCapacity"
     UNSUPPORTED = "Unsupported"  # the type is not offered in that zone (EC2 says so only when asked)
+    RESERVATION_CAPACITY_EXCEEDED = "ReservationCapacityExceeded"  # a capacity reservation with no room left
     SPOT_INTERRUPTION = "SpotInterruption"
 
 
@@ -42,6 +43,7 @@ ERROR_REASONS: dict[str, UnavailableReason] = {
     "InsufficientInstanceCapacity": UnavailableReason.INSUFFICIENT_INSTANCE_CAPACITY,
     "UnfulfillableCapacity": UnavailableReason.UNFULFILLABLE_CAPACITY,
     "Unsupported": UnavailableReason.UNSUPPORTED,
+    "ReservationCapacityExceeded": UnavailableReason.RESERVATION_CAPACITY_EXCEEDED,
 }
 
 

@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from api import labels
+from api.capacity_reservations import CAPACITY_RESERVED, ReservationType
 from api.catalog import Offering
 
 MAX_INSTANCE_TYPES = 60  # Karpenter's maxInstanceTypes: types, not overrides, per request
@@ -22,7 +23,8 @@ ON_DEMAND_STRATEGY = "lowest-price"
 SPOT_STRATEGY = "price-capacity-optimized"
 ON_DEMAND_PRIORITIZED = "prioritized"  # when a NodeOverlay priced the offerings: EC2 follows the overrides' order
 SPOT_PRIORITIZED = "capacity-optimized-prioritized"
-CAPACITY_CODES = frozenset({"InsufficientInstanceCapacity", "UnfulfillableCapacity", "Unsupported"})
+CAPACITY_CODES = frozenset({"InsufficientInstanceCapacity", "UnfulfillableCapacity", "Unsupported",
+                            "ReservationCapacityExceeded"})
 LAUNCH_TEMPLATE_PREFIX = "nodeflow.dev/"  # Karpenter names its templates karpenter.k8s.aws/<hash>
 
 
@@ -116,6 +118,17 @@ def truncate(types: Sequence[str], mins: Mapping[str, int], values_of: Callable[
     return kept
 
 
+def one_reservation_type(offers: Sequence[tuple[str, Offering]]) -> list[tuple[str, Offering]]:
+    """A reserved launch goes into reservations of one type only (a capacity block and a default reservation need
+    different requests: aws instancefilter CapacityReservationTypeFilter): the cheapest offering's type. Offerings
+    of no reservation pass unchanged."""
+    reserved = [o for _, o in offers if o.reservation_id]
+    if not reserved:
+        return list(offers)
+    rtype = min(reserved, key=lambda o: (o.price, o.zone)).reservation_type
+    return [(t, o) for t, o in offers if not o.reservation_id or o.reservation_type == rtype]
+
+
 def overrides(types: Sequence[str], offers: Iterable[tuple[str, Offering]], subnets: Mapping[str, str],
               images: Mapping[str, str] | None = None, prioritized: bool = False) -> list[Override]:
     """Each (type, zone) of `offers` whose type is kept and whose zone has a subnet, in the types' order (within a
@@ -134,9 +147,13 @@ def overrides(types: Sequence[str], offers: Iterable[tuple[str, Offering]], subn
     return out
 
 
-def allocation_options(capacity_type: str, prioritized: bool = False) -> dict[str, Any]:
+def allocation_options(capacity_type: str, prioritized: bool = False,
+                       reservation_type: str | None = None) -> dict[str, Any]:
     """SpotOptions or OnDemandOptions of the request, as Karpenter sets them (the prioritized strategies when a
-    NodeOverlay priced the offerings: EC2's own prices would undo the overlay's order)."""
+    NodeOverlay priced the offerings: EC2's own prices would undo the overlay's order). A launch into a capacity
+    block carries neither (aws instance/types.go Build)."""
+    if capacity_type == CAPACITY_RESERVED and reservation_type == ReservationType.CAPACITY_BLOCK:
+        return {}
     if capacity_type == labels.CAPACITY_SPOT:
         return {"SpotOptions": {"AllocationStrategy": SPOT_PRIORITIZED if prioritized else SPOT_STRATEGY}}
     return {"OnDemandOptions": {"AllocationStrategy": ON_DEMAND_PRIORITIZED if prioritized else ON_DEMAND_STRATEGY}}
@@ -148,20 +165,42 @@ def template_name(data: Mapping[str, Any]) -> str:
     return LAUNCH_TEMPLATE_PREFIX + digest
 
 
+def target_capacity_type(capacity_type: str, reservation_type: str | None = None) -> str:
+    """EC2's DefaultTargetCapacityType: a reserved launch is `on-demand` into the reservation its launch template
+    targets, or `capacity-block` for a capacity block (EC2 knows no `reserved`)."""
+    if capacity_type != CAPACITY_RESERVED:
+        return capacity_type
+    return "capacity-block" if reservation_type == ReservationType.CAPACITY_BLOCK else labels.CAPACITY_ON_DEMAND
+
+
+def reservation_template(reservation_id: str, reservation_type: str | None) -> dict[str, Any]:
+    """What a launch template adds to launch into one capacity reservation (aws launchtemplate/types.go): only that
+    reservation (`capacity-reservations-only`, so a full one is an error, not an on-demand instance), and the
+    capacity-block market for a block."""
+    out: dict[str, Any] = {"CapacityReservationSpecification": {
+        "CapacityReservationPreference": "capacity-reservations-only",
+        "CapacityReservationTarget": {"CapacityReservationId": reservation_id}}}
+    if reservation_type == ReservationType.CAPACITY_BLOCK:
+        out["InstanceMarketOptions"] = {"MarketType": "capacity-block"}
+    return out
+
+
 def fleet_request(configs: Sequence[tuple[str, Sequence[Override]]], capacity_type: str, tags: Mapping[str, str],
-                  token: str, prioritized: bool = False) -> dict[str, Any]:
+                  token: str, prioritized: bool = False, reservation_type: str | None = None) -> dict[str, Any]:
     """The CreateFleet parameters: type instant, one instance of `capacity_type`, a config per launch template
     (name, its overrides), tags on the instance, its volumes and the fleet, and the idempotency token."""
     tag_list = [{"Key": k, "Value": v} for k, v in tags.items()]
     return {
         "Type": "instant",
         "ClientToken": token,
-        "TargetCapacitySpecification": {"TotalTargetCapacity": 1, "DefaultTargetCapacityType": capacity_type},
+        "TargetCapacitySpecification": {"TotalTargetCapacity": 1,
+                                        "DefaultTargetCapacityType": target_capacity_type(capacity_type,
+                                                                                          reservation_type)},
         "LaunchTemplateConfigs": [
             {"LaunchTemplateSpecification": {"LaunchTemplateName": name, "Version": "$Latest"},
              "Overrides": [o.request() for o in ovs]} for name, ovs in configs if ovs],
         "TagSpecifications": [{"ResourceType": r, "Tags": tag_list} for r in ("instance", "volume", "fleet")],
-        **allocation_options(capacity_type, prioritized),
+        **allocation_options(capacity_type, prioritized, reservation_type),
     }
 
 

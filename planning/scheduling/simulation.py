@@ -558,6 +558,30 @@ class Scheduler(DomainChecks):
             return []
         return [o for o in options if cpu + o.itype.cpu_cores <= lim_cpu and mem + o.itype.memory_bytes <= lim_mem]
 
+    def _reservation_filter(self, options: list[TypeOption], state: SimState) -> list[TypeOption]:
+        """Without the reserved offerings of reservations the simulation's new nodes already fill: a new node whose
+        cheapest offering is reserved takes one place of that reservation (Karpenter's scheduler counts each
+        reservation's capacity across the NodeClaims it plans; docs/semantics.md §16.4)."""
+        counts = self.cluster.reservation_counts
+        if not counts or not state.new_nodes:
+            return options
+        used: dict[str, int] = {}
+        for nn in state.new_nodes:
+            offs = [o for opt in nn.options for o in opt.offerings]
+            best = min(offs, key=lambda o: o.price) if offs else None
+            if best is not None and best.reservation_id:
+                used[best.reservation_id] = used.get(best.reservation_id, 0) + 1
+        full = {rid for rid, n in used.items() if n >= counts.get(rid, 0)}
+        if not full:
+            return options
+        out: list[TypeOption] = []
+        for opt in options:
+            offs = tuple(o for o in opt.offerings if o.reservation_id not in full)
+            if offs:
+                out.append(opt if len(offs) == len(opt.offerings) else
+                           TypeOption(opt.itype, offs, opt.cpu, opt.mem, opt.pods, opt.eph))
+        return out
+
     def _narrow(self, options: list[TypeOption], allowed: set[tuple[str, str, str]] | None,
                 cpu: float, mem: int, npods: int, eph: int) -> list[TypeOption]:
         out: list[TypeOption] = []
@@ -659,7 +683,7 @@ class Scheduler(DomainChecks):
             if blocker is not None:
                 why = f"nodepool {pool.name} cannot launch: {blocker}"
                 continue
-            options = self._limit_filter(pool, self._options(pool), state)
+            options = self._reservation_filter(self._limit_filter(pool, self._options(pool), state), state)
             if not options:
                 why = f"nodepool {pool.name} has no instance type within its limits"
                 continue
