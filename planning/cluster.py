@@ -571,6 +571,49 @@ def reserved_pool_catalogs(pools: Mapping[str, PoolInfo], pool_catalogs: Mapping
     return out
 
 
+
+def _attach_claims(nodes: list[NodeInfo], claims: Iterable[ClaimInfo]) -> None:
+    """Each NodeClaim onto its Node, by node name, else by provider id (a claim not yet registered names none)."""
+    by_name = {n.name: n for n in nodes}
+    by_provider = {pid: n for n in nodes if (pid := (n.raw.get("spec") or {}).get("providerID"))}
+    for c in claims:
+        node = by_name.get(c.node_name) if c.node_name else None
+        if node is None and c.provider_id:
+            node = by_provider.get(c.provider_id)
+        if node is not None:
+            node.claim = c
+
+
+def _place_pods(pods: Iterable[PodInfo], by_name: dict[str, NodeInfo], spread: Any, workloads: Workloads | None,
+                volumes: Volumes) -> tuple[list[PodInfo], int, int]:
+    """Each pod onto its node (its requests counted unless it is terminal), or among the pending pods; the cluster
+    default spread and volume needs applied first. Returns the pending pods and, for the pass's scheduling gauges
+    (telemetry/metrics.py), how many pods got a default spread and how many are resizing."""
+    pending: list[PodInfo] = []
+    defaulted = resizing = 0
+    for pod in pods:
+        resizing += pod.resized
+        if workloads is not None:
+            spread_pod = with_default_spread(pod, spread, workloads)
+            defaulted += spread_pod is not pod and not pod.virtual
+            pod = spread_pod
+        if volumes and claim_names(pod.raw.get("spec") or {}):
+            pod = with_volume_needs(pod, volumes)
+        node = by_name.get(pod.node_name) if pod.node_name else None
+        if node is None:
+            if not pod.node_name and pod.active:
+                pending.append(pod)
+            continue
+        node.pods.append(pod)
+        if not pod.terminal:
+            node.attached |= pod.attach
+            node.used_cpu += pod.cpu
+            node.used_mem += pod.mem
+            node.used_pods += 1
+            node.used_eph += pod.eph
+    return pending, defaulted, resizing
+
+
 def _type_nodes(nodes: Iterable[NodeInfo], pool_catalogs: Mapping[str, InstanceTypeCatalog],
                 catalog: InstanceTypeCatalog, csinodes: Mapping[str, Mapping[str, Any]]) -> None:
     """Each node's pool, instance type (its pool's overlaid catalog), price, volume limits, and the capacity its type
@@ -761,42 +804,14 @@ class Cluster:
         catalog = priced.catalog
         claims = [parse_claim(c) for c in snapshot.node_claims] if claims is None else list(claims)
         nodes = [parse_node(i, raw) for i, raw in enumerate(snapshot.nodes)]
-        by_name = {n.name: n for n in nodes}
-        by_provider = {pid: n for n in nodes if (pid := (n.raw.get("spec") or {}).get("providerID"))}
-        for c in claims:
-            node = by_name.get(c.node_name) if c.node_name else None
-            if node is None and c.provider_id:
-                node = by_provider.get(c.provider_id)
-            if node is not None:
-                node.claim = c
-        pending: list[PodInfo] = []
-        volumes = Volumes.from_objects(o for o in getattr(snapshot, "others", ()) if o.get("kind") in VOLUME_KINDS)
-        spread = configured() if default_spread is None else default_spread
-        workloads = Workloads(getattr(snapshot, "others", ())) if spread else None
-        # CapacityBuffers' virtual pods join the pending pods (Karpenter's GetPendingPods; docs/semantics.md §20)
-        virtual = [parse_pod(raw) for raw in snapshot_virtual_pods(getattr(snapshot, "others", ()))]
-        defaulted = resizing = 0  # for the pass's scheduling gauges (telemetry/metrics.py)
-        for pod in itertools.chain(pods, virtual):
-            resizing += pod.resized
-            if workloads is not None:
-                spread_pod = with_default_spread(pod, spread, workloads)
-                defaulted += spread_pod is not pod and not pod.virtual
-                pod = spread_pod
-            if volumes and claim_names(pod.raw.get("spec") or {}):
-                pod = with_volume_needs(pod, volumes)
-            node = by_name.get(pod.node_name) if pod.node_name else None
-            if node is None:
-                if not pod.node_name and pod.active:
-                    pending.append(pod)
-                continue
-            node.pods.append(pod)
-            if not pod.terminal:
-                node.attached |= pod.attach
-                node.used_cpu += pod.cpu
-                node.used_mem += pod.mem
-                node.used_pods += 1
-                node.used_eph += pod.eph
+        _attach_claims(nodes, claims)
         others = getattr(snapshot, "others", ())
+        volumes = Volumes.from_objects(o for o in others if o.get("kind") in VOLUME_KINDS)
+        spread = configured() if default_spread is None else default_spread
+        # CapacityBuffers' virtual pods join the pending pods (Karpenter's GetPendingPods; docs/semantics.md §20)
+        virtual = [parse_pod(raw) for raw in snapshot_virtual_pods(others)]
+        pending, defaulted, resizing = _place_pods(itertools.chain(pods, virtual), {n.name: n for n in nodes},
+                                                   spread, Workloads(others) if spread else None, volumes)
         _type_nodes(nodes, priced.pools, catalog,
                     {(o.get("metadata") or {}).get("name"): o for o in others if o.get("kind") == "CSINode"})
         pdbs = [parse_pdb(p) for p in snapshot.pdbs]
