@@ -118,6 +118,16 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
                    help="one provisioning launch attempt; a worker killed mid-launch delays the batch this long")
     p.add_argument("--sticky-queue-timeout", type=_seconds, default=env("NODEFLOW_STICKY_QUEUE_TIMEOUT", "10s"),
                    help="a workflow task for this worker's cache goes to any worker after this (a dead worker's wait)")
+    p.add_argument("--launch-api", choices=["fleet", "run-instances"], default=env("NODEFLOW_LAUNCH_API", "fleet"),
+                   help="how a NodeClaim's instance is asked of EC2: one CreateFleet over its offerings, as "
+                        "Karpenter (default), or RunInstances per offering, cheapest first")
+    _disruption_args(p)
+
+
+def _disruption_args(p: argparse.ArgumentParser) -> None:
+    """Node repair (when a node counts as unhealthy, which path replaces it) and the settings disruptions read: the
+    default topology spread, the cancel hold, the minimum drain time, feature gates."""
+    env = os.environ.get
     p.add_argument("--node-repair-toleration", type=_seconds, default=env("NODEFLOW_NODE_REPAIR_TOLERATION", "30m"),
                    help="how long a node may stay Ready False/Unknown before it is replaced (Go duration)")
     p.add_argument("--node-repair-condition", action="append", metavar="TYPE=STATUS:DURATION",
@@ -126,9 +136,6 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-node-repair", action="store_true",
                    default=_env_flag("NODEFLOW_NO_NODE_REPAIR"),
                    help="never replace unhealthy nodes")
-    p.add_argument("--launch-api", choices=["fleet", "run-instances"], default=env("NODEFLOW_LAUNCH_API", "fleet"),
-                   help="how a NodeClaim's instance is asked of EC2: one CreateFleet over its offerings, as "
-                        "Karpenter (default), or RunInstances per offering, cheapest first")
     p.add_argument("--legacy-node-repair", action="store_true", default=_env_flag("NODEFLOW_LEGACY_NODE_REPAIR"),
                    help="node repair as before v1.15: forceful termination, no budget, no replacement first "
                         "(default: a budgeted disruption method that pre-spins a replacement, then drains)")
