@@ -158,14 +158,25 @@ def cooldown(settings: IntakeSettings, times: int) -> float:
     return min(settings.cooldown_seconds * 2 ** min(max(times - 1, 0), 30), ceiling)
 
 
+def scanned(pods: list[Obj], deleting: set[str]) -> list[PodRef]:
+    """The batch candidates among every pod: unschedulable ones and those of `deleting` nodes."""
+    return [ref for pod in pods if (ref := unschedulable(pod) or (displaced(pod, deleting) if deleting
+                                                                   else None)) is not None]
+
+
 class PendingPodIntake:
-    """Runs beside the deletion watcher in each worker (runtime/worker_loop.py)."""
+    """Runs beside the deletion watcher in each worker (runtime/worker_loop.py).
+
+    With `candidates` (runtime/pending_index.py on the watch cache) a tick reads the candidates the cache's events
+    keep; without, it scans every pod `pods` returns against the nodes `deleting` returns."""
 
     def __init__(self, pods: Callable[[], list[Obj] | None], client: Client, settings: IntakeSettings,
                  clock: Callable[[], float] = time.monotonic,
-                 deleting: Callable[[], set[str] | None] = lambda: set()) -> None:
+                 deleting: Callable[[], set[str] | None] = lambda: set(),
+                 candidates: Callable[[], list[PodRef] | None] | None = None) -> None:
         self._pods = pods
         self._deleting = deleting
+        self._candidates = candidates
         self._client = client
         self._s = settings
         self._clock = clock
@@ -180,13 +191,19 @@ class PendingPodIntake:
     async def run(self) -> None:
         await tick_until_stopped(self.tick, self._stop, self._s.tick_seconds, "pending-pod intake")
 
-    async def tick(self) -> None:
+    async def _refs(self) -> list[PodRef] | None:
+        if self._candidates is not None:
+            return self._candidates()
         pods = await asyncio.to_thread(self._pods)
+        if pods is None:
+            return None
         deleting = await asyncio.to_thread(self._deleting) if pods else set()
+        return scanned(pods, deleting or set())
+
+    async def tick(self) -> None:
+        refs = await self._refs()
         now = self._clock()
-        if pods is not None:  # None: the cache has not synced; keep what is known
-            refs = [ref for pod in pods if (ref := unschedulable(pod) or (displaced(pod, deleting) if deleting
-                                                                           else None)) is not None]
+        if refs is not None:  # None: the cache has not synced; keep what is known
             self._handed = {r.uid: self._handed[r.uid] for r in refs if r.uid in self._handed}  # bound or gone
             for ref in refs:
                 handed = self._handed.get(ref.uid)
