@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from kubernetes.client.rest import ApiException
 from temporalio import activity
@@ -55,8 +55,15 @@ from telemetry import metrics
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-# The worker's watch cache, read by kind and name (None: not cached, or the cache has not synced); runtime/wiring.py
-Cached = Callable[[str, str], Obj | None]
+
+
+class CacheReads(Protocol):
+    """The worker's watch cache as `prepare` reads it (runtime/cache_reads.py); None: not cached, or not synced."""
+
+    def get(self, kind: str, name: str) -> Obj | None: ...
+
+    def node_pods(self, node: str) -> list[Obj] | None: ...
+
 
 BACKOFF_START = 0.1
 BACKOFF_MAX = 10.0
@@ -96,9 +103,9 @@ class KubeActivities:
     def __init__(self, kube: KubeClient, max_threads: int = 32, poll_min: float = 0.2, poll_max: float = 2.0,
                  volume_poll: float = 1.0, progress_every: float = PROGRESS_EVERY,
                  cancel_hold_seconds: float = 1800.0, min_drain_seconds: float | None = None,
-                 cached: Cached | None = None) -> None:
+                 cached: CacheReads | None = None) -> None:
         self.kube = kube
-        self.cached = cached  # prepare's Node and NodeClaim, when the cache already shows the deletion
+        self.cached = cached  # prepare's Node, NodeClaim and pods, when the cache already shows the deletion
         self.min_drain_seconds = min_drain_seconds  # runtime/settings.py; None: the workflow's MIN_DRAIN_TIME
         self.progress_every = progress_every
         self.cancel_hold_seconds = cancel_hold_seconds  # runtime/settings.py; 0: a cancel holds nothing
@@ -124,7 +131,7 @@ class KubeActivities:
     @activity.defn(name="termination.prepare")
     async def prepare(self, inp: PrepareInput) -> PrepareResult:
         """Find the NodeClaim, mirror a deletion onto its counterpart, taint the node, list its pods."""
-        node, claim = await self._read_machine(inp)
+        node, claim, from_cache = await self._read_machine(inp)
         if claim is not None:
             await self._own_machine(claim)
         node_del = rules.deletion_time(node) if node else None
@@ -142,7 +149,9 @@ class KubeActivities:
             await self._io(self.kube.event, "Node", node, inp.node_name, EventReason.TERMINATING,
                            events.terminating(inp.reason, labels.DISRUPTED_TAINT_KEY))
             now = datetime.now(UTC)
-            raw = await self._io(self.kube.list_node_pods, inp.node_name)
+            raw = self.cached.node_pods(inp.node_name) if from_cache and self.cached is not None else None
+            if raw is None:
+                raw = await self._io(self.kube.list_node_pods, inp.node_name)
             pods = [_pod_state(p) for p in raw if rules.is_waiting_eviction(p, now)]
             attachments = await self._io(self._node_attachments, inp.node_name)
             if inp.mark_claim and claim is not None and node_ready(node) is not False:
@@ -172,17 +181,19 @@ class KubeActivities:
             claim_marked=marked,
         )
 
-    async def _read_machine(self, inp: PrepareInput) -> tuple[Obj | None, Obj | None]:
-        """The Node and its NodeClaim: from the watch cache when both are cached and one shows the deletion this
-        termination is for (a burst's node deleted by one DELETE is read 2 GETs cheaper), else from the API server.
-        The cache's copies are only read and used as the first attempt of writes guarded by resourceVersion (a
-        stale one costs a 409 and a fresh read); the claim's markers are written from a fresh read (mark_now)."""
+    async def _read_machine(self, inp: PrepareInput) -> tuple[Obj | None, Obj | None, bool]:
+        """The Node and its NodeClaim, and whether they came from the watch cache: they do when both are cached and
+        one shows the deletion this termination is for (a burst's node deleted by one DELETE is read 2 GETs and its
+        pods' LIST cheaper), else from the API server. The cache's copies are only read and used as the first
+        attempt of writes guarded by resourceVersion (a stale one costs a 409 and a fresh read); the claim's
+        markers are written from a fresh read (mark_now), and the drain lists the pods it evicts from the API
+        server (the pods read here only open the workflow's status and deadline timers)."""
         if self.cached is not None and inp.node_claim_name:
-            node, claim = self.cached("Node", inp.node_name), self.cached("NodeClaim", inp.node_claim_name)
+            node, claim = self.cached.get("Node", inp.node_name), self.cached.get("NodeClaim", inp.node_claim_name)
             if node is not None and claim is not None and (rules.deletion_time(node) or rules.deletion_time(claim)):
-                return node, claim
+                return node, claim, True
         node = await self._io(self.kube.get_node, inp.node_name)
-        return node, await self._find_claim(inp, node)
+        return node, await self._find_claim(inp, node), False
 
     async def _own_machine(self, claim: Obj) -> None:
         """Mark the NodeClaim with this workflow's id, so every later path to the same machine joins this

@@ -32,7 +32,7 @@ from gateways.sqs import SqsQueue
 from planning.disruption.nomination import window
 from planning.disruption.repair import policies_for
 from planning.provisioning.fleet import LaunchApi
-from runtime.informer import Obj
+from runtime.cache_reads import CacheReads
 from runtime.interruption import InterruptionDispatcher
 from runtime.settings import Deps
 from workflows.disruption import DisruptionWorkflow
@@ -68,22 +68,10 @@ def fleet_activities(deps: Deps) -> list[Callable[..., Any]]:
     return [fleet.apply, fleet.observe]
 
 
-def cached_reads(view: Any) -> Callable[[str, str], Obj | None] | None:
-    """A cluster-scoped object by kind and name from the worker's watch cache; None when the worker has no cache,
-    and the reader answers None for an object not cached or before the cache has synced."""
-    if view is None:
-        return None
-
-    def read(kind: str, name: str) -> Obj | None:
-        informer = view.cache.informers.get(kind)
-        return informer.get(("", name)) if informer is not None and view.synced and name else None
-    return read
-
-
 def termination_activities(deps: Deps) -> list[Callable[..., Any]]:
     return [*KubeActivities(deps.kube, cancel_hold_seconds=deps.settings.cancel_hold_seconds,
                             min_drain_seconds=deps.settings.min_drain_seconds,
-                            cached=cached_reads(deps.cluster)).all(),
+                            cached=CacheReads(deps.cluster) if deps.cluster is not None else None).all(),
             # one-instance TerminateInstances/DescribeInstances merged per window (gateways/ec2_batch.py); the
             # window's callers each hold a thread until it closes, so more threads make fuller windows
             *CloudActivities(BatchedCloud(cloud_provider(deps.ec2)), max_threads=64, kube=deps.kube).all(),

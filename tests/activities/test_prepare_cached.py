@@ -14,13 +14,13 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.kube import KubeActivities
 from api import labels as L
-from bench.clusters import node_objects
+from bench.clusters import node_objects, pod
 from contracts.termination import PrepareInput
 from gateways.kube import KubeClient
+from runtime.cache_reads import CacheReads
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
 from runtime.informer import CacheSettings
-from runtime.wiring import cached_reads
 from simulator.server import Simulator
 
 FAST = CacheSettings(watch_timeout_seconds=30, connect_timeout_seconds=5, list_timeout_seconds=10,
@@ -31,6 +31,10 @@ class CountingKube(KubeClient):
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.gets: list[str] = []
+
+    def list_node_pods(self, node: str) -> Any:
+        self.gets.append(f"Pods/{node}")
+        return super().list_node_pods(node)
 
     def get_node(self, name: str) -> Any:
         self.gets.append(f"Node/{name}")
@@ -56,13 +60,30 @@ def view(sim: Simulator, k8s: Any) -> Iterator[ClusterView]:
         v.stop()
 
 
-def _wait_cached(view: ClusterView, check: Any) -> None:
+def _wait_cached(reads: CacheReads, check: Any) -> None:
     import time
 
     deadline = time.monotonic() + 10
-    while not check(cached_reads(view)) and time.monotonic() < deadline:
+    while not check(reads) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert check(cached_reads(view))
+    assert check(reads)
+
+
+def _deleting(reads: CacheReads) -> Any:
+    return (reads.get("Node", "n1") or {}).get("metadata", {}).get("deletionTimestamp")
+
+
+class Stale:
+    """A cache whose Node is an older copy than the API server's."""
+
+    def __init__(self, node: Any, reads: CacheReads) -> None:
+        self.node, self.reads = node, reads
+
+    def get(self, kind: str, name: str) -> Any:
+        return self.node if kind == "Node" else self.reads.get(kind, name)
+
+    def node_pods(self, node: str) -> Any:
+        return self.reads.node_pods(node)
 
 
 def _prepare(acts: KubeActivities) -> Any:
@@ -72,11 +93,15 @@ def _prepare(acts: KubeActivities) -> Any:
 
 async def test_a_deleted_node_is_prepared_from_the_cache_with_its_writes_landed(sim: Simulator,
                                                                                 view: ClusterView) -> None:
+    sim.load_objects([pod("p1", "n1", 0.1, 0.1), pod("p2", "n1", 0.1, 0.1), pod("elsewhere", "n2", 0.1, 0.1)])
     kube = CountingKube(sim.api_client())
+    reads = CacheReads(view)
+    _wait_cached(reads, lambda r: len(r.node_pods("n1") or ()) == 2)
     kube.delete_node("n1")
-    _wait_cached(view, lambda read: (read("Node", "n1") or {}).get("metadata", {}).get("deletionTimestamp"))
-    res = await _prepare(KubeActivities(kube, cached=cached_reads(view)))
-    assert kube.gets == []  # neither the Node nor the NodeClaim read from the API server
+    _wait_cached(reads, _deleting)
+    res = await _prepare(KubeActivities(kube, cached=reads))
+    assert kube.gets == []  # neither the Node, the NodeClaim nor the pods read from the API server
+    assert sorted(p.name for p in res.pods) == ["p1", "p2"]
     assert res.node_exists and res.node_claim_exists and res.node_pool == "default" and res.deleting_since
     node, claim = kube.get_node("n1"), kube.get_node_claim("n1-claim")
     assert any(t["key"] == L.DISRUPTED_TAINT_KEY for t in node["spec"]["taints"])
@@ -86,12 +111,12 @@ async def test_a_deleted_node_is_prepared_from_the_cache_with_its_writes_landed(
 
 async def test_a_stale_cached_node_still_gets_its_taint(sim: Simulator, view: ClusterView) -> None:
     kube = CountingKube(sim.api_client())
+    reads = CacheReads(view)
     kube.delete_node("n1")
-    _wait_cached(view, lambda read: (read("Node", "n1") or {}).get("metadata", {}).get("deletionTimestamp"))
-    stale = copy.deepcopy(cached_reads(view)("Node", "n1"))  # type: ignore[misc]
+    _wait_cached(reads, _deleting)
+    stale = copy.deepcopy(reads.get("Node", "n1"))
     kube.update("Node", "n1", lambda n: {"metadata": {"labels": {"moved": "on"}}})  # the cache's copy is behind now
-    claim = cached_reads(view)("NodeClaim", "n1-claim")
-    res = await _prepare(KubeActivities(kube, cached=lambda kind, name: stale if kind == "Node" else claim))
+    res = await _prepare(KubeActivities(kube, cached=Stale(stale, reads)))
     node = kube.get_node("n1")
     assert res.node_exists and node["metadata"]["labels"]["moved"] == "on"
     assert any(t["key"] == L.DISRUPTED_TAINT_KEY for t in node["spec"]["taints"])  # the 409, a fresh read, the patch
@@ -99,6 +124,6 @@ async def test_a_stale_cached_node_still_gets_its_taint(sim: Simulator, view: Cl
 
 async def test_a_cache_that_shows_no_deletion_is_not_trusted(sim: Simulator, view: ClusterView) -> None:
     kube = CountingKube(sim.api_client())
-    res = await _prepare(KubeActivities(kube, cached=cached_reads(view)))
-    assert kube.gets[:2] == ["Node/n1", "NodeClaim/n1-claim"]
+    res = await _prepare(KubeActivities(kube, cached=CacheReads(view)))
+    assert kube.gets[:3] == ["Node/n1", "NodeClaim/n1-claim", "Pods/n1"]
     assert res.node_exists and res.deleting_since is None
