@@ -485,9 +485,13 @@ class KubeActivities:
         return True
 
     def _eviction_reason(self, node: str, claim_name: str | None = None) -> str:
-        """The NodeClaim's DisruptionReason: read by name when the workflow knows it; else found in the LIST of every
-        NodeClaim, which at 1,000 nodes draining at once was 1,000 LISTs of 1,000 claims."""
+        """The NodeClaim's DisruptionReason: read by name when the workflow knows it (from the watch cache when its
+        copy already shows the claim deleting: a reason is written before the deletion, so that copy has it); else
+        found in the LIST of every NodeClaim, which at 1,000 nodes draining at once was 1,000 LISTs of 1,000 claims."""
         if claim_name:
+            cached = self.cached.get("NodeClaim", claim_name) if self.cached is not None else None
+            if cached is not None and rules.deletion_time(cached):
+                return events.eviction_reason(cached)
             return events.eviction_reason(self.kube.get_node_claim(claim_name))
         claim = next((c for c in self.kube.list_node_claims() if (c.get("status") or {}).get("nodeName") == node),
                      None)

@@ -86,6 +86,19 @@ class Stale:
         return self.reads.node_pods(node)
 
 
+class OneClaim:
+    """A cache holding one NodeClaim's copy."""
+
+    def __init__(self, claim: Any) -> None:
+        self.claim = claim
+
+    def get(self, kind: str, name: str) -> Any:
+        return self.claim if kind == "NodeClaim" else None
+
+    def node_pods(self, node: str) -> Any:
+        return None
+
+
 def _prepare(acts: KubeActivities) -> Any:
     return ActivityEnvironment().run(acts.prepare, PrepareInput(node_name="n1", node_claim_name="n1-claim",
                                                                 reason="Deleted"))
@@ -127,3 +140,17 @@ async def test_a_cache_that_shows_no_deletion_is_not_trusted(sim: Simulator, vie
     res = await _prepare(KubeActivities(kube, cached=CacheReads(view)))
     assert kube.gets[:3] == ["Node/n1", "NodeClaim/n1-claim", "Pods/n1"]
     assert res.node_exists and res.deleting_since is None
+
+
+def test_the_evicted_reason_comes_from_a_cached_deleting_claim_and_otherwise_from_the_api(sim: Simulator,
+                                                                                         view: ClusterView) -> None:
+    kube = CountingKube(sim.api_client())
+    reads = CacheReads(view)
+    claim = copy.deepcopy(reads.get("NodeClaim", "n1-claim"))
+    assert claim is not None
+    claim["status"]["conditions"].append({"type": "DisruptionReason", "status": "True", "reason": "Drifted"})
+    acts = KubeActivities(kube, cached=OneClaim(claim))
+    assert acts._eviction_reason("n1", "n1-claim") == "Forceful Termination"  # not deleting: the API's copy
+    assert kube.gets == ["NodeClaim/n1-claim"]
+    claim["metadata"]["deletionTimestamp"] = "2026-11-29T00:00:00Z"
+    assert acts._eviction_reason("n1", "n1-claim") == "Drifted" and kube.gets == ["NodeClaim/n1-claim"]
