@@ -136,29 +136,12 @@ class KubeActivities:
             await self._own_machine(claim)
         node_del = rules.deletion_time(node) if node else None
         claim_del = rules.deletion_time(claim) if claim else None
-        if inp.cascade:
-            if node_del and claim and not claim_del:
-                await self._io(self.kube.delete_node_claim, claim["metadata"]["name"])
-            if claim_del and node and not node_del:
-                await self._io(self.kube.delete_node, inp.node_name)
-        pods: list[PodState] = []
-        attachments: int | None = 0
-        marked = False
-        if node is not None:
-            await self._io(self.kube.taint, inp.node_name, exclude_from_lb=True, current=node)
-            await self._io(self.kube.event, "Node", node, inp.node_name, EventReason.TERMINATING,
-                           events.terminating(inp.reason, labels.DISRUPTED_TAINT_KEY))
-            now = datetime.now(UTC)
-            raw = self.cached.node_pods(inp.node_name) if from_cache and self.cached is not None else None
-            if raw is None:
-                raw = await self._io(self.kube.list_node_pods, inp.node_name)
-            pods = [_pod_state(p) for p in raw if rules.is_waiting_eviction(p, now)]
-            attachments = await self._io(self._node_attachments, inp.node_name)
-            if inp.mark_claim and claim is not None and node_ready(node) is not False:
-                # a fresh read: taking ownership and the cascade's delete just changed the claim
-                marked = await self._io(self.markers.mark_now, TerminationMarkersInput(
-                    node_claim_name=claim["metadata"]["name"], drained=DrainedStatus.DRAINING,
-                    since=min([d for d in (node_del, claim_del) if d is not None], default=inp.started_at)))
+        since = min([d for d in (node_del, claim_del) if d is not None], default=inp.started_at)
+        # the claim's side and the node's side write different objects: at once, so a prepare waits for its
+        # requests in two short chains instead of one long one (in a burst each waits behind every other node's)
+        marked, (pods, attachments) = await asyncio.gather(
+            self._prepare_claim(inp, node, claim, node_del is not None and claim_del is None, since),
+            self._prepare_node(inp, node, claim_del is not None and node_del is None, from_cache))
         claim_spec = (claim or {}).get("spec") or {}
         claim_ann = ((claim or {}).get("metadata") or {}).get("annotations") or {}
         deletions = [d for d in (node_del, claim_del) if d is not None]
@@ -180,6 +163,37 @@ class KubeActivities:
             min_drain_time=timedelta(seconds=self.min_drain_seconds) if self.min_drain_seconds is not None else None,
             claim_marked=marked,
         )
+
+    async def _prepare_claim(self, inp: PrepareInput, node: Obj | None, claim: Obj | None, mirror: bool,
+                             since: datetime | None) -> bool:
+        """The cascade's NodeClaim deletion, then its markers (True: marked)."""
+        if claim is None:
+            return False
+        if inp.cascade and mirror:
+            await self._io(self.kube.delete_node_claim, claim["metadata"]["name"])
+        if not (inp.mark_claim and node is not None and node_ready(node) is not False):
+            return False
+        # a fresh read: taking ownership and the cascade's delete just changed the claim
+        return await self._io(self.markers.mark_now, TerminationMarkersInput(
+            node_claim_name=claim["metadata"]["name"], drained=DrainedStatus.DRAINING, since=since))
+
+    async def _prepare_node(self, inp: PrepareInput, node: Obj | None, mirror: bool,
+                            from_cache: bool) -> tuple[list[PodState], int | None]:
+        """The cascade's Node deletion, the taint and its Event, then the pods waiting for eviction and the
+        volume attachments."""
+        if node is None:
+            return [], 0
+        if inp.cascade and mirror:
+            await self._io(self.kube.delete_node, inp.node_name)
+        await self._io(self.kube.taint, inp.node_name, exclude_from_lb=True, current=node)
+        await self._io(self.kube.event, "Node", node, inp.node_name, EventReason.TERMINATING,
+                       events.terminating(inp.reason, labels.DISRUPTED_TAINT_KEY))
+        now = datetime.now(UTC)
+        raw = self.cached.node_pods(inp.node_name) if from_cache and self.cached is not None else None
+        if raw is None:
+            raw = await self._io(self.kube.list_node_pods, inp.node_name)
+        pods = [_pod_state(p) for p in raw if rules.is_waiting_eviction(p, now)]
+        return pods, await self._io(self._node_attachments, inp.node_name)
 
     async def _read_machine(self, inp: PrepareInput) -> tuple[Obj | None, Obj | None, bool]:
         """The Node and its NodeClaim, and whether they came from the watch cache: they do when both are cached and
