@@ -111,7 +111,8 @@ class PendingIndex:
 
     def _rebuild(self) -> bool:
         """Reload the stale kinds from their informers; False while one is missing or not synced."""
-        if any(not (inf := self._inf.get(k)) or not inf.synced for k in KINDS if k != "NodeClaim"):
+        # `is None`: an Informer is falsy while it holds no objects (its __len__), and a cluster may have no Nodes
+        if any((inf := self._inf.get(k)) is None or not inf.synced for k in KINDS if k != "NodeClaim"):
             return False
         stale, self._stale = self._stale, set()
         claims = self._inf.get("NodeClaim")

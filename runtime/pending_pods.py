@@ -2,7 +2,8 @@
 
 Batching is Karpenter's: a window opens with the first new pod and closes `idle_seconds` after the last new pod,
 or `max_seconds` after it opened, so a ReplicaSet scaled up by 100 becomes one batch (and one simulation), not 100.
-Pods come from the worker's watch cache (no extra LIST or watch); without the cache they are LISTed each tick.
+Candidates come from the worker's watch cache (runtime/pending_index.py keeps them from its events: no extra LIST
+or watch, and no scan of every pod each tick); without the cache pods are LISTed each tick and scanned.
 A pod a running provisioning covers (its memo) or that this worker handed off within its cooldown is not batched
 again; the workflow id derives from the batch's pod uids, so a restarted worker re-batching the same pods joins the
 running workflow, and a different batch re-plans with the launching NodeClaims as nominated capacity.
@@ -99,24 +100,6 @@ class Batcher:
         out = sorted(self.pods.values(), key=lambda p: p.key)
         self.pods = {}
         return out
-
-
-def cache_pods(view: Any) -> Callable[[], list[Obj] | None]:
-    """Pods from the worker's watch cache (runtime/cluster_view.py); None until it has synced."""
-    def read() -> list[Obj] | None:
-        informer = view.cache.informers.get("Pod")
-        return informer.objects() if informer is not None and view.synced else None
-    return read
-
-
-def cache_deleting(view: Any) -> Callable[[], set[str] | None]:
-    """Deleting nodes from the worker's watch cache; None until it has synced."""
-    def read() -> set[str] | None:
-        nodes, claims = view.cache.informers.get("Node"), view.cache.informers.get("NodeClaim")
-        if nodes is None or not view.synced:
-            return None
-        return going_nodes(nodes.objects(), claims.objects() if claims is not None else [])
-    return read
 
 
 def listed_pods(kube: Any) -> Callable[[], list[Obj] | None]:

@@ -77,6 +77,12 @@ def test_the_index_names_unschedulable_pods_and_the_movable_pods_of_going_nodes(
     assert index.going() == {"n1"}
 
 
+def test_a_cluster_without_nodes_still_names_its_unschedulable_pods() -> None:
+    infs = {"Pod": _informer("Pod", [_pod("u0", unschedulable=True)]), "Node": _informer("Node", []),
+            "NodeClaim": _informer("NodeClaim", [])}
+    assert _got(PendingIndex(infs)) == ["uid-u0"]
+
+
 def test_it_is_none_until_the_informers_have_synced() -> None:
     infs = _world()
     infs["Pod"].watched = False
