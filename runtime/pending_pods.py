@@ -2,7 +2,8 @@
 
 Batching is Karpenter's: a window opens with the first new pod and closes `idle_seconds` after the last new pod,
 or `max_seconds` after it opened, so a ReplicaSet scaled up by 100 becomes one batch (and one simulation), not 100.
-Pods come from the worker's watch cache (no extra LIST or watch); without the cache they are LISTed each tick.
+Candidates come from the worker's watch cache (runtime/pending_index.py keeps them from its events: no extra LIST
+or watch, and no scan of every pod each tick); without the cache pods are LISTed each tick and scanned.
 A pod a running provisioning covers (its memo) or that this worker handed off within its cooldown is not batched
 again; the workflow id derives from the batch's pod uids, so a restarted worker re-batching the same pods joins the
 running workflow, and a different batch re-plans with the launching NodeClaims as nominated capacity.
@@ -101,24 +102,6 @@ class Batcher:
         return out
 
 
-def cache_pods(view: Any) -> Callable[[], list[Obj] | None]:
-    """Pods from the worker's watch cache (runtime/cluster_view.py); None until it has synced."""
-    def read() -> list[Obj] | None:
-        informer = view.cache.informers.get("Pod")
-        return informer.objects() if informer is not None and view.synced else None
-    return read
-
-
-def cache_deleting(view: Any) -> Callable[[], set[str] | None]:
-    """Deleting nodes from the worker's watch cache; None until it has synced."""
-    def read() -> set[str] | None:
-        nodes, claims = view.cache.informers.get("Node"), view.cache.informers.get("NodeClaim")
-        if nodes is None or not view.synced:
-            return None
-        return going_nodes(nodes.objects(), claims.objects() if claims is not None else [])
-    return read
-
-
 def listed_pods(kube: Any) -> Callable[[], list[Obj] | None]:
     """Without the cache: LIST pods through the Kubernetes gateway's client."""
     def read() -> list[Obj] | None:
@@ -158,14 +141,25 @@ def cooldown(settings: IntakeSettings, times: int) -> float:
     return min(settings.cooldown_seconds * 2 ** min(max(times - 1, 0), 30), ceiling)
 
 
+def scanned(pods: list[Obj], deleting: set[str]) -> list[PodRef]:
+    """The batch candidates among every pod: unschedulable ones and those of `deleting` nodes."""
+    return [ref for pod in pods if (ref := unschedulable(pod) or (displaced(pod, deleting) if deleting
+                                                                   else None)) is not None]
+
+
 class PendingPodIntake:
-    """Runs beside the deletion watcher in each worker (runtime/worker_loop.py)."""
+    """Runs beside the deletion watcher in each worker (runtime/worker_loop.py).
+
+    With `candidates` (runtime/pending_index.py on the watch cache) a tick reads the candidates the cache's events
+    keep; without, it scans every pod `pods` returns against the nodes `deleting` returns."""
 
     def __init__(self, pods: Callable[[], list[Obj] | None], client: Client, settings: IntakeSettings,
                  clock: Callable[[], float] = time.monotonic,
-                 deleting: Callable[[], set[str] | None] = lambda: set()) -> None:
+                 deleting: Callable[[], set[str] | None] = lambda: set(),
+                 candidates: Callable[[], list[PodRef] | None] | None = None) -> None:
         self._pods = pods
         self._deleting = deleting
+        self._candidates = candidates
         self._client = client
         self._s = settings
         self._clock = clock
@@ -180,13 +174,19 @@ class PendingPodIntake:
     async def run(self) -> None:
         await tick_until_stopped(self.tick, self._stop, self._s.tick_seconds, "pending-pod intake")
 
-    async def tick(self) -> None:
+    async def _refs(self) -> list[PodRef] | None:
+        if self._candidates is not None:
+            return self._candidates()
         pods = await asyncio.to_thread(self._pods)
+        if pods is None:
+            return None
         deleting = await asyncio.to_thread(self._deleting) if pods else set()
+        return scanned(pods, deleting or set())
+
+    async def tick(self) -> None:
+        refs = await self._refs()
         now = self._clock()
-        if pods is not None:  # None: the cache has not synced; keep what is known
-            refs = [ref for pod in pods if (ref := unschedulable(pod) or (displaced(pod, deleting) if deleting
-                                                                           else None)) is not None]
+        if refs is not None:  # None: the cache has not synced; keep what is known
             self._handed = {r.uid: self._handed[r.uid] for r in refs if r.uid in self._handed}  # bound or gone
             for ref in refs:
                 handed = self._handed.get(ref.uid)

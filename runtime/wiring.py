@@ -26,10 +26,13 @@ from api.catalog import InstanceTypeCatalog, load_catalog, load_default_catalog
 from api.nodeclass_launch import ClusterInfo
 from client.interruption import temporal_starters
 from client.termination import start_termination
+from gateways.ec2 import cloud_provider
+from gateways.ec2_batch import BatchedCloud
 from gateways.sqs import SqsQueue
 from planning.disruption.nomination import window
 from planning.disruption.repair import policies_for
 from planning.provisioning.fleet import LaunchApi
+from runtime.cache_reads import CacheReads
 from runtime.interruption import InterruptionDispatcher
 from runtime.settings import Deps
 from workflows.disruption import DisruptionWorkflow
@@ -67,8 +70,11 @@ def fleet_activities(deps: Deps) -> list[Callable[..., Any]]:
 
 def termination_activities(deps: Deps) -> list[Callable[..., Any]]:
     return [*KubeActivities(deps.kube, cancel_hold_seconds=deps.settings.cancel_hold_seconds,
-                            min_drain_seconds=deps.settings.min_drain_seconds).all(),
-            *CloudActivities(deps.ec2, kube=deps.kube).all(),
+                            min_drain_seconds=deps.settings.min_drain_seconds,
+                            cached=CacheReads(deps.cluster) if deps.cluster is not None else None).all(),
+            # one-instance TerminateInstances/DescribeInstances merged per window (gateways/ec2_batch.py); the
+            # window's callers each hold a thread until it closes, so more threads make fuller windows
+            *CloudActivities(BatchedCloud(cloud_provider(deps.ec2)), max_threads=64, kube=deps.kube).all(),
             *TerminationMarkerActivities(deps.kube).all()]
 
 

@@ -26,11 +26,10 @@ from runtime.leader import gate_controllers
 from runtime.nodeclaim_gc import GarbageCollector
 from runtime.nodeclaim_lifecycle import KINDS, NodeClaimLifecycle
 from runtime.nodepool_status import start_nodepool_status
+from runtime.pending_index import cache_index
 from runtime.pending_pods import (
     IntakeSettings,
     PendingPodIntake,
-    cache_deleting,
-    cache_pods,
     listed_deleting,
     listed_pods,
 )
@@ -112,14 +111,14 @@ def _start_karpenter_state(cache: Any) -> tuple[Any, asyncio.Task[None] | None]:
 
 
 def _start_intake(client: Client, deps: Deps, task_queue: str) -> tuple[PendingPodIntake, asyncio.Task[None]]:
-    """The pending-pod intake reads the watch cache when the worker has one, else LISTs pods."""
+    """The pending-pod intake reads the watch cache's candidate index (runtime/pending_index.py) when the worker has
+    a cache, else LISTs pods."""
     s = deps.settings
-    cached = deps.cluster is not None
-    pods = cache_pods(deps.cluster) if cached else listed_pods(deps.kube)
-    deleting = cache_deleting(deps.cluster) if cached else listed_deleting(deps.kube)
-    intake = PendingPodIntake(pods, client, IntakeSettings(
+    index = cache_index(deps.cluster) if deps.cluster is not None else None
+    intake = PendingPodIntake(listed_pods(deps.kube), client, IntakeSettings(
         task_queue=task_queue, idle_seconds=s.batch_idle_seconds, max_seconds=s.batch_max_seconds,
-        workflow=ProvisioningSettings(launch_timeout_seconds=s.launch_timeout_seconds)), deleting=deleting)
+        workflow=ProvisioningSettings(launch_timeout_seconds=s.launch_timeout_seconds)),
+        deleting=listed_deleting(deps.kube), candidates=index.candidates if index is not None else None)
     return intake, asyncio.create_task(intake.run(), name="pending-pod-intake")
 
 
