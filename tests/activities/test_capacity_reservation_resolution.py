@@ -5,11 +5,9 @@ its NodeClaims deleted with a `CapacityBlockExpiring` Event (docs/semantics.md Â
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 from support.nodeclass_world import AwsWorld, create, events, node_class
 
 from activities.nodeclass import NodeClassActivities
@@ -18,16 +16,6 @@ from contracts.nodeclass import NodeClassInput
 from gateways.kube import KubeClient
 
 END = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=2)
-
-
-@pytest.fixture
-def world(moto_endpoint: str) -> AwsWorld:
-    return AwsWorld(moto_endpoint)
-
-
-@pytest.fixture
-def kube(k8s: Any) -> Iterator[KubeClient]:
-    yield KubeClient(k8s)
 
 
 def _reserve(world: AwsWorld, itype: str, block: bool = False) -> str:

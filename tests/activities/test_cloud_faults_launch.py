@@ -35,11 +35,6 @@ ON_DEMAND = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["o
 
 
 @pytest.fixture
-def kube(k8s: Any) -> Iterator[KubeClient]:
-    yield KubeClient(k8s)
-
-
-@pytest.fixture
 def ec2(cloud_endpoint: str) -> Iterator[Ec2Gateway]:
     """A gateway over a boto3 client without botocore's retries, whose backoff does not sleep; the knob off after."""
     client = boto3.client("ec2", region_name="us-east-1", endpoint_url=cloud_endpoint,

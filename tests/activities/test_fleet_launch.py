@@ -6,7 +6,6 @@ for price-capacity-optimized; types that share parameters share one launch templ
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -42,16 +41,6 @@ class Calls:
         self.ops.append(model.name)
         if model.name == "CreateFleet":
             self.fleets.append(params)
-
-
-@pytest.fixture
-def world(moto_endpoint: str) -> AwsWorld:
-    return AwsWorld(moto_endpoint)
-
-
-@pytest.fixture
-def kube(k8s: Any) -> Iterator[KubeClient]:
-    yield KubeClient(k8s)
 
 
 def _setup(kube: KubeClient, world: AwsWorld) -> None:

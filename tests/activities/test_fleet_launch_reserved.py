@@ -7,7 +7,6 @@ as no capacity; `--launch-api run-instances` targets the reservation too."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,16 +26,6 @@ from planning.pricing.unavailable_offerings import UnavailableOfferings
 from planning.provisioning.fleet import LaunchApi
 
 CLUSTER = ClusterInfo("demo", "https://demo.eks.example", base64.b64encode(b"-----CA-----").decode())
-
-
-@pytest.fixture
-def world(moto_endpoint: str) -> AwsWorld:
-    return AwsWorld(moto_endpoint)
-
-
-@pytest.fixture
-def kube(k8s: Any) -> Iterator[KubeClient]:
-    yield KubeClient(k8s)
 
 
 def _setup(kube: KubeClient, world: AwsWorld) -> str:

@@ -6,7 +6,6 @@ Found by tests/e2e/test_region_e2e.py, where a generation > 6 pool's cheapest ty
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,11 +22,6 @@ from contracts.nodeclass import NodeClassInput
 from gateways.kube import KubeClient
 
 CLUSTER = ClusterInfo("demo", "https://demo.eks.example", base64.b64encode(b"-----CA-----").decode())
-
-
-@pytest.fixture
-def kube(k8s: Any) -> Iterator[KubeClient]:
-    yield KubeClient(k8s)
 
 
 @pytest.fixture

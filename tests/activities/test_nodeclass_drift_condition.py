@@ -5,10 +5,8 @@ current again."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from support.nodeclass_world import AwsWorld, create, node_class, node_pool
 
 from activities.nodeclass import NodeClassActivities
@@ -17,16 +15,6 @@ from api.ec2nodeclass import launch_annotations, load_ec2nodeclass
 from contracts.nodeclass import NodeClassInput
 from gateways.kube import KubeClient
 from planning.lifecycle.nodeclass_drift import NodeClassDriftReason
-
-
-@pytest.fixture
-def world(moto_endpoint: str) -> AwsWorld:
-    return AwsWorld(moto_endpoint)
-
-
-@pytest.fixture
-def kube(k8s: Any) -> Iterator[KubeClient]:
-    yield KubeClient(k8s)
 
 
 def _spec(world: AwsWorld) -> dict[str, Any]:

@@ -5,7 +5,6 @@ the NodeClaim records what it was launched with; a class that does not resolve b
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,16 +23,6 @@ from contracts.nodeclass import NodeClassInput
 from gateways.kube import KubeClient
 
 CLUSTER = ClusterInfo("demo", "https://demo.eks.example", base64.b64encode(b"-----CA-----").decode())
-
-
-@pytest.fixture
-def world(moto_endpoint: str) -> AwsWorld:
-    return AwsWorld(moto_endpoint)
-
-
-@pytest.fixture
-def kube(k8s: Any) -> Iterator[KubeClient]:
-    yield KubeClient(k8s)
 
 
 def _spec(world: AwsWorld, **extra: Any) -> dict[str, Any]:

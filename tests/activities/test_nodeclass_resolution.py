@@ -3,10 +3,8 @@ annotations, the instance profile of a role, and a class that does not resolve (
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from support.nodeclass_world import AwsWorld, create, events, node_class
 
 from activities.nodeclass import NodeClassActivities
@@ -16,16 +14,6 @@ from contracts.nodeclass import NodeClassInput
 from gateways.kube import KubeClient
 
 EKS = "/aws/service/eks/optimized-ami"
-
-
-@pytest.fixture
-def world(moto_endpoint: str) -> AwsWorld:
-    return AwsWorld(moto_endpoint)
-
-
-@pytest.fixture
-def kube(k8s: Any) -> Iterator[KubeClient]:
-    yield KubeClient(k8s)
 
 
 def _acts(kube: KubeClient, world: AwsWorld) -> NodeClassActivities:

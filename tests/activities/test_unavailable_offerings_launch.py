@@ -41,11 +41,6 @@ class FakeClock:
 
 
 @pytest.fixture
-def kube(k8s: Any) -> Iterator[KubeClient]:
-    yield KubeClient(k8s)
-
-
-@pytest.fixture
 def ec2(moto_endpoint: str) -> Iterator[Any]:
     client = ec2_client("us-east-1", moto_endpoint)
     before = _running(client)
