@@ -33,6 +33,7 @@ from simulator.server import Simulator
 PASS_EVERY = 10.0
 CHURN_SHARE = 0.01  # of all pods per PASS_EVERY seconds
 CHURN_TICK = 1.0
+TRACE_ENV = "NODEFLOW_BENCH_TRACEMALLOC"  # a path: the cache worker dumps what holds its memory there (worker side)
 
 
 def _loadavg() -> float:
@@ -183,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--region", default="us-east-1", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.serve:
+        if os.environ.get(TRACE_ENV):  # before the worker's modules load, so their imports are traced too
+            import tracemalloc
+
+            tracemalloc.start(int(os.environ.get("NODEFLOW_BENCH_TRACE_FRAMES", "1")))
         from bench.planner_live_worker import serve  # only the serving subprocess loads the worker side
 
         return serve(args.serve, args.kubeconfig, args.temporal, args.discover_endpoint, args.region)

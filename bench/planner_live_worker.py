@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import cProfile
+import gc
 import json
 import os
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -34,6 +36,7 @@ from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
 
 PROFILE_ENV = "NODEFLOW_BENCH_PROFILE"
+TRACE_ENV = "NODEFLOW_BENCH_TRACEMALLOC"  # bench/planner_live.py starts tracing when set
 
 
 class TimedKube(KubeClient):
@@ -134,6 +137,29 @@ async def _serve(mode: str, kubeconfig: str, temporal: str, discover: str | None
             profile.dump_stats(os.environ[PROFILE_ENV] + suffix)
         if threads is not None:
             threads.dump_stats(os.environ[PROFILE_ENV] + f"{suffix}.threads")
+        if tracemalloc.is_tracing() and os.environ.get(TRACE_ENV):
+            _dump_heap(os.environ[TRACE_ENV] + suffix)
+
+
+def _dump_heap(path: str, top: int = 40) -> None:
+    """What holds the memory at the end of the passes: traced bytes by file:line and by file, and the live
+    objects the collector tracks by type (count, shallow bytes)."""
+    snap = tracemalloc.take_snapshot()
+    lines = [f"traced {tracemalloc.get_traced_memory()[0] / 2**20:.1f} MiB, RSS {rss_mib()} MiB", "", "by line:"]
+    lines += [f"{s.size / 2**20:8.1f} MiB {s.count:9d} {s.traceback[0]}" for s in snap.statistics("lineno")[:top]]
+    lines += ["", "by file:"]
+    lines += [f"{s.size / 2**20:8.1f} MiB {s.count:9d} {s.traceback[0].filename}"
+              for s in snap.statistics("filename")[:top]]
+    by_type: dict[str, list[int]] = {}
+    for obj in gc.get_objects():
+        row = by_type.setdefault(type(obj).__qualname__, [0, 0])
+        row[0] += 1
+        row[1] += sys.getsizeof(obj)
+    lines += ["", "collector-tracked objects by type (shallow):"]
+    ranked = sorted(by_type.items(), key=lambda kv: -kv[1][1])[:top]
+    lines += [f"{b / 2**20:8.1f} MiB {n:9d} {t}" for t, (n, b) in ranked]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def _planned_types(planning: PlanningActivities) -> int:
