@@ -34,9 +34,12 @@ from gateways.kube import KubeClient
 from runtime.cloud_clients import kube_api_client
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
+from runtime.malloc_tuning import limit_arenas, release_free
 
 PROFILE_ENV = "NODEFLOW_BENCH_PROFILE"
 TRACE_ENV = "NODEFLOW_BENCH_TRACEMALLOC"  # bench/planner_live.py starts tracing when set
+TRIM_ENV = "NODEFLOW_BENCH_MALLOC_TRIM"  # set: glibc's free pages are handed back after every pass
+ARENAS_ENV = "NODEFLOW_BENCH_MALLOC_ARENAS"  # a number: glibc's arenas capped at it (runtime/malloc_tuning.py)
 
 
 class TimedKube(KubeClient):
@@ -97,6 +100,8 @@ def _available(catalog: Any) -> int:
 
 async def _serve(mode: str, kubeconfig: str, temporal: str, discover: str | None = None,
                  region: str = "us-east-1") -> None:
+    if os.environ.get(ARENAS_ENV):
+        limit_arenas(int(os.environ[ARENAS_ENV]))
     api = kube_api_client(kubeconfig)
     client = await Client.connect(temporal, data_converter=pydantic_data_converter)
     catalog, described = await asyncio.to_thread(_catalog, discover, region)
@@ -125,7 +130,10 @@ async def _serve(mode: str, kubeconfig: str, temporal: str, discover: str | None
             if profile is not None and passes:
                 profile.disable()
             passes += 1
-            _say({"seconds": round(time.monotonic() - t, 3), "cpuSeconds": round(time.process_time() - cpu, 3),
+            wall, cpu_used, before_trim = time.monotonic() - t, time.process_time() - cpu, rss_mib()
+            if os.environ.get(TRIM_ENV):  # what malloc_trim hands back after a pass (not in the pass's times)
+                release_free()
+            _say({"seconds": round(wall, 3), "cpuSeconds": round(cpu_used, 3), "rssBeforeTrimMiB": before_trim,
                   "listSeconds": round(kube.list_seconds, 3),
                   "commands": len(result.commands), "methods": sorted({c.method for c in result.commands}),
                   "skipped": result.skipped, "reparsed": view.reparsed if view else None, "rssMiB": rss_mib(),
