@@ -134,7 +134,7 @@ def _list_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def _cache_figures(hello: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
     steady = rows[1:]
     watch = [r["traffic"].get("watch", {}).get("bytes", 0) for r in steady]
-    return {"syncSeconds": hello["syncSeconds"], "firstPassSeconds": rows[0]["seconds"],
+    return {"syncSeconds": hello["syncSeconds"], "syncRssMiB": hello["rssMiB"], "firstPassSeconds": rows[0]["seconds"],
             "steadyPassSeconds": _median(steady, lambda r: r["seconds"]),
             "steadyPassCpuSeconds": _median(steady, lambda r: r["cpuSeconds"]),
             "steadyPasses": [r["seconds"] for r in steady],
@@ -142,6 +142,8 @@ def _cache_figures(hello: dict[str, Any], rows: list[dict[str, Any]]) -> dict[st
             "bytesPerPass": _median(steady, _not_watch), "watchBytesDuringPass": round(statistics.median(watch)),
             "reparsedPodsPerPass": _median(steady, lambda r: r["reparsed"]),
             "workerRssMiB": max(r["rssMiB"] for r in rows), "commands": rows[-1]["commands"],
+            "rssMiBPerPass": [r["rssMiB"] for r in rows],
+            "rssBeforeTrimMiBPerPass": [r.get("rssBeforeTrimMiB") for r in rows],
             "skipped": [r["skipped"] for r in rows if r["skipped"]]}
 
 
