@@ -261,7 +261,10 @@ class Informer:
                 obj["apiVersion"], obj["kind"] = self.spec.api_version, self.spec.kind
                 items[key_of(obj)] = self.transform(self.spec.kind, obj) if self.transform else obj
             meta = body.get("metadata") or {}
-            version, token = str(meta.get("resourceVersion") or version), meta.get("continue") or ""
+            # the watch resumes from the first page's version: an API server gives every page the first one's
+            # snapshot, and where pages are not one snapshot, changes made meanwhile come again rather than never
+            version = version or str(meta.get("resourceVersion") or "")
+            token = meta.get("continue") or ""
             if not token:
                 break
         with self._lock:
