@@ -36,6 +36,7 @@ from runtime.fleet_worker import run_fleet_worker
 from runtime.health import ReadinessCheck, metrics_bind, parse_metrics_address, start_health_server
 from runtime.kube_version import kubeconfig_version_problem
 from runtime.leader import DEFAULT_LEASE_NAME, ElectionSettings
+from runtime.malloc_tuning import limit_arenas
 from runtime.settings import Deps, Settings, configure_scheduling
 from runtime.temporal_metrics import new_buffer, pump, track_planner_pause
 from runtime.worker_loop import run_worker
@@ -76,6 +77,8 @@ def _temporal_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--temporal-connect-timeout", type=float,
                    default=float(env("NODEFLOW_TEMPORAL_CONNECT_TIMEOUT") or 300),
                    help="seconds to keep retrying an unreachable Temporal at start (a server restart) before exiting 1")
+    p.add_argument("--malloc-arenas", type=int, default=int(env("NODEFLOW_MALLOC_ARENAS") or 2),
+                   help="glibc malloc arenas (0: glibc's default of 8 per core); MALLOC_ARENA_MAX wins when set")
     p.add_argument("--allow-insecure-temporal", action="store_true",
                    default=_env_flag("NODEFLOW_TEMPORAL_ALLOW_INSECURE"),
                    help="connect in plaintext to a Temporal address that is not loopback (trusted networks only)")
@@ -376,6 +379,8 @@ async def _fleet_only(client: Client, queue: str, sticky_queue_timeout: float) -
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    if args.malloc_arenas > 0:  # before any thread allocates (runtime/malloc_tuning.py)
+        limit_arenas(args.malloc_arenas)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     logging.basicConfig(level=args.log_level.upper(), handlers=[handler])

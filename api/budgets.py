@@ -212,11 +212,21 @@ def count_nodes(
     durable form of Karpenter's in-memory MarkedForDeletion). `not_ready_disrupts` False: NotReady alone does not
     make a node disrupting (the `Unhealthy` reason's count).
     """
+    counts, sick_free = count_both(nodes, node_claims)
+    return counts if not_ready_disrupts else sick_free
+
+
+def count_both(
+    nodes: Iterable[dict[str, Any]], node_claims: Iterable[NodeClaim | dict[str, Any]],
+) -> tuple[dict[str, PoolCount], dict[str, PoolCount]]:
+    """`count_nodes` with NotReady counted as disrupting and without, in one walk over the nodes (a pass at 5,000
+    nodes walked them twice)."""
     claims = _claims(node_claims)
     by_node = {c.node_name: c for c in claims if c.node_name}
     by_provider = {c.provider_id: c for c in claims if c.provider_id}
     totals: dict[str, int] = {}
     disrupting: dict[str, int] = {}
+    sick_free: dict[str, int] = {}  # disrupting when NotReady alone does not count
     for node in nodes:
         node_labels = _get(node, "metadata", "labels") or {}
         claim = by_node.get(_get(node, "metadata", "name")) or by_provider.get(_get(node, "spec", "providerID"))
@@ -232,9 +242,13 @@ def count_nodes(
             continue
         totals[pool] = totals.get(pool, 0) + 1
         deleting = (claim is not None and claim.deleting) or _get(node, "metadata", "deletionTimestamp") is not None
-        if (not_ready_disrupts and not _node_ready(node)) or deleting or _has_disrupted_taint(node):
+        if deleting or _has_disrupted_taint(node):
+            sick_free[pool] = sick_free.get(pool, 0) + 1
             disrupting[pool] = disrupting.get(pool, 0) + 1
-    return {p: PoolCount(t, disrupting.get(p, 0)) for p, t in totals.items()}
+        elif not _node_ready(node):
+            disrupting[pool] = disrupting.get(pool, 0) + 1
+    return ({p: PoolCount(t, disrupting.get(p, 0)) for p, t in totals.items()},
+            {p: PoolCount(t, sick_free.get(p, 0)) for p, t in totals.items()})
 
 
 class BudgetRow(BaseModel):
@@ -268,9 +282,7 @@ def compute_budget_rows(
     allowed = max(min(limit ?? total, total) - disrupting, 0).
     """
     nodes, node_claims = list(nodes), _claims(node_claims)
-    counts = count_nodes(nodes, node_claims)
-    sick_free = count_nodes(nodes, node_claims, not_ready_disrupts=False) if labels.REASON_UNHEALTHY in reasons \
-        else counts
+    counts, sick_free = count_both(nodes, node_claims)
     rows: list[BudgetRow] = []
     for pool in sorted(_pools(node_pools), key=lambda p: p.name):
         for reason in reasons:

@@ -33,6 +33,7 @@ from simulator.server import Simulator
 PASS_EVERY = 10.0
 CHURN_SHARE = 0.01  # of all pods per PASS_EVERY seconds
 CHURN_TICK = 1.0
+TRACE_ENV = "NODEFLOW_BENCH_TRACEMALLOC"  # a path: the cache worker dumps what holds its memory there (worker side)
 
 
 def _loadavg() -> float:
@@ -133,7 +134,7 @@ def _list_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def _cache_figures(hello: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
     steady = rows[1:]
     watch = [r["traffic"].get("watch", {}).get("bytes", 0) for r in steady]
-    return {"syncSeconds": hello["syncSeconds"], "firstPassSeconds": rows[0]["seconds"],
+    return {"syncSeconds": hello["syncSeconds"], "syncRssMiB": hello["rssMiB"], "firstPassSeconds": rows[0]["seconds"],
             "steadyPassSeconds": _median(steady, lambda r: r["seconds"]),
             "steadyPassCpuSeconds": _median(steady, lambda r: r["cpuSeconds"]),
             "steadyPasses": [r["seconds"] for r in steady],
@@ -141,6 +142,8 @@ def _cache_figures(hello: dict[str, Any], rows: list[dict[str, Any]]) -> dict[st
             "bytesPerPass": _median(steady, _not_watch), "watchBytesDuringPass": round(statistics.median(watch)),
             "reparsedPodsPerPass": _median(steady, lambda r: r["reparsed"]),
             "workerRssMiB": max(r["rssMiB"] for r in rows), "commands": rows[-1]["commands"],
+            "rssMiBPerPass": [r["rssMiB"] for r in rows],
+            "rssBeforeTrimMiBPerPass": [r.get("rssBeforeTrimMiB") for r in rows],
             "skipped": [r["skipped"] for r in rows if r["skipped"]]}
 
 
@@ -183,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--region", default="us-east-1", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.serve:
+        if os.environ.get(TRACE_ENV):  # before the worker's modules load, so their imports are traced too
+            import tracemalloc
+
+            tracemalloc.start(int(os.environ.get("NODEFLOW_BENCH_TRACE_FRAMES", "1")))
         from bench.planner_live_worker import serve  # only the serving subprocess loads the worker side
 
         return serve(args.serve, args.kubeconfig, args.temporal, args.discover_endpoint, args.region)

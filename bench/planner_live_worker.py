@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import cProfile
+import gc
 import json
 import os
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -32,8 +34,12 @@ from gateways.kube import KubeClient
 from runtime.cloud_clients import kube_api_client
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
+from runtime.malloc_tuning import limit_arenas, release_free
 
 PROFILE_ENV = "NODEFLOW_BENCH_PROFILE"
+TRACE_ENV = "NODEFLOW_BENCH_TRACEMALLOC"  # bench/planner_live.py starts tracing when set
+TRIM_ENV = "NODEFLOW_BENCH_MALLOC_TRIM"  # set: glibc's free pages are handed back after every pass
+ARENAS_ENV = "NODEFLOW_BENCH_MALLOC_ARENAS"  # a number: glibc's arenas capped at it (runtime/malloc_tuning.py)
 
 
 class TimedKube(KubeClient):
@@ -94,6 +100,8 @@ def _available(catalog: Any) -> int:
 
 async def _serve(mode: str, kubeconfig: str, temporal: str, discover: str | None = None,
                  region: str = "us-east-1") -> None:
+    if os.environ.get(ARENAS_ENV):
+        limit_arenas(int(os.environ[ARENAS_ENV]))
     api = kube_api_client(kubeconfig)
     client = await Client.connect(temporal, data_converter=pydantic_data_converter)
     catalog, described = await asyncio.to_thread(_catalog, discover, region)
@@ -122,7 +130,10 @@ async def _serve(mode: str, kubeconfig: str, temporal: str, discover: str | None
             if profile is not None and passes:
                 profile.disable()
             passes += 1
-            _say({"seconds": round(time.monotonic() - t, 3), "cpuSeconds": round(time.process_time() - cpu, 3),
+            wall, cpu_used, before_trim = time.monotonic() - t, time.process_time() - cpu, rss_mib()
+            if os.environ.get(TRIM_ENV):  # what malloc_trim hands back after a pass (not in the pass's times)
+                release_free()
+            _say({"seconds": round(wall, 3), "cpuSeconds": round(cpu_used, 3), "rssBeforeTrimMiB": before_trim,
                   "listSeconds": round(kube.list_seconds, 3),
                   "commands": len(result.commands), "methods": sorted({c.method for c in result.commands}),
                   "skipped": result.skipped, "reparsed": view.reparsed if view else None, "rssMiB": rss_mib(),
@@ -134,6 +145,29 @@ async def _serve(mode: str, kubeconfig: str, temporal: str, discover: str | None
             profile.dump_stats(os.environ[PROFILE_ENV] + suffix)
         if threads is not None:
             threads.dump_stats(os.environ[PROFILE_ENV] + f"{suffix}.threads")
+        if tracemalloc.is_tracing() and os.environ.get(TRACE_ENV):
+            _dump_heap(os.environ[TRACE_ENV] + suffix)
+
+
+def _dump_heap(path: str, top: int = 40) -> None:
+    """What holds the memory at the end of the passes: traced bytes by file:line and by file, and the live
+    objects the collector tracks by type (count, shallow bytes)."""
+    snap = tracemalloc.take_snapshot()
+    lines = [f"traced {tracemalloc.get_traced_memory()[0] / 2**20:.1f} MiB, RSS {rss_mib()} MiB", "", "by line:"]
+    lines += [f"{s.size / 2**20:8.1f} MiB {s.count:9d} {s.traceback[0]}" for s in snap.statistics("lineno")[:top]]
+    lines += ["", "by file:"]
+    lines += [f"{s.size / 2**20:8.1f} MiB {s.count:9d} {s.traceback[0].filename}"
+              for s in snap.statistics("filename")[:top]]
+    by_type: dict[str, list[int]] = {}
+    for obj in gc.get_objects():
+        row = by_type.setdefault(type(obj).__qualname__, [0, 0])
+        row[0] += 1
+        row[1] += sys.getsizeof(obj)
+    lines += ["", "collector-tracked objects by type (shallow):"]
+    ranked = sorted(by_type.items(), key=lambda kv: -kv[1][1])[:top]
+    lines += [f"{b / 2**20:8.1f} MiB {n:9d} {t}" for t, (n, b) in ranked]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def _planned_types(planning: PlanningActivities) -> int:

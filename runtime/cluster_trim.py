@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime.shared_values import SharedValues
+
 Obj = dict[str, Any]
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -25,6 +27,9 @@ CONDITION_FIELDS = ("type", "status", "reason")  # Ready decides readiness
 TIMED_CONDITIONS = frozenset({"Ready", "PodScheduled"})
 POD_STATUS = ("phase", "startTime", "resize")  # resize: Infeasible on clusters before 1.33 (pod_requests.py)
 RESIZE_CONDITIONS = frozenset({"PodResizePending", "PodResizeInProgress"})
+# what a pod's copy holds once (runtime/shared_values.py); name, uid and resourceVersion are each pod's own
+UNIQUE_METADATA = frozenset({"name", "uid", "resourceVersion"})
+SHARED = SharedValues()
 
 
 def _metadata(meta: Obj, keep: tuple[str, ...] | None = None) -> Obj:
@@ -99,6 +104,17 @@ def trim_pod(pod: Obj) -> Obj:
             if kept:
                 new_status[key] = kept
         out["status"] = new_status
+    return _shared_pod(out)
+
+
+def _shared_pod(pod: Obj) -> Obj:
+    """The trimmed pod with the values other pods repeat (labels, owner, requests, conditions, strings) shared."""
+    share = SHARED.share
+    meta = {k: v if k in UNIQUE_METADATA else share(v) for k, v in pod["metadata"].items()}
+    out: Obj = {"apiVersion": share(pod["apiVersion"]), "kind": share(pod["kind"]), "metadata": meta,
+                "spec": {k: share(v) for k, v in pod["spec"].items()}}
+    if "status" in pod:
+        out["status"] = {k: share(v) for k, v in pod["status"].items()}
     return out
 
 

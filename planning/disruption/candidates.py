@@ -140,8 +140,10 @@ def disruption_cost(node: NodeInfo, pool: PoolInfo, at: datetime) -> float:
 
 
 def do_not_disrupt_active(pod: PodInfo, at: datetime) -> bool:
-    """`"true"`, or a positive Go duration still running since the pod started (nil start: active)."""
-    return do_not_disrupt_value_active(pod.annotations.get(L.DO_NOT_DISRUPT_ANNOTATION), pod.start_time, at)
+    """`"true"`, or a positive Go duration still running since the pod started (nil start: active). The start
+    time is parsed only for a pod that has the annotation: this runs for every pod of every node each pass."""
+    value = pod.annotations.get(L.DO_NOT_DISRUPT_ANNOTATION)
+    return value is not None and do_not_disrupt_value_active(value, pod.start_time, at)
 
 
 def do_not_disrupt_value_active(value: str | None, start: datetime | None, at: datetime) -> bool:

@@ -14,6 +14,7 @@ from api.budgets import (
     allowed_disruptions,
     budget_value,
     compute_budget_rows,
+    count_both,
     count_nodes,
     is_active,
     next_transition,
@@ -207,6 +208,10 @@ def test_counting_managed_initialized_nodes_and_disrupting_ones() -> None:
     assert counts["default"] == (7, 5)
     assert counts["batch"] == (1, 0)
     assert "None" not in counts
+    # the Unhealthy reason's count: NotReady (or no Ready condition) alone is not disrupting
+    sick_free = count_nodes(nodes, claims, not_ready_disrupts=False)
+    assert sick_free["default"] == (7, 3) and sick_free["batch"] == (1, 0)
+    assert count_both(nodes, claims) == (counts, sick_free)  # one walk gives both
 
 
 def test_claim_initialized_condition_counts_when_the_label_is_missing() -> None:

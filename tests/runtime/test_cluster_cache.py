@@ -4,6 +4,7 @@ says why it is not healthy."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -153,6 +154,20 @@ def test_initial_sync_equals_a_fresh_list(sim: Simulator, k8s: Any, cache: Clust
     assert {o["kind"] for o in got} == set(KINDS)
     assert cache.counters().lists == len(KINDS) and cache.counters().relists == 0
     assert _metric("nodeflow_cluster_cache_lists_total", "Pod") == before + 1
+
+
+def test_a_list_read_in_pages_syncs_to_what_one_list_returns(sim: Simulator, k8s: Any) -> None:
+    """Pages of 3 (the default is client-go's 500): every page after the first continues the first's snapshot,
+    so the cache holds exactly what one LIST returns, and the Pods came in more requests than pages of one."""
+    _seed(sim)
+    pods = len(sim.store.objects["pods"])
+    assert pods > 6
+    before = sim.stats()["byVerb"].get("list", {}).get("requests", 0)
+    with ClusterCache(k8s, dataclasses.replace(FAST, list_page_size=3), kinds=("Pod",)) as paged:
+        assert paged.wait_synced(10) and paged.healthy()
+        lists = sim.stats()["byVerb"]["list"]["requests"] - before
+        assert _by_key(paged.objects()) == {k: v for k, v in _fresh(k8s).items() if k[0] == "Pod"}
+    assert lists == -(-pods // 3)
 
 
 def test_untrimmed_cache_holds_exactly_what_list_returns(sim: Simulator, k8s: Any) -> None:
