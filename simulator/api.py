@@ -430,11 +430,14 @@ class ApiServer:
         list_meta: dict[str, Any] = {"resourceVersion": str(rv)}
         limit = self._int_query(request, "limit")
         token = request.query.get("continue")
-        if limit or token:
-            def key(o: dict[str, Any]) -> tuple[str, str]:
-                m = o["metadata"]
-                return (m.get("namespace") or "", m.get("name") or "")
 
+        def key(o: dict[str, Any]) -> tuple[str, str]:
+            m = o["metadata"]
+            return (m.get("namespace") or "", m.get("name") or "")
+
+        if not (limit or token):
+            objs = sorted(objs, key=key)  # kube-apiserver lists in key order (namespace, name), paged or not
+        else:
             if token:
                 try:
                     after = json.loads(base64.urlsafe_b64decode(token.encode()).decode())
