@@ -472,8 +472,11 @@ async def _in_flight(client: Any) -> Counter[str]:
 
 
 def _inject_spot_interruption(stack: Any, core: Any) -> str | None:
-    """Send an EventBridge 'EC2 Spot Instance Interruption Warning' for one spot node to the SQS queue."""
-    for node in _nodes(core):
+    """Send an EventBridge 'EC2 Spot Instance Interruption Warning' for one spot node to the SQS queue: the oldest
+    (the scenario's own spot nodes, not one launched since), as the API server lists nodes by name."""
+    nodes = sorted(_nodes(core), key=lambda n: ((n.get("metadata") or {}).get("creationTimestamp") or "",
+                                                (n.get("metadata") or {}).get("name") or ""))
+    for node in nodes:
         meta = node.get("metadata") or {}
         if (meta.get("labels") or {}).get(L.CAPACITY_TYPE_LABEL) != "spot" or meta.get("deletionTimestamp"):
             continue
