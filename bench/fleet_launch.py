@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -109,23 +111,33 @@ async def _run(kube: KubeClient, endpoint: str, api: LaunchApi, cached: bool, ar
             "refused_offerings": len(ice.refused), "types": types}
 
 
-async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
+@contextlib.contextmanager
+def launch_world() -> Iterator[tuple[KubeClient, str]]:
+    """The launch benches' world: the EC2 stand-in (with the stand-in's credentials), the simulator's API server and
+    the EC2NodeClass of `_setup`; yields the Kubernetes gateway and the EC2 endpoint."""
+    for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
+        os.environ.setdefault(key, value)
     with MotoServer() as moto, Simulator(time_scale=0.01, ready_delay=2.0) as sim:
         api_client = sim.api_client()
-        kube = KubeClient(api_client)
-        _setup(kube, moto.endpoint)
+        try:
+            kube = KubeClient(api_client)
+            _setup(kube, moto.endpoint)
+            yield kube, moto.endpoint
+        finally:
+            api_client.close()
+
+
+async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
+    with launch_world() as (kube, endpoint):
         rows = []
         for cached in (True, False):
             for api in (LaunchApi.RUN_INSTANCES, LaunchApi.FLEET):
-                rows.append(await _run(kube, moto.endpoint, api, cached, args))
+                rows.append(await _run(kube, endpoint, api, cached, args))
                 print(json.dumps(rows[-1]), flush=True)
-        api_client.close()
         return rows
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
-        os.environ.setdefault(key, value)  # the stand-in's credentials
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=8)

@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import heapq
 import json
-import os
 import random
 from typing import Any
 
@@ -30,15 +29,13 @@ from temporalio.testing import ActivityEnvironment
 from activities.provisioning import ProvisioningActivities
 from api.catalog import load_default_catalog
 from api.nodeclass_launch import ClusterInfo
-from bench.fleet_launch import REGION, TYPES, _setup
+from bench.fleet_launch import REGION, TYPES, launch_world
 from contracts.disruption import LaunchInput, Replacement
 from devstack.demo_aws import CLUSTER_CA, CLUSTER_NAME, ZONES
 from devstack.moto_fleet import set_spot_market
-from devstack.processes import MotoServer
 from gateways.kube import KubeClient
 from planning.pricing.unavailable_offerings import UnavailableOfferings, UnavailableReason
 from planning.provisioning.fleet import LaunchApi
-from simulator.server import Simulator
 
 SCORES = (1.0, 4.0, 10.0)  # capacity score of the cheapest, middle and dearest third of the pools
 
@@ -108,22 +105,16 @@ async def _run(kube: KubeClient, endpoint: str, api: LaunchApi, pools: list[dict
 
 async def main_async(args: argparse.Namespace) -> list[dict[str, Any]]:
     pools = market(args.base_rate)
-    with MotoServer() as moto, Simulator(time_scale=0.01, ready_delay=2.0) as sim:
-        api_client = sim.api_client()
-        kube = KubeClient(api_client)
-        _setup(kube, moto.endpoint)
-        set_spot_market(moto.endpoint, pools)
+    with launch_world() as (kube, endpoint):
+        set_spot_market(endpoint, pools)
         rows = []
         for api in (LaunchApi.RUN_INSTANCES, LaunchApi.FLEET):
-            rows.append(await _run(kube, moto.endpoint, api, pools, args))
+            rows.append(await _run(kube, endpoint, api, pools, args))
             print(json.dumps(rows[-1]), flush=True)
-        api_client.close()
         return rows
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
-    for key, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
-        os.environ.setdefault(key, value)  # the stand-in's credentials
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=20)
     parser.add_argument("--hours", type=float, default=24.0)
