@@ -119,6 +119,19 @@ def limit_call_rate(client: Any, bucket: TokenBucket) -> Any:
     return client
 
 
+def count_sdk_retries(client: Any) -> Any:
+    """Count the requests botocore's retry mode sent again for each call of a boto3 client (its
+    `ResponseMetadata.RetryAttempts`, answered or refused): a throttled call botocore rode out is invisible to the
+    gateway's own counters. Returns the client."""
+    def after_call(parsed: Any = None, model: Any = None, **_: Any) -> None:
+        tries = ((parsed or {}).get("ResponseMetadata") or {}).get("RetryAttempts") or 0
+        if tries and model is not None:
+            metrics.CLOUD_SDK_RETRIES.labels(operation=model.name).inc(tries)
+
+    client.meta.events.register("after-call.ec2", after_call)
+    return client
+
+
 @dataclass
 class RetryPolicy:
     """Retries of a throttled call: full jitter (a random wait up to base * 2^n, capped), so that many workers

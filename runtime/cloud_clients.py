@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gateways.ec2 import limit_call_rate
+from gateways.ec2 import count_sdk_retries, limit_call_rate
 from gateways.rate_limit import TokenBucket
 
 REGION_SOURCES = ("--region", "AWS_REGION", "AWS_DEFAULT_REGION")
@@ -79,14 +79,16 @@ def kube_api_client(kubeconfig: str | None, pool_size: int = 64) -> Any:
 
 def ec2_client(region: str | None, endpoint: str | None, rate: Ec2CallRate | None = None) -> Any:
     """botocore's standard retry mode (exponential backoff with full jitter, throttling included); with `rate` (the
-    worker's, through `aws_clients`), every request through one token bucket (gateways/ec2.py). Tools and tests
-    that build a client themselves are not paced."""
+    worker's, through `aws_clients`), every request through one token bucket and botocore's retries counted
+    (gateways/ec2.py). Tools and tests that build a client themselves are neither paced nor counted."""
     import boto3
     from botocore.config import Config
 
     client = boto3.client("ec2", region_name=region, endpoint_url=endpoint,
                           config=Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=32))
-    return client if rate is None else limit_call_rate(client, TokenBucket(rate.per_second, rate.burst))
+    if rate is None:
+        return client
+    return limit_call_rate(count_sdk_retries(client), TokenBucket(rate.per_second, rate.burst))
 
 
 def sqs_client(region: str | None, endpoint: str | None) -> Any:

@@ -383,6 +383,13 @@ CLOUD_API_RETRIES = Counter(
     ["operation"],
     registry=REGISTRY,
 )
+CLOUD_SDK_RETRIES = Counter(
+    "nodeflow_cloud_api_sdk_retries_total",
+    "EC2 requests botocore's standard retry mode sent again (throttling, 5xx, a dropped connection) before the "
+    "call returned or failed: the attempts behind nodeflow_cloud_api_retries_total's.",
+    ["operation"],
+    registry=REGISTRY,
+)
 CLOUD_RATE_LIMIT_WAIT = Counter(
     "nodeflow_cloud_rate_limit_wait_seconds_total",
     "Seconds EC2 calls waited for the worker's own call-rate limit (--ec2-max-calls-per-second) before going out.",

@@ -14,7 +14,15 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from gateways.ec2 import CloudErrorKind, Ec2Gateway, RetryPolicy, classify, iam_action, limit_call_rate
+from gateways.ec2 import (
+    CloudErrorKind,
+    Ec2Gateway,
+    RetryPolicy,
+    classify,
+    count_sdk_retries,
+    iam_action,
+    limit_call_rate,
+)
 from gateways.rate_limit import TokenBucket
 from telemetry import metrics
 
@@ -141,3 +149,28 @@ def test_the_rate_limit_covers_every_request_of_a_boto3_client(moto_endpoint: st
     for _ in range(4):
         client.describe_availability_zones()
     assert clock.slept == pytest.approx([0.1, 0.1])
+
+
+def test_botocore_retries_are_counted_whether_the_call_succeeds_or_fails(cloud_endpoint: str) -> None:
+    """Throttled answers botocore rides out are counted by operation; a call that never meets one adds nothing."""
+    import boto3
+    from botocore.config import Config
+
+    from devstack.cloud_faults import FaultRule, clear_faults, set_faults
+
+    client = count_sdk_retries(boto3.client("ec2", region_name="us-east-1", endpoint_url=cloud_endpoint,
+                                            config=Config(retries={"max_attempts": 3, "mode": "standard"})))
+    before = _sample("nodeflow_cloud_api_sdk_retries_total", operation="DescribeAvailabilityZones")
+    try:
+        set_faults(cloud_endpoint, [FaultRule("DescribeAvailabilityZones", "RequestLimitExceeded", times=2)])
+        client.describe_availability_zones()  # refused twice, answered the third time
+        assert _sample("nodeflow_cloud_api_sdk_retries_total", operation="DescribeAvailabilityZones") == before + 2
+        client.describe_availability_zones()  # answered at once
+        assert _sample("nodeflow_cloud_api_sdk_retries_total", operation="DescribeAvailabilityZones") == before + 2
+        set_faults(cloud_endpoint, [FaultRule("DescribeAvailabilityZones", "RequestLimitExceeded")])
+        with pytest.raises(ClientError):
+            client.describe_availability_zones()  # refused each time: botocore's 3 retries (its max_attempts
+        # counts retries, not the first request), then the error
+        assert _sample("nodeflow_cloud_api_sdk_retries_total", operation="DescribeAvailabilityZones") == before + 5
+    finally:
+        clear_faults(cloud_endpoint)
