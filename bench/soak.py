@@ -1,7 +1,8 @@
 """Soak: an hour of churn in the demo world, with the worker as a real process (not part of the test run).
 
     .venv/bin/python -m bench.soak --minutes 60 [--seed N] [--json] [--sample-seconds 30] [--workdir DIR]
-                                    [--slow-scheduler SECONDS]
+                                    [--slow-scheduler SECONDS] [--replicas 2 --kill-leader-every MINUTES]
+                                    [--cloud-faults RATE [--credential-window SECONDS] [--credential-every MINUTES]]
 
 The demo's stack (bench/soak_world.py) runs while a seeded driver (bench/soak_churn.py) scales Deployments up
 and down, changes NodePool templates (drift), keeps one pool's expireAfter short (expiration), sends spot
@@ -13,6 +14,10 @@ simulator's count of pods left Pending longer than a node's launch and readiness
 (bench/soak_world.py `pending_bound_seconds`). The emulated kube-scheduler has a real one's timing; with
 --slow-scheduler it retries a pod that found no node only SECONDS of wall time later (the slow
 scheduler a real control plane showed: docs/configuration.md, `nodeflow sim`).
+With --replicas the worker runs as a Deployment of that many replicas under leader election, and with
+--kill-leader-every the Lease holder is SIGKILLed on that period and started again as a kubelet would
+(bench/soak_replicas.py). With --cloud-faults the EC2 stand-in throttles that share of the worker's EC2 calls and
+refuses launches and terminations for --credential-window seconds every 15 minutes (bench/soak_cloud.py).
 Progress goes to stderr; the summary (or with --json one JSON document) to stdout. Exit 1 when a safety count is
 not 0, pods are still pending, or the cluster did not converge.
 """
@@ -33,8 +38,18 @@ from typing import Any
 from kubernetes import client as k8s
 
 from bench.soak_churn import Churn, retry
-from bench.soak_sample import LONG_RUNNING, cluster_counts, running, sample
-from bench.soak_summary import history_figures, late_pods, rss_figures, safety_counts, verdict, warmup_seconds
+from bench.soak_cloud import CloudFaultPlan
+from bench.soak_replicas import RESTART_DELAY, Replicas, ReplicaWorld
+from bench.soak_sample import LONG_RUNNING, cluster_counts, rss_mib, running, sample
+from bench.soak_summary import (
+    history_figures,
+    late_pods,
+    rss_figures,
+    rss_growth_by_life,
+    safety_counts,
+    verdict,
+    warmup_seconds,
+)
 from bench.soak_world import World, WorldOptions
 from client.planner_schedule import set_planner_paused
 from contracts.search_attributes import REASON
@@ -56,19 +71,25 @@ def _progress(row: dict[str, Any]) -> str:
             f"poller={poller.get('events', '-')} events running={busy}")
 
 
-async def churn_phase(world: World, churn: Churn, seconds: float, every: float,
-                      machines: dict[str, str]) -> tuple[list[dict[str, Any]], float]:
-    """Churn until `seconds` are up, sampling every `every` seconds; returns the samples and the start time."""
+async def churn_phase(world: World, churn: Churn, seconds: float, every: float, machines: dict[str, str],
+                      drivers: tuple[Any, ...] = ()) -> tuple[list[dict[str, Any]], float]:
+    """Churn until `seconds` are up, sampling every `every` seconds; `drivers` (the replicas' supervisor and leader
+    kills, the cloud fault plan) step beside the churn. Returns the samples and the start time."""
     assert world.client is not None and world.sim is not None and world.worker is not None
     api, started = world.sim.api_client(), time.monotonic()
     samples: list[dict[str, Any]] = []
     churn.start(started)
+    for d in drivers:
+        await asyncio.to_thread(d.begin, started)
     next_sample = started
     while (now := time.monotonic()) < started + seconds and world.worker_alive():
-        for line in await asyncio.to_thread(churn.step, now):
-            say(line)
+        for step in (churn.step, *(d.step for d in drivers)):
+            for line in await asyncio.to_thread(step, now):
+                say(line)
         if now >= next_sample:
             samples.append(await sample(world.client, api, world.worker.pid, started, machines))
+            if isinstance(world, ReplicaWorld):
+                samples[-1]["rssByLife"] = {life: rss_mib(pid) for life, pid in world.replicas.pids().items()}
             say(_progress(samples[-1]))
             next_sample += every
         await asyncio.sleep(1.0)
@@ -133,9 +154,17 @@ async def safety(world: World, machines: dict[str, str]) -> dict[str, Any]:
             "duplicateLaunches": audit.duplicate_launches(instances),
             "duplicateTerminations": {m: k for m, k in per_machine.items() if k > 1},
             "failedWorkflows": await audit.bad_workflows(world.client),
-            "workerExits": 0 if world.worker_alive() else 1,
+            "workerExits": worker_exits(world),
             "podsPendingPastBound": late_pods(world.sim.world.ledger),
             "launchedByNodeflow": audit.our_launches(instances), "terminatedMachines": len(per_machine)}
+
+
+def worker_exits(world: World) -> int:
+    """Worker exits nobody asked for: replicas that fell over on their own (a leader kill is not one), or the one
+    worker gone."""
+    if isinstance(world, ReplicaWorld):
+        return len(world.replicas.log.unexpected_exits)
+    return 0 if world.worker_alive() else 1
 
 
 async def workflow_figures(world: World) -> dict[str, Any]:
@@ -152,12 +181,17 @@ async def workflow_figures(world: World) -> dict[str, Any]:
     return {"runsByType": dict(by_type), "maxHistoryEventsByType": longest, "terminationsByReason": dict(reasons)}
 
 
-async def finish(world: World, churn: Churn, machines: dict[str, str], timeout: float) -> dict[str, Any]:
+async def finish(world: World, churn: Churn, machines: dict[str, str], timeout: float,
+                 cloud: CloudFaultPlan | None = None) -> dict[str, Any]:
     """Stop churn, faults and voluntary disruption (the planner paused: consolidation would go on finding
     cheaper nodes); converge (pending pods still get nodes, in-flight work finishes); settle; count."""
     assert world.sim is not None and world.client is not None
     await asyncio.to_thread(churn.quiesce)
     world.sim.inject_faults(rate=0.0)
+    if cloud is not None:
+        await asyncio.to_thread(cloud.stop)
+    if isinstance(world, ReplicaWorld):
+        await restore_replicas(world.replicas)
     await set_planner_paused(world.client, True, note="soak: end of run")
     say("churn stopped, faults off, planner paused: converging ...")
     converged, took = await converge(world, machines, timeout)
@@ -169,33 +203,57 @@ async def finish(world: World, churn: Churn, machines: dict[str, str], timeout: 
             "safety": await safety(world, machines), "workflows": await workflow_figures(world)}
 
 
+async def restore_replicas(replicas: Replicas) -> None:
+    """No more leader kills; a replica killed last comes back (after the kubelet's delay) and the Lease is held."""
+    replicas.kill_every = None
+    deadline = time.monotonic() + RESTART_DELAY + 60.0
+    while time.monotonic() < deadline:
+        for line in await asyncio.to_thread(replicas.step, time.monotonic()):
+            say(line)
+        if all(r.alive() for r in replicas.all.values()) and replicas.log.pending_kill is None:
+            return
+        await asyncio.sleep(1.0)
+
+
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="nodeflow-soak-"))
-    world = World(WorldOptions(workdir=workdir, scheduler_retry_seconds=args.slow_scheduler))
+    options = WorldOptions(workdir=workdir, scheduler_retry_seconds=args.slow_scheduler)
+    world = ReplicaWorld(options)
+    world.replicas = Replicas(world, args.replicas, _minutes(args.kill_leader_every))
     say(f"starting the stack (logs in {workdir}) ...")
     await world.start()
     try:
         assert world.sim is not None
-        say(f"up; worker pid {world.worker.pid if world.worker else '-'}")
+        say(f"up; worker pid {world.worker.pid if world.worker else '-'}, {args.replicas} replica(s)")
         churn = Churn(world.sim.api_client(), world.sqs, world.queue_url, random.Random(args.seed))
         world.sim.inject_faults(rate=FAULT_RATE, codes=(429, 500, 409))
+        cloud = (CloudFaultPlan(world.moto.endpoint, rate=args.cloud_faults, window=args.credential_window,
+                                rotate_every=args.credential_every * 60, seed=args.seed)
+                 if args.cloud_faults is not None else None)
+        drivers = tuple(d for d in (world.replicas, cloud) if d is not None)
         machines: dict[str, str] = {}
         seconds = args.minutes * 60
-        samples, _ = await churn_phase(world, churn, seconds, args.sample_seconds, machines)
-        end = await finish(world, churn, machines, max(300.0, seconds / 6))
-        stats = world.sim.stats()
-        return report(args, samples, churn, end, stats, workdir)
+        samples, _ = await churn_phase(world, churn, seconds, args.sample_seconds, machines, drivers)
+        end = await finish(world, churn, machines, max(300.0, seconds / 6), cloud)
+        extra = {**(cloud.figures() if cloud else {}), **world.replicas.figures()}
+        return report(args, samples, churn, end, world.sim.stats(), workdir, extra)
     finally:
         world.stop()
 
 
+def _minutes(value: float | None) -> float | None:
+    return None if value is None else value * 60
+
+
 def report(args: argparse.Namespace, samples: list[dict[str, Any]], churn: Churn, end: dict[str, Any],
-           stats: dict[str, Any], workdir: Path) -> dict[str, Any]:
+           stats: dict[str, Any], workdir: Path, extra: dict[str, Any]) -> dict[str, Any]:
     counts = safety_counts(end["safety"])
     problems = verdict(counts, end["podsPendingAtEnd"], end["converged"], end["unfinishedWorkflows"])
     return {"minutes": args.minutes, "seed": args.seed, "sampleSeconds": args.sample_seconds,
             "passed": not problems, "problems": problems, "safety": counts,
             "workerRss": rss_figures(samples, warmup_seconds(args.minutes * 60)),
+            "rssGrowthByLife": rss_growth_by_life(samples, warmup_seconds(args.minutes * 60)),
+            "replicas": args.replicas, "killLeaderEveryMinutes": args.kill_leader_every, **extra,
             "longRunningHistory": history_figures(samples, tuple(LONG_RUNNING)),
             "churn": dict(churn.counts), "faultsInjected": sum((stats.get("faultsInjected") or {}).values()),
             "slowSchedulerSeconds": args.slow_scheduler,
@@ -215,6 +273,12 @@ def render(r: dict[str, Any]) -> str:
              *(f"history {k}: max {v['maxEvents']} events / {v['maxBytes']} B over {v['runsSeen']} run(s)"
                for k, v in hist.items()),
              f"max history events by type: {r['workflows']['maxHistoryEventsByType']}",
+             f"replicas: {r['replicas']}; leader kills {r['leaderKills']} (every {r['killLeaderEveryMinutes']} min), "
+             f"leader changes {r['leaderChanges']}, takeover after a kill {r['takeoverSeconds']} s; worker exits "
+             f"on their own {r['unexpectedExits'] or 0}; RSS growth by life {r['rssGrowthByLife']} MiB/h",
+             f"cloud: {r.get('cloudFaultsInjected', 'no faults')} injected over {r.get('ec2Calls', '-')} EC2 calls, "
+             f"{r.get('credentialRotations', 0)} credential windows; {r['cloudRetries']:.0f} EC2 requests sent again "
+             f"by the workers (botocore's retries and the gateway's)",
              f"safety: {r['safety']}",
              f"pending: {r['safety'].get('podsPendingPastBound')} pods waited unbound past "
              f"{r['pendingBoundSeconds']} s, the longest {r['podPendingLongestSeconds']} s (scheduler: "
@@ -235,9 +299,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slow-scheduler", type=float, metavar="SECONDS",
                    help="the emulated kube-scheduler retries a pod that found no node only SECONDS of wall time "
                         "later (default: a real kube-scheduler's backoff and queues)")
+    p.add_argument("--replicas", type=int, default=1,
+                   help="worker replicas under leader election, as deploy/ runs them (default 1)")
+    p.add_argument("--kill-leader-every", type=float, metavar="MINUTES",
+                   help="SIGKILL the replica holding the controllers' Lease on this period (needs --replicas 2+)")
+    p.add_argument("--cloud-faults", type=float, metavar="RATE",
+                   help="throttle this share (0..1) of the worker's EC2 calls, and refuse launches and terminations "
+                        "for --credential-window seconds every 15 minutes")
+    p.add_argument("--credential-window", type=float, default=60.0, metavar="SECONDS",
+                   help="how long each credential window refuses launches and terminations (default 60)")
+    p.add_argument("--credential-every", type=float, default=15.0, metavar="MINUTES",
+                   help="time between credential windows (default 15)")
     args = p.parse_args(argv)
     if args.slow_scheduler is not None and args.slow_scheduler < 0:
         p.error("--slow-scheduler: SECONDS must not be negative")
+    if args.replicas < 1:
+        p.error("--replicas: at least 1")
+    if args.kill_leader_every is not None and (args.replicas < 2 or args.kill_leader_every <= 0):
+        p.error("--kill-leader-every: needs --replicas 2 or more and a positive period (nothing would take over)")
+    if args.cloud_faults is not None and not 0.0 <= args.cloud_faults <= 1.0:
+        p.error("--cloud-faults: RATE must be within 0..1")
+    if args.credential_window >= args.credential_every * 60:
+        p.error("--credential-window must be shorter than --credential-every")
     result = asyncio.run(run(args))
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0 if result["passed"] else 1

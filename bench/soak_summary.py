@@ -66,3 +66,21 @@ def late_pods(ledger: Ledger, now: float | None = None) -> list[str]:
         raise ValueError("the ledger's pending_bound_seconds is not set: pods left Pending were not counted")
     return [f"{w.pod} {w.seconds:.1f}s{'' if w.bound else ' (still pending)'}"
             for w in ledger.pods_pending_past(bound, now)]
+
+
+def rss_growth_by_life(samples: list[dict[str, Any]], warmup: float, min_span: float = 600.0) -> dict[str, float]:
+    """RSS growth per hour (least squares) of each worker life (`a#2`: replica a's second start) seen for at
+    least `min_span` seconds after warm-up: a replica killed and started again begins a new series, so its restart
+    is not read as a fall and its warm-up not as growth."""
+    series: dict[str, list[tuple[float, float]]] = {}
+    for s in samples:
+        for life, rss in (s.get("rssByLife") or {}).items():
+            if rss:
+                series.setdefault(life, []).append((s["t"], rss))
+    out = {}
+    for life, rows in series.items():
+        start = rows[0][0] + warmup
+        after = [r for r in rows if r[0] >= start]
+        if len(after) >= 3 and after[-1][0] - after[0][0] >= min_span:
+            out[life] = round(statistics.linear_regression(*zip(*after, strict=True)).slope * 3600, 1)
+    return out

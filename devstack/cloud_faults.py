@@ -53,6 +53,7 @@ class Faults:
         self.fired: list[int] = []
         self.calls: dict[str, int] = {}
         self.injected: dict[str, int] = {}
+        self.by_code: dict[str, int] = {}
         self.rng = random.Random(0)
         self.lock = threading.Lock()
 
@@ -61,13 +62,13 @@ class Faults:
             self.active = active
             self.rules = [FaultRule(**r) for r in doc.get("rules") or []]
             self.fired = [0] * len(self.rules)
-            self.calls, self.injected = {}, {}
+            self.calls, self.injected, self.by_code = {}, {}, {}
             self.rng = random.Random(doc.get("seed", 0))
 
     def report(self) -> dict[str, Any]:
         with self.lock:
             return {"rules": [asdict(r) for r in self.rules], "calls": dict(self.calls),
-                    "injected": dict(self.injected)}
+                    "injected": dict(self.injected), "injectedByCode": dict(self.by_code)}
 
     def decide(self, form: dict[str, str]) -> str | None:
         """The error code to answer this call with, or None to let moto answer it."""
@@ -83,6 +84,7 @@ class Faults:
                     continue
                 self.fired[i] += 1
                 self.injected[action] = self.injected.get(action, 0) + 1
+                self.by_code[rule.code] = self.by_code.get(rule.code, 0) + 1
                 return rule.code
         return None
 
@@ -169,5 +171,6 @@ def clear_faults(endpoint: str) -> dict[str, Any]:
 
 
 def fault_counts(endpoint: str) -> dict[str, Any]:
-    """{"rules": [...], "calls": {action: n}, "injected": {action: n}} since the rules were set."""
+    """{"rules": [...], "calls": {action: n}, "injected": {action: n}, "injectedByCode": {code: n}} since the
+    rules were set."""
     return _request(endpoint, "GET")

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from bench.soak_summary import history_figures, rss_figures, safety_counts, verdict, warmup_seconds
+from bench.soak_summary import (
+    history_figures,
+    rss_figures,
+    rss_growth_by_life,
+    safety_counts,
+    verdict,
+    warmup_seconds,
+)
 
 
 def _row(t: float, rss: float, events: int = 10, run: str = "r1") -> dict:
@@ -32,3 +39,16 @@ def test_any_safety_count_pending_pod_or_missed_convergence_fails() -> None:
     assert verdict({**counts, "leakedInstances": 2}, 0, True) == ["leakedInstances=2"]
     assert verdict(counts, 3, False, unfinished=1) == ["podsPendingAtEnd=3", "unfinishedWorkflows=1",
                                                        "did not converge in time"]
+
+
+def test_growth_by_life_starts_each_life_afresh_and_skips_short_ones() -> None:
+    rows = []
+    for i in range(40):  # a#1 lives 0..1170 s climbing 1 MiB/min; b#1 lives throughout, flat; a#2 is too short
+        lives = {"b#1": 150.0}
+        if i < 20:
+            lives["a#1"] = 100.0 + i
+        elif i > 35:
+            lives["a#2"] = 50.0
+        rows.append({"t": 60.0 * i, "rssByLife": lives})
+    growth = rss_growth_by_life(rows, warmup=300, min_span=600)
+    assert growth == {"a#1": 60.0, "b#1": 0.0}

@@ -1,0 +1,235 @@
+"""The soak's worker Deployment: replicas of `python worker.py` under leader election, supervised as a kubelet
+would (a replica that exits is started again RESTART_DELAY later), and the leader SIGKILLed on a period.
+
+Each replica runs with HOSTNAME `soak-<name>`, so its Lease identity (`soak-<name>_<random>`, runtime/leader.py)
+names it. After a kill the Lease is read every step until another identity holds it: the takeover time, which the
+design bounds by the lease duration (nothing releases a SIGKILLed holder's Lease) plus a retry period. Counted:
+leader kills, holder changes seen, takeover seconds, and exits nobody asked for (a replica that fell over on its
+own, which the soak fails on); the cloud retries each replica reports on /metrics, summed over its lives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes import client as k8s
+
+from bench.soak_churn import retry
+from bench.soak_world import ROOT, World
+from devstack.processes import free_port
+from runtime.leader import DEFAULT_LEASE_NAME
+
+RESTART_DELAY = 10.0  # seconds: a killed pod's container is restarted after the kubelet's first back-off
+LEASE_NAMESPACE = "default"  # the worker's election namespace outside a pod (runtime/leader.py)
+HOSTNAME_PREFIX = "soak-"
+_RETRIES = re.compile(r"^nodeflow_cloud_api_(?:sdk_)?retries_total(?:\{[^}]*\})?\s+([0-9.eE+-]+)$", re.M)
+
+
+def replica_of(identity: str) -> str:
+    """The replica name in a Lease holder identity (`soak-b_1a2b3c4d` -> `b`); empty when it is none of ours."""
+    host = identity.split("_", 1)[0]
+    return host.removeprefix(HOSTNAME_PREFIX) if host.startswith(HOSTNAME_PREFIX) else ""
+
+
+def cloud_retries(metrics_text: str) -> float:
+    """EC2 requests a worker sent again, from its Prometheus text page: botocore's retries
+    (`nodeflow_cloud_api_sdk_retries_total`) and the gateway's (`nodeflow_cloud_api_retries_total`), every label set."""
+    return sum(float(m) for m in _RETRIES.findall(metrics_text))
+
+
+@dataclass
+class Replica:
+    name: str
+    proc: subprocess.Popen | None = None
+    metrics_port: int = 0
+    starts: int = 0
+    killed: bool = False  # the soak killed it: its exit is expected
+    down_since: float | None = None
+    retries_now: float = 0.0  # the current life's counter, last scraped
+    retries_before: float = 0.0  # earlier lives' counters, summed
+
+    @property
+    def life(self) -> str:
+        return f"{self.name}#{self.starts}"
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+@dataclass
+class LeaderLog:
+    """What the soak saw of the Lease: kills, holder changes, takeovers, and exits nobody asked for."""
+
+    holder: str = ""
+    kills: int = 0
+    changes: int = 0
+    takeovers: list[float] = field(default_factory=list)
+    pending_kill: tuple[float, str] | None = None  # (when, identity killed) until another holder shows
+    unexpected_exits: list[str] = field(default_factory=list)
+
+    def observe(self, identity: str, now: float) -> str:
+        """Note the holder now; returns a line when it changed (and the takeover it ends, after a kill)."""
+        if not identity or identity == self.holder:
+            return ""
+        before, self.holder = self.holder, identity
+        if before:
+            self.changes += 1
+        line = f"leader: {identity} (was {before or 'none'})"
+        if self.pending_kill is not None and identity != self.pending_kill[1]:
+            took = round(now - self.pending_kill[0], 1)
+            self.takeovers.append(took)
+            self.pending_kill = None
+            line += f", {took} s after the kill"
+        return line
+
+    def figures(self) -> dict[str, Any]:
+        return {"leaderKills": self.kills, "leaderChanges": self.changes, "takeoverSeconds": self.takeovers,
+                "takeoverMaxSeconds": max(self.takeovers, default=None),
+                "unexpectedExits": list(self.unexpected_exits)}
+
+
+class Replicas:
+    """The Deployment: start, supervise, kill the leader; `world.worker` is kept on replica `a`'s process."""
+
+    def __init__(self, world: World, count: int, kill_every: float | None) -> None:
+        if count < 1:
+            raise ValueError("the soak needs at least one worker replica")
+        if kill_every is not None and count < 2:
+            raise ValueError("killing the leader needs at least two replicas (nothing would take over)")
+        self.world, self.kill_every = world, kill_every
+        self.all = {chr(ord("a") + i): Replica(chr(ord("a") + i)) for i in range(count)}
+        self.log = LeaderLog()
+        self.next_kill: float | None = None
+
+    def command(self, port: int) -> list[str]:
+        cmd = self.world.worker_command()
+        cmd[cmd.index("--metrics-port") + 1] = str(port)
+        return cmd
+
+    def start(self, r: Replica) -> None:
+        r.metrics_port, r.starts, r.killed, r.down_since = free_port(), r.starts + 1, False, None
+        r.retries_before += r.retries_now
+        r.retries_now = 0.0
+        env = dict(os.environ, PYTHONPATH=str(ROOT), HOSTNAME=f"{HOSTNAME_PREFIX}{r.name}",
+                   NODEFLOW_PLANNER_SECONDS=str(self.world.o.planner_seconds))
+        with (self.world.o.workdir / f"worker-{r.life}.log").open("ab") as log:
+            r.proc = subprocess.Popen(self.command(r.metrics_port), cwd=ROOT, env=env,
+                                      stdout=subprocess.DEVNULL, stderr=log)
+        if r.name == "a":
+            self.world.worker, self.world.metrics_port = r.proc, r.metrics_port
+
+    def start_all(self) -> None:
+        for r in self.all.values():
+            self.start(r)
+
+    def begin(self, now: float) -> None:
+        """The first leader kill comes one period after the churn starts."""
+        self.next_kill = None if self.kill_every is None else now + self.kill_every
+
+    def leader(self) -> str:
+        """The Lease holder's identity now ('' when none holds it or the Lease is not there yet)."""
+        assert self.world.sim is not None
+        try:
+            lease = retry(k8s.CoordinationV1Api(self.world.sim.api_client()).read_namespaced_lease,
+                          DEFAULT_LEASE_NAME, LEASE_NAMESPACE)
+        except k8s.ApiException as exc:
+            if exc.status == 404:
+                return ""
+            raise
+        return lease.spec.holder_identity or ""
+
+    def step(self, now: float) -> list[str]:
+        """Supervise, scrape, note the holder, kill the leader when due; returns what happened."""
+        lines = self.supervise(now)
+        self.scrape()
+        if line := self.log.observe(self.leader(), now):
+            lines.append(line)
+        if self.kill_every is not None and self.next_kill is not None and now >= self.next_kill:
+            self.next_kill = now + self.kill_every
+            lines.append(self.kill_leader(now))
+        return lines
+
+    def supervise(self, now: float) -> list[str]:
+        lines = []
+        for r in self.all.values():
+            if r.proc is None or r.alive():
+                continue
+            if r.down_since is None:
+                r.down_since = now
+                if not r.killed:
+                    self.log.unexpected_exits.append(f"{r.life} rc={r.proc.returncode}")
+                    lines.append(f"replica {r.life} exited on its own (rc={r.proc.returncode}): see its log")
+            if now - r.down_since >= RESTART_DELAY:
+                self.start(r)
+                lines.append(f"replica {r.name} started again ({r.life})")
+        return lines
+
+    def kill_leader(self, now: float) -> str:
+        identity = self.leader()
+        r = self.all.get(replica_of(identity))
+        if r is None or not r.alive():
+            return f"leader kill skipped: the Lease holder is {identity or 'nobody'}"
+        r.killed = True
+        r.proc.send_signal(signal.SIGKILL)  # type: ignore[union-attr]
+        self.log.kills += 1
+        self.log.pending_kill = (now, identity)
+        return f"SIGKILL leader {identity} ({r.life})"
+
+    def scrape(self) -> None:
+        for r in self.all.values():
+            if not r.alive():
+                continue
+            url = f"http://127.0.0.1:{r.metrics_port}/metrics"
+            with contextlib.suppress(OSError, ValueError), urllib.request.urlopen(url, timeout=2) as resp:
+                r.retries_now = cloud_retries(resp.read().decode())
+
+    def cloud_retries(self) -> float:
+        return sum(r.retries_before + r.retries_now for r in self.all.values())
+
+    def figures(self) -> dict[str, Any]:
+        return {**self.log.figures(), "cloudRetries": self.cloud_retries(),
+                "replicaStarts": {r.name: r.starts for r in self.all.values()}}
+
+    def pids(self) -> dict[str, int]:
+        return {r.life: r.proc.pid for r in self.all.values() if r.proc is not None and r.alive()}
+
+    def any_alive(self) -> bool:
+        return any(r.alive() or r.down_since is not None for r in self.all.values())
+
+    def stop(self) -> None:
+        for r in self.all.values():
+            if r.alive():
+                r.proc.terminate()  # type: ignore[union-attr]
+        deadline = time.monotonic() + 20
+        for r in self.all.values():
+            if r.proc is not None:
+                try:
+                    r.proc.wait(max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    r.proc.kill()
+                    r.proc.wait(10)
+
+
+class ReplicaWorld(World):
+    """The soak's world with its worker as a Deployment of `replicas` (see the module docstring)."""
+
+    replicas: Replicas
+
+    def start_worker(self) -> None:
+        self.replicas.start_all()
+
+    def worker_alive(self) -> bool:
+        return self.replicas.any_alive()
+
+    def stop(self) -> None:
+        self.replicas.stop()
+        self.worker = None
+        super().stop()
