@@ -59,10 +59,12 @@ def stuck_finalizers(nodes: list[dict[str, Any]], claims: list[dict[str, Any]]) 
 
 def duplicate_launches(instances: list[dict[str, Any]]) -> list[str]:
     """NodeClaims with more than one instance, and ClientTokens of our launches used by more than one instance
-    (every instance moto still lists, terminated ones included)."""
+    (every instance moto still lists, terminated ones included). An instance a CreateFleet launched carries no
+    ClientToken of its own (the fleet request holds it): it is counted by its NodeClaim alone."""
     tags = [_tags(i) for i in instances]
     per_claim = Counter(t[NODECLAIM_TAG] for t in tags if NODECLAIM_TAG in t)
-    per_token = Counter(i.get("ClientToken") for i, t in zip(instances, tags, strict=True) if CLAIM_UID_TAG in t)
+    per_token = Counter(i["ClientToken"] for i, t in zip(instances, tags, strict=True)
+                        if CLAIM_UID_TAG in t and i.get("ClientToken"))
     return sorted([c for c, k in per_claim.items() if k > 1] + [str(t) for t, k in per_token.items() if k > 1])
 
 
