@@ -37,17 +37,20 @@ async def test_pass_starts_one_disruption_per_command_and_terminates_expired(ts_
     settings = DisruptionSettings(validation_delay_seconds=15, ready_poll_seconds=5)
     async with Worker(ts_env.client, task_queue=tq, workflows=[PlannerWorkflow, DisruptionWorkflow],
                       activities=fakes.activities()):
-        result = await ts_env.client.execute_workflow(PlannerWorkflow.run, PlannerInput(settings=settings),
-                                                      id=f"planner-{uuid.uuid4()}", task_queue=tq)
-        assert result.started == [a.workflow_id, b.workflow_id]
-        assert result.terminations == [f"terminate-{expired.uid}"]
-        # the pass's own terminations: the children's (Drifted, when they finish) may already be recorded too
-        assert fakes.termination_reasons.count("Expired") == 1
+        # time skipping off for both passes: skipped ahead to the children's 15 s validation timers, a child could
+        # finish before the second pass looks, and a finished disruption's id is free again
+        with ts_env.auto_time_skipping_disabled():
+            result = await ts_env.client.execute_workflow(PlannerWorkflow.run, PlannerInput(settings=settings),
+                                                          id=f"planner-{uuid.uuid4()}", task_queue=tq)
+            assert result.started == [a.workflow_id, b.workflow_id]
+            assert result.terminations == [f"terminate-{expired.uid}"]
+            # the pass's own terminations: the children's (Drifted, when they finish) may already be recorded too
+            assert fakes.termination_reasons.count("Expired") == 1
 
-        # the same commands again while the first disruptions are still running: nothing new starts
-        again = await ts_env.client.execute_workflow(PlannerWorkflow.run, PlannerInput(settings=settings),
-                                                     id=f"planner-{uuid.uuid4()}", task_queue=tq)
-        assert again.started == [] and again.skipped == [a.workflow_id, b.workflow_id]
+            # the same commands again while the first disruptions are still running: nothing new starts
+            again = await ts_env.client.execute_workflow(PlannerWorkflow.run, PlannerInput(settings=settings),
+                                                         id=f"planner-{uuid.uuid4()}", task_queue=tq)
+            assert again.started == [] and again.skipped == [a.workflow_id, b.workflow_id]
 
         # the children outlive the pass (ABANDON) and finish on their own
         for wid in result.started:
