@@ -19,6 +19,9 @@ For one seed, in one run (bounded to a few minutes):
   the earliest deletionTimestamp of its Node / NodeClaim + 60 s (wall clock: the simulator's time_scale shortens
   the pods' own grace periods once deleted, not the termination's deadline, which the workflow keeps in real
   time; both the ledger and the deletionTimestamps are stamped by the simulator, to the second);
+- EC2 throttles 10% of the workers' launches and terminations all along, and refuses TerminateInstances
+  (UnauthorizedOperation: revoked credentials) from just after the both-down restart until a termination has said
+  so in a CloudUnauthorized Event (tests/chaos/chaos_cloud.py);
 - moto_server is restarted once before instances exist (moto keeps EC2 state in memory: restarting it later
   would make every instance vanish, which is not an outage EC2 can have, it is a different world).
 
@@ -53,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chaos.chaos_cloud import THROTTLE_RATE, CloudChaos
 from chaos.chaos_cluster import (
     DRIFTED,
     EMPTY,
@@ -145,8 +149,8 @@ class Chaos:
     """The scripted faults of one run, each step logged with its time since the start."""
 
     def __init__(self, rng: random.Random, sim: Simulator, api: Any, client: Client, temporal: TemporalDevServer,
-                 replicas: Replicas, initial_claims: set[str]) -> None:
-        self.rng, self.sim, self.api, self.client = rng, sim, api, client
+                 replicas: Replicas, initial_claims: set[str], cloud: CloudChaos) -> None:
+        self.rng, self.sim, self.api, self.client, self.cloud = rng, sim, api, client, cloud
         self.temporal, self.replicas, self.initial_claims = temporal, replicas, initial_claims
         self.t0 = time.monotonic()
         self.events: list[str] = []
@@ -320,6 +324,8 @@ class Chaos:
                 await asyncio.sleep(rng.uniform(3.0, 8.0))
                 await self.kill_temporal(2)
             later.append(asyncio.create_task(second_temporal_kill()))
+            # the restarted drains meet revoked credentials
+            later.append(asyncio.create_task(self.cloud.credential_window(self.api, self.log)))
 
             instants = sorted((d - g, f"{node}'s deadline - {app} grace")
                               for node, d in self.deadlines.items() for app, g in HOLD_GRACE.items())
@@ -418,6 +424,8 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
         supervisor = asyncio.create_task(replicas.supervise())
         await asyncio.sleep(1.0)
         moto.restart()  # see the module docstring: before any instance exists
+        cloud = CloudChaos(moto.endpoint, seed)
+        cloud.throttle()
         sim.load_objects(cluster_objects())
         machine = {n["metadata"]["name"]: n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes(api)}
         claims = {c["metadata"]["name"]: c["status"]["nodeName"] for c in node_claims(api)}
@@ -430,7 +438,7 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
             await asyncio.sleep(0.2)
         sim.inject_faults(rate=FAULT_RATE, codes=(429, 500, 409), latency=FAULT_LATENCY)
 
-        chaos = Chaos(rng, sim, api, client, temporal, replicas, set(claims))
+        chaos = Chaos(rng, sim, api, client, temporal, replicas, set(claims), cloud)
         try:
             await chaos.run()
         except BaseException:
@@ -478,6 +486,7 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
         outcomes = await _disruption_outcomes(client)
         stats = sim.stats()
         ledger = sim.ledger()
+        cloud_faults = cloud.totals()
     finally:
         if chaos is not None and chaos._b_task is not None:
             chaos._b_task.cancel()
@@ -522,7 +531,9 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
           f"{len(early)} early, latest {late:.0f}s after its instant; kills at instants "
           f"{[round(k, 1) for k in chaos.deadline_kills]}), converged {converged:.0f}s after the last fault, "
           f"{report['podsPendingPastBound']} pods Pending past {PENDING_BOUND:.0f}s (longest wait "
-          f"{report['podPendingLongestSeconds']}s), {time.monotonic() - started:.0f}s")
+          f"{report['podPendingLongestSeconds']}s), EC2 faults {dict(cloud_faults)} (throttling {THROTTLE_RATE:.0%}; "
+          f"credentials revoked {chaos.cloud.window.get('seconds')}s, said in {chaos.cloud.window.get('events')}), "
+          f"{time.monotonic() - started:.0f}s")
     print("\n".join(chaos.events))
     if replicas.crashes():
         print("worker crashes:", replicas.crashes())
@@ -534,6 +545,10 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
     # goneServed is reported, not asserted: 410 answers only a watch that resumes from a resourceVersion (the
     # planner's cluster cache, where the worker runs it); the deletion watcher re-watches from scratch each time.
     assert knobs["watchCuts"] >= 3 and knobs["watchStreamsCut"] >= 3, knobs
+    # the cloud's own faults: throttling met, the revoked credentials met by a termination and said in an Event (the
+    # doomed instances are still terminated exactly once, below)
+    assert cloud_faults["RequestLimitExceeded"] >= 1 and cloud_faults["UnauthorizedOperation"] >= 1, cloud_faults
+    assert chaos.cloud.window.get("events"), chaos.cloud.window
     assert replicas["b"].kills >= 10 and len(chaos.deadline_kills) == 4, chaos.events
     assert terminated == sorted(doomed), (terminated, doomed)
     assert report["keptTouched"] == []
