@@ -22,6 +22,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.fleet_launch import FleetLauncher
+from activities.launch_templates import LaunchTemplates
 from activities.nodeclass_launch import NodeClassLauncher
 from activities.reservation_launch import ReservationBook
 from api import labels
@@ -146,7 +147,8 @@ class ProvisioningActivities:
 
     def __init__(self, kube: KubeClient, ec2: CloudProvider | Any, catalog: InstanceTypeCatalog,
                  ami_id: str | None = None, cluster: ClusterInfo | None = None,
-                 offerings: UnavailableOfferings | None = None, launch_api: LaunchApi = LaunchApi.FLEET) -> None:
+                 offerings: UnavailableOfferings | None = None, launch_api: LaunchApi = LaunchApi.FLEET,
+                 templates: LaunchTemplates | None = None) -> None:
         self._kube = kube
         self._ec2 = cloud_provider(ec2)
         self._catalog = catalog
@@ -160,7 +162,7 @@ class ProvisioningActivities:
         self._reservations = ReservationBook(kube)
         self._fleet = FleetLauncher(self._ec2, self._classes, lambda: current_catalog(self._catalog),  # type: ignore
                                     self._offerings, self._cluster_name, self._delete_claim,
-                                    self._reservations.full)
+                                    self._reservations.full, templates)
 
     # ---- launch ---------------------------------------------------------------------------------------------
 

@@ -7,8 +7,10 @@ from typing import Any
 
 from temporalio.client import Client
 
+from activities.launch_templates import LaunchTemplates
 from api.catalog import load_catalog, load_default_catalog
 from contracts.search_attributes import TASK_QUEUE
+from gateways.ec2 import cloud_provider
 from gateways.instance_types import InstanceTypeProvider, LiveCatalog
 from gateways.kube import KubeClient
 from planning.pricing.unavailable_offerings import UnavailableOfferings
@@ -113,6 +115,15 @@ class Deps:
             self._cache["offerings"] = UnavailableOfferings(
                 on_mark=lambda reason: OFFERINGS_MARKED_UNAVAILABLE.labels(reason=reason.value).inc())
         return self._cache["offerings"]
+
+    @property
+    def launch_templates(self) -> Any:
+        """The worker's one activities.launch_templates.LaunchTemplates: the fleet launches' templates, made once and
+        deleted a minute after their last use (the sweep in runtime/worker_loop.py), or None without EC2."""
+        if "launch_templates" not in self._cache:
+            self._cache["launch_templates"] = None if self.ec2 is None else LaunchTemplates(
+                cloud_provider(self.ec2), self.settings.cluster_name or "")  # type: ignore[arg-type]
+        return self._cache["launch_templates"]
 
     @property
     def catalog_source(self) -> Any:

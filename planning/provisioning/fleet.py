@@ -17,6 +17,7 @@ from typing import Any
 from api import labels
 from api.capacity_reservations import CAPACITY_RESERVED, ReservationType
 from api.catalog import Offering
+from api.launch_templates import NAME_PREFIX
 
 MAX_INSTANCE_TYPES = 60  # Karpenter's maxInstanceTypes: types, not overrides, per request
 ON_DEMAND_STRATEGY = "lowest-price"
@@ -25,7 +26,7 @@ ON_DEMAND_PRIORITIZED = "prioritized"  # when a NodeOverlay priced the offerings
 SPOT_PRIORITIZED = "capacity-optimized-prioritized"
 CAPACITY_CODES = frozenset({"InsufficientInstanceCapacity", "UnfulfillableCapacity", "Unsupported",
                             "ReservationCapacityExceeded"})
-LAUNCH_TEMPLATE_PREFIX = "nodeflow.dev/"  # Karpenter names its templates karpenter.k8s.aws/<hash>
+LAUNCH_TEMPLATE_PREFIX = NAME_PREFIX  # Karpenter names its templates karpenter.k8s.aws/<hash>
 
 
 class LaunchApi(StrEnum):
