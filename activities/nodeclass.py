@@ -37,6 +37,7 @@ from api.nodeclass_resolution import (
     security_group_queries,
     ssm_parameter_paths,
     subnet_queries,
+    with_capacity_reservations_ready,
 )
 from contracts.nodeclass import NodeClassInput, NodeClassOutcome, NodeClassResult
 from gateways.ec2 import CloudProvider, FleetCloud, cloud_provider
@@ -148,6 +149,9 @@ class NodeClassActivities:
             answers = [self._describe("describe_capacity_reservations", "CapacityReservations", q.params)
                        for q in reservation_queries(nc.spec.capacity_reservation_selector_terms)]
             res.status.capacity_reservations = resolve_reservations(answers, self._clock())
+        # reached only when every term was answered (an EC2 error raises: the class's status stays as it was)
+        res.status.conditions = with_capacity_reservations_ready(res.status.conditions or [], nc.status.conditions,
+                                                                 self._clock())
         return res
 
     def _invalid(self, nc: EC2NodeClass, problems: list[str]) -> Resolution:

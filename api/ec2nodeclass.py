@@ -51,6 +51,7 @@ AMIS_READY = "AMIsReady"
 SUBNETS_READY = "SubnetsReady"
 SECURITY_GROUPS_READY = "SecurityGroupsReady"
 INSTANCE_PROFILE_READY = "InstanceProfileReady"
+CAPACITY_RESERVATIONS_READY = "CapacityReservationsReady"  # True once capacityReservationSelectorTerms resolved
 
 
 class SubnetSelectorTerm(K8sModel):
