@@ -28,6 +28,7 @@ from gateways.ec2 import TEMPLATE_MISSING, CloudProvider, FleetCloud, error_code
 from gateways.kube import Obj
 from planning.pricing.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
 from planning.provisioning import fleet
+from planning.scheduling.min_values import relaxing
 from telemetry import karpenter_metrics as km
 
 FATAL_CODES = frozenset({"InvalidParameterValue", "InvalidAMIID.NotFound", "InvalidAMIID.Malformed",
@@ -122,7 +123,7 @@ class FleetLauncher:
 
         mins = fleet.min_values((claim.get("spec") or {}).get("requirements") or [])
         try:
-            return fleet.truncate(fleet.order_types(offers), mins, value)
+            return fleet.truncate(fleet.order_types(offers), mins, value, strict=not relaxing())
         except fleet.MinValuesNotMet as exc:
             self._delete_claim(claim["metadata"]["name"])
             raise ApplicationError(str(exc), type=ErrorType.LAUNCH_FAILED.value, non_retryable=True) from exc

@@ -15,6 +15,8 @@ from gateways.instance_types import InstanceTypeProvider, LiveCatalog
 from gateways.kube import KubeClient
 from planning.pricing.unavailable_offerings import UnavailableOfferings
 from planning.scheduling.default_spread import configure, load_default_spread
+from planning.scheduling.min_values import configure as configure_min_values
+from planning.scheduling.min_values import parse as parse_min_values
 from runtime.cloud_clients import resolve_region, ssm_client
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
@@ -68,12 +70,14 @@ class Settings:
     leader_election: Any = None
     # cluster-default topology spread in the simulation: none, system or a file (planning/scheduling/default_spread.py)
     default_topology_spread: str = "none"
+    min_values_policy: str = "Strict"  # --min-values-policy: Strict or BestEffort (planning/scheduling/min_values.py)
 
 
 def configure_scheduling(settings: Settings) -> None:
     """The process's scheduling settings for every simulation its activities run (raises ValueError on a bad
     --default-topology-spread, which stops the worker at start)."""
     configure(load_default_spread(settings.default_topology_spread))
+    configure_min_values(parse_min_values(settings.min_values_policy))
 
 
 @dataclass
