@@ -2,8 +2,9 @@
 
 - Made on demand by a launch (`ensure`, held until the launch's CreateFleet is answered: `release`).
 - Deleted a minute after their last use (`sweep`, every minute in each worker process, runtime/worker_loop.py):
-  planning/provisioning/launch_templates.py keeps the book; the first sweep also books the cluster's templates
-  found in EC2, so those a previous process left are deleted too (Karpenter's hydrateCache and cache eviction).
+  planning/provisioning/launch_templates.py keeps the book; the replica that runs the controllers also books the
+  cluster's templates found in EC2 when it starts them (`hydrate`), so those a previous process left are deleted
+  too (Karpenter's hydrateCache, on election, and its cache eviction).
 - Deleted with their EC2NodeClass (`delete_class`, from the class's finalizer: activities/nodeclass_finalizer.py),
   found by their `karpenter.k8s.aws/ec2nodeclass` and cluster tags (Karpenter's DeleteAll).
 
@@ -33,7 +34,6 @@ class LaunchTemplates:
         self._cluster = cluster
         self.book = book or TemplateBook()
         self._lock = threading.Lock()
-        self._hydrated = False
 
     def ensure(self, name: str, data: dict[str, Any], tags: dict[str, str]) -> None:
         """`name` exists in EC2 and is held for this launch (the caller releases it after CreateFleet)."""
@@ -55,9 +55,7 @@ class LaunchTemplates:
         self.book.forget()
 
     def sweep(self) -> list[str]:
-        """Delete the templates no launch used for a minute; the first sweep books the cluster's templates in EC2."""
-        if not self._hydrated:
-            self._hydrate()
+        """Delete the templates no launch used for a minute (and no launch holds)."""
         deleted = []
         with self._lock:
             for name in self.book.take_stale():
@@ -65,12 +63,16 @@ class LaunchTemplates:
                     deleted.append(name)
         return deleted
 
-    def _hydrate(self) -> None:
-        """Book this cluster's templates (none without a cluster name: ours cannot be told from another's)."""
-        if self._cluster:
-            found = self._ec2.launch_templates([{"Name": f"tag:{lt.EKS_CLUSTER_TAG}", "Values": [self._cluster]}])
-            self.book.hydrate(str(t["LaunchTemplateName"]) for t in found if lt.is_ours(t, self._cluster))
-        self._hydrated = True
+    def hydrate(self) -> list[str]:
+        """Book this cluster's templates found in EC2, so those no launch uses go a minute later (Karpenter's
+        hydrateCache, once its process is elected leader: runtime/worker_loop.py). None without a cluster name:
+        ours cannot be told from another cluster's."""
+        if not self._cluster:
+            return []
+        found = self._ec2.launch_templates([{"Name": f"tag:{lt.EKS_CLUSTER_TAG}", "Values": [self._cluster]}])
+        names = [str(t["LaunchTemplateName"]) for t in found if lt.is_ours(t, self._cluster)]
+        self.book.hydrate(names)
+        return names
 
     def _delete(self, name: str, reason: lt.DeleteReason) -> bool:
         found = self._ec2.launch_templates([{"Name": "launch-template-name", "Values": [name]}])

@@ -150,6 +150,22 @@ def _start_template_sweep(deps: Deps) -> list[Stop]:
     return [_stopper([task], stop.set, cancel=False)]
 
 
+def _hydrate_templates(deps: Deps) -> list[Stop]:
+    """The leader books the cluster's launch templates in EC2 once, so its sweeps delete those a stopped process
+    left (Karpenter hydrates its cache when elected)."""
+    templates = deps.launch_templates
+    if templates is None or deps.settings.launch_api != "fleet":
+        return []
+
+    async def hydrate() -> None:
+        try:
+            await asyncio.to_thread(templates.hydrate)
+        except Exception as exc:  # the sweeps still delete what this process's launches made
+            log.warning("launch templates not booked from EC2: %s", exc)
+
+    return [_stopper([asyncio.create_task(hydrate(), name="launch-template-hydrate")])]
+
+
 def _stopper(tasks: list[asyncio.Task[None]], *stops: Callable[[], Any], cancel: bool = True) -> Stop:
     """How to stop one part: tell it (`stops`), cancel its tasks unless it ends them itself, wait for them."""
     async def stop() -> None:
@@ -184,6 +200,7 @@ def _start_optional(client: Client, deps: Deps, task_queue: str) -> list[Stop]:
     if state_source is not None and state_task is not None:
         stops.append(_stopper([state_task], lambda: karpenter_state.STATE.detach(state_source)))
     stops += _start_deletion_cost(deps)
+    stops += _hydrate_templates(deps)
     if own_cache is not None:
         stops.append(lambda: asyncio.to_thread(own_cache.stop))
     return stops

@@ -1,7 +1,7 @@
 """Launch templates are deleted as Karpenter deletes them, through boto3 against the EC2 stand-in and the simulator
 (docs/semantics.md §16.3): a minute after their last launch (not while a launch holds one, which the next launch
-then makes again), those a previous process left once unused for a minute (other clusters' never), and all of an
-EC2NodeClass once it is deleted and its NodeClaims are gone (the class waits for them, saying so)."""
+then makes again), those a previous process left once booked and unused for a minute (other clusters' never),
+and all of an EC2NodeClass once it is deleted and its NodeClaims are gone (the class waits for them, saying so)."""
 
 from __future__ import annotations
 
@@ -115,7 +115,9 @@ async def test_a_new_process_deletes_what_an_old_one_left_but_not_another_cluste
                  {"karpenter.k8s.aws/ec2nodeclass": "nodes", "eks:eks-cluster-name": f"other-{world.tag}"})
     clock = Clock()
     fresh = LaunchTemplates(Ec2Gateway(world.ec2), _cluster(world), TemplateBook(clock))
-    assert fresh.sweep() == []  # booked at the first sweep, given a minute to be used
+    assert fresh.sweep() == []  # nothing booked yet
+    assert fresh.hydrate() == [left]  # the leader books the cluster's templates: each gets a minute to be used
+    assert fresh.sweep() == []
     clock.now += 60
     assert fresh.sweep() == [left] and _ours(world) == []
     still = Ec2Gateway(world.ec2).launch_templates([{"Name": "launch-template-name",
