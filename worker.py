@@ -150,6 +150,11 @@ def _disruption_args(p: argparse.ArgumentParser) -> None:
                    default=env("NODEFLOW_DEFAULT_TOPOLOGY_SPREAD", "none"),
                    help="cluster-default topology spread the simulation gives pods without their own: none, system "
                         "(kube-scheduler's built-in defaults) or a YAML/JSON file of defaultConstraints")
+    p.add_argument("--min-values-policy", choices=["Strict", "BestEffort"],
+                   default=env("NODEFLOW_MIN_VALUES_POLICY", "Strict"),
+                   help="a new node whose instance types cannot meet a requirement's minValues: Strict plans and "
+                        "launches none; BestEffort lowers minValues to what the types carry and annotates the "
+                        "NodeClaim karpenter.sh/nodeclaim-min-values-relaxed (Karpenter's --min-values-policy)")
     p.add_argument("--cancel-hold", type=_seconds, default=env("NODEFLOW_CANCEL_HOLD", "30m"),
                    help="how long a cancelled disruption's nodes are not planned again (Go duration; 0s: off)")
     p.add_argument("--min-drain-time", type=_seconds, default=env("NODEFLOW_MIN_DRAIN_TIME"),
@@ -303,7 +308,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
                         pod_deletion_cost=args.feature_gates["PodDeletionCostManagement"],
                         pod_deletion_cost_seconds=args.pod_deletion_cost_interval,
                         leader_election=election_settings(args),
-                        default_topology_spread=args.default_topology_spread)
+                        default_topology_spread=args.default_topology_spread,
+                        min_values_policy=args.min_values_policy)
 
 
 async def amain(args: argparse.Namespace) -> int:

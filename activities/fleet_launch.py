@@ -18,15 +18,17 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.launch_templates import LaunchTemplates
 from activities.nodeclass_launch import NodeClassLauncher
 from api.catalog import InstanceTypeCatalog, Offering
 from api.ec2nodeclass import EC2NodeClass
-from api.nodeclass_launch import cluster_tags, subnet_in_zone
+from api.nodeclass_launch import NODECLASS_TAG, cluster_tags, subnet_in_zone
 from contracts.errors import ErrorType
 from gateways.ec2 import TEMPLATE_MISSING, CloudProvider, FleetCloud, error_code
 from gateways.kube import Obj
 from planning.pricing.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
 from planning.provisioning import fleet
+from planning.scheduling.min_values import relaxing
 from telemetry import karpenter_metrics as km
 
 FATAL_CODES = frozenset({"InvalidParameterValue", "InvalidAMIID.NotFound", "InvalidAMIID.Malformed",
@@ -54,7 +56,8 @@ class FleetLauncher:
     def __init__(self, ec2: CloudProvider, classes: NodeClassLauncher, catalog: Callable[[], InstanceTypeCatalog],
                  offerings: UnavailableOfferings, cluster_name: str,
                  delete_claim: Callable[[str], None],
-                 reservations_full: Callable[[str, set[str]], None] | None = None) -> None:
+                 reservations_full: Callable[[str, set[str]], None] | None = None,
+                 templates: LaunchTemplates | None = None) -> None:
         self._ec2 = ec2
         self._classes = classes
         self._catalog = catalog
@@ -62,7 +65,8 @@ class FleetLauncher:
         self._cluster_name = cluster_name
         self._delete_claim = delete_claim
         self._reservations_full = reservations_full  # (class name, reservation ids EC2 found full)
-        self._templates: set[str] = set()  # made or found by this process: no second DescribeLaunchTemplates
+        # made or found by this process (no second DescribeLaunchTemplates), deleted a minute after their last use
+        self._templates = templates or LaunchTemplates(ec2, cluster_name)  # type: ignore[arg-type]
         self._local = threading.local()  # .refused: (type, zone) EC2 refused in this thread's launch
 
     def launch(self, claim: Obj, capacity_type: str, offers: list[tuple[str, Offering]], nc: EC2NodeClass,
@@ -72,12 +76,14 @@ class FleetLauncher:
         types = self._types(claim, offers)
         prioritized = fleet.overlay_priced(offers, self._base_price)
         kept = fleet.one_reservation_type([(t, o) for t, o in offers if t in types])
-        params = fleet.fleet_request(self._configs(claim, nc, types, kept, prioritized), capacity_type, tags,
-                                     f"nodeflow-fleet-{meta['uid']}"[:64], prioritized,
-                                     next((o.reservation_type for _, o in kept if o.reservation_id), None))
+        held: list[str] = []  # templates this launch uses: no sweep deletes them until EC2 has answered
         try:
+            params = fleet.fleet_request(self._configs(claim, nc, types, kept, prioritized, held), capacity_type,
+                                         tags, f"nodeflow-fleet-{meta['uid']}"[:64], prioritized,
+                                         next((o.reservation_type for _, o in kept if o.reservation_id), None))
             answer = self._send(meta["name"], params, capacity_type)
         finally:
+            self._templates.release(held)
             self._note_full_reservations(nc.name, kept)
         instance = self._described(answer, nc)
         itype = instance.get("InstanceType") or answer.instance_type or ""
@@ -117,7 +123,7 @@ class FleetLauncher:
 
         mins = fleet.min_values((claim.get("spec") or {}).get("requirements") or [])
         try:
-            return fleet.truncate(fleet.order_types(offers), mins, value)
+            return fleet.truncate(fleet.order_types(offers), mins, value, strict=not relaxing())
         except fleet.MinValuesNotMet as exc:
             self._delete_claim(claim["metadata"]["name"])
             raise ApplicationError(str(exc), type=ErrorType.LAUNCH_FAILED.value, non_retryable=True) from exc
@@ -128,7 +134,7 @@ class FleetLauncher:
         return base.price if base is not None else None
 
     def _configs(self, claim: Obj, nc: EC2NodeClass, types: list[str], offers: list[tuple[str, Offering]],
-                 prioritized: bool = False) -> list[tuple[str, list[fleet.Override]]]:
+                 prioritized: bool, held: list[str]) -> list[tuple[str, list[fleet.Override]]]:
         """A launch template per distinct parameter set (image, user data, ...), each with its types' overrides.
         A reserved launch has a template per capacity reservation (it targets that reservation) whose overrides are
         that reservation's (type, zone) only, as Karpenter's."""
@@ -145,18 +151,13 @@ class FleetLauncher:
                 full = {**data, **fleet.reservation_template(off.reservation_id, off.reservation_type)} \
                     if off.reservation_id else data
                 name = fleet.template_name(full)
-                if name not in self._templates:
-                    self._ensure(name, full, nc)
+                if name not in groups:
+                    self._templates.ensure(name, full, {NODECLASS_TAG: nc.name, **cluster_tags(self._cluster_name)})
+                    held.append(name)
                 groups.setdefault(name, []).append((itype, off))
         zones = {o.zone for _, o in offers}
         subnets = {z: s.id for z in zones if (s := subnet_in_zone(nc, z)) is not None}
         return [(name, fleet.overrides(types, pairs, subnets, images, prioritized)) for name, pairs in groups.items()]
-
-    def _ensure(self, name: str, data: dict[str, Any], nc: EC2NodeClass) -> None:
-        assert isinstance(self._ec2, FleetCloud)
-        self._ec2.ensure_launch_template(name, data, {"karpenter.k8s.aws/ec2nodeclass": nc.name,
-                                                      **cluster_tags(self._cluster_name)})
-        self._templates.add(name)
 
     def _send(self, claim_name: str, params: dict[str, Any], capacity_type: str) -> fleet.FleetAnswer:
         """CreateFleet; every override's error counted and, for capacity, marked; no instance raises."""
@@ -178,7 +179,7 @@ class FleetLauncher:
                                    non_retryable=True) from exc
         except Exception as exc:
             if error_code(exc) in TEMPLATE_MISSING:  # deleted behind this process: the retry makes it again
-                self._templates.clear()
+                self._templates.forget()
             if error_code(exc) in FATAL_CODES:
                 raise ApplicationError(f"CreateFleet: {error_code(exc)}", type=ErrorType.LAUNCH_FAILED.value,
                                        non_retryable=True) from exc

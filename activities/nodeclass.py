@@ -5,7 +5,9 @@ DescribeImages / DescribeSubnets / DescribeSecurityGroups per selector term, the
 then `api.nodeclass_resolution.resolve_status` decides status and conditions. The class gets status (amis,
 subnets, securityGroups, instanceProfile, conditions), its hash annotations, and a Warning Event when it
 becomes (or stays, for a new reason) not Ready. Then the NodeClaims of the classes resolved Ready get their
-Drifted condition set or cleared (activities/nodeclass_drift.py).
+Drifted condition set or cleared (activities/nodeclass_drift.py). Each class carries Karpenter's finalizer; a
+deleted class is not resolved but finalized: its NodeClaims waited for, its launch templates deleted
+(activities/nodeclass_finalizer.py).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from typing import Any
 from temporalio import activity
 
 from activities.capacity_block_expiry import delete_expiring
+from activities.launch_templates import LaunchTemplates
 from activities.nodeclass_drift import DriftMarker
+from activities.nodeclass_finalizer import NodeClassFinalizer, deleting
 from api.capacity_reservations import queries as reservation_queries
 from api.capacity_reservations import resolve as resolve_reservations
 from api.ec2nodeclass import READY, EC2NodeClass, load_ec2nodeclass
@@ -33,9 +37,10 @@ from api.nodeclass_resolution import (
     security_group_queries,
     ssm_parameter_paths,
     subnet_queries,
+    with_capacity_reservations_ready,
 )
 from contracts.nodeclass import NodeClassInput, NodeClassOutcome, NodeClassResult
-from gateways.ec2 import CloudProvider, cloud_provider
+from gateways.ec2 import CloudProvider, FleetCloud, cloud_provider
 from gateways.kube import KubeClient, Obj
 
 log = logging.getLogger(__name__)
@@ -58,9 +63,12 @@ class NodeClassActivities:
 
     def __init__(self, kube: KubeClient, ec2: CloudProvider | Any, ssm: Any, iam: Any = None,
                  cluster_name: str | None = None, region: str | None = None,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None, templates: LaunchTemplates | None = None) -> None:
         self._kube = kube
         self._ec2 = cloud_provider(ec2)
+        if templates is None and isinstance(self._ec2, FleetCloud):
+            templates = LaunchTemplates(self._ec2, cluster_name or "")
+        self._finalizer = NodeClassFinalizer(kube, templates)
         self._ssm = ssm
         self._iam = iam
         self._cluster = cluster_name or "nodeflow"
@@ -72,8 +80,9 @@ class NodeClassActivities:
         return await asyncio.to_thread(self.reconcile_all, inp)
 
     def reconcile_all(self, inp: NodeClassInput) -> NodeClassResult:
-        """Resolve and write every EC2NodeClass (or those named); a failing class does not stop the others, and
-        fails the attempt afterwards (resolution is idempotent, so the retry redoes all)."""
+        """Resolve and write every EC2NodeClass (or those named), each with its finalizer; a deleted one is finalized
+        instead (activities/nodeclass_finalizer.py). A failing class does not stop the others, and fails the attempt
+        afterwards (resolution is idempotent, so the retry redoes all)."""
         objs = [o for o in self._kube.list_node_classes()
                 if not inp.names or (o.get("metadata") or {}).get("name") in inp.names]
         if not objs:
@@ -82,6 +91,10 @@ class NodeClassActivities:
         out, failed, ready = [], [], {}
         for obj in objs:
             try:
+                if deleting(obj):  # not resolved: it waits for its NodeClaims, then its templates go
+                    self._finalizer.finalize(obj)
+                    continue
+                self._finalizer.ensure(obj)
                 outcome, resolved = self._reconcile(obj, k8s_version)
             except Exception as exc:  # the others still get their status; then the activity retries
                 log.warning("EC2NodeClass %s not resolved: %s", obj["metadata"].get("name"), exc)
@@ -136,6 +149,9 @@ class NodeClassActivities:
             answers = [self._describe("describe_capacity_reservations", "CapacityReservations", q.params)
                        for q in reservation_queries(nc.spec.capacity_reservation_selector_terms)]
             res.status.capacity_reservations = resolve_reservations(answers, self._clock())
+        # reached only when every term was answered (an EC2 error raises: the class's status stays as it was)
+        res.status.conditions = with_capacity_reservations_ready(res.status.conditions or [], nc.status.conditions,
+                                                                 self._clock())
         return res
 
     def _invalid(self, nc: EC2NodeClass, problems: list[str]) -> Resolution:

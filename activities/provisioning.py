@@ -15,6 +15,7 @@ import asyncio
 import copy
 import hashlib
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +23,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.fleet_launch import FleetLauncher
+from activities.launch_templates import LaunchTemplates
 from activities.nodeclass_launch import NodeClassLauncher
 from activities.reservation_launch import ReservationBook
 from api import labels
@@ -44,16 +46,18 @@ from contracts.disruption import (
 from contracts.errors import ErrorType
 from gateways.ec2 import CloudErrorKind, CloudProvider, FleetCloud, classify, cloud_provider, error_code, iam_action
 from gateways.kube import KubeClient, Obj, event_body, node_ready
+from planning.cluster import type_labels
 from planning.lifecycle.launch import launch_patch
 from planning.pricing.overlays import pool_catalog
 from planning.pricing.reservations import with_reservations
 from planning.pricing.unavailable_offerings import ERROR_REASONS, UnavailableOfferings
 from planning.provisioning.fleet import LaunchApi, reservation_template
 from planning.provisioning.spot_fallback import fallback_message, fallback_value, fell_back
+from planning.scheduling.min_values import RELAXED_ANNOTATION, relax_nodeclaim, relaxing
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
 
-MIN_VALUES_RELAXED = "karpenter.sh/nodeclaim-min-values-relaxed"  # Karpenter's annotation (v1 NodeClaim)
+MIN_VALUES_RELAXED = RELAXED_ANNOTATION  # Karpenter's annotation (v1 NodeClaim)
 NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 NODEPOOL_TAG = labels.NODEPOOL_LABEL
 NODECLAIM_UID_TAG = "nodeflow.dev/nodeclaim-uid"
@@ -146,7 +150,8 @@ class ProvisioningActivities:
 
     def __init__(self, kube: KubeClient, ec2: CloudProvider | Any, catalog: InstanceTypeCatalog,
                  ami_id: str | None = None, cluster: ClusterInfo | None = None,
-                 offerings: UnavailableOfferings | None = None, launch_api: LaunchApi = LaunchApi.FLEET) -> None:
+                 offerings: UnavailableOfferings | None = None, launch_api: LaunchApi = LaunchApi.FLEET,
+                 templates: LaunchTemplates | None = None) -> None:
         self._kube = kube
         self._ec2 = cloud_provider(ec2)
         self._catalog = catalog
@@ -160,7 +165,7 @@ class ProvisioningActivities:
         self._reservations = ReservationBook(kube)
         self._fleet = FleetLauncher(self._ec2, self._classes, lambda: current_catalog(self._catalog),  # type: ignore
                                     self._offerings, self._cluster_name, self._delete_claim,
-                                    self._reservations.full)
+                                    self._reservations.full, templates)
 
     # ---- launch ---------------------------------------------------------------------------------------------
 
@@ -372,11 +377,33 @@ class ProvisioningActivities:
         existing = self._kube.get_node_claim(name)
         if existing is not None:
             return existing
-        created = self._kube.create_node_claim(build_nodeclaim(pool, name, inp))
+        claim = build_nodeclaim(pool, name, inp)
+        if relaxing() and relax_nodeclaim(claim, self._values_of(inp.replacement)):  # --min-values-policy BestEffort
+            activity.logger.info("NodeClaim %s: minValues relaxed to what its instance types carry: %s", name,
+                                 [q for q in claim["spec"]["requirements"] if q.get("minValues")])
+        created = self._kube.create_node_claim(claim)
         relaxed = ((created.get("metadata") or {}).get("annotations") or {}).get(MIN_VALUES_RELAXED, "false")
         km.NODECLAIMS_CREATED.labels(reason=km.snake(inp.reason), nodepool=inp.node_pool,
                                      min_values_relaxed=relaxed).inc()  # provisioning/provisioner.go
         return created
+
+    def _values_of(self, r: Replacement) -> Callable[[str], set[str]]:
+        """The distinct values a label takes over the replacement's types (zones and capacity type from their
+        offerings of its capacity type): what a relaxed minValues counts."""
+        catalog = current_catalog(self._catalog)
+        types = [it for name in r.instance_types if (it := catalog.get(name)) is not None]
+        zones = {r.zone} if r.zone else None
+
+        def values_of(key: str) -> set[str]:
+            if key == labels.CAPACITY_TYPE_LABEL:
+                return {r.capacity_type}
+            if key == labels.ZONE_LABEL:
+                return {o.zone for it in types for o in it.offerings
+                        if o.capacity_type == r.capacity_type and (zones is None or o.zone in zones)}
+            if key == labels.INSTANCE_TYPE_LABEL:
+                return {it.name for it in types}
+            return {v for it in types if (v := type_labels(it).get(key)) is not None}
+        return values_of
 
     def _existing_instance(self, claim_name: str, claim_uid: str) -> dict[str, Any] | None:
         """The live instance launched for this very NodeClaim (its uid tag tells apart a same-named one)."""

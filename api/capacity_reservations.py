@@ -162,3 +162,4 @@ def reservation_labels(reservation_id: str | None, reservation_type: str | None)
 
 def expiring_ids(reservations: Iterable[CapacityReservationStatus]) -> set[str]:
     return {r.id for r in reservations if r.state is ReservationState.EXPIRING}
+

@@ -51,6 +51,7 @@ AMIS_READY = "AMIsReady"
 SUBNETS_READY = "SubnetsReady"
 SECURITY_GROUPS_READY = "SecurityGroupsReady"
 INSTANCE_PROFILE_READY = "InstanceProfileReady"
+CAPACITY_RESERVATIONS_READY = "CapacityReservationsReady"  # True once capacityReservationSelectorTerms resolved
 
 
 class SubnetSelectorTerm(K8sModel):
@@ -282,3 +283,14 @@ def recorded_security_groups(value: str | None) -> frozenset[str] | None:
 def load_ec2nodeclass(data: dict[str, Any]) -> EC2NodeClass:
     """Build an EC2NodeClass from a dict (as read from YAML or the API)."""
     return EC2NodeClass.model_validate(data)
+
+
+def claims_of_class(claims: list[dict[str, Any]], node_class: str) -> list[str]:
+    """Names of the NodeClaims whose `spec.nodeClassRef` is the EC2NodeClass `node_class`, sorted (a deleted class
+    waits for them: Karpenter's nodeclaimutils.ForNodeClass)."""
+    out = []
+    for claim in claims:
+        ref = (claim.get("spec") or {}).get("nodeClassRef") or {}
+        if ref.get("name") == node_class and ref.get("kind", KIND) == KIND and ref.get("group", GROUP) == GROUP:
+            out.append((claim.get("metadata") or {}).get("name", ""))
+    return sorted(out)

@@ -52,6 +52,8 @@ class EventReason(StrEnum):
     INSTANCE_TERMINATING = "InstanceTerminating"
     INSTANCE_UNHEALTHY = "InstanceUnhealthy"  # a scheduled change (AWS Health) or a failed status check
     TERMINATING_ON_INTERRUPTION = "TerminatingOnInterruption"
+    # the AWS provider's nodeclass controller: a deleted EC2NodeClass whose NodeClaims are still there
+    WAITING_ON_NODECLAIM_TERMINATION = "WaitingOnNodeClaimTermination"
     # pkg/utils/pod: a pod's karpenter.sh/do-not-disrupt duration, seen by the disruption pass
     INVALID_DO_NOT_DISRUPT_ANNOTATION = "InvalidDoNotDisruptAnnotation"
     DO_NOT_DISRUPT_UNTIL = "DoNotDisruptUntil"
@@ -108,6 +110,7 @@ _LIFECYCLE = KARPENTER + "pkg/controllers/nodeclaim/lifecycle/events.go"
 _HEALTH = KARPENTER + "pkg/controllers/node/health/events.go"
 _INTERRUPTION = AWS + "pkg/controllers/interruption/events/events.go"
 _POD = KARPENTER + "pkg/utils/pod/events.go"
+_NODECLASS = AWS + "pkg/controllers/nodeclass/events.go"
 
 R = EventReason
 REASONS: dict[EventReason, ReasonSpec] = {
@@ -135,6 +138,7 @@ REASONS: dict[EventReason, ReasonSpec] = {
     R.INSTANCE_TERMINATING: ReasonSpec(WARNING, _INTERRUPTION),
     R.INSTANCE_UNHEALTHY: ReasonSpec(WARNING, _INTERRUPTION),
     R.TERMINATING_ON_INTERRUPTION: ReasonSpec(WARNING, _INTERRUPTION),
+    R.WAITING_ON_NODECLAIM_TERMINATION: ReasonSpec(NORMAL, _NODECLASS),  # DedupeValues: the class's UID
     R.INVALID_DO_NOT_DISRUPT_ANNOTATION: ReasonSpec(WARNING, _POD, by_message=True),  # UID + the error
     R.DO_NOT_DISRUPT_UNTIL: ReasonSpec(NORMAL, _POD, by_message=True),  # UID + the instant
     R.DO_NOT_DISRUPT_GRACE_PERIOD_ELAPSED: ReasonSpec(NORMAL, _POD),
@@ -382,6 +386,17 @@ def insufficient_capacity(offerings: list[str], retry_seconds: float | None) -> 
 
 
 POD_ERROR_MAX = 400
+
+
+def pretty_names(names: list[str], most: int = 5) -> str:
+    """Karpenter's utils.PrettySlice: the first `most` names, then " and N other(s)"."""
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} other(s)" if len(names) > most else "")
+
+
+def waiting_on_nodeclaims(names: list[str]) -> str:
+    """On an EC2NodeClass being deleted while NodeClaims of it remain (the provider's nodeclass events.go)."""
+    return f"Waiting on NodeClaim termination for {pretty_names(names)}"
 
 
 def pod_insufficient_capacity(node_claim: str, error: str) -> str:

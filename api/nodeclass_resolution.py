@@ -25,6 +25,7 @@ from typing import Any
 from api.ec2nodeclass import (
     ALIAS_LATEST,
     AMIS_READY,
+    CAPACITY_RESERVATIONS_READY,
     INSTANCE_PROFILE_READY,
     READY,
     SECURITY_GROUPS_READY,
@@ -384,3 +385,19 @@ def resolve_status(nc: EC2NodeClass, *, k8s_version: str, ssm_values: Mapping[st
     status = EC2NodeClassStatus(amis=amis, subnets=subnets, securityGroups=groups, instanceProfile=profile,
                                 conditions=conditions)
     return Resolution(status=status, unmatched=ami_miss + subnet_miss + group_miss)
+
+
+def with_capacity_reservations_ready(conditions: Sequence[Condition], previous: Sequence[Condition] | None,
+                                     now: datetime) -> list[Condition]:
+    """The class's conditions with `CapacityReservationsReady` True, placed before Ready, as Karpenter's
+    capacityreservation reconciler sets it once DescribeCapacityReservations has answered every term (no term, or
+    no reservation found, is True too: `SetTrue` with the type as reason). Never False: a failed resolution leaves
+    the class's status as it was (the activity retries). Its lastTransitionTime (from the class's `previous`
+    conditions) moves only when it turns True."""
+    before = condition_of(list(previous or ()), CAPACITY_RESERVATIONS_READY)
+    since = before.last_transition_time if before is not None and before.status == "True" else now
+    ready = Condition(type=CAPACITY_RESERVATIONS_READY, status="True", reason=CAPACITY_RESERVATIONS_READY,
+                      message="", lastTransitionTime=since)
+    rest = [c for c in conditions if c.type != CAPACITY_RESERVATIONS_READY]
+    at = next((i for i, c in enumerate(rest) if c.type == READY), len(rest))
+    return [*rest[:at], ready, *rest[at:]]

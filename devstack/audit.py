@@ -11,6 +11,7 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus
 
+from api import launch_templates
 from api.provider_id import instance_id_from_provider_id
 from contracts.termination import TerminationInput
 
@@ -49,6 +50,14 @@ def leaked_instances(instances: list[dict[str, Any]], nodes: list[dict[str, Any]
             continue
         leaked.append(inst["InstanceId"])
     return leaked
+
+
+def leaked_launch_templates(templates: list[dict[str, Any]], node_classes: list[dict[str, Any]],
+                            cluster: str) -> list[str]:
+    """nodeflow's launch templates of `cluster` (DescribeLaunchTemplates) whose EC2NodeClass no longer exists:
+    nothing would delete them any more. A class still deleting counts as gone only once its object is."""
+    names = [(c.get("metadata") or {}).get("name", "") for c in node_classes]
+    return launch_templates.leaked(templates, cluster, names)
 
 
 def stuck_finalizers(nodes: list[dict[str, Any]], claims: list[dict[str, Any]]) -> list[str]:

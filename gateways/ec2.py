@@ -64,6 +64,10 @@ class FleetCloud(Protocol):
 
     def create_fleet(self, params: dict[str, Any]) -> dict[str, Any]: ...
 
+    def launch_templates(self, filters: Sequence[Filter]) -> list[dict[str, Any]]: ...
+
+    def delete_launch_template(self, template_id: str) -> bool: ...
+
 
 class CloudErrorKind(StrEnum):
     """What an EC2 error means for the caller (metric label values, so they never change)."""
@@ -222,6 +226,32 @@ class Ec2Gateway:
                 LaunchTemplateName=name, LaunchTemplateData=data, TagSpecifications=spec))
         except Exception as exc:
             if error_code(exc) != TEMPLATE_EXISTS:
+                raise
+            return False
+        return True
+
+    def launch_templates(self, filters: Sequence[Filter]) -> list[dict[str, Any]]:
+        """DescribeLaunchTemplates by filters, every page (200 a page, EC2's most)."""
+        out: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            params: dict[str, Any] = {"Filters": list(filters), "MaxResults": 200}
+            if token:
+                params["NextToken"] = token
+            page = self._call("describe_launch_templates",
+                              lambda p=params: self.client.describe_launch_templates(**p))  # type: ignore[misc]
+            out += page.get("LaunchTemplates") or []
+            token = page.get("NextToken")
+            if not token:
+                return out
+
+    def delete_launch_template(self, template_id: str) -> bool:
+        """DeleteLaunchTemplate by id; False when it was gone already (deleting again is done, not an error)."""
+        try:
+            self._call("delete_launch_template",
+                       lambda: self.client.delete_launch_template(LaunchTemplateId=template_id))
+        except Exception as exc:
+            if error_code(exc) not in TEMPLATE_MISSING:
                 raise
             return False
         return True

@@ -7,12 +7,16 @@ from typing import Any
 
 from temporalio.client import Client
 
+from activities.launch_templates import LaunchTemplates
 from api.catalog import load_catalog, load_default_catalog
 from contracts.search_attributes import TASK_QUEUE
+from gateways.ec2 import cloud_provider
 from gateways.instance_types import InstanceTypeProvider, LiveCatalog
 from gateways.kube import KubeClient
 from planning.pricing.unavailable_offerings import UnavailableOfferings
 from planning.scheduling.default_spread import configure, load_default_spread
+from planning.scheduling.min_values import configure as configure_min_values
+from planning.scheduling.min_values import parse as parse_min_values
 from runtime.cloud_clients import resolve_region, ssm_client
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
@@ -66,12 +70,14 @@ class Settings:
     leader_election: Any = None
     # cluster-default topology spread in the simulation: none, system or a file (planning/scheduling/default_spread.py)
     default_topology_spread: str = "none"
+    min_values_policy: str = "Strict"  # --min-values-policy: Strict or BestEffort (planning/scheduling/min_values.py)
 
 
 def configure_scheduling(settings: Settings) -> None:
     """The process's scheduling settings for every simulation its activities run (raises ValueError on a bad
     --default-topology-spread, which stops the worker at start)."""
     configure(load_default_spread(settings.default_topology_spread))
+    configure_min_values(parse_min_values(settings.min_values_policy))
 
 
 @dataclass
@@ -113,6 +119,15 @@ class Deps:
             self._cache["offerings"] = UnavailableOfferings(
                 on_mark=lambda reason: OFFERINGS_MARKED_UNAVAILABLE.labels(reason=reason.value).inc())
         return self._cache["offerings"]
+
+    @property
+    def launch_templates(self) -> Any:
+        """The worker's one activities.launch_templates.LaunchTemplates: the fleet launches' templates, made once and
+        deleted a minute after their last use (the sweep in runtime/worker_loop.py), or None without EC2."""
+        if "launch_templates" not in self._cache:
+            self._cache["launch_templates"] = None if self.ec2 is None else LaunchTemplates(
+                cloud_provider(self.ec2), self.settings.cluster_name or "")  # type: ignore[arg-type]
+        return self._cache["launch_templates"]
 
     @property
     def catalog_source(self) -> Any:

@@ -87,7 +87,8 @@ def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:
                                   repair=repair_policies(s), offerings=deps.offerings)
     cluster = ClusterInfo(s.cluster_name or "", s.cluster_endpoint or "", s.cluster_ca or "")
     provisioning = ProvisioningActivities(deps.kube, deps.ec2, catalog, ami_id=s.ami_id, cluster=cluster,
-                                          offerings=deps.offerings, launch_api=LaunchApi(s.launch_api))
+                                          offerings=deps.offerings, launch_api=LaunchApi(s.launch_api),
+                                          templates=deps.launch_templates)
     candidates = CandidateActivities(deps.kube, _candidate_starter(deps), deps.temporal)
     return [
         planning.plan_pass, planning.validate_command,
@@ -130,7 +131,8 @@ def provisioning_activities(deps: Deps, reader: PlanningActivities, catalog: Ins
 def nodeclass_activities(deps: Deps) -> list[Callable[..., Any]]:
     """EC2NodeClass resolution (EC2, SSM, and IAM when given)."""
     s = deps.settings
-    return [NodeClassActivities(deps.kube, deps.ec2, deps.ssm_client, deps.iam, cluster_name=s.cluster_name).reconcile]
+    return [NodeClassActivities(deps.kube, deps.ec2, deps.ssm_client, deps.iam, cluster_name=s.cluster_name,
+                                templates=deps.launch_templates).reconcile]
 
 
 def interruption_activities(deps: Deps) -> list[Callable[..., Any]]:

@@ -16,6 +16,7 @@ from temporalio.worker import Worker
 from api.catalog import current_catalog
 from client.interruption import ensure_interruption_poller
 from contracts.provisioning import ProvisioningSettings
+from planning.provisioning.launch_templates import SWEEP_SECONDS
 from runtime import karpenter_state
 from runtime.capacity_buffers import BufferSettings, CapacityBufferController
 from runtime.cluster_cache import ClusterCache
@@ -33,6 +34,7 @@ from runtime.pending_pods import (
     listed_deleting,
     listed_pods,
 )
+from runtime.periodic import tick_until_stopped
 from runtime.pod_deletion_cost import DeletionCostSettings, PodDeletionCostController
 from runtime.settings import Deps, configure_scheduling
 from runtime.wiring import activities, workflows
@@ -136,6 +138,34 @@ def _start_buffers(client: Client, deps: Deps, task_queue: str) -> list[Stop]:
     return [_stopper([asyncio.create_task(controller.run(), name="capacity-buffers")], controller.stop)]
 
 
+def _start_template_sweep(deps: Deps) -> list[Stop]:
+    """Every worker process, leader or not, sweeps the launch templates its own launches made: each keeps its own
+    book (activities/launch_templates.py), as each Karpenter process keeps its cache."""
+    templates = deps.launch_templates
+    if templates is None or deps.settings.launch_api != "fleet":
+        return []
+    stop = asyncio.Event()
+    task = asyncio.create_task(tick_until_stopped(lambda: asyncio.to_thread(templates.sweep), stop, SWEEP_SECONDS,
+                                                  "launch template sweep"), name="launch-template-sweep")
+    return [_stopper([task], stop.set, cancel=False)]
+
+
+def _hydrate_templates(deps: Deps) -> list[Stop]:
+    """The leader books the cluster's launch templates in EC2 once, so its sweeps delete those a stopped process
+    left (Karpenter hydrates its cache when elected)."""
+    templates = deps.launch_templates
+    if templates is None or deps.settings.launch_api != "fleet":
+        return []
+
+    async def hydrate() -> None:
+        try:
+            await asyncio.to_thread(templates.hydrate)
+        except Exception as exc:  # the sweeps still delete what this process's launches made
+            log.warning("launch templates not booked from EC2: %s", exc)
+
+    return [_stopper([asyncio.create_task(hydrate(), name="launch-template-hydrate")])]
+
+
 def _stopper(tasks: list[asyncio.Task[None]], *stops: Callable[[], Any], cancel: bool = True) -> Stop:
     """How to stop one part: tell it (`stops`), cancel its tasks unless it ends them itself, wait for them."""
     async def stop() -> None:
@@ -170,6 +200,7 @@ def _start_optional(client: Client, deps: Deps, task_queue: str) -> list[Stop]:
     if state_source is not None and state_task is not None:
         stops.append(_stopper([state_task], lambda: karpenter_state.STATE.detach(state_source)))
     stops += _start_deletion_cost(deps)
+    stops += _hydrate_templates(deps)
     if own_cache is not None:
         stops.append(lambda: asyncio.to_thread(own_cache.stop))
     return stops
@@ -237,6 +268,7 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
         cluster.start()
     worker = build_worker(client, deps, queue)
     stops = gate_controllers(deps, lambda: _start_optional(client, deps, queue))  # only the leader's, if elected
+    stops += _start_template_sweep(deps)
     workers = _start_workers(client, worker, deps.settings.fleet_task_queue,
                              deps.settings.sticky_queue_timeout_seconds)
     if deps.settings.interruption_queue_url:

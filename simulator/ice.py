@@ -63,7 +63,7 @@ class IceInjector:
         self.fleet_requests += 1
         body = params.get("body") or {}
         spot = body.get("TargetCapacitySpecification.DefaultTargetCapacityType") == "spot"
-        configs = _configs(body)
+        configs = fleet_configs(body)
         errors: list[dict[str, Any]] = []
         for cfg in configs:
             kept = []
@@ -83,7 +83,7 @@ class IceInjector:
                                "ResponseMetadata": {"HTTPStatusCode": 200}}
         for key in [k for k in body if k.startswith("LaunchTemplateConfigs.")]:
             del body[key]
-        body.update(_serialize(left))
+        body.update(fleet_form(left))
         context["nodeflow_fleet_errors"] = errors
         return None
 
@@ -107,7 +107,7 @@ class IceInjector:
                                "ResponseMetadata": {"HTTPStatusCode": 400}}
 
 
-def _configs(body: dict[str, Any]) -> list[dict[str, Any]]:
+def fleet_configs(body: dict[str, Any]) -> list[dict[str, Any]]:
     """The request's launch template configs from its form fields: each one's specification fields and its
     overrides' fields, in index order."""
     specs: dict[int, dict[str, Any]] = {}
@@ -121,7 +121,8 @@ def _configs(body: dict[str, Any]) -> list[dict[str, Any]]:
             for c in sorted(set(specs) | set(overrides))]
 
 
-def _serialize(configs: list[dict[str, Any]]) -> dict[str, Any]:
+def fleet_form(configs: list[dict[str, Any]]) -> dict[str, Any]:
+    """`fleet_configs` back into form fields, numbered from 1 again (EC2 and moto read a list up to its first gap)."""
     out: dict[str, Any] = {}
     for c, cfg in enumerate(configs, start=1):
         out.update({f"LaunchTemplateConfigs.{c}.{k}": v for k, v in cfg["spec"].items()})

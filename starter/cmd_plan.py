@@ -46,6 +46,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--default-topology-spread", metavar="none|system|FILE", default="none",
                    help="cluster-default topology spread for pods without their own, as the worker's flag: none "
                         "(default), system (kube-scheduler's built-in defaults) or a YAML/JSON file")
+    p.add_argument("--min-values-policy", choices=["Strict", "BestEffort"], default="Strict",
+                   help="as the worker's flag: BestEffort plans a new node whose types cannot meet minValues")
     p.add_argument("--address", default=None,
                    help="Temporal host:port whose planner schedule says whether `nodeflow pause` holds every command "
                         "(env NODEFLOW_TEMPORAL_ADDRESS; read by default with --kubeconfig)")
@@ -88,11 +90,13 @@ def _pool_annotations(snapshot: Any) -> list[tuple[str, dict[str, str]]]:
 
 
 def handle(args: argparse.Namespace) -> int:
-    """The plan with the simulation's default topology spread (--default-topology-spread) in force."""
+    """The plan with the simulation's default topology spread (--default-topology-spread) and minValues policy
+    (--min-values-policy) in force."""
     from planning.scheduling.default_spread import default_spread
+    from planning.scheduling.min_values import min_values_policy, parse
 
     spread = _default_spread(getattr(args, "default_topology_spread", "none"))
-    with default_spread(spread):
+    with default_spread(spread), min_values_policy(parse(getattr(args, "min_values_policy", "Strict"))):
         return _handle(args, spread)
 
 

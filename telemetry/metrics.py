@@ -261,6 +261,13 @@ OFFERINGS_MARKED_UNAVAILABLE = Counter(
     ["reason"],
     registry=REGISTRY,
 )
+LAUNCH_TEMPLATES_DELETED = Counter(
+    "nodeflow_launch_templates_deleted_total",
+    "Launch templates nodeflow deleted, by reason (unused: no launch used it for a minute; nodeclass_deleted: its "
+    "EC2NodeClass was deleted; activities/launch_templates.py).",
+    ["reason"],
+    registry=REGISTRY,
+)
 PLANNER_PAUSED = Gauge(
     "nodeflow_planner_paused",
     "1 while the planner schedule is paused (`nodeflow pause`), 0 otherwise, as this worker last read it.",

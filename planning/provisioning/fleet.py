@@ -17,6 +17,7 @@ from typing import Any
 from api import labels
 from api.capacity_reservations import CAPACITY_RESERVED, ReservationType
 from api.catalog import Offering
+from api.launch_templates import NAME_PREFIX
 
 MAX_INSTANCE_TYPES = 60  # Karpenter's maxInstanceTypes: types, not overrides, per request
 ON_DEMAND_STRATEGY = "lowest-price"
@@ -25,7 +26,7 @@ ON_DEMAND_PRIORITIZED = "prioritized"  # when a NodeOverlay priced the offerings
 SPOT_PRIORITIZED = "capacity-optimized-prioritized"
 CAPACITY_CODES = frozenset({"InsufficientInstanceCapacity", "UnfulfillableCapacity", "Unsupported",
                             "ReservationCapacityExceeded"})
-LAUNCH_TEMPLATE_PREFIX = "nodeflow.dev/"  # Karpenter names its templates karpenter.k8s.aws/<hash>
+LAUNCH_TEMPLATE_PREFIX = NAME_PREFIX  # Karpenter names its templates karpenter.k8s.aws/<hash>
 
 
 class LaunchApi(StrEnum):
@@ -106,11 +107,14 @@ def min_values(requirements: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 
 
 def truncate(types: Sequence[str], mins: Mapping[str, int], values_of: Callable[[str, str], str | None],
-             limit: int = MAX_INSTANCE_TYPES) -> list[str]:
+             limit: int = MAX_INSTANCE_TYPES, strict: bool = True) -> list[str]:
     """The first `limit` of `types` (already ordered). With minValues, the kept types must still carry enough
     distinct values of each key (`values_of(type, key)`), else MinValuesNotMet: Karpenter refuses the launch
-    rather than send a request that could land on a type the NodePool forbids by minValues."""
+    rather than send a request that could land on a type the NodePool forbids by minValues. Not `strict`
+    (`--min-values-policy BestEffort`): the cut types as they are, as Karpenter's `Truncate` then."""
     kept = list(types[:limit])
+    if not strict:
+        return kept
     short = {key: n for key, n in mins.items()
              if len({v for t in kept if (v := values_of(t, key)) is not None}) < n}
     if short:

@@ -26,6 +26,7 @@ from api.nodeclass_launch import subnet_zones
 from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
 from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo, type_labels
 from planning.scheduling.domain_checks import DomainChecks
+from planning.scheduling.min_values import relaxing
 from planning.scheduling.nodeclass_readiness import launch_blocker
 from planning.scheduling.pod_context import MoreChecks, PodContext
 from planning.scheduling.pod_ladder import pod_ladder
@@ -654,8 +655,8 @@ class Scheduler(DomainChecks):
             options = self._in_least_zone(options, peers)
         if options and more_allowed is not None:
             options = self._pin_domains(pod, nn, options, state)
-        if options and not min_values_met(nn.pool.requirements, options):
-            return None  # Karpenter's NodeClaim.Add: the remaining types must still satisfy minValues
+        if options and not relaxing() and not min_values_met(nn.pool.requirements, options):
+            return None  # Karpenter's NodeClaim.Add: the remaining types must still satisfy minValues (Strict)
         return options or None
 
     @staticmethod

@@ -1,13 +1,15 @@
 """Capacity reservations resolved by the node-class activity against the stand-in EC2 (devstack/moto_reservations.py)
 and the simulator: terms by tags resolve into `status.capacityReservations` with EC2's count, a term that matches
-nothing leaves the list empty without failing the class, and a capacity block within 40 minutes of its end has
-its NodeClaims deleted with a `CapacityBlockExpiring` Event (docs/semantics.md §16.4)."""
+nothing leaves the list empty without failing the class, a capacity block within 40 minutes of its end has
+its NodeClaims deleted with a `CapacityBlockExpiring` Event, and `CapacityReservationsReady` is True once every
+term is answered, left as it was when EC2 refuses (docs/semantics.md §16.4)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 from support.nodeclass_world import AwsWorld, create, events, node_class
 
 from activities.nodeclass import NodeClassActivities
@@ -86,3 +88,49 @@ def test_an_expiring_capacity_block_deletes_its_nodeclaims(kube: KubeClient, wor
     assert "in-default" in left and not left["in-default"]["metadata"].get("deletionTimestamp")
     (event,) = [e for e in events(kube, "NodeClaim", "in-block") if e["reason"] == "CapacityBlockExpiring"]
     assert event["type"] == "Warning" and block in event["message"]
+
+
+def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in obj["status"]["conditions"]}
+
+
+class _Refused:
+    """The part of a botocore HTTP response the client reads when a before-call hook answers instead of EC2."""
+
+    status_code = 400
+    headers: dict[str, str] = {}
+
+
+def _refuse_reservations(world: AwsWorld) -> None:
+    """EC2 answers DescribeCapacityReservations with an error (botocore before-call hook, as simulator/ice.py)."""
+    def refuse(**_: Any) -> tuple[Any, dict[str, Any]]:
+        return _Refused(), {"Error": {"Code": "InternalError", "Message": "An internal error has occurred"},
+                               "ResponseMetadata": {"HTTPStatusCode": 400}}
+    world.ec2.meta.events.register("before-call.ec2.DescribeCapacityReservations", refuse)
+
+
+def test_capacity_reservations_ready_once_every_term_is_answered(kube: KubeClient, world: AwsWorld) -> None:
+    _reserve(world, "m5.large")
+    first_at = datetime.now(UTC).replace(microsecond=0)
+    obj = _resolve(kube, world, _spec(world, [{"tags": {"team": world.tag}}]), first_at)
+    crr = _conditions(obj)["CapacityReservationsReady"]
+    assert (crr["status"], crr["reason"]) == ("True", "CapacityReservationsReady")
+    assert [c["type"] for c in obj["status"]["conditions"]][-2:] == ["CapacityReservationsReady", "Ready"]
+    again = _resolve(kube, world, _spec(world, [{"tags": {"team": world.tag}}]), first_at + timedelta(minutes=5))
+    assert _conditions(again)["CapacityReservationsReady"]["lastTransitionTime"] == crr["lastTransitionTime"]
+    # EC2 refuses the reservations: the class's status is not written (Karpenter leaves the condition as it was)
+    _refuse_reservations(world)
+    acts = NodeClassActivities(kube, world.ec2, world.ssm, world.iam, cluster_name="demo",
+                               clock=lambda: first_at + timedelta(minutes=10))
+    with pytest.raises(Exception, match="InternalError"):
+        acts.reconcile_all(NodeClassInput(names=["default"]))
+    after = kube.get_node_class("default") or {}
+    assert _conditions(after)["CapacityReservationsReady"] == _conditions(again)["CapacityReservationsReady"]
+    assert after["status"]["capacityReservations"] == again["status"]["capacityReservations"]
+
+
+def test_a_class_without_terms_is_capacity_reservations_ready_too(kube: KubeClient, world: AwsWorld) -> None:
+    spec = {k: v for k, v in _spec(world, []).items() if k != "capacityReservationSelectorTerms"}
+    obj = _resolve(kube, world, spec, datetime.now(UTC))
+    assert _conditions(obj)["CapacityReservationsReady"]["status"] == "True"
+    assert obj["status"].get("capacityReservations") in (None, [])

@@ -114,7 +114,7 @@ def test_a_class_that_does_not_resolve_is_not_ready_with_an_event(kube: KubeClie
     assert "no instance profile for role" in ready["message"]
     kinds = {c["type"]: c["status"] for c in obj["status"]["conditions"]}
     assert kinds == {"AMIsReady": "True", "SubnetsReady": "False", "SecurityGroupsReady": "False",
-                     "InstanceProfileReady": "False", "Ready": "False"}
+                     "InstanceProfileReady": "False", "CapacityReservationsReady": "True", "Ready": "False"}
     seen = events(kube, "EC2NodeClass", "broken")
     assert [(e["reason"], e["type"]) for e in seen] == [("NodeClassNotReady", "Warning")]
     assert "subnetSelectorTerms[0]" in seen[0]["message"]

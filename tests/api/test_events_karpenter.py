@@ -43,6 +43,8 @@ KARPENTER_EVENTS: list[tuple[str, str, float, bool, str]] = [
     ("InstanceTerminating", "Warning", 120, False, AWS),
     ("InstanceUnhealthy", "Warning", 120, False, AWS),
     ("TerminatingOnInterruption", "Warning", 120, False, AWS),
+    ("WaitingOnNodeClaimTermination", "Normal", 120, False,
+     "aws/karpenter-provider-aws v1.14 pkg/controllers/nodeclass/events.go"),
     ("InvalidDoNotDisruptAnnotation", "Warning", 120, True, POD),  # UID, the error
     ("DoNotDisruptUntil", "Normal", 120, True, POD),  # UID, the instant
     ("DoNotDisruptGracePeriodElapsed", "Normal", 120, False, POD),

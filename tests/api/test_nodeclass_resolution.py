@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from api.ec2nodeclass import EC2NodeClass
+from api.meta import Condition
 from api.nodeclass_resolution import (
     alias_parameters,
     ami_queries,
@@ -15,6 +16,7 @@ from api.nodeclass_resolution import (
     ssm_parameter_paths,
     subnet_queries,
     tag_filters,
+    with_capacity_reservations_ready,
 )
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -210,3 +212,28 @@ def test_every_missing_dependency_is_named_and_transition_time_is_kept() -> None
     times = {c.type: c.last_transition_time for c in again.status.conditions}
     assert times["Ready"] == NOW and times["AMIsReady"] == NOW  # unchanged status keeps its time
     assert times["SubnetsReady"] == later
+
+
+# -- CapacityReservationsReady -------------------------------------------------------------------------------
+
+def _cond(type_: str, status: str = "True", at: datetime = NOW) -> Condition:
+    return Condition(type=type_, status=status, reason=type_, message="", lastTransitionTime=at)
+
+
+def test_capacity_reservations_ready_is_true_before_ready_and_keeps_its_transition_time() -> None:
+    new = [_cond("AMIsReady"), _cond("SubnetsReady"), _cond("Ready", "False")]
+    later = datetime(2026, 6, 2, tzinfo=UTC)
+    first = with_capacity_reservations_ready(new, None, later)
+    assert [(c.type, c.status) for c in first] == [("AMIsReady", "True"), ("SubnetsReady", "True"),
+                                                   ("CapacityReservationsReady", "True"), ("Ready", "False")]
+    crr = first[2]
+    assert (crr.reason, crr.message, crr.last_transition_time) == ("CapacityReservationsReady", "", later)
+    # resolved again a day on: True since the first time, not since now
+    again = with_capacity_reservations_ready(new, first, datetime(2026, 6, 3, tzinfo=UTC))
+    assert again[2].last_transition_time == later
+    # it was Unknown (written by someone else, or a class from before the condition): True since now
+    unknown = [_cond("CapacityReservationsReady", "Unknown", NOW)]
+    assert with_capacity_reservations_ready(new, unknown, later)[2].last_transition_time == later
+    # a list without Ready (never so from resolve_status) gets it last; an old entry is replaced, not doubled
+    assert [c.type for c in with_capacity_reservations_ready([*unknown, _cond("AMIsReady")], None, later)] == [
+        "AMIsReady", "CapacityReservationsReady"]

@@ -9,6 +9,7 @@ import asyncio
 import base64
 import uuid
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -34,10 +35,12 @@ REQS = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-dem
         {"key": labels.ZONE_LABEL, "operator": "In", "values": ["us-east-1a", "us-east-1b"]}]
 
 
-@pytest.fixture
-async def world_stack(temporal_client: Any, sim_ec2: Any, moto_endpoint: str) -> AsyncIterator[tuple[AwsWorld, Stack]]:
+@asynccontextmanager
+async def _world_stack(temporal_client: Any, sim_ec2: Any, moto_endpoint: str,
+                       watch: bool = False) -> AsyncIterator[tuple[AwsWorld, Stack]]:
+    """`watch`: the worker's deletion watcher on (a deleted NodeClaim is terminated)."""
     world = AwsWorld(moto_endpoint)
-    worker = {"cluster_name": "e2e", "cluster_endpoint": sim_ec2.base_url, "cluster_ca": CA}
+    worker = {"cluster_name": "e2e", "cluster_endpoint": sim_ec2.base_url, "cluster_ca": CA, "watch": watch}
     async with disruption_stack(temporal_client, sim_ec2, moto_endpoint, worker=worker, ssm=world.ssm,
                                 iam=world.iam) as stack:
         create(KubeClient(stack.api), node_class("default", {
@@ -45,6 +48,19 @@ async def world_stack(temporal_client: Any, sim_ec2: Any, moto_endpoint: str) ->
             "subnetSelectorTerms": [{"tags": {"karpenter.sh/discovery": world.tag}}],
             "securityGroupSelectorTerms": [{"tags": {"karpenter.sh/discovery": world.tag}}], "role": world.role}))
         yield world, stack
+
+
+@pytest.fixture
+async def world_stack(temporal_client: Any, sim_ec2: Any, moto_endpoint: str) -> AsyncIterator[tuple[AwsWorld, Stack]]:
+    async with _world_stack(temporal_client, sim_ec2, moto_endpoint) as pair:
+        yield pair
+
+
+@pytest.fixture
+async def watching_stack(temporal_client: Any, sim_ec2: Any,
+                         moto_endpoint: str) -> AsyncIterator[tuple[AwsWorld, Stack]]:
+    async with _world_stack(temporal_client, sim_ec2, moto_endpoint, watch=True) as pair:
+        yield pair
 
 
 def _pods(stack: Stack) -> list[dict[str, Any]]:
@@ -106,3 +122,43 @@ async def test_every_override_refused_backs_off_with_karpenters_events(world_sta
     events = [e for e in stack.events() if e["reason"] == "InsufficientCapacityError"]
     assert {e["involvedObject"]["kind"] for e in events} >= {"NodePool", "Pod"}
     assert any("InsufficientInstanceCapacity" in e["message"] for e in events if e["involvedObject"]["kind"] == "Pod")
+
+
+def _templates(stack: Stack, node_class_name: str) -> list[str]:
+    found = stack.ec2.describe_launch_templates(Filters=[
+        {"Name": "tag:karpenter.k8s.aws/ec2nodeclass", "Values": [node_class_name]},
+        {"Name": "tag:eks:eks-cluster-name", "Values": ["e2e"]}], MaxResults=200)["LaunchTemplates"]
+    return sorted(t["LaunchTemplateName"] for t in found)
+
+
+async def test_a_deleted_class_waits_for_its_nodeclaim_then_its_launch_templates_go(watching_stack: Any) -> None:
+    """Through the worker's wiring: the launch's templates carry the worker's cluster and the class, and the
+    NodeClassWorkflow finalizes a deleted class once its NodeClaim is gone (docs/semantics.md §16.3)."""
+    _, stack = watching_stack
+    kube = KubeClient(stack.api)
+
+    async def resolve() -> Any:
+        return await stack.client.execute_workflow(NodeClassWorkflow.run, NodeClassInput(),
+                                                   id=f"nodeclass-{uuid.uuid4()}", task_queue=stack.task_queue)
+
+    await resolve()
+    assert "karpenter.k8s.aws/termination" in (kube.get_node_class("default") or {})["metadata"]["finalizers"]
+    earlier = _templates(stack, "default")  # the shared stand-in keeps earlier tests' class "default" templates
+    await asyncio.to_thread(stack.sim.load_objects, fresh([
+        node_pool("default", requirements=REQS, consolidate_after="Never"), replica_set("api", 1, "1")]))
+    refs = await wait_for(lambda: _unschedulable(stack), what="the pending pod")
+    result = await stack.client.execute_workflow(
+        ProvisioningWorkflow.run, ProvisioningInput(pods=refs, settings=FAST), id=f"provision-{uuid.uuid4()}",
+        task_queue=stack.task_queue)
+    (launched,) = result.launched
+    made = _templates(stack, "default")
+    assert len(set(made) - set(earlier)) == 1  # this launch's one template, tagged with the class and cluster
+    kube.custom.delete_cluster_custom_object("karpenter.k8s.aws", "v1", "ec2nodeclasses", "default")
+    await resolve()
+    assert kube.get_node_class("default") is not None and _templates(stack, "default") == made
+    waiting = [e for e in stack.events() if e["reason"] == "WaitingOnNodeClaimTermination"]
+    assert [e["message"] for e in waiting] == [f"Waiting on NodeClaim termination for {launched.node_claim}"]
+    kube.delete_node_claim(launched.node_claim)  # its termination drains and terminates it, then the finalizer goes
+    await wait_for(lambda: stack.node_claims() == [] or None, timeout=60, what="the NodeClaim gone")
+    await resolve()
+    assert kube.get_node_class("default") is None and _templates(stack, "default") == []  # earlier ones too
