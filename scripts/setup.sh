@@ -33,6 +33,26 @@ pip_quiet() {
     exit 1
   fi
 }
+# checkov (tests/deploy/test_checkov.py scans deploy/ with it) pins its many dependencies (boto3, pydantic, ...)
+# tightly, so it gets its own virtual environment rather than sharing .venv with nodeflow's.
+CHECKOV_VERSION=3.3.30
+tools_stamp=.venv-tools/.checkov-$CHECKOV_VERSION
+tools_pid=
+if [ "$test_tools" = 1 ] && [ ! -f "$tools_stamp" ]; then
+  echo "setting up .venv-tools (checkov $CHECKOV_VERSION, once; about a minute, beside .venv's) ..."
+  if [ ! -x .venv-tools/bin/python ]; then
+    "$PY" -m venv .venv-tools
+  fi
+  : >.venv-tools/setup.log
+  (  # in the background: the two installs overlap (one downloads or unpacks while the other resolves)
+    pip_quiet .venv-tools --upgrade pip  # the bundled pip 23 resolves checkov's pins about 1.5x slower
+    pip_quiet .venv-tools "checkov==$CHECKOV_VERSION"
+    rm -f .venv-tools/.checkov-*
+    touch "$tools_stamp"
+  ) &
+  tools_pid=$!
+  trap 'kill "$tools_pid" 2>/dev/null || true' EXIT  # .venv's install failed: do not leave it running
+fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setting up .venv (Temporal dev server, moto, Python dependencies; the first run takes a few minutes) ..."
   : >"$log"
@@ -40,23 +60,12 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   pip_quiet .venv -e '.[dev,solver,sim]'  # sim: the simulated world the demo and the tests run in
   touch "$stamp"
 fi
+if [ -n "$tools_pid" ]; then
+  wait "$tools_pid" || exit 1  # pip_quiet said what failed
+  trap - EXIT
+fi
 if [ "$test_tools" = 0 ]; then
   exit 0
-fi
-# checkov (tests/deploy/test_checkov.py scans deploy/ with it) pins its many dependencies (boto3, pydantic, ...)
-# tightly, so it gets its own virtual environment rather than sharing .venv with nodeflow's.
-CHECKOV_VERSION=3.3.30
-tools_stamp=.venv-tools/.checkov-$CHECKOV_VERSION
-if [ ! -f "$tools_stamp" ]; then
-  echo "setting up .venv-tools (checkov $CHECKOV_VERSION, once; about a minute) ..."
-  if [ ! -x .venv-tools/bin/python ]; then
-    "$PY" -m venv .venv-tools
-  fi
-  : >.venv-tools/setup.log
-  pip_quiet .venv-tools --upgrade pip  # the bundled pip 23 resolves checkov's pins about 1.5x slower
-  pip_quiet .venv-tools "checkov==$CHECKOV_VERSION"
-  rm -f .venv-tools/.checkov-*
-  touch "$tools_stamp"
 fi
 # Debian's tools the tests use as real parts, installed as root or with passwordless sudo:
 # - promtool (tests/deploy/test_alert_rules.py unit-tests deploy/monitoring's alerts) from `prometheus`; on a systemd
