@@ -2,7 +2,10 @@
 
 - Throttling all run long: THROTTLE_RATE of the CreateFleet, RunInstances and TerminateInstances calls (the
   workers' alone: the simulator's own DescribeInstances polls and the test's reads are left alone) answer
-  RequestLimitExceeded (seeded).
+  RequestLimitExceeded (seeded), and the first ICE_TIMES RunInstances calls after each change of the rules answer
+  InsufficientInstanceCapacity (the pools here have no EC2NodeClass, so a launch is one RunInstances per offering:
+  a refused offering is marked unavailable for 3 minutes and the launch takes the next). A count, not a rate: the
+  run makes five or six launches, too few for a rate to be sure to fire.
 - A credential window: TerminateInstances answers UnauthorizedOperation from when it opens until the worker has
   said so in a CloudUnauthorized Event (or WINDOW_LIMIT seconds), as after a rotation an operator then mends. The
   window waits for its effect rather than guessing a length: a window no termination met proves nothing.
@@ -26,8 +29,9 @@ from api.events import EventReason
 from devstack.cloud_faults import FaultRule, fault_counts, set_faults
 
 THROTTLE_RATE = 0.1
+ICE_TIMES = 2
 THROTTLED = ("CreateFleet", "RunInstances", "TerminateInstances")
-WINDOW_LIMIT = 90.0  # seconds; 34.5 s in a loaded run (load 9) before its first Event
+WINDOW_LIMIT = 150.0  # seconds; up to 78.8 s in loaded runs (load 9-25) before the first Event
 
 
 class CloudChaos:
@@ -44,6 +48,7 @@ class CloudChaos:
         if self._changes:
             self.injected.update(fault_counts(self.endpoint).get("injectedByCode") or {})
         rules = [FaultRule("TerminateInstances", "UnauthorizedOperation")] if refusing else []
+        rules += [FaultRule("RunInstances", "InsufficientInstanceCapacity", times=ICE_TIMES)]
         rules += [FaultRule(a, "RequestLimitExceeded", rate=THROTTLE_RATE) for a in THROTTLED]
         set_faults(self.endpoint, rules, seed=self.seed + self._changes)
         self._changes += 1

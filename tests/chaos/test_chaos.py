@@ -19,7 +19,8 @@ For one seed, in one run (bounded to a few minutes):
   the earliest deletionTimestamp of its Node / NodeClaim + 60 s (wall clock: the simulator's time_scale shortens
   the pods' own grace periods once deleted, not the termination's deadline, which the workflow keeps in real
   time; both the ledger and the deletionTimestamps are stamped by the simulator, to the second);
-- EC2 throttles 10% of the workers' launches and terminations all along, and refuses TerminateInstances
+- EC2 throttles 10% of the workers' launches and terminations all along, answers the first launches with
+  InsufficientInstanceCapacity (the launch takes the next offering), and refuses TerminateInstances
   (UnauthorizedOperation: revoked credentials) from just after the both-down restart until a termination has said
   so in a CloudUnauthorized Event (tests/chaos/chaos_cloud.py);
 - moto_server is restarted once before instances exist (moto keeps EC2 state in memory: restarting it later
@@ -56,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chaos.chaos_cloud import THROTTLE_RATE, CloudChaos
+from chaos.chaos_cloud import ICE_TIMES, THROTTLE_RATE, CloudChaos
 from chaos.chaos_cluster import (
     DRIFTED,
     EMPTY,
@@ -424,8 +425,6 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
         supervisor = asyncio.create_task(replicas.supervise())
         await asyncio.sleep(1.0)
         moto.restart()  # see the module docstring: before any instance exists
-        cloud = CloudChaos(moto.endpoint, seed)
-        cloud.throttle()
         sim.load_objects(cluster_objects())
         machine = {n["metadata"]["name"]: n["spec"]["providerID"].rsplit("/", 1)[-1] for n in nodes(api)}
         claims = {c["metadata"]["name"]: c["status"]["nodeName"] for c in node_claims(api)}
@@ -437,6 +436,8 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
             assert time.monotonic() < deadline + 30, f"the replicas never watched: {sim.stats()['faultKnobs']}"
             await asyncio.sleep(0.2)
         sim.inject_faults(rate=FAULT_RATE, codes=(429, 500, 409), latency=FAULT_LATENCY)
+        cloud = CloudChaos(moto.endpoint, seed)  # after the cluster's own instances were launched
+        cloud.throttle()
 
         chaos = Chaos(rng, sim, api, client, temporal, replicas, set(claims), cloud)
         try:
@@ -531,7 +532,8 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
           f"{len(early)} early, latest {late:.0f}s after its instant; kills at instants "
           f"{[round(k, 1) for k in chaos.deadline_kills]}), converged {converged:.0f}s after the last fault, "
           f"{report['podsPendingPastBound']} pods Pending past {PENDING_BOUND:.0f}s (longest wait "
-          f"{report['podPendingLongestSeconds']}s), EC2 faults {dict(cloud_faults)} (throttling {THROTTLE_RATE:.0%}; "
+          f"{report['podPendingLongestSeconds']}s), EC2 faults {dict(cloud_faults)} (throttling {THROTTLE_RATE:.0%}, "
+          f"the first {ICE_TIMES} launches refused; "
           f"credentials revoked {chaos.cloud.window.get('seconds')}s, said in {chaos.cloud.window.get('events')}), "
           f"{time.monotonic() - started:.0f}s")
     print("\n".join(chaos.events))
@@ -545,9 +547,11 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
     # goneServed is reported, not asserted: 410 answers only a watch that resumes from a resourceVersion (the
     # planner's cluster cache, where the worker runs it); the deletion watcher re-watches from scratch each time.
     assert knobs["watchCuts"] >= 3 and knobs["watchStreamsCut"] >= 3, knobs
-    # the cloud's own faults: throttling met, the revoked credentials met by a termination and said in an Event (the
-    # doomed instances are still terminated exactly once, below)
-    assert cloud_faults["RequestLimitExceeded"] >= 1 and cloud_faults["UnauthorizedOperation"] >= 1, cloud_faults
+    # the cloud's own faults: throttling and refused offerings met, the revoked credentials met by a termination and
+    # said in an Event (the doomed instances are still terminated exactly once, the replacements launched once each,
+    # below)
+    assert all(cloud_faults[c] >= 1 for c in ("RequestLimitExceeded", "UnauthorizedOperation",
+                                               "InsufficientInstanceCapacity")), cloud_faults
     assert chaos.cloud.window.get("events"), chaos.cloud.window
     assert replicas["b"].kills >= 10 and len(chaos.deadline_kills) == 4, chaos.events
     assert terminated == sorted(doomed), (terminated, doomed)
