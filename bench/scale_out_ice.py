@@ -16,9 +16,10 @@ pods with hostname anti-affinity, so one node each, are created at once.
 The worker's unavailable-offerings cache (3 minutes) is on, as in production: the sequential arm's first launches
 learn the ICE and the later ones skip the refused offerings, so its extra calls are those of the launches in
 flight before the first refusal came back. Per arm it prints: seconds from the pods' creation to every NodeClaim
-launched (providerID set) and to every pod bound, a pod's wait (p50, max), EC2 launch calls, ICE answers (a
-refused RunInstances, or a refused override inside a CreateFleet answer), the instances launched (duplicates and
-leaks from devstack/audit.py) and the load average. With `--rounds` above 1 the arms alternate which goes first.
+launched (providerID set), every Node Ready, every NodeClaim Initialized and every pod bound, a pod's wait (p50,
+max), EC2 launch calls, ICE answers (a refused RunInstances, or a refused override inside a CreateFleet answer),
+the instances launched (duplicates and leaks from devstack/audit.py) and the load average. With `--rounds` above 1
+the arms alternate which goes first.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from devstack import audit
 from devstack.cloud_faults import FaultRule, fault_counts, set_faults
 from devstack.demo_aws import node_class_object
 from planning.provisioning.fleet import LaunchApi
+from simulator.pods import condition_true
 
 TYPES = ("t3.medium", "t3.large", "c5.large", "c6i.large", "m5.large", "m6i.large")
 ICE = "InsufficientInstanceCapacity"
@@ -120,12 +122,9 @@ class IceWorld(SuiteWorld):
     def worker_command(self) -> list[str]:
         return [*super().worker_command(), "--launch-api", self.launch_api.value, "--no-instance-type-discovery"]
 
-    async def switch_worker(self, api: LaunchApi, timeout: float = 120.0) -> None:
-        """Replace the worker with one launching through `api` (a fresh process: an empty offerings cache), and
-        wait until it runs the controllers."""
-        if self.worker is not None and self.launch_api is api and self.worker_alive():
-            await wait_leader(self, timeout)
-            return
+    async def fresh_worker(self, api: LaunchApi, timeout: float = 120.0) -> None:
+        """Replace the worker with a new process launching through `api` (so its offerings cache starts empty,
+        even when the arm before used the same API), and wait until it runs the controllers."""
         self.stop_worker()
         self.launch_api = api
         self.start_worker()
@@ -168,6 +167,8 @@ class ArmWatch:
         assert world.sim is not None
         self.sim, self.pool, self.created = world.sim, pool, created
         self.launched: dict[str, float] = {}
+        self.initialized: dict[str, float] = {}  # NodeClaim Initialized (its Node registered, Ready, untainted)
+        self.ready: dict[str, float] = {}  # the pool's Nodes Ready
         self.bound: dict[str, float] = {}
 
     def look(self, now: float) -> None:
@@ -176,9 +177,16 @@ class ArmWatch:
                       if (c["metadata"].get("labels") or {}).get(L.NODEPOOL_LABEL) == self.pool]
             pods = [p for p in self.sim.store.list(PODS)
                     if (p["metadata"].get("labels") or {}).get(ARM_LABEL) == self.pool]
+            nodes = [n for n in self.sim.store.list(NODES)
+                     if (n["metadata"].get("labels") or {}).get(L.NODEPOOL_LABEL) == self.pool]
         for c in claims:
             if (c.get("status") or {}).get("providerID"):
                 self.launched.setdefault(c["metadata"]["name"], now)
+            if condition_true(c, "Initialized"):
+                self.initialized.setdefault(c["metadata"]["name"], now)
+        for n in nodes:
+            if condition_true(n, "Ready"):
+                self.ready.setdefault(n["metadata"]["name"], now)
         for p in pods:
             if (p.get("spec") or {}).get("nodeName"):
                 self.bound.setdefault(p["metadata"]["name"], now)
@@ -198,8 +206,12 @@ class ArmWatch:
     def figures(self, t0: float) -> dict[str, Any]:
         n = len(self.created)
         waits = sorted(self.bound[p] - self.created[p] for p in self.bound)
-        launched = sorted(self.launched.values())
-        return {"launchedSeconds": round(launched[n - 1] - t0, 2) if len(launched) >= n else None,
+        def nth(times: dict[str, float]) -> float | None:
+            ordered = sorted(times.values())
+            return round(ordered[n - 1] - t0, 2) if len(ordered) >= n else None
+
+        return {"launchedSeconds": nth(self.launched), "nodesReadySeconds": nth(self.ready),
+                "initializedSeconds": nth(self.initialized),
                 "boundSeconds": round(max(self.bound.values()) - t0, 2) if len(self.bound) >= n else None,
                 "podWaitP50Seconds": round(statistics.median(waits), 2) if waits else None,
                 "podWaitMaxSeconds": round(waits[-1], 2) if waits else None,
@@ -234,10 +246,15 @@ def ec2_figures(endpoint: str) -> dict[str, Any]:
             "iceAnswersByCall": {a: (report.get("injected") or {}).get(a, 0) for a in LAUNCH_CALLS}}
 
 
-async def run_arm(world: IceWorld, rnd: int, api: LaunchApi, args: argparse.Namespace,
-                  iced: list[str]) -> dict[str, Any]:
+async def run_arm(world: IceWorld, rnd: int, api: LaunchApi, args: argparse.Namespace, iced: list[str],
+                  first: bool) -> dict[str, Any]:
+    """One arm: its own worker (the stack's first for the first arm, started with its API), the rules set (which
+    zeroes the stand-in's counts), the pods created, watched until all are bound, then counted."""
     pool = pool_name(rnd, api)
-    await world.switch_worker(api)
+    if first:
+        await wait_leader(world, 120.0)
+    else:
+        await world.fresh_worker(api)
     set_faults(world.moto.endpoint, fault_rules(iced), delay_ms={a: args.ec2_latency_ms for a in LAUNCH_CALLS})
     load_start = _loadavg()
     say(f"round {rnd}, {api.value}: creating {args.pods} pods (load {load_start[0]})")
@@ -272,8 +289,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     say(f"starting the stack (logs in {workdir}) ...")
     try:
         await world.start()
-        for rnd, api in order:
-            arms.append(await run_arm(world, rnd, api, args, iced))
+        for i, (rnd, api) in enumerate(order):
+            arms.append(await run_arm(world, rnd, api, args, iced, first=i == 0))
     finally:
         world.stop()
     return {"pods": args.pods, "rounds": args.rounds, "commit": _commit(), "types": list(TYPES),
