@@ -168,6 +168,7 @@ class ArmWatch:
         self.sim, self.pool, self.created = world.sim, pool, created
         self.launched: dict[str, float] = {}
         self.ready: dict[str, float] = {}  # the pool's Nodes Ready
+        self.drifted: dict[str, str] = {}  # NodeClaims found Drifted during the arm, with the condition's reason
         self.bound: dict[str, float] = {}
 
     def look(self, now: float) -> None:
@@ -181,6 +182,10 @@ class ArmWatch:
         for c in claims:
             if (c.get("status") or {}).get("providerID"):
                 self.launched.setdefault(c["metadata"]["name"], now)
+            drift = next((d for d in (c.get("status") or {}).get("conditions") or []
+                          if d.get("type") == "Drifted" and d.get("status") == "True"), None)
+            if drift is not None:
+                self.drifted.setdefault(c["metadata"]["name"], str(drift.get("reason") or ""))
         for n in nodes:
             if condition_true(n, "Ready"):
                 self.ready.setdefault(n["metadata"]["name"], now)
@@ -212,7 +217,8 @@ class ArmWatch:
                 "boundSeconds": round(max(self.bound.values()) - t0, 2) if len(self.bound) >= n else None,
                 "podWaitP50Seconds": round(statistics.median(waits), 2) if waits else None,
                 "podWaitMaxSeconds": round(waits[-1], 2) if waits else None,
-                "podsBound": len(self.bound), "nodeClaimsLaunched": len(self.launched)}
+                "podsBound": len(self.bound), "nodeClaimsLaunched": len(self.launched),
+                "driftedNodeClaims": dict(self.drifted)}
 
 
 def _instances(ec2: Any) -> list[dict[str, Any]]:
