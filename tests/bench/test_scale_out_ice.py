@@ -75,6 +75,7 @@ def test_tiny_run_measures_both_arms_against_the_refused_family() -> None:
     for a in arms.values():
         assert a["finished"] and a["podsBound"] == a["nodeClaimsLaunched"] == a["instancesLaunched"] == pods
         assert not a["duplicateLaunches"] and not a["leakedInstances"]
+        assert a["driftedNodeClaims"] == {}  # fresh claims carry their labels once Launched (semantics §4.1)
         assert a["iceAnswers"] >= 1 and not any(t.startswith("t3.") for t in a["instanceTypes"])
         assert 0 < a["launchedSeconds"] <= a["boundSeconds"]
         assert 0 < a["podWaitP50Seconds"] <= a["podWaitMaxSeconds"] <= a["boundSeconds"] + 0.5
