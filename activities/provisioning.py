@@ -250,18 +250,17 @@ class ProvisioningActivities:
         """The claim's launch record (providerID, imageID, capacity, labels, Launched), as Karpenter writes it right
         after Create; the lifecycle controller writes the same from the instance should this attempt die first.
         Capacity and allocatable are the type's under `node_class` (its disks and kubelet block)."""
-        meta_body: list[Obj | None] = [None]
         described = {**instance, "InstanceType": itype}
         catalog = current_catalog(self._catalog)
         overhead = float(getattr(catalog, "vm_memory_overhead_percent", VM_MEMORY_OVERHEAD_PERCENT))
 
-        def change(obj: Obj) -> Obj | None:
-            meta_body[0], status = launch_patch(obj, described, self._catalog.get(itype), datetime.now(UTC), capacity,
-                                                node_class, overhead)
-            return status
+        def patch(obj: Obj, part: int) -> Obj | None:
+            return launch_patch(obj, described, self._catalog.get(itype), datetime.now(UTC), capacity, node_class,
+                                overhead)[part]
 
-        if self._kube.update("NodeClaim", name, change, status=True) and meta_body[0] is not None:
-            self._kube.patch_node_claim(name, meta_body[0])
+        # the labels before Launched, as Karpenter (a Launched claim without them reads as RequirementsDrifted)
+        self._kube.update("NodeClaim", name, lambda obj: patch(obj, 0))
+        self._kube.update("NodeClaim", name, lambda obj: patch(obj, 1), status=True)
 
     def _note_spot_fallback(self, claim: Obj, pool: Obj, r: Replacement, zones: set[str] | None,
                             priced: InstanceTypeCatalog) -> None:

@@ -158,7 +158,8 @@ class World:
     def worker_alive(self) -> bool:
         return self.worker is not None and self.worker.poll() is None
 
-    def stop(self) -> None:
+    def stop_worker(self) -> None:
+        """SIGTERM the worker process (SIGKILL after 20 s), so that another can take its place."""
         if self.worker is not None and self.worker.poll() is None:
             self.worker.terminate()
             try:
@@ -166,6 +167,9 @@ class World:
             except subprocess.TimeoutExpired:
                 self.worker.kill()
                 self.worker.wait(10)
+
+    def stop(self) -> None:
+        self.stop_worker()
         if self.sim is not None:
             self.sim.stop()
         self.moto.stop()

@@ -10,6 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 VALIDATIONS = "nodeflow_disruption_validations"
 DISCOVERED = "nodeflow_instance_types_discovered"
+LEADER = "nodeflow_leader"
 
 
 def _scrape(port: int) -> str | None:
@@ -30,6 +31,14 @@ def instance_types_discovered(port: int) -> float | None:
         if family.name == DISCOVERED:
             return sum(sample.value for sample in family.samples)
     return 0.0
+
+
+def is_leader(port: int) -> bool:
+    """Whether the worker runs the in-worker controllers (its `nodeflow_leader` gauge is 1): the pending-pod
+    intake and the NodeClaim lifecycle wait for it, so a bench that times them starts after it."""
+    text = _scrape(port) or ""
+    return any(sample.value == 1 for family in text_string_to_metric_families(text) if family.name == LEADER
+               for sample in family.samples)
 
 
 def validations(port: int) -> dict[str, float]:

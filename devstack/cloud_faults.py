@@ -14,6 +14,10 @@ CreateFleet with a capacity code (`FLEET_OVERRIDE_CODES`) is EC2's partial answe
 override (its `params` against the override's fields, e.g. `{"InstanceType": "m5.large"}`), and each override it
 fires on leaves the request and comes back in the answer's `Errors` (HTTP 200), beside the instance moto launches
 from the overrides left, or alone (no instance) when none is left, as EC2 answers an instant fleet.
+
+`delay_ms` holds chosen actions that long before they are answered (refused or not), since moto answers in
+milliseconds where EC2 takes about a second to launch: a benchmark comparing launch APIs end to end
+(bench/scale_out_ice.py) needs each call to cost what it costs.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import io
 import json
 import random
 import threading
+import time
 import urllib.request
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -69,6 +74,7 @@ class Faults:
         self.active = False  # set (even with no rules): calls are counted; cleared: requests pass untouched
         self.fired: list[int] = []
         self.calls: dict[str, int] = {}
+        self.delays: dict[str, float] = {}  # action -> seconds held before it is answered
         self.injected: dict[str, int] = {}
         self.by_code: dict[str, int] = {}
         self.rng = random.Random(0)
@@ -81,11 +87,18 @@ class Faults:
             self.fired = [0] * len(self.rules)
             self.calls, self.injected, self.by_code = {}, {}, {}
             self.rng = random.Random(doc.get("seed", 0))
+            self.delays = {a: float(ms) / 1000 for a, ms in (doc.get("delayMs") or {}).items()}
 
     def report(self) -> dict[str, Any]:
         with self.lock:
             return {"rules": [asdict(r) for r in self.rules], "calls": dict(self.calls),
+                    "delayMs": {a: s * 1000 for a, s in self.delays.items()},
                     "injected": dict(self.injected), "injectedByCode": dict(self.by_code)}
+
+    def delay(self, action: str) -> float:
+        """Seconds to hold a call of `action` before answering it (0 unless `delayMs` names it)."""
+        with self.lock:
+            return self.delays.get(action, 0.0)
 
     def decide(self, form: dict[str, str]) -> str | None:
         """The error code to answer this call with, or None to let moto answer it."""
@@ -255,6 +268,8 @@ def install() -> None:
         if environ.get("PATH_INFO") == PATH:
             return _control(environ, start_response)
         form = _ec2_form(environ) if FAULTS.active else None
+        if form is not None and (hold := FAULTS.delay(form["Action"])) > 0:
+            time.sleep(hold)  # moto's server is threaded: this call waits, the others go on
         code = FAULTS.decide(form) if form is not None else None
         if code is not None:
             return _respond(start_response, STATUS.get(code, 400), error_body(code), "text/xml")
@@ -281,9 +296,12 @@ def _request(endpoint: str, method: str, doc: dict[str, Any] | None = None) -> d
         return dict(json.loads(resp.read()))
 
 
-def set_faults(endpoint: str, rules: list[FaultRule], seed: int = 0) -> dict[str, Any]:
-    """Replace the stand-in's rules and zero its counts; with no rules, it only counts calls."""
-    return _request(endpoint, "PUT", {"rules": [asdict(r) for r in rules], "seed": seed})
+def set_faults(endpoint: str, rules: list[FaultRule], seed: int = 0,
+               delay_ms: dict[str, float] | None = None) -> dict[str, Any]:
+    """Replace the stand-in's rules (and delays, by action) and zero its counts; with no rules, it only counts
+    calls."""
+    return _request(endpoint, "PUT", {"rules": [asdict(r) for r in rules], "seed": seed,
+                                      "delayMs": dict(delay_ms or {})})
 
 
 def clear_faults(endpoint: str) -> dict[str, Any]:

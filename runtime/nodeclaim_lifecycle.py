@@ -205,16 +205,14 @@ class NodeClaimLifecycle(CacheController):
         catalog = self.catalog()
         itype = catalog.get(str(instance.get("InstanceType") or ""))
         overhead = float(getattr(catalog, "vm_memory_overhead_percent", VM_MEMORY_OVERHEAD_PERCENT))
-        meta_body: list[Obj | None] = [None]
+        def patch(obj: Obj, part: int) -> Obj | None:
+            return launch.launch_patch(obj, instance, itype, self.clock(), node_class=node_class,
+                                       overhead_percent=overhead)[part]
 
-        def change(obj: Obj) -> Obj | None:
-            meta_patch, status_patch = launch.launch_patch(obj, instance, itype, self.clock(),
-                                                           node_class=node_class, overhead_percent=overhead)
-            meta_body[0] = meta_patch
-            return status_patch
-
-        if self.kube.update("NodeClaim", name, change, status=True) and meta_body[0] is not None:
-            self.kube.patch_node_claim(name, meta_body[0])
+        # the labels first, as Karpenter patches them before the status: a claim that says Launched carries its
+        # instance's labels, so no pass reads it in between as RequirementsDrifted (docs/semantics.md §4)
+        self.kube.update("NodeClaim", name, lambda obj: patch(obj, 0))
+        if self.kube.update("NodeClaim", name, lambda obj: patch(obj, 1), status=True):
             metrics.NODECLAIM_LIFECYCLE.labels(step="launched").inc()
 
     def _node_class(self, claim: Obj) -> EC2NodeClass | None:

@@ -110,3 +110,13 @@ def test_fleet_errors_parse_as_ec2s_createfleet_answer() -> None:
             b"</CreateFleetResponse>")
     beside = parser.parse({"status_code": 200, "headers": {}, "body": with_errors(moto, errors[:1])}, shape)
     assert beside["Instances"][0]["InstanceIds"] == ["i-1"] and len(beside["Errors"]) == 1
+
+
+def test_delays_hold_the_named_actions_only_and_are_replaced_with_the_rules() -> None:
+    faults = Faults()
+    faults.configure({"rules": [], "delayMs": {"RunInstances": 300, "CreateFleet": 250}})
+    assert (faults.delay("RunInstances"), faults.delay("CreateFleet"), faults.delay("DescribeInstances")) == (
+        0.3, 0.25, 0.0)
+    assert faults.report()["delayMs"] == {"RunInstances": 300.0, "CreateFleet": 250.0}
+    faults.configure({"rules": []})
+    assert faults.delay("RunInstances") == 0.0 and faults.report()["delayMs"] == {}

@@ -213,3 +213,32 @@ async def test_every_demo_claim_shows_ready_after_one_pass() -> None:
         finally:
             cache.stop()
             api.close()
+
+
+def test_a_claim_that_says_launched_already_carries_its_instances_labels(sim: Any) -> None:
+    """The launch record writes the labels before the status, as Karpenter: no version of the claim has a
+    providerID without its instance type, which a NodePool requiring `node.kubernetes.io/instance-type` read as
+    RequirementsDrifted (a fresh node replaced in bench/scale_out_ice.py's run, docs/benchmarks.md)."""
+    from kubernetes import watch
+
+    api = sim.api_client()
+    custom = k8s.CustomObjectsApi(api)
+    custom.create_cluster_custom_object("karpenter.sh", "v1", "nodepools", _pool())
+    rv = custom.create_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", _claim("fresh"))["metadata"][
+        "resourceVersion"]
+    ctl, cache = _controller(api)
+    try:
+        ctl.record_launch("fresh", _Ec2().describe_instances()["Reservations"][0]["Instances"][0])
+        versions = []
+        for ev in watch.Watch().stream(custom.list_cluster_custom_object, "karpenter.sh", "v1", "nodeclaims",
+                                       resource_version=rv, timeout_seconds=2):
+            versions.append(ev["object"])
+            if (ev["object"].get("status") or {}).get("providerID"):
+                break
+        launched = [v for v in versions if (v.get("status") or {}).get("providerID")]
+        assert launched, "the launch was recorded"
+        assert launched[0]["metadata"]["labels"][L.INSTANCE_TYPE_LABEL] == "m5.large"
+        assert launched[0]["metadata"]["labels"][L.ZONE_LABEL] == "us-east-1a"
+    finally:
+        cache.stop()
+        api.close()
