@@ -10,6 +10,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 VALIDATIONS = "nodeflow_disruption_validations"
 DISCOVERED = "nodeflow_instance_types_discovered"
+DECISIONS = "nodeflow_disruption_decisions"
+OUTCOMES = "nodeflow_disruption_outcomes"
+EVALUATION = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds"
 
 
 def _scrape(port: int) -> str | None:
@@ -51,3 +54,35 @@ def validations(port: int) -> dict[str, float]:
 def since(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
     """What the counters added between two reads (results that did not move are left out)."""
     return {k: int(v - before.get(k, 0.0)) for k, v in sorted(after.items()) if v - before.get(k, 0.0) > 0}
+
+
+def totals(port: int, family: str, labels: tuple[str, ...]) -> dict[str, float]:
+    """A counter's totals so far by the given labels joined with "/" (other labels summed); empty when the worker
+    does not answer. E.g. decisions by method and decision: totals(port, DECISIONS, ("method", "decision"))."""
+    text = _scrape(port)
+    if text is None:
+        return {}
+    out: dict[str, float] = {}
+    for fam in text_string_to_metric_families(text):
+        if fam.name != family:
+            continue
+        for sample in fam.samples:
+            if sample.name == f"{family}_total":
+                key = "/".join(sample.labels.get(label, "") for label in labels)
+                out[key] = out.get(key, 0.0) + sample.value
+    return out
+
+
+def histogram_sum_count(port: int, family: str) -> tuple[float, float]:
+    """A histogram's (sum, count) over all its labels: (0, 0) when the worker does not answer."""
+    text = _scrape(port)
+    total = count = 0.0
+    for fam in text_string_to_metric_families(text or ""):
+        if fam.name != family:
+            continue
+        for sample in fam.samples:
+            if sample.name == f"{family}_sum":
+                total += sample.value
+            elif sample.name == f"{family}_count":
+                count += sample.value
+    return total, count
