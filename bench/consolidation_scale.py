@@ -1,7 +1,7 @@
 """Consolidation at scale: N nodes in steady state, every Deployment scaled in by 30%, until the node count is within
 10% of the packing lower bound; beside Karpenter's published figures.
 
-    .venv/bin/python -m bench.consolidation_scale --nodes 1000 [--limit 900] [--time-scale 0.1] [--json]
+    .venv/bin/python -m bench.consolidation_scale --nodes 1000 [--limit 900] [--time-scale 1] [--json]
     .venv/bin/python -m bench.consolidation_scale --decision-only --sizes 1000,2000,5000
 
 Live: the stack of Karpenter's suite (bench/karpenter_world.py: Temporal dev server, moto_server, the simulator over
@@ -55,11 +55,11 @@ from bench.soak_world import WorldOptions
 from simulator.deployments import DEPLOYMENTS
 
 GOAL = Thresholds(totalMinutes=10.0, memoryMB=float("inf"), cpuCores=0.5)
-# Karpenter's figures (../shared reference; docs/benchmarks.md cites them)
+# Karpenter's most reported consolidation figures of 2026 (docs/benchmarks.md, Consolidation at scale)
 KARPENTER = {
     "simulation per candidate": "~900 ms (kubernetes-sigs/karpenter#3271)",
     "single-node scan of 1,000 nodes": "~18 min, cut by the 3 min timeout (kubernetes-sigs/karpenter#3271)",
-    "controller CPU at 500 nodes": "~3 vCPU mean (kubernetes-sigs/karpenter#2972, #3204)",
+    "controller CPU at 500 nodes": "~3 vCPU mean (kubernetes-sigs/karpenter#2972, kubernetes-sigs/karpenter#3204)",
 }
 
 
@@ -311,7 +311,8 @@ def render_decisions(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.consolidation_scale", description=(__doc__ or "").splitlines()[0])
     p.add_argument("--nodes", type=int, default=1000)
-    p.add_argument("--time-scale", type=float, default=0.1, help="simulator delays x this")
+    p.add_argument("--time-scale", type=float, default=1.0,
+                   help="simulator delays x this (below 1 the simulated time is an upper bound)")
     p.add_argument("--launch-seconds", type=float, default=45.0, help="simulated launch-to-Ready latency")
     p.add_argument("--limit", type=float, default=900.0, help="wall seconds after the scale-in before giving up")
     p.add_argument("--quiet", type=float, default=120.0, help="wall seconds without change that end the run")
