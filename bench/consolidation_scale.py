@@ -148,16 +148,21 @@ async def _watch(world: ScaleWorld, w: PhaseWatch, bound: Bound, args: argparse.
                 f"draining={view.draining} pods healthy {view.healthy}/{view.pods}")
 
 
-def _counters(port: int) -> dict[str, Any]:
-    """What the worker counted so far: decisions by method/decision, validations and outcomes by result, and the
-    planner passes' evaluation time (sum, count)."""
-    return {"decisions": worker_metrics.totals(port, worker_metrics.DECISIONS, ("method", "decision")),
-            "validations": worker_metrics.validations(port),
-            "outcomes": worker_metrics.totals(port, worker_metrics.OUTCOMES, ("outcome",)),
-            "evaluation": worker_metrics.histogram_sum_count(port, worker_metrics.EVALUATION)}
+def _counters(port: int) -> dict[str, Any] | None:
+    """What the worker counted so far, from one /metrics reading: decisions by method/decision, validations and
+    outcomes by result, and the planner passes' evaluation time (sum, count); None when the worker did not answer."""
+    text = worker_metrics.read(port)
+    if text is None:
+        return None
+    return {"decisions": worker_metrics.totals(text, worker_metrics.DECISIONS, ("method", "decision")),
+            "validations": worker_metrics.totals(text, worker_metrics.VALIDATIONS, ("result",)),
+            "outcomes": worker_metrics.totals(text, worker_metrics.OUTCOMES, ("outcome",)),
+            "evaluation": worker_metrics.histogram_sum_count(text, worker_metrics.EVALUATION)}
 
 
-def _commands(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+def _commands(before: dict[str, Any] | None, after: dict[str, Any] | None) -> dict[str, Any]:
+    if before is None or after is None:
+        return {"unavailable": "the worker's /metrics did not answer"}
     passes = after["evaluation"][1] - before["evaluation"][1]
     seconds = after["evaluation"][0] - before["evaluation"][0]
     return {key: worker_metrics.since(before[key], after[key]) for key in ("decisions", "validations", "outcomes")} | {
@@ -288,9 +293,9 @@ def render_live(r: dict[str, Any]) -> str:
         ("Temporal / moto / simulator+bench CPU cores (average)",
          " / ".join(str(procs[k]["avgCpuCores"]) for k in ("temporal", "moto", "simulator+bench"))),
         ("worker memory MB: p95 / max", f"{procs['worker']['p95MemoryMB']} / {procs['worker']['maxMemoryMB']}"),
-        ("commands by method/decision", json.dumps(c["decisions"])),
-        ("validations by result / outcomes", f"{json.dumps(c['validations'])} / {json.dumps(c['outcomes'])}"),
-        ("planner passes, mean evaluation s (worker clock)", f"{c['plannerPasses']}, {c['passSecondsMean']}"),
+        ("commands by method/decision", json.dumps(c.get("decisions", c.get("unavailable")))),
+        ("validations by result / outcomes", f"{json.dumps(c.get('validations'))} / {json.dumps(c.get('outcomes'))}"),
+        ("planner passes, mean evaluation s (worker clock)", f"{c.get('plannerPasses')}, {c.get('passSecondsMean')}"),
         ("PDB violations (by cause)", f"{r['pdbViolations']} {json.dumps(r['pdbViolationsByCause'])}"),
         ("time scale; load average start / end", f"{r['timeScale']}; {r['loadAverage']['start']} / "
                                                   f"{r['loadAverage']['end']}"),

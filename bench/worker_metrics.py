@@ -56,12 +56,22 @@ def since(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
     return {k: int(v - before.get(k, 0.0)) for k, v in sorted(after.items()) if v - before.get(k, 0.0) > 0}
 
 
-def totals(port: int, family: str, labels: tuple[str, ...]) -> dict[str, float]:
-    """A counter's totals so far by the given labels joined with "/" (other labels summed); empty when the worker
-    does not answer. E.g. decisions by method and decision: totals(port, DECISIONS, ("method", "decision"))."""
-    text = _scrape(port)
-    if text is None:
-        return {}
+
+def read(port: int, attempts: int = 3, timeout: float = 10.0) -> str | None:
+    """The worker's /metrics text, retried: a busy worker on a loaded machine misses a 5 s scrape now and then (one
+    reading of several counters from one text also keeps them consistent with each other)."""
+    for _ in range(attempts):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout) as resp:
+                return resp.read().decode()
+        except OSError:
+            continue
+    return None
+
+
+def totals(text: str, family: str, labels: tuple[str, ...]) -> dict[str, float]:
+    """A counter's totals in a /metrics text by the given labels joined with "/" (other labels summed). E.g.
+    decisions by method and decision: totals(text, DECISIONS, ("method", "decision"))."""
     out: dict[str, float] = {}
     for fam in text_string_to_metric_families(text):
         if fam.name != family:
@@ -73,11 +83,10 @@ def totals(port: int, family: str, labels: tuple[str, ...]) -> dict[str, float]:
     return out
 
 
-def histogram_sum_count(port: int, family: str) -> tuple[float, float]:
-    """A histogram's (sum, count) over all its labels: (0, 0) when the worker does not answer."""
-    text = _scrape(port)
+def histogram_sum_count(text: str, family: str) -> tuple[float, float]:
+    """A histogram's (sum, count) in a /metrics text, over all its labels."""
     total = count = 0.0
-    for fam in text_string_to_metric_families(text or ""):
+    for fam in text_string_to_metric_families(text):
         if fam.name != family:
             continue
         for sample in fam.samples:
