@@ -84,6 +84,7 @@ def test_decision_only_prints_a_pass_per_size_beside_karpenters_figures(capsys) 
     rows = json.loads(capsys.readouterr().out)
     assert [r["nodes"] for r in rows] == [10, 30]
     assert all(r["passCpuSecondsP50"] > 0 and r["commands"] for r in rows)  # scaled in: something to consolidate
+    assert all(r["allMethodsCpuSecondsP50"] > 0 for r in rows)
     assert main(["--decision-only", "--sizes", "10", "--runs", "1"]) == 0
     assert "kubernetes-sigs/karpenter#3271" in capsys.readouterr().out
 
