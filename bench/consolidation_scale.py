@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 from kubernetes import client as k8s
 
 from api import labels as L
+from api.snapshot import Snapshot
 from bench import worker_metrics
 from bench.consolidation_scale_cluster import (
     INSTANCE_TYPE,
@@ -52,6 +53,7 @@ from bench.karpenter_suite import discovers_instance_types, wait_for_discovery
 from bench.karpenter_verdict import Thresholds, simulated_seconds
 from bench.karpenter_world import POOL, SuiteWorld
 from bench.soak_world import WorldOptions
+from planning.planner.plan import run_pass
 from simulator.deployments import DEPLOYMENTS
 
 GOAL = Thresholds(totalMinutes=10.0, memoryMB=float("inf"), cpuCores=0.5)
@@ -258,8 +260,6 @@ def decision_only(sizes: list[int], runs: int, seed: int = 1) -> list[dict[str, 
     """Planner passes on the scaled-in snapshot at each size, p50 of `runs`: one as the worker runs it (the first
     method with commands wins) and one with every method computed (single-node consolidation scanning every
     candidate too: what Karpenter's ~18 min scan of 1,000 nodes is)."""
-    from api.snapshot import Snapshot
-
     rows = []
     for size in sizes:
         snapshot = Snapshot.from_objects(scale_in_snapshot(steady_state(size, seed)))
@@ -274,8 +274,6 @@ def decision_only(sizes: list[int], runs: int, seed: int = 1) -> list[dict[str, 
 
 def _timed(snapshot: Any, at: datetime, runs: int, compute_all: bool) -> tuple[tuple[float, float], list[str]]:
     """(wall p50, CPU p50) of `runs` passes, and the last pass's commands as method:nodes."""
-    from planning.planner.plan import run_pass
-
     walls, cpus, outcome = [], [], None
     for _ in range(runs):
         t, c = time.perf_counter(), time.process_time()

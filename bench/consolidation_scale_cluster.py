@@ -27,7 +27,6 @@ from bench.karpenter_world import POOL, SUITE_LABEL, node_pool
 from bench.packing_problem import is_daemonset_pod, is_reschedulable, pod_requests
 from devstack.demo_aws import node_class_object
 from devstack.demo_scenario import ClusterBuilder
-from simulator.deployments import HASH_LABEL
 from simulator.replicaset_order import scale_down_order
 
 INSTANCE_TYPE = "m5.xlarge"
@@ -140,6 +139,3 @@ def lower_bound(pods: list[dict[str, Any]], node: dict[str, Any]) -> Bound:
     by = {k: math.ceil(need[k] / room[k]) for k in room}
     return Bound(nodes=max(by.values()), by_resource=by)
 
-
-def is_scale_pod(pod: dict[str, Any]) -> bool:
-    return SUITE_LABEL in (pod["metadata"].get("labels") or {}) and HASH_LABEL in pod["metadata"]["labels"]
