@@ -192,6 +192,7 @@ async def _measure(world: ScaleWorld, args: argparse.Namespace, replicas: dict[s
     before = look(world.sim)
     t0 = time.monotonic()
     bound, expected = await _scale_in(world, replicas)
+    scaled = round(time.monotonic() - t0, 1)
     say(f"scaled in: {sum(replicas.values())} -> {expected} replicas; bound {bound.nodes} nodes {bound.by_resource}, "
         f"within 10%: <= {bound.near}")
     w = PhaseWatch(Phase("consolidation", "consolidation", expected, GOAL), t0, args.quiet)
@@ -204,6 +205,7 @@ async def _measure(world: ScaleWorld, args: argparse.Namespace, replicas: dict[s
     return {"nodesBefore": len(before.nodes), "nodesAfter": len(after.nodes), "bound": bound.nodes,
             "boundByResource": bound.by_resource, "near": bound.near, "stopped": why,
             "replicasBefore": sum(replicas.values()), "replicasAfter": expected, "podsHealthy": after.healthy,
+            "scaleInSeconds": scaled,
             **_time(w, reached, end, args.time_scale), "processes": procs,
             "commands": _commands(counted, _counters(world.metrics_port)), **_pdb(stats0, world.sim.stats())}
 
@@ -293,6 +295,7 @@ def render_live(r: dict[str, Any]) -> str:
          f"{r['nodesBefore']} -> {r['nodesAfter']} ({r['bound']} {r['boundByResource']}, <= {r['near']})"),
         ("replicas: before -> after the 30% scale-in", f"{r['replicasBefore']} -> {r['replicasAfter']}"),
         ("reached within 10% of the bound", reached),
+        ("scale-in: patches sent and the pods gone, wall s (counted in the time below)", str(r["scaleInSeconds"])),
         ("time to within 10%: simulated (wall) s; goal <= 600 simulated",
          f"{r['simulatedSeconds']} ({r['wallSeconds']})"),
         ("worker CPU cores: average / peak (5 s); goal <= 0.5 average",
