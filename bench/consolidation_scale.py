@@ -260,8 +260,8 @@ def _replicas(world: ScaleWorld) -> dict[str, int]:
 
 def decision_only(sizes: list[int], runs: int, seed: int = 1) -> list[dict[str, Any]]:
     """Planner passes on the scaled-in snapshot at each size, p50 of `runs`: one as the worker runs it (the first
-    method with commands wins) and one with every method computed (single-node consolidation scanning every
-    candidate too: what Karpenter's ~18 min scan of 1,000 nodes is)."""
+    method with commands wins) and one with every method computed (single-node consolidation too, which stops at its
+    first valid command as Karpenter's does; bench/planner.py --packed is the case where no candidate has one)."""
     rows = []
     for size in sizes:
         snapshot = Snapshot.from_objects(scale_in_snapshot(steady_state(size, seed)))
