@@ -11,6 +11,9 @@ from prometheus_client.parser import text_string_to_metric_families
 VALIDATIONS = "nodeflow_disruption_validations"
 DISCOVERED = "nodeflow_instance_types_discovered"
 LEADER = "nodeflow_leader"
+DECISIONS = "nodeflow_disruption_decisions"
+OUTCOMES = "nodeflow_disruption_outcomes"
+EVALUATION = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds"
 
 
 def _scrape(port: int) -> str | None:
@@ -60,3 +63,44 @@ def validations(port: int) -> dict[str, float]:
 def since(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
     """What the counters added between two reads (results that did not move are left out)."""
     return {k: int(v - before.get(k, 0.0)) for k, v in sorted(after.items()) if v - before.get(k, 0.0) > 0}
+
+
+
+def read(port: int, attempts: int = 3, timeout: float = 10.0) -> str | None:
+    """The worker's /metrics text, retried: a busy worker on a loaded machine misses a 5 s scrape now and then (one
+    reading of several counters from one text also keeps them consistent with each other)."""
+    for _ in range(attempts):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout) as resp:
+                return resp.read().decode()
+        except OSError:
+            continue
+    return None
+
+
+def totals(text: str, family: str, labels: tuple[str, ...]) -> dict[str, float]:
+    """A counter's totals in a /metrics text by the given labels joined with "/" (other labels summed). E.g.
+    decisions by method and decision: totals(text, DECISIONS, ("method", "decision"))."""
+    out: dict[str, float] = {}
+    for fam in text_string_to_metric_families(text):
+        if fam.name != family:
+            continue
+        for sample in fam.samples:
+            if sample.name == f"{family}_total":
+                key = "/".join(sample.labels.get(label, "") for label in labels)
+                out[key] = out.get(key, 0.0) + sample.value
+    return out
+
+
+def histogram_sum_count(text: str, family: str) -> tuple[float, float]:
+    """A histogram's (sum, count) in a /metrics text, over all its labels."""
+    total = count = 0.0
+    for fam in text_string_to_metric_families(text):
+        if fam.name != family:
+            continue
+        for sample in fam.samples:
+            if sample.name == f"{family}_sum":
+                total += sample.value
+            elif sample.name == f"{family}_count":
+                count += sample.value
+    return total, count

@@ -124,14 +124,15 @@ class _Builder:
 
     def app(self, name: str, nodes: list[str], cpu: str, memory: str, per_node: int = 1, pdb: str | None = None,
             annotations: dict[str, str] | None = None, grace: int = 30,
-            node_selector: dict[str, str] | None = None) -> None:
-        """A Deployment, its ReplicaSet and their pods on `nodes` (with `node_selector`, they run nowhere else)."""
+            node_selector: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> None:
+        """A Deployment, its ReplicaSet and their pods on `nodes` (with `node_selector`, they run nowhere else);
+        `labels` go on the pod template (so on the pods the ReplicaSet makes later too), besides `app`."""
         spec = self._spec(cpu, memory, grace)
         if node_selector:
             spec["nodeSelector"] = dict(node_selector)
-        template = {"metadata": {"labels": {"app": name}}, "spec": spec}
+        template = {"metadata": {"labels": {"app": name, **(labels or {})}}, "spec": spec}
         h = pod_template_hash(template)
-        rs_name, pod_labels = f"{name}-{h}", {"app": name, HASH_LABEL: h}
+        rs_name, pod_labels = f"{name}-{h}", {**template["metadata"]["labels"], HASH_LABEL: h}
         replicas = len(nodes) * per_node
         self.objects.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
             "name": name, "namespace": "default", "labels": {"app": name}, "uid": _uid("Deployment", name),
@@ -187,6 +188,9 @@ class _Builder:
             "uid": _uid("DaemonSet", "node-agent")},
             "spec": {"selector": {"matchLabels": {"app": "node-agent"}},
                      "template": {"metadata": {"labels": {"app": "node-agent"}}, "spec": spec}}})
+
+
+ClusterBuilder = _Builder  # for other clusters built the demo's way (bench/consolidation_scale_cluster.py)
 
 
 def demo_cluster(now: datetime | None = None, node_classes: bool = False,

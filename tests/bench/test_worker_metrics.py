@@ -9,10 +9,10 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 import pytest
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from bench.karpenter_suite import wait_for_discovery
-from bench.worker_metrics import instance_types_discovered, since, validations
+from bench.worker_metrics import histogram_sum_count, instance_types_discovered, read, since, totals, validations
 
 
 def _serve(registry: CollectorRegistry) -> HTTPServer:
@@ -80,3 +80,30 @@ def test_the_suite_waits_until_the_worker_plans_on_discovered_types() -> None:
         assert instance_types_discovered(port) == 1366
     finally:
         server.shutdown()
+
+
+def test_one_reading_gives_counters_by_the_labels_asked_and_a_histograms_sum_and_count() -> None:
+    registry = CollectorRegistry()
+    decisions = Counter("nodeflow_disruption_decisions_total", "x", ["method", "reason", "decision"],
+                        registry=registry)
+    decisions.labels(method="MultiNodeConsolidation", reason="Underutilized", decision="delete").inc(2)
+    decisions.labels(method="MultiNodeConsolidation", reason="Empty", decision="delete").inc()
+    decisions.labels(method="SingleNodeConsolidation", reason="Underutilized", decision="replace").inc()
+    evaluation = Histogram("karpenter_voluntary_disruption_decision_evaluation_duration_seconds", "x",
+                           ["reason", "consolidation_type"], registry=registry)
+    evaluation.labels(reason="", consolidation_type="").observe(0.25)
+    evaluation.labels(reason="", consolidation_type="").observe(0.75)
+    server = _serve(registry)
+    try:
+        text = read(server.server_address[1])
+        assert text is not None
+        assert totals(text, "nodeflow_disruption_decisions", ("method", "decision")) == {
+            "MultiNodeConsolidation/delete": 3.0, "SingleNodeConsolidation/replace": 1.0}
+        assert histogram_sum_count(text, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds") == (
+            1.0, 2.0)
+    finally:
+        server.shutdown()
+    closed = HTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
+    port = closed.server_address[1]
+    closed.server_close()
+    assert read(port, attempts=2, timeout=0.5) is None
