@@ -217,7 +217,8 @@ async def restore_replicas(replicas: Replicas) -> None:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="nodeflow-soak-"))
-    options = WorldOptions(workdir=workdir, scheduler_retry_seconds=args.slow_scheduler)
+    options = WorldOptions(workdir=workdir, scheduler_retry_seconds=args.slow_scheduler,
+                           outage_allowance=outage_allowance(args))
     world = ReplicaWorld(options)
     world.replicas = Replicas(world, args.replicas, _minutes(args.kill_leader_every))
     say(f"starting the stack (logs in {workdir}) ...")
@@ -239,6 +240,19 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         return report(args, samples, churn, end, world.sim.stats(), workdir, extra)
     finally:
         world.stop()
+
+
+LEADER_GAP = 20.0  # seconds without a leader after a SIGKILL: the lease (15 s), a retry period (2 s) and a margin
+
+
+def outage_allowance(args: argparse.Namespace) -> float:
+    """How long (wall seconds) the run itself can keep every launch off, added to the bound past which a pending
+    pod counts: a credential window refuses every launch for its length, and a leader kill leaves the pending-pod
+    intake (a leader's controller) without a leader for up to LEADER_GAP; the two can meet. A pod created in such a
+    gap waits that much longer through no fault of nodeflow's; once it ends, it must get capacity in the usual
+    bound."""
+    window = args.credential_window if args.cloud_faults is not None else 0.0
+    return window + (LEADER_GAP if args.kill_leader_every is not None else 0.0)
 
 
 def _minutes(value: float | None) -> float | None:
@@ -289,7 +303,7 @@ def render(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--minutes", type=float, default=60.0)
     p.add_argument("--seed", type=int, default=1)
@@ -321,6 +335,11 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--cloud-faults: RATE must be within 0..1")
     if args.credential_window >= args.credential_every * 60:
         p.error("--credential-window must be shorter than --credential-every")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     result = asyncio.run(run(args))
     print(json.dumps(result, indent=2) if args.json else render(result))
     return 0 if result["passed"] else 1

@@ -51,6 +51,7 @@ class WorldOptions:
     planner_seconds: float = 10.0
     resync_seconds: float = 30.0
     scheduler_retry_seconds: float | None = None  # wall seconds a failed pod waits (None: a real scheduler's timing)
+    outage_allowance: float = 0.0  # wall seconds the run itself shuts launches off at a time (bench/soak.py)
 
     def scheduler_timing(self) -> SchedulerTiming:
         """The emulated kube-scheduler: a real one's queues and backoff, or one that retries a pod that found no node
@@ -63,11 +64,13 @@ class WorldOptions:
         """How long (wall seconds) a pod may wait unbound before the soak counts it: a node's launch and readiness
         (the instance boots for ready_delay, the kubelet turns Ready up to (1 + jitter) x ready_delay later), then
         the scheduler's delay once the node fits (slow: its retry; real: its longest backoff, since a node turning
-        Ready requeues the pod), a provisioning batch and a margin."""
+        Ready requeues the pod), a provisioning batch and a margin; plus the longest time the run's own faults keep
+        every launch off (`outage_allowance`)."""
         timing = self.scheduler_timing()
         retry = timing.retry_after if timing.retry_after is not None else timing.max_backoff
         launch_ready = self.ready_delay * (2.0 + DEFAULT_READY_JITTER)
-        return round((launch_ready + retry + timing.bind_delay) * self.time_scale + BATCH_SECONDS + PENDING_MARGIN, 1)
+        return round((launch_ready + retry + timing.bind_delay) * self.time_scale + BATCH_SECONDS + PENDING_MARGIN
+                     + self.outage_allowance, 1)
 
 
 @dataclass

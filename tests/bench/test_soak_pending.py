@@ -5,7 +5,6 @@ soak, so the soak's "0" means no pod waited that long."""
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
@@ -14,7 +13,8 @@ from typing import Any
 import pytest
 from support.sim_objects import node, pod
 
-from bench.soak import render, report
+from bench.soak import parse_args, render, report
+from bench.soak_replicas import LeaderLog
 from bench.soak_summary import late_pods
 from bench.soak_world import World, WorldOptions
 from simulator.resources import BY_KIND
@@ -36,12 +36,13 @@ def test_the_flag_is_wall_seconds_and_the_bound_adds_launch_retry_and_batch() ->
 def _report(sim: Any, now: float) -> dict[str, Any]:
     """What bench/soak.py reports at the end of a run over this simulator (its safety counts as soak.safety takes
     them from the simulator; the stack's other counts 0)."""
-    args = argparse.Namespace(minutes=0.1, seed=1, sample_seconds=30.0, slow_scheduler=30.0)
+    args = parse_args(["--minutes", "0.1", "--slow-scheduler", "30"])
     safety = {"pdbViolations": 0, "leakedInstances": [], "podsPendingPastBound": late_pods(sim.world.ledger, now)}
     end = {"converged": True, "convergeSeconds": 1.0, "unfinishedWorkflows": 0, "unfinished": [],
            "podsPendingAtEnd": 0, "nodesAtEnd": 2, "safety": safety,
            "workflows": {"maxHistoryEventsByType": {}, "terminationsByReason": {}}}
-    return report(args, [], SimpleNamespace(counts=Counter()), end, sim.stats(), Path("."))
+    extra = {**LeaderLog().figures(), "cloudRetries": 0.0, "replicaStarts": {"a": 1}}
+    return report(args, [], SimpleNamespace(counts=Counter()), end, sim.stats(), Path("."), extra)
 
 
 def test_the_soak_counts_a_pod_left_pending_past_the_bound_and_not_one_bound_in_time(tmp_path: Path) -> None:

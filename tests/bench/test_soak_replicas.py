@@ -3,10 +3,14 @@ soak reports for leader kills and cloud faults, each with cases that must count.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from bench.soak import LEADER_GAP, outage_allowance, parse_args
 from bench.soak_cloud import REFUSED, THROTTLED, CloudFaultPlan
 from bench.soak_replicas import LeaderLog, cloud_retries, replica_of
+from bench.soak_world import WorldOptions
 from devstack.cloud_faults import FAULTS
 
 
@@ -74,3 +78,25 @@ def test_the_plan_throttles_then_opens_and_closes_a_credential_window_and_keeps_
     assert plan.figures()["cloudFaultsInjected"] == {"RequestLimitExceeded": 2, "UnauthorizedOperation": 1}
     assert plan.figures()["credentialRotations"] == 1 and plan.figures()["ec2Calls"] == 4
     assert set(REFUSED) <= set(THROTTLED)
+
+
+def test_the_pending_bound_allows_for_the_runs_own_launch_gaps_and_nothing_else(tmp_path: Path) -> None:
+    """A pod created inside a credential window or a leaderless gap waits that long for nothing nodeflow did; a
+    run without those faults keeps the plain bound."""
+    assert outage_allowance(parse_args(["--minutes", "1"])) == 0.0
+    assert outage_allowance(parse_args(["--cloud-faults", "0.05", "--credential-window", "60"])) == 60.0
+    both = parse_args(["--replicas", "2", "--kill-leader-every", "10", "--cloud-faults", "0.05"])
+    assert outage_allowance(both) == 60.0 + LEADER_GAP
+    plain = WorldOptions(workdir=tmp_path).pending_bound_seconds()
+    assert WorldOptions(workdir=tmp_path, outage_allowance=80.0).pending_bound_seconds() == pytest.approx(plain + 80.0)
+
+
+def test_bad_soak_options_are_refused_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, message in ((["--replicas", "0"], "at least 1"),
+                          (["--kill-leader-every", "10"], "needs --replicas 2"),
+                          (["--cloud-faults", "2"], "within 0..1"),
+                          (["--cloud-faults", "0.1", "--credential-window", "900", "--credential-every", "15"],
+                           "shorter than")):
+        with pytest.raises(SystemExit) as exc:
+            parse_args(argv)
+        assert exc.value.code == 2 and message in capsys.readouterr().err, argv
