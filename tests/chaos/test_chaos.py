@@ -105,6 +105,7 @@ OUTAGE_SECONDS = 120.0 if LONG else 30.0
 # How long the outage waits for its moment. A loaded 2-core machine (the soak beside the suite) once took over
 # 60 s to have the deleted nodes' terminations running while replica b was being killed.
 OUTAGE_WAIT_SECONDS = 150
+DRIFT_WAIT_SECONDS = 150  # for the drifts ahead of LATE_DRIFT's, before grace-2 is deleted (Chaos.other_drifts_done)
 FAULT_RATE, FAULT_LATENCY = 0.05, 0.01
 PLANNER_SECONDS = 2.0
 TIME_SCALE = 0.01
@@ -261,6 +262,19 @@ class Chaos:
                    and not any(x.get("type") == "Ready" and x.get("status") == "True"
                                for x in (c.get("status") or {}).get("conditions") or []))
 
+    async def other_drifts_done(self) -> None:
+        """Until every drifted node but LATE_DRIFT is replaced and gone (at most DRIFT_WAIT_SECONDS). The drift
+        budget is one node at a time, so LATE_DRIFT's drift, released for the outage, would otherwise queue behind
+        them, and grace-2's drain (deleted next, the outage's termination in flight) could end before it starts: once,
+        with the replica kills slowing the drifts, the outage found neither (seed 7, 2026-11-29)."""
+        until, left = time.monotonic() + DRIFT_WAIT_SECONDS, [""]
+        while left and time.monotonic() < until:
+            names = {n["metadata"]["name"] for n in await asyncio.to_thread(nodes, self.api)}
+            left = sorted(n for n in DRIFTED if n != LATE_DRIFT and n in names)
+            if left:
+                await asyncio.sleep(0.5)
+        self.log(f"drifts still in flight after {DRIFT_WAIT_SECONDS}s: {left}" if left else "the other drifts are done")
+
     async def api_outage(self) -> None:
         """Every API request 503 for OUTAGE_SECONDS, once a readiness wait and a drain are both in flight (or
         after OUTAGE_WAIT_SECONDS): the outage must meet both, so wait for the moment rather than hope for it.
@@ -337,6 +351,7 @@ class Chaos:
             self.sim.cut_watches()
             self.log("watches cut")
 
+            await self.other_drifts_done()
             await asyncio.to_thread(self.delete, "node", "manual-0")
             t2 = await asyncio.to_thread(self.delete, "node", "grace-2")
             self.deadlines["grace-2"] = t2 + NODE_GRACE_SECONDS
