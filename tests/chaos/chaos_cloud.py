@@ -1,11 +1,13 @@
 """The chaos suite's cloud faults: what EC2 itself answers, from the stand-in's fault knob (devstack/cloud_faults.py).
 
-- Throttling all run long: THROTTLE_RATE of the CreateFleet, RunInstances and TerminateInstances calls (the
-  workers' alone: the simulator's own DescribeInstances polls and the test's reads are left alone) answer
-  RequestLimitExceeded (seeded), and the first ICE_TIMES RunInstances calls after each change of the rules answer
-  InsufficientInstanceCapacity (the pools here have no EC2NodeClass, so a launch is one RunInstances per offering:
-  a refused offering is marked unavailable for 3 minutes and the launch takes the next). A count, not a rate: the
-  run makes five or six launches, too few for a rate to be sure to fire.
+- Throttling all run long: THROTTLE_RATE of the workers' CreateFleet, RunInstances and TerminateInstances calls
+  (the simulator's own DescribeInstances polls and the test's reads are left alone) answer RequestLimitExceeded
+  (seeded), and so does the first TerminateInstances after each change of the rules: a count, so the run is sure to
+  meet one (a seed once drew none from the rate alone).
+- Refused offerings: the first ICE_TIMES RunInstances calls after each change of the rules answer
+  InsufficientInstanceCapacity (the pools here have no EC2NodeClass, so a launch is one RunInstances per offering: a
+  refused offering is marked unavailable for 3 minutes and the launch takes the next). A count too: the run makes
+  five or six launches, too few for a rate to be sure to fire.
 - A credential window: TerminateInstances answers UnauthorizedOperation from when it opens until the worker has
   said so in a CloudUnauthorized Event (or WINDOW_LIMIT seconds), as after a rotation an operator then mends. The
   window waits for its effect rather than guessing a length: a window no termination met proves nothing.
@@ -48,7 +50,9 @@ class CloudChaos:
         if self._changes:
             self.injected.update(fault_counts(self.endpoint).get("injectedByCode") or {})
         rules = [FaultRule("TerminateInstances", "UnauthorizedOperation")] if refusing else []
-        rules += [FaultRule("RunInstances", "InsufficientInstanceCapacity", times=ICE_TIMES)]
+        rules += [FaultRule("RunInstances", "InsufficientInstanceCapacity", times=ICE_TIMES),
+                  # sure to fire: a termination refused in the window tries again after it (throttled, then through)
+                  FaultRule("TerminateInstances", "RequestLimitExceeded", times=1)]
         rules += [FaultRule(a, "RequestLimitExceeded", rate=THROTTLE_RATE) for a in THROTTLED]
         set_faults(self.endpoint, rules, seed=self.seed + self._changes)
         self._changes += 1
