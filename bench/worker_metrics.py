@@ -47,17 +47,7 @@ def is_leader(port: int) -> bool:
 def validations(port: int) -> dict[str, float]:
     """result -> validations so far (summed over methods); empty when the worker does not answer."""
     text = _scrape(port)
-    if text is None:
-        return {}
-    out: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        if family.name != VALIDATIONS:
-            continue
-        for sample in family.samples:
-            if sample.name == f"{VALIDATIONS}_total":
-                result = sample.labels["result"]
-                out[result] = out.get(result, 0.0) + sample.value
-    return out
+    return {} if text is None else totals(text, VALIDATIONS, ("result",))
 
 
 def since(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
