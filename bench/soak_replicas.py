@@ -10,13 +10,10 @@ own, which the soak fails on); the cloud retries each replica reports on /metric
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
 import signal
 import subprocess
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,13 +21,14 @@ from kubernetes import client as k8s
 
 from bench.soak_churn import retry
 from bench.soak_world import ROOT, World
+from bench.worker_metrics import read, totals
 from devstack.processes import free_port
 from runtime.leader import DEFAULT_LEASE_NAME
 
 RESTART_DELAY = 10.0  # seconds: a killed pod's container is restarted after the kubelet's first back-off
 LEASE_NAMESPACE = "default"  # the worker's election namespace outside a pod (runtime/leader.py)
 HOSTNAME_PREFIX = "soak-"
-_RETRIES = re.compile(r"^nodeflow_cloud_api_(?:sdk_)?retries_total(?:\{[^}]*\})?\s+([0-9.eE+-]+)$", re.M)
+RETRY_FAMILIES = ("nodeflow_cloud_api_sdk_retries", "nodeflow_cloud_api_retries")  # botocore's, the gateway's
 
 
 def replica_of(identity: str) -> str:
@@ -42,7 +40,7 @@ def replica_of(identity: str) -> str:
 def cloud_retries(metrics_text: str) -> float:
     """EC2 requests a worker sent again, from its Prometheus text page: botocore's retries
     (`nodeflow_cloud_api_sdk_retries_total`) and the gateway's (`nodeflow_cloud_api_retries_total`), every label set."""
-    return sum(float(m) for m in _RETRIES.findall(metrics_text))
+    return sum(sum(totals(metrics_text, family, ()).values()) for family in RETRY_FAMILIES)
 
 
 @dataclass
@@ -187,9 +185,9 @@ class Replicas:
         for r in self.all.values():
             if not r.alive():
                 continue
-            url = f"http://127.0.0.1:{r.metrics_port}/metrics"
-            with contextlib.suppress(OSError, ValueError), urllib.request.urlopen(url, timeout=2) as resp:
-                r.retries_now = cloud_retries(resp.read().decode())
+            text = read(r.metrics_port, attempts=1, timeout=2.0)  # a missed scrape keeps the last reading
+            if text is not None:
+                r.retries_now = cloud_retries(text)
 
     def cloud_retries(self) -> float:
         return sum(r.retries_before + r.retries_now for r in self.all.values())
@@ -229,7 +227,7 @@ class ReplicaWorld(World):
     def worker_alive(self) -> bool:
         return self.replicas.any_alive()
 
-    def stop(self) -> None:
+    def stop_worker(self) -> None:
+        """Every replica (World.stop calls this before it stops the rest of the stack)."""
         self.replicas.stop()
         self.worker = None
-        super().stop()

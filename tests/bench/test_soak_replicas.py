@@ -24,9 +24,11 @@ def test_both_retry_counters_are_summed_over_their_label_sets_and_nothing_else()
         "# TYPE nodeflow_cloud_api_retries_total counter",
         'nodeflow_cloud_api_retries_total{kind="throttled",operation="CreateFleet"} 3.0',
         'nodeflow_cloud_api_retries_total{kind="throttled",operation="TerminateInstances"} 2.0',
+        "# TYPE nodeflow_cloud_api_sdk_retries_total counter",
         'nodeflow_cloud_api_sdk_retries_total{operation="CreateFleet"} 4.0',
         'nodeflow_cloud_api_retries_created{kind="throttled"} 1.7e9',
-        'nodeflow_cloud_api_errors_total{kind="throttled"} 9.0'])
+        "# TYPE nodeflow_cloud_api_errors_total counter",
+        'nodeflow_cloud_api_errors_total{kind="throttled"} 9.0']) + "\n"
     assert cloud_retries(page) == 9.0
     assert cloud_retries("") == 0.0
 
