@@ -6,6 +6,6 @@ demo: setup
 	.venv/bin/nodeflow demo
 test:
 	./scripts/setup.sh
-	.venv/bin/python -m pytest -q -n 2 --dist loadgroup
+	.venv/bin/python -m pytest -q -n 4 --dist loadgroup
 lint: setup
 	.venv/bin/ruff check .

@@ -22,7 +22,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for_port(port: int, timeout: float = 30.0, proc: subprocess.Popen | None = None) -> None:
+def wait_for_port(port: int, timeout: float = 90.0, proc: subprocess.Popen | None = None) -> None:
+    """Wait until a server we started listens. A server that exits fails at once, so the bound only matters for one
+    that hangs: it is long because the test suite's four workers start their servers at once on two cores (moto
+    once took over 20 s there, at load 19)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -48,7 +51,7 @@ class ManagedProcess:
     def command(self) -> list[str]:
         raise NotImplementedError
 
-    def start(self, timeout: float = 30.0) -> None:
+    def start(self, timeout: float = 90.0) -> None:
         log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True, env=self.environment())

@@ -66,7 +66,7 @@ def test_a_pod_needs_a_node_of_its_own_in_its_arms_pool() -> None:
 
 def test_tiny_run_measures_both_arms_against_the_refused_family() -> None:
     pods, latency = 2, 0.2
-    result = main(["--pods", str(pods), "--ec2-latency-ms", str(latency * 1000), "--launch-seconds", "10",
+    result = main(["--pods", str(pods), "--ec2-latency-ms", str(latency * 1000), "--launch-seconds", "4",
                    "--timeout", "120"])
     assert result["icedTypes"] == ["t3.medium", "t3.large"]
     assert len(result["loadAverage"]["start"]) == 3 and len(result["loadAverage"]["end"]) == 3

@@ -33,7 +33,7 @@ def moto_endpoint() -> Iterator[str]:
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for_port(port)
+        wait_for_port(port, proc=proc)
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.kill()  # its state is in memory only; SIGTERM made moto tear it down for 3-5 s
@@ -61,7 +61,7 @@ def own_moto_endpoint() -> Iterator[str]:
     proc = subprocess.Popen([sys.executable, "-m", "devstack.moto_fleet", "-H", "127.0.0.1", "-p", str(port)],
                             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for_port(port)
+        wait_for_port(port, proc=proc)
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.kill()
