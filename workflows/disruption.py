@@ -288,8 +288,10 @@ class DisruptionWorkflow:
                                                     (EventReason.DISRUPTION_WAITING_READINESS,
                                                      events.WAITING_READINESS))], None)
 
-        self._set_phase(DisruptionPhase.WAITING_READY)
+        # the deadline first: the phase's details name it ("ready by ..."); set after, they lacked it until the
+        # first readiness poll came back (a query under load read that). No command either way: replay-safe.
         self._deadline = workflow.now() + timedelta(seconds=s.ready_timeout_seconds)
+        self._set_phase(DisruptionPhase.WAITING_READY)
         while True:
             started = workflow.now()
             wait = max(min(s.ready_poll_seconds, (self._deadline - started).total_seconds()), 0.0)
