@@ -16,11 +16,12 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from kubernetes.client.rest import ApiException
 from temporalio import activity
 
+from activities.cached_copies import CacheReads, deleting_copy
 from activities.events import recorder_for
 from activities.termination_markers import TerminationMarkerActivities
 from api import events, labels
@@ -55,14 +56,6 @@ from telemetry import metrics
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-
-class CacheReads(Protocol):
-    """The worker's watch cache as `prepare` reads it (runtime/cache_reads.py); None: not cached, or not synced."""
-
-    def get(self, kind: str, name: str) -> Obj | None: ...
-
-    def node_pods(self, node: str) -> list[Obj] | None: ...
 
 
 BACKOFF_START = 0.1
@@ -132,15 +125,14 @@ class KubeActivities:
     async def prepare(self, inp: PrepareInput) -> PrepareResult:
         """Find the NodeClaim, mirror a deletion onto its counterpart, taint the node, list its pods."""
         node, claim, from_cache = await self._read_machine(inp)
-        if claim is not None:
-            await self._own_machine(claim)
+        answered = await self._own_machine(claim) if claim is not None else None
         node_del = rules.deletion_time(node) if node else None
         claim_del = rules.deletion_time(claim) if claim else None
         since = min([d for d in (node_del, claim_del) if d is not None], default=inp.started_at)
         # the claim's side and the node's side write different objects: at once, so a prepare waits for its
         # requests in two short chains instead of one long one (in a burst each waits behind every other node's)
         marked, (pods, attachments) = await asyncio.gather(
-            self._prepare_claim(inp, node, claim, node_del is not None and claim_del is None, since),
+            self._prepare_claim(inp, node, answered or claim, node_del is not None and claim_del is None, since),
             self._prepare_node(inp, node, claim_del is not None and node_del is None, from_cache))
         claim_spec = (claim or {}).get("spec") or {}
         claim_ann = ((claim or {}).get("metadata") or {}).get("annotations") or {}
@@ -166,16 +158,18 @@ class KubeActivities:
 
     async def _prepare_claim(self, inp: PrepareInput, node: Obj | None, claim: Obj | None, mirror: bool,
                              since: datetime | None) -> bool:
-        """The cascade's NodeClaim deletion, then its markers (True: marked)."""
+        """The cascade's NodeClaim deletion, then its markers (True: marked), each write from the claim as the API
+        server last answered it (`claim`: ownership's PATCH; then the DELETE's answer) rather than a fresh read."""
         if claim is None:
             return False
+        name = claim["metadata"]["name"]
+        current: Obj | None = claim
         if inp.cascade and mirror:
-            await self._io(self.kube.delete_node_claim, claim["metadata"]["name"])
+            _, current = await self._io(self.kube.delete_node_claim_answer, name)  # None: read it afresh
         if not (inp.mark_claim and node is not None and node_ready(node) is not False):
             return False
-        # a fresh read: taking ownership and the cascade's delete just changed the claim
         return await self._io(self.markers.mark_now, TerminationMarkersInput(
-            node_claim_name=claim["metadata"]["name"], drained=DrainedStatus.DRAINING, since=since))
+            node_claim_name=name, drained=DrainedStatus.DRAINING, since=since), current)
 
     async def _prepare_node(self, inp: PrepareInput, node: Obj | None, mirror: bool,
                             from_cache: bool) -> tuple[list[PodState], int | None]:
@@ -209,14 +203,16 @@ class KubeActivities:
         node = await self._io(self.kube.get_node, inp.node_name)
         return node, await self._find_claim(inp, node), False
 
-    async def _own_machine(self, claim: Obj) -> None:
+    async def _own_machine(self, claim: Obj) -> Obj | None:
         """Mark the NodeClaim with this workflow's id, so every later path to the same machine joins this
-        termination (the deletion watcher reads it) instead of starting a second one."""
+        termination (the deletion watcher reads it) instead of starting a second one. Returns the claim as now
+        stored (None: gone), where the claim's next write starts."""
         mine = activity.info().workflow_id
-        held = await self._io(self.kube.claim_annotation, claim["metadata"]["name"],
-                              labels.TERMINATION_WORKFLOW_ANNOTATION, mine, current=claim)
+        held, now = await self._io(self.kube.annotate_claim, claim["metadata"]["name"],
+                                   labels.TERMINATION_WORKFLOW_ANNOTATION, mine, current=claim)
         if held is not None and held != mine:
             log.warning("nodeclaim %s is owned by termination %s, not %s", claim["metadata"]["name"], held, mine)
+        return now
 
     async def _find_claim(self, inp: PrepareInput, node: Obj | None) -> Obj | None:
         if inp.node_claim_name:
@@ -238,9 +234,9 @@ class KubeActivities:
         while True:
             activity.heartbeat(run.beat)
             now = datetime.now(UTC)
-            pods = await self._io(self.kube.list_node_pods, inp.node_name)
-            waiting = [p for p in pods if rules.is_waiting_eviction(p, now)]
-            if not waiting and inp.drained_not_before is not None and now < inp.drained_not_before:
+            early = inp.drained_not_before is not None and now < inp.drained_not_before  # drained only after a hold
+            waiting = await self._waiting_pods(inp.node_name, now, confirm=not early)
+            if not waiting and early:
                 if inp.return_by is not None and now >= inp.return_by:  # the workflow's window ends first
                     return DrainResult(drained=False, evicted=run.evicted, deleted=len(run.deleted))
                 await self._hold_to_minimum(inp, run)
@@ -284,6 +280,19 @@ class KubeActivities:
             due = rules.next_deadline_delete(waiting, inp.deadline, now) if inp.deadline_deletes else None
             await asyncio.sleep(self._next_wait(inp, run, changed, now, due))
 
+    async def _waiting_pods(self, node: str, now: datetime, confirm: bool = True) -> list[Obj]:
+        """The node's pods waiting for eviction, as a round sees them: from the watch cache's pods by node, as
+        Karpenter's terminator reads its informer, so a round costs no LIST; from a LIST when the cache has not synced,
+        and (`confirm`) a LIST confirms a "none left" that would count the node drained (a pod bound a moment ago may
+        not be cached yet). Evictions stay Eviction API calls, so the API server keeps every PDB whatever the copy
+        shows; a copy behind by an eviction is not evicted twice within a second (`_evict_step`)."""
+        cached = self.cached.node_pods(node) if self.cached is not None else None
+        if cached is not None:
+            waiting = [p for p in cached if rules.is_waiting_eviction(p, now)]
+            if waiting or not confirm:
+                return waiting
+        return [p for p in await self._io(self.kube.list_node_pods, node) if rules.is_waiting_eviction(p, now)]
+
     @staticmethod
     async def _hold_to_minimum(inp: DrainInput, run: _DrainRun) -> None:
         """Drained before `drained_not_before` (Karpenter's MinDrainTime): wait until then (or `return_by`, when that
@@ -307,7 +316,7 @@ class KubeActivities:
             changed = st.status != "Terminating"
             st.status, st.pdb = "Terminating", None
             return changed
-        if mono < st.next_at:
+        if mono < st.next_at or st.status == "Evicting":  # evicted (this uid): terminating, whatever a copy shows
             return False
         if rules.completion_held(pod, inp.wait_for_completion):  # drain.jobs Wait: left to finish (§15.8)
             changed = st.status != WAITING_FOR_COMPLETION
@@ -541,8 +550,10 @@ class KubeActivities:
 
     @activity.defn(name="termination.finalize")
     async def finalize(self, inp: FinalizeInput) -> FinalizeResult:
-        """Delete the objects if no one did yet, then remove the Node finalizer, then the NodeClaim's."""
-        node = await self._io(self.kube.get_node, inp.node_name)
+        """Delete the objects if no one did yet, then remove the Node finalizer, then the NodeClaim's. Each object is
+        the watch cache's copy when it shows the deletion (a first attempt: a stale one costs a 409 and a read)."""
+        node = (deleting_copy(self.cached, "Node", inp.node_name)
+                or await self._io(self.kube.get_node, inp.node_name))
         read: Obj | None = node  # the finalizer's first attempt patches what was read (no second GET)
         if node is not None:
             await self._io(self.kube.event, "Node", node, inp.node_name, EventReason.TERMINATED,
@@ -553,7 +564,8 @@ class KubeActivities:
         node_removed = await self._io(self.kube.remove_finalizer, "Node", inp.node_name, current=read)
         claim_removed, claim = False, None
         if inp.node_claim_name:
-            claim = read = await self._io(self.kube.get_node_claim, inp.node_claim_name)
+            claim = read = (deleting_copy(self.cached, "NodeClaim", inp.node_claim_name)
+                            or await self._io(self.kube.get_node_claim, inp.node_claim_name))
             if claim is not None and inp.delete_objects and not rules.deletion_time(claim):
                 await self._io(self.kube.delete_node_claim, inp.node_claim_name)
                 read = None
