@@ -9,6 +9,7 @@ change.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import time
@@ -61,6 +62,11 @@ T = TypeVar("T")
 BACKOFF_START = 0.1
 BACKOFF_MAX = 10.0
 PROGRESS_EVERY = 5.0  # seconds: a changed count of pods left is signalled at most this often (history stays small)
+BEAT_EVERY = 1.0  # seconds between the drain's heartbeats while a round waits for its calls (the SDK throttles them)
+STALL_SECONDS = 60.0  # a round waiting longer than this stops heartbeating: the heartbeat timeout ends the attempt
+# The thread pool a task's blocking calls take: the drains' own (set in `drain`, inherited by its child tasks) or,
+# unset, the activities' shared one.
+_LANE: contextvars.ContextVar[ThreadPoolExecutor | None] = contextvars.ContextVar("kube_lane", default=None)
 
 
 @dataclass
@@ -70,6 +76,7 @@ class _EvictState:
     attempts: int = 0
     status: str = "Waiting"
     pdb: str | None = None
+    evicted: bool = False  # the Eviction API said yes for this uid: it terminates, whatever an older copy shows
 
 
 @dataclass
@@ -88,6 +95,7 @@ class _DrainRun:
     evict_reason: str | None = None  # what Evicted says (the NodeClaim's DisruptionReason), read at the first eviction
     reason_read: asyncio.Lock = field(default_factory=asyncio.Lock)  # the tier's evictions run at once: read it once
     beat: dict[str, Any] = field(default_factory=dict)  # the last round's heartbeat details, repeated between rounds
+    round_at: float = field(default_factory=time.monotonic)  # when the current round began
 
 
 class KubeActivities:
@@ -96,13 +104,15 @@ class KubeActivities:
     def __init__(self, kube: KubeClient, max_threads: int = 32, poll_min: float = 0.2, poll_max: float = 2.0,
                  volume_poll: float = 1.0, progress_every: float = PROGRESS_EVERY,
                  cancel_hold_seconds: float = 1800.0, min_drain_seconds: float | None = None,
-                 cached: CacheReads | None = None) -> None:
+                 cached: CacheReads | None = None, stall_seconds: float = STALL_SECONDS) -> None:
         self.kube = kube
         self.cached = cached  # prepare's Node, NodeClaim and pods, when the cache already shows the deletion
         self.min_drain_seconds = min_drain_seconds  # runtime/settings.py; None: the workflow's MIN_DRAIN_TIME
         self.progress_every = progress_every
         self.cancel_hold_seconds = cancel_hold_seconds  # runtime/settings.py; 0: a cancel holds nothing
         self._pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="kube")
+        self._drain_pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="kube-drain")
+        self.stall_seconds = stall_seconds
         self.poll_min = poll_min
         self.poll_max = poll_max
         self.volume_poll = volume_poll
@@ -117,7 +127,7 @@ class KubeActivities:
 
     async def _io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+        return await loop.run_in_executor(_LANE.get() or self._pool, functools.partial(fn, *args, **kwargs))
 
     # ---- prepare -------------------------------------------------------------------------------------
 
@@ -229,9 +239,28 @@ class KubeActivities:
     @activity.defn(name="termination.drain")
     async def drain(self, inp: DrainInput) -> DrainResult:
         """Evict tier by tier until the node is drained or `return_by` passes; heartbeats each round. With
-        `deadline_deletes` (Karpenter v1.15) each round first deletes the pods due at the deadline, from any tier."""
+        `deadline_deletes` (Karpenter v1.15) each round first deletes the pods due at the deadline, from any tier.
+
+        Its blocking calls take the drains' own threads (`_LANE`), so in a burst they do not wait behind every other
+        node's `prepare`; and it heartbeats while a round waits for them, up to `stall_seconds` (a round stuck
+        longer, e.g. a hung connection, lets the heartbeat time out and the drain run again)."""
         run = _DrainRun(poll=self.poll_min)
+        _LANE.set(self._drain_pool)
+        beating = asyncio.create_task(self._beat_while_waiting(run))
+        try:
+            return await self._drain_rounds(inp, run)
+        finally:
+            beating.cancel()
+
+    async def _beat_while_waiting(self, run: _DrainRun) -> None:
         while True:
+            await asyncio.sleep(BEAT_EVERY)
+            if time.monotonic() - run.round_at < self.stall_seconds:
+                activity.heartbeat(run.beat)
+
+    async def _drain_rounds(self, inp: DrainInput, run: _DrainRun) -> DrainResult:
+        while True:
+            run.round_at = time.monotonic()
             activity.heartbeat(run.beat)
             now = datetime.now(UTC)
             early = inp.drained_not_before is not None and now < inp.drained_not_before  # drained only after a hold
@@ -316,7 +345,7 @@ class KubeActivities:
             changed = st.status != "Terminating"
             st.status, st.pdb = "Terminating", None
             return changed
-        if mono < st.next_at or st.status == "Evicting":  # evicted (this uid): terminating, whatever a copy shows
+        if mono < st.next_at or st.evicted:
             return False
         if rules.completion_held(pod, inp.wait_for_completion):  # drain.jobs Wait: left to finish (§15.8)
             changed = st.status != WAITING_FOR_COMPLETION
@@ -333,7 +362,7 @@ class KubeActivities:
         if answer.outcome is Eviction.EVICTED:
             km.PODS_DRAINED.labels(reason=km.snake(inp.reason)).inc()
             run.evicted += 1
-            st.status, st.pdb, st.next_at = "Evicting", None, mono + 1.0
+            st.status, st.pdb, st.next_at, st.evicted = "Evicting", None, mono + 1.0, True
             async with run.reason_read:  # read once per drain, at its first eviction
                 if run.evict_reason is None:
                     run.evict_reason = await self._io(self._eviction_reason, inp.node_name, inp.node_claim_name)
