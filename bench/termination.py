@@ -8,8 +8,10 @@ until the last of the benchmark's Nodes and NodeClaims is gone, history events p
 (bench/termination_histories.py), the first drain's lag after the DELETE, CPU per node of the worker (by thread),
 Temporal, moto and the simulator, API requests per node by verb, the worker's peak memory, evictions and PDB
 violations from the simulator's ledger. `--worker-root DIR` runs the worker from another tree (A/B against an older
-commit's export), `--profile PATH` writes the worker's cProfile. Goals at 1,000 nodes (docs/benchmarks.md): last
-finalizer <= 60 s, <= 22 events and <= 40 worker CPU-ms per node, every drain started within 2 s.
+commit's export), `--profile PATH` writes the worker's cProfile, `--unregistered` loads NodeClaims without their
+Launched/Registered conditions (the objects of the rounds before 2026-11-29's third). Goals at 1,000 nodes
+(docs/benchmarks.md): last finalizer <= 60 s, <= 22 events and <= 40 worker CPU-ms per node, every drain started
+within 2 s.
 """
 
 from __future__ import annotations
