@@ -22,7 +22,14 @@ from contracts.termination import (
     TerminationInput,
     TerminationPhase,
 )
-from workflows.termination import COMPLETION_WAIT_PATCH, DRAIN_HEARTBEAT_PATCH, TerminationWorkflow, workflow_id
+from workflows.termination import (
+    COMPLETION_WAIT_PATCH,
+    DRAIN_HEARTBEAT,
+    DRAIN_HEARTBEAT_PATCH,
+    HEARTBEAT,
+    TerminationWorkflow,
+    workflow_id,
+)
 
 JOB = PodState(namespace="batch", name="report-1", runs_to_completion=True)
 
@@ -36,6 +43,7 @@ class JobNode:
     evicted_at: datetime | None = None
     finished_at: datetime | None = None
     started: datetime | None = None
+    heartbeat_timeouts: list[timedelta] = field(default_factory=list)  # of the drain activities the history scheduled
 
     def activities(self, clock: object) -> list:
         node = self
@@ -74,6 +82,10 @@ async def _run(ts_env, node: JobNode, wait: CompletionWait | None, grace: timede
         handle = await ts_env.client.start_workflow(TerminationWorkflow.run, inp, id=workflow_id(uid), task_queue=tq)
         result = await handle.result()
         history = await handle.fetch_history()
+    scheduled = [e.activity_task_scheduled_event_attributes for e in history.events
+                 if e.HasField("activity_task_scheduled_event_attributes")]
+    node.heartbeat_timeouts = [a.heartbeat_timeout.ToTimedelta() for a in scheduled
+                               if a.activity_type.name == "termination.drain"]
     markers = [e.marker_recorded_event_attributes for e in history.events
                if e.HasField("marker_recorded_event_attributes")]
     # the one marker stands for the completion-wait patch too: whether the hold applies is the input's
@@ -112,4 +124,6 @@ async def test_without_a_completion_wait_the_job_pod_is_evicted_at_once(ts_env) 
     node = JobNode(run_for=timedelta(minutes=14))
     result, patched = await _run(ts_env, node, None)
     assert result.pods_evicted == 1 and node.evicted_at == node.started and patched == {DRAIN_HEARTBEAT_PATCH}
+    # a new execution gives its drain the burst-proof heartbeat timeout (decisions §2); older histories keep 5 s
+    assert node.heartbeat_timeouts == [DRAIN_HEARTBEAT] and DRAIN_HEARTBEAT > HEARTBEAT
     assert [waiting for _, waiting, _ in node.drains] == [False]  # MinDrainTime (§9.5) is the activity's wait
