@@ -20,6 +20,7 @@ from kubernetes.client.rest import ApiException
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.cached_copies import CacheReads, deleting_copy
 from api.events import EventReason
 from api.provider_id import instance_id_from_provider_id
 from contracts.errors import ErrorType
@@ -40,9 +41,10 @@ class CloudActivities:
     """Activities over the cloud provider (blocking calls in a private thread pool)."""
 
     def __init__(self, ec2: CloudProvider | Any, max_threads: int = 16, poll: float = 0.5,
-                 kube: KubeClient | None = None) -> None:
+                 kube: KubeClient | None = None, cached: CacheReads | None = None) -> None:
         self.ec2 = cloud_provider(ec2)
         self.kube = kube  # marks the NodeClaim InstanceTerminating (docs/semantics.md §18); None: not marked
+        self.cached = cached  # the claim's first attempt for that mark, when the cache shows it deleting
         self.poll = poll
         self._pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="ec2")
 
@@ -143,7 +145,8 @@ class CloudActivities:
         if self.kube is None or not claim:
             return
         try:
-            self.kube.update("NodeClaim", claim, instance_terminating(datetime.now(UTC)), status=True)
+            self.kube.update("NodeClaim", claim, instance_terminating(datetime.now(UTC)), status=True,
+                             current=deleting_copy(self.cached, "NodeClaim", claim))
         except (ApiException, Conflict) as exc:
             log.warning("NodeClaim %s: InstanceTerminating not written: %s", claim, exc)
 

@@ -9,6 +9,7 @@ change.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import time
@@ -16,11 +17,12 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from kubernetes.client.rest import ApiException
 from temporalio import activity
 
+from activities.cached_copies import CacheReads, deleting_copy
 from activities.events import recorder_for
 from activities.termination_markers import TerminationMarkerActivities
 from api import events, labels
@@ -57,17 +59,14 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class CacheReads(Protocol):
-    """The worker's watch cache as `prepare` reads it (runtime/cache_reads.py); None: not cached, or not synced."""
-
-    def get(self, kind: str, name: str) -> Obj | None: ...
-
-    def node_pods(self, node: str) -> list[Obj] | None: ...
-
-
 BACKOFF_START = 0.1
 BACKOFF_MAX = 10.0
 PROGRESS_EVERY = 5.0  # seconds: a changed count of pods left is signalled at most this often (history stays small)
+BEAT_EVERY = 1.0  # seconds between the drain's heartbeats while a round waits for its calls (the SDK throttles them)
+STALL_SECONDS = 60.0  # a round waiting longer than this stops heartbeating: the heartbeat timeout ends the attempt
+# The thread pool a task's blocking calls take: the drains' own (set in `drain`, inherited by its child tasks) or,
+# unset, the activities' shared one.
+_LANE: contextvars.ContextVar[ThreadPoolExecutor | None] = contextvars.ContextVar("kube_lane", default=None)
 
 
 @dataclass
@@ -77,6 +76,7 @@ class _EvictState:
     attempts: int = 0
     status: str = "Waiting"
     pdb: str | None = None
+    evicted: bool = False  # the Eviction API said yes for this uid: it terminates, whatever an older copy shows
 
 
 @dataclass
@@ -95,6 +95,7 @@ class _DrainRun:
     evict_reason: str | None = None  # what Evicted says (the NodeClaim's DisruptionReason), read at the first eviction
     reason_read: asyncio.Lock = field(default_factory=asyncio.Lock)  # the tier's evictions run at once: read it once
     beat: dict[str, Any] = field(default_factory=dict)  # the last round's heartbeat details, repeated between rounds
+    round_at: float = field(default_factory=time.monotonic)  # when the current round began
 
 
 class KubeActivities:
@@ -103,13 +104,15 @@ class KubeActivities:
     def __init__(self, kube: KubeClient, max_threads: int = 32, poll_min: float = 0.2, poll_max: float = 2.0,
                  volume_poll: float = 1.0, progress_every: float = PROGRESS_EVERY,
                  cancel_hold_seconds: float = 1800.0, min_drain_seconds: float | None = None,
-                 cached: CacheReads | None = None) -> None:
+                 cached: CacheReads | None = None, stall_seconds: float = STALL_SECONDS) -> None:
         self.kube = kube
         self.cached = cached  # prepare's Node, NodeClaim and pods, when the cache already shows the deletion
         self.min_drain_seconds = min_drain_seconds  # runtime/settings.py; None: the workflow's MIN_DRAIN_TIME
         self.progress_every = progress_every
         self.cancel_hold_seconds = cancel_hold_seconds  # runtime/settings.py; 0: a cancel holds nothing
         self._pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="kube")
+        self._drain_pool = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="kube-drain")
+        self.stall_seconds = stall_seconds
         self.poll_min = poll_min
         self.poll_max = poll_max
         self.volume_poll = volume_poll
@@ -124,7 +127,7 @@ class KubeActivities:
 
     async def _io(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(fn, *args, **kwargs))
+        return await loop.run_in_executor(_LANE.get() or self._pool, functools.partial(fn, *args, **kwargs))
 
     # ---- prepare -------------------------------------------------------------------------------------
 
@@ -132,15 +135,14 @@ class KubeActivities:
     async def prepare(self, inp: PrepareInput) -> PrepareResult:
         """Find the NodeClaim, mirror a deletion onto its counterpart, taint the node, list its pods."""
         node, claim, from_cache = await self._read_machine(inp)
-        if claim is not None:
-            await self._own_machine(claim)
+        answered = await self._own_machine(claim) if claim is not None else None
         node_del = rules.deletion_time(node) if node else None
         claim_del = rules.deletion_time(claim) if claim else None
         since = min([d for d in (node_del, claim_del) if d is not None], default=inp.started_at)
         # the claim's side and the node's side write different objects: at once, so a prepare waits for its
         # requests in two short chains instead of one long one (in a burst each waits behind every other node's)
         marked, (pods, attachments) = await asyncio.gather(
-            self._prepare_claim(inp, node, claim, node_del is not None and claim_del is None, since),
+            self._prepare_claim(inp, node, answered or claim, node_del is not None and claim_del is None, since),
             self._prepare_node(inp, node, claim_del is not None and node_del is None, from_cache))
         claim_spec = (claim or {}).get("spec") or {}
         claim_ann = ((claim or {}).get("metadata") or {}).get("annotations") or {}
@@ -166,16 +168,18 @@ class KubeActivities:
 
     async def _prepare_claim(self, inp: PrepareInput, node: Obj | None, claim: Obj | None, mirror: bool,
                              since: datetime | None) -> bool:
-        """The cascade's NodeClaim deletion, then its markers (True: marked)."""
+        """The cascade's NodeClaim deletion, then its markers (True: marked), each write from the claim as the API
+        server last answered it (`claim`: ownership's PATCH; then the DELETE's answer) rather than a fresh read."""
         if claim is None:
             return False
+        name = claim["metadata"]["name"]
+        current: Obj | None = claim
         if inp.cascade and mirror:
-            await self._io(self.kube.delete_node_claim, claim["metadata"]["name"])
+            _, current = await self._io(self.kube.delete_node_claim_answer, name)  # None: read it afresh
         if not (inp.mark_claim and node is not None and node_ready(node) is not False):
             return False
-        # a fresh read: taking ownership and the cascade's delete just changed the claim
         return await self._io(self.markers.mark_now, TerminationMarkersInput(
-            node_claim_name=claim["metadata"]["name"], drained=DrainedStatus.DRAINING, since=since))
+            node_claim_name=name, drained=DrainedStatus.DRAINING, since=since), current)
 
     async def _prepare_node(self, inp: PrepareInput, node: Obj | None, mirror: bool,
                             from_cache: bool) -> tuple[list[PodState], int | None]:
@@ -209,14 +213,16 @@ class KubeActivities:
         node = await self._io(self.kube.get_node, inp.node_name)
         return node, await self._find_claim(inp, node), False
 
-    async def _own_machine(self, claim: Obj) -> None:
+    async def _own_machine(self, claim: Obj) -> Obj | None:
         """Mark the NodeClaim with this workflow's id, so every later path to the same machine joins this
-        termination (the deletion watcher reads it) instead of starting a second one."""
+        termination (the deletion watcher reads it) instead of starting a second one. Returns the claim as now
+        stored (None: gone), where the claim's next write starts."""
         mine = activity.info().workflow_id
-        held = await self._io(self.kube.claim_annotation, claim["metadata"]["name"],
-                              labels.TERMINATION_WORKFLOW_ANNOTATION, mine, current=claim)
+        held, now = await self._io(self.kube.annotate_claim, claim["metadata"]["name"],
+                                   labels.TERMINATION_WORKFLOW_ANNOTATION, mine, current=claim)
         if held is not None and held != mine:
             log.warning("nodeclaim %s is owned by termination %s, not %s", claim["metadata"]["name"], held, mine)
+        return now
 
     async def _find_claim(self, inp: PrepareInput, node: Obj | None) -> Obj | None:
         if inp.node_claim_name:
@@ -233,14 +239,33 @@ class KubeActivities:
     @activity.defn(name="termination.drain")
     async def drain(self, inp: DrainInput) -> DrainResult:
         """Evict tier by tier until the node is drained or `return_by` passes; heartbeats each round. With
-        `deadline_deletes` (Karpenter v1.15) each round first deletes the pods due at the deadline, from any tier."""
+        `deadline_deletes` (Karpenter v1.15) each round first deletes the pods due at the deadline, from any tier.
+
+        Its blocking calls take the drains' own threads (`_LANE`), so in a burst they do not wait behind every other
+        node's `prepare`; and it heartbeats while a round waits for them, up to `stall_seconds` (a round stuck
+        longer, e.g. a hung connection, lets the heartbeat time out and the drain run again)."""
         run = _DrainRun(poll=self.poll_min)
+        _LANE.set(self._drain_pool)
+        beating = asyncio.create_task(self._beat_while_waiting(run))
+        try:
+            return await self._drain_rounds(inp, run)
+        finally:
+            beating.cancel()
+
+    async def _beat_while_waiting(self, run: _DrainRun) -> None:
         while True:
+            await asyncio.sleep(BEAT_EVERY)
+            if time.monotonic() - run.round_at < self.stall_seconds:
+                activity.heartbeat(run.beat)
+
+    async def _drain_rounds(self, inp: DrainInput, run: _DrainRun) -> DrainResult:
+        while True:
+            run.round_at = time.monotonic()
             activity.heartbeat(run.beat)
             now = datetime.now(UTC)
-            pods = await self._io(self.kube.list_node_pods, inp.node_name)
-            waiting = [p for p in pods if rules.is_waiting_eviction(p, now)]
-            if not waiting and inp.drained_not_before is not None and now < inp.drained_not_before:
+            early = inp.drained_not_before is not None and now < inp.drained_not_before  # drained only after a hold
+            waiting = await self._waiting_pods(inp.node_name, now, confirm=not early)
+            if not waiting and early:
                 if inp.return_by is not None and now >= inp.return_by:  # the workflow's window ends first
                     return DrainResult(drained=False, evicted=run.evicted, deleted=len(run.deleted))
                 await self._hold_to_minimum(inp, run)
@@ -284,6 +309,19 @@ class KubeActivities:
             due = rules.next_deadline_delete(waiting, inp.deadline, now) if inp.deadline_deletes else None
             await asyncio.sleep(self._next_wait(inp, run, changed, now, due))
 
+    async def _waiting_pods(self, node: str, now: datetime, confirm: bool = True) -> list[Obj]:
+        """The node's pods waiting for eviction, as a round sees them: from the watch cache's pods by node, as
+        Karpenter's terminator reads its informer, so a round costs no LIST; from a LIST when the cache has not synced,
+        and (`confirm`) a LIST confirms a "none left" that would count the node drained (a pod bound a moment ago may
+        not be cached yet). Evictions stay Eviction API calls, so the API server keeps every PDB whatever the copy
+        shows; a copy behind by an eviction is not evicted twice within a second (`_evict_step`)."""
+        cached = self.cached.node_pods(node) if self.cached is not None else None
+        if cached is not None:
+            waiting = [p for p in cached if rules.is_waiting_eviction(p, now)]
+            if waiting or not confirm:
+                return waiting
+        return [p for p in await self._io(self.kube.list_node_pods, node) if rules.is_waiting_eviction(p, now)]
+
     @staticmethod
     async def _hold_to_minimum(inp: DrainInput, run: _DrainRun) -> None:
         """Drained before `drained_not_before` (Karpenter's MinDrainTime): wait until then (or `return_by`, when that
@@ -307,7 +345,7 @@ class KubeActivities:
             changed = st.status != "Terminating"
             st.status, st.pdb = "Terminating", None
             return changed
-        if mono < st.next_at:
+        if mono < st.next_at or st.evicted:
             return False
         if rules.completion_held(pod, inp.wait_for_completion):  # drain.jobs Wait: left to finish (§15.8)
             changed = st.status != WAITING_FOR_COMPLETION
@@ -324,7 +362,7 @@ class KubeActivities:
         if answer.outcome is Eviction.EVICTED:
             km.PODS_DRAINED.labels(reason=km.snake(inp.reason)).inc()
             run.evicted += 1
-            st.status, st.pdb, st.next_at = "Evicting", None, mono + 1.0
+            st.status, st.pdb, st.next_at, st.evicted = "Evicting", None, mono + 1.0, True
             async with run.reason_read:  # read once per drain, at its first eviction
                 if run.evict_reason is None:
                     run.evict_reason = await self._io(self._eviction_reason, inp.node_name, inp.node_claim_name)
@@ -541,8 +579,10 @@ class KubeActivities:
 
     @activity.defn(name="termination.finalize")
     async def finalize(self, inp: FinalizeInput) -> FinalizeResult:
-        """Delete the objects if no one did yet, then remove the Node finalizer, then the NodeClaim's."""
-        node = await self._io(self.kube.get_node, inp.node_name)
+        """Delete the objects if no one did yet, then remove the Node finalizer, then the NodeClaim's. Each object is
+        the watch cache's copy when it shows the deletion (a first attempt: a stale one costs a 409 and a read)."""
+        node = (deleting_copy(self.cached, "Node", inp.node_name)
+                or await self._io(self.kube.get_node, inp.node_name))
         read: Obj | None = node  # the finalizer's first attempt patches what was read (no second GET)
         if node is not None:
             await self._io(self.kube.event, "Node", node, inp.node_name, EventReason.TERMINATED,
@@ -553,7 +593,8 @@ class KubeActivities:
         node_removed = await self._io(self.kube.remove_finalizer, "Node", inp.node_name, current=read)
         claim_removed, claim = False, None
         if inp.node_claim_name:
-            claim = read = await self._io(self.kube.get_node_claim, inp.node_claim_name)
+            claim = read = (deleting_copy(self.cached, "NodeClaim", inp.node_claim_name)
+                            or await self._io(self.kube.get_node_claim, inp.node_claim_name))
             if claim is not None and inp.delete_objects and not rules.deletion_time(claim):
                 await self._io(self.kube.delete_node_claim, inp.node_claim_name)
                 read = None

@@ -16,6 +16,7 @@ from typing import Any
 from kubernetes.client.rest import ApiException
 from temporalio import activity
 
+from activities.cached_copies import CacheReads, deleting_copy
 from activities.events import recorder_for
 from api import events, labels
 from api.duration import parse_optional_duration
@@ -58,43 +59,60 @@ def with_drained(conditions: list[Obj], status: DrainedStatus, now: datetime) ->
 class TerminationMarkerActivities:
     """Writes the termination markers on NodeClaims through the Kubernetes gateway."""
 
-    def __init__(self, kube: KubeClient) -> None:
+    def __init__(self, kube: KubeClient, cached: CacheReads | None = None) -> None:
         self.kube = kube
+        self.cached = cached  # the claim's first attempt, when the watch cache shows it deleting (cached_copies.py)
 
     @activity.defn(name="termination.mark_nodeclaim")
     async def mark_nodeclaim(self, inp: TerminationMarkersInput) -> bool:
         """Annotation (first call only writes it) and `Drained` condition; False when the claim is gone."""
-        return await asyncio.to_thread(self._best_effort, self._mark, inp)
+        current = deleting_copy(self.cached, "NodeClaim", inp.node_claim_name)
+        return await asyncio.to_thread(self._best_effort, self._mark, inp, current)
 
-    def _best_effort(self, fn: Callable[[TerminationMarkersInput], bool], inp: TerminationMarkersInput) -> bool:
+    def _best_effort(self, fn: Callable[[TerminationMarkersInput, Obj | None], bool], inp: TerminationMarkersInput,
+                     current: Obj | None = None) -> bool:
         try:
-            return fn(inp)
+            return fn(inp, current)
         except ApiException as exc:
             if exc.status not in PERMANENT:
                 raise
             log.warning("markers of NodeClaim %s not written: %s %s", inp.node_claim_name, exc.status, exc.reason)
             return False
 
-    def mark_now(self, inp: TerminationMarkersInput) -> bool:
-        """What the activity does, called from another activity's thread (prepare); True: the claim is marked."""
-        return self._best_effort(self._mark, inp)
+    def mark_now(self, inp: TerminationMarkersInput, current: Obj | None = None) -> bool:
+        """What the activity does, called from another activity's thread (prepare, with the claim as the API server
+        last answered it: no fresh read); True: the claim is marked."""
+        return self._best_effort(self._mark, inp, current)
 
-    def _mark(self, inp: TerminationMarkersInput) -> bool:
-        claim = self.kube.get_node_claim(inp.node_claim_name)
+    def _mark(self, inp: TerminationMarkersInput, current: Obj | None = None) -> bool:
+        """Each write starts from the claim as last answered (`current`, then the annotation PATCH's answer); a
+        stale copy costs a 409 and a fresh read (resourceVersion), and the timestamp is computed again from it."""
+        claim = current or self.kube.get_node_claim(inp.node_claim_name)
         if claim is None:
             return False
-        stamp = termination_timestamp(claim, inp.since)
         held = ((claim.get("metadata") or {}).get("annotations") or {}).get(labels.TERMINATION_TIMESTAMP_ANNOTATION)
-        unchanged: Obj | None = claim  # what the condition's first attempt patches, unless the annotation changed it
-        if stamp is not None:
-            held = self.kube.claim_annotation(inp.node_claim_name, labels.TERMINATION_TIMESTAMP_ANNOTATION, stamp,
-                                              current=claim)
-            if held is None:
+        if termination_timestamp(claim, inp.since) is not None:
+            held, claim = self._stamp(inp, claim)
+            if claim is None:
                 return False
-            unchanged = None
         if held:
             self._grace_period_expiring(claim, held)
-        return self._set_drained(inp.node_claim_name, inp.drained, unchanged)
+        return self._set_drained(inp.node_claim_name, inp.drained, claim)
+
+    def _stamp(self, inp: TerminationMarkersInput, claim: Obj) -> tuple[str, Obj | None]:
+        """The termination-timestamp annotation, set once; the value it holds ("" none) and the claim as now stored
+        (None: gone)."""
+        stamps: list[str] = []
+        key = labels.TERMINATION_TIMESTAMP_ANNOTATION
+
+        def change(obj: Obj) -> Obj | None:
+            existing = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
+            stamp = existing or termination_timestamp(obj, inp.since)
+            stamps[:] = [stamp or ""]
+            return None if existing or stamp is None else {"metadata": {"annotations": {key: stamp}}}
+
+        outcome, now = self.kube.updated("NodeClaim", inp.node_claim_name, change, current=claim)
+        return ("", None) if outcome is None else (stamps[0], now)
 
     def _grace_period_expiring(self, claim: dict[str, Any], at: str) -> None:
         """Karpenter's TerminationGracePeriodExpiring on the NodeClaim (lifecycle) and its Node (termination), while

@@ -8,8 +8,10 @@ until the last of the benchmark's Nodes and NodeClaims is gone, history events p
 (bench/termination_histories.py), the first drain's lag after the DELETE, CPU per node of the worker (by thread),
 Temporal, moto and the simulator, API requests per node by verb, the worker's peak memory, evictions and PDB
 violations from the simulator's ledger. `--worker-root DIR` runs the worker from another tree (A/B against an older
-commit's export), `--profile PATH` writes the worker's cProfile. Goals at 1,000 nodes (docs/benchmarks.md): last
-finalizer <= 60 s, <= 22 events and <= 40 worker CPU-ms per node, every drain started within 2 s.
+commit's export), `--profile PATH` writes the worker's cProfile, `--unregistered` loads NodeClaims without their
+Launched/Registered conditions (the objects of the rounds before 2026-11-29's third). Goals at 1,000 nodes
+(docs/benchmarks.md): last finalizer <= 60 s, <= 22 events and <= 40 worker CPU-ms per node, every drain started
+within 2 s.
 """
 
 from __future__ import annotations
@@ -153,7 +155,8 @@ async def _bring_up(args: argparse.Namespace, stack: _Stack, moto_port: int) -> 
     nodes = {f"bench-{i:04d}": iid for i, iid in enumerate(stack.ids)}
     pods = [PodSpec(f"app-{i:04d}", name, count=args.pods_per_node, grace=args.pod_grace,
                     controller=args.controllers) for i, name in enumerate(nodes)]
-    stack.sim = Simulator(time_scale=args.time_scale, ready_delay=0.5, objects=cluster_objects(nodes, pods),
+    objects = cluster_objects(nodes, pods, registered=not args.unregistered)
+    stack.sim = Simulator(time_scale=args.time_scale, ready_delay=0.5, objects=objects,
                           tick_seconds=args.tick)
     stack.sim.start()
     stack.worker = _start_worker(args, stack, stack.sim)
@@ -246,7 +249,7 @@ async def _measure(args: argparse.Namespace, stack: _Stack) -> dict[str, Any]:
     api.close()
     return {
         "nodes": args.nodes, "podsPerNode": args.pods_per_node, "controllers": args.controllers,
-        "podGraceSeconds": args.pod_grace,
+        "podGraceSeconds": args.pod_grace, "registeredFixture": not args.unregistered,
         "timeScale": args.time_scale, "cpus": os.cpu_count(),
         "secondsUntilLastFinalizerGone": round(elapsed, 2), "objectsLeft": remaining,
         "nodeClaimsLaunched": launched,
@@ -287,6 +290,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--timeout", type=float, default=180.0)
     p.add_argument("--worker-root", help="run worker.py from this tree (e.g. an export of an older commit: A/B)")
     p.add_argument("--profile", help="write the worker's cProfile stats here (NODEFLOW_PROFILE)")
+    p.add_argument("--unregistered", action="store_true",
+                   help="NodeClaims without their Launched/Registered conditions, as before 2026-11-29's third round "
+                        "(the worker then registers each one in the burst)")
     args = p.parse_args(argv)
     figures = asyncio.run(run(args))
     print(json.dumps(figures, indent=2))

@@ -33,9 +33,12 @@ def _node_class_ref() -> dict[str, str]:
     return {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
 
 
-def _claim_and_node(name: str, iid: str, pool: str, node_grace: str | None) -> list[dict[str, Any]]:
+def _claim_and_node(name: str, iid: str, pool: str, node_grace: str | None,
+                    registered: bool = False) -> list[dict[str, Any]]:
     """NodeClaim `{name}-claim` and Node `name` on EC2 instance `iid`, both holding the termination finalizer
-    so that deleting them starts a termination rather than removing them at once."""
+    so that deleting them starts a termination rather than removing them at once. `registered`: as a running
+    cluster's are, launched, registered and initialized (else the worker's NodeClaim lifecycle registers each
+    claim when its Node's deletion first wakes it: a PATCH or three and an Event a node that no real burst has)."""
     provider = f"aws:///us-east-1a/{iid}"
     node_labels = {labels.NODEPOOL_LABEL: pool, labels.INSTANCE_TYPE_LABEL: "m5.large",
                    labels.CAPACITY_TYPE_LABEL: "on-demand", labels.ZONE_LABEL: "us-east-1a",
@@ -50,6 +53,12 @@ def _claim_and_node(name: str, iid: str, pool: str, node_grace: str | None) -> l
         "spec": claim_spec,
         "status": {"nodeName": name, "providerID": provider},
     }
+    if registered:
+        node_labels[labels.REGISTERED_LABEL] = "true"
+        claim["metadata"]["labels"][labels.REGISTERED_LABEL] = "true"
+        claim["status"]["conditions"] = [{"type": kind, "status": "True", "reason": kind, "message": "",
+                                          "lastTransitionTime": "2026-01-01T00:00:00Z"}
+                                         for kind in ("Launched", "Registered", "Initialized", "Ready")]
     node = {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "uid": str(uuid.uuid4()), "labels": node_labels,
@@ -104,7 +113,8 @@ def _workload(spec: PodSpec) -> list[dict[str, Any]]:
 
 
 def cluster_objects(nodes: dict[str, str], pods: list[PodSpec], pdbs: dict[str, int] | None = None,
-                    pool: str = POOL, node_grace: str | None = None) -> list[dict[str, Any]]:
+                    pool: str = POOL, node_grace: str | None = None,
+                    registered: bool = False) -> list[dict[str, Any]]:
     """NodePool, one NodeClaim + Node per {node name: instance id}, controllers with their pods, PDBs
     (app -> minAvailable). Everything carries the finalizers the watcher would add."""
     objs: list[dict[str, Any]] = [{
@@ -113,7 +123,7 @@ def cluster_objects(nodes: dict[str, str], pods: list[PodSpec], pdbs: dict[str, 
         "spec": {"template": {"spec": {"nodeClassRef": _node_class_ref(), "requirements": []}}},
     }]
     for name, iid in nodes.items():
-        objs += _claim_and_node(name, iid, pool, node_grace)
+        objs += _claim_and_node(name, iid, pool, node_grace, registered)
     for spec in pods:
         objs += _workload(spec)
     for app, min_available in (pdbs or {}).items():

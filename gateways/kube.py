@@ -443,6 +443,12 @@ class KubeClient:
 
         None: the object is gone; False: it already was as wanted; True: patched.
         """
+        return self.updated(kind, name, change, attempts, status, current)[0]
+
+    def updated(self, kind: str, name: str, change: Change, attempts: int = UPDATE_ATTEMPTS,
+                status: bool = False, current: Obj | None = None) -> tuple[bool | None, Obj | None]:
+        """`update`, with the object as it is now stored: the PATCH's answer, or the copy read when nothing needed
+        writing (None when gone). A caller's next write to the object starts from it instead of a fresh GET."""
         get = self.get_node if kind == "Node" else self.get_node_pool if kind == "NodePool" else self.get_node_claim
         patch = self.patch_node if kind == "Node" else (
             (self.patch_node_pool_status if status else self.patch_node_pool) if kind == "NodePool" else
@@ -450,20 +456,27 @@ class KubeClient:
         for _ in range(attempts):
             obj, current = current or get(name), None
             if obj is None:
-                return None
+                return None, None
             body = change(obj)
             if body is None:
-                return False
+                return False, obj
             body.setdefault("metadata", {})["resourceVersion"] = obj["metadata"].get("resourceVersion")
             try:
-                return True if patch(name, body) is not None else None
+                answer = patch(name, body)
             except Conflict:
                 continue
+            return (True, answer) if answer is not None else (None, None)
         raise Conflict(f"could not update {kind} {name}: too many conflicts")
 
     def claim_annotation(self, name: str, key: str, value: str, current: Obj | None = None) -> str | None:
         """Set annotation `key` on a NodeClaim unless it already has one; returns the value it holds now (the
         first writer's), or None when the claim is gone. Safe against concurrent writers (resourceVersion)."""
+        return self.annotate_claim(name, key, value, current)[0]
+
+    def annotate_claim(self, name: str, key: str, value: str,
+                       current: Obj | None = None) -> tuple[str | None, Obj | None]:
+        """`claim_annotation`, with the NodeClaim as it is now stored (the PATCH's answer, or the copy read when it
+        already held the annotation); (None, None) when the claim is gone."""
         held: list[str] = []
 
         def change(obj: Obj) -> Obj | None:
@@ -471,7 +484,8 @@ class KubeClient:
             held[:] = [existing or value]
             return None if existing else {"metadata": {"annotations": {key: value}}}
 
-        return None if self.update("NodeClaim", name, change, current=current) is None else held[0]
+        outcome, claim = self.updated("NodeClaim", name, change, current=current)
+        return (None, None) if outcome is None else (held[0], claim)
 
     def taint(self, name: str, exclude_from_lb: bool = False, now: datetime | None = None,
               current: Obj | None = None) -> bool:
@@ -514,6 +528,20 @@ class KubeClient:
     def delete_node_claim(self, name: str) -> bool:
         return self._delete(lambda: self.custom.delete_cluster_custom_object(*KARPENTER, "nodeclaims", name,
                                                                              _preload_content=False))
+
+    def delete_node_claim_answer(self, name: str) -> tuple[bool, Obj | None]:
+        """`delete_node_claim`, with the NodeClaim the API server answered (a claim held by finalizers, its
+        deletionTimestamp set); None when the answer is not the claim (a Status) or the claim was gone."""
+        try:
+            answer = _json(self.custom.delete_cluster_custom_object(*KARPENTER, "nodeclaims", name,
+                                                                   _preload_content=False))
+        except ApiException as exc:
+            if exc.status == 404:
+                return False, None
+            raise
+        meta = answer.get("metadata") or {}
+        held = answer.get("kind") == "NodeClaim" and meta.get("resourceVersion") and meta.get("deletionTimestamp")
+        return True, answer if held else None
 
     @staticmethod
     def _delete(call: Callable[[], Any]) -> bool:

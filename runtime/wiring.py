@@ -69,13 +69,14 @@ def fleet_activities(deps: Deps) -> list[Callable[..., Any]]:
 
 
 def termination_activities(deps: Deps) -> list[Callable[..., Any]]:
+    cached = CacheReads(deps.cluster) if deps.cluster is not None else None
     return [*KubeActivities(deps.kube, cancel_hold_seconds=deps.settings.cancel_hold_seconds,
-                            min_drain_seconds=deps.settings.min_drain_seconds,
-                            cached=CacheReads(deps.cluster) if deps.cluster is not None else None).all(),
+                            min_drain_seconds=deps.settings.min_drain_seconds, cached=cached).all(),
             # one-instance TerminateInstances/DescribeInstances merged per window (gateways/ec2_batch.py); the
             # window's callers each hold a thread until it closes, so more threads make fuller windows
-            *CloudActivities(BatchedCloud(cloud_provider(deps.ec2)), max_threads=64, kube=deps.kube).all(),
-            *TerminationMarkerActivities(deps.kube).all()]
+            *CloudActivities(BatchedCloud(cloud_provider(deps.ec2)), max_threads=64, kube=deps.kube,
+                             cached=cached).all(),
+            *TerminationMarkerActivities(deps.kube, cached=cached).all()]
 
 
 def disruption_activities(deps: Deps) -> list[Callable[..., Any]]:

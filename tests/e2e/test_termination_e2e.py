@@ -283,7 +283,8 @@ async def test_terminating_nodeclaim_shows_karpenters_markers(
             what="n1-claim marked Drained=Unknown")
         handle = temporal_client.get_workflow_handle_for(TerminationWorkflow.run, workflow_id(uid))
         result = await handle.result()
-        await record_history(handle, "one_patch_marker")  # patches_decided_first.json: the path before it
+        # one_patch_marker.json and patches_decided_first.json: the paths before the drain-heartbeat marker
+        await record_history(handle, "one_patch_marker_drain_heartbeat")
     stamp = claim["metadata"]["annotations"]["karpenter.sh/nodeclaim-termination-timestamp"]
     deleted = claim["metadata"]["deletionTimestamp"]
     assert parse_time(stamp) == parse_time(deleted).replace(microsecond=0) + timedelta(seconds=4), (stamp, deleted)

@@ -22,7 +22,14 @@ from contracts.termination import (
     TerminationInput,
     TerminationPhase,
 )
-from workflows.termination import ALL_PATCHES_PATCH, COMPLETION_WAIT_PATCH, TerminationWorkflow, workflow_id
+from workflows.termination import (
+    COMPLETION_WAIT_PATCH,
+    DRAIN_HEARTBEAT,
+    DRAIN_HEARTBEAT_PATCH,
+    HEARTBEAT,
+    TerminationWorkflow,
+    workflow_id,
+)
 
 JOB = PodState(namespace="batch", name="report-1", runs_to_completion=True)
 
@@ -36,6 +43,7 @@ class JobNode:
     evicted_at: datetime | None = None
     finished_at: datetime | None = None
     started: datetime | None = None
+    heartbeat_timeouts: list[timedelta] = field(default_factory=list)  # of the drain activities the history scheduled
 
     def activities(self, clock: object) -> list:
         node = self
@@ -74,10 +82,14 @@ async def _run(ts_env, node: JobNode, wait: CompletionWait | None, grace: timede
         handle = await ts_env.client.start_workflow(TerminationWorkflow.run, inp, id=workflow_id(uid), task_queue=tq)
         result = await handle.result()
         history = await handle.fetch_history()
+    scheduled = [e.activity_task_scheduled_event_attributes for e in history.events
+                 if e.HasField("activity_task_scheduled_event_attributes")]
+    node.heartbeat_timeouts = [a.heartbeat_timeout.ToTimedelta() for a in scheduled
+                               if a.activity_type.name == "termination.drain"]
     markers = [e.marker_recorded_event_attributes for e in history.events
                if e.HasField("marker_recorded_event_attributes")]
-    # the one-marker patch stands for the completion-wait patch too: whether the hold applies is the input's
-    patched = {p for p in (COMPLETION_WAIT_PATCH, ALL_PATCHES_PATCH) if any(p in str(m.details) for m in markers)}
+    # the one marker stands for the completion-wait patch too: whether the hold applies is the input's
+    patched = {p for p in (COMPLETION_WAIT_PATCH, DRAIN_HEARTBEAT_PATCH) if any(p in str(m.details) for m in markers)}
     return result, patched
 
 
@@ -85,7 +97,7 @@ async def test_the_job_finishes_on_the_tainted_node_before_it_goes(ts_env) -> No
     node = JobNode(run_for=timedelta(minutes=14))
     result, patched = await _run(ts_env, node, CompletionWait(max_wait=timedelta(hours=2), policy="batch"))
     assert result.phase == TerminationPhase.TERMINATED and result.pods_evicted == 0
-    assert node.evicted_at is None and node.finished_at is not None and patched == {ALL_PATCHES_PATCH}
+    assert node.evicted_at is None and node.finished_at is not None and patched == {DRAIN_HEARTBEAT_PATCH}
     assert all(waiting for _, waiting, _ in node.drains)
     assert timedelta(minutes=14) <= node.finished_at - node.started < timedelta(minutes=25)
 
@@ -111,5 +123,7 @@ async def test_the_grace_period_deadline_ends_the_wait_first(ts_env) -> None:
 async def test_without_a_completion_wait_the_job_pod_is_evicted_at_once(ts_env) -> None:
     node = JobNode(run_for=timedelta(minutes=14))
     result, patched = await _run(ts_env, node, None)
-    assert result.pods_evicted == 1 and node.evicted_at == node.started and patched == {ALL_PATCHES_PATCH}
+    assert result.pods_evicted == 1 and node.evicted_at == node.started and patched == {DRAIN_HEARTBEAT_PATCH}
+    # a new execution gives its drain the burst-proof heartbeat timeout (decisions §2); older histories keep 5 s
+    assert node.heartbeat_timeouts == [DRAIN_HEARTBEAT] and DRAIN_HEARTBEAT > HEARTBEAT
     assert [waiting for _, waiting, _ in node.drains] == [False]  # MinDrainTime (§9.5) is the activity's wait
