@@ -166,16 +166,35 @@ def do_not_disrupt_value_active(value: str | None, start: datetime | None, at: d
 
 def pod_block(cluster: Cluster, node: NodeInfo, at: datetime) -> str | None:
     """Pod-level blocks: an active do-not-disrupt pod (reported first, whichever pod has it), or a PDB that
-    allows no eviction of an evictable pod. One walk over the pods: this runs for every node each pass."""
+    allows no eviction of an evictable pod. One walk over the pods: this runs for every node each pass, so what
+    a pod's own fields decide is kept on its PodInfo and the PDB answer per label set for the pass."""
     pdb_block: str | None = None
+    blocks = cluster.pdb_blocks
     for pod in node.pods:
         if not pod.active:
             continue
-        if do_not_disrupt_active(pod, at):
+        value = pod.annotations.get(L.DO_NOT_DISRUPT_ANNOTATION)
+        if value is not None and do_not_disrupt_value_active(value, pod.start_time, at):
             return f'pod has "{L.DO_NOT_DISRUPT_ANNOTATION}" annotation (Pod={pod.key})'
-        if pdb_block is None and not pod.is_mirror and not tolerates(pod.tolerations, L.DISRUPTED_TAINT):
-            pdb_block = _pdb_block(cluster, pod)
+        if pdb_block is None:
+            key = pod.pdb_key
+            if key is None:
+                key = pod.pdb_key = _pdb_key(pod)
+            if key is not False:
+                if key not in blocks:
+                    blocks[key] = _pdb_block(cluster, pod)
+                pdb_block = blocks[key]
     return pdb_block
+
+
+def _pdb_key(pod: PodInfo) -> tuple[str, frozenset[tuple[str, str]], bool] | bool:
+    """What the PDB check of a pod depends on, or False when no PDB holds its eviction (a mirror pod, or one that
+    tolerates the disrupted taint)."""
+    if pod.is_mirror or tolerates(pod.tolerations, L.DISRUPTED_TAINT):
+        return False
+    if pod.label_set is None:
+        pod.label_set = frozenset(pod.labels.items())
+    return pod.namespace, pod.label_set, pod.ready
 
 
 def _pdb_block(cluster: Cluster, pod: PodInfo) -> str | None:
