@@ -137,9 +137,9 @@ class PodInfo:
     raw: dict[str, Any]
     # labels as a key, made on first use (Cluster.pdbs_for); a cache, so not part of equality
     label_set: frozenset[tuple[str, str]] | None = field(default=None, compare=False)
-    # (namespace, label set, ready) when a PDB may hold its eviction (not a mirror pod, not tolerating the disrupted
-    # taint), else False; made on first use (planning/disruption/candidates.py pod_block), a cache like `label_set`
-    pdb_key: tuple[str, frozenset[tuple[str, str]], bool] | bool | None = field(default=None, compare=False)
+    # whether a PDB may hold its eviction (not a mirror pod, not tolerating the disrupted taint), made on first use
+    # (planning/disruption/candidates.py pod_block); a cache like `label_set`
+    pdb_evictable: bool | None = field(default=None, compare=False)
     # pod affinity, other keys, host ports, preferences (planning/scheduling/pod_constraints.py)
     more: MoreConstraints | None = None
     # why its volumes let it run nowhere (planning/scheduling/volume_topology.py); "" = they do not block
@@ -538,6 +538,9 @@ class NodeInfo:
     volume_limits: dict[str, int] = field(default_factory=dict)
     attached: set[tuple[str, str]] = field(default_factory=set)  # the volumes its pods attach
     reschedulable_pods: list[PodInfo] | None = None  # cached: planning/disruption/candidates.py reschedulable_of
+    # cached `marked_for_deletion` (asked ~10 times per node a pass); its inputs, `deleting` and the claim, are
+    # set before a pass reads it (Cluster.from_parts) and never change after
+    marked: bool | None = field(default=None, compare=False, repr=False)
 
     @property
     def zone(self) -> str:
@@ -553,7 +556,10 @@ class NodeInfo:
 
     @property
     def marked_for_deletion(self) -> bool:
-        return marked_for_deletion(self.deleting, self.claim)
+        marked = self.marked
+        if marked is None:
+            marked = self.marked = marked_for_deletion(self.deleting, self.claim)
+        return marked
 
     @property
     def tainted_disrupted(self) -> bool:
@@ -780,8 +786,10 @@ class Cluster:
         self._match_counts: dict[tuple[str, str], dict[str, int]] = {}
         self._zone_counts: dict[tuple[str, str], dict[str, int]] = {}
         self._pdb_cache: dict[tuple[str, frozenset[tuple[str, str]]], list[PdbInfo]] = {}
-        # (namespace, label set, ready) -> why PDBs stop such a pod's eviction now, or None (candidates.py pod_block)
+        # why PDBs stop a pod's eviction now, or None (candidates.py pod_block), by (namespace, the pod's labels that
+        # its namespace's PDB selectors read, ready) and by (namespace, label set, ready)
         self.pdb_blocks: dict[Any, str | None] = {}
+        self._pdb_label_keys: dict[str, tuple[str, ...]] = {}
         self._label_index: dict[tuple[str, str, str], list[PodInfo]] | None = None
         self._daemon_overhead: dict[str, tuple[float, int, int]] | None = None
         self._type_alloc: dict[tuple[str, str], tuple[float, int, int, int]] = {}
@@ -876,6 +884,18 @@ class Cluster:
             found = [p for p in maybe if match_label_selector(p.selector, pod.labels)]
             self._pdb_cache[key] = found
         return found
+
+    def pdb_label_keys(self, namespace: str) -> tuple[str, ...]:
+        """The label keys the selectors of the namespace's PDBs read: which PDBs match a pod depends on those of
+        its labels alone."""
+        keys = self._pdb_label_keys.get(namespace)
+        if keys is None:
+            found: set[str] = set()
+            for p in self.pdbs_by_ns.get(namespace, ()):
+                found.update(p.selector.get("matchLabels") or {})
+                found.update(e.get("key", "") for e in p.selector.get("matchExpressions") or ())
+            keys = self._pdb_label_keys[namespace] = tuple(sorted(found))
+        return keys
 
     def _pods_with_label(self, namespace: str, key: str, value: str) -> list[PodInfo]:
         if self._label_index is None:

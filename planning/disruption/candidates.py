@@ -169,7 +169,6 @@ def pod_block(cluster: Cluster, node: NodeInfo, at: datetime) -> str | None:
     allows no eviction of an evictable pod. One walk over the pods: this runs for every node each pass, so what
     a pod's own fields decide is kept on its PodInfo and the PDB answer per label set for the pass."""
     pdb_block: str | None = None
-    blocks = cluster.pdb_blocks
     for pod in node.pods:
         if not pod.active:
             continue
@@ -177,24 +176,32 @@ def pod_block(cluster: Cluster, node: NodeInfo, at: datetime) -> str | None:
         if value is not None and do_not_disrupt_value_active(value, pod.start_time, at):
             return f'pod has "{L.DO_NOT_DISRUPT_ANNOTATION}" annotation (Pod={pod.key})'
         if pdb_block is None:
-            key = pod.pdb_key
-            if key is None:
-                key = pod.pdb_key = _pdb_key(pod)
-            if key is not False:
-                if key not in blocks:
-                    blocks[key] = _pdb_block(cluster, pod)
-                pdb_block = blocks[key]
+            evictable = pod.pdb_evictable
+            if evictable is None:
+                evictable = pod.pdb_evictable = not pod.is_mirror and not tolerates(pod.tolerations,
+                                                                                    L.DISRUPTED_TAINT)
+            if evictable and pod.namespace in cluster.pdbs_by_ns:
+                pdb_block = _pdb_block_of(cluster, pod)
     return pdb_block
 
 
-def _pdb_key(pod: PodInfo) -> tuple[str, frozenset[tuple[str, str]], bool] | bool:
-    """What the PDB check of a pod depends on, or False when no PDB holds its eviction (a mirror pod, or one that
-    tolerates the disrupted taint)."""
-    if pod.is_mirror or tolerates(pod.tolerations, L.DISRUPTED_TAINT):
-        return False
+def _pdb_block_of(cluster: Cluster, pod: PodInfo) -> str | None:
+    """`_pdb_block` of an evictable pod in a namespace with PDBs, once per pass for the pods whose labels the PDB
+    selectors read are the same (the replicas of a workload, whatever other labels they carry). Looked up first
+    by the pod's whole label set, which is kept on its PodInfo and hashed once."""
     if pod.label_set is None:
         pod.label_set = frozenset(pod.labels.items())
-    return pod.namespace, pod.label_set, pod.ready
+    blocks = cluster.pdb_blocks
+    whole = (pod.namespace, pod.label_set, pod.ready)
+    if whole in blocks:
+        return blocks[whole]
+    labels = pod.labels
+    read = (pod.namespace, tuple([(k, labels[k]) for k in cluster.pdb_label_keys(pod.namespace) if k in labels]),
+            pod.ready, "read")
+    if read not in blocks:
+        blocks[read] = _pdb_block(cluster, pod)
+    blocks[whole] = blocks[read]
+    return blocks[read]
 
 
 def _pdb_block(cluster: Cluster, pod: PodInfo) -> str | None:

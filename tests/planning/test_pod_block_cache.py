@@ -35,6 +35,8 @@ def _reference(cluster: Cluster, pods: list[PodInfo]) -> str | None:
 def _random_pod(rng: random.Random, i: int) -> dict[str, Any]:
     app = rng.choice(APPS)
     labels = {"app": app, **({"tier": rng.choice(["a", "b"])} if rng.random() < 0.5 else {})}
+    if rng.random() < 0.5:  # a label no PDB reads, unique to the pod (as the bench's churn writes one)
+        labels["churn"] = str(rng.random())
     annotations = {}
     if rng.random() < 0.08:
         annotations[L.DO_NOT_DISRUPT_ANNOTATION] = rng.choice(["true", "1h", "1s", "bogus"])
@@ -54,6 +56,9 @@ def _random_pdbs(rng: random.Random) -> list[dict[str, Any]]:
         p = pdb(f"pdb-{j}", match, rng.choice([0, 0, 1, 2]), ns=rng.choice(["default", "other"]))
         if rng.random() < 0.3:
             p["spec"]["unhealthyPodEvictionPolicy"] = "AlwaysAllow"
+        if rng.random() < 0.3:
+            p["spec"]["selector"]["matchExpressions"] = [
+                {"key": "tier", "operator": rng.choice(["Exists", "DoesNotExist"])}]
         out.append(p)
     return out
 
