@@ -135,7 +135,7 @@ def disruption_cost(node: NodeInfo, pool: PoolInfo, at: datetime) -> float:
     """Karpenter's DisruptionCost: sum of eviction costs of all pods times lifetime remaining (the v1.9.1 sort key;
     static pools still pick which node to remove by it)."""
     if node.eviction_sum is None:
-        node.eviction_sum = sum(eviction_cost(p) for p in node.pods)
+        node.eviction_sum = sum(map(eviction_cost, node.pods))
     return node.eviction_sum * lifetime_remaining(node, pool, at)
 
 
