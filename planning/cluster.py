@@ -24,6 +24,7 @@ from api.instance_types.labels import WELL_KNOWN_TYPE_KEYS
 from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
 from planning.capacity_buffers import snapshot_virtual_pods
+from planning.identity_memo import IdentityMemo
 from planning.pod_requests import pod_requests, resize_infeasible
 from planning.pricing.overlays import overlay_pool_labels, priced_by_overlays
 from planning.pricing.reservations import with_reservations
@@ -412,6 +413,8 @@ class Parsed:
 
     pods: Sequence[PodInfo]
     claims: Sequence[ClaimInfo] | None = None
+    # what raw objects alone decide, carried between passes by the objects' identity (the worker's cache view)
+    memo: IdentityMemo | None = None
 
 
 @dataclass(slots=True)
@@ -680,21 +683,31 @@ def going_nodes(nodes: Iterable[Mapping[str, Any]], claims: Iterable[Any]) -> se
     return out
 
 
-def parse_node(index: int, raw: dict[str, Any]) -> NodeInfo:
+def parse_node(index: int, raw: dict[str, Any], memo: IdentityMemo | None = None) -> NodeInfo:
+    """A fresh NodeInfo (a pass changes it); with `memo`, what the raw Node alone decides is derived once per
+    object and carried between passes (planning/identity_memo.py), its dicts and list copied as ever."""
+    (name, uid, labels, annotations, taints, unschedulable, ready, deleting, created, cpu, mem, max_pods,
+     eph) = _node_fields(raw) if memo is None else memo.get("Node", raw, _node_fields)
+    return NodeInfo(
+        index=index, name=name, uid=uid, labels=dict(labels), annotations=dict(annotations), taints=list(taints),
+        unschedulable=unschedulable, ready=ready, deleting=deleting, created=created, cpu=cpu, mem=mem,
+        max_pods=max_pods, eph=eph, raw=raw,
+    )
+
+
+def _node_fields(raw: dict[str, Any]) -> tuple[Any, ...]:
+    """What parse_node reads of a raw Node: its own values (labels, annotations and taints as the object holds
+    them, never changed), parsed."""
     meta = raw.get("metadata") or {}
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
     alloc = status.get("allocatable") or status.get("capacity") or {}
     conds = _conditions(status)
-    return NodeInfo(
-        index=index, name=meta.get("name", ""), uid=meta.get("uid", ""), labels=dict(meta.get("labels") or {}),
-        annotations=dict(meta.get("annotations") or {}), taints=list(spec.get("taints") or ()),
-        unschedulable=bool(spec.get("unschedulable")), ready=conds.get("Ready", {}).get("status") == "True",
-        deleting=bool(meta.get("deletionTimestamp")), created=parse_time(meta.get("creationTimestamp")),
-        cpu=_q_cpu(alloc.get("cpu", 0)), mem=_q_mem(alloc.get("memory", 0)),
-        max_pods=int(_q_cpu(alloc.get("pods", 110)) or 110), eph=_q_mem(alloc.get("ephemeral-storage", 0)),
-        raw=raw,
-    )
+    return (meta.get("name", ""), meta.get("uid", ""), meta.get("labels") or {}, meta.get("annotations") or {},
+            spec.get("taints") or (), bool(spec.get("unschedulable")),
+            conds.get("Ready", {}).get("status") == "True", bool(meta.get("deletionTimestamp")),
+            parse_time(meta.get("creationTimestamp")), _q_cpu(alloc.get("cpu", 0)), _q_mem(alloc.get("memory", 0)),
+            int(_q_cpu(alloc.get("pods", 110)) or 110), _q_mem(alloc.get("ephemeral-storage", 0)))
 
 
 @dataclass(slots=True)
@@ -811,18 +824,20 @@ class Cluster:
 
     @classmethod
     def from_parts(cls, snapshot: Any, pods: Iterable[PodInfo], catalog: InstanceTypeCatalog | None = None,
-                   claims: Iterable[ClaimInfo] | None = None, default_spread: DefaultSpread | None = None) -> Cluster:
+                   claims: Iterable[ClaimInfo] | None = None, default_spread: DefaultSpread | None = None,
+                   memo: IdentityMemo | None = None) -> Cluster:
         """`from_snapshot` with the snapshot's pods (and optionally NodeClaims) already parsed, in its order: the
         worker's watch cache keeps them between passes (runtime/cluster_view.py). Decisions only read PodInfo
         and ClaimInfo; the NodeInfo they change is built here every time. `default_spread`: the cluster-default
-        topology spread (None: the process's setting, planning/scheduling/default_spread.py)."""
+        topology spread (None: the process's setting, planning/scheduling/default_spread.py). `memo`: the Nodes'
+        own values carried between passes (parse_node)."""
         catalog = catalog or getattr(snapshot, "catalog", None) or load_default_catalog()
         pools = {p.name: p for p in (parse_pool(np) for np in snapshot.node_pools)}
         priced = priced_by_overlays(catalog, getattr(snapshot, "node_overlays", None) or (),  # semantics §16.2
                                     {p.name: overlay_pool_labels(p.name, p.template_labels) for p in pools.values()})
         catalog = priced.catalog
         claims = [parse_claim(c) for c in snapshot.node_claims] if claims is None else list(claims)
-        nodes = [parse_node(i, raw) for i, raw in enumerate(snapshot.nodes)]
+        nodes = [parse_node(i, raw, memo) for i, raw in enumerate(snapshot.nodes)]
         _attach_claims(nodes, claims)
         others = getattr(snapshot, "others", ())
         volumes = Volumes.from_objects(o for o in others if o.get("kind") in VOLUME_KINDS)

@@ -19,6 +19,7 @@ from typing import Any
 
 from api.snapshot import Snapshot, load_object
 from planning.cluster import Parsed, parse_claim, parse_pod
+from planning.identity_memo import IdentityMemo
 from runtime.cluster_cache import KINDS, ClusterCache, Health
 from runtime.informer import Obj
 
@@ -32,6 +33,8 @@ class ClusterView:
         self._kept: dict[int, Entry] = {}
         self._lock = threading.Lock()  # a pass and a validation may read at once
         self.reparsed = 0  # pods parsed by the last read (the rest were reused)
+        # what planning derives from the cached objects alone (parsed Node fields, node health), carried likewise
+        self.memo = IdentityMemo()
 
     def start(self) -> None:
         self.cache.start()
@@ -78,9 +81,10 @@ class ClusterView:
                 if kind in parsed:
                     parsed[kind] = [e[2] for e in entries]
             self._kept, self.reparsed = kept, reparsed
+            self.memo.next_pass()
             if reparsed > len(parsed["Pod"]) // 2:
                 _freeze_for_gc()
-            return objs, snap, Parsed(parsed["Pod"], parsed["NodeClaim"])
+            return objs, snap, Parsed(parsed["Pod"], parsed["NodeClaim"], self.memo)
 
 
 def _entries(kind: str, items: list[Obj], old: dict[int, Entry]) -> tuple[list[Entry], int]:
