@@ -3,8 +3,9 @@
 The worker's watch cache replaces a stored object on every change and never modifies one (runtime/informer.py), so
 an object that is the very one a pass saw last time derives the same values again; a changed object is a new one.
 A memo entry holds its object, so its id cannot be reused while the entry is kept, and an entry is checked by
-identity before use, never by id alone. What a pass did not ask for is dropped when the next one starts. Values
-must be immutable, or copied by the caller before it changes them.
+identity before use, never by id alone. What a pass did not ask for is dropped when the next one starts; a read
+that asked for nothing (another activity's, between two passes) drops nothing. Values must be immutable, or copied
+by the caller before it changes them.
 """
 
 from __future__ import annotations
@@ -34,5 +35,8 @@ class IdentityMemo:
         return entry[1]  # type: ignore[no-any-return]
 
     def next_pass(self) -> None:
-        """Keep what the pass that ends asked for; forget the rest."""
-        self._last, self._now, self.made = self._now, {}, 0
+        """Keep what the pass that ends asked for and forget the rest; after a pass that asked for nothing, keep
+        what the one before it kept."""
+        if self._now:
+            self._last, self._now = self._now, {}
+        self.made = 0

@@ -1,5 +1,5 @@
 """IdentityMemo (planning/identity_memo.py): a value is reused for the very object only, carried to the next pass
-when a pass asked for it, and forgotten after a pass that did not."""
+when a pass asked for it, and forgotten after a pass that asked for others but not for it."""
 
 from __future__ import annotations
 
@@ -23,6 +23,10 @@ def test_reused_for_the_same_object_only_and_kept_one_pass_after_its_last_use() 
     assert memo.get("Other", a, make) == 3 and len(made) == 3  # kinds are kept apart
     memo.next_pass()
     assert memo.get("K", a, make) == 3 and len(made) == 3 and memo.made == 0  # carried to the next pass
-    memo.next_pass()  # a pass that asks for nothing
+    memo.next_pass()  # a read that asks for nothing (another activity's) drops nothing
     memo.next_pass()
-    assert memo.get("K", a, make) == 3 and len(made) == 4 and memo.made == 1  # forgotten: made again
+    assert memo.get("K", a, make) == 3 and len(made) == 3
+    memo.next_pass()
+    memo.get("K", equal_to_a, make)  # a pass that asks for another object only
+    memo.next_pass()
+    assert memo.get("K", a, make) == 3 and len(made) == 5 and memo.made == 1  # forgotten: made again
