@@ -24,6 +24,7 @@ from api.instance_types.labels import WELL_KNOWN_TYPE_KEYS
 from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
 from planning.capacity_buffers import snapshot_virtual_pods
+from planning.identity_memo import IdentityMemo
 from planning.pod_requests import pod_requests, resize_infeasible
 from planning.pricing.overlays import overlay_pool_labels, priced_by_overlays
 from planning.pricing.reservations import with_reservations
@@ -104,6 +105,9 @@ def type_labels(it: InstanceType) -> dict[str, str]:
     return it.labels
 
 
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
 @dataclass(slots=True)
 class PodInfo:
     """One pod, parsed once."""
@@ -134,6 +138,9 @@ class PodInfo:
     raw: dict[str, Any]
     # labels as a key, made on first use (Cluster.pdbs_for); a cache, so not part of equality
     label_set: frozenset[tuple[str, str]] | None = field(default=None, compare=False)
+    # whether a PDB may hold its eviction (not a mirror pod, not tolerating the disrupted taint), made on first use
+    # (planning/disruption/candidates.py pod_block); a cache like `label_set`
+    pdb_evictable: bool | None = field(default=None, compare=False)
     # pod affinity, other keys, host ports, preferences (planning/scheduling/pod_constraints.py)
     more: MoreConstraints | None = None
     # why its volumes let it run nowhere (planning/scheduling/volume_topology.py); "" = they do not block
@@ -154,7 +161,7 @@ class PodInfo:
 
     @property
     def terminal(self) -> bool:
-        return self.phase in ("Succeeded", "Failed")
+        return self.phase in TERMINAL_PHASES
 
     @property
     def is_daemonset(self) -> bool:
@@ -406,6 +413,8 @@ class Parsed:
 
     pods: Sequence[PodInfo]
     claims: Sequence[ClaimInfo] | None = None
+    # what raw objects alone decide, carried between passes by the objects' identity (the worker's cache view)
+    memo: IdentityMemo | None = None
 
 
 @dataclass(slots=True)
@@ -532,6 +541,9 @@ class NodeInfo:
     volume_limits: dict[str, int] = field(default_factory=dict)
     attached: set[tuple[str, str]] = field(default_factory=set)  # the volumes its pods attach
     reschedulable_pods: list[PodInfo] | None = None  # cached: planning/disruption/candidates.py reschedulable_of
+    # cached `marked_for_deletion` (asked ~10 times per node a pass); its inputs, `deleting` and the claim, are
+    # set before a pass reads it (Cluster.from_parts) and never change after
+    marked: bool | None = field(default=None, compare=False, repr=False)
 
     @property
     def zone(self) -> str:
@@ -547,7 +559,10 @@ class NodeInfo:
 
     @property
     def marked_for_deletion(self) -> bool:
-        return marked_for_deletion(self.deleting, self.claim)
+        marked = self.marked
+        if marked is None:
+            marked = self.marked = marked_for_deletion(self.deleting, self.claim)
+        return marked
 
     @property
     def tainted_disrupted(self) -> bool:
@@ -591,13 +606,14 @@ def _place_pods(pods: Iterable[PodInfo], by_name: dict[str, NodeInfo], spread: A
     (telemetry/metrics.py), how many pods got a default spread and how many are resizing."""
     pending: list[PodInfo] = []
     defaulted = resizing = 0
+    has_volumes = bool(volumes)  # asked once, not per pod (72k pods at 5,000 nodes)
     for pod in pods:
         resizing += pod.resized
         if workloads is not None:
             spread_pod = with_default_spread(pod, spread, workloads)
             defaulted += spread_pod is not pod and not pod.virtual
             pod = spread_pod
-        if volumes and claim_names(pod.raw.get("spec") or {}):
+        if has_volumes and claim_names(pod.raw.get("spec") or {}):
             pod = with_volume_needs(pod, volumes)
         node = by_name.get(pod.node_name) if pod.node_name else None
         if node is None:
@@ -605,7 +621,7 @@ def _place_pods(pods: Iterable[PodInfo], by_name: dict[str, NodeInfo], spread: A
                 pending.append(pod)
             continue
         node.pods.append(pod)
-        if not pod.terminal:
+        if pod.phase not in TERMINAL_PHASES:  # PodInfo.terminal, inline
             node.attached |= pod.attach
             node.used_cpu += pod.cpu
             node.used_mem += pod.mem
@@ -667,21 +683,31 @@ def going_nodes(nodes: Iterable[Mapping[str, Any]], claims: Iterable[Any]) -> se
     return out
 
 
-def parse_node(index: int, raw: dict[str, Any]) -> NodeInfo:
+def parse_node(index: int, raw: dict[str, Any], memo: IdentityMemo | None = None) -> NodeInfo:
+    """A fresh NodeInfo (a pass changes it); with `memo`, what the raw Node alone decides is derived once per
+    object and carried between passes (planning/identity_memo.py), its dicts and list copied as ever."""
+    (name, uid, labels, annotations, taints, unschedulable, ready, deleting, created, cpu, mem, max_pods,
+     eph) = _node_fields(raw) if memo is None else memo.get("Node", raw, _node_fields)
+    return NodeInfo(
+        index=index, name=name, uid=uid, labels=dict(labels), annotations=dict(annotations), taints=list(taints),
+        unschedulable=unschedulable, ready=ready, deleting=deleting, created=created, cpu=cpu, mem=mem,
+        max_pods=max_pods, eph=eph, raw=raw,
+    )
+
+
+def _node_fields(raw: dict[str, Any]) -> tuple[Any, ...]:
+    """What parse_node reads of a raw Node: its own values (labels, annotations and taints as the object holds
+    them, never changed), parsed."""
     meta = raw.get("metadata") or {}
     spec = raw.get("spec") or {}
     status = raw.get("status") or {}
     alloc = status.get("allocatable") or status.get("capacity") or {}
     conds = _conditions(status)
-    return NodeInfo(
-        index=index, name=meta.get("name", ""), uid=meta.get("uid", ""), labels=dict(meta.get("labels") or {}),
-        annotations=dict(meta.get("annotations") or {}), taints=list(spec.get("taints") or ()),
-        unschedulable=bool(spec.get("unschedulable")), ready=conds.get("Ready", {}).get("status") == "True",
-        deleting=bool(meta.get("deletionTimestamp")), created=parse_time(meta.get("creationTimestamp")),
-        cpu=_q_cpu(alloc.get("cpu", 0)), mem=_q_mem(alloc.get("memory", 0)),
-        max_pods=int(_q_cpu(alloc.get("pods", 110)) or 110), eph=_q_mem(alloc.get("ephemeral-storage", 0)),
-        raw=raw,
-    )
+    return (meta.get("name", ""), meta.get("uid", ""), meta.get("labels") or {}, meta.get("annotations") or {},
+            spec.get("taints") or (), bool(spec.get("unschedulable")),
+            conds.get("Ready", {}).get("status") == "True", bool(meta.get("deletionTimestamp")),
+            parse_time(meta.get("creationTimestamp")), _q_cpu(alloc.get("cpu", 0)), _q_mem(alloc.get("memory", 0)),
+            int(_q_cpu(alloc.get("pods", 110)) or 110), _q_mem(alloc.get("ephemeral-storage", 0)))
 
 
 @dataclass(slots=True)
@@ -773,10 +799,16 @@ class Cluster:
         self._match_counts: dict[tuple[str, str], dict[str, int]] = {}
         self._zone_counts: dict[tuple[str, str], dict[str, int]] = {}
         self._pdb_cache: dict[tuple[str, frozenset[tuple[str, str]]], list[PdbInfo]] = {}
+        # why PDBs stop a pod's eviction now, or None (candidates.py pod_block), by (namespace, the pod's labels that
+        # its namespace's PDB selectors read, ready) and by (namespace, label set, ready)
+        self.pdb_blocks: dict[Any, str | None] = {}
+        self._pdb_label_keys: dict[str, tuple[str, ...]] = {}
         self._label_index: dict[tuple[str, str, str], list[PodInfo]] | None = None
         self._daemon_overhead: dict[str, tuple[float, int, int]] | None = None
         self._type_alloc: dict[tuple[str, str], tuple[float, int, int, int]] = {}
         self.volumes = Volumes()  # PersistentVolumes, claims and StorageClasses of the snapshot
+        # what other modules derive from this cluster alone and keep for the pass (read-only once made)
+        self.memo: dict[str, Any] = {}
 
     def with_volumes(self, pod: PodInfo) -> PodInfo:
         """`pod` with its claims' volume topology in its node requirements (planning/scheduling/volume_topology.py)."""
@@ -792,18 +824,20 @@ class Cluster:
 
     @classmethod
     def from_parts(cls, snapshot: Any, pods: Iterable[PodInfo], catalog: InstanceTypeCatalog | None = None,
-                   claims: Iterable[ClaimInfo] | None = None, default_spread: DefaultSpread | None = None) -> Cluster:
+                   claims: Iterable[ClaimInfo] | None = None, default_spread: DefaultSpread | None = None,
+                   memo: IdentityMemo | None = None) -> Cluster:
         """`from_snapshot` with the snapshot's pods (and optionally NodeClaims) already parsed, in its order: the
         worker's watch cache keeps them between passes (runtime/cluster_view.py). Decisions only read PodInfo
         and ClaimInfo; the NodeInfo they change is built here every time. `default_spread`: the cluster-default
-        topology spread (None: the process's setting, planning/scheduling/default_spread.py)."""
+        topology spread (None: the process's setting, planning/scheduling/default_spread.py). `memo`: the Nodes'
+        own values carried between passes (parse_node)."""
         catalog = catalog or getattr(snapshot, "catalog", None) or load_default_catalog()
         pools = {p.name: p for p in (parse_pool(np) for np in snapshot.node_pools)}
         priced = priced_by_overlays(catalog, getattr(snapshot, "node_overlays", None) or (),  # semantics §16.2
                                     {p.name: overlay_pool_labels(p.name, p.template_labels) for p in pools.values()})
         catalog = priced.catalog
         claims = [parse_claim(c) for c in snapshot.node_claims] if claims is None else list(claims)
-        nodes = [parse_node(i, raw) for i, raw in enumerate(snapshot.nodes)]
+        nodes = [parse_node(i, raw, memo) for i, raw in enumerate(snapshot.nodes)]
         _attach_claims(nodes, claims)
         others = getattr(snapshot, "others", ())
         volumes = Volumes.from_objects(o for o in others if o.get("kind") in VOLUME_KINDS)
@@ -865,6 +899,18 @@ class Cluster:
             found = [p for p in maybe if match_label_selector(p.selector, pod.labels)]
             self._pdb_cache[key] = found
         return found
+
+    def pdb_label_keys(self, namespace: str) -> tuple[str, ...]:
+        """The label keys the selectors of the namespace's PDBs read: which PDBs match a pod depends on those of
+        its labels alone."""
+        keys = self._pdb_label_keys.get(namespace)
+        if keys is None:
+            found: set[str] = set()
+            for p in self.pdbs_by_ns.get(namespace, ()):
+                found.update(p.selector.get("matchLabels") or {})
+                found.update(e.get("key", "") for e in p.selector.get("matchExpressions") or ())
+            keys = self._pdb_label_keys[namespace] = tuple(sorted(found))
+        return keys
 
     def _pods_with_label(self, namespace: str, key: str, value: str) -> list[PodInfo]:
         if self._label_index is None:

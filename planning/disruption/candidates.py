@@ -135,7 +135,7 @@ def disruption_cost(node: NodeInfo, pool: PoolInfo, at: datetime) -> float:
     """Karpenter's DisruptionCost: sum of eviction costs of all pods times lifetime remaining (the v1.9.1 sort key;
     static pools still pick which node to remove by it)."""
     if node.eviction_sum is None:
-        node.eviction_sum = sum(eviction_cost(p) for p in node.pods)
+        node.eviction_sum = sum(map(eviction_cost, node.pods))
     return node.eviction_sum * lifetime_remaining(node, pool, at)
 
 
@@ -166,16 +166,42 @@ def do_not_disrupt_value_active(value: str | None, start: datetime | None, at: d
 
 def pod_block(cluster: Cluster, node: NodeInfo, at: datetime) -> str | None:
     """Pod-level blocks: an active do-not-disrupt pod (reported first, whichever pod has it), or a PDB that
-    allows no eviction of an evictable pod. One walk over the pods: this runs for every node each pass."""
+    allows no eviction of an evictable pod. One walk over the pods: this runs for every node each pass, so what
+    a pod's own fields decide is kept on its PodInfo and the PDB answer per label set for the pass."""
     pdb_block: str | None = None
     for pod in node.pods:
         if not pod.active:
             continue
-        if do_not_disrupt_active(pod, at):
+        value = pod.annotations.get(L.DO_NOT_DISRUPT_ANNOTATION)
+        if value is not None and do_not_disrupt_value_active(value, pod.start_time, at):
             return f'pod has "{L.DO_NOT_DISRUPT_ANNOTATION}" annotation (Pod={pod.key})'
-        if pdb_block is None and not pod.is_mirror and not tolerates(pod.tolerations, L.DISRUPTED_TAINT):
-            pdb_block = _pdb_block(cluster, pod)
+        if pdb_block is None:
+            evictable = pod.pdb_evictable
+            if evictable is None:
+                evictable = pod.pdb_evictable = not pod.is_mirror and not tolerates(pod.tolerations,
+                                                                                    L.DISRUPTED_TAINT)
+            if evictable and pod.namespace in cluster.pdbs_by_ns:
+                pdb_block = _pdb_block_of(cluster, pod)
     return pdb_block
+
+
+def _pdb_block_of(cluster: Cluster, pod: PodInfo) -> str | None:
+    """`_pdb_block` of an evictable pod in a namespace with PDBs, once per pass for the pods whose labels the PDB
+    selectors read are the same (the replicas of a workload, whatever other labels they carry). Looked up first
+    by the pod's whole label set, which is kept on its PodInfo and hashed once."""
+    if pod.label_set is None:
+        pod.label_set = frozenset(pod.labels.items())
+    blocks = cluster.pdb_blocks
+    whole = (pod.namespace, pod.label_set, pod.ready)
+    if whole in blocks:
+        return blocks[whole]
+    labels = pod.labels
+    read = (pod.namespace, tuple([(k, labels[k]) for k in cluster.pdb_label_keys(pod.namespace) if k in labels]),
+            pod.ready, "read")
+    if read not in blocks:
+        blocks[read] = _pdb_block(cluster, pod)
+    blocks[whole] = blocks[read]
+    return blocks[read]
 
 
 def _pdb_block(cluster: Cluster, pod: PodInfo) -> str | None:

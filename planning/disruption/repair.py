@@ -25,6 +25,7 @@ from api import events
 from api import labels as L
 from api.duration import DurationError, parse_duration
 from api.timestamps import format_timestamp, parse_time
+from planning.identity_memo import IdentityMemo
 
 DEFAULT_TOLERATION = timedelta(minutes=30)
 MAX_UNHEALTHY_PERCENT = 20  # Karpenter's allowedUnhealthyPercent
@@ -138,17 +139,24 @@ class NodeHealth:
     do_not_repair: bool = False  # karpenter.sh/do-not-repair: "true" on the Node
 
     @classmethod
-    def from_node(cls, raw: Mapping[str, Any], node_pool: str, repairable: bool = True) -> NodeHealth:
-        meta = raw.get("metadata") or {}
-        conds = tuple(Condition(str(c.get("type", "")), str(c.get("status", "")),
-                                parse_time(c.get("lastTransitionTime")))
-                      for c in (raw.get("status") or {}).get("conditions") or ())
-        veto = (meta.get("annotations") or {}).get(L.DO_NOT_REPAIR_ANNOTATION) == "true"
-        return cls(str(meta.get("name", "")), node_pool, conds, repairable,
-                   str((meta.get("labels") or {}).get(L.ZONE_LABEL, "")), veto)
+    def from_node(cls, raw: Mapping[str, Any], node_pool: str, repairable: bool = True,
+                  memo: IdentityMemo | None = None) -> NodeHealth:
+        """`memo`: what the raw Node alone decides (its conditions parsed) carried between passes."""
+        name, conds, zone, veto = _health_fields(raw) if memo is None else memo.get("NodeHealth", raw,
+                                                                                     _health_fields)
+        return cls(name, node_pool, conds, repairable, zone, veto)
 
     def condition(self, kind: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == kind), None)
+
+
+def _health_fields(raw: Mapping[str, Any]) -> tuple[str, tuple[Condition, ...], str, bool]:
+    """A Node's name, conditions (frozen), zone and do-not-repair veto."""
+    meta = raw.get("metadata") or {}
+    conds = tuple(Condition(str(c.get("type", "")), str(c.get("status", "")), parse_time(c.get("lastTransitionTime")))
+                  for c in (raw.get("status") or {}).get("conditions") or ())
+    veto = (meta.get("annotations") or {}).get(L.DO_NOT_REPAIR_ANNOTATION) == "true"
+    return str(meta.get("name", "")), conds, str((meta.get("labels") or {}).get(L.ZONE_LABEL, "")), veto
 
 
 class RepairBlockReason(StrEnum):

@@ -30,6 +30,7 @@ from planning.cluster import Cluster, Parsed, parse_pool, type_labels
 from planning.disruption.candidates import (
     EVENTUAL,
     GRACEFUL,
+    Candidate,
     CandidateSet,
     NodeRefusal,
     build_candidates,
@@ -65,6 +66,7 @@ from planning.disruption.repair_method import NodeRepair, static_pools_forceful
 from planning.disruption.settling import Settling, settling, without_consolidation
 from planning.disruption.singlenode import SingleNodeConsolidation
 from planning.disruption.static_drift import StaticDrift
+from planning.identity_memo import IdentityMemo
 from planning.planner.accounting import (
     NodeAccount,
     Outcome,
@@ -81,6 +83,7 @@ from planning.policies.launch_controls import LaunchControls, scheduler_for
 from planning.policies.spot_return import SpotReturn
 from planning.policies.view import PolicyView
 from planning.provisioning.static_capacity import PoolCounts, count_pools, decide_static
+from planning.scheduling.simulation import Scheduler
 
 MAX_PASSES = 200
 
@@ -192,7 +195,7 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
     at = _utc(at)
     exclude = set(exclude_nodes)
     cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
-        Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims)
+        Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims, memo=parsed.memo)
     rows = budget_rows(snapshot, at, cluster, exclude, ALL_REASONS)  # Unhealthy: node repair's (v1.15)
     allowed: dict[str, dict[str, int]] = {}
     for row in rows:
@@ -202,14 +205,11 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
     # Deprecated pools and cost limits bound replacements too (planning/policies/launch_controls.py, semantics
     # §15.10-15.11).
     controls = LaunchControls.build(snapshot, cluster, at)
-    expiration_ctx = PassContext(cluster, scheduler_for(cluster, controls, exclude,
-                                                        in_flight_pods(cluster, exclude, at), planned),
-                                 at, limits or Limits(), policies=policies)
-    expiration = Expiration(expiration_ctx, exclude)
-    expiring = expiration.candidates()
+    expiring, expiration_commands, expiration_ctx = _expiration(cluster, controls, exclude, at, limits, policies,
+                                                                planned)
     expiring_names = {c.name for c in expiring}
-    expiration_commands = expiration.compute_commands({}, expiring)
-    repairs = _repairs(cluster, at, exclude | expiring_names, repair, _pool_repair(policies))
+    repairs = _repairs(cluster, at, exclude | expiring_names, repair, _pool_repair(policies),
+                       parsed.memo if parsed is not None else None)
 
     busy = exclude | expiring_names | {r.node for r in repairs.repairs}
     ctx = PassContext(cluster, scheduler_for(cluster, controls, busy, in_flight_pods(cluster, busy, at), planned), at,
@@ -222,6 +222,20 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
     sets = {GRACEFUL: build_candidates(cluster, at, busy, GRACEFUL, pod_blocks, checks),
             EVENTUAL: build_candidates(cluster, at, busy, EVENTUAL, pod_blocks, checks)}
     return PassSetup(ctx, rows, allowed, busy, sets, expiring, expiration_commands, repairs, counts, static)
+
+
+def _expiration(cluster: Cluster, controls: LaunchControls, exclude: set[str], at: datetime, limits: Limits | None,
+                policies: PolicyView, planned: Mapping[str, str] | None
+                ) -> tuple[list[Candidate], list[Command], PassContext]:
+    """The expiring nodes, their commands and the context that made them. Its Scheduler (a walk over every node
+    and pod) is built only when a node has expired: most passes have none, and finding them needs no simulation."""
+    placeholder = Scheduler(Cluster([], {}, [], [], [], cluster.catalog))
+    ctx = PassContext(cluster, placeholder, at, limits or Limits(), policies=policies)
+    expiration = Expiration(ctx, exclude)
+    expiring = expiration.candidates()
+    if expiring:
+        ctx.scheduler = scheduler_for(cluster, controls, exclude, in_flight_pods(cluster, exclude, at), planned)
+    return expiring, expiration.compute_commands({}, expiring), ctx
 
 
 def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
@@ -418,13 +432,13 @@ def _rolls_out_in_waves(ctx: PassContext, pool: Any) -> bool:
 
 
 def _repairs(cluster: Cluster, at: datetime, busy: set[str], policies: Sequence[RepairPolicy],
-             pools: Mapping[str, PoolRepair] | None = None) -> RepairDecision:
+             pools: Mapping[str, PoolRepair] | None = None, memo: IdentityMemo | None = None) -> RepairDecision:
     """Node repair (planning/disruption/repair.py) over the managed nodes: one in flight, expiring or deleting counts
     toward its pool's health but is not repaired again. `pools`: the pools' DisruptionPolicy repair settings."""
     if not policies:
         return RepairDecision()
     health = [NodeHealth.from_node(n.raw, n.pool, n.claim is not None and not n.marked_for_deletion
-                                   and n.name not in busy) for n in cluster.nodes]
+                                   and n.name not in busy, memo) for n in cluster.nodes]
     return static_pools_forceful(decide_repairs(health, at, policies, pools), cluster)
 
 

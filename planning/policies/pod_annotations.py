@@ -25,7 +25,9 @@ def do_not_consolidate(pod: PodInfo) -> bool:
 
 def consolidation_block(node: NodeInfo) -> str | None:
     """Why the node is no consolidation candidate: the first pod (by key) that asks not to be consolidated."""
-    pinned = sorted(p.key for p in node.pods if do_not_consolidate(p))
+    # do_not_consolidate, the annotation asked first: every node's pods are walked each pass, few carry it
+    pinned = sorted(p.key for p in node.pods if p.annotations.get(DO_NOT_CONSOLIDATE_ANNOTATION) == "true"
+                    and p.active)
     if not pinned:
         return None
     return f'pod has "{DO_NOT_CONSOLIDATE_ANNOTATION}" annotation (Pod={pinned[0]})'

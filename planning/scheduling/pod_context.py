@@ -56,10 +56,15 @@ class MoreChecks:
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        self.holders: list[Where] = [(n.labels, p) for n in cluster.nodes for p in n.pods
-                                     if p.active and anti_of(p)]
-        self.any_pns = any(t.get("effect") == "PreferNoSchedule" for n in cluster.nodes for t in n.taints) or any(
-            t.get("effect") == "PreferNoSchedule" for p in cluster.pools.values() for t in p.taints)
+        # the same for every Scheduler of a pass (each walks every pod): made once per Cluster, read-only after
+        memo = cluster.memo.get("more_checks")
+        if memo is None:
+            memo = cluster.memo["more_checks"] = (
+                [(n.labels, p) for n in cluster.nodes for p in n.pods if p.active and anti_of(p)],
+                any(t.get("effect") == "PreferNoSchedule" for n in cluster.nodes for t in n.taints) or any(
+                    t.get("effect") == "PreferNoSchedule" for p in cluster.pools.values() for t in p.taints))
+        self.holders: list[Where] = memo[0]
+        self.any_pns: bool = memo[1]
 
     # ---- the pods placed so far ----------------------------------------------------------------
 

@@ -1,0 +1,42 @@
+"""Values derived from objects that are replaced, never modified: kept by the object's identity from pass to pass.
+
+The worker's watch cache replaces a stored object on every change and never modifies one (runtime/informer.py), so
+an object that is the very one a pass saw last time derives the same values again; a changed object is a new one.
+A memo entry holds its object, so its id cannot be reused while the entry is kept, and an entry is checked by
+identity before use, never by id alone. What a pass did not ask for is dropped when the next one starts; a read
+that asked for nothing (another activity's, between two passes) drops nothing. Values must be immutable, or copied
+by the caller before it changes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class IdentityMemo:
+    """(kind, object) -> a value derived from the object alone, carried from one pass to the next."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, int], tuple[Any, Any]] = {}
+        self._now: dict[tuple[str, int], tuple[Any, Any]] = {}
+        self.made = 0  # values derived (not found) since the pass started
+
+    def get(self, kind: str, obj: Any, make: Callable[[Any], T]) -> T:
+        """`make(obj)`, or what it gave for this very object this pass or the last."""
+        key = (kind, id(obj))
+        entry = self._now.get(key) or self._last.get(key)
+        if entry is None or entry[0] is not obj:
+            entry = (obj, make(obj))
+            self.made += 1
+        self._now[key] = entry
+        return entry[1]  # type: ignore[no-any-return]
+
+    def next_pass(self) -> None:
+        """Keep what the pass that ends asked for and forget the rest; after a pass that asked for nothing, keep
+        what the one before it kept."""
+        if self._now:
+            self._last, self._now = self._now, {}
+        self.made = 0

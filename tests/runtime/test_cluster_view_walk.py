@@ -1,0 +1,122 @@
+"""The view's walk over the cache (runtime/cluster_view.py `read`) without servers: after 300 random adds,
+replacements and deletions, read between them so loads and parses are carried from read to read, each read returns
+what a fresh view's first read of the same cache returns, reuses exactly the entries of objects it saw last time,
+and counts as re-parsed exactly the pods that are new to it; a pass planned on the carried read (its memo of what
+the Nodes alone decide, planning/identity_memo.py, included) plans what a pass on a fresh parse plans."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime
+from typing import Any
+
+from planning.cluster import Parsed, parse_claim, parse_pod
+from planning.planner.plan import plan
+from runtime.cluster_cache import KINDS
+from runtime.cluster_trim import trim
+from runtime.cluster_view import ClusterView
+from simulator.generate import generate_cluster
+
+Obj = dict[str, Any]
+AT = datetime(2026, 11, 29, 12, tzinfo=UTC)
+
+
+class FakeInformer:
+    def __init__(self) -> None:
+        self.items: dict[tuple[str, str], Obj] = {}
+
+    def objects(self) -> list[Obj]:
+        return list(self.items.values())
+
+
+class FakeCache:
+    """The informers' side of ClusterCache that the view reads: objects replaced, never modified."""
+
+    def __init__(self, objs: list[Obj]) -> None:
+        self.informers = {k: FakeInformer() for k in KINDS}
+        for o in objs:
+            if o["kind"] in self.informers:
+                self.put(trim(o["kind"], o))
+
+    def put(self, obj: Obj) -> None:
+        meta = obj["metadata"]
+        self.informers[obj["kind"]].items[(meta.get("namespace") or "", meta["name"])] = obj
+
+
+def _relabeled(obj: Obj, i: int, name: str | None = None) -> Obj:
+    meta = dict(obj["metadata"])
+    meta["labels"] = {**(meta.get("labels") or {}), "test.nodeflow.dev/change": str(i)}
+    if name is not None:
+        meta["name"], meta["uid"] = name, f"uid-{name}"
+    return {**obj, "metadata": meta}
+
+
+def _node_changed(node: Obj, rng: random.Random) -> Obj:
+    """A Node as a pass decides on it differently: cordoned, NotReady, or Ready again."""
+    if rng.random() < 0.5:
+        return {**node, "spec": {**(node.get("spec") or {}), "unschedulable": rng.random() < 0.5}}
+    status = dict(node.get("status") or {})
+    status["conditions"] = [{**c, "status": rng.choice(["True", "False"]), "lastTransitionTime": "2026-11-29T00:00:00Z"}
+                            if c.get("type") == "Ready" else c for c in status.get("conditions") or ()]
+    return {**node, "status": status}
+
+
+def _change(rng: random.Random, cache: FakeCache, i: int) -> str:
+    kind = rng.choice(["Pod"] * 6 + ["Node", "Node", "NodeClaim", "PodDisruptionBudget", "NodePool"])
+    inf = cache.informers[kind]
+    key = rng.choice(list(inf.items))
+    op = rng.choice(["replace", "replace", "add", "delete"])
+    if op == "replace" and kind == "Node":
+        cache.put(_node_changed(inf.items[key], rng))
+    elif op == "replace":
+        cache.put(_relabeled(inf.items[key], i))
+    elif op == "add":
+        cache.put(_relabeled(inf.items[key], i, name=f"{key[1]}-copy-{i}"))
+    elif len(inf.items) > 1:
+        del inf.items[key]
+    return kind
+
+
+def _same(a: Any, b: Any) -> None:
+    objs_a, snap_a, parsed_a = a
+    objs_b, snap_b, parsed_b = b
+    assert [id(o) for o in objs_a] == [id(o) for o in objs_b]
+    for field in ("node_pools", "node_claims", "node_classes", "nodes", "pods", "pdbs", "others"):
+        assert getattr(snap_a, field) == getattr(snap_b, field), field
+    assert parsed_a.pods == parsed_b.pods
+    assert parsed_a.claims == parsed_b.claims
+
+
+def test_carried_reads_equal_a_fresh_read_after_random_changes() -> None:
+    rng = random.Random(3)
+    cache = FakeCache(generate_cluster(12, 6, seed=4))
+    view = ClusterView(cache)  # type: ignore[arg-type]
+    _, _, first = view.read()
+    assert view.reparsed == len(first.pods) > 0
+    for i in range(300):
+        _change(rng, cache, i)
+        if i % 5 == 0:
+            seen = {id(o) for inf in cache.informers.values() for o in inf.objects()} & set(view._kept)
+            before = {k: view._kept[k][1:] for k in seen}
+            got = view.read()
+            _same(got, ClusterView(cache).read())  # type: ignore[arg-type]
+            new_pods = sum(1 for o in cache.informers["Pod"].objects() if id(o) not in seen)
+            assert view.reparsed == new_pods
+            for k, parts in before.items():  # an object seen last read keeps its very load and parse
+                assert view._kept[k][1] is parts[0] and view._kept[k][2] is parts[1]
+
+
+def test_a_pass_on_carried_reads_plans_what_a_fresh_parse_plans() -> None:
+    rng = random.Random(8)
+    cache = FakeCache(generate_cluster(12, 6, seed=9))
+    view = ClusterView(cache)  # type: ignore[arg-type]
+    changed_nodes = 0
+    for i in range(120):
+        changed_nodes += _change(rng, cache, i) == "Node"
+        if i % 4 == 0:
+            _, snap, parsed = view.read()
+            carried = plan(snap, AT, parsed=parsed)
+            assert parsed.memo is view.memo
+            fresh = Parsed([parse_pod(p) for p in snap.pods], [parse_claim(c) for c in snap.node_claims])
+            assert carried.model_dump_json() == plan(snap, AT, parsed=fresh).model_dump_json()
+    assert changed_nodes > 10
