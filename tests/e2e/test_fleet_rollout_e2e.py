@@ -42,7 +42,7 @@ from simulator.server import Simulator
 from workflows.fleet import FleetRolloutWorkflow
 from workflows.nodeclass import NodeClassWorkflow
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600), pytest.mark.xdist_group("heavy")]  # with chaos
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600), pytest.mark.xdist_group("fleet")]  # with the fleet restart
 ROOT = Path(__file__).resolve().parents[2]
 CA = base64.b64encode(b"-----CA-----").decode()
 SETTINGS = FAST.model_copy(update={"ready_timeout_seconds": 20.0, "ready_poll_seconds": 0.5})

@@ -30,7 +30,7 @@ from devstack.processes import TemporalDevServer
 from runtime.fleet_worker import build_fleet_worker
 from workflows.fleet import FleetRolloutWorkflow
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180), pytest.mark.xdist_group("heavy")]  # with chaos: kills
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180), pytest.mark.xdist_group("fleet")]  # with the fleet e2e
 SETTINGS = FleetSettings(poll_seconds=0.5, unreachable_retry_seconds=1.0, gate_seconds=1.0)
 BAKE_SECONDS = 8
 
