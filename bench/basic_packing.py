@@ -5,8 +5,8 @@ options, as devstack/moto_fleet.py answers), and the reserved utilization of the
 bench/karpenter_verdict.py computes it (the mean over nodes of requests / allocatable), on one process, no
 servers. Explains basic's memory utilization (docs/benchmarks.md, "Memory utilization in basic").
 
-The catalog is the one the worker discovers from the EC2 stand-in (moto's us-east-1 types, zones, and the
-bundled on-demand price table the devstack's Pricing stand-in serves), built here with moto in-process;
+The catalog is the one the worker discovers from the EC2 stand-in (moto's us-east-1 types and zones, the bundled
+on-demand price table the devstack's Pricing stand-in serves: bench.instance_discovery.offline_catalog);
 `--bundled` uses api/data/catalog.yaml instead. `--batches N` splits the pods into N provisioning batches in
 arrival order, each seeing the claims of the earlier ones as launching (the intake's 1 s idle / 10 s max windows).
 
@@ -17,41 +17,25 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
-from moto import mock_aws
-
 from api import labels as L
-from api import price_table
 from api.catalog import InstanceType, InstanceTypeCatalog, load_default_catalog
-from api.instance_types.build import build_catalog
 from api.quantity import parse_cpu, parse_memory
 from api.snapshot import Snapshot
+from bench.instance_discovery import offline_catalog
 from bench.karpenter_scenarios import SCENARIOS, Workload
 from bench.karpenter_verdict import reserved_utilization
 from bench.karpenter_world import POOL, node_pool
 from devstack.demo_aws import node_class_object
-from gateways.instance_discovery import describe_instance_types, describe_offerings
 from planning.cluster import Cluster
 from planning.provisioning.provisioner import decide
 from simulator.kubelet_resources import Machine, node_resources
 
 REGION = "us-east-1"
-
-
-def discovered_catalog(region: str = REGION) -> InstanceTypeCatalog:
-    """The catalog InstanceTypeProvider builds from the EC2 stand-in, built against moto in-process."""
-    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        os.environ.setdefault(key, "testing")
-    with mock_aws():
-        ec2 = boto3.client("ec2", region_name=region)
-        items, zones = describe_instance_types(ec2), describe_offerings(ec2)
-    return build_catalog(region, items, zones, price_table.region_prices(region), {})
 
 
 def pending_pods(workloads: tuple[Workload, ...]) -> list[dict[str, Any]]:
@@ -179,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cpu-below", type=int, default=32, help="the pool's instance-cpu Lt bound (suite: 32)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    catalog = load_default_catalog() if args.bundled else discovered_catalog()
+    catalog = load_default_catalog() if args.bundled else offline_catalog(REGION)
     out = summary(scale_out(catalog, args.batches, args.cpu_below))
     print(json.dumps(out, indent=1) if args.json else json.dumps(out))
 
