@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Any
 
 from kubernetes import client as k8s
@@ -73,8 +74,11 @@ class LeaderLog:
     pending_kill: tuple[float, str] | None = None  # (when, identity killed) until another holder shows
     unexpected_exits: list[str] = field(default_factory=list)
 
-    def observe(self, identity: str, now: float) -> str:
-        """Note the holder now; returns a line when it changed (and the takeover it ends, after a kill)."""
+    def observe(self, identity: str, now: float, acquired: float | None = None) -> str:
+        """Note the holder now; returns a line when it changed (and the takeover it ends, after a kill). `now` and
+        the kill are wall-clock seconds; `acquired` is the Lease's own acquireTime when it has one, which times the
+        takeover where it happened rather than where the soak's polling saw it (a step with a sample in it takes
+        seconds)."""
         if not identity or identity == self.holder:
             return ""
         before, self.holder = self.holder, identity
@@ -82,7 +86,7 @@ class LeaderLog:
             self.changes += 1
         line = f"leader: {identity} (was {before or 'none'})"
         if self.pending_kill is not None and identity != self.pending_kill[1]:
-            took = round(now - self.pending_kill[0], 1)
+            took = round((acquired if acquired is not None else now) - self.pending_kill[0], 1)
             self.takeovers.append(took)
             self.pending_kill = None
             line += f", {took} s after the kill"
@@ -134,24 +138,31 @@ class Replicas:
 
     def leader(self) -> str:
         """The Lease holder's identity now ('' when none holds it or the Lease is not there yet)."""
+        return self.lease()[0]
+
+    def lease(self) -> tuple[str, float | None]:
+        """The Lease's holder and its acquireTime in epoch seconds (None: not set, or no Lease yet)."""
         assert self.world.sim is not None
         try:
             lease = retry(k8s.CoordinationV1Api(self.world.sim.api_client()).read_namespaced_lease,
                           DEFAULT_LEASE_NAME, LEASE_NAMESPACE)
         except k8s.ApiException as exc:
             if exc.status == 404:
-                return ""
+                return "", None
             raise
-        return lease.spec.holder_identity or ""
+        acquired = lease.spec.acquire_time
+        if acquired is not None and acquired.tzinfo is None:
+            acquired = acquired.replace(tzinfo=UTC)  # MicroTime is UTC; a naive copy would read as local time
+        return lease.spec.holder_identity or "", acquired.timestamp() if acquired is not None else None
 
     def step(self, now: float) -> list[str]:
         """Supervise, scrape, note the holder, kill the leader when due; returns what happened."""
         lines = self.supervise(now)
         self.scrape()
-        holder = self.leader()
-        # the clock read as the Lease answered, not the step's start: scrapes under load took seconds, and a
-        # takeover timed from the step's `now` came out seconds off either way (24.8 s for a wall 18 s, 2026-11-29)
-        if line := self.log.observe(holder, time.monotonic()):
+        holder, acquired = self.lease()
+        # wall clock, as the Lease's acquireTime: the step's `now` came out seconds off either way under load
+        # (24.8 s for a wall 18 s, 2026-11-29), and polling adds the step's own length
+        if line := self.log.observe(holder, time.time(), acquired):
             lines.append(line)
         if self.kill_every is not None and self.next_kill is not None and now >= self.next_kill:
             self.next_kill = now + self.kill_every
@@ -182,7 +193,7 @@ class Replicas:
         r.killed = True
         r.proc.send_signal(signal.SIGKILL)  # type: ignore[union-attr]
         self.log.kills += 1
-        self.log.pending_kill = (time.monotonic(), identity)
+        self.log.pending_kill = (time.time(), identity)
         return f"SIGKILL leader {identity} ({r.life})"
 
     def scrape(self) -> None:

@@ -45,6 +45,10 @@ def test_holder_changes_and_takeovers_count_and_a_steady_holder_does_not() -> No
     log.observe("soak-a_3", 30.0)  # a change without a kill (a lost renewal) counts, with no takeover
     assert log.figures() == {"leaderKills": 1, "leaderChanges": 2, "takeoverSeconds": [7.5],
                              "takeoverMaxSeconds": 7.5, "unexpectedExits": []}
+    # the Lease's own acquireTime, when it has one, times the takeover, not the moment the soak's polling saw it
+    log.kills, log.pending_kill = 2, (40.0, "soak-a_3")
+    assert "16.5 s after the kill" in log.observe("soak-b_4", 62.0, acquired=56.5)
+    assert log.takeovers == [7.5, 16.5]
 
 
 def test_the_plan_rejects_a_rate_outside_0_1_and_a_window_as_long_as_the_period() -> None:
