@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         DisruptionPhase,
         DisruptionProgress,
         DisruptionResult,
+        DisruptionSettings,
         DriftOutcomeInput,
         EventsInput,
         EventSpec,
@@ -287,7 +288,10 @@ class DisruptionWorkflow:
                             for reason, message in ((EventReason.DISRUPTION_LAUNCHING, events.launching(cmd.reason)),
                                                     (EventReason.DISRUPTION_WAITING_READINESS,
                                                      events.WAITING_READINESS))], None)
+        await self._wait_ready(s)
 
+    async def _wait_ready(self, s: DisruptionSettings) -> None:
+        """Poll the replacements until every one is Ready; roll back when one is gone or the deadline passes."""
         # the deadline first: the phase's details name it ("ready by ..."); set after, they lacked it until the
         # first readiness poll came back (a query under load read that). No command either way: replay-safe.
         self._deadline = workflow.now() + timedelta(seconds=s.ready_timeout_seconds)
