@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from support.termination_fakes import after_drain
 from temporalio import activity
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
 from temporalio.worker import Worker
 
@@ -76,6 +77,13 @@ def _chain(exc: BaseException | None) -> str:
     return " <- ".join(parts)
 
 
+# A rejected update's workflow task is dropped, unless the server had to keep it: under load a speculative task
+# that times out or meets another event is written as an ordinary one. Those events are the task's, not the
+# update's; an accepted, rejected or completed update would show as an update event.
+_TASK_BOOKKEEPING = {EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+                     EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED, EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT}
+
+
 BAD_FORCE: list[tuple[Any, str]] = [
     ({"reason": ""}, "reason is required"),
     ({"reason": "   "}, "reason is required"),
@@ -117,8 +125,9 @@ async def test_invalid_updates_are_rejected_and_the_workflow_keeps_going(tempora
                 await asyncio.wait_for(untyped.execute_update("cancel", payload), 20)
         with pytest.raises(WorkflowUpdateFailedError):
             await asyncio.wait_for(untyped.execute_update("no_such_update", {"reason": "x"}), 20)
-        after_updates = len((await typed.fetch_history()).events)
-        assert after_updates - before < 5, "rejected updates leave no trace in history"
+        added = (await typed.fetch_history()).events[before:]
+        assert [e.event_type for e in added if e.event_type not in _TASK_BOOKKEEPING] == [], \
+            "rejected updates leave no trace in history"
         # signals cannot be rejected: invalid ones must be ignored ({} is a valid cancel: its reason is optional)
         for names, payloads in ((("force", "force_signal"), (None, 42, {"reason": 5}, {"reason": ""})),
                                 (("cancel", "cancel_signal"), (None, 42, {"reason": 5}, [1]))):
