@@ -92,27 +92,13 @@ class TerminationMarkerActivities:
             return False
         held = ((claim.get("metadata") or {}).get("annotations") or {}).get(labels.TERMINATION_TIMESTAMP_ANNOTATION)
         if termination_timestamp(claim, inp.since) is not None:
-            held, claim = self._stamp(inp, claim)
+            held, claim = self.kube.annotate_claim(inp.node_claim_name, labels.TERMINATION_TIMESTAMP_ANNOTATION,
+                                                   lambda obj: termination_timestamp(obj, inp.since), current=claim)
             if claim is None:
                 return False
         if held:
             self._grace_period_expiring(claim, held)
         return self._set_drained(inp.node_claim_name, inp.drained, claim)
-
-    def _stamp(self, inp: TerminationMarkersInput, claim: Obj) -> tuple[str, Obj | None]:
-        """The termination-timestamp annotation, set once; the value it holds ("" none) and the claim as now stored
-        (None: gone)."""
-        stamps: list[str] = []
-        key = labels.TERMINATION_TIMESTAMP_ANNOTATION
-
-        def change(obj: Obj) -> Obj | None:
-            existing = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
-            stamp = existing or termination_timestamp(obj, inp.since)
-            stamps[:] = [stamp or ""]
-            return None if existing or stamp is None else {"metadata": {"annotations": {key: stamp}}}
-
-        outcome, now = self.kube.updated("NodeClaim", inp.node_claim_name, change, current=claim)
-        return ("", None) if outcome is None else (stamps[0], now)
 
     def _grace_period_expiring(self, claim: dict[str, Any], at: str) -> None:
         """Karpenter's TerminationGracePeriodExpiring on the NodeClaim (lifecycle) and its Node (termination), while

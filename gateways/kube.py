@@ -468,21 +468,19 @@ class KubeClient:
             return (True, answer) if answer is not None else (None, None)
         raise Conflict(f"could not update {kind} {name}: too many conflicts")
 
-    def claim_annotation(self, name: str, key: str, value: str, current: Obj | None = None) -> str | None:
-        """Set annotation `key` on a NodeClaim unless it already has one; returns the value it holds now (the
-        first writer's), or None when the claim is gone. Safe against concurrent writers (resourceVersion)."""
-        return self.annotate_claim(name, key, value, current)[0]
-
-    def annotate_claim(self, name: str, key: str, value: str,
+    def annotate_claim(self, name: str, key: str, value: str | Callable[[Obj], str | None],
                        current: Obj | None = None) -> tuple[str | None, Obj | None]:
-        """`claim_annotation`, with the NodeClaim as it is now stored (the PATCH's answer, or the copy read when it
-        already held the annotation); (None, None) when the claim is gone."""
+        """Set annotation `key` on a NodeClaim unless it already has one. `value` may be computed from the claim as
+        read (None: nothing to set). Returns the value it holds now (the first writer's; "" none) and the claim as
+        now stored (the PATCH's answer, or the copy read when nothing was written); (None, None) when the claim is
+        gone. Safe against concurrent writers (resourceVersion): a 409 reads again and computes again."""
         held: list[str] = []
 
         def change(obj: Obj) -> Obj | None:
             existing = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
-            held[:] = [existing or value]
-            return None if existing else {"metadata": {"annotations": {key: value}}}
+            wanted = existing or (value(obj) if callable(value) else value)
+            held[:] = [wanted or ""]
+            return None if existing or not wanted else {"metadata": {"annotations": {key: wanted}}}
 
         outcome, claim = self.updated("NodeClaim", name, change, current=current)
         return (None, None) if outcome is None else (held[0], claim)
@@ -526,31 +524,32 @@ class KubeClient:
         return self._delete(lambda: self.core.delete_node(name, _preload_content=False))
 
     def delete_node_claim(self, name: str) -> bool:
-        return self._delete(lambda: self.custom.delete_cluster_custom_object(*KARPENTER, "nodeclaims", name,
-                                                                             _preload_content=False))
+        return self.delete_node_claim_answer(name)[0]
 
     def delete_node_claim_answer(self, name: str) -> tuple[bool, Obj | None]:
         """`delete_node_claim`, with the NodeClaim the API server answered (a claim held by finalizers, its
         deletionTimestamp set); None when the answer is not the claim (a Status) or the claim was gone."""
-        try:
-            answer = _json(self.custom.delete_cluster_custom_object(*KARPENTER, "nodeclaims", name,
-                                                                   _preload_content=False))
-        except ApiException as exc:
-            if exc.status == 404:
-                return False, None
-            raise
+        found, raw = self._delete_answer(lambda: self.custom.delete_cluster_custom_object(
+            *KARPENTER, "nodeclaims", name, _preload_content=False))
+        if not found:
+            return False, None
+        answer = _json(raw)
         meta = answer.get("metadata") or {}
         held = answer.get("kind") == "NodeClaim" and meta.get("resourceVersion") and meta.get("deletionTimestamp")
         return True, answer if held else None
 
     @staticmethod
     def _delete(call: Callable[[], Any]) -> bool:
+        return KubeClient._delete_answer(call)[0]
+
+    @staticmethod
+    def _delete_answer(call: Callable[[], Any]) -> tuple[bool, Any]:
+        """(False, None) when the object was already gone (404); else (True, the raw answer)."""
         try:
-            call()
-            return True
+            return True, call()
         except ApiException as exc:
             if exc.status == 404:
-                return False
+                return False, None
             raise
 
     def evict(self, pod: Obj) -> EvictionResult:

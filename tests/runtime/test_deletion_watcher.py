@@ -106,11 +106,11 @@ async def test_the_first_termination_to_start_owns_the_claim(sim: Any) -> None:
     api = sim.api_client()
     kube = KubeClient(api)
     key = labels.TERMINATION_WORKFLOW_ANNOTATION
-    assert kube.claim_annotation("n1-claim", key, "terminate-a") == "terminate-a"
-    assert kube.claim_annotation("n1-claim", key, "terminate-b") == "terminate-a"
+    assert kube.annotate_claim("n1-claim", key, "terminate-a")[0] == "terminate-a"
+    assert kube.annotate_claim("n1-claim", key, "terminate-b")[0] == "terminate-a"
     claim = k8s.CustomObjectsApi(api).get_cluster_custom_object("karpenter.sh", "v1", "nodeclaims", "n1-claim")
     assert claim["metadata"]["annotations"][key] == "terminate-a"
-    assert kube.claim_annotation("no-such-claim", key, "terminate-c") is None
+    assert kube.annotate_claim("no-such-claim", key, "terminate-c") == (None, None)
     api.close()
 
 
