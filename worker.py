@@ -39,6 +39,7 @@ from runtime.leader import DEFAULT_LEASE_NAME, ElectionSettings
 from runtime.malloc_tuning import limit_arenas
 from runtime.settings import Deps, Settings, configure_scheduling
 from runtime.temporal_metrics import new_buffer, pump, track_planner_pause
+from runtime.thread_profile import ThreadProfiles
 from runtime.worker_loop import run_worker
 from telemetry.logs import JsonFormatter
 
@@ -390,15 +391,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
-    profile_path = os.environ.get("NODEFLOW_PROFILE")  # write cProfile stats here at shutdown (benchmarks)
-    if profile_path:
-        import cProfile
-
-        profiler = cProfile.Profile()
-        code = profiler.runcall(asyncio.run, amain(args))
-        profiler.dump_stats(profile_path)
-    else:
-        code = asyncio.run(amain(args))
+    profile_path = os.environ.get("NODEFLOW_PROFILE")  # every thread's cProfile, written at shutdown (benchmarks)
+    profiles = ThreadProfiles().start() if profile_path else None
+    code = asyncio.run(amain(args))
+    if profiles is not None:
+        profiles.dump(profile_path)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)  # avoids the SDK's interpreter-exit crash (temporalio/sdk-python#300)

@@ -1,0 +1,31 @@
+"""ThreadProfiles sees the work of threads started after it, which a main-thread cProfile never does."""
+
+from __future__ import annotations
+
+import pstats
+import threading
+from pathlib import Path
+
+from runtime.thread_profile import ThreadProfiles
+
+
+def _spin(n: int) -> int:
+    return sum(i * i for i in range(n))
+
+
+def test_every_thread_is_profiled_and_counted_by_kind(tmp_path: Path) -> None:
+    profiles = ThreadProfiles().start()
+    threads = [threading.Thread(target=_spin, args=(200_000,), name=f"informer-pods-{i}") for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    _spin(10)
+    out = tmp_path / "worker.prof"
+    profiles.dump(out)
+
+    calls = {key[2]: value[1] for key, value in pstats.Stats(str(out)).stats.items()}  # type: ignore[attr-defined]
+    assert calls["_spin"] == 4  # three threads and the main thread
+    kinds = dict(line.split(" s  ")[::-1] for line in (tmp_path / "worker.prof.threads").read_text().splitlines())
+    assert set(kinds) == {"informer-pods-_", "main"}
+    assert float(kinds["informer-pods-_"]) > float(kinds["main"]) > 0
