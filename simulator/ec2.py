@@ -44,6 +44,18 @@ DEFAULT_AMI = "ami-0a1b2c3d4e5f60718"
 _LAUNCH_SLACK = timedelta(seconds=2)
 
 
+_LAUNCH_TIME_PRECISION = 1.0
+
+
+def _launch_time(inst: dict[str, Any]) -> datetime | None:
+    launched = inst.get("LaunchTime")
+    if isinstance(launched, str):
+        launched = datetime.fromisoformat(launched.replace("Z", "+00:00"))
+    if not isinstance(launched, datetime):
+        return None
+    return launched if launched.tzinfo is not None else launched.replace(tzinfo=UTC)
+
+
 def instance_id_of(pid: str | None) -> str | None:
     if not pid or not pid.startswith("aws://"):
         return None
@@ -192,14 +204,19 @@ class Ec2World:
         return {z["ZoneName"]: z["ZoneId"] for z in zones if z.get("ZoneName") and z.get("ZoneId")}
 
     def _launched_since_start(self, inst: dict[str, Any]) -> bool:
-        launched = inst.get("LaunchTime")
-        if isinstance(launched, str):
-            launched = datetime.fromisoformat(launched.replace("Z", "+00:00"))
-        if not isinstance(launched, datetime):
-            return True
-        if launched.tzinfo is None:
-            launched = launched.replace(tzinfo=UTC)
-        return launched >= self.started_at - _LAUNCH_SLACK
+        launched = _launch_time(inst)
+        return launched is None or launched >= self.started_at - _LAUNCH_SLACK
+
+    def _boot_started(self, inst: dict[str, Any], now: float) -> float:
+        """When the instance began to boot, on the monotonic clock: its launch, as a real kubelet's boot does not
+        wait for anyone to look. A poll that reads hundreds of new instances can take tens of seconds under load;
+        counting the boot from when the poll first saw the instance running added that to every registration.
+        Never before the launch: moto's LaunchTime is truncated to the second, so a second is taken off the age."""
+        launched = _launch_time(inst)
+        if launched is None:
+            return now
+        age = (datetime.now(UTC) - launched).total_seconds() - _LAUNCH_TIME_PRECISION
+        return now - max(0.0, age)
 
     def image_id(self) -> str:
         """The AMI scenario instances launch from (moto accepts any id; listing its images takes seconds)."""
@@ -317,7 +334,7 @@ class Ec2World:
                 if state == "running" and node is not None:
                     self.ccm.initialize(node, inst)
                 elif state == "running" and member and iid not in self.registered:
-                    started = self.first_running.setdefault(iid, now)
+                    started = self.first_running.setdefault(iid, self._boot_started(inst, now))
                     if now - started >= world.ready_delay * world.time_scale:  # the instance boots
                         self.registered.add(iid)
                         self.kubelets.register(inst, self._bootstraps.get(iid, (False, None))[1])

@@ -5,12 +5,13 @@ readiness, instance loss) is seen in order and deterministically."""
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from simulator.ec2 import Ec2World
 from simulator.pods import meta, node_ready
 from simulator.resources import BY_KIND
+from simulator.server import EC2_POLL_PAUSE_CAP, ec2_poll_pause
 from simulator.store import Store
 from simulator.user_data import parse
 from simulator.world import World
@@ -124,3 +125,27 @@ def test_instance_gone_node_unknown_then_deleted_and_kubelet_stops() -> None:
     _rounds(world, ec2, [gone], 2)
     assert meta(world.store.must_get(NODES, "", name)).get("deletionTimestamp"), "deleted, held by its finalizer"
     assert ec2.instance_counts() == {"shutting-down": 1}
+
+
+def test_boot_counts_from_the_launch_not_from_the_poll_that_first_saw_it() -> None:
+    """A poll that reads hundreds of new instances is slow; an instance it first sees after its boot time has
+    booted already, as a real kubelet does without anyone looking. Never before the launch: moto's LaunchTime is
+    truncated to the second."""
+    world = World(Store(), time_scale=1.0, ready_delay=5.0)
+    ec2 = Ec2World(world, "", client=object())
+    ec2.identity.url = URL
+    ec2.started_at = datetime.now(UTC) - timedelta(minutes=1)  # the world ran before the instances launched
+    late, fresh = _instance("i-late"), _instance("i-fresh")
+    late["LaunchTime"] = datetime.now(UTC) - timedelta(seconds=30)
+    fresh["LaunchTime"] = datetime.now(UTC).replace(microsecond=0)  # up to a second older than it is
+    for inst in (late, fresh):
+        ec2._bootstraps[inst["InstanceId"]] = (True, parse(NODEADM))
+    ec2.apply([late, fresh])
+    assert world.store.get(NODES, "", "ip-i-late.ec2.internal") is not None
+    assert world.store.get(NODES, "", "ip-i-fresh.ec2.internal") is None, "still booting"
+
+
+def test_a_long_poll_pauses_the_next_at_most_a_few_seconds() -> None:
+    assert ec2_poll_pause(1.0, 0.2) == 1.0
+    assert ec2_poll_pause(0.25, 0.5) == 1.5  # the steady listing: a quarter of the time
+    assert ec2_poll_pause(1.0, 60.0) == EC2_POLL_PAUSE_CAP  # new instances read once
