@@ -9,12 +9,14 @@ Karpenter's state gauges), so each of their decisions and cloud calls is made on
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import random
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -110,6 +112,9 @@ class LeaderElector:
         self.last_renew: datetime | None = None  # our last successful acquire or renew, by `clock`
         self._stopping = asyncio.Event()
         self._timeout = max(1.0, settings.renew_deadline_seconds / 2)  # one API call
+        # Threads of its own, as client-go's elector has its own goroutine: on the loop's default executor a
+        # burst of 500 launches queued the renewal behind them, and the leader lost its lease 20 s in.
+        self._threads = ThreadPoolExecutor(max_workers=2, thread_name_prefix="leader-election")
 
     async def try_acquire_or_renew(self) -> bool:
         """One attempt (client-go's tryAcquireOrRenew): create the lease when absent; take it when its holder's
@@ -148,7 +153,8 @@ class LeaderElector:
         return True
 
     async def _call(self, call: Callable[..., Any], *args: Any) -> Any:
-        return await asyncio.to_thread(call, *args, _request_timeout=self._timeout)
+        return await asyncio.get_running_loop().run_in_executor(
+            self._threads, functools.partial(call, *args, _request_timeout=self._timeout))
 
     async def _attempt(self, timeout: float) -> bool:
         """An attempt that neither raises nor outlasts `timeout` (a failed attempt is retried, not fatal)."""
@@ -156,7 +162,7 @@ class LeaderElector:
             return await asyncio.wait_for(self.try_acquire_or_renew(), timeout)
         except Exception as exc:
             log.warning("leader election: lease %s/%s not acquired or renewed: %s", self.namespace,
-                        self.settings.name, exc or type(exc).__name__)
+                        self.settings.name, str(exc) or type(exc).__name__)  # a timeout's text is empty
             return False
 
     async def run(self, on_started: Callable[[], Awaitable[Any]], on_stopped: Callable[[], Awaitable[Any]]) -> None:
@@ -174,6 +180,7 @@ class LeaderElector:
         finally:
             if self.settings.release_on_stop and self.last_renew is not None:
                 await self.release()
+            self._threads.shutdown(wait=False)
 
     def stop(self) -> None:
         self._stopping.set()
