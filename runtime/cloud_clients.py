@@ -84,8 +84,10 @@ def ec2_client(region: str | None, endpoint: str | None, rate: Ec2CallRate | Non
     import boto3
     from botocore.config import Config
 
+    # as many connections as threads call it (the cloud activities' 64, the loop's 64 io threads): with 32, a
+    # burst of 500 launches discarded connections it then opened again ("Connection pool is full")
     client = boto3.client("ec2", region_name=region, endpoint_url=endpoint,
-                          config=Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=32))
+                          config=Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=64))
     if rate is None:
         return client
     return limit_call_rate(count_sdk_retries(client), TokenBucket(rate.per_second, rate.burst))
