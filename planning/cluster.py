@@ -25,6 +25,7 @@ from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
 from planning.capacity_buffers import snapshot_virtual_pods
 from planning.identity_memo import IdentityMemo
+from planning.node_pods_memo import NodePodsMemo
 from planning.pod_requests import pod_requests, resize_infeasible
 from planning.pricing.overlays import overlay_pool_labels, priced_by_overlays
 from planning.pricing.reservations import with_reservations
@@ -544,6 +545,10 @@ class NodeInfo:
     # cached `marked_for_deletion` (asked ~10 times per node a pass); its inputs, `deleting` and the claim, are
     # set before a pass reads it (Cluster.from_parts) and never change after
     marked: bool | None = field(default=None, compare=False, repr=False)
+    # what its pods alone decide, carried between passes while it holds the same PodInfos (Cluster.from_parts with
+    # a memo; planning/node_pods_memo.py), and those values for this pass (candidates.py node_pods)
+    pods_memo: NodePodsMemo | None = field(default=None, compare=False, repr=False)
+    pod_values: Any = field(default=None, compare=False, repr=False)
 
     @property
     def zone(self) -> str:
@@ -809,6 +814,10 @@ class Cluster:
         self.volumes = Volumes()  # PersistentVolumes, claims and StorageClasses of the snapshot
         # what other modules derive from this cluster alone and keep for the pass (read-only once made)
         self.memo: dict[str, Any] = {}
+        # what nodes' pods decide, carried between passes (from_parts with a memo), and each namespace's PDBs as a
+        # token that stays the same object while they do (planning/node_pods_memo.py)
+        self.pods_memo: NodePodsMemo | None = None
+        self.pdb_tokens: dict[str, tuple[Any, ...]] = {}
 
     def with_volumes(self, pod: PodInfo) -> PodInfo:
         """`pod` with its claims' volume topology in its node requirements (planning/scheduling/volume_topology.py)."""
@@ -858,6 +867,10 @@ class Cluster:
                                       or ()}
         cluster.volumes = volumes
         cluster.default_spread_pods, cluster.resizing_pods = defaulted, resizing
+        if memo is not None:
+            cluster.pods_memo, cluster.pdb_tokens = memo.nodes, memo.nodes.pdb_tokens(snapshot.pdbs)
+            for node in nodes:
+                node.pods_memo = memo.nodes
         for pdb in pdbs:
             if pdb.spec is not None:  # a snapshot written without PDB status: derive it from the pods
                 pdb.disruptions_allowed = pdb_allowed_from_pods(pdb.spec, cluster.matching_pods(pdb.namespace,

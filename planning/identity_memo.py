@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from planning.node_pods_memo import NodePodsMemo
+
 T = TypeVar("T")
 
 
@@ -23,6 +25,8 @@ class IdentityMemo:
         self._last: dict[tuple[str, int], tuple[Any, Any]] = {}
         self._now: dict[tuple[str, int], tuple[Any, Any]] = {}
         self.made = 0  # values derived (not found) since the pass started
+        # what a node's pods decide, by node name while it holds the very same PodInfos (planning/node_pods_memo.py)
+        self.nodes = NodePodsMemo()
 
     def get(self, kind: str, obj: Any, make: Callable[[Any], T]) -> T:
         """`make(obj)`, or what it gave for this very object this pass or the last."""
@@ -40,3 +44,4 @@ class IdentityMemo:
         if self._now:
             self._last, self._now = self._now, {}
         self.made = 0
+        self.nodes.next_pass()

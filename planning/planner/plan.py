@@ -35,6 +35,7 @@ from planning.disruption.candidates import (
     NodeRefusal,
     build_candidates,
     in_flight_pods,
+    node_pods,
 )
 from planning.disruption.commands import (
     STATIC_DRIFT,
@@ -313,11 +314,8 @@ def _report_do_not_disrupt(ctx: PassContext) -> None:
     for node in ctx.cluster.nodes:
         if node.claim is None or node.marked_for_deletion:
             continue
-        for pod in node.pods:
-            value = pod.annotations.get(L.DO_NOT_DISRUPT_ANNOTATION)
-            if value is None or value == "true" or not pod.active:
-                continue
-            found = events.do_not_disrupt_event(value, pod.start_time, ctx.at)
+        for pod in node_pods(node).dnd_valued:  # active, with a do-not-disrupt other than "true"
+            found = events.do_not_disrupt_event(pod.annotations[L.DO_NOT_DISRUPT_ANNOTATION], pod.start_time, ctx.at)
             if found is not None:
                 reason, message = found
                 ctx.event("Pod", pod.name, reason, message, events.REASONS[reason].type, namespace=pod.namespace)

@@ -1,0 +1,92 @@
+"""Values a node's pods alone decide (and, for its pod-level block, its namespaces' PDBs), carried from pass to pass
+while the node holds the very same pods.
+
+At 5,000 nodes a pass walked 72k pods for each node's pod-level block, eviction costs, reschedulable pods and
+pinned pods, though between two passes ~1% of them change. The worker's cache hands a pass the PodInfo it parsed
+last time for every pod whose object is unchanged (runtime/cluster_view.py), so a node whose pods list holds the
+same PodInfo objects in the same order as last time has the same pods; its values are reused. Anything else (a pod
+added, removed, replaced or reordered) derives them again. A value that also reads the PDBs names the namespaces it
+read; each namespace's PDBs are a token (`pdb_tokens`) that is the very object of last time while the namespace's
+PDB objects are the same, so a changed, added or removed PDB makes its namespace's values derive again. Values
+must not depend on the time (callers do not store those) and are never changed by their readers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from operator import is_
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+NO_PDBS: tuple[Any, ...] = ()  # the token of a namespace without PDBs
+
+
+def same_objects(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """The same objects in the same order (identity, compared in C)."""
+    return len(a) == len(b) and all(map(is_, a, b))
+
+
+class NodePodsMemo:
+    """(what, node name) -> (the pods list it was derived from, the PDB tokens it read, the value)."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, str], tuple[Sequence[Any], tuple[Any, ...], Any]] = {}
+        self._now: dict[tuple[str, str], tuple[Sequence[Any], tuple[Any, ...], Any]] = {}
+        self._tokens: dict[str, tuple[Any, ...]] = {}
+        self.made = 0  # values derived (not found) since the pass started
+
+    def get(self, what: str, node: str, pods: Sequence[Any], make: Callable[[], T]) -> T:
+        """`make()`, or what it gave for the node when it held these very pods."""
+        key = (what, node)
+        entry = self._now.get(key) or self._last.get(key)
+        if entry is None or not same_objects(entry[0], pods):
+            entry = (pods, NO_PDBS, make())
+            self.made += 1
+        self._now[key] = entry
+        return entry[2]  # type: ignore[no-any-return]
+
+    def found(self, what: str, node: str, pods: Sequence[Any], tokens: Mapping[str, tuple[Any, ...]]
+              ) -> tuple[bool, Any]:
+        """(True, the value) kept for these very pods while the PDBs of the namespaces it read are the same;
+        else (False, None), and the caller derives it and `keep`s it."""
+        key = (what, node)
+        entry = self._now.get(key) or self._last.get(key)
+        if entry is None or not same_objects(entry[0], pods):
+            return False, None
+        read, value = entry[1], entry[2]
+        for ns, token in read:
+            if tokens.get(ns, NO_PDBS) is not token:
+                return False, None
+        self._now[key] = entry
+        return True, value
+
+    def keep(self, what: str, node: str, pods: Sequence[Any], namespaces: Iterable[str],
+             tokens: Mapping[str, tuple[Any, ...]], value: Any) -> None:
+        """Keep `value`, derived from `pods` and the PDBs of `namespaces` as `tokens` has them now."""
+        read = tuple((ns, tokens.get(ns, NO_PDBS)) for ns in namespaces)
+        self._now[(what, node)] = (pods, read, value)
+        self.made += 1
+
+    def pdb_tokens(self, pdbs: Iterable[Mapping[str, Any]]) -> dict[str, tuple[Any, ...]]:
+        """Each namespace's PDB objects as a token: the token of last time while they are the same objects, in
+        the same order, else a new one; always a new one for a namespace with a PDB whose allowed disruptions are
+        derived from the pods of other nodes (planning/cluster.py pdb_allowed_from_pods). Call once per Cluster."""
+        now: dict[str, list[Any]] = {}
+        derived: set[str] = set()  # a PDB without status.disruptionsAllowed is judged by every pod it selects
+        for raw in pdbs:
+            ns = (raw.get("metadata") or {}).get("namespace") or "default"
+            now.setdefault(ns, []).append(raw)
+            if (raw.get("status") or {}).get("disruptionsAllowed") is None:
+                derived.add(ns)
+        last = self._tokens
+        tokens = {ns: old if ns not in derived and (old := last.get(ns)) is not None and same_objects(old, objs)
+                  else tuple(objs) for ns, objs in now.items()}
+        self._tokens = tokens  # a namespace that lost its PDBs gets NO_PDBS from `found`, unlike its old token
+        return tokens
+
+    def next_pass(self) -> None:
+        """Keep what the pass that ends asked for and forget the rest; after a pass that asked for nothing, keep
+        what the one before it kept (planning/identity_memo.py does the same)."""
+        if self._now:
+            self._last, self._now = self._now, {}
+        self.made = 0
