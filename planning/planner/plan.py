@@ -22,7 +22,7 @@ from typing import Any
 from api import events
 from api import labels as L
 from api.allocatable import for_node_class
-from api.budgets import ALL_REASONS, REASONS, compute_budget_rows
+from api.budgets import ALL_REASONS, REASONS, claim_facts, compute_budget_rows, count_facts, node_facts
 from api.catalog import InstanceTypeCatalog, load_default_catalog
 from api.events import EventReason
 from api.nodeclaim import NodeClaim
@@ -121,10 +121,15 @@ def _utc(at: datetime) -> datetime:
 
 
 def budget_rows(snapshot: Any, at: datetime, cluster: Cluster, exclude: set[str],
-                reasons: Sequence[str] = REASONS) -> list[dict[str, Any]]:
-    """api.budgets rows, with in-flight nodes the rows do not already count taken off `allowed`."""
+                reasons: Sequence[str] = REASONS, memo: IdentityMemo | None = None) -> list[dict[str, Any]]:
+    """api.budgets rows, with in-flight nodes the rows do not already count taken off `allowed`. With `memo` (the
+    worker's cache), what the counting reads of each Node and NodeClaim is kept while it is the same object."""
+    counted = None if memo is None else count_facts(
+        [memo.get("BudgetNode", raw, node_facts) for raw in snapshot.nodes],
+        [memo.get("BudgetClaim", claim, claim_facts) for claim in snapshot.node_claims])
     rows = [r.model_dump(mode="json", by_alias=True)
-            for r in compute_budget_rows(snapshot.node_pools, snapshot.nodes, snapshot.node_claims, at, reasons)]
+            for r in compute_budget_rows(snapshot.node_pools, snapshot.nodes, snapshot.node_claims, at, reasons,
+                                         counted)]
     extra: dict[str, int] = {}
     for name in exclude:
         node = cluster.by_name.get(name)
@@ -197,7 +202,8 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
     exclude = set(exclude_nodes)
     cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
         Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims, memo=parsed.memo)
-    rows = budget_rows(snapshot, at, cluster, exclude, ALL_REASONS)  # Unhealthy: node repair's (v1.15)
+    rows = budget_rows(snapshot, at, cluster, exclude, ALL_REASONS,  # Unhealthy: node repair's (v1.15)
+                       parsed.memo if parsed is not None else None)
     allowed: dict[str, dict[str, int]] = {}
     for row in rows:
         allowed.setdefault(row["reason"], {})[row["nodePool"]] = row["allowed"]
