@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 from api import labels as L
@@ -612,6 +613,7 @@ def _place_pods(pods: Iterable[PodInfo], by_name: dict[str, NodeInfo], spread: A
     pending: list[PodInfo] = []
     defaulted = resizing = 0
     has_volumes = bool(volumes)  # asked once, not per pod (72k pods at 5,000 nodes)
+    find = by_name.get
     for pod in pods:
         resizing += pod.resized
         if workloads is not None:
@@ -620,14 +622,15 @@ def _place_pods(pods: Iterable[PodInfo], by_name: dict[str, NodeInfo], spread: A
             pod = spread_pod
         if has_volumes and claim_names(pod.raw.get("spec") or {}):
             pod = with_volume_needs(pod, volumes)
-        node = by_name.get(pod.node_name) if pod.node_name else None
+        node = find(pod.node_name) if pod.node_name else None
         if node is None:
             if not pod.node_name and pod.active:
                 pending.append(pod)
             continue
         node.pods.append(pod)
         if pod.phase not in TERMINAL_PHASES:  # PodInfo.terminal, inline
-            node.attached |= pod.attach
+            if pod.attach:
+                node.attached |= pod.attach
             node.used_cpu += pod.cpu
             node.used_mem += pod.mem
             node.used_pods += 1
@@ -771,6 +774,16 @@ def parse_pdb(raw: dict[str, Any]) -> PdbInfo:
     )
 
 
+_ANTI, _PODS = attrgetter("anti_affinity"), attrgetter("pods")
+
+
+def _kept_pdb(raw: dict[str, Any], memo: IdentityMemo) -> PdbInfo:
+    """parse_pdb, kept while the PDB is the same object; one without status is parsed every time, as its allowed
+    disruptions are then set from the pods (Cluster.from_parts)."""
+    pdb = memo.get("PodDisruptionBudget", raw, parse_pdb)
+    return pdb if pdb.spec is None else parse_pdb(raw)
+
+
 class Cluster:
     """Nodes (with claims, pools, prices and pods), pending pods, PDBs and the catalog of one snapshot."""
 
@@ -797,7 +810,7 @@ class Cluster:
         self.pool_catalogs: dict[str, InstanceTypeCatalog] = {}
         self.node_classes: dict[str, Any] = {}  # EC2NodeClass models by name (api.ec2nodeclass)
         self.reservation_counts: dict[str, int] = {}  # capacity reservation id -> instances it still has room for
-        self.has_anti_affinity = any(p.anti_affinity for n in nodes for p in n.pods)
+        self.has_anti_affinity = any(map(_ANTI, itertools.chain.from_iterable(map(_PODS, nodes))))
         # pods the cluster-default topology spread was given, and pods counted at an in-place resize (from_parts)
         self.default_spread_pods = 0
         self.resizing_pods = 0
@@ -857,7 +870,7 @@ class Cluster:
                                                    spread, Workloads(others) if spread else None, volumes)
         _type_nodes(nodes, priced.pools, catalog,
                     {(o.get("metadata") or {}).get("name"): o for o in others if o.get("kind") == "CSINode"})
-        pdbs = [parse_pdb(p) for p in snapshot.pdbs]
+        pdbs = [parse_pdb(p) for p in snapshot.pdbs] if memo is None else [_kept_pdb(p, memo) for p in snapshot.pdbs]
         cluster = cls(nodes, pools, claims, pending, pdbs, catalog)
         cluster.pool_catalogs = priced.pools
         cluster.node_classes = {c.metadata.name: c for c in getattr(snapshot, "node_classes", ())}

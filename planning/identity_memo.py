@@ -19,23 +19,28 @@ T = TypeVar("T")
 
 
 class IdentityMemo:
-    """(kind, object) -> a value derived from the object alone, carried from one pass to the next."""
+    """(kind, object) -> a value derived from the object alone, carried from one pass to the next. Entries are kept
+    per kind by the object's id: the keys are ints, which the cyclic collector does not track, so ~25k lookups a
+    pass leave no new objects for it to walk."""
 
     def __init__(self) -> None:
-        self._last: dict[tuple[str, int], tuple[Any, Any]] = {}
-        self._now: dict[tuple[str, int], tuple[Any, Any]] = {}
+        self._last: dict[str, dict[int, tuple[Any, Any]]] = {}
+        self._now: dict[str, dict[int, tuple[Any, Any]]] = {}
         self.made = 0  # values derived (not found) since the pass started
         # what a node's pods decide, by node name while it holds the very same PodInfos (planning/node_pods_memo.py)
         self.nodes = NodePodsMemo()
 
     def get(self, kind: str, obj: Any, make: Callable[[Any], T]) -> T:
         """`make(obj)`, or what it gave for this very object this pass or the last."""
-        key = (kind, id(obj))
-        entry = self._now.get(key) or self._last.get(key)
+        key = id(obj)
+        now = self._now.get(kind)
+        if now is None:
+            now = self._now[kind] = {}
+        entry = now.get(key) or self._last.get(kind, _EMPTY).get(key)
         if entry is None or entry[0] is not obj:
             entry = (obj, make(obj))
             self.made += 1
-        self._now[key] = entry
+        now[key] = entry
         return entry[1]  # type: ignore[no-any-return]
 
     def next_pass(self) -> None:
@@ -45,3 +50,6 @@ class IdentityMemo:
             self._last, self._now = self._now, {}
         self.made = 0
         self.nodes.next_pass()
+
+
+_EMPTY: dict[int, tuple[Any, Any]] = {}

@@ -26,45 +26,53 @@ def same_objects(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(map(is_, a, b))
 
 
+Entry = tuple[Sequence[Any], tuple[Any, ...], Any]  # (the pods it was derived from, the PDB tokens it read, value)
+_EMPTY: dict[str, Entry] = {}
+
+
 class NodePodsMemo:
-    """(what, node name) -> (the pods list it was derived from, the PDB tokens it read, the value)."""
+    """(what, node name) -> (the pods list it was derived from, the PDB tokens it read, the value); kept per `what`
+    by node name, so lookups leave no new objects for the cyclic collector to walk."""
 
     def __init__(self) -> None:
-        self._last: dict[tuple[str, str], tuple[Sequence[Any], tuple[Any, ...], Any]] = {}
-        self._now: dict[tuple[str, str], tuple[Sequence[Any], tuple[Any, ...], Any]] = {}
+        self._last: dict[str, dict[str, Entry]] = {}
+        self._now: dict[str, dict[str, Entry]] = {}
         self._tokens: dict[str, tuple[Any, ...]] = {}
         self.made = 0  # values derived (not found) since the pass started
 
+    def _entry(self, what: str, node: str) -> tuple[dict[str, Entry], Entry | None]:
+        now = self._now.get(what)
+        if now is None:
+            now = self._now[what] = {}
+        return now, now.get(node) or self._last.get(what, _EMPTY).get(node)
+
     def get(self, what: str, node: str, pods: Sequence[Any], make: Callable[[], T]) -> T:
         """`make()`, or what it gave for the node when it held these very pods."""
-        key = (what, node)
-        entry = self._now.get(key) or self._last.get(key)
+        now, entry = self._entry(what, node)
         if entry is None or not same_objects(entry[0], pods):
             entry = (pods, NO_PDBS, make())
             self.made += 1
-        self._now[key] = entry
+        now[node] = entry
         return entry[2]  # type: ignore[no-any-return]
 
     def found(self, what: str, node: str, pods: Sequence[Any], tokens: Mapping[str, tuple[Any, ...]]
               ) -> tuple[bool, Any]:
         """(True, the value) kept for these very pods while the PDBs of the namespaces it read are the same;
         else (False, None), and the caller derives it and `keep`s it."""
-        key = (what, node)
-        entry = self._now.get(key) or self._last.get(key)
+        now, entry = self._entry(what, node)
         if entry is None or not same_objects(entry[0], pods):
             return False, None
-        read, value = entry[1], entry[2]
-        for ns, token in read:
+        for ns, token in entry[1]:
             if tokens.get(ns, NO_PDBS) is not token:
                 return False, None
-        self._now[key] = entry
-        return True, value
+        now[node] = entry
+        return True, entry[2]
 
     def keep(self, what: str, node: str, pods: Sequence[Any], namespaces: Iterable[str],
              tokens: Mapping[str, tuple[Any, ...]], value: Any) -> None:
         """Keep `value`, derived from `pods` and the PDBs of `namespaces` as `tokens` has them now."""
         read = tuple((ns, tokens.get(ns, NO_PDBS)) for ns in namespaces)
-        self._now[(what, node)] = (pods, read, value)
+        self._entry(what, node)[0][node] = (pods, read, value)
         self.made += 1
 
     def pdb_tokens(self, pdbs: Iterable[Mapping[str, Any]]) -> dict[str, tuple[Any, ...]]:

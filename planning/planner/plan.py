@@ -506,9 +506,12 @@ def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None
     """The planner's decision for `snapshot` at `at` (docs/contracts.md §3). Pure: no I/O, the snapshot stays as is.
     `parsed`: parts of the snapshot already parsed (first pass only; later passes plan on changed copies).
     Node repairs are the first pass's (their replacements are the provisioner's, not simulated here).
-    `rollouts`, `planned`: see run_pass."""
-    return _plan(snapshot, _utc(at), catalog, until_stable, exclude_nodes, limits, max_passes, optimize, parsed,
-                 repair, rollouts, planned).result
+    `rollouts`, `planned`: see run_pass. The collector waits until the pass's own objects are gone (freed as their
+    last reference goes), not just until the pass ends, when it would walk them all once more."""
+    with _gc_paused():
+        result = _plan(snapshot, _utc(at), catalog, until_stable, exclude_nodes, limits, max_passes, optimize,
+                       parsed, repair, rollouts, planned).result
+    return result
 
 
 @dataclass
