@@ -1,5 +1,6 @@
 """What a node's pods decide, carried between passes (planning/node_pods_memo.py, used by
-planning/disruption/candidates.py `pod_block` and `node_pods`): over random passes, with PodInfos and PDB objects
+planning/disruption/candidates.py `pod_block` and `node_pods`, and planning/scheduling/pod_context.py for the pods
+whose anti-affinity others must respect): over random passes, with PodInfos and PDB objects
 carried as the worker's cache carries them and the time moving on, every node's pod-level block and pod values equal
 a fresh cluster's, computed without any memo. Between passes pods are added, removed and replaced (moving nodes,
 flipping do-not-disrupt between absent, "true" and durations), and PDBs are changed, added, removed or left without
@@ -19,6 +20,7 @@ from planning.disruption.candidates import GRACEFUL, build_candidates, node_pods
 from planning.identity_memo import IdentityMemo
 from planning.node_pods_memo import NodePodsMemo, same_objects
 from planning.policies.pod_annotations import DO_NOT_CONSOLIDATE_ANNOTATION
+from planning.scheduling.pod_context import MoreChecks
 
 NODES = [f"n{i}" for i in range(10)]
 APPS = ["web", "api", "db", "cache"]
@@ -36,8 +38,12 @@ def _pod(rng: random.Random, name: str) -> dict[str, Any]:
     if rng.random() < 0.2:
         annotations[L.POD_DELETION_COST_ANNOTATION] = str(rng.randint(-1000, 1000))
     tolerations = [{"key": L.DISRUPTED_TAINT_KEY, "operator": "Exists"}] if rng.random() < 0.05 else None
+    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": rng.choice([L.HOSTNAME_LABEL, L.ZONE_LABEL])}
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}} \
+        if rng.random() < 0.15 else None
     raw = pod(name, rng.choice(NODES), ns=rng.choice(NAMESPACES), labels=labels, annotations=annotations,
-              tolerations=tolerations, owner=rng.choice(["ReplicaSet"] * 4 + ["Node", "DaemonSet", "StatefulSet"]),
+              tolerations=tolerations, affinity=anti,
+              owner=rng.choice(["ReplicaSet"] * 4 + ["Node", "DaemonSet", "StatefulSet"]),
               phase=rng.choice(["Running"] * 8 + ["Succeeded"]), start=AT - timedelta(minutes=rng.randint(0, 90)))
     if rng.random() < 0.15:
         raw["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
@@ -93,7 +99,7 @@ def test_carried_pod_values_equal_a_fresh_computation_over_random_passes() -> No
     nodes = [node_and_claim(n) for n in NODES]
     memo = IdentityMemo()
     carried: dict[int, tuple[dict[str, Any], PodInfo]] = {}  # raw identity -> its PodInfo, as the cache view keeps
-    asked = made = blocked = 0
+    asked = made = blocked = anti = 0
     for i in range(60):
         _change(rng, pods, pdbs, i)
         at = AT + timedelta(minutes=i)  # durations run out as the passes go on
@@ -109,15 +115,18 @@ def test_carried_pod_values_equal_a_fresh_computation_over_random_passes() -> No
             assert got == pod_block(fresh, plain, at), (i, node.name)
             assert _values(node) == _values(plain), (i, node.name)
             blocked += got is not None
+        holders = [(dict(labels), p.key) for labels, p in MoreChecks(cluster).holders]
+        assert holders == [(dict(labels), p.key) for labels, p in MoreChecks(fresh).holders]
+        anti += len(holders)
         got_set = build_candidates(cluster, at, set(), GRACEFUL)
         plain_set = build_candidates(fresh, at, set(), GRACEFUL)
         assert [(c.name, c.reschedule_cost, c.disruption_cost) for c in got_set.candidates] == \
             [(c.name, c.reschedule_cost, c.disruption_cost) for c in plain_set.candidates]
         assert [(r.node.name, r.message) for r in got_set.rejected] == [(r.node.name, r.message)
                                                                          for r in plain_set.rejected]
-        asked += 2 * len(NODES)
+        asked += 3 * len(NODES)
         made += memo.nodes.made
-    assert blocked > 50
+    assert blocked > 50 and anti > 100
     assert 0 < made < asked // 2  # most answers were carried, and the changes made some derive again
 
 
