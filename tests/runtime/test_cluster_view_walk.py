@@ -96,14 +96,14 @@ def test_carried_reads_equal_a_fresh_read_after_random_changes() -> None:
     for i in range(300):
         _change(rng, cache, i)
         if i % 5 == 0:
-            seen = {id(o) for inf in cache.informers.values() for o in inf.objects()} & set(view._kept)
-            before = {k: view._kept[k][1:] for k in seen}
+            now = [o for inf in cache.informers.values() for o in inf.objects()]
+            before = {id(o): (o, e) for o in now if (e := view.entry(o)) is not None}
             got = view.read()
             _same(got, ClusterView(cache).read())  # type: ignore[arg-type]
-            new_pods = sum(1 for o in cache.informers["Pod"].objects() if id(o) not in seen)
+            new_pods = sum(1 for o in cache.informers["Pod"].objects() if id(o) not in before)
             assert view.reparsed == new_pods
-            for k, parts in before.items():  # an object seen last read keeps its very load and parse
-                assert view._kept[k][1] is parts[0] and view._kept[k][2] is parts[1]
+            for o, parts in before.values():  # an object seen last read keeps its very load and parse
+                assert view.entry(o) is parts
 
 
 def test_a_pass_on_carried_reads_plans_what_a_fresh_parse_plans() -> None:
