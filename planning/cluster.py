@@ -26,7 +26,7 @@ from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
 from planning.capacity_buffers import snapshot_virtual_pods
 from planning.identity_memo import IdentityMemo
-from planning.node_pods_memo import NodePodsMemo
+from planning.node_pods_memo import NodePodsMemo, PdbAnswers
 from planning.pod_requests import pod_requests, resize_infeasible
 from planning.pricing.overlays import overlay_pool_labels, priced_by_overlays
 from planning.pricing.reservations import with_reservations
@@ -817,9 +817,8 @@ class Cluster:
         self._match_counts: dict[tuple[str, str], dict[str, int]] = {}
         self._zone_counts: dict[tuple[str, str], dict[str, int]] = {}
         self._pdb_cache: dict[tuple[str, frozenset[tuple[str, str]]], list[PdbInfo]] = {}
-        # why PDBs stop a pod's eviction now, or None (candidates.py pod_block), by (namespace, the pod's labels that
-        # its namespace's PDB selectors read, ready) and by (namespace, label set, ready)
-        self.pdb_blocks: dict[Any, str | None] = {}
+        # why PDBs stop a pod's eviction now, or None, per namespace (candidates.py pod_block; pdb_answers)
+        self._pdb_answers: dict[str, PdbAnswers] = {}
         self._pdb_label_keys: dict[str, tuple[str, ...]] = {}
         self._label_index: dict[tuple[str, str, str], list[PodInfo]] | None = None
         self._daemon_overhead: dict[str, tuple[float, int, int]] | None = None
@@ -925,6 +924,16 @@ class Cluster:
             found = [p for p in maybe if match_label_selector(p.selector, pod.labels)]
             self._pdb_cache[key] = found
         return found
+
+    def pdb_answers(self, namespace: str) -> PdbAnswers:
+        """The namespace's PDB answers by label set (planning/disruption/candidates.py): for this pass, or carried
+        while its PDBs are the same objects when the cluster has a memo."""
+        got = self._pdb_answers.get(namespace)
+        if got is None:
+            memo = self.pods_memo
+            got = PdbAnswers() if memo is None else memo.pdb_answers(namespace, self.pdb_tokens)
+            self._pdb_answers[namespace] = got
+        return got
 
     def pdb_label_keys(self, namespace: str) -> tuple[str, ...]:
         """The label keys the selectors of the namespace's PDBs read: which PDBs match a pod depends on those of

@@ -38,6 +38,7 @@ class NodePodsMemo:
         self._last: dict[str, dict[str, Entry]] = {}
         self._now: dict[str, dict[str, Entry]] = {}
         self._tokens: dict[str, tuple[Any, ...]] = {}
+        self._answers: dict[str, PdbAnswers] = {}
         self.made = 0  # values derived (not found) since the pass started
 
     def _entry(self, what: str, node: str) -> tuple[dict[str, Entry], Entry | None]:
@@ -92,9 +93,49 @@ class NodePodsMemo:
         self._tokens = tokens  # a namespace that lost its PDBs gets NO_PDBS from `found`, unlike its old token
         return tokens
 
+    def pdb_answers(self, namespace: str, tokens: Mapping[str, tuple[Any, ...]]) -> PdbAnswers:
+        """The namespace's PDB answers by label set (planning/disruption/candidates.py), carried while its PDBs are
+        the same objects; new (empty) ones when they changed."""
+        token = tokens.get(namespace, NO_PDBS)
+        got = self._answers.get(namespace)
+        if got is None or got.token is not token:
+            got = self._answers[namespace] = PdbAnswers(token)
+        return got
+
     def next_pass(self) -> None:
         """Keep what the pass that ends asked for and forget the rest; after a pass that asked for nothing, keep
         what the one before it kept (planning/identity_memo.py does the same)."""
         if self._now:
             self._last, self._now = self._now, {}
+        for answers in self._answers.values():
+            answers.next_pass()
         self.made = 0
+
+
+class PdbAnswers:
+    """Why a namespace's PDBs stop a pod's eviction (or None), by the pod's labels: `get` and `put` by its whole
+    label set and readiness, `get_read`/`put_read` by the labels the PDB selectors read and readiness. What a pass
+    did not ask for is dropped at the next, so label sets that are gone do not pile up."""
+
+    def __init__(self, token: tuple[Any, ...] = NO_PDBS) -> None:
+        self.token = token
+        self._now: dict[Any, str | None] = {}
+        self._last: dict[Any, str | None] = {}
+
+    def get(self, key: Any) -> tuple[bool, str | None]:
+        """(True, the answer) when kept, else (False, None)."""
+        now = self._now
+        if key in now:
+            return True, now[key]
+        last = self._last
+        if key in last:
+            found = now[key] = last[key]
+            return True, found
+        return False, None
+
+    def put(self, key: Any, answer: str | None) -> None:
+        self._now[key] = answer
+
+    def next_pass(self) -> None:
+        if self._now:
+            self._last, self._now = self._now, {}

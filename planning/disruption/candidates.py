@@ -236,22 +236,25 @@ def _walk_pod_block(cluster: Cluster, node: NodeInfo, at: datetime) -> tuple[str
 
 
 def _pdb_block_of(cluster: Cluster, pod: PodInfo) -> str | None:
-    """`_pdb_block` of an evictable pod in a namespace with PDBs, once per pass for the pods whose labels the PDB
-    selectors read are the same (the replicas of a workload, whatever other labels they carry). Looked up first
-    by the pod's whole label set, which is kept on its PodInfo and hashed once."""
+    """`_pdb_block` of an evictable pod in a namespace with PDBs, once for the pods whose labels the PDB selectors
+    read are the same (the replicas of a workload, whatever other labels they carry): for the pass, or with the
+    cluster's memo while the namespace's PDBs are the same objects (planning/node_pods_memo.py). Looked up first by
+    the pod's whole label set, which is kept on its PodInfo and hashed once."""
     if pod.label_set is None:
         pod.label_set = frozenset(pod.labels.items())
-    blocks = cluster.pdb_blocks
-    whole = (pod.namespace, pod.label_set, pod.ready)
-    if whole in blocks:
-        return blocks[whole]
+    answers = cluster.pdb_answers(pod.namespace)
+    whole = (pod.label_set, pod.ready)
+    hit, found = answers.get(whole)
+    if hit:
+        return found
     labels = pod.labels
-    read = (pod.namespace, tuple([(k, labels[k]) for k in cluster.pdb_label_keys(pod.namespace) if k in labels]),
-            pod.ready, "read")
-    if read not in blocks:
-        blocks[read] = _pdb_block(cluster, pod)
-    blocks[whole] = blocks[read]
-    return blocks[read]
+    read = (tuple([(k, labels[k]) for k in cluster.pdb_label_keys(pod.namespace) if k in labels]), pod.ready, "read")
+    hit, found = answers.get(read)
+    if not hit:
+        found = _pdb_block(cluster, pod)
+        answers.put(read, found)
+    answers.put(whole, found)
+    return found
 
 
 def _pdb_block(cluster: Cluster, pod: PodInfo) -> str | None:
