@@ -694,8 +694,13 @@ def going_nodes(nodes: Iterable[Mapping[str, Any]], claims: Iterable[Any]) -> se
 def parse_node(index: int, raw: dict[str, Any], memo: IdentityMemo | None = None) -> NodeInfo:
     """A fresh NodeInfo (a pass changes it); with `memo`, what the raw Node alone decides is derived once per
     object and carried between passes (planning/identity_memo.py), its dicts and list copied as ever."""
+    return _node_info(index, raw, _node_fields(raw) if memo is None else memo.get("Node", raw, _node_fields))
+
+
+def _node_info(index: int, raw: dict[str, Any], fields: tuple[Any, ...]) -> NodeInfo:
+    """A fresh NodeInfo of a raw Node and its `_node_fields`, its dicts and list copied (a pass changes them)."""
     (name, uid, labels, annotations, taints, unschedulable, ready, deleting, created, cpu, mem, max_pods,
-     eph) = _node_fields(raw) if memo is None else memo.get("Node", raw, _node_fields)
+     eph) = fields
     return NodeInfo(
         index=index, name=name, uid=uid, labels=dict(labels), annotations=dict(annotations), taints=list(taints),
         unschedulable=unschedulable, ready=ready, deleting=deleting, created=created, cpu=cpu, mem=mem,
@@ -858,7 +863,8 @@ class Cluster:
                                     {p.name: overlay_pool_labels(p.name, p.template_labels) for p in pools.values()})
         catalog = priced.catalog
         claims = [parse_claim(c) for c in snapshot.node_claims] if claims is None else list(claims)
-        nodes = [parse_node(i, raw, memo) for i, raw in enumerate(snapshot.nodes)]
+        nodes = [parse_node(i, raw) for i, raw in enumerate(snapshot.nodes)] if memo is None else \
+            list(map(_node_info, itertools.count(), snapshot.nodes, memo.get_all("Node", snapshot.nodes, _node_fields)))
         _attach_claims(nodes, claims)
         others = getattr(snapshot, "others", ())
         volumes = Volumes.from_objects(o for o in others if o.get("kind") in VOLUME_KINDS)
@@ -869,7 +875,10 @@ class Cluster:
                                                    spread, Workloads(others) if spread else None, volumes)
         _type_nodes(nodes, priced.pools, catalog,
                     {(o.get("metadata") or {}).get("name"): o for o in others if o.get("kind") == "CSINode"})
-        pdbs = [parse_pdb(p) for p in snapshot.pdbs] if memo is None else [_kept_pdb(p, memo) for p in snapshot.pdbs]
+        pdbs = [parse_pdb(p) for p in snapshot.pdbs] if memo is None else [
+            pdb if pdb.spec is None else parse_pdb(raw)  # one without status gets its allowed disruptions below
+            for pdb, raw in zip(memo.get_all("PodDisruptionBudget", snapshot.pdbs, parse_pdb), snapshot.pdbs,
+                                strict=True)]
         cluster = cls(nodes, pools, claims, pending, pdbs, catalog)
         cluster.pool_catalogs = priced.pools
         cluster.node_classes = {c.metadata.name: c for c in getattr(snapshot, "node_classes", ())}

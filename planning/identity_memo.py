@@ -10,7 +10,9 @@ by the caller before it changes them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from itertools import compress, repeat
+from operator import is_, itemgetter, not_
 from typing import Any, TypeVar
 
 from planning.node_pods_memo import NodePodsMemo
@@ -43,6 +45,24 @@ class IdentityMemo:
         now[key] = entry
         return entry[1]  # type: ignore[no-any-return]
 
+    def get_all(self, kind: str, objs: Sequence[Any], make: Callable[[Any], T]) -> list[T]:
+        """`[get(kind, o, make) for o in objs]`, with the lookups and identity checks in C (a pass asks this of
+        every Node, NodeClaim and PDB): Python visits only the objects not found in the last pass's entries."""
+        now = self._now.get(kind)
+        if now is None:
+            now = self._now[kind] = {}
+        ids = list(map(id, objs))
+        entries = list(map(self._last.get(kind, _EMPTY).get, ids, repeat(_NONE)))
+        for i in compress(range(len(ids)), map(not_, map(is_, map(_OBJ, entries), objs))):
+            obj = objs[i]
+            entry = now.get(ids[i])
+            if entry is None or entry[0] is not obj:
+                entry = (obj, make(obj))
+                self.made += 1
+            entries[i] = entry
+        now.update(zip(ids, entries, strict=True))
+        return list(map(_VALUE, entries))
+
     def next_pass(self) -> None:
         """Keep what the pass that ends asked for and forget the rest; after a pass that asked for nothing, keep
         what the one before it kept."""
@@ -53,3 +73,5 @@ class IdentityMemo:
 
 
 _EMPTY: dict[int, tuple[Any, Any]] = {}
+_NONE = (None, None)  # never an entry of the object looked up
+_OBJ, _VALUE = itemgetter(0), itemgetter(1)

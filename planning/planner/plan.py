@@ -62,6 +62,7 @@ from planning.disruption.repair import (
     RepairDecision,
     RepairPolicy,
     decide_repairs,
+    health_fields,
 )
 from planning.disruption.repair_method import NodeRepair, static_pools_forceful
 from planning.disruption.settling import Settling, settling, without_consolidation
@@ -124,9 +125,8 @@ def budget_rows(snapshot: Any, at: datetime, cluster: Cluster, exclude: set[str]
                 reasons: Sequence[str] = REASONS, memo: IdentityMemo | None = None) -> list[dict[str, Any]]:
     """api.budgets rows, with in-flight nodes the rows do not already count taken off `allowed`. With `memo` (the
     worker's cache), what the counting reads of each Node and NodeClaim is kept while it is the same object."""
-    counted = None if memo is None else count_facts(
-        [memo.get("BudgetNode", raw, node_facts) for raw in snapshot.nodes],
-        [memo.get("BudgetClaim", claim, claim_facts) for claim in snapshot.node_claims])
+    counted = None if memo is None else count_facts(memo.get_all("BudgetNode", snapshot.nodes, node_facts),
+                                                     memo.get_all("BudgetClaim", snapshot.node_claims, claim_facts))
     rows = [r.model_dump(mode="json", by_alias=True)
             for r in compute_budget_rows(snapshot.node_pools, snapshot.nodes, snapshot.node_claims, at, reasons,
                                          counted)]
@@ -441,8 +441,10 @@ def _repairs(cluster: Cluster, at: datetime, busy: set[str], policies: Sequence[
     toward its pool's health but is not repaired again. `pools`: the pools' DisruptionPolicy repair settings."""
     if not policies:
         return RepairDecision()
-    health = [NodeHealth.from_node(n.raw, n.pool, n.claim is not None and not n.marked_for_deletion
-                                   and n.name not in busy, memo) for n in cluster.nodes]
+    fields = memo.get_all("NodeHealth", [n.raw for n in cluster.nodes], health_fields) if memo is not None \
+        else map(health_fields, (n.raw for n in cluster.nodes))
+    health = [NodeHealth.of(f, n.pool, n.claim is not None and not n.marked_for_deletion and n.name not in busy)
+              for f, n in zip(fields, cluster.nodes, strict=True)]
     return static_pools_forceful(decide_repairs(health, at, policies, pools), cluster)
 
 
