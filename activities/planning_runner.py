@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -550,8 +551,8 @@ class PlanningActivities:
             out.commands = await asyncio.to_thread(self._plan_besides_rollouts, read, inp, out)
         _take_repairs(result, index, excluded, out)
         _take_static(result, index, excluded, out)
-        for b in result.blocked:
-            metrics.DISRUPTION_BLOCKED.labels(nodepool=b.node_pool or "").inc()
+        for pool, count in Counter(b.node_pool or "" for b in result.blocked).items():  # one inc per pool
+            metrics.DISRUPTION_BLOCKED.labels(nodepool=pool).inc(count)
         metrics.PLANNER_ELIGIBLE_NODES.set(len(index))
         for row in result.budgets:
             metrics.ALLOWED_DISRUPTIONS.labels(nodepool=row.get("nodePool", ""), reason=row.get("reason", "")).set(
