@@ -949,11 +949,17 @@ class Cluster:
         its labels alone."""
         keys = self._pdb_label_keys.get(namespace)
         if keys is None:
-            found: set[str] = set()
-            for p in self.pdbs_by_ns.get(namespace, ()):
-                found.update(p.selector.get("matchLabels") or {})
-                found.update(e.get("key", "") for e in p.selector.get("matchExpressions") or ())
-            keys = self._pdb_label_keys[namespace] = tuple(sorted(found))
+            answers = self.pdb_answers(namespace) if self.pods_memo is not None else None  # kept with its answers
+            keys = answers.keys if answers is not None else None
+            if keys is None:
+                found: set[str] = set()
+                for p in self.pdbs_by_ns.get(namespace, ()):
+                    found.update(p.selector.get("matchLabels") or {})
+                    found.update(e.get("key", "") for e in p.selector.get("matchExpressions") or ())
+                keys = tuple(sorted(found))
+                if answers is not None:
+                    answers.keys = keys
+            self._pdb_label_keys[namespace] = keys
         return keys
 
     def _pods_with_label(self, namespace: str, key: str, value: str) -> list[PodInfo]:

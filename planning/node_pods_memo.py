@@ -112,15 +112,22 @@ class NodePodsMemo:
         self.made = 0
 
 
+READ_ANSWERS_CAP = 50_000  # answers by the labels PDB selectors read kept per namespace, then it starts over
+
+
 class PdbAnswers:
-    """Why a namespace's PDBs stop a pod's eviction (or None), by the pod's labels: `get` and `put` by its whole
-    label set and readiness, `get_read`/`put_read` by the labels the PDB selectors read and readiness. What a pass
-    did not ask for is dropped at the next, so label sets that are gone do not pile up."""
+    """Why a namespace's PDBs stop a pod's eviction (or None), by the pod's labels: `get`/`put` by its whole label
+    set and readiness (what a pass did not ask for is dropped at the next, so label sets that are gone do not pile
+    up), `get_read`/`put_read` by the labels the PDB selectors read and readiness (about one per workload, kept
+    while the namespace's PDBs are the same objects, up to READ_ANSWERS_CAP). `keys`: the label keys the selectors
+    read (planning/cluster.py pdb_label_keys)."""
 
     def __init__(self, token: tuple[Any, ...] = NO_PDBS) -> None:
         self.token = token
+        self.keys: tuple[str, ...] | None = None
         self._now: dict[Any, str | None] = {}
         self._last: dict[Any, str | None] = {}
+        self._read: dict[Any, str | None] = {}
 
     def get(self, key: Any) -> tuple[bool, str | None]:
         """(True, the answer) when kept, else (False, None)."""
@@ -135,6 +142,15 @@ class PdbAnswers:
 
     def put(self, key: Any, answer: str | None) -> None:
         self._now[key] = answer
+
+    def get_read(self, key: Any) -> tuple[bool, str | None]:
+        read = self._read
+        return (True, read[key]) if key in read else (False, None)
+
+    def put_read(self, key: Any, answer: str | None) -> None:
+        if len(self._read) >= READ_ANSWERS_CAP:
+            self._read = {}
+        self._read[key] = answer
 
     def next_pass(self) -> None:
         if self._now:

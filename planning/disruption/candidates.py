@@ -248,11 +248,11 @@ def _pdb_block_of(cluster: Cluster, pod: PodInfo) -> str | None:
     if hit:
         return found
     labels = pod.labels
-    read = (tuple([(k, labels[k]) for k in cluster.pdb_label_keys(pod.namespace) if k in labels]), pod.ready, "read")
-    hit, found = answers.get(read)
+    read = (tuple([(k, labels[k]) for k in cluster.pdb_label_keys(pod.namespace) if k in labels]), pod.ready)
+    hit, found = answers.get_read(read)
     if not hit:
         found = _pdb_block(cluster, pod)
-        answers.put(read, found)
+        answers.put_read(read, found)
     answers.put(whole, found)
     return found
 
@@ -304,8 +304,11 @@ def cancel_hold(node: NodeInfo, at: datetime) -> tuple[datetime | None, datetime
     """(cancelled at, held until) while an operator's cancel of the node's disruption holds it from re-planning:
     until the held-until annotation, else the cancel time plus DEFAULT_CANCEL_HOLD; unparsable times count as
     absent."""
-    cancelled = parse_time(node.annotations.get(L.DISRUPTION_CANCELLED_AT_ANNOTATION))
-    until = parse_time(node.annotations.get(L.DISRUPTION_HELD_UNTIL_ANNOTATION))
+    notes = node.annotations
+    if L.DISRUPTION_CANCELLED_AT_ANNOTATION not in notes and L.DISRUPTION_HELD_UNTIL_ANNOTATION not in notes:
+        return None  # asked of every node each pass; few have either
+    cancelled = parse_time(notes.get(L.DISRUPTION_CANCELLED_AT_ANNOTATION))
+    until = parse_time(notes.get(L.DISRUPTION_HELD_UNTIL_ANNOTATION))
     if until is None and cancelled is not None:
         until = cancelled + DEFAULT_CANCEL_HOLD
     if until is None or at >= until:
