@@ -15,6 +15,8 @@ import asyncio
 import gc
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from itertools import compress, repeat
 from operator import is_, itemgetter, not_
 from typing import Any
@@ -61,8 +63,9 @@ class ClusterView:
     def read(self) -> tuple[list[Obj], Snapshot, Parsed]:
         """Every cached object (`KubeClient.cluster_objects()` order), the Snapshot of them, and its Pods and
         NodeClaims parsed. What was seen last read is reused; the rest is loaded (api.snapshot.load_object, whose
-        SnapshotError fails the pass as a LIST pass's loader would) and parsed."""
-        with self._lock:
+        SnapshotError fails the pass as a LIST pass's loader would) and parsed. The cyclic collector waits until
+        the read is done: it would walk the read's young lists of ~95k objects again at every collection."""
+        with self._lock, _gc_paused():
             kept: dict[str, list[Entry]] = {}
             objs: list[Obj] = []
             snap = Snapshot(source="<cluster cache>")
@@ -111,6 +114,17 @@ def _entries(kind: str, items: list[Obj], last: list[Entry]) -> tuple[list[Entry
             loaded += 1
         entries[i] = entry
     return entries, loaded
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _freeze_for_gc() -> None:
