@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import compress, repeat
-from operator import ne
+from operator import eq
 from typing import Any, Protocol
 
 from temporalio import activity
@@ -465,20 +465,21 @@ class PlanningActivities:
         disrupted taints that no running workflow owns are removed first, as Karpenter's loop does
         (docs/semantics.md §2, docs/decisions.md §6)."""
         objs, snapshot, parsed = await self._read()
-        # what the checks below read (not 72k pods), picked in C
-        control = list(compress(objs, map(ne, map(dict.get, objs, repeat("kind")), repeat("Pod"))))
+        # what the checks below read (not 72k pods), picked in C, by kind: each check walks its kinds only
+        kinds = (*map(dict.get, objs, repeat("kind")),)
+        nodes, claims, pools = ([*compress(objs, map(eq, kinds, repeat(k)))] for k in ("Node", "NodeClaim", "NodePool"))
         names, uids, ids, planned = await self._in_flight(own_workflow_id)
-        names |= replacement_nodes(control, ids)
-        index = node_index(control)
+        names |= replacement_nodes(claims, ids)
+        index = node_index(nodes + claims)
         released: set[str] = set()
         if release_before is not None:
-            for name in orphaned_taints(control, names, uids, release_before):
+            for name in orphaned_taints(nodes, names, uids, release_before):
                 if await asyncio.to_thread(self._release, name):
                     released.add(name)
-        excluded = (tainted_nodes(control) - released) | {n for n in names if n in index} | \
+        excluded = (tainted_nodes(nodes) - released) | {n for n in names if n in index} | \
             index.named_by_uid(uids)
         # Paused NodePools are not excluded here: planning blocks their nodes itself and says why.
-        read = ClusterRead(objs, index, excluded, paused_node_pools(control), sorted(released), snapshot, parsed,
+        read = ClusterRead(objs, index, excluded, paused_node_pools(pools), sorted(released), snapshot, parsed,
                            planned)
         if released:
             read.untaint(released)
