@@ -14,6 +14,7 @@ must not depend on the time (callers do not store those) and are never changed b
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import count
 from operator import is_
 from typing import Any, TypeVar
 
@@ -26,20 +27,37 @@ def same_objects(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(map(is_, a, b))
 
 
-Entry = tuple[Sequence[Any], tuple[Any, ...], Any]  # (the pods it was derived from, the PDB tokens it read, value)
-_EMPTY: dict[str, Entry] = {}
+Entry = tuple[int, tuple[Any, ...], Any]  # (the generation of the pods it was derived from, PDB tokens read, value)
+_EMPTY: dict[str, Any] = {}
 
 
 class NodePodsMemo:
-    """(what, node name) -> (the pods list it was derived from, the PDB tokens it read, the value); kept per `what`
-    by node name, so lookups leave no new objects for the cyclic collector to walk."""
+    """(what, node name) -> (the generation of the pods it was derived from, the PDB tokens it read, the value). A
+    node's pods list gets a generation number, the same while it holds the very same pods (checked once per node
+    and list, not once per value); values are kept per `what` by node name, so lookups leave no new objects for the
+    cyclic collector to walk."""
 
     def __init__(self) -> None:
         self._last: dict[str, dict[str, Entry]] = {}
         self._now: dict[str, dict[str, Entry]] = {}
+        # node name -> (the pods list it last presented, that list's generation)
+        self._lists_last: dict[str, tuple[Sequence[Any], int]] = {}
+        self._lists_now: dict[str, tuple[Sequence[Any], int]] = {}
+        self._generations = count(1)  # next() is atomic: a pass and a validation may ask at once
         self._tokens: dict[str, tuple[Any, ...]] = {}
         self._answers: dict[str, PdbAnswers] = {}
         self.made = 0  # values derived (not found) since the pass started
+
+    def generation(self, node: str, pods: Sequence[Any]) -> int:
+        """The number of the node's pods: the one of last time while they are the same objects in the same order,
+        else a new one (never reused)."""
+        seen = self._lists_now.get(node) or self._lists_last.get(node)
+        if seen is not None and (seen[0] is pods or same_objects(seen[0], pods)):
+            gen = seen[1]
+        else:
+            gen = next(self._generations)
+        self._lists_now[node] = (pods, gen)
+        return gen
 
     def _entry(self, what: str, node: str) -> tuple[dict[str, Entry], Entry | None]:
         now = self._now.get(what)
@@ -49,9 +67,10 @@ class NodePodsMemo:
 
     def get(self, what: str, node: str, pods: Sequence[Any], make: Callable[[], T]) -> T:
         """`make()`, or what it gave for the node when it held these very pods."""
+        gen = self.generation(node, pods)
         now, entry = self._entry(what, node)
-        if entry is None or not same_objects(entry[0], pods):
-            entry = (pods, NO_PDBS, make())
+        if entry is None or entry[0] != gen:
+            entry = (gen, NO_PDBS, make())
             self.made += 1
         now[node] = entry
         return entry[2]  # type: ignore[no-any-return]
@@ -60,8 +79,9 @@ class NodePodsMemo:
               ) -> tuple[bool, Any]:
         """(True, the value) kept for these very pods while the PDBs of the namespaces it read are the same;
         else (False, None), and the caller derives it and `keep`s it."""
+        gen = self.generation(node, pods)
         now, entry = self._entry(what, node)
-        if entry is None or not same_objects(entry[0], pods):
+        if entry is None or entry[0] != gen:
             return False, None
         for ns, token in entry[1]:
             if tokens.get(ns, NO_PDBS) is not token:
@@ -73,7 +93,7 @@ class NodePodsMemo:
              tokens: Mapping[str, tuple[Any, ...]], value: Any) -> None:
         """Keep `value`, derived from `pods` and the PDBs of `namespaces` as `tokens` has them now."""
         read = tuple((ns, tokens.get(ns, NO_PDBS)) for ns in namespaces)
-        self._entry(what, node)[0][node] = (pods, read, value)
+        self._entry(what, node)[0][node] = (self.generation(node, pods), read, value)
         self.made += 1
 
     def pdb_tokens(self, pdbs: Iterable[Mapping[str, Any]]) -> dict[str, tuple[Any, ...]]:
@@ -107,6 +127,8 @@ class NodePodsMemo:
         what the one before it kept (planning/identity_memo.py does the same)."""
         if self._now:
             self._last, self._now = self._now, {}
+        if self._lists_now:
+            self._lists_last, self._lists_now = self._lists_now, {}
         for answers in self._answers.values():
             answers.next_pass()
         self.made = 0
