@@ -221,31 +221,73 @@ def count_both(
 ) -> tuple[dict[str, PoolCount], dict[str, PoolCount]]:
     """`count_nodes` with NotReady counted as disrupting and without, in one walk over the nodes (a pass at 5,000
     nodes walked them twice)."""
-    claims = _claims(node_claims)
+    return count_facts(map(node_facts, nodes), map(claim_facts, _claims(node_claims)))
+
+
+class NodeFacts(NamedTuple):
+    """What the counting reads of a Node."""
+
+    name: Any
+    provider_id: Any
+    pool: str | None  # its karpenter.sh/nodepool label
+    initialized: bool  # its karpenter.sh/initialized label
+    deleting: bool
+    disrupted: bool  # tainted karpenter.sh/disrupted
+    ready: bool
+
+
+class ClaimFacts(NamedTuple):
+    """What the counting reads of a NodeClaim."""
+
+    node_name: str | None
+    provider_id: str | None
+    node_pool: str | None
+    initialized: bool
+    terminating: bool  # InstanceTerminating
+    deleting: bool
+
+
+def node_facts(node: dict[str, Any]) -> NodeFacts:
+    """A Node's NodeFacts; derived from the object alone, so a caller may keep them while it is the same object
+    (the planner's pass, planning/identity_memo.py)."""
+    node_labels = _get(node, "metadata", "labels") or {}
+    return NodeFacts(_get(node, "metadata", "name"), _get(node, "spec", "providerID"),
+                     node_labels.get(labels.NODEPOOL_LABEL), node_labels.get(labels.INITIALIZED_LABEL) == "true",
+                     _get(node, "metadata", "deletionTimestamp") is not None, _has_disrupted_taint(node),
+                     _node_ready(node))
+
+
+def claim_facts(claim: NodeClaim) -> ClaimFacts:
+    """A NodeClaim model's ClaimFacts (kept likewise)."""
+    return ClaimFacts(claim.node_name, claim.provider_id, claim.node_pool, claim.is_true(INITIALIZED),
+                      claim.is_true(INSTANCE_TERMINATING), claim.deleting)
+
+
+def count_facts(nodes: Iterable[NodeFacts], claims: Iterable[ClaimFacts]
+                ) -> tuple[dict[str, PoolCount], dict[str, PoolCount]]:
+    """`count_both` on the facts of the Nodes and NodeClaims."""
+    claims = list(claims)
     by_node = {c.node_name: c for c in claims if c.node_name}
     by_provider = {c.provider_id: c for c in claims if c.provider_id}
     totals: dict[str, int] = {}
     disrupting: dict[str, int] = {}
     sick_free: dict[str, int] = {}  # disrupting when NotReady alone does not count
     for node in nodes:
-        node_labels = _get(node, "metadata", "labels") or {}
-        claim = by_node.get(_get(node, "metadata", "name")) or by_provider.get(_get(node, "spec", "providerID"))
-        pool = node_labels.get(labels.NODEPOOL_LABEL) or (claim.node_pool if claim else None)
+        claim = by_node.get(node.name) or by_provider.get(node.provider_id)
+        pool = node.pool or (claim.node_pool if claim else None)
         if claim is None and pool is None:
             continue  # not managed
-        initialized = node_labels.get(labels.INITIALIZED_LABEL) == "true" or (
-            claim is not None and claim.is_true(INITIALIZED)
-        )
+        initialized = node.initialized or (claim is not None and claim.initialized)
         if not initialized or pool is None:
             continue
-        if claim is not None and claim.is_true(INSTANCE_TERMINATING):
+        if claim is not None and claim.terminating:
             continue
         totals[pool] = totals.get(pool, 0) + 1
-        deleting = (claim is not None and claim.deleting) or _get(node, "metadata", "deletionTimestamp") is not None
-        if deleting or _has_disrupted_taint(node):
+        deleting = (claim is not None and claim.deleting) or node.deleting
+        if deleting or node.disrupted:
             sick_free[pool] = sick_free.get(pool, 0) + 1
             disrupting[pool] = disrupting.get(pool, 0) + 1
-        elif not _node_ready(node):
+        elif not node.ready:
             disrupting[pool] = disrupting.get(pool, 0) + 1
     return ({p: PoolCount(t, disrupting.get(p, 0)) for p, t in totals.items()},
             {p: PoolCount(t, sick_free.get(p, 0)) for p, t in totals.items()})
@@ -275,14 +317,15 @@ def compute_budget_rows(
     node_claims: Iterable[NodeClaim | dict[str, Any]],
     at: datetime,
     reasons: Sequence[str] = REASONS,
+    counted: tuple[dict[str, PoolCount], dict[str, PoolCount]] | None = None,
 ) -> list[BudgetRow]:
     """One row per NodePool (by name) and reason (`reasons`: Empty, Drifted, Underutilized unless told; ALL_REASONS
-    adds Unhealthy, whose `disrupting` leaves out nodes that are only NotReady).
+    adds Unhealthy, whose `disrupting` leaves out nodes that are only NotReady). `counted`: `count_both` of the
+    nodes and NodeClaims, when the caller has it already (then they are not read).
 
     allowed = max(min(limit ?? total, total) - disrupting, 0).
     """
-    nodes, node_claims = list(nodes), _claims(node_claims)
-    counts, sick_free = count_both(nodes, node_claims)
+    counts, sick_free = count_both(nodes, node_claims) if counted is None else counted
     rows: list[BudgetRow] = []
     for pool in sorted(_pools(node_pools), key=lambda p: p.name):
         for reason in reasons:

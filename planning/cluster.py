@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 from api import labels as L
@@ -25,6 +26,7 @@ from api.quantity import QuantityError, parse_cpu, parse_memory
 from api.timestamps import parse_time
 from planning.capacity_buffers import snapshot_virtual_pods
 from planning.identity_memo import IdentityMemo
+from planning.node_pods_memo import NodePodsMemo, PdbAnswers
 from planning.pod_requests import pod_requests, resize_infeasible
 from planning.pricing.overlays import overlay_pool_labels, priced_by_overlays
 from planning.pricing.reservations import with_reservations
@@ -544,6 +546,10 @@ class NodeInfo:
     # cached `marked_for_deletion` (asked ~10 times per node a pass); its inputs, `deleting` and the claim, are
     # set before a pass reads it (Cluster.from_parts) and never change after
     marked: bool | None = field(default=None, compare=False, repr=False)
+    # what its pods alone decide, carried between passes while it holds the same PodInfos (Cluster.from_parts with
+    # a memo; planning/node_pods_memo.py), and those values for this pass (candidates.py node_pods)
+    pods_memo: NodePodsMemo | None = field(default=None, compare=False, repr=False)
+    pod_values: Any = field(default=None, compare=False, repr=False)
 
     @property
     def zone(self) -> str:
@@ -607,6 +613,7 @@ def _place_pods(pods: Iterable[PodInfo], by_name: dict[str, NodeInfo], spread: A
     pending: list[PodInfo] = []
     defaulted = resizing = 0
     has_volumes = bool(volumes)  # asked once, not per pod (72k pods at 5,000 nodes)
+    find = by_name.get
     for pod in pods:
         resizing += pod.resized
         if workloads is not None:
@@ -615,14 +622,15 @@ def _place_pods(pods: Iterable[PodInfo], by_name: dict[str, NodeInfo], spread: A
             pod = spread_pod
         if has_volumes and claim_names(pod.raw.get("spec") or {}):
             pod = with_volume_needs(pod, volumes)
-        node = by_name.get(pod.node_name) if pod.node_name else None
+        node = find(pod.node_name) if pod.node_name else None
         if node is None:
             if not pod.node_name and pod.active:
                 pending.append(pod)
             continue
         node.pods.append(pod)
         if pod.phase not in TERMINAL_PHASES:  # PodInfo.terminal, inline
-            node.attached |= pod.attach
+            if pod.attach:
+                node.attached |= pod.attach
             node.used_cpu += pod.cpu
             node.used_mem += pod.mem
             node.used_pods += 1
@@ -686,8 +694,13 @@ def going_nodes(nodes: Iterable[Mapping[str, Any]], claims: Iterable[Any]) -> se
 def parse_node(index: int, raw: dict[str, Any], memo: IdentityMemo | None = None) -> NodeInfo:
     """A fresh NodeInfo (a pass changes it); with `memo`, what the raw Node alone decides is derived once per
     object and carried between passes (planning/identity_memo.py), its dicts and list copied as ever."""
+    return _node_info(index, raw, _node_fields(raw) if memo is None else memo.get("Node", raw, _node_fields))
+
+
+def _node_info(index: int, raw: dict[str, Any], fields: tuple[Any, ...]) -> NodeInfo:
+    """A fresh NodeInfo of a raw Node and its `_node_fields`, its dicts and list copied (a pass changes them)."""
     (name, uid, labels, annotations, taints, unschedulable, ready, deleting, created, cpu, mem, max_pods,
-     eph) = _node_fields(raw) if memo is None else memo.get("Node", raw, _node_fields)
+     eph) = fields
     return NodeInfo(
         index=index, name=name, uid=uid, labels=dict(labels), annotations=dict(annotations), taints=list(taints),
         unschedulable=unschedulable, ready=ready, deleting=deleting, created=created, cpu=cpu, mem=mem,
@@ -766,6 +779,16 @@ def parse_pdb(raw: dict[str, Any]) -> PdbInfo:
     )
 
 
+_ANTI, _PODS = attrgetter("anti_affinity"), attrgetter("pods")
+
+
+def _kept_pdb(raw: dict[str, Any], memo: IdentityMemo) -> PdbInfo:
+    """parse_pdb, kept while the PDB is the same object; one without status is parsed every time, as its allowed
+    disruptions are then set from the pods (Cluster.from_parts)."""
+    pdb = memo.get("PodDisruptionBudget", raw, parse_pdb)
+    return pdb if pdb.spec is None else parse_pdb(raw)
+
+
 class Cluster:
     """Nodes (with claims, pools, prices and pods), pending pods, PDBs and the catalog of one snapshot."""
 
@@ -792,16 +815,15 @@ class Cluster:
         self.pool_catalogs: dict[str, InstanceTypeCatalog] = {}
         self.node_classes: dict[str, Any] = {}  # EC2NodeClass models by name (api.ec2nodeclass)
         self.reservation_counts: dict[str, int] = {}  # capacity reservation id -> instances it still has room for
-        self.has_anti_affinity = any(p.anti_affinity for n in nodes for p in n.pods)
+        self.has_anti_affinity = any(map(_ANTI, itertools.chain.from_iterable(map(_PODS, nodes))))
         # pods the cluster-default topology spread was given, and pods counted at an in-place resize (from_parts)
         self.default_spread_pods = 0
         self.resizing_pods = 0
         self._match_counts: dict[tuple[str, str], dict[str, int]] = {}
         self._zone_counts: dict[tuple[str, str], dict[str, int]] = {}
         self._pdb_cache: dict[tuple[str, frozenset[tuple[str, str]]], list[PdbInfo]] = {}
-        # why PDBs stop a pod's eviction now, or None (candidates.py pod_block), by (namespace, the pod's labels that
-        # its namespace's PDB selectors read, ready) and by (namespace, label set, ready)
-        self.pdb_blocks: dict[Any, str | None] = {}
+        # why PDBs stop a pod's eviction now, or None, per namespace (candidates.py pod_block; pdb_answers)
+        self._pdb_answers: dict[str, PdbAnswers] = {}
         self._pdb_label_keys: dict[str, tuple[str, ...]] = {}
         self._label_index: dict[tuple[str, str, str], list[PodInfo]] | None = None
         self._daemon_overhead: dict[str, tuple[float, int, int]] | None = None
@@ -809,6 +831,10 @@ class Cluster:
         self.volumes = Volumes()  # PersistentVolumes, claims and StorageClasses of the snapshot
         # what other modules derive from this cluster alone and keep for the pass (read-only once made)
         self.memo: dict[str, Any] = {}
+        # what nodes' pods decide, carried between passes (from_parts with a memo), and each namespace's PDBs as a
+        # token that stays the same object while they do (planning/node_pods_memo.py)
+        self.pods_memo: NodePodsMemo | None = None
+        self.pdb_tokens: dict[str, tuple[Any, ...]] = {}
 
     def with_volumes(self, pod: PodInfo) -> PodInfo:
         """`pod` with its claims' volume topology in its node requirements (planning/scheduling/volume_topology.py)."""
@@ -837,7 +863,8 @@ class Cluster:
                                     {p.name: overlay_pool_labels(p.name, p.template_labels) for p in pools.values()})
         catalog = priced.catalog
         claims = [parse_claim(c) for c in snapshot.node_claims] if claims is None else list(claims)
-        nodes = [parse_node(i, raw, memo) for i, raw in enumerate(snapshot.nodes)]
+        nodes = [parse_node(i, raw) for i, raw in enumerate(snapshot.nodes)] if memo is None else \
+            list(map(_node_info, itertools.count(), snapshot.nodes, memo.get_all("Node", snapshot.nodes, _node_fields)))
         _attach_claims(nodes, claims)
         others = getattr(snapshot, "others", ())
         volumes = Volumes.from_objects(o for o in others if o.get("kind") in VOLUME_KINDS)
@@ -848,7 +875,10 @@ class Cluster:
                                                    spread, Workloads(others) if spread else None, volumes)
         _type_nodes(nodes, priced.pools, catalog,
                     {(o.get("metadata") or {}).get("name"): o for o in others if o.get("kind") == "CSINode"})
-        pdbs = [parse_pdb(p) for p in snapshot.pdbs]
+        pdbs = [parse_pdb(p) for p in snapshot.pdbs] if memo is None else [
+            pdb if pdb.spec is None else parse_pdb(raw)  # one without status gets its allowed disruptions below
+            for pdb, raw in zip(memo.get_all("PodDisruptionBudget", snapshot.pdbs, parse_pdb), snapshot.pdbs,
+                                strict=True)]
         cluster = cls(nodes, pools, claims, pending, pdbs, catalog)
         cluster.pool_catalogs = priced.pools
         cluster.node_classes = {c.metadata.name: c for c in getattr(snapshot, "node_classes", ())}
@@ -858,6 +888,10 @@ class Cluster:
                                       or ()}
         cluster.volumes = volumes
         cluster.default_spread_pods, cluster.resizing_pods = defaulted, resizing
+        if memo is not None:
+            cluster.pods_memo, cluster.pdb_tokens = memo.nodes, memo.nodes.pdb_tokens(snapshot.pdbs)
+            for node in nodes:
+                node.pods_memo = memo.nodes
         for pdb in pdbs:
             if pdb.spec is not None:  # a snapshot written without PDB status: derive it from the pods
                 pdb.disruptions_allowed = pdb_allowed_from_pods(pdb.spec, cluster.matching_pods(pdb.namespace,
@@ -900,16 +934,32 @@ class Cluster:
             self._pdb_cache[key] = found
         return found
 
+    def pdb_answers(self, namespace: str) -> PdbAnswers:
+        """The namespace's PDB answers by label set (planning/disruption/candidates.py): for this pass, or carried
+        while its PDBs are the same objects when the cluster has a memo."""
+        got = self._pdb_answers.get(namespace)
+        if got is None:
+            memo = self.pods_memo
+            got = PdbAnswers() if memo is None else memo.pdb_answers(namespace, self.pdb_tokens)
+            self._pdb_answers[namespace] = got
+        return got
+
     def pdb_label_keys(self, namespace: str) -> tuple[str, ...]:
         """The label keys the selectors of the namespace's PDBs read: which PDBs match a pod depends on those of
         its labels alone."""
         keys = self._pdb_label_keys.get(namespace)
         if keys is None:
-            found: set[str] = set()
-            for p in self.pdbs_by_ns.get(namespace, ()):
-                found.update(p.selector.get("matchLabels") or {})
-                found.update(e.get("key", "") for e in p.selector.get("matchExpressions") or ())
-            keys = self._pdb_label_keys[namespace] = tuple(sorted(found))
+            answers = self.pdb_answers(namespace) if self.pods_memo is not None else None  # kept with its answers
+            keys = answers.keys if answers is not None else None
+            if keys is None:
+                found: set[str] = set()
+                for p in self.pdbs_by_ns.get(namespace, ()):
+                    found.update(p.selector.get("matchLabels") or {})
+                    found.update(e.get("key", "") for e in p.selector.get("matchExpressions") or ())
+                keys = tuple(sorted(found))
+                if answers is not None:
+                    answers.keys = keys
+            self._pdb_label_keys[namespace] = keys
         return keys
 
     def _pods_with_label(self, namespace: str, key: str, value: str) -> list[PodInfo]:

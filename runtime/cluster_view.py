@@ -15,6 +15,10 @@ import asyncio
 import gc
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import compress, repeat
+from operator import is_, itemgetter, not_
 from typing import Any
 
 from api.snapshot import Snapshot, load_object
@@ -29,8 +33,8 @@ class ClusterView:
 
     def __init__(self, cache: ClusterCache) -> None:
         self.cache = cache
-        # id(stored object) -> its Entry; holding the object keeps its id from being reused while kept
-        self._kept: dict[int, Entry] = {}
+        # each kind's entries as the last read returned them, in the informer's order (entries hold their objects)
+        self._kept: dict[str, list[Entry]] = {}
         self._lock = threading.Lock()  # a pass and a validation may read at once
         self.reparsed = 0  # pods parsed by the last read (the rest were reused)
         # what planning derives from the cached objects alone (parsed Node fields, node health), carried likewise
@@ -59,10 +63,10 @@ class ClusterView:
     def read(self) -> tuple[list[Obj], Snapshot, Parsed]:
         """Every cached object (`KubeClient.cluster_objects()` order), the Snapshot of them, and its Pods and
         NodeClaims parsed. What was seen last read is reused; the rest is loaded (api.snapshot.load_object, whose
-        SnapshotError fails the pass as a LIST pass's loader would) and parsed."""
-        with self._lock:
-            old: dict[int, Entry] = self._kept
-            kept: dict[int, Entry] = {}
+        SnapshotError fails the pass as a LIST pass's loader would) and parsed. The cyclic collector waits until
+        the read is done: it would walk the read's young lists of ~95k objects again at every collection."""
+        with self._lock, _gc_paused():
+            kept: dict[str, list[Entry]] = {}
             objs: list[Obj] = []
             snap = Snapshot(source="<cluster cache>")
             lists = {"NodePool": snap.node_pools, "NodeClaim": snap.node_claims, "EC2NodeClass": snap.node_classes,
@@ -74,27 +78,53 @@ class ClusterView:
                 inf = self.cache.informers.get(kind)
                 items = inf.objects() if inf is not None else []
                 objs += items
-                entries, loaded = _entries(kind, items, old)
+                entries, loaded = _entries(kind, items, self._kept.get(kind, []))
                 reparsed += loaded if kind == "Pod" else 0
-                kept.update(zip(map(id, items), entries, strict=True))
-                lists.get(kind, snap.others).extend([e[1] for e in entries])
+                kept[kind] = entries
+                lists.get(kind, snap.others).extend(map(_LOADED, entries))
                 if kind in parsed:
-                    parsed[kind] = [e[2] for e in entries]
+                    parsed[kind] = list(map(_PARSED, entries))
             self._kept, self.reparsed = kept, reparsed
             self.memo.next_pass()
             if reparsed > len(parsed["Pod"]) // 2:
                 _freeze_for_gc()
             return objs, snap, Parsed(parsed["Pod"], parsed["NodeClaim"], self.memo)
 
+    def entry(self, obj: Obj) -> Entry | None:
+        """The load and parse the last read kept for this very object, if it saw it (tests)."""
+        return next((e for entries in self._kept.values() for e in entries if e[0] is obj), None)
 
-def _entries(kind: str, items: list[Obj], old: dict[int, Entry]) -> tuple[list[Entry], int]:
-    """The entries of one kind's objects, in order: the last read's where it held the very same object (the
-    lookups run in C, a steady pass has ~95k objects), else loaded and parsed now; and how many were loaded."""
-    entries: list[Entry | None] = list(map(old.get, map(id, items)))
-    stale = [i for i, (e, o) in enumerate(zip(entries, items, strict=True)) if e is None or e[0] is not o]
-    for i in stale:
-        entries[i] = _load(kind, items[i])
-    return entries, len(stale)  # type: ignore[return-value]
+
+def _entries(kind: str, items: list[Obj], last: list[Entry]) -> tuple[list[Entry], int]:
+    """The entries of one kind's objects, in order: the last read's where it held the very same object, else
+    loaded and parsed now; and how many were loaded. An informer keeps its objects in a dict, so a replaced object
+    keeps its place: the objects are compared with the last read's place by place, in C (a steady pass has ~95k),
+    and Python visits only the places that changed. An object seen last time in another place (after a deletion)
+    is found among the entries of the places that changed."""
+    n, m = len(items), len(last)
+    changed = list(compress(range(min(n, m)), map(not_, map(is_, map(_OBJ, last), items))))
+    entries = last[:n] if n <= m else [*last, *repeat(_NONE, n - m)]
+    moved = {id(last[j][0]): last[j] for j in (*changed, *range(n, m))}
+    loaded = 0
+    for i in (*changed, *range(m, n)):
+        obj = items[i]
+        entry = moved.get(id(obj))
+        if entry is None or entry[0] is not obj:
+            entry = _load(kind, obj)
+            loaded += 1
+        entries[i] = entry
+    return entries, loaded
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _freeze_for_gc() -> None:
@@ -109,6 +139,8 @@ def _freeze_for_gc() -> None:
 
 
 Entry = tuple[Obj, Any, Any]  # (the stored object, as loaded, parsed: PodInfo / ClaimInfo / None)
+_OBJ, _LOADED, _PARSED = itemgetter(0), itemgetter(1), itemgetter(2)
+_NONE: Entry = (None, None, None)  # what the last read held for an object it did not see: never the object
 
 
 def _load(kind: str, obj: Obj) -> Entry:

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import NamedTuple
 
 from api import events
 from api import labels as L
@@ -48,6 +49,7 @@ class Candidate:
     reschedulable: list[PodInfo]
     disruption_cost: float
     price: float
+    cost: float | None = None  # reschedule_cost when it is known already (the node's NodePods)
 
     @property
     def name(self) -> str:
@@ -56,7 +58,7 @@ class Candidate:
     @property
     def reschedule_cost(self) -> float:
         """Karpenter v1.14's RescheduleDisruptionCost: 1 + the positive eviction costs of the reschedulable pods."""
-        return reschedule_disruption_cost(self.reschedulable)
+        return reschedule_disruption_cost(self.reschedulable) if self.cost is None else self.cost
 
     @property
     def empty(self) -> bool:
@@ -124,19 +126,46 @@ def lifetime_remaining(node: NodeInfo, pool: PoolInfo, at: datetime) -> float:
     return max(0.0, min(1.0, (expire.total_seconds() - age) / expire.total_seconds()))
 
 
+class NodePods(NamedTuple):
+    """What a node's pods alone decide, read several times a pass: derived once per pass, or carried from the last
+    while the node holds the very same pods (planning/node_pods_memo.py)."""
+
+    reschedulable: list[PodInfo]
+    eviction_sum: float  # the sum of every pod's eviction cost (DisruptionCost before the lifetime factor)
+    reschedule_cost: float  # RescheduleDisruptionCost of the reschedulable pods
+    pinned: str | None  # why consolidation leaves it alone (do-not-consolidate), or None
+    dnd_valued: list[PodInfo]  # active pods whose do-not-disrupt is other than "true" (a duration or invalid)
+
+
+def _node_pods(pods: list[PodInfo], node: NodeInfo) -> NodePods:
+    reschedulable = [p for p in pods if p.reschedulable]
+    dnd = L.DO_NOT_DISRUPT_ANNOTATION
+    return NodePods(reschedulable, sum(map(eviction_cost, pods)), reschedule_disruption_cost(reschedulable),
+                    consolidation_block(node),
+                    [p for p in pods if p.annotations.get(dnd, "true") != "true" and p.active])
+
+
+def node_pods(node: NodeInfo) -> NodePods:
+    """The node's NodePods for this pass."""
+    got = node.pod_values
+    if got is None:
+        pods, memo = node.pods, node.pods_memo
+        got = _node_pods(pods, node) if memo is None else memo.get("pods", node.name, pods,
+                                                                   lambda: _node_pods(pods, node))
+        node.pod_values = got
+        node.reschedulable_pods, node.eviction_sum = got.reschedulable, got.eviction_sum
+    return got  # type: ignore[no-any-return]
+
+
 def reschedulable_of(node: NodeInfo) -> list[PodInfo]:
     """The node's reschedulable pods, computed once per pass (each disruption class and expiration ask)."""
-    if node.reschedulable_pods is None:
-        node.reschedulable_pods = [p for p in node.pods if p.reschedulable]
-    return node.reschedulable_pods
+    return node_pods(node).reschedulable
 
 
 def disruption_cost(node: NodeInfo, pool: PoolInfo, at: datetime) -> float:
     """Karpenter's DisruptionCost: sum of eviction costs of all pods times lifetime remaining (the v1.9.1 sort key;
     static pools still pick which node to remove by it)."""
-    if node.eviction_sum is None:
-        node.eviction_sum = sum(map(eviction_cost, node.pods))
-    return node.eviction_sum * lifetime_remaining(node, pool, at)
+    return node_pods(node).eviction_sum * lifetime_remaining(node, pool, at)
 
 
 def do_not_disrupt_active(pod: PodInfo, at: datetime) -> bool:
@@ -166,15 +195,36 @@ def do_not_disrupt_value_active(value: str | None, start: datetime | None, at: d
 
 def pod_block(cluster: Cluster, node: NodeInfo, at: datetime) -> str | None:
     """Pod-level blocks: an active do-not-disrupt pod (reported first, whichever pod has it), or a PDB that
-    allows no eviction of an evictable pod. One walk over the pods: this runs for every node each pass, so what
-    a pod's own fields decide is kept on its PodInfo and the PDB answer per label set for the pass."""
+    allows no eviction of an evictable pod. This runs for every node each pass: with the cluster's memo (the worker's
+    cache) the answer is carried while the node holds the same pods and their namespaces the same PDBs, unless a
+    do-not-disrupt other than "true" made it depend on the time."""
+    memo = cluster.pods_memo
+    if memo is None:
+        return _walk_pod_block(cluster, node, at)[0]
+    hit, block = memo.found("block", node.name, node.pods, cluster.pdb_tokens)
+    if hit:
+        return block  # type: ignore[no-any-return]
+    block, timeless = _walk_pod_block(cluster, node, at)
+    if timeless:
+        memo.keep("block", node.name, node.pods, {p.namespace for p in node.pods}, cluster.pdb_tokens, block)
+    return block
+
+
+def _walk_pod_block(cluster: Cluster, node: NodeInfo, at: datetime) -> tuple[str | None, bool]:
+    """`pod_block` by one walk over the pods, and whether the answer holds at any time. What a pod's own fields
+    decide is kept on its PodInfo and the PDB answer per label set for the pass."""
     pdb_block: str | None = None
+    timeless = True
     for pod in node.pods:
         if not pod.active:
             continue
         value = pod.annotations.get(L.DO_NOT_DISRUPT_ANNOTATION)
-        if value is not None and do_not_disrupt_value_active(value, pod.start_time, at):
-            return f'pod has "{L.DO_NOT_DISRUPT_ANNOTATION}" annotation (Pod={pod.key})'
+        if value is not None:
+            if value == "true":
+                return f'pod has "{L.DO_NOT_DISRUPT_ANNOTATION}" annotation (Pod={pod.key})', timeless
+            timeless = False
+            if do_not_disrupt_value_active(value, pod.start_time, at):
+                return f'pod has "{L.DO_NOT_DISRUPT_ANNOTATION}" annotation (Pod={pod.key})', timeless
         if pdb_block is None:
             evictable = pod.pdb_evictable
             if evictable is None:
@@ -182,26 +232,29 @@ def pod_block(cluster: Cluster, node: NodeInfo, at: datetime) -> str | None:
                                                                                     L.DISRUPTED_TAINT)
             if evictable and pod.namespace in cluster.pdbs_by_ns:
                 pdb_block = _pdb_block_of(cluster, pod)
-    return pdb_block
+    return pdb_block, timeless
 
 
 def _pdb_block_of(cluster: Cluster, pod: PodInfo) -> str | None:
-    """`_pdb_block` of an evictable pod in a namespace with PDBs, once per pass for the pods whose labels the PDB
-    selectors read are the same (the replicas of a workload, whatever other labels they carry). Looked up first
-    by the pod's whole label set, which is kept on its PodInfo and hashed once."""
+    """`_pdb_block` of an evictable pod in a namespace with PDBs, once for the pods whose labels the PDB selectors
+    read are the same (the replicas of a workload, whatever other labels they carry): for the pass, or with the
+    cluster's memo while the namespace's PDBs are the same objects (planning/node_pods_memo.py). Looked up first by
+    the pod's whole label set, which is kept on its PodInfo and hashed once."""
     if pod.label_set is None:
         pod.label_set = frozenset(pod.labels.items())
-    blocks = cluster.pdb_blocks
-    whole = (pod.namespace, pod.label_set, pod.ready)
-    if whole in blocks:
-        return blocks[whole]
+    answers = cluster.pdb_answers(pod.namespace)
+    whole = (pod.label_set, pod.ready)
+    hit, found = answers.get(whole)
+    if hit:
+        return found
     labels = pod.labels
-    read = (pod.namespace, tuple([(k, labels[k]) for k in cluster.pdb_label_keys(pod.namespace) if k in labels]),
-            pod.ready, "read")
-    if read not in blocks:
-        blocks[read] = _pdb_block(cluster, pod)
-    blocks[whole] = blocks[read]
-    return blocks[read]
+    read = (tuple([(k, labels[k]) for k in cluster.pdb_label_keys(pod.namespace) if k in labels]), pod.ready)
+    hit, found = answers.get_read(read)
+    if not hit:
+        found = _pdb_block(cluster, pod)
+        answers.put_read(read, found)
+    answers.put(whole, found)
+    return found
 
 
 def _pdb_block(cluster: Cluster, pod: PodInfo) -> str | None:
@@ -251,8 +304,11 @@ def cancel_hold(node: NodeInfo, at: datetime) -> tuple[datetime | None, datetime
     """(cancelled at, held until) while an operator's cancel of the node's disruption holds it from re-planning:
     until the held-until annotation, else the cancel time plus DEFAULT_CANCEL_HOLD; unparsable times count as
     absent."""
-    cancelled = parse_time(node.annotations.get(L.DISRUPTION_CANCELLED_AT_ANNOTATION))
-    until = parse_time(node.annotations.get(L.DISRUPTION_HELD_UNTIL_ANNOTATION))
+    notes = node.annotations
+    if L.DISRUPTION_CANCELLED_AT_ANNOTATION not in notes and L.DISRUPTION_HELD_UNTIL_ANNOTATION not in notes:
+        return None  # asked of every node each pass; few have either
+    cancelled = parse_time(notes.get(L.DISRUPTION_CANCELLED_AT_ANNOTATION))
+    until = parse_time(notes.get(L.DISRUPTION_HELD_UNTIL_ANNOTATION))
     if until is None and cancelled is not None:
         until = cancelled + DEFAULT_CANCEL_HOLD
     if until is None or at >= until:
@@ -322,15 +378,17 @@ def build_candidates(cluster: Cluster, at: datetime, exclude: set[str], disrupti
                 message = pod_blocks[node.name]
             if message is not None:
                 problem = NotCandidate(node, message, blocking=True)
-            elif disruption_class == GRACEFUL and (pinned := consolidation_block(node)) is not None:
+            elif disruption_class == GRACEFUL and (pinned := node_pods(node).pinned) is not None:
                 problem = NotCandidate(node, pinned, blocking=True, consolidation_only=True)
         if problem is not None:
             out.rejected.append(problem)
             continue
         pool = cluster.pools[node.pool]
+        values = node_pods(node)
         out.candidates.append(Candidate(
-            node=node, pool=pool, reschedulable=reschedulable_of(node),
-            disruption_cost=disruption_cost(node, pool, at), price=node.price,
+            node=node, pool=pool, reschedulable=values.reschedulable,
+            disruption_cost=values.eviction_sum * lifetime_remaining(node, pool, at), price=node.price,
+            cost=values.reschedule_cost,
         ))
     return out
 

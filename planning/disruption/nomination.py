@@ -60,6 +60,9 @@ def nominated_until(node_annotations: Mapping[str, str],
 
 def is_nominated(node_annotations: Mapping[str, str], claim_annotations: Mapping[str, str] | None,
                  at: datetime) -> bool:
+    key = L.NOMINATED_UNTIL_ANNOTATION
+    if key not in node_annotations and (claim_annotations is None or key not in claim_annotations):
+        return False  # asked of every node each pass; few carry the mark
     until = nominated_until(node_annotations, claim_annotations)
     return until is not None and at < until
 

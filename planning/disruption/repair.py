@@ -142,15 +142,21 @@ class NodeHealth:
     def from_node(cls, raw: Mapping[str, Any], node_pool: str, repairable: bool = True,
                   memo: IdentityMemo | None = None) -> NodeHealth:
         """`memo`: what the raw Node alone decides (its conditions parsed) carried between passes."""
-        name, conds, zone, veto = _health_fields(raw) if memo is None else memo.get("NodeHealth", raw,
-                                                                                     _health_fields)
+        return cls.of(health_fields(raw) if memo is None else memo.get("NodeHealth", raw, health_fields), node_pool,
+                      repairable)
+
+    @classmethod
+    def of(cls, fields: tuple[str, tuple[Condition, ...], str, bool], node_pool: str, repairable: bool = True
+           ) -> NodeHealth:
+        """From a Node's `health_fields` (kept between passes by the planner's memo)."""
+        name, conds, zone, veto = fields
         return cls(name, node_pool, conds, repairable, zone, veto)
 
     def condition(self, kind: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == kind), None)
 
 
-def _health_fields(raw: Mapping[str, Any]) -> tuple[str, tuple[Condition, ...], str, bool]:
+def health_fields(raw: Mapping[str, Any]) -> tuple[str, tuple[Condition, ...], str, bool]:
     """A Node's name, conditions (frozen), zone and do-not-repair veto."""
     meta = raw.get("metadata") or {}
     conds = tuple(Condition(str(c.get("type", "")), str(c.get("status", "")), parse_time(c.get("lastTransitionTime")))

@@ -22,7 +22,7 @@ from typing import Any
 from api import events
 from api import labels as L
 from api.allocatable import for_node_class
-from api.budgets import ALL_REASONS, REASONS, compute_budget_rows
+from api.budgets import ALL_REASONS, REASONS, claim_facts, compute_budget_rows, count_facts, node_facts
 from api.catalog import InstanceTypeCatalog, load_default_catalog
 from api.events import EventReason
 from api.nodeclaim import NodeClaim
@@ -35,6 +35,7 @@ from planning.disruption.candidates import (
     NodeRefusal,
     build_candidates,
     in_flight_pods,
+    node_pods,
 )
 from planning.disruption.commands import (
     STATIC_DRIFT,
@@ -61,6 +62,7 @@ from planning.disruption.repair import (
     RepairDecision,
     RepairPolicy,
     decide_repairs,
+    health_fields,
 )
 from planning.disruption.repair_method import NodeRepair, static_pools_forceful
 from planning.disruption.settling import Settling, settling, without_consolidation
@@ -120,10 +122,14 @@ def _utc(at: datetime) -> datetime:
 
 
 def budget_rows(snapshot: Any, at: datetime, cluster: Cluster, exclude: set[str],
-                reasons: Sequence[str] = REASONS) -> list[dict[str, Any]]:
-    """api.budgets rows, with in-flight nodes the rows do not already count taken off `allowed`."""
+                reasons: Sequence[str] = REASONS, memo: IdentityMemo | None = None) -> list[dict[str, Any]]:
+    """api.budgets rows, with in-flight nodes the rows do not already count taken off `allowed`. With `memo` (the
+    worker's cache), what the counting reads of each Node and NodeClaim is kept while it is the same object."""
+    counted = None if memo is None else count_facts(memo.get_all("BudgetNode", snapshot.nodes, node_facts),
+                                                     memo.get_all("BudgetClaim", snapshot.node_claims, claim_facts))
     rows = [r.model_dump(mode="json", by_alias=True)
-            for r in compute_budget_rows(snapshot.node_pools, snapshot.nodes, snapshot.node_claims, at, reasons)]
+            for r in compute_budget_rows(snapshot.node_pools, snapshot.nodes, snapshot.node_claims, at, reasons,
+                                         counted)]
     extra: dict[str, int] = {}
     for name in exclude:
         node = cluster.by_name.get(name)
@@ -196,7 +202,8 @@ def prepare_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | Non
     exclude = set(exclude_nodes)
     cluster = Cluster.from_snapshot(snapshot, catalog) if parsed is None else \
         Cluster.from_parts(snapshot, parsed.pods, catalog, parsed.claims, memo=parsed.memo)
-    rows = budget_rows(snapshot, at, cluster, exclude, ALL_REASONS)  # Unhealthy: node repair's (v1.15)
+    rows = budget_rows(snapshot, at, cluster, exclude, ALL_REASONS,  # Unhealthy: node repair's (v1.15)
+                       parsed.memo if parsed is not None else None)
     allowed: dict[str, dict[str, int]] = {}
     for row in rows:
         allowed.setdefault(row["reason"], {})[row["nodePool"]] = row["allowed"]
@@ -313,11 +320,8 @@ def _report_do_not_disrupt(ctx: PassContext) -> None:
     for node in ctx.cluster.nodes:
         if node.claim is None or node.marked_for_deletion:
             continue
-        for pod in node.pods:
-            value = pod.annotations.get(L.DO_NOT_DISRUPT_ANNOTATION)
-            if value is None or value == "true" or not pod.active:
-                continue
-            found = events.do_not_disrupt_event(value, pod.start_time, ctx.at)
+        for pod in node_pods(node).dnd_valued:  # active, with a do-not-disrupt other than "true"
+            found = events.do_not_disrupt_event(pod.annotations[L.DO_NOT_DISRUPT_ANNOTATION], pod.start_time, ctx.at)
             if found is not None:
                 reason, message = found
                 ctx.event("Pod", pod.name, reason, message, events.REASONS[reason].type, namespace=pod.namespace)
@@ -437,8 +441,10 @@ def _repairs(cluster: Cluster, at: datetime, busy: set[str], policies: Sequence[
     toward its pool's health but is not repaired again. `pools`: the pools' DisruptionPolicy repair settings."""
     if not policies:
         return RepairDecision()
-    health = [NodeHealth.from_node(n.raw, n.pool, n.claim is not None and not n.marked_for_deletion
-                                   and n.name not in busy, memo) for n in cluster.nodes]
+    fields = memo.get_all("NodeHealth", [n.raw for n in cluster.nodes], health_fields) if memo is not None \
+        else map(health_fields, (n.raw for n in cluster.nodes))
+    health = [NodeHealth.of(f, n.pool, n.claim is not None and not n.marked_for_deletion and n.name not in busy)
+              for f, n in zip(fields, cluster.nodes, strict=True)]
     return static_pools_forceful(decide_repairs(health, at, policies, pools), cluster)
 
 
@@ -502,9 +508,12 @@ def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None
     """The planner's decision for `snapshot` at `at` (docs/contracts.md §3). Pure: no I/O, the snapshot stays as is.
     `parsed`: parts of the snapshot already parsed (first pass only; later passes plan on changed copies).
     Node repairs are the first pass's (their replacements are the provisioner's, not simulated here).
-    `rollouts`, `planned`: see run_pass."""
-    return _plan(snapshot, _utc(at), catalog, until_stable, exclude_nodes, limits, max_passes, optimize, parsed,
-                 repair, rollouts, planned).result
+    `rollouts`, `planned`: see run_pass. The collector waits until the pass's own objects are gone (freed as their
+    last reference goes), not just until the pass ends, when it would walk them all once more."""
+    with _gc_paused():
+        result = _plan(snapshot, _utc(at), catalog, until_stable, exclude_nodes, limits, max_passes, optimize,
+                       parsed, repair, rollouts, planned).result
+    return result
 
 
 @dataclass

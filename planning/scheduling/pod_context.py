@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from api import labels as L
-from planning.cluster import Cluster, PodInfo
+from planning.cluster import Cluster, NodeInfo, PodInfo
 from planning.scheduling.host_ports import HostPort, conflicts
 from planning.scheduling.pod_affinity import PodTerm, matches_all
 from planning.scheduling.sim_state import NewNode, SimState
@@ -51,6 +51,15 @@ def needs_context(pod: PodInfo) -> bool:
     return m is not None and bool(m.pod_affinity or m.anti_terms or m.spread_rules)
 
 
+def _holders(node: NodeInfo) -> list[PodInfo]:
+    """The node's active pods with anti-affinity terms: carried between passes while it holds the same pods
+    (planning/node_pods_memo.py), as every pass asks this of every node."""
+    pods, memo = node.pods, node.pods_memo
+    if memo is None:
+        return [p for p in pods if p.active and anti_of(p)]
+    return memo.get("anti", node.name, pods, lambda: [p for p in pods if p.active and anti_of(p)])
+
+
 class MoreChecks:
     """Built once per Scheduler: the existing pods whose anti-affinity other pods must respect."""
 
@@ -60,7 +69,7 @@ class MoreChecks:
         memo = cluster.memo.get("more_checks")
         if memo is None:
             memo = cluster.memo["more_checks"] = (
-                [(n.labels, p) for n in cluster.nodes for p in n.pods if p.active and anti_of(p)],
+                [(n.labels, p) for n in cluster.nodes for p in _holders(n)],
                 any(t.get("effect") == "PreferNoSchedule" for n in cluster.nodes for t in n.taints) or any(
                     t.get("effect") == "PreferNoSchedule" for p in cluster.pools.values() for t in p.taints))
         self.holders: list[Where] = memo[0]

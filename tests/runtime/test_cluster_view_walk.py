@@ -7,10 +7,12 @@ the Nodes alone decide, planning/identity_memo.py, included) plans what a pass o
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from planning.cluster import Parsed, parse_claim, parse_pod
+from api import labels as L
+from api.snapshot import Snapshot
+from planning.cluster import Cluster, Parsed, parse_claim, parse_pod
 from planning.planner.plan import plan
 from runtime.cluster_cache import KINDS
 from runtime.cluster_trim import trim
@@ -96,14 +98,14 @@ def test_carried_reads_equal_a_fresh_read_after_random_changes() -> None:
     for i in range(300):
         _change(rng, cache, i)
         if i % 5 == 0:
-            seen = {id(o) for inf in cache.informers.values() for o in inf.objects()} & set(view._kept)
-            before = {k: view._kept[k][1:] for k in seen}
+            now = [o for inf in cache.informers.values() for o in inf.objects()]
+            before = {id(o): (o, e) for o in now if (e := view.entry(o)) is not None}
             got = view.read()
             _same(got, ClusterView(cache).read())  # type: ignore[arg-type]
-            new_pods = sum(1 for o in cache.informers["Pod"].objects() if id(o) not in seen)
+            new_pods = sum(1 for o in cache.informers["Pod"].objects() if id(o) not in before)
             assert view.reparsed == new_pods
-            for k, parts in before.items():  # an object seen last read keeps its very load and parse
-                assert view._kept[k][1] is parts[0] and view._kept[k][2] is parts[1]
+            for o, parts in before.values():  # an object seen last read keeps its very load and parse
+                assert view.entry(o) is parts
 
 
 def test_a_pass_on_carried_reads_plans_what_a_fresh_parse_plans() -> None:
@@ -120,3 +122,52 @@ def test_a_pass_on_carried_reads_plans_what_a_fresh_parse_plans() -> None:
             fresh = Parsed([parse_pod(p) for p in snap.pods], [parse_claim(c) for c in snap.node_claims])
             assert carried.model_dump_json() == plan(snap, AT, parsed=fresh).model_dump_json()
     assert changed_nodes > 10
+
+
+def _with_pdb_status(objs: list[Obj]) -> list[Obj]:
+    """The generated PDBs with the status the simulator's disruption controller writes (a PDB without one is judged
+    from the pods each pass, so nothing about it would be carried)."""
+    cluster = Cluster.from_snapshot(Snapshot.from_objects(objs))
+    allowed = {p.key: p.disruptions_allowed for pdbs in cluster.pdbs_by_ns.values() for p in pdbs}
+    return [{**o, "status": {"disruptionsAllowed": allowed[f"{o['metadata']['namespace']}/{o['metadata']['name']}"]}}
+            if o["kind"] == "PodDisruptionBudget" else o for o in objs]
+
+
+def _pod_or_pdb_changed(rng: random.Random, cache: FakeCache, i: int) -> None:
+    """A pod's do-not-disrupt flipped, a pod moved to another node, or a PDB's allowed disruptions changed: each as
+    a new object, as the cache holds changes."""
+    op = rng.choice(["dnd", "move", "pdb"])
+    kind = "PodDisruptionBudget" if op == "pdb" else "Pod"
+    inf = cache.informers[kind]
+    key = rng.choice(list(inf.items))
+    old = inf.items[key]
+    if op == "pdb":
+        cache.put({**old, "status": {"disruptionsAllowed": rng.choice([0, 1, 2])}})
+    elif op == "move":
+        node = rng.choice(list(cache.informers["Node"].items.values()))["metadata"]["name"]
+        cache.put({**old, "spec": {**old["spec"], "nodeName": node}})
+    else:
+        meta = dict(old["metadata"])
+        notes = dict(meta.get("annotations") or {})
+        if notes.pop(L.DO_NOT_DISRUPT_ANNOTATION, None) is None:
+            notes[L.DO_NOT_DISRUPT_ANNOTATION] = rng.choice(["true", "30m"])
+        cache.put({**old, "metadata": {**meta, "annotations": notes}})
+
+
+def test_a_pass_on_carried_reads_plans_what_a_fresh_parse_plans_as_pods_and_pdbs_change() -> None:
+    """The same with PDB statuses (so pod-level blocks and PDB answers are carried) while pods flip do-not-disrupt,
+    move between nodes, and PDBs' allowed disruptions change."""
+    rng = random.Random(21)
+    cache = FakeCache(_with_pdb_status(generate_cluster(12, 6, seed=22)))
+    view = ClusterView(cache)  # type: ignore[arg-type]
+    carried = 0
+    for i in range(80):
+        for _ in range(rng.randint(1, 3)):
+            _pod_or_pdb_changed(rng, cache, i)
+        _, snap, parsed = view.read()
+        at = AT + timedelta(minutes=i)
+        got = plan(snap, at, parsed=parsed).model_dump_json()
+        carried += view.memo.nodes.made < len(snap.nodes)
+        fresh = Parsed([parse_pod(p) for p in snap.pods], [parse_claim(c) for c in snap.node_claims])
+        assert got == plan(snap, at, parsed=fresh).model_dump_json(), i
+    assert carried > 40
