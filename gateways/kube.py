@@ -74,6 +74,13 @@ def _json(resp: Any) -> Obj:
     return json.loads(resp.data or b"{}")
 
 
+def _finish(resp: Any) -> None:
+    """Read an answer nobody needs and hand its connection back to the pool. Unread (`_preload_content=False`), the
+    connection was dropped: 300 terminations opened 3,391 new connections, one per eviction, Event and deletion."""
+    resp.read()
+    resp.release_conn()
+
+
 def _items(resp: Any) -> list[Obj]:
     return list(_json(resp).get("items") or [])
 
@@ -540,7 +547,10 @@ class KubeClient:
 
     @staticmethod
     def _delete(call: Callable[[], Any]) -> bool:
-        return KubeClient._delete_answer(call)[0]
+        found, answer = KubeClient._delete_answer(call)
+        if found:
+            _finish(answer)
+        return found
 
     @staticmethod
     def _delete_answer(call: Callable[[], Any]) -> tuple[bool, Any]:
@@ -561,7 +571,8 @@ class KubeClient:
             "deleteOptions": {"preconditions": {"uid": meta.get("uid")}},
         }
         try:
-            self.core.create_namespaced_pod_eviction(meta["name"], meta["namespace"], body, _preload_content=False)
+            _finish(self.core.create_namespaced_pod_eviction(meta["name"], meta["namespace"], body,
+                                                             _preload_content=False))
             metrics.EVICTIONS.labels(code="201").inc()
             return EvictionResult(Eviction.EVICTED, 201)
         except ApiException as exc:
@@ -578,8 +589,8 @@ class KubeClient:
         if grace_seconds is not None:
             body["gracePeriodSeconds"] = grace_seconds
         try:
-            self.core.delete_namespaced_pod(meta["name"], meta["namespace"], body=body,
-                                            grace_period_seconds=grace_seconds, _preload_content=False)
+            _finish(self.core.delete_namespaced_pod(meta["name"], meta["namespace"], body=body,
+                                                    grace_period_seconds=grace_seconds, _preload_content=False))
             return True
         except ApiException as exc:
             if exc.status in (404, 409):
@@ -591,7 +602,7 @@ class KubeClient:
     def create_event(self, body: Obj) -> bool:
         """Create an Event; False when one of that name exists (a named Event is recorded once)."""
         try:
-            self.core.create_namespaced_event(body["metadata"]["namespace"], body, _preload_content=False)
+            _finish(self.core.create_namespaced_event(body["metadata"]["namespace"], body, _preload_content=False))
             return True
         except ApiException as exc:
             if exc.status == 409:
