@@ -2,8 +2,9 @@
 
 A profiler on the main thread sees only the event loop, a third of the worker's CPU in a termination burst; the
 rest runs on threads (the activities' blocking calls, the watch cache's informers, boto3) that it never sees. Each
-thread started after `start` gets a profiler of its own; `dump` merges them into one pstats file and writes the
-time spent per kind of thread beside it. Profiling costs CPU: read the shares, not the totals.
+thread started after `start` gets a profiler of its own, timed by that thread's CPU clock (a wall clock would
+count every wait on a queue, a lock or a socket); `dump` merges them into one pstats file and writes the CPU time per
+kind of thread beside it. Profiling costs CPU: read the shares, not the totals.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pstats
 import re
 import sys
 import threading
+import time
 from collections import defaultdict
 from pathlib import Path
 from types import FrameType
@@ -32,7 +34,7 @@ class ThreadProfiles:
         return self
 
     def _add(self, name: str) -> cProfile.Profile:
-        profile = cProfile.Profile()
+        profile = cProfile.Profile(time.thread_time)
         with self._lock:
             self._profiles.append((name, profile))
         return profile
@@ -43,7 +45,7 @@ class ThreadProfiles:
         self._add(threading.current_thread().name).enable()
 
     def dump(self, path: str | Path) -> None:
-        """The merged stats at `path`, and `path`.threads: seconds of profiled time per kind of thread (the name
+        """The merged stats at `path`, and `path`.threads: CPU seconds per kind of thread (the name
         without its numbers: `asyncio_`, `ThreadPoolExecutor-_`, an informer's name), most first."""
         threading.setprofile(None)
         with self._lock:

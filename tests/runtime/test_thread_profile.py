@@ -1,9 +1,11 @@
-"""ThreadProfiles sees the work of threads started after it, which a main-thread cProfile never does."""
+"""ThreadProfiles sees the work of threads started after it, which a main-thread cProfile never does, by each
+thread's CPU clock."""
 
 from __future__ import annotations
 
 import pstats
 import threading
+import time
 from pathlib import Path
 
 from runtime.thread_profile import ThreadProfiles
@@ -16,16 +18,18 @@ def _spin(n: int) -> int:
 def test_every_thread_is_profiled_and_counted_by_kind(tmp_path: Path) -> None:
     profiles = ThreadProfiles().start()
     threads = [threading.Thread(target=_spin, args=(200_000,), name=f"informer-pods-{i}") for i in range(3)]
+    threads.append(threading.Thread(target=time.sleep, args=(0.3,), name="sleeper"))
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    _spin(10)
+    _spin(20_000)
     out = tmp_path / "worker.prof"
     profiles.dump(out)
 
     calls = {key[2]: value[1] for key, value in pstats.Stats(str(out)).stats.items()}  # type: ignore[attr-defined]
     assert calls["_spin"] == 4  # three threads and the main thread
     kinds = dict(line.split(" s  ")[::-1] for line in (tmp_path / "worker.prof.threads").read_text().splitlines())
-    assert set(kinds) == {"informer-pods-_", "main"}
+    assert set(kinds) == {"informer-pods-_", "main", "sleeper"}
     assert float(kinds["informer-pods-_"]) > float(kinds["main"]) > 0
+    assert float(kinds["sleeper"]) < 0.05, "CPU time: a thread that waits costs nothing"
