@@ -163,3 +163,13 @@ def test_answers_nobody_reads_hand_their_connection_back(sim: Any, k8s: Any, kub
     assert kube.delete_node("n2")
     opened = sum(p.num_connections for p in pool.pools._container.values()) - before
     assert opened <= 1, f"{opened} new connections for 19 sequential requests"
+
+
+def test_a_watch_yields_plain_events(sim: Any, kube: KubeClient) -> None:
+    """The deletion watcher only wakes on a watch's events; they come as dicts, not client models."""
+    sim.load_objects([node("n1")])
+    w, stream = kube.watch("nodes", timeout_seconds=2)
+    first = next(iter(stream))
+    w.stop()
+    assert isinstance(first, dict) and first["type"] == "ADDED"
+    assert first["object"]["metadata"]["name"] == "n1"
