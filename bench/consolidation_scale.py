@@ -49,7 +49,6 @@ from bench.consolidation_scale_cluster import (
 from bench.karpenter_phases import TICK, PhaseWatch, say
 from bench.karpenter_probe import NODES, PODS, ProcessSampler, look
 from bench.karpenter_scenarios import Phase
-from bench.karpenter_suite import discovers_instance_types, wait_for_discovery
 from bench.karpenter_verdict import Thresholds, simulated_seconds
 from bench.karpenter_world import POOL, SuiteWorld
 from bench.soak_world import WorldOptions
@@ -237,8 +236,8 @@ async def run_live(args: argparse.Namespace) -> dict[str, Any]:
     t = time.monotonic()
     try:
         await world.start()
-        if discovers_instance_types():
-            await wait_for_discovery(world.metrics_port, 180.0)
+        if worker_metrics.discovers_instance_types():
+            await worker_metrics.wait_for_discovery(world.metrics_port, 180.0)
         replicas = _replicas(world)
         steady = await _steady(world, sum(replicas.values()))
         up = round(time.monotonic() - t, 1)

@@ -100,24 +100,6 @@ async def run_phase(world: SuiteWorld, sampler: ProcessSampler, scenario: Scenar
             "validations": worker_metrics.since(counted, worker_metrics.validations(world.metrics_port))}
 
 
-def discovers_instance_types() -> bool:
-    """Whether the worker will discover its catalog (its default) rather than read a given or the bundled one."""
-    off = (os.environ.get("NODEFLOW_NO_INSTANCE_TYPE_DISCOVERY") or "").lower() in ("1", "true", "yes")
-    return not (os.environ.get("NODEFLOW_CATALOG") or off)
-
-
-async def wait_for_discovery(port: int, timeout: float) -> float:
-    """Until the worker plans on the instance types it discovered; returns the seconds waited. Its /readyz does not
-    wait for discovery, and until the first refresh the bundled 48 types stand in: a scale-out started before it
-    launched from those (153 r5/m5 nodes instead of 95 on the discovered types, in one run of basic)."""
-    t0 = time.monotonic()
-    while not await asyncio.to_thread(worker_metrics.instance_types_discovered, port):
-        if time.monotonic() - t0 > timeout:
-            raise TimeoutError(f"the worker discovered no instance types in {timeout:.0f}s")
-        await asyncio.sleep(0.5)
-    return time.monotonic() - t0
-
-
 def _options(args: argparse.Namespace, workdir: Path) -> WorldOptions:
     # the simulator takes its ready delay twice: instance running -> Node registered, registered -> Ready
     return WorldOptions(workdir=workdir, time_scale=args.time_scale, ready_delay=args.launch_seconds / 2,
@@ -134,8 +116,8 @@ async def run_scenario(scenario: Scenario, args: argparse.Namespace,
     sampler = ProcessSampler({})
     try:
         await world.start()
-        if discovers_instance_types():
-            waited = await wait_for_discovery(world.metrics_port, 180.0)
+        if worker_metrics.discovers_instance_types():
+            waited = await worker_metrics.wait_for_discovery(world.metrics_port, 180.0)
             say(f"{scenario.name}: the worker plans on its discovered instance types ({waited:.1f}s after ready)")
         assert world.worker is not None and world.temporal.proc is not None and world.moto.proc is not None
         sampler.pids.update(worker=world.worker.pid, temporal=world.temporal.proc.pid, moto=world.moto.proc.pid)

@@ -11,8 +11,15 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from bench.karpenter_suite import wait_for_discovery
-from bench.worker_metrics import histogram_sum_count, instance_types_discovered, read, since, totals, validations
+from bench.worker_metrics import (
+    histogram_sum_count,
+    instance_types_discovered,
+    read,
+    since,
+    totals,
+    validations,
+    wait_for_discovery,
+)
 
 
 def _serve(registry: CollectorRegistry) -> HTTPServer:
