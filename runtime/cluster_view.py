@@ -15,8 +15,6 @@ import asyncio
 import gc
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from itertools import compress, repeat
 from operator import is_, itemgetter, not_
 from typing import Any
@@ -24,6 +22,7 @@ from typing import Any
 from api.snapshot import Snapshot, load_object
 from planning.cluster import Parsed, parse_claim, parse_pod
 from planning.identity_memo import IdentityMemo
+from planning.planner.plan import gc_paused
 from runtime.cluster_cache import KINDS, ClusterCache, Health
 from runtime.informer import Obj
 
@@ -65,7 +64,7 @@ class ClusterView:
         NodeClaims parsed. What was seen last read is reused; the rest is loaded (api.snapshot.load_object, whose
         SnapshotError fails the pass as a LIST pass's loader would) and parsed. The cyclic collector waits until
         the read is done: it would walk the read's young lists of ~95k objects again at every collection."""
-        with self._lock, _gc_paused():
+        with self._lock, gc_paused():
             kept: dict[str, list[Entry]] = {}
             objs: list[Obj] = []
             snap = Snapshot(source="<cluster cache>")
@@ -114,17 +113,6 @@ def _entries(kind: str, items: list[Obj], last: list[Entry]) -> tuple[list[Entry
             loaded += 1
         entries[i] = entry
     return entries, loaded
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _freeze_for_gc() -> None:

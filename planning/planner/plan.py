@@ -146,9 +146,10 @@ def budget_rows(snapshot: Any, at: datetime, cluster: Cluster, exclude: set[str]
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """A pass allocates ~10 objects per pod and frees none until it ends; the cyclic collector would walk
-    the growing heap again and again (a third of the pass at 5,000 nodes), so it waits until the pass is done."""
+    the growing heap again and again (a third of the pass at 5,000 nodes), so it waits until the pass is done.
+    The worker's cache read (runtime/cluster_view.py) pauses it the same way."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -171,7 +172,7 @@ def run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = 
     run's view (the worker's planner leaves a pool's drift to its DriftRolloutWorkflow instead). `planned`: where
     the in-flight commands' own plans put their pods (pod key -> node, "" for a replacement; Scheduler).
     `explain`: keep what the accounting of every node needs (`facts`; `nodeflow plan` only)."""
-    with _gc_paused():
+    with gc_paused():
         return _run_pass(snapshot, at, catalog, exclude_nodes, limits, compute_all, optimize, parsed, repair,
                          rollouts, planned, explain)
 
@@ -510,7 +511,7 @@ def plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None = None
     Node repairs are the first pass's (their replacements are the provisioner's, not simulated here).
     `rollouts`, `planned`: see run_pass. The collector waits until the pass's own objects are gone (freed as their
     last reference goes), not just until the pass ends, when it would walk them all once more."""
-    with _gc_paused():
+    with gc_paused():
         result = _plan(snapshot, _utc(at), catalog, until_stable, exclude_nodes, limits, max_passes, optimize,
                        parsed, repair, rollouts, planned).result
     return result
