@@ -782,13 +782,6 @@ def parse_pdb(raw: dict[str, Any]) -> PdbInfo:
 _ANTI, _PODS = attrgetter("anti_affinity"), attrgetter("pods")
 
 
-def _kept_pdb(raw: dict[str, Any], memo: IdentityMemo) -> PdbInfo:
-    """parse_pdb, kept while the PDB is the same object; one without status is parsed every time, as its allowed
-    disruptions are then set from the pods (Cluster.from_parts)."""
-    pdb = memo.get("PodDisruptionBudget", raw, parse_pdb)
-    return pdb if pdb.spec is None else parse_pdb(raw)
-
-
 class Cluster:
     """Nodes (with claims, pools, prices and pods), pending pods, PDBs and the catalog of one snapshot."""
 

@@ -220,9 +220,7 @@ def _walk_pod_block(cluster: Cluster, node: NodeInfo, at: datetime) -> tuple[str
             continue
         value = pod.annotations.get(L.DO_NOT_DISRUPT_ANNOTATION)
         if value is not None:
-            if value == "true":
-                return f'pod has "{L.DO_NOT_DISRUPT_ANNOTATION}" annotation (Pod={pod.key})', timeless
-            timeless = False
+            timeless = timeless and value == "true"  # a duration's answer ends with time
             if do_not_disrupt_value_active(value, pod.start_time, at):
                 return f'pod has "{L.DO_NOT_DISRUPT_ANNOTATION}" annotation (Pod={pod.key})', timeless
         if pdb_block is None:

@@ -55,9 +55,11 @@ def _holders(node: NodeInfo) -> list[PodInfo]:
     """The node's active pods with anti-affinity terms: carried between passes while it holds the same pods
     (planning/node_pods_memo.py), as every pass asks this of every node."""
     pods, memo = node.pods, node.pods_memo
-    if memo is None:
+
+    def holders() -> list[PodInfo]:
         return [p for p in pods if p.active and anti_of(p)]
-    return memo.get("anti", node.name, pods, lambda: [p for p in pods if p.active and anti_of(p)])
+
+    return holders() if memo is None else memo.get("anti", node.name, pods, holders)
 
 
 class MoreChecks:
