@@ -533,19 +533,22 @@ class KubeClient:
         return self._delete(lambda: self.core.delete_node(name, _preload_content=False))
 
     def delete_node_claim(self, name: str) -> bool:
-        return self.delete_node_claim_answer(name)[0]
+        return self._delete(self._node_claim_deletion(name))
 
     def delete_node_claim_answer(self, name: str) -> tuple[bool, Obj | None]:
         """`delete_node_claim`, with the NodeClaim the API server answered (a claim held by finalizers, its
         deletionTimestamp set); None when the answer is not the claim (a Status) or the claim was gone."""
-        found, raw = self._delete_answer(lambda: self.custom.delete_cluster_custom_object(
-            *KARPENTER, "nodeclaims", name, _preload_content=False))
+        found, raw = self._delete_answer(self._node_claim_deletion(name))
         if not found:
             return False, None
         answer = _json(raw)
         meta = answer.get("metadata") or {}
         held = answer.get("kind") == "NodeClaim" and meta.get("resourceVersion") and meta.get("deletionTimestamp")
         return True, answer if held else None
+
+    def _node_claim_deletion(self, name: str) -> Callable[[], Any]:
+        return lambda: self.custom.delete_cluster_custom_object(*KARPENTER, "nodeclaims", name,
+                                                                _preload_content=False)
 
     @staticmethod
     def _delete(call: Callable[[], Any]) -> bool:
