@@ -226,18 +226,22 @@ def _gauge(name: str) -> float | None:
 async def test_renewals_do_not_queue_behind_the_loops_other_blocking_calls(k8s: Any) -> None:
     """The activities' blocking calls share the loop's default executor; a burst of launches filled it. The
     elector has threads of its own, so the leader keeps renewing while every default thread is taken."""
-    default = ThreadPoolExecutor(max_workers=1)
-    asyncio.get_running_loop().set_default_executor(default)
-    hog = asyncio.create_task(asyncio.to_thread(time.sleep, FAST.renew_deadline_seconds * 3))
-    a = _elector(k8s, "a", Clock())
-    ca = Controllers()
-    task = asyncio.create_task(a.run(ca.started, ca.stopped))
-    await _until(lambda: ca.running, 2)
-    renewed = a.last_renew
-    await asyncio.sleep(FAST.renew_deadline_seconds * 2)
-    assert ca.running and a.is_leader and a.last_renew is not None and renewed is not None
-    assert a.last_renew > renewed, "the lease was renewed while the default executor was busy"
-    a.stop()
-    await task
-    await hog
-    default.shutdown()
+    loop = asyncio.get_running_loop()  # shared with later tests: they get a working default executor back
+    busy = ThreadPoolExecutor(max_workers=1)
+    loop.set_default_executor(busy)
+    try:
+        hog = asyncio.create_task(asyncio.to_thread(time.sleep, FAST.renew_deadline_seconds * 3))
+        a = _elector(k8s, "a", Clock())
+        ca = Controllers()
+        task = asyncio.create_task(a.run(ca.started, ca.stopped))
+        await _until(lambda: ca.running, 2)
+        renewed = a.last_renew
+        await asyncio.sleep(FAST.renew_deadline_seconds * 2)
+        assert ca.running and a.is_leader and a.last_renew is not None and renewed is not None
+        assert a.last_renew > renewed, "the lease was renewed while the default executor was busy"
+        a.stop()
+        await task
+        await hog
+    finally:
+        loop.set_default_executor(ThreadPoolExecutor(thread_name_prefix="asyncio"))
+        busy.shutdown(wait=False)
