@@ -35,14 +35,24 @@ def _targets(rollout: FleetRollout) -> list[str]:
     return [f"{cluster}/{pool}" for cluster, pool in rollout.targets()]
 
 
+async def _still_running(client: Client, workflow_id: str) -> bool:
+    """Visibility lags behind the history: a rollout that ended a moment ago is still listed as Running. The latest
+    run's own description is read from the history, so it decides (a conflict over an ended rollout refused the next
+    one; a run that continued as new is still the rollout)."""
+    desc = await client.get_workflow_handle(workflow_id).describe()
+    return desc.status == WorkflowExecutionStatus.RUNNING
+
+
 async def _conflict(client: Client, rollout: FleetRollout) -> WorkflowHandle | None:
     """The running rollout of this same change (returned), or a FleetConflict for another over our pools."""
     ours = set(_targets(rollout))
     async for wf in client.list_workflows(RUNNING):
         if wf.id == rollout.rollout_id:
+            if not await _still_running(client, wf.id):
+                continue
             return client.get_workflow_handle_for(FleetRolloutWorkflow.run, wf.id)
         overlap = sorted(ours & set((await wf.memo()).get(MEMO_TARGETS) or []))
-        if overlap:
+        if overlap and await _still_running(client, wf.id):
             shown = ", ".join(overlap[:5]) + (f" and {len(overlap) - 5} more" if len(overlap) > 5 else "")
             raise FleetConflict(f"fleet rollout {wf.id} is already rolling {shown}; wait for it to end, or "
                                 f"`nodeflow fleet rollout abort {wf.id}`")

@@ -1,6 +1,7 @@
 """FleetRolloutWorkflow against a real Temporal server, through the CLI: a cluster whose worker never answers
 blocks its stage and is reported (never skipped, even with onFailure Skip), a second start of the same change
-finds the first, another rollout over the same pools is refused, and abort leaves no cluster changed."""
+finds the first, another rollout over the same pools is refused while it runs (and starts the moment it ended), and
+abort leaves no cluster changed."""
 
 from __future__ import annotations
 
@@ -77,5 +78,12 @@ async def test_an_unreachable_cluster_blocks_its_stage_until_aborted(temporal_cl
         assert code == 0, err
         result = await asyncio.wait_for(handle.result(), 20)
         await record_history(handle, "FleetRolloutWorkflow", "unreachable_abort")
+        # at once, while visibility may still list the aborted rollout as Running: the other change now starts
+        code, out, err = await nodeflow(temporal_client, "fleet", "rollout", "start", "-f", str(other),
+                                        "--fleet-task-queue", fleet_queue)
+        assert code == 0 and "started" in out, (out, err)
+        code, out, err = await nodeflow(temporal_client, "fleet", "rollout", "abort", "-f", str(other),
+                                        "--reason", "done")
+        assert code == 0, err
     assert result.phase == FleetPhase.ABORTED and result.stages[1].clusters[0].applied_at is None
     assert any("aborted: wrong AMI" in line for line in result.log)
