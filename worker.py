@@ -109,7 +109,7 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-watch", action="store_true", help="do not run the deletion watcher")
     p.add_argument("--no-cluster-cache", action="store_true",
                    default=_env_flag("NODEFLOW_NO_CLUSTER_CACHE"),
-                   help="planner passes LIST the cluster each time instead of reading the watch cache")
+                   help="planner passes and the deletion watcher LIST the cluster instead of reading the watch cache")
     p.add_argument("--resync-seconds", type=float, default=float(env("NODEFLOW_RESYNC_SECONDS", "30")))
     p.add_argument("--no-provisioning", action="store_true",
                    default=_env_flag("NODEFLOW_NO_PROVISIONING"),

@@ -1,9 +1,11 @@
 """The deletion watcher: turns `kubectl delete node/nodeclaim/nodepool` into TerminationWorkflows.
 
-Watch streams (one thread per kind) only mark the state dirty; a reconcile pass then lists Nodes,
-NodeClaims and NodePools and acts on what it sees, and a periodic resync runs the same pass, so a missed
-or dropped watch event is never fatal. Every action is idempotent: finalizers are added when missing,
-workflows start with USE_EXISTING on `terminate-<uid>`.
+Watch streams only mark the state dirty; a reconcile pass then reads Nodes, NodeClaims and NodePools and acts on
+what it sees, and a periodic resync LISTs them and runs the same pass, so a missed or dropped watch event is never
+fatal. A worker with a watch cache (runtime/cluster_cache.py) gives it here: its informers' events mark the state
+dirty and a pass between resyncs reads the cache, so the watcher opens no watches of its own and does not LIST a
+thousand Nodes and NodeClaims on every event of a deletion burst (docs/decisions.md §25). Every action is
+idempotent: finalizers are added when missing, workflows start with USE_EXISTING on `terminate-<uid>`.
 """
 
 from __future__ import annotations
@@ -24,10 +26,14 @@ from client.termination import start_termination
 from contracts.search_attributes import TASK_QUEUE
 from contracts.termination import TerminationInput
 from gateways.kube import KubeClient, Obj, Watch
+from runtime.cluster_cache import ClusterCache
+from runtime.informer import State
 from workflows.termination import machine_key
 
 log = logging.getLogger(__name__)
 CLAIM_HANDOFF = timedelta(minutes=1)  # a deleting claim whose Node vanished is left to that Node's workflow this long
+CACHED_KINDS = ("Node", "NodeClaim", "NodePool")  # what a pass reads, in that order
+Lists = tuple[list[Obj], list[Obj], list[Obj]]
 
 
 @dataclass
@@ -62,8 +68,9 @@ def _is_managed(node: Obj, pool_names: set[str], claim: Obj | None) -> bool:
 
 class DeletionWatcher:
     def __init__(self, kube: KubeClient, client: Any, settings: WatcherSettings | None = None,
-                 start: Callable[[TerminationInput], Any] | None = None) -> None:
+                 start: Callable[[TerminationInput], Any] | None = None, cache: ClusterCache | None = None) -> None:
         self.kube = kube
+        self._cache = cache
         self.client = client
         self.settings = settings or WatcherSettings()
         self._start_fn = start
@@ -73,16 +80,24 @@ class DeletionWatcher:
         self._known_pools: set[str] = set()
         self._claim_node: dict[str, str] = {}  # claim uid -> uid of the Node it had when we last saw both
         self._watches: list[Watch] = []
+        self._unlisten: list[Callable[[], None]] = []
         self.passes = 0
+        self.cached_passes = 0  # passes that read the watch cache rather than LISTing
 
     def stop(self) -> None:
         self._stopping.set()
         for w in self._watches:
             w.stop()
+        for undo in self._unlisten:
+            with contextlib.suppress(ValueError):
+                undo()
+        self._unlisten = []
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
-        if self.settings.use_watch:
+        if self._cache is not None and self.settings.use_watch:
+            self._listen(loop)
+        elif self.settings.use_watch:
             for kind in ("nodes", "nodeclaims", "nodepools"):
                 threading.Thread(target=self._watch_loop, args=(kind, loop), daemon=True,
                                  name=f"watch-{kind}").start()
@@ -93,7 +108,7 @@ class DeletionWatcher:
                 if resync:
                     self._started = await self._still_running(self._started)
                     last_resync = time.monotonic()
-                await self.reconcile()
+                await self.reconcile(relist=resync)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -103,6 +118,19 @@ class DeletionWatcher:
                 await asyncio.wait_for(self._dirty.wait(), timeout=self.settings.resync_seconds)
             self._dirty.clear()
             await asyncio.sleep(self.settings.debounce_seconds)
+
+    def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The cache's informers mark the state dirty (from their threads) for every event of a watched kind."""
+        def mark(_kind: str, _old: Obj | None, _new: Obj | None) -> None:
+            if not self._stopping.is_set():
+                loop.call_soon_threadsafe(self._dirty.set)
+
+        assert self._cache is not None
+        for kind in CACHED_KINDS:
+            informer = self._cache.informers.get(kind)
+            if informer is not None:
+                informer.listeners.append(mark)
+                self._unlisten.append(lambda inf=informer: inf.listeners.remove(mark))
 
     def _watch_loop(self, kind: str, loop: asyncio.AbstractEventLoop) -> None:
         while not self._stopping.is_set():
@@ -138,11 +166,17 @@ class DeletionWatcher:
 
     # ---- one pass ------------------------------------------------------------------------------------
 
-    async def reconcile(self) -> int:
-        """One idempotent pass; returns how many terminations it (re)started."""
-        nodes, claims, pools = await asyncio.gather(
-            asyncio.to_thread(self._list, "nodes"), asyncio.to_thread(self._list, "nodeclaims"),
-            asyncio.to_thread(self._list, "nodepools"))
+    async def reconcile(self, relist: bool = False) -> int:
+        """One idempotent pass; returns how many terminations it (re)started. It reads the watch cache when it has a
+        healthy one and `relist` is not asked for; else it LISTs."""
+        cached = None if relist else self._cached()
+        if cached is not None:
+            nodes, claims, pools = cached
+            self.cached_passes += 1
+        else:
+            nodes, claims, pools = await asyncio.gather(
+                asyncio.to_thread(self._list, "nodes"), asyncio.to_thread(self._list, "nodeclaims"),
+                asyncio.to_thread(self._list, "nodepools"))
         self.passes += 1
         claim_by_node: dict[str, Obj] = {}
         claim_by_provider: dict[str, Obj] = {}
@@ -194,6 +228,19 @@ class DeletionWatcher:
         if todo:
             await self._start_all(todo)
         return len(todo)
+
+    def _cached(self) -> Lists | None:
+        """Nodes, NodeClaims and NodePools from the cache, or None when it has none or one of them is not current
+        (never synced, re-listing after a 410, or its watch failing): the pass LISTs then."""
+        if self._cache is None:
+            return None
+        informers = [self._cache.informers.get(kind) for kind in CACHED_KINDS]
+        out = []
+        for inf in informers:
+            if inf is None or not inf.synced or inf.state in (State.RELISTING, State.BROKEN, State.STOPPED):
+                return None
+            out.append(inf.objects())
+        return out[0], out[1], out[2]
 
     def _list(self, kind: str) -> list[Obj]:
         return self.kube.list_nodes() if kind == "nodes" else self.kube.list_karpenter(kind)

@@ -69,8 +69,10 @@ def use_io_threads(threads: int) -> None:
 
 
 def _start_watcher(client: Client, deps: Deps, task_queue: str) -> tuple[DeletionWatcher, asyncio.Task[None]]:
+    cache = deps.cluster.cache if deps.cluster is not None else None  # its events and reads, no watches of its own
     watcher = DeletionWatcher(deps.kube, client, WatcherSettings(task_queue=task_queue,
-                                                                 resync_seconds=deps.settings.resync_seconds))
+                                                                 resync_seconds=deps.settings.resync_seconds),
+                              cache=cache)
     return watcher, asyncio.create_task(watcher.run(), name="deletion-watcher")
 
 

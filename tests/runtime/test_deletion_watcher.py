@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from typing import Any
 
@@ -12,7 +13,9 @@ from api import labels
 from bench.termination_cluster import PodSpec, cluster_objects
 from contracts.termination import TerminationInput
 from gateways.kube import KubeClient
+from runtime.cluster_cache import ClusterCache
 from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
+from runtime.informer import CacheSettings
 from workflows.termination import TerminationWorkflow, workflow_id
 
 
@@ -156,3 +159,54 @@ async def test_a_resync_starts_again_only_the_terminations_temporal_does_not_lis
         await asyncio.sleep(0.2)
     assert kept == {uids[0]}
     await handles[0].terminate("test over")
+
+
+async def _until(check: Any, what: str, timeout: float = 10.0) -> None:
+    end = asyncio.get_running_loop().time() + timeout
+    while not check():
+        if asyncio.get_running_loop().time() > end:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def _lists(sim: Any) -> int:
+    return sim.stats()["byVerb"].get("list", {}).get("requests", 0)
+
+
+async def test_with_a_watch_cache_a_deletion_starts_its_termination_without_a_list(sim: Any) -> None:
+    """The worker's cache wakes the watcher and is what a pass reads: no watch of its own, no LIST per event; the
+    resync still LISTs, and a cache that is not current (here stopped) sends the pass back to LISTing."""
+    sim.load_objects(cluster_objects({"n1": "i-01", "n2": "i-02"}, []))
+    api = sim.api_client()
+    cache = ClusterCache(api, CacheSettings(watch_timeout_seconds=30, backoff_base_seconds=0.05),
+                         kinds=("Node", "NodeClaim", "NodePool"))
+    cache.start()
+    started: list[TerminationInput] = []
+
+    async def start(inp: TerminationInput) -> None:
+        started.append(inp)
+
+    watcher = DeletionWatcher(KubeClient(api), None, WatcherSettings(resync_seconds=300, debounce_seconds=0.01),
+                              start=start, cache=cache)
+    assert await asyncio.to_thread(cache.wait_synced, 10)
+    task = asyncio.create_task(watcher.run())
+    try:
+        await _until(lambda: watcher.passes >= 1, "the first (resync) pass")
+        assert watcher.cached_passes == 0  # the resync LISTs
+        lists = _lists(sim)
+        k8s.CoreV1Api(api).delete_node("n1")
+        await _until(lambda: started, "the termination of n1")
+        assert [s.node_name for s in started] == ["n1"]
+        assert watcher.cached_passes >= 1 and _lists(sim) == lists  # read from the cache
+        assert not [t for t in threading.enumerate() if t.name.startswith("watch-")]
+        cache.stop()
+        passes = watcher.cached_passes
+        assert await watcher.reconcile() == 0
+        assert watcher.cached_passes == passes and _lists(sim) == lists + 3  # stopped: LISTed
+    finally:
+        watcher.stop()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        cache.stop()
+        api.close()
+    assert all(not inf.listeners for inf in cache.informers.values())  # stop() took its listeners back
