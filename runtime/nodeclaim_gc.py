@@ -94,9 +94,13 @@ class GarbageCollector:
             self._terminate_orphan(inst, nodes)
             result.instances_terminated.append(str(inst["InstanceId"]))
         live = {str(i["InstanceId"]) for i in listed if (i.get("State") or {}).get("Name") in garbage.LIVE_STATES}
-        live |= self._live_of_claims(claims, live)
         ready = {(n.get("metadata") or {}).get("name", "") for n in nodes if node_ready(n)}
-        for claim in garbage.claims_without_instance(claims, live, ready):
+        # only claims the listing leaves in doubt are asked about: a deleting claim, an unregistered one or one
+        # whose Node is Ready is never collected here, so its instance is not described (each DescribeInstances
+        # of 200 instances cost the worker ~0.4 s of CPU, every 10 s, for every claim of the cluster)
+        suspects = garbage.claims_without_instance(claims, live, ready)
+        live |= self._live_of_claims(suspects, live)
+        for claim in garbage.claims_without_instance(suspects, live, ready):
             name = claim["metadata"]["name"]
             pid = (claim.get("status") or {}).get("providerID")
             log.info("nodeclaim %s: instance %s is gone, deleting the NodeClaim", name, pid, extra={"nodeclaim": name})
