@@ -66,6 +66,15 @@ def _is_managed(node: Obj, pool_names: set[str], claim: Obj | None) -> bool:
     return claim is not None or (pool is not None and pool in pool_names) or _has_finalizer(node)
 
 
+def _key_for(node: Obj | None, claim: Obj | None) -> str:
+    """The termination's key: its Node's uid, or a NodeClaim's without a Node (never registered). The machine's
+    termination may already run under another key (its Node's uid, seen before the Node went; or the claim's, before
+    the Node registered): the claim's annotation names it, and that one is joined, never a second started."""
+    claim_meta = _meta(claim) if claim else {}
+    owner = machine_key((claim_meta.get("annotations") or {}).get(labels.TERMINATION_WORKFLOW_ANNOTATION) or "")
+    return owner or (_meta(node)["uid"] if node is not None else claim_meta["uid"])
+
+
 class DeletionWatcher:
     def __init__(self, kube: KubeClient, client: Any, settings: WatcherSettings | None = None,
                  start: Callable[[TerminationInput], Any] | None = None, cache: ClusterCache | None = None) -> None:
@@ -208,7 +217,8 @@ class DeletionWatcher:
             if not (_deleting(n) or (claim is not None and _deleting(claim))):
                 continue
             covered.add(_meta(claim)["uid"] if claim else "")
-            todo.append(self._input_for(n, claim))
+            if _key_for(n, claim) not in self._started:  # built only when it may start (1,000 per pass in a burst)
+                todo.append(self._input_for(n, claim))
         claim_uids = {_meta(c)["uid"] for c in claims}
         for n in managed:
             claim = claim_of(n)
@@ -223,8 +233,8 @@ class DeletionWatcher:
             recent = deleted_at is not None and now - deleted_at < CLAIM_HANDOFF
             if _meta(c)["uid"] in self._claim_node and recent:
                 continue  # its Node's termination (seen earlier) removes this claim's finalizer
-            todo.append(self._input_for(None, c))
-        todo = [t for t in todo if t.node_uid not in self._started]
+            if _key_for(None, c) not in self._started:
+                todo.append(self._input_for(None, c))
         if todo:
             await self._start_all(todo)
         return len(todo)
@@ -251,18 +261,14 @@ class DeletionWatcher:
         status = (claim or {}).get("status") or {}
         if node is not None:
             meta = _meta(node)
-            name, uid = meta["name"], meta["uid"]
+            name = meta["name"]
             pool = (meta.get("labels") or {}).get(labels.NODEPOOL_LABEL)
             provider = (node.get("spec") or {}).get("providerID") or status.get("providerID")
-        else:  # a NodeClaim without a Node (never registered): the workflow is keyed by the claim's uid
-            name, uid, pool, provider = "", claim_meta["uid"], None, status.get("providerID")
+        else:  # a NodeClaim without a Node (never registered)
+            name, pool, provider = "", None, status.get("providerID")
         pool = pool or (claim_meta.get("labels") or {}).get(labels.NODEPOOL_LABEL)
-        # The machine's termination may already run under another key (its Node's uid, seen before the Node
-        # went; or the claim's, before the Node registered): join that one, never start a second.
-        owner = machine_key((claim_meta.get("annotations") or {}).get(labels.TERMINATION_WORKFLOW_ANNOTATION) or "")
-        uid = owner or uid
-        return TerminationInput(node_name=name, node_uid=uid, node_claim_name=claim_meta.get("name"), node_pool=pool,
-                                provider_id=provider, reason="Deleted", requested_by="watcher")
+        return TerminationInput(node_name=name, node_uid=_key_for(node, claim), node_claim_name=claim_meta.get("name"),
+                                node_pool=pool, provider_id=provider, reason="Deleted", requested_by="watcher")
 
     async def _start_all(self, todo: list[TerminationInput]) -> None:
         sem = asyncio.Semaphore(self.settings.start_concurrency)
