@@ -178,15 +178,7 @@ class DeletionWatcher:
     async def reconcile(self, relist: bool = False) -> int:
         """One idempotent pass; returns how many terminations it (re)started. It reads the watch cache when it has a
         healthy one and `relist` is not asked for; else it LISTs."""
-        cached = None if relist else self._cached()
-        if cached is not None:
-            nodes, claims, pools = cached
-            self.cached_passes += 1
-        else:
-            nodes, claims, pools = await asyncio.gather(
-                asyncio.to_thread(self._list, "nodes"), asyncio.to_thread(self._list, "nodeclaims"),
-                asyncio.to_thread(self._list, "nodepools"))
-        self.passes += 1
+        nodes, claims, pools = await self._read(relist)
         claim_by_node: dict[str, Obj] = {}
         claim_by_provider: dict[str, Obj] = {}
         for c in claims:
@@ -225,6 +217,15 @@ class DeletionWatcher:
             if claim is not None:
                 self._claim_node[_meta(claim)["uid"]] = _meta(n)["uid"]
         self._claim_node = {c: n for c, n in self._claim_node.items() if c in claim_uids}
+        todo += self._claims_alone(claims, covered)
+        if todo:
+            await self._start_all(todo)
+        return len(todo)
+
+    def _claims_alone(self, claims: list[Obj], covered: set[str]) -> list[TerminationInput]:
+        """Deleting NodeClaims no deleting Node covers: each gets its own termination, unless its Node's (seen
+        earlier) is still within CLAIM_HANDOFF of the claim's deletion."""
+        todo: list[TerminationInput] = []
         now = datetime.now(UTC)
         for c in claims:
             if not _deleting(c) or _meta(c)["uid"] in covered:
@@ -235,9 +236,19 @@ class DeletionWatcher:
                 continue  # its Node's termination (seen earlier) removes this claim's finalizer
             if _key_for(None, c) not in self._started:
                 todo.append(self._input_for(None, c))
-        if todo:
-            await self._start_all(todo)
-        return len(todo)
+        return todo
+
+    async def _read(self, relist: bool) -> Lists:
+        """Nodes, NodeClaims and NodePools: from the cache when it is current and no LIST is asked for."""
+        cached = None if relist else self._cached()
+        if cached is not None:
+            self.cached_passes += 1
+        else:
+            cached = await asyncio.gather(
+                asyncio.to_thread(self._list, "nodes"), asyncio.to_thread(self._list, "nodeclaims"),
+                asyncio.to_thread(self._list, "nodepools"))
+        self.passes += 1
+        return cached[0], cached[1], cached[2]
 
     def _cached(self) -> Lists | None:
         """Nodes, NodeClaims and NodePools from the cache, or None when it has none or one of them is not current
