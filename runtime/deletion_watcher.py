@@ -23,6 +23,7 @@ from typing import Any
 from api import labels
 from api.timestamps import parse_time
 from client.termination import start_termination
+from client.visibility import workflow_ids
 from contracts.search_attributes import TASK_QUEUE
 from contracts.termination import TerminationInput
 from gateways.kube import KubeClient, Obj, Watch
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 CLAIM_HANDOFF = timedelta(minutes=1)  # a deleting claim whose Node vanished is left to that Node's workflow this long
 CACHED_KINDS = ("Node", "NodeClaim", "NodePool")  # what a pass reads, in that order
 Lists = tuple[list[Obj], list[Obj], list[Obj]]
+RUNNING_TERMINATIONS = "WorkflowType = 'TerminationWorkflow' AND ExecutionStatus = 'Running'"
 
 
 @dataclass
@@ -166,8 +168,7 @@ class DeletionWatcher:
         if not started or self._start_fn is not None:
             return set()
         try:
-            running = {machine_key(wf.id) async for wf in self.client.list_workflows(
-                "WorkflowType = 'TerminationWorkflow' AND ExecutionStatus = 'Running'")}
+            running = {machine_key(wid) for wid in await workflow_ids(self.client, RUNNING_TERMINATIONS)}
         except Exception as exc:
             log.warning("running terminations not listed, starting every deleting node's again: %s", exc)
             return set()
