@@ -68,6 +68,16 @@ def _is_managed(node: Obj, pool_names: set[str], claim: Obj | None) -> bool:
     return claim is not None or (pool is not None and pool in pool_names) or _has_finalizer(node)
 
 
+def _signature(obj: Obj) -> tuple[Any, ...]:
+    """What a pass reads of a Node, NodeClaim or NodePool: a change elsewhere (taints, conditions, other labels)
+    changes nothing it does. Time alone (a claim's CLAIM_HANDOFF running out) is the resync's to find."""
+    meta, status = _meta(obj), obj.get("status") or {}
+    return (meta.get("deletionTimestamp"), _has_finalizer(obj), meta.get("uid"),
+            (meta.get("labels") or {}).get(labels.NODEPOOL_LABEL),
+            (meta.get("annotations") or {}).get(labels.TERMINATION_WORKFLOW_ANNOTATION),
+            status.get("nodeName"), status.get("providerID"), (obj.get("spec") or {}).get("providerID"))
+
+
 def _key_for(node: Obj | None, claim: Obj | None) -> str:
     """The termination's key: its Node's uid, or a NodeClaim's without a Node (never registered). The machine's
     termination may already run under another key (its Node's uid, seen before the Node went; or the claim's, before
@@ -131,9 +141,10 @@ class DeletionWatcher:
             await asyncio.sleep(self.settings.debounce_seconds)
 
     def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
-        """The cache's informers mark the state dirty (from their threads) for every event of a watched kind."""
-        def mark(_kind: str, _old: Obj | None, _new: Obj | None) -> None:
-            if not self._stopping.is_set():
+        """The cache's informers mark the state dirty (from their threads) for an event that may change what a pass
+        does: most of a deletion burst's events are its own terminations' taints and status marks, which do not."""
+        def mark(_kind: str, old: Obj | None, new: Obj | None) -> None:
+            if not self._stopping.is_set() and (old is None or new is None or _signature(old) != _signature(new)):
                 loop.call_soon_threadsafe(self._dirty.set)
 
         assert self._cache is not None

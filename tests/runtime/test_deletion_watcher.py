@@ -174,8 +174,9 @@ def _lists(sim: Any) -> int:
 
 
 async def test_with_a_watch_cache_a_deletion_starts_its_termination_without_a_list(sim: Any) -> None:
-    """The worker's cache wakes the watcher and is what a pass reads: no watch of its own, no LIST per event; the
-    resync still LISTs, and a cache that is not current (here stopped) sends the pass back to LISTing."""
+    """The worker's cache wakes the watcher, for events that change what a pass does, and is what a pass reads: no
+    watch of its own, no LIST per event; the resync still LISTs, and a cache that is not current (here stopped) sends
+    the pass back to LISTing."""
     sim.load_objects(cluster_objects({"n1": "i-01", "n2": "i-02"}, []))
     api = sim.api_client()
     cache = ClusterCache(api, CacheSettings(watch_timeout_seconds=30, backoff_base_seconds=0.05),
@@ -194,6 +195,9 @@ async def test_with_a_watch_cache_a_deletion_starts_its_termination_without_a_li
         await _until(lambda: watcher.passes >= 1, "the first (resync) pass")
         assert watcher.cached_passes == 0  # the resync LISTs
         lists = _lists(sim)
+        k8s.CoreV1Api(api).patch_node("n2", {"spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]}})
+        await asyncio.sleep(0.3)
+        assert watcher.passes == 1  # a taint changes nothing a pass does: no pass
         k8s.CoreV1Api(api).delete_node("n1")
         await _until(lambda: started, "the termination of n1")
         assert [s.node_name for s in started] == ["n1"]
