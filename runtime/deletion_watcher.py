@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -43,6 +43,7 @@ class WatcherSettings:
     task_queue: str = TASK_QUEUE
     resync_seconds: float = 30.0
     debounce_seconds: float = 0.1
+    busy_share: float = 0.2  # of the time, at most, in passes' own work (the pause after one stretches to keep it)
     start_concurrency: int = 32
     use_watch: bool = True
 
@@ -70,8 +71,11 @@ def _is_managed(node: Obj, pool_names: set[str], claim: Obj | None) -> bool:
 
 def _signature(obj: Obj) -> tuple[Any, ...]:
     """What a pass reads of a Node, NodeClaim or NodePool: a change elsewhere (taints, conditions, other labels)
-    changes nothing it does. Time alone (a claim's CLAIM_HANDOFF running out) is the resync's to find."""
+    changes nothing it does, nor does any change to an object already deleting (its going away still wakes).
+    Time alone (a claim's CLAIM_HANDOFF running out) is the resync's to find."""
     meta, status = _meta(obj), obj.get("status") or {}
+    if meta.get("deletionTimestamp"):  # deleting: its termination's marks and finalizer removal change nothing
+        return ("deleting", meta.get("uid"))
     return (meta.get("deletionTimestamp"), _has_finalizer(obj), meta.get("uid"),
             (meta.get("labels") or {}).get(labels.NODEPOOL_LABEL),
             (meta.get("annotations") or {}).get(labels.TERMINATION_WORKFLOW_ANNOTATION),
@@ -85,6 +89,16 @@ def _key_for(node: Obj | None, claim: Obj | None) -> str:
     claim_meta = _meta(claim) if claim else {}
     owner = machine_key((claim_meta.get("annotations") or {}).get(labels.TERMINATION_WORKFLOW_ANNOTATION) or "")
     return owner or (_meta(node)["uid"] if node is not None else claim_meta["uid"])
+
+
+@dataclass
+class _Plan:
+    """One pass's decisions: NodeClaims a deleted NodePool takes along, finalizers to add, terminations to start."""
+
+    victims: list[str] = field(default_factory=list)
+    gone_pools: list[str] = field(default_factory=list)
+    fixes: list[tuple[str, str]] = field(default_factory=list)  # (kind, name) missing our finalizer
+    todo: list[TerminationInput] = field(default_factory=list)
 
 
 class DeletionWatcher:
@@ -104,6 +118,7 @@ class DeletionWatcher:
         self._unlisten: list[Callable[[], None]] = []
         self.passes = 0
         self.cached_passes = 0  # passes that read the watch cache rather than LISTing
+        self.last_pass_seconds = 0.0  # the last pass's own work (its reading of the cache and its decisions)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -138,7 +153,13 @@ class DeletionWatcher:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._dirty.wait(), timeout=self.settings.resync_seconds)
             self._dirty.clear()
-            await asyncio.sleep(self.settings.debounce_seconds)
+            await asyncio.sleep(self._pause())
+
+    def _pause(self) -> float:
+        """The debounce, stretched so that passes take at most `busy_share` of the time: in a burst of 1,000
+        deletions every event wakes the watcher, and a pass over 2,000 objects every 0.1 s was a third of a core."""
+        share = min(max(self.settings.busy_share, 0.01), 1.0)
+        return max(self.settings.debounce_seconds, self.last_pass_seconds * (1 - share) / share)
 
     def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
         """The cache's informers mark the state dirty (from their threads) for an event that may change what a pass
@@ -190,7 +211,25 @@ class DeletionWatcher:
     async def reconcile(self, relist: bool = False) -> int:
         """One idempotent pass; returns how many terminations it (re)started. It reads the watch cache when it has a
         healthy one and `relist` is not asked for; else it LISTs."""
+        began = time.perf_counter()
         nodes, claims, pools = await self._read(relist)
+        if not relist:
+            began = time.perf_counter()  # a LIST's wait is not the pass's own work
+        plan = self._decide(nodes, claims, pools)
+        self.last_pass_seconds = time.perf_counter() - began
+        if plan.victims:
+            log.info("nodepool deletion: deleting %d nodeclaims", len(plan.victims), extra={"pools": plan.gone_pools})
+            await asyncio.gather(*(asyncio.to_thread(self.kube.delete_node_claim, name) for name in plan.victims),
+                                 return_exceptions=True)
+        fixes = [asyncio.to_thread(self.kube.add_finalizer, kind, name) for kind, name in plan.fixes]
+        if fixes:
+            await asyncio.gather(*fixes, return_exceptions=True)
+        if plan.todo:
+            await self._start_all(plan.todo)
+        return len(plan.todo)
+
+    def _decide(self, nodes: list[Obj], claims: list[Obj], pools: list[Obj]) -> _Plan:
+        """What this pass does, from one reading: no I/O, so its time is the pass's own cost."""
         claim_by_node: dict[str, Obj] = {}
         claim_by_provider: dict[str, Obj] = {}
         for c in claims:
@@ -205,34 +244,25 @@ class DeletionWatcher:
                 (node.get("spec") or {}).get("providerID") or "")
 
         pool_names = {_meta(p)["name"] for p in pools}
-        managed = [n for n in nodes if _is_managed(n, pool_names, claim_of(n))]
-        await self._cascade_pools(pools, claims)
-        fixes = [asyncio.to_thread(self.kube.add_finalizer, "Node", _meta(n)["name"])
-                 for n in managed if not _deleting(n) and not _has_finalizer(n)]
-        fixes += [asyncio.to_thread(self.kube.add_finalizer, "NodeClaim", _meta(c)["name"])
-                  for c in claims if not _deleting(c) and not _has_finalizer(c)]
-        if fixes:
-            await asyncio.gather(*fixes, return_exceptions=True)
-
-        todo: list[TerminationInput] = []
+        managed = [(n, claim_of(n)) for n in nodes]
+        managed = [(n, c) for n, c in managed if _is_managed(n, pool_names, c)]
+        plan = self._cascade_pools(pools, claims)
+        plan.fixes = [("Node", _meta(n)["name"]) for n, _ in managed if not _deleting(n) and not _has_finalizer(n)]
+        plan.fixes += [("NodeClaim", _meta(c)["name"]) for c in claims if not _deleting(c) and not _has_finalizer(c)]
         covered: set[str] = set()
-        for n in managed:
-            claim = claim_of(n)
+        for n, claim in managed:
             if not (_deleting(n) or (claim is not None and _deleting(claim))):
                 continue
             covered.add(_meta(claim)["uid"] if claim else "")
             if _key_for(n, claim) not in self._started:  # built only when it may start (1,000 per pass in a burst)
-                todo.append(self._input_for(n, claim))
+                plan.todo.append(self._input_for(n, claim))
         claim_uids = {_meta(c)["uid"] for c in claims}
-        for n in managed:
-            claim = claim_of(n)
+        for n, claim in managed:
             if claim is not None:
                 self._claim_node[_meta(claim)["uid"]] = _meta(n)["uid"]
         self._claim_node = {c: n for c, n in self._claim_node.items() if c in claim_uids}
-        todo += self._claims_alone(claims, covered)
-        if todo:
-            await self._start_all(todo)
-        return len(todo)
+        plan.todo += self._claims_alone(claims, covered)
+        return plan
 
     def _claims_alone(self, claims: list[Obj], covered: set[str]) -> list[TerminationInput]:
         """Deleting NodeClaims no deleting Node covers: each gets its own termination, unless its Node's (seen
@@ -310,14 +340,11 @@ class DeletionWatcher:
 
         await asyncio.gather(*(one(t) for t in todo))
 
-    async def _cascade_pools(self, pools: list[Obj], claims: list[Obj]) -> None:
+    def _cascade_pools(self, pools: list[Obj], claims: list[Obj]) -> _Plan:
         """A deleted (or deleting) NodePool takes its NodeClaims with it; each then gets a termination."""
         present = {_meta(p)["name"] for p in pools if not _deleting(p)}
         gone = {_meta(p)["name"] for p in pools if _deleting(p)} | (self._known_pools - present)
         self._known_pools = present
-        victims = [c for c in claims if not _deleting(c)
+        victims = [_meta(c)["name"] for c in claims if not _deleting(c)
                    and (_meta(c).get("labels") or {}).get(labels.NODEPOOL_LABEL) in gone]
-        if victims:
-            log.info("nodepool deletion: deleting %d nodeclaims", len(victims), extra={"pools": sorted(gone)})
-            await asyncio.gather(*(asyncio.to_thread(self.kube.delete_node_claim, _meta(c)["name"])
-                                   for c in victims), return_exceptions=True)
+        return _Plan(victims=victims, gone_pools=sorted(gone) if victims else [])

@@ -14,7 +14,7 @@ from bench.termination_cluster import PodSpec, cluster_objects
 from contracts.termination import TerminationInput
 from gateways.kube import KubeClient
 from runtime.cluster_cache import ClusterCache
-from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
+from runtime.deletion_watcher import DeletionWatcher, WatcherSettings, _signature
 from runtime.informer import CacheSettings
 from workflows.termination import TerminationWorkflow, workflow_id
 
@@ -214,3 +214,25 @@ async def test_with_a_watch_cache_a_deletion_starts_its_termination_without_a_li
         cache.stop()
         api.close()
     assert all(not inf.listeners for inf in cache.informers.values())  # stop() took its listeners back
+
+
+def test_the_pause_after_a_pass_keeps_passes_to_their_share_of_the_time() -> None:
+    watcher = DeletionWatcher(None, None, WatcherSettings(debounce_seconds=0.1, busy_share=0.2))  # type: ignore[arg-type]
+    assert watcher._pause() == 0.1  # no pass yet: the debounce
+    watcher.last_pass_seconds = 0.01
+    assert watcher._pause() == 0.1  # a cheap pass: still the debounce
+    watcher.last_pass_seconds = 0.05  # 1,000 nodes: four times the pass
+    assert abs(watcher._pause() - 0.2) < 1e-9
+
+
+def test_what_wakes_the_watcher_is_what_a_pass_reads() -> None:
+    node = {"metadata": {"name": "n", "uid": "u", "labels": {labels.NODEPOOL_LABEL: "a"},
+                         "finalizers": [labels.TERMINATION_FINALIZER]}, "spec": {"providerID": "aws:///z/i-1"}}
+    tainted = {**node, "spec": {**node["spec"], "taints": [{"key": "k", "effect": "NoSchedule"}]}}
+    relabelled = {**node, "metadata": {**node["metadata"], "labels": {labels.NODEPOOL_LABEL: "b"}}}
+    deleting = {**node, "metadata": {**node["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    released = {**deleting, "metadata": {**deleting["metadata"], "finalizers": []}}
+    assert _signature(tainted) == _signature(node)
+    assert _signature(relabelled) != _signature(node)
+    assert _signature(deleting) != _signature(node)  # the deletion wakes it
+    assert _signature(released) == _signature(deleting)  # a deleting object's finalizer going does not
