@@ -43,7 +43,7 @@ class WatcherSettings:
     task_queue: str = TASK_QUEUE
     resync_seconds: float = 30.0
     debounce_seconds: float = 0.1
-    busy_share: float = 0.2  # of the time, at most, in passes' own work (the pause after one stretches to keep it)
+    pace: float = 4.0  # the pause after a pass is at least this many times its own work (at most a fifth of the time)
     start_concurrency: int = 32
     use_watch: bool = True
 
@@ -156,10 +156,10 @@ class DeletionWatcher:
             await asyncio.sleep(self._pause())
 
     def _pause(self) -> float:
-        """The debounce, stretched so that passes take at most `busy_share` of the time: in a burst of 1,000
-        deletions every event wakes the watcher, and a pass over 2,000 objects every 0.1 s was a third of a core."""
-        share = min(max(self.settings.busy_share, 0.01), 1.0)
-        return max(self.settings.debounce_seconds, self.last_pass_seconds * (1 - share) / share)
+        """The debounce, or `pace` times the last pass's own work, as the cache controllers pace theirs
+        (runtime/cache_controller.py): in a burst of 1,000 deletions the watcher is woken all the time, and a pass
+        over 2,000 objects every 0.1 s was a third of a core."""
+        return max(self.settings.debounce_seconds, self.settings.pace * self.last_pass_seconds)
 
     def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
         """The cache's informers mark the state dirty (from their threads) for an event that may change what a pass

@@ -217,7 +217,7 @@ async def test_with_a_watch_cache_a_deletion_starts_its_termination_without_a_li
 
 
 def test_the_pause_after_a_pass_keeps_passes_to_their_share_of_the_time() -> None:
-    watcher = DeletionWatcher(None, None, WatcherSettings(debounce_seconds=0.1, busy_share=0.2))  # type: ignore[arg-type]
+    watcher = DeletionWatcher(None, None, WatcherSettings(debounce_seconds=0.1, pace=4.0))  # type: ignore[arg-type]
     assert watcher._pause() == 0.1  # no pass yet: the debounce
     watcher.last_pass_seconds = 0.01
     assert watcher._pause() == 0.1  # a cheap pass: still the debounce
