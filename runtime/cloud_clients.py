@@ -8,15 +8,42 @@ docs/configuration.md#aws-ec2-and-the-interruption-queue): a client built withou
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from gateways.ec2 import count_sdk_retries, limit_call_rate
 from gateways.rate_limit import TokenBucket
 
 REGION_SOURCES = ("--region", "AWS_REGION", "AWS_DEFAULT_REGION")
+
+
+def aws_timestamp(value: Any) -> datetime:
+    """A timestamp in an AWS answer. ISO 8601 text (EC2's `2026-11-29T16:24:39.000Z`) is read by the standard library;
+    anything else (epoch numbers, RFC 822) by botocore's own parser, which goes through dateutil for text: 0.4 ms a
+    timestamp, and a DescribeInstances of 500 instances or an hour of spot prices holds thousands."""
+    if isinstance(value, str) and len(value) > 10 and value[4] == "-" and value[10] in "Tt":
+        try:
+            return datetime.fromisoformat(value)  # keeps the offset (and naivety) as botocore's parser does
+        except ValueError:
+            pass
+    from botocore.utils import parse_timestamp as botocore_timestamp
+
+    return botocore_timestamp(value)
+
+
+@functools.cache
+def _session() -> Any:
+    """One boto3 session for the process's clients, its answers' timestamps read by `aws_timestamp`."""
+    import boto3
+    import botocore.session
+
+    core = botocore.session.get_session()
+    core.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=aws_timestamp)
+    return boto3.session.Session(botocore_session=core)
 
 
 class RegionNotConfigured(ValueError):
@@ -81,12 +108,11 @@ def ec2_client(region: str | None, endpoint: str | None, rate: Ec2CallRate | Non
     """botocore's standard retry mode (exponential backoff with full jitter, throttling included); with `rate` (the
     worker's, through `aws_clients`), every request through one token bucket and botocore's retries counted
     (gateways/ec2.py). Tools and tests that build a client themselves are neither paced nor counted."""
-    import boto3
     from botocore.config import Config
 
     # as many connections as threads call it (the cloud activities' 64, the loop's 64 io threads): with 32, a
     # burst of 500 launches discarded connections it then opened again ("Connection pool is full")
-    client = boto3.client("ec2", region_name=region, endpoint_url=endpoint,
+    client = _session().client("ec2", region_name=region, endpoint_url=endpoint,
                           config=Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=64))
     if rate is None:
         return client
@@ -94,30 +120,22 @@ def ec2_client(region: str | None, endpoint: str | None, rate: Ec2CallRate | Non
 
 
 def sqs_client(region: str | None, endpoint: str | None) -> Any:
-    import boto3
-
-    return boto3.client("sqs", region_name=region, endpoint_url=endpoint)
+    return _session().client("sqs", region_name=region, endpoint_url=endpoint)
 
 
 def ssm_client(region: str | None, endpoint: str | None) -> Any:
     """SSM, for the public parameters that name EKS-optimized AMIs (EC2NodeClass aliases)."""
-    import boto3
-
-    return boto3.client("ssm", region_name=region, endpoint_url=endpoint)
+    return _session().client("ssm", region_name=region, endpoint_url=endpoint)
 
 
 def iam_client(region: str, endpoint: str | None) -> Any:
     """IAM, for the instance profiles of EC2NodeClass roles: a global service, but botocore still needs a region
     to pick the partition's endpoint (aws, aws-cn, aws-us-gov)."""
-    import boto3
-
-    return boto3.client("iam", region_name=region, endpoint_url=endpoint)
+    return _session().client("iam", region_name=region, endpoint_url=endpoint)
 
 
 def pricing_client(region: str, endpoint: str | None) -> Any:
     """The Price List Query API, for on-demand prices: served from one region per partition (us-east-1 for aws,
     cn-northwest-1 for aws-cn), whatever the cluster's region, as Karpenter's pricing provider does."""
-    import boto3
-
-    return boto3.client("pricing", region_name="cn-northwest-1" if region.startswith("cn-") else "us-east-1",
+    return _session().client("pricing", region_name="cn-northwest-1" if region.startswith("cn-") else "us-east-1",
                         endpoint_url=endpoint)
