@@ -18,6 +18,8 @@ from itertools import count
 from operator import is_
 from typing import Any, TypeVar
 
+from planning.pass_store import PassStore
+
 T = TypeVar("T")
 NO_PDBS: tuple[Any, ...] = ()  # the token of a namespace without PDBs
 
@@ -38,11 +40,9 @@ class NodePodsMemo:
     cyclic collector to walk."""
 
     def __init__(self) -> None:
-        self._last: dict[str, dict[str, Entry]] = {}
-        self._now: dict[str, dict[str, Entry]] = {}
+        self._values: PassStore[str, dict[str, Entry]] = PassStore()  # what -> node name -> entry
         # node name -> (the pods list it last presented, that list's generation)
-        self._lists_last: dict[str, tuple[Sequence[Any], int]] = {}
-        self._lists_now: dict[str, tuple[Sequence[Any], int]] = {}
+        self._lists: PassStore[str, tuple[Sequence[Any], int]] = PassStore()
         self._generations = count(1)  # next() is atomic: a pass and a validation may ask at once
         self._tokens: dict[str, tuple[Any, ...]] = {}
         self._answers: dict[str, PdbAnswers] = {}
@@ -51,19 +51,19 @@ class NodePodsMemo:
     def generation(self, node: str, pods: Sequence[Any]) -> int:
         """The number of the node's pods: the one of last time while they are the same objects in the same order,
         else a new one (never reused)."""
-        seen = self._lists_now.get(node) or self._lists_last.get(node)
+        seen = self._lists.now.get(node) or self._lists.last.get(node)
         if seen is not None and (seen[0] is pods or same_objects(seen[0], pods)):
             gen = seen[1]
         else:
             gen = next(self._generations)
-        self._lists_now[node] = (pods, gen)
+        self._lists.now[node] = (pods, gen)
         return gen
 
     def _entry(self, what: str, node: str) -> tuple[dict[str, Entry], Entry | None]:
-        now = self._now.get(what)
+        now = self._values.now.get(what)
         if now is None:
-            now = self._now[what] = {}
-        return now, now.get(node) or self._last.get(what, _EMPTY).get(node)
+            now = self._values.now[what] = {}
+        return now, now.get(node) or self._values.last.get(what, _EMPTY).get(node)
 
     def get(self, what: str, node: str, pods: Sequence[Any], make: Callable[[], T]) -> T:
         """`make()`, or what it gave for the node when it held these very pods."""
@@ -123,12 +123,9 @@ class NodePodsMemo:
         return got
 
     def next_pass(self) -> None:
-        """Keep what the pass that ends asked for and forget the rest; after a pass that asked for nothing, keep
-        what the one before it kept (planning/identity_memo.py does the same)."""
-        if self._now:
-            self._last, self._now = self._now, {}
-        if self._lists_now:
-            self._lists_last, self._lists_now = self._lists_now, {}
+        """Keep what the pass that ends asked for and forget the rest (planning/pass_store.py)."""
+        self._values.next_pass()
+        self._lists.next_pass()
         for answers in self._answers.values():
             answers.next_pass()
         self.made = 0
@@ -147,23 +144,22 @@ class PdbAnswers:
     def __init__(self, token: tuple[Any, ...] = NO_PDBS) -> None:
         self.token = token
         self.keys: tuple[str, ...] | None = None
-        self._now: dict[Any, str | None] = {}
-        self._last: dict[Any, str | None] = {}
+        self._by_labels: PassStore[Any, str | None] = PassStore()
         self._read: dict[Any, str | None] = {}
 
     def get(self, key: Any) -> tuple[bool, str | None]:
-        """(True, the answer) when kept, else (False, None)."""
-        now = self._now
+        """(True, the answer) when kept, else (False, None); an answer may be None (not blocked)."""
+        now = self._by_labels.now
         if key in now:
             return True, now[key]
-        last = self._last
+        last = self._by_labels.last
         if key in last:
             found = now[key] = last[key]
             return True, found
         return False, None
 
     def put(self, key: Any, answer: str | None) -> None:
-        self._now[key] = answer
+        self._by_labels.now[key] = answer
 
     def get_read(self, key: Any) -> tuple[bool, str | None]:
         read = self._read
@@ -175,5 +171,4 @@ class PdbAnswers:
         self._read[key] = answer
 
     def next_pass(self) -> None:
-        if self._now:
-            self._last, self._now = self._now, {}
+        self._by_labels.next_pass()
