@@ -89,10 +89,6 @@ class ClusterView:
                 _freeze_for_gc()
             return objs, snap, Parsed(parsed["Pod"], parsed["NodeClaim"], self.memo)
 
-    def entry(self, obj: Obj) -> Entry | None:
-        """The load and parse the last read kept for this very object, if it saw it (tests)."""
-        return next((e for entries in self._kept.values() for e in entries if e[0] is obj), None)
-
 
 def _entries(kind: str, items: list[Obj], last: list[Entry]) -> tuple[list[Entry], int]:
     """The entries of one kind's objects, in order: the last read's where it held the very same object, else
