@@ -14,8 +14,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
+from telemetry.exposition import render
 from telemetry.metrics import REGISTRY
 
 log = logging.getLogger(__name__)
@@ -109,8 +110,9 @@ class HealthServer:
             return False
 
     async def _metrics(self, _: web.Request) -> web.Response:
-        # in a thread: Karpenter's state gauges make a scrape of a large cluster take seconds (docs/semantics.md §19.2)
-        body = await asyncio.to_thread(generate_latest, self._registry)
+        # in a thread: Karpenter's state gauges make a scrape of a large cluster take seconds (docs/semantics.md §19.2);
+        # rendered as generate_latest does, each label set once (telemetry/exposition.py)
+        body = await asyncio.to_thread(render, self._registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
