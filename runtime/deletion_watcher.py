@@ -76,7 +76,7 @@ def _signature(obj: Obj) -> tuple[Any, ...]:
     meta, status = _meta(obj), obj.get("status") or {}
     if meta.get("deletionTimestamp"):  # deleting: its termination's marks and finalizer removal change nothing
         return ("deleting", meta.get("uid"))
-    return (meta.get("deletionTimestamp"), _has_finalizer(obj), meta.get("uid"),
+    return (_has_finalizer(obj), meta.get("uid"),
             (meta.get("labels") or {}).get(labels.NODEPOOL_LABEL),
             (meta.get("annotations") or {}).get(labels.TERMINATION_WORKFLOW_ANNOTATION),
             status.get("nodeName"), status.get("providerID"), (obj.get("spec") or {}).get("providerID"))
@@ -118,7 +118,7 @@ class DeletionWatcher:
         self._unlisten: list[Callable[[], None]] = []
         self.passes = 0
         self.cached_passes = 0  # passes that read the watch cache rather than LISTing
-        self.last_pass_seconds = 0.0  # the last pass's own work (its reading of the cache and its decisions)
+        self.last_pass_seconds = 0.0  # the last pass's own work: its decisions, no I/O
 
     def stop(self) -> None:
         self._stopping.set()
@@ -211,10 +211,8 @@ class DeletionWatcher:
     async def reconcile(self, relist: bool = False) -> int:
         """One idempotent pass; returns how many terminations it (re)started. It reads the watch cache when it has a
         healthy one and `relist` is not asked for; else it LISTs."""
-        began = time.perf_counter()
         nodes, claims, pools = await self._read(relist)
-        if not relist:
-            began = time.perf_counter()  # a LIST's wait is not the pass's own work
+        began = time.perf_counter()
         plan = self._decide(nodes, claims, pools)
         self.last_pass_seconds = time.perf_counter() - began
         if plan.victims:
