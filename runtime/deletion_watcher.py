@@ -82,6 +82,17 @@ def _signature(obj: Obj) -> tuple[Any, ...]:
             status.get("nodeName"), status.get("providerID"), (obj.get("spec") or {}).get("providerID"))
 
 
+def _wakes(old: Obj | None, new: Obj | None) -> bool:
+    """Whether a watch event may change what a pass does: an object that appears, one that goes without having been
+    seen deleting (a NodePool removed at once takes its claims along), or a change to what a pass reads. An object
+    seen deleting that goes has had its termination started already: the burst's 2,000 such events wake nothing."""
+    if old is None:
+        return True
+    if new is None:
+        return not _deleting(old)
+    return _signature(old) != _signature(new)
+
+
 def _key_for(node: Obj | None, claim: Obj | None) -> str:
     """The termination's key: its Node's uid, or a NodeClaim's without a Node (never registered). The machine's
     termination may already run under another key (its Node's uid, seen before the Node went; or the claim's, before
@@ -165,7 +176,7 @@ class DeletionWatcher:
         """The cache's informers mark the state dirty (from their threads) for an event that may change what a pass
         does: most of a deletion burst's events are its own terminations' taints and status marks, which do not."""
         def mark(_kind: str, old: Obj | None, new: Obj | None) -> None:
-            if not self._stopping.is_set() and (old is None or new is None or _signature(old) != _signature(new)):
+            if not self._stopping.is_set() and _wakes(old, new):
                 loop.call_soon_threadsafe(self._dirty.set)
 
         assert self._cache is not None

@@ -14,7 +14,7 @@ from bench.termination_cluster import PodSpec, cluster_objects
 from contracts.termination import TerminationInput
 from gateways.kube import KubeClient
 from runtime.cluster_cache import ClusterCache
-from runtime.deletion_watcher import DeletionWatcher, WatcherSettings, _signature
+from runtime.deletion_watcher import DeletionWatcher, WatcherSettings, _signature, _wakes
 from runtime.informer import CacheSettings
 from workflows.termination import TerminationWorkflow, workflow_id
 
@@ -236,3 +236,11 @@ def test_what_wakes_the_watcher_is_what_a_pass_reads() -> None:
     assert _signature(relabelled) != _signature(node)
     assert _signature(deleting) != _signature(node)  # the deletion wakes it
     assert _signature(released) == _signature(deleting)  # a deleting object's finalizer going does not
+
+
+def test_an_object_seen_deleting_wakes_nothing_when_it_goes_and_one_gone_at_once_does() -> None:
+    pool = {"metadata": {"name": "p", "uid": "u"}}
+    deleting = {"metadata": {**pool["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    assert _wakes(None, pool)  # appears
+    assert _wakes(pool, None)  # removed at once: its claims go with it
+    assert not _wakes(deleting, None)  # its deletion was seen (and woke the watcher) already
