@@ -23,8 +23,8 @@ REGION_SOURCES = ("--region", "AWS_REGION", "AWS_DEFAULT_REGION")
 
 def aws_timestamp(value: Any) -> datetime:
     """A timestamp in an AWS answer. ISO 8601 text (EC2's `2026-11-29T16:24:39.000Z`) is read by the standard library;
-    anything else (epoch numbers, RFC 822) by botocore's own parser, which goes through dateutil for text: 0.4 ms a
-    timestamp, and a DescribeInstances of 500 instances or an hour of spot prices holds thousands."""
+    anything else (epoch numbers, RFC 822) by botocore's own parser, which goes through dateutil for text: 24.7 us a
+    timestamp against 0.15 us, and a DescribeInstances of 500 instances or an hour of spot prices holds thousands."""
     if isinstance(value, str) and len(value) > 10 and value[4] == "-" and value[10] in "Tt":
         try:
             return datetime.fromisoformat(value)  # keeps the offset (and naivety) as botocore's parser does
@@ -113,7 +113,7 @@ def ec2_client(region: str | None, endpoint: str | None, rate: Ec2CallRate | Non
     # as many connections as threads call it (the cloud activities' 64, the loop's 64 io threads): with 32, a
     # burst of 500 launches discarded connections it then opened again ("Connection pool is full")
     client = _session().client("ec2", region_name=region, endpoint_url=endpoint,
-                          config=Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=64))
+                               config=Config(retries={"max_attempts": 5, "mode": "standard"}, max_pool_connections=64))
     if rate is None:
         return client
     return limit_call_rate(count_sdk_retries(client), TokenBucket(rate.per_second, rate.burst))
@@ -138,4 +138,4 @@ def pricing_client(region: str, endpoint: str | None) -> Any:
     """The Price List Query API, for on-demand prices: served from one region per partition (us-east-1 for aws,
     cn-northwest-1 for aws-cn), whatever the cluster's region, as Karpenter's pricing provider does."""
     return _session().client("pricing", region_name="cn-northwest-1" if region.startswith("cn-") else "us-east-1",
-                        endpoint_url=endpoint)
+                             endpoint_url=endpoint)
