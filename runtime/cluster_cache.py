@@ -141,14 +141,21 @@ class ClusterCache:
             time.sleep(interval)
         return True
 
-    def healthy(self) -> Health:
-        """Whether `objects()` can be trusted now: synced, no re-list owed, no watch failing."""
+    def healthy(self, kinds: Iterable[str] | None = None) -> Health:
+        """Whether `objects()` (or, given `kinds`, those kinds' objects) can be trusted now: synced, no re-list owed,
+        no watch failing. A kind this cache does not hold is not synced."""
         if self._stopped:
             return Health(Reason.STOPPED)
-        for inf in self.informers.values():
+        informers = list(self.informers.values())
+        if kinds is not None:
+            missing = [kind for kind in kinds if kind not in self.informers]
+            if missing:
+                return Health(Reason.NOT_SYNCED, missing[0], "not held by this cache")
+            informers = [self.informers[kind] for kind in kinds]
+        for inf in informers:
             if not inf.synced:
                 return Health(Reason.NOT_SYNCED, inf.kind, inf.last_error)
-        for inf in self.informers.values():
+        for inf in informers:
             if inf.state is State.RELISTING:
                 return Health(Reason.RELISTING, inf.kind, inf.last_error)
             if inf.state is State.BROKEN:

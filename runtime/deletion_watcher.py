@@ -28,7 +28,6 @@ from contracts.search_attributes import TASK_QUEUE
 from contracts.termination import TerminationInput
 from gateways.kube import KubeClient, Obj, Watch
 from runtime.cluster_cache import ClusterCache
-from runtime.informer import State
 from workflows.termination import machine_key
 
 log = logging.getLogger(__name__)
@@ -303,16 +302,11 @@ class DeletionWatcher:
 
     def _cached(self) -> Lists | None:
         """Nodes, NodeClaims and NodePools from the cache, or None when it has none or one of them is not current
-        (never synced, re-listing after a 410, or its watch failing): the pass LISTs then."""
-        if self._cache is None:
+        (never synced, re-listing after a 410, its watch failing, stopped): the pass LISTs then."""
+        if self._cache is None or not self._cache.healthy(CACHED_KINDS):
             return None
-        informers = [self._cache.informers.get(kind) for kind in CACHED_KINDS]
-        out = []
-        for inf in informers:
-            if inf is None or not inf.synced or inf.state in (State.RELISTING, State.BROKEN, State.STOPPED):
-                return None
-            out.append(inf.objects())
-        return out[0], out[1], out[2]
+        nodes, claims, pools = (self._cache.informers[kind].objects() for kind in CACHED_KINDS)
+        return nodes, claims, pools
 
     def _list(self, kind: str) -> list[Obj]:
         return self.kube.list_nodes() if kind == "nodes" else self.kube.list_karpenter(kind)

@@ -315,3 +315,12 @@ def test_an_optional_kind_the_server_does_not_serve_is_empty_and_synced() -> Non
         assert not required.synced
     finally:
         required.stop()
+
+
+def test_health_of_some_kinds_names_a_kind_the_cache_does_not_hold(sim: Simulator, k8s: Any) -> None:
+    with ClusterCache(k8s, FAST, kinds=("Node", "NodeClaim")) as nodes_only:
+        assert nodes_only.wait_synced(10)
+        assert nodes_only.healthy(("Node", "NodeClaim"))
+        health = nodes_only.healthy(("Node", "NodePool"))
+        assert health.reason is Reason.NOT_SYNCED and health.kind == "NodePool"
+    assert nodes_only.healthy(("Node",)).reason is Reason.STOPPED
