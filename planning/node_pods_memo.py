@@ -51,7 +51,7 @@ class NodePodsMemo:
     def generation(self, node: str, pods: Sequence[Any]) -> int:
         """The number of the node's pods: the one of last time while they are the same objects in the same order,
         else a new one (never reused)."""
-        seen = self._lists.now.get(node) or self._lists.last.get(node)
+        seen = self._lists.get(node)
         if seen is not None and (seen[0] is pods or same_objects(seen[0], pods)):
             gen = seen[1]
         else:

@@ -22,6 +22,11 @@ class PassStore(Generic[K, V]):
         self.now: dict[K, V] = {}
         self.last: dict[K, V] = {}
 
+    def get(self, key: K) -> V | None:
+        """The value kept for `key` this pass, else the last (not yet kept for this one: the caller keeps what it
+        uses). For stores whose values are never None or falsy."""
+        return self.now.get(key) or self.last.get(key)
+
     def next_pass(self) -> None:
         """Keep what the pass that ends asked for and forget the rest; after a pass that asked for nothing, keep
         what the one before it kept."""

@@ -22,6 +22,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from api import labels as L
 from api.quantity import QuantityError, parse_quantity
+from planning.identity_memo import IdentityMemo
 from planning.pass_store import PassStore
 from telemetry import karpenter_metrics as km
 from telemetry.metrics import REGISTRY
@@ -122,20 +123,19 @@ class ScrapeMemo:
 
     def __init__(self) -> None:
         self.pod_labels: PassStore[int, tuple[Obj, Obj | None, dict[str, str]]] = PassStore()
-        self.pod_resources: PassStore[int, tuple[Obj, dict[str, float], dict[str, float], bool]] = PassStore()
+        self.by_pod = IdentityMemo()  # what a pod alone decides (planning/identity_memo.py)
 
     def resources(self, pod: Obj) -> tuple[dict[str, float], dict[str, float], bool]:
         """(requests, limits, a DaemonSet's) of this very pod; read-only."""
-        key = id(pod)
-        got = self.pod_resources.now.get(key) or self.pod_resources.last.get(key)
-        if got is None or got[0] is not pod:
-            got = (pod, pod_resources(pod, "requests"), pod_resources(pod, "limits"), is_daemon(pod))
-        self.pod_resources.now[key] = got
-        return got[1], got[2], got[3]
+        return self.by_pod.get("resources", pod, _resources_of)
 
     def next_scrape(self) -> None:
         self.pod_labels.next_pass()
-        self.pod_resources.next_pass()
+        self.by_pod.next_pass()
+
+
+def _resources_of(pod: Obj) -> tuple[dict[str, float], dict[str, float], bool]:
+    return pod_resources(pod, "requests"), pod_resources(pod, "limits"), is_daemon(pod)
 
 
 @dataclass
@@ -268,7 +268,7 @@ def pod_state_family(pods: list[Obj], view: _Nodes, memo: ScrapeMemo | None = No
     for pod in pods:
         node = view.nodes.get((pod.get("spec") or {}).get("nodeName") or "")
         key = id(pod)
-        got = kept.now.get(key) or kept.last.get(key)
+        got = kept.get(key)
         if got is None or got[0] is not pod or got[1] is not node:
             got = (pod, node, dict(zip(POD_LABELS, pod_state_labels(pod, node), strict=True)))
         kept.now[key] = got

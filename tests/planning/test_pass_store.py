@@ -21,3 +21,13 @@ def test_a_pass_that_asked_for_nothing_drops_nothing() -> None:
     store.next_pass()
     store.next_pass()  # a read between two passes, asking for nothing
     assert store.last == {"a": 1}
+
+
+def test_get_reads_this_pass_before_the_last() -> None:
+    store: PassStore[str, int] = PassStore()
+    store.now["a"] = 1
+    store.next_pass()
+    store.now["b"] = 2
+    assert (store.get("a"), store.get("b"), store.get("c")) == (1, 2, None)
+    store.last["b"] = 3
+    assert store.get("b") == 2  # this pass's value wins
