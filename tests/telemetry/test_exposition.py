@@ -10,8 +10,7 @@ from prometheus_client import CollectorRegistry, Counter, Enum, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.termination_cluster import PodSpec, cluster_objects
-from runtime.cluster_trim import trim
+from bench.scrape import cluster
 from runtime.karpenter_state import KarpenterStateCollector
 from telemetry import exposition
 from telemetry.exposition import render
@@ -39,15 +38,6 @@ def _registry() -> CollectorRegistry:
     return reg
 
 
-def _cluster(nodes: int) -> list[dict[str, Any]]:
-    objs = cluster_objects({f"n{i:03d}": f"i-{i:017x}" for i in range(nodes)},
-                           [PodSpec(f"app-{i:03d}", f"n{i:03d}", count=2) for i in range(nodes)], registered=True)
-    for o in objs:
-        if o["kind"] == "Node":
-            o["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
-    return [trim(o["kind"], o) for o in objs]
-
-
 def test_every_metric_type_and_escape_is_written_as_generate_latest_writes_it() -> None:
     reg = _registry()
     assert render(reg) == generate_latest(reg)
@@ -57,7 +47,7 @@ def test_every_metric_type_and_escape_is_written_as_generate_latest_writes_it() 
 def test_the_state_gauges_of_a_cluster_are_written_as_generate_latest_writes_them() -> None:
     reg = CollectorRegistry()
     state = KarpenterStateCollector(clock=lambda: 1_800_000_000.0)
-    objs = _cluster(20)
+    objs = cluster(20, 2)
     state.attach(lambda: (objs, True))
     reg.register(state)
     exposition._rendered.clear()
