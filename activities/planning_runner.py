@@ -27,6 +27,7 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from activities.events import EventActivities
+from activities.heartbeat import heartbeating
 from activities.rollout_divert import divert_drift, wave_pools_drifted
 from api import labels
 from api.catalog import InstanceTypeCatalog, load_catalog
@@ -368,22 +369,6 @@ class ClusterRead:
         self.objs = [fix(o) for o in self.objs]
         if self.snapshot is not None:
             self.snapshot.nodes = [fix(o) for o in self.snapshot.nodes]
-
-
-PASS_HEARTBEAT_SECONDS = 5.0
-
-
-async def heartbeating(coro: Any) -> Any:
-    """Run `coro`, heartbeating every few seconds, so a retry follows a dead worker within the heartbeat timeout."""
-    task = asyncio.ensure_future(coro)
-    try:
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=PASS_HEARTBEAT_SECONDS)
-            if done:
-                return task.result()
-            activity.heartbeat()
-    finally:
-        task.cancel()
 
 
 class PlanningActivities:

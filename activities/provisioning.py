@@ -23,6 +23,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.fleet_launch import FleetLauncher
+from activities.heartbeat import heartbeating
 from activities.launch_templates import LaunchTemplates
 from activities.nodeclass_launch import NodeClassLauncher
 from activities.reservation_launch import ReservationBook
@@ -171,7 +172,7 @@ class ProvisioningActivities:
 
     @activity.defn(name="disruption_launch_replacement")
     async def launch_replacement(self, inp: LaunchInput) -> LaunchedReplacement:
-        return await asyncio.to_thread(self._launch_unless_refused, inp)
+        return await heartbeating(asyncio.to_thread(self._launch_unless_refused, inp))
 
     def _launch_unless_refused(self, inp: LaunchInput) -> LaunchedReplacement:
         """`_launch`; EC2 refusing the worker's credentials (UnauthorizedOperation, e.g. rotated keys or a policy
@@ -514,7 +515,7 @@ class ProvisioningActivities:
     @activity.defn(name="disruption_delete_replacement")
     async def delete_replacement(self, r: LaunchedReplacement) -> str:
         """Remove a replacement that never became Ready: terminate its instance, delete Node and NodeClaim."""
-        return await asyncio.to_thread(self._delete, r)
+        return await heartbeating(asyncio.to_thread(self._delete, r))
 
     def _delete(self, r: LaunchedReplacement) -> str:
         claim = self._kube.get_node_claim(r.node_claim)

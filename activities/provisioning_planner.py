@@ -18,6 +18,7 @@ from temporalio import activity
 
 from activities import launch_controls
 from activities.events import nominated_spec, recorder_for
+from activities.heartbeat import heartbeating
 from activities.planning_runner import to_replacement
 from api import events
 from api.catalog import InstanceTypeCatalog, current_catalog, load_catalog
@@ -144,6 +145,9 @@ class ProvisioningPlanner:
     @activity.defn(name="provisioning_plan")
     async def plan(self, inp: ProvisioningPlanInput) -> ProvisioningPlan:
         """Re-plan the batch on the cluster as it is now: pods bound or gone since the batch closed launch nothing."""
+        return await heartbeating(self._plan(inp))
+
+    async def _plan(self, inp: ProvisioningPlanInput) -> ProvisioningPlan:
         objs, snapshot, parsed = await self._reader.read_cluster()
         decision = await asyncio.to_thread(self._decide, objs, snapshot, parsed, inp)
         launch_controls.record_metrics(decision)  # cost limits, deprecated pools (docs/semantics.md §15.10-15.11)

@@ -9,7 +9,8 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.planning_runner import PlanningActivities, heartbeating, to_command
+from activities.heartbeat import heartbeating
+from activities.planning_runner import PlanningActivities, to_command
 from activities.rollout_divert import DRIFT_METHOD
 from api import labels as L
 from api.snapshot import Snapshot

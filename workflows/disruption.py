@@ -52,7 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.policy_controls import DrainSpec
     from workflows import disruption_policy_steps as policy_steps
     from workflows import summaries
-    from workflows.retries import LAUNCH_THROUGH_OUTAGE_PATCH, READ_LIMIT, SHORT, until_limit
+    from workflows.retries import LAUNCH_THROUGH_OUTAGE_PATCH, LONG_CALL_HEARTBEAT, READ_LIMIT, SHORT, until_limit
     from workflows.retries import STEP_RETRY as RETRY
 
 LAUNCH = timedelta(minutes=2)
@@ -272,6 +272,7 @@ class DisruptionWorkflow:
                 LaunchInput(key=f"{info.workflow_id}/{info.run_id}/{i}", node_pool=cmd.node_pool, replacement=r,
                             reason=cmd.reason),
                 start_to_close_timeout=LAUNCH, schedule_to_close_timeout=READ_LIMIT if through_outage else None,
+                heartbeat_timeout=LONG_CALL_HEARTBEAT,
                 retry_policy=until_limit(LAUNCH_RETRY) if through_outage else LAUNCH_RETRY,
                 summary=f"launch {r.instance_types[:3]}")
             for i, r in enumerate(cmd.replacements)
@@ -302,7 +303,7 @@ class DisruptionWorkflow:
             statuses: list[ReplacementStatus] = await workflow.execute_activity_method(
                 ProvisioningActivities.replacement_status,
                 StatusInput(replacements=self._replacements, wait_seconds=wait),
-                start_to_close_timeout=timedelta(seconds=wait) + SHORT, heartbeat_timeout=SHORT,
+                start_to_close_timeout=timedelta(seconds=wait) + SHORT, heartbeat_timeout=LONG_CALL_HEARTBEAT,
                 retry_policy=RETRY, summary="wait for replacements to be Ready")
             self._ready = {st.node_claim for st in statuses if st.ready}
             self._refresh_details()
@@ -358,7 +359,8 @@ class DisruptionWorkflow:
         unready = [r for r in self._replacements if r.node_claim not in self._ready]
         for r in unready:
             await workflow.execute_activity_method(
-                ProvisioningActivities.delete_replacement, r, start_to_close_timeout=LAUNCH, retry_policy=RETRY)
+                ProvisioningActivities.delete_replacement, r, start_to_close_timeout=LAUNCH,
+                heartbeat_timeout=LONG_CALL_HEARTBEAT, retry_policy=RETRY)
         cancelled = cause is RollbackCause.CANCELLED and self._cancel_reason is not None
         await workflow.execute_activity_method(
             CandidateActivities.untaint_candidates,

@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         SizedReplacements,
         SizeInput,
     )
+    from workflows.retries import LONG_CALL_HEARTBEAT
 
 POLL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=30))
 LAUNCH_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=500), maximum_interval=timedelta(seconds=5),
@@ -133,7 +134,8 @@ class SpotPrespinWorkflow:
             ProvisioningActivities.launch_replacement,
             LaunchInput(key=key, node_pool=node_pool, replacement=rep, reason=inp.reason),
             start_to_close_timeout=timedelta(seconds=60), schedule_to_close_timeout=SPOT_WARNING,
-            retry_policy=LAUNCH_RETRY, summary=f"pre-spin {rep.instance_types[:3]}",
+            heartbeat_timeout=LONG_CALL_HEARTBEAT, retry_policy=LAUNCH_RETRY,
+            summary=f"pre-spin {rep.instance_types[:3]}",
         )
 
     def _set_phase(self, phase: str) -> None:

@@ -47,7 +47,14 @@ with workflow.unsafe.imports_passed_through():
         ProvisioningResult,
         ProvisioningSettings,
     )
-    from workflows.retries import LAUNCH_THROUGH_OUTAGE_PATCH, READ_LIMIT, READ_RETRY, SHORT, until_limit
+    from workflows.retries import (
+        LAUNCH_THROUGH_OUTAGE_PATCH,
+        LONG_CALL_HEARTBEAT,
+        READ_LIMIT,
+        READ_RETRY,
+        SHORT,
+        until_limit,
+    )
     from workflows.retries import STEP_RETRY as RETRY
 
 STATIC_CAPACITY_PATCH = "static-capacity"  # runs recorded before static NodePools never take the static path
@@ -108,7 +115,8 @@ class ProvisioningWorkflow:
             ProvisioningPlanInput(pods=inp.pods, at=workflow.now(), batch_id=workflow.info().workflow_id,
                                   catalog_path=inp.settings.catalog_path),
             start_to_close_timeout=timedelta(seconds=60), schedule_to_close_timeout=READ_LIMIT,
-            retry_policy=READ_RETRY, summary=f"plan {len(inp.pods)} pending pod(s)")
+            heartbeat_timeout=LONG_CALL_HEARTBEAT, retry_policy=READ_RETRY,
+            summary=f"plan {len(inp.pods)} pending pod(s)")
 
     def _conclude(self, plan: ProvisioningPlan, deleted: list[str]) -> ProvisioningResult:
         ready = len(self._ready)
@@ -136,6 +144,7 @@ class ProvisioningWorkflow:
                     LaunchInput(key=key, node_pool=launch.node_pool, replacement=launch.replacement,
                                 reason=LAUNCH_REASON),
                     start_to_close_timeout=timedelta(seconds=s.launch_timeout_seconds),
+                    heartbeat_timeout=LONG_CALL_HEARTBEAT,
                     schedule_to_close_timeout=READ_LIMIT if through_outage else None,
                     retry_policy=until_limit(LAUNCH_RETRY) if through_outage else LAUNCH_RETRY,
                     summary=f"launch {launch.replacement.instance_types[:3]} for {len(launch.pods)} pod(s)")
@@ -181,7 +190,8 @@ class ProvisioningWorkflow:
             wait = max(min(s.ready_poll_seconds, (deadline - started).total_seconds()), 0.0)
             statuses: list[ReplacementStatus] = await workflow.execute_activity_method(
                 ProvisioningActivities.replacement_status, StatusInput(replacements=waiting, wait_seconds=wait),
-                start_to_close_timeout=timedelta(seconds=wait) + SHORT, heartbeat_timeout=SHORT, retry_policy=RETRY,
+                start_to_close_timeout=timedelta(seconds=wait) + SHORT, heartbeat_timeout=LONG_CALL_HEARTBEAT,
+                retry_policy=RETRY,
                 summary="wait for the new nodes to be Ready")
             self._ready |= {st.node_claim for st in statuses if st.ready}
             gone = {st.node_claim for st in statuses if st.gone}
@@ -195,7 +205,8 @@ class ProvisioningWorkflow:
                 await workflow.sleep(timedelta(seconds=rest))
         for r in dropped:
             await workflow.execute_activity_method(
-                ProvisioningActivities.delete_replacement, r, start_to_close_timeout=LAUNCH, retry_policy=RETRY)
+                ProvisioningActivities.delete_replacement, r, start_to_close_timeout=LAUNCH,
+                heartbeat_timeout=LONG_CALL_HEARTBEAT, retry_policy=RETRY)
         return [r.node_claim for r in dropped]
 
     async def _record_launched(self, launches: list[NodeClaimLaunch],

@@ -15,6 +15,11 @@ STEP_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval
 # upgrade; the chaos suite's 30 s of 503s, 120 s in its long mode) holds the work for its length instead of failing it.
 READ_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10))
 READ_LIMIT = timedelta(minutes=5)
+# A worker that dies inside an activity is noticed only by a timeout: without a heartbeat timeout, a launch's whole
+# start-to-close (two minutes for a drift replacement's). Launches, the replacement's deletion and the provisioning
+# plan heartbeat every 5 s (activities/heartbeat.py), the readiness wait at each poll, so an attempt lost with its
+# worker is retried after this.
+LONG_CALL_HEARTBEAT = timedelta(seconds=15)
 
 # A launch retried a fixed count (~15 s) gave up inside an API outage, and the command rolled back as LaunchFailed
 # (the chaos suite: "launch failed: ServiceException: (503)"), which for drift also held the pool's drift for a

@@ -46,6 +46,8 @@ class Fakes:
     ready_after_polls: int | None = 1  # None: never ready
     launch_error: str | None = None
     launch_transient_failures: int = 0  # the first N launch attempts fail as an API outage does (retryable)
+    launch_lost: int = 0  # the first N launch attempts die with their worker: no heartbeat, no answer, ever
+    launch_attempts: list[tuple[int, datetime]] = field(default_factory=list)  # (attempt, when it was scheduled)
     taint_error: str | None = None
     termination_error: str | None = None
     block_terminations: asyncio.Event | None = None
@@ -102,6 +104,11 @@ class Fakes:
         @activity.defn(name="disruption_launch_replacement")
         async def launch(inp: LaunchInput) -> LaunchedReplacement:
             f.calls.append("launch")
+            info = activity.info()
+            f.launch_attempts.append((info.attempt, info.current_attempt_scheduled_time))
+            if f.launch_lost > 0:
+                f.launch_lost -= 1
+                await asyncio.Event().wait()  # the worker's process is gone: only a timeout ends this attempt
             if f.launch_transient_failures > 0:
                 f.launch_transient_failures -= 1
                 raise ApplicationError("ServiceException: (503)", type="ApiException")
