@@ -7,7 +7,7 @@ which runs the Temporal worker and the deletion watcher; activities are built in
 from __future__ import annotations
 
 if __name__ == "__main__":  # first, before the imports below bring the kubernetes client in: only what is used
-    from gateways.lean_kubernetes import install
+    from runtime.lean_kubernetes import install
 
     install()
 

@@ -1,4 +1,4 @@
-"""gateways/lean_kubernetes.py: the worker imports only the kubernetes client classes it uses, and every name
+"""runtime/lean_kubernetes.py: the worker imports only the kubernetes client classes it uses, and every name
 resolves to the object the whole package gives. Each check runs in a fresh interpreter (this one has the whole
 package imported already)."""
 
@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gateways.lean_kubernetes import install
+from runtime.lean_kubernetes import install
 
 ROOT = Path(__file__).resolve().parents[2]
 USED = ["CoreV1Api", "CustomObjectsApi", "PolicyV1Api", "StorageV1Api", "AppsV1Api", "CoordinationV1Api",
@@ -20,7 +20,7 @@ PROBE = """
 import json, sys
 lean = sys.argv[1] == "lean"
 if lean:
-    from gateways.lean_kubernetes import install
+    from runtime.lean_kubernetes import install
     assert install()
 from kubernetes import client as k8s, config, watch
 from kubernetes.client.rest import ApiException
@@ -55,7 +55,7 @@ def test_every_name_the_worker_uses_resolves_as_the_whole_package_gives_it_for_l
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
-    code = ("from gateways.lean_kubernetes import install; install()\n"
+    code = ("from runtime.lean_kubernetes import install; install()\n"
             "from kubernetes import client\n"
             "try:\n    client.NoSuchApi\nexcept AttributeError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
