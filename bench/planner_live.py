@@ -190,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
             import tracemalloc
 
             tracemalloc.start(int(os.environ.get("NODEFLOW_BENCH_TRACE_FRAMES", "1")))
+        from runtime.lean_kubernetes import install
+
+        install()  # as worker.py does, before the worker side imports the kubernetes client
         from bench.planner_live_worker import serve  # only the serving subprocess loads the worker side
 
         return serve(args.serve, args.kubeconfig, args.temporal, args.discover_endpoint, args.region)
