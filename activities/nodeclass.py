@@ -21,6 +21,7 @@ from typing import Any
 from temporalio import activity
 
 from activities.capacity_block_expiry import delete_expiring
+from activities.heartbeat import heartbeating
 from activities.launch_templates import LaunchTemplates
 from activities.nodeclass_drift import DriftMarker
 from activities.nodeclass_finalizer import NodeClassFinalizer, deleting
@@ -77,7 +78,7 @@ class NodeClassActivities:
 
     @activity.defn(name="nodeclass_reconcile")
     async def reconcile(self, inp: NodeClassInput) -> NodeClassResult:
-        return await asyncio.to_thread(self.reconcile_all, inp)
+        return await heartbeating(asyncio.to_thread(self.reconcile_all, inp))
 
     def reconcile_all(self, inp: NodeClassInput) -> NodeClassResult:
         """Resolve and write every EC2NodeClass (or those named), each with its finalizer; a deleted one is finalized

@@ -14,6 +14,7 @@ from temporalio.common import RetryPolicy
 with workflow.unsafe.imports_passed_through():
     from activities.nodeclass import NodeClassActivities
     from contracts.nodeclass import NodeClassInput, NodeClassResult
+    from workflows.retries import LONG_CALL_HEARTBEAT
 
 # Retried until RESOLVE_LIMIT (within the schedule's 10-minute execution timeout), not 4 times (~7 s): an API server
 # outage then holds the SKIP schedule for its length instead of failing the resolution.
@@ -27,4 +28,5 @@ class NodeClassWorkflow:
     async def run(self, inp: NodeClassInput) -> NodeClassResult:
         return await workflow.execute_activity_method(
             NodeClassActivities.reconcile, inp, start_to_close_timeout=timedelta(minutes=2),
-            schedule_to_close_timeout=RESOLVE_LIMIT, retry_policy=RETRY, summary="resolve EC2NodeClasses")
+            schedule_to_close_timeout=RESOLVE_LIMIT, heartbeat_timeout=LONG_CALL_HEARTBEAT, retry_policy=RETRY,
+            summary="resolve EC2NodeClasses")
