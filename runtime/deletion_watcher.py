@@ -27,6 +27,7 @@ from client.visibility import workflow_ids
 from contracts.search_attributes import TASK_QUEUE
 from contracts.termination import TerminationInput
 from gateways.kube import KubeClient, Obj, Watch
+from runtime.cache_controller import InformerWakeup
 from runtime.cluster_cache import ClusterCache
 from workflows.termination import machine_key
 
@@ -125,7 +126,7 @@ class DeletionWatcher:
         self._known_pools: set[str] = set()
         self._claim_node: dict[str, str] = {}  # claim uid -> uid of the Node it had when we last saw both
         self._watches: list[Watch] = []
-        self._unlisten: list[Callable[[], None]] = []
+        self._wakeup: InformerWakeup | None = None
         self.passes = 0
         self.cached_passes = 0  # passes that read the watch cache rather than LISTing
         self.last_pass_seconds = 0.0  # the last pass's own work: its decisions, no I/O
@@ -134,10 +135,8 @@ class DeletionWatcher:
         self._stopping.set()
         for w in self._watches:
             w.stop()
-        for undo in self._unlisten:
-            with contextlib.suppress(ValueError):
-                undo()
-        self._unlisten = []
+        if self._wakeup is not None:
+            self._wakeup.detach()
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -174,16 +173,10 @@ class DeletionWatcher:
     def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
         """The cache's informers mark the state dirty (from their threads) for an event that may change what a pass
         does: most of a deletion burst's events are its own terminations' taints and status marks, which do not."""
-        def mark(_kind: str, old: Obj | None, new: Obj | None) -> None:
-            if not self._stopping.is_set() and _wakes(old, new):
-                loop.call_soon_threadsafe(self._dirty.set)
-
         assert self._cache is not None
-        for kind in CACHED_KINDS:
-            informer = self._cache.informers.get(kind)
-            if informer is not None:
-                informer.listeners.append(mark)
-                self._unlisten.append(lambda inf=informer: inf.listeners.remove(mark))
+        self._wakeup = InformerWakeup(self._cache, CACHED_KINDS,
+                                      lambda _kind, old, new: not self._stopping.is_set() and _wakes(old, new))
+        self._wakeup.attach(loop, self._dirty)
 
     def _watch_loop(self, kind: str, loop: asyncio.AbstractEventLoop) -> None:
         while not self._stopping.is_set():
