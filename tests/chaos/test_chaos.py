@@ -36,9 +36,9 @@ node's launch and readiness plus the scheduler's delay (PENDING_BOUND).
 The simulator's kube-scheduler is the slow one a real control plane showed: a pod that found no node is retried only
 SCHEDULER_RETRY simulated seconds later (10 s of wall time), longer than the pools' consolidateAfter.
 
-The suite runs two seeds, one after the other: 20261122 and 7 (seed 7 is the one whose replica kills slow the drifts
-most). NODEFLOW_CHAOS_SEED picks one seed instead (NODEFLOW_CHAOS_SEEDS=1,2,3 runs one test per seed, one after the
-other);
+The suite runs two seeds, each an xdist group of its own (side by side on four workers): 20261122 and 7 (seed 7 is
+the one whose replica kills slow the drifts most). NODEFLOW_CHAOS_SEED picks one seed instead
+(NODEFLOW_CHAOS_SEEDS=1,2,3 runs one test per seed);
 NODEFLOW_CHAOS_LONG=1 makes each run longer (four Temporal kills, a 120 s outage, replica b killed until the
 cluster has converged).
 """
