@@ -132,8 +132,9 @@ def offerings_cheapest_first(catalog: InstanceTypeCatalog, r: Replacement,
 
 
 def _offer_key(itype: str, zone: str) -> str:
-    """Later attempts' ClientToken suffix: the offering, not its position, which the unavailable offerings
-    change between activity attempts (one token must never name two different requests)."""
+    """The ClientToken's suffix: the offering, not its position in the list, which the unavailable offerings change
+    between activity attempts. One token never names two different requests, and two attempts asking for one
+    offering (one retried while the other still runs) ask with one token, so EC2 answers both with one instance."""
     return hashlib.sha256(f"{itype}/{zone}".encode()).hexdigest()[:8]
 
 
@@ -349,11 +350,12 @@ class ProvisioningActivities:
     def _run_first_available(self, claim: Obj, inp: LaunchInput, offers: list[tuple[str, Offering]],
                              node_class: EC2NodeClass | None) -> tuple[dict[str, Any], str, Offering]:
         """Cheapest offering first; an offering that answers ICE passes to the next (as Karpenter's CreateFleet
-        overrides do). Each attempt has its own ClientToken: a retried activity finds the instance by its tags."""
+        overrides do). Each offering has its own ClientToken (`_offer_key`); a retried activity finds the instance by
+        its tags."""
         refused: list[str] = []
-        for attempt, (itype, off) in enumerate(offers[:MAX_OFFERINGS_TRIED]):
+        for itype, off in offers[:MAX_OFFERINGS_TRIED]:
             try:
-                return self._run_instance(claim, inp, itype, off.zone, node_class, attempt, off), itype, off
+                return self._run_instance(claim, inp, itype, off.zone, node_class, off), itype, off
             except _InsufficientCapacity as exc:
                 self._offerings.mark(itype, off.zone, inp.replacement.capacity_type, ERROR_REASONS[str(exc)])
                 if off.reservation_id and node_class is not None:
@@ -446,14 +448,13 @@ class ProvisioningActivities:
         return params
 
     def _run_instance(self, claim: Obj, inp: LaunchInput, itype: str, zone: str,
-                      node_class: EC2NodeClass | None = None, attempt: int = 0,
-                      off: Offering | None = None) -> dict[str, Any]:
+                      node_class: EC2NodeClass | None = None, off: Offering | None = None) -> dict[str, Any]:
         params = self._launch_params(claim, inp, itype, zone, node_class)
         if off is not None and off.reservation_id:  # into the reservation, as the fleet's template would (§16.4)
             params.update(reservation_template(off.reservation_id, off.reservation_type))
         uid = claim["metadata"]["uid"]
         params.update(InstanceType=itype, MinCount=1, MaxCount=1,
-                      ClientToken=client_token(uid if attempt == 0 else f"{uid}-{_offer_key(itype, zone)}"))
+                      ClientToken=client_token(f"{uid}-{_offer_key(itype, zone)}"))
         if inp.replacement.capacity_type == labels.CAPACITY_SPOT:
             params["InstanceMarketOptions"] = {"MarketType": "spot",
                                                "SpotOptions": {"SpotInstanceType": "one-time"}}

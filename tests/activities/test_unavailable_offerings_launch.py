@@ -159,3 +159,28 @@ async def test_a_type_unsupported_in_a_zone_is_marked_and_the_launch_moves_on(ku
     assert (launched.instance_type, launched.zone) == ("m5.large", "us-east-1b")
     assert asked == [("m5.large", "us-east-1a"), ("m5.large", "us-east-1b")]
     assert reasons == [UnavailableReason.UNSUPPORTED] and cache.unavailable("m5.large", "us-east-1a", "on-demand")
+
+
+async def test_an_offering_has_one_client_token_whichever_attempt_asks(kube: KubeClient, ec2: Any) -> None:
+    """Two attempts of one launch running at once (a heartbeat timeout while Temporal restarts, docs/decisions.md
+    §26), each on a worker of its own: the second, which no longer asks for the refused offering, asks for the next one
+    with the token the first used for it, so EC2 answers both with one instance (moto keeps no ClientToken: the
+    test reads the tokens asked with)."""
+    create(kube, node_pool("web", "absent", requirements=ON_DEMAND))
+    ice = IceInjector().install(ec2)
+    ice.exhaust("m5.large", "us-east-1a")
+    tokens: list[tuple[str, str]] = []
+    ec2.meta.events.register("provide-client-params.ec2.RunInstances",
+                             lambda params, **_: tokens.append((params["Placement"]["AvailabilityZone"],
+                                                                params["ClientToken"])))
+    first = ProvisioningActivities(kube, ec2, load_default_catalog(), offerings=UnavailableOfferings(FakeClock()))
+    launched = await _launch(first, "disrupt-t/1/0")
+    assert (launched.instance_type, launched.zone) == ("m5.large", "us-east-1b")
+
+    cache = UnavailableOfferings(FakeClock())  # the other worker has seen the refusal too (its own launch earlier)
+    cache.mark("m5.large", "us-east-1a", "on-demand", UnavailableReason.INSUFFICIENT_INSTANCE_CAPACITY)
+    second = ProvisioningActivities(kube, ec2, load_default_catalog(), offerings=cache)
+    second._existing_instance = lambda *_: None  # type: ignore[method-assign]  # the first's instance not seen yet
+    await _launch(second, "disrupt-t/1/0")
+    assert [zone for zone, _ in tokens] == ["us-east-1a", "us-east-1b", "us-east-1b"]
+    assert tokens[1][1] == tokens[2][1] != tokens[0][1]
