@@ -7,6 +7,7 @@ pkg/controllers/node/termination/metrics.go, pkg/controllers/provisioning/schedu
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from prometheus_client import generate_latest
@@ -159,7 +160,9 @@ def test_state_gauges_come_from_the_cache() -> None:
     assert {"nodepool", "zone", "arch", "capacity_type", "instance_type", "node_name", "phase", "managed",
             "resource_type"} <= set(labels)
     assert "zone_id" not in labels  # a well-known label the node lacks: empty, which Prometheus reads as absent
-    objs[1]["metadata"]["labels"]["karpenter.k8s.aws/instance-category"] = "m"  # the provider's, snake case
+    node = copy.deepcopy(objs[1])  # the cache replaces an object that changed, never modifies it
+    node["metadata"]["labels"]["karpenter.k8s.aws/instance-category"] = "m"  # the provider's, snake case
+    objs[1] = node
     labels = next(s.labels for f in collector.collect() if f.name == "karpenter_nodes_allocatable" for s in f.samples)
     assert labels["instance_category"] == "m"
 
