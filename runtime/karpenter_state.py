@@ -330,11 +330,14 @@ class PodTracker:
 
     def _started_while_watched(self, pod: Obj, created: float | None) -> bool:
         """A pod the cache shows first already Ready, that was created before the tracker began and turned Ready
-        after: it was pending while this worker ran, though the cache had not synced its kind yet."""
+        after: it was pending while this worker ran, though the cache had not synced its kind yet. The Ready time is
+        known to the second only, so a pod that turned Ready in the second the tracker began counts: its
+        transition, 20:52:00, may have come after a start at 20:52:00.05 (a test's worker that a fast world's pod
+        outran was never observed)."""
         ready = condition(pod, "Ready")
         at = timestamp((ready or {}).get("lastTransitionTime"))
-        return (self.since is not None and created is not None and at is not None and created < self.since <= at
-                and (ready or {}).get("status") == "True")
+        return (self.since is not None and created is not None and at is not None
+                and created < self.since < at + 1.0 and (ready or {}).get("status") == "True")
 
     def _startup(self, key: str, pod: Obj, created: float | None, now: float) -> None:
         if (pod.get("status") or {}).get("phase") == "Pending":

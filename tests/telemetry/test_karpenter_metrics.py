@@ -190,3 +190,13 @@ def test_a_pod_that_started_before_the_cache_showed_it_is_observed() -> None:
     tracker.update([_pod("late", "n1", "Running", ready_at="2026-01-01T00:00:20Z"),  # Ready after: counted
                     _pod("old", "n1", "Running", ready_at="2026-01-01T00:00:05Z")], now=1767225630.0)  # before: not
     assert _count("karpenter_pods_startup_duration_seconds") == before + 1
+
+
+def test_a_pod_ready_in_the_second_the_tracker_began_is_observed() -> None:
+    """Its transition is stamped to the second: 00:00:10 may be after a start at 00:00:10.05."""
+    before = _count("karpenter_pods_startup_duration_seconds")
+    tracker = PodTracker()
+    tracker.begin(1767225610.05)
+    tracker.update([_pod("same", "n1", "Running", ready_at="2026-01-01T00:00:10Z"),  # that second: counted
+                    _pod("prior", "n1", "Running", ready_at="2026-01-01T00:00:09Z")], now=1767225630.0)  # not
+    assert _count("karpenter_pods_startup_duration_seconds") == before + 1
