@@ -22,6 +22,12 @@ log = logging.getLogger(__name__)
 Wanted = Callable[[str, Obj | None, Obj | None], bool]
 
 
+def paced(debounce_seconds: float, pace: float, took: float) -> float:
+    """The pause after a pass that took `took` seconds: the debounce, or `pace` times the pass, whichever is longer,
+    so that under churn a costly pass takes at most 1 / (1 + pace) of the time."""
+    return max(debounce_seconds, pace * took)
+
+
 class InformerWakeup:
     """Listeners on a cache's informers of `kinds` that set an asyncio Event on its loop, from the informers' threads,
     for the watch events `wanted(kind, old, new)` says may matter ((None, None) after a LIST): how the cache
@@ -109,6 +115,6 @@ class CacheController:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(wake.wait(), timeout=self.resync_seconds)
                 wake.clear()
-                await asyncio.sleep(max(self.debounce_seconds, self.pace * took))
+                await asyncio.sleep(paced(self.debounce_seconds, self.pace, took))
         finally:
             self.detach()

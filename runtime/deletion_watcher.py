@@ -27,7 +27,7 @@ from client.visibility import workflow_ids
 from contracts.search_attributes import TASK_QUEUE
 from contracts.termination import TerminationInput
 from gateways.kube import KubeClient, Obj, Watch
-from runtime.cache_controller import InformerWakeup
+from runtime.cache_controller import InformerWakeup, paced
 from runtime.cluster_cache import ClusterCache
 from workflows.termination import machine_key
 
@@ -168,7 +168,7 @@ class DeletionWatcher:
         """The debounce, or `pace` times the last pass's own work, as the cache controllers pace theirs
         (runtime/cache_controller.py): in a burst of 1,000 deletions the watcher is woken all the time, and a pass
         over 2,000 objects every 0.1 s was a third of a core."""
-        return max(self.settings.debounce_seconds, self.settings.pace * self.last_pass_seconds)
+        return paced(self.settings.debounce_seconds, self.settings.pace, self.last_pass_seconds)
 
     def _listen(self, loop: asyncio.AbstractEventLoop) -> None:
         """The cache's informers mark the state dirty (from their threads) for an event that may change what a pass
