@@ -264,17 +264,17 @@ class Chaos:
                                for x in (c.get("status") or {}).get("conditions") or []))
 
     async def api_outage(self) -> None:
-        """Every API request 503 for OUTAGE_SECONDS, once a readiness wait and a drain are both in flight (or
-        after OUTAGE_WAIT_SECONDS): the outage must meet both, so wait for the moment rather than hope for it.
-        A readiness wait lasts about 10 s (READY_DELAY: the replacement boots, then turns Ready), a drain of grace-2
-        its grace period (its hold pods never evict), and LATE_DRIFT's drift starts only when a planner pass and the
-        pool's budget let it. So the drift is released first and a replacement (its, or an earlier drift's) seen
-        booting; grace-2 (and manual-0) are deleted only then, and the outage starts once their drains run beside a
-        readiness wait. Deleting grace-2 first let its drain end before the drift, queued behind drifts a killed
-        replica had slowed, launched anything (seed 7, twice on 2026-11-29)."""
+        """Every API request 503 for OUTAGE_SECONDS, once a readiness wait and a drain are both in flight (or after
+        OUTAGE_WAIT_SECONDS): the outage must meet both, so wait for the moment rather than hope for it. A readiness
+        wait lasts about 10 s (READY_DELAY: the replacement boots, then turns Ready), a drain of grace-2 its grace
+        period (its hold pods never evict), and LATE_DRIFT's drift starts only when a planner pass and the pool's
+        budget let it. So the drift is released first and a replacement (its, or an earlier drift's) seen booting;
+        grace-2 (and manual-0) are deleted only then, and the outage starts once a drain (theirs, or a drift's) runs
+        beside a readiness wait. Deleting grace-2 first let its drain end before the drift, queued behind drifts a
+        killed replica had slowed, launched anything (seed 7, twice on 2026-11-29)."""
         until = time.monotonic() + OUTAGE_WAIT_SECONDS
         await asyncio.to_thread(self.release_late_drift)
-        waits = await self._until(until, self.readiness_waits)
+        waits = await self._until(until, lambda: asyncio.to_thread(self.readiness_waits))
         if not waits:
             self.log(f"no readiness wait in {OUTAGE_WAIT_SECONDS}s: {await asyncio.to_thread(self.late_drift_state)}")
         await asyncio.to_thread(self.delete, "node", "manual-0")
@@ -301,12 +301,10 @@ class Chaos:
         self.log("API outage ends")
 
     @staticmethod
-    async def _until(until: float, count: Callable[[], Any]) -> int:
-        """Poll `count` (a coroutine function, or a blocking one run in a thread) until it is non-zero or `until`
-        (monotonic seconds) passes; returns its last value."""
-        value = 0
+    async def _until(until: float, count: Callable[[], Awaitable[int]]) -> int:
+        """Poll `count` until it is non-zero or `until` (monotonic seconds) passes; returns its last value."""
         while True:
-            value = await (count() if asyncio.iscoroutinefunction(count) else asyncio.to_thread(count))
+            value = await count()
             if value or time.monotonic() >= until:
                 return value
             await asyncio.sleep(0.2)
