@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import compress, repeat
@@ -51,7 +51,7 @@ from gateways.kube import KubeClient, without_disrupted_taint
 from planning.disruption.repair import DEFAULT_POLICIES, RepairBlockReason, RepairPolicy, as_policies
 from planning.disruption.validation import CONSOLIDATION_METHODS, Decision, Mismatch, Verdict, same_decision
 from planning.planner.plan import plan
-from planning.planner.recheck import recheck_consolidation, recheck_spot_return
+from planning.planner.recheck import Recheck, recheck_consolidation_command, recheck_spot_return
 from planning.policies.spot_return import SPOT_RETURN
 from planning.pricing.unavailable_offerings import UnavailableOfferings, with_unavailable
 from telemetry import karpenter_metrics as km
@@ -223,12 +223,26 @@ def to_command(cmd: Any, index: Mapping[str, NodeRef]) -> DisruptionCommand:
             ref.provider_id = cmd.provider_ids[i]
         ref.node_pool = ref.node_pool or cmd.node_pool
         refs.append(ref)
-    placements: dict[str, list[str]] = {}
-    for move in cmd.pods:  # a destination that is no node of the cluster is one of the command's replacements
-        placements.setdefault(move.to if move.to in index else "", []).append(move.pod)
     return DisruptionCommand(method=cmd.method, reason=cmd.reason, node_pool=cmd.node_pool, nodes=refs,
                              replacements=[to_replacement(r) for r in cmd.replacements],
-                             savings_per_hour=cmd.savings_per_hour, pods=len(cmd.pods), placements=placements)
+                             savings_per_hour=cmd.savings_per_hour, pods=len(cmd.pods),
+                             placements=placements_of(cmd.pods, index))
+
+
+def placements_of(moves: Iterable[Any], index: Mapping[str, NodeRef]) -> dict[str, list[str]]:
+    """A command's simulated pod moves as DisruptionCommand.placements: node name -> pod keys, "" for a
+    destination that is no node of the cluster (one of the command's replacements)."""
+    placements: dict[str, list[str]] = {}
+    for move in moves:
+        placements.setdefault(move.to if move.to in index else "", []).append(move.pod)
+    return placements
+
+
+def as_delete(ours: DisruptionCommand, fresh: Any, index: Mapping[str, NodeRef]) -> DisruptionCommand:
+    """`ours` carried out as validation's fresh delete of the same candidates (Mismatch.REPLACEMENT_NOT_NEEDED): no
+    replacement, the delete's savings, and the pods placed where the fresh simulation put them."""
+    return ours.model_copy(update={"replacements": [], "savings_per_hour": fresh.savings_per_hour,
+                                   "pods": len(fresh.pods), "placements": placements_of(fresh.pods, index)})
 
 
 def planned_pods(placements: Mapping[str, Sequence[str]], into: dict[str, str]) -> dict[str, str]:
@@ -485,13 +499,15 @@ class PlanningActivities:
         return plan(read.planning_snapshot(), at, catalog=self._catalog_for(catalog_path), exclude_nodes=read.excluded,
                     parsed=read.parsed, repair=self._repair, planned=read.planned)
 
-    def _recheck(self, read: ClusterRead, inp: ValidateInput, decision: Decision) -> Mismatch | None:
+    def _recheck(self, read: ClusterRead, inp: ValidateInput, decision: Decision) -> Recheck:
         """A consolidation (or SpotReturn) command re-simulated on its own candidates
         (planning/disruption/validation.py)."""
-        recheck = recheck_spot_return if inp.command.method == SPOT_RETURN else recheck_consolidation
-        return recheck(read.planning_snapshot(), inp.at, [n.name for n in inp.command.nodes], decision,
-                       catalog=self._catalog_for(inp.catalog_path), exclude=read.excluded,
-                       parsed=read.parsed, repair=self._repair, planned=read.planned)
+        args = (read.planning_snapshot(), inp.at, [n.name for n in inp.command.nodes], decision)
+        kwargs = dict(catalog=self._catalog_for(inp.catalog_path), exclude=read.excluded, parsed=read.parsed,
+                      repair=self._repair, planned=read.planned)
+        if inp.command.method == SPOT_RETURN:
+            return Recheck(recheck_spot_return(*args, **kwargs))
+        return recheck_consolidation_command(*args, **kwargs)
 
     @activity.defn(name="planner_pass")
     async def plan_pass(self, inp: PlanPassInput) -> PlanPassResult:
@@ -581,38 +597,45 @@ class PlanningActivities:
     @activity.defn(name="disruption_validate")
     async def validate_command(self, inp: ValidateInput) -> ValidationResult:
         """Karpenter's validation: after the delay, re-plan and require the same decision for these nodes."""
-        outcome, reason = await heartbeating(self._validate_command(inp))
+        outcome, reason, instead = await heartbeating(self._validate_command(inp))
         metrics.DISRUPTION_VALIDATIONS.labels(method=inp.command.method, result=outcome.value).inc()
-        if outcome is not Verdict.VALID:  # Karpenter counts each candidate of a failed validation
+        if not outcome.valid:  # Karpenter counts each candidate of a failed validation
             km.FAILED_VALIDATIONS.labels(consolidation_type=CONSOLIDATION_TYPES.get(inp.command.method, "")).inc(
                 len(inp.command.nodes))
-        return ValidationResult(valid=outcome is Verdict.VALID, reason=reason)
+        return ValidationResult(valid=outcome.valid, reason=reason, command=instead)
 
-    async def _validate_command(self, inp: ValidateInput) -> tuple[Verdict, str]:
-        """(typed verdict, the message a user reads) for a command about to be tainted."""
+    async def _validate_command(self, inp: ValidateInput) -> tuple[Verdict, str, DisruptionCommand | None]:
+        """(typed verdict, the message a user reads, the command to carry out instead, if any) for a command about
+        to be tainted."""
         try:
             read = await self._snapshot(inp.own_workflow_id)
         except StaleCluster as exc:
             self._stale(exc, "validation")
-            return Verdict.CACHE_STALE, f"cluster cache not fresh: {exc}"
+            return Verdict.CACHE_STALE, f"cluster cache not fresh: {exc}", None
         ours = inp.command
         if ours.node_pool in read.paused:
-            return Verdict.POOL_PAUSED, f"NodePool {ours.node_pool} is paused"
+            return Verdict.POOL_PAUSED, f"NodePool {ours.node_pool} is paused", None
         for n in ours.nodes:
             ref = read.index.get(n.name)
             if ref is None or ref.uid != n.uid:
-                return Verdict.CANDIDATE_GONE, f"candidate {n.name} is gone"
+                return Verdict.CANDIDATE_GONE, f"candidate {n.name} is gone", None
             if n.name in read.excluded:
-                return Verdict.CANDIDATE_IN_FLIGHT, f"candidate {n.name} is already being disrupted"
+                return Verdict.CANDIDATE_IN_FLIGHT, f"candidate {n.name} is already being disrupted", None
         decision = Decision.of(ours.method, {n.name for n in ours.nodes}, ours.replacements)
         try:
             if (ours.method in CONSOLIDATION_METHODS and len(ours.replacements) <= 1) or ours.method == SPOT_RETURN:
-                problem = await asyncio.to_thread(self._recheck, read, inp, decision)
+                checked = await asyncio.to_thread(self._recheck, read, inp, decision)
             else:
-                problem = await asyncio.to_thread(self._replanned, read, inp, decision)
+                checked = Recheck(await asyncio.to_thread(self._replanned, read, inp, decision))
         except Exception as exc:
             raise ApplicationError(f"planning failed: {exc}") from exc
-        return (Verdict.VALID, "") if problem is None else (Verdict.of(problem), problem.value)
+        problem = checked.mismatch
+        if problem is None:
+            return Verdict.VALID, "", None
+        instead = None
+        if problem is Mismatch.REPLACEMENT_NOT_NEEDED and checked.fresh is not None:
+            instead = as_delete(ours, checked.fresh, read.index)
+        return Verdict.of(problem), problem.value, instead
 
     def _replanned(self, read: ClusterRead, inp: ValidateInput, decision: Decision) -> Mismatch | None:
         """A command other than a consolidation's: a fresh pass must make the same decision for these nodes."""

@@ -77,6 +77,8 @@ class EventReason(StrEnum):
     AWAITING_JOB_COMPLETION = "AwaitingJobCompletion"  # drain.jobs Wait: the drain leaves Job pods to finish
     SPOT_FALLBACK = "SpotFallback"  # a NodeClaim launched on-demand because EC2 refused spot (semantics §15.5)
     CLOUD_UNAUTHORIZED = "CloudUnauthorized"  # EC2 answered UnauthorizedOperation: the message names the IAM action
+    # validation found a consolidation's candidates fit on the other nodes: deleted without the planned replacement
+    CONSOLIDATION_WITHOUT_REPLACEMENT = "ConsolidationWithoutReplacement"
 
 
 NORMAL, WARNING = "Normal", "Warning"
@@ -158,6 +160,7 @@ REASONS: dict[EventReason, ReasonSpec] = {
     R.AWAITING_JOB_COMPLETION: ReasonSpec(NORMAL, NODEFLOW),  # once per node per 2 min, as FailedDraining it replaces
     R.SPOT_FALLBACK: ReasonSpec(NORMAL, NODEFLOW),  # once per NodeClaim: recorded at its launch
     R.CLOUD_UNAUTHORIZED: ReasonSpec(WARNING, NODEFLOW, by_message=True),  # on the NodePool whose launch was refused
+    R.CONSOLIDATION_WITHOUT_REPLACEMENT: ReasonSpec(NORMAL, NODEFLOW, by_message=True),  # on the NodePool
 }
 
 # Where one reason is recorded differently on one kind of object: Karpenter's NodePool DisruptionBlocked keys on
@@ -516,6 +519,13 @@ def consolidation_approved(score: float, threshold: float, savings_percent: floa
     shown = "+Inf" if math.isinf(score) else f"{score:.2f}"
     return (f"score {shown} >= threshold {threshold:.2f} "
             f"(savings {savings_percent:.1f}%, disruption {disruption_percent:.1f}%)")
+
+
+def without_replacement(method: str, nodes: list[str], savings_per_hour: float) -> str:
+    """ConsolidationWithoutReplacement: the command, its nodes (the first three) and what the delete saves."""
+    shown = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+    return (f"{method} deletes {shown} without the planned replacement: at validation their pods fit on the "
+            f"other nodes (saves ${savings_per_hour:.4f}/h)")
 
 
 def volume_limit_reached(pod: str, node: str, driver: str, used: int, limit: int, need: int) -> str:

@@ -174,6 +174,9 @@ class ValidateInput(_Model):
 class ValidationResult(_Model):
     valid: bool
     reason: str = ""
+    # Valid, but to be carried out as this command instead: the same candidates deleted without the planned
+    # replacement, whose pods now fit on the other nodes (planning/disruption/validation.py REPLACEMENT_NOT_NEEDED).
+    command: DisruptionCommand | None = None
 
 
 class CancelHold(_Model):

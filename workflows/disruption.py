@@ -21,7 +21,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from activities.candidates import CandidateActivities
     from activities.events import EventActivities
-    from activities.planning_runner import PlanningActivities
+    from activities.planning_runner import MEMO_PLACEMENTS, PlanningActivities
     from activities.provisioning import ProvisioningActivities
     from api import events
     from api.events import EventReason
@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         NO_RETURN_PHASES,
         AwaitTerminationsInput,
         CancelHold,
+        DisruptionCommand,
         DisruptionInput,
         DisruptionPhase,
         DisruptionProgress,
@@ -69,6 +70,9 @@ REPAIR_METHOD_PATCH = "repair-method"
 # recorded before it record neither (planning/policies/drift_backoff.py).
 DRIFT_BACKOFF_PATCH = "drift-backoff"
 DRIFT_METHODS = frozenset({"Drift", "StaticDrift"})
+# A consolidation whose replacement validation found unneeded is carried out as the delete it handed back
+# (docs/semantics.md §5.8); recorded before it, no validation handed one back.
+VALIDATED_AS_DELETE_PATCH = "validated-as-delete"
 # Launch failures that retrying cannot fix (no capacity, bad request) roll back at once.
 SHORT_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
                           maximum_attempts=3)
@@ -112,6 +116,7 @@ class DisruptionWorkflow:
         self._policy = None  # the pool's DisruptionPolicy controls, for executions past POLICY_PATCH
         self._approved: str | None = None  # `approve`: a person acked the pre-disruption hook
         self._unknown_signals: list[str] = []
+        self._notes: list[EventSpec] = []  # Events recorded with the candidates' DisruptionTerminating ones
 
     # ---- messages -------------------------------------------------------------------------------------------
 
@@ -201,6 +206,7 @@ class DisruptionWorkflow:
             invalid = await self._validate(inp)
             if invalid is not None:
                 return invalid
+            cmd = inp.command  # validation may have handed back the delete to carry out instead
 
         if inp.policy is not None and workflow.patched(policy_steps.POLICY_PATCH):
             self._policy = inp.policy
@@ -245,7 +251,22 @@ class DisruptionWorkflow:
             start_to_close_timeout=timedelta(minutes=2), heartbeat_timeout=timedelta(seconds=30), retry_policy=RETRY)
         if not verdict.valid:
             return await self._finish(DisruptionPhase.INVALID, f"validation failed: {verdict.reason}")
+        if verdict.command is not None and workflow.patched(VALIDATED_AS_DELETE_PATCH):
+            self._carry_out_instead(inp, verdict.command)
         return None
+
+    def _carry_out_instead(self, inp: DisruptionInput, instead: DisruptionCommand) -> None:
+        """Validation found the candidates' pods fit on the other nodes: delete them without the planned replacement
+        (docs/semantics.md §5.8). The memo's placements become the delete's, so the validations and passes that
+        reserve in-flight commands' pods reserve the room these pods will take."""
+        planned = inp.command
+        inp.command = instead
+        workflow.upsert_memo({MEMO_PLACEMENTS: instead.placements})
+        self._notes.append(EventSpec(
+            kind="NodePool", name=instead.node_pool, reason=EventReason.CONSOLIDATION_WITHOUT_REPLACEMENT,
+            message=events.without_replacement(planned.method, [n.name for n in instead.nodes],
+                                               instead.savings_per_hour)))
+        self._refresh_details()
 
     async def _policy_gate(self, inp: DisruptionInput) -> DisruptionResult | None:
         """The pool's pre-disruption hook (and its ack) before anything is tainted, then `started`; returns the
@@ -387,7 +408,7 @@ class DisruptionWorkflow:
                            message=events.disrupting("Node", cmd.reason)) for n in cmd.nodes]
         specs += [EventSpec(kind="NodeClaim", name=n.node_claim, reason=EventReason.DISRUPTION_TERMINATING,
                             message=events.disrupting("NodeClaim", cmd.reason)) for n in cmd.nodes if n.node_claim]
-        await self._record(specs, None)
+        await self._record(specs + self._notes, None)
         ids: list[str] = await workflow.execute_activity_method(
             CandidateActivities.start_terminations,
             TerminationsInput(nodes=cmd.nodes, reason=cmd.reason, task_queue=workflow.info().task_queue,

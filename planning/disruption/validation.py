@@ -21,6 +21,10 @@ class Mismatch(StrEnum):
     BUDGET = "the NodePool's disruption budget allows no more Underutilized disruptions"
     HELD = "a DisruptionPolicy calendar holds the NodePool"
     NOT_CHOSEN = "candidates are no longer chosen"  # a re-planned (non-consolidation) command's pass picked others
+    # Not a failure: a consolidation planned with a replacement whose candidates, simulated again, fit on the other
+    # nodes without one. Karpenter throws such a command away (NEW_SCHEDULING_RESULTS); nodeflow deletes the same
+    # candidates without launching (docs/semantics.md §5.8, §12).
+    REPLACEMENT_NOT_NEEDED = "their pods fit on the other nodes now: deleting without the planned replacement"
 
 
 class Verdict(StrEnum):
@@ -37,10 +41,16 @@ class Verdict(StrEnum):
     NEW_SCHEDULING_RESULTS = "new_scheduling_results"
     BUDGET = "budget"
     HELD = "held"
+    REPLACEMENT_NOT_NEEDED = "valid_without_replacement"  # carried out as a delete (Mismatch.REPLACEMENT_NOT_NEEDED)
 
     @classmethod
     def of(cls, mismatch: Mismatch) -> Verdict:
         return cls[mismatch.name]
+
+    @property
+    def valid(self) -> bool:
+        """The command goes ahead (as planned, or as a delete of the same candidates)."""
+        return self in (Verdict.VALID, Verdict.REPLACEMENT_NOT_NEEDED)
 
 
 # Methods whose command may shrink on re-planning (each candidate stands alone); the others must match exactly.

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from api.catalog import InstanceTypeCatalog
 from planning.cluster import Parsed
 from planning.disruption.candidates import GRACEFUL
+from planning.disruption.commands import Command
 from planning.disruption.multinode import MultiNodeConsolidation
 from planning.disruption.repair import DEFAULT_POLICIES, RepairPolicy
 from planning.disruption.singlenode import SingleNodeConsolidation
@@ -21,15 +23,35 @@ from planning.planner.plan import prepare_pass
 from planning.policies.spot_return import SpotReturn
 
 
+@dataclass(frozen=True)
+class Recheck:
+    """A consolidation command re-checked: why it no longer holds (None: it does), and the fresh simulation's
+    command for the same candidates when there was one (with REPLACEMENT_NOT_NEEDED, the delete to carry out)."""
+
+    mismatch: Mismatch | None
+    fresh: Command | None = None
+
+
 def recheck_consolidation(snapshot: Any, at: datetime, nodes: Sequence[str], ours: Decision,
                           catalog: InstanceTypeCatalog | None = None, exclude: frozenset[str] | set[str] = frozenset(),
                           parsed: Parsed | None = None, repair: Sequence[RepairPolicy] = DEFAULT_POLICIES,
                           planned: Mapping[str, str] | None = None) -> Mismatch | None:
-    """None when a consolidation command still holds on `snapshot`: every node is still a candidate the
+    """`recheck_consolidation_command`'s mismatch alone."""
+    return recheck_consolidation_command(snapshot, at, nodes, ours, catalog, exclude, parsed, repair, planned).mismatch
+
+
+def recheck_consolidation_command(snapshot: Any, at: datetime, nodes: Sequence[str], ours: Decision,
+                                  catalog: InstanceTypeCatalog | None = None,
+                                  exclude: frozenset[str] | set[str] = frozenset(), parsed: Parsed | None = None,
+                                  repair: Sequence[RepairPolicy] = DEFAULT_POLICIES,
+                                  planned: Mapping[str, str] | None = None) -> Recheck:
+    """No mismatch when a consolidation command still holds on `snapshot`: every node is still a candidate the
     method may disrupt, in no calendar hold and within its pool's budget, and removing exactly these nodes
     still schedules every pod on the others plus the same replacement (Karpenter's ConsolidationValidator).
     A pass that would now prefer other nodes does not invalidate it: in a cluster that changes every 10 s
     the fresh pass often does, and requiring it failed most commands of bench.karpenter_suite's basic run.
+    A command planned with a replacement whose candidates now fit on the other nodes without one is
+    REPLACEMENT_NOT_NEEDED with that delete (Karpenter discards it; docs/semantics.md §12).
     `planned`: where the other in-flight commands planned their pods (Scheduler), so their reservation leaves
     this command the room it planned on."""
     setup = prepare_pass(snapshot, at, catalog, exclude, None, parsed, repair, planned)
@@ -38,18 +60,19 @@ def recheck_consolidation(snapshot: Any, at: datetime, nodes: Sequence[str], our
     by_name = {c.name: c for c in setup.sets[GRACEFUL].candidates}
     chosen = [by_name.get(n) for n in nodes]
     if any(c is None or not method.should_disrupt(c) for c in chosen):
-        return Mismatch.CANDIDATES_CHANGED
+        return Recheck(Mismatch.CANDIDATES_CHANGED)
     cands = [c for c in chosen if c is not None]
     if any(setup.ctx.policies.hold_message(c.pool.name) is not None for c in cands):
-        return Mismatch.HELD
+        return Recheck(Mismatch.HELD)
     allowed = setup.allowed.get(method.reason, {})
     if any(allowed.get(pool, 0) < n for pool, n in Counter(c.pool.name for c in cands).items()):
-        return Mismatch.BUDGET
-    attempt = method.compute_consolidation(method, cands, single=single)
-    if attempt.command is None:
-        return Mismatch.NEW_SCHEDULING_RESULTS
-    fresh = attempt.command
-    return same_decision(ours, Decision.of(fresh.method, fresh.nodes, fresh.replacements))
+        return Recheck(Mismatch.BUDGET)
+    fresh = method.compute_consolidation(method, cands, single=single).command
+    if fresh is None:
+        return Recheck(Mismatch.NEW_SCHEDULING_RESULTS)
+    if ours.replacements and not fresh.replacements:
+        return Recheck(Mismatch.REPLACEMENT_NOT_NEEDED, fresh)
+    return Recheck(same_decision(ours, Decision.of(fresh.method, fresh.nodes, fresh.replacements)), fresh)
 
 
 def recheck_spot_return(snapshot: Any, at: datetime, nodes: Sequence[str], ours: Any,

@@ -58,3 +58,31 @@ async def test_a_gone_and_an_in_flight_candidate_count_under_their_own_result(si
     assert not verdict.valid and "already being disrupted" in verdict.reason
     assert _count(Verdict.CANDIDATE_GONE) == before[Verdict.CANDIDATE_GONE] + 1
     assert _count(Verdict.CANDIDATE_IN_FLIGHT) == before[Verdict.CANDIDATE_IN_FLIGHT] + 1
+
+
+async def test_a_replacement_no_longer_needed_comes_back_as_the_delete(sim: Any, k8s: Any,
+                                                                      temporal_client: Client) -> None:
+    """A command planned as a replace whose candidate's pods now fit on the other node: valid, counted as
+    `valid_without_replacement`, and handed back as the delete of the same candidate with its pods placed on x."""
+    from tests.planning.planning_factory import node_and_claim, nodepool, pod
+
+    objs = [nodepool(), *node_and_claim("vr-x", "m5.2xlarge"), pod("vr-big", "vr-x", cpu="4", memory="1Gi"),
+            *node_and_claim("vr-a", "m5.2xlarge"), pod("vr-wa", "vr-a", cpu="3", memory="1Gi")]
+    sim.load_objects(objs)
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, task_queue=f"verdicts-{uuid.uuid4().hex[:8]}")
+    acts = PlanningActivities(KubeClient(k8s), temporal_client)
+    before = _count(Verdict.REPLACEMENT_NOT_NEEDED)
+
+    ours = command(n=1, method=METHOD)
+    a = next(o for o in objs if o["kind"] == "Node" and o["metadata"]["name"] == "vr-a")
+    ours.nodes[0].name, ours.nodes[0].uid = "vr-a", a["metadata"]["uid"]
+    ours.placements = {"": ["default/vr-wa"]}
+    verdict = await env.run(acts.validate_command, ValidateInput(command=ours, at=datetime.now(UTC),
+                                                                 own_workflow_id="disrupt-vr-a"))
+    assert verdict.valid and verdict.reason == Mismatch.REPLACEMENT_NOT_NEEDED.value
+    assert verdict.command is not None
+    assert verdict.command.replacements == [] and verdict.command.decision == "delete"
+    assert [n.name for n in verdict.command.nodes] == ["vr-a"]
+    assert verdict.command.placements == {"vr-x": ["default/vr-wa"]} and verdict.command.pods == 1
+    assert _count(Verdict.REPLACEMENT_NOT_NEEDED) == before + 1

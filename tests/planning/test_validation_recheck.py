@@ -16,7 +16,7 @@ from api import labels as L
 from planning.disruption.commands import Replacement
 from planning.disruption.validation import Decision, Mismatch
 from planning.planner.plan import run_pass
-from planning.planner.recheck import recheck_consolidation
+from planning.planner.recheck import recheck_consolidation, recheck_consolidation_command
 from tests.planning.planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 TYPES = {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.xlarge", "m5.2xlarge"]}
@@ -100,3 +100,25 @@ def test_a_candidate_nominated_while_the_command_waits_is_candidates_changed() -
     objs[3] = node_and_claim("a", "m5.xlarge", claim_annotations={
         L.NOMINATED_UNTIL_ANNOTATION: ts(AT + window())})
     assert _recheck(objs, ["a"]) is Mismatch.CANDIDATES_CHANGED
+
+
+def test_a_replacement_no_longer_needed_is_carried_out_as_the_delete() -> None:
+    """Planned as a replace while x was full; x's pod has gone since, so a's pod fits on x: Karpenter discards the
+    command (new scheduling results), nodeflow deletes a without launching (docs/semantics.md §12)."""
+    freed = [nodepool(requirements=[ON_DEMAND, TYPES]),
+             node_and_claim("x", "m5.2xlarge"), pod("big-1", "x", cpu="4", memory="1Gi"),
+             node_and_claim("a", "m5.2xlarge"), pod("wa-1", "a", cpu="3", memory="1Gi")]
+    ours = Decision.of(SINGLE, ["a"], [Replacement(instance_types=["m5.xlarge"], capacity_type="on-demand", price=0.1)])
+    checked = recheck_consolidation_command(snapshot(*freed), AT, ["a"], ours)
+    assert checked.mismatch is Mismatch.REPLACEMENT_NOT_NEEDED
+    assert checked.fresh is not None and checked.fresh.nodes == ["a"] and checked.fresh.replacements == []
+    assert [(m.pod, m.to) for m in checked.fresh.pods] == [("default/wa-1", "x")]
+    assert _recheck(freed, ["a"]) is None  # planned as the delete, it simply holds
+
+
+def test_a_replacement_no_longer_needed_is_not_a_failure() -> None:
+    from planning.disruption.validation import Verdict
+
+    assert Verdict.of(Mismatch.REPLACEMENT_NOT_NEEDED).valid
+    assert Verdict.VALID.valid
+    assert not any(v.valid for v in Verdict if v not in (Verdict.VALID, Verdict.REPLACEMENT_NOT_NEEDED))

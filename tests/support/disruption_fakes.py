@@ -14,6 +14,7 @@ from contracts.disruption import (
     DisruptionCommand,
     DriftOutcomeInput,
     EventsInput,
+    EventSpec,
     LaunchedReplacement,
     LaunchInput,
     NodeRef,
@@ -43,6 +44,7 @@ class Fakes:
     """Records every call in order; knobs decide what the fake cluster answers."""
 
     valid: bool = True
+    as_delete: dict[str, list[str]] | None = None  # valid, handed back as a delete placing the pods so
     ready_after_polls: int | None = 1  # None: never ready
     launch_error: str | None = None
     launch_transient_failures: int = 0  # the first N launch attempts fail as an API outage does (retryable)
@@ -60,6 +62,7 @@ class Fakes:
     termination_reasons: list[str] = field(default_factory=list)
     termination_deadlines: list[datetime | None] = field(default_factory=list)
     outcomes: list[str] = field(default_factory=list)
+    recorded: list[EventSpec] = field(default_factory=list)  # every Event the workflow asked to record
     drift_outcomes: list[DriftOutcomeInput] = field(default_factory=list)  # kept apart from `calls`
     plan: PlanPassResult = field(default_factory=PlanPassResult)
 
@@ -75,6 +78,9 @@ class Fakes:
         async def validate(inp: ValidateInput) -> ValidationResult:
             f.calls.append("validate")
             f.validate_scheduled.append(activity.info().scheduled_time)
+            if f.as_delete is not None:
+                instead = inp.command.model_copy(update={"replacements": [], "placements": f.as_delete})
+                return ValidationResult(valid=True, reason="their pods fit on the other nodes now", command=instead)
             return ValidationResult(valid=f.valid, reason="" if f.valid else "candidates changed")
 
         @activity.defn(name="disruption_taint_candidates")
@@ -148,6 +154,7 @@ class Fakes:
         async def events(inp: EventsInput) -> int:
             if inp.outcome:
                 f.outcomes.append(inp.outcome)
+            f.recorded += inp.events
             return len(inp.events)
 
         @activity.defn(name="disruption_drift_outcome")

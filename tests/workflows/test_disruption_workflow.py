@@ -46,6 +46,31 @@ async def test_validates_after_delay_then_replaces_and_terminates(ts_env: Workfl
     assert progress.phase == DisruptionPhase.SUCCEEDED and progress.nodes == ["node-0", "node-1"]
 
 
+async def test_a_replacement_validation_finds_unneeded_is_not_launched(ts_env: WorkflowEnvironment) -> None:
+    """Validation hands back the delete of the same candidates (their pods fit on the other nodes now,
+    docs/semantics.md §5.8): nothing launches, the candidates terminate, the memo's placements become the delete's
+    and the NodePool gets a ConsolidationWithoutReplacement Event."""
+    fakes = Fakes(as_delete={"node-9": ["default/p-1", "default/p-2"]})
+    inp = DisruptionInput(command=command(n=2), settings=DisruptionSettings(validation_delay_seconds=15))
+    inp.command.placements = {"": ["default/p-1", "default/p-2"]}
+    tq = f"tq-{uuid.uuid4()}"
+    async with Worker(ts_env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
+        handle = await ts_env.client.start_workflow(DisruptionWorkflow.run, inp, id=f"disrupt-{uuid.uuid4()}",
+                                                    task_queue=tq, memo={"placements": inp.command.placements})
+        result = await handle.result()
+        progress = await handle.query(DisruptionWorkflow.progress)
+        memo = await (await handle.describe()).memo_value("placements")
+        await record_history(handle, "DisruptionWorkflow", "validated_as_delete")
+    assert result.outcome == DisruptionPhase.SUCCEEDED and result.replacements == []
+    assert fakes.calls == ["validate", "taint", "terminate"] and fakes.polls == 0
+    assert result.terminations == ["terminate-uid-0", "terminate-uid-1"]
+    assert memo == {"node-9": ["default/p-1", "default/p-2"]}
+    notes = [e for e in fakes.recorded if e.reason == "ConsolidationWithoutReplacement"]
+    assert [(e.kind, e.name) for e in notes] == [("NodePool", "default")]
+    assert notes[0].message.startswith("SingleNodeConsolidation deletes node-0, node-1 without the planned replacement")
+    assert progress.phase == DisruptionPhase.SUCCEEDED and progress.replacements == []
+
+
 @pytest.mark.parametrize(("reason", "method", "history"), [("Drifted", "Drift", "drift_not_validated"),
                                                          ("Unhealthy", "Repair", "repair_prespin")])
 async def test_drift_and_repair_are_not_validated_and_pre_spin_at_once(ts_env: WorkflowEnvironment, reason: str,
