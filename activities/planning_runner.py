@@ -635,7 +635,7 @@ class PlanningActivities:
         instead = None
         if problem is Mismatch.REPLACEMENT_NOT_NEEDED and checked.fresh is not None:
             instead = as_delete(ours, checked.fresh, read.index)
-        return Verdict.of(problem), problem.value, instead
+        return Verdict.of(problem), checked.message, instead
 
     def _replanned(self, read: ClusterRead, inp: ValidateInput, decision: Decision) -> Mismatch | None:
         """A command other than a consolidation's: a fresh pass must make the same decision for these nodes."""

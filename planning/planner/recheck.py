@@ -30,6 +30,13 @@ class Recheck:
 
     mismatch: Mismatch | None
     fresh: Command | None = None
+    detail: str = ""  # what the fresh simulation found instead, for the message a user reads
+
+    @property
+    def message(self) -> str:
+        """The mismatch's text, then the detail: "scheduling simulation produced new results: <why>"."""
+        text = self.mismatch.value if self.mismatch is not None else ""
+        return f"{text}: {self.detail}" if text and self.detail else text
 
 
 def recheck_consolidation(snapshot: Any, at: datetime, nodes: Sequence[str], ours: Decision,
@@ -67,12 +74,23 @@ def recheck_consolidation_command(snapshot: Any, at: datetime, nodes: Sequence[s
     allowed = setup.allowed.get(method.reason, {})
     if any(allowed.get(pool, 0) < n for pool, n in Counter(c.pool.name for c in cands).items()):
         return Recheck(Mismatch.BUDGET)
-    fresh = method.compute_consolidation(method, cands, single=single).command
+    attempt = method.compute_consolidation(method, cands, single=single)
+    fresh = attempt.command
     if fresh is None:
-        return Recheck(Mismatch.NEW_SCHEDULING_RESULTS)
+        return Recheck(Mismatch.NEW_SCHEDULING_RESULTS, detail=attempt.message)
     if ours.replacements and not fresh.replacements:
         return Recheck(Mismatch.REPLACEMENT_NOT_NEEDED, fresh)
-    return Recheck(same_decision(ours, Decision.of(fresh.method, fresh.nodes, fresh.replacements)), fresh)
+    mismatch = same_decision(ours, Decision.of(fresh.method, fresh.nodes, fresh.replacements))
+    return Recheck(mismatch, fresh, _replacements_now(fresh) if mismatch is Mismatch.NEW_SCHEDULING_RESULTS else "")
+
+
+def _replacements_now(fresh: Command) -> str:
+    """What the fresh simulation would launch, as a validation message says it."""
+    if not fresh.replacements:
+        return "it now needs no replacement"
+    r = fresh.replacements[0]
+    shown = ", ".join(r.instance_types[:3]) + (", ..." if len(r.instance_types) > 3 else "")
+    return f"it now needs a replacement ({r.capacity_type} {shown})"
 
 
 def recheck_spot_return(snapshot: Any, at: datetime, nodes: Sequence[str], ours: Any,

@@ -122,3 +122,22 @@ def test_a_replacement_no_longer_needed_is_not_a_failure() -> None:
     assert Verdict.of(Mismatch.REPLACEMENT_NOT_NEEDED).valid
     assert Verdict.VALID.valid
     assert not any(v.valid for v in Verdict if v not in (Verdict.VALID, Verdict.REPLACEMENT_NOT_NEEDED))
+
+
+def test_new_scheduling_results_say_what_the_fresh_simulation_found() -> None:
+    """The verdict stays typed; the message a user reads adds why (Karpenter's text first)."""
+    full = [nodepool(requirements=[ON_DEMAND, TYPES]),
+            node_and_claim("x", "m5.2xlarge"), pod("big-1", "x", cpu="7500m", memory="1Gi"),
+            node_and_claim("a", "m5.2xlarge"), pod("wa-1", "a", cpu="3", memory="1Gi")]
+    delete = recheck_consolidation_command(snapshot(*full), AT, ["a"], Decision.of(SINGLE, ["a"], []))
+    assert delete.mismatch is Mismatch.NEW_SCHEDULING_RESULTS
+    needs = "scheduling simulation produced new results: it now needs a replacement (on-demand m5.xlarge)"
+    assert delete.message == needs
+    spot = Decision.of(SINGLE, ["a"], [Replacement(instance_types=["m5.xlarge"], capacity_type="spot", price=0.1)])
+    checked = recheck_consolidation_command(snapshot(*full), AT, ["a"], spot)
+    assert checked.mismatch is Mismatch.NEW_SCHEDULING_RESULTS
+    assert checked.message == needs
+    gone = [full[0], *full[1:3], node_and_claim("a", "m5.2xlarge"), pod("wa-1", "a", cpu="7", memory="1Gi")]
+    refused = recheck_consolidation_command(snapshot(*gone), AT, ["a"], spot)
+    assert refused.mismatch is Mismatch.NEW_SCHEDULING_RESULTS and refused.fresh is None
+    assert refused.message.startswith("scheduling simulation produced new results: ") and len(refused.message) > 45
