@@ -521,11 +521,13 @@ def consolidation_approved(score: float, threshold: float, savings_percent: floa
             f"(savings {savings_percent:.1f}%, disruption {disruption_percent:.1f}%)")
 
 
+WITHOUT_REPLACEMENT = "without the planned replacement: at validation their pods fit on the other nodes"
+
+
 def without_replacement(method: str, nodes: list[str], savings_per_hour: float) -> str:
     """ConsolidationWithoutReplacement: the command, its nodes (the first three) and what the delete saves."""
     shown = ", ".join(nodes[:3]) + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
-    return (f"{method} deletes {shown} without the planned replacement: at validation their pods fit on the "
-            f"other nodes (saves ${savings_per_hour:.4f}/h)")
+    return f"{method} deletes {shown} {WITHOUT_REPLACEMENT} (saves ${savings_per_hour:.4f}/h)"
 
 
 def volume_limit_reached(pod: str, node: str, driver: str, used: int, limit: int, need: int) -> str:

@@ -85,6 +85,7 @@ class DisruptionStatus(BaseModel):
     cancellable: bool = False  # before the point of no return: `nodeflow cancel NODE` rolls it back
     cancel_requested: bool = False
     error: str | None = None
+    note: str | None = None  # how the command carried out differs from the one planned (no replacement)
     started_at: datetime | None = None
     query_error: str | None = None
     _run_id: str | None = PrivateAttr(default=None)  # for the query; not serialised
@@ -157,6 +158,7 @@ async def _query(client: Client, row: DisruptionStatus) -> None:
                                        state=ReplacementState.READY if r.node_claim in ready
                                        else ReplacementState.NOT_READY) for r in p.replacements]
     row.ready_deadline, row.cancel_requested, row.error = p.ready_deadline, p.cancel_requested, p.error
+    row.note = p.note
     row.cancellable = p.phase not in NOT_CANCELLABLE and not p.cancel_requested
     row.waiting_for = _wait(p.phase, True)
     if p.phase == DisruptionPhase.VALIDATING and await _awaiting_hook(handle):

@@ -310,6 +310,8 @@ class DisruptionProgress(_Model):
     cancel_requested: bool = False
     error: str | None = None
     unknown_signals: list[str] = Field(default_factory=list)  # latest signal names no handler has (ignored)
+    # how the command being carried out differs from the one planned (validation dropped its replacement)
+    note: str | None = None
 
 
 class DisruptionResult(_Model):

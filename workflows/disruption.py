@@ -117,6 +117,7 @@ class DisruptionWorkflow:
         self._approved: str | None = None  # `approve`: a person acked the pre-disruption hook
         self._unknown_signals: list[str] = []
         self._notes: list[EventSpec] = []  # Events recorded with the candidates' DisruptionTerminating ones
+        self._note: str | None = None  # DisruptionProgress.note
 
     # ---- messages -------------------------------------------------------------------------------------------
 
@@ -135,6 +136,7 @@ class DisruptionWorkflow:
             cancel_requested=self._cancel_reason is not None,
             error=self._error,
             unknown_signals=list(self._unknown_signals),
+            note=self._note,
         )
 
     @workflow.update
@@ -262,6 +264,7 @@ class DisruptionWorkflow:
         planned = inp.command
         inp.command = instead
         workflow.upsert_memo({MEMO_PLACEMENTS: instead.placements})
+        self._note = events.WITHOUT_REPLACEMENT
         self._notes.append(EventSpec(
             kind="NodePool", name=instead.node_pool, reason=EventReason.CONSOLIDATION_WITHOUT_REPLACEMENT,
             message=events.without_replacement(planned.method, [n.name for n in instead.nodes],

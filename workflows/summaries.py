@@ -112,6 +112,8 @@ def disruption_now(p: DisruptionProgress) -> str:
         parts.append(f"{ready}, waiting for {_names(waiting)}" if waiting else ready)
         if waiting and p.ready_deadline is not None and p.phase == DisruptionPhase.WAITING_READY:
             parts.append(f"ready by {p.ready_deadline.isoformat()}")
+    if p.note:
+        parts.append(p.note)
     if p.cancel_requested:
         parts.append("cancel requested")
     if p.error:

@@ -69,6 +69,7 @@ async def test_a_replacement_validation_finds_unneeded_is_not_launched(ts_env: W
     assert [(e.kind, e.name) for e in notes] == [("NodePool", "default")]
     assert notes[0].message.startswith("SingleNodeConsolidation deletes node-0, node-1 without the planned replacement")
     assert progress.phase == DisruptionPhase.SUCCEEDED and progress.replacements == []
+    assert progress.note == "without the planned replacement: at validation their pods fit on the other nodes"
 
 
 @pytest.mark.parametrize(("reason", "method", "history"), [("Drifted", "Drift", "drift_not_validated"),

@@ -172,3 +172,12 @@ def test_a_disruptions_current_details_say_what_it_waits_for() -> None:
                                                    "launch failed: no capacity")
     assert summaries.disruption_now(p.model_copy(update={"replacements": [], "phase": DisruptionPhase.VALIDATING})) \
         == "Validating general-01, general-02 (Drifted, pool general)"
+
+
+def test_a_disruption_carried_out_as_a_delete_says_so_in_its_details() -> None:
+    from api import events
+
+    p = DisruptionProgress(phase=DisruptionPhase.TERMINATING, method="SingleNodeConsolidation", reason="Underutilized",
+                           node_pool="general", nodes=["general-01"], note=events.WITHOUT_REPLACEMENT)
+    assert summaries.disruption_now(p) == ("Terminating general-01 (Underutilized, pool general) · without the planned "
+                                           "replacement: at validation their pods fit on the other nodes")
