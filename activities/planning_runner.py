@@ -51,7 +51,7 @@ from gateways.kube import KubeClient, without_disrupted_taint
 from planning.disruption.repair import DEFAULT_POLICIES, RepairBlockReason, RepairPolicy, as_policies
 from planning.disruption.validation import CONSOLIDATION_METHODS, Decision, Mismatch, Verdict, same_decision
 from planning.planner.plan import plan
-from planning.planner.recheck import Recheck, recheck_consolidation_command, recheck_spot_return
+from planning.planner.recheck import Recheck, recheck_consolidation, recheck_spot_return
 from planning.policies.spot_return import SPOT_RETURN
 from planning.pricing.unavailable_offerings import UnavailableOfferings, with_unavailable
 from telemetry import karpenter_metrics as km
@@ -507,7 +507,7 @@ class PlanningActivities:
                       repair=self._repair, planned=read.planned)
         if inp.command.method == SPOT_RETURN:
             return Recheck(recheck_spot_return(*args, **kwargs))
-        return recheck_consolidation_command(*args, **kwargs)
+        return recheck_consolidation(*args, **kwargs)
 
     @activity.defn(name="planner_pass")
     async def plan_pass(self, inp: PlanPassInput) -> PlanPassResult:

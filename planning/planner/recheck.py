@@ -42,16 +42,7 @@ class Recheck:
 def recheck_consolidation(snapshot: Any, at: datetime, nodes: Sequence[str], ours: Decision,
                           catalog: InstanceTypeCatalog | None = None, exclude: frozenset[str] | set[str] = frozenset(),
                           parsed: Parsed | None = None, repair: Sequence[RepairPolicy] = DEFAULT_POLICIES,
-                          planned: Mapping[str, str] | None = None) -> Mismatch | None:
-    """`recheck_consolidation_command`'s mismatch alone."""
-    return recheck_consolidation_command(snapshot, at, nodes, ours, catalog, exclude, parsed, repair, planned).mismatch
-
-
-def recheck_consolidation_command(snapshot: Any, at: datetime, nodes: Sequence[str], ours: Decision,
-                                  catalog: InstanceTypeCatalog | None = None,
-                                  exclude: frozenset[str] | set[str] = frozenset(), parsed: Parsed | None = None,
-                                  repair: Sequence[RepairPolicy] = DEFAULT_POLICIES,
-                                  planned: Mapping[str, str] | None = None) -> Recheck:
+                          planned: Mapping[str, str] | None = None) -> Recheck:
     """No mismatch when a consolidation command still holds on `snapshot`: every node is still a candidate the
     method may disrupt, in no calendar hold and within its pool's budget, and removing exactly these nodes
     still schedules every pod on the others plus the same replacement (Karpenter's ConsolidationValidator).

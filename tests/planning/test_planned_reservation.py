@@ -44,7 +44,7 @@ def _scheduler(in_flight: set[str], planned: dict[str, str] | None) -> tuple[Clu
 
 def _recheck(exclude: set[str], planned: dict[str, str] | None) -> Mismatch | None:
     return recheck_consolidation(_snap(), AT, ["a"], Decision.of(SINGLE, ["a"], []), exclude=frozenset(exclude),
-                                 planned=planned)
+                                 planned=planned).mismatch
 
 
 def test_first_fit_puts_the_reserved_pod_on_the_emptiest_node() -> None:

@@ -67,7 +67,8 @@ def test_without_the_hold_the_command_planned_now_fails_its_validation(monkeypat
     assert not cmd.replacements
     later = AT + timedelta(seconds=15)  # validation: wa-1 gone, wa-2 bound to b by kube-scheduler
     objs = flat(cluster_objs(bound_to_b=True, b_event=later), drop="wa-1")
-    why = recheck_consolidation(snapshot(*objs), later, ["b"], Decision.of(cmd.method, cmd.nodes, cmd.replacements))
+    why = recheck_consolidation(snapshot(*objs), later, ["b"],
+                                Decision.of(cmd.method, cmd.nodes, cmd.replacements)).mismatch
     assert why is Mismatch.CANDIDATES_CHANGED
 
 

@@ -16,7 +16,7 @@ from api import labels as L
 from planning.disruption.commands import Replacement
 from planning.disruption.validation import Decision, Mismatch
 from planning.planner.plan import run_pass
-from planning.planner.recheck import recheck_consolidation, recheck_consolidation_command
+from planning.planner.recheck import recheck_consolidation
 from tests.planning.planning_factory import AT, node_and_claim, nodepool, pod, snapshot
 
 TYPES = {"key": L.INSTANCE_TYPE_LABEL, "operator": "In", "values": ["m5.xlarge", "m5.2xlarge"]}
@@ -34,7 +34,7 @@ def _objects(x_used: str = "5", a_event: Any = None, **pool: Any) -> list[Any]:
 def _recheck(objs: list[Any], nodes: list[str], *reps: tuple[str, list[str]], method: str = SINGLE,
              exclude: frozenset[str] = frozenset()) -> Mismatch | None:
     ours = Decision.of(method, nodes, [Replacement(instance_types=t, capacity_type=c, price=0.1) for c, t in reps])
-    return recheck_consolidation(snapshot(*objs), AT, nodes, ours, exclude=exclude)
+    return recheck_consolidation(snapshot(*objs), AT, nodes, ours, exclude=exclude).mismatch
 
 
 def test_a_command_the_fresh_pass_would_not_pick_still_holds() -> None:
@@ -109,7 +109,7 @@ def test_a_replacement_no_longer_needed_is_carried_out_as_the_delete() -> None:
              node_and_claim("x", "m5.2xlarge"), pod("big-1", "x", cpu="4", memory="1Gi"),
              node_and_claim("a", "m5.2xlarge"), pod("wa-1", "a", cpu="3", memory="1Gi")]
     ours = Decision.of(SINGLE, ["a"], [Replacement(instance_types=["m5.xlarge"], capacity_type="on-demand", price=0.1)])
-    checked = recheck_consolidation_command(snapshot(*freed), AT, ["a"], ours)
+    checked = recheck_consolidation(snapshot(*freed), AT, ["a"], ours)
     assert checked.mismatch is Mismatch.REPLACEMENT_NOT_NEEDED
     assert checked.fresh is not None and checked.fresh.nodes == ["a"] and checked.fresh.replacements == []
     assert [(m.pod, m.to) for m in checked.fresh.pods] == [("default/wa-1", "x")]
@@ -129,15 +129,15 @@ def test_new_scheduling_results_say_what_the_fresh_simulation_found() -> None:
     full = [nodepool(requirements=[ON_DEMAND, TYPES]),
             node_and_claim("x", "m5.2xlarge"), pod("big-1", "x", cpu="7500m", memory="1Gi"),
             node_and_claim("a", "m5.2xlarge"), pod("wa-1", "a", cpu="3", memory="1Gi")]
-    delete = recheck_consolidation_command(snapshot(*full), AT, ["a"], Decision.of(SINGLE, ["a"], []))
+    delete = recheck_consolidation(snapshot(*full), AT, ["a"], Decision.of(SINGLE, ["a"], []))
     assert delete.mismatch is Mismatch.NEW_SCHEDULING_RESULTS
     needs = "scheduling simulation produced new results: it now needs a replacement (on-demand m5.xlarge)"
     assert delete.message == needs
     spot = Decision.of(SINGLE, ["a"], [Replacement(instance_types=["m5.xlarge"], capacity_type="spot", price=0.1)])
-    checked = recheck_consolidation_command(snapshot(*full), AT, ["a"], spot)
+    checked = recheck_consolidation(snapshot(*full), AT, ["a"], spot)
     assert checked.mismatch is Mismatch.NEW_SCHEDULING_RESULTS
     assert checked.message == needs
     gone = [full[0], *full[1:3], node_and_claim("a", "m5.2xlarge"), pod("wa-1", "a", cpu="7", memory="1Gi")]
-    refused = recheck_consolidation_command(snapshot(*gone), AT, ["a"], spot)
+    refused = recheck_consolidation(snapshot(*gone), AT, ["a"], spot)
     assert refused.mismatch is Mismatch.NEW_SCHEDULING_RESULTS and refused.fresh is None
     assert refused.message.startswith("scheduling simulation produced new results: ") and len(refused.message) > 45
