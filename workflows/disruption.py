@@ -116,8 +116,7 @@ class DisruptionWorkflow:
         self._policy = None  # the pool's DisruptionPolicy controls, for executions past POLICY_PATCH
         self._approved: str | None = None  # `approve`: a person acked the pre-disruption hook
         self._unknown_signals: list[str] = []
-        self._notes: list[EventSpec] = []  # Events recorded with the candidates' DisruptionTerminating ones
-        self._note: str | None = None  # DisruptionProgress.note
+        self._note: str | None = None  # DisruptionProgress.note: set when validation dropped the replacement
 
     # ---- messages -------------------------------------------------------------------------------------------
 
@@ -260,15 +259,11 @@ class DisruptionWorkflow:
     def _carry_out_instead(self, inp: DisruptionInput, instead: DisruptionCommand) -> None:
         """Validation found the candidates' pods fit on the other nodes: delete them without the planned replacement
         (docs/semantics.md §5.8). The memo's placements become the delete's, so the validations and passes that
-        reserve in-flight commands' pods reserve the room these pods will take."""
-        planned = inp.command
+        reserve in-flight commands' pods reserve the room these pods will take. Its Event is recorded with the
+        candidates' DisruptionTerminating ones."""
         inp.command = instead
         workflow.upsert_memo({MEMO_PLACEMENTS: instead.placements})
         self._note = events.WITHOUT_REPLACEMENT
-        self._notes.append(EventSpec(
-            kind="NodePool", name=instead.node_pool, reason=EventReason.CONSOLIDATION_WITHOUT_REPLACEMENT,
-            message=events.without_replacement(planned.method, [n.name for n in instead.nodes],
-                                               instead.savings_per_hour)))
         self._refresh_details()
 
     async def _policy_gate(self, inp: DisruptionInput) -> DisruptionResult | None:
@@ -411,7 +406,12 @@ class DisruptionWorkflow:
                            message=events.disrupting("Node", cmd.reason)) for n in cmd.nodes]
         specs += [EventSpec(kind="NodeClaim", name=n.node_claim, reason=EventReason.DISRUPTION_TERMINATING,
                             message=events.disrupting("NodeClaim", cmd.reason)) for n in cmd.nodes if n.node_claim]
-        await self._record(specs + self._notes, None)
+        if self._note is not None:
+            specs.append(EventSpec(kind="NodePool", name=cmd.node_pool,
+                                   reason=EventReason.CONSOLIDATION_WITHOUT_REPLACEMENT,
+                                   message=events.without_replacement(cmd.method, [n.name for n in cmd.nodes],
+                                                                      cmd.savings_per_hour)))
+        await self._record(specs, None)
         ids: list[str] = await workflow.execute_activity_method(
             CandidateActivities.start_terminations,
             TerminationsInput(nodes=cmd.nodes, reason=cmd.reason, task_queue=workflow.info().task_queue,

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from api import events
+
 
 class Mismatch(StrEnum):
     """Why a fresh plan no longer supports a command; the value is the message users see."""
@@ -24,7 +26,7 @@ class Mismatch(StrEnum):
     # Not a failure: a consolidation planned with a replacement whose candidates, simulated again, fit on the other
     # nodes without one. Karpenter throws such a command away (NEW_SCHEDULING_RESULTS); nodeflow deletes the same
     # candidates without launching (docs/semantics.md §5.8, §12).
-    REPLACEMENT_NOT_NEEDED = "their pods fit on the other nodes now: deleting without the planned replacement"
+    REPLACEMENT_NOT_NEEDED = events.WITHOUT_REPLACEMENT
 
 
 class Verdict(StrEnum):
