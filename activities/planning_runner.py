@@ -45,6 +45,7 @@ from contracts.disruption import (
     StaticScaleUp,
     ValidateInput,
     ValidationResult,
+    validated,
 )
 from contracts.errors import ErrorType
 from gateways.kube import KubeClient, without_disrupted_taint
@@ -542,7 +543,8 @@ class PlanningActivities:
                 continue
             cmd = to_command(c, index)
             metrics.DISRUPTION_DECISIONS.labels(method=c.method, reason=c.reason, decision=cmd.decision).inc()
-            karpenter_decision(c.method, c.reason, cmd.decision, c.node_pool)
+            if not validated(c.method):  # a validated command counts for Karpenter once its validation passes
+                karpenter_decision(c.method, c.reason, cmd.decision, c.node_pool)
             if c.method == "Expiration":
                 out.expirations += cmd.nodes
             else:
@@ -602,6 +604,9 @@ class PlanningActivities:
         if not outcome.valid:  # Karpenter counts each candidate of a failed validation
             km.FAILED_VALIDATIONS.labels(consolidation_type=CONSOLIDATION_TYPES.get(inp.command.method, "")).inc(
                 len(inp.command.nodes))
+        else:  # Karpenter counts a decision once validated, as what is carried out (a replace may become a delete)
+            done = instead or inp.command
+            karpenter_decision(done.method, done.reason, done.decision, done.node_pool)
         return ValidationResult(valid=outcome.valid, reason=reason, command=instead)
 
     async def _validate_command(self, inp: ValidateInput) -> tuple[Verdict, str, DisruptionCommand | None]:

@@ -71,6 +71,17 @@ class DisruptionCommand(_Model):
         return "replace" if self.replacements else "delete"
 
 
+# Karpenter validates consolidation and emptiness commands after 15 s, never drift or repair ones (docs/semantics.md
+# §4): node repair as a method since v1.15 (kubernetes-sigs/karpenter#3311) replaces an unhealthy node now.
+UNVALIDATED_METHODS = frozenset({"Drift", "StaticDrift"})
+REPAIR_METHOD = "Repair"
+
+
+def validated(method: str) -> bool:
+    """Whether a command of this method is validated before it is tainted (and counted as a decision only then)."""
+    return method not in UNVALIDATED_METHODS and method != REPAIR_METHOD
+
+
 class DisruptionSettings(_Model):
     """Timing knobs of a disruption; tests shrink them, production keeps Karpenter's values."""
 

@@ -28,6 +28,8 @@ with workflow.unsafe.imports_passed_through():
     from contracts import search_attributes as sa
     from contracts.disruption import (
         NO_RETURN_PHASES,
+        REPAIR_METHOD,
+        UNVALIDATED_METHODS,
         AwaitTerminationsInput,
         CancelHold,
         DisruptionCommand,
@@ -59,12 +61,9 @@ with workflow.unsafe.imports_passed_through():
 LAUNCH = timedelta(minutes=2)
 SIGNAL_NAMES_PATCH = "signal-named-cancel"  # before it, signal `cancel` had no handler
 MAX_UNKNOWN_SIGNALS = 10
-# Karpenter validates consolidation and emptiness commands after 15 s, never drift ones (docs/semantics.md §4).
-UNVALIDATED_METHODS = frozenset({"Drift", "StaticDrift"})
 UNVALIDATED_PATCH = "drift-not-validated"  # commands recorded before it validated drift too
-# Node repair as a method (v1.15, kubernetes-sigs/karpenter#3311): replace-then-drain like drift, never validated (the
+# Node repair as a method (contracts.disruption REPAIR_METHOD): replace-then-drain like drift, never validated (the
 # node is unhealthy now, and nothing about consolidation's decision applies). Recorded before it: no Repair command.
-REPAIR_METHOD = "Repair"
 REPAIR_METHOD_PATCH = "repair-method"
 # Drift commands record a failed replacement (the pool's drift back-off) and a Ready one (clears it); commands
 # recorded before it record neither (planning/policies/drift_backoff.py).

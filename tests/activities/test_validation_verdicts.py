@@ -32,6 +32,12 @@ def _count(result: Verdict) -> float:
                                              {"method": METHOD, "result": result.value}) or 0.0
 
 
+def _decisions(decision: str) -> float:
+    """karpenter_voluntary_disruption_decisions_total of this test's commands: Karpenter counts one once validated."""
+    return metrics.REGISTRY.get_sample_value("karpenter_voluntary_disruption_decisions_total", {
+        "decision": decision, "reason": "underutilized", "consolidation_type": "single"}) or 0.0
+
+
 def test_every_mismatch_has_a_verdict() -> None:
     assert {Verdict.of(m) for m in Mismatch} <= set(Verdict) and Verdict.VALID not in {Verdict.of(m) for m in Mismatch}
 
@@ -44,6 +50,7 @@ async def test_a_gone_and_an_in_flight_candidate_count_under_their_own_result(si
     env.info = dataclasses.replace(env.info, task_queue=f"verdicts-{uuid.uuid4().hex[:8]}")
     acts = PlanningActivities(KubeClient(k8s), temporal_client)
     before = {v: _count(v) for v in (Verdict.CANDIDATE_GONE, Verdict.CANDIDATE_IN_FLIGHT)}
+    decided = _decisions("replace")
 
     gone = command(n=1, method=METHOD)
     gone.nodes[0].name = "vv-gone"
@@ -58,6 +65,7 @@ async def test_a_gone_and_an_in_flight_candidate_count_under_their_own_result(si
     assert not verdict.valid and "already being disrupted" in verdict.reason
     assert _count(Verdict.CANDIDATE_GONE) == before[Verdict.CANDIDATE_GONE] + 1
     assert _count(Verdict.CANDIDATE_IN_FLIGHT) == before[Verdict.CANDIDATE_IN_FLIGHT] + 1
+    assert _decisions("replace") == decided  # a command thrown away at validation is no decision of Karpenter's
 
 
 async def test_a_replacement_no_longer_needed_comes_back_as_the_delete(sim: Any, k8s: Any,
@@ -73,6 +81,7 @@ async def test_a_replacement_no_longer_needed_comes_back_as_the_delete(sim: Any,
     env.info = dataclasses.replace(env.info, task_queue=f"verdicts-{uuid.uuid4().hex[:8]}")
     acts = PlanningActivities(KubeClient(k8s), temporal_client)
     before = _count(Verdict.REPLACEMENT_NOT_NEEDED)
+    decided = _decisions("replace"), _decisions("delete")
 
     ours = command(n=1, method=METHOD)
     a = next(o for o in objs if o["kind"] == "Node" and o["metadata"]["name"] == "vr-a")
@@ -86,3 +95,4 @@ async def test_a_replacement_no_longer_needed_comes_back_as_the_delete(sim: Any,
     assert [n.name for n in verdict.command.nodes] == ["vr-a"]
     assert verdict.command.placements == {"vr-x": ["default/vr-wa"]} and verdict.command.pods == 1
     assert _count(Verdict.REPLACEMENT_NOT_NEEDED) == before + 1
+    assert (_decisions("replace"), _decisions("delete")) == (decided[0], decided[1] + 1)  # counted as carried out
