@@ -62,7 +62,10 @@ T = TypeVar("T")
 BACKOFF_START = 0.1
 BACKOFF_MAX = 10.0
 PROGRESS_EVERY = 5.0  # seconds: a changed count of pods left is signalled at most this often (history stays small)
-BEAT_EVERY = 1.0  # seconds between the drain's heartbeats while a round waits for its calls (the SDK throttles them)
+# Seconds between a drain's heartbeats, whatever its rounds do: the SDK sends one at most every 2 s anyway (the worker's
+# throttle), and each call costs the event loop a task and an encode of the details, thousands a second when a
+# thousand nodes drain at once.
+BEAT_EVERY = 1.0
 STALL_SECONDS = 60.0  # a round waiting longer than this stops heartbeating: the heartbeat timeout ends the attempt
 # The thread pool a task's blocking calls take: the drains' own (set in `drain`, inherited by its child tasks) or,
 # unset, the activities' shared one.
@@ -96,6 +99,14 @@ class _DrainRun:
     reason_read: asyncio.Lock = field(default_factory=asyncio.Lock)  # the tier's evictions run at once: read it once
     beat: dict[str, Any] = field(default_factory=dict)  # the last round's heartbeat details, repeated between rounds
     round_at: float = field(default_factory=time.monotonic)  # when the current round began
+    beat_at: float = float("-inf")  # when the drain last heartbeat
+
+    def heartbeat(self) -> None:
+        """Heartbeat the latest details, unless the last heartbeat was under BEAT_EVERY ago (the next carries them)."""
+        now = time.monotonic()
+        if now - self.beat_at >= BEAT_EVERY:
+            self.beat_at = now
+            activity.heartbeat(self.beat)
 
 
 class KubeActivities:
@@ -256,12 +267,12 @@ class KubeActivities:
         while True:
             await asyncio.sleep(BEAT_EVERY)
             if time.monotonic() - run.round_at < self.stall_seconds:
-                activity.heartbeat(run.beat)
+                run.heartbeat()
 
     async def _drain_rounds(self, inp: DrainInput, run: _DrainRun) -> DrainResult:
         while True:
             run.round_at = time.monotonic()
-            activity.heartbeat(run.beat)
+            run.heartbeat()
             now = datetime.now(UTC)
             early = inp.drained_not_before is not None and now < inp.drained_not_before  # drained only after a hold
             waiting = await self._waiting_pods(inp.node_name, now, confirm=not early)
@@ -290,7 +301,7 @@ class KubeActivities:
             # the tier's evictions at once, as Karpenter's eviction queue sends them (the API server keeps PDBs)
             mono = time.monotonic()
             changed |= any(await asyncio.gather(*(self._evict_step(inp, pod, run, mono) for pod in tier)))
-            activity.heartbeat(run.beat)  # a slow round under a burst is alive, not a heartbeat timeout
+            run.heartbeat()  # a slow round under a burst is alive, not a heartbeat timeout
             run.pdb_cache.clear()
             pod_states = await self._report_round(inp, waiting, run)
             held = [p.key for p in pod_states if p.status == WAITING_FOR_COMPLETION]
@@ -330,7 +341,7 @@ class KubeActivities:
         assert inp.drained_not_before is not None
         until = min(inp.drained_not_before, inp.return_by or inp.drained_not_before)
         while (left := (until - datetime.now(UTC)).total_seconds()) > 0:
-            activity.heartbeat(run.beat)
+            run.heartbeat()
             await asyncio.sleep(min(left, 1.0))
 
     async def _evict_step(self, inp: DrainInput, pod: Obj, run: _DrainRun, mono: float) -> bool:
@@ -424,7 +435,7 @@ class KubeActivities:
         run.beat = {"pods_left": len(waiting), "evicted": run.evicted,
                     "blocking": sorted({b or "do-not-disrupt" for k, b in blocking if k not in held}),
                     "waiting_for_completion": len(held)}
-        activity.heartbeat(run.beat)
+        run.heartbeat()
         mono = time.monotonic()
         recount = len(pod_states) != run.last_left and mono - run.signalled_at >= self.progress_every
         if blocking != run.last_blocking or recount:

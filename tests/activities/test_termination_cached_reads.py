@@ -6,6 +6,7 @@ and finalize and the markers use a cached copy only once it shows the deletion (
 from __future__ import annotations
 
 import copy
+import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -180,3 +181,27 @@ async def test_the_drain_calls_on_its_own_threads_and_beats_while_a_round_waits(
     await env.run(stalled.drain, DrainInput(node_name="n1", node_claim_name="n1-claim", node_pool="default",
                                             return_by=datetime.now(UTC) + timedelta(seconds=0.5)))
     assert not [b for b in beats if t0 + 0.5 < b < t0 + 1.1]  # past stall_seconds the round beats no more
+
+
+async def test_a_drain_heartbeats_at_most_once_a_beat_however_fast_its_rounds(sim: Simulator, monkeypatch: Any) -> None:
+    """Rounds every 20-50 ms (a do-not-disrupt pod keeps the node from draining) once heartbeat three times a round:
+    over a hundred calls in two seconds, each an event-loop task and an encode. Now one per BEAT_EVERY, carrying the
+    latest round's details."""
+    import time
+
+    import activities.kube as kube_module
+
+    monkeypatch.setattr(kube_module, "BEAT_EVERY", 0.4)
+    held = pod("held", "n1", 0.1, 0.1, annotations={L.DO_NOT_DISRUPT_ANNOTATION: "true"})
+    sim.load_objects([*node_objects("n1", "m5.large"), held])
+    beats: list[tuple[float, Any]] = []
+    env = ActivityEnvironment()
+    env.on_heartbeat = lambda *details: beats.append((time.monotonic(), details))
+    acts = KubeActivities(CountingKube(sim.api_client()), poll_min=0.02, poll_max=0.05)
+    res = await env.run(acts.drain, DrainInput(node_name="n1", node_claim_name="n1-claim", node_pool="default",
+                                               return_by=datetime.now(UTC) + timedelta(seconds=2)))
+    assert not res.drained and [p.status for p in res.pods] == ["DoNotDisrupt"]
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(beats)]
+    assert 3 <= len(beats) <= 6, len(beats)
+    assert min(gaps) >= 0.39
+    assert beats[-1][1][0]["pods_left"] == 1 and beats[-1][1][0]["blocking"] == ["do-not-disrupt"]
