@@ -1,7 +1,9 @@
 """What the TerminationWorkflow histories of a termination benchmark say: their size and where it goes (events by
 kind: workflow tasks, activities by name, local activities, patch markers, search-attribute upserts, timers,
-signals), retried activities, how soon after the DELETE each workflow and its first drain started, and how long
-each activity took from scheduling to completion. Pure over history events, so it is unit-tested without servers."""
+signals), retried activities, attempts lost before the one that completed (a heartbeat timeout ends an attempt without
+an event; the started event's attempt number tells), how soon after the DELETE each workflow and its first drain
+started, and how long each activity took from scheduling to completion. Pure over history events, so it is
+unit-tested without servers."""
 
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ class Histories:
     starts: list[float] = field(default_factory=list)
     first_drains: list[float] = field(default_factory=list)
     activity_seconds: dict[str, list[float]] = field(default_factory=dict)
+    attempts_lost: Counter[str] = field(default_factory=Counter)  # by activity: attempts before the recorded one
 
     def add(self, events: Iterable[HistoryEvent], wall0: float) -> None:
         """One history; `wall0` is the wall-clock instant of the DELETE."""
@@ -81,6 +84,9 @@ class Histories:
                 if name == "termination.drain" and not drain_seen:
                     drain_seen = True
                     self.first_drains.append(_ts(e) - wall0)
+            elif e.HasField("activity_task_started_event_attributes"):
+                name = scheduled[e.activity_task_started_event_attributes.scheduled_event_id][0]
+                self.attempts_lost[name] += max(0, e.activity_task_started_event_attributes.attempt - 1)
             elif e.HasField("activity_task_completed_event_attributes"):
                 name, at = scheduled[e.activity_task_completed_event_attributes.scheduled_event_id]
                 self.activity_seconds.setdefault(name, []).append(_ts(e) - at)
@@ -94,6 +100,7 @@ class Histories:
             "historyEventsPerNodeByKind": {k: round(v / n, 2) for k, v in self.kinds.most_common()},
             "activitiesPerNode": {k: round(v / n, 2) for k, v in self.activities.most_common()},
             "workflowsWithRetriedActivities": self.retried,
+            "activityAttemptsLost": dict(self.attempts_lost.most_common()),
             "workflowStartAfterDeleteSeconds": _spread(self.starts),
             "firstDrainScheduledAfterDeleteSeconds": _spread(self.first_drains),
             "activityMeanSeconds": {k: round(statistics.mean(v), 2) for k, v in sorted(self.activity_seconds.items())},

@@ -34,3 +34,15 @@ def test_no_history_gives_empty_figures() -> None:
     fig = Histories().figures()
     assert fig["workflows"] == 0 and fig["historyEventsPerNode"]["mean"] is None
     assert fig["firstDrainScheduledAfterDeleteSeconds"] == {"count": 0}
+
+
+def test_attempts_lost_before_the_recorded_one_are_counted() -> None:
+    """A drain whose first two attempts timed out (no event of their own) starts as attempt 3: two lost."""
+    events = _history().events
+    h = Histories()
+    h.add(events, wall0=0.0)
+    assert h.figures()["activityAttemptsLost"] == {"termination.drain": 0}
+    started = next(e for e in events if e.HasField("activity_task_started_event_attributes"))
+    started.activity_task_started_event_attributes.attempt = 3
+    h.add(events, wall0=0.0)
+    assert h.figures()["activityAttemptsLost"] == {"termination.drain": 2}
