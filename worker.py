@@ -127,6 +127,11 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
                    help="one provisioning launch attempt; a worker killed mid-launch delays the batch this long")
     p.add_argument("--sticky-queue-timeout", type=_seconds, default=env("NODEFLOW_STICKY_QUEUE_TIMEOUT", "10s"),
                    help="a workflow task for this worker's cache goes to any worker after this (a dead worker's wait)")
+    p.add_argument("--max-concurrent-activities", type=_positive,
+                   default=env("NODEFLOW_MAX_CONCURRENT_ACTIVITIES", "500"),
+                   help="activities this worker runs at once (its Temporal slots); more wait on the server, where no "
+                        "heartbeat timeout runs yet. On a small worker lower it (about 100 per core, as Karpenter's "
+                        "termination concurrency): a burst of drains then loses no attempts to heartbeat timeouts")
     p.add_argument("--launch-api", choices=["fleet", "run-instances"], default=env("NODEFLOW_LAUNCH_API", "fleet"),
                    help="how a NodeClaim's instance is asked of EC2: one CreateFleet over its offerings, as "
                         "Karpenter (default), or RunInstances per offering, cheapest first")
@@ -239,6 +244,17 @@ def _launch_and_ops_args(p: argparse.ArgumentParser) -> None:
                    help="IAM endpoint URL (instance profiles of EC2NodeClass roles)")
 
 
+def _positive(text: str) -> int:
+    """A whole number above 0, for argparse."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number above 0, got {text!r}")
+    return value
+
+
 def _seconds(text: str) -> float:
     """A Go duration ("30m", "1h30m") in seconds, for argparse."""
     try:
@@ -302,6 +318,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
                         provisioning=not args.no_provisioning, batch_idle_seconds=args.batch_idle_duration,
                         batch_max_seconds=args.batch_max_duration, launch_timeout_seconds=args.launch_timeout,
                         sticky_queue_timeout_seconds=args.sticky_queue_timeout,
+                        max_concurrent_activities=args.max_concurrent_activities,
                         node_repair=not args.no_node_repair,
                         node_repair_toleration_seconds=args.node_repair_toleration,
                         node_repair_conditions=tuple(args.node_repair_condition),
