@@ -131,7 +131,7 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
                    default=env("NODEFLOW_MAX_CONCURRENT_ACTIVITIES", "500"),
                    help="activities this worker runs at once (its Temporal slots); more wait on the server, where no "
                         "heartbeat timeout runs yet. On a small worker lower it (about 100 per core, as Karpenter's "
-                        "termination concurrency): a burst of drains then loses no attempts to heartbeat timeouts")
+                        "termination concurrency): a burst of drains then loses few attempts to heartbeat timeouts")
     p.add_argument("--launch-api", choices=["fleet", "run-instances"], default=env("NODEFLOW_LAUNCH_API", "fleet"),
                    help="how a NodeClaim's instance is asked of EC2: one CreateFleet over its offerings, as "
                         "Karpenter (default), or RunInstances per offering, cheapest first")
