@@ -49,8 +49,9 @@ from contracts.disruption import (
 )
 from contracts.errors import ErrorType
 from gateways.kube import KubeClient, without_disrupted_taint
+from planning.disruption.method_names import CONSOLIDATION_METHODS, DRIFT_METHODS, MethodName
 from planning.disruption.repair import DEFAULT_POLICIES, RepairBlockReason, RepairPolicy, as_policies
-from planning.disruption.validation import CONSOLIDATION_METHODS, Decision, Mismatch, Verdict, same_decision
+from planning.disruption.validation import Decision, Mismatch, Verdict, same_decision
 from planning.planner.plan import plan
 from planning.planner.recheck import Recheck, recheck_consolidation, recheck_spot_return
 from planning.policies.spot_return import SPOT_RETURN
@@ -279,11 +280,13 @@ def scheduling_gauges(result: Any) -> None:
 
 
 # disruption/{emptiness,multinodeconsolidation,singlenodeconsolidation}.go ConsolidationType(); drift has none
-CONSOLIDATION_TYPES = {"Emptiness": "empty", "MultiNodeConsolidation": "multi", "SingleNodeConsolidation": "single"}
+CONSOLIDATION_TYPES = {MethodName.EMPTINESS: "empty", MethodName.MULTI_NODE_CONSOLIDATION: "multi",
+                       MethodName.SINGLE_NODE_CONSOLIDATION: "single"}
 # the reason each method's eligible_nodes gauge carries (disruption/controller.go: strings.ToLower(Reason()))
-ELIGIBLE_REASONS = {"Emptiness": "empty", "Drift": "drifted", "StaticDrift": "drifted",
-                    "MultiNodeConsolidation": "underutilized", "SingleNodeConsolidation": "underutilized",
-                    "Repair": "unhealthy"}  # v1.15's repair method (kubernetes-sigs/karpenter#3311)
+ELIGIBLE_REASONS = {MethodName.EMPTINESS: "empty", MethodName.DRIFT: "drifted", MethodName.STATIC_DRIFT: "drifted",
+                    MethodName.MULTI_NODE_CONSOLIDATION: "underutilized",
+                    MethodName.SINGLE_NODE_CONSOLIDATION: "underutilized",
+                    MethodName.REPAIR: "unhealthy"}  # v1.15's repair method (kubernetes-sigs/karpenter#3311)
 
 
 def karpenter_pass(result: Any, seconds: float) -> None:
@@ -308,7 +311,7 @@ def karpenter_pass(result: Any, seconds: float) -> None:
 
 def karpenter_decision(method: str, reason: str, decision: str, node_pool: str) -> None:
     """karpenter_voluntary_disruption_decisions_total (and by nodepool) for a command the pass starts."""
-    if method not in CONSOLIDATION_TYPES and method not in ("Drift", "StaticDrift", "Repair"):
+    if method not in CONSOLIDATION_TYPES and method not in DRIFT_METHODS and method != MethodName.REPAIR:
         return  # expiration, legacy repair and static scale-down are not voluntary disruption decisions
     labels = {"decision": km.CommandDecision(decision).value, "reason": reason.lower(),
               "consolidation_type": CONSOLIDATION_TYPES.get(method, "")}
@@ -545,7 +548,7 @@ class PlanningActivities:
             metrics.DISRUPTION_DECISIONS.labels(method=c.method, reason=c.reason, decision=cmd.decision).inc()
             if not validated(c.method):  # a validated command counts for Karpenter once its validation passes
                 karpenter_decision(c.method, c.reason, cmd.decision, c.node_pool)
-            if c.method == "Expiration":
+            if c.method == MethodName.EXPIRATION:
                 out.expirations += cmd.nodes
             else:
                 out.commands.append(cmd)
@@ -579,7 +582,7 @@ class PlanningActivities:
         again = replace(read, excluded=read.excluded | skip)
         result = self._plan(again, inp.at, inp.catalog_path)
         cmds = [to_command(c, read.index) for c in result.commands
-                if c.method != "Expiration" and not any(n in again.excluded for n in c.nodes)]
+                if c.method != MethodName.EXPIRATION and not any(n in again.excluded for n in c.nodes)]
         return divert_drift(again, cmds)[0]
 
     async def _publish(self, result: Any, index: Mapping[str, NodeRef]) -> None:

@@ -16,9 +16,10 @@ from api.snapshot import Snapshot
 from contracts.policy import waves_of
 from contracts.policy_controls import PolicyControls, RolloutStart, controls_of
 from planning.cluster import Cluster, parse_pool
+from planning.disruption.method_names import MethodName
 from planning.policies.drift_waves import drifted_in_pool
 
-DRIFT_METHOD = "Drift"
+DRIFT_METHOD = MethodName.DRIFT
 
 
 def pool_policies(read: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.policy_controls import DrainSpec, PolicyControls, RolloutStart
+from planning.disruption.method_names import DRIFT_METHODS, MethodName
 
 
 class _Model(BaseModel):
@@ -73,13 +74,9 @@ class DisruptionCommand(_Model):
 
 # Karpenter validates consolidation and emptiness commands after 15 s, never drift or repair ones (docs/semantics.md
 # §4): node repair as a method since v1.15 (kubernetes-sigs/karpenter#3311) replaces an unhealthy node now.
-UNVALIDATED_METHODS = frozenset({"Drift", "StaticDrift"})
-REPAIR_METHOD = "Repair"
-
-
 def validated(method: str) -> bool:
     """Whether a command of this method is validated before it is tainted (and counted as a decision only then)."""
-    return method not in UNVALIDATED_METHODS and method != REPAIR_METHOD
+    return method not in DRIFT_METHODS and method != MethodName.REPAIR
 
 
 class DisruptionSettings(_Model):

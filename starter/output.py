@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Sequence
+from enum import StrEnum
 from typing import Any, TextIO
 
 import yaml
@@ -12,7 +13,12 @@ import yaml
 OUTPUT_FORMATS = ("table", "json", "yaml")
 # libyaml's emitter when PyYAML was built with it: the same safe YAML, several times faster than the pure-Python one
 # (`nodeflow instance-types -o yaml` prints over a thousand types)
-YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+class YamlDumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Safe YAML that also writes a `StrEnum` member (a method's or a phase's name) as its string."""
+
+
+YamlDumper.add_multi_representer(StrEnum, lambda dumper, value: dumper.represent_str(str(value)))
+YAML_DUMPER = YamlDumper
 
 
 class CliError(Exception):

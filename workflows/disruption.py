@@ -28,8 +28,6 @@ with workflow.unsafe.imports_passed_through():
     from contracts import search_attributes as sa
     from contracts.disruption import (
         NO_RETURN_PHASES,
-        REPAIR_METHOD,
-        UNVALIDATED_METHODS,
         AwaitTerminationsInput,
         CancelHold,
         DisruptionCommand,
@@ -53,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.errors import ErrorType
     from contracts.policy import NotifyKind
     from contracts.policy_controls import DrainSpec
+    from planning.disruption.method_names import DRIFT_METHODS, MethodName
     from workflows import disruption_policy_steps as policy_steps
     from workflows import summaries
     from workflows.retries import LAUNCH_THROUGH_OUTAGE_PATCH, LONG_CALL_HEARTBEAT, READ_LIMIT, SHORT, until_limit
@@ -62,13 +61,12 @@ LAUNCH = timedelta(minutes=2)
 SIGNAL_NAMES_PATCH = "signal-named-cancel"  # before it, signal `cancel` had no handler
 MAX_UNKNOWN_SIGNALS = 10
 UNVALIDATED_PATCH = "drift-not-validated"  # commands recorded before it validated drift too
-# Node repair as a method (contracts.disruption REPAIR_METHOD): replace-then-drain like drift, never validated (the
+# Node repair as a method (MethodName.REPAIR): replace-then-drain like drift, never validated (the
 # node is unhealthy now, and nothing about consolidation's decision applies). Recorded before it: no Repair command.
 REPAIR_METHOD_PATCH = "repair-method"
 # Drift commands record a failed replacement (the pool's drift back-off) and a Ready one (clears it); commands
 # recorded before it record neither (planning/policies/drift_backoff.py).
 DRIFT_BACKOFF_PATCH = "drift-backoff"
-DRIFT_METHODS = frozenset({"Drift", "StaticDrift"})
 # A consolidation whose replacement validation found unneeded is carried out as the delete it handed back
 # (docs/semantics.md §5.8); recorded before it, no validation handed one back.
 VALIDATED_AS_DELETE_PATCH = "validated-as-delete"
@@ -197,8 +195,8 @@ class DisruptionWorkflow:
         ])
 
         self._set_phase(DisruptionPhase.VALIDATING)
-        if (cmd.method in UNVALIDATED_METHODS and workflow.patched(UNVALIDATED_PATCH)) or \
-                (cmd.method == REPAIR_METHOD and workflow.patched(REPAIR_METHOD_PATCH)):
+        if (cmd.method in DRIFT_METHODS and workflow.patched(UNVALIDATED_PATCH)) or \
+                (cmd.method == MethodName.REPAIR and workflow.patched(REPAIR_METHOD_PATCH)):
             if self._cancel_reason is not None:
                 return await self._finish(DisruptionPhase.CANCELLED,
                                           f"cancelled before tainting: {self._cancel_reason}")

@@ -34,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
     from contracts.policy import RolloutInput
     from contracts.policy_controls import PolicyControls, RolloutStart
     from contracts.provisioning import ProvisioningInput, ProvisioningSettings
-    from planning.disruption.validation import CONSOLIDATION_METHODS
+    from planning.disruption.method_names import CONSOLIDATION_METHODS, DRIFT_METHODS, MethodName
     from workflows import summaries
     from workflows.disruption import DisruptionWorkflow
     from workflows.provisioning import ProvisioningWorkflow
@@ -46,7 +46,7 @@ QUEUE_SCOPED_ROLLOUT_PATCH = "queue-scoped-rollout-ids"
 ROLLOUT_PATCH = "drift-rollouts"  # passes recorded before DisruptionPolicy drift waves never start rollouts
 STATIC_PATCH = "static-capacity"  # passes recorded before static NodePools never scale them
 REPLAN_PATCH = "replan-after-command"  # passes recorded before it plan once per run
-REPLANNED_METHODS = frozenset({"Drift", "StaticDrift", "Emptiness"})  # see PlannerWorkflow._replan
+REPLANNED_METHODS = frozenset({*DRIFT_METHODS, MethodName.EMPTINESS})  # see PlannerWorkflow._replan
 CONSOLIDATION_REPLAN_PATCH = "replan-after-consolidation"  # runs recorded before it ended after a consolidation
 STATIC_REASON = "Overprovisioned"  # a static NodePool above its replicas (Karpenter: "overprovisioned")
 RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10), maximum_attempts=5)

@@ -16,12 +16,11 @@ from pydantic.alias_generators import to_camel
 
 from api.events import terminate_first as terminate_first_message
 from api.meta import RequirementOperator
+from planning.disruption.method_names import MethodName
 from planning.disruption.repair import Repair, RepairBlocked
 
 # StaticDrift (static NodePools) is internal: `nodeflow plan` reports it under `staticNodePools`, not `commands`.
-Method = Literal["Emptiness", "Drift", "MultiNodeConsolidation", "SingleNodeConsolidation", "Expiration",
-                 "StaticDrift", "GracefulExpiration", "SpotReturn", "Repair"]
-STATIC_DRIFT = "StaticDrift"
+STATIC_DRIFT = MethodName.STATIC_DRIFT
 # Expiring: a DisruptionPolicy's gracefulExpireAfter passed (planning/policies/graceful_expiration.py); it spends the
 # Drifted budget (docs/semantics.md §15.1).
 # SpotFallback: an on-demand node launched because spot had no capacity goes back to spot
@@ -29,15 +28,15 @@ STATIC_DRIFT = "StaticDrift"
 Reason = Literal["Empty", "Drifted", "Underutilized", "Expired", "Expiring", "SpotFallback", "Unhealthy"]
 
 METHOD_REASON: dict[str, str] = {
-    "Emptiness": "Empty",
-    "Drift": "Drifted",
-    "MultiNodeConsolidation": "Underutilized",
-    "SingleNodeConsolidation": "Underutilized",
-    "Expiration": "Expired",
-    "StaticDrift": "Drifted",
-    "GracefulExpiration": "Expiring",
-    "SpotReturn": "SpotFallback",
-    "Repair": "Unhealthy",  # node repair as a method (planning/disruption/repair_method.py)
+    MethodName.EMPTINESS: "Empty",
+    MethodName.DRIFT: "Drifted",
+    MethodName.MULTI_NODE_CONSOLIDATION: "Underutilized",
+    MethodName.SINGLE_NODE_CONSOLIDATION: "Underutilized",
+    MethodName.EXPIRATION: "Expired",
+    MethodName.STATIC_DRIFT: "Drifted",
+    MethodName.GRACEFUL_EXPIRATION: "Expiring",
+    MethodName.SPOT_RETURN: "SpotFallback",
+    MethodName.REPAIR: "Unhealthy",  # node repair as a method (planning/disruption/repair_method.py)
 }
 
 
@@ -85,7 +84,7 @@ class TerminateFirst(StrEnum):
 class Command(_Model):
     """One disruption: delete `nodes`, after launching `replacements` when there are any."""
 
-    method: Method
+    method: MethodName
     reason: Reason
     node_pool: str
     nodes: list[str]

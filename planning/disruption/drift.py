@@ -19,6 +19,7 @@ from planning.cluster import Cluster, NodeInfo, PoolInfo
 from planning.disruption.candidates import EVENTUAL, Candidate, currently_reschedulable
 from planning.disruption.commands import Command
 from planning.disruption.method import PassContext, make_command
+from planning.disruption.method_names import MethodName
 from planning.lifecycle.nodeclass_drift import launch_record, nodeclass_drift
 from planning.pricing.replacements import launch_replacements
 from planning.scheduling.simulation import Unschedulable
@@ -134,7 +135,7 @@ class Drift:
     """One drifted node per pass (pools in turn, oldest drift first within a turn, empty nodes before the rest),
     within `Drifted` budget."""
 
-    name = "Drift"
+    name = MethodName.DRIFT
     reason = L.REASON_DRIFTED
     budget_reason = L.REASON_DRIFTED  # the budget it spends (GracefulExpiration's Expiring spends Drifted too)
     disruption_class = EVENTUAL

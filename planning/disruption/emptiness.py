@@ -8,6 +8,7 @@ from api.events import EventReason
 from planning.disruption.candidates import GRACEFUL, Candidate, consolidatable, sort_for_consolidation
 from planning.disruption.commands import Command
 from planning.disruption.method import PassContext, make_command
+from planning.disruption.method_names import MethodName
 from planning.disruption.nomination import pending_capacity, reserved_capacity
 
 
@@ -15,7 +16,7 @@ class Emptiness:
     """Empty (no reschedulable pod with a positive eviction cost, v1.14's IsEmpty) and past consolidateAfter: delete,
     no replacement."""
 
-    name = "Emptiness"
+    name = MethodName.EMPTINESS
     reason = L.REASON_EMPTY
     disruption_class = GRACEFUL
 

@@ -14,6 +14,7 @@ from planning.cluster import Cluster, NodeInfo
 from planning.disruption.candidates import Candidate, currently_reschedulable, disruption_cost, reschedulable_of
 from planning.disruption.commands import Command
 from planning.disruption.method import PassContext, make_command
+from planning.disruption.method_names import MethodName
 from planning.policies.expiry_jitter import jitter_offset, pool_jitter
 from planning.policies.view import PolicyView
 from planning.pricing.replacements import launch_replacements
@@ -42,7 +43,7 @@ def expiry_of(node: NodeInfo, cluster: Cluster, policies: PolicyView) -> datetim
 class Expiration:
     """Every managed, not-deleting node past its expiry, one delete command each."""
 
-    name = "Expiration"
+    name = MethodName.EXPIRATION
     reason = L.REASON_EXPIRED
     disruption_class = "forceful"
 

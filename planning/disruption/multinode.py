@@ -13,11 +13,12 @@ from planning.disruption.candidates import Candidate, sort_for_consolidation
 from planning.disruption.commands import Command, SkippedMove
 from planning.disruption.consolidation import Consolidation
 from planning.disruption.method import Deadline
+from planning.disruption.method_names import MethodName
 from planning.policies.zone_balance import prefer_fullest_zones
 
 
 class MultiNodeConsolidation(Consolidation):
-    name = "MultiNodeConsolidation"
+    name = MethodName.MULTI_NODE_CONSOLIDATION
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         self.totals = pool_totals(self.ctx.cluster, candidates)

@@ -30,6 +30,7 @@ from planning.disruption.candidates import GRACEFUL, Candidate, sort_for_consoli
 from planning.disruption.commands import Command, Replacement, Requirement
 from planning.disruption.consolidation import Consolidation
 from planning.disruption.method import PassContext, make_command
+from planning.disruption.method_names import MethodName
 from planning.scheduling.pod_context import anti_of
 from planning.scheduling.simulation import SimResult
 from planning.scheduling.type_options import TypeOption
@@ -188,7 +189,7 @@ def _milli(cores: float) -> int:
 class OptimizingConsolidation:
     """A consolidation method (reason Underutilized) that solves for the best multi-node move with CP-SAT."""
 
-    name = "MultiNodeConsolidation"
+    name = MethodName.MULTI_NODE_CONSOLIDATION
     reason = L.REASON_UNDERUTILIZED
     disruption_class = GRACEFUL
 

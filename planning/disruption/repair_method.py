@@ -18,9 +18,10 @@ from planning.disruption.candidates import EVENTUAL, Candidate
 from planning.disruption.commands import Command
 from planning.disruption.drift import Drift
 from planning.disruption.method import PassContext
+from planning.disruption.method_names import MethodName
 from planning.disruption.repair import Repair, RepairDecision
 
-REPAIR = "Repair"  # the method's name, as commands and workflows see it
+REPAIR = MethodName.REPAIR  # the method's name, as commands and workflows see it
 
 
 class NodeRepair(Drift):

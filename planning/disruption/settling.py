@@ -24,9 +24,10 @@ from api.timestamps import parse_time
 from planning.cluster import Cluster, PodInfo
 from planning.disruption.candidates import in_flight
 from planning.disruption.method import Method
+from planning.disruption.method_names import CONSOLIDATION_METHODS
 
 SETTLE_SECONDS = 60.0
-HELD_METHODS = frozenset({"MultiNodeConsolidation", "SingleNodeConsolidation"})  # the optimizer's name is Multi's
+HELD_METHODS = CONSOLIDATION_METHODS  # the optimizer's name is Multi's
 
 
 @dataclass(frozen=True, slots=True)

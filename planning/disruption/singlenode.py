@@ -14,11 +14,12 @@ from planning.disruption.candidates import Candidate, sort_for_consolidation
 from planning.disruption.commands import Command
 from planning.disruption.consolidation import Consolidation, Refusal
 from planning.disruption.method import Deadline
+from planning.disruption.method_names import MethodName
 from planning.policies.zone_balance import prefer_fullest_zones
 
 
 class SingleNodeConsolidation(Consolidation):
-    name = "SingleNodeConsolidation"
+    name = MethodName.SINGLE_NODE_CONSOLIDATION
 
     def compute_commands(self, budgets: dict[str, int], candidates: list[Candidate]) -> list[Command]:
         deadline = Deadline(self.ctx.limits.single_node_seconds, self.ctx.clock)

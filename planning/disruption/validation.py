@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from api import events
+from planning.disruption.method_names import DRIFT_METHODS, MethodName
 
 
 class Mismatch(StrEnum):
@@ -56,7 +57,7 @@ class Verdict(StrEnum):
 
 
 # Methods whose command may shrink on re-planning (each candidate stands alone); the others must match exactly.
-SUBSET_METHODS = frozenset({"Emptiness", "Drift", "StaticDrift"})
+SUBSET_METHODS = frozenset({MethodName.EMPTINESS, *DRIFT_METHODS})
 
 
 class ReplacementLike(Protocol):
@@ -105,5 +106,3 @@ def same_decision(ours: Decision, new: Decision) -> Mismatch | None:
 # Consolidation commands are re-checked as Karpenter's ConsolidationValidator does (docs/semantics.md §5.8):
 # the same candidates, re-simulated, rather than a whole fresh pass that must pick them again
 # (planning/planner/recheck.py).
-SINGLE_NODE = "SingleNodeConsolidation"
-CONSOLIDATION_METHODS = frozenset({"MultiNodeConsolidation", SINGLE_NODE})

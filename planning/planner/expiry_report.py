@@ -14,11 +14,12 @@ from api.catalog import InstanceTypeCatalog
 from planning.cluster import Cluster
 from planning.disruption.commands import Command
 from planning.disruption.expiration import expires_at
+from planning.disruption.method_names import MethodName
 from planning.policies.expiry_jitter import pool_jitter
 from planning.policies.graceful_expiration import graceful_since
 from planning.policies.view import PolicyView
 
-EXPIRING_METHODS = frozenset({"Expiration", "GracefulExpiration"})
+EXPIRING_METHODS = frozenset({MethodName.EXPIRATION, MethodName.GRACEFUL_EXPIRATION})
 
 
 @dataclass(slots=True)

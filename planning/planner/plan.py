@@ -52,6 +52,7 @@ from planning.disruption.drift import Drift, in_flight_by_pool
 from planning.disruption.emptiness import Emptiness
 from planning.disruption.expiration import Expiration
 from planning.disruption.method import Limits, Method, PassContext
+from planning.disruption.method_names import DRIFT_METHODS, MethodName
 from planning.disruption.multinode import MultiNodeConsolidation
 from planning.disruption.optimizer import optimizer_method
 from planning.disruption.repair import (
@@ -112,9 +113,11 @@ class PassOutcome:
 
 # Methods whose should_disrupt means "would disrupt this node": a calendar hold lists their candidates as blocked.
 # Consolidation's filter only means "may be considered", so its candidates in a held pool are dropped quietly.
-DECIDING_METHODS = frozenset({"Emptiness", "StaticDrift", "Drift", "GracefulExpiration", "SpotReturn", "Repair"})
-BACKOFF_METHODS = frozenset({"Drift", "StaticDrift"})  # a pool's drift back-off holds them (§4.4)
-ROLLOUT_METHOD = "Drift"  # the method whose commands a pool's DriftRolloutWorkflow carries out (activities/rollout.py)
+DECIDING_METHODS = frozenset({MethodName.EMPTINESS, *DRIFT_METHODS, MethodName.GRACEFUL_EXPIRATION,
+                              MethodName.SPOT_RETURN, MethodName.REPAIR})
+BACKOFF_METHODS = DRIFT_METHODS  # a pool's drift back-off holds them (§4.4)
+# the method whose commands a pool's DriftRolloutWorkflow carries out (activities/rollout.py)
+ROLLOUT_METHOD = MethodName.DRIFT
 
 
 def _utc(at: datetime) -> datetime:
@@ -256,7 +259,7 @@ def _run_pass(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None,
     _report_pass_blockers(ctx, setup.repairs, setup.rows)
     _report_rejections(ctx, setup.sets[GRACEFUL])
 
-    eligible: dict[str, int] = {"Expiration": len(setup.expiring)}
+    eligible: dict[str, int] = {MethodName.EXPIRATION: len(setup.expiring)}
     hold = settling(ctx.cluster, setup.busy, ctx.at)  # consolidation waits while evicted pods move (§5.11)
     methods = without_consolidation(
         _methods(ctx, setup.counts, setup.static, optimize, setup.busy, setup.repairs.due), hold)

@@ -15,10 +15,11 @@ from api.catalog import InstanceTypeCatalog
 from planning.cluster import Parsed
 from planning.disruption.candidates import GRACEFUL
 from planning.disruption.commands import Command
+from planning.disruption.method_names import MethodName
 from planning.disruption.multinode import MultiNodeConsolidation
 from planning.disruption.repair import DEFAULT_POLICIES, RepairPolicy
 from planning.disruption.singlenode import SingleNodeConsolidation
-from planning.disruption.validation import SINGLE_NODE, Decision, Mismatch, same_decision
+from planning.disruption.validation import Decision, Mismatch, same_decision
 from planning.planner.plan import prepare_pass
 from planning.policies.spot_return import SpotReturn
 
@@ -53,7 +54,7 @@ def recheck_consolidation(snapshot: Any, at: datetime, nodes: Sequence[str], our
     `planned`: where the other in-flight commands planned their pods (Scheduler), so their reservation leaves
     this command the room it planned on."""
     setup = prepare_pass(snapshot, at, catalog, exclude, None, parsed, repair, planned)
-    single = ours.method == SINGLE_NODE
+    single = ours.method == MethodName.SINGLE_NODE_CONSOLIDATION
     method = SingleNodeConsolidation(setup.ctx) if single else MultiNodeConsolidation(setup.ctx)
     by_name = {c.name: c for c in setup.sets[GRACEFUL].candidates}
     chosen = [by_name.get(n) for n in nodes]

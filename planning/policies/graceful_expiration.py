@@ -18,6 +18,7 @@ from planning.disruption.candidates import Candidate
 from planning.disruption.drift import Drift
 from planning.disruption.expiration import expires_at
 from planning.disruption.method import PassContext
+from planning.disruption.method_names import MethodName
 from planning.policies.expiry_jitter import jitter_offset, pool_jitter
 
 REASON_EXPIRING = "Expiring"
@@ -40,7 +41,7 @@ class GracefulExpiration(Drift):
     """One node per pass past its gracefulExpireAfter and not yet expired (oldest first), within `Drifted` budget.
     A node that is also drifted is left to Drift, which runs first and gives the truer reason."""
 
-    name = "GracefulExpiration"
+    name = MethodName.GRACEFUL_EXPIRATION
     reason = REASON_EXPIRING
     budget_reason = L.REASON_DRIFTED
 

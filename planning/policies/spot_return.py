@@ -12,12 +12,13 @@ from planning.cluster import NodeInfo
 from planning.disruption.candidates import GRACEFUL, Candidate, currently_reschedulable
 from planning.disruption.commands import Command, Replacement
 from planning.disruption.method import PassContext, make_command
+from planning.disruption.method_names import MethodName
 from planning.pricing.replacements import pool_zones, to_replacement
 from planning.provisioning.spot_fallback import admits_spot, fallback_since, fallback_value
 from planning.scheduling.sim_state import NewNode
 from planning.scheduling.simulation import Unschedulable
 
-SPOT_RETURN = "SpotReturn"  # the method (its commands' `method`)
+SPOT_RETURN = MethodName.SPOT_RETURN  # the method (its commands' `method`)
 REASON_SPOT_FALLBACK = "SpotFallback"  # why the node goes (its commands' `reason`)
 
 

@@ -7,6 +7,7 @@ import io
 
 import yaml
 
+from planning.disruption.method_names import MethodName
 from starter.output import print_output
 
 DATA = {"kind": "List", "items": [
@@ -22,3 +23,11 @@ def test_yaml_output_is_the_safe_emitters_text() -> None:
     assert out.getvalue() == yaml.safe_dump(DATA, sort_keys=False, default_flow_style=False)
     assert yaml.safe_load(out.getvalue()) == DATA
 
+
+
+def test_yaml_output_writes_a_method_name_as_its_string() -> None:
+    # plan rows carry MethodName members (planning/disruption/method_names.py); a bare safe dumper refuses them
+    out = io.StringIO()
+    print_output({"method": MethodName.DRIFT, "methods": [MethodName.REPAIR]}, "yaml", out=out)
+    assert out.getvalue() == "method: Drift\nmethods:\n- Repair\n"
+    assert type(yaml.safe_load(out.getvalue())["method"]) is str
