@@ -188,6 +188,9 @@ def test_generic_resources_round_trip(sim: Simulator, k8s: client.ApiClient) -> 
                                                   "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}})
     coord.patch_namespaced_lease("nodeflow", "kube-system", {"spec": {"holderIdentity": "b"}})
     assert coord.read_namespaced_lease("nodeflow", "kube-system").spec.holder_identity == "b"
+    # a pod on n1 keeps the attachment: the attach/detach controller detaches a node's volumes 1 s (10 ms at this
+    # time scale) after its last pod goes, which a loaded machine's next request can come after
+    sim.load_objects([node("n1"), pod("db", "n1")])
     storage = client.StorageV1Api(k8s)
     storage.create_volume_attachment({"metadata": {"name": "va1"}, "spec": {
         "attacher": "ebs.csi.aws.com", "nodeName": "n1", "source": {"persistentVolumeName": "pv1"}}})

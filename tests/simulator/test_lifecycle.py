@@ -123,9 +123,16 @@ def test_foreground_deletion_waits_for_dependents(sim: Simulator, k8s: client.Ap
     sim.load_objects([node("n1"), replicaset("web", 2, {"app": "web"})])
     v1, apps = client.CoreV1Api(k8s), client.AppsV1Api(k8s)
     wait_for(lambda: len(v1.list_namespaced_pod("default").items) == 2, what="two pods")
+    # a finalizer on one pod holds the owner, however soon the garbage collector deletes the other on a loaded machine
+    held_pod = v1.list_namespaced_pod("default").items[0].metadata.name
+    v1.patch_namespaced_pod(held_pod, "default", {"metadata": {"finalizers": ["example.com/hold"]}})
     apps.delete_namespaced_replica_set("web", "default", propagation_policy="Foreground")
     held = apps.read_namespaced_replica_set("web", "default")
     assert held.metadata.deletion_timestamp is not None and "foregroundDeletion" in held.metadata.finalizers
+    wait_for(lambda: v1.read_namespaced_pod(held_pod, "default").metadata.deletion_timestamp is not None,
+             what="the held pod deleting")
+    assert apps.read_namespaced_replica_set("web", "default").metadata.deletion_timestamp, "the owner waits"
+    v1.patch_namespaced_pod(held_pod, "default", {"metadata": {"finalizers": None}})
     wait_for(lambda: _gone(apps.read_namespaced_replica_set, "web", "default"), what="owner gone after its pods")
     assert not v1.list_namespaced_pod("default").items
 
