@@ -4,6 +4,8 @@ spot price history and the Pricing API over the bundled price table."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import boto3
 import pytest
 from botocore.config import Config
@@ -123,7 +125,14 @@ def test_a_failed_refresh_keeps_the_last_good_catalog_and_refreshes_on_schedule(
     clock.now = 3600 + 300
     again = provider.catalog()
     assert again is not first and provider.last_error is None
-    assert again.get("c5.large") == first.get("c5.large")
+    assert _without_spot_prices(again.get("c5.large")) == _without_spot_prices(first.get("c5.large"))
+
+
+def _without_spot_prices(it: Any) -> Any:
+    """A type as discovered, its spot prices left out: the stand-in's spot market moves at each hour boundary
+    (devstack/spot_prices.py), and a refresh that crosses one rightly reads the new price."""
+    return it.model_copy(update={"offerings": tuple(o for o in it.offerings if o.capacity_type != "spot")}), \
+        sorted((o.zone, o.available) for o in it.offerings if o.capacity_type == "spot")
 
 
 def test_before_any_success_the_bundled_catalog_stands_in() -> None:
