@@ -10,11 +10,11 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from api.instance_types.labels import instance_type_labels
 from api.quantity import QuantityError, parse_cpu, parse_memory
+from api.yaml_load import safe_load
 
 CATALOG_KIND = "InstanceTypeCatalog"
 CATALOG_API_VERSION = "nodeflow.dev/v1alpha1"
@@ -177,7 +177,7 @@ def current_catalog(catalog: object) -> object:
 def load_catalog(path: str | Path) -> InstanceTypeCatalog:
     """Read a catalog document from a YAML file."""
     with open(path, encoding="utf-8") as fh:
-        return InstanceTypeCatalog.model_validate(yaml.safe_load(fh))
+        return InstanceTypeCatalog.model_validate(safe_load(fh))
 
 
 @lru_cache(maxsize=1)

@@ -32,6 +32,7 @@ from api.node_overlay import NodeOverlay
 from api.nodeclaim import NodeClaim
 from api.nodepool import NodePool
 from api.object_shapes import check_shape
+from api.yaml_load import KubeLoader
 
 KARPENTER_V1 = "karpenter.sh/v1"
 # kind -> apiVersions accepted for it
@@ -53,21 +54,7 @@ class SnapshotError(ValueError):
     """Unusable snapshot input; the message names the file, the document and the problem."""
 
 
-def _loader_class() -> type:
-    """A fast (libyaml when present) safe loader that keeps timestamps as strings, as the API sends them."""
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class _Loader(base):  # type: ignore[valid-type, misc]
-        pass
-
-    _Loader.yaml_implicit_resolvers = {
-        ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-        for ch, resolvers in base.yaml_implicit_resolvers.items()
-    }
-    return _Loader
-
-
-_LOADER = _loader_class()
+_LOADER = KubeLoader  # fast and safe, timestamps kept as strings (api/yaml_load.py)
 
 
 def location(source: str, doc: int, item: int | None, obj: Any = None) -> str:

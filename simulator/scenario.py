@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from api.catalog import CATALOG_KIND, InstanceTypeCatalog
+from api.yaml_load import kube_load_all
 from simulator.pods import meta
 from simulator.resources import BY_KIND, for_object
 from simulator.store import now_rfc3339
@@ -29,18 +30,8 @@ class ScenarioError(ValueError):
     """A snapshot that cannot be loaded."""
 
 
-class _Loader(yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader):  # type: ignore[misc]
-    """Safe YAML without implicit timestamps: Kubernetes keeps times as RFC 3339 strings."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
-    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
 def load_yaml_stream(text: str) -> list[Any]:
-    return list(yaml.load_all(text, Loader=_Loader))
+    return kube_load_all(text)
 
 
 def read_snapshot(path: str | Path) -> list[dict[str, Any]]:

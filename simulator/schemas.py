@@ -9,8 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from api.yaml_load import safe_load
 from simulator.resources import ResourceType
 
 CRD_DIR = Path(__file__).resolve().parents[1] / "deploy" / "crds"
@@ -69,7 +68,7 @@ def model_name(rt: ResourceType) -> str:
 @cache
 def crd_documents() -> tuple[dict[str, Any], ...]:
     """The CRD documents in deploy/crds/, as nodeflow ships them."""
-    return tuple(yaml.safe_load(path.read_text(encoding="utf-8")) for path in sorted(CRD_DIR.glob("*.yaml")))
+    return tuple(safe_load(path.read_text(encoding="utf-8")) for path in sorted(CRD_DIR.glob("*.yaml")))
 
 
 @cache

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from api.snapshot import Snapshot
+from api.yaml_load import safe_load
 from planning.cluster import Cluster
 from planning.scheduling.node_filters import feasible_nodes
 from planning.scheduling.simulation import Scheduler
 
-CASES: list[dict[str, Any]] = yaml.safe_load(
+CASES: list[dict[str, Any]] = safe_load(
     (Path(__file__).parent / "data" / "kube_scheduler_cases.yaml").read_text())
 
 

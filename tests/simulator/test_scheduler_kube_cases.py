@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from api.yaml_load import safe_load
 from simulator.patch import deep_copy
 from simulator.resources import BY_KIND
 from simulator.scheduler_timing import SchedulerTiming
@@ -18,7 +18,7 @@ from simulator.store import Store
 from simulator.world import World
 
 CASES_FILE = Path(__file__).resolve().parents[1] / "planning" / "data" / "kube_scheduler_cases.yaml"
-CASES: list[dict[str, Any]] = yaml.safe_load(CASES_FILE.read_text()) if CASES_FILE.exists() else []
+CASES: list[dict[str, Any]] = safe_load(CASES_FILE.read_text()) if CASES_FILE.exists() else []
 
 
 def test_the_case_file_is_there_and_covers_every_filter_plugin() -> None:

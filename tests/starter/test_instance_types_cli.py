@@ -15,12 +15,12 @@ import yaml
 
 from api.instance_types import labels as T
 from api.quantity import parse_cpu, parse_memory
+from api.yaml_load import safe_load
 from tests.api.test_allocatable import EXPECTED
 
 ROOT = Path(__file__).resolve().parents[2]
 # libyaml's safe loader where PyYAML has it: the same safe YAML, parsed ~6x faster than the pure-Python one (17 s of
 # this file's run went to reading the CLI's YAML)
-SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _run(endpoint: str, region: str, *argv: str) -> tuple[int, str, str]:
@@ -78,7 +78,7 @@ def test_a_pool_and_class_of_a_snapshot_in_another_region(cloud_endpoint: str, t
     path.write_text(yaml.safe_dump_all([pool, node_class]))
     code, out, err = _run(cloud_endpoint, "eu-west-1", "--nodepool", "new-gen", "-f", str(path), "-o", "yaml")
     assert code == 0, err
-    rows = yaml.load(out, Loader=SAFE_LOADER)
+    rows = safe_load(out)
     assert rows
     for r in rows:
         assert int(r["labels"][T.GENERATION]) > 6
