@@ -3,8 +3,8 @@
 Two worker replicas (`python worker.py` in subprocesses, each with the deletion watcher and the planner Schedule's
 upkeep, as the Deployment runs them, on the bundled catalog rather than discovering it at each restart) against a
 simulator that fails 5% of API requests (429/500/409) and adds latency, a Temporal dev server on a SQLite file, and
-moto_server behind a proxy that counts the workers' EC2 calls. Planner passes come only from the `nodeflow-
-planner-<queue>` Schedule (every 2 s, overlap SKIP).
+moto_server behind a proxy that counts the workers' EC2 calls. Planner passes come only from the
+`nodeflow-planner-<queue>` Schedule (every 2 s, overlap SKIP).
 For one seed, in one run (bounded to a few minutes):
 
 - replica `b` is SIGKILLed every few seconds all along; both are SIGKILLed around each grace deadline instant,
