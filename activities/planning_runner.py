@@ -49,7 +49,7 @@ from contracts.disruption import (
 )
 from contracts.errors import ErrorType
 from gateways.kube import KubeClient, without_disrupted_taint
-from planning.disruption.method_names import CONSOLIDATION_METHODS, DRIFT_METHODS, MethodName
+from planning.disruption.method_names import CONSOLIDATION_METHODS, UNVALIDATED_METHODS, MethodName
 from planning.disruption.repair import DEFAULT_POLICIES, RepairBlockReason, RepairPolicy, as_policies
 from planning.disruption.validation import Decision, Mismatch, Verdict, same_decision
 from planning.planner.plan import plan
@@ -311,7 +311,7 @@ def karpenter_pass(result: Any, seconds: float) -> None:
 
 def karpenter_decision(method: str, reason: str, decision: str, node_pool: str) -> None:
     """karpenter_voluntary_disruption_decisions_total (and by nodepool) for a command the pass starts."""
-    if method not in CONSOLIDATION_TYPES and method not in DRIFT_METHODS and method != MethodName.REPAIR:
+    if method not in CONSOLIDATION_TYPES and method not in UNVALIDATED_METHODS:
         return  # expiration, legacy repair and static scale-down are not voluntary disruption decisions
     labels = {"decision": km.CommandDecision(decision).value, "reason": reason.lower(),
               "consolidation_type": CONSOLIDATION_TYPES.get(method, "")}

@@ -11,7 +11,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from contracts.policy_controls import DrainSpec, PolicyControls, RolloutStart
-from planning.disruption.method_names import DRIFT_METHODS, MethodName
+from planning.disruption.method_names import UNVALIDATED_METHODS
 
 
 class _Model(BaseModel):
@@ -76,7 +76,7 @@ class DisruptionCommand(_Model):
 # §4): node repair as a method since v1.15 (kubernetes-sigs/karpenter#3311) replaces an unhealthy node now.
 def validated(method: str) -> bool:
     """Whether a command of this method is validated before it is tainted (and counted as a decision only then)."""
-    return method not in DRIFT_METHODS and method != MethodName.REPAIR
+    return method not in UNVALIDATED_METHODS
 
 
 class DisruptionSettings(_Model):

@@ -23,4 +23,7 @@ class MethodName(StrEnum):
 
 # Drift in either form: replace-then-drain, never validated, held by a pool's drift back-off (docs/semantics.md §4).
 DRIFT_METHODS = frozenset({MethodName.DRIFT, MethodName.STATIC_DRIFT})
+# Replace-then-drain now, never validated as Karpenter validates consolidation (drift, and repair since v1.15). The
+# disruption workflow tests drift and repair apart, each behind its own patch (workflows/disruption.py).
+UNVALIDATED_METHODS = frozenset({*DRIFT_METHODS, MethodName.REPAIR})
 CONSOLIDATION_METHODS = frozenset({MethodName.MULTI_NODE_CONSOLIDATION, MethodName.SINGLE_NODE_CONSOLIDATION})
