@@ -28,11 +28,6 @@ def safe_load(source: str | bytes | IO[str]) -> Any:
     return yaml.load(source, Loader=SAFE_LOADER)
 
 
-def safe_load_all(source: str | bytes | IO[str]) -> list[Any]:
-    """`yaml.safe_load_all` as a list, with libyaml's parser when present."""
-    return list(yaml.load_all(source, Loader=SAFE_LOADER))
-
-
 def kube_load_all(text: str) -> list[Any]:
     """Every document of a Kubernetes YAML stream, timestamps kept as strings."""
     return list(yaml.load_all(text, Loader=KubeLoader))

@@ -5,14 +5,13 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from api.yaml_load import kube_load_all, safe_load, safe_load_all
+from api.yaml_load import kube_load_all, safe_load
 
 DOC = "a: 1\nb: [x, 2.5, true, null]\nwhen: 2026-11-30T04:00:00Z\n"
 
 
 def test_safe_load_reads_what_pyyamls_safe_load_reads() -> None:
     assert safe_load(DOC) == yaml.safe_load(DOC)
-    assert safe_load_all(DOC + "---\nc: 2\n") == list(yaml.safe_load_all(DOC + "---\nc: 2\n"))
 
 
 def test_the_kube_loader_keeps_timestamps_as_the_api_sends_them() -> None:
