@@ -60,9 +60,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   pip_quiet .venv -e '.[dev,solver,sim]'  # sim: the simulated world the demo and the tests run in
   touch "$stamp"
 fi
-# The checkout's bytecode, written once here: where PYTHONDONTWRITEBYTECODE is set (it was on the machines measured) no import
-# writes it, so every worker, CLI and simulator process compiled the modules it imports again (about 1 s of CPU
-# each on a 2-core machine, over a hundred processes in `make test`). A second run only compares timestamps.
+# The checkout's bytecode, written once here: where PYTHONDONTWRITEBYTECODE is set (it was on the machines
+# measured) no import writes it, so every worker, CLI and simulator process compiled the modules it imports again
+# (about 1 s of CPU each on a 2-core machine, over a hundred processes in `make test`). A second run only compares
+# timestamps.
 .venv/bin/python -m compileall -q -j 0 -x '(^|/)\.venv' . >/dev/null
 if [ -n "$tools_pid" ]; then
   wait "$tools_pid" || exit 1  # pip_quiet said what failed
