@@ -54,7 +54,6 @@ from planning.disruption.repair import DEFAULT_POLICIES, RepairBlockReason, Repa
 from planning.disruption.validation import Decision, Mismatch, Verdict, same_decision
 from planning.planner.plan import plan
 from planning.planner.recheck import Recheck, recheck_consolidation, recheck_spot_return
-from planning.policies.spot_return import SPOT_RETURN
 from planning.pricing.unavailable_offerings import UnavailableOfferings, with_unavailable
 from telemetry import karpenter_metrics as km
 from telemetry import metrics
@@ -509,7 +508,7 @@ class PlanningActivities:
         args = (read.planning_snapshot(), inp.at, [n.name for n in inp.command.nodes], decision)
         kwargs = dict(catalog=self._catalog_for(inp.catalog_path), exclude=read.excluded, parsed=read.parsed,
                       repair=self._repair, planned=read.planned)
-        if inp.command.method == SPOT_RETURN:
+        if inp.command.method == MethodName.SPOT_RETURN:
             return Recheck(recheck_spot_return(*args, **kwargs))
         return recheck_consolidation(*args, **kwargs)
 
@@ -631,7 +630,8 @@ class PlanningActivities:
                 return Verdict.CANDIDATE_IN_FLIGHT, f"candidate {n.name} is already being disrupted", None
         decision = Decision.of(ours.method, {n.name for n in ours.nodes}, ours.replacements)
         try:
-            if (ours.method in CONSOLIDATION_METHODS and len(ours.replacements) <= 1) or ours.method == SPOT_RETURN:
+            rechecked = ours.method in CONSOLIDATION_METHODS and len(ours.replacements) <= 1
+            if rechecked or ours.method == MethodName.SPOT_RETURN:
                 checked = await asyncio.to_thread(self._recheck, read, inp, decision)
             else:
                 checked = Recheck(await asyncio.to_thread(self._replanned, read, inp, decision))

@@ -11,11 +11,11 @@ from temporalio import activity
 
 from activities.heartbeat import heartbeating
 from activities.planning_runner import PlanningActivities, to_command
-from activities.rollout_divert import DRIFT_METHOD
 from api import labels as L
 from api.snapshot import Snapshot
 from contracts.policy import RolloutNoteInput, RolloutPlan, RolloutPlanInput, WorkloadRef, WorkloadsInput
 from gateways.kube import KubeClient
+from planning.disruption.method_names import MethodName
 from planning.planner.plan import run_pass
 from planning.policies.drift_waves import displaced_workloads, drifted_in_pool
 
@@ -71,7 +71,7 @@ def _plan_pool(read: Any, catalog: Any, pool: str, limit: int, at: datetime) -> 
     drifted = drifted_in_pool(outcome.cluster, pool, read.excluded, at)
     commands, nodes = [], []
     for c in outcome.commands:
-        if c.method != DRIFT_METHOD or c.node_pool != pool or len(nodes) + len(c.nodes) > limit:
+        if c.method != MethodName.DRIFT or c.node_pool != pool or len(nodes) + len(c.nodes) > limit:
             continue
         if any(n in read.excluded for n in c.nodes):
             continue

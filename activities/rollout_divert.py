@@ -19,8 +19,6 @@ from planning.cluster import Cluster, parse_pool
 from planning.disruption.method_names import MethodName
 from planning.policies.drift_waves import drifted_in_pool
 
-DRIFT_METHOD = MethodName.DRIFT
-
 
 def pool_policies(read: Any) -> dict[str, Any]:
     """Each NodePool's DisruptionPolicy (conflicted pools get none), from the cache's snapshot or the LISTed
@@ -49,7 +47,7 @@ def divert_drift(read: Any, commands: list[Any]) -> tuple[list[Any], dict[str, P
     kept, rollouts = [], {}
     for cmd in commands:
         policy = by_pool.get(cmd.node_pool)
-        waves = waves_of(policy) if cmd.method == DRIFT_METHOD else None
+        waves = waves_of(policy) if cmd.method == MethodName.DRIFT else None
         if waves is None:
             kept.append(cmd)
             continue

@@ -20,7 +20,6 @@ from planning.disruption.method_names import MethodName
 from planning.disruption.repair import Repair, RepairBlocked
 
 # StaticDrift (static NodePools) is internal: `nodeflow plan` reports it under `staticNodePools`, not `commands`.
-STATIC_DRIFT = MethodName.STATIC_DRIFT
 # Expiring: a DisruptionPolicy's gracefulExpireAfter passed (planning/policies/graceful_expiration.py); it spends the
 # Drifted budget (docs/semantics.md §15.1).
 # SpotFallback: an on-demand node launched because spot had no capacity goes back to spot
@@ -264,7 +263,7 @@ class PlanResult(_Model):
                 "blocked": {"__all__": {"node_pool", "event_reason", "budget_reason"}},
             },
         )
-        data["commands"] = [c for c in data["commands"] if c["method"] != STATIC_DRIFT]  # see static_public
+        data["commands"] = [c for c in data["commands"] if c["method"] != MethodName.STATIC_DRIFT]  # see static_public
         for cmd in data["commands"]:
             for move in cmd["pods"]:
                 if move.get("why") is None:
@@ -278,7 +277,7 @@ class PlanResult(_Model):
 
     def static_public(self) -> list[dict[str, Any]]:
         """`staticNodePools` of `nodeflow plan -o json`: each static pool's decision with its StaticDrift commands."""
-        drift = [c for c in self.commands if c.method == STATIC_DRIFT]
+        drift = [c for c in self.commands if c.method == MethodName.STATIC_DRIFT]
         return [p.to_public([c for c in drift if c.node_pool == p.node_pool]) for p in self.static_node_pools]
 
 

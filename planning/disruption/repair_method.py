@@ -21,13 +21,11 @@ from planning.disruption.method import PassContext
 from planning.disruption.method_names import MethodName
 from planning.disruption.repair import Repair, RepairDecision
 
-REPAIR = MethodName.REPAIR  # the method's name, as commands and workflows see it
-
 
 class NodeRepair(Drift):
     """The Repair method: the due nodes in order of toleration end, within the `Unhealthy` budget."""
 
-    name = REPAIR
+    name = MethodName.REPAIR
     reason = L.REASON_UNHEALTHY
     budget_reason = L.REASON_UNHEALTHY
     disruption_class = EVENTUAL

@@ -21,16 +21,17 @@ from api import events
 from api import labels as L
 from api.events import EventReason
 from planning.disruption.candidates import EVENTUAL, Candidate
-from planning.disruption.commands import STATIC_DRIFT, Command, TerminateFirst
+from planning.disruption.commands import Command, TerminateFirst
 from planning.disruption.drift import drift_reason, drifted_since
 from planning.disruption.method import PassContext, make_command
+from planning.disruption.method_names import MethodName
 from planning.provisioning.static_capacity import PoolCounts, node_limit, template_replacement, terminate_first
 
 
 class StaticDrift:
     """One replace command per drifted node of a static pool, within budget, node limit and replicas."""
 
-    name = STATIC_DRIFT
+    name = MethodName.STATIC_DRIFT
     reason = L.REASON_DRIFTED
     disruption_class = EVENTUAL
 

@@ -23,9 +23,10 @@ from api.timestamps import format_seconds
 from planning.cluster import Cluster, NodeInfo
 from planning.disruption.balanced import is_balanced
 from planning.disruption.candidates import EVENTUAL, GRACEFUL, Candidate, CandidateSet, NotCandidate, cancel_hold
-from planning.disruption.commands import STATIC_DRIFT, Blocked, Command, PlanEvent, SkippedMove
+from planning.disruption.commands import Blocked, Command, PlanEvent, SkippedMove
 from planning.disruption.exclusions import exclusion_of
 from planning.disruption.method import Method, PassContext
+from planning.disruption.method_names import MethodName
 from planning.disruption.settling import HELD_METHODS, Settling
 
 
@@ -99,7 +100,7 @@ def label_commands(commands: Sequence[Command], start: int = 1) -> list[Labelled
     """`command N` as numbered in the plan's `commands` (StaticDrift commands are not there: `staticNodePools`)."""
     out, n = [], start
     for cmd in commands:
-        if cmd.method == STATIC_DRIFT:
+        if cmd.method == MethodName.STATIC_DRIFT:
             out.append(LabelledCommand(cmd, f"static drift of {cmd.node_pool}"))
         else:
             out.append(LabelledCommand(cmd, f"command {n}"))

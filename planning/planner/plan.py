@@ -38,7 +38,6 @@ from planning.disruption.candidates import (
     node_pods,
 )
 from planning.disruption.commands import (
-    STATIC_DRIFT,
     Blocked,
     Command,
     FinalState,
@@ -117,7 +116,6 @@ DECIDING_METHODS = frozenset({MethodName.EMPTINESS, *DRIFT_METHODS, MethodName.G
                               MethodName.SPOT_RETURN, MethodName.REPAIR})
 BACKOFF_METHODS = DRIFT_METHODS  # a pool's drift back-off holds them (§4.4)
 # the method whose commands a pool's DriftRolloutWorkflow carries out (activities/rollout.py)
-ROLLOUT_METHOD = MethodName.DRIFT
 
 
 def _utc(at: datetime) -> datetime:
@@ -362,7 +360,7 @@ def _first_method_with_commands(ctx: PassContext, methods: list[Method], sets: d
             break
         cands = _calendar_gate(ctx, method, [c for c in sets[method.disruption_class].candidates
                                              if method.should_disrupt(c)])
-        if rollouts and method.name == ROLLOUT_METHOD:
+        if rollouts and method.name == MethodName.DRIFT:
             cands = _rollout_gate(ctx, cands)
         if method.name in BACKOFF_METHODS:
             cands = _backoff_gate(ctx, cands)
@@ -573,7 +571,7 @@ def _plan(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog | None, unti
 
 def _numbered(commands: Sequence[Command]) -> int:
     """How many of `commands` the plan's public `commands` list numbers (StaticDrift is reported elsewhere)."""
-    return sum(1 for c in commands if c.method != STATIC_DRIFT)
+    return sum(1 for c in commands if c.method != MethodName.STATIC_DRIFT)
 
 
 def _explained(result: PlanResult, first: PassOutcome, last: PassOutcome, earlier: dict[str, tuple[str, str]],

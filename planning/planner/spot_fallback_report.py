@@ -12,7 +12,7 @@ from api import labels as L
 from api.catalog import InstanceTypeCatalog
 from planning.cluster import Cluster
 from planning.disruption.commands import Command
-from planning.policies.spot_return import SPOT_RETURN
+from planning.disruption.method_names import MethodName
 from planning.policies.view import PolicyView
 from planning.provisioning.spot_fallback import fallback_since, fallback_value
 
@@ -22,7 +22,7 @@ def spot_fallback_rows(snapshot: Any, at: datetime, catalog: InstanceTypeCatalog
     """The `spotFallbacks` entries of `nodeflow plan -o json`: every node recorded as a spot fallback, when it fell
     back, when its pool's returnAfter lets it return, and what this plan does about it (`state`: Returning in a
     SpotReturn command, Blocked with the reason, Waiting for returnAt, or Kept without a returnAfter)."""
-    returning = {n for c in commands if c.method == SPOT_RETURN for n in c.nodes}
+    returning = {n for c in commands if c.method == MethodName.SPOT_RETURN for n in c.nodes}
     why = {b.node: b.reason for b in blocked}
     policies = PolicyView.build(snapshot, at)
     rows = []

@@ -18,7 +18,6 @@ from planning.provisioning.spot_fallback import admits_spot, fallback_since, fal
 from planning.scheduling.sim_state import NewNode
 from planning.scheduling.simulation import Unschedulable
 
-SPOT_RETURN = MethodName.SPOT_RETURN  # the method (its commands' `method`)
 REASON_SPOT_FALLBACK = "SpotFallback"  # why the node goes (its commands' `reason`)
 
 
@@ -29,7 +28,7 @@ class SpotReturn:
     the pool's Underutilized budget. A return is a cheaper replace like single-node consolidation's, so it spends that
     budget; it needs neither consolidateAfter nor a consolidation policy, since the policy asked for it by name."""
 
-    name = SPOT_RETURN
+    name = MethodName.SPOT_RETURN
     reason = REASON_SPOT_FALLBACK
     budget_reason = L.REASON_UNDERUTILIZED
     disruption_class = GRACEFUL

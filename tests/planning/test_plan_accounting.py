@@ -21,8 +21,8 @@ from api import labels as L
 from api.snapshot import Snapshot, load_snapshot, parse_snapshot
 from planning.cluster import Cluster
 from planning.disruption.candidates import NodeRefusal, NotCandidate
-from planning.disruption.commands import STATIC_DRIFT
 from planning.disruption.exclusions import excluded_nodes
+from planning.disruption.method_names import MethodName
 from planning.planner.accounting import (
     BUDGET_EXHAUSTED,
     KeptReason,
@@ -220,7 +220,7 @@ def test_static_pool_keeps_its_replicas() -> None:
     ex = explain_plan(load_snapshot(str(EXAMPLES / "plan-static.yaml")), AT)
     assert _row(ex, "web-a").reason == KeptReason.STATIC_NODE_POOL
     assert _row(ex, "batch-b").reason == "StaticScaleDown"
-    assert _row(ex, "web-b").reason == STATIC_DRIFT
+    assert _row(ex, "web-b").reason == MethodName.STATIC_DRIFT
 
 
 def test_in_flight_node_is_kept_in_flight() -> None:
