@@ -540,8 +540,14 @@ class ProvisioningActivities:
         return r.node_claim
 
     def _delete_claim(self, name: str) -> None:
+        """A claim whose launch never made an instance: nothing to terminate, so it goes without a termination. The
+        lifecycle controller and the deletion watcher add our finalizer to every claim not deleting, so one may put
+        it back between the PATCH and the DELETE; the DELETE's answer then shows the claim held, and the finalizer
+        goes again, which nothing re-adds to a deleting claim."""
         self._kube.patch_node_claim(name, {"metadata": {"finalizers": None}})
-        self._kube.delete_node_claim(name)
+        _, held = self._kube.delete_node_claim_answer(name)
+        if held is not None:
+            self._kube.remove_finalizer("NodeClaim", name, current=held)
 
 
 def build_nodeclaim(pool: dict[str, Any], name: str, inp: LaunchInput) -> dict[str, Any]:
