@@ -199,8 +199,17 @@ def test_a_pass_on_carried_reads_plans_what_a_fresh_parse_plans_as_pods_and_pdbs
     assert carried > 40
 
 
-def test_a_first_read_freezes_and_a_carried_read_does_not(freezes: list[int]) -> None:
+def test_a_small_first_read_leaves_the_collector_alone(freezes: list[int]) -> None:
     cache = FakeCache(generate_cluster(4, 3, seed=5))
+    view = ClusterView(cache)  # type: ignore[arg-type]
+    _, snap, _ = view.read()
+    assert view.reparsed == len(snap.pods) > 0  # every pod loaded, as in a first read
+    assert freezes == []  # fewer than FREEZE_MIN_PODS pods: a full collection would cost more than it saves
+
+
+def test_a_first_read_freezes_and_a_carried_read_does_not(freezes: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = FakeCache(generate_cluster(4, 3, seed=5))
+    monkeypatch.setattr(cluster_view, "FREEZE_MIN_PODS", 1)  # this cluster is small; the rule is the same
     view = ClusterView(cache)  # type: ignore[arg-type]
     view.read()
     assert freezes == [1]  # most of the cluster loaded: what is alive now goes to the permanent generation
