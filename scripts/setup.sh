@@ -65,6 +65,11 @@ fi
 # (about 1 s of CPU each on a 2-core machine, over a hundred processes in `make test`). A second run only compares
 # timestamps.
 .venv/bin/python -m compileall -q -j 0 -x '(^|/)\.venv' . >/dev/null
+# The same for pytest's assert-rewritten bytecode of the test modules: each of `make test`'s four workers rewrote
+# all ~400 again (about 11 CPU-s each here); scripts/rewrite_test_asserts.py writes what pytest would.
+if [ "$test_tools" = 1 ]; then
+  .venv/bin/python scripts/rewrite_test_asserts.py
+fi
 if [ -n "$tools_pid" ]; then
   wait "$tools_pid" || exit 1  # pip_quiet said what failed
   trap - EXIT

@@ -87,3 +87,12 @@ def test_make_demo_and_setup_skip_the_test_tools_and_make_test_installs_them() -
     test = _recipe("test")
     assert test[0] == "./scripts/setup.sh" and test[-1].startswith(".venv/bin/python -m pytest")
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_the_test_run_gets_its_assert_rewritten_bytecode_and_the_demo_does_not(tmp_path: Path) -> None:
+    code, calls = _run_setup(tmp_path)
+    assert code == 0 and "scripts/rewrite_test_asserts.py" in calls, calls
+    demo = tmp_path / "demo"
+    demo.mkdir()
+    code, calls = _run_setup(demo, "--without-test-tools")
+    assert code == 0 and "rewrite_test_asserts" not in calls, calls
