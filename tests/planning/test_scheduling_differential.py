@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from test_scheduling_kube_cases import planner_feasible
+from support.kube_cases import planner_feasible
 
 from api import labels as L
 from planning.scheduling.node_filters import feasible_nodes

@@ -3,20 +3,14 @@ filter (planning/scheduling/node_filters.py) and the planner's simulation (plann
 
 from __future__ import annotations
 
-import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support.kube_cases import kube_cases, planner_feasible
 
-from api.snapshot import Snapshot
-from api.yaml_load import safe_load
-from planning.cluster import Cluster
 from planning.scheduling.node_filters import feasible_nodes
-from planning.scheduling.simulation import Scheduler
 
-CASES: list[dict[str, Any]] = safe_load(
-    (Path(__file__).parent / "data" / "kube_scheduler_cases.yaml").read_text())
+CASES = kube_cases()
 
 
 def _id(case: dict[str, Any]) -> str:
@@ -28,16 +22,6 @@ def test_reference_filter_agrees_with_kube_scheduler(case: dict[str, Any]) -> No
     got = feasible_nodes(case["pod"], case["nodes"], case["existingPods"],
                          [*case["pvs"], *case["pvcs"], *case["storageClasses"]])
     assert sorted(got) == case["expect"]["feasibleNodes"]
-
-
-def planner_feasible(case: dict[str, Any]) -> list[str]:
-    """The existing nodes the planner's simulation lets the pod go on (any rung of its relaxation ladder)."""
-    objs = [*case["nodes"], *case["existingPods"], *case["pvs"], *case["pvcs"], *case["storageClasses"], case["pod"]]
-    cluster = Cluster.from_snapshot(Snapshot.from_objects(copy.deepcopy(objs)))
-    sched = Scheduler(cluster)
-    (pod,) = cluster.pending
-    state = sched.new_state()
-    return [n.name for n in sched.dest if any(sched.fits(v, n, state) for v in sched.variants(pod))]
 
 
 # Where the planner knowingly differs from kube-scheduler (docs/semantics.md §3.5): it reads a PV's zone and

@@ -4,12 +4,11 @@ planner's simulation is held to, so the emulator that plays the world agrees wit
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
+from support.kube_cases import kube_cases
 
-from api.yaml_load import safe_load
 from simulator.patch import deep_copy
 from simulator.resources import BY_KIND
 from simulator.scheduler_timing import SchedulerTiming
@@ -17,8 +16,7 @@ from simulator.scheduling_filters import feasible_nodes
 from simulator.store import Store
 from simulator.world import World
 
-CASES_FILE = Path(__file__).resolve().parents[1] / "planning" / "data" / "kube_scheduler_cases.yaml"
-CASES: list[dict[str, Any]] = safe_load(CASES_FILE.read_text()) if CASES_FILE.exists() else []
+CASES = kube_cases()
 
 
 def test_the_case_file_is_there_and_covers_every_filter_plugin() -> None:
