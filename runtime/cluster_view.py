@@ -85,7 +85,7 @@ class ClusterView:
                     parsed[kind] = list(map(_PARSED, entries))
             self._kept, self.reparsed = kept, reparsed
             self.memo.next_pass()
-            if reparsed > max(len(parsed["Pod"]) // 2, FREEZE_MIN_PODS - 1):
+            if reparsed >= FREEZE_MIN_PODS and reparsed > len(parsed["Pod"]) // 2:
                 _freeze_for_gc()
             return objs, snap, Parsed(parsed["Pod"], parsed["NodeClaim"], self.memo)
 
