@@ -139,12 +139,11 @@ async def test_delete_command_needs_no_replacement(ts_env: WorkflowEnvironment) 
 
 
 @asynccontextmanager
-async def _started(ts_env: WorkflowEnvironment, fakes: Fakes, settings: DisruptionSettings
-                   ) -> AsyncIterator[WorkflowHandle]:
+async def _started(client: Client, fakes: Fakes, settings: DisruptionSettings) -> AsyncIterator[WorkflowHandle]:
     """A worker with the fake activities on a fresh task queue, and a DisruptionWorkflow started on it."""
     tq = f"tq-{uuid.uuid4()}"
-    async with Worker(ts_env.client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
-        yield await ts_env.client.start_workflow(
+    async with Worker(client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
+        yield await client.start_workflow(
             DisruptionWorkflow.run, DisruptionInput(command=command(), settings=settings),
             id=f"disrupt-{uuid.uuid4()}", task_queue=tq)
 
@@ -159,7 +158,7 @@ async def _wait_phase(handle, phase: DisruptionPhase, timeout: float = 10.0) -> 
 async def test_cancel_while_waiting_ready_rolls_back(ts_env: WorkflowEnvironment) -> None:
     fakes = Fakes(ready_after_polls=None)
     settings = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=3600, ready_timeout_seconds=7200)
-    async with _started(ts_env, fakes, settings) as handle:
+    async with _started(ts_env.client, fakes, settings) as handle:
         with ts_env.auto_time_skipping_disabled():
             await _wait_phase(handle, DisruptionPhase.WAITING_READY)
             assert await handle.execute_update(DisruptionWorkflow.cancel, "operator said so") == "WaitingReady"
@@ -173,7 +172,7 @@ async def test_cancel_rejected_once_terminating(ts_env: WorkflowEnvironment) -> 
     gate = asyncio.Event()
     fakes = Fakes(block_terminations=gate)
     settings = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=0.01)
-    async with _started(ts_env, fakes, settings) as handle:
+    async with _started(ts_env.client, fakes, settings) as handle:
         with ts_env.auto_time_skipping_disabled():
             await _wait_phase(handle, DisruptionPhase.TERMINATING)
             with pytest.raises(WorkflowUpdateFailedError) as err:
@@ -191,11 +190,7 @@ async def test_temporal_cancel_rolls_back_before_ending_cancelled(temporal_clien
     workflow waits, and the rollback has no timer."""
     fakes = Fakes(ready_after_polls=None)
     settings = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=3600, ready_timeout_seconds=7200)
-    tq = f"tq-{uuid.uuid4()}"
-    async with Worker(temporal_client, task_queue=tq, workflows=[DisruptionWorkflow], activities=fakes.activities()):
-        handle = await temporal_client.start_workflow(
-            DisruptionWorkflow.run, DisruptionInput(command=command(), settings=settings),
-            id=f"disrupt-{uuid.uuid4()}", task_queue=tq)
+    async with _started(temporal_client, fakes, settings) as handle:
         await _wait_phase(handle, DisruptionPhase.WAITING_READY)
         await handle.cancel()
         with pytest.raises(WorkflowFailureError) as err:
