@@ -5,12 +5,13 @@ the source (`__pycache__/<name>.cpython-311-pytest-<version>.pyc`), but only whe
 `PYTHONDONTWRITEBYTECODE` set (as on the machines measured) each of `make test`'s four workers rewrote all ~400
 modules again, about 11 of the 25 CPU-seconds of a worker's collection. A cached file is read whatever that
 variable says. This writes the same files as pytest would (its own rewriter and writer, so the format follows the
-installed pytest), two processes at a time; a pytest whose internals moved makes it say so and do nothing, and the
+installed pytest), one process per core; a pytest whose internals moved makes it say so and do nothing, and the
 test run then rewrites as before.
 """
 
 from __future__ import annotations
 
+import ast
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -18,13 +19,20 @@ from pathlib import Path
 from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[1]
-PLUGINS = ("temporal_fixtures", "moto_fixtures", "sim_fixtures", "xdist_groups")  # tests/conftest.py's plugins
+
+
+def conftest_plugins(conftest: Path) -> list[str]:
+    """The modules a conftest names in `pytest_plugins` (pytest rewrites them too), read where they are listed."""
+    for node in ast.parse(conftest.read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytest_plugins" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    return []
 
 
 def rewritten_modules(tests: Path) -> list[Path]:
     """What pytest rewrites here: test files (its default `python_files`), conftests, and conftest's plugins."""
     found = {*tests.rglob("test_*.py"), *tests.rglob("*_test.py"), *tests.rglob("conftest.py")}
-    found |= {tests / "support" / f"{name}.py" for name in PLUGINS}
+    found |= {tests.joinpath(*name.split(".")).with_suffix(".py") for name in conftest_plugins(tests / "conftest.py")}
     return sorted(p for p in found if p.is_file() and "__pycache__" not in p.parts)
 
 
