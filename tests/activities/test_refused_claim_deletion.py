@@ -8,7 +8,6 @@ run: still there 30 s later). Here the re-add happens on purpose, right after th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -41,12 +40,8 @@ class ControllerBetween(KubeClient):
         return answer
 
 
-@pytest.fixture
-def ec2(moto_endpoint: str) -> Iterator[Any]:
-    yield ec2_client("us-east-1", moto_endpoint)
-
-
-async def _refused_launch(kube: KubeClient, ec2: Any) -> None:
+async def _refused_launch(kube: KubeClient, moto_endpoint: str) -> None:
+    ec2 = ec2_client("us-east-1", moto_endpoint)
     create(kube, node_pool("web", "absent", requirements=ON_DEMAND))  # no EC2NodeClass: the plain launch
     ice = IceInjector().install(ec2)
     for zone in ("us-east-1a", "us-east-1b", "us-east-1c"):
@@ -59,14 +54,15 @@ async def _refused_launch(kube: KubeClient, ec2: Any) -> None:
     assert err.value.type == ErrorType.INSUFFICIENT_CAPACITY.value
 
 
-async def test_a_refused_claim_is_gone_when_the_launch_ends(k8s: Any, ec2: Any) -> None:
+async def test_a_refused_claim_is_gone_when_the_launch_ends(k8s: Any, moto_endpoint: str) -> None:
     kube = KubeClient(k8s)
-    await _refused_launch(kube, ec2)
+    await _refused_launch(kube, moto_endpoint)
     assert kube.list_node_claims() == []
 
 
-async def test_a_finalizer_put_back_before_the_delete_does_not_hold_the_refused_claim(k8s: Any, ec2: Any) -> None:
+async def test_a_finalizer_put_back_before_the_delete_does_not_hold_the_refused_claim(k8s: Any,
+                                                                                      moto_endpoint: str) -> None:
     kube = ControllerBetween(k8s)
-    await _refused_launch(kube, ec2)
+    await _refused_launch(kube, moto_endpoint)
     assert kube.readds == 1  # the race happened
     assert kube.list_node_claims() == []
