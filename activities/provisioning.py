@@ -533,21 +533,14 @@ class ProvisioningActivities:
                     raise
         # Nothing ever ran on a node that never became Ready, so no drain is owed: drop finalizers and delete.
         if node is not None:
-            self._kube.patch_node(node["metadata"]["name"], {"metadata": {"finalizers": None}})
-            self._kube.delete_node(node["metadata"]["name"])
+            self._kube.delete_unheld("Node", node["metadata"]["name"])
         if claim is not None:
             self._delete_claim(r.node_claim)
         return r.node_claim
 
     def _delete_claim(self, name: str) -> None:
-        """A claim whose launch never made an instance: nothing to terminate, so it goes without a termination. The
-        lifecycle controller and the deletion watcher add our finalizer to every claim not deleting, so one may put
-        it back between the PATCH and the DELETE; the DELETE's answer then shows the claim held, and the finalizer
-        goes again, which nothing re-adds to a deleting claim."""
-        self._kube.patch_node_claim(name, {"metadata": {"finalizers": None}})
-        _, held = self._kube.delete_node_claim_answer(name)
-        if held is not None:
-            self._kube.remove_finalizer("NodeClaim", name, current=held)
+        """A claim whose launch never made an instance: nothing to terminate, so it goes without a termination."""
+        self._kube.delete_unheld("NodeClaim", name)
 
 
 def build_nodeclaim(pool: dict[str, Any], name: str, inp: LaunchInput) -> dict[str, Any]:

@@ -538,12 +538,35 @@ class KubeClient:
     def delete_node_claim_answer(self, name: str) -> tuple[bool, Obj | None]:
         """`delete_node_claim`, with the NodeClaim the API server answered (a claim held by finalizers, its
         deletionTimestamp set); None when the answer is not the claim (a Status) or the claim was gone."""
-        found, raw = self._delete_answer(self._node_claim_deletion(name))
+        return self._delete_held("NodeClaim", self._node_claim_deletion(name))
+
+    def delete_unheld(self, kind: str, name: str) -> bool:
+        """Delete a Node or NodeClaim that owes no termination (nothing ran on it), finalizers and all. Our lifecycle
+        controller and deletion watcher add our finalizer to every such object not deleting, so one may put it back
+        between the PATCH and the DELETE; the DELETE's answer then shows the object held, and our finalizer goes
+        again, which nothing re-adds to a deleting object. True when the object was there."""
+        unheld = {"metadata": {"finalizers": None}}
+        if kind == "Node":
+            self.patch_node(name, unheld)
+            call = lambda: self.core.delete_node(name, _preload_content=False)  # noqa: E731
+        else:
+            self.patch_node_claim(name, unheld)
+            call = self._node_claim_deletion(name)
+        found, held = self._delete_held(kind, call)
+        if held is not None:
+            self.remove_finalizer(kind, name, current=held)
+        return found
+
+    @staticmethod
+    def _delete_held(kind: str, call: Callable[[], Any]) -> tuple[bool, Obj | None]:
+        """(found, the object when the answer shows it held by finalizers: deletionTimestamp set); None when the
+        answer is a Status or the object was gone."""
+        found, raw = KubeClient._delete_answer(call)
         if not found:
             return False, None
         answer = _json(raw)
         meta = answer.get("metadata") or {}
-        held = answer.get("kind") == "NodeClaim" and meta.get("resourceVersion") and meta.get("deletionTimestamp")
+        held = answer.get("kind") == kind and meta.get("resourceVersion") and meta.get("deletionTimestamp")
         return True, answer if held else None
 
     def _node_claim_deletion(self, name: str) -> Callable[[], Any]:

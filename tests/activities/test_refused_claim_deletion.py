@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from support.nodeclass_world import create, node_pool
+from support.sim_objects import node, nodeclaim
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
@@ -28,15 +29,20 @@ ON_DEMAND = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["o
 
 
 class ControllerBetween(KubeClient):
-    """Adds our finalizer back right after any PATCH that removes a NodeClaim's finalizers, as the lifecycle
-    controller does when its reconcile of that change lands before the DELETE."""
+    """Adds our finalizer back right after any PATCH that removes a Node's or NodeClaim's finalizers, as the
+    lifecycle controller or the deletion watcher does when its reconcile of that change lands before the DELETE."""
 
     readds = 0
 
     def patch_node_claim(self, name: str, body: Any) -> Any:
-        answer = super().patch_node_claim(name, body)
+        return self._readd("NodeClaim", name, body, super().patch_node_claim(name, body))
+
+    def patch_node(self, name: str, body: Any) -> Any:
+        return self._readd("Node", name, body, super().patch_node(name, body))
+
+    def _readd(self, kind: str, name: str, body: Any, answer: Any) -> Any:
         if "finalizers" in (body.get("metadata") or {}) and not body["metadata"]["finalizers"]:
-            self.readds += int(self.add_finalizer("NodeClaim", name))
+            self.readds += int(self.add_finalizer(kind, name))
         return answer
 
 
@@ -66,3 +72,17 @@ async def test_a_finalizer_put_back_before_the_delete_does_not_hold_the_refused_
     await _refused_launch(kube, moto_endpoint)
     assert kube.readds == 1  # the race happened
     assert kube.list_node_claims() == []
+
+
+@pytest.mark.parametrize("kind", ["Node", "NodeClaim"])
+def test_delete_unheld_deletes_through_a_finalizer_put_back(sim: Any, k8s: Any, kind: str) -> None:
+    """The gateway call both paths use: a never-Ready replacement's Node, and a refused or launch-less claim."""
+    held = [labels.TERMINATION_FINALIZER, "example.com/other"]
+    obj = node("n1", finalizers=held) if kind == "Node" else nodeclaim("n1")
+    obj["metadata"]["finalizers"] = held
+    sim.load_objects([obj])
+    kube = ControllerBetween(k8s)
+    assert kube.delete_unheld(kind, "n1")
+    assert kube.readds == 1  # the race happened
+    assert kube.list_node_claims() == [] and kube.get_node("n1") is None
+    assert not kube.delete_unheld(kind, "n1")  # already gone: found nothing
