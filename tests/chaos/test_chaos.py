@@ -37,9 +37,11 @@ node's launch and readiness plus the scheduler's delay (PENDING_BOUND).
 The simulator's kube-scheduler is the slow one a real control plane showed: a pod that found no node is retried only
 SCHEDULER_RETRY simulated seconds later (10 s of wall time), longer than the pools' consolidateAfter.
 
-The suite runs two seeds, each an xdist group of its own (side by side on four workers): 20261122 and 7 (seed 7 is
-the one whose replica kills slow the drifts most). NODEFLOW_CHAOS_SEED picks one seed instead
-(NODEFLOW_CHAOS_SEEDS=1,2,3 runs one test per seed);
+The suite runs one seed, 7: the one whose replica kills slow the drifts most. It ran 20261122 beside it until
+2026-11-30; on a 2-core machine the suite is CPU-bound, and the second seed cost it about 120 CPU-s (a minute of
+the run) for one more random order of the same scripted faults, each of which every seed meets
+(docs/benchmarks.md, Test suite). NODEFLOW_CHAOS_SEED picks another seed (NODEFLOW_CHAOS_SEEDS=7,20261122 runs one
+test per seed, each an xdist group of its own, side by side on four workers);
 NODEFLOW_CHAOS_LONG=1 makes each run longer (four Temporal kills, a 120 s outage, replica b killed until the
 cluster has converged).
 """
@@ -94,11 +96,11 @@ from runtime.cloud_clients import ec2_client
 from simulator.scheduler_timing import SchedulerTiming
 from simulator.server import Simulator
 
-# each seed is an xdist group of its own, so the suite's four workers run the two seeds side by side (one after the
-# other they were the whole suite's last four minutes); tests/support/xdist_groups.py starts every group first
+# each seed is an xdist group of its own, so four workers run several seeds side by side (one after the other two
+# were the whole suite's last four minutes); tests/support/xdist_groups.py starts every group first
 pytestmark = [pytest.mark.chaos]
 SEEDS = [int(s) for s in (os.environ.get("NODEFLOW_CHAOS_SEEDS") or os.environ.get("NODEFLOW_CHAOS_SEED")
-                          or "20261122,7").split(",") if s.strip()]
+                          or "7").split(",") if s.strip()]
 LONG = os.environ.get("NODEFLOW_CHAOS_LONG", "").lower() not in ("", "0", "false", "no")
 TEMPORAL_KILLS = 4 if LONG else 2
 # 30 s (was 60; LONG keeps 120): twice the ~15 s after which cluster reads used to give up (READ_RETRY in
