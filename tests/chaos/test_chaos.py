@@ -420,7 +420,7 @@ async def test_chaos_ends_in_the_intended_state(tmp_path: Path, seed: int) -> No
     moto.start()
     proxy = Ec2CountingProxy(moto.endpoint)
     proxy.start()
-    sim = Simulator(time_scale=TIME_SCALE, ready_delay=READY_DELAY, ec2_endpoint=moto.endpoint, ec2_poll_seconds=0.1,
+    sim = Simulator(time_scale=TIME_SCALE, ready_delay=READY_DELAY, ec2_endpoint=moto.endpoint,
                     scheduler_timing=SchedulerTiming.slow(SCHEDULER_RETRY))
     sim.world.ledger.pending_bound_seconds = PENDING_BOUND
     sim.start()

@@ -112,7 +112,7 @@ async def _clusters(client: Any, moto_endpoint: str, world: AwsWorld, n: int) ->
         for i in range(n):
             name = f"c{i + 1}-{world.tag}"
             sim = stack_of.enter_context(Simulator(time_scale=0.01, ready_delay=2.0, ec2_endpoint=moto_endpoint,
-                                                   ec2_poll_seconds=0.05, cluster_name=name))
+                                                   cluster_name=name))
             # a 0.5 s MinDrainTime (Karpenter's is 5 s): each stage's replaced node need not wait it out
             worker = {"cluster_name": name, "cluster_endpoint": sim.base_url, "cluster_ca": CA,
                       "min_drain_seconds": 0.5}

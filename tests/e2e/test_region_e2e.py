@@ -45,7 +45,7 @@ NEW_GEN = [{"key": T.GENERATION, "operator": "Gt", "values": ["6"]},
 @pytest.fixture
 def sim_eu(cloud_endpoint: str) -> Iterator[Simulator]:
     """The simulator's EC2 world (kubelets, CCM) reading eu-west-1 from the stand-in."""
-    with Simulator(time_scale=0.01, ready_delay=2.0, ec2_endpoint=cloud_endpoint, ec2_poll_seconds=0.05,
+    with Simulator(time_scale=0.01, ready_delay=2.0, ec2_endpoint=cloud_endpoint,
                    region=REGION) as s:
         yield s
 

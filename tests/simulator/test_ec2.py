@@ -160,7 +160,7 @@ def test_user_data_naming_another_cluster_never_joins(sim_ec2: Simulator, moto_e
 
 
 def test_cluster_name_names_this_cluster_when_configured(moto_endpoint: str) -> None:
-    with Simulator(time_scale=0.01, ec2_endpoint=moto_endpoint, ec2_poll_seconds=0.05, cluster_name="sim-a") as sim:
+    with Simulator(time_scale=0.01, ec2_endpoint=moto_endpoint, cluster_name="sim-a") as sim:
         api = sim.api_client()
         v1 = client.CoreV1Api(api)
         ec2 = _ec2(moto_endpoint)
@@ -230,11 +230,11 @@ def test_never_ready_instance_type(sim_ec2: Simulator, moto_endpoint: str) -> No
 def test_instances_older_than_the_simulator_never_join(moto_endpoint: str) -> None:
     """A simulator reusing an earlier one's port must not take the earlier one's instances."""
     ec2 = _ec2(moto_endpoint)
-    with Simulator(time_scale=0.01, ec2_endpoint=moto_endpoint, ec2_poll_seconds=0.05) as first:
+    with Simulator(time_scale=0.01, ec2_endpoint=moto_endpoint) as first:
         port, base_url = first.port, first.base_url
     old = _launch(ec2, user_data=nodeadm(base_url, {}, []))
     time.sleep(2.5)  # moto's LaunchTime is to the second
-    with Simulator(time_scale=0.01, ec2_endpoint=moto_endpoint, ec2_poll_seconds=0.05, port=port) as second:
+    with Simulator(time_scale=0.01, ec2_endpoint=moto_endpoint, port=port) as second:
         api = second.api_client()
         v1 = client.CoreV1Api(api)
         new = _launch(ec2, user_data=nodeadm(second.base_url, {}, []))
@@ -251,7 +251,7 @@ def test_scenario_nodes_get_real_instances(moto_endpoint: str) -> None:
     n["spec"]["providerID"] = "aws:///us-east-1a/i-fake"
     claim = nodeclaim("scenario-claim")
     claim["status"] = {"nodeName": "scenario-node", "providerID": "aws:///us-east-1a/i-fake"}
-    with Simulator(objects=[n, claim], ec2_endpoint=moto_endpoint, time_scale=0.01, ec2_poll_seconds=0.05) as sim:
+    with Simulator(objects=[n, claim], ec2_endpoint=moto_endpoint, time_scale=0.01) as sim:
         api = sim.api_client()
         got = client.CoreV1Api(api).read_node("scenario-node")
         iid = got.spec.provider_id.rsplit("/", 1)[1]

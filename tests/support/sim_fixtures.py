@@ -5,7 +5,9 @@ timing (backoff, event requeue, bind delay: simulator/scheduler_timing.py) and j
 cluster has show here too. At time_scale 0.01 that costs nothing measurable (tests/simulator, e2e provisioning,
 termination, disruption, drift, interruption: within the machine's noise of SchedulerTiming.instant()); a test
 that needs a pod bound the instant a node fits builds its own Simulator(scheduler_timing=SchedulerTiming.instant()).
-`sim_ec2`: the same, wired to the session `moto_endpoint` (EC2 instances register Nodes).
+`sim_ec2`: the same, wired to the session `moto_endpoint` (EC2 instances register Nodes), reading instance states at
+the simulator's own pace (every 0.25 s, a quarter of the time at most). At 0.05 s an idle one cost 0.25 cores, half
+of it in moto; at 0.25 s, 0.09 (2026-11-30): tests wait in real time, so this was paid through most of the e2e run.
 `k8s`: a kubernetes ApiClient for `sim`.
 """
 
@@ -27,7 +29,7 @@ def sim() -> Iterator[Simulator]:
 
 @pytest.fixture
 def sim_ec2(moto_endpoint: str) -> Iterator[Simulator]:
-    with Simulator(time_scale=0.01, ready_delay=2.0, ec2_endpoint=moto_endpoint, ec2_poll_seconds=0.05) as s:
+    with Simulator(time_scale=0.01, ready_delay=2.0, ec2_endpoint=moto_endpoint) as s:
         yield s
 
 
