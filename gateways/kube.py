@@ -549,9 +549,11 @@ class KubeClient:
         if kind == "Node":
             self.patch_node(name, unheld)
             call = lambda: self.core.delete_node(name, _preload_content=False)  # noqa: E731
-        else:
+        elif kind == "NodeClaim":
             self.patch_node_claim(name, unheld)
             call = self._node_claim_deletion(name)
+        else:
+            raise ValueError(f"delete_unheld takes a Node or a NodeClaim, not {kind!r}")
         found, held = self._delete_held(kind, call)
         if held is not None:
             self.remove_finalizer(kind, name, current=held)

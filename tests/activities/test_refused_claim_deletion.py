@@ -86,3 +86,8 @@ def test_delete_unheld_deletes_through_a_finalizer_put_back(sim: Any, k8s: Any, 
     assert kube.readds == 1  # the race happened
     assert kube.list_node_claims() == [] and kube.get_node("n1") is None
     assert not kube.delete_unheld(kind, "n1")  # already gone: found nothing
+
+
+def test_delete_unheld_refuses_other_kinds(k8s: Any) -> None:
+    with pytest.raises(ValueError, match="Node or a NodeClaim"):
+        KubeClient(k8s).delete_unheld("Pod", "p1")
