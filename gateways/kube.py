@@ -530,7 +530,7 @@ class KubeClient:
     def delete_node(self, name: str) -> bool:
         if not name:
             return False
-        return self._delete(lambda: self.core.delete_node(name, _preload_content=False))
+        return self._delete(self._node_deletion(name))
 
     def delete_node_claim(self, name: str) -> bool:
         return self._delete(self._node_claim_deletion(name))
@@ -548,7 +548,7 @@ class KubeClient:
         unheld = {"metadata": {"finalizers": None}}
         if kind == "Node":
             self.patch_node(name, unheld)
-            call = lambda: self.core.delete_node(name, _preload_content=False)  # noqa: E731
+            call = self._node_deletion(name)
         elif kind == "NodeClaim":
             self.patch_node_claim(name, unheld)
             call = self._node_claim_deletion(name)
@@ -570,6 +570,9 @@ class KubeClient:
         meta = answer.get("metadata") or {}
         held = answer.get("kind") == kind and meta.get("resourceVersion") and meta.get("deletionTimestamp")
         return True, answer if held else None
+
+    def _node_deletion(self, name: str) -> Callable[[], Any]:
+        return lambda: self.core.delete_node(name, _preload_content=False)
 
     def _node_claim_deletion(self, name: str) -> Callable[[], Any]:
         return lambda: self.custom.delete_cluster_custom_object(*KARPENTER, "nodeclaims", name,
