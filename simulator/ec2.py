@@ -94,6 +94,8 @@ class Ec2World:
         self._ended: dict[str, dict[str, Any]] = {}  # seen terminated (or gone from the listing)
         self._bootstraps: dict[str, tuple[bool, Bootstrap | None]] = {}  # iid -> (has user data, its bootstrap)
         self._named: dict[str, bool] = {}  # iid -> its bootstrap names this cluster
+        self._unlisted: set[str] = set()  # Nodes' instances the last round neither listed nor knew ended
+        self._not_found: set[str] = set()  # instances EC2 does not know (a Node with a made-up providerID)
 
     # ---- boto3 side --------------------------------------------------------------------------------------
     def describe(self) -> list[dict[str, Any]]:
@@ -118,12 +120,30 @@ class Ec2World:
             self._known[inst["InstanceId"]] = inst
         self._read_user_data(described)
         self._read_machines(described)
+        self._end_unlisted(states)
         for iid in [iid for iid in self._known if iid not in states]:
             ended = self._known.pop(iid)
             self._ended[iid] = {**ended, "State": {"Code": 48, "Name": "terminated"}}
         live = [{**inst, "State": {**inst.get("State", {}), "Name": states[iid]}}
                 for iid, inst in self._known.items() if iid in states]
         return live + list(self._ended.values())
+
+    def _end_unlisted(self, states: dict[str, str]) -> None:
+        """Describe by id the instances of Nodes that no listing showed, and keep those terminated as ended.
+
+        The CCM asks EC2 after every Node's instance, not only after those it once saw running: an instance
+        terminated between its launch and the first poll that would have listed it (a test that terminates a
+        scenario node's instance at once) must still take its Node down. Live ones wait for the next listing.
+        """
+        ids = sorted(self._unlisted - set(states) - set(self._known) - set(self._ended) - self._not_found)
+        self._unlisted = set()
+        if not ids:
+            return
+        found = self._describe_ids(ids)
+        self._not_found.update(set(ids) - {inst["InstanceId"] for inst in found})
+        for inst in found:
+            if (inst.get("State") or {}).get("Name") == "terminated":
+                self._ended[inst["InstanceId"]] = inst
 
     def _needs_description(self, iid: str, state: str) -> bool:
         known = self._known.get(iid)
@@ -343,3 +363,4 @@ class Ec2World:
                     self.kubelets.stop(meta(node)["name"])
                     self.ccm.instance_gone(meta(node)["name"])
             self.counts = counts
+            self._unlisted = set(nodes_by_iid) - {inst["InstanceId"] for inst in instances}

@@ -216,6 +216,37 @@ def test_ccm_deletes_the_node_of_a_terminated_instance(sim_ec2: Simulator, moto_
     api.close()
 
 
+def _deleting_or_gone(v1: client.CoreV1Api, name: str) -> bool:
+    try:
+        return v1.read_node(name).metadata.deletion_timestamp is not None
+    except ApiException as exc:
+        return exc.status == 404
+
+
+def test_ccm_deletes_the_node_of_an_instance_that_ended_before_any_listing(moto_endpoint: str) -> None:
+    """The CCM asks after every Node's instance, not only those it saw running: an instance terminated before the
+    world's listing ever showed it (a test that terminates a scenario node's instance at once) still takes its
+    Node down. Before the world described such an instance by id, the Node stayed for good."""
+    ec2 = _ec2(moto_endpoint)
+    iid = _launch(ec2)
+    ec2.terminate_instances(InstanceIds=[iid])  # before the world starts: no listing of live instances shows it
+    gone = node(f"gone-early-{uuid.uuid4().hex[:6]}", finalizers=["karpenter.sh/termination"])
+    gone["spec"]["providerID"] = f"aws:///us-east-1b/{iid}"
+    made_up = node(f"made-up-{uuid.uuid4().hex[:6]}")
+    made_up["spec"]["providerID"] = "aws:///us-east-1b/i-0123456789abcdef0"
+    with Simulator(time_scale=0.01, ready_delay=2.0, ec2_endpoint=moto_endpoint) as sim:
+        api = sim.api_client()
+        v1 = client.CoreV1Api(api)
+        v1.create_node(gone)
+        v1.create_node(made_up)
+        wait_for(lambda: _deleting_or_gone(v1, gone["metadata"]["name"]), timeout=10,
+                 what="the node of the instance that ended unseen deleting")
+        assert not _ready(v1.read_node(gone["metadata"]["name"]))
+        assert v1.read_node(made_up["metadata"]["name"]).metadata.deletion_timestamp is None, \
+            "an instance EC2 does not know is not one that ended"
+        api.close()
+
+
 def test_never_ready_instance_type(sim_ec2: Simulator, moto_endpoint: str) -> None:
     sim_ec2.world.mark_never_ready("m5.2xlarge")
     api = sim_ec2.api_client()
