@@ -18,7 +18,7 @@ from runtime.leader import ElectionSettings
 from runtime.settings import Deps, Settings
 from runtime.worker_loop import run_worker
 
-ELECTION = ElectionSettings(namespace="default", lease_duration_seconds=2, renew_deadline_seconds=1.5,
+ELECTION = ElectionSettings(namespace="default", lease_duration_seconds=3, renew_deadline_seconds=2.5,
                             retry_period_seconds=0.3)
 LEADER_ONLY = ("nodeclaim-lifecycle", "nodeclaim-gc", "nodepool-status", "karpenter-state")
 QUIET = {"watch": False, "provisioning": False, "lifecycle": True, "cluster_cache": False, "activity_threads": 2,
