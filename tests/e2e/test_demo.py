@@ -1,5 +1,8 @@
 """`nodeflow demo --headless` end to end, shortened: the real embedded stack (Temporal dev server, moto, the
-simulator, the in-process worker and planner schedule) on the bundled 30-node scenario.
+simulator, the in-process worker and planner schedule) on the bundled 30-node scenario, in eu-west-1: a region other
+than the default, so the one run also checks that the scenario, the simulated EC2 world and the worker's discovered
+instance types and prices follow `--region` (a second run, in eu-west-1 alone, cost the suite 45 CPU-s until
+2026-11-30).
 
 The first planner passes start Expiration (batch pool) and Emptiness (ci pool); the crawler Deployment is scaled up at
 20 s, the spot interruption is injected at 30 s and the memory class gets a new AMI at 40 s, whose rollout is the
@@ -29,6 +32,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("demo")]
 ROOT = Path(__file__).resolve().parents[2]
 DURATION = 120  # a bound: --until-moments ends the run when the moments are done (53-58 s alone)
 SETTLE = 60
+REGION = "eu-west-1"  # not the default: the scenario's zones rewritten, the region's types and prices discovered
+ZONES = {"eu-west-1a", "eu-west-1b", "eu-west-1c"}  # moto's (AWS's) eu-west-1 zones
 REPORT_KEYS = {"commandsByMethod", "nodesTerminated", "costPerHourBefore", "costPerHourAfter", "pdbViolations",
                "leakedInstances", "stuckFinalizers", "podsPendingAtEnd", "nodesLaunched"}
 
@@ -40,10 +45,10 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Compl
     work = tmp_path_factory.mktemp("demo")
     report = work / "report.json"
     env = dict(os.environ, AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing",
-               AWS_DEFAULT_REGION="us-east-1")
+               AWS_DEFAULT_REGION="us-east-1")  # --region wins over the environment
     proc = subprocess.run(
-        [sys.executable, "-m", "starter.cli", "demo", "--headless", "--duration", str(DURATION), "--until-moments",
-         "--settle", str(SETTLE), "--report", str(report), "--workdir", str(work / "stack")],
+        [sys.executable, "-m", "starter.cli", "demo", "--headless", "--region", REGION, "--duration", str(DURATION),
+         "--until-moments", "--settle", str(SETTLE), "--report", str(report), "--workdir", str(work / "stack")],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=280)
     return proc, report
 
@@ -92,3 +97,17 @@ def test_demo_places_every_pending_pod_on_new_capacity(demo_run: tuple[subproces
     assert expiration["expiredNodesGone"] == expiration["expiredNodes"] == 3, expiration
     assert expiration["podsOnNewNodes"] == expiration["pods"] == 6 and expiration["newNodes"] >= 1, expiration
     assert data["nodesLaunched"] >= scale_up["newNodes"] + expiration["newNodes"], data
+
+
+def test_demo_runs_in_the_region_it_is_given(demo_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    """The scenario, the simulated EC2 world and the worker's discovered instance types are eu-west-1's."""
+    report = demo_run[1]
+    data = json.loads(report.read_text())
+    assert data["region"] == REGION
+    by_zone = data["nodesLaunchedByZone"]
+    assert data["nodesLaunched"] > 0 and sum(by_zone.values()) == data["nodesLaunched"]
+    assert set(by_zone) <= ZONES, by_zone
+    work = report.parent / "stack"
+    scenario = (work / "demo-cluster.yaml").read_text()
+    assert "us-east-1" not in scenario and "eu-west-1a" in scenario  # the bundled scenario's zones rewritten
+    assert "instance types of eu-west-1 discovered" in (work / "worker.log").read_text()

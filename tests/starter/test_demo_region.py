@@ -1,6 +1,6 @@
 """`nodeflow demo --region`'s pieces: the region's zones come from EC2's DescribeAvailabilityZones (moto's copy of
 AWS's region data), the demo's subnets and the bundled scenario's nodes take them, and the report counts launches by
-zone. us-east-1 keeps the zones the demo always had. The whole demo in eu-west-1: tests/e2e/test_demo_region.py."""
+zone. us-east-1 keeps the zones the demo always had. The whole demo in eu-west-1: tests/e2e/test_demo.py."""
 
 from __future__ import annotations
 
