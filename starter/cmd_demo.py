@@ -471,14 +471,25 @@ async def _in_flight(client: Any) -> Counter[str]:
     return out
 
 
+def _interruptible(node: dict[str, Any]) -> bool:
+    """A spot node no other method is taking down: not deleting, not tainted `karpenter.sh/disrupted`. A warning
+    for a node already terminating only moves that termination's deadline (as it should), so the report would
+    count no Interruption command for the demo's warning."""
+    meta = node.get("metadata") or {}
+    taints = (node.get("spec") or {}).get("taints") or []
+    return ((meta.get("labels") or {}).get(L.CAPACITY_TYPE_LABEL) == "spot" and not meta.get("deletionTimestamp")
+            and not any(t.get("key") == L.DISRUPTED_TAINT_KEY for t in taints))
+
+
 def _inject_spot_interruption(stack: Any, core: Any) -> str | None:
     """Send an EventBridge 'EC2 Spot Instance Interruption Warning' for one spot node to the SQS queue: the oldest
-    (the scenario's own spot nodes, not one launched since), as the API server lists nodes by name."""
+    interruptible one (the scenario's own spot nodes, not one launched since), as the API server lists nodes by
+    name."""
     nodes = sorted(_nodes(core), key=lambda n: ((n.get("metadata") or {}).get("creationTimestamp") or "",
                                                 (n.get("metadata") or {}).get("name") or ""))
     for node in nodes:
         meta = node.get("metadata") or {}
-        if (meta.get("labels") or {}).get(L.CAPACITY_TYPE_LABEL) != "spot" or meta.get("deletionTimestamp"):
+        if not _interruptible(node):
             continue
         iid = instance_id_from_provider_id((node.get("spec") or {}).get("providerID"))
         if not iid:

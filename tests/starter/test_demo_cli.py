@@ -213,3 +213,20 @@ async def test_the_settle_reports_the_time_it_took_not_its_limit() -> None:
     assert took is not None and 0 <= took < 5 and len(said) == 1  # one wait, then quiet: not the 90 s limit
     running[:] = [["TerminationWorkflow"]]
     assert await cmd_demo._settle(stack, pods, 0.05, said.append, poll=0.01) is None
+
+
+def test_the_spot_warning_goes_to_a_node_no_other_method_is_taking_down() -> None:
+    """A warning for a node already terminating only moves that termination's deadline, and the report would
+    count no Interruption command (one eu-west-1 demo run of five met this)."""
+    def spot(name: str, **extra: Any) -> dict[str, Any]:
+        node = {"metadata": {"name": name, "labels": {L.CAPACITY_TYPE_LABEL: "spot"}}, "spec": {}}
+        node["metadata"].update(extra.get("metadata", {}))
+        node["spec"].update(extra.get("spec", {}))
+        return node
+
+    assert cmd_demo._interruptible(spot("free"))
+    assert not cmd_demo._interruptible(spot("deleting", metadata={"deletionTimestamp": "2026-11-30T12:00:00Z"}))
+    assert not cmd_demo._interruptible(spot("disrupted", spec={"taints": [dict(L.DISRUPTED_TAINT)]}))
+    on_demand = spot("od")
+    on_demand["metadata"]["labels"][L.CAPACITY_TYPE_LABEL] = "on-demand"
+    assert not cmd_demo._interruptible(on_demand)
