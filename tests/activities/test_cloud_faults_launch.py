@@ -30,6 +30,7 @@ from devstack.cloud_faults import FaultRule, clear_faults, fault_counts, set_fau
 from gateways.ec2 import Ec2Gateway, RetryPolicy
 from gateways.kube import KubeClient
 from planning.pricing.unavailable_offerings import UnavailableOfferings
+from simulator.ec2 import DEFAULT_AMI
 
 ON_DEMAND = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]}]
 
@@ -64,7 +65,8 @@ def _launch(acts: ProvisioningActivities, key: str) -> Any:
 async def test_throttling_a_third_of_launches_and_terminations_still_does_each_exactly_once(
         kube: KubeClient, ec2: Ec2Gateway, cloud_endpoint: str) -> None:
     create(kube, node_pool("web", "absent", requirements=ON_DEMAND))
-    acts = ProvisioningActivities(kube, ec2, load_default_catalog(), offerings=UnavailableOfferings())
+    acts = ProvisioningActivities(kube, ec2, load_default_catalog(), ami_id=DEFAULT_AMI,
+                                  offerings=UnavailableOfferings())
     set_faults(cloud_endpoint, [FaultRule("RunInstances", "RequestLimitExceeded", rate=0.3),
                                 FaultRule("TerminateInstances", "RequestLimitExceeded", rate=0.3),
                                 FaultRule("DescribeInstances", "RequestLimitExceeded", rate=0.3)], seed=3)
@@ -86,7 +88,7 @@ async def test_ice_from_the_cloud_marks_the_offering_and_the_next_launch_takes_a
         kube: KubeClient, ec2: Ec2Gateway, cloud_endpoint: str) -> None:
     create(kube, node_pool("web", "absent", requirements=ON_DEMAND))
     cache = UnavailableOfferings()
-    acts = ProvisioningActivities(kube, ec2, load_default_catalog(), offerings=cache)
+    acts = ProvisioningActivities(kube, ec2, load_default_catalog(), ami_id=DEFAULT_AMI, offerings=cache)
     set_faults(cloud_endpoint, [FaultRule("RunInstances", "InsufficientInstanceCapacity",
                                           params={"InstanceType": "m5.large"})])
     first = await _launch(acts, "disrupt-ice/1/0")
@@ -102,7 +104,8 @@ async def test_ice_from_the_cloud_marks_the_offering_and_the_next_launch_takes_a
 async def test_unauthorized_fails_the_launch_for_good_naming_the_iam_action(
         kube: KubeClient, ec2: Ec2Gateway, cloud_endpoint: str) -> None:
     create(kube, node_pool("web", "absent", requirements=ON_DEMAND))
-    acts = ProvisioningActivities(kube, ec2, load_default_catalog(), offerings=UnavailableOfferings())
+    acts = ProvisioningActivities(kube, ec2, load_default_catalog(), ami_id=DEFAULT_AMI,
+                                  offerings=UnavailableOfferings())
     set_faults(cloud_endpoint, [FaultRule("RunInstances", "UnauthorizedOperation")])
     with pytest.raises(ApplicationError) as err:
         await _launch(acts, "disrupt-unauth/1/0")
@@ -117,7 +120,8 @@ async def test_unauthorized_fails_the_launch_for_good_naming_the_iam_action(
 async def test_unauthorized_termination_says_so_once_and_finishes_when_the_credentials_are_back(
         kube: KubeClient, ec2: Ec2Gateway, cloud_endpoint: str) -> None:
     create(kube, node_pool("web", "absent", requirements=ON_DEMAND))
-    acts = ProvisioningActivities(kube, ec2, load_default_catalog(), offerings=UnavailableOfferings())
+    acts = ProvisioningActivities(kube, ec2, load_default_catalog(), ami_id=DEFAULT_AMI,
+                                  offerings=UnavailableOfferings())
     launched = await _launch(acts, "disrupt-unauth-term/1/0")
     cloud = CloudActivities(ec2, poll=0.05, kube=kube)
     inp = InstanceInput(provider_id=f"aws:///us-east-1a/{launched.instance_id}", node_name="",

@@ -17,6 +17,7 @@ from api.catalog import load_default_catalog
 from contracts.disruption import LaunchInput, Replacement
 from gateways.kube import KubeClient
 from runtime.cloud_clients import ec2_client
+from simulator.ec2 import DEFAULT_AMI
 
 ON_DEMAND = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]}]
 RESERVED = {"apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay", "metadata": {"name": "reserved"},
@@ -43,7 +44,7 @@ def ec2(moto_endpoint: str) -> Iterator[Any]:
 
 async def _launch(kc: KubeClient, ec2: Any, key: str) -> Any:
     client, launched = ec2
-    acts = ProvisioningActivities(kc, client, load_default_catalog())
+    acts = ProvisioningActivities(kc, client, load_default_catalog(), ami_id=DEFAULT_AMI)
     inp = LaunchInput(key=key, node_pool="web", reason="Underutilized",
                       replacement=Replacement(instance_types=["m5.large", "m5.xlarge"], capacity_type="on-demand"))
     out = await ActivityEnvironment().run(acts.launch_replacement, inp)

@@ -23,7 +23,7 @@ from contracts.disruption import LaunchInput, Replacement
 from contracts.errors import ErrorType
 from gateways.kube import KubeClient
 from runtime.cloud_clients import ec2_client
-from simulator.ec2 import IceInjector
+from simulator.ec2 import DEFAULT_AMI, IceInjector
 
 ON_DEMAND = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]}]
 
@@ -52,7 +52,7 @@ async def _refused_launch(kube: KubeClient, moto_endpoint: str) -> None:
     ice = IceInjector().install(ec2)
     for zone in ("us-east-1a", "us-east-1b", "us-east-1c"):
         ice.exhaust("m5.large", zone)
-    acts = ProvisioningActivities(kube, ec2, load_default_catalog())
+    acts = ProvisioningActivities(kube, ec2, load_default_catalog(), ami_id=DEFAULT_AMI)
     inp = LaunchInput(key="batch-a/1/0", node_pool="web", reason="Provisioning",
                       replacement=Replacement(instance_types=["m5.large"], capacity_type="on-demand"))
     with pytest.raises(ApplicationError) as err:

@@ -27,7 +27,7 @@ from gateways.kube import KubeClient
 from planning.pricing.unavailable_offerings import TTL_SECONDS, UnavailableOfferings, UnavailableReason
 from runtime.cloud_clients import ec2_client
 from runtime.interruption import InterruptionDispatcher, index_nodes
-from simulator.ec2 import IceInjector
+from simulator.ec2 import DEFAULT_AMI, IceInjector
 
 ON_DEMAND = [{"key": labels.CAPACITY_TYPE_LABEL, "operator": "In", "values": ["on-demand"]}]
 
@@ -70,7 +70,7 @@ async def test_ice_moves_this_launch_and_the_next_to_another_offering_for_three_
     clock = FakeClock()
     cache = UnavailableOfferings(clock)
     catalog = load_default_catalog()
-    acts = ProvisioningActivities(kube, ec2, catalog, offerings=cache)
+    acts = ProvisioningActivities(kube, ec2, catalog, ami_id=DEFAULT_AMI, offerings=cache)
 
     first = await _launch(acts, "disrupt-a/1/0")
     assert (first.instance_type, first.zone) == ("m5.large", "us-east-1b")  # 1a refused, same price in 1b
@@ -100,7 +100,7 @@ async def test_every_offering_marked_is_no_capacity_without_asking_ec2(kube: Kub
     cache = UnavailableOfferings(FakeClock())
     for itype in ("m5.large", "m5.xlarge"):
         cache.mark(itype, "us-east-1c", "on-demand", UnavailableReason.INSUFFICIENT_INSTANCE_CAPACITY)
-    acts = ProvisioningActivities(kube, ec2, load_default_catalog(), offerings=cache)
+    acts = ProvisioningActivities(kube, ec2, load_default_catalog(), ami_id=DEFAULT_AMI, offerings=cache)
     with pytest.raises(ApplicationError) as err:
         await _launch(acts, "disrupt-e/1/0", "us-east-1c")
     assert err.value.type == ErrorType.INSUFFICIENT_CAPACITY.value and err.value.non_retryable
@@ -154,7 +154,7 @@ async def test_a_type_unsupported_in_a_zone_is_marked_and_the_launch_moves_on(ku
     ec2.meta.events.register("before-call.ec2.RunInstances", unsupported)
     reasons: list[UnavailableReason] = []
     cache = UnavailableOfferings(FakeClock(), on_mark=reasons.append)
-    acts = ProvisioningActivities(kube, ec2, load_default_catalog(), offerings=cache)
+    acts = ProvisioningActivities(kube, ec2, load_default_catalog(), ami_id=DEFAULT_AMI, offerings=cache)
     launched = await _launch(acts, "disrupt-u/1/0")
     assert (launched.instance_type, launched.zone) == ("m5.large", "us-east-1b")
     assert asked == [("m5.large", "us-east-1a"), ("m5.large", "us-east-1b")]
@@ -173,13 +173,14 @@ async def test_an_offering_has_one_client_token_whichever_attempt_asks(kube: Kub
     ec2.meta.events.register("provide-client-params.ec2.RunInstances",
                              lambda params, **_: tokens.append((params["Placement"]["AvailabilityZone"],
                                                                 params["ClientToken"])))
-    first = ProvisioningActivities(kube, ec2, load_default_catalog(), offerings=UnavailableOfferings(FakeClock()))
+    first = ProvisioningActivities(kube, ec2, load_default_catalog(), ami_id=DEFAULT_AMI,
+                                   offerings=UnavailableOfferings(FakeClock()))
     launched = await _launch(first, "disrupt-t/1/0")
     assert (launched.instance_type, launched.zone) == ("m5.large", "us-east-1b")
 
     cache = UnavailableOfferings(FakeClock())  # the other worker has seen the refusal too (its own launch earlier)
     cache.mark("m5.large", "us-east-1a", "on-demand", UnavailableReason.INSUFFICIENT_INSTANCE_CAPACITY)
-    second = ProvisioningActivities(kube, ec2, load_default_catalog(), offerings=cache)
+    second = ProvisioningActivities(kube, ec2, load_default_catalog(), ami_id=DEFAULT_AMI, offerings=cache)
     second._existing_instance = lambda *_: None  # type: ignore[method-assign]  # the first's instance not seen yet
     await _launch(second, "disrupt-t/1/0")
     assert [zone for zone, _ in tokens] == ["us-east-1a", "us-east-1b", "us-east-1b"]
