@@ -263,6 +263,7 @@ async def _killed_worker_scenario(temporal_client: Client, sim_ec2: Simulator, m
     worker_a = subprocess.Popen(
         [sys.executable, str(ROOT / "worker.py"), "--kubeconfig", sim_ec2.kubeconfig_path, "--task-queue", tq,
          "--ec2-endpoint", moto_endpoint, "--interruption-queue", url, "--no-watch",
+         "--ami-id", sim_ec2.world.ec2.image_id(),  # not a listing of moto's Amazon images (2-4 s) per launch path
          "--metrics-port", str(metrics_port),
          "--no-instance-type-discovery"],  # the bundled catalog: 1,000+ types discovered per start cost CPU seconds
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

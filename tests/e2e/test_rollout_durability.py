@@ -32,6 +32,7 @@ def _spawn(client: Client, sim: Any, moto_endpoint: str, tq: str, log: Path) -> 
     cmd = [sys.executable, str(ROOT / "worker.py"), "--address", client.service_client.config.target_host,
            "--kubeconfig", sim.kubeconfig_path, "--ec2-endpoint", moto_endpoint, "--task-queue", tq,
            "--resync-seconds", "1", "--no-provisioning", "--min-drain-time", "500ms",  # Karpenter's 5 s, shortened
+           "--ami-id", sim.world.ec2.image_id(),  # not a listing of moto's Amazon images (2-4 s) per start
            "--no-instance-type-discovery",  # the bundled catalog: 1,000+ types discovered per start cost CPU seconds
            "--sticky-queue-timeout", "1s"]  # the killed worker's cached workflows move on after 1 s, not 10 s
     env = dict(os.environ, PYTHONPATH=str(ROOT), NODEFLOW_PLANNER_SECONDS="2")
