@@ -33,6 +33,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ from devstack import cloud_faults, moto_fleet, moto_spot, pricing_api
 _WILDCARDS = frozenset("*?[")
 STATIC_ACTIONS = frozenset({"DescribeInstanceTypes", "DescribeInstanceTypeOfferings"})
 RENDER_FORMAT = 2  # part of every kept answer's key: bump it when this module changes what STATIC_ACTIONS answer
+_WINDOW_PARAMS = frozenset({"StartTime", "EndTime"})
+HOURLY_PAGES = 64  # spot price history pages kept in memory (~0.3 MB each; a region's history is 4-7 pages)
 
 
 def _exact_resource_id(filters: dict[str, list[str]] | None) -> str | None:
@@ -79,6 +82,18 @@ def _static_key(response: Any) -> tuple[Any, ...] | None:
     return response.current_account, response.region, action, query
 
 
+def _hourly_key(response: Any) -> tuple[Any, ...] | None:
+    """What a spot price history page depends on (devstack.moto_spot: deterministic prices by type, zone and
+    hour): the account, region and query, and the hours of the window the answer was computed for, which stand
+    for StartTime and EndTime (a client asking from "now" sends a new StartTime each time). None for any other
+    action."""
+    hours = getattr(response, "spot_window_hours", None)
+    if hours is None or response._get_action() != "DescribeSpotPriceHistory":
+        return None
+    query = tuple(sorted((k, tuple(v)) for k, v in response.querystring.items() if k not in _WINDOW_PARAMS))
+    return response.current_account, response.region, query, hours
+
+
 def render_dir() -> Path | None:
     """Where rendered catalog answers are shared between stand-in processes (every test session, demo and bench
     starts its own): $NODEFLOW_MOTO_RENDER_CACHE, else $XDG_CACHE_HOME or ~/.cache under nodeflow/; "" keeps them
@@ -93,9 +108,11 @@ def render_dir() -> Path | None:
 class RenderStore:
     """Rendered answers by key: in memory, and in `directory` when given (written atomically, read once)."""
 
-    def __init__(self, directory: Path | None, version: str) -> None:
-        self.directory, self.version = directory, version
+    def __init__(self, directory: Path | None, version: str, limit: int | None = None) -> None:
+        """`limit`: at most that many answers in memory, the oldest dropped first (None: no bound)."""
+        self.directory, self.version, self.limit = directory, version, limit
         self.memory: dict[tuple[Any, ...], tuple[int, dict[str, Any], str]] = {}
+        self._lock = threading.Lock()
 
     def _path(self, key: tuple[Any, ...]) -> Path | None:
         if self.directory is None:
@@ -117,7 +134,10 @@ class RenderStore:
         return self.memory[key]
 
     def put(self, key: tuple[Any, ...], status: int, headers: dict[str, Any], body: str) -> None:
-        self.memory[key] = (status, dict(headers), body)
+        with self._lock:  # moto_server serves requests on threads
+            while self.limit is not None and len(self.memory) >= self.limit:
+                self.memory.pop(next(iter(self.memory)))
+            self.memory[key] = (status, dict(headers), body)
         path = self._path(key)
         if path is None:
             return
@@ -139,10 +159,15 @@ def install_static_cache(directory: Path | None = None) -> None:
     from moto.ec2.responses import EC2Response
 
     original = getattr(EC2Response.serialized, "__wrapped_render__", EC2Response.serialized)
-    store = RenderStore(directory, f"{moto.__version__}/{RENDER_FORMAT}")
+    version = f"{moto.__version__}/{RENDER_FORMAT}"
+    static, hourly = RenderStore(directory, version), RenderStore(None, version, limit=HOURLY_PAGES)
 
     def serialized(self: Any, action_result: Any) -> Any:
-        key = None if isinstance(action_result.result, Exception) else _static_key(self)
+        if isinstance(action_result.result, Exception):
+            return original(self, action_result)
+        key, store = _static_key(self), static
+        if key is None:
+            key, store = _hourly_key(self), hourly
         if key is None:
             return original(self, action_result)
         kept = store.get(key)
@@ -150,9 +175,8 @@ def install_static_cache(directory: Path | None = None) -> None:
             status, headers, body = original(self, action_result)
             if status != 200 or not isinstance(body, str):
                 return status, headers, body
-            store.put(key, status, {k: v for k, v in headers.items() if k not in self.response_headers}, body)
-            kept = store.get(key)
-            assert kept is not None
+            kept = (status, {k: v for k, v in headers.items() if k not in self.response_headers}, body)
+            store.put(key, *kept)
         status, headers, body = kept
         return status, {**headers, **self.response_headers}, body
 

@@ -110,12 +110,8 @@ def describe_spot_price_history(self: Any) -> Any:
 
     filters = _request_filters(self)
     token = self._get_param("NextToken")
-    if token:
-        offset, hours = _untoken(token)
-    else:
-        start, end = spot_prices.window(_time(self._get_param("StartTime")), _time(self._get_param("EndTime")),
-                                        datetime.now(UTC))
-        offset, hours = 0, (int(start.timestamp() // 3600), int(end.timestamp() // 3600))
+    offset, hours = _untoken(token) if token else (0, window_hours(self))
+    self.spot_window_hours = hours  # what the answer depends on besides the query (devstack.moto_indexed)
     limit = self._get_int_param("MaxResults") or DEFAULT_PAGE
     if limit < 1:
         raise InvalidParameterValueError(str(limit))
@@ -126,6 +122,13 @@ def describe_spot_price_history(self: Any) -> Any:
     if offset + limit < len(records):
         result["NextToken"] = _token(offset + limit, hours)
     return ActionResult(result)
+
+
+def window_hours(response: Any) -> tuple[int, int]:
+    """The hours (since the epoch) a query without a NextToken covers, from its StartTime / EndTime and now."""
+    start, end = spot_prices.window(_time(response._get_param("StartTime")), _time(response._get_param("EndTime")),
+                                    datetime.now(UTC))
+    return int(start.timestamp() // 3600), int(end.timestamp() // 3600)
 
 
 def _passes(instance_type: str, zone: str, params: dict[str, list[str]]) -> bool:

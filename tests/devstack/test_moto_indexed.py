@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -135,6 +136,26 @@ def test_kept_catalog_answers_are_moto_s_per_query_and_region(indexed_endpoint: 
     assert len(list(render_cache.glob("*.json"))) == 6  # 3 queries x 2 regions
     with MotoServer(indexed_tags=True) as second:
         assert _catalog_answers(_ec2(second.endpoint)) == expected
+
+
+def test_a_spot_price_history_page_is_kept_per_query_and_hour(indexed_endpoint: str) -> None:
+    """The stand-in's spot prices depend on the type, zone and hour (devstack.moto_spot), so a rendered page is kept
+    by query and the hours its window covers: a second StartTime in the same hour gets the kept page, and a page
+    rendered afresh for another query answers the same history."""
+    ec2 = _ec2(indexed_endpoint)
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=2)
+
+    def history(start_minute: int, **extra: Any) -> list[dict[str, Any]]:
+        return ec2.describe_spot_price_history(InstanceTypes=["m5.large"], StartTime=hour + timedelta(
+            minutes=start_minute), EndTime=hour + timedelta(minutes=50), **extra)["SpotPriceHistory"]
+
+    rendered = history(5)
+    assert rendered and {r["InstanceType"] for r in rendered} == {"m5.large"}
+    assert history(20) == rendered  # kept: the same hours
+    assert history(5, MaxResults=999) == rendered  # another query, rendered afresh: the same prices
+    other = ec2.describe_spot_price_history(InstanceTypes=["c5.large"], StartTime=hour + timedelta(minutes=5),
+                                            EndTime=hour + timedelta(minutes=50))["SpotPriceHistory"]
+    assert other and {r["InstanceType"] for r in other} == {"c5.large"}
 
 
 def test_a_torn_or_foreign_kept_answer_is_rendered_again(tmp_path: Path) -> None:
