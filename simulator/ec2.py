@@ -45,6 +45,7 @@ _LAUNCH_SLACK = timedelta(seconds=2)
 
 
 _LAUNCH_TIME_PRECISION = 1.0
+UNLISTED_ASK_SECONDS = 1.0  # wall seconds between descriptions of Nodes' instances no listing shows
 
 
 def _launch_time(inst: dict[str, Any]) -> datetime | None:
@@ -95,7 +96,7 @@ class Ec2World:
         self._bootstraps: dict[str, tuple[bool, Bootstrap | None]] = {}  # iid -> (has user data, its bootstrap)
         self._named: dict[str, bool] = {}  # iid -> its bootstrap names this cluster
         self._unlisted: set[str] = set()  # Nodes' instances the last round neither listed nor knew ended
-        self._not_found: set[str] = set()  # instances EC2 does not know (a Node with a made-up providerID)
+        self._unlisted_asked = 0.0  # monotonic time they were last described
 
     # ---- boto3 side --------------------------------------------------------------------------------------
     def describe(self) -> list[dict[str, Any]]:
@@ -133,15 +134,15 @@ class Ec2World:
 
         The CCM asks EC2 after every Node's instance, not only after those it once saw running: an instance
         terminated between its launch and the first poll that would have listed it (a test that terminates a
-        scenario node's instance at once) must still take its Node down. Live ones wait for the next listing.
+        scenario node's instance at once) must still take its Node down. Live ones wait for the next listing; an
+        id EC2 does not know (a Node with a made-up providerID) is asked again, at most every UNLISTED_ASK_SECONDS.
         """
-        ids = sorted(self._unlisted - set(states) - set(self._known) - set(self._ended) - self._not_found)
+        ids = sorted(self._unlisted - set(states) - set(self._known) - set(self._ended))
         self._unlisted = set()
-        if not ids:
+        if not ids or time.monotonic() - self._unlisted_asked < UNLISTED_ASK_SECONDS:
             return
-        found = self._describe_ids(ids)
-        self._not_found.update(set(ids) - {inst["InstanceId"] for inst in found})
-        for inst in found:
+        self._unlisted_asked = time.monotonic()
+        for inst in self._describe_ids(ids):
             if (inst.get("State") or {}).get("Name") == "terminated":
                 self._ended[inst["InstanceId"]] = inst
 
