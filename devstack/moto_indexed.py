@@ -23,8 +23,10 @@ DescribeInstanceTypeOfferings, per account, region and query: moto builds the sa
 from the same static data on every call, which took 4.6 s of a 5.5 s call, once per discovery (the worker's, the
 demo's and each test's). The answer is moto's own, rendered once and shared between stand-in processes through a
 cache directory (`render_dir()`, keyed by moto's version); `tests/devstack/test_moto_indexed.py` checks that a
-kept answer is exactly what moto as shipped answers. Asked with MaxResults, DescribeInstanceTypes answers in
-pages as EC2 does (`install_paging`), so that a client's memory is measured as it would be against EC2.
+kept answer is exactly what moto as shipped answers. Pages of DescribeSpotPriceHistory (devstack.moto_spot, whose
+prices are fixed by type, zone and hour) are kept too, in memory only, by query and the hours they cover.
+Asked with MaxResults, DescribeInstanceTypes answers in pages as EC2 does (`install_paging`), so that a client's
+memory is measured as it would be against EC2.
 """
 
 from __future__ import annotations
