@@ -28,6 +28,11 @@ def safe_load(source: str | bytes | IO[str]) -> Any:
     return yaml.load(source, Loader=SAFE_LOADER)
 
 
+def kube_load(source: str | bytes) -> Any:
+    """One YAML document as the Kubernetes API server reads a request body: timestamps kept as strings."""
+    return yaml.load(source, Loader=KubeLoader)
+
+
 def kube_load_all(text: str) -> list[Any]:
     """Every document of a Kubernetes YAML stream, timestamps kept as strings."""
     return list(yaml.load_all(text, Loader=KubeLoader))

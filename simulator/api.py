@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from api.yaml_load import kube_load
 from simulator import crd_validation, discovery, fieldcheck, openapi, scale
 from simulator.errors import ApiError, bad_request, conflict, invalid, not_found
 from simulator.faults import Faults
@@ -302,13 +303,15 @@ class ApiServer:
         raise ApiError(405, f"the server does not allow this method on the requested resource: {m}")
 
     # ---- bodies and options ------------------------------------------------------------------------------
-    async def _body(self, request: web.Request, allow_yaml: bool = False) -> Any:
+    async def _body(self, request: web.Request) -> Any:
+        """A request's body: JSON, or YAML when its content type says so (kube-apiserver decodes both; YAML as
+        sigs.k8s.io/yaml converts it to JSON, so a timestamp stays a string)."""
         raw = await request.read()
         if not raw.strip():
             return {}
         try:
-            if allow_yaml and "yaml" in (request.content_type or ""):
-                return yaml.safe_load(raw)
+            if "yaml" in (request.content_type or ""):
+                return kube_load(raw)
             return json.loads(raw)
         except (ValueError, yaml.YAMLError) as exc:
             raise bad_request(f"the body of the request could not be decoded: {exc}") from exc
@@ -338,7 +341,7 @@ class ApiServer:
         if mode not in ("Strict", "Warn") or request.method not in ("POST", "PUT", "PATCH") \
                 or route.sub not in (None, "status") or ctype == "application/json-patch+json":
             return []
-        body = await self._body(request, allow_yaml=True)
+        body = await self._body(request)
         found = fieldcheck.check(route.rt, body)
         if found and mode == "Strict":
             kind = route.rt.kind
@@ -640,7 +643,7 @@ class ApiServer:
         ctype = (request.content_type or "").lower()
         try:
             if "yaml" in ctype:
-                patch = yaml.safe_load(raw) if raw.strip() else {}
+                patch = kube_load(raw) if raw.strip() else {}
             else:
                 patch = json.loads(raw) if raw.strip() else None
         except (ValueError, yaml.YAMLError) as exc:
@@ -740,7 +743,7 @@ class ApiServer:
 
     async def _scale(self, request: web.Request, route: Route) -> web.Response:
         """GET, PUT or PATCH the Scale of a Deployment, ReplicaSet or StatefulSet."""
-        body = None if request.method == "GET" else await self._body(request, allow_yaml=True)
+        body = None if request.method == "GET" else await self._body(request)
         ctype = None if request.method != "PATCH" else (request.content_type or "").lower()
         with self.store.lock:
             obj = self.store.must_get(route.rt, route.namespace or "", route.name or "")

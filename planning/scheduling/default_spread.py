@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from api import labels as L
+from api.yaml_load import safe_load
 
 
 class SpreadMode(StrEnum):
@@ -112,7 +113,7 @@ def load_default_spread(value: str) -> DefaultSpread:
     except OSError as exc:
         raise ValueError(f"{text}: not none, system or a readable file ({exc.strerror})") from exc
     try:
-        doc = json.loads(raw) if raw.lstrip().startswith(("{", "[")) else yaml.safe_load(raw)
+        doc = json.loads(raw) if raw.lstrip().startswith(("{", "[")) else safe_load(raw)
         return from_document(doc, text)
     except (ValueError, yaml.YAMLError) as exc:
         raise ValueError(f"{text}: {exc}") from exc

@@ -200,3 +200,18 @@ def test_generic_resources_round_trip(sim: Simulator, k8s: client.ApiClient) -> 
                                                                                              "name": "n1"},
                                                "reason": "Unconsolidatable", "message": "x", "type": "Normal"})
     assert events.list_namespaced_event("default", field_selector="reason=Unconsolidatable").items
+
+
+def test_a_yaml_body_is_decoded_as_kube_apiserver_decodes_it(sim: Simulator) -> None:
+    """kube-apiserver takes `application/yaml` bodies on writes and converts YAML to JSON (sigs.k8s.io/yaml), so an
+    unquoted timestamp stays a string; the emulator refused a YAML create with 400 and read timestamps as dates."""
+    body = b"apiVersion: v1\nkind: Node\nmetadata:\n  name: from-yaml\n  annotations:\n    at: 2026-11-30T12:00:00Z\n"
+    status, created = _raw(sim, "POST", "/api/v1/nodes", body, "application/yaml")
+    assert status == 201, created
+    assert created["metadata"]["annotations"] == {"at": "2026-11-30T12:00:00Z"}
+    patch = b"metadata:\n  annotations:\n    later: 2026-12-01\n"
+    status, patched = _raw(sim, "PATCH", "/api/v1/nodes/from-yaml", patch, "application/apply-patch+yaml")
+    assert status == 200, patched
+    assert patched["metadata"]["annotations"] == {"at": "2026-11-30T12:00:00Z", "later": "2026-12-01"}
+    status, refused = _raw(sim, "POST", "/api/v1/nodes", b"metadata: [unclosed", "application/yaml")
+    assert status == 400 and "could not be decoded" in refused["message"], refused
