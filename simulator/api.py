@@ -112,6 +112,15 @@ class WatchQuery:
     initial_events: bool | None = None  # sendInitialEvents: the current state, then an initial-events-end BOOKMARK
 
 
+def _decoded(raw: bytes, content_type: str) -> Any:
+    """A request body: YAML when its content type says so, else JSON, as kube-apiserver decodes both (YAML the way
+    sigs.k8s.io/yaml converts it to JSON, so a timestamp stays a string); 400 when it does not decode."""
+    try:
+        return kube_load(raw) if "yaml" in content_type.lower() else json.loads(raw)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise bad_request(f"the body of the request could not be decoded: {exc}") from exc
+
+
 class ApiServer:
     """Holds the world and builds the aiohttp application."""
 
@@ -304,17 +313,9 @@ class ApiServer:
 
     # ---- bodies and options ------------------------------------------------------------------------------
     async def _body(self, request: web.Request) -> Any:
-        """A request's body: JSON, or YAML when its content type says so (kube-apiserver decodes both; YAML as
-        sigs.k8s.io/yaml converts it to JSON, so a timestamp stays a string)."""
+        """A request's body, decoded (`_decoded`); an empty one is an empty object."""
         raw = await request.read()
-        if not raw.strip():
-            return {}
-        try:
-            if "yaml" in (request.content_type or ""):
-                return kube_load(raw)
-            return json.loads(raw)
-        except (ValueError, yaml.YAMLError) as exc:
-            raise bad_request(f"the body of the request could not be decoded: {exc}") from exc
+        return _decoded(raw, request.content_type or "") if raw.strip() else {}
 
     @staticmethod
     def _int_query(request: web.Request, name: str) -> int | None:
@@ -641,13 +642,7 @@ class ApiServer:
     def _patch(self, request: web.Request, route: Route, raw: bytes, status_only: bool = False) -> web.Response:
         rt = route.rt
         ctype = (request.content_type or "").lower()
-        try:
-            if "yaml" in ctype:
-                patch = kube_load(raw) if raw.strip() else {}
-            else:
-                patch = json.loads(raw) if raw.strip() else None
-        except (ValueError, yaml.YAMLError) as exc:
-            raise bad_request(f"the body of the request could not be decoded: {exc}") from exc
+        patch = _decoded(raw, ctype) if raw.strip() else ({} if "yaml" in ctype else None)
         if patch is None:
             raise bad_request("the body of the request was empty")
         with self.store.lock:
