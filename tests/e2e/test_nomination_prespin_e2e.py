@@ -59,7 +59,7 @@ def moto_endpoint(own_moto_endpoint: str) -> str:
 
 
 def _slow_world(moto_endpoint: str) -> Simulator:
-    return Simulator(time_scale=TIME_SCALE, ready_delay=10.0, ec2_endpoint=moto_endpoint, ec2_poll_seconds=0.25,
+    return Simulator(time_scale=TIME_SCALE, ready_delay=10.0, ec2_endpoint=moto_endpoint,
                      scheduler_timing=SchedulerTiming.slow(RETRY), pod_start_delay=1.0)
 
 
