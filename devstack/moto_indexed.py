@@ -80,8 +80,7 @@ def _static_key(response: Any) -> tuple[Any, ...] | None:
     action = response._get_action()
     if action not in STATIC_ACTIONS:
         return None
-    query = tuple(sorted((k, tuple(v)) for k, v in response.querystring.items()))
-    return response.current_account, response.region, action, query
+    return response.current_account, response.region, action, _query(response)
 
 
 def _hourly_key(response: Any) -> tuple[Any, ...] | None:
@@ -92,8 +91,12 @@ def _hourly_key(response: Any) -> tuple[Any, ...] | None:
     hours = getattr(response, "spot_window_hours", None)
     if hours is None or response._get_action() != "DescribeSpotPriceHistory":
         return None
-    query = tuple(sorted((k, tuple(v)) for k, v in response.querystring.items() if k not in _WINDOW_PARAMS))
-    return response.current_account, response.region, query, hours
+    return response.current_account, response.region, _query(response, leaving_out=_WINDOW_PARAMS), hours
+
+
+def _query(response: Any, leaving_out: frozenset[str] = frozenset()) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """A request's parameters as a key, in a fixed order, without those named."""
+    return tuple(sorted((k, tuple(v)) for k, v in response.querystring.items() if k not in leaving_out))
 
 
 def render_dir() -> Path | None:
