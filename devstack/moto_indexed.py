@@ -35,11 +35,11 @@ import hashlib
 import json
 import os
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 from devstack import cloud_faults, moto_fleet, moto_spot, pricing_api
+from devstack.kept import Kept
 
 _WILDCARDS = frozenset("*?[")
 STATIC_ACTIONS = frozenset({"DescribeInstanceTypes", "DescribeInstanceTypeOfferings"})
@@ -115,9 +115,8 @@ class RenderStore:
 
     def __init__(self, directory: Path | None, version: str, limit: int | None = None) -> None:
         """`limit`: at most that many answers in memory, the oldest dropped first (None: no bound)."""
-        self.directory, self.version, self.limit = directory, version, limit
-        self.memory: dict[tuple[Any, ...], tuple[int, dict[str, Any], str]] = {}
-        self._lock = threading.Lock()
+        self.directory, self.version = directory, version
+        self.memory: Kept[tuple[Any, ...], tuple[int, dict[str, Any], str]] = Kept(limit)
 
     def _path(self, key: tuple[Any, ...]) -> Path | None:
         if self.directory is None:
@@ -126,8 +125,9 @@ class RenderStore:
         return self.directory / f"{digest}.json"
 
     def get(self, key: tuple[Any, ...]) -> tuple[int, dict[str, Any], str] | None:
-        if key in self.memory:
-            return self.memory[key]
+        kept = self.memory.get(key)
+        if kept is not None:
+            return kept
         path = self._path(key)
         try:
             doc = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
@@ -135,14 +135,12 @@ class RenderStore:
             return None  # absent or half-written by a process that died: render again
         if doc is None or doc.get("key") != repr((self.version, key)):
             return None
-        self.memory[key] = (int(doc["status"]), dict(doc["headers"]), str(doc["body"]))
-        return self.memory[key]
+        kept = (int(doc["status"]), dict(doc["headers"]), str(doc["body"]))
+        self.memory.put(key, kept)
+        return kept
 
     def put(self, key: tuple[Any, ...], status: int, headers: dict[str, Any], body: str) -> None:
-        with self._lock:  # moto_server serves requests on threads
-            while self.limit is not None and len(self.memory) >= self.limit:
-                self.memory.pop(next(iter(self.memory)))
-            self.memory[key] = (status, dict(headers), body)
+        self.memory.put(key, (status, dict(headers), body))
         path = self._path(key)
         if path is None:
             return

@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 from datetime import UTC, datetime
 from typing import Any
 
 from devstack import spot_prices
+from devstack.kept import Kept
 
 DEFAULT_PAGE = 1000
-_CACHE_SIZE = 8
-_cache: dict[tuple[Any, ...], list[spot_prices.SpotRecord]] = {}
-_cache_lock = threading.Lock()  # moto_server serves requests on threads
+_records_kept: Kept[tuple[Any, ...], list[spot_prices.SpotRecord]] = Kept(8)
 
 
 def _time(value: Any) -> datetime | None:
@@ -56,8 +54,7 @@ def _records(region: str, filters: dict[str, list[str]], params: dict[str, list[
     from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS, INSTANCE_TYPES
 
     key = (region, hours, _frozen(filters), _frozen(params))
-    with _cache_lock:
-        cached = _cache.get(key)
+    cached = _records_kept.get(key)
     if cached is not None:
         return cached
     offerings = [(o["InstanceType"], o["Location"])
@@ -71,10 +68,7 @@ def _records(region: str, filters: dict[str, list[str]], params: dict[str, list[
 
     start, end = (datetime.fromtimestamp(h * 3600, UTC) for h in hours)
     records = spot_prices.history(offerings, on_demand, start, end, filters)
-    with _cache_lock:
-        while len(_cache) >= _CACHE_SIZE:
-            _cache.pop(next(iter(_cache)))
-        _cache[key] = records
+    _records_kept.put(key, records)
     return records
 
 

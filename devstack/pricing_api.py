@@ -20,12 +20,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import threading
 from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any
 
 from api import price_table
+from devstack.kept import Kept
 
 SERVICE_CODE = "AmazonEC2"
 TARGET_PREFIX = "AWSPriceListService."
@@ -179,22 +179,16 @@ def _require_service(code: Any) -> None:
                                                 f"(only {SERVICE_CODE})")
 
 
-_MATCHED_QUERIES = 16
-_matched: dict[str, list[tuple[str, str, float, dict[str, str]]]] = {}  # fingerprint -> rows, newest last
-_matched_lock = threading.Lock()  # moto_server serves requests on threads
+_matched: Kept[str, list[tuple[str, str, float, dict[str, str]]]] = Kept(16)  # query fingerprint -> its rows
 
 
 def _matching(fingerprint: str, filters: list[dict[str, str]]) -> list[tuple[str, str, float, dict[str, str]]]:
     """The products a query's filters match, computed once per query rather than once per page: filtering the
     whole table was a third of the stand-in's CPU in a discovery (six pages of one query, each filtering it all)."""
-    with _matched_lock:
-        rows = _matched.get(fingerprint)
+    rows = _matched.get(fingerprint)
     if rows is None:
         rows = [row for row in _catalog() if _filter_ok(row[3], filters)]
-        with _matched_lock:
-            while len(_matched) >= _MATCHED_QUERIES:
-                _matched.pop(next(iter(_matched)))
-            _matched[fingerprint] = rows
+        _matched.put(fingerprint, rows)
     return rows
 
 
