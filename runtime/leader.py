@@ -146,11 +146,23 @@ class LeaderElector:
         try:
             await self._call(call, *args)
         except ApiException as exc:
-            if exc.status == 409:  # AlreadyExists on create, Conflict on a stale resourceVersion
+            if exc.status != 409:  # AlreadyExists on create, Conflict on a stale resourceVersion
+                raise
+            if not await self._landed(now):
                 return False
-            raise
         self.observed_holder, self.last_renew = self.identity, now
         return True
+
+    async def _landed(self, now: datetime) -> bool:
+        """After a 409: whether the lease holds our own write of `now`. The client retries a PUT whose answer timed
+        out; when the first one landed, the retry's stale resourceVersion answers 409 for a write that succeeded."""
+        try:
+            record = LeaseRecord.of(await self._call(self.coordination.read_namespaced_lease, self.settings.name,
+                                                     self.namespace))
+        except ApiException:
+            return False
+        self.observed_holder = record.holder
+        return record.holder == self.identity and record.renew_time == now
 
     async def _call(self, call: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(

@@ -46,6 +46,15 @@ class Flaky(CoordinationV1Api):
         return super().replace_namespaced_lease(*args, **kwargs)
 
 
+class Retried(CoordinationV1Api):
+    """The real client, whose replace is sent twice as urllib3 resends a PUT whose answer timed out: the first
+    lands, the second carries the old resourceVersion and is answered 409 Conflict."""
+
+    def replace_namespaced_lease(self, *args: Any, **kwargs: Any) -> Any:
+        super().replace_namespaced_lease(*args, **kwargs)
+        return super().replace_namespaced_lease(*args, **kwargs)
+
+
 def _elector(k8s: Any, name: str, clock: Clock, settings: ElectionSettings = FAST, api: Any = None) -> LeaderElector:
     return LeaderElector(api or CoordinationV1Api(k8s), name, settings, clock=clock)
 
@@ -101,6 +110,22 @@ async def test_one_leads_the_other_waits_until_the_lease_expires(k8s: Any) -> No
     assert await b.try_acquire_or_renew()
     taken = _record(k8s)
     assert (taken.holder, taken.transitions) == ("b", 1) and taken.acquire_time == taken.renew_time
+
+
+async def test_a_renewal_whose_resent_write_answers_conflict_still_renews(k8s: Any) -> None:
+    """A renewal that landed is not lost to the 409 its resend gets (a 409 for another's write still loses: the
+    concurrent-acquire test below)."""
+    clock = Clock()
+    a = _elector(k8s, "a", clock, api=Retried(k8s))
+    assert await _elector(k8s, "a", clock).try_acquire_or_renew()
+    clock.advance(1)
+    assert await a.try_acquire_or_renew()
+    record = _record(k8s)
+    assert record.holder == "a" and record.renew_time == a.last_renew
+    clock.advance(5)  # expired: b takes it through the same resent write; a then sees b's lease
+    b = _elector(k8s, "b", clock, api=Retried(k8s))
+    assert await b.try_acquire_or_renew() and _record(k8s).holder == "b"
+    assert not await a.try_acquire_or_renew() and a.observed_holder == "b"
 
 
 def test_the_emulator_answers_lease_writes_as_kube_apiserver(k8s: Any) -> None:
