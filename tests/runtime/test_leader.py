@@ -93,20 +93,23 @@ def test_settings_keep_client_go_order() -> None:
 
 
 async def test_one_leads_the_other_waits_until_the_lease_expires(k8s: Any) -> None:
-    clock = Clock()
-    a, b = _elector(k8s, "a", clock), _elector(k8s, "b", clock)
+    # the test's clock moves the time, not the loops: a lease long enough that no call under the suite's load
+    # runs into the per-call timeout (1 s with FAST's; once answered 409 to a resent renewal)
+    clock, settings = Clock(), ElectionSettings(namespace="default", lease_duration_seconds=10,
+                                                renew_deadline_seconds=8, retry_period_seconds=1)
+    a, b = _elector(k8s, "a", clock, settings), _elector(k8s, "b", clock, settings)
     assert await a.try_acquire_or_renew()
     assert not await b.try_acquire_or_renew() and b.observed_holder == "a"
     first = _record(k8s)
-    assert (first.holder, first.duration_seconds, first.transitions) == ("a", 2, 0)
+    assert (first.holder, first.duration_seconds, first.transitions) == ("a", 10, 0)
     assert first.acquire_time == first.renew_time
     clock.advance(1)
     assert await a.try_acquire_or_renew()  # a renews: same acquireTime, later renewTime
     renewed = _record(k8s)
     assert renewed.acquire_time == first.acquire_time and renewed.renew_time > first.renew_time  # type: ignore[operator]
-    clock.advance(1.9)  # a stopped renewing: 1.9 s after its renewal the lease still holds ...
+    clock.advance(9.8)  # a stopped renewing: 9.8 s after its renewal the lease still holds ...
     assert not await b.try_acquire_or_renew()
-    clock.advance(0.2)  # ... and past renewTime + leaseDurationSeconds b takes it
+    clock.advance(0.4)  # ... and past renewTime + leaseDurationSeconds b takes it
     assert await b.try_acquire_or_renew()
     taken = _record(k8s)
     assert (taken.holder, taken.transitions) == ("b", 1) and taken.acquire_time == taken.renew_time
