@@ -18,6 +18,10 @@ echo "$0 $*" >> "$NODEFLOW_FAKE_LOG"
 if [ "$1" = -m ] && [ "$2" = venv ]; then
   mkdir -p "$3/bin" && cp "$0" "$3/bin/python"
 fi
+if [ "$1" = venv ]; then  # uv venv ... DIR
+  for last in "$@"; do :; done
+  mkdir -p "$last/bin" && cp "$0" "$last/bin/python"
+fi
 if [ "$*" = "-m pip install --quiet uv" ]; then
   [ -n "$NODEFLOW_FAKE_NO_UV" ] && exit 1
   cp "$0" "$(dirname "$0")/uv"
@@ -69,6 +73,13 @@ def test_the_install_takes_the_sim_extra_through_uv_with_bytecode(tmp_path: Path
     assert (".venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python -e .[dev,solver,sim]"
             in calls), calls
     assert "-m pip install --quiet -e" not in calls
+
+
+def test_uv_makes_checkovs_environment_and_installs_into_it(tmp_path: Path) -> None:
+    code, calls, _ = _run_setup(tmp_path, installed=False)
+    assert code == 0
+    assert ".venv/bin/uv venv --quiet --python" in calls and ".venv-tools" in calls, calls
+    assert "--python .venv-tools/bin/python checkov==" in calls, calls
 
 
 def test_without_uv_pip_installs_and_says_so(tmp_path: Path) -> None:
