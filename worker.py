@@ -7,18 +7,14 @@ which runs the Temporal worker and the deletion watcher; activities are built in
 from __future__ import annotations
 
 if __name__ == "__main__":  # first, before the imports below bring the kubernetes client in: only what is used
-    import gc
-
-    # no cyclic collection while the modules load (main() turns it back on): importing them ran 257 collections,
-    # 2 of them full, 0.3 of the 1.8 CPU-s the imports took
-    gc.disable()
+    from runtime import startup_gc
     from runtime.lean_kubernetes import install
 
+    startup_gc.pause()  # no cyclic collection while the modules load: main() resumes it
     install()
 
 import argparse
 import asyncio
-import gc
 import logging
 import os
 import signal
@@ -412,16 +408,8 @@ async def _fleet_only(client: Client, queue: str, sticky_queue_timeout: float) -
     return 0
 
 
-def start_collecting() -> None:
-    """The collector back on after the imports, and what is alive then (modules, classes, schemas: kept for the
-    process's life) moved to the permanent generation, which later full collections do not walk."""
-    gc.enable()
-    gc.collect()
-    gc.freeze()
-
-
 def main(argv: Sequence[str] | None = None) -> None:
-    start_collecting()
+    startup_gc.resume()  # the modules are loaded (runtime/startup_gc.py)
     args = parse_args(argv)
     if args.malloc_arenas > 0:  # before any thread allocates (runtime/malloc_tuning.py)
         limit_arenas(args.malloc_arenas)

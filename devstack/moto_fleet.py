@@ -27,6 +27,7 @@ import urllib.request
 from typing import Any
 
 from devstack import moto_reservations
+from runtime import startup_gc
 
 PATH = "/_nodeflow/spot-market"
 DEEP_SHARE = 0.5  # price-capacity-optimized: pools at least this share of the deepest one's capacity are "deep"
@@ -209,9 +210,11 @@ def install() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    startup_gc.pause()  # moto loads with no cyclic collection
     install()
     import moto.server
 
+    startup_gc.resume()
     moto.server.main(argv if argv is not None else sys.argv[1:])
 
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from devstack import cloud_faults, moto_fleet, moto_spot, pricing_api
 from devstack.kept import Kept
+from runtime import startup_gc
 
 _WILDCARDS = frozenset("*?[")
 STATIC_ACTIONS = frozenset({"DescribeInstanceTypes", "DescribeInstanceTypeOfferings"})
@@ -225,6 +226,7 @@ def _exit_now(signum: int, frame: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    startup_gc.pause()  # moto loads with no cyclic collection (0.75 of 2.1 CPU-s)
     install()
     install_static_cache(render_dir())
     install_paging()
@@ -235,6 +237,7 @@ def main(argv: list[str] | None = None) -> None:
     import moto.server
 
     moto.server.signal_handler = _exit_now  # main() installs it for SIGTERM and SIGINT
+    startup_gc.resume()
     moto.server.main(argv if argv is not None else sys.argv[1:])
 
 
