@@ -31,6 +31,7 @@ from client.planner_schedule import ensure_planner_schedule, planner_schedule_id
 from contracts.disruption import DisruptionSettings
 from contracts.fleet import FLEET_TASK_QUEUE
 from contracts.search_attributes import TASK_QUEUE
+from runtime import startup_gc
 from runtime.cloud_clients import (
     Ec2CallRate,
     RegionNotConfigured,
