@@ -16,7 +16,7 @@ from enum import StrEnum
 
 from temporalio import workflow
 from temporalio.common import RawValue, RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
     from activities.candidates import CandidateActivities
@@ -70,6 +70,9 @@ DRIFT_BACKOFF_PATCH = "drift-backoff"
 # A consolidation whose replacement validation found unneeded is carried out as the delete it handed back
 # (docs/semantics.md §5.8); recorded before it, no validation handed one back.
 VALIDATED_AS_DELETE_PATCH = "validated-as-delete"
+# A Temporal-level cancel met inside an activity (resolved as an ActivityError caused by a CancelledError) ends the
+# command cancelled, as one met between activities does; recorded before it, it ended as a failed activity.
+CANCEL_IN_ACTIVITY_PATCH = "cancel-in-activity"
 # Launch failures that retrying cannot fix (no capacity, bad request) roll back at once.
 SHORT_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10),
                           maximum_attempts=3)
@@ -221,19 +224,26 @@ class DisruptionWorkflow:
             if cmd.replacements:
                 await self._drift_outcome(failed=False)
         except ActivityError as exc:  # e.g. a candidate vanished while being tainted: undo what was done
+            if isinstance(exc.cause, CancelledError) and workflow.patched(CANCEL_IN_ACTIVITY_PATCH):
+                # nothing here cancels its own activities: this is the workflow's cancel, met while one ran
+                await self._undo_for_cancel()
+                raise asyncio.CancelledError from exc
             self._error = f"{self._phase.value} failed: {_cause(exc)}"
             return await self._rollback(RollbackCause.ACTIVITY_FAILED, self._error)
         except _Rollback as exc:
             self._error = str(exc)
             return await self._rollback(exc.cause, str(exc))
         except asyncio.CancelledError:
-            # a Temporal-level cancel (UI, CLI): undo as the cancel update would, then end as cancelled
-            self._cancel_reason = self._cancel_reason or "workflow cancelled"
-            await asyncio.shield(asyncio.ensure_future(
-                self._rollback(RollbackCause.CANCELLED, f"cancelled: {self._cancel_reason}")))
+            await self._undo_for_cancel()
             raise
 
         return await self._terminate_candidates(inp)
+
+    async def _undo_for_cancel(self) -> None:
+        """A Temporal-level cancel (UI, CLI): undo as the cancel update would; the caller then ends as cancelled."""
+        self._cancel_reason = self._cancel_reason or "workflow cancelled"
+        await asyncio.shield(asyncio.ensure_future(
+            self._rollback(RollbackCause.CANCELLED, f"cancelled: {self._cancel_reason}")))
 
     async def _validate(self, inp: DisruptionInput) -> DisruptionResult | None:
         """Karpenter's command validation: after the delay, re-plan and require the same decision. Returns the

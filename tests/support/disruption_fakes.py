@@ -53,6 +53,7 @@ class Fakes:
     taint_error: str | None = None
     termination_error: str | None = None
     block_terminations: asyncio.Event | None = None
+    status_polling: asyncio.Event | None = None  # set while a readiness poll runs, which then waits to be cancelled
     calls: list[str] = field(default_factory=list)
     plans: list[PlanPassResult] = field(default_factory=list)  # answered in turn, then `plan` for every pass
     plan_inputs: list[PlanPassInput] = field(default_factory=list)
@@ -126,6 +127,11 @@ class Fakes:
         @activity.defn(name="disruption_replacement_status")
         async def status(inp: StatusInput) -> list[ReplacementStatus]:
             f.polls += 1  # answers at once: the workflow sleeps the rest of the poll interval on a timer
+            if f.status_polling is not None:  # or waits for its cancellation, heartbeating as the real one does
+                f.status_polling.set()
+                while True:
+                    activity.heartbeat()
+                    await asyncio.sleep(0.1)
             ready = f.ready_after_polls is not None and f.polls >= f.ready_after_polls
             return [ReplacementStatus(node_claim=r.node_claim, ready=ready) for r in inp.replacements]
 

@@ -200,6 +200,22 @@ async def test_temporal_cancel_rolls_back_before_ending_cancelled(temporal_clien
     assert fakes.outcomes == ["Cancelled"]
 
 
+async def test_temporal_cancel_during_the_readiness_poll_rolls_back_and_ends_cancelled(temporal_client: Client) -> None:
+    """The cancel comes while the readiness poll activity runs (the race the test above once met under load): the
+    activity's cancellation is the workflow's, not a failed activity."""
+    fakes = Fakes(ready_after_polls=None, status_polling=asyncio.Event())
+    settings = DisruptionSettings(validation_delay_seconds=0.01, ready_poll_seconds=3600, ready_timeout_seconds=7200)
+    async with _started(temporal_client, fakes, settings) as handle:
+        await asyncio.wait_for(fakes.status_polling.wait(), 10)
+        await handle.cancel()
+        with pytest.raises(WorkflowFailureError) as err:
+            await asyncio.wait_for(handle.result(), 60)
+        await record_history(handle, "DisruptionWorkflow", "cancel_in_activity")
+    assert isinstance(err.value.cause, CancelledError)
+    assert fakes.calls[-2:] == ["delete_replacement", "untaint"]
+    assert fakes.outcomes == ["Cancelled"]
+
+
 async def test_failed_termination_is_reported_not_undone(ts_env: WorkflowEnvironment) -> None:
     fakes = Fakes(termination_error="termination terminate-uid-0 ended FAILED")
     result, *_ = await _run(ts_env, fakes, DisruptionInput(command=command()))
