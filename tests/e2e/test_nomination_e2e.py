@@ -157,7 +157,8 @@ async def test_the_node_replacing_a_vanished_instance_is_kept_until_its_pods_bin
                 raise AssertionError(f"{exc}: {_world(stack)}") from exc
             await _passes_keep(stack, second["status"]["nodeName"], "api")
             await wait_for(lambda: not _unbound(stack.api, "api"), timeout=40, what="the recreated pods bound")
-            assert {p["spec"]["nodeName"] for p in _pods(stack.api, "api")} == {second["status"]["nodeName"]}
+            where = {p["spec"]["nodeName"] for p in _pods(stack.api, "api")}
+            assert where == {second["status"]["nodeName"]}, _world(stack)
 
 
 async def test_a_node_deleted_under_a_pdb_gets_capacity_while_it_drains(temporal_client, moto_endpoint) -> None:
