@@ -26,7 +26,7 @@ import threading
 import urllib.request
 from typing import Any
 
-from devstack import moto_reservations
+from devstack import moto_dispatch, moto_reservations
 from runtime import startup_gc
 
 PATH = "/_nodeflow/spot-market"
@@ -207,6 +207,7 @@ def install() -> None:
     Fleets.create_fleet = _idempotent(unwrapped(Fleets.create_fleet))  # type: ignore[method-assign]
     _route_control()
     moto_reservations.install()
+    moto_dispatch.install()
 
 
 def main(argv: list[str] | None = None) -> None:
