@@ -219,6 +219,9 @@ def _launch_and_ops_args(p: argparse.ArgumentParser) -> None:
     queue, health and metrics)."""
     env = os.environ.get
     p.add_argument("--log-level", default=env("NODEFLOW_LOG_LEVEL", "INFO"))
+    p.add_argument("--build-id", default=env("NODEFLOW_BUILD_ID"),
+                   help="what this worker tells Temporal it runs (each workflow task's completion, reset points); "
+                        "default: nodeflow's version, a digest of its workflow sources and the SDK's version")
     p.add_argument("--interruption-queue", default=env("NODEFLOW_INTERRUPTION_QUEUE"),
                    help="SQS queue URL of EventBridge interruption events (unset: no interruption handling)")
     p.add_argument("--catalog", default=env("NODEFLOW_CATALOG"),
@@ -317,6 +320,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
                         watch=not args.no_watch, resync_seconds=args.resync_seconds,
                         interruption_queue_url=args.interruption_queue, catalog_path=args.catalog,
                         ami_id=args.ami_id, cluster_name=args.cluster_name, cluster_endpoint=args.cluster_endpoint,
+                        build_id=args.build_id,
                         cluster_ca=args.cluster_ca, cluster_cache=not args.no_cluster_cache,
                         provisioning=not args.no_provisioning, batch_idle_seconds=args.batch_idle_duration,
                         batch_max_seconds=args.batch_max_duration, launch_timeout_seconds=args.launch_timeout,
@@ -358,7 +362,8 @@ async def amain(args: argparse.Namespace) -> int:
         log.error("Temporal at %s not reachable for %.0fs: %s", args.address, args.temporal_connect_timeout, exc)
         return 1
     if args.fleet_only:
-        return await _fleet_only(client, args.fleet_task_queue or FLEET_TASK_QUEUE, args.sticky_queue_timeout)
+        return await _fleet_only(client, args.fleet_task_queue or FLEET_TASK_QUEUE, args.sticky_queue_timeout,
+                                 args.build_id)
     settings = settings_from(args)
     try:
         configure_scheduling(settings)
@@ -398,13 +403,13 @@ async def amain(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _fleet_only(client: Client, queue: str, sticky_queue_timeout: float) -> int:
+async def _fleet_only(client: Client, queue: str, sticky_queue_timeout: float, build_id: str | None) -> int:
     """A worker for the fleet's rollouts alone (docs/fleet.md): it touches no cluster itself."""
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(sig, stop.set)
     log.info("fleet worker started", extra={"task_queue": queue})
-    await run_fleet_worker(client, queue, stop, sticky_queue_timeout)
+    await run_fleet_worker(client, queue, stop, sticky_queue_timeout, build_id)
     log.info("fleet worker stopped")
     return 0
 

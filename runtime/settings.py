@@ -39,6 +39,7 @@ class Settings:
     instance_type_refresh_seconds: float = 43200.0  # rediscover this often (Karpenter: 12 h)
     vm_memory_overhead_percent: float = 0.075  # memory the hypervisor keeps, for computed allocatable
     ami_id: str | None = None  # image for launched instances; None: discovered with DescribeImages
+    build_id: str | None = None  # what the worker tells Temporal it runs; None: runtime/build_id.py's default
     cluster_name: str | None = None  # EKS cluster nodes join (user data, tags, instance profile names)
     cluster_endpoint: str | None = None  # its API server URL, for the nodes' bootstrap
     cluster_ca: str | None = None  # its CA bundle (base64, as EKS shows it), for the nodes' bootstrap

@@ -18,6 +18,7 @@ from client.interruption import ensure_interruption_poller
 from contracts.provisioning import ProvisioningSettings
 from planning.provisioning.launch_templates import SWEEP_SECONDS
 from runtime import karpenter_state
+from runtime.build_id import default_build_id
 from runtime.capacity_buffers import BufferSettings, CapacityBufferController
 from runtime.cluster_cache import ClusterCache
 from runtime.cluster_view import ClusterView
@@ -57,6 +58,8 @@ def build_worker(client: Client, deps: Deps, task_queue: str | None = None) -> W
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=s.sticky_queue_timeout_seconds),
         # cancellation reaches an activity only with a heartbeat: keep force/cancel of a drain within ~2 s
         max_heartbeat_throttle_interval=timedelta(seconds=2),
+        # named, not the SDK's hash of every loaded module (0.3 CPU-s of a start): runtime/build_id.py
+        build_id=s.build_id or default_build_id(),
     )
 
 
@@ -230,11 +233,11 @@ def _start_deletion_cost(deps: Deps) -> list[Stop]:
 
 
 def _start_workers(client: Client, worker: Worker, fleet_task_queue: str | None,
-                   sticky_seconds: float) -> dict[asyncio.Task[None], Worker]:
+                   sticky_seconds: float, build_id: str | None = None) -> dict[asyncio.Task[None], Worker]:
     """Run the cluster's Temporal worker and, with a `fleet_task_queue`, the fleet's beside it (docs/fleet.md)."""
     workers = {asyncio.create_task(worker.run(), name="temporal-worker"): worker}
     if fleet_task_queue:
-        fleet = build_fleet_worker(client, fleet_task_queue, sticky_seconds)
+        fleet = build_fleet_worker(client, fleet_task_queue, sticky_seconds, build_id)
         workers[asyncio.create_task(fleet.run(), name="fleet-worker")] = fleet
     return workers
 
@@ -272,7 +275,7 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
     stops = gate_controllers(deps, lambda: _start_optional(client, deps, queue))  # only the leader's, if elected
     stops += _start_template_sweep(deps)
     workers = _start_workers(client, worker, deps.settings.fleet_task_queue,
-                             deps.settings.sticky_queue_timeout_seconds)
+                             deps.settings.sticky_queue_timeout_seconds, deps.settings.build_id)
     if deps.settings.interruption_queue_url:
         await ensure_interruption_poller(client, queue, deps.settings.interruption_poll)
     try:

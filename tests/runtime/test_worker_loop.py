@@ -15,6 +15,7 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
 from runtime import karpenter_state
+from runtime.build_id import default_build_id
 from runtime.cloud_clients import ec2_client
 from runtime.settings import Deps, Settings
 from runtime.worker_loop import run_worker
@@ -98,3 +99,32 @@ async def test_the_lifecycle_own_cache_feeds_the_state_gauges_until_stop(tempora
     assert karpenter_state.STATE._source() is before
     left = {t.get_name() for t in asyncio.all_tasks()} & {"nodeclaim-lifecycle", "nodeclaim-gc", "karpenter-state"}
     assert left == set()
+
+
+async def _poller_build_ids(client: Client, queue: str) -> set[str]:
+    req = DescribeTaskQueueRequest(namespace=client.namespace, task_queue=TaskQueue(name=queue),
+                                   task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW)
+    pollers = (await client.workflow_service.describe_task_queue(req)).pollers
+    return {p.worker_version_capabilities.build_id for p in pollers}
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("build_id", [None, "release-2026.11.30"])
+async def test_both_workers_poll_with_the_build_id_given_else_the_named_default(temporal_client: Client,
+                                                                                 moto_endpoint: str,
+                                                                                 build_id: str | None) -> None:
+    """What Temporal shows as the pollers' build id: `--build-id`, else runtime/build_id.py's default (not the SDK's
+    hash of every loaded module)."""
+    tag = uuid.uuid4().hex[:8]
+    settings = Settings(task_queue=f"bid-{tag}", fleet_task_queue=f"bid-fleet-{tag}", build_id=build_id, **QUIET)
+    stop = asyncio.Event()
+    task = asyncio.create_task(run_worker(temporal_client, _deps(settings, moto_endpoint), stop))
+    try:
+        await _polled(temporal_client, settings.task_queue)
+        await _polled(temporal_client, f"bid-fleet-{tag}")
+        want = build_id or default_build_id()
+        assert await _poller_build_ids(temporal_client, settings.task_queue) == {want}
+        assert await _poller_build_ids(temporal_client, f"bid-fleet-{tag}") == {want}
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 30)
