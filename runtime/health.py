@@ -11,9 +11,9 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from http import HTTPStatus
 
-from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry
 
 from telemetry.exposition import render
@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 ReadinessCheck = Callable[[], bool | Awaitable[bool]]
 CHECK_TIMEOUT = 2.0
+MAX_HEAD = 16 * 1024  # bytes of a request's line and headers (probes and scrapes send a few hundred)
+READ_TIMEOUT = 5.0  # seconds to send them
 ALL_INTERFACES = "0.0.0.0"
 
 
@@ -50,7 +52,13 @@ def metrics_bind(address: str | None, port: int) -> MetricsBind | None:
 
 
 class HealthServer:
-    """Serve health and metrics on `host:port` until `stop()`; checks are named so `/readyz` can say which failed."""
+    """Serve health and metrics on `host:port` until `stop()`; checks are named so `/readyz` can say which failed.
+
+    HTTP/1.1 GET (and HEAD) on the worker's own event loop, one request a connection (`Connection: close`), as the
+    kubelet's probes and Prometheus's scrapes ask: asyncio's streams rather than aiohttp's server, whose package
+    cost every worker start 0.18 CPU-s to import. A request's head is bounded (MAX_HEAD bytes, READ_TIMEOUT
+    seconds) so a slow or endless client holds nothing for long.
+    """
 
     def __init__(self, port: int, host: str = ALL_INTERFACES, registry: CollectorRegistry = REGISTRY,
                  checks: dict[str, ReadinessCheck] | None = None) -> None:
@@ -58,45 +66,58 @@ class HealthServer:
         self.port = port
         self._registry = registry
         self._checks: dict[str, ReadinessCheck] = dict(checks or {})
-        self._runner: web.AppRunner | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._routes: dict[str, Callable[[], Awaitable[Answer]]] = {
+            "/healthz": self._healthz, "/livez": self._healthz, "/readyz": self._readyz, "/metrics": self._metrics}
 
     def add_check(self, name: str, check: ReadinessCheck) -> None:
         self._checks[name] = check
 
-    def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_get("/healthz", self._healthz)
-        app.router.add_get("/livez", self._healthz)
-        app.router.add_get("/readyz", self._readyz)
-        app.router.add_get("/metrics", self._metrics)
-        return app
-
     async def start(self) -> HealthServer:
-        self._runner = web.AppRunner(self.app(), access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
+        self._server = await asyncio.start_server(self._serve, self.host, self.port, limit=MAX_HEAD)
         if self.port == 0:  # an ephemeral port was asked for: report the real one
-            server = site._server  # aiohttp exposes no public accessor for the bound socket
-            if server is not None and getattr(server, "sockets", None):
-                self.port = server.sockets[0].getsockname()[1]
+            self.port = self._server.sockets[0].getsockname()[1]
         log.info("health and metrics on http://%s:%d (/healthz /readyz /metrics)", self.host, self.port)
         return self
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
 
-    async def _healthz(self, _: web.Request) -> web.Response:
-        return web.Response(text="ok\n")
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            try:
+                method, path = _request_line(await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT))
+            except (asyncio.LimitOverrunError, ValueError):  # a head too long, or not HTTP
+                method, answer = "GET", Answer(400, "bad request\n")
+            else:
+                answer = await self._answer(method, path)
+            writer.write(_response(answer, body=method != "HEAD"))
+            await writer.drain()
+        except (asyncio.IncompleteReadError, TimeoutError, ConnectionError):
+            pass  # a client that went away or sent no head in time: nobody to answer
+        finally:
+            writer.close()
 
-    async def _readyz(self, _: web.Request) -> web.Response:
+    async def _answer(self, method: str, path: str) -> Answer:
+        route = self._routes.get(path.split("?", 1)[0])
+        if route is None:
+            return Answer(404, "not found\n")
+        if method not in ("GET", "HEAD"):
+            return Answer(405, "method not allowed\n", {"Allow": "GET, HEAD"})
+        return await route()
+
+    async def _healthz(self) -> Answer:
+        return Answer(200, "ok\n")
+
+    async def _readyz(self) -> Answer:
         failed = [name for name, ok in zip(self._checks, await asyncio.gather(
             *(self._run_check(c) for c in self._checks.values())), strict=True) if not ok]
         if failed:
-            return web.Response(status=503, text="not ready: " + ", ".join(failed) + "\n")
-        return web.Response(text="ok\n")
+            return Answer(503, "not ready: " + ", ".join(failed) + "\n")
+        return Answer(200, "ok\n")
 
     @staticmethod
     async def _run_check(check: ReadinessCheck) -> bool:
@@ -109,11 +130,36 @@ class HealthServer:
             log.warning("readiness check failed: %s", exc)
             return False
 
-    async def _metrics(self, _: web.Request) -> web.Response:
+    async def _metrics(self) -> Answer:
         # in a thread: Karpenter's state gauges make a scrape of a large cluster take seconds (docs/semantics.md §19.2);
         # rendered as generate_latest does, each label set once (telemetry/exposition.py)
         body = await asyncio.to_thread(render, self._registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        return Answer(200, body, {"Content-Type": CONTENT_TYPE_LATEST})
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A response: its status, its body (text is UTF-8) and headers beyond the length and the connection's close."""
+
+    status: int
+    body: str | bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _request_line(head: bytes) -> tuple[str, str]:
+    """The method and target of a request head; ValueError when the first line is not `METHOD TARGET HTTP/x`."""
+    method, target, version = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+    if not version.startswith("HTTP/"):
+        raise ValueError(version)
+    return method, target
+
+
+def _response(answer: Answer, body: bool = True) -> bytes:
+    payload = answer.body.encode() if isinstance(answer.body, str) else answer.body
+    headers = {"Content-Type": "text/plain; charset=utf-8", **answer.headers, "Content-Length": str(len(payload)),
+               "Connection": "close"}
+    lines = [f"HTTP/1.1 {answer.status} {HTTPStatus(answer.status).phrase}"] + [f"{k}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (payload if body else b"")
 
 
 async def start_health_server(port: int, checks: dict[str, ReadinessCheck] | None = None,
