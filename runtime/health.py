@@ -107,7 +107,11 @@ class HealthServer:
             return Answer(404, "not found\n")
         if method not in ("GET", "HEAD"):
             return Answer(405, "method not allowed\n", {"Allow": "GET, HEAD"})
-        return await route()
+        try:
+            return await route()
+        except Exception:  # a collector that raised: the scraper sees a failed scrape, the log says why
+            log.exception("%s %s failed", method, path)
+            return Answer(500, "internal error\n")
 
     async def _healthz(self) -> Answer:
         return Answer(200, "ok\n")

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from prometheus_client import CollectorRegistry
 
-from runtime.health import MetricsBind, metrics_bind, parse_metrics_address, start_health_server
+from runtime.health import HealthServer, MetricsBind, metrics_bind, parse_metrics_address, start_health_server
 from runtime.settings import Deps
 from telemetry import metrics
 
@@ -160,3 +161,18 @@ def test_the_worker_loads_no_aiohttp() -> None:
     loaded = out.stdout
     assert "'worker'" in loaded and "'temporalio'" in loaded, loaded[-500:]
     assert "'aiohttp'" not in loaded and "'multidict'" not in loaded and "'yarl'" not in loaded
+
+
+async def test_a_collector_that_raises_fails_the_scrape_not_the_endpoint() -> None:
+    class Broken:
+        def collect(self) -> list[object]:
+            raise RuntimeError("cache gone")
+
+    registry = CollectorRegistry()
+    registry.register(Broken())  # type: ignore[arg-type]
+    server = await HealthServer(0, host="127.0.0.1", registry=registry).start()
+    try:
+        assert (await _raw(server.port, b"GET /metrics HTTP/1.1\r\n\r\n")).startswith(b"HTTP/1.1 500 ")
+        assert (await _raw(server.port, b"GET /healthz HTTP/1.1\r\n\r\n")).startswith(b"HTTP/1.1 200 ")
+    finally:
+        await server.stop()
