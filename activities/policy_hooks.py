@@ -55,7 +55,7 @@ def _post_json(url: str, body: dict[str, Any]) -> int:
         with _OPENER.open(req, timeout=HTTP_TIMEOUT) as resp:
             resp.read()
             return int(resp.status)
-    except urllib.error.HTTPError as exc:  # before URLError: it is one, and it carries an answer
+    except urllib.error.HTTPError as exc:  # a URLError that carries an answer: the caller judges its status
         exc.read()
         return int(exc.code)
 

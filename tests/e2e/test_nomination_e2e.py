@@ -78,9 +78,13 @@ def _unique(name: str) -> str:
 
 
 def _world(stack: Any) -> dict[str, Any]:
-    """Claims (name, deleting, conditions), nodes and where each pod is: a failing wait's explanation."""
+    """Claims (name, deleting, node, instance type, created, conditions), nodes and where each pod is: a failing
+    wait's explanation (two replacements each holding one pod: a batch split, or a second launch for pods the first
+    was nominated for)."""
     claims = k8s.CustomObjectsApi(stack.api).list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
     return {"claims": [(c["metadata"]["name"], bool(c["metadata"].get("deletionTimestamp")),
+                        (c.get("status") or {}).get("nodeName"), (c["metadata"].get("labels") or {}).get(
+                            labels.INSTANCE_TYPE_LABEL), c["metadata"].get("creationTimestamp"),
                         [(x["type"], x["status"]) for x in (c.get("status") or {}).get("conditions") or []])
                        for c in claims],
             "nodes": [n["metadata"]["name"] for n in stack.nodes()],
