@@ -33,9 +33,10 @@ install_quiet() {
   shift
   local cmd=("$venv/bin/python" -m pip install --quiet "$@")
   if [ -x .venv/bin/uv ]; then
-    cmd=(env UV_NATIVE_TLS="${UV_NATIVE_TLS:-1}" SSL_CERT_FILE="${SSL_CERT_FILE:-${PIP_CERT:-}}")
-    [ -n "${SSL_CERT_FILE:-${PIP_CERT:-}}" ] || cmd=(env -u SSL_CERT_FILE UV_NATIVE_TLS="${UV_NATIVE_TLS:-1}")
-    cmd+=(.venv/bin/uv pip install --quiet --compile-bytecode --python "$venv/bin/python" "$@")
+    local cert=${SSL_CERT_FILE:-${PIP_CERT:-}}  # the bundle uv is to trust, if any (see below); none: unset
+    if [ -n "$cert" ]; then cmd=(env SSL_CERT_FILE="$cert"); else cmd=(env -u SSL_CERT_FILE); fi
+    cmd+=(UV_NATIVE_TLS="${UV_NATIVE_TLS:-1}" .venv/bin/uv pip install --quiet --compile-bytecode
+          --python "$venv/bin/python" "$@")
   fi
   if ! "${cmd[@]}" >>"$venv_log" 2>&1; then
     echo "error: ${cmd[*]} failed; the last lines of $venv_log:" >&2
