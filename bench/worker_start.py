@@ -26,18 +26,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench.karpenter_probe import cpu_seconds
 from devstack.processes import MotoServer, TemporalDevServer, free_port
 from simulator.server import Simulator
 
 ROOT = Path(__file__).resolve().parents[1]
 READY_TIMEOUT = 60.0
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a live process, from /proc/<pid>/stat."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def _ready(port: int) -> bool:
