@@ -32,6 +32,7 @@ from temporalio.worker import Worker
 from activities.fleet import FleetActivities
 from api.fleet import load_fleet_rollout
 from bench.clusters import node_pool
+from bench.karpenter_probe import cpu_seconds
 from client.fleet import start_fleet_rollout
 from contracts.fleet import FleetSettings
 from contracts.search_attributes import ALL as SEARCH_ATTRIBUTES
@@ -79,9 +80,7 @@ def _proc_figures(pid: int) -> tuple[float, float]:
     """(RSS MiB, CPU seconds) of a process, from /proc."""
     rss = next(int(line.split()[1]) for line in Path(f"/proc/{pid}/status").read_text().splitlines()
                if line.startswith("VmRSS:"))
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return rss / 1024, cpu
+    return rss / 1024, cpu_seconds(pid)
 
 
 async def _history_figures(client: Client, workflow_id: str, clusters: int) -> dict[str, Any]:
