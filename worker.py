@@ -239,7 +239,7 @@ def _launch_and_ops_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metrics-address", default=env("NODEFLOW_METRICS_ADDRESS"), type=_metrics_address,
                    help="HOST:PORT of /healthz, /readyz and /metrics, e.g. 127.0.0.1:8080 (wins over --metrics-port)")
     p.add_argument("--ami-id", default=env("NODEFLOW_AMI_ID"),
-                   help="AMI for replacement instances (default: discovered with DescribeImages)")
+                   help="AMI of launches when the cluster has no EC2NodeClass (default: none; such launches refused)")
     p.add_argument("--cluster-name", default=env("NODEFLOW_CLUSTER_NAME"),
                    help="EKS cluster name: node bootstrap, instance tags, instance profile names")
     p.add_argument("--cluster-endpoint", default=env("NODEFLOW_CLUSTER_ENDPOINT"),

@@ -2,9 +2,10 @@
 
 Used by activities/provisioning.py. A NodePool whose class exists but is not Ready (or is missing while other
 classes exist) gets no launch: a Warning Event on the NodePool names what did not resolve, and the activity
-fails with the non-retryable `NodeClassNotReady`. When the cluster has no EC2NodeClass at all (or does not
-serve the kind), the launch keeps the older path (an AMI from settings or DescribeImages, no subnet choice),
-with a warning logged once per process.
+fails with the non-retryable `NodeClassNotReady`. When the cluster has no EC2NodeClass at all (or the pool
+references another kind), the launch keeps the older path (the worker's `--ami-id`, no subnet choice), with a
+warning logged once per process; without `--ami-id` that path refuses the same way rather than guess an image
+(an arbitrary Amazon image would boot a node that never joins, or the wrong operating system).
 """
 
 from __future__ import annotations
@@ -40,28 +41,30 @@ NOT_READY = ErrorType.NODE_CLASS_NOT_READY.value  # also the Event reason
 class NodeClassLauncher:
     """Reads the class through the Kubernetes gateway; builds RunInstances parameters; records the launch."""
 
-    def __init__(self, kube: KubeClient, catalog: InstanceTypeCatalog, cluster: ClusterInfo | None = None) -> None:
+    def __init__(self, kube: KubeClient, catalog: InstanceTypeCatalog, cluster: ClusterInfo | None = None,
+                 ami_id: str | None = None) -> None:
         self._kube = kube
         self._catalog = catalog
         self._cluster = cluster or ClusterInfo("", "", "")
+        self._ami_id = ami_id  # the older path's image (the worker's --ami-id); None: that path launches nothing
         self._warned = False
 
     def node_class_for(self, pool: Obj) -> EC2NodeClass | None:
-        """The pool's Ready EC2NodeClass; None for the legacy path (no EC2NodeClass in the cluster at all).
+        """The pool's Ready EC2NodeClass; None for the legacy path (no EC2NodeClass in the cluster at all), which
+        launches the configured image.
 
-        Raises ApplicationError(type NodeClassNotReady, non-retryable) after an Event on the NodePool otherwise.
+        Raises ApplicationError(type NodeClassNotReady, non-retryable) after an Event on the NodePool otherwise, and
+        on the legacy path when no image is configured.
         """
         pool_name = (pool.get("metadata") or {}).get("name", "")
         ref = ((((pool.get("spec") or {}).get("template") or {}).get("spec") or {}).get("nodeClassRef")) or {}
         name = ref.get("name") or ""
         if ref.get("kind", KIND) != KIND:
-            self._warn_legacy(f"NodePool {pool_name} references a {ref.get('kind')}, not an {KIND}")
-            return None
+            return self._legacy(pool, f"NodePool {pool_name} references a {ref.get('kind')}, not an {KIND}")
         obj = self._kube.get_node_class(name)
         if obj is None:
             if not self._kube.list_node_classes():
-                self._warn_legacy("the cluster has no EC2NodeClass")
-                return None
+                return self._legacy(pool, "the cluster has no EC2NodeClass")
             self._refuse(pool, f"EC2NodeClass {name!r} not found")
         nc = load_ec2nodeclass(obj)
         if not nc.ready:
@@ -76,11 +79,16 @@ class NodeClassLauncher:
                          type_="Warning")
         raise ApplicationError(message, type=NOT_READY, non_retryable=True)
 
-    def _warn_legacy(self, why: str) -> None:
+    def _legacy(self, pool: Obj, why: str) -> None:
+        """The older path: the configured image, else a refusal naming both ways out."""
+        if self._ami_id is None:
+            self._refuse(pool, f"{why} and the worker has no --ami-id (NODEFLOW_AMI_ID): create an {KIND} for "
+                               f"the pool (amiSelectorTerms, e.g. alias al2023@latest) or start the worker with "
+                               f"--ami-id")
         if not self._warned:
             self._warned = True
-            log.warning("%s: launching without a node class (AMI from settings or DescribeImages, default subnet "
-                        "and security group, no instance profile or user data)", why)
+            log.warning("%s: launching without a node class (AMI %s from --ami-id, default subnet and security "
+                        "group, no instance profile or user data)", why, self._ami_id)
 
     def image_for(self, nc: EC2NodeClass, instance_type: str) -> str | None:
         """The first image of status.amis (best first) compatible with the type's architecture, as drift picks."""

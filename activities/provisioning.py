@@ -161,7 +161,7 @@ class ProvisioningActivities:
         # The worker's one cache of offerings EC2 refused lately (planning/pricing/unavailable_offerings.py): a launch
         # skips them and marks what it is refused; a fresh one when none is given (tests, tools).
         self._offerings = offerings if offerings is not None else UnavailableOfferings()
-        self._classes = NodeClassLauncher(kube, catalog, cluster)
+        self._classes = NodeClassLauncher(kube, catalog, cluster, ami_id)
         self._cluster_name = cluster.name if cluster is not None else ""
         self._launch_api = launch_api
         self._reservations = ReservationBook(kube)
@@ -416,17 +416,6 @@ class ProvisioningActivities:
         ])
         return instances[0] if instances else None
 
-    def _image_id(self) -> str:
-        if self._ami_id is None:
-            images = self._ec2.images(Owners=["amazon"])
-            if not images:
-                images = self._ec2.images()
-            if not images:
-                raise ApplicationError("no AMI found for replacement instances", type=ErrorType.LAUNCH_FAILED.value,
-                                       non_retryable=True)
-            self._ami_id = sorted(i["ImageId"] for i in images)[0]
-        return self._ami_id
-
     def _launch_params(self, claim: Obj, inp: LaunchInput, itype: str, zone: str,
                        node_class: EC2NodeClass | None) -> dict[str, Any]:
         """Image, placement and tags: from the class when there is one, else the AMI setting and the zone."""
@@ -434,7 +423,10 @@ class ProvisioningActivities:
         tags = {NODECLAIM_TAG: meta["name"], NODEPOOL_TAG: inp.node_pool, NODECLAIM_UID_TAG: meta["uid"],
                 "Name": meta["name"], **cluster_tags(self._cluster_name)}
         if node_class is None:
-            params: dict[str, Any] = {"ImageId": self._image_id(), "Placement": {"AvailabilityZone": zone}}
+            if self._ami_id is None:  # node_class_for refuses the legacy path without one, before any claim
+                raise ApplicationError("a launch without an EC2NodeClass needs --ami-id",
+                                       type=ErrorType.NODE_CLASS_NOT_READY.value, non_retryable=True)
+            params: dict[str, Any] = {"ImageId": self._ami_id, "Placement": {"AvailabilityZone": zone}}
         else:
             try:
                 params = self._classes.run_params(node_class, claim, inp.node_pool, itype, zone)

@@ -51,8 +51,6 @@ class CloudProvider(Protocol):
 
     def terminate(self, ids: Sequence[str]) -> list[dict[str, Any]]: ...
 
-    def images(self, **params: Any) -> list[dict[str, Any]]: ...
-
     def describe(self, operation: str, params: dict[str, Any]) -> dict[str, Any]: ...
 
 
@@ -260,10 +258,6 @@ class Ec2Gateway:
         """TerminateInstances: the state changes EC2 reports (TerminatingInstances)."""
         return self._call("terminate_instances", lambda: self.client.terminate_instances(
             InstanceIds=list(ids))).get("TerminatingInstances") or []
-
-    def images(self, **params: Any) -> list[dict[str, Any]]:
-        """DescribeImages with the caller's filters (owners, ids)."""
-        return self._call("describe_images", lambda: self.client.describe_images(**params)).get("Images", [])
 
     def describe(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         """One page of a Describe* call a launch's network and image resolution needs (subnets, security groups,

@@ -174,8 +174,5 @@ class BatchedCloud:
             return self.terminates.submit(ids[0])
         return self.cloud.terminate(ids)
 
-    def images(self, **params: Any) -> list[dict[str, Any]]:
-        return self.cloud.images(**params)
-
     def describe(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         return self.cloud.describe(operation, params)

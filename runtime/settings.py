@@ -38,7 +38,7 @@ class Settings:
     discover_instance_types: bool = False  # no catalog_path: discover from EC2 + Pricing (worker.py turns it on)
     instance_type_refresh_seconds: float = 43200.0  # rediscover this often (Karpenter: 12 h)
     vm_memory_overhead_percent: float = 0.075  # memory the hypervisor keeps, for computed allocatable
-    ami_id: str | None = None  # image for launched instances; None: discovered with DescribeImages
+    ami_id: str | None = None  # image of launches without an EC2NodeClass; None: such launches are refused
     build_id: str | None = None  # what the worker tells Temporal it runs; None: runtime/build_id.py's default
     cluster_name: str | None = None  # EKS cluster nodes join (user data, tags, instance profile names)
     cluster_endpoint: str | None = None  # its API server URL, for the nodes' bootstrap

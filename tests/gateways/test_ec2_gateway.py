@@ -54,9 +54,6 @@ class OtherCloud:
         self.state.update(dict.fromkeys(ids, "terminated"))
         return [{"InstanceId": i, "CurrentState": {"Name": "terminated"}} for i in ids]
 
-    def images(self, **params: Any) -> list[dict[str, Any]]:
-        return []
-
     def describe(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         return {}
 
