@@ -28,12 +28,11 @@ from api.meta import K8sModel, ObjectMeta
 from api.nodepool import NodePool
 from api.policy_controls import DrainPolicy, LimitsPolicy, ProvisioningPolicy, RepairControls, SpotPolicy
 from api.policy_fields import (
-    PERCENT_MAX_LENGTH,
+    Money,
+    Percent,
+    PolicyDuration,
     PolicyModel,
-    decimal_string,
     percent_fraction,
-    percent_string,
-    policy_duration,
     to_timedelta,
 )
 
@@ -106,18 +105,8 @@ class ExpirationPolicy(PolicyModel):
     launched in one hour does not expire in one hour (aws/karpenter-provider-aws issue 1884).
     """
 
-    graceful_expire_after: str | None = None
-    jitter: str | None = Field(default=None, max_length=PERCENT_MAX_LENGTH)
-
-    @field_validator("graceful_expire_after")
-    @classmethod
-    def _check(cls, v: str | None) -> str | None:
-        return policy_duration(v)
-
-    @field_validator("jitter", mode="before")
-    @classmethod
-    def _jitter(cls, v: Any) -> str | None:
-        return percent_string(v)
+    graceful_expire_after: PolicyDuration | None = None
+    jitter: Percent | None = None
 
     @property
     def graceful_after(self) -> timedelta | None:
@@ -135,14 +124,9 @@ class DriftPolicy(PolicyModel):
     """Drift rolled out in waves: cumulative targets of the pool's drifted nodes, a bake between waves."""
 
     waves: list[Any] | None = Field(default=None, min_length=1, max_length=20)
-    bake_time: str | None = None
+    bake_time: PolicyDuration | None = None
     max_failed_replacements: int | None = Field(default=None, ge=0)
-    health_timeout: str | None = None
-
-    @field_validator("bake_time", "health_timeout")
-    @classmethod
-    def _durations(cls, v: str | None) -> str | None:
-        return policy_duration(v)
+    health_timeout: PolicyDuration | None = None
 
     @field_validator("waves")
     @classmethod
@@ -181,13 +165,8 @@ class DriftPolicy(PolicyModel):
 class PreDisruptionHook(PolicyModel):
     url: str = Field(min_length=1)
     ack: AckMode = AckMode.NONE
-    ack_timeout: str | None = None
+    ack_timeout: PolicyDuration | None = None
     on_timeout: OnTimeout = OnTimeout.ABANDON
-
-    @field_validator("ack_timeout")
-    @classmethod
-    def _durations(cls, v: str | None) -> str | None:
-        return policy_duration(v)
 
     @field_validator("url")
     @classmethod
@@ -222,13 +201,8 @@ class Hooks(PolicyModel):
 class EscalationPolicy(PolicyModel):
     """For graceful disruptions blocked by PDBs or do-not-disrupt: notify after notifyAfter, force after forceAfter."""
 
-    notify_after: str | None = None
-    force_after: str | None = None
-
-    @field_validator("notify_after", "force_after")
-    @classmethod
-    def _durations(cls, v: str | None) -> str | None:
-        return policy_duration(v)
+    notify_after: PolicyDuration | None = None
+    force_after: PolicyDuration | None = None
 
     @model_validator(mode="after")
     def _order(self) -> EscalationPolicy:
@@ -249,14 +223,9 @@ class EscalationPolicy(PolicyModel):
 class ConsolidationPolicy(PolicyModel):
     """Consolidate only when the savings justify the evictions (docs/semantics.md §15.3)."""
 
-    min_savings_per_hour: str | None = None
+    min_savings_per_hour: Money | None = None
     min_savings_percent: float | None = Field(default=None, ge=0, le=100)
-    per_pod_disruption_cost: str | None = None
-
-    @field_validator("min_savings_per_hour", "per_pod_disruption_cost", mode="before")
-    @classmethod
-    def _decimals(cls, v: Any) -> str | None:
-        return decimal_string(v)
+    per_pod_disruption_cost: Money | None = None
 
     @property
     def min_per_hour(self) -> Decimal | None:
@@ -288,12 +257,7 @@ class AllowWindow(PolicyModel):
     """A window that opens at each hit of `schedule` (in the calendar's time zone) and lasts `duration`."""
 
     schedule: str
-    duration: str
-
-    @field_validator("duration")
-    @classmethod
-    def _durations(cls, v: str | None) -> str | None:
-        return policy_duration(v)
+    duration: PolicyDuration
 
     @field_validator("schedule")
     @classmethod

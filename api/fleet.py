@@ -17,10 +17,10 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from api.meta import K8sModel, ObjectMeta
-from api.policy_fields import PolicyModel, policy_duration, to_timedelta
+from api.policy_fields import PolicyDuration, PolicyModel, to_timedelta
 
 API_VERSION = "nodeflow.dev/v1alpha1"
 KIND = "FleetRollout"
@@ -80,13 +80,8 @@ class FleetCluster(PolicyModel):
 class FleetStage(PolicyModel):
     name: str = Field(pattern=DNS_LABEL, max_length=63)
     clusters: list[FleetCluster] = Field(min_length=1, max_length=100)
-    bake_time: str | None = None  # after every cluster of the stage finished, before the next stage
-    timeout: str | None = None  # a cluster not finished this long after its change was applied has failed
-
-    @field_validator("bake_time", "timeout")
-    @classmethod
-    def _durations(cls, v: str | None) -> str | None:
-        return policy_duration(v)
+    bake_time: PolicyDuration | None = None  # after every cluster of the stage finished, before the next stage
+    timeout: PolicyDuration | None = None  # a cluster not finished this long after its change was applied has failed
 
     @property
     def bake(self) -> timedelta:
@@ -115,12 +110,8 @@ class FleetRolloutSpec(PolicyModel):
     gates: FleetGates = Field(default_factory=FleetGates)
     max_clusters_in_flight: int = Field(default=1, ge=1, le=100)
     on_failure: OnFailure = OnFailure.HALT
-    worker_timeout: str = DEFAULT_WORKER_TIMEOUT  # how long a cluster's worker may not answer before it is reported
-
-    @field_validator("worker_timeout")
-    @classmethod
-    def _duration(cls, v: str) -> str:
-        return policy_duration(v) or DEFAULT_WORKER_TIMEOUT
+    # how long a cluster's worker may not answer before it is reported
+    worker_timeout: PolicyDuration = DEFAULT_WORKER_TIMEOUT
 
     @model_validator(mode="after")
     def _unique(self) -> FleetRolloutSpec:

@@ -9,17 +9,15 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from api.policy_fields import (
-    PERCENT_MAX_LENGTH,
+    Money,
+    Percent,
+    PolicyDuration,
     PolicyModel,
-    decimal_string,
     percent_fraction,
-    percent_string,
-    policy_duration,
     to_timedelta,
 )
 
@@ -42,12 +40,7 @@ class DrainPolicy(PolicyModel):
     """Let Jobs finish (kubernetes-sigs/karpenter issues 701, 1209, 651)."""
 
     jobs: JobsDrain = JobsDrain.EVICT
-    max_wait: str | None = None
-
-    @field_validator("max_wait")
-    @classmethod
-    def _durations(cls, v: str | None) -> str | None:
-        return policy_duration(v)
+    max_wait: PolicyDuration | None = None
 
     @property
     def wait(self) -> timedelta | None:
@@ -57,18 +50,8 @@ class DrainPolicy(PolicyModel):
 class SpotPolicy(PolicyModel):
     """Spot fallback and return (aws/karpenter-provider-aws issues 714, 6425, 8298)."""
 
-    return_after: str | None = None
-    max_on_demand_fraction: str | None = Field(default=None, max_length=PERCENT_MAX_LENGTH)
-
-    @field_validator("return_after")
-    @classmethod
-    def _durations(cls, v: str | None) -> str | None:
-        return policy_duration(v)
-
-    @field_validator("max_on_demand_fraction", mode="before")
-    @classmethod
-    def _percent(cls, v: Any) -> str | None:
-        return percent_string(v)
+    return_after: PolicyDuration | None = None
+    max_on_demand_fraction: Percent | None = None
 
     @property
     def return_delay(self) -> timedelta | None:
@@ -90,12 +73,7 @@ class ProvisioningPolicy(PolicyModel):
 class LimitsPolicy(PolicyModel):
     """Cost limits (kubernetes-sigs/karpenter 1215): US dollars per hour for the pools the policy selects."""
 
-    cost_per_hour: str | None = None
-
-    @field_validator("cost_per_hour", mode="before")
-    @classmethod
-    def _decimals(cls, v: Any) -> str | None:
-        return decimal_string(v)
+    cost_per_hour: Money | None = None
 
     @property
     def cost_limit(self) -> Decimal | None:
@@ -111,14 +89,9 @@ class RepairControls(PolicyModel):
     worker's `--node-repair-zone-outage-percent`. Unset fields keep the worker's settings (docs/semantics.md §13)."""
 
     enabled: bool = True
-    toleration: str | None = None  # replaces the toleration of every repair condition for the pool's nodes
+    toleration: PolicyDuration | None = None  # replaces the toleration of every repair condition for the pool's nodes
     zone_outage_percent: int | None = Field(default=None, ge=ZONE_OUTAGE_PERCENT_RANGE[0],
                                             le=ZONE_OUTAGE_PERCENT_RANGE[1])
-
-    @field_validator("toleration")
-    @classmethod
-    def _durations(cls, v: str | None) -> str | None:
-        return policy_duration(v)
 
     @property
     def toleration_delta(self) -> timedelta | None:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ConfigDict
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field
 
 from api.duration import parse_duration
 from api.meta import K8sModel
@@ -69,3 +69,10 @@ def percent_string(value: Any) -> str | None:
 def percent_fraction(value: str | None) -> Decimal | None:
     """"25%" -> Decimal("0.25"); None stays None."""
     return None if value is None else Decimal(value[:-1]) / 100
+
+
+# The field types of the controls: a field typed `PolicyDuration | None = None` is validated by the function above
+# (None passes: the control is unset), so no model repeats a validator per field.
+PolicyDuration = Annotated[str, AfterValidator(policy_duration)]
+Percent = Annotated[str, BeforeValidator(percent_string), Field(max_length=PERCENT_MAX_LENGTH)]
+Money = Annotated[str, BeforeValidator(decimal_string)]
