@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from api.duration import matches_pattern
+from api.model_problems import model_problems
 from api.validation import QUANTITY_PATTERN
 
 GROUP = "autoscaling.x-k8s.io"
@@ -155,8 +156,6 @@ def buffer_key(annotations: dict[str, str] | None) -> str:
 def validate_capacity_buffer(obj: Any) -> list[str]:
     """Every problem of one CapacityBuffer document as `path: problem`; empty when it is valid (`nodeflow validate`,
     the rules the CRD makes kube-apiserver apply)."""
-    from pydantic import ValidationError
-
     if not isinstance(obj, dict):
         return [f"(document): must be an object, got {type(obj).__name__}"]
     problems: list[str] = []
@@ -168,7 +167,5 @@ def validate_capacity_buffer(obj: Any) -> list[str]:
     try:
         CapacityBuffer.model_validate(obj)
     except ValidationError as exc:
-        for err in exc.errors():
-            where = ".".join(str(x) for x in err["loc"]) or "spec"
-            problems.append(f"{where}: {str(err['msg']).removeprefix('Value error, ')}")
+        problems += model_problems(exc, empty="spec")
     return problems

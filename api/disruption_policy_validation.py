@@ -14,27 +14,13 @@ from pydantic import ValidationError
 
 from api.disruption_policy import DisruptionPolicy, resolve_policies
 from api.duration import format_duration
+from api.model_problems import model_problems
 from api.nodepool import NodePool
 from api.policy_limits_validation import limits_set_problems
 from api.policy_spot_validation import spot_set_problems
 
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 MAX_NAME = 253
-
-
-def _path(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(document)"
-
-
-def _message(err: Any) -> str:
-    if err["type"] == "extra_forbidden":
-        return "unknown field"
-    if err["type"] == "missing":
-        return "required field is missing"
-    return str(err["msg"]).removeprefix("Value error, ")
 
 
 def validate_disruption_policy(obj: Any) -> list[str]:
@@ -53,13 +39,7 @@ def validate_disruption_policy(obj: Any) -> list[str]:
     try:
         policy = DisruptionPolicy.model_validate(obj)
     except ValidationError as exc:
-        seen = set()
-        for err in exc.errors():
-            line = f"{_path(err['loc'])}: {_message(err)}"
-            if line not in seen:
-                seen.add(line)
-                problems.append(line)
-        return problems
+        return problems + model_problems(exc)
     return problems + drain_problems(policy)
 
 

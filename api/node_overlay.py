@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from api import labels
+from api.model_problems import model_problems
 from api.validation import label_key_problem, label_value_problem
 
 GROUP = labels.GROUP
@@ -165,13 +166,6 @@ def node_overlay_warnings(obj: Any) -> list[str]:
     return out
 
 
-def _path(loc: Sequence[int | str]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(document)"
-
-
 def validate_node_overlay(obj: Any) -> list[str]:
     """Every problem of one NodeOverlay document as `path: problem`; empty when it is valid (`nodeflow validate`)."""
     if not isinstance(obj, dict):
@@ -187,10 +181,5 @@ def validate_node_overlay(obj: Any) -> list[str]:
     try:
         NodeOverlay.model_validate(obj)
     except ValidationError as exc:
-        for err in exc.errors():
-            msg = {"extra_forbidden": "unknown field", "missing": "required field is missing"}.get(
-                err["type"], str(err["msg"]).removeprefix("Value error, "))
-            line = f"{_path(err['loc'])}: {msg}"
-            if line not in problems:
-                problems.append(line)
+        problems += [line for line in model_problems(exc) if line not in problems]
     return problems
