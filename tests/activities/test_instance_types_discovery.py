@@ -16,6 +16,10 @@ from gateways.instance_discovery import on_demand_prices, spot_prices
 from gateways.instance_types import InstanceTypeProvider
 from telemetry.metrics import INSTANCE_TYPE_REFRESHES
 
+# One xdist worker runs the module, so `_CACHE` serves every test: spread over four workers, each discovered the
+# regions again (a discovery is ~3.5 CPU-s here and as much in the EC2 stand-in).
+pytestmark = pytest.mark.xdist_group("instance_discovery")
+
 DEAD = "http://127.0.0.1:9"  # nothing listens: connection refused at once
 NO_RETRY = Config(retries={"total_max_attempts": 1}, connect_timeout=2)
 

@@ -16,6 +16,9 @@ from devstack.moto_indexed import RenderStore, _exact_resource_id, page
 from devstack.processes import MotoServer
 
 AMI = "ami-0a1b2c3d4e5f60718"
+# One xdist worker runs the module: its server and render cache are module fixtures, which four workers would each
+# start and fill again.
+pytestmark = pytest.mark.xdist_group("moto_indexed")
 
 
 @pytest.fixture(scope="module")
