@@ -6,11 +6,13 @@ Every import counts, also one inside a function, because a lazy import is how a 
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.xdist_group("layering")  # one worker: `_tree` parses each file once for all tests
 OURS = {"api", "planning", "contracts", "gateways", "workflows", "activities", "client", "runtime", "telemetry",
         "devstack", "simulator", "starter", "bench", "worker"}
 
@@ -38,6 +40,12 @@ FORBIDDEN_LIBRARIES = {"api": {"temporalio", "kubernetes", "boto3", "botocore"},
                        "planning": {"temporalio", "kubernetes", "boto3", "botocore"}}
 
 
+@cache
+def _tree(path: Path) -> ast.Module:
+    """Each file parsed once for every test of the module (the module runs on one xdist worker)."""
+    return ast.parse(path.read_text(), str(path))
+
+
 def _sources(layer: str) -> list[Path]:
     if layer == "worker":
         return [ROOT / "worker.py"]
@@ -46,7 +54,7 @@ def _sources(layer: str) -> list[Path]:
 
 def _imports(path: Path) -> set[str]:
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             names |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -95,7 +103,7 @@ SIM_COMMANDS = {"starter/cmd_demo.py", "starter/cmd_sim.py"}
 def _module_level_imports(path: Path) -> set[str]:
     """Top-level names imported when the module loads: imports inside a function body are left out."""
     names: set[str] = set()
-    pending: list[ast.AST] = [ast.parse(path.read_text(), str(path))]
+    pending: list[ast.AST] = [_tree(path)]
     while pending:
         node = pending.pop()
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
@@ -139,7 +147,7 @@ def _imported_modules(path: Path, root: Path, known: set[str]) -> set[str]:
     module = _module_of(path, root).split(".")
     package = module if path.name == "__init__.py" else module[:-1]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -279,7 +287,7 @@ def function_level_imports(path: Path) -> set[str]:
                 found.add(child.module.split(".")[0])
             visit(child, inside or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda))
 
-    visit(ast.parse(path.read_text(), str(path)), False)
+    visit(_tree(path), False)
     return found & OURS
 
 
