@@ -33,6 +33,7 @@ import boto3
 from api import price_table
 from api.allocatable import node_resources
 from api.instance_types.build import build_catalog
+from devstack.moto_data import describe_instance_type_items, region_offerings
 from devstack.processes import MotoServer
 from gateways.instance_discovery import describe_instance_types, describe_offerings, on_demand_prices, spot_prices
 from gateways.instance_types import InstanceTypeProvider
@@ -70,16 +71,8 @@ def offline_catalog(region: str = "us-east-1") -> Any:
     """A region's catalog as discovery builds it, from the data moto ships (AWS's DescribeInstanceTypes and
     DescribeInstanceTypeOfferings answers) and the bundled price table, without a server: for planner benchmarks
     with every type of a region (spot at the on-demand price, as before any spot history is read)."""
-    import gzip
-    from importlib import resources
-
-
-    base = resources.files("moto.ec2.resources")
-    with base.joinpath("instance_types.json.gz").open("rb") as fh, gzip.open(fh) as data:
-        items = list(json.load(data).values())
-    path = f"instance_type_offerings/availability-zone/{region}.json.gz"
-    with base.joinpath(path).open("rb") as fh, gzip.open(fh) as data:
-        offered = json.load(data)
+    items = list(describe_instance_type_items().values())
+    offered = region_offerings(region)
     zones: dict[str, set[str]] = {}
     for o in offered:
         zones.setdefault(o["InstanceType"], set()).add(o["Location"])

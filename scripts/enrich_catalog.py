@@ -12,11 +12,8 @@ vCPUs, memory or ENI pods disagree with the data is reported and the run fails. 
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import re
 import sys
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +23,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from api.catalog import DEFAULT_CATALOG_PATH, InstanceTypeCatalog
 from api.instance_types.from_describe import from_describe
+from devstack.moto_data import describe_instance_type_items
 
 BASE_FIELDS = {"name", "cpu", "memory", "pods", "arch", "ephemeralStorage", "offerings"}
 
 
 def describe_items() -> dict[str, dict[str, Any]]:
-    with resources.files("moto.ec2.resources").joinpath("instance_types.json.gz").open("rb") as fh, \
-            gzip.open(fh) as data:
-        return json.load(data)
+    return describe_instance_type_items()
 
 
 def extra_fields(item: dict[str, Any]) -> dict[str, Any]:

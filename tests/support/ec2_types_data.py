@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import gzip
-import json
 from functools import lru_cache
-from importlib import resources
 from typing import Any
+
+from devstack.moto_data import describe_instance_type_items
 
 
 @lru_cache(maxsize=1)
 def all_describe_items() -> dict[str, dict[str, Any]]:
-    with resources.files("moto.ec2.resources").joinpath("instance_types.json.gz").open("rb") as fh:
-        return json.load(gzip.open(fh))
+    return describe_instance_type_items()
 
 
 def describe_item(name: str) -> dict[str, Any]:
