@@ -1,28 +1,40 @@
 """The stand-in answers moto's per-request lookups once (devstack/moto_dispatch.py): the same answers as moto's own,
-computed once per process, and a second install keeps one wrapping."""
+computed once per process, and a second install keeps one wrapping.
+
+moto is imported by the tests that use it, not at collection: `moto.ec2` costs 1.4 CPU-s, which every xdist worker
+would pay to collect this module."""
 
 from __future__ import annotations
 
-import moto.backends
-import moto.core.responses
-from moto.ec2.responses import EC2Response
+import importlib
+from types import SimpleNamespace
+
+import pytest
 
 from devstack import moto_dispatch
 
 
-def _originals() -> tuple[object, object]:
+@pytest.fixture
+def moto() -> SimpleNamespace:
+    """moto's two modules the stand-in wraps, and EC2's response class."""
+    return SimpleNamespace(backends=importlib.import_module("moto.backends"),
+                           responses=importlib.import_module("moto.core.responses"),
+                           EC2Response=importlib.import_module("moto.ec2.responses").EC2Response)
+
+
+def _originals(moto: SimpleNamespace) -> tuple[object, object]:
     return (getattr(moto.backends.list_of_moto_modules, moto_dispatch._MARK, moto.backends.list_of_moto_modules),
-            getattr(moto.core.responses.method_names_from_class, moto_dispatch._MARK,
-                    moto.core.responses.method_names_from_class))
+            getattr(moto.responses.method_names_from_class, moto_dispatch._MARK,
+                    moto.responses.method_names_from_class))
 
 
-def test_the_answers_are_motos_own() -> None:
-    listing, names = _originals()
+def test_the_answers_are_motos_own(moto: SimpleNamespace) -> None:
+    listing, names = _originals(moto)
     moto_dispatch.install()
     assert list(moto.backends.list_of_moto_modules()) == list(listing())  # type: ignore[operator]
     assert "ec2" in moto.backends.list_of_moto_modules()
-    assert moto.core.responses.method_names_from_class(EC2Response) == names(EC2Response)  # type: ignore[operator]
-    assert "describe_instance_status" in moto.core.responses.method_names_from_class(EC2Response)
+    assert moto.responses.method_names_from_class(moto.EC2Response) == names(moto.EC2Response)  # type: ignore
+    assert "describe_instance_status" in moto.responses.method_names_from_class(moto.EC2Response)
 
 
 def test_each_lookup_runs_once() -> None:
@@ -43,9 +55,9 @@ def test_each_lookup_runs_once() -> None:
     assert calls == ["listing", int, str]
 
 
-def test_a_second_install_keeps_one_wrapping() -> None:
+def test_a_second_install_keeps_one_wrapping(moto: SimpleNamespace) -> None:
     moto_dispatch.install()
-    first = _originals()
+    first = _originals(moto)
     moto_dispatch.install()
-    assert _originals() == first
-    assert getattr(_originals()[0], moto_dispatch._MARK, None) is None  # the original is moto's, not a wrapper
+    assert _originals(moto) == first
+    assert getattr(_originals(moto)[0], moto_dispatch._MARK, None) is None  # the original is moto's, not a wrapper
