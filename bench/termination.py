@@ -41,6 +41,7 @@ from bench.termination_histories import Histories
 from contracts.search_attributes import ALL as SEARCH_ATTRIBUTES
 from devstack.binaries import find_binary
 from devstack.processes import free_port, wait_for_port
+from simulator.ec2 import DEFAULT_AMI
 from simulator.server import Simulator
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,6 +146,9 @@ def _start_worker(args: argparse.Namespace, stack: _Stack, sim: Simulator) -> su
         [sys.executable, str(root / "worker.py"), "--address", stack.env.client.service_client.config.target_host,
          "--kubeconfig", sim.kubeconfig_path, "--ec2-endpoint", stack.endpoint, "--task-queue", "nodeflow-bench",
          "--resync-seconds", str(args.resync), "--log-level", "WARNING",
+         # the launches for the drained pods (Karpenter plans capacity for a deleting node's pods) need an image:
+         # the world has no EC2NodeClass
+         "--ami-id", DEFAULT_AMI,
          "--metrics-address", f"127.0.0.1:{stack.metrics_port}"],
         cwd=root, env=env, stdout=subprocess.DEVNULL,
         stderr=(stack.logdir / "worker.log").open("wb"))

@@ -18,6 +18,7 @@ from temporalio.client import Client
 from bench.termination_cluster import POOL, PodSpec, cluster_objects  # noqa: F401 - re-exported
 from runtime.settings import Deps, Settings
 from runtime.worker_loop import run_worker
+from simulator.ec2 import DEFAULT_AMI
 
 
 def launch_instances(ec2: Any, count: int) -> list[str]:
@@ -51,7 +52,8 @@ async def running_worker(client: Client, sim: Any, moto_endpoint: str, watch: bo
     api = sim.api_client()
     api.configuration.connection_pool_maxsize = 32
     deps = Deps(kube_api=api, ec2=ec2_client(moto_endpoint), temporal=client,
-                settings=Settings(task_queue=tq, watch=watch, resync_seconds=resync, min_drain_seconds=min_drain))
+                settings=Settings(task_queue=tq, watch=watch, resync_seconds=resync, min_drain_seconds=min_drain,
+                                  ami_id=DEFAULT_AMI))  # launches for drained pods: no EC2NodeClass
     stop = asyncio.Event()
     task = asyncio.create_task(run_worker(client, deps, stop, task_queue=tq))
     try:

@@ -27,6 +27,7 @@ from kubernetes import client as k8s
 from temporalio.client import Client
 
 from contracts.termination import TerminationPhase
+from simulator.ec2 import DEFAULT_AMI
 from workflows.termination import TerminationWorkflow, workflow_id
 
 pytestmark = pytest.mark.e2e
@@ -38,6 +39,7 @@ def _spawn(client: Client, sim: Any, moto_endpoint: str, tq: str, log: Path) -> 
            "--kubeconfig", sim.kubeconfig_path, "--ec2-endpoint", moto_endpoint, "--task-queue", tq,
            "--resync-seconds", "1", "--min-drain-time", "500ms",  # Karpenter's 5 s MinDrainTime, shortened
            "--no-instance-type-discovery",  # the bundled catalog: 1,000+ types discovered per start cost CPU seconds
+           "--ami-id", DEFAULT_AMI,  # launches for the drained pods: the world has no EC2NodeClass
            "--sticky-queue-timeout", "1s"]  # the killed worker's cached workflows move on after 1 s, not 10 s
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
