@@ -181,17 +181,21 @@ class Stack:
                                                   task_queue=TASK_QUEUE, execution_timeout=timedelta(minutes=2),
                                                   **summaries.nodeclass_now().kwargs())
 
+    def worker_settings(self) -> Settings:
+        """The in-process worker's settings: the cluster as the demo's user data names it, and the simulated world's
+        image for launches of a scenario without EC2NodeClasses (`--scenario`), which are refused without one."""
+        return Settings(interruption_queue_url=self.queue_url, resync_seconds=self.o.resync_seconds,
+                        cluster_name=CLUSTER_NAME, cluster_endpoint=self.sim.base_url, cluster_ca=CLUSTER_CA,
+                        provisioning=self.o.provisioning, discover_instance_types=self.o.discover_instance_types,
+                        ami_id=self.sim.world.ec2.image_id())
+
     async def start_worker(self) -> None:
         api = self.sim.api_client()
         api.configuration.connection_pool_maxsize = 64
         region, endpoint, discover = self.o.region, self.moto.endpoint, self.o.discover_instance_types
         deps = Deps(kube_api=api, ec2=self.ec2, sqs=self.sqs, temporal=self.client,
                     ssm=ssm_client(region, endpoint), iam=iam_client(region, endpoint),
-                    pricing=pricing_client(region, endpoint) if discover else None,
-                    settings=Settings(interruption_queue_url=self.queue_url, resync_seconds=self.o.resync_seconds,
-                                      cluster_name=CLUSTER_NAME, cluster_endpoint=self.sim.base_url,
-                                      cluster_ca=CLUSTER_CA, provisioning=self.o.provisioning,
-                                      discover_instance_types=discover))
+                    pricing=pricing_client(region, endpoint) if discover else None, settings=self.worker_settings())
         self.deps = deps
         self._stop = asyncio.Event()
         self._worker_task = asyncio.create_task(run_worker(self.client, deps, self._stop), name="nodeflow-worker")
