@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -23,6 +22,7 @@ from typing import Any, ClassVar
 
 from temporalio.client import Client
 
+from bench import worker_metrics
 from client.connection import connect
 from contracts.nodeclass import NodeClassInput
 from contracts.search_attributes import TASK_QUEUE
@@ -145,16 +145,11 @@ class World:
     async def wait_ready(self, timeout: float) -> None:
         """Until the worker's /readyz answers 200 (Temporal reachable, cluster cache synced)."""
         deadline = time.monotonic() + timeout
-        url = f"http://127.0.0.1:{self.metrics_port}/readyz"
         while time.monotonic() < deadline:
             if self.worker is not None and self.worker.poll() is not None:
                 raise RuntimeError(f"the worker exited with {self.worker.returncode} (see worker.log)")
-            try:
-                with urllib.request.urlopen(url, timeout=2) as resp:
-                    if resp.status == 200:
-                        return
-            except OSError:
-                pass
+            if await asyncio.to_thread(worker_metrics.ready, self.metrics_port, 2.0):
+                return
             await asyncio.sleep(0.5)
         raise TimeoutError(f"the worker was not ready after {timeout:.0f}s")
 

@@ -19,6 +19,16 @@ OUTCOMES = "nodeflow_disruption_outcomes"
 EVALUATION = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds"
 
 
+def ready(port: int, timeout: float = 1.0) -> bool:
+    """Whether the worker's /readyz answers 200 (Temporal reachable, cluster cache synced); not listening yet, or
+    any other answer, is not ready."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=timeout) as resp:
+            return resp.status == 200
+    except OSError:  # urllib's HTTPError (a 503) and URLError are OSErrors
+        return False
+
+
 def _scrape(port: int) -> str | None:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:

@@ -21,25 +21,16 @@ import statistics
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
+from bench import worker_metrics
 from bench.karpenter_probe import cpu_seconds
 from devstack.processes import MotoServer, TemporalDevServer, free_port
 from simulator.server import Simulator
 
 ROOT = Path(__file__).resolve().parents[1]
 READY_TIMEOUT = 60.0
-
-
-def _ready(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
 
 
 def one_start(root: Path, args: list[str], queue: str) -> dict[str, float]:
@@ -52,7 +43,7 @@ def one_start(root: Path, args: list[str], queue: str) -> dict[str, float]:
     began = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        while not _ready(port):
+        while not worker_metrics.ready(port):
             if proc.poll() is not None or time.monotonic() - began > READY_TIMEOUT:
                 raise RuntimeError(f"{root}: the worker {'exited' if proc.poll() is not None else 'never got ready'}"
                                    f" (rc={proc.returncode}); run it by hand: {' '.join(cmd)}")

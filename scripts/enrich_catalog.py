@@ -28,10 +28,6 @@ from devstack.moto_data import describe_instance_type_items
 BASE_FIELDS = {"name", "cpu", "memory", "pods", "arch", "ephemeralStorage", "offerings"}
 
 
-def describe_items() -> dict[str, dict[str, Any]]:
-    return describe_instance_type_items()
-
-
 def extra_fields(item: dict[str, Any]) -> dict[str, Any]:
     """The optional fields of the discovered type, as the catalog document writes them (aliases, no defaults)."""
     it = from_describe(item)
@@ -73,7 +69,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="only compare the catalog with the data")
     args = ap.parse_args()
-    items = describe_items()
+    items = describe_instance_type_items()
     text = DEFAULT_CATALOG_PATH.read_text()
     bad = mismatches(yaml.safe_load(text), items)
     for line in bad:

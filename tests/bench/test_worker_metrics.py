@@ -15,11 +15,14 @@ from bench.worker_metrics import (
     histogram_sum_count,
     instance_types_discovered,
     read,
+    ready,
     since,
     totals,
     validations,
     wait_for_discovery,
 )
+from devstack.processes import free_port
+from runtime.health import HealthServer
 
 
 def _serve(registry: CollectorRegistry) -> HTTPServer:
@@ -114,3 +117,15 @@ def test_one_reading_gives_counters_by_the_labels_asked_and_a_histograms_sum_and
     port = closed.server_address[1]
     closed.server_close()
     assert read(port, attempts=2, timeout=0.5) is None
+
+
+async def test_ready_is_a_200_from_readyz_and_nothing_else() -> None:
+    ok = {"cache": True}
+    server = await HealthServer(0, "127.0.0.1", checks={"cache": lambda: ok["cache"]}).start()
+    try:
+        assert await asyncio.to_thread(ready, server.port)
+        ok["cache"] = False  # /readyz answers 503
+        assert not await asyncio.to_thread(ready, server.port)
+    finally:
+        await server.stop()
+    assert not await asyncio.to_thread(ready, free_port())  # nothing listens
