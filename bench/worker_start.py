@@ -27,6 +27,7 @@ from typing import Any
 from bench import worker_metrics
 from bench.karpenter_probe import cpu_seconds
 from devstack.processes import MotoServer, TemporalDevServer, free_port
+from simulator.ec2 import DEFAULT_AMI
 from simulator.server import Simulator
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,7 +69,7 @@ def run(roots: list[Path], starts: int) -> dict[str, Any]:
     runs: dict[str, list[dict[str, float]]] = {str(r): [] for r in roots}
     with TemporalDevServer() as temporal, MotoServer() as moto, Simulator(time_scale=0.01) as sim:
         args = ["--address", temporal.address, "--kubeconfig", sim.kubeconfig_path, "--ec2-endpoint", moto.endpoint,
-                "--region", "us-east-1", "--ami-id", "ami-12c6146b", "--log-level", "WARNING",
+                "--region", "us-east-1", "--ami-id", DEFAULT_AMI, "--log-level", "WARNING",
                 "--no-instance-type-discovery"]
         for i in range(starts):
             for n, root in enumerate(roots):
