@@ -14,8 +14,8 @@ which is `lowest-price`'s pick), and answers a repeated ClientToken with the fir
 set over HTTP (`set_spot_market(endpoint, pools)`: each pool's price and capacity score, on PATH): a spot fleet
 then picks as EC2 describes its strategies, `lowest-price` the cheapest pool among the overrides,
 `price-capacity-optimized` the cheapest among the deepest (capacity at least half the deepest override's). Run as
-`python -m devstack.moto_fleet -H HOST -p PORT` (moto_server with this alone, the tests' shared EC2) or through
-`devstack.moto_indexed` (the devstack's stand-in), which installs it too.
+`python -m devstack.moto_fleet -H HOST -p PORT` (moto_server with this and `devstack.moto_tags`, the tests'
+shared EC2) or through `devstack.moto_indexed` (the devstack's stand-in), which installs it too.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import threading
 import urllib.request
 from typing import Any
 
-from devstack import moto_dispatch, moto_reservations
+from devstack import moto_dispatch, moto_reservations, moto_tags
 from runtime import startup_gc
 
 PATH = "/_nodeflow/spot-market"
@@ -213,6 +213,7 @@ def install() -> None:
 def main(argv: list[str] | None = None) -> None:
     startup_gc.pause()  # moto loads with no cyclic collection
     install()
+    moto_tags.install()  # the same answers as moto as shipped, without a scan of every tag per resource
     import moto.server
 
     startup_gc.resume()

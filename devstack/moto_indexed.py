@@ -1,11 +1,8 @@
 """moto_server with an indexed tag lookup, for the benchmarks that hold hundreds of instances.
 
-moto (5.2) answers "the tags of resource X" by scanning every tag of every resource
-(`TagBackend.describe_tags`), and it does so once per instance for each DescribeInstances filter on a tag
-and for each instance it renders. With 1,000 instances one DescribeInstances filtered on a tag took 2.5 s,
-so a Karpenter-suite run measured moto, not nodeflow (docs/decisions.md §17). Real EC2 answers such a call in
-a roughly constant time. This module answers the exact-id case from moto's own per-resource dict instead:
-the same tags, in the same order, without the scan. Any other filter goes through moto's code unchanged.
+moto (5.2) finds a resource's tags by scanning every tag of every resource; `devstack.moto_tags` answers them
+from moto's own per-resource dict instead (the same tags, in the same order), so that a Karpenter-suite run
+measures nodeflow, not moto (docs/decisions.md §17).
 
 Run as `python -m devstack.moto_indexed -H 127.0.0.1 -p PORT` (the same arguments as `moto_server`). This is
 the devstack's EC2 stand-in: besides the tag index, `main()` installs `devstack.moto_spot` (a spot price history
@@ -14,8 +11,8 @@ DescribeServices and GetAttributeValues over the bundled price table), both answ
 (docs/architecture.md, "The EC2 stand-in"), and `devstack.cloud_faults` (a knob the tests turn on to answer
 chosen EC2 calls with EC2's errors: throttling, no capacity, refused credentials), and `devstack.moto_fleet`
 (instant CreateFleet as EC2 answers it). The tests' shared `moto_endpoint` runs moto with `devstack.moto_fleet`
-only, so nodeflow's other calls are checked against moto as shipped;
-`tests/devstack/test_moto_indexed.py` checks that both give the same tag answers, and the
+and the tag index only, so nodeflow's other calls are checked against moto as shipped;
+`tests/devstack/test_moto_indexed.py` checks that both give moto's own tag answers, and the
 `cloud_endpoint` fixture runs this module.
 
 It also keeps the rendered answer of the two static catalog calls, DescribeInstanceTypes and
@@ -38,42 +35,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from devstack import cloud_faults, moto_fleet, moto_spot, pricing_api
+from devstack import cloud_faults, moto_fleet, moto_spot, moto_tags, pricing_api
 from devstack.kept import Kept
 from runtime import startup_gc
 
-_WILDCARDS = frozenset("*?[")
 STATIC_ACTIONS = frozenset({"DescribeInstanceTypes", "DescribeInstanceTypeOfferings"})
 RENDER_FORMAT = 2  # part of every kept answer's key: bump it when this module changes what STATIC_ACTIONS answer
 _WINDOW_PARAMS = frozenset({"StartTime", "EndTime"})
 HOURLY_PAGES = 64  # spot price history pages kept in memory (~0.3 MB each; a region's history is 4-7 pages)
-
-
-def _exact_resource_id(filters: dict[str, list[str]] | None) -> str | None:
-    """The one literal resource id a tag query asks for, or None when the query is anything else."""
-    if not filters or set(filters) != {"resource-id"} or len(filters["resource-id"]) != 1:
-        return None
-    rid = filters["resource-id"][0]
-    return None if _WILDCARDS & set(rid) else rid
-
-
-def install() -> None:
-    """Patch moto's EC2 tag backend in this process (idempotent)."""
-    from moto.ec2.models.tags import TagBackend
-    from moto.ec2.utils import EC2_PREFIX_TO_RESOURCE, get_prefix
-
-    original = getattr(TagBackend.describe_tags, "__wrapped_scan__", TagBackend.describe_tags)
-
-    def describe_tags(self: Any, filters: dict[str, list[str]] | None = None) -> list[dict[str, str]]:
-        rid = _exact_resource_id(filters)
-        if rid is None:
-            return original(self, filters)
-        kind = EC2_PREFIX_TO_RESOURCE.get(get_prefix(rid), "")
-        return [{"resource_id": rid, "key": k, "value": v, "resource_type": kind}
-                for k, v in dict(self.tags.get(rid) or {}).items()]
-
-    describe_tags.__wrapped_scan__ = original  # type: ignore[attr-defined]
-    TagBackend.describe_tags = describe_tags  # type: ignore[method-assign]
 
 
 def _static_key(response: Any) -> tuple[Any, ...] | None:
@@ -227,7 +196,7 @@ def _exit_now(signum: int, frame: Any) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     startup_gc.pause()  # moto loads with no cyclic collection (0.75 of 2.1 CPU-s)
-    install()
+    moto_tags.install()
     install_static_cache(render_dir())
     install_paging()
     moto_spot.install()

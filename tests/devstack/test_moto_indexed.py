@@ -1,5 +1,6 @@
-"""The benchmarks' moto (`devstack.moto_indexed`) answers as moto as shipped does: the same instances, tags,
-tag filters and DescribeTags results, so a figure measured against it is a figure about nodeflow."""
+"""The benchmarks' moto (`devstack.moto_indexed`) and the tests' shared one (`devstack.moto_fleet`) answer as moto
+as shipped does: the same instances, images, tags, tag filters and DescribeTags results, so a figure measured
+against them is a figure about nodeflow and a test against them checks nodeflow against moto."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import Any
 import boto3
 import pytest
 
-from devstack.moto_indexed import RenderStore, _exact_resource_id, page
+from devstack.moto_indexed import RenderStore, page
+from devstack.moto_tags import exact_resource_id
 from devstack.processes import MotoServer
 
 AMI = "ami-0a1b2c3d4e5f60718"
@@ -37,6 +39,13 @@ def render_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
+def plain_endpoint() -> Iterator[str]:
+    """moto_server as shipped: what the stand-ins' answers are compared with."""
+    with MotoServer(indexed_tags=False) as moto:
+        yield moto.endpoint
+
+
+@pytest.fixture(scope="module")
 def indexed_endpoint(render_cache: Path) -> Iterator[str]:
     with MotoServer(indexed_tags=True) as moto:
         yield moto.endpoint
@@ -48,7 +57,7 @@ def _ec2(endpoint: str) -> Any:
 
 
 def _populate(ec2: Any) -> list[str]:
-    """Five instances with overlapping tags, one terminated, one retagged after launch, and a volume tag."""
+    """Five instances with overlapping tags, one terminated, one retagged after launch, and two tagged images."""
     ids = []
     for i in range(5):
         tags = [{"Key": "karpenter.sh/nodeclaim", "Value": f"claim-{i}"},
@@ -59,6 +68,10 @@ def _populate(ec2: Any) -> list[str]:
     ec2.create_tags(Resources=[ids[1]], Tags=[{"Key": "extra", "Value": "yes"}])
     ec2.delete_tags(Resources=[ids[2]], Tags=[{"Key": "Name"}])
     ec2.terminate_instances(InstanceIds=[ids[3]])
+    for i, team in ((0, "a"), (4, "b")):
+        image_tags = [{"ResourceType": "image", "Tags": [{"Key": "team", "Value": team}]}]
+        image = ec2.create_image(InstanceId=ids[i], Name=f"image-of-{ids[i]}", TagSpecifications=image_tags)
+        ids.append(image["ImageId"])
     return ids
 
 
@@ -76,9 +89,13 @@ def _shape(ec2: Any, ids: list[str]) -> dict[str, Any]:
         return sorted((order[t["ResourceId"]], t["ResourceType"], t["Key"], t["Value"])
                       for t in ec2.describe_tags(**kw)["Tags"] if t["ResourceId"] in order)
 
+    def images(**kw: Any) -> list[tuple[str, list[tuple[str, str]]]]:
+        return sorted((order[i["ImageId"]], [(t["Key"], t["Value"]) for t in i.get("Tags", [])])
+                      for i in ec2.describe_images(**kw)["Images"] if i["ImageId"] in order)
+
     live = {"Name": "instance-state-name", "Values": ["pending", "running"]}
     return {
-        "all": instances(InstanceIds=ids),
+        "all": instances(InstanceIds=[i for i in ids if i.startswith("i-")]),
         "by claim tag": instances(Filters=[{"Name": "tag:karpenter.sh/nodeclaim", "Values": ["claim-1", "claim-3"]}]),
         "claim and live": instances(Filters=[{"Name": "tag:karpenter.sh/nodeclaim", "Values": ["claim-3"]}, live]),
         "pool wildcard": instances(Filters=[{"Name": "tag:karpenter.sh/nodepool", "Values": ["a*"]}]),
@@ -86,13 +103,17 @@ def _shape(ec2: Any, ids: list[str]) -> dict[str, Any]:
         "tags of one": tags(Filters=[{"Name": "resource-id", "Values": [ids[1]]}]),
         "tags of two": tags(Filters=[{"Name": "resource-id", "Values": [ids[0], ids[2]]}]),
         "tags by key": tags(Filters=[{"Name": "key", "Values": ["Name"]}]),
+        "images by tag": images(Filters=[{"Name": "tag:team", "Values": ["a"]}]),
+        "images by tag-key": images(Filters=[{"Name": "tag-key", "Values": ["team"]}]),
     }
 
 
-def test_indexed_moto_answers_as_moto_does(indexed_endpoint: str, moto_endpoint: str) -> None:
-    plain, indexed = _ec2(moto_endpoint), _ec2(indexed_endpoint)
+@pytest.mark.parametrize("stand_in", ["indexed_endpoint", "moto_endpoint"])
+def test_the_stand_ins_answer_as_moto_does(plain_endpoint: str, stand_in: str,
+                                           request: pytest.FixtureRequest) -> None:
+    plain, indexed = _ec2(plain_endpoint), _ec2(request.getfixturevalue(stand_in))
     expected, got = _shape(plain, _populate(plain)), _shape(indexed, _populate(indexed))
-    assert expected["by claim tag"] and expected["tags of one"]  # the cases compare something
+    assert expected["by claim tag"] and expected["tags of one"] and expected["images by tag"]  # they compare something
     assert got == expected
 
 
@@ -105,7 +126,7 @@ def test_indexed_moto_answers_as_moto_does(indexed_endpoint: str, moto_endpoint:
 ])
 def test_only_a_single_literal_resource_id_takes_the_index(filters: dict[str, list[str]] | None,
                                                            rid: str | None) -> None:
-    assert _exact_resource_id(filters) == rid
+    assert exact_resource_id(filters) == rid
 
 
 def _catalog_answers(ec2: Any) -> list[Any]:
@@ -123,12 +144,12 @@ def _catalog_answers(ec2: Any) -> list[Any]:
     return out
 
 
-def test_kept_catalog_answers_are_moto_s_per_query_and_region(indexed_endpoint: str, moto_endpoint: str,
+def test_kept_catalog_answers_are_moto_s_per_query_and_region(indexed_endpoint: str, plain_endpoint: str,
                                                              render_cache: Path) -> None:
     """The rendered DescribeInstanceTypes / DescribeInstanceTypeOfferings answer is kept per query and region:
     a repeat, another query, another region and an error all answer as plain moto does, and so does a second
     stand-in process that reads what the first one kept."""
-    plain, indexed = _ec2(moto_endpoint), _ec2(indexed_endpoint)
+    plain, indexed = _ec2(plain_endpoint), _ec2(indexed_endpoint)
     expected, got = _catalog_answers(plain), _catalog_answers(indexed)
     assert got == expected
     assert got[0] != got[1] and got[3] == "InvalidInstanceType"  # the queries differ; the error is not kept
