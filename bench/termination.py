@@ -244,6 +244,7 @@ async def _measure(args: argparse.Namespace, stack: _Stack) -> dict[str, Any]:
     core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)
     cpu0, threads0 = _cpu_now(stack.worker.pid), _thread_cpu(stack.worker.pid)
     verbs0 = stack.sim.stats().get("byVerb", {})
+    lag0 = worker_metrics.event_loop_lag(await asyncio.to_thread(worker_metrics.read, stack.metrics_port))
     t0 = time.monotonic()
     wall0 = time.time()
     core.delete_collection_node(label_selector=f"{labels.NODEPOOL_LABEL}=default")
@@ -255,6 +256,7 @@ async def _measure(args: argparse.Namespace, stack: _Stack) -> dict[str, Any]:
     cpu = {k: round(cpu1[k] - cpu0.get(k, 0.0), 1) for k in cpu1 if k in ("worker", "bench+simulator", "temporal",
                                                                        "moto_server")}
     load = os.getloadavg()[0]
+    lag = worker_metrics.event_loop_lag(await asyncio.to_thread(worker_metrics.read, stack.metrics_port))
     histories = await _histories(stack.env.client, wall0)
     terminated = _terminated(stack.ec2, stack.ids)
     stats = stack.sim.stats()
@@ -269,6 +271,7 @@ async def _measure(args: argparse.Namespace, stack: _Stack) -> dict[str, Any]:
         "workerPeakRssMiB": round(peak_mb, 1), "cpuSecondsDuringRun": cpu,
         "cpuMsPerNode": {k: round(1000 * v / args.nodes, 1) for k, v in cpu.items()},
         "workerCpuSecondsByThread": threads,
+        "workerEventLoopLag": {k: int(v - lag0.get(k, 0.0)) for k, v in lag.items()},  # samples every 0.5 s
         "loadAverage1m": round(load, 1), "instancesTerminated": terminated,
         "evictions": stats.get("evictions"), "pdbViolations": stats.get("pdbViolationsTotal"),
         "apiRequests": stats.get("requests"),

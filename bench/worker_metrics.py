@@ -109,6 +109,28 @@ def histogram_sum_count(text: str, family: str) -> tuple[float, float]:
     return total, count
 
 
+LAG = "nodeflow_worker_event_loop_lag_seconds"
+LAG_THRESHOLDS = (1.0, 5.0, 15.0)  # seconds: a second behind; a third of a drain's heartbeat timeout; all of it
+
+
+def event_loop_lag(text: str | None) -> dict[str, float]:
+    """The worker's event-loop lag samples in a /metrics text: how many, and how many were later than each of
+    LAG_THRESHOLDS (`over5s`, ...), from the histogram's cumulative buckets; empty without a text."""
+    if text is None:
+        return {}
+    buckets: dict[float, float] = {}
+    count = 0.0
+    for fam in text_string_to_metric_families(text):
+        if fam.name != LAG:
+            continue
+        for sample in fam.samples:
+            if sample.name == f"{LAG}_bucket":
+                buckets[float(sample.labels["le"])] = sample.value
+            elif sample.name == f"{LAG}_count":
+                count = sample.value
+    return {"samples": count, **{f"over{t:g}s": count - buckets.get(t, count) for t in LAG_THRESHOLDS}}
+
+
 def discovers_instance_types() -> bool:
     """Whether the worker will discover its catalog (its default) rather than read a given or the bundled one."""
     off = (os.environ.get("NODEFLOW_NO_INSTANCE_TYPE_DISCOVERY") or "").lower() in ("1", "true", "yes")

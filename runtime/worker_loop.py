@@ -25,6 +25,7 @@ from runtime.cluster_view import ClusterView
 from runtime.deletion_watcher import DeletionWatcher, WatcherSettings
 from runtime.fleet_worker import build_fleet_worker
 from runtime.leader import gate_controllers
+from runtime.loop_lag import watch_lag
 from runtime.nodeclaim_gc import GarbageCollector
 from runtime.nodeclaim_lifecycle import KINDS, NodeClaimLifecycle
 from runtime.nodepool_status import start_nodepool_status
@@ -274,6 +275,7 @@ async def run_worker(client: Client, deps: Deps, stop: asyncio.Event, task_queue
     worker = build_worker(client, deps, queue)
     stops = gate_controllers(deps, lambda: _start_optional(client, deps, queue))  # only the leader's, if elected
     stops += _start_template_sweep(deps)
+    stops.append(_stopper([asyncio.create_task(watch_lag(), name="event-loop-lag")]))
     workers = _start_workers(client, worker, deps.settings.fleet_task_queue,
                              deps.settings.sticky_queue_timeout_seconds, deps.settings.build_id)
     if deps.settings.interruption_queue_url:

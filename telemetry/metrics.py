@@ -329,6 +329,15 @@ INSTANCE_TYPES_DISCOVERED = Gauge(
     registry=REGISTRY,
 )
 
+# --- the worker's event loop (runtime/loop_lag.py) ---
+EVENT_LOOP_LAG = Histogram(
+    "nodeflow_worker_event_loop_lag_seconds",
+    "How much later than asked the worker's event loop woke a task sleeping 0.5 s: the drains, their heartbeats and "
+    "the in-worker controllers all wait on this loop.",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60),
+    registry=REGISTRY,
+)
+
 # --- leader election of the in-worker controllers (runtime/leader.py) ---
 LEADER = Gauge(
     "nodeflow_leader",

@@ -12,6 +12,9 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from bench.worker_metrics import (
+    LAG,
+    LAG_THRESHOLDS,
+    event_loop_lag,
     histogram_sum_count,
     instance_types_discovered,
     read,
@@ -23,6 +26,7 @@ from bench.worker_metrics import (
 )
 from devstack.processes import free_port
 from runtime.health import HealthServer
+from telemetry.metrics import REGISTRY
 
 
 def _serve(registry: CollectorRegistry) -> HTTPServer:
@@ -129,3 +133,19 @@ async def test_ready_is_a_200_from_readyz_and_nothing_else() -> None:
     finally:
         await server.stop()
     assert not await asyncio.to_thread(ready, free_port())  # nothing listens
+
+
+
+def test_event_loop_lag_counts_the_samples_past_each_threshold() -> None:
+    registry = CollectorRegistry()
+    lag = Histogram(LAG, "lag", buckets=(0.5, 1, 5, 15, 30), registry=registry)
+    for seconds in (0.01, 0.2, 2.0, 7.0, 20.0):
+        lag.observe(seconds)
+    assert event_loop_lag(generate_latest(registry).decode()) == {"samples": 5, "over1s": 3, "over5s": 2,
+                                                                  "over15s": 1}
+    assert event_loop_lag(None) == {}
+
+
+def test_the_workers_lag_histogram_has_a_bucket_at_each_threshold() -> None:
+    text = generate_latest(REGISTRY).decode()
+    assert all(f'{LAG}_bucket{{le="{t}"}}' in text for t in LAG_THRESHOLDS)

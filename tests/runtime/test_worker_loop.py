@@ -91,13 +91,14 @@ async def test_the_lifecycle_own_cache_feeds_the_state_gauges_until_stop(tempora
         attached = karpenter_state.STATE._source()
         assert attached is not None and attached is not before
         names = {t.get_name() for t in asyncio.all_tasks()}
-        assert {"nodeclaim-lifecycle", "nodeclaim-gc", "karpenter-state"} <= names, names
+        assert {"nodeclaim-lifecycle", "nodeclaim-gc", "karpenter-state", "event-loop-lag"} <= names, names
     finally:
         stop.set()
         await asyncio.wait_for(task, 30)
         api.close()
     assert karpenter_state.STATE._source() is before
-    left = {t.get_name() for t in asyncio.all_tasks()} & {"nodeclaim-lifecycle", "nodeclaim-gc", "karpenter-state"}
+    left = {t.get_name() for t in asyncio.all_tasks()} & {"nodeclaim-lifecycle", "nodeclaim-gc", "karpenter-state",
+                                                         "event-loop-lag"}
     assert left == set()
 
 
