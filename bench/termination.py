@@ -244,7 +244,8 @@ async def _measure(args: argparse.Namespace, stack: _Stack) -> dict[str, Any]:
     core, custom = k8s.CoreV1Api(api), k8s.CustomObjectsApi(api)
     cpu0, threads0 = _cpu_now(stack.worker.pid), _thread_cpu(stack.worker.pid)
     verbs0 = stack.sim.stats().get("byVerb", {})
-    lag0 = worker_metrics.event_loop_lag(await asyncio.to_thread(worker_metrics.read, stack.metrics_port))
+    text0 = await asyncio.to_thread(worker_metrics.read, stack.metrics_port)
+    lag0, late0 = worker_metrics.event_loop_lag(text0), worker_metrics.drain_start_delay(text0)
     t0 = time.monotonic()
     wall0 = time.time()
     core.delete_collection_node(label_selector=f"{labels.NODEPOOL_LABEL}=default")
@@ -256,7 +257,8 @@ async def _measure(args: argparse.Namespace, stack: _Stack) -> dict[str, Any]:
     cpu = {k: round(cpu1[k] - cpu0.get(k, 0.0), 1) for k in cpu1 if k in ("worker", "bench+simulator", "temporal",
                                                                        "moto_server")}
     load = os.getloadavg()[0]
-    lag = worker_metrics.event_loop_lag(await asyncio.to_thread(worker_metrics.read, stack.metrics_port))
+    text1 = await asyncio.to_thread(worker_metrics.read, stack.metrics_port)
+    lag, late = worker_metrics.event_loop_lag(text1), worker_metrics.drain_start_delay(text1)
     histories = await _histories(stack.env.client, wall0)
     terminated = _terminated(stack.ec2, stack.ids)
     stats = stack.sim.stats()
@@ -272,6 +274,7 @@ async def _measure(args: argparse.Namespace, stack: _Stack) -> dict[str, Any]:
         "cpuMsPerNode": {k: round(1000 * v / args.nodes, 1) for k, v in cpu.items()},
         "workerCpuSecondsByThread": threads,
         "workerEventLoopLag": {k: int(v - lag0.get(k, 0.0)) for k, v in lag.items()},  # samples every 0.5 s
+        "drainAttemptsByStartDelay": {k: int(v - late0.get(k, 0.0)) for k, v in late.items()},
         "loadAverage1m": round(load, 1), "instancesTerminated": terminated,
         "evictions": stats.get("evictions"), "pdbViolations": stats.get("pdbViolationsTotal"),
         "apiRequests": stats.get("requests"),

@@ -111,24 +111,40 @@ def histogram_sum_count(text: str, family: str) -> tuple[float, float]:
 
 LAG = "nodeflow_worker_event_loop_lag_seconds"
 LAG_THRESHOLDS = (1.0, 5.0, 15.0)  # seconds: a second behind; a third of a drain's heartbeat timeout; all of it
+START_DELAY = "nodeflow_activity_start_delay_seconds"
 
 
-def event_loop_lag(text: str | None) -> dict[str, float]:
-    """The worker's event-loop lag samples in a /metrics text: how many, and how many were later than each of
-    LAG_THRESHOLDS (`over5s`, ...), from the histogram's cumulative buckets; empty without a text."""
+def histogram_over(text: str | None, family: str, thresholds: tuple[float, ...],
+                   where: dict[str, str] | None = None) -> dict[str, float]:
+    """A histogram's samples in a /metrics text (those whose labels include `where`): how many, and how many were
+    above each threshold (`over5s`, ...), from its cumulative buckets; empty without a text."""
     if text is None:
         return {}
     buckets: dict[float, float] = {}
     count = 0.0
     for fam in text_string_to_metric_families(text):
-        if fam.name != LAG:
+        if fam.name != family:
             continue
         for sample in fam.samples:
-            if sample.name == f"{LAG}_bucket":
-                buckets[float(sample.labels["le"])] = sample.value
-            elif sample.name == f"{LAG}_count":
-                count = sample.value
-    return {"samples": count, **{f"over{t:g}s": count - buckets.get(t, count) for t in LAG_THRESHOLDS}}
+            if where and any(sample.labels.get(k) != v for k, v in where.items()):
+                continue
+            if sample.name == f"{family}_bucket":
+                le = float(sample.labels["le"])
+                buckets[le] = buckets.get(le, 0.0) + sample.value
+            elif sample.name == f"{family}_count":
+                count += sample.value
+    return {"samples": count, **{f"over{t:g}s": count - buckets.get(t, count) for t in thresholds}}
+
+
+def event_loop_lag(text: str | None) -> dict[str, float]:
+    """The worker's event-loop lag samples: how many, and how many were later than each of LAG_THRESHOLDS."""
+    return histogram_over(text, LAG, LAG_THRESHOLDS)
+
+
+def drain_start_delay(text: str | None) -> dict[str, float]:
+    """Drain attempts by how long after Temporal recorded them started they began in the worker (over 5 / 15 s:
+    at 15 s a drain's heartbeat timeout has already run out)."""
+    return histogram_over(text, START_DELAY, (5.0, 15.0), {"activity_type": "termination.drain"})
 
 
 def discovers_instance_types() -> bool:

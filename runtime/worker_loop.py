@@ -18,6 +18,7 @@ from client.interruption import ensure_interruption_poller
 from contracts.provisioning import ProvisioningSettings
 from planning.provisioning.launch_templates import SWEEP_SECONDS
 from runtime import karpenter_state
+from runtime.activity_start_delay import StartDelay
 from runtime.build_id import default_build_id
 from runtime.capacity_buffers import BufferSettings, CapacityBufferController
 from runtime.cluster_cache import ClusterCache
@@ -61,6 +62,7 @@ def build_worker(client: Client, deps: Deps, task_queue: str | None = None) -> W
         max_heartbeat_throttle_interval=timedelta(seconds=2),
         # named, not the SDK's hash of every loaded module (0.3 CPU-s of a start): runtime/build_id.py
         build_id=s.build_id or default_build_id(),
+        interceptors=[StartDelay()],  # nodeflow_activity_start_delay_seconds
     )
 
 

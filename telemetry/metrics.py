@@ -338,6 +338,15 @@ EVENT_LOOP_LAG = Histogram(
     registry=REGISTRY,
 )
 
+ACTIVITY_START_DELAY = Histogram(
+    "nodeflow_activity_start_delay_seconds",
+    "Time from Temporal recording an activity attempt started to the worker running its function, by activity type. "
+    "The attempt's heartbeat timeout runs from Temporal's start: a drain that begins 15 s late is already lost.",
+    ["activity_type"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30, 60),
+    registry=REGISTRY,
+)
+
 # --- leader election of the in-worker controllers (runtime/leader.py) ---
 LEADER = Gauge(
     "nodeflow_leader",

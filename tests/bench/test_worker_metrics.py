@@ -14,6 +14,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from bench.worker_metrics import (
     LAG,
     LAG_THRESHOLDS,
+    START_DELAY,
+    drain_start_delay,
     event_loop_lag,
     histogram_sum_count,
     instance_types_discovered,
@@ -26,7 +28,7 @@ from bench.worker_metrics import (
 )
 from devstack.processes import free_port
 from runtime.health import HealthServer
-from telemetry.metrics import REGISTRY
+from telemetry.metrics import ACTIVITY_START_DELAY, REGISTRY
 
 
 def _serve(registry: CollectorRegistry) -> HTTPServer:
@@ -149,3 +151,18 @@ def test_event_loop_lag_counts_the_samples_past_each_threshold() -> None:
 def test_the_workers_lag_histogram_has_a_bucket_at_each_threshold() -> None:
     text = generate_latest(REGISTRY).decode()
     assert all(f'{LAG}_bucket{{le="{t}"}}' in text for t in LAG_THRESHOLDS)
+
+
+def test_drain_start_delay_counts_drain_attempts_only() -> None:
+    registry = CollectorRegistry()
+    delay = Histogram(START_DELAY, "delay", ["activity_type"], buckets=(1, 5, 15, 30), registry=registry)
+    for seconds in (0.2, 3.0, 20.0):
+        delay.labels(activity_type="termination.drain").observe(seconds)
+    delay.labels(activity_type="termination.prepare").observe(40.0)
+    assert drain_start_delay(generate_latest(registry).decode()) == {"samples": 3, "over5s": 1, "over15s": 1}
+
+
+def test_the_start_delay_histogram_has_a_bucket_at_each_threshold() -> None:
+    ACTIVITY_START_DELAY.labels(activity_type="termination.drain")  # a labelled histogram shows once it has a child
+    text = generate_latest(REGISTRY).decode()
+    assert all(f'{START_DELAY}_bucket{{activity_type="termination.drain",le="{t}"}}' in text for t in (5.0, 15.0))
