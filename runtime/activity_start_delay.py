@@ -3,7 +3,7 @@
 
 The attempt's timeouts run from Temporal's start. In a burst of 1,000 deleted nodes on a saturated machine, every
 drain attempt lost to its heartbeat timeout had begun in the worker 15 s or more after that start, while the
-worker's event loop was never a second behind (docs/benchmarks.md, termination burst): the wait is before the
+worker's event loop was never 5 s behind (docs/benchmarks.md, termination burst): the wait is before the
 function, where no heartbeat can cover it. This measures it for every activity, as operators see it.
 """
 
