@@ -22,6 +22,57 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class ProcessExited(RuntimeError):
+    """The server we started exited before it was ready (a port it wanted was taken, a bad flag, a crash)."""
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """The socket inodes listening on `port` (Linux's /proc/net/tcp and tcp6; empty where there is no /proc)."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(fields[9])
+    return inodes
+
+
+def _group_sockets(pgid: int) -> set[str] | None:
+    """The socket inodes open in process group `pgid` (servers may fork), None where /proc cannot tell."""
+    if not Path("/proc/self/fd").is_dir():
+        return None
+    found: set[str] = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) != pgid:
+                continue
+            for fd in (stat.parent / "fd").iterdir():
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    found.add(target[8:-1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _listens(port: int, proc: subprocess.Popen | None) -> bool:
+    """Something listens on `port` and, with `proc`, it is `proc`'s: a port chosen free and then taken by another
+    process (the suite's four workers start servers all the time) must not pass for our server."""
+    if proc is not None:
+        mine = _group_sockets(proc.pid)
+        if mine is not None:
+            return bool(_listening_inodes(port) & mine)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
 def wait_for_port(port: int, timeout: float = 90.0, proc: subprocess.Popen | None = None) -> None:
     """Wait until a server we started listens. A server that exits fails at once, so the bound only matters for one
     that hangs: it is long because the test suite's four workers start their servers at once on two cores (moto
@@ -29,12 +80,10 @@ def wait_for_port(port: int, timeout: float = 90.0, proc: subprocess.Popen | Non
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"process exited with code {proc.returncode} before listening on :{port}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
+            raise ProcessExited(f"process exited with code {proc.returncode} before listening on :{port}")
+        if _listens(port, proc):
+            return
+        time.sleep(0.05)
     raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout:.0f}s")
 
 
@@ -45,17 +94,36 @@ class ManagedProcess:
 
     def __init__(self, port: int | None = None, log_path: Path | None = None) -> None:
         self.port = port or free_port()
+        self.chosen_ports = port is None  # ours to choose again if another process takes one first
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
+        self.started = False
 
     def command(self) -> list[str]:
         raise NotImplementedError
 
-    def start(self, timeout: float = 90.0) -> None:
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True, env=self.environment())
+    def start(self, timeout: float = 90.0, attempts: int = 3) -> None:
+        """Start and wait until ready. A first start on ports chosen here that exits before it is ready (a port
+        taken between our choice and its bind) tries fresh ports; a restart keeps its ports, as it promises."""
+        for attempt in range(attempts):
+            log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                         start_new_session=True, env=self.environment())
+            try:
+                self.wait_ready(timeout)
+            except ProcessExited:
+                if self.started or not self.chosen_ports or attempt == attempts - 1:
+                    raise
+                self.choose_ports()
+                continue
+            self.started = True
+            return
+
+    def wait_ready(self, timeout: float) -> None:
         wait_for_port(self.port, timeout, self.proc)
+
+    def choose_ports(self) -> None:
+        self.port = free_port()
 
     def environment(self) -> dict[str, str]:
         return dict(os.environ)
@@ -103,7 +171,19 @@ class TemporalDevServer(ManagedProcess):
                  headless: bool = False, log_path: Path | None = None) -> None:
         super().__init__(port, log_path)
         self.ui_port = None if headless else (ui_port or free_port())
+        self.chosen_ports = self.chosen_ports and (headless or ui_port is None)
         self.db_path = db_path
+
+    def wait_ready(self, timeout: float) -> None:
+        """The frontend listens, and the Web UI, which the CLI starts last and exits on when its port is taken."""
+        super().wait_ready(timeout)
+        if self.ui_port:
+            wait_for_port(self.ui_port, timeout, self.proc)
+
+    def choose_ports(self) -> None:
+        super().choose_ports()
+        if self.ui_port:
+            self.ui_port = free_port()
 
     @property
     def address(self) -> str:
