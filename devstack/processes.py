@@ -41,20 +41,30 @@ def _listening_inodes(port: int) -> set[str]:
     return inodes
 
 
-def _group_sockets(pgid: int) -> set[str] | None:
-    """The socket inodes open in process group `pgid` (servers may fork), None where /proc cannot tell."""
+def _tree_sockets(pid: int) -> set[str] | None:
+    """The socket inodes open in process `pid` and its descendants (servers may fork), None where /proc cannot
+    tell."""
     if not Path("/proc/self/fd").is_dir():
         return None
-    found: set[str] = set()
+    parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[2]) != pgid:
-                continue
-            for fd in (stat.parent / "fd").iterdir():
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    tree, grew = {pid}, True
+    while grew:
+        more = {child for child, parent in parents.items() if parent in tree} - tree
+        tree |= more
+        grew = bool(more)
+    found: set[str] = set()
+    for member in tree:
+        try:
+            for fd in Path(f"/proc/{member}/fd").iterdir():
                 target = os.readlink(fd)
                 if target.startswith("socket:["):
                     found.add(target[8:-1])
-        except (OSError, ValueError, IndexError):
+        except OSError:
             continue
     return found
 
@@ -63,7 +73,7 @@ def _listens(port: int, proc: subprocess.Popen | None) -> bool:
     """Something listens on `port` and, with `proc`, it is `proc`'s: a port chosen free and then taken by another
     process (the suite's four workers start servers all the time) must not pass for our server."""
     if proc is not None:
-        mine = _group_sockets(proc.pid)
+        mine = _tree_sockets(proc.pid)
         if mine is not None:
             return bool(_listening_inodes(port) & mine)
     try:
