@@ -26,7 +26,7 @@ import threading
 import urllib.request
 from typing import Any
 
-from devstack import moto_dispatch, moto_reservations, moto_tags
+from devstack import moto_dispatch, moto_reservations, moto_run_token, moto_tags
 from runtime import startup_gc
 
 PATH = "/_nodeflow/spot-market"
@@ -208,6 +208,7 @@ def install() -> None:
     _route_control()
     moto_reservations.install()
     moto_dispatch.install()
+    moto_run_token.install()  # RunInstances answers a repeated ClientToken as EC2 does, like CreateFleet above
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,6 +15,7 @@ as in production (watch cache, controllers, the pending-pod intake). Each test f
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from typing import Any
@@ -28,6 +29,7 @@ from api import labels
 from bench.clusters import node_objects, node_pool
 from contracts.provisioning import ProvisioningSettings
 from planning.disruption.nomination import NOMINATED
+from planning.lifecycle.garbage import NODECLAIM_TAG
 from simulator.scheduler_timing import SchedulerTiming
 from simulator.server import Simulator
 
@@ -77,20 +79,32 @@ def _unique(name: str) -> str:
     return f"{name}-{uuid.uuid4().hex[:6]}"
 
 
-def _world(stack: Any) -> dict[str, Any]:
-    """Claims (name, deleting, node, instance type, created, conditions), nodes and where each pod is: a failing
-    wait's explanation (two replacements each holding one pod: a batch split, or a second launch for pods the first
-    was nominated for)."""
+def _world(stack: Any) -> str:
+    """Claims (name, deleting, node, instance type, created, conditions), nodes (provider ID, Ready), instances
+    (state, NodeClaim tag), where each pod is and every Event: a failing wait's whole explanation, printed in full
+    (pytest shortens an assertion's message), e.g. two replacements each holding one pod (a batch split, or a
+    second launch for pods the first was nominated for) or a pod on a node no claim accounts for."""
     claims = k8s.CustomObjectsApi(stack.api).list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]
-    return {"claims": [(c["metadata"]["name"], bool(c["metadata"].get("deletionTimestamp")),
-                        (c.get("status") or {}).get("nodeName"), (c["metadata"].get("labels") or {}).get(
-                            labels.INSTANCE_TYPE_LABEL), c["metadata"].get("creationTimestamp"),
-                        [(x["type"], x["status"]) for x in (c.get("status") or {}).get("conditions") or []])
-                       for c in claims],
-            "nodes": [n["metadata"]["name"] for n in stack.nodes()],
-            "pods": [(p["metadata"]["name"], (p.get("spec") or {}).get("nodeName"),
-                      (p.get("status") or {}).get("phase")) for p in stack.api.sanitize_for_serialization(
-                          k8s.CoreV1Api(stack.api).list_namespaced_pod("default").items)]}
+    world = {
+        "claims": [(c["metadata"]["name"], bool(c["metadata"].get("deletionTimestamp")),
+                    (c.get("status") or {}).get("nodeName"), (c.get("status") or {}).get("providerID"),
+                    (c["metadata"].get("labels") or {}).get(labels.INSTANCE_TYPE_LABEL),
+                    c["metadata"].get("creationTimestamp"),
+                    [(x["type"], x["status"]) for x in (c.get("status") or {}).get("conditions") or []])
+                   for c in claims],
+        "nodes": [(n["metadata"]["name"], (n.get("spec") or {}).get("providerID"), bool(n["metadata"].get(
+                   "deletionTimestamp")), [(x["type"], x["status"]) for x in (n.get("status") or {}).get(
+                       "conditions") or [] if x["type"] == "Ready"]) for n in stack.nodes()],
+        "instances": [(i["InstanceId"], i["State"]["Name"], i.get("PrivateDnsName"), i.get("LaunchTime"),
+                       {t["Key"]: t["Value"] for t in i.get("Tags") or []}.get(NODECLAIM_TAG))
+                      for r in stack.ec2.describe_instances()["Reservations"] for i in r["Instances"]],
+        "pods": [(p["metadata"]["name"], (p.get("spec") or {}).get("nodeName"), (p.get("status") or {}).get("phase"))
+                 for p in stack.api.sanitize_for_serialization(
+                     k8s.CoreV1Api(stack.api).list_namespaced_pod("default").items)],
+        "events": [(e.get("lastTimestamp") or e.get("eventTime"), e["involvedObject"].get("kind"),
+                    e["involvedObject"].get("name"), e["reason"], e["message"]) for e in stack.events()],
+    }
+    return json.dumps(world, indent=1, default=str)
 
 
 async def _passes_keep(stack: Any, node: str, app: str, passes: int = 2, want: str = "") -> list[str]:
@@ -158,11 +172,13 @@ async def test_the_node_replacing_a_vanished_instance_is_kept_until_its_pods_bin
                     lambda: [c for c in _live_claims(stack.api) if c["metadata"]["name"] != first["metadata"]["name"]
                              and _initialized(c)] or None, timeout=90, what="the replacing node initialized")
             except TimeoutError as exc:  # one CI run timed out here (60 s): say what the cluster held
-                raise AssertionError(f"{exc}: {_world(stack)}") from exc
+                pytest.fail(f"{exc}: {_world(stack)}")
             await _passes_keep(stack, second["status"]["nodeName"], "api")
             await wait_for(lambda: not _unbound(stack.api, "api"), timeout=40, what="the recreated pods bound")
             where = {p["spec"]["nodeName"] for p in _pods(stack.api, "api")}
-            assert where == {second["status"]["nodeName"]}, _world(stack)
+            if where != {second["status"]["nodeName"]}:
+                pytest.fail(f"the recreated pods are on {where}, not only on {second['status']['nodeName']}: "
+                            f"{_world(stack)}")
 
 
 async def test_a_node_deleted_under_a_pdb_gets_capacity_while_it_drains(temporal_client, moto_endpoint) -> None:
