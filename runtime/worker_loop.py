@@ -18,6 +18,7 @@ from client.interruption import ensure_interruption_poller
 from contracts.provisioning import ProvisioningSettings
 from planning.provisioning.launch_templates import SWEEP_SECONDS
 from runtime import karpenter_state
+from runtime.activity_intake import ActivityIntake, IntakeGate
 from runtime.activity_start_delay import StartDelay
 from runtime.build_id import default_build_id
 from runtime.capacity_buffers import BufferSettings, CapacityBufferController
@@ -48,13 +49,14 @@ Stop = Callable[[], Awaitable[Any]]  # stops one part started beside the worker 
 
 def build_worker(client: Client, deps: Deps, task_queue: str | None = None) -> Worker:
     s = deps.settings
+    intake = ActivityIntake(s.max_concurrent_activities)
     return Worker(
         client, task_queue=task_queue or s.task_queue, workflows=workflows(), activities=activities(deps),
         # threads start lazily; sizing it to the slot count keeps sync activities from queueing behind slots
         activity_executor=ThreadPoolExecutor(max_workers=max(s.activity_threads, s.max_concurrent_activities),
                                              thread_name_prefix="activity"),
-        max_concurrent_activities=s.max_concurrent_activities,
-        max_concurrent_workflow_tasks=s.max_concurrent_workflow_tasks,
+        # the activity slots, granted only as fast as the loop begins tasks: runtime/activity_intake.py
+        tuner=intake.tuner(workflow_slots=s.max_concurrent_workflow_tasks),
         graceful_shutdown_timeout=timedelta(seconds=5),
         # a workflow cached by a worker that died waits this long before another worker takes its next task
         sticky_queue_schedule_to_start_timeout=timedelta(seconds=s.sticky_queue_timeout_seconds),
@@ -62,7 +64,7 @@ def build_worker(client: Client, deps: Deps, task_queue: str | None = None) -> W
         max_heartbeat_throttle_interval=timedelta(seconds=2),
         # named, not the SDK's hash of every loaded module (0.3 CPU-s of a start): runtime/build_id.py
         build_id=s.build_id or default_build_id(),
-        interceptors=[StartDelay()],  # nodeflow_activity_start_delay_seconds
+        interceptors=[StartDelay(), IntakeGate(intake)],  # nodeflow_activity_start_delay_seconds; the intake
     )
 
 
