@@ -59,9 +59,7 @@ from telemetry import karpenter_metrics as km
 from telemetry import metrics
 
 MIN_VALUES_RELAXED = RELAXED_ANNOTATION  # Karpenter's annotation (v1 NodeClaim)
-NODECLAIM_TAG = "karpenter.sh/nodeclaim"
-NODEPOOL_TAG = labels.NODEPOOL_LABEL
-NODECLAIM_UID_TAG = "nodeflow.dev/nodeclaim-uid"
+NODECLAIM_TAG, NODEPOOL_TAG, NODECLAIM_UID_TAG = labels.NODECLAIM_TAG, labels.NODEPOOL_TAG, labels.NODECLAIM_UID_TAG
 # EC2 errors that another attempt will not fix: roll the disruption back instead.
 FATAL_EC2_ERRORS = {"InsufficientInstanceCapacity", "InvalidParameterValue", "InvalidAMIID.NotFound",
                     "InvalidAMIID.Malformed", "UnfulfillableCapacity", "MaxSpotInstanceCountExceeded"}

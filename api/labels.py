@@ -26,6 +26,12 @@ NODEPOOL_HASH_VERSION = "v3"
 TERMINATION_TIMESTAMP_ANNOTATION = "karpenter.sh/nodeclaim-termination-timestamp"
 POD_DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 
+# the tags on the instances nodeflow launches (Karpenter's, and nodeflow's claim uid that tells a same-named
+# claim's instance apart)
+NODECLAIM_TAG = "karpenter.sh/nodeclaim"
+NODEPOOL_TAG = NODEPOOL_LABEL
+NODECLAIM_UID_TAG = "nodeflow.dev/nodeclaim-uid"
+
 # nodeflow's own annotations
 PAUSED_ANNOTATION = "nodeflow.dev/paused"  # on a NodePool: "true" stops voluntary disruption of its nodes
 REBALANCE_ANNOTATION = "nodeflow.dev/rebalance"  # on a NodePool: ignore | event | drain

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from api.ec2nodeclass import BlockDeviceMapping, EC2NodeClass, SubnetStatus
-from api.labels import INSTANCE_TYPE_LABEL, ZONE_LABEL
+from api.labels import INSTANCE_TYPE_LABEL, NODECLAIM_TAG, NODEPOOL_TAG, ZONE_LABEL
 from api.node_registration import kubelet_labels, registration_taints
 from api.quantity import parse_memory
 
@@ -115,7 +115,7 @@ def cluster_tags(cluster: str) -> dict[str, str]:
 
 def instance_tags(nc: EC2NodeClass, cluster: str, node_pool: str, node_claim: str) -> dict[str, str]:
     """The class's tags, then Karpenter's own (which win): pool, claim, class, cluster ownership."""
-    return {**(nc.spec.tags or {}), "karpenter.sh/nodepool": node_pool, "karpenter.sh/nodeclaim": node_claim,
+    return {**(nc.spec.tags or {}), NODEPOOL_TAG: node_pool, NODECLAIM_TAG: node_claim,
             NODECLASS_TAG: nc.name, **cluster_tags(cluster)}
 
 

@@ -12,11 +12,11 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from api import launch_templates
+from api.labels import NODECLAIM_TAG, NODECLAIM_UID_TAG
 from api.provider_id import instance_id_from_provider_id
 from contracts.termination import TerminationInput
 
-NODECLAIM_TAG = "karpenter.sh/nodeclaim"
-CLAIM_UID_TAG = "nodeflow.dev/nodeclaim-uid"  # only our launches carry it (and a ClientToken)
+CLAIM_UID_TAG = NODECLAIM_UID_TAG  # only our launches carry it (and a ClientToken)
 BAD_STATUSES = (WorkflowExecutionStatus.FAILED, WorkflowExecutionStatus.TIMED_OUT,
                 WorkflowExecutionStatus.TERMINATED)
 

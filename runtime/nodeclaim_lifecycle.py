@@ -44,7 +44,6 @@ from telemetry import metrics
 
 log = logging.getLogger(__name__)
 KINDS = ("NodePool", "NodeClaim", "Node", "Pod")
-NODECLAIM_TAG = "karpenter.sh/nodeclaim"
 
 
 @dataclass
@@ -334,11 +333,11 @@ class NodeClaimLifecycle(CacheController):
         out: dict[str, dict[str, Any]] = {}
         for start in range(0, len(names), 200):
             for inst in self.ec2.instances(filters=[
-                    {"Name": f"tag:{NODECLAIM_TAG}", "Values": names[start:start + 200]},
+                    {"Name": f"tag:{L.NODECLAIM_TAG}", "Values": names[start:start + 200]},
                     {"Name": "instance-state-name", "Values": ["pending", "running"]}]):
                 tags = {t["Key"]: t["Value"] for t in inst.get("Tags") or []}
-                owner = tags.get(NODECLAIM_TAG, "")
-                if tags.get("nodeflow.dev/nodeclaim-uid", uids.get(owner)) == uids.get(owner):
+                owner = tags.get(L.NODECLAIM_TAG, "")
+                if tags.get(L.NODECLAIM_UID_TAG, uids.get(owner)) == uids.get(owner):
                     out[owner] = inst
         return out
 

@@ -8,14 +8,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from api.labels import NODECLAIM_TAG, NODECLAIM_UID_TAG
 from api.nodeclaim import REGISTERED
 from api.provider_id import instance_id_from_provider_id
 from api.timestamps import parse_time
 from planning.lifecycle.conditions import Obj, is_true
 
 INSTANCE_GRACE = timedelta(seconds=30)
-NODECLAIM_TAG = "karpenter.sh/nodeclaim"
-NODECLAIM_UID_TAG = "nodeflow.dev/nodeclaim-uid"
 LIVE_STATES = frozenset({"pending", "running", "stopping", "stopped"})
 
 

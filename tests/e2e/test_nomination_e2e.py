@@ -29,7 +29,6 @@ from api import labels
 from bench.clusters import node_objects, node_pool
 from contracts.provisioning import ProvisioningSettings
 from planning.disruption.nomination import NOMINATED
-from planning.lifecycle.garbage import NODECLAIM_TAG
 from simulator.scheduler_timing import SchedulerTiming
 from simulator.server import Simulator
 
@@ -96,7 +95,7 @@ def _world(stack: Any) -> str:
                    "deletionTimestamp")), [(x["type"], x["status"]) for x in (n.get("status") or {}).get(
                        "conditions") or [] if x["type"] == "Ready"]) for n in stack.nodes()],
         "instances": [(i["InstanceId"], i["State"]["Name"], i.get("PrivateDnsName"), i.get("LaunchTime"),
-                       {t["Key"]: t["Value"] for t in i.get("Tags") or []}.get(NODECLAIM_TAG))
+                       {t["Key"]: t["Value"] for t in i.get("Tags") or []}.get(labels.NODECLAIM_TAG))
                       for r in stack.ec2.describe_instances()["Reservations"] for i in r["Instances"]],
         "pods": [(p["metadata"]["name"], (p.get("spec") or {}).get("nodeName"), (p.get("status") or {}).get("phase"))
                  for p in stack.api.sanitize_for_serialization(

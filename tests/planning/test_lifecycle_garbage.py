@@ -9,13 +9,8 @@ from typing import Any
 
 import pytest
 
-from planning.lifecycle.garbage import (
-    INSTANCE_GRACE,
-    NODECLAIM_TAG,
-    NODECLAIM_UID_TAG,
-    claims_without_instance,
-    orphan_instances,
-)
+from api.labels import NODECLAIM_TAG, NODECLAIM_UID_TAG
+from planning.lifecycle.garbage import INSTANCE_GRACE, claims_without_instance, orphan_instances
 
 NOW = datetime(2026, 11, 27, 4, 30, 0, tzinfo=UTC)
 
