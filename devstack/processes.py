@@ -26,12 +26,15 @@ class ProcessExited(RuntimeError):
     """The server we started exited before it was ready (a port it wanted was taken, a bad flag, a crash)."""
 
 
-def _listening_inodes(port: int) -> set[str]:
-    """The socket inodes listening on `port` (Linux's /proc/net/tcp and tcp6; empty where there is no /proc)."""
+def _listening_inodes(port: int) -> set[str] | None:
+    """The socket inodes listening on `port` (Linux's /proc/net/tcp and tcp6), None where there is no /proc."""
     inodes: set[str] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+    tables = [t for t in (Path("/proc/net/tcp"), Path("/proc/net/tcp6")) if t.exists()]
+    if not tables:
+        return None
+    for table in tables:
         try:
-            lines = Path(table).read_text().splitlines()[1:]
+            lines = table.read_text().splitlines()[1:]
         except OSError:
             continue
         for line in lines:
@@ -71,16 +74,17 @@ def _tree_sockets(pid: int) -> set[str] | None:
 
 def _listens(port: int, proc: subprocess.Popen | None) -> bool:
     """Something listens on `port` and, with `proc`, it is `proc`'s: a port chosen free and then taken by another
-    process (the suite's four workers start servers all the time) must not pass for our server."""
-    if proc is not None:
-        mine = _tree_sockets(proc.pid)
-        if mine is not None:
-            return bool(_listening_inodes(port) & mine)
+    process (the suite's four workers start servers all the time) must not pass for our server. /proc is read only
+    once a connection is answered (a read of every socket and process costs milliseconds; polls are 50 ms)."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
+            pass
     except OSError:
         return False
+    if proc is None:
+        return True
+    listening, mine = _listening_inodes(port), _tree_sockets(proc.pid)
+    return listening is None or mine is None or bool(listening & mine)
 
 
 def wait_for_port(port: int, timeout: float = 90.0, proc: subprocess.Popen | None = None) -> None:
