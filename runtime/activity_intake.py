@@ -35,6 +35,8 @@ from temporalio.worker import (
     WorkerTuner,
 )
 
+from telemetry.metrics import ACTIVITY_SLOTS
+
 MAX_WAITING = 16  # slots granted ahead of the loop: the core's 5 idle pollers and a few tasks in hand
 
 
@@ -61,6 +63,7 @@ class ActivityIntake(CustomSlotSupplier):
             if self.reserved >= self.max_slots or self.waiting >= self.max_waiting:
                 return False
             self.reserved += 1
+            self._report()
             return True
 
     async def reserve_slot(self, ctx: SlotReserveContext) -> SlotPermit:
@@ -82,16 +85,24 @@ class ActivityIntake(CustomSlotSupplier):
     def release_slot(self, ctx: SlotReleaseContext) -> None:
         with self._lock:
             self.reserved = max(0, self.reserved - 1)
+            self._report()
         self._wake()
 
     def begin(self) -> None:
         with self._lock:
             self.running += 1
+            self._report()
         self._wake()
 
     def end(self) -> None:
         with self._lock:
             self.running = max(0, self.running - 1)
+            self._report()
+
+    def _report(self) -> None:
+        """`nodeflow_activity_slots` (called under the lock, so the two states are read together)."""
+        ACTIVITY_SLOTS.labels(state="running").set(self.running)
+        ACTIVITY_SLOTS.labels(state="waiting").set(max(0, self.waiting))
 
     def _wake(self) -> None:
         loop, changed = self._loop, self._changed

@@ -338,6 +338,15 @@ EVENT_LOOP_LAG = Histogram(
     registry=REGISTRY,
 )
 
+ACTIVITY_SLOTS = Gauge(
+    "nodeflow_activity_slots",
+    "The worker's activity slots by state: running (an activity function runs) and waiting (granted to Temporal's "
+    "poll but not yet begun, an idle worker's pollers' included; at most 16). Waiting at 16 for long means the "
+    "worker begins tasks no faster than it takes them in: the rest wait in Temporal, so add a replica.",
+    ["state"],
+    registry=REGISTRY,
+)
+
 ACTIVITY_START_DELAY = Histogram(
     "nodeflow_activity_start_delay_seconds",
     "Time from Temporal recording an activity attempt started to the worker running its function, by activity type. "

@@ -16,6 +16,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from runtime.activity_intake import ActivityIntake, IntakeGate
+from telemetry.metrics import REGISTRY
 
 CTX: Any = None  # the supplier reads nothing from the SDK's contexts
 
@@ -38,6 +39,14 @@ async def test_a_slot_waits_while_enough_granted_ones_have_not_begun() -> None:
     intake.begin()  # the loop took one task in: one more may be polled
     await asyncio.wait_for(waiter, 1)
     assert (intake.reserved, intake.running, intake.waiting) == (3, 1, 2)
+    assert _slots("running") == 1 and _slots("waiting") == 2  # nodeflow_activity_slots
+    intake.end()
+    intake.release_slot(CTX)
+    assert _slots("running") == 0 and _slots("waiting") == 2
+
+
+def _slots(state: str) -> float | None:
+    return REGISTRY.get_sample_value("nodeflow_activity_slots", {"state": state})
 
 
 async def test_a_release_from_another_thread_wakes_a_waiting_reservation() -> None:
