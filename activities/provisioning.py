@@ -33,6 +33,7 @@ from api.capacity_reservations import CAPACITY_RESERVED
 from api.catalog import InstanceTypeCatalog, Offering, current_catalog
 from api.ec2nodeclass import EC2NodeClass
 from api.events import EventReason
+from api.labels import NODECLAIM_TAG, NODECLAIM_UID_TAG, NODEPOOL_TAG
 from api.node_overlay import load_node_overlay
 from api.nodeclass_launch import ClusterInfo, cluster_tags, instance_tags, subnet_zones
 from api.nodepool import load_nodepool
@@ -59,7 +60,6 @@ from telemetry import karpenter_metrics as km
 from telemetry import metrics
 
 MIN_VALUES_RELAXED = RELAXED_ANNOTATION  # Karpenter's annotation (v1 NodeClaim)
-NODECLAIM_TAG, NODEPOOL_TAG, NODECLAIM_UID_TAG = labels.NODECLAIM_TAG, labels.NODEPOOL_TAG, labels.NODECLAIM_UID_TAG
 # EC2 errors that another attempt will not fix: roll the disruption back instead.
 FATAL_EC2_ERRORS = {"InsufficientInstanceCapacity", "InvalidParameterValue", "InvalidAMIID.NotFound",
                     "InvalidAMIID.Malformed", "UnfulfillableCapacity", "MaxSpotInstanceCountExceeded"}

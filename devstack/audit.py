@@ -12,11 +12,10 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from api import launch_templates
-from api.labels import NODECLAIM_TAG, NODECLAIM_UID_TAG
+from api.labels import NODECLAIM_TAG, NODECLAIM_UID_TAG  # the uid tag: only our launches carry it (and a ClientToken)
 from api.provider_id import instance_id_from_provider_id
 from contracts.termination import TerminationInput
 
-CLAIM_UID_TAG = NODECLAIM_UID_TAG  # only our launches carry it (and a ClientToken)
 BAD_STATUSES = (WorkflowExecutionStatus.FAILED, WorkflowExecutionStatus.TIMED_OUT,
                 WorkflowExecutionStatus.TERMINATED)
 
@@ -73,19 +72,19 @@ def duplicate_launches(instances: list[dict[str, Any]]) -> list[str]:
     tags = [_tags(i) for i in instances]
     per_claim = Counter(t[NODECLAIM_TAG] for t in tags if NODECLAIM_TAG in t)
     per_token = Counter(i["ClientToken"] for i, t in zip(instances, tags, strict=True)
-                        if CLAIM_UID_TAG in t and i.get("ClientToken"))
+                        if NODECLAIM_UID_TAG in t and i.get("ClientToken"))
     return sorted([c for c, k in per_claim.items() if k > 1] + [str(t) for t, k in per_token.items() if k > 1])
 
 
 def our_launches(instances: list[dict[str, Any]]) -> int:
     """Instances nodeflow launched (replacements, provisioning, pre-spin), whatever their state now."""
-    return sum(1 for i in instances if CLAIM_UID_TAG in _tags(i))
+    return sum(1 for i in instances if NODECLAIM_UID_TAG in _tags(i))
 
 
 def our_launches_by_zone(instances: list[dict[str, Any]]) -> dict[str, int]:
     """our_launches by the instance's availability zone (the demo's report shows where it launched)."""
     zones = Counter((i.get("Placement") or {}).get("AvailabilityZone", "") for i in instances
-                    if CLAIM_UID_TAG in _tags(i))
+                    if NODECLAIM_UID_TAG in _tags(i))
     return dict(sorted(zones.items()))
 
 

@@ -15,8 +15,9 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.nodeclass import NodeClassActivities
-from activities.provisioning import NODECLAIM_TAG, ProvisioningActivities
+from activities.provisioning import ProvisioningActivities
 from api.catalog import load_default_catalog
+from api.labels import NODECLAIM_TAG
 from api.nodeclass_launch import ClusterInfo
 from contracts.disruption import LaunchInput, Replacement
 from contracts.errors import ErrorType

@@ -20,9 +20,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.cloud import CloudActivities
-from activities.provisioning import NODECLAIM_TAG, ProvisioningActivities
+from activities.provisioning import ProvisioningActivities
 from api import labels
 from api.catalog import load_default_catalog
+from api.labels import NODECLAIM_TAG
 from contracts.disruption import LaunchInput, Replacement
 from contracts.errors import ErrorType
 from contracts.termination import InstanceInput

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from devstack.audit import CLAIM_UID_TAG, NODECLAIM_TAG, duplicate_launches
+from api.labels import NODECLAIM_TAG, NODECLAIM_UID_TAG
+from devstack.audit import duplicate_launches
 
 
 def _instance(iid: str, claim: str | None, token: str | None = None, ours: bool = True) -> dict[str, Any]:
     tags = ([{"Key": NODECLAIM_TAG, "Value": claim}] if claim else []) + (
-        [{"Key": CLAIM_UID_TAG, "Value": f"uid-{claim}"}] if ours and claim else [])
+        [{"Key": NODECLAIM_UID_TAG, "Value": f"uid-{claim}"}] if ours and claim else [])
     return {"InstanceId": iid, "Tags": tags, **({"ClientToken": token} if token is not None else {})}
 
 

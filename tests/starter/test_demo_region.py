@@ -8,7 +8,8 @@ import boto3
 import pytest
 
 from api import labels as L
-from devstack.audit import CLAIM_UID_TAG, our_launches_by_zone
+from api.labels import NODECLAIM_UID_TAG
+from devstack.audit import our_launches_by_zone
 from devstack.demo_aws import ZONES, DemoAws, region_zones
 from devstack.demo_scenario import demo_cluster
 from starter.cli import run
@@ -43,7 +44,7 @@ def test_the_bundled_scenario_in_another_region() -> None:
 
 def test_launches_by_zone_count_only_nodeflows() -> None:
     def instance(zone: str, ours: bool) -> dict[str, object]:
-        tags = [{"Key": CLAIM_UID_TAG, "Value": "u"}] if ours else []
+        tags = [{"Key": NODECLAIM_UID_TAG, "Value": "u"}] if ours else []
         return {"Placement": {"AvailabilityZone": zone}, "Tags": tags}
 
     instances = [instance("eu-west-1a", True), instance("eu-west-1a", True), instance("eu-west-1c", True),
