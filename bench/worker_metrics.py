@@ -8,6 +8,8 @@ import asyncio
 import os
 import time
 import urllib.request
+from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -37,24 +39,27 @@ def _scrape(port: int) -> str | None:
         return None
 
 
+def _samples(text: str, family: str) -> Iterator[Any]:
+    """The samples of metric family `family` in a /metrics text."""
+    for fam in text_string_to_metric_families(text):
+        if fam.name == family:
+            yield from fam.samples
+
+
 def instance_types_discovered(port: int) -> float | None:
     """The types of the worker's last successful instance-type discovery: 0 before its first, while the bundled
     catalog stands in (gateways/instance_types.py); None when the worker does not answer."""
     text = _scrape(port)
     if text is None:
         return None
-    for family in text_string_to_metric_families(text):
-        if family.name == DISCOVERED:
-            return sum(sample.value for sample in family.samples)
-    return 0.0
+    return sum(sample.value for sample in _samples(text, DISCOVERED))
 
 
 def is_leader(port: int) -> bool:
     """Whether the worker runs the in-worker controllers (its `nodeflow_leader` gauge is 1): the pending-pod
     intake and the NodeClaim lifecycle wait for it, so a bench that times them starts after it."""
     text = _scrape(port) or ""
-    return any(sample.value == 1 for family in text_string_to_metric_families(text) if family.name == LEADER
-               for sample in family.samples)
+    return any(sample.value == 1 for sample in _samples(text, LEADER))
 
 
 def validations(port: int) -> dict[str, float]:
@@ -85,27 +90,21 @@ def totals(text: str, family: str, labels: tuple[str, ...]) -> dict[str, float]:
     """A counter's totals in a /metrics text by the given labels joined with "/" (other labels summed). E.g.
     decisions by method and decision: totals(text, DECISIONS, ("method", "decision"))."""
     out: dict[str, float] = {}
-    for fam in text_string_to_metric_families(text):
-        if fam.name != family:
-            continue
-        for sample in fam.samples:
-            if sample.name == f"{family}_total":
-                key = "/".join(sample.labels.get(label, "") for label in labels)
-                out[key] = out.get(key, 0.0) + sample.value
+    for sample in _samples(text, family):
+        if sample.name == f"{family}_total":
+            key = "/".join(sample.labels.get(label, "") for label in labels)
+            out[key] = out.get(key, 0.0) + sample.value
     return out
 
 
 def histogram_sum_count(text: str, family: str) -> tuple[float, float]:
     """A histogram's (sum, count) in a /metrics text, over all its labels."""
     total = count = 0.0
-    for fam in text_string_to_metric_families(text):
-        if fam.name != family:
-            continue
-        for sample in fam.samples:
-            if sample.name == f"{family}_sum":
-                total += sample.value
-            elif sample.name == f"{family}_count":
-                count += sample.value
+    for sample in _samples(text, family):
+        if sample.name == f"{family}_sum":
+            total += sample.value
+        elif sample.name == f"{family}_count":
+            count += sample.value
     return total, count
 
 
@@ -122,17 +121,14 @@ def histogram_over(text: str | None, family: str, thresholds: tuple[float, ...],
         return {}
     buckets: dict[float, float] = {}
     count = 0.0
-    for fam in text_string_to_metric_families(text):
-        if fam.name != family:
+    for sample in _samples(text, family):
+        if where and any(sample.labels.get(k) != v for k, v in where.items()):
             continue
-        for sample in fam.samples:
-            if where and any(sample.labels.get(k) != v for k, v in where.items()):
-                continue
-            if sample.name == f"{family}_bucket":
-                le = float(sample.labels["le"])
-                buckets[le] = buckets.get(le, 0.0) + sample.value
-            elif sample.name == f"{family}_count":
-                count += sample.value
+        if sample.name == f"{family}_bucket":
+            le = float(sample.labels["le"])
+            buckets[le] = buckets.get(le, 0.0) + sample.value
+        elif sample.name == f"{family}_count":
+            count += sample.value
     return {"samples": count, **{f"over{t:g}s": count - buckets.get(t, count) for t in thresholds}}
 
 
