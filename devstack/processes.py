@@ -121,8 +121,12 @@ class ManagedProcess:
         taken between our choice and its bind) tries fresh ports; a restart keeps its ports, as it promises."""
         for attempt in range(attempts):
             log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
-            self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True, env=self.environment())
+            try:
+                self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                             start_new_session=True, env=self.environment())
+            finally:  # the child holds its own copy; this one would leak, once per start and attempt
+                if log is not subprocess.DEVNULL:
+                    log.close()
             try:
                 self.wait_ready(timeout)
             except ProcessExited:
