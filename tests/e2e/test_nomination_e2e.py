@@ -29,6 +29,7 @@ from api import labels
 from bench.clusters import node_objects, node_pool
 from contracts.provisioning import ProvisioningSettings
 from planning.disruption.nomination import NOMINATED
+from simulator.pods import pod_healthy
 from simulator.scheduler_timing import SchedulerTiming
 from simulator.server import Simulator
 
@@ -63,12 +64,8 @@ def _unbound(api: Any, app: str) -> list[str]:
 
 
 def _healthy(api: Any, app: str) -> int:
-    """`app`'s pods a PodDisruptionBudget counts as healthy: Running and Ready."""
-    def ready(pod: dict[str, Any]) -> bool:
-        status = pod.get("status") or {}
-        return status.get("phase") == "Running" and any(
-            c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-    return sum(1 for p in _pods(api, app) if ready(p))
+    """`app`'s pods a PodDisruptionBudget counts as healthy (the simulator's own rule: Running, Ready, not deleting)."""
+    return sum(1 for p in _pods(api, app) if pod_healthy(p))
 
 
 def _live_claims(api: Any) -> list[dict[str, Any]]:
