@@ -15,7 +15,7 @@ import pytest
 
 from api import labels as L
 from planning.cluster import Cluster
-from planning.disruption.settling import Settling, settling
+from planning.disruption.settling import LAUNCH_HOLD_SECONDS, Settling, settling
 from planning.disruption.validation import Decision, Mismatch
 from planning.planner import plan as plan_module
 from planning.planner.accounting import KeptReason, account_pass
@@ -117,3 +117,67 @@ def test_nodeflow_plan_says_why_consolidation_kept_a_node() -> None:
     assert out.facts is not None
     rows = {r.node: r for r in account_pass(out.facts)}
     assert rows["b"].reason == KeptReason.SETTLING and "1 terminating" in rows["b"].detail
+
+
+# ---- pending pods while NodeClaims launch ------------------------------------------------------------------------
+def launching_claim(name: str, created: datetime, *, deleting: bool = False) -> dict[str, Any]:
+    """A NodeClaim launched for pending pods: no Node yet, not Initialized."""
+    _, claim = node_and_claim(name, "m5.2xlarge", created=created,
+                              conditions=[{"type": "Launched", "status": "True", "lastTransitionTime": ts(created)}])
+    claim["status"].pop("nodeName")
+    if deleting:
+        claim["metadata"]["deletionTimestamp"] = ts(created)
+    return claim
+
+
+def scale_out_objs(*, waiting: str | None = "web-1", owner: str = "ReplicaSet",
+                   claim: dict[str, Any] | None = None) -> list[Any]:
+    """x stays; b's one pod fits on x, so consolidation would delete b; web-1 fits no Ready node and waits for l."""
+    objs: list[Any] = [
+        nodepool(consolidate_after="30s", requirements=[ON_DEMAND, TYPES]),
+        node_and_claim("x", "m5.2xlarge"),
+        pod("big-1", "x", cpu="4", memory="1Gi", annotations={L.DO_NOT_DISRUPT_ANNOTATION: "true"}),
+        node_and_claim("b", "m5.xlarge"), pod("wb-1", "b", cpu="1", memory="1Gi"),
+        claim or launching_claim("l", AT - timedelta(seconds=20))]
+    if waiting:
+        objs.append(pod(waiting, None, cpu="6", memory="1Gi", owner=owner, phase="Pending"))
+    return objs
+
+
+def test_without_the_launch_hold_consolidation_evicts_while_pods_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plan_module, "settling", no_hold)  # the pass as it was: the scenario has a command
+    out = run_pass(snapshot(*scale_out_objs()), AT)
+    assert any(c.nodes == ["b"] for c in consolidations(out)), out.commands
+
+
+def test_while_pods_wait_for_launching_claims_consolidation_waits() -> None:
+    out = run_pass(snapshot(*scale_out_objs()), AT, explain=True)
+    assert not consolidations(out), out.commands
+    assert out.settling == Settling(launching=1, waiting=1)
+    assert "1 pending pod(s) to land while 1 NodeClaim(s) launch" in out.settling.message()
+    assert out.facts is not None
+    row = {r.node: r for r in account_pass(out.facts)}["b"]
+    assert row.reason == KeptReason.SETTLING and "NodeClaim(s) launch" in row.detail
+
+
+@pytest.mark.parametrize("case", ["no pod waits", "daemonset pod", "claim too old", "claim deleting",
+                                  "claim initialized"])
+def test_the_launch_hold_needs_a_young_launch_and_a_pod_that_waits(case: str) -> None:
+    objs = {
+        "no pod waits": lambda: scale_out_objs(waiting=None),
+        "daemonset pod": lambda: scale_out_objs(owner="DaemonSet"),
+        "claim too old": lambda: scale_out_objs(
+            claim=launching_claim("l", AT - timedelta(seconds=LAUNCH_HOLD_SECONDS + 1))),
+        "claim deleting": lambda: scale_out_objs(claim=launching_claim("l", AT, deleting=True)),
+        "claim initialized": lambda: scale_out_objs(claim=node_and_claim("l", "m5.2xlarge", created=AT)[1]),
+    }[case]()
+    cluster = Cluster.from_snapshot(snapshot(*objs))
+    assert not settling(cluster, set(), AT).held
+    assert any(c.nodes == ["b"] for c in consolidations(run_pass(snapshot(*objs), AT)))
+
+
+def test_evicted_and_launch_holds_are_both_named() -> None:
+    both = Settling(terminating=2, displaced=1, launching=3, waiting=4)
+    assert both.held and both.message() == (
+        "consolidation waits for the pods of in-flight disruptions to settle (2 terminating, 1 displaced and unbound)"
+        " and for 4 pending pod(s) to land while 3 NodeClaim(s) launch")
