@@ -19,6 +19,7 @@ from contracts import search_attributes as sa
 from contracts.provisioning import (
     PodRef,
     ProvisioningInput,
+    ProvisioningPhase,
     ProvisioningSettings,
     batch_workflow_id,
 )
@@ -43,9 +44,14 @@ async def start_provisioning(client: Client, pods: list[PodRef], task_queue: str
 
 
 async def covered_pods(client: Client) -> set[str]:
-    """Uids of the pods running ProvisioningWorkflows are working on (Temporal visibility, memo `pods`)."""
+    """Uids of the pods running ProvisioningWorkflows are still planning or launching for (Temporal visibility, memo
+    `pods`). A batch waiting for its nodes to be Ready covers nothing: its NodeClaims exist, so a new batch counts
+    them as capacity and nominates pods onto them, and a pod kube-scheduler left out of them is planned again
+    at once, as Karpenter's next simulation would (docs/decisions.md §23)."""
     uids: set[str] = set()
     async for wf in client.list_workflows(RUNNING_QUERY):
+        if wf.typed_search_attributes.get(sa.PHASE) == ProvisioningPhase.WAITING_READY:
+            continue
         memo = await wf.memo()
         uids.update(memo.get(MEMO_PODS) or [])
     return uids

@@ -16,7 +16,7 @@ from typing import Any
 from contracts.provisioning import PodRef
 from planning.cluster import going_nodes
 from runtime.informer import Informer, Key, Obj, key_of
-from runtime.pending_pods import displaced, unschedulable
+from runtime.pending_pods import displaced, scheduling_note, unschedulable
 
 KINDS = ("Pod", "Node", "NodeClaim")
 
@@ -37,6 +37,7 @@ class PendingIndex:
         self._lock = threading.Lock()
         self._stale = set(KINDS)  # kinds to rebuild from their informer at the next read
         self._pending: dict[Key, PodRef] = {}
+        self._notes: dict[str, str] = {}  # unschedulable pods' scheduling notes by uid (pending_pods.scheduling_note)
         self._by_node: dict[str, dict[Key, PodRef]] = {}
         self._pod_node: dict[Key, str] = {}
         self._nodes: dict[str, Obj] = {}
@@ -68,7 +69,8 @@ class PendingIndex:
                 self._claim(key_of(new or old or {}), new)
 
     def _pod(self, key: Key, pod: Obj | None) -> None:
-        self._pending.pop(key, None)
+        if (was := self._pending.pop(key, None)) is not None:
+            self._notes.pop(was.uid, None)
         if (node := self._pod_node.pop(key, "")) and (on := self._by_node.get(node)) is not None:
             on.pop(key, None)
             if not on:
@@ -77,6 +79,7 @@ class PendingIndex:
             return
         if (ref := unschedulable(pod)) is not None:
             self._pending[key] = ref
+            self._notes[ref.uid] = scheduling_note(pod)
         elif (on_node := movable(pod)) is not None:
             self._pod_node[key] = on_node[0]
             self._by_node.setdefault(on_node[0], {})[key] = on_node[1]
@@ -117,7 +120,7 @@ class PendingIndex:
         stale, self._stale = self._stale, set()
         claims = self._inf.get("NodeClaim")
         if "Pod" in stale:
-            self._pending, self._by_node, self._pod_node = {}, {}, {}
+            self._pending, self._notes, self._by_node, self._pod_node = {}, {}, {}, {}
             for pod in self._inf["Pod"].objects():
                 self._pod(key_of(pod), pod)
         if "Node" in stale or "NodeClaim" in stale:
@@ -139,6 +142,11 @@ class PendingIndex:
                 if on := self._by_node.get(name):
                     out.extend(on.values())
             return out
+
+    def notes(self) -> dict[str, str]:
+        """The unschedulable pods' scheduling notes by uid, as of the last `candidates`."""
+        with self._lock:
+            return dict(self._notes)
 
     def going(self) -> set[str]:
         with self._lock:

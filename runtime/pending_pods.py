@@ -16,6 +16,12 @@ A pod still pending after its batch ended (no NodePool serves it, its pool is at
 is batched again after `cooldown_seconds`, then after twice that, and so on up to `max_cooldown_seconds`: each
 retry is a workflow that re-plans and re-explains, so a pod nothing can help costs a retry every few minutes, not
 one a minute forever. A pod that is bound or gone is forgotten, so the next pod starts at the first cooldown.
+
+A pod kube-scheduler tried again and refused with a new message since its hand-off is batched again without the
+cooldown (after `changed_seconds`), and starts the doubling over: the cluster it was planned on has changed, as when
+kube-scheduler bound other pods to the room its batch planned it onto. Karpenter's provisioner is triggered by the
+same pod events. kube-scheduler writes a new message only when its answer changes (the simulator at most every 10 s
+a pod), so this follows the cluster's changes, never a loop.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +52,7 @@ class IntakeSettings:
     tick_seconds: float = 0.25
     cooldown_seconds: float = 10.0  # a pod handed off is not batched again before this (nor while covered)
     max_cooldown_seconds: float = 300.0  # ... and the cooldown doubles each time the pod is handed off again
+    changed_seconds: float = 2.0  # ... but a pod kube-scheduler refused anew since is batched again after this
     workflow: ProvisioningSettings = field(default_factory=ProvisioningSettings)
 
 
@@ -61,6 +68,15 @@ def unschedulable(pod: Obj) -> PodRef | None:
         if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
             return PodRef(key=f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}", uid=meta.get("uid", ""))
     return None
+
+
+def scheduling_note(pod: Obj) -> str:
+    """kube-scheduler's message on the pod's PodScheduled=False condition ("" without one): a new message means it
+    tried the pod again against a cluster that changed."""
+    for c in (pod.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "PodScheduled" and c.get("status") == "False":
+            return str(c.get("message") or "")
+    return ""
 
 
 def displaced(pod: Obj, deleting: set[str]) -> PodRef | None:
@@ -133,6 +149,14 @@ class HandOff:
 
     at: float
     times: int = 1
+    note: str = ""  # kube-scheduler's message on the pod then (scheduling_note)
+
+    def due(self, settings: IntakeSettings, now: float, note: str) -> bool:
+        """Whether the pod may be batched again: its cooldown passed, or kube-scheduler refused it anew."""
+        waited = now - self.at
+        if waited >= cooldown(settings, self.times):
+            return True
+        return bool(note) and note != self.note and waited >= settings.changed_seconds
 
 
 def cooldown(settings: IntakeSettings, times: int) -> float:
@@ -141,25 +165,38 @@ def cooldown(settings: IntakeSettings, times: int) -> float:
     return min(settings.cooldown_seconds * 2 ** min(max(times - 1, 0), 30), ceiling)
 
 
-def scanned(pods: list[Obj], deleting: set[str]) -> list[PodRef]:
-    """The batch candidates among every pod: unschedulable ones and those of `deleting` nodes."""
-    return [ref for pod in pods if (ref := unschedulable(pod) or (displaced(pod, deleting) if deleting
-                                                                   else None)) is not None]
+def scanned(pods: list[Obj], deleting: set[str], notes: dict[str, str] | None = None) -> list[PodRef]:
+    """The batch candidates among every pod: unschedulable ones and those of `deleting` nodes; `notes` gets the
+    unschedulable ones' scheduling notes by uid."""
+    out = []
+    for pod in pods:
+        ref = unschedulable(pod)
+        if ref is not None and notes is not None:
+            notes[ref.uid] = scheduling_note(pod)
+        if ref is None and deleting:
+            ref = displaced(pod, deleting)
+        if ref is not None:
+            out.append(ref)
+    return out
 
 
 class PendingPodIntake:
     """Runs beside the deletion watcher in each worker (runtime/worker_loop.py).
 
     With `candidates` (runtime/pending_index.py on the watch cache) a tick reads the candidates the cache's events
-    keep; without, it scans every pod `pods` returns against the nodes `deleting` returns."""
+    keep, and `notes` their scheduling notes by uid; without, it scans every pod `pods` returns against the nodes
+    `deleting` returns."""
 
     def __init__(self, pods: Callable[[], list[Obj] | None], client: Client, settings: IntakeSettings,
                  clock: Callable[[], float] = time.monotonic,
                  deleting: Callable[[], set[str] | None] = lambda: set(),
-                 candidates: Callable[[], list[PodRef] | None] | None = None) -> None:
+                 candidates: Callable[[], list[PodRef] | None] | None = None,
+                 notes: Callable[[], Mapping[str, str]] | None = None) -> None:
         self._pods = pods
         self._deleting = deleting
         self._candidates = candidates
+        self._read_notes = notes
+        self._notes: Mapping[str, str] = {}  # this tick's scheduling notes by uid
         self._client = client
         self._s = settings
         self._clock = clock
@@ -176,12 +213,17 @@ class PendingPodIntake:
 
     async def _refs(self) -> list[PodRef] | None:
         if self._candidates is not None:
-            return self._candidates()
+            refs = self._candidates()  # first: it rebuilds what is stale, notes included
+            self._notes = self._read_notes() if self._read_notes is not None else {}
+            return refs
         pods = await asyncio.to_thread(self._pods)
         if pods is None:
             return None
         deleting = await asyncio.to_thread(self._deleting) if pods else set()
-        return scanned(pods, deleting or set())
+        notes: dict[str, str] = {}
+        refs = scanned(pods, deleting or set(), notes)
+        self._notes = notes
+        return refs
 
     async def tick(self) -> None:
         refs = await self._refs()
@@ -190,7 +232,7 @@ class PendingPodIntake:
             self._handed = {r.uid: self._handed[r.uid] for r in refs if r.uid in self._handed}  # bound or gone
             for ref in refs:
                 handed = self._handed.get(ref.uid)
-                if handed is None or now - handed.at >= cooldown(self._s, handed.times):
+                if handed is None or handed.due(self._s, now, self._notes.get(ref.uid, "")):
                     self._batch.add(ref, now)
         if self._batch.ready(now):
             await self._start(self._batch.take(), now)
@@ -199,8 +241,10 @@ class PendingPodIntake:
         covered = await covered_pods(self._client)
         batch = [p for p in batch if p.uid not in covered]
         for p in batch:
-            before = self._handed.get(p.uid)
-            self._handed[p.uid] = HandOff(at=now, times=before.times + 1 if before else 1)
+            before, note = self._handed.get(p.uid), self._notes.get(p.uid, "")
+            refused_anew = before is not None and bool(note) and note != before.note  # the doubling starts over
+            times = before.times + 1 if before is not None and not refused_anew else 1
+            self._handed[p.uid] = HandOff(at=now, times=times, note=note)
         if not batch:
             return
         handle = await start_provisioning(self._client, batch, self._s.task_queue, self._s.workflow)

@@ -130,7 +130,8 @@ def _start_intake(client: Client, deps: Deps, task_queue: str) -> tuple[PendingP
     intake = PendingPodIntake(listed_pods(deps.kube), client, IntakeSettings(
         task_queue=task_queue, idle_seconds=s.batch_idle_seconds, max_seconds=s.batch_max_seconds,
         workflow=ProvisioningSettings(launch_timeout_seconds=s.launch_timeout_seconds)),
-        deleting=listed_deleting(deps.kube), candidates=index.candidates if index is not None else None)
+        deleting=listed_deleting(deps.kube), candidates=index.candidates if index is not None else None,
+        notes=index.notes if index is not None else None)
     return intake, asyncio.create_task(intake.run(), name="pending-pod-intake")
 
 

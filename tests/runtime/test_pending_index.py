@@ -28,10 +28,11 @@ def _informer(kind: str, items: list[Obj]) -> Informer:
     return inf
 
 
-def _pod(name: str, node: str = "", unschedulable: bool = False, **meta: Any) -> Obj:
+def _pod(name: str, node: str = "", unschedulable: bool = False, message: str = "", **meta: Any) -> Obj:
     status: Obj = {"phase": "Pending" if not node else "Running"}
     if unschedulable:
-        status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]
+        status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                                 "message": message}]
     return {"metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}", **meta},
             "spec": {"nodeName": node} if node else {}, "status": status}
 
@@ -60,6 +61,13 @@ def _expected(infs: dict[str, Informer]) -> list[str]:
 
 def _got(index: PendingIndex) -> list[str]:
     return sorted(r.uid for r in index.candidates() or ())
+
+
+def _notes(infs: dict[str, Informer]) -> dict[str, str]:
+    """The scheduling notes the scan gives (runtime/pending_pods.py scanned)."""
+    notes: dict[str, str] = {}
+    scanned(infs["Pod"].objects(), set(), notes)
+    return notes
 
 
 def _world() -> dict[str, Informer]:
@@ -101,6 +109,7 @@ def test_after_every_event_and_a_relist_it_agrees_with_the_scan() -> None:
         if kind == "Pod":
             name = f"p{rng.randrange(12)}"
             obj = _pod(name, rng.choice(["", "n0", "n1", "n2", "n3"]), unschedulable=rng.random() < 0.3,
+                       message=rng.choice(["", "0/4 nodes are available", "0/5 nodes are available"]),
                        **({"deletionTimestamp": "2026-11-29T00:00:00Z"} if rng.random() < 0.1 else {}))
         elif kind == "Node":
             obj = _node(f"n{n}", deleting=rng.random() < 0.3, tainted=rng.random() < 0.3)
@@ -110,7 +119,9 @@ def test_after_every_event_and_a_relist_it_agrees_with_the_scan() -> None:
         obj["metadata"]["resourceVersion"] = str(step + 2)
         infs[kind]._apply({"type": "DELETED" if rng.random() < 0.15 else "MODIFIED", "object": obj})
         assert _got(index) == _expected(infs), step
+        assert index.notes() == _notes(infs), step  # kube-scheduler's messages, which re-batch a pod (pending_pods)
         if step % 97 == 0:  # a relist: the listener hears (kind, None, None) and the index reloads the kind
             infs[kind].spec = KindSpec(kind, "v1", lambda objs=infs[kind].objects(), **_: _Listed(objs))
             infs[kind]._list()
             assert _got(index) == _expected(infs), step
+            assert index.notes() == _notes(infs), step

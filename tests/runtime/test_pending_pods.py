@@ -212,3 +212,51 @@ def test_without_the_cache_deleting_nodes_are_listed_at_most_every_two_seconds()
         nodes = []  # the node is gone after the first LIST: only the read at 2.0 s sees it
     assert calls == ["nodes", "claims"] * 2
     assert answers == [{"n1"}, {"n1"}, {"n1"}, set(), set()]
+
+
+def _refused(name: str, message: str) -> dict[str, Any]:
+    pod = _pod(name)
+    pod["status"]["conditions"][0]["message"] = message
+    return pod
+
+
+async def test_a_pod_kube_scheduler_refused_anew_is_batched_again_without_the_cooldown(monkeypatch) -> None:
+    """The cluster its batch planned on has changed (kube-scheduler bound other pods to the room planned for it): it
+    is batched again 2 s after its hand-off rather than after the 30 s cooldown, and the doubling starts over."""
+    from runtime.pending_pods import IntakeSettings
+
+    started = _record_starts(monkeypatch)
+    now = [0.0]
+    pods = [_refused("a", "0/93 nodes are available: 93 node(s) had untolerated taint."), _refused("b", "")]
+    intake = PendingPodIntake(lambda: pods, None, IntakeSettings(task_queue="q", cooldown_seconds=30),  # type: ignore[arg-type]
+                              clock=lambda: now[0])
+    for t in (0.0, 1.0):
+        now[0] = t
+        await intake.tick()
+    assert started == [["uid-a", "uid-b"]]
+    pods[0] = _refused("a", "0/93 nodes are available: 93 Insufficient cpu.")
+    pods[1] = _refused("b", "")  # no message: nothing says the cluster changed
+    for t in (1.5, 2.5, 3.0, 4.5):
+        now[0] = t
+        await intake.tick()
+    assert started == [["uid-a", "uid-b"], ["uid-a"]], started  # at 3.0 s (2 s after 1.0) + the 1 s window
+    for t in (10.0, 20.0, 30.0, 31.0, 32.0, 34.5, 35.5):  # b after its 30 s; a 30 s after 4.5 (not 60: restarted)
+        now[0] = t
+        await intake.tick()
+    assert started == [["uid-a", "uid-b"], ["uid-a"], ["uid-b"], ["uid-a"]], started
+
+
+async def test_the_cache_index_gives_the_intake_the_scheduling_notes(monkeypatch) -> None:
+    """The worker's path: the candidates and notes come from runtime/pending_index.py, not a scan."""
+    from runtime.pending_pods import IntakeSettings
+
+    started = _record_starts(monkeypatch)
+    now = [0.0]
+    notes = {"uid-a": "first"}
+    intake = PendingPodIntake(lambda: None, None, IntakeSettings(task_queue="q", cooldown_seconds=30),  # type: ignore[arg-type]
+                              clock=lambda: now[0], candidates=lambda: [PodRef(key="ns/a", uid="uid-a")],
+                              notes=lambda: dict(notes))
+    for t, note in ((0.0, "first"), (1.0, "first"), (2.0, "first"), (3.5, "second"), (4.5, "second")):
+        now[0], notes["uid-a"] = t, note
+        await intake.tick()
+    assert started == [["uid-a"], ["uid-a"]]
