@@ -44,6 +44,7 @@ class PendingIndex:
         self._claims: dict[Key, Obj] = {}
         self._claim_node: dict[str, Key] = {}  # node name -> the claim naming it
         self._going: set[str] = set()
+        self._ready_nodes = 0  # Nodes that turned Ready since the index began: new room kube-scheduler fills
 
     def attach(self) -> None:
         for kind in KINDS:
@@ -61,9 +62,11 @@ class PendingIndex:
         with self._lock:
             if (old is None and new is None) or kind in self._stale:
                 self._stale.add(kind)
+                self._ready_nodes += kind == "Node"  # a relist may hide a Node that turned Ready: count one
             elif kind == "Pod":
                 self._pod(key_of(new or old or {}), new)
             elif kind == "Node":
+                self._ready_nodes += node_ready(new) and not node_ready(old)
                 self._node(new or old or {}, new)
             elif kind == "NodeClaim":
                 self._claim(key_of(new or old or {}), new)
@@ -143,6 +146,11 @@ class PendingIndex:
                     out.extend(on.values())
             return out
 
+    def ready_nodes(self) -> int:
+        """How many Nodes turned Ready since the index began (a count that only grows)."""
+        with self._lock:
+            return self._ready_nodes
+
     def notes(self) -> dict[str, str]:
         """The unschedulable pods' scheduling notes by uid, as of the last `candidates`."""
         with self._lock:
@@ -151,6 +159,11 @@ class PendingIndex:
     def going(self) -> set[str]:
         with self._lock:
             return set(self._going)
+
+
+def node_ready(node: Obj | None) -> bool:
+    conds = ((node or {}).get("status") or {}).get("conditions") or ()
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
 
 
 def cache_index(view: Any) -> PendingIndex:

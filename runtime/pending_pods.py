@@ -17,11 +17,12 @@ is batched again after `cooldown_seconds`, then after twice that, and so on up t
 retry is a workflow that re-plans and re-explains, so a pod nothing can help costs a retry every few minutes, not
 one a minute forever. A pod that is bound or gone is forgotten, so the next pod starts at the first cooldown.
 
-A pod kube-scheduler tried again and refused with a new message since its hand-off is batched again without the
-cooldown (after `changed_seconds`), and starts the doubling over: the cluster it was planned on has changed, as when
-kube-scheduler bound other pods to the room its batch planned it onto. Karpenter's provisioner is triggered by the
-same pod events. kube-scheduler writes a new message only when its answer changes (the simulator at most every 10 s
-a pod), so this follows the cluster's changes, never a loop.
+A pod is batched again without the cooldown (`changed_seconds` after its hand-off), and starts the doubling over,
+when the cluster it was planned on has changed: kube-scheduler refused it with a new message (it tried it again,
+as when it bound other pods to the room the batch planned it onto; Karpenter's provisioner is triggered by the same
+pod events), or a Node turned Ready (new room kube-scheduler is filling, with the pods it planned there or others).
+kube-scheduler writes a new message only when its answer changes, and Nodes turn Ready only as capacity comes up,
+so this follows the cluster's changes, never a loop.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class IntakeSettings:
     tick_seconds: float = 0.25
     cooldown_seconds: float = 10.0  # a pod handed off is not batched again before this (nor while covered)
     max_cooldown_seconds: float = 300.0  # ... and the cooldown doubles each time the pod is handed off again
-    changed_seconds: float = 2.0  # ... but a pod kube-scheduler refused anew since is batched again after this
+    changed_seconds: float = 2.0  # ... but one whose cluster changed since (a new refusal, a Node Ready) after this
     workflow: ProvisioningSettings = field(default_factory=ProvisioningSettings)
 
 
@@ -150,13 +151,18 @@ class HandOff:
     at: float
     times: int = 1
     note: str = ""  # kube-scheduler's message on the pod then (scheduling_note)
+    ready_nodes: int = 0  # how many Nodes had turned Ready then (runtime/pending_index.py)
 
-    def due(self, settings: IntakeSettings, now: float, note: str) -> bool:
-        """Whether the pod may be batched again: its cooldown passed, or kube-scheduler refused it anew."""
+    def changed(self, note: str, ready_nodes: int) -> bool:
+        """The cluster changed since: kube-scheduler refused the pod anew, or a Node turned Ready."""
+        return (bool(note) and note != self.note) or ready_nodes != self.ready_nodes
+
+    def due(self, settings: IntakeSettings, now: float, note: str, ready_nodes: int) -> bool:
+        """Whether the pod may be batched again: its cooldown passed, or its cluster changed."""
         waited = now - self.at
         if waited >= cooldown(settings, self.times):
             return True
-        return bool(note) and note != self.note and waited >= settings.changed_seconds
+        return waited >= settings.changed_seconds and self.changed(note, ready_nodes)
 
 
 def cooldown(settings: IntakeSettings, times: int) -> float:
@@ -191,12 +197,15 @@ class PendingPodIntake:
                  clock: Callable[[], float] = time.monotonic,
                  deleting: Callable[[], set[str] | None] = lambda: set(),
                  candidates: Callable[[], list[PodRef] | None] | None = None,
-                 notes: Callable[[], Mapping[str, str]] | None = None) -> None:
+                 notes: Callable[[], Mapping[str, str]] | None = None,
+                 ready_nodes: Callable[[], int] = lambda: 0) -> None:
         self._pods = pods
         self._deleting = deleting
         self._candidates = candidates
         self._read_notes = notes
         self._notes: Mapping[str, str] = {}  # this tick's scheduling notes by uid
+        self._read_ready = ready_nodes
+        self._ready = 0  # this tick's count of Nodes turned Ready
         self._client = client
         self._s = settings
         self._clock = clock
@@ -227,12 +236,12 @@ class PendingPodIntake:
 
     async def tick(self) -> None:
         refs = await self._refs()
-        now = self._clock()
+        now, self._ready = self._clock(), self._read_ready()
         if refs is not None:  # None: the cache has not synced; keep what is known
             self._handed = {r.uid: self._handed[r.uid] for r in refs if r.uid in self._handed}  # bound or gone
             for ref in refs:
                 handed = self._handed.get(ref.uid)
-                if handed is None or handed.due(self._s, now, self._notes.get(ref.uid, "")):
+                if handed is None or handed.due(self._s, now, self._notes.get(ref.uid, ""), self._ready):
                     self._batch.add(ref, now)
         if self._batch.ready(now):
             await self._start(self._batch.take(), now)
@@ -242,9 +251,9 @@ class PendingPodIntake:
         batch = [p for p in batch if p.uid not in covered]
         for p in batch:
             before, note = self._handed.get(p.uid), self._notes.get(p.uid, "")
-            refused_anew = before is not None and bool(note) and note != before.note  # the doubling starts over
-            times = before.times + 1 if before is not None and not refused_anew else 1
-            self._handed[p.uid] = HandOff(at=now, times=times, note=note)
+            again = before is not None and not before.changed(note, self._ready)  # else the doubling starts over
+            times = before.times + 1 if before is not None and again else 1
+            self._handed[p.uid] = HandOff(at=now, times=times, note=note, ready_nodes=self._ready)
         if not batch:
             return
         handle = await start_provisioning(self._client, batch, self._s.task_queue, self._s.workflow)

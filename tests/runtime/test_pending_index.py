@@ -125,3 +125,26 @@ def test_after_every_event_and_a_relist_it_agrees_with_the_scan() -> None:
             infs[kind]._list()
             assert _got(index) == _expected(infs), step
             assert index.notes() == _notes(infs), step
+
+
+def _ready(node: Obj, ready: bool) -> Obj:
+    node["status"] = {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    return node
+
+
+def test_it_counts_the_nodes_that_turn_ready() -> None:
+    """New room kube-scheduler fills: the intake plans a pod again when its cluster gained some (pending_pods)."""
+    infs = _world()
+    index = PendingIndex(infs)
+    index.attach()
+    assert index.candidates() is not None and index.ready_nodes() == 0
+    events = [("ADDED", _ready(_node("n5"), False), 0), ("MODIFIED", _ready(_node("n5"), True), 1),
+              ("MODIFIED", _ready(_node("n5", tainted=True), True), 1),  # Ready already: no new room
+              ("MODIFIED", _ready(_node("n5"), False), 1), ("MODIFIED", _ready(_node("n5"), True), 2),
+              ("ADDED", _ready(_node("n6"), True), 3), ("DELETED", _ready(_node("n6"), True), 3)]
+    for step, (kind, obj, count) in enumerate(events):
+        obj["metadata"]["resourceVersion"] = str(step + 2)
+        infs["Node"]._apply({"type": kind, "object": obj})
+        assert index.ready_nodes() == count, step
+    infs["Node"]._list()  # a relist may hide a transition: it counts one
+    assert index.ready_nodes() == 4

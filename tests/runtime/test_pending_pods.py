@@ -260,3 +260,23 @@ async def test_the_cache_index_gives_the_intake_the_scheduling_notes(monkeypatch
         now[0], notes["uid-a"] = t, note
         await intake.tick()
     assert started == [["uid-a"], ["uid-a"]]
+
+
+async def test_a_node_turning_ready_batches_the_pending_pods_again(monkeypatch) -> None:
+    """New room came up (kube-scheduler fills it with the pods planned there or with others): each pending pod is
+    planned again 2 s after its hand-off at the earliest, however long its cooldown."""
+    from runtime.pending_pods import IntakeSettings
+
+    started = _record_starts(monkeypatch)
+    now, ready = [0.0], [0]
+    pods = [_refused("a", "same"), _refused("b", "same")]
+    intake = PendingPodIntake(lambda: pods, None, IntakeSettings(task_queue="q", cooldown_seconds=60),  # type: ignore[arg-type]
+                              clock=lambda: now[0], ready_nodes=lambda: ready[0])
+    for t in (0.0, 1.0, 1.5):
+        now[0] = t
+        await intake.tick()
+    ready[0] = 1  # a Node turned Ready at 1.5 s
+    for t in (2.0, 2.5, 3.0, 4.0, 10.0, 30.0):
+        now[0] = t
+        await intake.tick()
+    assert started == [["uid-a", "uid-b"], ["uid-a", "uid-b"]], started  # added at 3.0 (1.0 + 2 s), started at 4.0
