@@ -152,7 +152,7 @@ class PendingIndex:
             return self._ready_nodes
 
     def notes(self) -> dict[str, str]:
-        """The unschedulable pods' scheduling notes by uid, as of the last `candidates`."""
+        """The unschedulable pods' scheduling notes by uid."""
         with self._lock:
             return dict(self._notes)
 
