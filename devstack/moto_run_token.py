@@ -16,7 +16,8 @@ from typing import Any
 
 _MARK = "__nodeflow_run_token__"
 _SEEN: dict[tuple[str, str, str], tuple[str, tuple[tuple[str, str], ...]]] = {}  # -> (reservation id, request)
-_LOCK = threading.Lock()
+_LOCK = threading.Lock()  # guards _TOKEN_LOCKS
+_TOKEN_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}  # one per token: other launches do not wait
 _NOT_COMPARED = frozenset({"Action", "Version", "ClientToken"})
 
 
@@ -34,7 +35,9 @@ def _idempotent(original: Any) -> Any:
         if not token:
             return original(self)
         key, request = (self.current_account, self.region, str(token)), _request(self.querystring)
-        with _LOCK:  # a repeat waits for the first call's answer, as EC2 serializes one token
+        with _LOCK:
+            token_lock = _TOKEN_LOCKS.setdefault(key, threading.Lock())
+        with token_lock:  # a repeat waits for the first call's answer, as EC2 serializes one token
             seen = _SEEN.get(key)
             if seen is not None:
                 if seen[1] != request:

@@ -59,3 +59,31 @@ def test_the_token_with_other_parameters_is_refused_and_no_token_launches_each_t
     plain = f"plain-{uuid.uuid4()}"
     _run(ec2, None, tag=plain), _run(ec2, None, tag=plain)
     assert len(_tagged(ec2, plain)) == 2
+
+
+def test_a_token_being_answered_holds_up_no_other_token() -> None:
+    """EC2 serializes one token's requests, not every launch: while the first call of token a is still being
+    answered, a launch with token b is answered."""
+    import threading
+    from types import SimpleNamespace
+
+    from devstack import moto_run_token
+
+    release, b_done = threading.Event(), threading.Event()
+
+    def original(self: Any) -> Any:
+        if self.token == "a":
+            assert release.wait(5), "token a was held too long"
+        return SimpleNamespace(result=SimpleNamespace(id=f"r-{self.token}"))
+
+    def call(token: str) -> Any:
+        self = SimpleNamespace(token=token, current_account="1", region="us-east-1", querystring={"ClientToken": token},
+                               ec2_backend=SimpleNamespace(reservations={}), _get_param=lambda _name: token)
+        return moto_run_token._idempotent(original)(self)
+
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(call, "a")  # blocks until released
+        second = pool.submit(lambda: (call(f"b{uuid.uuid4()}"), b_done.set()))
+        assert b_done.wait(3), "token b waited for token a"
+        release.set()
+        assert first.result(5).result.id == "r-a" and second.result(5)
