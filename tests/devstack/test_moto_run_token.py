@@ -64,16 +64,19 @@ def test_the_token_with_other_parameters_is_refused_and_no_token_launches_each_t
 def test_a_token_being_answered_holds_up_no_other_token() -> None:
     """EC2 serializes one token's requests, not every launch: while the first call of token a is still being
     answered, a launch with token b is answered."""
+    import importlib
     import threading
     from types import SimpleNamespace
 
+    for name in ("moto.core.responses", "moto.ec2.exceptions"):  # before the timed calls: seconds when loaded
+        importlib.import_module(name)
     from devstack import moto_run_token
 
     release, b_done = threading.Event(), threading.Event()
 
     def original(self: Any) -> Any:
         if self.token == "a":
-            assert release.wait(5), "token a was held too long"
+            assert release.wait(20), "token a was held too long"
         return SimpleNamespace(result=SimpleNamespace(id=f"r-{self.token}"))
 
     def call(token: str) -> Any:
@@ -84,6 +87,6 @@ def test_a_token_being_answered_holds_up_no_other_token() -> None:
     with ThreadPoolExecutor(2) as pool:
         first = pool.submit(call, "a")  # blocks until released
         second = pool.submit(lambda: (call(f"b{uuid.uuid4()}"), b_done.set()))
-        assert b_done.wait(3), "token b waited for token a"
+        assert b_done.wait(10), "token b waited for token a"
         release.set()
-        assert first.result(5).result.id == "r-a" and second.result(5)
+        assert first.result(20).result.id == "r-a" and second.result(20)
