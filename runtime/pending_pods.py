@@ -65,19 +65,23 @@ def unschedulable(pod: Obj) -> PodRef | None:
         return None
     if any(o.get("kind") == "DaemonSet" for o in meta.get("ownerReferences") or ()):
         return None
-    for c in status.get("conditions") or ():
-        if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
-            return PodRef(key=f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}", uid=meta.get("uid", ""))
+    if (_not_scheduled(pod) or {}).get("reason") == "Unschedulable":
+        return PodRef(key=f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}", uid=meta.get("uid", ""))
+    return None
+
+
+def _not_scheduled(pod: Obj) -> Obj | None:
+    """The pod's PodScheduled condition when it is False (kube-scheduler tried and refused), else None."""
+    for c in (pod.get("status") or {}).get("conditions") or ():
+        if c.get("type") == "PodScheduled":
+            return c if c.get("status") == "False" else None
     return None
 
 
 def scheduling_note(pod: Obj) -> str:
     """kube-scheduler's message on the pod's PodScheduled=False condition ("" without one): a new message means it
     tried the pod again against a cluster that changed."""
-    for c in (pod.get("status") or {}).get("conditions") or ():
-        if c.get("type") == "PodScheduled" and c.get("status") == "False":
-            return str(c.get("message") or "")
-    return ""
+    return str((_not_scheduled(pod) or {}).get("message") or "")
 
 
 def displaced(pod: Obj, deleting: set[str]) -> PodRef | None:
