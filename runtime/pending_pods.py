@@ -201,8 +201,8 @@ class PendingPodIntake:
                  clock: Callable[[], float] = time.monotonic,
                  deleting: Callable[[], set[str] | None] = lambda: set(),
                  candidates: Callable[[], list[PodRef] | None] | None = None,
-                 notes: Callable[[], Mapping[str, str]] | None = None,
-                 ready_nodes: Callable[[], int] = lambda: 0) -> None:
+                 notes: Callable[[], Mapping[str, str]] = dict,
+                 ready_nodes: Callable[[], int] = int) -> None:
         self._pods = pods
         self._deleting = deleting
         self._candidates = candidates
@@ -227,7 +227,7 @@ class PendingPodIntake:
     async def _refs(self) -> list[PodRef] | None:
         if self._candidates is not None:
             refs = self._candidates()  # first: it rebuilds what is stale, notes included
-            self._notes = self._read_notes() if self._read_notes is not None else {}
+            self._notes = self._read_notes()
             return refs
         pods = await asyncio.to_thread(self._pods)
         if pods is None:

@@ -131,8 +131,7 @@ def _start_intake(client: Client, deps: Deps, task_queue: str) -> tuple[PendingP
         task_queue=task_queue, idle_seconds=s.batch_idle_seconds, max_seconds=s.batch_max_seconds,
         workflow=ProvisioningSettings(launch_timeout_seconds=s.launch_timeout_seconds)),
         deleting=listed_deleting(deps.kube), candidates=index.candidates if index is not None else None,
-        notes=index.notes if index is not None else None,
-        ready_nodes=index.ready_nodes if index is not None else lambda: 0)
+        notes=index.notes if index is not None else dict, ready_nodes=index.ready_nodes if index is not None else int)
     return intake, asyncio.create_task(intake.run(), name="pending-pod-intake")
 
 
