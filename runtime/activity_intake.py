@@ -52,6 +52,9 @@ class ActivityIntake(CustomSlotSupplier):
         self.running = 0  # activity functions running
         self._changed: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # the gauge's two children, resolved once: they are set four times per activity
+        self._running_gauge = ACTIVITY_SLOTS.labels(state="running")
+        self._waiting_gauge = ACTIVITY_SLOTS.labels(state="waiting")
 
     @property
     def waiting(self) -> int:
@@ -101,8 +104,8 @@ class ActivityIntake(CustomSlotSupplier):
 
     def _report(self) -> None:
         """`nodeflow_activity_slots` (called under the lock, so the two states are read together)."""
-        ACTIVITY_SLOTS.labels(state="running").set(self.running)
-        ACTIVITY_SLOTS.labels(state="waiting").set(max(0, self.waiting))
+        self._running_gauge.set(self.running)
+        self._waiting_gauge.set(max(0, self.waiting))
 
     def _wake(self) -> None:
         loop, changed = self._loop, self._changed
