@@ -15,6 +15,7 @@ from typing import Any
 
 from contracts.provisioning import PodRef
 from planning.cluster import going_nodes
+from planning.lifecycle.initialization import node_ready
 from runtime.informer import Informer, Key, Obj, key_of
 from runtime.pending_pods import displaced, scheduling_note, unschedulable
 
@@ -66,7 +67,7 @@ class PendingIndex:
             elif kind == "Pod":
                 self._pod(key_of(new or old or {}), new)
             elif kind == "Node":
-                self._ready_nodes += node_ready(new) and not node_ready(old)
+                self._ready_nodes += new is not None and node_ready(new) and (old is None or not node_ready(old))
                 self._node(new or old or {}, new)
             elif kind == "NodeClaim":
                 self._claim(key_of(new or old or {}), new)
@@ -159,11 +160,6 @@ class PendingIndex:
     def going(self) -> set[str]:
         with self._lock:
             return set(self._going)
-
-
-def node_ready(node: Obj | None) -> bool:
-    conds = ((node or {}).get("status") or {}).get("conditions") or ()
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
 
 
 def cache_index(view: Any) -> PendingIndex:
