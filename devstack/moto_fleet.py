@@ -26,7 +26,7 @@ import threading
 import urllib.request
 from typing import Any
 
-from devstack import moto_dispatch, moto_parse, moto_reservations, moto_run_token, moto_tags
+from devstack import moto_dispatch, moto_instances, moto_parse, moto_reservations, moto_run_token, moto_tags
 from runtime import startup_gc
 
 PATH = "/_nodeflow/spot-market"
@@ -216,6 +216,7 @@ def main(argv: list[str] | None = None) -> None:
     install()
     moto_tags.install()  # the same answers as moto as shipped, without a scan of every tag per resource
     moto_parse.install()  # moto's own parse of each request, without a scan of every parameter per structure
+    moto_instances.install()  # moto's own instances, without a copy of every reservation per lookup
     import moto.server
 
     startup_gc.resume()

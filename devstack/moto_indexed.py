@@ -10,9 +10,10 @@ that varies by type, zone and hour) and `devstack.pricing_api` (the Pricing API'
 DescribeServices and GetAttributeValues over the bundled price table), both answered on the same port
 (docs/architecture.md, "The EC2 stand-in"), and `devstack.cloud_faults` (a knob the tests turn on to answer
 chosen EC2 calls with EC2's errors: throttling, no capacity, refused credentials), and `devstack.moto_fleet`
-(instant CreateFleet as EC2 answers it), and `devstack.moto_parse` (moto's request parsing without a scan of every
-parameter per structure). The tests' shared `moto_endpoint` runs moto with `devstack.moto_fleet`,
-the tag index and the parse only, so nodeflow's other calls are checked against moto as shipped;
+(instant CreateFleet as EC2 answers it), `devstack.moto_parse` (moto's request parsing without a scan of every
+parameter per structure) and `devstack.moto_instances` (moto's instance lookups without a copy of every
+reservation). The tests' shared `moto_endpoint` runs moto with `devstack.moto_fleet`, the tag index, the parse
+and the instance lookups only, so nodeflow's other calls are checked against moto as shipped;
 `tests/devstack/test_moto_indexed.py` checks that both give moto's own tag answers, and the
 `cloud_endpoint` fixture runs this module.
 
@@ -36,7 +37,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from devstack import cloud_faults, moto_fleet, moto_parse, moto_spot, moto_tags, pricing_api
+from devstack import cloud_faults, moto_fleet, moto_instances, moto_parse, moto_spot, moto_tags, pricing_api
 from devstack.kept import Kept
 from runtime import startup_gc
 
@@ -199,6 +200,7 @@ def main(argv: list[str] | None = None) -> None:
     startup_gc.pause()  # moto loads with no cyclic collection (0.75 of 2.1 CPU-s)
     moto_tags.install()
     moto_parse.install()
+    moto_instances.install()
     install_static_cache(render_dir())
     install_paging()
     moto_spot.install()
