@@ -16,12 +16,6 @@ from contracts.disruption import LaunchedReplacement, Replacement, StaticScaleUp
 WORKFLOW_ID_PREFIX = "provision-"
 LAUNCH_REASON = "Provisioning"
 STATIC_LAUNCH_REASON = "StaticCapacity"  # NodeflowReason of a static NodePool's scale-up
-# Pods per ProvisioningWorkflow (the pending-pod intake starts a larger batch as several). The batch's plan is one
-# activity result: at worst a launch per pod, each naming up to 60 instance types twice (~2.8 KB), so 1,000 pods
-# could pass the 2 MiB a Temporal server accepts for one payload (`limit.blobSize.error`); the server then fails
-# the activity ("Complete result exceeds size limit."), every retry of the same plan the same way, and the pods get
-# no capacity. 500 stay under 1.4 MiB (tests/workflows/test_provisioning_payloads.py).
-MAX_BATCH_PODS = 500
 
 
 class _Model(BaseModel):

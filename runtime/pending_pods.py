@@ -23,9 +23,6 @@ as when it bound other pods to the room the batch planned it onto; Karpenter's p
 pod events), or a Node turned Ready (new room kube-scheduler is filling, with the pods it planned there or others).
 kube-scheduler writes a new message only when its answer changes, and Nodes turn Ready only as capacity comes up,
 so this follows the cluster's changes, never a loop.
-
-A batch of more than `max_pods` pods (contracts/provisioning.MAX_BATCH_PODS, 500) starts as several workflows of
-even parts, each planned on its own: one workflow's plan is one Temporal payload, which a server refuses past 2 MiB.
 """
 
 from __future__ import annotations
@@ -40,7 +37,7 @@ from typing import Any
 from temporalio.client import Client
 
 from client.provisioning import covered_pods, start_provisioning
-from contracts.provisioning import MAX_BATCH_PODS, PodRef, ProvisioningSettings
+from contracts.provisioning import PodRef, ProvisioningSettings
 from planning.cluster import going_nodes
 from runtime.periodic import tick_until_stopped
 
@@ -57,7 +54,6 @@ class IntakeSettings:
     cooldown_seconds: float = 10.0  # a pod handed off is not batched again before this (nor while covered)
     max_cooldown_seconds: float = 300.0  # ... and the cooldown doubles each time the pod is handed off again
     changed_seconds: float = 2.0  # ... but one whose cluster changed since (a new refusal, a Node Ready) after this
-    max_pods: int = MAX_BATCH_PODS  # a larger batch starts as several workflows (Temporal's payload limit)
     workflow: ProvisioningSettings = field(default_factory=ProvisioningSettings)
 
 
@@ -99,21 +95,6 @@ def displaced(pod: Obj, deleting: set[str]) -> PodRef | None:
     if any(o.get("kind") in ("DaemonSet", "Node") for o in meta.get("ownerReferences") or ()):
         return None
     return PodRef(key=f"{meta.get('namespace') or 'default'}/{meta.get('name', '')}", uid=meta.get("uid", ""))
-
-
-def chunks(pods: list[PodRef], size: int) -> list[list[PodRef]]:
-    """`pods` (sorted by key, so a workload's pods stay together) in runs of at most `size`, as even as they go:
-    1,001 pods at 500 are 334, 334 and 333, not 500, 500 and 1."""
-    if not pods:
-        return []
-    parts = -(-len(pods) // max(1, size))
-    step, extra = divmod(len(pods), parts)
-    out, at = [], 0
-    for i in range(parts):
-        end = at + step + (1 if i < extra else 0)
-        out.append(pods[at:end])
-        at = end
-    return out
 
 
 class Batcher:
@@ -277,7 +258,8 @@ class PendingPodIntake:
             again = before is not None and not before.changed(note, self._ready)  # else the doubling starts over
             times = before.times + 1 if before is not None and again else 1
             self._handed[p.uid] = HandOff(at=now, times=times, note=note, ready_nodes=self._ready)
-        for part in chunks(batch, self._s.max_pods):
-            handle = await start_provisioning(self._client, part, self._s.task_queue, self._s.workflow)
-            self.started.append(handle.id)
-            log.info("provisioning %s for %d pending pod(s)", handle.id, len(part))
+        if not batch:
+            return
+        handle = await start_provisioning(self._client, batch, self._s.task_queue, self._s.workflow)
+        self.started.append(handle.id)
+        log.info("provisioning %s for %d pending pod(s)", handle.id, len(batch))

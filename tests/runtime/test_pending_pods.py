@@ -6,7 +6,7 @@ from itertools import pairwise
 from typing import Any
 
 from contracts.provisioning import PodRef, batch_workflow_id
-from runtime.pending_pods import Batcher, PendingPodIntake, chunks, unschedulable
+from runtime.pending_pods import Batcher, PendingPodIntake, unschedulable
 
 
 def _pod(name: str, reason: str | None = "Unschedulable", **spec: Any) -> dict[str, Any]:
@@ -71,32 +71,6 @@ def _record_starts(monkeypatch: Any, covered_uids: frozenset[str] = frozenset())
     monkeypatch.setattr(pp, "start_provisioning", start)
     monkeypatch.setattr(pp, "covered_pods", covered)
     return started
-
-
-def test_a_batch_over_the_cap_is_cut_in_even_parts_in_key_order() -> None:
-    refs = [PodRef(key=f"ns/p{n:02d}", uid=f"u{n}") for n in range(11)]
-    assert [[r.uid for r in part] for part in chunks(refs, 4)] == [
-        ["u0", "u1", "u2", "u3"], ["u4", "u5", "u6", "u7"], ["u8", "u9", "u10"]]
-    assert [len(p) for p in chunks(refs[:9], 4)] == [3, 3, 3]  # as even as they go, never a run of one at the end
-    assert chunks(refs, 11) == [refs] and chunks(refs, 500) == [refs]
-    assert chunks([], 4) == []
-    assert sum(chunks(refs * 91, 500), []) == refs * 91  # 1,001 pods: every pod once, in order
-    assert [len(p) for p in chunks(refs * 91, 500)] == [334, 334, 333]
-
-
-async def test_the_intake_starts_a_workflow_per_part_of_a_large_batch(monkeypatch) -> None:
-    from runtime.pending_pods import IntakeSettings
-
-    started = _record_starts(monkeypatch, frozenset({"uid-p3"}))
-    now = [0.0]
-    pods = [_pod(f"p{n}") for n in range(8)]
-    intake = PendingPodIntake(lambda: pods, None, IntakeSettings(task_queue="q", max_pods=3),  # type: ignore[arg-type]
-                              clock=lambda: now[0])
-    for t in (0.0, 1.0):
-        now[0] = t
-        await intake.tick()
-    # p3 is covered by a running batch; the other seven go in parts of at most three, each its own workflow
-    assert started == [["uid-p0", "uid-p1", "uid-p2"], ["uid-p4", "uid-p5"], ["uid-p6", "uid-p7"]]
 
 
 async def test_a_handed_off_pod_is_not_batched_again_within_the_cooldown(monkeypatch) -> None:
