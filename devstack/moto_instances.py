@@ -23,6 +23,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
+_PATTERN = frozenset("*?[")  # fnmatch's pattern characters: a value without them matches only itself
 
 def _instances(backend: Any) -> Iterator[Any]:
     """Every instance in moto's reservation order, without copies (lookups only read them)."""
@@ -59,9 +60,6 @@ def literal_tag_filters(filters: dict[str, list[str]]) -> dict[str, frozenset[st
     is plain equality, which a look at the instance's tag decides without moto's per-instance work."""
     return {name[4:]: frozenset(values) for name, values in filters.items()
             if name.startswith("tag:") and not any(_PATTERN & set(v) for v in values)}
-
-
-_PATTERN = frozenset("*?[")
 
 
 def _all_reservations(original: Any) -> Any:
