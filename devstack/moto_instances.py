@@ -23,7 +23,8 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-_PATTERN = frozenset("*?[")  # fnmatch's pattern characters: a value without them matches only itself
+from devstack.moto_tags import WILDCARDS
+
 
 def _instances(backend: Any) -> Iterator[Any]:
     """Every instance in moto's reservation order, without copies (lookups only read them)."""
@@ -59,7 +60,7 @@ def literal_tag_filters(filters: dict[str, list[str]]) -> dict[str, frozenset[st
     """The `tag:KEY` filters whose values hold no pattern character: for those moto's match (fnmatch, anchored)
     is plain equality, which a look at the instance's tag decides without moto's per-instance work."""
     return {name[4:]: frozenset(values) for name, values in filters.items()
-            if name.startswith("tag:") and not any(_PATTERN & set(v) for v in values)}
+            if name.startswith("tag:") and not any(WILDCARDS & set(v) for v in values)}
 
 
 def _all_reservations(original: Any) -> Any:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-_WILDCARDS = frozenset("*?[")
+WILDCARDS = frozenset("*?[")  # fnmatch's pattern characters: a value without them matches only itself
 
 
 def exact_resource_id(filters: dict[str, list[str]] | None) -> str | None:
@@ -26,7 +26,7 @@ def exact_resource_id(filters: dict[str, list[str]] | None) -> str | None:
     if not filters or set(filters) != {"resource-id"} or len(filters["resource-id"]) != 1:
         return None
     rid = filters["resource-id"][0]
-    return None if _WILDCARDS & set(rid) else rid
+    return None if WILDCARDS & set(rid) else rid
 
 
 def install() -> None:
