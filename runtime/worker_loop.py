@@ -127,11 +127,12 @@ def _start_intake(client: Client, deps: Deps, task_queue: str) -> tuple[PendingP
     a cache, else LISTs pods."""
     s = deps.settings
     index = cache_index(deps.cluster) if deps.cluster is not None else None
+    cached = {} if index is None else {"candidates": index.candidates, "notes": index.notes,
+                                       "ready_nodes": index.ready_nodes}  # without a cache: the intake's defaults
     intake = PendingPodIntake(listed_pods(deps.kube), client, IntakeSettings(
         task_queue=task_queue, idle_seconds=s.batch_idle_seconds, max_seconds=s.batch_max_seconds,
         workflow=ProvisioningSettings(launch_timeout_seconds=s.launch_timeout_seconds)),
-        deleting=listed_deleting(deps.kube), candidates=index.candidates if index is not None else None,
-        notes=index.notes if index is not None else dict, ready_nodes=index.ready_nodes if index is not None else int)
+        deleting=listed_deleting(deps.kube), **cached)
     return intake, asyncio.create_task(intake.run(), name="pending-pod-intake")
 
 
