@@ -72,6 +72,14 @@ def patched() -> Iterator[None]:
         QueryParser._do_parse, QueryParser._gonna_recurse = before  # type: ignore[method-assign]
 
 
+def _as_shipped() -> None:
+    """Inside a patched test: moto's own parser again, for the comparison (the fixture restores it after)."""
+    from moto.core.parse import QueryParser
+
+    QueryParser._do_parse = QueryParser._do_parse.__wrapped_keys__  # type: ignore[attr-defined,method-assign]
+    QueryParser._gonna_recurse = QueryParser._gonna_recurse.__wrapped_keys__  # type: ignore[attr-defined,method-assign]
+
+
 def test_any_starts_with_agrees_with_a_scan_of_every_key() -> None:
     rng = random.Random(7)
     for _ in range(300):
@@ -84,11 +92,8 @@ def test_any_starts_with_agrees_with_a_scan_of_every_key() -> None:
 
 @pytest.mark.parametrize("operation", sorted(REQUESTS))
 def test_a_request_parses_to_what_moto_as_shipped_parses(operation: str, patched: None) -> None:
-    from moto.core.parse import QueryParser
-
     ours = _parse(operation, REQUESTS[operation])
-    QueryParser._do_parse = QueryParser._do_parse.__wrapped_keys__  # type: ignore[attr-defined,method-assign]
-    QueryParser._gonna_recurse = QueryParser._gonna_recurse.__wrapped_keys__  # type: ignore[attr-defined,method-assign]
+    _as_shipped()
     assert ours == _parse(operation, REQUESTS[operation])
     assert ours  # the request parsed to something: an empty parse on both sides would prove nothing
 
@@ -120,6 +125,5 @@ def test_a_fleet_of_60_overrides_reads_its_parameters_once(patched: None) -> Non
         return seen[0]
 
     assert iterations() == 1
-    QueryParser._do_parse = QueryParser._do_parse.__wrapped_keys__  # type: ignore[attr-defined,method-assign]
-    QueryParser._gonna_recurse = QueryParser._gonna_recurse.__wrapped_keys__  # type: ignore[attr-defined,method-assign]
+    _as_shipped()
     assert iterations() > 300
