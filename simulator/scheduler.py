@@ -10,6 +10,7 @@ after percentageOfNodesToScore feasible nodes and resumes its scan where the las
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -194,8 +195,12 @@ class Scheduler:
                            anti_pods, volumes, lambda ns: meta(store.get(NAMESPACES, "", ns) or {}).get("labels") or {},
                            self._alloc)
 
-    def schedule(self) -> None:
-        """One scheduling pass over the pods the queue hands out now (docs: simulator/scheduler_queues.py)."""
+    def schedule(self, budget: float | None = None) -> None:
+        """One scheduling pass over the pods the queue hands out now (docs: simulator/scheduler_queues.py).
+
+        With `budget` (wall seconds) the pass stops once it has spent that long, and the pods it did not reach go
+        back to the active queue, first in the next pass's order: a real kube-scheduler is its own process, and a
+        pass over 2,000 pods against 1,000 nodes held the API server sharing its loop for seconds."""
         if not self.pending:
             return
         now = self.now()
@@ -207,7 +212,12 @@ class Scheduler:
         pods.sort(key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0),
                                  meta(p).get("creationTimestamp") or ""))
         view = self._view(pods)
-        for pod in pods:
+        stop = None if budget is None else time.perf_counter() + budget
+        for i, pod in enumerate(pods):
+            if stop is not None and i and time.perf_counter() >= stop:
+                for rest in pods[i:]:
+                    self.queue.add((meta(rest).get("namespace") or "", meta(rest)["name"]))
+                return
             self._schedule_one(pod, view, now)
 
     def _schedule_one(self, pod: dict[str, Any], view: ClusterView, now: float) -> None:

@@ -32,6 +32,9 @@ from simulator.world import DEFAULT_READY_JITTER, World
 
 log = logging.getLogger(__name__)
 EC2_POLL_PAUSE_CAP = 3.0  # seconds; the quarter-of-the-time rule at ~1 s for the steady listing of 1,000 instances
+# wall seconds one tick's scheduling pass may take: the world ticks on the API server's loop, and a whole pass over
+# 2,000 pending pods and 1,000 nodes held every request for up to 7 s (docs/decisions.md §20)
+SCHEDULE_SLICE = 0.1
 
 
 def ec2_poll_pause(poll_seconds: float, spent: float) -> float:
@@ -62,9 +65,12 @@ class Simulator:
                  objects: list[dict[str, Any]] | None = None, tick_seconds: float = 0.01,
                  ec2_poll_seconds: float = 0.25, region: str = "us-east-1", pod_start_delay: float = 3.0,
                  cluster_name: str | None = None, scheduler_timing: SchedulerTiming | None = None,
-                 ready_jitter: float = DEFAULT_READY_JITTER, seed: int | None = 0) -> None:
+                 ready_jitter: float = DEFAULT_READY_JITTER, seed: int | None = 0,
+                 schedule_slice: float | None = SCHEDULE_SLICE) -> None:
         """`scheduler_timing` None is a real kube-scheduler's (SchedulerTiming()); `ready_jitter` varies each node's
-        ready delay and each pod's start delay by up to that fraction, drawn from a RNG seeded with `seed`."""
+        ready delay and each pod's start delay by up to that fraction, drawn from a RNG seeded with `seed`;
+        `schedule_slice` is the wall time one tick's scheduling pass may take before the API is answered again
+        (None: the whole pass)."""
         if time_scale <= 0:
             raise ValueError("time_scale must be positive")
         self.store = Store()
@@ -76,6 +82,7 @@ class Simulator:
         self.host = host
         self.port = port
         self.tick_seconds = tick_seconds
+        self.schedule_slice = schedule_slice
         self.ec2_poll_seconds = ec2_poll_seconds
         self.ec2_endpoint = ec2_endpoint
         self.region = region
@@ -172,7 +179,7 @@ class Simulator:
     async def _world_loop(self) -> None:
         while True:
             try:
-                self.world.tick()
+                self.world.tick(self.schedule_slice)
             except Exception:
                 log.exception("world tick failed")
             await asyncio.sleep(self.tick_seconds)

@@ -101,8 +101,9 @@ class World:
             return seconds
         return seconds * (1.0 + self.rng.uniform(-self.ready_jitter, self.ready_jitter))
 
-    def tick(self) -> None:
-        """One round of background work: due timers, kubelets, controllers, scheduler, PDB status."""
+    def tick(self, schedule_budget: float | None = None) -> None:
+        """One round of background work: due timers, kubelets, controllers, scheduler, PDB status. The scheduler
+        spends at most `schedule_budget` wall seconds when given (Scheduler.schedule)."""
         with self.store.lock:
             now = self.clock()
             while self._timers and self._timers[0][0] <= now:
@@ -110,7 +111,7 @@ class World:
                 fn()
             self._kubelets()
             self.controllers.reconcile()
-            self.scheduler.schedule()
+            self.scheduler.schedule(schedule_budget)
             self._kubelets()
             self.refresh_pdbs()
             self._detach_volumes()
