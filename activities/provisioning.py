@@ -26,6 +26,7 @@ from activities.fleet_launch import FleetLauncher
 from activities.heartbeat import heartbeating
 from activities.launch_templates import LaunchTemplates
 from activities.nodeclass_launch import NodeClassLauncher
+from activities.replacement_status import find_node, read_statuses
 from activities.reservation_launch import ReservationBook
 from api import labels
 from api.allocatable import VM_MEMORY_OVERHEAD_PERCENT
@@ -47,7 +48,7 @@ from contracts.disruption import (
 )
 from contracts.errors import ErrorType
 from gateways.ec2 import CloudErrorKind, CloudProvider, FleetCloud, classify, cloud_provider, error_code, iam_action
-from gateways.kube import KubeClient, Obj, event_body, node_ready
+from gateways.kube import KubeClient, Obj, event_body
 from planning.cluster import type_labels
 from planning.lifecycle.launch import launch_patch
 from planning.pricing.overlays import pool_catalog
@@ -470,36 +471,12 @@ class ProvisioningActivities:
         deadline = time.monotonic() + inp.wait_seconds
         interval = min(1.0, max(inp.wait_seconds / 10, 0.1))
         while True:
-            statuses = await asyncio.to_thread(lambda: [self._status(r) for r in inp.replacements])
+            statuses = await asyncio.to_thread(read_statuses, self._kube, inp.replacements)
             done = all(s.ready for s in statuses) or any(s.gone for s in statuses)
             if done or time.monotonic() + interval > deadline:
                 return statuses
             activity.heartbeat([s.node_claim for s in statuses if s.ready])
             await asyncio.sleep(interval)
-
-    def _status(self, r: LaunchedReplacement) -> ReplacementStatus:
-        claim = self._kube.get_node_claim(r.node_claim)
-        if claim is None or (claim.get("metadata") or {}).get("deletionTimestamp"):
-            return ReplacementStatus(node_claim=r.node_claim, gone=True)
-        node = self._find_node(claim, r)
-        if node is None:
-            return ReplacementStatus(node_claim=r.node_claim)
-        # Ready and initialized (the lifecycle controller's karpenter.sh/initialized), as Karpenter's disruption
-        # waits on Initialized: a Ready node may still carry startup or ephemeral taints (docs/decisions.md §19)
-        initialized = (node["metadata"].get("labels") or {}).get(labels.INITIALIZED_LABEL) == "true"
-        return ReplacementStatus(node_claim=r.node_claim, node=node["metadata"]["name"],
-                                 ready=node_ready(node) and initialized)
-
-    def _find_node(self, claim: Obj, r: LaunchedReplacement) -> Obj | None:
-        """The claim's Node: by `status.nodeName`, else by the claim label, else by the instance's providerID."""
-        node = self._kube.get_node((claim.get("status") or {}).get("nodeName") or "")
-        if node is not None:
-            return node
-        nodes = self._kube.list_nodes(label_selector=f"{NODECLAIM_TAG}={r.node_claim}")
-        if not nodes and r.instance_id:
-            nodes = [n for n in self._kube.list_nodes()
-                     if ((n.get("spec") or {}).get("providerID") or "").endswith("/" + r.instance_id)]
-        return nodes[0] if nodes else None
 
     # ---- delete ---------------------------------------------------------------------------------------------
 
@@ -510,7 +487,7 @@ class ProvisioningActivities:
 
     def _delete(self, r: LaunchedReplacement) -> str:
         claim = self._kube.get_node_claim(r.node_claim)
-        node = self._find_node(claim, r) if claim else None
+        node = find_node(self._kube, claim, r) if claim else None
         instance_ids = [r.instance_id] if r.instance_id else []
         existing = self._existing_instance(r.node_claim, r.uid)
         if existing and existing["InstanceId"] not in instance_ids:
