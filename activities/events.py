@@ -17,6 +17,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 EVENT_NAMESPACE = "default"
 PRUNE_AT = 20_000  # keys held before expired ones are dropped (Karpenter's go-cache janitor runs every 10 s)
+CREATE_THREADS = 8  # Event creates in flight for one activity (the kube client pools 64 connections)
 
 
 def event_body(ev: EventSpec, now: datetime, component: str = "nodeflow") -> dict[str, Any]:
@@ -136,6 +138,14 @@ class EventActivities:
         return len(events)
 
     def _create_all(self, events: list[EventSpec]) -> None:
+        """A few one after another; many over CREATE_THREADS requests in flight: a provisioning batch of 1,000
+        launches records 1,000 Launched events, which one at a time outlasted the activity's 30 s timeout."""
         now = datetime.now(UTC)
-        for ev in events:
-            self._kube.create_event(event_body(ev, now))
+        bodies = [event_body(ev, now) for ev in events]
+        if len(bodies) <= CREATE_THREADS:
+            for body in bodies:
+                self._kube.create_event(body)
+            return
+        with ThreadPoolExecutor(CREATE_THREADS, thread_name_prefix="events") as pool:
+            for _ in pool.map(self._kube.create_event, bodies):  # the first failure is raised, as one by one
+                pass

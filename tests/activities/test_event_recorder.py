@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.events import EventActivities, Recorder, nominated_spec
+from activities.events import CREATE_THREADS, EventActivities, Recorder, nominated_spec
 from activities.kube import KubeActivities
 from activities.provisioning_planner import explanation_specs
 from api import events
+from api.events import EventReason
 from bench.clusters import node_objects
-from contracts.disruption import EventSpec
+from contracts.disruption import EventsInput, EventSpec
 from contracts.termination import VolumesInput
 from gateways.kube import KubeClient
 from planning.provisioning.provisioner import ProvisioningDecision
@@ -130,3 +131,13 @@ async def test_a_volume_wait_says_awaiting_volume_detachment_once_per_window(sim
     got = [(e.involved_object.kind, e.type, e.message) for e in kube.core.list_namespaced_event("default").items
            if e.reason == "AwaitingVolumeDetachment"]
     assert got == [("Node", "Normal", "Awaiting deletion of bound volumeattachments (csi-1)")]
+
+
+async def test_a_batch_of_many_events_is_recorded_whole_over_several_requests_in_flight(kube: KubeClient) -> None:
+    """A provisioning batch's Launched events, one per NodeClaim: more than CREATE_THREADS, each recorded once."""
+    specs = [EventSpec(kind="NodeClaim", name=f"default-{i}", reason=EventReason.PROVISIONING_LAUNCHED,
+                       message="launched for 1 pod") for i in range(5 * CREATE_THREADS)]
+    acts = EventActivities(kube, clock=Clock())
+    assert await ActivityEnvironment().run(acts.record_events, EventsInput(events=specs)) == len(specs)
+    got = sorted(r[1] for r in _recorded(kube) if r[0] == "NodeClaim")
+    assert got == sorted(s.name for s in specs)
