@@ -18,7 +18,7 @@ INSTANCE_GRACE = timedelta(seconds=30)
 LIVE_STATES = frozenset({"pending", "running", "stopping", "stopped"})
 
 
-def _tags(instance: Mapping[str, Any]) -> dict[str, str]:
+def tags_of(instance: Mapping[str, Any]) -> dict[str, str]:
     return {t.get("Key", ""): t.get("Value", "") for t in instance.get("Tags") or []}
 
 
@@ -35,6 +35,20 @@ def _claimed(claims: Iterable[Obj]) -> tuple[set[str], dict[str, str]]:
     return ids, names
 
 
+def _is_claimed(instance: Mapping[str, Any], ids: set[str], names: dict[str, str]) -> bool:
+    if instance.get("InstanceId") in ids:
+        return True
+    tags = tags_of(instance)
+    owner = tags.get(NODECLAIM_TAG)
+    return owner in names and tags.get(NODECLAIM_UID_TAG, names[owner]) == names[owner]
+
+
+def claimed_by(instance: Mapping[str, Any], claims: Iterable[Obj]) -> bool:
+    """Whether one of `claims` accounts for the instance, by the rule `orphan_instances` applies."""
+    ids, names = _claimed(claims)
+    return _is_claimed(instance, ids, names)
+
+
 def orphan_instances(instances: Sequence[Mapping[str, Any]], claims: Sequence[Obj], now: datetime,
                      grace: timedelta = INSTANCE_GRACE) -> list[Mapping[str, Any]]:
     """Live instances older than `grace` that no claim names: not by providerID, and not by the claim tag of a
@@ -42,11 +56,7 @@ def orphan_instances(instances: Sequence[Mapping[str, Any]], claims: Sequence[Ob
     ids, names = _claimed(claims)
     out = []
     for inst in instances:
-        if (inst.get("State") or {}).get("Name") not in LIVE_STATES or inst.get("InstanceId") in ids:
-            continue
-        tags = _tags(inst)
-        owner = tags.get(NODECLAIM_TAG)
-        if owner in names and tags.get(NODECLAIM_UID_TAG, names[owner]) == names[owner]:
+        if (inst.get("State") or {}).get("Name") not in LIVE_STATES or _is_claimed(inst, ids, names):
             continue
         launched = parse_time(inst.get("LaunchTime"))  # a datetime from boto3, a string across a payload
         if launched is not None and now - launched < grace:
