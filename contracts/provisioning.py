@@ -6,16 +6,28 @@ Shared by workflows/, activities/ and runtime/ (the pending-pod intake): plain p
 from __future__ import annotations
 
 import hashlib
+import json
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from contracts.disruption import LaunchedReplacement, Replacement, StaticScaleUp
 
 WORKFLOW_ID_PREFIX = "provision-"
 LAUNCH_REASON = "Provisioning"
 STATIC_LAUNCH_REASON = "StaticCapacity"  # NodeflowReason of a static NodePool's scale-up
+COMPACT_ABOVE = 50  # launches: a larger plan's JSON names each distinct Replacement once (ProvisioningPlan)
+REPLACEMENTS, REPLACEMENT_INDEX = "replacements", "replacement_index"
 
 
 class _Model(BaseModel):
@@ -72,12 +84,46 @@ class NodeClaimLaunch(_Model):
 
 
 class ProvisioningPlan(_Model):
+    """A batch's decision. As JSON (a workflow payload), a plan of more than COMPACT_ABOVE launches names each distinct
+    Replacement once, in `replacements`, and each launch its index there: Karpenter's hostname-spreading-xl planned
+    1,000 launches naming the same ~100 types each, 1.66 MB against Temporal's 2 MiB payload limit. Both forms read
+    back into this one; a worker older than the compact form cannot read it (docs/decisions.md §23)."""
+
     launches: list[NodeClaimLaunch] = Field(default_factory=list)
     nominated: int = 0  # pods of the batch expected on a NodeClaim already launching
     scheduled: int = 0  # pods of the batch that fit an existing node (the scheduler will bind them)
     unservable: list[str] = Field(default_factory=list)  # pods no NodePool serves (each got an Event)
     pools_at_limit: list[str] = Field(default_factory=list)
     gone: int = 0  # pods of the batch no longer pending
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        launches = data.get("launches") or []
+        if info.mode != "json" or len(launches) <= COMPACT_ABOVE:
+            return data
+        table: list[Any] = []
+        index: dict[str, int] = {}
+        for launch in launches:
+            at = index.setdefault(json.dumps(launch["replacement"], sort_keys=True), len(table))
+            if at == len(table):
+                table.append(launch["replacement"])
+            del launch["replacement"]
+            launch[REPLACEMENT_INDEX] = at
+        data[REPLACEMENTS] = table
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or REPLACEMENTS not in data:
+            return data
+        table = data[REPLACEMENTS]
+        launches = [{**{k: v for k, v in launch.items() if k != REPLACEMENT_INDEX},
+                     "replacement": table[launch[REPLACEMENT_INDEX]]}
+                    if isinstance(launch, dict) and REPLACEMENT_INDEX in launch else launch
+                    for launch in data.get("launches") or []]
+        return {**{k: v for k, v in data.items() if k != REPLACEMENTS}, "launches": launches}
 
 
 class LaunchFailedInput(_Model):
