@@ -49,7 +49,7 @@ def status_of(r: LaunchedReplacement, claim: Obj | None, node: Obj | None) -> Re
     """Gone when the claim is missing or deleting; Ready only when its Node is Ready and initialized (the lifecycle
     controller's karpenter.sh/initialized), as Karpenter's disruption waits on Initialized: a Ready node may still
     carry startup or ephemeral taints (docs/decisions.md §19)."""
-    if claim is None or (claim.get("metadata") or {}).get("deletionTimestamp"):
+    if claim is None or _deleting(claim):
         return ReplacementStatus(node_claim=r.node_claim, gone=True)
     if node is None:
         return ReplacementStatus(node_claim=r.node_claim)
@@ -75,10 +75,13 @@ def read_statuses(kube: KubeClient, replacements: list[LaunchedReplacement]) -> 
         out = []
         for r in replacements:
             claim = kube.get_node_claim(r.node_claim)
-            live = claim is not None and not (claim.get("metadata") or {}).get("deletionTimestamp")
-            out.append(status_of(r, claim, find_node(kube, claim, r) if live and claim is not None else None))
+            out.append(status_of(r, claim, None if claim is None or _deleting(claim) else find_node(kube, claim, r)))
         return out
     claims = {(c.get("metadata") or {}).get("name"): c for c in kube.list_node_claims()}
     nodes = NodeIndex(kube.list_nodes())
     return [status_of(r, claims.get(r.node_claim), nodes.find(claims[r.node_claim], r)
                       if r.node_claim in claims else None) for r in replacements]
+
+
+def _deleting(claim: Obj) -> bool:
+    return bool((claim.get("metadata") or {}).get("deletionTimestamp"))

@@ -49,6 +49,7 @@ class GcSettings:
 @dataclass
 class GcResult:
     instances_terminated: list[str] = field(default_factory=list)
+    instances_kept: list[str] = field(default_factory=list)  # proposed by the cache, their claims in the API server
     claims_deleted: list[str] = field(default_factory=list)
 
 
@@ -95,9 +96,13 @@ class GarbageCollector:
         grace = timedelta(seconds=self.settings.instance_grace_seconds)
         for inst in garbage.orphan_instances(listed, claims, self.clock(), grace):
             if self._claimed_in_api(inst):
+                result.instances_kept.append(str(inst["InstanceId"]))
                 continue
             self._terminate_orphan(inst, nodes)
             result.instances_terminated.append(str(inst["InstanceId"]))
+        if result.instances_kept:
+            log.warning("garbage collection: %d instances' NodeClaims are not in the watch cache yet (the API server "
+                        "shows them); not collected", len(result.instances_kept))
         live = {str(i["InstanceId"]) for i in listed if (i.get("State") or {}).get("Name") in garbage.LIVE_STATES}
         ready = {(n.get("metadata") or {}).get("name", "") for n in nodes if node_ready(n)}
         # only claims the listing leaves in doubt are asked about: a deleting claim, an unregistered one or one
@@ -170,8 +175,8 @@ class GarbageCollector:
         claim = self.kube.get_node_claim(owner) if owner else None
         if claim is None or not garbage.claimed_by(inst, [claim]):
             return False
-        log.warning("instance %s: its NodeClaim %s is not in the watch cache yet; not collected", inst["InstanceId"],
-                    owner, extra={"instance": inst["InstanceId"], "nodeclaim": owner})
+        log.info("instance %s: its NodeClaim %s is not in the watch cache yet; not collected", inst["InstanceId"],
+                 owner, extra={"instance": inst["InstanceId"], "nodeclaim": owner})
         return True
 
     def _terminate_orphan(self, inst: dict[str, Any], nodes: list[Obj]) -> None:

@@ -48,7 +48,7 @@ def test_an_instance_whose_claim_only_the_api_server_shows_is_kept_and_a_true_or
     gc = GarbageCollector(KubeClient(sim.api_client()), _LaggingCache(), ec2, "c1",  # type: ignore[arg-type]
                           GcSettings(instance_grace_seconds=0))
     result = gc.collect()
-    assert sorted(result.instances_terminated) == sorted([orphan, stale_uid])
+    assert sorted(result.instances_terminated) == sorted([orphan, stale_uid]) and result.instances_kept == [kept]
     states = {i["InstanceId"]: i["State"]["Name"] for r in ec2.describe_instances(
         InstanceIds=[kept, orphan, stale_uid])["Reservations"] for i in r["Instances"]}
     assert states[kept] == "running" and {states[orphan], states[stale_uid]} <= {"shutting-down", "terminated"}
