@@ -143,3 +143,31 @@ def test_send_initial_events_false_starts_from_now(sim: Simulator, k8s: client.A
     client.CoreV1Api(k8s).create_node(node("b"))
     t.join(10)
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in got] == [("ADDED", "b")]
+
+
+def test_events_queued_while_the_loop_was_busy_go_out_in_one_write_and_in_order(sim: Simulator,
+                                                                               k8s: client.ApiClient) -> None:
+    """The emulator's loop also runs the world's ticks: a watcher woken once per event fell tens of seconds behind
+    under load, so what is queued when it wakes is written at once."""
+    v1 = client.CoreV1Api(k8s)
+    rv = v1.list_node().metadata.resource_version
+    writes: list[int] = []
+    real = sim.server._write
+
+    async def counting(resp, data: bytes) -> None:  # type: ignore[no-untyped-def]
+        writes.append(data.count(b"\n"))
+        await real(resp, data)
+
+    sim.server._write = counting  # type: ignore[method-assign]
+    events: list[tuple[str, str]] = []
+    t = threading.Thread(target=lambda: events.extend(_collect(v1.list_node, 30, resource_version=rv)))
+    t.start()
+    time.sleep(0.5)  # the watch is open
+    assert sim._loop is not None
+    sim._loop.call_soon_threadsafe(time.sleep, 0.5)  # the loop busy, as during a long tick
+    time.sleep(0.1)
+    for i in range(30):
+        sim.store.create(BY_KIND["Node"], node(f"n{i:02d}"))
+    t.join(10)
+    assert events == [("ADDED", f"n{i:02d}") for i in range(30)]
+    assert sum(writes) == 30 and len(writes) < 5, writes
