@@ -25,7 +25,7 @@ from simulator.scheduling_binding import bind_claims, failed_scheduling_event, p
 from simulator.scheduling_filters import ERR_UNSCHEDULABLE, ClusterView, PodFilters, fit_error
 from simulator.scheduling_requests import Requests, pod_requests
 from simulator.scheduling_volumes import Volumes, claim_names
-from simulator.store import Store
+from simulator.store import Store, key_of
 
 PODS = BY_KIND["Pod"]
 NODES = BY_KIND["Node"]
@@ -95,7 +95,7 @@ class Scheduler:
         for k, v in self._requests_of(pod).items():
             used[k] = used.get(k, 0) + sign * v
         self.pod_counts[node] = self.pod_counts.get(node, 0) + sign
-        key = (meta(pod).get("namespace") or "", meta(pod).get("name") or "")
+        key = key_of(pod)
         if sign > 0 and has_required_anti_affinity(pod):
             self._anti.add(key)
         elif sign < 0:
@@ -122,7 +122,7 @@ class Scheduler:
         self._account(old, -1)
         self._account(new, +1)
         pod = new or old or {}
-        key = (meta(pod).get("namespace") or "", meta(pod).get("name") or "")
+        key = key_of(pod)
         spec = (new or {}).get("spec") or {}
         if new is not None and not spec.get("nodeName") and not is_deleting(new) and not pod_terminal(new) \
                 and spec.get("schedulerName", DEFAULT_SCHEDULER) == DEFAULT_SCHEDULER:
@@ -216,13 +216,13 @@ class Scheduler:
         for i, pod in enumerate(pods):
             if stop is not None and i and time.perf_counter() >= stop:
                 for rest in pods[i:]:
-                    self.queue.add((meta(rest).get("namespace") or "", meta(rest)["name"]))
+                    self.queue.add(key_of(rest))
                 return
             self._schedule_one(pod, view, now)
 
     def _schedule_one(self, pod: dict[str, Any], view: ClusterView, now: float) -> None:
         store = self.world.store
-        key = (meta(pod).get("namespace") or "", meta(pod)["name"])
+        key = key_of(pod)
         if (pod.get("spec") or {}).get("schedulingGates"):  # kube-scheduler's SchedulingGates PreEnqueue
             self.queue.gated(key)
             gated = deep_copy(pod)
