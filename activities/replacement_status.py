@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from api import labels
 from api.labels import NODECLAIM_TAG
+from api.provider_id import instance_id_from_provider_id
 from contracts.disruption import LaunchedReplacement, ReplacementStatus
 from gateways.kube import KubeClient, Obj, node_ready
 
@@ -31,9 +32,9 @@ class NodeIndex:
             claim = (meta.get("labels") or {}).get(NODECLAIM_TAG)
             if claim:
                 self.by_claim.setdefault(claim, node)
-            provider = (node.get("spec") or {}).get("providerID") or ""
-            if "/" in provider:
-                self.by_instance.setdefault(provider.rsplit("/", 1)[1], node)
+            instance = instance_id_from_provider_id((node.get("spec") or {}).get("providerID"))
+            if instance:
+                self.by_instance.setdefault(instance, node)
 
     def find(self, claim: Obj, r: LaunchedReplacement) -> Obj | None:
         """The claim's Node: by `status.nodeName`, else by the claim label, else by the instance's providerID."""
