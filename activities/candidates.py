@@ -18,6 +18,7 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.exceptions import ApplicationError
 
+from activities.fan_out import each, each_async
 from activities.karpenter_metrics import DISRUPTED_ONCE, record_disrupted
 from api import labels
 from api.timestamps import format_seconds
@@ -47,11 +48,10 @@ class CandidateActivities:
 
     @activity.defn(name="disruption_taint_candidates")
     async def taint_candidates(self, inp: TaintInput) -> list[str]:
-        """Taint every candidate; a candidate that vanished fails the command (its replacement plan is void)."""
-        missing = []
-        for n in inp.nodes:
-            if not await asyncio.to_thread(self._kube.taint, n.name):
-                missing.append(n.name)
+        """Taint every candidate (many at once: activities/fan_out.py); a candidate that vanished fails the command
+        (its replacement plan is void)."""
+        tainted = await asyncio.to_thread(each, self._kube.taint, [n.name for n in inp.nodes])
+        missing = [n.name for n, ok in zip(inp.nodes, tainted, strict=True) if not ok]
         if missing:
             raise ApplicationError(f"candidate node(s) gone: {', '.join(missing)}", type=ErrorType.CANDIDATE_GONE.value,
                                    non_retryable=True)
@@ -61,28 +61,32 @@ class CandidateActivities:
     def _mark_claims(self, nodes: list[NodeRef], change: Change) -> None:
         """The candidates' NodeClaims' DisruptionReason (docs/semantics.md §18): a marker for users and tools, so a
         claim that is gone or refuses the write never fails the command."""
-        for n in nodes:
-            if not n.node_claim:
-                continue
+        def mark(claim: str) -> None:
             try:
-                self._kube.update("NodeClaim", n.node_claim, change, status=True)
+                self._kube.update("NodeClaim", claim, change, status=True)
             except (ApiException, Conflict) as exc:
-                log.warning("NodeClaim %s: DisruptionReason not written: %s", n.node_claim, exc)
+                log.warning("NodeClaim %s: DisruptionReason not written: %s", claim, exc)
+
+        each(mark, [n.node_claim for n in nodes if n.node_claim])
 
     @activity.defn(name="disruption_untaint_candidates")
     async def untaint_candidates(self, inp: TaintInput) -> list[str]:
         """Untaint the candidates; with `hold` (a cancel) also annotate them so the planner leaves them alone for
         the cool-down (idempotent: the same times on a retry)."""
-        done = []
-        for n in inp.nodes:
-            if await asyncio.to_thread(self._kube.untaint, n.name):
-                done.append(n.name)
-            if inp.hold is not None:
-                await asyncio.to_thread(self._kube.patch_node, n.name, {"metadata": {"annotations": {
-                    labels.DISRUPTION_CANCELLED_AT_ANNOTATION: format_seconds(inp.hold.cancelled_at),
-                    labels.DISRUPTION_HELD_UNTIL_ANNOTATION: format_seconds(inp.hold.held_until)}}})
+        hold = inp.hold
+
+        def release(name: str) -> bool:
+            done = self._kube.untaint(name)
+            if hold is not None:
+                self._kube.patch_node(name, {"metadata": {"annotations": {
+                    labels.DISRUPTION_CANCELLED_AT_ANNOTATION: format_seconds(hold.cancelled_at),
+                    labels.DISRUPTION_HELD_UNTIL_ANNOTATION: format_seconds(hold.held_until)}}})
+            return done
+
+        names = [n.name for n in inp.nodes]
+        released = await asyncio.to_thread(each, release, names)
         await asyncio.to_thread(self._mark_claims, inp.nodes, no_disruption_reason())
-        return done
+        return [name for name, done in zip(names, released, strict=True) if done]
 
     @activity.defn(name="disruption_drift_outcome")
     async def drift_outcome(self, inp: DriftOutcomeInput) -> str:
@@ -110,26 +114,28 @@ class CandidateActivities:
     @activity.defn(name="disruption_start_terminations")
     async def start_terminations(self, inp: TerminationsInput) -> list[str]:
         """One TerminationWorkflow per candidate (idempotent: an existing one is reused); each one started is a
-        NodeClaim disrupted in Karpenter's metrics (activities/karpenter_metrics.py)."""
-        ids = []
-        for n in inp.nodes:
+        NodeClaim disrupted in Karpenter's metrics (activities/karpenter_metrics.py). Many are started at once
+        (activities/fan_out.py)."""
+        async def start(n: NodeRef) -> str:
             wid = await self._start_termination(termination_input(n, inp.reason, inp.requested_by, inp.deadline,
                                                                   inp.drain), inp.task_queue)
-            ids.append(wid)
             if DISRUPTED_ONCE.first(wid):
                 await asyncio.to_thread(record_disrupted, self._kube, n.name, n.node_claim, n.node_pool, inp.reason)
-        return ids
+            return wid
+
+        return await each_async(start, inp.nodes)
 
     @activity.defn(name="disruption_await_terminations")
     async def await_terminations(self, inp: AwaitTerminationsInput) -> list[str]:
-        """Wait until every termination closed; a failed one fails this activity (and is retried)."""
+        """Wait until every termination closed (each poll describes them all at once: activities/fan_out.py); a
+        failed one fails this activity (and is retried)."""
         client = self._client or activity.client()
         pending = list(inp.workflow_ids)
         started = time.monotonic()
         while pending:
+            statuses = await each_async(lambda wid: client.get_workflow_handle(wid).describe(), pending)
             still = []
-            for wid in pending:
-                desc = await client.get_workflow_handle(wid).describe()
+            for wid, desc in zip(pending, statuses, strict=True):
                 if desc.status == WorkflowExecutionStatus.RUNNING:
                     still.append(wid)
                 elif desc.status not in (WorkflowExecutionStatus.COMPLETED, WorkflowExecutionStatus.CONTINUED_AS_NEW):

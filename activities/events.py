@@ -17,12 +17,12 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
 from temporalio import activity
 
+from activities.fan_out import THREADS, each
 from api import events
 from api.events import EventReason, dedupe_key, spec_of
 from contracts.disruption import EventsInput, EventSpec
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 EVENT_NAMESPACE = "default"
 PRUNE_AT = 20_000  # keys held before expired ones are dropped (Karpenter's go-cache janitor runs every 10 s)
-CREATE_THREADS = 8  # Event creates in flight for one activity (the kube client pools 64 connections)
+CREATE_THREADS = THREADS  # Event creates in flight for one activity (activities/fan_out.py)
 
 
 def event_body(ev: EventSpec, now: datetime, component: str = "nodeflow") -> dict[str, Any]:
@@ -142,10 +142,4 @@ class EventActivities:
         launches records 1,000 Launched events, which one at a time outlasted the activity's 30 s timeout."""
         now = datetime.now(UTC)
         bodies = [event_body(ev, now) for ev in events]
-        if len(bodies) <= CREATE_THREADS:
-            for body in bodies:
-                self._kube.create_event(body)
-            return
-        with ThreadPoolExecutor(CREATE_THREADS, thread_name_prefix="events") as pool:
-            for _ in pool.map(self._kube.create_event, bodies):  # the first failure is raised, as one by one
-                pass
+        each(self._kube.create_event, bodies, CREATE_THREADS)  # the first failure is raised, as one by one
