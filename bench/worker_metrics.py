@@ -19,6 +19,7 @@ LEADER = "nodeflow_leader"
 DECISIONS = "nodeflow_disruption_decisions"
 OUTCOMES = "nodeflow_disruption_outcomes"
 EVALUATION = "karpenter_voluntary_disruption_decision_evaluation_duration_seconds"
+CREATED = "karpenter_nodeclaims_created"
 
 
 def ready(port: int, timeout: float = 1.0) -> bool:
@@ -66,6 +67,14 @@ def validations(port: int) -> dict[str, float]:
     """result -> validations so far (summed over methods); empty when the worker does not answer."""
     text = _scrape(port)
     return {} if text is None else totals(text, VALIDATIONS, ("result",))
+
+
+def launches(port: int) -> dict[str, float]:
+    """reason -> NodeClaims created so far (summed over pools): `provisioning` for pending pods, a disruption reason
+    (`underutilized`, `drifted`, ...) for a command's replacements. A consolidation phase that creates NodeClaims
+    for pending pods moved pods that then found no room (the churn a bench should show)."""
+    text = _scrape(port)
+    return {} if text is None else totals(text, CREATED, ("reason",))
 
 
 def since(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:

@@ -19,6 +19,7 @@ from bench.worker_metrics import (
     event_loop_lag,
     histogram_sum_count,
     instance_types_discovered,
+    launches,
     read,
     ready,
     since,
@@ -64,11 +65,31 @@ def test_validations_are_summed_over_methods_and_compared_between_reads() -> Non
         server.shutdown()
 
 
+def test_nodeclaims_created_are_read_by_reason_over_pools() -> None:
+    """A consolidation phase's launches for pending pods (reason `provisioning`) apart from its replacements."""
+    registry = CollectorRegistry()
+    counter = Counter("karpenter_nodeclaims_created_total", "x", ["reason", "nodepool", "min_values_relaxed"],
+                      registry=registry)
+    counter.labels(reason="provisioning", nodepool="a", min_values_relaxed="false").inc(4)
+    counter.labels(reason="provisioning", nodepool="b", min_values_relaxed="false").inc(1)
+    counter.labels(reason="underutilized", nodepool="a", min_values_relaxed="false").inc(2)
+    server = _serve(registry)
+    try:
+        port = server.server_address[1]
+        before = launches(port)
+        assert before == {"provisioning": 5.0, "underutilized": 2.0}
+        counter.labels(reason="provisioning", nodepool="a", min_values_relaxed="false").inc(3)
+        assert since(before, launches(port)) == {"provisioning": 3}
+    finally:
+        server.shutdown()
+
+
 def test_a_worker_that_does_not_answer_reads_as_nothing() -> None:
     server = HTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     port = server.server_address[1]
     server.server_close()
     assert validations(port) == {}
+    assert launches(port) == {}
     assert instance_types_discovered(port) is None
 
 
