@@ -15,6 +15,7 @@ from api import labels
 from api.policy_controls import WAIT_FOR_COMPLETION_ANNOTATION
 from api.timestamps import parse_timestamp
 from planning.disruption.candidates import do_not_disrupt_value_active
+from planning.pod_requests import pod_requests
 
 STUCK_TERMINATING_AFTER = timedelta(minutes=1)
 DEFAULT_GRACE_SECONDS = 30  # what the API server defaults spec.terminationGracePeriodSeconds to
@@ -110,12 +111,29 @@ def tier_of(pod: Pod) -> Tier:
 
 
 def first_tier(pods: list[Pod]) -> list[Pod]:
-    """The pods of the first non-empty tier; later tiers wait until these have left."""
+    """The pods of the first non-empty tier, largest first (`eviction_order`); later tiers wait until these have
+    left."""
     for tier in TIER_ORDER:
         group = [p for p in pods if tier_of(p) == tier]
         if group:
-            return group
+            return eviction_order(group)
     return []
+
+
+def eviction_order(pods: list[Pod]) -> list[Pod]:
+    """Largest requests first (cpu, then memory), as the planner placed them (planning/scheduling/simulation.py
+    `simulate`), so their replacements reach kube-scheduler's queue in that order (docs/semantics.md §9.2).
+
+    Evicted in any order, the small pods took the room the plan had kept for a large one (kube-scheduler binds
+    each pod to the least allocated node that fits): in Karpenter's wide scenario a consolidation's 64 GiB pod found
+    no node and got a new one of its own. Karpenter's eviction queue keeps no order within a tier."""
+    return sorted(pods, key=_size_first)
+
+
+def _size_first(pod: Pod) -> tuple[float, int, str]:
+    meta = pod.get("metadata") or {}
+    req = pod_requests(pod.get("spec") or {}, pod.get("status"))
+    return -req.cpu, -req.mem, f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
 
 
 def grace_seconds(pod: Pod) -> int:

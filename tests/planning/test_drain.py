@@ -60,6 +60,22 @@ def test_tiers_in_order() -> None:
     assert order == [["plain"], ["ds"], ["c"], ["cds"]]
 
 
+def _sized(name: str, cpu: str, memory: str, owner: str | None = None) -> dict:
+    p = pod(name, owner=owner)
+    p["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": memory}}}]
+    return p
+
+
+def test_a_tier_is_evicted_largest_first_as_the_planner_placed_it() -> None:
+    """Requested cpu, then memory, then name: the 64 GiB pod's replacement reaches kube-scheduler before the small
+    ones can take the room the plan kept for it (docs/semantics.md §9.2)."""
+    pods = [_sized("small", "225m", "500Mi"), _sized("big-mem", "2300m", "64Gi"), _sized("b", "900m", "1Gi"),
+            _sized("a", "900m", "1Gi"), _sized("big-cpu", "2300m", "2Gi"), pod("none"),
+            _sized("agent", "4", "8Gi", owner="DaemonSet")]
+    assert [p["metadata"]["name"] for p in r.first_tier(pods)] == ["big-mem", "big-cpu", "a", "b", "small", "none"]
+    assert [p["metadata"]["name"] for p in r.plan_round(pods, None, NOW).evict][:2] == ["big-mem", "big-cpu"]
+
+
 def test_deadline_formula() -> None:
     deadline = NOW + timedelta(seconds=300)
     p = pod(grace=60)
