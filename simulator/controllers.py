@@ -36,7 +36,9 @@ class Controllers:
         self.delete_pod = delete_pod
         self.by_uid: dict[str, tuple[ResourceType, tuple[str, str]]] = {}
         self.daemonsets: set[str] = set()
-        self.dirty: set[str] = set()
+        # controllers to reconcile, in the order they changed (a controller's work queue is FIFO and keeps an item's
+        # place): a ReplicaSet whose pod was evicted first creates its replacement first
+        self.dirty: dict[str, None] = {}
         self.dirty_nodes: set[str] = set()  # nodes whose daemon pods need a look
         self.rng = random.Random(7)
         self.deployments = Deployments(store)
@@ -50,13 +52,13 @@ class Controllers:
             if new is None:
                 self.by_uid.pop(uid, None)
                 self.daemonsets.discard(uid)
-                self.dirty.discard(uid)
+                self.dirty.pop(uid, None)
                 return
             self.by_uid[uid] = (rt, (meta(new).get("namespace") or "", meta(new)["name"]))
             if rt.kind == "DaemonSet":
                 self.daemonsets.add(uid)
             if old is None or old.get("spec") != new.get("spec"):
-                self.dirty.add(uid)
+                self.dirty.setdefault(uid)
         elif rt is PODS:
             gone = new is None or (is_deleting(new) and not is_deleting(old or {})) or (
                 pod_terminal(new) and not pod_terminal(old or {}))
@@ -67,11 +69,11 @@ class Controllers:
                     if node:
                         self.dirty_nodes.add(node)
                 elif ref and ref.get("uid") in self.by_uid:
-                    self.dirty.add(ref["uid"])
+                    self.dirty.setdefault(ref["uid"])
             elif new is not None and (old is None or condition_true(old, "Ready") != condition_true(new, "Ready")):
                 ref = controller_ref(new)
                 if ref and ref.get("kind") == "ReplicaSet" and ref.get("uid") in self.by_uid:
-                    self.dirty.add(ref["uid"])  # its status counts ready pods
+                    self.dirty.setdefault(ref["uid"])  # its status counts ready pods
         elif rt is NODES and new is not None and (old is None or labels(old) != labels(new)
                                                   or old.get("spec") != new.get("spec")):
             self.dirty_nodes.add(meta(new)["name"])
@@ -109,7 +111,8 @@ class Controllers:
                 if found is not None and not is_deleting(found[1]):
                     self._daemonset(found[1], nodes)
         while self.dirty:
-            uid = self.dirty.pop()
+            uid = next(iter(self.dirty))
+            del self.dirty[uid]
             found = self._get(uid)
             if found is None or is_deleting(found[1]):
                 continue

@@ -209,8 +209,9 @@ class Scheduler:
             return
         store = self.world.store
         pods = [p for p in (store.get(PODS, *k) for k in keys if k in self.pending) if p is not None]
-        pods.sort(key=lambda p: (-int((p.get("spec") or {}).get("priority") or 0),
-                                 meta(p).get("creationTimestamp") or ""))
+        # kube-scheduler's PrioritySort: higher priority first, then the time each pod was (last) added to the queue,
+        # which is the order the queue hands them out (creationTimestamp has whole seconds: a drain's pods tie)
+        pods.sort(key=lambda p: -int((p.get("spec") or {}).get("priority") or 0))
         view = self._view(pods)
         stop = None if budget is None else time.perf_counter() + budget
         for i, pod in enumerate(pods):

@@ -35,7 +35,9 @@ class SchedulingQueue:
 
     def __init__(self, timing: SchedulerTiming) -> None:
         self.timing = timing
-        self.active: set[Key] = set()
+        # the active queue in arrival order: kube-scheduler's activeQ pops pods of one priority by the time they were
+        # (last) added, so the pods a drain evicted first are attempted first (a set kept them in hash order)
+        self.active: dict[Key, None] = {}
         self.where: dict[Key, tuple[Where, int]] = {}  # pod -> (queue, token of its heap entry)
         self.attempts: dict[Key, int] = {}
         self.last_attempt: dict[Key, float] = {}
@@ -53,7 +55,7 @@ class SchedulingQueue:
 
     def forget(self, key: Key) -> None:
         """The pod was bound, deleted or finished."""
-        self.active.discard(key)
+        self.active.pop(key, None)
         self.where.pop(key, None)
         self.attempts.pop(key, None)
         self.last_attempt.pop(key, None)
@@ -139,10 +141,9 @@ class SchedulingQueue:
 
     def _set(self, key: Key, where: Where) -> int:
         token = next(self._tokens)
+        self.active.pop(key, None)
         if where is Where.ACTIVE:
-            self.active.add(key)
-        else:
-            self.active.discard(key)
+            self.active[key] = None  # (re-)added: at the back, as kube-scheduler refreshes its queue timestamp
         if where is not Where.UNSCHEDULABLE:
             self.parked_since.pop(key, None)
         self.where[key] = (where, token)
