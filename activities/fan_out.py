@@ -2,8 +2,8 @@
 
 An activity that writes to hundreds of objects one call after another outlasts its 30 s timeout on a loaded machine:
 1,000 Launched Events of a provisioning batch did, and so did tainting, and starting the terminations of, the 300 empty
-nodes of one Emptiness command in Karpenter's hostname-spreading-xl scenario (two timeouts each, three minutes before
-the nodes began to go). A few calls still go one after another (no threads for a single-node command).
+nodes of one Emptiness command in Karpenter's hostname-spreading-xl scenario (five timeouts, three minutes before the
+nodes began to go). A few calls still go one after another (no threads for a single-node command).
 """
 
 from __future__ import annotations
