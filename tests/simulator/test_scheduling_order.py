@@ -45,7 +45,7 @@ def test_the_queue_hands_out_pods_in_arrival_order_and_a_readded_pod_last() -> N
     queue.gated(("default", "x"))
     queue.updated(("default", "x"), 1.0)  # its gates removed: it enters the queue again, now
     assert [k[1] for k in queue.pop_active(1.0)] == ["a", "q", "x"]
-    assert queue.where.get(("default", "x")) is None or queue.where[("default", "x")][0] is not Where.ACTIVE
+    assert queue.counts()[Where.ACTIVE.value] == 0 and not queue.active
 
 
 def test_pods_created_in_one_second_are_attempted_in_the_order_they_arrived() -> None:
