@@ -22,7 +22,7 @@ from typing import Any
 
 from temporalio import activity
 
-from activities.fan_out import THREADS, each
+from activities.fan_out import each
 from api import events
 from api.events import EventReason, dedupe_key, spec_of
 from contracts.disruption import EventsInput, EventSpec
@@ -35,7 +35,6 @@ log = logging.getLogger(__name__)
 
 EVENT_NAMESPACE = "default"
 PRUNE_AT = 20_000  # keys held before expired ones are dropped (Karpenter's go-cache janitor runs every 10 s)
-CREATE_THREADS = THREADS  # Event creates in flight for one activity (activities/fan_out.py)
 
 
 def event_body(ev: EventSpec, now: datetime, component: str = "nodeflow") -> dict[str, Any]:
@@ -138,8 +137,8 @@ class EventActivities:
         return len(events)
 
     def _create_all(self, events: list[EventSpec]) -> None:
-        """A few one after another; many over CREATE_THREADS requests in flight: a provisioning batch of 1,000
+        """A few one after another; many several at a time (activities/fan_out.py): a provisioning batch of 1,000
         launches records 1,000 Launched events, which one at a time outlasted the activity's 30 s timeout."""
         now = datetime.now(UTC)
         bodies = [event_body(ev, now) for ev in events]
-        each(self._kube.create_event, bodies, CREATE_THREADS)  # the first failure is raised, as one by one
+        each(self._kube.create_event, bodies)  # the first failure is raised, as one by one

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.events import CREATE_THREADS, EventActivities, Recorder, nominated_spec
+from activities.events import EventActivities, Recorder, nominated_spec
+from activities.fan_out import THREADS
 from activities.kube import KubeActivities
 from activities.provisioning_planner import explanation_specs
 from api import events
@@ -134,9 +135,9 @@ async def test_a_volume_wait_says_awaiting_volume_detachment_once_per_window(sim
 
 
 async def test_a_batch_of_many_events_is_recorded_whole_over_several_requests_in_flight(kube: KubeClient) -> None:
-    """A provisioning batch's Launched events, one per NodeClaim: more than CREATE_THREADS, each recorded once."""
+    """A provisioning batch's Launched events, one per NodeClaim: more than fan_out.THREADS, each recorded once."""
     specs = [EventSpec(kind="NodeClaim", name=f"default-{i}", reason=EventReason.PROVISIONING_LAUNCHED,
-                       message="launched for 1 pod") for i in range(5 * CREATE_THREADS)]
+                       message="launched for 1 pod") for i in range(5 * THREADS)]
     acts = EventActivities(kube, clock=Clock())
     assert await ActivityEnvironment().run(acts.record_events, EventsInput(events=specs)) == len(specs)
     got = sorted(r[1] for r in _recorded(kube) if r[0] == "NodeClaim")
