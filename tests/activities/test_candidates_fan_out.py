@@ -26,6 +26,7 @@ from bench.clusters import node_objects
 from contracts.disruption import AwaitTerminationsInput, CancelHold, NodeRef, TaintInput, TerminationsInput
 from contracts.errors import ErrorType
 from gateways.kube import KubeClient
+from planning.cluster import tainted_disrupted
 from simulator.server import Simulator
 
 MANY = 3 * fan_out.THREADS + 1
@@ -44,8 +45,7 @@ def kube(sim: Simulator) -> KubeClient:
 
 
 def _tainted(kube: KubeClient, name: str) -> bool:
-    node = kube.get_node(name) or {}
-    return any(t.get("key") == labels.DISRUPTED_TAINT_KEY for t in (node.get("spec") or {}).get("taints") or ())
+    return tainted_disrupted(((kube.get_node(name) or {}).get("spec") or {}).get("taints") or ())
 
 
 def _reason(kube: KubeClient, claim: str) -> str | None:
