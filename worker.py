@@ -169,6 +169,10 @@ def _disruption_args(p: argparse.ArgumentParser) -> None:
                    help="a new node whose instance types cannot meet a requirement's minValues: Strict plans and "
                         "launches none; BestEffort lowers minValues to what the types carry and annotates the "
                         "NodeClaim karpenter.sh/nodeclaim-min-values-relaxed (Karpenter's --min-values-policy)")
+    p.add_argument("--fill-policy", choices=["CostAware", "Greedy"], default=env("NODEFLOW_FILL_POLICY", "CostAware"),
+                   help="how far a new node for pending pods fills: CostAware (default) stops a node's growth where "
+                        "its best price per unit of its pods' cpu/memory mix would rise by over 25%% (the pod goes to "
+                        "another node); Greedy fills while any type fits, as Karpenter")
     p.add_argument("--cancel-hold", type=_seconds, default=env("NODEFLOW_CANCEL_HOLD", "30m"),
                    help="how long a cancelled disruption's nodes are not planned again (Go duration; 0s: off)")
     p.add_argument("--min-drain-time", type=_seconds, default=env("NODEFLOW_MIN_DRAIN_TIME"),
@@ -339,7 +343,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
                         pod_deletion_cost_seconds=args.pod_deletion_cost_interval,
                         leader_election=election_settings(args),
                         default_topology_spread=args.default_topology_spread,
-                        min_values_policy=args.min_values_policy)
+                        min_values_policy=args.min_values_policy, fill_policy=args.fill_policy)
 
 
 async def amain(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ on-demand price table the devstack's Pricing stand-in serves: bench.instance_dis
 `--bundled` uses api/data/catalog.yaml instead. `--batches N` splits the pods into N provisioning batches in
 arrival order, each seeing the claims of the earlier ones as launching (the intake's 1 s idle / 10 s max windows).
 
-    .venv/bin/python -m bench.basic_packing [--bundled] [--batches N] [--json]
+    .venv/bin/python -m bench.basic_packing [--bundled] [--batches N] [--fill-policy CostAware|Greedy] [--json]
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from bench.karpenter_world import POOL, node_pool
 from devstack.demo_aws import node_class_object
 from planning.cluster import Cluster
 from planning.provisioning.provisioner import decide
+from planning.scheduling.fill_policy import FillPolicy, fill_policy
 from simulator.kubelet_resources import Machine, node_resources
 
 REGION = "us-east-1"
@@ -81,6 +82,7 @@ class Node:
 
     itype: str
     options: list[str]
+    price: float  # $/h of the launched type
     cpu_req: float
     mem_req: int
     cpu_alloc: float  # as the planner estimates it (Karpenter's: VM memory overhead 7.5%, kube-reserved, eviction)
@@ -123,7 +125,7 @@ def scale_out(catalog: InstanceTypeCatalog, batches: int = 1, cpu_below: int = 3
             assert it is not None, itype
             cpu, mem, _, _ = cluster.new_node_allocatable(it, "default")
             uids = [k.split("/", 1)[1] for k in launch.pods]
-            nodes.append(Node(itype, list(launch.replacement.instance_types),
+            nodes.append(Node(itype, list(launch.replacement.instance_types), launch.replacement.price,
                               sum(parse_cpu(requests[u]["cpu"]) for u in uids),
                               sum(parse_memory(requests[u]["memory"]) for u in uids), cpu, mem,
                               *kubelet_allocatable(it), Counter(u.rsplit("-", 1)[0] for u in uids), uids))
@@ -153,7 +155,8 @@ def summary(nodes: list[Node]) -> dict[str, Any]:
     for n in nodes:
         shapes[(n.itype, n.pods["small-resource-app"], n.pods["large-resource-app"])] += 1
     rows = [{"type": t, "small": s, "large": g, "nodes": c} for (t, s, g), c in shapes.most_common()]
-    return {"nodes": len(nodes), **utilization(nodes), "shapes": rows}
+    return {"nodes": len(nodes), "pricePerHour": round(sum(n.price for n in nodes), 2), **utilization(nodes),
+            "shapes": rows}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -161,10 +164,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--bundled", action="store_true", help="the bundled 48-type catalog instead of discovery")
     ap.add_argument("--batches", type=int, default=1, help="provisioning batches the pods arrive in")
     ap.add_argument("--cpu-below", type=int, default=32, help="the pool's instance-cpu Lt bound (suite: 32)")
+    ap.add_argument("--fill-policy", choices=[p.value for p in FillPolicy], default=FillPolicy.COST_AWARE.value,
+                    help="how far a new node fills (planning/scheduling/fill_policy.py; Greedy: Karpenter's)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     catalog = load_default_catalog() if args.bundled else offline_catalog(REGION)
-    out = summary(scale_out(catalog, args.batches, args.cpu_below))
+    with fill_policy(FillPolicy(args.fill_policy)):
+        out = summary(scale_out(catalog, args.batches, args.cpu_below))
     print(json.dumps(out, indent=1) if args.json else json.dumps(out))
 
 

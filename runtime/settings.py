@@ -15,6 +15,8 @@ from gateways.instance_types import InstanceTypeProvider, LiveCatalog
 from gateways.kube import KubeClient
 from planning.pricing.unavailable_offerings import UnavailableOfferings
 from planning.scheduling.default_spread import configure, load_default_spread
+from planning.scheduling.fill_policy import configure as configure_fill
+from planning.scheduling.fill_policy import parse as parse_fill
 from planning.scheduling.min_values import configure as configure_min_values
 from planning.scheduling.min_values import parse as parse_min_values
 from runtime.cloud_clients import resolve_region, ssm_client
@@ -72,6 +74,7 @@ class Settings:
     # cluster-default topology spread in the simulation: none, system or a file (planning/scheduling/default_spread.py)
     default_topology_spread: str = "none"
     min_values_policy: str = "Strict"  # --min-values-policy: Strict or BestEffort (planning/scheduling/min_values.py)
+    fill_policy: str = "CostAware"  # --fill-policy: CostAware or Greedy (planning/scheduling/fill_policy.py)
 
 
 def configure_scheduling(settings: Settings) -> None:
@@ -79,6 +82,7 @@ def configure_scheduling(settings: Settings) -> None:
     --default-topology-spread, which stops the worker at start)."""
     configure(load_default_spread(settings.default_topology_spread))
     configure_min_values(parse_min_values(settings.min_values_policy))
+    configure_fill(parse_fill(settings.fill_policy))
 
 
 @dataclass

@@ -48,6 +48,8 @@ def register(subparsers: Any) -> None:
                         "(default), system (kube-scheduler's built-in defaults) or a YAML/JSON file")
     p.add_argument("--min-values-policy", choices=["Strict", "BestEffort"], default="Strict",
                    help="as the worker's flag: BestEffort plans a new node whose types cannot meet minValues")
+    p.add_argument("--fill-policy", choices=["CostAware", "Greedy"], default="CostAware",
+                   help="as the worker's flag: Greedy fills a new node while any type fits, as Karpenter")
     p.add_argument("--address", default=None,
                    help="Temporal host:port whose planner schedule says whether `nodeflow pause` holds every command "
                         "(env NODEFLOW_TEMPORAL_ADDRESS; read by default with --kubeconfig)")
@@ -91,12 +93,15 @@ def _pool_annotations(snapshot: Any) -> list[tuple[str, dict[str, str]]]:
 
 def handle(args: argparse.Namespace) -> int:
     """The plan with the simulation's default topology spread (--default-topology-spread) and minValues policy
-    (--min-values-policy) in force."""
+    (--min-values-policy) and fill policy (--fill-policy) in force."""
     from planning.scheduling.default_spread import default_spread
+    from planning.scheduling.fill_policy import fill_policy
+    from planning.scheduling.fill_policy import parse as parse_fill
     from planning.scheduling.min_values import min_values_policy, parse
 
     spread = _default_spread(getattr(args, "default_topology_spread", "none"))
-    with default_spread(spread), min_values_policy(parse(getattr(args, "min_values_policy", "Strict"))):
+    with default_spread(spread), min_values_policy(parse(getattr(args, "min_values_policy", "Strict"))), \
+            fill_policy(parse_fill(getattr(args, "fill_policy", "CostAware"))):
         return _handle(args, spread)
 
 

@@ -33,7 +33,7 @@ from planning.disruption.method import PassContext, make_command
 from planning.disruption.method_names import MethodName
 from planning.scheduling.pod_context import anti_of
 from planning.scheduling.simulation import SimResult
-from planning.scheduling.type_options import TypeOption
+from planning.scheduling.type_options import TypeOption, unit_price
 from planning.selectors import match_label_selector, match_node_selector_terms, tolerates_all
 
 CONSOLIDATION_MODE_ANNOTATION = L.CONSOLIDATION_MODE_ANNOTATION
@@ -468,11 +468,7 @@ class OptimizingConsolidation:
             return types
         cpu = sum(g.cpu * g.count for g in groups) or 1
         mem = sum(g.mem * g.count for g in groups) or 1
-
-        def unit_price(t: _NewType) -> float:
-            return t.price / max(min(t.cpu / cpu, t.mem / mem), 1e-12)
-
-        ranked = sorted(types, key=unit_price)
+        ranked = sorted(types, key=lambda t: unit_price(t.price, t.cpu, t.mem, cpu, mem))
         chosen = {id(t) for t in ranked[:limit]}
         for gi in range(len(groups)):
             homes = [t for t in types if gi in t.groups]

@@ -161,7 +161,7 @@ def decide(snapshot: Any, catalog: InstanceTypeCatalog | None = None, pods: Iter
     state = SimState()
     if others:
         sched.simulate([], [], max_new=0, state=state, pending=others)
-    result = sched.simulate([], batch, max_new=MAX_NEW_NODES, state=state)
+    result = sched.simulate([], batch, max_new=MAX_NEW_NODES, state=state, fill=True)
     decision = ProvisioningDecision(no_compatible_types=no_compatible_types(sched) if batch else [])
     for pod, target in result.placements:
         if target in launching:

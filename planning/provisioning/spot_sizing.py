@@ -69,7 +69,7 @@ def size_interrupted(snapshot: Any, node_name: str, catalog: InstanceTypeCatalog
     state = SimState()
     if others:
         sched.simulate([node], [], max_new=0, state=state, pending=others)
-    result = sched.simulate([node], pods, max_new=MAX_NEW_NODES, state=state)
+    result = sched.simulate([node], pods, max_new=MAX_NEW_NODES, state=state, fill=True)
     out = SpotSizing(found=True)
     for pod, target in result.placements:
         if target in launching or target in cluster.by_name:

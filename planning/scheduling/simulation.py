@@ -26,6 +26,7 @@ from api.nodeclass_launch import subnet_zones
 from api.quantity import format_cpu, format_memory, parse_cpu, parse_memory
 from planning.cluster import Cluster, NodeInfo, PodInfo, PoolInfo, type_labels
 from planning.scheduling.domain_checks import DomainChecks
+from planning.scheduling.fill_policy import dearer_fill
 from planning.scheduling.min_values import relaxing
 from planning.scheduling.nodeclass_readiness import launch_blocker
 from planning.scheduling.pod_context import MoreChecks, PodContext
@@ -703,9 +704,10 @@ class Scheduler(DomainChecks):
 
     def simulate(self, remove: Sequence[NodeInfo], pods: Sequence[PodInfo], max_new: int = 1,
                  state: SimState | None = None, pending: Sequence[PodInfo] = (),
-                 closed: Collection[str] = ()) -> SimResult:
+                 closed: Collection[str] = (), fill: bool = False) -> SimResult:
         """Place `pods` (from the `remove`d nodes) and `pending` pods; at most `max_new` new nodes. `closed`: nodes that
         take no pod of `pods` but still take pending ones (a consolidation's nodes under consolidateAfter, §5.1).
+        `fill`: new nodes fill under the process's fill policy (provisioning only; planning/scheduling/fill_policy.py).
 
         A pending pod takes room on existing nodes (so no command counts on it) but never joins or opens a new node:
         the provisioner launches its capacity. Allowed to, it made consolidation "replace" a node whose own pods fit
@@ -728,7 +730,7 @@ class Scheduler(DomainChecks):
             ladder = (pod,) if pod.more is None and not self.more.any_pns else self._ladder(pod)
             for variant in ladder:  # strictest first (Karpenter preferences.go)
                 outcome, why = self._place(pod, variant, shut or removed_idx, shut is None,
-                                           pod.key in pending_keys, max_new, state, result)
+                                           pod.key in pending_keys, max_new, state, result, fill)
                 if outcome != _TRY_NEXT:
                     break
             else:
@@ -773,9 +775,10 @@ class Scheduler(DomainChecks):
         return self._originals.get(pod.key, pod)
 
     def _place(self, pod: PodInfo, variant: PodInfo, skip: set[int], record: bool, pending: bool, max_new: int,
-               state: SimState, result: SimResult) -> tuple[str, str]:
+               state: SimState, result: SimResult, fill: bool = False) -> tuple[str, str]:
         """Place `pod` as `variant` (one rung of its relaxation ladder): on an existing node, a new node of this
-        simulation, or a fresh one. (_PLACED | _TRY_NEXT | _DONE, why the variant fit nowhere)."""
+        simulation (under `fill`, one it does not make dearer per unit: fill_policy.py), or a fresh one.
+        (_PLACED | _TRY_NEXT | _DONE, why the variant fit nowhere)."""
         target = self._first_fit(variant, skip, state, record=record)
         if target is not None:
             self._place_existing(pod, target, state, counted=variant)
@@ -783,12 +786,18 @@ class Scheduler(DomainChecks):
             return _PLACED, ""
         if pending:
             return _TRY_NEXT, ""  # never a new node: the provisioner launches capacity for it
+        shape = (variant.cpu, variant.mem, variant.eph) if self._plain(variant, state) else None
         for nn in state.new_nodes:
+            if shape in nn.refused:
+                continue
             remaining = self._try_new(variant, nn, state)
-            if remaining is not None:
+            if remaining is not None and not (fill and dearer_fill(nn.options, remaining, nn.cpu + variant.cpu,
+                                                                   nn.mem + variant.mem, nn.unit_memo)):
                 self._join(pod, nn, remaining, state, counted=variant)
                 result.placements.append((pod, nn.name))
                 return _PLACED, ""
+            if shape is not None:
+                nn.refused.add(shape)
         nn, why = self._open_new(variant, state)
         if nn is None:
             return _TRY_NEXT, why
@@ -810,7 +819,9 @@ class Scheduler(DomainChecks):
             state.anti_placed = True
         if pod.anti_affinity:
             state.host_anti_placed = True
-        nn.options = options
+        if options is not nn.options:
+            nn.options, nn.unit_memo = options, {}
+        nn.refused = set()
         if nn.name not in state.new_zones and (self._zone_spreads(counted) or (
                 counted.more is not None and self._zone_keyed(counted, self._ctx(counted, state)))):
             zones = {o.zone for opt in options for o in opt.offerings}
@@ -825,15 +836,19 @@ class Scheduler(DomainChecks):
         nn.attached |= pod.attach
         self._count_spread(counted, nn.name, state)
 
+    def _plain(self, pod: PodInfo, state: SimState) -> bool:
+        """Whether where `pod` fits depends on its requests alone (no selector, affinity, spread, volume or
+        anti-affinity anywhere): pods of the same requests then fit the same nodes."""
+        return (not pod.sig and not pod.spread and not pod.anti_affinity and not self.cluster.has_anti_affinity
+                and pod.more is None and not pod.volume_blocked and not pod.attach and not state.anti_placed
+                and not self.more.holders and not state.host_anti_placed)
+
     def _first_fit(self, pod: PodInfo, removed_idx: set[int], state: SimState, record: bool = True) -> NodeInfo | None:
         """The first destination that takes the pod. `record=False` (more nodes skipped than for other pods) reads the
         frontier memo but does not write it: what it would record holds only for pods with the same nodes shut."""
         dest = self.dest
         overrides = state.block_max
-        plain = (not pod.sig and not pod.spread and not pod.anti_affinity and not self.cluster.has_anti_affinity
-                 and pod.more is None and not pod.volume_blocked and not pod.attach and not state.anti_placed
-                 and not self.more.holders
-                 and not state.host_anti_placed)
+        plain = self._plain(pod, state)
         start = 0
         if plain:
             for (c, m, e), b in state.frontier.items():

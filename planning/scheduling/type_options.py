@@ -3,6 +3,8 @@ they give it (planning/scheduling/simulation.py, domain_checks.py)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from api import labels as L
@@ -32,6 +34,26 @@ class TypeOption:
 
     def cheapest(self) -> Offering | None:
         return min(self.offerings, key=lambda o: o.price, default=None)
+
+
+def unit_price(price: float, cpu: float, mem: float, mix_cpu: float, mix_mem: float) -> float:
+    """Price per unit of a cpu/memory mix: what a node of `cpu` cores and `mem` bytes at `price` pays for each copy
+    of the mix it holds (its scarcer resource decides), so types of different shapes compare for the same pods."""
+    units = min(cpu / mix_cpu if mix_cpu > 0 else math.inf, mem / mix_mem if mix_mem > 0 else math.inf)
+    return price / units if units > 0 else math.inf
+
+
+def best_unit_price(options: Sequence[TypeOption], mix_cpu: float, mix_mem: float) -> tuple[float, TypeOption | None]:
+    """The lowest price per unit of the mix among `options` (each at its cheapest offering), and the option that
+    has it; (inf, None) when none has an offering."""
+    best, found = math.inf, None
+    for opt in options:
+        off = opt.cheapest()
+        if off is not None:
+            price = unit_price(off.price, opt.cpu, opt.mem, mix_cpu, mix_mem)
+            if price < best:
+                best, found = price, opt
+    return best, found
 
 
 def option_label_values(opt: TypeOption, key: str) -> set[str]:

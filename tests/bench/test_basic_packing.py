@@ -58,7 +58,7 @@ def test_every_pod_lands_once_on_a_node_of_the_cheapest_option_below_32_vcpu(bat
 
 def test_utilization_is_the_mean_over_nodes_and_the_pooled_figure_beside_it() -> None:
     def node(mem_req: int, mem_kubelet: int) -> Node:
-        return Node("x", ["x"], 1.0, mem_req * GI, 2.0, mem_kubelet * GI, 2.0, mem_kubelet * GI, Counter(), [])
+        return Node("x", ["x"], 0.1, 1.0, mem_req * GI, 2.0, mem_kubelet * GI, 2.0, mem_kubelet * GI, Counter(), [])
 
     got = utilization([node(30, 40), node(10, 100)])
     assert got["memoryUtil"] == pytest.approx((0.75 + 0.1) / 2, abs=1e-3)
