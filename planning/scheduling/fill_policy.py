@@ -1,4 +1,4 @@
-"""How far a new node of a provisioning decision fills: nodeflow's `--fill-policy` (docs/semantics.md §3.6).
+"""How far a new node of a provisioning decision fills: nodeflow's `--fill-policy` (docs/semantics.md §3.7).
 
 Karpenter's scheduler adds the next pod to an in-flight NodeClaim whenever one of its instance types still fits
 the pods (`scheduling/nodeclaim.go` `CanAdd`), and the launch takes the cheapest type left. When the types that

@@ -1,4 +1,4 @@
-"""`--fill-policy` (planning/scheduling/fill_policy.py; docs/semantics.md §3.6): under CostAware a pod does not grow a
+"""`--fill-policy` (planning/scheduling/fill_policy.py; docs/semantics.md §3.7): under CostAware a pod does not grow a
 new node onto types that cost over 25% more per unit of its pods' mix; Greedy is Karpenter's fill. Pure: snapshots
 and small catalogs of the AWS types' shapes and prices."""
 
