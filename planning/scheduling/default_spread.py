@@ -19,8 +19,7 @@ per-revision labels for a StatefulSet. docs/semantics.md §3.5.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -30,6 +29,7 @@ import yaml
 
 from api import labels as L
 from api.yaml_load import safe_load
+from planning.scheduling.process_setting import ProcessSetting
 
 
 class SpreadMode(StrEnum):
@@ -119,28 +119,10 @@ def load_default_spread(value: str) -> DefaultSpread:
         raise ValueError(f"{text}: {exc}") from exc
 
 
-_configured = DEFAULT
-
-
-def configure(spread: DefaultSpread) -> None:
-    """The process's setting (the worker's --default-topology-spread, read once at start)."""
-    global _configured
-    _configured = spread
-
-
-def configured() -> DefaultSpread:
-    return _configured
-
-
-@contextmanager
-def default_spread(spread: DefaultSpread) -> Iterator[None]:
-    """Use `spread` inside the block (`nodeflow plan --default-topology-spread`, tests)."""
-    global _configured
-    saved, _configured = _configured, spread
-    try:
-        yield
-    finally:
-        _configured = saved
+_setting = ProcessSetting(DEFAULT)
+configure = _setting.set  # the process's setting (the worker's --default-topology-spread, read once at start)
+configured = _setting.get
+default_spread = _setting.using  # inside a block (`nodeflow plan --default-topology-spread`, tests)
 
 
 # the owner kinds helper.DefaultSelector reads (group, kind); any other controller contributes nothing

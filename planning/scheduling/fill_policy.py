@@ -20,11 +20,11 @@ replacements are as Karpenter plans them. One setting per process (the worker's 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from enum import StrEnum
 
 from api.instance_types.labels import CATEGORY
+from planning.scheduling.process_setting import ProcessSetting, parse_choice
 from planning.scheduling.type_options import TypeOption, best_unit_price
 
 # A join may raise the node's best price per unit of its pods' mix by 25% at most: sizes of one family are priced
@@ -38,35 +38,15 @@ class FillPolicy(StrEnum):
     GREEDY = "Greedy"
 
 
-_configured = FillPolicy.COST_AWARE
+_setting = ProcessSetting(FillPolicy.COST_AWARE)
+configure = _setting.set
+configured = _setting.get
+fill_policy = _setting.using  # the policy inside a block (`nodeflow plan --fill-policy`, tests)
 
 
 def parse(text: str) -> FillPolicy:
     """The policy named `text`; ValueError naming the two values otherwise (a bad flag stops the worker)."""
-    try:
-        return FillPolicy(text)
-    except ValueError:
-        raise ValueError(f"{text!r}: not CostAware or Greedy") from None
-
-
-def configure(policy: FillPolicy) -> None:
-    global _configured
-    _configured = policy
-
-
-def configured() -> FillPolicy:
-    return _configured
-
-
-@contextmanager
-def fill_policy(policy: FillPolicy) -> Iterator[None]:
-    """Use `policy` inside the block (`nodeflow plan --fill-policy`, tests)."""
-    global _configured
-    saved, _configured = _configured, policy
-    try:
-        yield
-    finally:
-        _configured = saved
+    return parse_choice(FillPolicy, text)
 
 
 def burstable(opt: TypeOption) -> bool:
@@ -82,7 +62,7 @@ def dearer_fill(before: Sequence[TypeOption], after: Sequence[TypeOption], cpu: 
     the pod should go elsewhere. The price it is held to is the best of `before` that is not burstable. `memo`:
     the node's answers for `before` (NewNode.unit_memo), since every pod of a shape asks the same of every open
     node."""
-    if _configured is FillPolicy.GREEDY or after is before:
+    if _setting.value is FillPolicy.GREEDY or after is before:
         return False
     got = memo.get((cpu, mem)) if memo is not None else None
     if got is None:

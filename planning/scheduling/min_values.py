@@ -14,10 +14,11 @@ default topology spread is. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
+
+from planning.scheduling.process_setting import ProcessSetting, parse_choice
 
 RELAXED_ANNOTATION = "karpenter.sh/nodeclaim-min-values-relaxed"  # Karpenter's NodeClaimMinValuesRelaxedAnnotationKey
 
@@ -27,39 +28,19 @@ class MinValuesPolicy(StrEnum):
     BEST_EFFORT = "BestEffort"
 
 
-_configured = MinValuesPolicy.STRICT
+_setting = ProcessSetting(MinValuesPolicy.STRICT)
+configure = _setting.set
+configured = _setting.get
+min_values_policy = _setting.using  # the policy inside a block (`nodeflow plan --min-values-policy`, tests)
 
 
 def parse(text: str) -> MinValuesPolicy:
     """The policy named `text`; ValueError naming the two values otherwise (a bad flag stops the worker)."""
-    try:
-        return MinValuesPolicy(text)
-    except ValueError:
-        raise ValueError(f"{text!r}: not Strict or BestEffort") from None
-
-
-def configure(policy: MinValuesPolicy) -> None:
-    global _configured
-    _configured = policy
-
-
-def configured() -> MinValuesPolicy:
-    return _configured
+    return parse_choice(MinValuesPolicy, text)
 
 
 def relaxing() -> bool:
-    return _configured is MinValuesPolicy.BEST_EFFORT
-
-
-@contextmanager
-def min_values_policy(policy: MinValuesPolicy) -> Iterator[None]:
-    """Use `policy` inside the block (`nodeflow plan --min-values-policy`, tests)."""
-    global _configured
-    saved, _configured = _configured, policy
-    try:
-        yield
-    finally:
-        _configured = saved
+    return _setting.value is MinValuesPolicy.BEST_EFFORT
 
 
 def shortfalls(requirements: Sequence[Mapping[str, Any]], values_of: Callable[[str], set[str]]) -> dict[str, int]:
