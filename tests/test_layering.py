@@ -220,6 +220,7 @@ PLANNING_FLOORS: dict[str, int] = {
     "planning/scheduling/pod_constraints.py": 1, "planning/scheduling/volume_topology.py": 1,
     "planning/scheduling/pod_affinity.py": 1, "planning/scheduling/host_ports.py": 1,
     "planning/scheduling/topology_spread.py": 1, "planning/scheduling/default_spread.py": 1,
+    "planning/scheduling/process_setting.py": 1,
     "planning/pricing/overlays.py": 1,
     "planning/pricing/unavailable_offerings.py": 1, "planning/pricing/reservations.py": 1,
     "planning/scheduling/": 2,
