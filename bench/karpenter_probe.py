@@ -104,6 +104,26 @@ def _pool_nodes(sim: Simulator) -> list[dict[str, Any]]:
     return [n for n in sim.store.list(NODES) if (n["metadata"].get("labels") or {}).get(L.NODEPOOL_LABEL) == POOL]
 
 
+def nodes_price(nodes: list[dict[str, Any]], prices: dict[str, float]) -> tuple[float, int]:
+    """$/h of `nodes` at their instance types' on-demand `prices` (the suite's pool is on-demand only), and how many
+    nodes had no such price (no instance-type label yet, or a type outside the table): counted, never guessed."""
+    total, unpriced = 0.0, 0
+    for n in nodes:
+        price = prices.get((n["metadata"].get("labels") or {}).get(L.INSTANCE_TYPE_LABEL, ""))
+        if price is None:
+            unpriced += 1
+        else:
+            total += price
+    return round(total, 2), unpriced
+
+
+def pool_price(sim: Simulator, prices: dict[str, float]) -> tuple[float, int]:
+    """The suite pool's nodes' $/h now (nodes_price)."""
+    with sim.store.lock:
+        nodes = _pool_nodes(sim)
+    return nodes_price(nodes, prices)
+
+
 def look(sim: Simulator) -> ClusterView:
     with sim.store.lock:
         pods = [p for p in sim.store.list(PODS) if (p["metadata"].get("labels") or {}).get(SUITE_LABEL)]

@@ -32,15 +32,18 @@ from typing import Any
 
 from kubernetes import client as k8s
 
+from api.price_table import region_prices
 from bench import worker_metrics
 from bench.karpenter_phases import PhaseWatch, say, watch
-from bench.karpenter_probe import ProcessSampler, look
+from bench.karpenter_probe import ProcessSampler, look, pool_price
 from bench.karpenter_scenarios import SCENARIOS, Phase, Scenario
 from bench.karpenter_verdict import simulated_seconds, verdict, within_half
 from bench.karpenter_world import DRIFT_ANNOTATION, POOL, SuiteWorld, deployment
-from bench.soak_world import WorldOptions
+from bench.soak_world import AWS_ENV, WorldOptions
 
 DRIFT_SETTLE = 30.0  # Karpenter's suite lets the cluster settle this long before it changes the template
+
+REGION = AWS_ENV["AWS_DEFAULT_REGION"]  # the stand-in EC2 the worker launches in, priced by its Pricing stand-in
 
 
 def _loadavg() -> list[float]:
@@ -77,6 +80,7 @@ async def run_phase(world: SuiteWorld, sampler: ProcessSampler, scenario: Scenar
     await asyncio.to_thread(_act, world, scenario, phase)
     end, finished = await watch(world.sim, w, phase_timeout(phase, args))
     after = look(world.sim)
+    price, unpriced = pool_price(world.sim, region_prices(REGION))
     wall = end - t0
     sim_s = simulated_seconds(wall, w.scaled_seconds(end), args.time_scale)
     sampler.sample()
@@ -97,7 +101,8 @@ async def run_phase(world: SuiteWorld, sampler: ProcessSampler, scenario: Scenar
     return {"phase": phase.name, "kind": phase.kind, "finished": finished, "figures": figures,
             "thresholds": phase.limits.__dict__, "checks": checks, "passed": all(checks.values()),
             "processes": procs, "nodesBefore": len(before.nodes), "nodesAfter": len(after.nodes),
-            "maxNodes": w.max_nodes, "podsHealthy": after.healthy, "loadAverage": _loadavg(),
+            "maxNodes": w.max_nodes, "pricePerHour": price, "nodesUnpriced": unpriced,
+            "podsHealthy": after.healthy, "loadAverage": _loadavg(),
             "validations": worker_metrics.since(counted, worker_metrics.validations(world.metrics_port)),
             "nodeClaimsCreated": worker_metrics.since(created, worker_metrics.launches(world.metrics_port))}
 
@@ -160,6 +165,12 @@ def _cell(figures: dict[str, Any], checks: dict[str, bool], figure: str, limit: 
     return f"{value} ({op} {limit}){'' if ok is None else (' ok' if ok else ' FAIL')}"
 
 
+def _price_cell(p: dict[str, Any]) -> str:
+    """The pool's $/h at the phase's end; nodes without a known price named, never counted as free."""
+    unpriced = p.get("nodesUnpriced", 0)
+    return f"{p['pricePerHour']:.2f}" + (f" (+{unpriced} unpriced)" if unpriced else "")
+
+
 def _row(scenario: str, p: dict[str, Any]) -> str:
     f, t, c, procs = p["figures"], p["thresholds"], p["checks"], p["processes"]
     total = _cell(f, c, "totalMinutes", t["totalMinutes"], "<")
@@ -170,7 +181,8 @@ def _row(scenario: str, p: dict[str, Any]) -> str:
              _cell(f, c, "cpuUtil", t["cpuUtil"], ">"), _cell(f, c, "memoryUtil", t["memoryUtil"], ">"),
              _cell(f, c, "workerP95MemoryMB", t["memoryMB"], "<"),
              _cell(f, c, "workerAvgCpuCores", t["cpuCores"], "<"), others,
-             f"{p['nodesBefore']} -> {p['nodesAfter']} (max {p['maxNodes']})", str(p["loadAverage"][0])]
+             f"{p['nodesBefore']} -> {p['nodesAfter']} (max {p['maxNodes']})", _price_cell(p),
+             str(p["loadAverage"][0])]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -178,8 +190,8 @@ def render(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
     lines = [f"time scale {args.time_scale}, launch-to-Ready {args.launch_seconds} s simulated; "
              "figure (Karpenter's threshold)",
              "| scenario/phase | total min, simulated (wall) | CPU util | memory util | worker p95 MB | "
-             "worker avg cores | temporal / moto / simulator cores | nodes | load avg |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "worker avg cores | temporal / moto / simulator cores | nodes | $/h at the end | load avg |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     lines += [_row(r["scenario"], p) for r in results for p in r["phases"]]
     lines += [f"{r['scenario']}/{p['phase']}: disruption validations by result {p['validations']}"
               for r in results for p in r["phases"] if p.get("validations")]

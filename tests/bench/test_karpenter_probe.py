@@ -28,3 +28,20 @@ def test_an_evicted_protected_pod_fails_the_survival_check() -> None:
     after_evicted = _protected([_pod("a", True), _pod("b", True, deleting=True)])
     assert before <= after_ok
     assert not before <= after_evicted  # b is being deleted: the check must fail
+
+
+def _node(itype: str | None) -> dict[str, Any]:
+    labels = {L.INSTANCE_TYPE_LABEL: itype} if itype is not None else {}
+    return {"metadata": {"name": f"n-{itype}", "labels": labels}}
+
+
+def test_the_pools_price_sums_known_types_and_counts_the_rest_unpriced() -> None:
+    from api.price_table import region_prices
+    from bench.karpenter_probe import nodes_price
+
+    prices = region_prices("us-east-1")
+    nodes = [_node("r5a.4xlarge"), _node("r5a.4xlarge"), _node("f2.6xlarge"), _node(None), _node("no.such")]
+    total, unpriced = nodes_price(nodes, prices)
+    assert total == round(2 * prices["r5a.4xlarge"] + prices["f2.6xlarge"], 2) == 3.79  # $0.904, $1.98 an hour
+    assert unpriced == 2  # no label yet, a type outside the table: never free
+    assert nodes_price([], prices) == (0.0, 0)
