@@ -126,7 +126,7 @@ def replacement_nodes(objs: list[dict[str, Any]], running_ids: set[str]) -> set[
 
 def tainted_nodes(objs: list[dict[str, Any]]) -> set[str]:
     return {o["metadata"]["name"] for o in objs if o.get("kind") == "Node"
-            and any(t.get("key") == labels.DISRUPTED_TAINT_KEY for t in (o.get("spec") or {}).get("taints") or [])}
+            and labels.disrupted_taint_in((o.get("spec") or {}).get("taints"))}
 
 
 def orphaned_taints(objs: list[dict[str, Any]], in_flight_names: set[str], in_flight_uids: set[str],

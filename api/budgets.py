@@ -192,13 +192,6 @@ def _node_ready(node: dict[str, Any]) -> bool:
     return False
 
 
-def _has_disrupted_taint(node: dict[str, Any]) -> bool:
-    return any(
-        isinstance(t, dict) and t.get("key") == labels.DISRUPTED_TAINT_KEY
-        for t in _get(node, "spec", "taints") or ()
-    )
-
-
 def count_nodes(
     nodes: Iterable[dict[str, Any]], node_claims: Iterable[NodeClaim | dict[str, Any]],
     not_ready_disrupts: bool = True,
@@ -253,8 +246,8 @@ def node_facts(node: dict[str, Any]) -> NodeFacts:
     node_labels = _get(node, "metadata", "labels") or {}
     return NodeFacts(_get(node, "metadata", "name"), _get(node, "spec", "providerID"),
                      node_labels.get(labels.NODEPOOL_LABEL), node_labels.get(labels.INITIALIZED_LABEL) == "true",
-                     _get(node, "metadata", "deletionTimestamp") is not None, _has_disrupted_taint(node),
-                     _node_ready(node))
+                     _get(node, "metadata", "deletionTimestamp") is not None,
+                     labels.disrupted_taint_in(_get(node, "spec", "taints")), _node_ready(node))
 
 
 def claim_facts(claim: NodeClaim) -> ClaimFacts:

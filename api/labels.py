@@ -3,6 +3,11 @@
 One place for the strings every part shares, so a typo cannot split the system in two.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 GROUP = "karpenter.sh"
 API_VERSION = "karpenter.sh/v1"
 
@@ -64,6 +69,11 @@ DISRUPTED_TAINT_EFFECT = "NoSchedule"
 # The taint a disruption or termination puts on its node (copy it before adding `timeAdded`).
 DISRUPTED_TAINT = {"key": DISRUPTED_TAINT_KEY, "effect": DISRUPTED_TAINT_EFFECT}
 UNSCHEDULABLE_TAINT_KEY = "node.kubernetes.io/unschedulable"
+
+
+def disrupted_taint_in(taints: Iterable[Any] | None) -> bool:
+    """Whether a Node's `spec.taints` carry the disrupted taint (entries that are not objects are skipped)."""
+    return any(isinstance(t, Mapping) and t.get("key") == DISRUPTED_TAINT_KEY for t in taints or ())
 
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 

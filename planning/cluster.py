@@ -572,7 +572,7 @@ class NodeInfo:
 
     @property
     def tainted_disrupted(self) -> bool:
-        return tainted_disrupted(self.taints)
+        return L.disrupted_taint_in(self.taints)
 
     @property
     def going(self) -> bool:
@@ -663,10 +663,6 @@ def marked_for_deletion(node_deleting: bool, claim: ClaimInfo | None) -> bool:
     return node_deleting
 
 
-def tainted_disrupted(taints: Iterable[Mapping[str, Any]]) -> bool:
-    return any(t.get("key") == L.DISRUPTED_TAINT_KEY for t in taints)
-
-
 def machine_going(node_deleting: bool, taints: Iterable[Mapping[str, Any]], claim: ClaimInfo | None) -> bool:
     """Its machine is on its way out: marked for deletion, or draining under a TerminationWorkflow (tainted, its
     NodeClaim owned by one: expiry, an interruption, a repair start one without deleting the claim first, where
@@ -674,7 +670,7 @@ def machine_going(node_deleting: bool, taints: Iterable[Mapping[str, Any]], clai
     termination untaints the node, so it is not either. The planner (NodeInfo.going) and the pending-pod intake
     (runtime/pending_pods.py, on raw objects) both ask this."""
     return marked_for_deletion(node_deleting, claim) or (
-        tainted_disrupted(taints) and claim is not None and L.TERMINATION_WORKFLOW_ANNOTATION in claim.annotations)
+        L.disrupted_taint_in(taints) and claim is not None and L.TERMINATION_WORKFLOW_ANNOTATION in claim.annotations)
 
 
 def going_nodes(nodes: Iterable[Mapping[str, Any]], claims: Iterable[Any]) -> set[str]:

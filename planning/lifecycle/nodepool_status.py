@@ -58,11 +58,6 @@ def _deleting(obj: Mapping[str, Any] | None) -> bool:
     return obj is not None and bool(_meta(obj).get("deletionTimestamp"))
 
 
-def _tainted_disrupted(node: Mapping[str, Any] | None) -> bool:
-    taints = ((node or {}).get("spec") or {}).get("taints") or ()
-    return any(isinstance(t, dict) and t.get("key") == labels.DISRUPTED_TAINT_KEY for t in taints)
-
-
 def _capacity(claim: Mapping[str, Any] | None, node: Mapping[str, Any] | None) -> Mapping[str, Any]:
     """StateNode.Capacity: an initialized node's own capacity; before that the node's, with the claim's filling
     the resources the node reports as zero or not at all (a fresh kubelet reports some late)."""
@@ -127,7 +122,8 @@ def pool_resources(claims: Iterable[Obj], nodes: Iterable[Obj]) -> dict[str, dic
     sums: dict[str, dict[str, Decimal]] = {}
     for claim, node in pair_nodes(claims, nodes):
         pool = (_meta(node or claim or {}).get("labels") or {}).get(labels.NODEPOOL_LABEL)
-        if not pool or _deleting(claim) or _deleting(node) or _tainted_disrupted(node):
+        taints = ((node or {}).get("spec") or {}).get("taints")
+        if not pool or _deleting(claim) or _deleting(node) or labels.disrupted_taint_in(taints):
             continue
         capacity = _capacity(claim, node)
         if not capacity:

@@ -26,7 +26,6 @@ from bench.clusters import node_objects
 from contracts.disruption import AwaitTerminationsInput, CancelHold, NodeRef, TaintInput, TerminationsInput
 from contracts.errors import ErrorType
 from gateways.kube import KubeClient
-from planning.cluster import tainted_disrupted
 from simulator.server import Simulator
 
 MANY = 3 * fan_out.THREADS + 1
@@ -45,7 +44,7 @@ def kube(sim: Simulator) -> KubeClient:
 
 
 def _tainted(kube: KubeClient, name: str) -> bool:
-    return tainted_disrupted(((kube.get_node(name) or {}).get("spec") or {}).get("taints") or ())
+    return labels.disrupted_taint_in(((kube.get_node(name) or {}).get("spec") or {}).get("taints"))
 
 
 def _reason(kube: KubeClient, claim: str) -> str | None:

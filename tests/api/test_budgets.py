@@ -272,3 +272,12 @@ def test_next_transition_is_none_when_nothing_changes() -> None:
     assert next_transition(Budget(nodes="1"), utc(2026, 1, 1)) is None
     assert next_transition(Budget(nodes="0", schedule="@hourly", duration="2h"), utc(2026, 1, 1)) is None
     assert next_transition(Budget(nodes="0", schedule="0 0 30 2 *", duration="1h"), utc(2026, 1, 1)) is None
+
+
+def test_the_disrupted_taint_is_found_by_its_key_whatever_its_effect_and_only_in_objects() -> None:
+    from api.labels import DISRUPTED_TAINT, disrupted_taint_in
+
+    assert disrupted_taint_in([{"key": "other", "effect": "NoSchedule"}, dict(DISRUPTED_TAINT)])
+    assert disrupted_taint_in([{"key": DISRUPTED_TAINT["key"], "effect": "NoExecute"}])
+    assert not disrupted_taint_in([{"key": "other"}, "karpenter.sh/disrupted", None])
+    assert not disrupted_taint_in(None) and not disrupted_taint_in([])
