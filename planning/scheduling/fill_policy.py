@@ -5,7 +5,7 @@ the pods (`scheduling/nodeclaim.go` `CanAdd`), and the launch takes the cheapest
 fit the grown claim are all of a worse shape for its pods than those that fitted it before (the basic scenario of
 Karpenter's suite on the AWS catalog: four 3.5-CPU / 28-GiB pods fill an r5a.4xlarge, the fifth moves the claim to
 an f2.6xlarge at 10.6 GiB a CPU), every such claim pays for capacity its pods never use: 93 f2.6xlarge at $184/h
-where 125 r5a.4xlarge and 23 m5a.4xlarge hold the same pods at $129/h (docs/benchmarks.md, "Memory utilization in
+where 125 r5a.4xlarge and 23 m5a.4xlarge hold the same pods at $128/h (docs/benchmarks.md, "Memory utilization in
 basic").
 
 - `CostAware` (nodeflow's default): a pod does not join a new node when that raises the node's best price per unit

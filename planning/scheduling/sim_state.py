@@ -30,9 +30,9 @@ class NewNode:
     # (cpu, memory) of a mix -> the best price per unit of it among `options`, and the type that has it
     # (fill_policy.dearer_fill); a new dict whenever `options` change
     unit_memo: dict[tuple[float, int], tuple[float, TypeOption | None]] = field(default_factory=dict)
-    # (cpu, memory, ephemeral storage) of plain pods (Scheduler._plain) it refused since its last join: a pod of the
-    # same requests is refused again without the checks (a scale-out's pods try every open node)
-    refused: set[tuple[float, int, int]] = field(default_factory=set)
+    # (cpu, memory, ephemeral storage, signature) of plain pods (Scheduler._plain) it refused since its last join: a
+    # pod of the same requests and signature is refused again without the checks (a scale-out's pods try every node)
+    refused: set[tuple[float, int, int, str]] = field(default_factory=set)
 
     @property
     def name(self) -> str:

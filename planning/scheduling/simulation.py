@@ -786,7 +786,7 @@ class Scheduler(DomainChecks):
             return _PLACED, ""
         if pending:
             return _TRY_NEXT, ""  # never a new node: the provisioner launches capacity for it
-        shape = (variant.cpu, variant.mem, variant.eph) if self._plain(variant, state) else None
+        shape = (variant.cpu, variant.mem, variant.eph, variant.sig) if self._plain(variant, state, True) else None
         for nn in state.new_nodes:
             if shape in nn.refused:
                 continue
@@ -836,12 +836,14 @@ class Scheduler(DomainChecks):
         nn.attached |= pod.attach
         self._count_spread(counted, nn.name, state)
 
-    def _plain(self, pod: PodInfo, state: SimState) -> bool:
+    def _plain(self, pod: PodInfo, state: SimState, any_sig: bool = False) -> bool:
         """Whether where `pod` fits depends on its requests alone (no selector, affinity, spread, volume or
-        anti-affinity anywhere): pods of the same requests then fit the same nodes."""
-        return (not pod.sig and not pod.spread and not pod.anti_affinity and not self.cluster.has_anti_affinity
-                and pod.more is None and not pod.volume_blocked and not pod.attach and not state.anti_placed
-                and not self.more.holders and not state.host_anti_placed)
+        anti-affinity anywhere): pods of the same requests then fit the same nodes. `any_sig`: or on its requests
+        and its signature (nodeSelector, node affinity, tolerations: a real cluster's pods carry tolerations)."""
+        return ((any_sig or not pod.sig) and not pod.spread and not pod.anti_affinity
+                and not self.cluster.has_anti_affinity and pod.more is None and not pod.volume_blocked
+                and not pod.attach and not state.anti_placed and not self.more.holders
+                and not state.host_anti_placed)
 
     def _first_fit(self, pod: PodInfo, removed_idx: set[int], state: SimState, record: bool = True) -> NodeInfo | None:
         """The first destination that takes the pod. `record=False` (more nodes skipped than for other pods) reads the

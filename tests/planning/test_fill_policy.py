@@ -97,3 +97,13 @@ def test_parse_names_the_values() -> None:
     assert parse("Greedy") is FillPolicy.GREEDY and parse("CostAware") is FillPolicy.COST_AWARE
     with pytest.raises(ValueError, match="not CostAware or Greedy"):
         parse("cheapest")
+
+
+def test_pods_with_the_tolerations_every_real_pod_carries_fill_the_same() -> None:
+    """A real cluster's pods carry not-ready/unreachable tolerations: the refusal memo keys on them too."""
+    not_ready = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                  "tolerationSeconds": 300}]
+    pods = [pod(f"large-{i}", None, cpu="3500m", memory="28Gi", tolerations=not_ready) for i in range(12)]
+    pods += [pod(f"small-{i}", None, cpu="900m", memory="3100Mi", tolerations=not_ready) for i in range(3)]
+    got = launches(FillPolicy.COST_AWARE, catalog("r5a.4xlarge", "f2.6xlarge"), pods)
+    assert [(t, n) for t, n, _ in got] == [("r5a.4xlarge", 5)] * 3  # four large and one small each
