@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 
 from api.instance_types.labels import CATEGORY
-from planning.scheduling.process_setting import ProcessSetting, parse_choice
+from planning.scheduling.process_setting import ChoiceSetting
 from planning.scheduling.type_options import TypeOption, best_unit_price
 
 # A join may raise the node's best price per unit of its pods' mix by 25% at most: sizes of one family are priced
@@ -38,15 +38,11 @@ class FillPolicy(StrEnum):
     GREEDY = "Greedy"
 
 
-_setting = ProcessSetting(FillPolicy.COST_AWARE)
+_setting = ChoiceSetting(FillPolicy.COST_AWARE)
 configure = _setting.set
 configured = _setting.get
 fill_policy = _setting.using  # the policy inside a block (`nodeflow plan --fill-policy`, tests)
-
-
-def parse(text: str) -> FillPolicy:
-    """The policy named `text`; ValueError naming the two values otherwise (a bad flag stops the worker)."""
-    return parse_choice(FillPolicy, text)
+parse = _setting.parse  # the policy a flag names; ValueError naming both otherwise
 
 
 def burstable(opt: TypeOption) -> bool:
@@ -62,7 +58,7 @@ def dearer_fill(before: Sequence[TypeOption], after: Sequence[TypeOption], cpu: 
     the pod should go elsewhere. The price it is held to is the best of `before` that is not burstable. `memo`:
     the node's answers for `before` (NewNode.unit_memo), since every pod of a shape asks the same of every open
     node."""
-    if _setting.value is FillPolicy.GREEDY or after is before:
+    if _setting.value is FillPolicy.GREEDY:
         return False
     got = memo.get((cpu, mem)) if memo is not None else None
     if got is None:

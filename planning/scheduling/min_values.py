@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
-from planning.scheduling.process_setting import ProcessSetting, parse_choice
+from planning.scheduling.process_setting import ChoiceSetting
 
 RELAXED_ANNOTATION = "karpenter.sh/nodeclaim-min-values-relaxed"  # Karpenter's NodeClaimMinValuesRelaxedAnnotationKey
 
@@ -28,15 +28,11 @@ class MinValuesPolicy(StrEnum):
     BEST_EFFORT = "BestEffort"
 
 
-_setting = ProcessSetting(MinValuesPolicy.STRICT)
+_setting = ChoiceSetting(MinValuesPolicy.STRICT)
 configure = _setting.set
 configured = _setting.get
 min_values_policy = _setting.using  # the policy inside a block (`nodeflow plan --min-values-policy`, tests)
-
-
-def parse(text: str) -> MinValuesPolicy:
-    """The policy named `text`; ValueError naming the two values otherwise (a bad flag stops the worker)."""
-    return parse_choice(MinValuesPolicy, text)
+parse = _setting.parse  # the policy a flag names; ValueError naming both otherwise
 
 
 def relaxing() -> bool:

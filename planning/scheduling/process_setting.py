@@ -35,10 +35,14 @@ class ProcessSetting(Generic[T]):
             self.value = saved
 
 
-def parse_choice(choices: type[E], text: str) -> E:
-    """The member of `choices` named `text`; ValueError naming every value otherwise (a bad flag stops the worker)."""
-    try:
-        return choices(text)
-    except ValueError:
-        names = [m.value for m in choices]
-        raise ValueError(f"{text!r}: not {', '.join(names[:-1])} or {names[-1]}") from None
+class ChoiceSetting(ProcessSetting[E]):
+    """A setting that is one value of an enum (a flag's choices): it parses its own flag."""
+
+    def parse(self, text: str) -> E:
+        """The member named `text`; ValueError naming every value otherwise (a bad flag stops the worker)."""
+        choices = type(self.value)
+        try:
+            return choices(text)
+        except ValueError:
+            names = [m.value for m in choices]
+            raise ValueError(f"{text!r}: not {', '.join(names[:-1])} or {names[-1]}") from None
