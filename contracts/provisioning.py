@@ -26,6 +26,9 @@ from contracts.disruption import LaunchedReplacement, Replacement, StaticScaleUp
 WORKFLOW_ID_PREFIX = "provision-"
 LAUNCH_REASON = "Provisioning"
 STATIC_LAUNCH_REASON = "StaticCapacity"  # NodeflowReason of a static NodePool's scale-up
+# A batch's pods travel in its workflow's input and again in its plan activity's: each part a workflow starts with
+# stays under Temporal's payload warning size (`limit.blobSize.warn`, 512 KiB; it refuses 2 MiB, and gRPC 4 MiB)
+PART_BYTES = 480 * 1024
 COMPACT_ABOVE = 50  # launches: a larger plan's JSON names each distinct Replacement once (ProvisioningPlan)
 REPLACEMENTS, REPLACEMENT_INDEX = "replacements", "replacement_index"
 
@@ -41,6 +44,28 @@ class PodRef(_Model):
     key: str
     uid: str
     virtual: bool = False
+
+
+def ref_bytes(pod: PodRef) -> int:
+    """The bytes `pod` takes in a workflow input's JSON, an upper bound: its key and uid (Kubernetes names are
+    ASCII, so nothing in them is escaped) and the field names around them."""
+    return 40 + len(pod.key.encode()) + len(pod.uid.encode())  # {"key":"","uid":"","virtual":false}, is 36
+
+
+def batch_parts(pods: list[PodRef], part_bytes: int = PART_BYTES) -> list[list[PodRef]]:
+    """`pods` in order, cut into parts whose input stays under `part_bytes`: one part for any batch seen so far
+    (1,000 pods take ~100 KB); a window of tens of thousands of pods becomes several workflows, where one would be
+    refused (30,000 pods: 3.1 MB of input plus a 1.2 MB memo, over gRPC's 4 MiB) and its pods never get capacity."""
+    parts: list[list[PodRef]] = [[]]
+    used = 0
+    for pod in pods:
+        size = ref_bytes(pod)
+        if parts[-1] and used + size > part_bytes:
+            parts.append([])
+            used = 0
+        parts[-1].append(pod)
+        used += size
+    return parts if parts[0] else []
 
 
 def batch_workflow_id(pods: list[PodRef]) -> str:

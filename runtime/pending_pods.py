@@ -4,9 +4,11 @@ Batching is Karpenter's: a window opens with the first new pod and closes `idle_
 or `max_seconds` after it opened, so a ReplicaSet scaled up by 100 becomes one batch (and one simulation), not 100.
 Candidates come from the worker's watch cache (runtime/pending_index.py keeps them from its events: no extra LIST
 or watch, and no scan of every pod each tick); without the cache pods are LISTed each tick and scanned.
-A pod a running provisioning covers (its memo) or that this worker handed off within its cooldown is not batched
-again; the workflow id derives from the batch's pod uids, so a restarted worker re-batching the same pods joins the
-running workflow, and a different batch re-plans with the launching NodeClaims as nominated capacity.
+A window too large for one workflow's input (tens of thousands of pods) starts as several, each under Temporal's
+payload warning size (contracts/provisioning.py `batch_parts`). A pod a running provisioning covers
+(client/provisioning.py `CoveredPods`) or that this worker handed off within its cooldown is not batched again; the
+workflow id derives from the batch's pod uids, so a restarted worker re-batching the same pods joins the running
+workflow, and a different batch re-plans with the launching NodeClaims as nominated capacity.
 
 Pods of a node being deleted are batched too (Karpenter's `deletingNodePods`): a node deleted by hand, expiring,
 interrupted or drained behind a PDB gets its pods' new capacity while it drains (planning/provisioning/provisioner.py
@@ -36,8 +38,8 @@ from typing import Any
 
 from temporalio.client import Client
 
-from client.provisioning import covered_pods, start_provisioning
-from contracts.provisioning import PodRef, ProvisioningSettings
+from client.provisioning import CoveredPods, start_provisioning
+from contracts.provisioning import PodRef, ProvisioningSettings, batch_parts
 from planning.cluster import going_nodes
 from runtime.periodic import tick_until_stopped
 
@@ -215,6 +217,7 @@ class PendingPodIntake:
         self._clock = clock
         self._batch = Batcher(settings.idle_seconds, settings.max_seconds)
         self._handed: dict[str, HandOff] = {}  # uid -> when (and how often) this worker handed it to a batch
+        self._covered = CoveredPods()
         self._stop = asyncio.Event()
         self.started: list[str] = []  # workflow ids, for tests and logs
 
@@ -251,15 +254,17 @@ class PendingPodIntake:
             await self._start(self._batch.take(), now)
 
     async def _start(self, batch: list[PodRef], now: float) -> None:
-        covered = await covered_pods(self._client)
+        covered = await self._covered.read(self._client)
         batch = [p for p in batch if p.uid not in covered]
         for p in batch:
             before, note = self._handed.get(p.uid), self._notes.get(p.uid, "")
             again = before is not None and not before.changed(note, self._ready)  # else the doubling starts over
             times = before.times + 1 if before is not None and again else 1
             self._handed[p.uid] = HandOff(at=now, times=times, note=note, ready_nodes=self._ready)
-        if not batch:
-            return
-        handle = await start_provisioning(self._client, batch, self._s.task_queue, self._s.workflow)
-        self.started.append(handle.id)
-        log.info("provisioning %s for %d pending pod(s)", handle.id, len(batch))
+        parts = batch_parts(batch)
+        for i, part in enumerate(parts, 1):  # one part but for windows of tens of thousands of pods
+            handle = await start_provisioning(self._client, part, self._s.task_queue, self._s.workflow)
+            self._covered.started(handle.id, part)
+            self.started.append(handle.id)
+            of = f" (part {i} of {len(parts)} of a window of {len(batch)})" if len(parts) > 1 else ""
+            log.info("provisioning %s for %d pending pod(s)%s", handle.id, len(part), of)

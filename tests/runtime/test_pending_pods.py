@@ -65,11 +65,11 @@ def _record_starts(monkeypatch: Any, covered_uids: frozenset[str] = frozenset())
         started.append([p.uid for p in pods])
         return Handle()
 
-    async def covered(client):  # type: ignore[no-untyped-def]
+    async def covered(self, client):  # type: ignore[no-untyped-def]
         return set(covered_uids)
 
     monkeypatch.setattr(pp, "start_provisioning", start)
-    monkeypatch.setattr(pp, "covered_pods", covered)
+    monkeypatch.setattr(pp.CoveredPods, "read", covered)
     return started
 
 
@@ -111,11 +111,11 @@ async def test_a_pod_nothing_helps_is_retried_ever_less_often_and_a_bound_pod_is
         starts.append(now[0])
         return Handle()
 
-    async def covered(client):  # type: ignore[no-untyped-def]
+    async def covered(self, client):  # type: ignore[no-untyped-def]
         return set()
 
     monkeypatch.setattr(pp, "start_provisioning", start)
-    monkeypatch.setattr(pp, "covered_pods", covered)
+    monkeypatch.setattr(pp.CoveredPods, "read", covered)
     pods = [_pod("stuck")]
     settings = IntakeSettings(task_queue="q", idle_seconds=1, cooldown_seconds=10, max_cooldown_seconds=40)
     intake = PendingPodIntake(lambda: pods, None, settings, clock=lambda: now[0])  # type: ignore[arg-type]
