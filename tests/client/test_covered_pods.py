@@ -71,6 +71,7 @@ async def test_a_window_temporal_refuses_whole_starts_in_parts_that_cover_it(tem
     handles = [await start_provisioning(temporal_client, part, task_queue=f"nobody-{tag}") for part in parts]
     try:
         assert len(handles) == len(parts) == 7
+        assert await (await handles[0].describe()).memo() == {}  # no memo: Temporal warns over 2 KiB of one
         fresh, want = CoveredPods(), {p.uid for p in pods}  # as a new leader meets them: read from each input
         for _ in range(100):  # until visibility lists every part
             mine = {uid for uid in await fresh.read(temporal_client) if uid.startswith(tag)}
