@@ -1,12 +1,11 @@
 """A window too large for one workflow's input starts as several (contracts/provisioning.py `batch_parts`,
 runtime/pending_pods.py): each part's input, as the workers' converter writes it, stays under Temporal's 512 KiB
 payload warning size, every pod is in exactly one part, in the window's order, and any window seen so far (2,000
-pods) stays one part."""
+pods) stays one part. The intake starting each part: tests/runtime/test_pending_pods.py."""
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -43,36 +42,3 @@ def test_a_window_of_tens_of_thousands_of_pods_is_cut_under_the_warning_size() -
         sizes = [_input_bytes(part) for part in parts]
         assert max(sizes) < WARN, sizes
         assert min(sizes[:-1]) > PART_BYTES * 0.9  # parts are full, not many small ones
-
-
-async def test_the_intake_starts_each_part_and_covers_every_pod(monkeypatch: Any) -> None:
-    import runtime.pending_pods as pp
-    from runtime.pending_pods import IntakeSettings, PendingPodIntake
-
-    started: list[list[str]] = []
-
-    class Handle:
-        def __init__(self, n: int) -> None:
-            self.id = f"provision-{n}"
-
-    async def start(client, pods, task_queue, settings):  # type: ignore[no-untyped-def]
-        started.append([p.uid for p in pods])
-        return Handle(len(started))
-
-    async def covered(self, client):  # type: ignore[no-untyped-def]
-        return set()
-
-    monkeypatch.setattr(pp, "start_provisioning", start)
-    monkeypatch.setattr(pp.CoveredPods, "read", covered)
-    pods = [{"metadata": {"name": f"web-{i:05d}", "namespace": "shop", "uid": str(uuid.uuid4())},
-             "spec": {}, "status": {"phase": "Pending", "conditions": [
-                 {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}} for i in range(12_000)]
-    now = [0.0]
-    intake = PendingPodIntake(lambda: pods, None, IntakeSettings(task_queue="q"),  # type: ignore[arg-type]
-                              clock=lambda: now[0])
-    for t in (0.0, 1.5):
-        now[0] = t
-        await intake.tick()
-    assert len(started) == 3 and sorted(u for part in started for u in part) == sorted(
-        p["metadata"]["uid"] for p in pods)
-    assert intake.started == ["provision-1", "provision-2", "provision-3"]

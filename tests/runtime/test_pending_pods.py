@@ -59,11 +59,12 @@ def _record_starts(monkeypatch: Any, covered_uids: frozenset[str] = frozenset())
     started: list[list[str]] = []
 
     class Handle:
-        id = "provision-x"
+        def __init__(self, n: int) -> None:
+            self.id = f"provision-{n}"
 
     async def start(client, pods, task_queue, settings):  # type: ignore[no-untyped-def]
         started.append([p.uid for p in pods])
-        return Handle()
+        return Handle(len(started))
 
     async def covered(self, client):  # type: ignore[no-untyped-def]
         return set(covered_uids)
@@ -280,3 +281,20 @@ async def test_a_node_turning_ready_batches_the_pending_pods_again(monkeypatch) 
         now[0] = t
         await intake.tick()
     assert started == [["uid-a", "uid-b"], ["uid-a", "uid-b"]], started  # added at 3.0 (1.0 + 2 s), started at 4.0
+
+
+async def test_a_window_too_large_for_one_input_starts_each_part_and_covers_every_pod(monkeypatch) -> None:
+    """contracts/provisioning.py batch_parts: 16,000 pods of these names are three parts, each its own start."""
+    from runtime.pending_pods import IntakeSettings
+
+    started = _record_starts(monkeypatch)
+    now = [0.0]
+    pods = [_pod(f"web-{i:05d}") for i in range(16_000)]
+    intake = PendingPodIntake(lambda: pods, None, IntakeSettings(task_queue="q"),  # type: ignore[arg-type]
+                              clock=lambda: now[0])
+    for t in (0.0, 1.5):
+        now[0] = t
+        await intake.tick()
+    assert len(started) == 3 and sorted(u for part in started for u in part) == sorted(
+        p["metadata"]["uid"] for p in pods)
+    assert intake.started == ["provision-1", "provision-2", "provision-3"]
